@@ -1,0 +1,43 @@
+// File helpers shared by the store, the compiler and the CLI.
+#ifndef KILN_COMMON_FILES_H_
+#define KILN_COMMON_FILES_H_
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kiln {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// Writes `bytes` to a temporary file in the same directory, fsyncs it, sets
+// `mode`, and renames it over `path`: readers see the old file or the whole
+// new one, never a partial write.
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes,
+                                 mode_t mode);
+
+// mkdir -p with `mode` for the directories it creates.
+absl::Status MakeDirectories(const std::string& path, mode_t mode);
+
+// Creates `path` (mode 0700) if missing, then verifies that it is a real
+// directory (not a symlink) owned by this user and closed to everyone else.
+// FailedPrecondition names the problem otherwise: someone may have
+// pre-created it to intercept the socket.
+absl::Status EnsurePrivateDirectory(const std::string& path);
+
+// Creates a fresh directory from a mkdtemp template ("/tmp/kilnXXXXXX").
+absl::StatusOr<std::string> MakeTempDirectory(const std::string& name_template);
+
+// rm -rf. Errors other than "does not exist" are returned.
+absl::Status RemoveRecursively(const std::string& path);
+
+// The directory part of `path` ("" when there is none).
+std::string Dirname(const std::string& path);
+
+}  // namespace kiln
+
+#endif  // KILN_COMMON_FILES_H_

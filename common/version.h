@@ -1,0 +1,21 @@
+// Versions that must agree between a client, kilnd and an artifact.
+#ifndef KILN_COMMON_VERSION_H_
+#define KILN_COMMON_VERSION_H_
+
+#include <cstdint>
+
+namespace kiln {
+
+// Human-readable release.
+inline constexpr char kKilnVersion[] = "0.1.0";
+
+// Bump on any incompatible change to proto/service.proto's messages or
+// semantics. Client and daemon refuse each other when these differ.
+inline constexpr uint32_t kProtocolVersion = 1;
+
+// The artifact ABI version lives in codegen/abi/kiln_abi.h (KILN_ABI_VERSION)
+// so that generated code, the loader and the runtime share one definition.
+
+}  // namespace kiln
+
+#endif  // KILN_COMMON_VERSION_H_
