@@ -1,0 +1,68 @@
+/* The artifact ABI: what a Kiln artifact exports and what it calls back.
+ *
+ * Plain C, no includes: the code generator pastes this header verbatim into
+ * every generated source (artifacts are freestanding), and the client's
+ * loader and runtime include it. Change anything here -> bump
+ * KILN_ABI_VERSION (it enters every cache key).
+ *
+ * Entry points (extern "C", visibility default; everything else hidden):
+ *   const kiln_artifact_info* kiln_info(void);
+ *   int32_t kiln_run(const kiln_runtime* rt, const int64_t* symbols,
+ *                    void* const* inputs, void* const* outputs, void* scratch);
+ * kiln_run returns 0 on success. Inputs follow the strides the artifact's
+ * guards state; outputs are contiguous, caller-allocated, and never overlap
+ * an input; scratch is info->scratch_bytes bytes, 64-byte aligned.
+ */
+#ifndef KILN_ABI_H_
+#define KILN_ABI_H_
+
+#define KILN_ABI_VERSION 1
+
+typedef long long kiln_int64;
+typedef unsigned int kiln_uint32;
+typedef int kiln_int32;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_artifact_info {
+  kiln_uint32 abi_version;
+  kiln_uint32 num_inputs;
+  kiln_uint32 num_outputs;
+  kiln_uint32 num_symbols;
+  kiln_int64 scratch_bytes;
+} kiln_artifact_info;
+
+/* Runs body(closure, begin, end) over chunks covering [0, n), each at least
+ * `grain` long except the last, possibly on several threads; returns when
+ * all chunks are done. */
+typedef void (*kiln_parallel_body)(void* closure, kiln_int64 begin, kiln_int64 end);
+
+/* Services an artifact may call. The runtime owns every thread. */
+typedef struct kiln_runtime {
+  kiln_uint32 abi_version;
+  kiln_uint32 reserved;
+  void* context;
+  void (*parallel_for)(void* context, kiln_int64 n, kiln_int64 grain,
+                       kiln_parallel_body body, void* closure);
+  /* C = alpha * A.B + beta * C, where element (i, j) of A is
+   * a[i * a_row + j * a_col] (likewise B), and C is row-major with row
+   * stride c_row. Any strides; the runtime picks the BLAS layout. */
+  void (*gemm_f32)(void* context, kiln_int64 m, kiln_int64 n, kiln_int64 k, float alpha,
+                   const float* a, kiln_int64 a_row, kiln_int64 a_col, const float* b,
+                   kiln_int64 b_row, kiln_int64 b_col, float beta, float* c, kiln_int64 c_row);
+  void (*gemm_f64)(void* context, kiln_int64 m, kiln_int64 n, kiln_int64 k, double alpha,
+                   const double* a, kiln_int64 a_row, kiln_int64 a_col, const double* b,
+                   kiln_int64 b_row, kiln_int64 b_col, double beta, double* c, kiln_int64 c_row);
+} kiln_runtime;
+
+typedef const kiln_artifact_info* (*kiln_info_fn)(void);
+typedef kiln_int32 (*kiln_run_fn)(const kiln_runtime* rt, const kiln_int64* symbols,
+                                  void* const* inputs, void* const* outputs, void* scratch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_ABI_H_ */

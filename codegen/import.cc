@@ -1,0 +1,263 @@
+#include "codegen/import.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace kiln {
+namespace {
+
+absl::StatusOr<ir::DType> ImportDType(kiln::v1::DType dtype) {
+  switch (dtype) {
+    case kiln::v1::FLOAT32: return ir::DType::kFloat32;
+    case kiln::v1::FLOAT64: return ir::DType::kFloat64;
+    case kiln::v1::FLOAT16: return ir::DType::kFloat16;
+    case kiln::v1::BFLOAT16: return ir::DType::kBFloat16;
+    case kiln::v1::INT64: return ir::DType::kInt64;
+    case kiln::v1::INT32: return ir::DType::kInt32;
+    case kiln::v1::BOOL: return ir::DType::kBool;
+    default: break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown or unset dtype ", static_cast<int>(dtype)));
+}
+
+int SymbolIndex(const std::string& name, ir::Graph& graph) {
+  auto it = std::find(graph.symbols.begin(), graph.symbols.end(), name);
+  if (it != graph.symbols.end()) return static_cast<int>(it - graph.symbols.begin());
+  graph.symbols.push_back(name);
+  return static_cast<int>(graph.symbols.size()) - 1;
+}
+
+absl::StatusOr<ir::Dim> ImportDim(const kiln::v1::Dim& dim, ir::Graph& graph) {
+  if (dim.has_symbol()) {
+    if (dim.symbol().empty()) return absl::InvalidArgumentError("empty symbol name");
+    return ir::Dim::Symbol(SymbolIndex(dim.symbol(), graph));
+  }
+  if (dim.constant() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("negative dimension ", dim.constant()));
+  }
+  return ir::Dim::Constant(dim.constant());
+}
+
+ir::SymExpr ImportSymExpr(const kiln::v1::SymExpr& expr, ir::Graph& graph) {
+  ir::SymExpr result;
+  for (const auto& term : expr.terms()) {
+    ir::SymExpr::Term converted{term.coefficient(), {}};
+    for (const std::string& symbol : term.symbols()) {
+      converted.symbols.push_back(SymbolIndex(symbol, graph));
+    }
+    result.terms.push_back(std::move(converted));
+  }
+  return result;
+}
+
+absl::StatusOr<ir::ArgValue> ImportArgument(const kiln::v1::Argument& arg, ir::Graph& graph) {
+  using A = kiln::v1::Argument;
+  switch (arg.value_case()) {
+    case A::kIntValue: return ir::ArgValue(arg.int_value());
+    case A::kFloatValue: return ir::ArgValue(arg.float_value());
+    case A::kBoolValue: return ir::ArgValue(arg.bool_value());
+    case A::kIntList:
+      return ir::ArgValue(std::vector<int64_t>(arg.int_list().values().begin(),
+                                               arg.int_list().values().end()));
+    case A::kFloatList:
+      return ir::ArgValue(std::vector<double>(arg.float_list().values().begin(),
+                                              arg.float_list().values().end()));
+    case A::kBoolList:
+      return ir::ArgValue(std::vector<bool>(arg.bool_list().values().begin(),
+                                            arg.bool_list().values().end()));
+    case A::kSymInt: return ir::ArgValue(ImportSymExpr(arg.sym_int(), graph));
+    case A::kSymIntList: {
+      std::vector<ir::SymExpr> list;
+      for (const auto& expr : arg.sym_int_list().values()) list.push_back(ImportSymExpr(expr, graph));
+      return ir::ArgValue(std::move(list));
+    }
+    case A::kDtypeValue: {
+      ASSIGN_OR_RETURN(ir::DType dtype, ImportDType(arg.dtype_value()));
+      return ir::ArgValue(dtype);
+    }
+    case A::kStringValue: return ir::ArgValue(arg.string_value());
+    case A::kNone: return ir::ArgValue(ir::None{});
+    case A::VALUE_NOT_SET: break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("argument '", arg.name(), "' has no value"));
+}
+
+std::string NodeLabelFromProto(const kiln::v1::Node& node, int index) {
+  return absl::StrCat("node ", index, " '", node.name(), "' (", node.op(), ")");
+}
+
+}  // namespace
+
+absl::StatusOr<ir::TensorType> ImportTensorType(const kiln::v1::TensorType& type,
+                                                ir::Graph& graph) {
+  ir::TensorType result;
+  ASSIGN_OR_RETURN(result.dtype, ImportDType(type.dtype()));
+  if (!type.device().empty() && type.device() != "cpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device '", type.device(), "' is not supported (only cpu)"));
+  }
+  for (const auto& dim : type.sizes()) {
+    ASSIGN_OR_RETURN(ir::Dim converted, ImportDim(dim, graph));
+    result.sizes.push_back(converted);
+  }
+  if (type.strides_size() == 0) {
+    for (const ir::Dim& dim : result.sizes) {
+      if (dim.is_symbolic()) {
+        return absl::UnimplementedError(
+            "symbolic sizes are not supported yet (they arrive with dynamic shapes)");
+      }
+    }
+    result.strides = ir::ContiguousStrides(result.sizes);
+  } else {
+    if (type.strides_size() != type.sizes_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("has ", type.sizes_size(), " sizes but ",
+                                                     type.strides_size(), " strides"));
+    }
+    for (const auto& dim : type.strides()) {
+      ASSIGN_OR_RETURN(ir::Dim converted, ImportDim(dim, graph));
+      result.strides.push_back(converted);
+    }
+  }
+  result.requires_grad = type.requires_grad();
+  return result;
+}
+
+absl::StatusOr<ir::Graph> ImportGraph(const kiln::v1::Graph& proto) {
+  ir::Graph graph;
+  graph.name = proto.name();
+  // Proto value id -> dense value index.
+  absl::flat_hash_map<int64_t, int> value_index;
+  auto define = [&](int64_t id, const std::string& where) -> absl::Status {
+    if (!value_index.emplace(id, static_cast<int>(graph.values.size()) - 1).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " defines value ", id, ", which is already defined"));
+    }
+    return absl::OkStatus();
+  };
+
+  for (int i = 0; i < proto.inputs_size(); ++i) {
+    const auto& input = proto.inputs(i);
+    const std::string where = absl::StrCat("input ", i, " '", input.name(), "'");
+    auto type = ImportTensorType(input.type(), graph);
+    if (!type.ok()) {
+      return absl::Status(type.status().code(), absl::StrCat(where, ": ", type.status().message()));
+    }
+    graph.inputs.push_back(graph.AddValue(*std::move(type), -1));
+    graph.input_names.push_back(input.name());
+    RETURN_IF_ERROR(define(input.value(), where));
+  }
+
+  for (int n = 0; n < proto.nodes_size(); ++n) {
+    const auto& node_proto = proto.nodes(n);
+    const std::string where = NodeLabelFromProto(node_proto, n);
+    ir::Node node;
+    node.op = node_proto.op();
+    node.name = node_proto.name();
+    if (node.op.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": op is empty"));
+    for (int64_t id : node_proto.inputs()) {
+      auto it = value_index.find(id);
+      if (it == value_index.end()) {
+        // A later node defining `id` means the graph has a cycle or is not
+        // in topological order; no definition at all is a dangling id.
+        for (int later = n; later < proto.nodes_size(); ++later) {
+          const auto& outputs = proto.nodes(later).outputs();
+          if (std::find(outputs.begin(), outputs.end(), id) != outputs.end()) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                where, " uses value ", id, " before ", NodeLabelFromProto(proto.nodes(later), later),
+                " defines it (a cycle, or nodes not in topological order)"));
+          }
+        }
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " uses value ", id, ", which no input or node defines"));
+      }
+      node.inputs.push_back(it->second);
+    }
+    for (const auto& arg : node_proto.args()) {
+      if (arg.name().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": an argument has no name"));
+      }
+      auto value = ImportArgument(arg, graph);
+      if (!value.ok()) {
+        return absl::Status(value.status().code(),
+                            absl::StrCat(where, ": ", value.status().message()));
+      }
+      if (!node.args.emplace(arg.name(), *std::move(value)).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": argument '", arg.name(), "' is given twice"));
+      }
+    }
+    if (node_proto.outputs_size() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " defines no output value"));
+    }
+    if (node_proto.output_types_size() != node_proto.outputs_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " has ", node_proto.outputs_size(),
+                                                     " outputs but ", node_proto.output_types_size(),
+                                                     " output types"));
+    }
+    const int node_index = static_cast<int>(graph.nodes.size());
+    for (int k = 0; k < node_proto.outputs_size(); ++k) {
+      auto type = ImportTensorType(node_proto.output_types(k), graph);
+      if (!type.ok()) {
+        return absl::Status(type.status().code(),
+                            absl::StrCat(where, " output ", k, ": ", type.status().message()));
+      }
+      node.outputs.push_back(graph.AddValue(*std::move(type), node_index));
+      RETURN_IF_ERROR(define(node_proto.outputs(k), where));
+    }
+    graph.nodes.push_back(std::move(node));
+  }
+
+  if (proto.outputs_size() == 0) return absl::InvalidArgumentError("graph has no outputs");
+  for (int64_t id : proto.outputs()) {
+    auto it = value_index.find(id);
+    if (it == value_index.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output ", id, " is not defined by any input or node"));
+    }
+    graph.outputs.push_back(it->second);
+  }
+  return graph;
+}
+
+kiln::v1::DType ExportDType(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kFloat32: return kiln::v1::FLOAT32;
+    case ir::DType::kFloat64: return kiln::v1::FLOAT64;
+    case ir::DType::kFloat16: return kiln::v1::FLOAT16;
+    case ir::DType::kBFloat16: return kiln::v1::BFLOAT16;
+    case ir::DType::kInt64: return kiln::v1::INT64;
+    case ir::DType::kInt32: return kiln::v1::INT32;
+    case ir::DType::kBool: return kiln::v1::BOOL;
+  }
+  return kiln::v1::DTYPE_UNSPECIFIED;
+}
+
+kiln::v1::TensorType ExportTensorType(const ir::TensorType& type, const ir::Graph& graph) {
+  kiln::v1::TensorType result;
+  result.set_dtype(ExportDType(type.dtype));
+  auto export_dims = [&](const std::vector<ir::Dim>& dims, auto* out) {
+    for (const ir::Dim& dim : dims) {
+      kiln::v1::Dim* converted = out->Add();
+      if (dim.is_symbolic()) {
+        converted->set_symbol(graph.symbols[dim.symbol]);
+      } else {
+        converted->set_constant(dim.constant);
+      }
+    }
+  };
+  export_dims(type.sizes, result.mutable_sizes());
+  export_dims(type.strides, result.mutable_strides());
+  result.set_device("cpu");
+  result.set_requires_grad(type.requires_grad);
+  return result;
+}
+
+std::string NodeLabel(const ir::Graph& graph, int node_index) {
+  const ir::Node& node = graph.nodes[node_index];
+  return absl::StrCat("node ", node_index, " '", node.name, "' (", node.op, ")");
+}
+
+}  // namespace kiln

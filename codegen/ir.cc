@@ -1,0 +1,183 @@
+#include "codegen/ir.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace kiln::ir {
+
+const char* DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+    case DType::kFloat16: return "float16";
+    case DType::kBFloat16: return "bfloat16";
+    case DType::kInt64: return "int64";
+    case DType::kInt32: return "int32";
+    case DType::kBool: return "bool";
+  }
+  return "?";
+}
+
+int64_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat64:
+    case DType::kInt64: return 8;
+    case DType::kFloat32:
+    case DType::kInt32: return 4;
+    case DType::kFloat16:
+    case DType::kBFloat16: return 2;
+    case DType::kBool: return 1;
+  }
+  return 0;
+}
+
+bool IsFloatingPoint(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat64 || dtype == DType::kFloat16 ||
+         dtype == DType::kBFloat16;
+}
+
+bool TensorType::is_static() const {
+  for (const Dim& dim : sizes) {
+    if (dim.is_symbolic()) return false;
+  }
+  for (const Dim& dim : strides) {
+    if (dim.is_symbolic()) return false;
+  }
+  return true;
+}
+
+int64_t TensorType::NumElements() const {
+  int64_t count = 1;
+  for (const Dim& dim : sizes) count *= dim.constant;
+  return count;
+}
+
+bool TensorType::IsContiguous() const {
+  const std::vector<Dim> contiguous = ContiguousStrides(sizes);
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    // A dim of size 1 may have any stride without changing the layout.
+    if (sizes[d] == Dim::Constant(1)) continue;
+    if (strides[d] != contiguous[d]) return false;
+  }
+  return true;
+}
+
+std::vector<Dim> ContiguousStrides(const std::vector<Dim>& sizes) {
+  std::vector<Dim> strides(sizes.size());
+  int64_t stride = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = Dim::Constant(stride);
+    stride *= sizes[d].constant;
+  }
+  return strides;
+}
+
+int Graph::AddValue(TensorType type, int node) {
+  values.push_back(std::move(type));
+  producer.push_back(node);
+  return static_cast<int>(values.size()) - 1;
+}
+
+namespace {
+
+std::string DimString(const Dim& dim, const Graph& graph) {
+  if (!dim.is_symbolic()) return absl::StrCat(dim.constant);
+  if (dim.symbol < static_cast<int>(graph.symbols.size())) return graph.symbols[dim.symbol];
+  return absl::StrCat("s?", dim.symbol);
+}
+
+std::string DimsString(const std::vector<Dim>& dims, const Graph& graph) {
+  return absl::StrJoin(dims, ", ", [&](std::string* out, const Dim& dim) {
+    out->append(DimString(dim, graph));
+  });
+}
+
+std::string SymExprString(const SymExpr& expr, const Graph& graph) {
+  if (expr.terms.empty()) return "0";
+  return absl::StrJoin(expr.terms, " + ", [&](std::string* out, const SymExpr::Term& term) {
+    std::vector<std::string> factors;
+    if (term.coefficient != 1 || term.symbols.empty()) {
+      factors.push_back(absl::StrCat(term.coefficient));
+    }
+    for (int symbol : term.symbols) factors.push_back(DimString(Dim::Symbol(symbol), graph));
+    out->append(absl::StrJoin(factors, "*"));
+  });
+}
+
+}  // namespace
+
+std::string ToString(const TensorType& type, const Graph& graph) {
+  std::string text = absl::StrCat(DTypeName(type.dtype), "[", DimsString(type.sizes, graph), "]");
+  if (!type.IsContiguous()) absl::StrAppend(&text, "{strides ", DimsString(type.strides, graph), "}");
+  if (type.requires_grad) absl::StrAppend(&text, "{requires_grad}");
+  return text;
+}
+
+std::string ToString(const ArgValue& value, const Graph& graph) {
+  struct Printer {
+    const Graph& graph;
+    std::string operator()(const None&) const { return "None"; }
+    std::string operator()(int64_t v) const { return absl::StrCat(v); }
+    // %a: exact, locale-free, and the same in every process.
+    std::string operator()(double v) const { return absl::StrFormat("%g (%a)", v, v); }
+    std::string operator()(bool v) const { return v ? "True" : "False"; }
+    std::string operator()(const std::vector<int64_t>& v) const {
+      return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
+    }
+    std::string operator()(const std::vector<double>& v) const {
+      return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
+    }
+    std::string operator()(const std::vector<bool>& v) const {
+      return absl::StrCat("[", absl::StrJoin(v, ", ", [](std::string* out, bool b) {
+                            out->append(b ? "True" : "False");
+                          }),
+                          "]");
+    }
+    std::string operator()(const SymExpr& v) const { return SymExprString(v, graph); }
+    std::string operator()(const std::vector<SymExpr>& v) const {
+      return absl::StrCat("[", absl::StrJoin(v, ", ", [&](std::string* out, const SymExpr& e) {
+                            out->append(SymExprString(e, graph));
+                          }),
+                          "]");
+    }
+    std::string operator()(DType v) const { return DTypeName(v); }
+    std::string operator()(const std::string& v) const { return absl::StrCat("\"", v, "\""); }
+  };
+  return std::visit(Printer{graph}, value);
+}
+
+std::string ToString(const Graph& graph) {
+  std::string text;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const int value = graph.inputs[i];
+    absl::StrAppend(&text, "%", value, " = input ", i, " : ",
+                    ToString(graph.values[value], graph));
+    if (i < graph.input_names.size() && !graph.input_names[i].empty()) {
+      absl::StrAppend(&text, "  # ", graph.input_names[i]);
+    }
+    text += "\n";
+  }
+  for (const Node& node : graph.nodes) {
+    std::vector<std::string> operands;
+    for (int input : node.inputs) operands.push_back(absl::StrCat("%", input));
+    for (const auto& [name, value] : node.args) {
+      operands.push_back(absl::StrCat(name, "=", ToString(value, graph)));
+    }
+    std::vector<std::string> results;
+    for (int output : node.outputs) {
+      results.push_back(absl::StrCat("%", output, " : ", ToString(graph.values[output], graph)));
+    }
+    absl::StrAppend(&text, absl::StrJoin(results, ", "), " = ", node.op, "(",
+                    absl::StrJoin(operands, ", "), ")");
+    if (!node.name.empty()) absl::StrAppend(&text, "  # ", node.name);
+    text += "\n";
+  }
+  absl::StrAppend(&text, "return (", absl::StrJoin(graph.outputs, ", ", [](std::string* out, int v) {
+                    absl::StrAppend(out, "%", v);
+                  }),
+                  ")\n");
+  return text;
+}
+
+}  // namespace kiln::ir

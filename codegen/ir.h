@@ -1,0 +1,111 @@
+// The in-memory graph IR that every codegen pass reads.
+//
+// Protos are the wire format only: import.h converts a kiln.v1.Graph into
+// this IR at the boundary and nothing below mutates protos. Values are dense
+// indices: graph inputs first, then each node's results in node order.
+#ifndef KILN_CODEGEN_IR_H_
+#define KILN_CODEGEN_IR_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace kiln::ir {
+
+enum class DType : uint8_t {
+  kFloat32,
+  kFloat64,
+  kFloat16,
+  kBFloat16,
+  kInt64,
+  kInt32,
+  kBool,
+};
+
+const char* DTypeName(DType dtype);  // "float32", ...
+int64_t DTypeSize(DType dtype);      // bytes per element
+bool IsFloatingPoint(DType dtype);
+
+// A size or stride: a constant, or a graph-wide size symbol (index into
+// Graph::symbols).
+struct Dim {
+  int64_t constant = 0;
+  int symbol = -1;
+
+  static Dim Constant(int64_t value) { return Dim{value, -1}; }
+  static Dim Symbol(int index) { return Dim{0, index}; }
+  bool is_symbolic() const { return symbol >= 0; }
+  bool operator==(const Dim& other) const {
+    return constant == other.constant && symbol == other.symbol;
+  }
+  bool operator!=(const Dim& other) const { return !(*this == other); }
+};
+
+struct TensorType {
+  DType dtype = DType::kFloat32;
+  std::vector<Dim> sizes;
+  std::vector<Dim> strides;  // always filled in (import computes contiguous)
+  bool requires_grad = false;
+
+  int64_t rank() const { return static_cast<int64_t>(sizes.size()); }
+  bool is_static() const;
+  // Product of the sizes; requires is_static().
+  int64_t NumElements() const;
+  bool IsContiguous() const;
+};
+
+// Row-major strides for `sizes` (constants only; symbols are not yet
+// supported in strides).
+std::vector<Dim> ContiguousStrides(const std::vector<Dim>& sizes);
+
+// A sum of products of constants and symbols: coefficient * s_a * s_b + ...
+struct SymExpr {
+  struct Term {
+    int64_t coefficient = 0;
+    std::vector<int> symbols;
+  };
+  std::vector<Term> terms;
+};
+
+struct None {};
+
+// A typed scalar or list argument. The alternatives' order is part of the
+// cache key encoding (cache/key.cc): append only.
+using ArgValue = std::variant<None, int64_t, double, bool, std::vector<int64_t>,
+                              std::vector<double>, std::vector<bool>, SymExpr,
+                              std::vector<SymExpr>, DType, std::string>;
+
+struct Node {
+  std::string op;           // "aten.mm.default"
+  std::vector<int> inputs;  // value indices
+  // Sorted by name, so iteration is deterministic.
+  std::map<std::string, ArgValue> args;
+  std::vector<int> outputs;  // value indices this node defines
+  std::string name;          // for humans only
+};
+
+struct Graph {
+  std::vector<TensorType> values;  // type of each value
+  // Node index that defines each value, or -1 for a graph input.
+  std::vector<int> producer;
+  std::vector<int> inputs;   // value indices, in input order (0..n-1)
+  std::vector<std::string> input_names;  // for humans only
+  std::vector<Node> nodes;   // topological order
+  std::vector<int> outputs;  // value indices, in output order
+  std::vector<std::string> symbols;  // symbol names by index
+  std::string name;          // for humans only
+
+  // Adds a value produced by `node` (-1 for an input) and returns its index.
+  int AddValue(TensorType type, int node);
+};
+
+// Human-readable, deterministic listing ("kiln explain" stage 1).
+std::string ToString(const TensorType& type, const Graph& graph);
+std::string ToString(const ArgValue& value, const Graph& graph);
+std::string ToString(const Graph& graph);
+
+}  // namespace kiln::ir
+
+#endif  // KILN_CODEGEN_IR_H_

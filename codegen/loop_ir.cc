@@ -1,0 +1,115 @@
+#include "codegen/loop_ir.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace kiln::ir {
+
+AffineMap AffineMap::Identity(int rank) {
+  AffineMap map;
+  map.num_variables = rank;
+  map.coefficients.assign(rank, std::vector<int64_t>(rank, 0));
+  map.offsets.assign(rank, 0);
+  for (int d = 0; d < rank; ++d) map.coefficients[d][d] = 1;
+  return map;
+}
+
+AffineMap AffineMap::Broadcast(const std::vector<Dim>& source_sizes, int target_rank) {
+  const int source_rank = static_cast<int>(source_sizes.size());
+  AffineMap map;
+  map.num_variables = target_rank;
+  map.coefficients.assign(source_rank, std::vector<int64_t>(target_rank, 0));
+  map.offsets.assign(source_rank, 0);
+  for (int d = 0; d < source_rank; ++d) {
+    if (source_sizes[d] == Dim::Constant(1)) continue;  // pinned to 0
+    map.coefficients[d][target_rank - source_rank + d] = 1;
+  }
+  return map;
+}
+
+AffineMap AffineMap::After(const AffineMap& inner) const {
+  AffineMap result;
+  result.num_variables = inner.num_variables;
+  result.coefficients.assign(num_coordinates(), std::vector<int64_t>(inner.num_variables, 0));
+  result.offsets = offsets;
+  for (int r = 0; r < num_coordinates(); ++r) {
+    for (int k = 0; k < num_variables; ++k) {
+      const int64_t scale = coefficients[r][k];
+      if (scale == 0) continue;
+      result.offsets[r] += scale * inner.offsets[k];
+      for (int c = 0; c < inner.num_variables; ++c) {
+        result.coefficients[r][c] += scale * inner.coefficients[k][c];
+      }
+    }
+  }
+  return result;
+}
+
+bool AffineMap::IsIdentity() const { return *this == Identity(num_variables); }
+
+std::string AffineMap::ToString() const {
+  std::vector<std::string> variables;
+  for (int c = 0; c < num_variables; ++c) variables.push_back(absl::StrCat("i", c));
+  std::vector<std::string> coordinates;
+  for (int r = 0; r < num_coordinates(); ++r) {
+    std::vector<std::string> terms;
+    for (int c = 0; c < num_variables; ++c) {
+      const int64_t k = coefficients[r][c];
+      if (k == 0) continue;
+      terms.push_back(k == 1 ? variables[c] : absl::StrCat(k, "*", variables[c]));
+    }
+    if (offsets[r] != 0 || terms.empty()) terms.push_back(absl::StrCat(offsets[r]));
+    coordinates.push_back(absl::StrJoin(terms, " + "));
+  }
+  return absl::StrCat("(", absl::StrJoin(variables, ", "), ") -> (",
+                      absl::StrJoin(coordinates, ", "), ")");
+}
+
+namespace {
+
+std::string ExprString(const Definition& definition, int index) {
+  const Expr& expr = definition.exprs[index];
+  switch (expr.kind) {
+    case Expr::Kind::kLoad:
+      return absl::StrCat("load(%", expr.value, ", ", expr.index.ToString(), ")");
+    case Expr::Kind::kConstant:
+      return absl::StrCat(expr.constant);
+    case Expr::Kind::kCall: {
+      std::vector<std::string> operands;
+      for (int operand : expr.operands) operands.push_back(ExprString(definition, operand));
+      return absl::StrCat(expr.function, "(", absl::StrJoin(operands, ", "), ")");
+    }
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string ToString(const LoopProgram& program, const Graph& graph) {
+  std::string text;
+  for (size_t v = 0; v < program.definitions.size(); ++v) {
+    const Definition& definition = program.definitions[v];
+    absl::StrAppend(&text, "%", v, " : ", ToString(graph.values[v], graph), " = ");
+    switch (definition.kind) {
+      case Definition::Kind::kInput:
+        absl::StrAppend(&text, "input");
+        break;
+      case Definition::Kind::kPointwise:
+        absl::StrAppend(&text, "pointwise ", ExprString(definition, definition.root));
+        break;
+      case Definition::Kind::kView:
+        absl::StrAppend(&text, "view %", definition.source, " ", definition.map.ToString());
+        break;
+      case Definition::Kind::kExtern:
+        absl::StrAppend(&text, "extern ", definition.function, "(",
+                        absl::StrJoin(definition.operands, ", ",
+                                      [](std::string* out, int v) { absl::StrAppend(out, "%", v); }),
+                        ")");
+        break;
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+}  // namespace kiln::ir

@@ -1,0 +1,86 @@
+// The loop IR: what every graph value *is*, before anything is scheduled.
+//
+// Lowering turns each tensor-producing node into a Definition, not a loop:
+//   - pointwise: a small expression DAG computing one element of the value
+//     from load(value, index) terms, where an index maps the value's
+//     coordinates affinely onto the loaded value's coordinates;
+//   - view: an affine map from the view's coordinates onto its source's
+//     (permute, transpose, expand, ...: no copy, ever);
+//   - extern: a call through the runtime table (GEMM) that writes a buffer.
+// The scheduler (passes/schedule.h) then decides which definitions are
+// inlined into their consumers and which are realized into buffers.
+#ifndef KILN_CODEGEN_LOOP_IR_H_
+#define KILN_CODEGEN_LOOP_IR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/ir.h"
+
+namespace kiln::ir {
+
+// coordinate[r] = offsets[r] + sum_c coefficients[r][c] * variable[c]
+struct AffineMap {
+  int num_variables = 0;
+  std::vector<std::vector<int64_t>> coefficients;  // [coordinate][variable]
+  std::vector<int64_t> offsets;                    // [coordinate]
+
+  int num_coordinates() const { return static_cast<int>(offsets.size()); }
+  static AffineMap Identity(int rank);
+  // Numpy-style broadcast: coordinates of a value of `source_sizes` read at
+  // the coordinates of a value of rank `target_rank` (trailing dims aligned,
+  // size-1 source dims pinned to 0).
+  static AffineMap Broadcast(const std::vector<Dim>& source_sizes, int target_rank);
+  // The map that applies `inner` first, then this.
+  AffineMap After(const AffineMap& inner) const;
+  bool IsIdentity() const;
+  bool operator==(const AffineMap& other) const {
+    return num_variables == other.num_variables && coefficients == other.coefficients &&
+           offsets == other.offsets;
+  }
+  std::string ToString() const;  // "(i0, i1) -> (i1, i0)"
+};
+
+struct Expr {
+  enum class Kind { kLoad, kConstant, kCall };
+  Kind kind = Kind::kConstant;
+  DType dtype = DType::kFloat32;  // the type this expression computes in
+  // kLoad: element `index(coordinates)` of `value`.
+  int value = -1;
+  AffineMap index;
+  // kConstant.
+  double constant = 0;
+  // kCall: a pointwise function from the emitter's table ("add", "relu").
+  std::string function;
+  std::vector<int> operands;  // indices into Definition::exprs
+};
+
+struct Definition {
+  enum class Kind { kInput, kPointwise, kView, kExtern };
+  Kind kind = Kind::kInput;
+  int node = -1;  // the node that defined the value (-1 for inputs)
+
+  // kPointwise: exprs[root] is the element; operands precede their users.
+  std::vector<Expr> exprs;
+  int root = -1;
+
+  // kView: the source value's coordinates are map(view coordinates).
+  int source = -1;
+  AffineMap map;
+
+  // kExtern: runtime function ("mm") and its tensor operands.
+  std::string function;
+  std::vector<int> operands;
+};
+
+// One Definition per graph value, indexed like Graph::values.
+struct LoopProgram {
+  std::vector<Definition> definitions;
+};
+
+std::string ToString(const LoopProgram& program, const Graph& graph);
+
+}  // namespace kiln::ir
+
+#endif  // KILN_CODEGEN_LOOP_IR_H_

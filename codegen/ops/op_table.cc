@@ -1,0 +1,125 @@
+#include "codegen/ops/op_table.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::ops {
+
+const OpTable& OpTable::Get() {
+  static const OpTable* const table = [] {
+    auto* built = new OpTable();
+    RegisterPointwiseOps(*built);
+    RegisterViewOps(*built);
+    RegisterGemmOps(*built);
+    return built;
+  }();
+  return *table;
+}
+
+const OpDef* OpTable::Find(absl::string_view name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+void OpTable::Add(OpDef op) {
+  const std::string name = op.name;
+  ops_.emplace(name, std::move(op));
+}
+
+const ir::ArgValue& Arg(const ir::Node& node, const std::string& name) {
+  // The verifier has checked presence (and filled defaults) before any type
+  // rule or lowering runs.
+  return node.args.at(name);
+}
+
+int64_t IntArg(const ir::Node& node, const std::string& name) {
+  return std::get<int64_t>(Arg(node, name));
+}
+
+double ScalarArgAsDouble(const ir::Node& node, const std::string& name) {
+  const ir::ArgValue& value = Arg(node, name);
+  if (const auto* i = std::get_if<int64_t>(&value)) return static_cast<double>(*i);
+  if (const auto* b = std::get_if<bool>(&value)) return *b ? 1.0 : 0.0;
+  return std::get<double>(value);
+}
+
+std::vector<int64_t> IntListArg(const ir::Node& node, const std::string& name) {
+  return std::get<std::vector<int64_t>>(Arg(node, name));
+}
+
+absl::StatusOr<int> WrapDim(int64_t dim, int64_t rank) {
+  const int64_t wrapped = dim < 0 ? dim + rank : dim;
+  if (wrapped < 0 || wrapped >= rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dim ", dim, " is out of range for a tensor of rank ", rank));
+  }
+  return static_cast<int>(wrapped);
+}
+
+namespace {
+
+bool Matches(ArgKind kind, const ir::ArgValue& value) {
+  switch (kind) {
+    case ArgKind::kInt: return std::holds_alternative<int64_t>(value);
+    case ArgKind::kFloat:
+      return std::holds_alternative<double>(value) || std::holds_alternative<int64_t>(value);
+    case ArgKind::kScalar:
+      return std::holds_alternative<double>(value) || std::holds_alternative<int64_t>(value) ||
+             std::holds_alternative<bool>(value);
+    case ArgKind::kBool: return std::holds_alternative<bool>(value);
+    case ArgKind::kIntList: return std::holds_alternative<std::vector<int64_t>>(value);
+    case ArgKind::kDType: return std::holds_alternative<ir::DType>(value);
+    case ArgKind::kString: return std::holds_alternative<std::string>(value);
+  }
+  return false;
+}
+
+const char* KindName(ArgKind kind) {
+  switch (kind) {
+    case ArgKind::kInt: return "an int";
+    case ArgKind::kFloat: return "a float";
+    case ArgKind::kScalar: return "a scalar";
+    case ArgKind::kBool: return "a bool";
+    case ArgKind::kIntList: return "an int list";
+    case ArgKind::kDType: return "a dtype";
+    case ArgKind::kString: return "a string";
+  }
+  return "?";
+}
+
+}  // namespace
+
+absl::StatusOr<ir::Node> WithDefaults(const ir::Node& node, const OpDef& op) {
+  ir::Node result = node;
+  for (const auto& [name, value] : node.args) {
+    auto spec = std::find_if(op.args.begin(), op.args.end(),
+                             [&](const ArgSpec& arg) { return arg.name == name; });
+    if (spec == op.args.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown argument '", name, "'"));
+    }
+    const bool none_allowed = spec->default_value.has_value() &&
+                              std::holds_alternative<ir::None>(*spec->default_value);
+    if (!Matches(spec->kind, value) && !(none_allowed && std::holds_alternative<ir::None>(value))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument '", name, "' must be ", KindName(spec->kind)));
+    }
+  }
+  for (const ArgSpec& spec : op.args) {
+    if (result.args.count(spec.name)) continue;
+    if (!spec.default_value.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("missing argument '", spec.name, "'"));
+    }
+    result.args.emplace(spec.name, *spec.default_value);
+  }
+  return result;
+}
+
+absl::Status RequireStatic(const ir::TensorType& type, absl::string_view what) {
+  if (!type.is_static()) {
+    return absl::UnimplementedError(absl::StrCat(what, " has symbolic sizes, not supported yet"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::ops

@@ -1,0 +1,90 @@
+// The op table: every ATen op Kiln compiles, with its schema, its type rule
+// and its lowering into the loop IR. Adding an op is one entry in the file of
+// its family (pointwise.cc, views.cc, gemm.cc); nothing else changes.
+#ifndef KILN_CODEGEN_OPS_OP_TABLE_H_
+#define KILN_CODEGEN_OPS_OP_TABLE_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "codegen/ir.h"
+#include "codegen/loop_ir.h"
+
+namespace kiln::ops {
+
+enum class ArgKind {
+  kInt,
+  kFloat,
+  kScalar,  // int, float or bool: keeps its type (add(t, 1) != add(t, 1.0))
+  kBool,
+  kIntList,
+  kDType,
+  kString,
+};
+
+struct ArgSpec {
+  std::string name;
+  ArgKind kind;
+  // Filled in when the argument is absent; std::nullopt means required.
+  std::optional<ir::ArgValue> default_value;
+};
+
+using InputTypes = std::vector<const ir::TensorType*>;
+
+struct OpDef {
+  std::string name;  // "aten.add.Tensor"
+  int min_inputs = 1;
+  int max_inputs = 1;
+  std::vector<ArgSpec> args;
+  // The result types implied by the inputs and arguments (arguments already
+  // checked against `args` and defaults filled in). Errors are
+  // InvalidArgument; the verifier prefixes the node.
+  std::function<absl::StatusOr<std::vector<ir::TensorType>>(const ir::Node&, const InputTypes&)>
+      infer;
+  // One Definition per result.
+  std::function<absl::StatusOr<std::vector<ir::Definition>>(const ir::Graph&, const ir::Node&)>
+      lower;
+  std::string family;  // for docs/OPS.md: "pointwise", "view", "gemm"
+  std::vector<ir::DType> dtypes;  // dtypes lowering supports
+};
+
+class OpTable {
+ public:
+  // The process-wide table, built on first use. Thread-safe.
+  static const OpTable& Get();
+
+  const OpDef* Find(absl::string_view name) const;
+  const std::map<std::string, OpDef, std::less<>>& ops() const { return ops_; }
+
+  void Add(OpDef op);
+
+ private:
+  std::map<std::string, OpDef, std::less<>> ops_;
+};
+
+// Registration, one function per family (called by OpTable::Get).
+void RegisterPointwiseOps(OpTable& table);
+void RegisterViewOps(OpTable& table);
+void RegisterGemmOps(OpTable& table);
+
+// Helpers shared by the families.
+const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);
+int64_t IntArg(const ir::Node& node, const std::string& name);
+double ScalarArgAsDouble(const ir::Node& node, const std::string& name);
+std::vector<int64_t> IntListArg(const ir::Node& node, const std::string& name);
+// Wraps a possibly negative dim into [0, rank); InvalidArgument if out of range.
+absl::StatusOr<int> WrapDim(int64_t dim, int64_t rank);
+// Checks `node`'s arguments against `op`'s schema (known names, kinds,
+// required ones present) and returns a copy with defaults filled in, so that
+// `add(t, 1)` with and without `alpha=1` are the same node.
+absl::StatusOr<ir::Node> WithDefaults(const ir::Node& node, const OpDef& op);
+absl::Status RequireStatic(const ir::TensorType& type, absl::string_view what);
+
+}  // namespace kiln::ops
+
+#endif  // KILN_CODEGEN_OPS_OP_TABLE_H_

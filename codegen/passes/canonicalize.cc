@@ -1,0 +1,94 @@
+#include "codegen/passes/canonicalize.h"
+
+#include "absl/strings/str_cat.h"
+#include "codegen/ops/op_table.h"
+#include "common/status_macros.h"
+
+namespace kiln {
+namespace {
+
+// Post-order walk from the outputs: a node is emitted once all the nodes its
+// operands come from are. Iterative, so deep graphs cannot overflow the stack.
+std::vector<int> LiveNodeOrder(const ir::Graph& graph) {
+  std::vector<int> order;
+  std::vector<char> state(graph.nodes.size(), 0);  // 0 new, 1 open, 2 done
+  for (int output : graph.outputs) {
+    const int root = graph.producer[output];
+    if (root < 0 || state[root] != 0) continue;
+    std::vector<std::pair<int, size_t>> stack = {{root, 0}};
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [node, next_input] = stack.back();
+      const std::vector<int>& inputs = graph.nodes[node].inputs;
+      if (next_input < inputs.size()) {
+        const int producer = graph.producer[inputs[next_input++]];
+        if (producer >= 0 && state[producer] == 0) {
+          state[producer] = 1;
+          stack.push_back({producer, 0});
+        }
+      } else {
+        state[node] = 2;
+        order.push_back(node);
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+absl::StatusOr<ir::Graph> Canonicalize(const ir::Graph& graph) {
+  ir::Graph result;
+  result.name = graph.name;
+  result.input_names = graph.input_names;
+  std::vector<int> new_value(graph.values.size(), -1);
+  for (int input : graph.inputs) {
+    new_value[input] = result.AddValue(graph.values[input], -1);
+    result.inputs.push_back(new_value[input]);
+  }
+  for (int old_index : LiveNodeOrder(graph)) {
+    const ir::Node& old_node = graph.nodes[old_index];
+    const ops::OpDef* op = ops::OpTable::Get().Find(old_node.op);
+    if (op == nullptr) return absl::InternalError("canonicalize before verify: unknown op");
+    ASSIGN_OR_RETURN(ir::Node node, ops::WithDefaults(old_node, *op));
+    for (int& input : node.inputs) input = new_value[input];
+    const int node_index = static_cast<int>(result.nodes.size());
+    for (int& output : node.outputs) {
+      const int old_output = output;
+      output = result.AddValue(graph.values[old_output], node_index);
+      new_value[old_output] = output;
+    }
+    result.nodes.push_back(std::move(node));
+  }
+  for (int output : graph.outputs) result.outputs.push_back(new_value[output]);
+
+  // Rename symbols by first occurrence: values (sizes, then strides) in the
+  // new order, then symbolic arguments in node order.
+  std::vector<int> new_symbol(graph.symbols.size(), -1);
+  auto rename = [&](int& symbol) {
+    if (new_symbol[symbol] < 0) {
+      new_symbol[symbol] = static_cast<int>(result.symbols.size());
+      result.symbols.push_back(absl::StrCat("s", result.symbols.size()));
+    }
+    symbol = new_symbol[symbol];
+  };
+  for (ir::TensorType& type : result.values) {
+    for (ir::Dim& dim : type.sizes) if (dim.is_symbolic()) rename(dim.symbol);
+    for (ir::Dim& dim : type.strides) if (dim.is_symbolic()) rename(dim.symbol);
+  }
+  for (ir::Node& node : result.nodes) {
+    for (auto& [name, value] : node.args) {
+      auto rename_expr = [&](ir::SymExpr& expr) {
+        for (auto& term : expr.terms) for (int& symbol : term.symbols) rename(symbol);
+      };
+      if (auto* expr = std::get_if<ir::SymExpr>(&value)) rename_expr(*expr);
+      if (auto* list = std::get_if<std::vector<ir::SymExpr>>(&value)) {
+        for (ir::SymExpr& expr : *list) rename_expr(expr);
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace kiln

@@ -1,0 +1,66 @@
+#include "codegen/passes/check_plan.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln {
+
+absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const BufferPlan& plan) {
+  const int num_values = static_cast<int>(graph.values.size());
+  std::vector<bool> available(num_values, false);
+  for (int input : graph.inputs) available[input] = true;
+  // The value each output storage holds after the kernel that wrote it last.
+  std::vector<int> output_holds(graph.outputs.size(), -1);
+  // Scratch storages in use at each kernel: written there or read there.
+  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    const Kernel& kernel = schedule.kernels[k];
+    std::vector<int> touched;
+    for (const Access& access : kernel.reads) {
+      if (!available[access.value]) {
+        return absl::InternalError(absl::StrCat("kernel ", k, " reads %", access.value,
+                                                " before any kernel writes it"));
+      }
+      if (plan.storage_of[access.value] < 0) {
+        return absl::InternalError(absl::StrCat("realized %", access.value, " has no storage"));
+      }
+      touched.push_back(plan.storage_of[access.value]);
+    }
+    if (kernel.kind == Kernel::Kind::kCopy) {
+      output_holds[kernel.output] = kernel.value;
+    } else {
+      if (plan.storage_of[kernel.value] < 0) {
+        return absl::InternalError(absl::StrCat("kernel ", k, " writes %", kernel.value,
+                                                ", which has no storage"));
+      }
+      available[kernel.value] = true;
+      touched.push_back(plan.storage_of[kernel.value]);
+      const Storage& storage = plan.storages[plan.storage_of[kernel.value]];
+      if (storage.kind == Storage::Kind::kOutput) output_holds[storage.index] = kernel.value;
+    }
+    for (int a : touched) {
+      for (int b : touched) {
+        const Storage& x = plan.storages[a];
+        const Storage& y = plan.storages[b];
+        if (a == b || x.kind != Storage::Kind::kScratch || y.kind != Storage::Kind::kScratch) continue;
+        if (x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes) {
+          return absl::InternalError(absl::StrCat("kernel ", k, " uses overlapping scratch slices ",
+                                                  x.offset, " and ", y.offset));
+        }
+      }
+    }
+  }
+  for (const Storage& storage : plan.storages) {
+    if (storage.kind == Storage::Kind::kScratch && !storage.values.empty() &&
+        storage.offset + storage.bytes > plan.scratch_bytes) {
+      return absl::InternalError("a scratch slice ends past the arena");
+    }
+  }
+  for (size_t k = 0; k < output_holds.size(); ++k) {
+    if (output_holds[k] != graph.outputs[k]) {
+      return absl::InternalError(absl::StrCat("output ", k, " ends holding %", output_holds[k],
+                                              ", not %", graph.outputs[k]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln

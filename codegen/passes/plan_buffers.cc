@@ -1,0 +1,166 @@
+#include "codegen/passes/plan_buffers.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace kiln {
+namespace {
+
+int64_t Bytes(const ir::TensorType& type) {
+  return type.NumElements() * ir::DTypeSize(type.dtype);
+}
+
+int64_t AlignUp(int64_t value) {
+  return (value + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
+}
+
+}  // namespace
+
+absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const Schedule& schedule) {
+  const int num_values = static_cast<int>(graph.values.size());
+  const int num_kernels = static_cast<int>(schedule.kernels.size());
+  BufferPlan plan;
+  plan.storage_of.assign(num_values, -1);
+
+  auto new_storage = [&](Storage::Kind kind, int index, int value) {
+    Storage storage;
+    storage.kind = kind;
+    storage.index = index;
+    storage.bytes = Bytes(graph.values[value]);
+    storage.values.push_back(value);
+    plan.storages.push_back(std::move(storage));
+    plan.storage_of[value] = static_cast<int>(plan.storages.size()) - 1;
+  };
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    new_storage(Storage::Kind::kInput, static_cast<int>(i), graph.inputs[i]);
+  }
+  for (size_t k = 0; k < graph.outputs.size(); ++k) {
+    const Kernel& kernel = schedule.kernels[schedule.output_kernel[k]];
+    if (kernel.kind != Kernel::Kind::kCopy) {
+      new_storage(Storage::Kind::kOutput, static_cast<int>(k), kernel.value);
+    }
+  }
+
+  // Liveness: the kernel that writes each value and the last that reads it.
+  std::vector<int> first_write(num_values, -1), last_read(num_values, -1);
+  for (int k = 0; k < num_kernels; ++k) {
+    const Kernel& kernel = schedule.kernels[k];
+    if (kernel.kind != Kernel::Kind::kCopy) first_write[kernel.value] = k;
+    for (const Access& access : kernel.reads) last_read[access.value] = k;
+  }
+
+  // In place: walk kernels in order; a pointwise kernel may take over the
+  // storage of a value it reads for the last time, at identity only.
+  for (int k = 0; k < num_kernels; ++k) {
+    const Kernel& kernel = schedule.kernels[k];
+    if (kernel.kind != Kernel::Kind::kPointwise) continue;
+    const int written = kernel.value;
+    const ir::TensorType& type = graph.values[written];
+    for (const Access& candidate : kernel.reads) {
+      const int read = candidate.value;
+      const ir::TensorType& read_type = graph.values[read];
+      const int read_storage = plan.storage_of[read];
+      const bool observable =
+          read_storage >= 0 && plan.storages[read_storage].kind != Storage::Kind::kScratch;
+      if (observable || first_write[read] < 0 || last_read[read] != k) continue;
+      if (read_type.dtype != type.dtype || read_type.sizes != type.sizes) continue;
+      const bool identity_only =
+          std::all_of(kernel.reads.begin(), kernel.reads.end(), [&](const Access& access) {
+            return access.value != read || access.map.IsIdentity();
+          });
+      if (!identity_only) continue;
+      if (read_storage < 0) new_storage(Storage::Kind::kScratch, -1, read);
+      int target = plan.storage_of[written];
+      if (target < 0) {
+        target = plan.storage_of[read];
+        plan.storages[target].values.push_back(written);
+        plan.storage_of[written] = target;
+      } else {  // `written` is an output: everything in read's storage moves there
+        Storage& from = plan.storages[plan.storage_of[read]];
+        for (int moved : from.values) plan.storage_of[moved] = target;
+        std::vector<int>& values = plan.storages[target].values;
+        values.insert(values.begin(), from.values.begin(), from.values.end());
+        from.values.clear();  // left empty; skipped from here on
+      }
+      const Storage& storage = plan.storages[target];
+      plan.notes.push_back(absl::StrCat(
+          "%", written, " is computed in place over %", read, " (dead after kernel ", k, ") in ",
+          storage.kind == Storage::Kind::kOutput ? absl::StrCat("output ", storage.index)
+                                                 : std::string("scratch")));
+      break;
+    }
+    if (plan.storage_of[written] < 0) new_storage(Storage::Kind::kScratch, -1, written);
+  }
+  for (int k = 0; k < num_kernels; ++k) {
+    const Kernel& kernel = schedule.kernels[k];
+    if (kernel.kind == Kernel::Kind::kExtern && plan.storage_of[kernel.value] < 0) {
+      new_storage(Storage::Kind::kScratch, -1, kernel.value);
+    }
+  }
+
+  // Arena offsets: first fit over live intervals, in order of first write.
+  struct Interval {
+    int storage;
+    int begin, end;
+  };
+  std::vector<Interval> intervals;
+  for (int s = 0; s < static_cast<int>(plan.storages.size()); ++s) {
+    const Storage& storage = plan.storages[s];
+    if (storage.kind != Storage::Kind::kScratch || storage.values.empty()) continue;
+    int begin = num_kernels, end = -1;
+    for (int value : storage.values) {
+      begin = std::min(begin, first_write[value]);
+      end = std::max({end, first_write[value], last_read[value]});
+    }
+    intervals.push_back({s, begin, end});
+  }
+  std::stable_sort(intervals.begin(), intervals.end(),
+                   [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  std::vector<Interval> placed;
+  for (const Interval& interval : intervals) {
+    Storage& storage = plan.storages[interval.storage];
+    // Candidate offsets: 0 and the end of every overlapping placed slice.
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (const Interval& other : placed) {
+      if (other.end < interval.begin || interval.end < other.begin) continue;
+      const Storage& used = plan.storages[other.storage];
+      busy.push_back({used.offset, used.offset + AlignUp(used.bytes)});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (const auto& [begin, end] : busy) {
+      if (offset + AlignUp(storage.bytes) <= begin) break;
+      offset = std::max(offset, end);
+    }
+    storage.offset = offset;
+    plan.scratch_bytes = std::max(plan.scratch_bytes, offset + AlignUp(storage.bytes));
+    placed.push_back(interval);
+  }
+  return plan;
+}
+
+std::string ToString(const BufferPlan& plan) {
+  std::string text;
+  for (const Storage& storage : plan.storages) {
+    if (storage.values.empty()) continue;
+    switch (storage.kind) {
+      case Storage::Kind::kInput: absl::StrAppend(&text, "input ", storage.index); break;
+      case Storage::Kind::kOutput: absl::StrAppend(&text, "output ", storage.index); break;
+      case Storage::Kind::kScratch:
+        absl::StrAppend(&text, "scratch [", storage.offset, ", ", storage.offset + storage.bytes, ")");
+        break;
+    }
+    absl::StrAppend(&text, ": ", storage.bytes, " bytes, holds ",
+                    absl::StrJoin(storage.values, ", ", [](std::string* out, int v) {
+                      absl::StrAppend(out, "%", v);
+                    }),
+                    "\n");
+  }
+  absl::StrAppend(&text, "scratch arena: ", plan.scratch_bytes, " bytes\n");
+  for (const std::string& note : plan.notes) absl::StrAppend(&text, "note: ", note, "\n");
+  return text;
+}
+
+}  // namespace kiln

@@ -1,0 +1,48 @@
+// Pass: plan buffers.
+//
+// Requires: a schedule.
+// Guarantees: every realized value has a storage: its graph input, its graph
+// output, or a slice of one scratch arena; arena slices of values alive at
+// the same time never overlap (liveness by kernel index). A value is
+// computed in place in the storage of a value it reads when that value dies
+// in the same kernel, is read there only at the element being written, and
+// is not observable (not a graph input or output) — the mm result of
+// relu(x @ x.T + 1) lives in the output buffer, but in
+// (x @ x.T, relu(x @ x.T + 1)) it is output 0 and stays apart.
+#ifndef KILN_CODEGEN_PASSES_PLAN_BUFFERS_H_
+#define KILN_CODEGEN_PASSES_PLAN_BUFFERS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codegen/ir.h"
+#include "codegen/passes/schedule.h"
+
+namespace kiln {
+
+struct Storage {
+  enum class Kind { kInput, kOutput, kScratch };
+  Kind kind = Kind::kScratch;
+  int index = -1;       // kInput / kOutput: position
+  int64_t offset = 0;   // kScratch: byte offset in the arena
+  int64_t bytes = 0;
+  std::vector<int> values;  // the values it holds, in order
+};
+
+struct BufferPlan {
+  std::vector<int> storage_of;  // per value; -1 when not realized
+  std::vector<Storage> storages;
+  int64_t scratch_bytes = 0;
+  std::vector<std::string> notes;  // in-place decisions, for explain
+};
+
+inline constexpr int64_t kScratchAlignment = 64;
+
+absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const Schedule& schedule);
+
+std::string ToString(const BufferPlan& plan);
+
+}  // namespace kiln
+
+#endif  // KILN_CODEGEN_PASSES_PLAN_BUFFERS_H_

@@ -1,0 +1,55 @@
+// Pass: schedule (fusion).
+//
+// Requires: a loop program from Lower.
+// Guarantees: every value is either realized into a buffer or inlined into
+// each consumer's loop body. Realized: graph inputs, extern results (and the
+// sources extern calls read), pointwise values that are graph outputs or
+// have more than one consumer. Everything else is inlined, so a pointwise
+// chain ends up as one loop. Kernels are listed in execution order, each
+// with every realized value it reads (views and inlined producers resolved),
+// and a copy kernel for each graph output that no kernel writes itself (an
+// input, a view, or a value returned twice).
+#ifndef KILN_CODEGEN_PASSES_SCHEDULE_H_
+#define KILN_CODEGEN_PASSES_SCHEDULE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codegen/ir.h"
+#include "codegen/loop_ir.h"
+
+namespace kiln {
+
+// A realized value read at `map(kernel loop variables)`.
+struct Access {
+  int value = -1;
+  ir::AffineMap map;
+};
+
+struct Kernel {
+  enum class Kind { kPointwise, kExtern, kCopy };
+  Kind kind = Kind::kPointwise;
+  int value = -1;   // the value computed (kCopy: the value copied)
+  int output = -1;  // kCopy only: the graph output it writes
+  std::vector<Access> reads;
+};
+
+struct Schedule {
+  std::vector<bool> realized;  // per value
+  std::vector<Kernel> kernels;
+  // Per graph output: the kernel that writes it.
+  std::vector<int> output_kernel;
+};
+
+absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopProgram& program);
+
+// Follows views from `value` read at `map` down to a non-view value.
+Access ResolveViews(const ir::LoopProgram& program, int value, ir::AffineMap map);
+
+std::string ToString(const Schedule& schedule, const ir::Graph& graph,
+                     const ir::LoopProgram& program);
+
+}  // namespace kiln
+
+#endif  // KILN_CODEGEN_PASSES_SCHEDULE_H_

@@ -1,0 +1,69 @@
+#include "codegen/passes/verify.h"
+
+#include "absl/strings/str_cat.h"
+#include "codegen/import.h"
+#include "codegen/ops/op_table.h"
+
+namespace kiln {
+namespace {
+
+std::string ShapeString(const ir::TensorType& type, const ir::Graph& graph) {
+  return ir::ToString(ir::TensorType{type.dtype, type.sizes, ir::ContiguousStrides(type.sizes)},
+                      graph);
+}
+
+absl::Status VerifyNode(const ir::Graph& graph, int index) {
+  const ir::Node& node = graph.nodes[index];
+  const std::string where = NodeLabel(graph, index);
+  const ops::OpDef* op = ops::OpTable::Get().Find(node.op);
+  if (op == nullptr) {
+    return absl::UnimplementedError(
+        absl::StrCat(where, ": op '", node.op, "' is not supported (see docs/OPS.md)"));
+  }
+  const int num_inputs = static_cast<int>(node.inputs.size());
+  if (num_inputs < op->min_inputs || num_inputs > op->max_inputs) {
+    const std::string expected =
+        op->min_inputs == op->max_inputs
+            ? absl::StrCat(op->min_inputs)
+            : absl::StrCat(op->min_inputs, " to ", op->max_inputs);
+    return absl::InvalidArgumentError(absl::StrCat(where, ": expects ", expected,
+                                                   " tensor inputs, got ", num_inputs));
+  }
+  auto filled = ops::WithDefaults(node, *op);
+  if (!filled.ok()) {
+    return absl::Status(filled.status().code(), absl::StrCat(where, ": ", filled.status().message()));
+  }
+  ops::InputTypes inputs;
+  for (int input : node.inputs) inputs.push_back(&graph.values[input]);
+  auto implied = op->infer(*filled, inputs);
+  if (!implied.ok()) {
+    return absl::Status(implied.status().code(),
+                        absl::StrCat(where, ": ", implied.status().message()));
+  }
+  if (implied->size() != node.outputs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": declares ", node.outputs.size(),
+                                                   " results, the op has ", implied->size()));
+  }
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    const ir::TensorType& declared = graph.values[node.outputs[k]];
+    const ir::TensorType& expected = (*implied)[k];
+    if (declared.dtype != expected.dtype || declared.sizes != expected.sizes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": result ", k, " is declared ", ShapeString(declared, graph),
+          " but its inputs imply ", ShapeString(expected, graph)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status VerifyGraph(const ir::Graph& graph) {
+  for (int n = 0; n < static_cast<int>(graph.nodes.size()); ++n) {
+    const absl::Status status = VerifyNode(graph, n);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln

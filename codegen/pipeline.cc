@@ -1,0 +1,51 @@
+#include "codegen/pipeline.h"
+
+#include "codegen/emit/emit_cpp.h"
+#include "codegen/import.h"
+#include "codegen/loop_ir.h"
+#include "codegen/passes/canonicalize.h"
+#include "codegen/passes/check_plan.h"
+#include "codegen/passes/lower.h"
+#include "codegen/passes/plan_buffers.h"
+#include "codegen/passes/schedule.h"
+#include "codegen/passes/verify.h"
+#include "common/status_macros.h"
+
+namespace kiln {
+
+absl::StatusOr<ir::Graph> PrepareGraph(const kiln::v1::Graph& graph) {
+  ASSIGN_OR_RETURN(ir::Graph imported, ImportGraph(graph));
+  RETURN_IF_ERROR(VerifyGraph(imported));
+  return Canonicalize(imported);
+}
+
+absl::StatusOr<GeneratedCode> GenerateCode(const ir::Graph& graph, bool keep_stages) {
+  GeneratedCode code;
+  auto stage = [&](const char* name, auto&& print) {
+    if (keep_stages) code.stages.emplace_back(name, print());
+  };
+  stage("graph", [&] { return ir::ToString(graph); });
+  ASSIGN_OR_RETURN(const ir::LoopProgram program, Lower(graph));
+  stage("loop IR", [&] { return ir::ToString(program, graph); });
+  ASSIGN_OR_RETURN(const Schedule schedule, ScheduleProgram(graph, program));
+  stage("kernels", [&] { return ToString(schedule, graph, program); });
+  ASSIGN_OR_RETURN(const BufferPlan plan, PlanBuffers(graph, schedule));
+  stage("buffer plan", [&] { return ToString(plan); });
+  RETURN_IF_ERROR(CheckPlan(graph, schedule, plan));
+  ASSIGN_OR_RETURN(code.source, EmitCpp(graph, program, schedule, plan));
+  stage("C++", [&] { return code.source; });
+
+  for (int input : graph.inputs) {
+    *code.signature.add_inputs() = ExportTensorType(graph.values[input], graph);
+  }
+  for (int output : graph.outputs) {
+    ir::TensorType type = graph.values[output];
+    type.strides = ir::ContiguousStrides(type.sizes);  // outputs are contiguous
+    *code.signature.add_outputs() = ExportTensorType(type, graph);
+  }
+  for (const std::string& symbol : graph.symbols) code.signature.add_symbols(symbol);
+  code.signature.set_scratch_bytes(plan.scratch_bytes);
+  return code;
+}
+
+}  // namespace kiln
