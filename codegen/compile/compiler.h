@@ -1,0 +1,40 @@
+// C++ source -> shared object. Two implementations behind one interface:
+//   SubprocessCompiler  runs clang++ per compile (the fallback and the
+//                       benchmark baseline);
+//   WorkerCompiler      sends the source to long-lived worker processes that
+//                       link clang and lld (worker_compiler.h).
+// Neither links LLVM into the calling process.
+#ifndef KILN_CODEGEN_COMPILE_COMPILER_H_
+#define KILN_CODEGEN_COMPILE_COMPILER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace kiln {
+
+struct CompiledObject {
+  std::string shared_object;  // the .so's bytes
+  double compile_ms = 0;      // wall time of the compile and link
+};
+
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+
+  // Compiles one freestanding translation unit with the toolchain's flags.
+  // Thread-safe. Errors: DeadlineExceeded when the compile outlives its time
+  // limit (the compiler is killed); Internal with the compiler's diagnostics
+  // when it fails or crashes (generated code that does not compile is a Kiln
+  // bug, never a user error).
+  virtual absl::StatusOr<CompiledObject> Compile(absl::string_view source) = 0;
+
+  // "worker" or "subprocess", recorded in each artifact's metadata.
+  virtual const char* name() const = 0;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_CODEGEN_COMPILE_COMPILER_H_

@@ -1,0 +1,129 @@
+#include "codegen/compile/toolchain.h"
+
+#include <elf.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+#include "common/subprocess.h"
+
+namespace kiln {
+namespace {
+
+constexpr absl::Duration kProbeTimeout = absl::Seconds(30);
+
+// The quoted tokens of a `clang -###` command line.
+std::vector<std::string> QuotedTokens(const std::string& line) {
+  std::vector<std::string> tokens;
+  for (absl::string_view token : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+    if (token.size() >= 2 && token.front() == '"' && token.back() == '"') {
+      tokens.emplace_back(token.substr(1, token.size() - 2));
+    }
+  }
+  return tokens;
+}
+
+std::string RealPath(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) ? std::string(resolved) : path;
+}
+
+}  // namespace
+
+const std::vector<std::string>& CodegenFlags() {
+  static const auto* const flags = new std::vector<std::string>{
+      "-std=c++17",          "-O3",
+      "-march=native",       "-fPIC",
+      "-fvisibility=hidden", "-fno-math-errno",
+      "-ffp-contract=off",   "-fno-exceptions",
+      "-fno-rtti",           "-fno-asynchronous-unwind-tables",
+      "-nostdlib",           "-shared",
+      "-fuse-ld=lld",        "-Wno-unused-command-line-argument",
+  };
+  return *flags;
+}
+
+absl::StatusOr<std::string> ElfBuildId(const std::string& path) {
+  ASSIGN_OR_RETURN(const std::string bytes, ReadFile(path));
+  if (bytes.size() < sizeof(Elf64_Ehdr) || memcmp(bytes.data(), ELFMAG, SELFMAG) != 0 ||
+      bytes[EI_CLASS] != ELFCLASS64) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a 64-bit ELF file"));
+  }
+  Elf64_Ehdr header;
+  memcpy(&header, bytes.data(), sizeof(header));
+  for (int i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    const size_t at = header.e_phoff + static_cast<size_t>(i) * header.e_phentsize;
+    if (at + sizeof(segment) > bytes.size()) break;
+    memcpy(&segment, bytes.data() + at, sizeof(segment));
+    if (segment.p_type != PT_NOTE) continue;
+    size_t offset = segment.p_offset;
+    const size_t end = std::min<size_t>(bytes.size(), segment.p_offset + segment.p_filesz);
+    while (offset + sizeof(Elf64_Nhdr) <= end) {
+      Elf64_Nhdr note;
+      memcpy(&note, bytes.data() + offset, sizeof(note));
+      const size_t name_at = offset + sizeof(note);
+      const size_t desc_at = name_at + ((note.n_namesz + 3) & ~size_t{3});
+      if (desc_at + note.n_descsz > end) break;
+      if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 &&
+          memcmp(bytes.data() + name_at, "GNU", 4) == 0) {
+        return absl::BytesToHexString(absl::string_view(bytes.data() + desc_at, note.n_descsz));
+      }
+      offset = desc_at + ((note.n_descsz + 3) & ~size_t{3});
+    }
+  }
+  return absl::NotFoundError(absl::StrCat(path, " has no GNU build-id note"));
+}
+
+absl::StatusOr<kiln::v1::Toolchain> DetectToolchain(const std::string& clang) {
+  kiln::v1::Toolchain toolchain;
+  ASSIGN_OR_RETURN(const ProcessResult version, RunProcess({clang, "--version"}, kProbeTimeout));
+  if (version.exit_code != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        clang, " --version failed; install clang-19 (scripts/install-deps.sh)"));
+  }
+  toolchain.set_compiler_version(std::string(absl::StripAsciiWhitespace(
+      std::vector<std::string>(absl::StrSplit(version.output, '\n'))[0])));
+
+  std::vector<std::string> probe = {clang};
+  for (const std::string& flag : CodegenFlags()) probe.push_back(flag);
+  for (const char* arg : {"-###", "-c", "-x", "c++", "/dev/null"}) probe.push_back(arg);
+  ASSIGN_OR_RETURN(const ProcessResult driver, RunProcess(probe, kProbeTimeout));
+  std::vector<std::string> features;
+  for (absl::string_view line : absl::StrSplit(driver.output, '\n')) {
+    const std::vector<std::string> tokens = QuotedTokens(std::string(line));
+    for (size_t i = 0; i + 1 < tokens.size(); ++i) {
+      if (tokens[i] == "-triple") toolchain.set_target_triple(tokens[i + 1]);
+      if (tokens[i] == "-target-cpu") toolchain.set_cpu(tokens[i + 1]);
+      if (tokens[i] == "-target-feature") features.push_back(tokens[i + 1]);
+    }
+  }
+  if (toolchain.target_triple().empty() || toolchain.cpu().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read the target from `", clang, " -###`: ", driver.output));
+  }
+  std::sort(features.begin(), features.end());
+  features.erase(std::unique(features.begin(), features.end()), features.end());
+  for (const std::string& feature : features) toolchain.add_cpu_features(feature);
+  for (const std::string& flag : CodegenFlags()) toolchain.add_flags(flag);
+
+  // The driver binary and the libraries that hold the compiler and linker.
+  const std::string binary = RealPath(clang);
+  const std::string lib = Dirname(Dirname(binary)) + "/lib";
+  for (const std::string& path :
+       {binary, RealPath(lib + "/libclang-cpp.so.19.1"), RealPath(lib + "/libLLVM.so.19.1"),
+        RealPath(Dirname(binary) + "/lld")}) {
+    auto id = ElfBuildId(path);
+    toolchain.add_build_ids(id.ok() ? absl::StrCat(path, "=", *id) : absl::StrCat(path, "=?"));
+  }
+  return toolchain;
+}
+
+}  // namespace kiln
