@@ -19,7 +19,10 @@ absl::StatusOr<ir::Graph> PrepareGraph(const kiln::v1::Graph& graph) {
   return Canonicalize(imported);
 }
 
-absl::StatusOr<GeneratedCode> GenerateCode(const ir::Graph& graph, bool keep_stages) {
+absl::StatusOr<GeneratedCode> GenerateCode(const CodegenInputs& inputs, bool keep_stages) {
+  // Today only the graph shapes the code: the guards are its exact input
+  // types, and the options and toolchain change the compile, not the source.
+  const ir::Graph& graph = inputs.graph;
   GeneratedCode code;
   auto stage = [&](const char* name, auto&& print) {
     if (keep_stages) code.stages.emplace_back(name, print());

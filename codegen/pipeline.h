@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "codegen/codegen_inputs.h"
 #include "codegen/ir.h"
 #include "proto/artifact.pb.h"
 #include "proto/graph.pb.h"
@@ -35,7 +36,7 @@ struct GeneratedCode {
   std::vector<std::pair<std::string, std::string>> stages;
 };
 
-absl::StatusOr<GeneratedCode> GenerateCode(const ir::Graph& canonical_graph,
+absl::StatusOr<GeneratedCode> GenerateCode(const CodegenInputs& inputs,
                                            bool keep_stages = false);
 
 }  // namespace kiln

@@ -26,7 +26,9 @@ std::string Stage(const GeneratedCode& code, const std::string& name) {
 GeneratedCode Generate(const kiln::v1::Graph& graph) {
   auto prepared = PrepareGraph(graph);
   EXPECT_TRUE(prepared.ok()) << prepared.status();
-  auto code = GenerateCode(*prepared, /*keep_stages=*/true);
+  CodegenInputs inputs;
+  inputs.graph = *prepared;
+  auto code = GenerateCode(inputs, /*keep_stages=*/true);
   EXPECT_TRUE(code.ok()) << code.status();
   return *code;
 }

@@ -1,0 +1,146 @@
+#include "cache/key.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <functional>
+
+#include "codegen/guards.h"
+#include "codegen/pipeline.h"
+#include "common/files.h"
+#include "gtest/gtest.h"
+
+namespace kiln {
+namespace {
+
+kiln::v1::Graph LoadExample(const std::string& name) {
+  kiln::v1::Graph graph;
+  auto json = ReadFile("examples/" + name + ".json");
+  EXPECT_TRUE(json.ok());
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(*json, &graph).ok());
+  return graph;
+}
+
+CodegenInputs InputsFor(const kiln::v1::Graph& graph) {
+  auto prepared = PrepareGraph(graph);
+  EXPECT_TRUE(prepared.ok()) << prepared.status();
+  CodegenInputs inputs;
+  inputs.graph = *prepared;
+  inputs.guards = ExactGuards(inputs.graph);
+  inputs.toolchain.set_compiler_version("clang 19");
+  inputs.toolchain.add_flags("-O3");
+  inputs.toolchain.set_target_triple("x86_64-pc-linux-gnu");
+  inputs.toolchain.set_cpu("znver4");
+  inputs.toolchain.add_cpu_features("+avx512f");
+  inputs.toolchain.add_build_ids("clang=abc");
+  return inputs;
+}
+
+std::string KeyOf(const kiln::v1::Graph& graph) {
+  return ComputeCacheKey(InputsFor(graph)).key;
+}
+
+TEST(CacheKeyTest, EveryInputChangesTheKey) {
+  const CodegenInputs base = InputsFor(LoadExample("f"));
+  const std::string base_key = ComputeCacheKey(base).key;
+  const std::vector<std::pair<std::string, std::function<void(CodegenInputs&)>>> changes = {
+      {"graph op", [](CodegenInputs& in) { in.graph.nodes[3].op = "aten.sub.Tensor"; }},
+      {"graph arg", [](CodegenInputs& in) { in.graph.nodes[2].args["other"] = 2.0; }},
+      {"graph input dtype",
+       [](CodegenInputs& in) { in.graph.values[0].dtype = ir::DType::kFloat64; }},
+      {"graph outputs", [](CodegenInputs& in) { in.graph.outputs.push_back(2); }},
+      {"guards", [](CodegenInputs& in) { in.guards.mutable_inputs(0)->set_requires_grad(true); }},
+      {"guard relation",
+       [](CodegenInputs& in) { in.guards.add_relations()->mutable_range()->set_symbol("s0"); }},
+      {"salt", [](CodegenInputs& in) { in.options.set_salt("x"); }},
+      {"compiler", [](CodegenInputs& in) { in.toolchain.set_compiler_version("clang 20"); }},
+      {"build id", [](CodegenInputs& in) { in.toolchain.set_build_ids(0, "clang=abd"); }},
+      {"flags", [](CodegenInputs& in) { in.toolchain.add_flags("-ffast-math"); }},
+      {"triple", [](CodegenInputs& in) { in.toolchain.set_target_triple("aarch64"); }},
+      {"cpu", [](CodegenInputs& in) { in.toolchain.set_cpu("skylake-avx512"); }},
+      {"cpu features", [](CodegenInputs& in) { in.toolchain.add_cpu_features("+amx-tile"); }},
+  };
+  for (const auto& [what, change] : changes) {
+    CodegenInputs changed = base;
+    change(changed);
+    EXPECT_NE(ComputeCacheKey(changed).key, base_key) << what << " did not change the key";
+  }
+  EXPECT_EQ(ComputeCacheKey(base).key, base_key);
+}
+
+TEST(CacheKeyTest, NamesIdsAndIndependentNodeOrderDoNotChangeTheKey) {
+  const kiln::v1::Graph f = LoadExample("keep_product");
+  kiln::v1::Graph renamed = f;
+  renamed.set_name("other");
+  renamed.mutable_inputs(0)->set_name("y");
+  for (auto& node : *renamed.mutable_nodes()) node.set_name("n_" + node.name());
+  EXPECT_EQ(KeyOf(renamed), KeyOf(f));
+
+  // Renumber every value id.
+  kiln::v1::Graph renumbered = f;
+  auto shift = [](int64_t id) { return id * 10 + 7; };
+  renumbered.mutable_inputs(0)->set_value(shift(0));
+  for (auto& node : *renumbered.mutable_nodes()) {
+    for (auto& input : *node.mutable_inputs()) input = shift(input);
+    for (auto& output : *node.mutable_outputs()) output = shift(output);
+  }
+  for (auto& output : *renumbered.mutable_outputs()) output = shift(output);
+  EXPECT_EQ(KeyOf(renumbered), KeyOf(f));
+}
+
+TEST(CacheKeyTest, ReorderingIndependentNodesKeepsTheKey) {
+  // Two independent branches, a = x + 1 and b = x * 2, returned as (a, b).
+  auto graph = [](bool swapped) {
+    kiln::v1::Graph g;
+    auto* input = g.add_inputs();
+    input->set_value(0);
+    input->mutable_type()->set_dtype(kiln::v1::FLOAT32);
+    input->mutable_type()->add_sizes()->set_constant(8);
+    auto add_node = [&](const std::string& op, int64_t out) {
+      auto* node = g.add_nodes();
+      node->set_op(op);
+      node->add_inputs(0);
+      auto* arg = node->add_args();
+      arg->set_name("other");
+      arg->set_float_value(op == "aten.add.Tensor" ? 1.0 : 2.0);
+      node->add_outputs(out);
+      *node->add_output_types() = input->type();
+    };
+    if (swapped) {
+      add_node("aten.mul.Tensor", 2);
+      add_node("aten.add.Tensor", 1);
+    } else {
+      add_node("aten.add.Tensor", 1);
+      add_node("aten.mul.Tensor", 2);
+    }
+    g.add_outputs(1);
+    g.add_outputs(2);
+    return g;
+  };
+  EXPECT_EQ(KeyOf(graph(true)), KeyOf(graph(false)));
+}
+
+TEST(CacheKeyTest, DefaultsStatedOrOmittedGiveOneKeyAndScalarTypesDiffer) {
+  kiln::v1::Graph omitted = LoadExample("f");
+  kiln::v1::Graph stated = omitted;
+  auto* alpha = stated.mutable_nodes(2)->add_args();
+  alpha->set_name("alpha");
+  alpha->set_int_value(1);
+  EXPECT_EQ(KeyOf(stated), KeyOf(omitted));
+
+  kiln::v1::Graph int_scalar = omitted;
+  int_scalar.mutable_nodes(2)->mutable_args(0)->set_int_value(1);  // add(t, 1), not add(t, 1.0)
+  EXPECT_NE(KeyOf(int_scalar), KeyOf(omitted));
+}
+
+TEST(CacheKeyTest, DeadNodesDoNotChangeTheKey) {
+  kiln::v1::Graph graph = LoadExample("f");
+  const std::string key = KeyOf(graph);
+  auto* dead = graph.add_nodes();
+  *dead = graph.nodes(3);
+  dead->set_name("unused");
+  dead->set_outputs(0, 99);
+  EXPECT_EQ(KeyOf(graph), key);
+}
+
+}  // namespace
+}  // namespace kiln

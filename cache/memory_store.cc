@@ -1,0 +1,90 @@
+#include "cache/memory_store.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/sha256.h"
+
+namespace kiln {
+
+absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> MemoryStore::Lookup(
+    const std::string& key) {
+  absl::MutexLock lock(&mutex_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+absl::StatusOr<std::optional<std::string>> MemoryStore::ReadBlob(const std::string& digest) {
+  absl::MutexLock lock(&mutex_);
+  auto it = blobs_.find(digest);
+  if (it == blobs_.end()) return std::nullopt;
+  if (Sha256Hex(it->second) != digest) {
+    KILN_LOG(ERROR) << "blob " << digest << " is corrupt; quarantined";
+    quarantine_[digest] = std::move(it->second);
+    blobs_.erase(it);
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+absl::Status MemoryStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) {
+  if (Sha256Hex(blob) != metadata.digest()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("entry ", metadata.key(), ": digest does not match the blob"));
+  }
+  absl::MutexLock lock(&mutex_);
+  entries_[metadata.key()] = metadata;
+  blobs_[metadata.digest()] = std::string(blob);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> MemoryStore::List() {
+  absl::MutexLock lock(&mutex_);
+  std::vector<kiln::v1::ArtifactMetadata> entries;
+  for (const auto& [key, metadata] : entries_) entries.push_back(metadata);
+  return entries;
+}
+
+absl::StatusOr<std::vector<std::string>> MemoryStore::KeysWithPrefix(const std::string& prefix,
+                                                                    int limit) {
+  absl::MutexLock lock(&mutex_);
+  std::vector<std::string> keys;
+  for (auto it = entries_.lower_bound(prefix);
+       it != entries_.end() && absl::StartsWith(it->first, prefix) &&
+       static_cast<int>(keys.size()) < limit;
+       ++it) {
+    keys.push_back(it->first);
+  }
+  return keys;
+}
+
+absl::Status MemoryStore::Evict(const std::string& key) {
+  absl::MutexLock lock(&mutex_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return absl::NotFoundError(absl::StrCat("no entry ", key));
+  const std::string digest = it->second.digest();
+  entries_.erase(it);
+  for (const auto& [other, metadata] : entries_) {
+    if (metadata.digest() == digest) return absl::OkStatus();
+  }
+  blobs_.erase(digest);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StoreTotals> MemoryStore::Totals() {
+  absl::MutexLock lock(&mutex_);
+  StoreTotals totals;
+  totals.entries = entries_.size();
+  totals.blobs = blobs_.size();
+  for (const auto& [digest, bytes] : blobs_) totals.blob_bytes += bytes.size();
+  totals.quarantined = quarantine_.size();
+  return totals;
+}
+
+void MemoryStore::OverwriteBlobForTesting(const std::string& digest, std::string bytes) {
+  absl::MutexLock lock(&mutex_);
+  blobs_[digest] = std::move(bytes);
+}
+
+}  // namespace kiln

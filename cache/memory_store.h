@@ -1,0 +1,36 @@
+// An in-memory ArtifactStore, for tests. Same contract as RocksDbStore.
+#ifndef KILN_CACHE_MEMORY_STORE_H_
+#define KILN_CACHE_MEMORY_STORE_H_
+
+#include <map>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "cache/store.h"
+
+namespace kiln {
+
+class MemoryStore : public ArtifactStore {
+ public:
+  absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> Lookup(const std::string& key) override;
+  absl::StatusOr<std::optional<std::string>> ReadBlob(const std::string& digest) override;
+  absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) override;
+  absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() override;
+  absl::StatusOr<std::vector<std::string>> KeysWithPrefix(const std::string& prefix,
+                                                         int limit) override;
+  absl::Status Evict(const std::string& key) override;
+  absl::StatusOr<StoreTotals> Totals() override;
+
+  // Replaces a blob's bytes without updating its digest (fault injection).
+  void OverwriteBlobForTesting(const std::string& digest, std::string bytes);
+
+ private:
+  absl::Mutex mutex_;
+  std::map<std::string, kiln::v1::ArtifactMetadata> entries_ ABSL_GUARDED_BY(mutex_);
+  std::map<std::string, std::string> blobs_ ABSL_GUARDED_BY(mutex_);
+  std::map<std::string, std::string> quarantine_ ABSL_GUARDED_BY(mutex_);
+};
+
+}  // namespace kiln
+
+#endif  // KILN_CACHE_MEMORY_STORE_H_

@@ -1,0 +1,36 @@
+// The object directory: read-only, content-addressed shared objects that
+// clients dlopen directly (same host: zero copy, pages shared between
+// worker processes).
+//
+//   <root>/<first 2 hex digits>/<digest>.so    mode 0444
+//
+// A cache of the store's blobs: any file can be deleted and is rebuilt from
+// the store on the next hit. Files are written to a temporary name and
+// renamed, so a reader never sees a partial object.
+#ifndef KILN_CACHE_OBJECT_DIR_H_
+#define KILN_CACHE_OBJECT_DIR_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace kiln {
+
+class ObjectDirectory {
+ public:
+  explicit ObjectDirectory(std::string root) : root_(std::move(root)) {}
+
+  std::string PathFor(const std::string& digest) const;
+  bool Contains(const std::string& digest) const;
+  // Writes the object for `digest` unless it is already there.
+  absl::Status Write(const std::string& digest, absl::string_view bytes) const;
+  absl::Status Remove(const std::string& digest) const;
+
+ private:
+  const std::string root_;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_CACHE_OBJECT_DIR_H_

@@ -1,0 +1,65 @@
+// Where artifacts live: cache entries (key -> metadata) and content-addressed
+// blobs (digest -> shared-object bytes).
+//
+// Two implementations pass one conformance suite (store_conformance_test.cc):
+// RocksDbStore (rocksdb_store.h), the daemon's, and MemoryStore
+// (memory_store.h), for tests. A miss is a value (std::nullopt), never an
+// error; errors are for a store that cannot answer. All methods are
+// thread-safe.
+#ifndef KILN_CACHE_STORE_H_
+#define KILN_CACHE_STORE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/artifact.pb.h"
+
+namespace kiln {
+
+struct StoreTotals {
+  int64_t entries = 0;
+  int64_t blobs = 0;
+  int64_t blob_bytes = 0;
+  int64_t quarantined = 0;  // corrupt blobs set aside since the store was created
+};
+
+class ArtifactStore {
+ public:
+  virtual ~ArtifactStore() = default;
+
+  // The entry for `key`, or nullopt.
+  virtual absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> Lookup(
+      const std::string& key) = 0;
+
+  // The bytes of blob `digest`, verified against the digest on every read.
+  // nullopt when absent — or corrupt: a corrupt blob is moved to quarantine
+  // (kept for inspection, never returned) and logged, so the caller treats
+  // it as a miss and compiles again.
+  virtual absl::StatusOr<std::optional<std::string>> ReadBlob(const std::string& digest) = 0;
+
+  // Stores the entry and its blob in one atomic write. `metadata.digest()`
+  // must be the SHA-256 of `blob` (InvalidArgument otherwise). Overwrites an
+  // entry with the same key.
+  virtual absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) = 0;
+
+  // Every entry, in key order.
+  virtual absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() = 0;
+
+  // Keys that start with `prefix`, in order, at most `limit` of them.
+  virtual absl::StatusOr<std::vector<std::string>> KeysWithPrefix(const std::string& prefix,
+                                                                 int limit) = 0;
+
+  // Removes the entry, and its blob when no other entry references it.
+  // NotFound when there is no such entry.
+  virtual absl::Status Evict(const std::string& key) = 0;
+
+  virtual absl::StatusOr<StoreTotals> Totals() = 0;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_CACHE_STORE_H_

@@ -1,0 +1,173 @@
+// One suite, every ArtifactStore implementation.
+#include <functional>
+#include <memory>
+
+#include "cache/memory_store.h"
+#include "cache/object_dir.h"
+#include "cache/rocksdb_store.h"
+#include "common/files.h"
+#include "common/sha256.h"
+#include "gtest/gtest.h"
+
+namespace kiln {
+namespace {
+
+struct Backend {
+  std::string name;
+  // Creates a store in `dir` (ignored by the in-memory one).
+  std::function<std::unique_ptr<ArtifactStore>(const std::string& dir)> open;
+  std::function<void(ArtifactStore&, const std::string& digest)> corrupt;
+};
+
+class StoreConformanceTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
+    ASSERT_TRUE(dir.ok());
+    dir_ = *dir;
+    store_ = GetParam().open(dir_ + "/db");
+    ASSERT_NE(store_, nullptr);
+  }
+  void TearDown() override {
+    store_.reset();
+    RemoveRecursively(dir_).IgnoreError();
+  }
+
+  static kiln::v1::ArtifactMetadata Entry(const std::string& key, const std::string& blob) {
+    kiln::v1::ArtifactMetadata metadata;
+    metadata.set_key(key);
+    metadata.set_digest(Sha256Hex(blob));
+    metadata.set_object_bytes(blob.size());
+    return metadata;
+  }
+
+  std::string dir_;
+  std::unique_ptr<ArtifactStore> store_;
+};
+
+TEST_P(StoreConformanceTest, MissIsAValue) {
+  auto entry = store_->Lookup("abc");
+  ASSERT_TRUE(entry.ok());
+  EXPECT_FALSE(entry->has_value());
+  auto blob = store_->ReadBlob(Sha256Hex("x"));
+  ASSERT_TRUE(blob.ok());
+  EXPECT_FALSE(blob->has_value());
+}
+
+TEST_P(StoreConformanceTest, PutThenReadBack) {
+  ASSERT_TRUE(store_->Put(Entry("k1", "object-bytes"), "object-bytes").ok());
+  auto entry = store_->Lookup("k1");
+  ASSERT_TRUE(entry.ok() && entry->has_value());
+  EXPECT_EQ((*entry)->digest(), Sha256Hex("object-bytes"));
+  auto blob = store_->ReadBlob(Sha256Hex("object-bytes"));
+  ASSERT_TRUE(blob.ok() && blob->has_value());
+  EXPECT_EQ(**blob, "object-bytes");
+  auto totals = store_->Totals();
+  ASSERT_TRUE(totals.ok());
+  EXPECT_EQ(totals->entries, 1);
+  EXPECT_EQ(totals->blobs, 1);
+  EXPECT_EQ(totals->blob_bytes, 12);
+}
+
+TEST_P(StoreConformanceTest, PutRefusesAWrongDigest) {
+  kiln::v1::ArtifactMetadata entry = Entry("k1", "object-bytes");
+  EXPECT_EQ(store_->Put(entry, "other-bytes"),
+            absl::InvalidArgumentError("entry k1: digest does not match the blob"));
+  EXPECT_FALSE(store_->Lookup("k1")->has_value());
+}
+
+TEST_P(StoreConformanceTest, CorruptBlobIsQuarantinedAndReadAsAMiss) {
+  ASSERT_TRUE(store_->Put(Entry("k1", "object-bytes"), "object-bytes").ok());
+  const std::string digest = Sha256Hex("object-bytes");
+  GetParam().corrupt(*store_, digest);
+  auto blob = store_->ReadBlob(digest);
+  ASSERT_TRUE(blob.ok()) << blob.status();
+  EXPECT_FALSE(blob->has_value());
+  EXPECT_EQ(store_->Totals()->quarantined, 1);
+  EXPECT_EQ(store_->Totals()->blobs, 0);
+  // A fresh put (the recompile) heals it.
+  ASSERT_TRUE(store_->Put(Entry("k1", "object-bytes"), "object-bytes").ok());
+  EXPECT_EQ(**store_->ReadBlob(digest), "object-bytes");
+}
+
+TEST_P(StoreConformanceTest, BlobsAreSharedAndEvictedWithTheirLastEntry) {
+  ASSERT_TRUE(store_->Put(Entry("k1", "same"), "same").ok());
+  ASSERT_TRUE(store_->Put(Entry("k2", "same"), "same").ok());
+  EXPECT_EQ(store_->Totals()->blobs, 1);
+  ASSERT_TRUE(store_->Evict("k1").ok());
+  EXPECT_TRUE(store_->ReadBlob(Sha256Hex("same"))->has_value());
+  ASSERT_TRUE(store_->Evict("k2").ok());
+  EXPECT_FALSE(store_->ReadBlob(Sha256Hex("same"))->has_value());
+  EXPECT_EQ(store_->Evict("k2"), absl::NotFoundError("no entry k2"));
+}
+
+TEST_P(StoreConformanceTest, ListAndPrefixAreInKeyOrder) {
+  for (const char* key : {"bb01", "aa01", "aa02"}) {
+    ASSERT_TRUE(store_->Put(Entry(key, key), key).ok());
+  }
+  auto entries = store_->List();
+  ASSERT_TRUE(entries.ok());
+  ASSERT_EQ(entries->size(), 3u);
+  EXPECT_EQ((*entries)[0].key(), "aa01");
+  EXPECT_EQ((*entries)[2].key(), "bb01");
+  EXPECT_EQ(*store_->KeysWithPrefix("aa", 10), (std::vector<std::string>{"aa01", "aa02"}));
+  EXPECT_EQ(*store_->KeysWithPrefix("aa", 1), (std::vector<std::string>{"aa01"}));
+  EXPECT_TRUE(store_->KeysWithPrefix("cc", 10)->empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Backends, StoreConformanceTest,
+    ::testing::Values(
+        Backend{"memory", [](const std::string&) { return std::make_unique<MemoryStore>(); },
+                [](ArtifactStore& store, const std::string& digest) {
+                  static_cast<MemoryStore&>(store).OverwriteBlobForTesting(digest, "flipped");
+                }},
+        Backend{"rocksdb",
+                [](const std::string& dir) -> std::unique_ptr<ArtifactStore> {
+                  auto store = RocksDbStore::Open(dir);
+                  EXPECT_TRUE(store.ok()) << store.status();
+                  return store.ok() ? std::move(*store) : nullptr;
+                },
+                [](ArtifactStore& store, const std::string& digest) {
+                  ASSERT_TRUE(static_cast<RocksDbStore&>(store)
+                                  .OverwriteBlobForTesting(digest, "flipped")
+                                  .ok());
+                }}),
+    [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
+
+TEST(RocksDbStoreTest, PersistsAcrossReopenAndRefusesASecondOpener) {
+  auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
+  ASSERT_TRUE(dir.ok());
+  {
+    auto store = RocksDbStore::Open(*dir + "/db");
+    ASSERT_TRUE(store.ok());
+    kiln::v1::ArtifactMetadata entry;
+    entry.set_key("k1");
+    entry.set_digest(Sha256Hex("bytes"));
+    ASSERT_TRUE((*store)->Put(entry, "bytes").ok());
+    auto second = RocksDbStore::Open(*dir + "/db");
+    EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition) << second.status();
+  }
+  auto reopened = RocksDbStore::Open(*dir + "/db");
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_TRUE((*reopened)->Lookup("k1")->has_value());
+  RemoveRecursively(*dir).IgnoreError();
+}
+
+TEST(ObjectDirectoryTest, WritesReadOnlyContentAddressedFiles) {
+  auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
+  ASSERT_TRUE(dir.ok());
+  ObjectDirectory objects(*dir + "/objects");
+  const std::string digest = Sha256Hex("so");
+  EXPECT_FALSE(objects.Contains(digest));
+  ASSERT_TRUE(objects.Write(digest, "so").ok());
+  EXPECT_TRUE(objects.Contains(digest));
+  EXPECT_EQ(objects.PathFor(digest), *dir + "/objects/" + digest.substr(0, 2) + "/" + digest + ".so");
+  EXPECT_EQ(*ReadFile(objects.PathFor(digest)), "so");
+  ASSERT_TRUE(objects.Remove(digest).ok());
+  EXPECT_FALSE(objects.Contains(digest));
+  RemoveRecursively(*dir).IgnoreError();
+}
+
+}  // namespace
+}  // namespace kiln
