@@ -1,0 +1,96 @@
+// kiln::CompiledGraph: a graph that compiles itself on first use and then
+// runs in-process.
+//
+// It holds a table of (guards -> kernel) entries. Run() finds the entry
+// whose guards the inputs satisfy (exact dtypes, sizes and strides today),
+// and calls its kernel directly: no RPC, no allocation when the outputs are
+// preallocated. The first Run (or Prepare) asks the daemon for the artifact
+// — a cache hit costs a round trip and a dlopen — and loads it.
+//
+// Ownership: inputs and preallocated outputs belong to the caller; outputs
+// must be contiguous, have the signature's dtype and sizes, and must not
+// overlap an input or each other (artifacts assume no aliasing). Outputs
+// that Run allocates are returned as Tensors.
+//
+// Thread-safe: Run may be called from several threads at once (each thread
+// has its own scratch arena). The Client and Runtime must outlive it.
+#ifndef KILN_CLIENT_COMPILED_GRAPH_H_
+#define KILN_CLIENT_COMPILED_GRAPH_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "client/client.h"
+#include "client/loader.h"
+#include "client/runtime/runtime.h"
+#include "client/tensor.h"
+#include "proto/graph.pb.h"
+
+namespace kiln {
+
+class CompiledGraph {
+ public:
+  CompiledGraph(Client* client, kiln::v1::Graph graph, kiln::v1::CompileOptions options = {},
+                Runtime* runtime = &Runtime::Default());
+
+  struct PrepareResult {
+    bool already_loaded = false;  // an earlier Prepare or Run did the work
+    bool cache_hit = false;       // the daemon had it (no compile)
+    double fetch_ms = 0;          // the Compile RPC
+    double load_ms = 0;           // digest check + dlopen
+  };
+  // Fetches (compiling on a miss) and loads the artifact now rather than on
+  // the first Run: warm-up before traffic arrives.
+  absl::StatusOr<PrepareResult> Prepare();
+
+  // Runs with outputs allocated here.
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs);
+  // Runs into caller-allocated outputs. FailedPrecondition when an input
+  // does not match the compiled guards (naming the input and the dim),
+  // InvalidArgument for a bad output buffer.
+  absl::Status Run(absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
+
+  // The kernel entry point and the arguments Run would pass it, for
+  // measuring Run's own overhead (dispatch) against a direct call.
+  struct DirectCall {
+    kiln_run_fn run;
+    const kiln_runtime* runtime;
+    void* scratch;
+  };
+  absl::StatusOr<DirectCall> DirectCallForBenchmark(absl::Span<const TensorView> inputs);
+
+  // The metadata of the loaded artifact (after Prepare or a Run).
+  absl::StatusOr<kiln::v1::ArtifactMetadata> artifact() const;
+  const kiln::v1::Graph& graph() const { return graph_; }
+
+ private:
+  struct Entry {
+    std::shared_ptr<const LoadedArtifact> artifact;
+    // Flattened guards: per input dtype, sizes, strides.
+    std::vector<DType> dtypes;
+    std::vector<std::vector<int64_t>> sizes, strides;
+  };
+
+  absl::StatusOr<const Entry*> FindEntry(absl::Span<const TensorView> inputs);
+  absl::Status CheckGuards(const Entry& entry, absl::Span<const TensorView> inputs) const;
+  absl::Status CheckOutputs(const Entry& entry, absl::Span<const TensorView> inputs,
+                            absl::Span<const TensorView> outputs) const;
+  absl::Status Invoke(const Entry& entry, absl::Span<const TensorView> inputs,
+                      absl::Span<const TensorView> outputs);
+
+  Client* const client_;
+  const kiln::v1::Graph graph_;
+  const kiln::v1::CompileOptions options_;
+  Runtime* const runtime_;
+
+  mutable absl::Mutex mutex_;
+  std::vector<std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mutex_);
+};
+
+}  // namespace kiln
+
+#endif  // KILN_CLIENT_COMPILED_GRAPH_H_

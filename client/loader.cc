@@ -1,0 +1,75 @@
+#include "client/loader.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/sha256.h"
+
+namespace kiln {
+namespace {
+
+// Closes the descriptor on every path out.
+struct FileCloser {
+  int fd;
+  ~FileCloser() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
+    const std::string& path, const kiln::v1::ArtifactMetadata& metadata) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(absl::StrCat("cannot open artifact ", path, ": ", strerror(errno)));
+  }
+  FileCloser closer{fd};
+  Sha256 hasher;
+  char buffer[1 << 16];
+  ssize_t n;
+  while ((n = read(fd, buffer, sizeof(buffer))) > 0) hasher.Update(absl::string_view(buffer, n));
+  if (n < 0) return absl::InternalError(absl::StrCat("cannot read ", path, ": ", strerror(errno)));
+  const std::string digest = hasher.HexDigest();
+  if (digest != metadata.digest()) {
+    return absl::DataLossError(absl::StrCat("artifact ", path, " is corrupt: its SHA-256 is ",
+                                            digest, ", the daemon stored ", metadata.digest(),
+                                            ". Run `kiln evict ", metadata.key().substr(0, 12),
+                                            "` and compile again"));
+  }
+  const std::string fd_path = absl::StrCat("/proc/self/fd/", fd);
+  void* handle = dlopen(fd_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot dlopen ", path, ": ", dlerror()));
+  }
+  auto artifact = std::make_shared<LoadedArtifact>();
+  artifact->metadata = metadata;
+  auto info = reinterpret_cast<kiln_info_fn>(dlsym(handle, "kiln_info"));
+  artifact->run = reinterpret_cast<kiln_run_fn>(dlsym(handle, "kiln_run"));
+  if (info == nullptr || artifact->run == nullptr) {
+    return absl::InternalError(absl::StrCat(path, " does not export kiln_info and kiln_run"));
+  }
+  artifact->info = info();
+  if (artifact->info->abi_version != KILN_ABI_VERSION) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "artifact ", path, " has ABI version ", artifact->info->abi_version,
+        "; this client runs ABI version ", KILN_ABI_VERSION));
+  }
+  const kiln::v1::Signature& signature = metadata.signature();
+  if (artifact->info->num_inputs != static_cast<uint32_t>(signature.inputs_size()) ||
+      artifact->info->num_outputs != static_cast<uint32_t>(signature.outputs_size())) {
+    return absl::InternalError(absl::StrCat("artifact ", path, " takes ", artifact->info->num_inputs,
+                                            " inputs and ", artifact->info->num_outputs,
+                                            " outputs; its metadata says ", signature.inputs_size(),
+                                            " and ", signature.outputs_size()));
+  }
+  return std::shared_ptr<const LoadedArtifact>(std::move(artifact));
+}
+
+}  // namespace kiln

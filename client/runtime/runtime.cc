@@ -1,0 +1,108 @@
+#include "client/runtime/runtime.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+
+namespace kiln {
+namespace {
+
+// GEMMs with fewer multiply-adds than this stay on the calling thread.
+constexpr long long kParallelGemmWork = 1LL << 21;
+
+// A BLAS operand layout for a logical rows x cols matrix whose element
+// (i, j) is at data[i * row + j * col]: row-major as is, transposed, or a
+// packed copy when neither stride is unit.
+template <typename T>
+struct Operand {
+  const T* data;
+  CBLAS_TRANSPOSE transpose;
+  blasint leading;
+  std::unique_ptr<T[]> packed;
+};
+
+template <typename T>
+Operand<T> MakeOperand(const T* data, long long rows, long long cols, long long row,
+                       long long col) {
+  if ((col == 1 || cols == 1) && row >= std::max(1LL, cols)) {
+    return {data, CblasNoTrans, static_cast<blasint>(std::max(1LL, row)), nullptr};
+  }
+  if ((row == 1 || rows == 1) && col >= std::max(1LL, rows)) {
+    return {data, CblasTrans, static_cast<blasint>(std::max(1LL, col)), nullptr};
+  }
+  std::unique_ptr<T[]> packed(new T[rows * cols]);
+  for (long long i = 0; i < rows; ++i) {
+    for (long long j = 0; j < cols; ++j) packed[i * cols + j] = data[i * row + j * col];
+  }
+  const T* base = packed.get();
+  return {base, CblasNoTrans, static_cast<blasint>(std::max(1LL, cols)), std::move(packed)};
+}
+
+void CallGemm(const Operand<float>& a, const Operand<float>& b, long long m, long long n,
+              long long k, float alpha, float beta, float* c, long long c_row) {
+  cblas_sgemm(CblasRowMajor, a.transpose, b.transpose, m, n, k, alpha, a.data, a.leading, b.data,
+              b.leading, beta, c, c_row);
+}
+
+void CallGemm(const Operand<double>& a, const Operand<double>& b, long long m, long long n,
+              long long k, double alpha, double beta, double* c, long long c_row) {
+  cblas_dgemm(CblasRowMajor, a.transpose, b.transpose, m, n, k, alpha, a.data, a.leading, b.data,
+              b.leading, beta, c, c_row);
+}
+
+template <typename T>
+void Gemm(void* context, long long m, long long n, long long k, T alpha, const T* a,
+          long long a_row, long long a_col, const T* b, long long b_row, long long b_col, T beta,
+          T* c, long long c_row) {
+  if (m <= 0 || n <= 0) return;
+  const Operand<T> left = MakeOperand(a, m, k, a_row, a_col);
+  const Operand<T> right = MakeOperand(b, k, n, b_row, b_col);
+  auto* pool = static_cast<ThreadPool*>(context);
+  if (m * n * k < kParallelGemmWork || pool->threads() == 1 || m < 2) {
+    CallGemm(left, right, m, n, k, alpha, beta, c, c_row);
+    return;
+  }
+  // Split rows of C: each chunk is an independent GEMM on a slice of A.
+  const long long grain = std::max(1LL, m / pool->threads());
+  pool->ParallelFor(m, grain, [&](int64_t begin, int64_t end) {
+    Operand<T> slice{left.data, left.transpose, left.leading, nullptr};
+    slice.data += left.transpose == CblasNoTrans ? begin * left.leading : begin;
+    CallGemm(slice, right, end - begin, n, k, alpha, beta, c + begin * c_row, c_row);
+  });
+}
+
+void ParallelFor(void* context, long long n, long long grain, kiln_parallel_body body,
+                 void* closure) {
+  static_cast<ThreadPool*>(context)->ParallelFor(
+      n, grain, [&](int64_t begin, int64_t end) { body(closure, begin, end); });
+}
+
+int DefaultThreads() {
+  if (const char* env = getenv("KILN_NUM_THREADS")) {
+    const int threads = atoi(env);
+    if (threads > 0) return threads;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+Runtime::Runtime(int threads) : pool_(threads > 0 ? threads : DefaultThreads()) {
+  openblas_set_num_threads(1);
+  table_.abi_version = KILN_ABI_VERSION;
+  table_.reserved = 0;
+  table_.context = &pool_;
+  table_.parallel_for = ParallelFor;
+  table_.gemm_f32 = Gemm<float>;
+  table_.gemm_f64 = Gemm<double>;
+}
+
+Runtime& Runtime::Default() {
+  static Runtime* const runtime = new Runtime();
+  return *runtime;
+}
+
+}  // namespace kiln

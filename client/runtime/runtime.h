@@ -1,0 +1,37 @@
+// The runtime table artifacts call back into (codegen/abi/kiln_abi.h):
+// parallel loops on the runtime's own pool and GEMM through OpenBLAS.
+//
+// OpenBLAS (Debian's libopenblas0-pthread) keeps a private, spin-waiting
+// thread pool that cannot be handed work. Creating a Runtime therefore calls
+// openblas_set_num_threads(1) — process-wide — and large GEMMs are split by
+// rows across this runtime's pool instead, so busy threads never outnumber
+// the pool's.
+#ifndef KILN_CLIENT_RUNTIME_RUNTIME_H_
+#define KILN_CLIENT_RUNTIME_RUNTIME_H_
+
+#include "client/runtime/thread_pool.h"
+#include "codegen/abi/kiln_abi.h"
+
+namespace kiln {
+
+class Runtime {
+ public:
+  // `threads` includes the calling thread; 0 means one per core.
+  explicit Runtime(int threads = 0);
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // The process-wide runtime ($KILN_NUM_THREADS threads, else one per core).
+  static Runtime& Default();
+
+  const kiln_runtime* table() const { return &table_; }
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  ThreadPool pool_;
+  kiln_runtime table_;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_CLIENT_RUNTIME_RUNTIME_H_

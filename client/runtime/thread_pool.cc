@@ -1,0 +1,88 @@
+#include "client/runtime/thread_pool.h"
+
+#include <algorithm>
+
+namespace kiln {
+namespace {
+
+thread_local bool inside_pool_loop = false;
+
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    absl::MutexLock lock(&mutex_);
+    stopping_ = true;
+  }
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void ThreadPool::ParallelFor(int64_t n, int64_t grain,
+                             const std::function<void(int64_t, int64_t)>& body) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t chunks = std::min<int64_t>(threads(), (n + grain - 1) / grain);
+  if (chunks <= 1 || inside_pool_loop || !call_mutex_.TryLock()) {
+    // Serial: small work, a nested loop, or another thread's loop holds the
+    // workers (waiting for it would only idle this thread).
+    body(0, n);
+    return;
+  }
+  {
+    absl::MutexLock lock(&mutex_);
+    batch_ = Batch{&body, n, (n + chunks - 1) / chunks, 0, chunks, 0};
+    ++generation_;
+  }
+  // The caller takes chunks too, then waits for the rest.
+  inside_pool_loop = true;
+  while (true) {
+    int64_t begin;
+    {
+      absl::MutexLock lock(&mutex_);
+      if (batch_.next >= batch_.chunks) break;
+      begin = batch_.next++ * batch_.chunk;
+    }
+    body(begin, std::min(n, begin + batch_.chunk));
+    absl::MutexLock lock(&mutex_);
+    ++batch_.finished;
+  }
+  inside_pool_loop = false;
+  {
+    absl::MutexLock lock(&mutex_);
+    mutex_.Await(absl::Condition(
+        +[](Batch* batch) { return batch->finished == batch->chunks; }, &batch_));
+    batch_.body = nullptr;
+  }
+  call_mutex_.Unlock();
+}
+
+void ThreadPool::WorkerLoop() {
+  inside_pool_loop = true;
+  uint64_t seen = 0;
+  while (true) {
+    const std::function<void(int64_t, int64_t)>* body;
+    int64_t begin, end;
+    {
+      absl::MutexLock lock(&mutex_);
+      auto has_work = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+        return stopping_ || (generation_ != seen && batch_.body != nullptr &&
+                             batch_.next < batch_.chunks);
+      };
+      mutex_.Await(absl::Condition(&has_work));
+      if (stopping_) return;
+      body = batch_.body;
+      begin = batch_.next++ * batch_.chunk;
+      end = std::min(batch_.n, begin + batch_.chunk);
+      if (batch_.next >= batch_.chunks) seen = generation_;
+    }
+    (*body)(begin, end);
+    absl::MutexLock lock(&mutex_);
+    ++batch_.finished;
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,49 @@
+// A fork-join pool for parallel loops: the runtime owns every thread that
+// generated kernels and GEMM use, so the cores are never oversubscribed.
+//
+// ParallelFor may be called from any thread, including from inside a loop
+// body (nested calls run inline). Thread-safe.
+#ifndef KILN_CLIENT_RUNTIME_THREAD_POOL_H_
+#define KILN_CLIENT_RUNTIME_THREAD_POOL_H_
+
+#include <cstdint>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace kiln {
+
+class ThreadPool {
+ public:
+  // `threads` counts the calling thread: ThreadPool(1) runs everything inline.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls body(begin, end) over chunks covering [0, n), each at least
+  // `grain` long (but the last), and returns when all are done.
+  void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+
+ private:
+  void WorkerLoop();
+
+  struct Batch {
+    const std::function<void(int64_t, int64_t)>* body = nullptr;
+    int64_t n = 0, chunk = 0, next = 0, chunks = 0, finished = 0;
+  };
+
+  absl::Mutex call_mutex_;  // one parallel loop at a time across caller threads
+  absl::Mutex mutex_;
+  Batch batch_ ABSL_GUARDED_BY(mutex_);
+  uint64_t generation_ ABSL_GUARDED_BY(mutex_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_CLIENT_RUNTIME_THREAD_POOL_H_

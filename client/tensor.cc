@@ -1,0 +1,62 @@
+#include "client/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace kiln {
+
+int64_t ElementSize(DType dtype) {
+  switch (dtype) {
+    case kiln::v1::FLOAT64:
+    case kiln::v1::INT64: return 8;
+    case kiln::v1::FLOAT32:
+    case kiln::v1::INT32: return 4;
+    case kiln::v1::FLOAT16:
+    case kiln::v1::BFLOAT16: return 2;
+    case kiln::v1::BOOL: return 1;
+    default: return 0;
+  }
+}
+
+std::pair<const char*, const char*> TensorView::ByteRange() const {
+  const char* base = static_cast<const char*>(data);
+  int64_t low = 0, high = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return {base, base};
+    const int64_t extent = (sizes[d] - 1) * strides[d];
+    (extent < 0 ? low : high) += extent;
+  }
+  const int64_t element = ElementSize(dtype);
+  return {base + low * element, base + (high + 1) * element};
+}
+
+std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t stride = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= sizes[d];
+  }
+  return strides;
+}
+
+void Tensor::Free::operator()(void* p) const { free(p); }
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> sizes)
+    : dtype_(dtype), sizes_(std::move(sizes)), strides_(ContiguousStrides(sizes_)) {
+  const size_t bytes = (static_cast<size_t>(NumBytes()) + 63) / 64 * 64;
+  buffer_.reset(aligned_alloc(64, bytes == 0 ? 64 : bytes));
+  memset(buffer_.get(), 0, bytes);
+}
+
+TensorView Tensor::view() const {
+  return TensorView{buffer_.get(), dtype_, sizes_, strides_};
+}
+
+int64_t Tensor::NumElements() const {
+  int64_t count = 1;
+  for (int64_t size : sizes_) count *= size;
+  return count;
+}
+
+}  // namespace kiln

@@ -1,0 +1,83 @@
+// What kilnd does, without the RPC layer: request -> key -> store, and on a
+// miss the compile pipeline, once per key.
+//
+//   Compile(request):
+//     PrepareGraph (import, verify, canonicalize) -> ResolveGuards ->
+//     ComputeCacheKey -> store lookup -> hit: make sure the object file
+//     exists -> reply
+//     miss -> CompileQueue (single-flight) -> GenerateCode -> Compiler ->
+//     store Put (entry + blob, one batch) -> object file -> reply
+//
+// Thread-safe. Bad requests fail with InvalidArgument/Unimplemented naming
+// the node; nothing a request does can corrupt the store.
+#ifndef KILN_DAEMON_ARTIFACT_CACHE_H_
+#define KILN_DAEMON_ARTIFACT_CACHE_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cache/object_dir.h"
+#include "cache/store.h"
+#include "codegen/codegen_inputs.h"
+#include "codegen/compile/compiler.h"
+#include "daemon/compile_queue.h"
+#include "proto/service.pb.h"
+
+namespace kiln {
+
+class ArtifactCache {
+ public:
+  struct Options {
+    int compile_threads = 2;
+  };
+  using Done = std::function<void(absl::StatusOr<kiln::v1::CompileResponse>)>;
+
+  ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirectory objects,
+                std::unique_ptr<Compiler> compiler, kiln::v1::Toolchain toolchain,
+                Options options);
+  ~ArtifactCache();
+
+  // Answers at once on a hit (on the calling thread); on a miss compiles on
+  // the pool and calls `done` there — or, with `allow_compile` false
+  // (Lookup), answers NotFound. `done` is called exactly once.
+  void Compile(const kiln::v1::CompileRequest& request, bool allow_compile, Done done);
+
+  kiln::v1::StatsResponse Stats();
+  absl::StatusOr<kiln::v1::ListResponse> List();
+  // `key` may be a unique prefix of at least 6 hex digits.
+  absl::StatusOr<kiln::v1::ArtifactMetadata> Show(const std::string& key);
+  absl::StatusOr<std::string> Evict(const std::string& key);
+
+  // Stops accepting compiles; running ones finish.
+  void Shutdown();
+
+ private:
+  // The artifact for `key` if the store has it and its object is on disk
+  // (rebuilt from the blob when missing); nullopt on a miss or a corrupt blob.
+  absl::StatusOr<std::optional<kiln::v1::CompileResponse>> FindStored(const std::string& key,
+                                                                      bool want_bytes);
+  absl::StatusOr<kiln::v1::CompileResponse> Build(const CodegenInputs& inputs,
+                                                  const kiln::v1::KeyComponents& components,
+                                                  const std::string& key, bool want_bytes,
+                                                  absl::Time received);
+  absl::StatusOr<std::string> ResolveKey(const std::string& key_or_prefix);
+
+  const std::unique_ptr<ArtifactStore> store_;
+  const ObjectDirectory objects_;
+  const std::unique_ptr<Compiler> compiler_;
+  const kiln::v1::Toolchain toolchain_;
+  const absl::Time started_ = absl::Now();
+
+  std::atomic<int64_t> hits_{0}, misses_{0}, compiles_{0}, compile_failures_{0}, coalesced_{0};
+  std::atomic<int64_t> compile_us_total_{0};
+
+  CompileQueue queue_;  // last: its threads use the members above
+};
+
+}  // namespace kiln
+
+#endif  // KILN_DAEMON_ARTIFACT_CACHE_H_

@@ -1,0 +1,164 @@
+// kilnd: the Kiln daemon. Flags, logging, then serve until SIGTERM/SIGINT or
+// the idle timeout.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "cache/object_dir.h"
+#include "cache/rocksdb_store.h"
+#include "codegen/compile/subprocess_compiler.h"
+#include "codegen/compile/toolchain.h"
+#include "common/files.h"
+#include "common/logging.h"
+#include "common/paths.h"
+#include "common/status_macros.h"
+#include "common/version.h"
+#include "daemon/artifact_cache.h"
+#include "daemon/service.h"
+
+ABSL_FLAG(std::string, socket, "",
+          "Unix socket to listen on (default: $KILN_SOCKET, else $XDG_RUNTIME_DIR/kiln/kilnd.sock, "
+          "else /tmp/kiln-$UID/kilnd.sock). Its directory must be private to this user.");
+ABSL_FLAG(std::string, cache_dir, "",
+          "Cache directory: the RocksDB store and the object files (default: $KILN_CACHE_DIR, "
+          "else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln).");
+ABSL_FLAG(int, compile_jobs, 2, "Compiles that may run at once.");
+ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(120),
+          "A compile still running after this is killed and fails.");
+ABSL_FLAG(absl::Duration, idle_timeout, absl::ZeroDuration(),
+          "Exit after this long without a request (0: never). Auto-started daemons use 10m.");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error.");
+
+namespace kiln {
+namespace {
+
+// Holds an exclusive lock on `path` for the process's life, or fails when
+// another kilnd holds it.
+absl::Status LockOrFail(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot open ", path, ": ", strerror(errno)));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return absl::AlreadyExistsError(absl::StrCat("another kilnd holds ", path));
+  }
+  return absl::OkStatus();  // the fd stays open: the lock lives until exit
+}
+
+absl::Status Serve() {
+  LogSeverity severity;
+  if (!ParseLogSeverity(absl::GetFlag(FLAGS_log_level), &severity)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log_level=", absl::GetFlag(FLAGS_log_level), " is not one of debug, info, warning, error"));
+  }
+  SetMinLogSeverity(severity);
+  std::string socket = absl::GetFlag(FLAGS_socket);
+  if (socket.empty()) socket = DefaultSocketPath();
+  std::string cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  if (cache_dir.empty()) cache_dir = DefaultCacheDir();
+  if (socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat("socket path ", socket, " is longer than ",
+                                                   sizeof(sockaddr_un{}.sun_path) - 1, " bytes"));
+  }
+
+  RETURN_IF_ERROR(EnsurePrivateDirectory(Dirname(socket)));
+  RETURN_IF_ERROR(LockOrFail(socket + ".lock"));
+  unlink(socket.c_str());  // stale: we hold the lock, so no kilnd is serving it
+
+  RETURN_IF_ERROR(MakeDirectories(cache_dir, 0700));
+  ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(cache_dir + "/db"));
+  ASSIGN_OR_RETURN(kiln::v1::Toolchain toolchain, DetectToolchain());
+  auto compiler = std::make_unique<SubprocessCompiler>(cache_dir + "/tmp",
+                                                       absl::GetFlag(FLAGS_compile_timeout));
+  ArtifactCache::Options options;
+  options.compile_threads = std::max(1, absl::GetFlag(FLAGS_compile_jobs));
+  ArtifactCache cache(std::move(store), ObjectDirectory(cache_dir + "/objects"),
+                      std::move(compiler), toolchain, options);
+  KilnService service(&cache, cache_dir);
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(256 << 20);
+  builder.SetMaxSendMessageSize(256 << 20);
+  const mode_t old_umask = umask(077);  // the socket is created 0600
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  umask(old_umask);
+  if (server == nullptr) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", socket));
+  }
+  chmod(socket.c_str(), 0600);
+  KILN_LOG(INFO) << "kilnd " << kKilnVersion << " serving " << socket << " (cache " << cache_dir
+                 << ", compiler " << toolchain.compiler_version() << ", cpu " << toolchain.cpu()
+                 << ")";
+
+  // Signals are blocked in every thread (see main); this one waits for them
+  // and for the idle timeout, then shuts the server down.
+  const absl::Duration idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
+  std::thread supervisor([&] {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    const timespec tick = {1, 0};
+    while (true) {
+      const int signal = sigtimedwait(&signals, nullptr, &tick);
+      if (signal > 0) {
+        KILN_LOG(INFO) << "received " << strsignal(signal) << "; shutting down";
+        break;
+      }
+      if (idle_timeout > absl::ZeroDuration() &&
+          absl::Now() - service.last_activity() > idle_timeout) {
+        KILN_LOG(INFO) << "idle for " << absl::FormatDuration(idle_timeout) << "; exiting";
+        break;
+      }
+    }
+    cache.Shutdown();  // no new compiles; running ones finish
+    server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  });
+  server->Wait();
+  supervisor.join();
+  unlink(socket.c_str());
+  KILN_LOG(INFO) << "kilnd stopped";
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kiln
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "kilnd: the Kiln compilation cache daemon.\n"
+      "Serves compile requests from Kiln clients over a Unix socket; stores artifacts in\n"
+      "RocksDB under the cache directory. Usually started on demand by the client.\n"
+      "Usage: kilnd [--socket=PATH] [--cache_dir=DIR] [--compile_jobs=N] [--idle_timeout=10m]");
+  absl::ParseCommandLine(argc, argv);
+  // Block the shutdown signals before any thread starts, so only the
+  // supervisor receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  const absl::Status status = kiln::Serve();
+  if (!status.ok()) {
+    std::cerr << "kilnd: " << status.message() << "\n";
+    return status.code() == absl::StatusCode::kAlreadyExists ? 3 : 1;
+  }
+  return 0;
+}

@@ -1,0 +1,63 @@
+// The gRPC face of kilnd: kiln.v1.Kiln on the callback API. Each method
+// converts, hands the work to ArtifactCache, and finishes its reactor from
+// wherever the answer arrives (a compile finishes on the compile pool, never
+// blocking a gRPC thread).
+#ifndef KILN_DAEMON_SERVICE_H_
+#define KILN_DAEMON_SERVICE_H_
+
+#include <atomic>
+#include <string>
+
+#include "absl/time/time.h"
+#include "daemon/artifact_cache.h"
+#include "proto/service.grpc.pb.h"
+
+namespace kiln {
+
+class KilnService final : public kiln::v1::Kiln::CallbackService {
+ public:
+  KilnService(ArtifactCache* cache, std::string cache_dir);
+
+  grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext* context,
+                                  const kiln::v1::HelloRequest* request,
+                                  kiln::v1::HelloResponse* response) override;
+  grpc::ServerUnaryReactor* Compile(grpc::CallbackServerContext* context,
+                                    const kiln::v1::CompileRequest* request,
+                                    kiln::v1::CompileResponse* response) override;
+  grpc::ServerUnaryReactor* Lookup(grpc::CallbackServerContext* context,
+                                   const kiln::v1::CompileRequest* request,
+                                   kiln::v1::CompileResponse* response) override;
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
+                                  const kiln::v1::StatsRequest* request,
+                                  kiln::v1::StatsResponse* response) override;
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context,
+                                 const kiln::v1::ListRequest* request,
+                                 kiln::v1::ListResponse* response) override;
+  grpc::ServerUnaryReactor* Show(grpc::CallbackServerContext* context,
+                                 const kiln::v1::ShowRequest* request,
+                                 kiln::v1::ShowResponse* response) override;
+  grpc::ServerUnaryReactor* Evict(grpc::CallbackServerContext* context,
+                                  const kiln::v1::EvictRequest* request,
+                                  kiln::v1::EvictResponse* response) override;
+
+  // When the last RPC arrived (for the idle timeout).
+  absl::Time last_activity() const;
+
+ private:
+  grpc::ServerUnaryReactor* CompileOrLookup(grpc::CallbackServerContext* context,
+                                            const kiln::v1::CompileRequest* request,
+                                            kiln::v1::CompileResponse* response,
+                                            bool allow_compile);
+  void Touch();
+
+  ArtifactCache* const cache_;
+  const std::string cache_dir_;
+  std::atomic<int64_t> last_activity_ns_;
+};
+
+// absl::Status codes are gRPC's codes.
+grpc::Status ToGrpc(const absl::Status& status);
+
+}  // namespace kiln
+
+#endif  // KILN_DAEMON_SERVICE_H_

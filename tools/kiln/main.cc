@@ -1,0 +1,395 @@
+// kiln: the Kiln command-line tool (compile, run, explain; cache admin).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <random>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "client/compiled_graph.h"
+#include "client/graph_file.h"
+#include "codegen/compile/toolchain.h"
+#include "codegen/pipeline.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+#include "common/subprocess.h"
+#include "tools/reference/reference.h"
+
+ABSL_FLAG(bool, json, false, "Print machine-readable JSON (stats, ls, show, compile).");
+ABSL_FLAG(std::string, socket, "", "kilnd's socket (default: $KILN_SOCKET or the per-user default).");
+ABSL_FLAG(std::string, cache_dir, "", "Cache directory for an auto-started kilnd.");
+ABSL_FLAG(bool, start, true, "Start kilnd when none is running.");
+ABSL_FLAG(std::string, inputs, "",
+          "run: comma-separated raw little-endian files, one per graph input (default: random).");
+ABSL_FLAG(int, seed, 0, "run: seed of the random inputs.");
+ABSL_FLAG(int, repeat, 100, "run: warm calls to time after the first.");
+ABSL_FLAG(bool, check, false, "run: compare the outputs with the naive reference evaluator.");
+ABSL_FLAG(bool, asm, false, "explain: also print the assembly clang generates.");
+ABSL_FLAG(std::string, salt, "", "compile/run: a salt that enters the cache key (forces a compile).");
+
+namespace kiln {
+namespace {
+
+using Args = std::vector<std::string>;
+
+std::string ToJson(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
+  ClientOptions options;
+  options.socket_path = absl::GetFlag(FLAGS_socket);
+  options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  options.auto_start = absl::GetFlag(FLAGS_start);
+  options.client_name = "kiln-cli";
+  return Client::Connect(options);
+}
+
+absl::Status NeedArgs(const Args& args, size_t count, const char* usage) {
+  if (args.size() != count) return absl::InvalidArgumentError(absl::StrCat("usage: ", usage));
+  return absl::OkStatus();
+}
+
+kiln::v1::CompileOptions OptionsFromFlags() {
+  kiln::v1::CompileOptions options;
+  options.set_salt(absl::GetFlag(FLAGS_salt));
+  return options;
+}
+
+std::string Short(const std::string& key) { return key.substr(0, 16); }
+
+absl::Status Compile(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 1, "kiln compile GRAPH.json"));
+  ASSIGN_OR_RETURN(kiln::v1::Graph graph, ReadGraphFile(args[0]));
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = graph;
+  *request.mutable_options() = OptionsFromFlags();
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(auto response, client->Compile(request));
+  const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(response) << "\n";
+    return absl::OkStatus();
+  }
+  const auto& timings = response.artifact().timings();
+  std::cout << (response.cache_hit() ? "hit " : "compiled ") << response.artifact().key() << "\n"
+            << "  object   " << response.object_path() << " ("
+            << response.artifact().object_bytes() << " bytes)\n"
+            << absl::StrFormat("  request  %.2f ms", ms);
+  if (!response.cache_hit()) {
+    std::cout << absl::StrFormat(" (codegen %.2f ms, compile %.2f ms with the %s compiler)",
+                                 timings.codegen_ms(), timings.compile_ms(),
+                                 response.artifact().compiler());
+  }
+  std::cout << "\n";
+  return absl::OkStatus();
+}
+
+// Random or file inputs for `graph`, as Tensors of its input types.
+absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph) {
+  const std::vector<std::string> files =
+      absl::GetFlag(FLAGS_inputs).empty()
+          ? std::vector<std::string>()
+          : absl::StrSplit(absl::GetFlag(FLAGS_inputs), ',');
+  if (!files.empty() && static_cast<int>(files.size()) != graph.inputs_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("--inputs names ", files.size(),
+                                                   " files; the graph has ", graph.inputs_size(),
+                                                   " inputs"));
+  }
+  std::mt19937 random(absl::GetFlag(FLAGS_seed));
+  std::normal_distribution<double> normal;
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < graph.inputs_size(); ++i) {
+    const kiln::v1::TensorType& type = graph.inputs(i).type();
+    std::vector<int64_t> sizes;
+    for (const auto& dim : type.sizes()) {
+      if (dim.has_symbol()) return absl::UnimplementedError("symbolic input sizes need --inputs");
+      sizes.push_back(dim.constant());
+    }
+    if (type.dtype() != kiln::v1::FLOAT32 && type.dtype() != kiln::v1::FLOAT64) {
+      return absl::UnimplementedError(absl::StrCat("input ", i, ": run makes float inputs only"));
+    }
+    Tensor tensor(type.dtype(), sizes);
+    if (!files.empty()) {
+      ASSIGN_OR_RETURN(const std::string bytes, ReadFile(files[i]));
+      if (static_cast<int64_t>(bytes.size()) != tensor.NumBytes()) {
+        return absl::InvalidArgumentError(absl::StrCat(files[i], " has ", bytes.size(),
+                                                       " bytes; input ", i, " needs ",
+                                                       tensor.NumBytes()));
+      }
+      std::copy(bytes.begin(), bytes.end(), tensor.data<char>());
+    } else {
+      for (int64_t e = 0; e < tensor.NumElements(); ++e) {
+        if (type.dtype() == kiln::v1::FLOAT32) {
+          tensor.data<float>()[e] = static_cast<float>(normal(random));
+        } else {
+          tensor.data<double>()[e] = normal(random);
+        }
+      }
+    }
+    inputs.push_back(std::move(tensor));
+  }
+  return inputs;
+}
+
+double ElementAt(const Tensor& tensor, int64_t i) {
+  return tensor.dtype() == kiln::v1::FLOAT32 ? tensor.data<float>()[i] : tensor.data<double>()[i];
+}
+
+std::string Summary(const Tensor& tensor) {
+  double low = INFINITY, high = -INFINITY, sum = 0;
+  std::vector<std::string> first;
+  for (int64_t i = 0; i < tensor.NumElements(); ++i) {
+    const double v = ElementAt(tensor, i);
+    low = std::min(low, v);
+    high = std::max(high, v);
+    sum += v;
+    if (i < 4) first.push_back(absl::StrFormat("%.6g", v));
+  }
+  return absl::StrFormat("%s[%s] min %.6g max %.6g mean %.6g first [%s]",
+                         kiln::v1::DType_Name(tensor.dtype()), absl::StrJoin(tensor.sizes(), ", "),
+                         low, high, sum / std::max<int64_t>(1, tensor.NumElements()),
+                         absl::StrJoin(first, ", "));
+}
+
+absl::Status Check(const kiln::v1::Graph& graph, const std::vector<Tensor>& inputs,
+                   const std::vector<Tensor>& outputs) {
+  ASSIGN_OR_RETURN(const ir::Graph prepared, PrepareGraph(graph));
+  std::vector<RefTensor> reference_inputs;
+  for (const Tensor& input : inputs) {
+    RefTensor ref{input.sizes(), {}};
+    for (int64_t i = 0; i < input.NumElements(); ++i) ref.values.push_back(ElementAt(input, i));
+    reference_inputs.push_back(std::move(ref));
+  }
+  ASSIGN_OR_RETURN(const auto expected, EvaluateReference(prepared, reference_inputs));
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    double worst = 0;
+    for (int64_t i = 0; i < outputs[k].NumElements(); ++i) {
+      const double got = ElementAt(outputs[k], i), want = expected[k].values[i];
+      const bool same_special = (std::isnan(got) && std::isnan(want)) || got == want;
+      const double error = std::abs(got - want);
+      if (!same_special && !(error <= 1e-4 + 1e-4 * std::abs(want))) {
+        return absl::InternalError(absl::StrFormat(
+            "check failed: output %d element %d is %.9g, the reference says %.9g", k, i, got, want));
+      }
+      if (!std::isnan(error)) worst = std::max(worst, error);
+    }
+    std::cout << absl::StrFormat("check    output %d matches the reference (max abs error %.3g)\n",
+                                 k, worst);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Run(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 1, "kiln run GRAPH.json [--inputs=a.bin,...] [--check]"));
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(kiln::v1::Graph graph, ReadGraphFile(args[0]));
+  ASSIGN_OR_RETURN(std::vector<Tensor> inputs, MakeInputs(graph));
+  std::vector<TensorView> input_views;
+  for (const Tensor& input : inputs) input_views.push_back(input.view());
+
+  const absl::Time connect_start = absl::Now();
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  const double connect_ms = absl::ToDoubleMilliseconds(absl::Now() - connect_start);
+  CompiledGraph compiled(client.get(), graph, OptionsFromFlags());
+  ASSIGN_OR_RETURN(const auto prepared, compiled.Prepare());
+  const absl::Time first_start = absl::Now();
+  ASSIGN_OR_RETURN(std::vector<Tensor> outputs, compiled.Run(input_views));
+  const absl::Time first_end = absl::Now();
+  const double first_call_us = absl::ToDoubleMicroseconds(first_end - first_start);
+  const double to_first_result_ms = absl::ToDoubleMilliseconds(first_end - connect_start);
+
+  std::vector<TensorView> output_views;
+  for (const Tensor& output : outputs) output_views.push_back(output.view());
+  std::vector<double> warm_us;
+  for (int r = 0; r < absl::GetFlag(FLAGS_repeat); ++r) {
+    const absl::Time t = absl::Now();
+    RETURN_IF_ERROR(compiled.Run(input_views, output_views));
+    warm_us.push_back(absl::ToDoubleMicroseconds(absl::Now() - t));
+  }
+  std::sort(warm_us.begin(), warm_us.end());
+
+  ASSIGN_OR_RETURN(const auto artifact, compiled.artifact());
+  std::cout << "graph    " << (graph.name().empty() ? args[0] : graph.name()) << " -> "
+            << Short(artifact.key()) << " (" << (prepared.cache_hit ? "cache hit" : "compiled")
+            << ")\n";
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    std::cout << "output " << k << " " << Summary(outputs[k]) << "\n";
+  }
+  if (!prepared.cache_hit) {
+    std::cout << absl::StrFormat("compile  %.1f ms (codegen %.2f ms, %s compile %.1f ms)\n",
+                                 artifact.timings().total_ms(), artifact.timings().codegen_ms(),
+                                 artifact.compiler(), artifact.timings().compile_ms());
+  }
+  std::cout << absl::StrFormat(
+      "timings  connect %.2f ms, fetch %.2f ms, load %.3f ms, first call %.1f us; "
+      "connect to first result %.2f ms\n",
+      connect_ms, prepared.fetch_ms, prepared.load_ms, first_call_us, to_first_result_ms);
+  if (!warm_us.empty()) {
+    std::cout << absl::StrFormat("warm     min %.2f us, median %.2f us, max %.2f us over %d calls\n",
+                                 warm_us.front(), warm_us[warm_us.size() / 2], warm_us.back(),
+                                 warm_us.size());
+  }
+  std::cout << absl::StrFormat("process  %.2f ms from start of `kiln run` to first result\n",
+                               absl::ToDoubleMilliseconds(first_end - start));
+  if (absl::GetFlag(FLAGS_check)) RETURN_IF_ERROR(Check(graph, inputs, outputs));
+  return absl::OkStatus();
+}
+
+absl::Status Explain(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 1, "kiln explain GRAPH.json [--asm]"));
+  ASSIGN_OR_RETURN(kiln::v1::Graph graph, ReadGraphFile(args[0]));
+  ASSIGN_OR_RETURN(ir::Graph prepared, PrepareGraph(graph));
+  CodegenInputs inputs;
+  inputs.graph = std::move(prepared);
+  ASSIGN_OR_RETURN(GeneratedCode code, GenerateCode(inputs, /*keep_stages=*/true));
+  for (const auto& [stage, text] : code.stages) {
+    std::cout << "== " << stage << " ==\n" << text << "\n";
+  }
+  if (absl::GetFlag(FLAGS_asm)) {
+    ASSIGN_OR_RETURN(const std::string dir, MakeTempDirectory("/tmp/kiln-asmXXXXXX"));
+    const std::string source = dir + "/kernel.cc";
+    RETURN_IF_ERROR(WriteFileAtomically(source, code.source, 0600));
+    std::vector<std::string> argv = {kDefaultClang};
+    for (const std::string& flag : CodegenFlags()) {
+      if (flag != "-shared" && flag != "-nostdlib" && flag != "-fuse-ld=lld") argv.push_back(flag);
+    }
+    for (const char* arg : {"-S", "-fno-verbose-asm", "-o", "-"}) argv.push_back(arg);
+    argv.push_back(source);
+    auto result = RunProcess(argv, absl::Minutes(1));
+    RemoveRecursively(dir).IgnoreError();
+    RETURN_IF_ERROR(result.status());
+    std::cout << "== assembly ==\n" << result->output;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Stats(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 0, "kiln stats"));
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  ASSIGN_OR_RETURN(auto stats, client->Stats());
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(stats) << "\n";
+    return absl::OkStatus();
+  }
+  std::cout << absl::StrFormat(
+      "kilnd %s (pid %d) on %s, up %.1f s\n"
+      "requests  %d hits, %d misses (%d waited on a running compile)\n"
+      "compiles  %d (%d failed), %.1f ms compiling in all\n"
+      "store     %d entries, %d blobs, %d bytes; %d corrupt blobs quarantined\n",
+      client->daemon().daemon_version(), client->daemon().pid(), client->socket_path(),
+      stats.uptime_ms() / 1000.0, stats.hits(), stats.misses(), stats.coalesced(), stats.compiles(),
+      stats.compile_failures(), stats.compile_ms_total(), stats.entries(), stats.blobs(),
+      stats.bytes_stored(), stats.corrupt_blobs());
+  return absl::OkStatus();
+}
+
+absl::Status List(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 0, "kiln ls"));
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  ASSIGN_OR_RETURN(auto list, client->List());
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(list) << "\n";
+    return absl::OkStatus();
+  }
+  std::cout << absl::StrFormat("%-16s  %-20s  %8s  %10s  %s\n", "KEY", "GRAPH", "BYTES",
+                               "COMPILE", "CREATED");
+  for (const auto& entry : list.entries()) {
+    std::cout << absl::StrFormat(
+        "%-16s  %-20s  %8d  %7.1f ms  %s\n", Short(entry.key()),
+        entry.graph_name().empty() ? "-" : entry.graph_name(), entry.object_bytes(),
+        entry.timings().total_ms(),
+        absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(entry.created_unix_ms()),
+                         absl::LocalTimeZone()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Show(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 1, "kiln show KEY"));
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  ASSIGN_OR_RETURN(auto artifact, client->Show(args[0]));
+  std::cout << ToJson(artifact) << "\n";  // the metadata is structured: JSON either way
+  return absl::OkStatus();
+}
+
+absl::Status Evict(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 1, "kiln evict KEY"));
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  ASSIGN_OR_RETURN(const std::string key, client->Evict(args[0]));
+  std::cout << "evicted " << key << "\n";
+  return absl::OkStatus();
+}
+
+struct Command {
+  const char* summary;
+  std::function<absl::Status(const Args&)> run;
+};
+
+const std::map<std::string, Command>& Commands() {
+  static const auto* const commands = new std::map<std::string, Command>{
+      {"compile", {"GRAPH.json   compile (or fetch from the cache); print the key and timings", Compile}},
+      {"run", {"GRAPH.json   compile, load and run on random inputs; print outputs and timings", Run}},
+      {"explain", {"GRAPH.json   print each codegen stage: graph, loop IR, kernels, buffers, C++", Explain}},
+      {"stats", {"             daemon counters and store totals", Stats}},
+      {"ls", {"             list cache entries", List}},
+      {"show", {"KEY          one entry's metadata (a unique key prefix will do)", Show}},
+      {"evict", {"KEY          remove an entry", Evict}},
+  };
+  return *commands;
+}
+
+std::string Usage() {
+  std::string usage =
+      "kiln: compile tensor graphs through the Kiln cache, and manage the cache.\n\n"
+      "Usage: kiln COMMAND [ARGS] [FLAGS]\n\nCommands:\n";
+  for (const auto& [name, command] : Commands()) {
+    absl::StrAppend(&usage, "  ", absl::StrFormat("%-8s", name), command.summary, "\n");
+  }
+  absl::StrAppend(&usage,
+                  "\nGraph files are the protobuf JSON of kiln.v1.Graph (see examples/).\n"
+                  "kilnd is started on demand; KILN_SOCKET and KILN_CACHE_DIR choose where.");
+  return usage;
+}
+
+}  // namespace
+}  // namespace kiln
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kiln::Usage());
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() < 2) {
+    std::cerr << kiln::Usage() << "\n\nRun `kiln --help` for the flags.\n";
+    return 2;
+  }
+  const std::string name = positional[1];
+  auto it = kiln::Commands().find(name);
+  if (it == kiln::Commands().end()) {
+    std::cerr << "kiln: unknown command '" << name << "'; run `kiln --help` for the list\n";
+    return 2;
+  }
+  const kiln::Args args(positional.begin() + 2, positional.end());
+  const absl::Status status = it->second.run(args);
+  if (!status.ok()) {
+    std::cerr << "kiln " << name << ": " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
