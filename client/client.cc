@@ -4,6 +4,7 @@
 #include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -79,7 +80,7 @@ absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket
   const std::string log_path = cache_dir + "/kilnd.log";
   const std::string daemon = FindDaemon(options.daemon_path);
   std::vector<std::string> argv = {
-      daemon, "--socket=" + socket_path, "--cache_dir=" + cache_dir,
+      daemon, "--daemonize", "--socket=" + socket_path, "--cache_dir=" + cache_dir,
       absl::StrCat("--idle_timeout=", absl::FormatDuration(options.daemon_idle_timeout))};
   std::vector<char*> args;
   for (std::string& arg : argv) args.push_back(arg.data());
@@ -104,6 +105,14 @@ absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket
   if (error != 0) {
     return absl::UnavailableError(absl::StrCat("cannot start ", daemon, ": ", strerror(error),
                                                ". Set KILN_DAEMON to the kilnd binary"));
+  }
+  // With --daemonize this child forks the daemon and exits at once; reaping
+  // it leaves no zombie, and the daemon is nobody's child but init's.
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::UnavailableError(absl::StrCat(daemon, " failed to start; see ", log_path));
   }
   return absl::OkStatus();
 }

@@ -105,6 +105,8 @@ absl::Status CompiledGraph::CheckGuards(const Entry& entry,
             InputName(graph_, i), ": dim ", d, " has size ", input.sizes[d],
             "; the graph was compiled for ", sizes[d], " (static shapes)"));
       }
+    }
+    for (size_t d = 0; d < sizes.size(); ++d) {
       // A dim of size 1 is only ever read at index 0: its stride is moot.
       if (sizes[d] != 1 && input.strides[d] != entry.strides[i][d]) {
         return absl::FailedPreconditionError(absl::StrCat(

@@ -43,8 +43,7 @@ absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
                                             ". Run `kiln evict ", metadata.key().substr(0, 12),
                                             "` and compile again"));
   }
-  const std::string fd_path = absl::StrCat("/proc/self/fd/", fd);
-  void* handle = dlopen(fd_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     return absl::InternalError(absl::StrCat("cannot dlopen ", path, ": ", dlerror()));
   }

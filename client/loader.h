@@ -1,9 +1,12 @@
 // Loads an artifact into this process.
 //
-// Opens the object file once, hashes those bytes against the digest the
-// daemon reported, and dlopens the same open file (/proc/self/fd/N), so what
-// runs is what was verified. Then checks the ABI version and that the entry
-// points agree with the signature. Artifacts are never dlclosed: a kernel may
+// Hashes the object file against the digest the daemon reported, then
+// dlopens it by its path. The path is content-addressed (the digest is in
+// the name), so glibc's reuse of an already-loaded object of the same name
+// is exactly right; dlopen through /proc/self/fd/N would not be, since fd
+// numbers are reused. The object directory is private to the user, which is
+// what makes hashing then opening by name safe. Then checks the ABI version
+// and that the entry points agree with the signature. Artifacts are never dlclosed: a kernel may
 // still be running on the pool, and their pages are shared and small.
 #ifndef KILN_CLIENT_LOADER_H_
 #define KILN_CLIENT_LOADER_H_

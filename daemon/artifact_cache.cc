@@ -118,7 +118,7 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   metadata.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
   *metadata.mutable_key_components() = components;
   metadata.set_graph_name(inputs.graph.name);
-  metadata.set_compiler(compiler_->name());
+  metadata.set_compiler(object->compiler);
   metadata.mutable_timings()->set_codegen_ms(codegen_ms);
   metadata.mutable_timings()->set_compile_ms(object->compile_ms);
   metadata.mutable_timings()->set_total_ms(MillisecondsSince(received));

@@ -21,8 +21,10 @@
 #include "absl/strings/str_cat.h"
 #include "cache/object_dir.h"
 #include "cache/rocksdb_store.h"
+#include "codegen/compile/fallback_compiler.h"
 #include "codegen/compile/subprocess_compiler.h"
 #include "codegen/compile/toolchain.h"
+#include "codegen/compile/worker_compiler.h"
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/paths.h"
@@ -43,6 +45,12 @@ ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(120),
 ABSL_FLAG(absl::Duration, idle_timeout, absl::ZeroDuration(),
           "Exit after this long without a request (0: never). Auto-started daemons use 10m.");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error.");
+ABSL_FLAG(std::string, compiler, "worker",
+          "worker: long-lived kiln-compile-worker processes (falls back to subprocess when no "
+          "worker can start); subprocess: one clang++ run per compile.");
+ABSL_FLAG(bool, daemonize, false,
+          "Detach at start (fork once, before any thread exists): the parent exits at once, so "
+          "whoever started kilnd reaps it and the daemon is never its zombie.");
 
 namespace kiln {
 namespace {
@@ -57,6 +65,32 @@ absl::Status LockOrFail(const std::string& path) {
     return absl::AlreadyExistsError(absl::StrCat("another kilnd holds ", path));
   }
   return absl::OkStatus();  // the fd stays open: the lock lives until exit
+}
+
+absl::StatusOr<std::unique_ptr<Compiler>> MakeCompiler(const std::string& cache_dir, int jobs) {
+  const absl::Duration timeout = absl::GetFlag(FLAGS_compile_timeout);
+  auto subprocess = std::make_unique<SubprocessCompiler>(cache_dir + "/tmp", timeout);
+  const std::string choice = absl::GetFlag(FLAGS_compiler);
+  if (choice == "subprocess") return subprocess;
+  if (choice != "worker") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--compiler=", choice, " is not one of worker, subprocess"));
+  }
+  std::unique_ptr<Compiler> worker;
+  auto worker_path = FindCompileWorker();
+  if (worker_path.ok()) {
+    WorkerCompilerOptions options;
+    options.worker_path = *worker_path;
+    options.jobs = jobs;
+    options.timeout = timeout;
+    options.temp_root = cache_dir + "/tmp";
+    RETURN_IF_ERROR(MakeDirectories(options.temp_root, 0700));
+    worker = std::make_unique<WorkerCompiler>(options);
+  } else {
+    KILN_LOG(WARNING) << worker_path.status() << "; compiling with clang++ subprocesses";
+  }
+  return std::unique_ptr<Compiler>(
+      std::make_unique<FallbackCompiler>(std::move(worker), std::move(subprocess)));
 }
 
 absl::Status Serve() {
@@ -82,10 +116,9 @@ absl::Status Serve() {
   RETURN_IF_ERROR(MakeDirectories(cache_dir, 0700));
   ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(cache_dir + "/db"));
   ASSIGN_OR_RETURN(kiln::v1::Toolchain toolchain, DetectToolchain());
-  auto compiler = std::make_unique<SubprocessCompiler>(cache_dir + "/tmp",
-                                                       absl::GetFlag(FLAGS_compile_timeout));
   ArtifactCache::Options options;
   options.compile_threads = std::max(1, absl::GetFlag(FLAGS_compile_jobs));
+  ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler, MakeCompiler(cache_dir, options.compile_threads));
   ArtifactCache cache(std::move(store), ObjectDirectory(cache_dir + "/objects"),
                       std::move(compiler), toolchain, options);
   KilnService service(&cache, cache_dir);
@@ -147,6 +180,16 @@ int main(int argc, char** argv) {
       "RocksDB under the cache directory. Usually started on demand by the client.\n"
       "Usage: kilnd [--socket=PATH] [--cache_dir=DIR] [--compile_jobs=N] [--idle_timeout=10m]");
   absl::ParseCommandLine(argc, argv);
+  if (absl::GetFlag(FLAGS_daemonize)) {
+    // The only fork in Kiln: before gRPC, RocksDB or any thread exists.
+    const pid_t child = fork();
+    if (child < 0) {
+      std::cerr << "kilnd: fork failed: " << strerror(errno) << "\n";
+      return 1;
+    }
+    if (child > 0) _exit(0);
+    setsid();
+  }
   // Block the shutdown signals before any thread starts, so only the
   // supervisor receives them.
   sigset_t signals;

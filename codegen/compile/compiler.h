@@ -18,6 +18,7 @@ namespace kiln {
 struct CompiledObject {
   std::string shared_object;  // the .so's bytes
   double compile_ms = 0;      // wall time of the compile and link
+  std::string compiler;       // which Compiler built it: "worker", "subprocess"
 };
 
 class Compiler {
@@ -31,7 +32,7 @@ class Compiler {
   // bug, never a user error).
   virtual absl::StatusOr<CompiledObject> Compile(absl::string_view source) = 0;
 
-  // "worker" or "subprocess", recorded in each artifact's metadata.
+  // For logs: "worker", "subprocess", "worker, else subprocess".
   virtual const char* name() const = 0;
 };
 

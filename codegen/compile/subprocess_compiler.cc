@@ -32,6 +32,7 @@ absl::StatusOr<CompiledObject> SubprocessCompiler::Compile(absl::string_view sou
     CompiledObject object;
     ASSIGN_OR_RETURN(object.shared_object, ReadFile(object_path));
     object.compile_ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+    object.compiler = name();
     return object;
   }();
   RemoveRecursively(dir).IgnoreError();

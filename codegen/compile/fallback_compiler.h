@@ -1,0 +1,31 @@
+// Compiles with a primary Compiler (the worker pool) and falls back to a
+// second one (the clang++ subprocess) when the primary is Unavailable — no
+// worker binary, or a worker that cannot start. Other errors are returned
+// as they are: a compile that fails in the worker fails in clang++ too.
+#ifndef KILN_CODEGEN_COMPILE_FALLBACK_COMPILER_H_
+#define KILN_CODEGEN_COMPILE_FALLBACK_COMPILER_H_
+
+#include <atomic>
+#include <memory>
+
+#include "codegen/compile/compiler.h"
+
+namespace kiln {
+
+class FallbackCompiler : public Compiler {
+ public:
+  // `primary` may be null (no worker found): every compile uses `fallback`.
+  FallbackCompiler(std::unique_ptr<Compiler> primary, std::unique_ptr<Compiler> fallback);
+
+  absl::StatusOr<CompiledObject> Compile(absl::string_view source) override;
+  const char* name() const override { return "worker, else subprocess"; }
+
+ private:
+  const std::unique_ptr<Compiler> primary_;
+  const std::unique_ptr<Compiler> fallback_;
+  std::atomic<bool> warned_{false};
+};
+
+}  // namespace kiln
+
+#endif  // KILN_CODEGEN_COMPILE_FALLBACK_COMPILER_H_

@@ -1,0 +1,38 @@
+// Length-prefixed framing of the compile-worker protocol (grammar at the top
+// of worker.proto). Header-only and free of LLVM: both the worker and
+// WorkerCompiler (in kilnd) use it. Thread-safe (pure functions).
+#ifndef KILN_CODEGEN_COMPILE_WORKER_FRAME_H_
+#define KILN_CODEGEN_COMPILE_WORKER_FRAME_H_
+
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+
+inline constexpr int kFrameHeaderBytes = 4;
+
+// Larger frames are refused rather than allocated: a corrupt length must not
+// make either side allocate gigabytes. Kernels' .so files are tens of KB.
+inline constexpr uint32_t kMaxFrameBytes = 256u << 20;
+
+// The 4-byte little-endian length that precedes a payload.
+inline std::string FrameHeader(uint32_t payload_bytes) {
+  std::string header(kFrameHeaderBytes, '\0');
+  for (int i = 0; i < kFrameHeaderBytes; ++i) {
+    header[i] = static_cast<char>((payload_bytes >> (8 * i)) & 0xff);
+  }
+  return header;
+}
+
+// The payload length stored in `header` (kFrameHeaderBytes bytes).
+inline uint32_t ParseFrameHeader(const char* header) {
+  uint32_t length = 0;
+  for (int i = 0; i < kFrameHeaderBytes; ++i) {
+    length |= static_cast<uint32_t>(static_cast<unsigned char>(header[i])) << (8 * i);
+  }
+  return length;
+}
+
+}  // namespace kiln
+
+#endif  // KILN_CODEGEN_COMPILE_WORKER_FRAME_H_

@@ -1,0 +1,54 @@
+// C++ source -> .so inside this process: clang 19 as a library, then lld.
+// Used only by kiln-compile-worker (worker_main.cc); this is the one library
+// in Kiln that links clang/LLVM/lld.
+//
+// Not thread-safe, and at most one instance per process: lld keeps
+// process-wide state, so links must not overlap.
+#ifndef KILN_CODEGEN_COMPILE_WORKER_IN_PROCESS_COMPILER_H_
+#define KILN_CODEGEN_COMPILE_WORKER_IN_PROCESS_COMPILER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace clang {
+class CompilerInvocation;
+}  // namespace clang
+
+namespace kiln {
+
+class InProcessCompiler {
+ public:
+  // Builds the clang invocation once, from kDefaultClang + CodegenFlags()
+  // (so artifacts match SubprocessCompiler's), and initialises LLVM's native
+  // target. `work_dir` is a private directory that lld reads the object
+  // from and writes the .so to; each compile removes its files.
+  // Internal if the driver rejects the flags.
+  static absl::StatusOr<std::unique_ptr<InProcessCompiler>> Create(std::string work_dir);
+
+  ~InProcessCompiler();
+
+  // Compiles one freestanding translation unit and links it with
+  // `ld.lld -shared`. Returns the .so's bytes, or Internal with clang's or
+  // lld's diagnostics.
+  absl::StatusOr<std::string> CompileAndLink(const std::string& source);
+
+  // False once lld has reported that it cannot run again in this process
+  // (after a fatal error inside lld); the process should then exit.
+  bool can_run_again() const { return can_run_again_; }
+
+ private:
+  InProcessCompiler(std::string work_dir, std::unique_ptr<clang::CompilerInvocation> invocation);
+
+  absl::StatusOr<std::string> CompileToObject(const std::string& source);
+  absl::StatusOr<std::string> Link(const std::string& object);
+
+  const std::string work_dir_;
+  const std::unique_ptr<clang::CompilerInvocation> invocation_;  // copied per compile
+  bool can_run_again_ = true;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_CODEGEN_COMPILE_WORKER_IN_PROCESS_COMPILER_H_

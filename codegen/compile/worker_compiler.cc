@@ -1,0 +1,297 @@
+#include "codegen/compile/worker_compiler.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "codegen/compile/worker/worker.pb.h"
+#include "codegen/compile/worker_channel.h"
+#include "common/files.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "common/subprocess.h"
+
+extern char** environ;
+
+namespace kiln {
+namespace {
+
+constexpr char kWorkerName[] = "kiln-compile-worker";
+constexpr char kWorkerRunfilesPath[] = "kiln/codegen/compile/worker/kiln-compile-worker";
+
+std::string ExecutablePath() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, n) : std::string();
+}
+
+std::string DescribeWaitStatus(int status) {
+  if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
+  if (WIFEXITED(status)) return absl::StrCat("exit code ", WEXITSTATUS(status));
+  return absl::StrCat("wait status ", status);
+}
+
+worker::CompileRequest::Fault ToProto(WorkerCompiler::Fault fault) {
+  switch (fault) {
+    case WorkerCompiler::Fault::kCrash:
+      return worker::CompileRequest::CRASH;
+    case WorkerCompiler::Fault::kHang:
+      return worker::CompileRequest::HANG;
+    case WorkerCompiler::Fault::kNone:
+      break;
+  }
+  return worker::CompileRequest::NONE;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> FindCompileWorker() {
+  std::vector<std::string> candidates = {absl::StrCat(ExecutableDirectory(), "/", kWorkerName)};
+  if (const char* runfiles = getenv("RUNFILES_DIR"); runfiles != nullptr && *runfiles != '\0') {
+    candidates.push_back(absl::StrCat(runfiles, "/", kWorkerRunfilesPath));
+  }
+  candidates.push_back(absl::StrCat(ExecutablePath(), ".runfiles/", kWorkerRunfilesPath));
+  for (const std::string& candidate : candidates) {
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return absl::NotFoundError(
+      absl::StrCat(kWorkerName, " not found; looked for ", absl::StrJoin(candidates, ", ")));
+}
+
+// Runs tasks, one at a time, on a thread that lives as long as the
+// WorkerCompiler (see launcher_ in the header).
+class WorkerCompiler::Launcher {
+ public:
+  Launcher() : thread_([this] { Loop(); }) {}
+
+  ~Launcher() {
+    {
+      absl::MutexLock lock(&mutex_);
+      stopping_ = true;
+    }
+    thread_.join();
+  }
+
+  // Runs `task` on the launcher thread and returns when it has finished.
+  void Run(const std::function<void()>& task) {
+    absl::Notification done;
+    {
+      absl::MutexLock lock(&mutex_);
+      tasks_.push_back([&] {
+        task();
+        done.Notify();
+      });
+    }
+    done.WaitForNotification();
+  }
+
+ private:
+  bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    return !tasks_.empty() || stopping_;
+  }
+
+  void Loop() {
+    absl::MutexLock lock(&mutex_);
+    while (true) {
+      mutex_.Await(absl::Condition(this, &Launcher::HasWorkOrStopping));
+      if (tasks_.empty()) return;
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      mutex_.Unlock();
+      task();
+      mutex_.Lock();
+    }
+  }
+
+  absl::Mutex mutex_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mutex_);
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  std::thread thread_;  // last: starts after the members above exist
+};
+
+WorkerCompiler::WorkerCompiler(WorkerCompilerOptions options)
+    : options_(std::move(options)),
+      jobs_(std::max(1, options_.jobs)),
+      launcher_(std::make_unique<Launcher>()) {}
+
+WorkerCompiler::~WorkerCompiler() {
+  std::vector<Worker> idle;
+  {
+    absl::MutexLock lock(&mutex_);
+    idle.swap(idle_);
+  }
+  for (Worker& worker : idle) Discard(std::move(worker));
+}
+
+absl::StatusOr<CompiledObject> WorkerCompiler::Compile(absl::string_view source) {
+  return CompileWithFault(source, Fault::kNone);
+}
+
+absl::StatusOr<CompiledObject> WorkerCompiler::CompileWithFault(absl::string_view source,
+                                                                Fault fault) {
+  ASSIGN_OR_RETURN(Worker worker, Acquire());
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  worker::CompileRequest request;
+  request.set_source(std::string(source));
+  request.set_fault(ToProto(fault));
+  absl::StatusOr<worker::CompileResponse> response =
+      ExchangeWithWorker(worker.socket, request, deadline);
+
+  if (!response.ok()) {
+    // The worker is in an unknown state (mid-compile, dead, or out of step
+    // with the framing): never reuse it.
+    const pid_t pid = worker.pid;
+    const int wait_status = Discard(std::move(worker));
+    if (absl::IsDeadlineExceeded(response.status())) {
+      return absl::DeadlineExceededError(absl::StrCat("compile did not finish within ",
+                                                      absl::FormatDuration(options_.timeout),
+                                                      "; compile worker ", pid, " was killed"));
+    }
+    if (absl::IsUnavailable(response.status())) {
+      return absl::InternalError(absl::StrCat(
+          WIFSIGNALED(wait_status) ? "compile worker crashed (" : "compile worker exited (",
+          DescribeWaitStatus(wait_status), "); its stderr is in the daemon's log"));
+    }
+    return response.status();
+  }
+  if (response->worker_exiting()) {
+    Discard(std::move(worker));
+  } else {
+    Release(std::move(worker));
+  }
+  if (!response->error().empty()) return absl::InternalError(response->error());
+  if (response->shared_object().empty()) {
+    return absl::InternalError("compile worker returned neither a .so nor an error");
+  }
+  CompiledObject object;
+  object.shared_object = std::move(*response->mutable_shared_object());
+  object.compile_ms = response->compile_ms();
+  object.compiler = name();
+  return object;
+}
+
+int64_t WorkerCompiler::workers_started() const {
+  absl::MutexLock lock(&mutex_);
+  return started_;
+}
+
+bool WorkerCompiler::CanAcquire() const { return !idle_.empty() || running_ < jobs_; }
+
+absl::StatusOr<WorkerCompiler::Worker> WorkerCompiler::Acquire() {
+  std::optional<Worker> idle;
+  {
+    absl::MutexLock lock(&mutex_);
+    mutex_.Await(absl::Condition(this, &WorkerCompiler::CanAcquire));
+    if (!idle_.empty()) {
+      idle = std::move(idle_.back());
+      idle_.pop_back();
+    } else {
+      ++running_;  // claim a slot; Start() fills it
+    }
+  }
+  if (idle.has_value()) {
+    int status = 0;
+    if (waitpid(idle->pid, &status, WNOHANG) == 0) return *std::move(idle);
+    // It died while idle (OOM killer, a stray kill): replace it in its slot
+    // rather than fail this compile.
+    KILN_LOG(WARNING) << "compile worker " << idle->pid << " died while idle ("
+                      << DescribeWaitStatus(status) << "); starting another";
+    close(idle->socket);
+    RemoveRecursively(idle->work_dir).IgnoreError();
+  }
+  absl::StatusOr<Worker> started = Start();
+  if (!started.ok()) {
+    absl::MutexLock lock(&mutex_);
+    --running_;
+  }
+  return started;
+}
+
+void WorkerCompiler::Release(Worker worker) {
+  absl::MutexLock lock(&mutex_);
+  idle_.push_back(std::move(worker));
+}
+
+int WorkerCompiler::Discard(Worker worker) {
+  // SIGKILL before waiting also when the worker is already dying: the kernel
+  // keeps the first cause of death, so the status still names a crash.
+  kill(worker.pid, SIGKILL);
+  int status = 0;
+  while (waitpid(worker.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  close(worker.socket);
+  const absl::Status removed = RemoveRecursively(worker.work_dir);
+  if (!removed.ok()) KILN_LOG(WARNING) << removed;
+  absl::MutexLock lock(&mutex_);
+  --running_;
+  return status;
+}
+
+absl::StatusOr<WorkerCompiler::Worker> WorkerCompiler::Start() {
+  Worker worker;
+  ASSIGN_OR_RETURN(worker.work_dir, MakeTempDirectory(options_.temp_root + "/kiln-workerXXXXXX"));
+  // CLOEXEC, so that a worker started concurrently by another thread does
+  // not inherit this one's channel (a crash would then never read as EOF).
+  int sockets[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) {
+    RemoveRecursively(worker.work_dir).IgnoreError();
+    return absl::UnavailableError(absl::StrCat("socketpair failed: ", strerror(errno)));
+  }
+  std::vector<std::string> argv = {options_.worker_path, absl::StrCat("--parent_pid=", getpid()),
+                                   absl::StrCat("--work_dir=", worker.work_dir)};
+  if (options_.allow_fault_injection) argv.push_back("--allow_fault_injection");
+  std::vector<char*> args;
+  for (std::string& arg : argv) args.push_back(arg.data());
+  args.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, sockets[1], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, sockets[1], STDOUT_FILENO);
+  if (options_.log_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, options_.log_fd, STDERR_FILENO);
+  }
+  // The launcher thread inherits whatever signal mask its creator had; the
+  // worker starts with no signal blocked.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t no_signals;
+  sigemptyset(&no_signals);
+  posix_spawnattr_setsigmask(&attributes, &no_signals);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+  int error = 0;
+  launcher_->Run([&] {
+    error = posix_spawn(&worker.pid, args[0], &actions, &attributes, args.data(), environ);
+  });
+  posix_spawnattr_destroy(&attributes);
+  posix_spawn_file_actions_destroy(&actions);
+  close(sockets[1]);
+  if (error != 0) {
+    close(sockets[0]);
+    RemoveRecursively(worker.work_dir).IgnoreError();
+    return absl::UnavailableError(absl::StrCat("cannot start the compile worker ",
+                                               options_.worker_path, ": ", strerror(error)));
+  }
+  worker.socket = sockets[0];
+  fcntl(worker.socket, F_SETFL, fcntl(worker.socket, F_GETFL) | O_NONBLOCK);
+  absl::MutexLock lock(&mutex_);
+  ++started_;
+  return worker;
+}
+
+}  // namespace kiln

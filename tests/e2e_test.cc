@@ -1,0 +1,303 @@
+// End to end: a real kilnd, real client processes, real artifacts.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/compiled_graph.h"
+#include "client/graph_file.h"
+#include "common/files.h"
+#include <grpcpp/grpcpp.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/daemon_fixture.h"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+
+kiln::v1::Graph Example(const std::string& name) {
+  auto graph = ReadGraphFile("examples/" + name + ".json");
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  return *graph;
+}
+
+kiln::v1::TensorType Vector(int64_t n) {
+  kiln::v1::TensorType type;
+  type.set_dtype(kiln::v1::FLOAT32);
+  type.add_sizes()->set_constant(n);
+  return type;
+}
+
+// relu(x + 1.0) over n floats, or relu(x) when `add_one` is false.
+kiln::v1::Graph PointwiseGraph(int64_t n, bool add_one) {
+  kiln::v1::Graph graph;
+  graph.set_name(add_one ? "relu_add" : "relu");
+  auto* input = graph.add_inputs();
+  input->set_value(0);
+  input->set_name("x");
+  *input->mutable_type() = Vector(n);
+  int64_t last = 0;
+  if (add_one) {
+    auto* add = graph.add_nodes();
+    add->set_op("aten.add.Tensor");
+    add->add_inputs(0);
+    auto* other = add->add_args();
+    other->set_name("other");
+    other->set_float_value(1.0);
+    add->add_outputs(1);
+    *add->add_output_types() = Vector(n);
+    last = 1;
+  }
+  auto* relu = graph.add_nodes();
+  relu->set_op("aten.relu.default");
+  relu->add_inputs(last);
+  relu->add_outputs(last + 1);
+  *relu->add_output_types() = Vector(n);
+  graph.add_outputs(last + 1);
+  return graph;
+}
+
+uint32_t Bits(float value) {
+  uint32_t bits;
+  memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+std::vector<float> RunVector(Client* client, const kiln::v1::Graph& graph,
+                             std::vector<float> values) {
+  CompiledGraph compiled(client, graph);
+  const std::vector<int64_t> sizes = {static_cast<int64_t>(values.size())}, strides = {1};
+  TensorView input{values.data(), kiln::v1::FLOAT32, sizes, strides};
+  auto outputs = compiled.Run({input});
+  EXPECT_TRUE(outputs.ok()) << outputs.status();
+  if (!outputs.ok()) return {};
+  const float* data = (*outputs)[0].data<float>();
+  return std::vector<float>(data, data + values.size());
+}
+
+class EndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(daemon_.Start().ok()); }
+
+  kiln::v1::StatsResponse Stats() {
+    auto client = daemon_.Connect();
+    EXPECT_TRUE(client.ok()) << client.status();
+    auto stats = (*client)->Stats();
+    EXPECT_TRUE(stats.ok());
+    return *stats;
+  }
+
+  DaemonFixture daemon_;
+};
+
+TEST_F(EndToEndTest, ColdCompileInOneProcessThenAHitInAFreshProcess) {
+  auto first = daemon_.RunTool({kKilnCliPath, "run", "examples/f.json", "--check", "--start=false"});
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->exit_code, 0) << first->output;
+  EXPECT_THAT(first->output, HasSubstr("(compiled)"));
+  EXPECT_THAT(first->output, HasSubstr("check    output 0 matches the reference"));
+  EXPECT_EQ(Stats().compiles(), 1);
+
+  auto second = daemon_.RunTool({kKilnCliPath, "run", "examples/f.json", "--check", "--start=false"});
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->exit_code, 0) << second->output;
+  EXPECT_THAT(second->output, HasSubstr("(cache hit)"));
+  EXPECT_THAT(second->output, HasSubstr("check    output 0 matches the reference"));
+  const kiln::v1::StatsResponse stats = Stats();
+  EXPECT_EQ(stats.compiles(), 1) << "the fresh process must not compile";
+  EXPECT_EQ(stats.hits(), 1);
+  EXPECT_EQ(stats.entries(), 1);
+}
+
+TEST_F(EndToEndTest, KeepProductAndTailMatchTheReference) {
+  for (const char* name : {"keep_product", "tail"}) {
+    auto run = daemon_.RunTool({kKilnCliPath, "run", absl::StrCat("examples/", name, ".json"),
+                                "--check", "--repeat=2", "--start=false"});
+    ASSERT_TRUE(run.ok());
+    EXPECT_EQ(run->exit_code, 0) << run->output;
+    EXPECT_THAT(run->output, HasSubstr("check    output 0 matches the reference"));
+  }
+}
+
+TEST_F(EndToEndTest, EdgeValuesMatchEagerBitForBit) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  const float inf = INFINITY, nan = NAN;
+  const std::vector<float> got =
+      RunVector(client->get(), PointwiseGraph(8, true), {-inf, -2, -1, -0.0f, 0, 1, inf, nan});
+  const std::vector<float> want = {0, 0, 0, 1, 1, 2, inf, nan};
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(Bits(got[i]), Bits(want[i])) << i;
+
+  // Eager keeps the sign of -0.0 and propagates NaN: neither x > 0 ? x : 0
+  // nor fmaxf(x, 0) does both.
+  const std::vector<float> relu = RunVector(client->get(), PointwiseGraph(3, false), {-0.0f, nan, -inf});
+  ASSERT_EQ(relu.size(), 3u);
+  EXPECT_EQ(Bits(relu[0]), Bits(-0.0f));
+  EXPECT_TRUE(std::isnan(relu[1]));
+  EXPECT_EQ(Bits(relu[2]), Bits(0.0f));
+}
+
+TEST_F(EndToEndTest, BadInputGetsASpecificErrorAndTheDaemonKeepsServing) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  auto compile = [&](const kiln::v1::Graph& graph) {
+    kiln::v1::CompileRequest request;
+    *request.mutable_graph() = graph;
+    return (*client)->Compile(request).status();
+  };
+  kiln::v1::Graph unknown = Example("f");
+  unknown.mutable_nodes(3)->set_op("aten.frobnicate.default");
+  EXPECT_EQ(compile(unknown),
+            absl::UnimplementedError("node 3 'relu' (aten.frobnicate.default): op "
+                                     "'aten.frobnicate.default' is not supported (see docs/OPS.md)"));
+  kiln::v1::Graph mismatch = Example("f");
+  mismatch.mutable_inputs(0)->mutable_type()->mutable_sizes(1)->set_constant(32);
+  EXPECT_EQ(compile(mismatch).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(compile(mismatch).message()),
+              HasSubstr("node 0 'permute' (aten.permute.default): result 0 is declared"));
+  kiln::v1::Graph cycle = Example("f");
+  cycle.mutable_nodes(1)->set_inputs(1, 4);
+  EXPECT_THAT(std::string(compile(cycle).message()), HasSubstr("(a cycle, or nodes not in"));
+
+  // Malformed JSON never reaches the daemon: the CLI names the file.
+  ASSERT_TRUE(WriteFileAtomically(daemon_.root() + "/bad.json", "{\"nodes\": [", 0600).ok());
+  auto bad = daemon_.RunTool({kKilnCliPath, "compile", daemon_.root() + "/bad.json", "--start=false"});
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->exit_code, 1);
+  EXPECT_THAT(bad->output, HasSubstr("kiln compile: " + daemon_.root() +
+                                     "/bad.json: not a Kiln graph (protobuf JSON)"));
+
+  EXPECT_TRUE(compile(Example("f")).ok()) << "the daemon keeps serving";
+  EXPECT_EQ(Stats().compile_failures(), 0) << "bad input is refused before compiling";
+}
+
+TEST_F(EndToEndTest, IdenticalConcurrentMissesCompileOnce) {
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = Example("f");
+  request.mutable_options()->set_salt("single-flight");
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] {
+      auto client = daemon_.Connect();
+      if (client.ok() && (*client)->Compile(request).ok()) ++ok;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(ok, 8);
+  const kiln::v1::StatsResponse stats = Stats();
+  EXPECT_EQ(stats.compiles(), 1);
+  EXPECT_EQ(stats.entries(), 1);
+}
+
+TEST_F(EndToEndTest, StaticGuardsAndOutputBuffersAreChecked) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  CompiledGraph f(client->get(), Example("f"));
+  Tensor x(kiln::v1::FLOAT32, {64, 64}), wrong(kiln::v1::FLOAT32, {64, 32});
+  ASSERT_TRUE(f.Run({x.view()}).ok());
+  EXPECT_EQ(f.Run({wrong.view()}).status(),
+            absl::FailedPreconditionError(
+                "input 0 'x': dim 1 has size 32; the graph was compiled for 64 (static shapes)"));
+  Tensor out(kiln::v1::FLOAT32, {64, 64});
+  EXPECT_TRUE(f.Run({x.view()}, {out.view()}).ok());
+  EXPECT_EQ(f.Run({x.view()}, {x.view()}),
+            absl::InvalidArgumentError("output 0 overlaps input 0 'x'; use separate memory"));
+}
+
+TEST_F(EndToEndTest, SocketIsPrivateAndVersionsAreChecked) {
+  struct stat info;
+  ASSERT_EQ(stat(daemon_.socket_path().c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600);
+  ASSERT_EQ(stat(Dirname(daemon_.socket_path()).c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0700);
+
+  auto channel = grpc::CreateChannel("unix:" + daemon_.socket_path(),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = kiln::v1::Kiln::NewStub(channel);
+  grpc::ClientContext context;
+  kiln::v1::HelloRequest request;
+  request.set_protocol_version(999);
+  request.set_abi_version(1);
+  kiln::v1::HelloResponse response;
+  const grpc::Status status = stub->Hello(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), HasSubstr("version mismatch: client speaks protocol 999"));
+}
+
+TEST_F(EndToEndTest, KillDuringACompileLeavesAStoreThatServesAgain) {
+  std::thread compile([&] {
+    auto client = daemon_.Connect();
+    if (!client.ok()) return;
+    kiln::v1::CompileRequest request;
+    *request.mutable_graph() = Example("f");
+    request.mutable_options()->set_salt("killed");
+    (void)(*client)->Compile(request);  // fails: the daemon dies under it
+  });
+  absl::SleepFor(absl::Milliseconds(30));  // the compile is under way
+  daemon_.Kill(SIGKILL);
+  compile.join();
+
+  ASSERT_TRUE(daemon_.Start().ok()) << "the store reopens after SIGKILL";
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  auto list = (*client)->List();
+  ASSERT_TRUE(list.ok()) << list.status();
+  for (const auto& entry : list->entries()) {  // whatever made it in is whole
+    auto loaded = LoadArtifact(daemon_.cache_dir() + "/objects/" + entry.digest().substr(0, 2) +
+                                   "/" + entry.digest() + ".so",
+                               entry);
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+  }
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = Example("f");
+  request.mutable_options()->set_salt("killed");
+  auto again = (*client)->Compile(request);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(Stats().corrupt_blobs(), 0);
+}
+
+TEST_F(EndToEndTest, SigtermShutsDownCleanly) {
+  daemon_.Kill(SIGTERM);
+  struct stat info;
+  EXPECT_NE(stat(daemon_.socket_path().c_str(), &info), 0) << "socket removed";
+  auto client = daemon_.Connect();
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(DaemonLifecycleTest, RacingClientsAutoStartOneDaemonThatExitsWhenIdle) {
+  DaemonFixture dirs;  // directories only; the clients start kilnd
+  ClientOptions options;
+  options.socket_path = dirs.socket_path();
+  options.cache_dir = dirs.cache_dir();
+  options.daemon_path = kKilndPath;
+  options.daemon_idle_timeout = absl::Seconds(2);
+  std::vector<int64_t> pids(4, 0);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      auto client = Client::Connect(options);
+      ASSERT_TRUE(client.ok()) << client.status();
+      pids[i] = (*client)->daemon().pid();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  ASSERT_GT(pids[0], 0);
+  for (int64_t pid : pids) EXPECT_EQ(pid, pids[0]) << "one daemon for all";
+
+  // Idle for 2 s, it exits on its own (it is not our child: poll its pid).
+  const absl::Time deadline = absl::Now() + absl::Seconds(15);
+  while (kill(pids[0], 0) == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_NE(kill(pids[0], 0), 0) << "kilnd outlived its idle timeout";
+}
+
+}  // namespace
+}  // namespace kiln
