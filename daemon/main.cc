@@ -119,6 +119,13 @@ absl::Status Serve() {
   ArtifactCache::Options options;
   options.compile_threads = std::max(1, absl::GetFlag(FLAGS_compile_jobs));
   ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler, MakeCompiler(cache_dir, options.compile_threads));
+  // Start a worker now (LLVM initialisation: ~50-90 ms) so that the first
+  // real compile does not pay for it.
+  Compiler* const warm = compiler.get();
+  std::thread warm_up([warm] {
+    auto object = warm->Compile("extern \"C\" void kiln_warm_up(void) {}\n");
+    if (!object.ok()) KILN_LOG(WARNING) << "compiler warm-up failed: " << object.status();
+  });
   ArtifactCache cache(std::move(store), ObjectDirectory(cache_dir + "/objects"),
                       std::move(compiler), toolchain, options);
   KilnService service(&cache, cache_dir);
@@ -165,6 +172,7 @@ absl::Status Serve() {
   });
   server->Wait();
   supervisor.join();
+  warm_up.join();
   unlink(socket.c_str());
   KILN_LOG(INFO) << "kilnd stopped";
   return absl::OkStatus();

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Kiln's main job, end to end: start kilnd on a fresh cache, compile
+# examples/f.json (relu(x @ x.T + 1) on 64x64) from one process, then run it
+# from a brand-new process that hits the cache, checking both against a
+# reference and printing the timings.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+echo "Building kilnd and kiln (bazel -c opt)..."
+bazel build -c opt --ui_event_filters=-info,-stdout --noshow_progress \
+  //daemon:kilnd //tools/kiln:kiln
+
+work=$(mktemp -d /tmp/kiln-demo-XXXXXX)
+export KILN_SOCKET="$work/run/kilnd.sock" KILN_CACHE_DIR="$work/cache"
+kiln=bazel-bin/tools/kiln/kiln
+cleanup() {
+  [[ -n "${daemon_pid:-}" ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo
+echo "== 1. kilnd on an empty cache ($KILN_CACHE_DIR)"
+mkdir -m 700 -p "$work/run"
+bazel-bin/daemon/kilnd --log_level=warning &
+daemon_pid=$!
+until $kiln stats --start=false >/dev/null 2>&1; do sleep 0.02; done
+$kiln stats
+
+echo
+echo "== 2. process A: compile (a miss: lower, generate C++, clang, store) and run"
+$kiln run examples/f.json --check --start=false
+
+echo
+echo "== 3. process B, brand new: the same graph is a cache hit (no compile)"
+$kiln run examples/f.json --check --start=false
+
+echo
+echo "== 4. the daemon's counters: one compile, one hit"
+$kiln stats
+echo
+echo "Explain what was built: $kiln explain examples/f.json"
