@@ -1,33 +1,33 @@
 #include "common/sha256.h"
 
-#include <openssl/evp.h>
+// OpenSSL 3 deprecates the low-level SHA256_* calls in favour of EVP, but the
+// first EVP digest in a process loads the provider machinery: 1.2 ms here,
+// most of a fresh process's cache-hit budget. The low-level calls cost 15 us
+// and compute the same function.
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 
-#include "common/logging.h"
 #include "absl/strings/escaping.h"
 
 namespace kiln {
 
 struct Sha256::State {
-  EVP_MD_CTX* context = EVP_MD_CTX_new();
-  ~State() { EVP_MD_CTX_free(context); }
+  SHA256_CTX context;
 };
 
-Sha256::Sha256() : state_(std::make_unique<State>()) {
-  KILN_CHECK(EVP_DigestInit_ex(state_->context, EVP_sha256(), nullptr) == 1);
-}
+Sha256::Sha256() : state_(std::make_unique<State>()) { SHA256_Init(&state_->context); }
 
 Sha256::~Sha256() = default;
 
 void Sha256::Update(absl::string_view bytes) {
-  KILN_CHECK(EVP_DigestUpdate(state_->context, bytes.data(), bytes.size()) == 1);
+  SHA256_Update(&state_->context, bytes.data(), bytes.size());
 }
 
 std::string Sha256::HexDigest() {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  KILN_CHECK(EVP_DigestFinal_ex(state_->context, digest, &length) == 1);
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256_Final(digest, &state_->context);
   return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), length));
+      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
 }
 
 std::string Sha256Hex(absl::string_view bytes) {

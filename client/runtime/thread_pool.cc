@@ -9,16 +9,21 @@ thread_local bool inside_pool_loop = false;
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
-}
+ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {}
 
 ThreadPool::~ThreadPool() {
   {
     absl::MutexLock lock(&mutex_);
     stopping_ = true;
   }
+  absl::MutexLock lock(&call_mutex_);
   for (std::thread& worker : workers_) worker.join();
+}
+
+void ThreadPool::StartWorkers() {
+  while (static_cast<int>(workers_.size()) + 1 < threads_) {
+    workers_.emplace_back([this] { WorkerLoop(); });
+  }
 }
 
 void ThreadPool::ParallelFor(int64_t n, int64_t grain,
@@ -32,6 +37,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     body(0, n);
     return;
   }
+  StartWorkers();
   {
     absl::MutexLock lock(&mutex_);
     batch_ = Batch{&body, n, (n + chunks - 1) / chunks, 0, chunks, 0};

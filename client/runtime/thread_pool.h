@@ -22,7 +22,7 @@ class ThreadPool {
   explicit ThreadPool(int threads);
   ~ThreadPool();
 
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  int threads() const { return threads_; }
 
   // Calls body(begin, end) over chunks covering [0, n), each at least
   // `grain` long (but the last), and returns when all are done.
@@ -30,6 +30,9 @@ class ThreadPool {
 
  private:
   void WorkerLoop();
+  // Starts the worker threads on the first loop that needs them: a process
+  // that only runs small kernels never pays for thread creation.
+  void StartWorkers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(call_mutex_);
 
   struct Batch {
     const std::function<void(int64_t, int64_t)>* body = nullptr;
@@ -41,7 +44,8 @@ class ThreadPool {
   Batch batch_ ABSL_GUARDED_BY(mutex_);
   uint64_t generation_ ABSL_GUARDED_BY(mutex_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
-  std::vector<std::thread> workers_;
+  const int threads_;
+  std::vector<std::thread> workers_ ABSL_GUARDED_BY(call_mutex_);
 };
 
 }  // namespace kiln
