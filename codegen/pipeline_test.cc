@@ -80,6 +80,12 @@ TEST(PipelineTest, ErrorsNameTheNode) {
             absl::UnimplementedError("node 2 'add' (aten.frobnicate.default): op "
                                      "'aten.frobnicate.default' is not supported (see docs/OPS.md)"));
 
+  kiln::v1::Graph malformed = LoadExample("f");
+  malformed.mutable_nodes(2)->set_op("add");
+  EXPECT_EQ(PrepareGraph(malformed).status(),
+            absl::InvalidArgumentError("node 2 'add' (add): 'add' is not an ATen op name "
+                                       "(expected aten.<op>.<overload>)"));
+
   kiln::v1::Graph arity = LoadExample("f");
   arity.mutable_nodes(1)->mutable_inputs()->RemoveLast();
   EXPECT_EQ(PrepareGraph(arity).status(),

@@ -273,6 +273,76 @@ TEST_F(EndToEndTest, SigtermShutsDownCleanly) {
   EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
 }
 
+TEST_F(EndToEndTest, CliAdminCommandsListShowAndEvict) {
+  ASSERT_EQ(daemon_.RunTool({kKilnCliPath, "compile", "examples/f.json", "--start=false"})->exit_code, 0);
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  const std::string key = (*client)->List()->entries(0).key();
+
+  auto ls = daemon_.RunTool({kKilnCliPath, "ls", "--start=false"});
+  EXPECT_THAT(ls->output, HasSubstr(key.substr(0, 16) + "  f "));
+  auto ls_json = daemon_.RunTool({kKilnCliPath, "ls", "--json", "--start=false"});
+  EXPECT_THAT(ls_json->output, HasSubstr("\"key\": \"" + key + "\""));
+  auto show = daemon_.RunTool({kKilnCliPath, "show", key.substr(0, 10), "--start=false"});
+  EXPECT_EQ(show->exit_code, 0) << show->output;
+  EXPECT_THAT(show->output, HasSubstr("\"digest\": "));
+  EXPECT_THAT(show->output, HasSubstr("\"compiler\": \"worker\""));
+  auto stats = daemon_.RunTool({kKilnCliPath, "stats", "--json", "--start=false"});
+  EXPECT_THAT(stats->output, HasSubstr("\"compiles\": \"1\""));
+
+  auto short_key = daemon_.RunTool({kKilnCliPath, "show", "abc", "--start=false"});
+  EXPECT_EQ(short_key->exit_code, 1);
+  EXPECT_THAT(short_key->output,
+              HasSubstr("kiln show: key 'abc' is too short: give at least 6 hex digits"));
+  auto evict = daemon_.RunTool({kKilnCliPath, "evict", key.substr(0, 12), "--start=false"});
+  EXPECT_EQ(evict->exit_code, 0) << evict->output;
+  EXPECT_THAT(evict->output, HasSubstr("evicted " + key));
+  auto gone = daemon_.RunTool({kKilnCliPath, "show", key, "--start=false"});
+  EXPECT_EQ(gone->exit_code, 1);
+  EXPECT_THAT(gone->output, HasSubstr("no entry with key " + key));
+  EXPECT_EQ(Stats().entries(), 0);
+
+  auto unknown = daemon_.RunTool({kKilnCliPath, "frobnicate"});
+  EXPECT_EQ(unknown->exit_code, 2);
+  EXPECT_THAT(unknown->output, HasSubstr("kiln: unknown command 'frobnicate'"));
+  auto help = daemon_.RunTool({kKilnCliPath, "--help"});
+  EXPECT_THAT(help->output, HasSubstr("explain"));
+}
+
+TEST_F(EndToEndTest, GeneratedSourceIsIdenticalAcrossProcesses) {
+  auto first = daemon_.RunTool({kKilnCliPath, "explain", "examples/keep_product.json"});
+  auto second = daemon_.RunTool({kKilnCliPath, "explain", "examples/keep_product.json"});
+  ASSERT_EQ(first->exit_code, 0) << first->output;
+  EXPECT_THAT(first->output, HasSubstr("== C++ =="));
+  EXPECT_EQ(first->output, second->output);
+}
+
+TEST_F(EndToEndTest, RunIsSafeFromManyThreads) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  CompiledGraph f(client->get(), Example("f"));
+  Tensor x(kiln::v1::FLOAT32, {64, 64});
+  for (int i = 0; i < 64 * 64; ++i) x.data<float>()[i] = static_cast<float>(i % 7) - 3;
+  auto expected = f.Run({x.view()});
+  ASSERT_TRUE(expected.ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      Tensor out(kiln::v1::FLOAT32, {64, 64});
+      for (int r = 0; r < 200; ++r) {
+        if (!f.Run({x.view()}, {out.view()}).ok() ||
+            memcmp(out.data<float>(), (*expected)[0].data<float>(), out.NumBytes()) != 0) {
+          ++mismatches;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(Stats().compiles(), 1);
+}
+
 TEST(DaemonLifecycleTest, RacingClientsAutoStartOneDaemonThatExitsWhenIdle) {
   DaemonFixture dirs;  // directories only; the clients start kilnd
   ClientOptions options;

@@ -1,6 +1,7 @@
 #include "codegen/passes/verify.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "codegen/import.h"
 #include "codegen/ops/op_table.h"
 
@@ -16,6 +17,13 @@ absl::Status VerifyNode(const ir::Graph& graph, int index) {
   const ir::Node& node = graph.nodes[index];
   const std::string where = NodeLabel(graph, index);
   const ops::OpDef* op = ops::OpTable::Get().Find(node.op);
+  // "aten.<name>.<overload>": anything else is not an op name at all.
+  const std::vector<absl::string_view> parts = absl::StrSplit(node.op, '.');
+  if (op == nullptr && (parts.size() != 3 || parts[0] != "aten" || parts[1].empty() ||
+                        parts[2].empty())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": '", node.op, "' is not an ATen op name (expected aten.<op>.<overload>)"));
+  }
   if (op == nullptr) {
     return absl::UnimplementedError(
         absl::StrCat(where, ": op '", node.op, "' is not supported (see docs/OPS.md)"));

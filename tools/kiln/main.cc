@@ -20,6 +20,7 @@
 #include "client/compiled_graph.h"
 #include "client/graph_file.h"
 #include "codegen/compile/toolchain.h"
+#include "codegen/ops/ops_doc.h"
 #include "codegen/pipeline.h"
 #include "common/files.h"
 #include "common/status_macros.h"
@@ -338,6 +339,12 @@ absl::Status Evict(const Args& args) {
   return absl::OkStatus();
 }
 
+absl::Status Ops(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 0, "kiln ops"));
+  std::cout << ops::OpsMarkdown();
+  return absl::OkStatus();
+}
+
 struct Command {
   const char* summary;
   std::function<absl::Status(const Args&)> run;
@@ -350,6 +357,7 @@ const std::map<std::string, Command>& Commands() {
       {"explain", {"GRAPH.json   print each codegen stage: graph, loop IR, kernels, buffers, C++", Explain}},
       {"stats", {"             daemon counters and store totals", Stats}},
       {"ls", {"             list cache entries", List}},
+      {"ops", {"             the supported ops, as Markdown (docs/OPS.md)", Ops}},
       {"show", {"KEY          one entry's metadata (a unique key prefix will do)", Show}},
       {"evict", {"KEY          remove an entry", Evict}},
   };
