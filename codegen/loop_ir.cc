@@ -74,6 +74,8 @@ std::string ExprString(const Definition& definition, int index) {
       return absl::StrCat("load(%", expr.value, ", ", expr.index.ToString(), ")");
     case Expr::Kind::kConstant:
       return absl::StrCat(expr.constant);
+    case Expr::Kind::kIndex:
+      return absl::StrCat("i", expr.variable);
     case Expr::Kind::kCall: {
       std::vector<std::string> operands;
       for (int operand : expr.operands) operands.push_back(ExprString(definition, operand));
@@ -96,6 +98,15 @@ std::string ToString(const LoopProgram& program, const Graph& graph) {
         break;
       case Definition::Kind::kPointwise:
         absl::StrAppend(&text, "pointwise ", ExprString(definition, definition.root));
+        break;
+      case Definition::Kind::kReduction:
+        absl::StrAppend(&text, definition.combiner, " over [",
+                        absl::StrJoin(definition.reduction_sizes, ", "), "] of ",
+                        ExprString(definition, definition.root));
+        break;
+      case Definition::Kind::kAlias:
+        absl::StrAppend(&text, "alias %", definition.source, " strides [",
+                        absl::StrJoin(definition.strides, ", "), "] offset ", definition.offset);
         break;
       case Definition::Kind::kView:
         absl::StrAppend(&text, "view %", definition.source, " ", definition.map.ToString());

@@ -6,6 +6,10 @@
 //     coordinates affinely onto the loaded value's coordinates;
 //   - view: an affine map from the view's coordinates onto its source's
 //     (permute, transpose, expand, ...: no copy, ever);
+//   - reduction: like pointwise, over the value's coordinates followed by
+//     reduction coordinates, combined by sum / max / min / prod / argmax;
+//   - alias: the same memory as a realized source under other strides
+//     (reshape of contiguous data, as_strided): realized without a kernel;
 //   - extern: a call through the runtime table (GEMM) that writes a buffer.
 // The scheduler (passes/schedule.h) then decides which definitions are
 // inlined into their consumers and which are realized into buffers.
@@ -43,7 +47,7 @@ struct AffineMap {
 };
 
 struct Expr {
-  enum class Kind { kLoad, kConstant, kCall };
+  enum class Kind { kLoad, kConstant, kCall, kIndex };
   Kind kind = Kind::kConstant;
   DType dtype = DType::kFloat32;  // the type this expression computes in
   // kLoad: element `index(coordinates)` of `value`.
@@ -54,18 +58,31 @@ struct Expr {
   // kCall: a pointwise function from the emitter's table ("add", "relu").
   std::string function;
   std::vector<int> operands;  // indices into Definition::exprs
+  // kIndex: coordinate `variable` of the iteration space (arange, tril).
+  int variable = -1;
 };
 
 struct Definition {
-  enum class Kind { kInput, kPointwise, kView, kExtern };
+  enum class Kind { kInput, kPointwise, kReduction, kView, kAlias, kExtern };
   Kind kind = Kind::kInput;
   int node = -1;  // the node that defined the value (-1 for inputs)
 
-  // kPointwise: exprs[root] is the element; operands precede their users.
+  // kPointwise and kReduction: exprs[root] is the element; operands precede
+  // their users.
   std::vector<Expr> exprs;
   int root = -1;
 
+  // kReduction: the body's variables are the value's coordinates followed by
+  // one per reduced extent; `combiner` folds the body over those.
+  std::vector<int64_t> reduction_sizes;
+  std::string combiner;  // "sum", "max", "min", "prod", "argmax", "argmin"
+
+  // kAlias: element (c) is at source_storage[offset + sum strides[d] * c[d]].
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+
   // kView: the source value's coordinates are map(view coordinates).
+  // kAlias: the realized value whose storage it shares.
   int source = -1;
   AffineMap map;
 

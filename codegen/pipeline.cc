@@ -5,6 +5,7 @@
 #include "codegen/loop_ir.h"
 #include "codegen/passes/canonicalize.h"
 #include "codegen/passes/check_plan.h"
+#include "codegen/passes/decompose.h"
 #include "codegen/passes/lower.h"
 #include "codegen/passes/plan_buffers.h"
 #include "codegen/passes/schedule.h"
@@ -22,17 +23,18 @@ absl::StatusOr<ir::Graph> PrepareGraph(const kiln::v1::Graph& graph) {
 absl::StatusOr<GeneratedCode> GenerateCode(const CodegenInputs& inputs, bool keep_stages) {
   // Today only the graph shapes the code: the guards are its exact input
   // types, and the options and toolchain change the compile, not the source.
-  const ir::Graph& graph = inputs.graph;
   GeneratedCode code;
   auto stage = [&](const char* name, auto&& print) {
     if (keep_stages) code.stages.emplace_back(name, print());
   };
-  stage("graph", [&] { return ir::ToString(graph); });
+  stage("graph", [&] { return ir::ToString(inputs.graph); });
+  ASSIGN_OR_RETURN(const ir::Graph graph, Decompose(inputs.graph));
+  stage("core graph", [&] { return ir::ToString(graph); });
   ASSIGN_OR_RETURN(const ir::LoopProgram program, Lower(graph));
   stage("loop IR", [&] { return ir::ToString(program, graph); });
   ASSIGN_OR_RETURN(const Schedule schedule, ScheduleProgram(graph, program));
   stage("kernels", [&] { return ToString(schedule, graph, program); });
-  ASSIGN_OR_RETURN(const BufferPlan plan, PlanBuffers(graph, schedule));
+  ASSIGN_OR_RETURN(const BufferPlan plan, PlanBuffers(graph, program, schedule));
   stage("buffer plan", [&] { return ToString(plan); });
   RETURN_IF_ERROR(CheckPlan(graph, schedule, plan));
   ASSIGN_OR_RETURN(code.source, EmitCpp(graph, program, schedule, plan));

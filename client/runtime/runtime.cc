@@ -1,6 +1,7 @@
 #include "client/runtime/runtime.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -98,6 +99,16 @@ Runtime::Runtime(int threads) : pool_(threads > 0 ? threads : DefaultThreads()) 
   table_.parallel_for = ParallelFor;
   table_.gemm_f32 = Gemm<float>;
   table_.gemm_f64 = Gemm<double>;
+  // glibc's libm: the one source of transcendentals (see kiln_abi.h).
+  static_assert(KILN_MATH_COUNT <= 8, "grow math_f32/math_f64");
+  float (*const f32[KILN_MATH_COUNT])(float) = {expf, expm1f, logf, log1pf, tanhf, erff, sinf, cosf};
+  double (*const f64[KILN_MATH_COUNT])(double) = {exp, expm1, log, log1p, tanh, erf, sin, cos};
+  for (int i = 0; i < KILN_MATH_COUNT; ++i) {
+    table_.math_f32[i] = f32[i];
+    table_.math_f64[i] = f64[i];
+  }
+  table_.pow_f32 = powf;
+  table_.pow_f64 = pow;
 }
 
 Runtime& Runtime::Default() {

@@ -55,7 +55,26 @@ typedef struct kiln_runtime {
   void (*gemm_f64)(void* context, kiln_int64 m, kiln_int64 n, kiln_int64 k, double alpha,
                    const double* a, kiln_int64 a_row, kiln_int64 a_col, const double* b,
                    kiln_int64 b_row, kiln_int64 b_col, double beta, double* c, kiln_int64 c_row);
+  float (*math_f32[8])(float);   /* indexed by KILN_MATH_* */
+  double (*math_f64[8])(double);
+  float (*pow_f32)(float, float);
+  double (*pow_f64)(double, double);
 } kiln_runtime;
+
+/* Transcendentals: one named source for every artifact (the client
+ * runtime's table, glibc's libm today), so an artifact's numerics do not
+ * depend on the compiler's choices. Indices into kiln_runtime.math_f32/f64. */
+enum {
+  KILN_MATH_EXP = 0,
+  KILN_MATH_EXPM1,
+  KILN_MATH_LOG,
+  KILN_MATH_LOG1P,
+  KILN_MATH_TANH,
+  KILN_MATH_ERF,
+  KILN_MATH_SIN,
+  KILN_MATH_COS,
+  KILN_MATH_COUNT
+};
 
 typedef const kiln_artifact_info* (*kiln_info_fn)(void);
 typedef kiln_int32 (*kiln_run_fn)(const kiln_runtime* rt, const kiln_int64* symbols,

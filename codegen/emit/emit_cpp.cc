@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "codegen/emit/functions.h"
 #include "common/status_macros.h"
 
@@ -12,18 +13,52 @@ extern const char kKilnAbiHeaderText[];
 namespace kiln {
 namespace {
 
-// Strides of a realized value in its storage: inputs as given, everything
-// Kiln computes is contiguous.
-std::vector<int64_t> MemoryStrides(const ir::Graph& graph, int value) {
-  const bool is_input = graph.producer[value] < 0;
+using Kind = ir::Definition::Kind;
+
+// Conversions between storage and compute types that C does not spell
+// directly: bfloat16 is stored as its upper 16 bits, rounded to nearest even
+// on the way in, NaN kept NaN. (_Float16 converts with a plain cast.)
+constexpr char kPrelude[] = R"(
+#define KILN_EXPORT extern "C" __attribute__((visibility("default")))
+typedef unsigned short kiln_bf16;
+static inline float kiln_bf16_to_float(kiln_bf16 h) {
+  unsigned int bits = (unsigned int)h << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
+static inline kiln_bf16 kiln_float_to_bf16(float f) {
+  unsigned int bits;
+  __builtin_memcpy(&bits, &f, 4);
+  if (f != f) return (kiln_bf16)((bits >> 16) | 0x40);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return (kiln_bf16)(bits >> 16);
+}
+)";
+
+// Where a realized value's elements are: element c is at
+// storage[offset + sum strides[d] * c[d]].
+struct Layout {
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+Layout MemoryLayout(const ir::Graph& graph, const ir::LoopProgram& program, int value) {
+  const ir::Definition& definition = program.definitions[value];
+  Layout layout;
+  if (definition.kind == Kind::kAlias) {
+    layout.strides = definition.strides;
+    layout.offset = MemoryLayout(graph, program, definition.source).offset + definition.offset;
+    return layout;
+  }
   const ir::TensorType& type = graph.values[value];
-  const std::vector<ir::Dim> strides = is_input ? type.strides : ir::ContiguousStrides(type.sizes);
-  std::vector<int64_t> result;
-  for (const ir::Dim& dim : strides) result.push_back(dim.constant);
-  return result;
+  const std::vector<ir::Dim> strides =
+      definition.kind == Kind::kInput ? type.strides : ir::ContiguousStrides(type.sizes);
+  for (const ir::Dim& dim : strides) layout.strides.push_back(dim.constant);
+  return layout;
 }
 
-// Element offset of `value` at map(loop variables), as a linear form.
+// An element offset, linear in the loop variables.
 struct Linear {
   int64_t constant = 0;
   std::vector<int64_t> coefficients;  // per loop variable
@@ -40,83 +75,93 @@ struct Linear {
   }
 };
 
-Linear LinearOffset(const std::vector<int64_t>& strides, const ir::AffineMap& map) {
+Linear Offset(const Layout& layout, const ir::AffineMap& map) {
   Linear linear;
+  linear.constant = layout.offset;
   linear.coefficients.assign(map.num_variables, 0);
   for (int r = 0; r < map.num_coordinates(); ++r) {
-    linear.constant += strides[r] * map.offsets[r];
+    linear.constant += layout.strides[r] * map.offsets[r];
     for (int c = 0; c < map.num_variables; ++c) {
-      linear.coefficients[c] += strides[r] * map.coefficients[r][c];
+      linear.coefficients[c] += layout.strides[r] * map.coefficients[r][c];
     }
   }
   return linear;
 }
 
-Linear MemoryOffset(const ir::Graph& graph, int value, const ir::AffineMap& map) {
-  return LinearOffset(MemoryStrides(graph, value), map);
+ir::DType ComputeType(ir::DType dtype) {
+  return dtype == ir::DType::kFloat16 || dtype == ir::DType::kBFloat16 ? ir::DType::kFloat32
+                                                                       : dtype;
 }
 
-const char* ComputeCType(ir::DType dtype) { return StorageCType(dtype); }
+// Storage -> compute conversion of the element `text` of type `stored`.
+std::string FromStorage(const std::string& text, ir::DType stored) {
+  if (stored == ir::DType::kBFloat16) return absl::StrCat("kiln_bf16_to_float(", text, ")");
+  if (stored == ir::DType::kFloat16) return absl::StrCat("(float)", text);
+  return text;
+}
 
-class KernelEmitter {
+std::string ToStorage(const std::string& text, ir::DType stored) {
+  if (stored == ir::DType::kBFloat16) return absl::StrCat("kiln_float_to_bf16(", text, ")");
+  if (stored == ir::DType::kFloat16) return absl::StrCat("(_Float16)", text);
+  return text;
+}
+
+std::string StorageName(int storage) { return absl::StrCat("b", storage); }
+
+// The parameters of one kernel function: one pointer per storage it
+// touches, the written one first.
+class Params {
  public:
-  KernelEmitter(const ir::Graph& graph, const ir::LoopProgram& program, const Schedule& schedule,
-                const BufferPlan& plan, std::string* body)
-      : graph_(graph), program_(program), schedule_(schedule), plan_(plan), body_(*body) {}
+  std::string For(int storage) {
+    for (size_t p = 0; p < storages_.size(); ++p) {
+      if (storages_[p] == storage) return absl::StrCat("p", p);
+    }
+    storages_.push_back(storage);
+    return absl::StrCat("p", storages_.size() - 1);
+  }
+  const std::vector<int>& storages() const { return storages_; }
 
-  // The variable holding `value` at map(loop variables), emitting what it needs.
+ private:
+  std::vector<int> storages_;
+};
+
+// Emits expressions into one loop body. Names are deterministic (one counter
+// per kernel); equal expression text is computed once per body.
+class BodyEmitter {
+ public:
+  BodyEmitter(const ir::Graph& graph, const ir::LoopProgram& program, const Schedule& schedule,
+              const BufferPlan& plan, Params& params, int& next_var, std::string indent,
+              std::string& out)
+      : graph_(graph),
+        program_(program),
+        schedule_(schedule),
+        plan_(plan),
+        params_(params),
+        next_var_(next_var),
+        indent_(std::move(indent)),
+        out_(out) {}
+
+  // `value` at map(loop variables), in compute type `want`.
   absl::StatusOr<std::string> Value(int value, const ir::AffineMap& map, ir::DType want) {
     const Access base = ResolveViews(program_, value, map);
     std::string name;
     ir::DType have;
     if (schedule_.realized[base.value]) {
-      ASSIGN_OR_RETURN(name, Load(base));
-      have = graph_.values[base.value].dtype;
+      const ir::DType stored = graph_.values[base.value].dtype;
+      const std::string param = params_.For(plan_.storage_of[base.value]);
+      const Linear offset = Offset(MemoryLayout(graph_, program_, base.value), base.map);
+      have = ComputeType(stored);
+      name = Bind(have, FromStorage(absl::StrCat(param, "[", offset.ToString(), "]"), stored));
     } else {
       const ir::Definition& definition = program_.definitions[base.value];
       ASSIGN_OR_RETURN(name, Expression(base.value, definition.root, base.map));
       have = definition.exprs[definition.root].dtype;
     }
     if (have == want) return name;
-    return Bind(want, absl::StrCat("(", ComputeCType(want), ")", name));
+    return Bind(want, absl::StrCat("(", StorageCType(want), ")", name));
   }
 
-  // The variable holding the kernel's own value: its definition expanded at
-  // the loop variables.
-  absl::StatusOr<std::string> Compute(int value, int rank) {
-    return Expression(value, program_.definitions[value].root, ir::AffineMap::Identity(rank));
-  }
-
-  const std::vector<int>& params() const { return params_; }
-
-  // The parameter that points at `storage`, in order of first use.
-  std::string Param(int storage) {
-    for (size_t p = 0; p < params_.size(); ++p) {
-      if (params_[p] == storage) return absl::StrCat("p", p);
-    }
-    params_.push_back(storage);
-    return absl::StrCat("p", params_.size() - 1);
-  }
-
-  std::string Bind(ir::DType dtype, const std::string& text) {
-    auto it = memo_.find(text);
-    if (it != memo_.end()) return it->second;
-    const std::string name = absl::StrCat("v", next_var_++);
-    absl::StrAppend(&body_, indent_, "const ", ComputeCType(dtype), " ", name, " = ", text, ";\n");
-    memo_.emplace(text, name);
-    return name;
-  }
-
-  void set_indent(std::string indent) { indent_ = std::move(indent); }
-
- private:
-  absl::StatusOr<std::string> Load(const Access& access) {
-    const std::string param = Param(plan_.storage_of[access.value]);
-    const Linear offset = MemoryOffset(graph_, access.value, access.map);
-    return Bind(graph_.values[access.value].dtype,
-                absl::StrCat(param, "[", offset.ToString(), "]"));
-  }
-
+  // The definition of `value` itself, expanded at map(loop variables).
   absl::StatusOr<std::string> Expression(int value, int index, const ir::AffineMap& map) {
     const ir::Expr& expr = program_.definitions[value].exprs[index];
     switch (expr.kind) {
@@ -124,6 +169,13 @@ class KernelEmitter {
         return Value(expr.value, expr.index.After(map), expr.dtype);
       case ir::Expr::Kind::kConstant:
         return EmitLiteral(expr.constant, expr.dtype);
+      case ir::Expr::Kind::kIndex: {
+        Linear linear;
+        linear.constant = map.offsets[expr.variable];
+        linear.coefficients = map.coefficients[expr.variable];
+        return Bind(expr.dtype, absl::StrCat("(", StorageCType(expr.dtype), ")(",
+                                             linear.ToString(), ")"));
+      }
       case ir::Expr::Kind::kCall: {
         std::vector<std::string> operands;
         for (int operand : expr.operands) {
@@ -138,102 +190,255 @@ class KernelEmitter {
     return absl::InternalError("unknown expression kind");
   }
 
+  std::string Bind(ir::DType dtype, const std::string& text) {
+    auto it = memo_.find(text);
+    if (it != memo_.end()) return it->second;
+    const std::string name = absl::StrCat("v", next_var_++);
+    absl::StrAppend(&out_, indent_, "const ", StorageCType(dtype), " ", name, " = ", text, ";\n");
+    memo_.emplace(text, name);
+    return name;
+  }
+
+  void Line(const std::string& text) { absl::StrAppend(&out_, indent_, text, "\n"); }
+
+ private:
   const ir::Graph& graph_;
   const ir::LoopProgram& program_;
   const Schedule& schedule_;
   const BufferPlan& plan_;
-  std::string& body_;
-  std::string indent_;
-  std::vector<int> params_;
+  Params& params_;
+  int& next_var_;
+  const std::string indent_;
+  std::string& out_;
   std::map<std::string, std::string> memo_;
-  int next_var_ = 0;
 };
 
-std::string StorageName(int storage) { return absl::StrCat("b", storage); }
-
-// The storage a kernel writes.
 int WrittenStorage(const Kernel& kernel, const BufferPlan& plan) {
   if (kernel.kind != Kernel::Kind::kCopy) return plan.storage_of[kernel.value];
   for (size_t s = 0; s < plan.storages.size(); ++s) {
     const Storage& storage = plan.storages[s];
-    if (storage.kind == Storage::Kind::kOutput && storage.index == kernel.output) return s;
+    if (storage.kind == Storage::Kind::kOutput && storage.index == kernel.output &&
+        !storage.values.empty()) {
+      return s;
+    }
+  }
+  // An output written only by a copy has a storage of its own.
+  for (size_t s = 0; s < plan.storages.size(); ++s) {
+    if (plan.storages[s].kind == Storage::Kind::kOutput && plan.storages[s].index == kernel.output) {
+      return s;
+    }
   }
   return -1;
 }
 
-// A pointwise or copy kernel: a static function with one loop nest.
+std::string For(int variable, int64_t extent, const std::string& indent) {
+  return absl::StrCat(indent, "for (kiln_int64 i", variable, " = 0; i", variable, " < ", extent,
+                      "; ++i", variable, ") {\n");
+}
+
+// How a reduction folds: its accumulator's start and one combining step.
+struct Combiner {
+  double init;
+  std::string step;  // {a} the accumulator, {b} the new element
+};
+
+absl::StatusOr<Combiner> CombinerFor(const std::string& name) {
+  if (name == "sum") return Combiner{0, "({a} + {b})"};
+  if (name == "prod") return Combiner{1, "({a} * {b})"};
+  // NaN wins, as in eager's max/min.
+  if (name == "max") return Combiner{-INFINITY, "(({a} != {a} || {a} > {b}) ? {a} : {b})"};
+  if (name == "min") return Combiner{INFINITY, "(({a} != {a} || {a} < {b}) ? {a} : {b})"};
+  return absl::InternalError(absl::StrCat("unknown combiner ", name));
+}
+
+std::string Step(const Combiner& combiner, const std::string& a, const std::string& b) {
+  return absl::StrReplaceAll(combiner.step, {{"{a}", a}, {"{b}", b}});
+}
+
+// Partial accumulators per reduction: clang vectorizes the lanes, and the
+// final combine is an explicit tree (it would otherwise be a serial chain).
+constexpr int kLanes = 16;
+
+// A pointwise, copy or reduction kernel: a static function with one loop nest.
 absl::StatusOr<std::string> EmitLoopKernel(int index, const Kernel& kernel, const ir::Graph& graph,
                                            const ir::LoopProgram& program,
                                            const Schedule& schedule, const BufferPlan& plan,
                                            std::string* call) {
   const ir::TensorType& type = graph.values[kernel.value];
   const int rank = static_cast<int>(type.rank());
+  const ir::DType stored = type.dtype;
+  Params params;
+  const std::string out = params.For(WrittenStorage(kernel, plan));
+  int next_var = 0;
   std::string body;
-  KernelEmitter emitter(graph, program, schedule, plan, &body);
-  const int written = WrittenStorage(kernel, plan);
-  const std::string out = emitter.Param(written);
   std::string indent = "  ";
-  std::string loops;
   for (int d = 0; d < rank; ++d) {
-    absl::StrAppend(&loops, indent, "for (kiln_int64 i", d, " = 0; i", d, " < ",
-                    type.sizes[d].constant, "; ++i", d, ") {\n");
+    body += For(d, type.sizes[d].constant, indent);
     indent += "  ";
-  }
-  emitter.set_indent(indent);
-  const ir::DType dtype = type.dtype;
-  std::string result;
-  if (kernel.kind == Kernel::Kind::kCopy) {
-    ASSIGN_OR_RETURN(result, emitter.Value(kernel.value, ir::AffineMap::Identity(rank), dtype));
-  } else {
-    ASSIGN_OR_RETURN(result, emitter.Compute(kernel.value, rank));
   }
   std::vector<int64_t> contiguous;
   for (const ir::Dim& dim : ir::ContiguousStrides(type.sizes)) contiguous.push_back(dim.constant);
-  const Linear offset = LinearOffset(contiguous, ir::AffineMap::Identity(rank));
-  absl::StrAppend(&body, indent, out, "[", offset.ToString(), "] = ", result, ";\n");
+  const std::string target = absl::StrCat(
+      out, "[", Offset(Layout{contiguous, 0}, ir::AffineMap::Identity(rank)).ToString(), "]");
 
-  // Signature: the written storage first, then the storages read. Distinct
-  // storages never overlap, so every pointer is __restrict__; a value
+  if (kernel.kind != Kernel::Kind::kReduction) {
+    BodyEmitter emitter(graph, program, schedule, plan, params, next_var, indent, body);
+    std::string result;
+    if (kernel.kind == Kernel::Kind::kCopy) {
+      ASSIGN_OR_RETURN(result, emitter.Value(kernel.value, ir::AffineMap::Identity(rank),
+                                             ComputeType(stored)));
+    } else {
+      const ir::Definition& definition = program.definitions[kernel.value];
+      ASSIGN_OR_RETURN(result, emitter.Expression(kernel.value, definition.root,
+                                                  ir::AffineMap::Identity(rank)));
+    }
+    emitter.Line(absl::StrCat(target, " = ", ToStorage(result, stored), ";"));
+  } else {
+    const ir::Definition& definition = program.definitions[kernel.value];
+    const ir::DType accumulate = definition.exprs[definition.root].dtype;
+    const char* acc_type = StorageCType(accumulate);
+    const int reductions = static_cast<int>(definition.reduction_sizes.size());
+    const int variables = rank + reductions;
+    const ir::AffineMap identity = ir::AffineMap::Identity(variables);
+    const bool arg = definition.combiner == "argmax" || definition.combiner == "argmin";
+    const int64_t inner = reductions > 0 ? definition.reduction_sizes.back() : 1;
+    const bool lanes = !arg && reductions > 0 && inner >= 2 * kLanes;
+    Combiner combiner{0, ""};
+    if (!arg) {
+      ASSIGN_OR_RETURN(combiner, CombinerFor(definition.combiner));
+    }
+    const std::string init = EmitLiteral(arg ? (definition.combiner == "argmax" ? -INFINITY : INFINITY)
+                                             : combiner.init,
+                                         accumulate);
+    absl::StrAppend(&body, indent, acc_type, " acc = ", init, ";\n");
+    if (arg) absl::StrAppend(&body, indent, "kiln_int64 acc_index = 0;\n");
+    if (lanes) {
+      absl::StrAppend(&body, indent, acc_type, " lanes[", kLanes, "];\n", indent,
+                      "for (int k = 0; k < ", kLanes, "; ++k) lanes[k] = ", init, ";\n");
+    }
+    std::string loop_indent = indent;
+    for (int r = 0; r + 1 < reductions; ++r) {
+      body += For(rank + r, definition.reduction_sizes[r], loop_indent);
+      loop_indent += "  ";
+    }
+    const int last = variables - 1;
+    // One fold of the body at the current variables into `into`.
+    auto fold = [&](const std::string& fold_indent, const std::string& into) -> absl::Status {
+      BodyEmitter emitter(graph, program, schedule, plan, params, next_var, fold_indent, body);
+      ASSIGN_OR_RETURN(const std::string element,
+                       emitter.Expression(kernel.value, definition.root, identity));
+      if (!arg) {
+        emitter.Line(absl::StrCat(into, " = ", Step(combiner, into, element), ";"));
+        return absl::OkStatus();
+      }
+      // The flat position over the reduced dims, first occurrence wins; a
+      // NaN counts as the extreme, as in eager.
+      std::vector<std::string> terms;
+      int64_t stride = 1;
+      for (int r = reductions - 1; r >= 0; --r) {
+        terms.push_back(stride == 1 ? absl::StrCat("i", rank + r)
+                                    : absl::StrCat("i", rank + r, " * ", stride));
+        stride *= definition.reduction_sizes[r];
+      }
+      const char* better = definition.combiner == "argmax" ? ">" : "<";
+      emitter.Line(absl::StrCat("if (", element, " ", better, " acc || (", element, " != ", element,
+                                " && acc == acc)) { acc = ", element, "; acc_index = ",
+                                terms.empty() ? "0" : absl::StrJoin(terms, " + "), "; }"));
+      return absl::OkStatus();
+    };
+    if (reductions == 0) {
+      RETURN_IF_ERROR(fold(indent, "acc"));
+    } else if (lanes) {
+      // i<last> = chunk + k over full chunks, then a scalar tail.
+      absl::StrAppend(&body, loop_indent, "kiln_int64 chunk = 0;\n", loop_indent, "for (; chunk + ",
+                      kLanes, " <= ", inner, "; chunk += ", kLanes, ") {\n", loop_indent,
+                      "  for (int k = 0; k < ", kLanes, "; ++k) {\n", loop_indent,
+                      "    const kiln_int64 i", last, " = chunk + k;\n");
+      RETURN_IF_ERROR(fold(loop_indent + "    ", "lanes[k]"));
+      absl::StrAppend(&body, loop_indent, "  }\n", loop_indent, "}\n", loop_indent,
+                      "for (kiln_int64 i", last, " = chunk; i", last, " < ", inner, "; ++i", last,
+                      ") {\n");
+      RETURN_IF_ERROR(fold(loop_indent + "  ", "acc"));
+      absl::StrAppend(&body, loop_indent, "}\n");
+    } else {
+      body += For(last, inner, loop_indent);
+      RETURN_IF_ERROR(fold(loop_indent + "  ", "acc"));
+      absl::StrAppend(&body, loop_indent, "}\n");
+    }
+    for (int r = reductions - 1; r > 0; --r) {
+      absl::StrAppend(&body, std::string(indent.size() + 2 * (r - 1), ' '), "}\n");
+    }
+    if (lanes) {
+      for (int width = kLanes / 2; width >= 1; width /= 2) {
+        absl::StrAppend(&body, indent, "for (int k = 0; k < ", width, "; ++k) lanes[k] = ",
+                        Step(combiner, "lanes[k]", absl::StrCat("lanes[k + ", width, "]")), ";\n");
+      }
+      absl::StrAppend(&body, indent, "acc = ", Step(combiner, "lanes[0]", "acc"), ";\n");
+    }
+    const std::string result = arg ? "acc_index" : "acc";
+    const ir::DType result_type = arg ? ir::DType::kInt64 : accumulate;
+    std::string value = result;
+    if (ComputeType(stored) != result_type) {
+      value = absl::StrCat("(", StorageCType(ComputeType(stored)), ")", result);
+    }
+    absl::StrAppend(&body, indent, target, " = ", ToStorage(value, stored), ";\n");
+  }
+
+  // Distinct storages never overlap: every pointer is __restrict__; a value
   // computed in place reads and writes through one pointer.
-  std::vector<std::string> params, arguments;
-  for (size_t p = 0; p < emitter.params().size(); ++p) {
-    const int storage = emitter.params()[p];
-    const ir::DType stored = graph.values[plan.storages[storage].values.front()].dtype;
-    params.push_back(absl::StrCat(p == 0 ? "" : "const ", StorageCType(stored), "* __restrict__ p", p));
+  std::vector<std::string> declarations = {"const kiln_runtime* rt"};
+  std::vector<std::string> arguments = {"rt"};
+  for (size_t p = 0; p < params.storages().size(); ++p) {
+    const int storage = params.storages()[p];
+    const ir::DType dtype = graph.values[plan.storages[storage].values.empty()
+                                             ? kernel.value
+                                             : plan.storages[storage].values.front()]
+                                .dtype;
+    declarations.push_back(absl::StrCat(p == 0 ? "" : "const ", StorageCType(dtype),
+                                        "* __restrict__ p", p));
     arguments.push_back(StorageName(storage));
   }
   std::string text = absl::StrCat("static void kiln_kernel_", index, "(",
-                                  absl::StrJoin(params, ", "), ") {\n", loops, body);
-  for (int d = rank; d > 0; --d) {
-    absl::StrAppend(&text, std::string(2 * d, ' '), "}\n");
-  }
+                                  absl::StrJoin(declarations, ", "), ") {\n  (void)rt;\n", body);
+  for (int d = rank; d > 0; --d) absl::StrAppend(&text, std::string(2 * d, ' '), "}\n");
   text += "}\n\n";
   *call = absl::StrCat("  kiln_kernel_", index, "(", absl::StrJoin(arguments, ", "), ");\n");
   return text;
 }
 
-// An extern kernel: a call through the runtime table, inline in kiln_run.
+// An extern kernel: GEMM calls through the runtime table, inline in kiln_run
+// (one per batch element for bmm).
 absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const ir::Graph& graph,
                                            const ir::LoopProgram& program,
                                            const BufferPlan& plan) {
   const ir::Definition& definition = program.definitions[kernel.value];
-  if (definition.function != "mm") {
+  if (definition.function != "mm" && definition.function != "bmm") {
     return absl::InternalError(absl::StrCat("unknown extern '", definition.function, "'"));
   }
+  const bool batched = definition.function == "bmm";
   const ir::TensorType& type = graph.values[kernel.value];
   const bool single = type.dtype == ir::DType::kFloat32;
-  auto operand = [&](const Access& access) {
-    const ir::AffineMap two_d = access.map;
-    const Linear offset = MemoryOffset(graph, access.value, two_d);
-    return absl::StrCat(StorageName(plan.storage_of[access.value]), " + ", offset.constant, ", ",
-                        offset.coefficients[0], ", ", offset.coefficients[1]);
+  const int first = batched ? 1 : 0;
+  const int64_t batch = batched ? type.sizes[0].constant : 1;
+  const int64_t m = type.sizes[first].constant, n = type.sizes[first + 1].constant;
+  const int64_t k = graph.values[definition.operands[0]].sizes[first + 1].constant;
+  auto operand = [&](const Access& access, int64_t* batch_stride) {
+    const Linear offset = Offset(MemoryLayout(graph, program, access.value), access.map);
+    *batch_stride = batched ? offset.coefficients[0] : 0;
+    return absl::StrCat(StorageName(plan.storage_of[access.value]), " + ", offset.constant,
+                        batched ? " + b * " : "", batched ? absl::StrCat(*batch_stride) : "", ", ",
+                        offset.coefficients[first], ", ", offset.coefficients[first + 1]);
   };
-  const int64_t m = type.sizes[0].constant, n = type.sizes[1].constant;
-  const int64_t k = graph.values[definition.operands[0]].sizes[1].constant;
-  return absl::StrCat("  rt->", single ? "gemm_f32" : "gemm_f64", "(rt->context, ", m, ", ", n,
-                      ", ", k, ", ", EmitLiteral(1.0, type.dtype), ", ", operand(kernel.reads[0]),
-                      ", ", operand(kernel.reads[1]), ", ", EmitLiteral(0.0, type.dtype), ", ",
-                      StorageName(plan.storage_of[kernel.value]), ", ", n, ");\n");
+  int64_t a_batch, b_batch;
+  const std::string a = operand(kernel.reads[0], &a_batch);
+  const std::string b = operand(kernel.reads[1], &b_batch);
+  const std::string call = absl::StrCat(
+      "rt->", single ? "gemm_f32" : "gemm_f64", "(rt->context, ", m, ", ", n, ", ", k, ", ",
+      EmitLiteral(1.0, type.dtype), ", ", a, ", ", b, ", ", EmitLiteral(0.0, type.dtype), ", ",
+      StorageName(plan.storage_of[kernel.value]), batched ? absl::StrCat(" + b * ", m * n) : "",
+      ", ", n, ");");
+  if (!batched) return absl::StrCat("  ", call, "\n");
+  return absl::StrCat("  for (kiln_int64 b = 0; b < ", batch, "; ++b) ", call, "\n");
 }
 
 }  // namespace
@@ -257,29 +462,27 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
   std::string storages;
   for (size_t s = 0; s < plan.storages.size(); ++s) {
     const Storage& storage = plan.storages[s];
-    if (storage.values.empty()) continue;
-    const char* ctype = StorageCType(graph.values[storage.values.front()].dtype);
+    if (storage.values.empty() && storage.kind != Storage::Kind::kOutput) continue;
+    const int typed_by = storage.values.empty() ? -1 : storage.values.front();
+    const char* ctype =
+        StorageCType(typed_by >= 0 ? graph.values[typed_by].dtype
+                                   : graph.values[graph.outputs[storage.index]].dtype);
+    const bool input = storage.kind == Storage::Kind::kInput;
     std::string address;
     switch (storage.kind) {
-      case Storage::Kind::kInput:
-        address = absl::StrCat("inputs[", storage.index, "]");
-        break;
-      case Storage::Kind::kOutput:
-        address = absl::StrCat("outputs[", storage.index, "]");
-        break;
+      case Storage::Kind::kInput: address = absl::StrCat("inputs[", storage.index, "]"); break;
+      case Storage::Kind::kOutput: address = absl::StrCat("outputs[", storage.index, "]"); break;
       case Storage::Kind::kScratch:
         address = absl::StrCat("(char*)scratch + ", storage.offset);
         break;
     }
-    absl::StrAppend(&storages, "  ", storage.kind == Storage::Kind::kInput ? "const " : "", ctype,
-                    "* const ", StorageName(s), " = (", storage.kind == Storage::Kind::kInput ? "const " : "",
-                    ctype, "*)(", address, ");\n");
+    absl::StrAppend(&storages, "  ", input ? "const " : "", ctype, "* const ", StorageName(s),
+                    " = (", input ? "const " : "", ctype, "*)(", address, ");\n");
   }
 
-  std::string source = absl::StrCat(
+  return absl::StrCat(
       "// Generated by Kiln. Graph: ", graph.name.empty() ? "(unnamed)" : graph.name,
-      ". Do not edit.\n", kKilnAbiHeaderText,
-      "\n#define KILN_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n\n", kernels,
+      ". Do not edit.\n", kKilnAbiHeaderText, kPrelude, "\n", kernels,
       "KILN_EXPORT const kiln_artifact_info* kiln_info(void) {\n"
       "  static const kiln_artifact_info info = {KILN_ABI_VERSION, ",
       graph.inputs.size(), ", ", graph.outputs.size(), ", ", graph.symbols.size(), ", ",
@@ -288,7 +491,6 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
       "                                void* const* inputs, void* const* outputs, void* scratch) {\n"
       "  (void)rt;\n  (void)symbols;\n  (void)inputs;\n  (void)scratch;\n",
       storages, calls, "  return 0;\n}\n");
-  return source;
 }
 
 }  // namespace kiln

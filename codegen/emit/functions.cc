@@ -12,27 +12,96 @@ namespace {
 
 struct Function {
   int arity;
-  const char* text;  // {0}, {1}: operands; {zero}: 0 in the compute type
+  // {0}, {1}, {2}: operands. {T}: the compute type. {zero}, {one}, {half}
+  // and the named constants: literals of the compute type. {exp}, {log},
+  // ...: the runtime's transcendental of the compute type; {sqrt},
+  // {floor}, ...: builtins that compile to one instruction.
+  const char* text;
 };
 
+// Numerics follow eager PyTorch 1.13's CPU kernels, without fast-math.
 const std::map<std::string, Function>& Table() {
   static const auto* const table = new std::map<std::string, Function>{
+      {"identity", {1, "{0}"}},
+      {"cast", {1, "(({T}){0})"}},
       {"add", {2, "({0} + {1})"}},
       {"sub", {2, "({0} - {1})"}},
       {"mul", {2, "({0} * {1})"}},
       {"div", {2, "({0} / {1})"}},
+      {"neg", {1, "(-{0})"}},
+      {"abs", {1, "({0} < {zero} ? -{0} : ({0} == {zero} ? {zero} : {0}))"}},
+      {"square", {1, "({0} * {0})"}},
+      {"cube", {1, "({0} * {0} * {0})"}},
+      {"reciprocal", {1, "({one} / {0})"}},
+      {"sqrt", {1, "{sqrt}({0})"}},
+      {"rsqrt", {1, "({one} / {sqrt}({0}))"}},
+      {"exp", {1, "{exp}({0})"}},
+      {"expm1", {1, "{expm1}({0})"}},
+      {"log", {1, "{log}({0})"}},
+      {"log1p", {1, "{log1p}({0})"}},
+      {"tanh", {1, "{tanh}({0})"}},
+      {"erf", {1, "{erf}({0})"}},
+      {"sin", {1, "{sin}({0})"}},
+      {"cos", {1, "{cos}({0})"}},
+      {"pow", {2, "{pow}({0}, {1})"}},
+      {"sigmoid", {1, "({one} / ({one} + {exp}(-{0})))"}},
+      {"silu", {1, "({0} / ({one} + {exp}(-{0})))"}},
+      {"gelu", {1, "({0} * {half} * ({one} + {erf}({0} * {sqrt1_2})))"}},
+      {"gelu_tanh",
+       {1, "({half} * {0} * ({one} + {tanh}({gelu_beta} * ({0} + {gelu_kappa} * ({0} * {0} * {0})))))"}},
+      {"floor", {1, "{floor}({0})"}},
+      {"ceil", {1, "{ceil}({0})"}},
+      {"round", {1, "{rint}({0})"}},  // half to even, as torch.round
+      {"trunc", {1, "{trunc}({0})"}},
+      // relu(-0.0) = -0.0 and relu(nan) = nan, as eager: neither
+      // x > 0 ? x : 0 nor fmax(x, 0) gets both.
       {"relu", {1, "({0} < {zero} ? {zero} : {0})"}},
+      // NaN-propagating, as torch.maximum / clamp.
+      {"maximum", {2, "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} > {1} ? {0} : {1})))"}},
+      {"minimum", {2, "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} < {1} ? {0} : {1})))"}},
+      {"clamp_min", {2, "({0} != {0} ? {0} : ({0} < {1} ? {1} : {0}))"}},
+      {"clamp_max", {2, "({0} != {0} ? {0} : ({0} > {1} ? {1} : {0}))"}},
+      {"eq", {2, "({0} == {1})"}},
+      {"ne", {2, "({0} != {1})"}},
+      {"lt", {2, "({0} < {1})"}},
+      {"le", {2, "({0} <= {1})"}},
+      {"gt", {2, "({0} > {1})"}},
+      {"ge", {2, "({0} >= {1})"}},
+      {"logical_not", {1, "(!(bool)({0}))"}},
+      {"logical_and", {2, "((bool)({0}) && (bool)({1}))"}},
+      {"logical_or", {2, "((bool)({0}) || (bool)({1}))"}},
+      {"logical_xor", {2, "((bool)({0}) != (bool)({1}))"}},
+      {"where", {3, "({0} ? {1} : {2})"}},
   };
   return *table;
+}
+
+bool IsSingle(ir::DType dtype) { return dtype != ir::DType::kFloat64; }
+
+std::string Math(const char* index, ir::DType dtype) {
+  return absl::StrCat("rt->", IsSingle(dtype) ? "math_f32" : "math_f64", "[KILN_MATH_", index, "]");
+}
+
+std::string Builtin(const char* name, ir::DType dtype) {
+  return absl::StrCat("__builtin_", name, IsSingle(dtype) ? "f" : "");
 }
 
 }  // namespace
 
 std::string EmitLiteral(double value, ir::DType dtype) {
-  const bool single = dtype == ir::DType::kFloat32;
+  switch (dtype) {
+    case ir::DType::kBool: return value != 0 ? "true" : "false";
+    case ir::DType::kInt64:
+      if (value <= -9.2233720368547758e18) return "(-9223372036854775807LL - 1)";
+      if (value >= 9.2233720368547758e18) return "9223372036854775807LL";
+      return absl::StrCat(static_cast<int64_t>(value), "LL");
+    case ir::DType::kInt32: return absl::StrCat(static_cast<int32_t>(value));
+    default: break;
+  }
+  const bool single = dtype != ir::DType::kFloat64;
   if (std::isnan(value)) return single ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
   if (std::isinf(value)) {
-    return absl::StrCat(value < 0 ? "-" : "", single ? "__builtin_inff()" : "__builtin_inf()");
+    return absl::StrCat(value < 0 ? "(-" : "(", single ? "__builtin_inff())" : "__builtin_inf())");
   }
   if (single) return absl::StrFormat("%af", static_cast<double>(static_cast<float>(value)));
   return absl::StrFormat("%a", value);
@@ -44,9 +113,9 @@ const char* StorageCType(ir::DType dtype) {
     case ir::DType::kFloat64: return "double";
     case ir::DType::kInt64: return "long long";
     case ir::DType::kInt32: return "int";
-    case ir::DType::kBool: return "unsigned char";
-    case ir::DType::kFloat16:
-    case ir::DType::kBFloat16: return "unsigned short";
+    case ir::DType::kBool: return "bool";
+    case ir::DType::kFloat16: return "_Float16";
+    case ir::DType::kBFloat16: return "kiln_bf16";
   }
   return "void";
 }
@@ -63,11 +132,34 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
                                             " operands, got ", operands.size()));
   }
   std::vector<std::pair<std::string, std::string>> replacements = {
-      {"{zero}", EmitLiteral(0.0, dtype)}};
+      {"{T}", StorageCType(dtype)},
+      {"{zero}", EmitLiteral(0.0, dtype)},
+      {"{one}", EmitLiteral(1.0, dtype)},
+      {"{half}", EmitLiteral(0.5, dtype)},
+      {"{sqrt1_2}", EmitLiteral(M_SQRT1_2, dtype)},
+      {"{gelu_beta}", EmitLiteral(M_SQRT2 * M_2_SQRTPI * 0.5, dtype)},
+      {"{gelu_kappa}", EmitLiteral(0.044715, dtype)},
+      {"{exp}", Math("EXP", dtype)},
+      {"{expm1}", Math("EXPM1", dtype)},
+      {"{log}", Math("LOG", dtype)},
+      {"{log1p}", Math("LOG1P", dtype)},
+      {"{tanh}", Math("TANH", dtype)},
+      {"{erf}", Math("ERF", dtype)},
+      {"{sin}", Math("SIN", dtype)},
+      {"{cos}", Math("COS", dtype)},
+      {"{pow}", IsSingle(dtype) ? "rt->pow_f32" : "rt->pow_f64"},
+      {"{sqrt}", Builtin("sqrt", dtype)},
+      {"{floor}", Builtin("floor", dtype)},
+      {"{ceil}", Builtin("ceil", dtype)},
+      {"{rint}", Builtin("rint", dtype)},
+      {"{trunc}", Builtin("trunc", dtype)},
+  };
   for (size_t i = 0; i < operands.size(); ++i) {
     replacements.push_back({absl::StrCat("{", i, "}"), operands[i]});
   }
   return absl::StrReplaceAll(it->second.text, replacements);
 }
+
+bool HasFunction(const std::string& function) { return Table().count(function) > 0; }
 
 }  // namespace kiln

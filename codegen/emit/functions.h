@@ -22,6 +22,8 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
                                          const std::vector<std::string>& operands,
                                          ir::DType dtype);
 
+bool HasFunction(const std::string& function);
+
 // A C literal of `dtype` with exactly `value` (hex floats, never decimal).
 std::string EmitLiteral(double value, ir::DType dtype);
 

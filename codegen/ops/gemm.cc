@@ -1,58 +1,76 @@
 // GEMM-class ops: calls through the runtime table (client/runtime), which
-// reaches a well-kept BLAS. Operands may have any strides; the runtime
-// handles transposed layouts without a copy.
+// reaches a well-kept BLAS. Operands may have any strides (a transpose or an
+// expand reaches the BLAS as strides, never as a copy). addmm, baddbmm and
+// linear are composites over these (composites.cc).
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/op_table.h"
+#include "codegen/ops/pointwise_util.h"
 #include "common/status_macros.h"
 
 namespace kiln::ops {
 namespace {
 
-absl::StatusOr<std::vector<ir::TensorType>> InferMm(const ir::Node&, const InputTypes& inputs) {
+absl::StatusOr<std::vector<ir::TensorType>> InferMatmul(bool batched, const InputTypes& inputs) {
   const ir::TensorType& a = *inputs[0];
   const ir::TensorType& b = *inputs[1];
-  if (a.rank() != 2 || b.rank() != 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("mm expects two matrices, got ranks ", a.rank(), " and ", b.rank()));
+  const int rank = batched ? 3 : 2;
+  if (a.rank() != rank || b.rank() != rank) {
+    return absl::InvalidArgumentError(absl::StrCat(batched ? "bmm" : "mm", " expects rank-", rank,
+                                                   " operands, got ranks ", a.rank(), " and ",
+                                                   b.rank()));
   }
+  RETURN_IF_ERROR(RequireStatic(a, "input 0"));
+  RETURN_IF_ERROR(RequireStatic(b, "input 1"));
   if (a.dtype != b.dtype) {
-    return absl::InvalidArgumentError(absl::StrCat("mm operands have dtypes ", ir::DTypeName(a.dtype),
+    return absl::InvalidArgumentError(absl::StrCat("operands have dtypes ", ir::DTypeName(a.dtype),
                                                    " and ", ir::DTypeName(b.dtype)));
   }
   if (a.dtype != ir::DType::kFloat32 && a.dtype != ir::DType::kFloat64) {
-    return absl::UnimplementedError(
-        absl::StrCat("mm of dtype ", ir::DTypeName(a.dtype), " is not supported yet"));
+    return absl::UnimplementedError(absl::StrCat("matrix products of dtype ",
+                                                 ir::DTypeName(a.dtype), " are not supported yet"));
   }
-  if (a.sizes[1] != b.sizes[0]) {
-    return absl::InvalidArgumentError(absl::StrCat("mm shapes [", a.sizes[0].constant, ", ",
-                                                   a.sizes[1].constant, "] and [", b.sizes[0].constant,
-                                                   ", ", b.sizes[1].constant, "] do not match"));
+  const int k = rank - 1;
+  if (a.sizes[k] != b.sizes[k - 1] || (batched && a.sizes[0] != b.sizes[0])) {
+    auto shape = [](const ir::TensorType& t) {
+      std::string text;
+      for (const ir::Dim& dim : t.sizes) absl::StrAppend(&text, text.empty() ? "" : ", ", dim.constant);
+      return absl::StrCat("[", text, "]");
+    };
+    return absl::InvalidArgumentError(
+        absl::StrCat("shapes ", shape(a), " and ", shape(b), " cannot be multiplied"));
   }
-  ir::TensorType result;
-  result.dtype = a.dtype;
-  result.sizes = {a.sizes[0], b.sizes[1]};
-  result.strides = ir::ContiguousStrides(result.sizes);
-  return std::vector<ir::TensorType>{std::move(result)};
+  std::vector<ir::Dim> sizes;
+  if (batched) sizes.push_back(a.sizes[0]);
+  sizes.push_back(a.sizes[k - 1]);
+  sizes.push_back(b.sizes[k]);
+  return std::vector<ir::TensorType>{ContiguousType(a.dtype, std::move(sizes))};
+}
+
+void AddMatmul(OpTable& table, const std::string& op, bool batched) {
+  OpDef def;
+  def.name = op;
+  def.family = "gemm";
+  def.dtypes = {ir::DType::kFloat32, ir::DType::kFloat64};
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [batched](const ir::Node&, const InputTypes& inputs) {
+    return InferMatmul(batched, inputs);
+  };
+  def.lower = [batched](const ir::Graph&,
+                        const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+    ir::Definition definition;
+    definition.kind = ir::Definition::Kind::kExtern;
+    definition.function = batched ? "bmm" : "mm";
+    definition.operands = node.inputs;
+    return std::vector<ir::Definition>{std::move(definition)};
+  };
+  table.Add(std::move(def));
 }
 
 }  // namespace
 
 void RegisterGemmOps(OpTable& table) {
-  OpDef mm;
-  mm.name = "aten.mm.default";
-  mm.family = "gemm";
-  mm.dtypes = {ir::DType::kFloat32, ir::DType::kFloat64};
-  mm.min_inputs = mm.max_inputs = 2;
-  mm.infer = InferMm;
-  mm.lower = [](const ir::Graph&,
-                const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
-    ir::Definition definition;
-    definition.kind = ir::Definition::Kind::kExtern;
-    definition.function = "mm";
-    definition.operands = node.inputs;
-    return std::vector<ir::Definition>{std::move(definition)};
-  };
-  table.Add(std::move(mm));
+  AddMatmul(table, "aten.mm.default", /*batched=*/false);
+  AddMatmul(table, "aten.bmm.default", /*batched=*/true);
 }
 
 }  // namespace kiln::ops

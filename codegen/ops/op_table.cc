@@ -12,6 +12,9 @@ const OpTable& OpTable::Get() {
     RegisterPointwiseOps(*built);
     RegisterViewOps(*built);
     RegisterGemmOps(*built);
+    RegisterReductionOps(*built);
+    RegisterCreationOps(*built);
+    RegisterCompositeOps(*built);
     return built;
   }();
   return *table;
@@ -71,6 +74,8 @@ bool Matches(ArgKind kind, const ir::ArgValue& value) {
     case ArgKind::kIntList: return std::holds_alternative<std::vector<int64_t>>(value);
     case ArgKind::kDType: return std::holds_alternative<ir::DType>(value);
     case ArgKind::kString: return std::holds_alternative<std::string>(value);
+    case ArgKind::kOptionalTensor:
+      return std::holds_alternative<ir::None>(value) || std::holds_alternative<bool>(value);
   }
   return false;
 }
@@ -84,6 +89,7 @@ const char* KindName(ArgKind kind) {
     case ArgKind::kIntList: return "an int list";
     case ArgKind::kDType: return "a dtype";
     case ArgKind::kString: return "a string";
+    case ArgKind::kOptionalTensor: return "none (an absent optional tensor)";
   }
   return "?";
 }

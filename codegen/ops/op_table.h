@@ -15,6 +15,10 @@
 #include "codegen/ir.h"
 #include "codegen/loop_ir.h"
 
+namespace kiln {
+class GraphBuilder;
+}  // namespace kiln
+
 namespace kiln::ops {
 
 enum class ArgKind {
@@ -25,6 +29,10 @@ enum class ArgKind {
   kIntList,
   kDType,
   kString,
+  // An optional tensor parameter: present tensors are the node's inputs (in
+  // schema order); an absent one is stated as this argument with `none`.
+  // Defaults to True ("present").
+  kOptionalTensor,
 };
 
 struct ArgSpec {
@@ -46,9 +54,13 @@ struct OpDef {
   // InvalidArgument; the verifier prefixes the node.
   std::function<absl::StatusOr<std::vector<ir::TensorType>>(const ir::Node&, const InputTypes&)>
       infer;
-  // One Definition per result.
+  // Exactly one of `lower` and `decompose`:
+  // a core op lowers to one Definition per result;
   std::function<absl::StatusOr<std::vector<ir::Definition>>(const ir::Graph&, const ir::Node&)>
       lower;
+  // a composite op rewrites itself into other ops (passes/decompose.h) and
+  // returns the values that replace its results.
+  std::function<absl::StatusOr<std::vector<int>>(GraphBuilder&, const ir::Node&)> decompose;
   std::string family;  // for docs/OPS.md: "pointwise", "view", "gemm"
   std::vector<ir::DType> dtypes;  // dtypes lowering supports
 };
@@ -71,6 +83,9 @@ class OpTable {
 void RegisterPointwiseOps(OpTable& table);
 void RegisterViewOps(OpTable& table);
 void RegisterGemmOps(OpTable& table);
+void RegisterReductionOps(OpTable& table);
+void RegisterCreationOps(OpTable& table);
+void RegisterCompositeOps(OpTable& table);
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);

@@ -8,6 +8,7 @@ namespace kiln::ops {
 namespace {
 
 std::string ArgText(const ArgSpec& arg) {
+  if (arg.kind == ArgKind::kOptionalTensor) return absl::StrCat(arg.name, " (optional tensor)");
   if (!arg.default_value.has_value()) return arg.name;
   ir::Graph no_symbols;
   return absl::StrCat(arg.name, "=", ir::ToString(*arg.default_value, no_symbols));
@@ -20,7 +21,9 @@ std::string OpsMarkdown() {
       "# Supported ops\n\n"
       "Generated from the op table (`codegen/ops/`) by `kiln ops`; a test fails when this\n"
       "file and the table disagree. Regenerate: `bazel run //tools/kiln -- ops > docs/OPS.md`.\n\n"
-      "An op not listed here is refused with `Unimplemented`, naming the node and the op.\n\n"
+      "An op not listed here is refused with `Unimplemented`, naming the node and the op.\n"
+      "Composites are rewritten into other ops before lowering; `kiln.*` ops are internal.\n"
+      "16-bit floats compute in float32 inside a kernel and are rounded when stored.\n\n"
       "| op | family | tensor inputs | arguments (default) | dtypes |\n"
       "| --- | --- | --- | --- | --- |\n";
   for (const auto& [name, op] : OpTable::Get().ops()) {

@@ -1,9 +1,13 @@
 // Pointwise ops: one element of the result from the same element of each
-// (broadcast) operand. Each entry names a function of the emitter's table
-// (emit/functions.cc), which says how that function is computed.
+// (broadcast) operand. Every entry is a Spec: its schema, its result dtype,
+// and the expression that computes one element; the emitter's function
+// table (emit/functions.cc) says how each named function is computed.
+#include <cmath>
+#include <functional>
+
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "codegen/ops/op_table.h"
+#include "codegen/ops/pointwise_util.h"
 #include "common/status_macros.h"
 
 namespace kiln::ops {
@@ -11,203 +15,252 @@ namespace {
 
 using ir::DType;
 
-const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64};
+// The element of a pointwise op, given its operands (tensor loads in tensor
+// order, then a scalar `other` if the node has one) in `compute`.
+using Body = std::function<absl::StatusOr<int>(ExprBuilder&, const ir::Node&,
+                                               const std::vector<int>& operands, DType compute)>;
 
-// Storage dtypes compute in themselves, except 16-bit floats (float32).
-DType ComputeType(DType dtype) {
-  return dtype == DType::kFloat16 || dtype == DType::kBFloat16 ? DType::kFloat32 : dtype;
+enum class Result {
+  kPromoted,  // the promoted type of the operands (add, mul, where)
+  kFloating,  // promoted, then integers become float32 (exp, div)
+  kBool,      // comparisons and logical ops
+};
+
+struct Spec {
+  std::string op;
+  int min_inputs = 1;
+  int max_inputs = 1;
+  std::vector<ArgSpec> args;
+  Result result = Result::kPromoted;
+  // Name of a scalar argument standing in for the last tensor operand when
+  // the node has fewer inputs ("other" for add(t, 1.0)); empty if none.
+  std::string scalar_operand;
+  Body body;
+  std::vector<DType> dtypes = kAllTypes;
+};
+
+bool HasScalar(const Spec& spec, const ir::Node& node) {
+  if (spec.scalar_operand.empty()) return false;
+  auto it = node.args.find(spec.scalar_operand);
+  return it != node.args.end() && !std::holds_alternative<ir::None>(it->second);
 }
 
-int FloatRank(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat16:
-    case DType::kBFloat16: return 1;
-    case DType::kFloat32: return 2;
-    case DType::kFloat64: return 3;
-    default: return 0;
-  }
-}
-
-// PyTorch's promotion for two tensors of the same category or across them.
-DType PromoteTensors(DType a, DType b) {
-  if (a == b) return a;
-  const int fa = FloatRank(a), fb = FloatRank(b);
-  if (fa == 1 && fb == 1) return DType::kFloat32;  // float16 with bfloat16
-  if (fa != fb) return fa > fb ? a : b;
-  auto int_rank = [](DType t) { return t == DType::kInt64 ? 3 : t == DType::kInt32 ? 2 : 1; };
-  return int_rank(a) >= int_rank(b) ? a : b;
-}
-
-// A Python scalar only changes the category: float scalar + int tensor is
-// float32 (the default dtype); int scalar + bool tensor is int64.
-DType PromoteWithScalar(DType tensor, const ir::ArgValue& scalar) {
-  if (std::holds_alternative<double>(scalar) && !ir::IsFloatingPoint(tensor)) {
-    return DType::kFloat32;
-  }
-  if (std::holds_alternative<int64_t>(scalar) && tensor == DType::kBool) return DType::kInt64;
-  return tensor;
-}
-
-absl::StatusOr<std::vector<ir::Dim>> BroadcastShapes(const std::vector<ir::Dim>& a,
-                                                     const std::vector<ir::Dim>& b) {
-  const size_t rank = std::max(a.size(), b.size());
-  std::vector<ir::Dim> result(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    const ir::Dim one = ir::Dim::Constant(1);
-    const ir::Dim da = d + a.size() >= rank ? a[d + a.size() - rank] : one;
-    const ir::Dim db = d + b.size() >= rank ? b[d + b.size() - rank] : one;
-    if (da == db || db == one) {
-      result[d] = da;
-    } else if (da == one) {
-      result[d] = db;
-    } else {
-      auto dims = [](const std::vector<ir::Dim>& dims) {
-        return absl::StrJoin(dims, ", ", [](std::string* out, const ir::Dim& dim) {
-          absl::StrAppend(out, dim.is_symbolic() ? "s" : "", dim.is_symbolic() ? dim.symbol : dim.constant);
-        });
-      };
-      return absl::InvalidArgumentError(absl::StrCat("shapes [", dims(a), "] and [", dims(b),
-                                                     "] cannot be broadcast together (dim ", d, ")"));
-    }
-  }
-  return result;
-}
-
-ir::TensorType ContiguousType(DType dtype, std::vector<ir::Dim> sizes) {
-  ir::TensorType type;
-  type.dtype = dtype;
-  type.strides = ir::ContiguousStrides(sizes);
-  type.sizes = std::move(sizes);
+absl::StatusOr<DType> OperandType(const Spec& spec, const ir::Node& node, const InputTypes& inputs) {
+  // where(cond, a, b) promotes a and b only; cond is bool.
+  const size_t first = spec.op.rfind("aten.where.", 0) == 0 ? 1 : 0;
+  if (first >= inputs.size()) return DType::kFloat32;
+  DType type = inputs[first]->dtype;
+  for (size_t i = first + 1; i < inputs.size(); ++i) type = PromoteTensors(type, inputs[i]->dtype);
+  if (HasScalar(spec, node)) type = PromoteWithScalar(type, node.args.at(spec.scalar_operand));
+  if (spec.result == Result::kFloating) type = ToFloating(type);
   return type;
 }
 
-absl::Status RequireFloat(const ir::TensorType& type, absl::string_view what) {
-  if (type.dtype != DType::kFloat32 && type.dtype != DType::kFloat64) {
-    return absl::UnimplementedError(absl::StrCat(what, " has dtype ", ir::DTypeName(type.dtype),
-                                                 "; only float32 and float64 are supported yet"));
-  }
-  return absl::OkStatus();
-}
-
-// Appends a load of `value` broadcast to `rank` and returns its index.
-int AddLoad(ir::Definition& definition, const ir::Graph& graph, int value, int rank, DType compute) {
-  ir::Expr load;
-  load.kind = ir::Expr::Kind::kLoad;
-  load.dtype = compute;
-  load.value = value;
-  load.index = ir::AffineMap::Broadcast(graph.values[value].sizes, rank);
-  definition.exprs.push_back(std::move(load));
-  return static_cast<int>(definition.exprs.size()) - 1;
-}
-
-int AddConstant(ir::Definition& definition, double constant, DType compute) {
-  ir::Expr expr;
-  expr.kind = ir::Expr::Kind::kConstant;
-  expr.dtype = compute;
-  expr.constant = constant;
-  definition.exprs.push_back(std::move(expr));
-  return static_cast<int>(definition.exprs.size()) - 1;
-}
-
-int AddCall(ir::Definition& definition, const std::string& function, std::vector<int> operands,
-            DType compute) {
-  ir::Expr expr;
-  expr.kind = ir::Expr::Kind::kCall;
-  expr.dtype = compute;
-  expr.function = function;
-  expr.operands = std::move(operands);
-  definition.exprs.push_back(std::move(expr));
-  return static_cast<int>(definition.exprs.size()) - 1;
-}
-
-// add/sub/mul/div: `other` is a second tensor input, or a scalar argument.
-void AddBinary(OpTable& table, const std::string& op, const std::string& function,
-               bool has_alpha) {
+void AddPointwise(OpTable& table, Spec spec) {
   OpDef def;
-  def.name = op;
+  def.name = spec.op;
   def.family = "pointwise";
-  def.dtypes = kFloatTypes;
-  def.min_inputs = 1;
-  def.max_inputs = 2;
-  def.args = {{"other", ArgKind::kScalar, ir::ArgValue(ir::None{})}};
-  if (has_alpha) def.args.push_back({"alpha", ArgKind::kScalar, ir::ArgValue(int64_t{1})});
-  const bool true_divide = function == "div";
-  def.infer = [true_divide](const ir::Node& node,
-                            const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
-    const bool scalar_other = std::holds_alternative<ir::None>(Arg(node, "other")) == false;
-    if (inputs.size() == 2 && scalar_other) {
-      return absl::InvalidArgumentError("has both a tensor and a scalar 'other'");
+  def.dtypes = spec.dtypes;
+  def.min_inputs = spec.min_inputs;
+  def.max_inputs = spec.max_inputs;
+  def.args = spec.args;
+  def.infer = [spec](const ir::Node& node,
+                     const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
+    const bool scalar = HasScalar(spec, node);
+    if (!spec.scalar_operand.empty() &&
+        static_cast<int>(inputs.size()) + (scalar ? 1 : 0) != spec.max_inputs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "needs ", spec.max_inputs, " operands: tensor inputs, or a scalar '",
+          spec.scalar_operand, "' for the last one"));
     }
-    if (inputs.size() == 1 && !scalar_other) {
-      return absl::InvalidArgumentError("needs a second tensor input or a scalar 'other'");
+    std::vector<ir::Dim> sizes;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      RETURN_IF_ERROR(RequireStatic(*inputs[i], absl::StrCat("input ", i)));
+      ASSIGN_OR_RETURN(sizes, BroadcastShapes(sizes, inputs[i]->sizes));
     }
-    RETURN_IF_ERROR(RequireFloat(*inputs[0], "input 0"));
-    DType dtype;
-    std::vector<ir::Dim> sizes = inputs[0]->sizes;
-    if (inputs.size() == 2) {
-      RETURN_IF_ERROR(RequireFloat(*inputs[1], "input 1"));
-      dtype = PromoteTensors(inputs[0]->dtype, inputs[1]->dtype);
-      ASSIGN_OR_RETURN(sizes, BroadcastShapes(inputs[0]->sizes, inputs[1]->sizes));
-    } else {
-      dtype = PromoteWithScalar(inputs[0]->dtype, Arg(node, "other"));
-    }
-    if (true_divide && !ir::IsFloatingPoint(dtype)) dtype = DType::kFloat32;
-    return std::vector<ir::TensorType>{ContiguousType(dtype, std::move(sizes))};
+    ASSIGN_OR_RETURN(DType type, OperandType(spec, node, inputs));
+    if (spec.result == Result::kBool) type = DType::kBool;
+    return std::vector<ir::TensorType>{ContiguousType(type, std::move(sizes))};
   };
-  def.lower = [function, has_alpha](const ir::Graph& graph,
-                                    const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+  def.lower = [spec](const ir::Graph& graph,
+                     const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
     const ir::TensorType& result = graph.values[node.outputs[0]];
     const int rank = static_cast<int>(result.rank());
-    const DType compute = ComputeType(result.dtype);
-    ir::Definition definition;
-    definition.kind = ir::Definition::Kind::kPointwise;
-    const int lhs = AddLoad(definition, graph, node.inputs[0], rank, compute);
-    int rhs = node.inputs.size() == 2
-                  ? AddLoad(definition, graph, node.inputs[1], rank, compute)
-                  : AddConstant(definition, ScalarArgAsDouble(node, "other"), compute);
-    if (has_alpha) {
-      const double alpha = ScalarArgAsDouble(node, "alpha");
-      if (alpha != 1.0) {
-        rhs = AddCall(definition, "mul", {rhs, AddConstant(definition, alpha, compute)}, compute);
-      }
+    InputTypes inputs;
+    for (int input : node.inputs) inputs.push_back(&graph.values[input]);
+    ASSIGN_OR_RETURN(const DType operand_type, OperandType(spec, node, inputs));
+    const DType compute = ComputeType(operand_type);
+    ExprBuilder builder;
+    std::vector<int> operands;
+    const bool where = spec.op.rfind("aten.where.", 0) == 0;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const DType dtype = where && i == 0 ? DType::kBool : compute;
+      operands.push_back(builder.Load(graph, node.inputs[i], rank, dtype));
     }
-    definition.root = AddCall(definition, function, {lhs, rhs}, compute);
-    return std::vector<ir::Definition>{std::move(definition)};
+    if (HasScalar(spec, node)) {
+      operands.push_back(builder.Constant(ScalarArgAsDouble(node, spec.scalar_operand), compute));
+    }
+    ASSIGN_OR_RETURN(int root, spec.body(builder, node, operands, compute));
+    root = builder.Cast(root, ComputeType(result.dtype));
+    return std::vector<ir::Definition>{builder.Finish(root)};
   };
   table.Add(std::move(def));
 }
 
-void AddUnary(OpTable& table, const std::string& op, const std::string& function) {
-  OpDef def;
-  def.name = op;
-  def.family = "pointwise";
-  def.dtypes = kFloatTypes;
-  def.infer = [](const ir::Node&,
-                 const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
-    RETURN_IF_ERROR(RequireFloat(*inputs[0], "input 0"));
-    return std::vector<ir::TensorType>{ContiguousType(inputs[0]->dtype, inputs[0]->sizes)};
+// A body that applies one function of the emitter's table to the operands.
+Body Apply(const std::string& function) {
+  return [function](ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
+                    DType compute) -> absl::StatusOr<int> {
+    return b.Call(function, operands, compute);
   };
-  def.lower = [function](const ir::Graph& graph,
-                         const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
-    const ir::TensorType& result = graph.values[node.outputs[0]];
-    const DType compute = ComputeType(result.dtype);
-    ir::Definition definition;
-    definition.kind = ir::Definition::Kind::kPointwise;
-    const int operand = AddLoad(definition, graph, node.inputs[0], result.rank(), compute);
-    definition.root = AddCall(definition, function, {operand}, compute);
-    return std::vector<ir::Definition>{std::move(definition)};
-  };
-  table.Add(std::move(def));
 }
+
+// Comparisons compute in the operands' type and yield bool.
+Body Compare(const std::string& function) {
+  return [function](ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
+                    DType) -> absl::StatusOr<int> {
+    return b.Call(function, operands, DType::kBool);
+  };
+}
+
+// self op alpha * other (add, sub), alpha applied only when it is not 1.
+Body WithAlpha(const std::string& function) {
+  return [function](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+                    DType compute) -> absl::StatusOr<int> {
+    int other = operands[1];
+    const double alpha = ScalarArgAsDouble(node, "alpha");
+    if (alpha != 1.0) other = b.Call("mul", {other, b.Constant(alpha, compute)}, compute);
+    return b.Call(function, {operands[0], other}, compute);
+  };
+}
+
+// pow with a scalar exponent: the special cases eager computes exactly.
+absl::StatusOr<int> PowScalar(ExprBuilder& b, const ir::Node& node,
+                              const std::vector<int>& operands, DType compute) {
+  const double exponent = ScalarArgAsDouble(node, "exponent");
+  const int x = operands[0];
+  if (exponent == 1) return x;
+  if (exponent == 2) return b.Call("square", {x}, compute);
+  if (exponent == 3) return b.Call("cube", {x}, compute);
+  if (exponent == 0.5) return b.Call("sqrt", {x}, compute);
+  if (exponent == -0.5) return b.Call("rsqrt", {x}, compute);
+  if (exponent == -1) return b.Call("reciprocal", {x}, compute);
+  if (exponent == -2) return b.Call("reciprocal", {b.Call("square", {x}, compute)}, compute);
+  if (exponent == 0) return b.Constant(1, compute);
+  return b.Call("pow", {x, b.Constant(exponent, compute)}, compute);
+}
+
+const ArgSpec kAlpha{"alpha", ArgKind::kScalar, ir::ArgValue(int64_t{1})};
+const ArgSpec kOther{"other", ArgKind::kScalar, ir::ArgValue(ir::None{})};
 
 }  // namespace
 
 void RegisterPointwiseOps(OpTable& table) {
-  AddBinary(table, "aten.add.Tensor", "add", /*has_alpha=*/true);
-  AddBinary(table, "aten.sub.Tensor", "sub", /*has_alpha=*/true);
-  AddBinary(table, "aten.mul.Tensor", "mul", /*has_alpha=*/false);
-  AddBinary(table, "aten.div.Tensor", "div", /*has_alpha=*/false);
-  AddUnary(table, "aten.relu.default", "relu");
+  // Arithmetic: `other` is a second tensor or a scalar argument.
+  for (const char* overload : {"Tensor", "Scalar"}) {
+    const std::string suffix = overload;
+    AddPointwise(table, {"aten.add." + suffix, 1, 2, {kOther, kAlpha}, Result::kPromoted, "other",
+                         WithAlpha("add")});
+    AddPointwise(table, {"aten.sub." + suffix, 1, 2, {kOther, kAlpha}, Result::kPromoted, "other",
+                         WithAlpha("sub")});
+    AddPointwise(table,
+                 {"aten.mul." + suffix, 1, 2, {kOther}, Result::kPromoted, "other", Apply("mul")});
+    AddPointwise(table,
+                 {"aten.div." + suffix, 1, 2, {kOther}, Result::kFloating, "other", Apply("div")});
+    for (const char* compare : {"eq", "ne", "lt", "le", "gt", "ge"}) {
+      AddPointwise(table, {absl::StrCat("aten.", compare, ".", suffix), 1, 2, {kOther},
+                           Result::kBool, "other", Compare(compare)});
+    }
+  }
+  // rsub(self, other, alpha) = other - alpha * self.
+  AddPointwise(table, {"aten.rsub.Scalar", 1, 2, {kOther, kAlpha}, Result::kPromoted, "other",
+                       [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+                          DType compute) -> absl::StatusOr<int> {
+                         return WithAlpha("sub")(b, node, {operands[1], operands[0]}, compute);
+                       }});
+  AddPointwise(table, {"aten.maximum.default", 2, 2, {}, Result::kPromoted, "", Apply("maximum")});
+  AddPointwise(table, {"aten.minimum.default", 2, 2, {}, Result::kPromoted, "", Apply("minimum")});
+  AddPointwise(table, {"aten.pow.Tensor_Tensor", 2, 2, {}, Result::kPromoted, "", Apply("pow"),
+                       kFloatTypes});
+  AddPointwise(table, {"aten.pow.Tensor_Scalar", 1, 1,
+                       {{"exponent", ArgKind::kScalar, std::nullopt}}, Result::kPromoted, "",
+                       PowScalar, kFloatTypes});
+  for (const char* logical : {"logical_and", "logical_or", "logical_xor"}) {
+    AddPointwise(table, {absl::StrCat("aten.", logical, ".default"), 2, 2, {}, Result::kBool, "",
+                         Compare(logical)});
+  }
+  AddPointwise(table, {"aten.logical_not.default", 1, 1, {}, Result::kBool, "",
+                       Compare("logical_not")});
+
+  // Unary, same type in and out.
+  for (const char* function : {"neg", "abs", "relu"}) {
+    AddPointwise(table, {absl::StrCat("aten.", function, ".default"), 1, 1, {}, Result::kPromoted,
+                         "", Apply(function)});
+  }
+  for (const char* function : {"floor", "ceil", "round", "trunc"}) {
+    AddPointwise(table, {absl::StrCat("aten.", function, ".default"), 1, 1, {}, Result::kPromoted,
+                         "", Apply(function), kFloatTypes});
+  }
+  // Unary, floating results (integers compute in float32).
+  for (const char* function : {"exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal",
+                               "tanh", "erf", "sigmoid", "sin", "cos", "silu"}) {
+    AddPointwise(table, {absl::StrCat("aten.", function, ".default"), 1, 1, {}, Result::kFloating,
+                         "", Apply(function), kFloatTypes});
+  }
+  AddPointwise(table,
+               {"aten.gelu.default", 1, 1, {{"approximate", ArgKind::kString, ir::ArgValue(std::string("none"))}},
+                Result::kFloating, "",
+                [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+                   DType compute) -> absl::StatusOr<int> {
+                  const std::string approximate = std::get<std::string>(node.args.at("approximate"));
+                  if (approximate != "none" && approximate != "tanh") {
+                    return absl::InvalidArgumentError(
+                        absl::StrCat("approximate='", approximate, "' is not 'none' or 'tanh'"));
+                  }
+                  return b.Call(approximate == "none" ? "gelu" : "gelu_tanh", operands, compute);
+                },
+                kFloatTypes});
+
+  // Selection.
+  AddPointwise(table, {"aten.where.self", 3, 3, {}, Result::kPromoted, "", Apply("where")});
+  AddPointwise(table, {"aten.masked_fill.Scalar", 2, 2, {{"value", ArgKind::kScalar, std::nullopt}},
+                       Result::kPromoted, "",
+                       [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+                          DType compute) -> absl::StatusOr<int> {
+                         const int mask = b.Cast(operands[1], DType::kBool);
+                         const int value = b.Constant(ScalarArgAsDouble(node, "value"), compute);
+                         return b.Call("where", {mask, value, operands[0]}, compute);
+                       }});
+  auto clamp = [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+                  DType compute) -> absl::StatusOr<int> {
+    int x = operands[0];
+    for (const char* bound : {"min", "max"}) {
+      auto it = node.args.find(bound);
+      if (it == node.args.end() || std::holds_alternative<ir::None>(it->second)) continue;
+      const int limit = b.Constant(ScalarArgAsDouble(node, bound), compute);
+      x = b.Call(std::string("clamp_") + bound, {x, limit}, compute);
+    }
+    return x;
+  };
+  AddPointwise(table, {"aten.clamp.default", 1, 1,
+                       {{"min", ArgKind::kScalar, ir::ArgValue(ir::None{})},
+                        {"max", ArgKind::kScalar, ir::ArgValue(ir::None{})}},
+                       Result::kPromoted, "", clamp});
+  AddPointwise(table, {"aten.clamp_min.default", 1, 1, {{"min", ArgKind::kScalar, std::nullopt}},
+                       Result::kPromoted, "", clamp});
+  AddPointwise(table, {"aten.clamp_max.default", 1, 1, {{"max", ArgKind::kScalar, std::nullopt}},
+                       Result::kPromoted, "", clamp});
+
+  // Backward ops that are pointwise.
+  AddPointwise(table, {"aten.threshold_backward.default", 2, 2,
+                       {{"threshold", ArgKind::kScalar, std::nullopt}}, Result::kPromoted, "",
+                       [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+                          DType compute) -> absl::StatusOr<int> {
+                         // self <= threshold ? 0 : grad (a NaN self keeps grad).
+                         const int threshold = b.Constant(ScalarArgAsDouble(node, "threshold"), compute);
+                         const int drop = b.Call("le", {operands[1], threshold}, DType::kBool);
+                         return b.Call("where", {drop, b.Constant(0, compute), operands[0]}, compute);
+                       }});
 }
 
 }  // namespace kiln::ops

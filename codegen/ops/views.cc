@@ -1,75 +1,445 @@
-// View ops: a new index map onto the same data. Never a copy.
+// View ops: a new index map onto the same data, never a copy. Affine views
+// (permute, expand, slice, select, unsqueeze, ...) are maps from the view's
+// coordinates to its source's. Reshapes (view, reshape, _unsafe_view,
+// as_strided) are composites: they become `kiln.alias.default` — the same
+// memory under new strides — after a `clone` when the source may not be
+// contiguous in memory.
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/graph_builder.h"
 #include "codegen/ops/op_table.h"
+#include "codegen/ops/pointwise_util.h"
 #include "common/status_macros.h"
 
 namespace kiln::ops {
 namespace {
 
-// The permutation a node applies: result dim d is input dim perm[d].
-absl::StatusOr<std::vector<int>> Permutation(const ir::Node& node, int64_t rank) {
+using ir::Dim;
+
+// A view: its result type, and the map from its coordinates to the source's.
+struct View {
+  ir::TensorType type;
+  ir::AffineMap map;
+};
+using ViewFn = std::function<absl::StatusOr<View>(const ir::Node&, const ir::TensorType&)>;
+
+// Result dim d reads source dim `source_dim[d]` (-1: a new dim of size 1),
+// scaled by `step[d]`, starting at `start`; `pinned` gives fixed source
+// coordinates (select) and `dropped` source dims of size 1 (squeeze).
+View MakeView(const ir::TensorType& source, const std::vector<int>& source_dim,
+              const std::vector<Dim>& sizes, const std::vector<int64_t>& step,
+              const std::vector<int64_t>& start) {
+  View view;
+  view.type.dtype = source.dtype;
+  view.type.requires_grad = source.requires_grad;
+  view.type.sizes = sizes;
+  const int rank = static_cast<int>(sizes.size());
+  view.map.num_variables = rank;
+  view.map.coefficients.assign(source.rank(), std::vector<int64_t>(rank, 0));
+  view.map.offsets = start;
+  for (int d = 0; d < rank; ++d) {
+    if (source_dim[d] >= 0) view.map.coefficients[source_dim[d]][d] = step[d];
+  }
+  // Strides of the view over the source's memory, for the declared type.
+  for (int d = 0; d < rank; ++d) {
+    int64_t stride = 0;
+    for (int r = 0; r < source.rank(); ++r) {
+      stride += view.map.coefficients[r][d] * source.strides[r].constant;
+    }
+    view.type.strides.push_back(Dim::Constant(source_dim[d] >= 0 ? stride : 1));
+  }
+  return view;
+}
+
+View Identity(const ir::TensorType& source) {
+  std::vector<int> dims(source.rank());
+  std::iota(dims.begin(), dims.end(), 0);
+  return MakeView(source, dims, source.sizes, std::vector<int64_t>(source.rank(), 1),
+                  std::vector<int64_t>(source.rank(), 0));
+}
+
+absl::StatusOr<View> Permute(const ir::Node& node, const ir::TensorType& source) {
+  const int64_t rank = source.rank();
   std::vector<int> perm(rank);
   std::iota(perm.begin(), perm.end(), 0);
   if (node.op == "aten.permute.default") {
     const std::vector<int64_t> dims = IntListArg(node, "dims");
     if (static_cast<int64_t>(dims.size()) != rank) {
-      return absl::InvalidArgumentError(absl::StrCat("dims has ", dims.size(),
-                                                     " entries for a tensor of rank ", rank));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dims has ", dims.size(), " entries for a tensor of rank ", rank));
     }
     std::vector<bool> seen(rank, false);
     for (int64_t d = 0; d < rank; ++d) {
       ASSIGN_OR_RETURN(perm[d], WrapDim(dims[d], rank));
-      if (seen[perm[d]]) {
-        return absl::InvalidArgumentError(absl::StrCat("dims repeats dim ", perm[d]));
-      }
+      if (seen[perm[d]]) return absl::InvalidArgumentError(absl::StrCat("dims repeats dim ", perm[d]));
       seen[perm[d]] = true;
     }
   } else if (node.op == "aten.t.default") {
-    if (rank > 2) {
-      return absl::InvalidArgumentError(absl::StrCat("t() expects rank <= 2, got rank ", rank));
-    }
+    if (rank > 2) return absl::InvalidArgumentError(absl::StrCat("t() expects rank <= 2, got ", rank));
     if (rank == 2) std::swap(perm[0], perm[1]);
-  } else {  // aten.transpose.int
-    if (rank == 0) return perm;
+  } else if (rank > 0) {  // transpose.int
     ASSIGN_OR_RETURN(const int dim0, WrapDim(IntArg(node, "dim0"), rank));
     ASSIGN_OR_RETURN(const int dim1, WrapDim(IntArg(node, "dim1"), rank));
     std::swap(perm[dim0], perm[dim1]);
   }
-  return perm;
+  std::vector<Dim> sizes;
+  for (int d : perm) sizes.push_back(source.sizes[d]);
+  return MakeView(source, perm, sizes, std::vector<int64_t>(rank, 1), std::vector<int64_t>(rank, 0));
 }
 
-void AddPermutation(OpTable& table, const std::string& op, std::vector<ArgSpec> args) {
+absl::StatusOr<View> Expand(const ir::Node& node, const ir::TensorType& source) {
+  const std::vector<int64_t> size = IntListArg(node, "size");
+  const int rank = static_cast<int>(size.size());
+  if (rank < source.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot expand rank ", source.rank(),
+                                                   " to rank ", rank));
+  }
+  const int lead = rank - static_cast<int>(source.rank());
+  std::vector<int> source_dim(rank, -1);
+  std::vector<Dim> sizes(rank);
+  for (int d = 0; d < rank; ++d) {
+    const int s = d - lead;
+    const int64_t have = s >= 0 ? source.sizes[s].constant : 1;
+    const int64_t want = size[d] == -1 && s >= 0 ? have : size[d];
+    if (have != want && have != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot expand dim ", d, " of size ", have, " to ", want));
+    }
+    sizes[d] = Dim::Constant(want);
+    if (s >= 0 && have == want) source_dim[d] = s;  // expanded dims read coordinate 0
+  }
+  View view = MakeView(source, source_dim, sizes, std::vector<int64_t>(rank, 1),
+                       std::vector<int64_t>(source.rank(), 0));
+  for (int d = 0; d < rank; ++d) {
+    if (source_dim[d] < 0) view.type.strides[d] = Dim::Constant(0);
+  }
+  return view;
+}
+
+absl::StatusOr<View> Unsqueeze(const ir::Node& node, const ir::TensorType& source) {
+  ASSIGN_OR_RETURN(const int at, WrapDim(IntArg(node, "dim"), source.rank() + 1));
+  std::vector<int> source_dim;
+  std::vector<Dim> sizes;
+  for (int d = 0; d <= source.rank(); ++d) {
+    if (d == at) {
+      source_dim.push_back(-1);
+      sizes.push_back(Dim::Constant(1));
+    }
+    if (d < source.rank()) {
+      source_dim.push_back(d);
+      sizes.push_back(source.sizes[d]);
+    }
+  }
+  return MakeView(source, source_dim, sizes, std::vector<int64_t>(sizes.size(), 1),
+                  std::vector<int64_t>(source.rank(), 0));
+}
+
+absl::StatusOr<View> Squeeze(const ir::Node& node, const ir::TensorType& source) {
+  std::vector<bool> drop(source.rank(), false);
+  auto it = node.args.find("dim");
+  if (it == node.args.end() || std::holds_alternative<ir::None>(it->second)) {
+    for (int64_t d = 0; d < source.rank(); ++d) drop[d] = source.sizes[d] == Dim::Constant(1);
+  } else {
+    std::vector<int64_t> dims;
+    if (const auto* one = std::get_if<int64_t>(&it->second)) dims = {*one};
+    if (const auto* list = std::get_if<std::vector<int64_t>>(&it->second)) dims = *list;
+    for (int64_t dim : dims) {
+      if (source.rank() == 0) continue;
+      ASSIGN_OR_RETURN(const int d, WrapDim(dim, source.rank()));
+      drop[d] = source.sizes[d] == Dim::Constant(1);  // squeezing a non-1 dim is a no-op
+    }
+  }
+  std::vector<int> source_dim;
+  std::vector<Dim> sizes;
+  for (int d = 0; d < source.rank(); ++d) {
+    if (drop[d]) continue;
+    source_dim.push_back(d);
+    sizes.push_back(source.sizes[d]);
+  }
+  return MakeView(source, source_dim, sizes, std::vector<int64_t>(sizes.size(), 1),
+                  std::vector<int64_t>(source.rank(), 0));
+}
+
+// Python slicing of one dim: [start:end:step], clamped.
+absl::StatusOr<View> Slice(const ir::Node& node, const ir::TensorType& source) {
+  ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), source.rank()));
+  const int64_t size = source.sizes[dim].constant;
+  auto bound = [&](const char* name, int64_t fallback) {
+    auto it = node.args.find(name);
+    if (it == node.args.end() || !std::holds_alternative<int64_t>(it->second)) return fallback;
+    int64_t value = std::get<int64_t>(it->second);
+    if (value < 0) value += size;
+    return std::min(std::max<int64_t>(value, 0), size);
+  };
+  const int64_t start = bound("start", 0), end = bound("end", size);
+  const int64_t step = IntArg(node, "step");
+  if (step <= 0) return absl::InvalidArgumentError("slice step must be positive");
+  std::vector<int> source_dim(source.rank());
+  std::iota(source_dim.begin(), source_dim.end(), 0);
+  std::vector<Dim> sizes = source.sizes;
+  sizes[dim] = Dim::Constant(end > start ? (end - start + step - 1) / step : 0);
+  std::vector<int64_t> steps(source.rank(), 1), starts(source.rank(), 0);
+  steps[dim] = step;
+  starts[dim] = start;
+  return MakeView(source, source_dim, sizes, steps, starts);
+}
+
+absl::StatusOr<View> Select(const ir::Node& node, const ir::TensorType& source) {
+  ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), source.rank()));
+  const int64_t size = source.sizes[dim].constant;
+  int64_t index = IntArg(node, "index");
+  if (index < -size || index >= size) {
+    return absl::InvalidArgumentError(absl::StrCat("index ", index, " is out of range for size ", size));
+  }
+  if (index < 0) index += size;
+  std::vector<int> source_dim;
+  std::vector<Dim> sizes;
+  for (int d = 0; d < source.rank(); ++d) {
+    if (d == dim) continue;
+    source_dim.push_back(d);
+    sizes.push_back(source.sizes[d]);
+  }
+  std::vector<int64_t> starts(source.rank(), 0);
+  starts[dim] = index;
+  return MakeView(source, source_dim, sizes, std::vector<int64_t>(sizes.size(), 1), starts);
+}
+
+void AddView(OpTable& table, const std::string& op, std::vector<ArgSpec> args, ViewFn fn) {
   OpDef def;
   def.name = op;
   def.family = "view";
-  def.dtypes = {ir::DType::kFloat32, ir::DType::kFloat64};
+  def.dtypes = kAllTypes;
   def.args = std::move(args);
-  def.infer = [](const ir::Node& node,
-                 const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
-    const ir::TensorType& input = *inputs[0];
-    ASSIGN_OR_RETURN(const std::vector<int> perm, Permutation(node, input.rank()));
-    ir::TensorType result = input;
-    for (size_t d = 0; d < perm.size(); ++d) {
-      result.sizes[d] = input.sizes[perm[d]];
-      result.strides[d] = input.strides[perm[d]];
-    }
-    return std::vector<ir::TensorType>{std::move(result)};
+  def.infer = [fn](const ir::Node& node,
+                   const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
+    RETURN_IF_ERROR(RequireStatic(*inputs[0], "input 0"));
+    ASSIGN_OR_RETURN(View view, fn(node, *inputs[0]));
+    return std::vector<ir::TensorType>{std::move(view.type)};
   };
-  def.lower = [](const ir::Graph& graph,
-                 const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
-    const int64_t rank = graph.values[node.inputs[0]].rank();
-    ASSIGN_OR_RETURN(const std::vector<int> perm, Permutation(node, rank));
+  def.lower = [fn](const ir::Graph& graph,
+                   const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+    ASSIGN_OR_RETURN(View view, fn(node, graph.values[node.inputs[0]]));
     ir::Definition definition;
     definition.kind = ir::Definition::Kind::kView;
     definition.source = node.inputs[0];
-    definition.map = ir::AffineMap::Identity(static_cast<int>(rank));
-    for (int64_t d = 0; d < rank; ++d) {
-      std::fill(definition.map.coefficients[perm[d]].begin(),
-                definition.map.coefficients[perm[d]].end(), 0);
+    definition.map = std::move(view.map);
+    return std::vector<ir::Definition>{std::move(definition)};
+  };
+  table.Add(std::move(def));
+}
+
+// split.Tensor / split_with_sizes: several slices of one dim.
+absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SplitRanges(const ir::Node& node,
+                                                                     const ir::TensorType& source,
+                                                                     int* dim) {
+  ASSIGN_OR_RETURN(*dim, WrapDim(IntArg(node, "dim"), source.rank()));
+  const int64_t size = source.sizes[*dim].constant;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  if (node.op == "aten.split.Tensor") {
+    const int64_t chunk = IntArg(node, "split_size");
+    if (chunk <= 0) return absl::InvalidArgumentError("split_size must be positive");
+    for (int64_t start = 0; start < size || (size == 0 && ranges.empty()); start += chunk) {
+      ranges.push_back({start, std::min(size, start + chunk)});
+      if (size == 0) break;
     }
-    for (int64_t d = 0; d < rank; ++d) definition.map.coefficients[perm[d]][d] = 1;
+  } else {
+    int64_t start = 0;
+    for (int64_t length : IntListArg(node, "split_sizes")) {
+      ranges.push_back({start, start + length});
+      start += length;
+    }
+    if (start != size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("split sizes add up to ", start, ", not the dim's size ", size));
+    }
+  }
+  return ranges;
+}
+
+void AddSplit(OpTable& table, const std::string& op, std::vector<ArgSpec> args) {
+  OpDef def;
+  def.name = op;
+  def.family = "view";
+  def.dtypes = kAllTypes;
+  def.args = std::move(args);
+  auto views = [](const ir::Node& node,
+                  const ir::TensorType& source) -> absl::StatusOr<std::vector<View>> {
+    int dim;
+    ASSIGN_OR_RETURN(const auto ranges, SplitRanges(node, source, &dim));
+    std::vector<View> result;
+    std::vector<int> source_dim(source.rank());
+    std::iota(source_dim.begin(), source_dim.end(), 0);
+    for (const auto& [start, end] : ranges) {
+      std::vector<Dim> sizes = source.sizes;
+      sizes[dim] = Dim::Constant(end - start);
+      std::vector<int64_t> starts(source.rank(), 0);
+      starts[dim] = start;
+      result.push_back(MakeView(source, source_dim, sizes, std::vector<int64_t>(source.rank(), 1),
+                                starts));
+    }
+    return result;
+  };
+  def.infer = [views](const ir::Node& node,
+                      const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
+    ASSIGN_OR_RETURN(const auto parts, views(node, *inputs[0]));
+    std::vector<ir::TensorType> types;
+    for (const View& view : parts) types.push_back(view.type);
+    return types;
+  };
+  def.lower = [views](const ir::Graph& graph,
+                      const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+    ASSIGN_OR_RETURN(const auto parts, views(node, graph.values[node.inputs[0]]));
+    std::vector<ir::Definition> definitions;
+    for (const View& view : parts) {
+      ir::Definition definition;
+      definition.kind = ir::Definition::Kind::kView;
+      definition.source = node.inputs[0];
+      definition.map = view.map;
+      definitions.push_back(std::move(definition));
+    }
+    return definitions;
+  };
+  table.Add(std::move(def));
+}
+
+// --- Reshapes -------------------------------------------------------------
+
+// The target sizes of a reshape, with one -1 inferred.
+absl::StatusOr<std::vector<int64_t>> ReshapeSizes(std::vector<int64_t> size, int64_t elements) {
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] == -1) {
+      if (infer >= 0) return absl::InvalidArgumentError("only one dim may be -1");
+      infer = static_cast<int>(d);
+    } else {
+      known *= size[d];
+    }
+  }
+  if (infer >= 0 && known != 0) size[infer] = elements / known;
+  int64_t total = 1;
+  for (int64_t s : size) total *= s;
+  if (total != elements) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot reshape ", elements, " elements to ", total));
+  }
+  return size;
+}
+
+// Whether `value` is certainly contiguous memory Kiln owns or was given: a
+// contiguous input, or the result of an op that writes its own buffer.
+bool ContiguousInMemory(const ir::Graph& graph, int value) {
+  const ir::TensorType& type = graph.values[value];
+  if (!type.IsContiguous()) return false;
+  const int producer = graph.producer[value];
+  if (producer < 0) return true;
+  const OpDef* op = OpTable::Get().Find(graph.nodes[producer].op);
+  return op != nullptr && op->family != "view";
+}
+
+absl::StatusOr<std::vector<int>> DecomposeReshape(GraphBuilder& builder, const ir::Node& node) {
+  int source = node.inputs[0];
+  const ir::TensorType& type = builder.type(source);
+  const bool strided = node.op == "aten.as_strided.default";
+  std::vector<int64_t> sizes = IntListArg(node, "size");
+  if (!strided) {
+    ASSIGN_OR_RETURN(sizes, ReshapeSizes(sizes, type.NumElements()));
+  }
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+  if (strided) {
+    strides = IntListArg(node, "stride");
+    auto it = node.args.find("storage_offset");
+    if (it != node.args.end() && std::holds_alternative<int64_t>(it->second)) {
+      offset = std::get<int64_t>(it->second);
+    }
+  } else {
+    std::vector<Dim> dims;
+    for (int64_t s : sizes) dims.push_back(Dim::Constant(s));
+    for (const Dim& dim : ir::ContiguousStrides(dims)) strides.push_back(dim.constant);
+  }
+  if (!ContiguousInMemory(builder.graph(), source)) {
+    ASSIGN_OR_RETURN(source, builder.Add("aten.clone.default", {source}));
+  }
+  ASSIGN_OR_RETURN(const int alias, builder.Add("kiln.alias.default", {source},
+                                                {{"size", sizes},
+                                                 {"stride", strides},
+                                                 {"storage_offset", offset}}));
+  return std::vector<int>{alias};
+}
+
+void AddReshape(OpTable& table, const std::string& op, std::vector<ArgSpec> args) {
+  OpDef def;
+  def.name = op;
+  def.family = "view";
+  def.dtypes = kAllTypes;
+  def.args = std::move(args);
+  def.infer = [](const ir::Node& node,
+                 const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
+    RETURN_IF_ERROR(RequireStatic(*inputs[0], "input 0"));
+    if (node.op == "aten.as_strided.default") {
+      ir::TensorType type;
+      type.dtype = inputs[0]->dtype;
+      for (int64_t s : IntListArg(node, "size")) type.sizes.push_back(Dim::Constant(s));
+      for (int64_t s : IntListArg(node, "stride")) type.strides.push_back(Dim::Constant(s));
+      if (type.sizes.size() != type.strides.size()) {
+        return absl::InvalidArgumentError("size and stride differ in length");
+      }
+      return std::vector<ir::TensorType>{std::move(type)};
+    }
+    ASSIGN_OR_RETURN(const std::vector<int64_t> sizes,
+                     ReshapeSizes(IntListArg(node, "size"), inputs[0]->NumElements()));
+    std::vector<Dim> dims;
+    for (int64_t s : sizes) dims.push_back(Dim::Constant(s));
+    return std::vector<ir::TensorType>{ContiguousType(inputs[0]->dtype, std::move(dims))};
+  };
+  def.decompose = DecomposeReshape;
+  table.Add(std::move(def));
+}
+
+// kiln.alias: the source's memory under explicit sizes, strides and offset.
+// Only decompositions create it, on a source that is contiguous in memory.
+void AddAlias(OpTable& table) {
+  OpDef def;
+  def.name = "kiln.alias.default";
+  def.family = "view";
+  def.dtypes = kAllTypes;
+  def.args = {{"size", ArgKind::kIntList, std::nullopt},
+              {"stride", ArgKind::kIntList, std::nullopt},
+              {"storage_offset", ArgKind::kInt, ir::ArgValue(int64_t{0})}};
+  def.infer = [](const ir::Node& node,
+                 const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
+    const std::vector<int64_t> sizes = IntListArg(node, "size"), strides = IntListArg(node, "stride");
+    if (sizes.size() != strides.size()) {
+      return absl::InvalidArgumentError("size and stride differ in length");
+    }
+    // Every element it addresses must lie within the source.
+    int64_t last = IntArg(node, "storage_offset");
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      if (sizes[d] == 0) last = -1;
+      if (strides[d] < 0) return absl::InvalidArgumentError("negative strides are not supported");
+      if (last >= 0) last += (sizes[d] - 1) * strides[d];
+    }
+    if (last >= inputs[0]->NumElements()) {
+      return absl::InvalidArgumentError(absl::StrCat("as_strided reaches element ", last,
+                                                     " of a tensor of ", inputs[0]->NumElements()));
+    }
+    ir::TensorType type;
+    type.dtype = inputs[0]->dtype;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      type.sizes.push_back(Dim::Constant(sizes[d]));
+      type.strides.push_back(Dim::Constant(strides[d]));
+    }
+    return std::vector<ir::TensorType>{std::move(type)};
+  };
+  def.lower = [](const ir::Graph&,
+                 const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+    ir::Definition definition;
+    definition.kind = ir::Definition::Kind::kAlias;
+    definition.source = node.inputs[0];
+    definition.strides = IntListArg(node, "stride");
+    definition.offset = IntArg(node, "storage_offset");
     return std::vector<ir::Definition>{std::move(definition)};
   };
   table.Add(std::move(def));
@@ -78,10 +448,48 @@ void AddPermutation(OpTable& table, const std::string& op, std::vector<ArgSpec> 
 }  // namespace
 
 void RegisterViewOps(OpTable& table) {
-  AddPermutation(table, "aten.permute.default", {{"dims", ArgKind::kIntList, std::nullopt}});
-  AddPermutation(table, "aten.t.default", {});
-  AddPermutation(table, "aten.transpose.int",
-                 {{"dim0", ArgKind::kInt, std::nullopt}, {"dim1", ArgKind::kInt, std::nullopt}});
+  const ArgSpec dim{"dim", ArgKind::kInt, std::nullopt};
+  AddView(table, "aten.permute.default", {{"dims", ArgKind::kIntList, std::nullopt}}, Permute);
+  AddView(table, "aten.t.default", {}, Permute);
+  AddView(table, "aten.transpose.int",
+          {{"dim0", ArgKind::kInt, std::nullopt}, {"dim1", ArgKind::kInt, std::nullopt}}, Permute);
+  AddView(table, "aten.expand.default",
+          {{"size", ArgKind::kIntList, std::nullopt},
+           {"implicit", ArgKind::kBool, ir::ArgValue(false)}},
+          Expand);
+  AddView(table, "aten.unsqueeze.default", {dim}, Unsqueeze);
+  AddView(table, "aten.squeeze.default", {}, Squeeze);
+  AddView(table, "aten.squeeze.dim", {dim}, Squeeze);
+  AddView(table, "aten.squeeze.dims", {{"dim", ArgKind::kIntList, std::nullopt}}, Squeeze);
+  AddView(table, "aten.slice.Tensor",
+          {{"dim", ArgKind::kInt, ir::ArgValue(int64_t{0})},
+           {"start", ArgKind::kInt, ir::ArgValue(ir::None{})},
+           {"end", ArgKind::kInt, ir::ArgValue(ir::None{})},
+           {"step", ArgKind::kInt, ir::ArgValue(int64_t{1})}},
+          Slice);
+  AddView(table, "aten.select.int", {dim, {"index", ArgKind::kInt, std::nullopt}}, Select);
+  for (const char* identity : {"aten.alias.default", "aten.detach.default",
+                               "aten.lift_fresh.default"}) {
+    AddView(table, identity, {},
+            [](const ir::Node&, const ir::TensorType& source) -> absl::StatusOr<View> {
+              return Identity(source);
+            });
+  }
+  AddSplit(table, "aten.split.Tensor",
+           {{"split_size", ArgKind::kInt, std::nullopt}, {"dim", ArgKind::kInt, ir::ArgValue(int64_t{0})}});
+  AddSplit(table, "aten.split_with_sizes.default",
+           {{"split_sizes", ArgKind::kIntList, std::nullopt},
+            {"dim", ArgKind::kInt, ir::ArgValue(int64_t{0})}});
+  const ArgSpec size{"size", ArgKind::kIntList, std::nullopt};
+  AddReshape(table, "aten.view.default", {size});
+  AddReshape(table, "aten.reshape.default", {size});
+  AddReshape(table, "aten._unsafe_view.default", {size});
+  AddReshape(table, "aten._reshape_alias.default", {size, {"stride", ArgKind::kIntList, std::nullopt}});
+  AddReshape(table, "aten.as_strided.default",
+             {size,
+              {"stride", ArgKind::kIntList, std::nullopt},
+              {"storage_offset", ArgKind::kInt, ir::ArgValue(int64_t{0})}});
+  AddAlias(table);
 }
 
 }  // namespace kiln::ops

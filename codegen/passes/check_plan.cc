@@ -15,7 +15,7 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
     const Kernel& kernel = schedule.kernels[k];
     std::vector<int> touched;
     for (const Access& access : kernel.reads) {
-      if (!available[access.value]) {
+      if (!available[plan.alias_root[access.value]]) {
         return absl::InternalError(absl::StrCat("kernel ", k, " reads %", access.value,
                                                 " before any kernel writes it"));
       }

@@ -18,11 +18,20 @@ int64_t AlignUp(int64_t value) {
 
 }  // namespace
 
-absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const Schedule& schedule) {
+absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopProgram& program,
+                                       const Schedule& schedule) {
   const int num_values = static_cast<int>(graph.values.size());
   const int num_kernels = static_cast<int>(schedule.kernels.size());
   BufferPlan plan;
   plan.storage_of.assign(num_values, -1);
+  plan.alias_root.resize(num_values);
+  std::vector<bool> has_alias(num_values, false);
+  for (int v = 0; v < num_values; ++v) {  // sources precede their aliases
+    const ir::Definition& definition = program.definitions[v];
+    plan.alias_root[v] =
+        definition.kind == ir::Definition::Kind::kAlias ? plan.alias_root[definition.source] : v;
+    if (plan.alias_root[v] != v) has_alias[plan.alias_root[v]] = true;
+  }
 
   auto new_storage = [&](Storage::Kind kind, int index, int value) {
     Storage storage;
@@ -40,6 +49,12 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const Schedule& s
     const Kernel& kernel = schedule.kernels[schedule.output_kernel[k]];
     if (kernel.kind != Kernel::Kind::kCopy) {
       new_storage(Storage::Kind::kOutput, static_cast<int>(k), kernel.value);
+    } else {  // written by a copy kernel: it holds no value of its own
+      Storage storage;
+      storage.kind = Storage::Kind::kOutput;
+      storage.index = static_cast<int>(k);
+      storage.bytes = Bytes(graph.values[graph.outputs[k]]);
+      plan.storages.push_back(std::move(storage));
     }
   }
 
@@ -48,7 +63,7 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const Schedule& s
   for (int k = 0; k < num_kernels; ++k) {
     const Kernel& kernel = schedule.kernels[k];
     if (kernel.kind != Kernel::Kind::kCopy) first_write[kernel.value] = k;
-    for (const Access& access : kernel.reads) last_read[access.value] = k;
+    for (const Access& access : kernel.reads) last_read[plan.alias_root[access.value]] = k;
   }
 
   // In place: walk kernels in order; a pointwise kernel may take over the
@@ -65,6 +80,7 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const Schedule& s
       const bool observable =
           read_storage >= 0 && plan.storages[read_storage].kind != Storage::Kind::kScratch;
       if (observable || first_write[read] < 0 || last_read[read] != k) continue;
+      if (has_alias[read] || plan.alias_root[read] != read) continue;  // shared memory
       if (read_type.dtype != type.dtype || read_type.sizes != type.sizes) continue;
       const bool identity_only =
           std::all_of(kernel.reads.begin(), kernel.reads.end(), [&](const Access& access) {
@@ -95,9 +111,15 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const Schedule& s
   }
   for (int k = 0; k < num_kernels; ++k) {
     const Kernel& kernel = schedule.kernels[k];
-    if (kernel.kind == Kernel::Kind::kExtern && plan.storage_of[kernel.value] < 0) {
+    if (kernel.kind != Kernel::Kind::kCopy && plan.storage_of[kernel.value] < 0) {
       new_storage(Storage::Kind::kScratch, -1, kernel.value);
     }
+  }
+
+  // Aliases share their root's storage (its liveness already covers them).
+  for (int v = 0; v < num_values; ++v) {
+    if (plan.alias_root[v] == v || plan.storage_of[plan.alias_root[v]] < 0) continue;
+    plan.storage_of[v] = plan.storage_of[plan.alias_root[v]];
   }
 
   // Arena offsets: first fit over live intervals, in order of first write.

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "codegen/ir.h"
+#include "codegen/loop_ir.h"
 #include "codegen/passes/schedule.h"
 
 namespace kiln {
@@ -32,6 +33,9 @@ struct Storage {
 
 struct BufferPlan {
   std::vector<int> storage_of;  // per value; -1 when not realized
+  // Per value: the realized value whose memory it is (itself, unless it is
+  // an alias: then the root of its alias chain).
+  std::vector<int> alias_root;
   std::vector<Storage> storages;
   int64_t scratch_bytes = 0;
   std::vector<std::string> notes;  // in-place decisions, for explain
@@ -39,7 +43,8 @@ struct BufferPlan {
 
 inline constexpr int64_t kScratchAlignment = 64;
 
-absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const Schedule& schedule);
+absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopProgram& program,
+                                       const Schedule& schedule);
 
 std::string ToString(const BufferPlan& plan);
 

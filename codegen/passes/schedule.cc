@@ -48,7 +48,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
   for (int v = 0; v < num_values; ++v) {
     const ir::Definition& definition = program.definitions[v];
     std::vector<int> read;
-    if (definition.kind == Kind::kPointwise) {
+    if (definition.kind == Kind::kPointwise || definition.kind == Kind::kReduction) {
       for (const ir::Expr& expr : definition.exprs) {
         if (expr.kind == ir::Expr::Kind::kLoad) read.push_back(base_of(expr.value));
       }
@@ -57,6 +57,12 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
         read.push_back(base_of(operand));
         must_realize[read.back()] = true;  // extern calls read memory
       }
+    } else if (definition.kind == Kind::kAlias) {
+      read.push_back(base_of(definition.source));
+      must_realize[read.back()] = true;  // an alias is the source's memory
+      if (read.back() != definition.source) {
+        return absl::InternalError(absl::StrCat("alias %", v, " of view %", definition.source));
+      }
     }
     std::sort(read.begin(), read.end());
     read.erase(std::unique(read.begin(), read.end()), read.end());
@@ -64,7 +70,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
   }
   for (int output : graph.outputs) {
     ++consumers[base_of(output)];
-    if (program.definitions[output].kind != Kind::kView) must_realize[output] = true;
+    if (program.definitions[output].kind == Kind::kPointwise) must_realize[output] = true;
   }
 
   Schedule schedule;
@@ -72,6 +78,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
   for (int v = 0; v < num_values; ++v) {
     const Kind kind = program.definitions[v].kind;
     schedule.realized[v] = kind == Kind::kInput || kind == Kind::kExtern ||
+                           kind == Kind::kReduction || kind == Kind::kAlias ||
                            (kind == Kind::kPointwise && (must_realize[v] || consumers[v] > 1));
   }
 
@@ -79,9 +86,13 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
   // valid execution order.
   for (int v = 0; v < num_values; ++v) {
     const ir::Definition& definition = program.definitions[v];
-    if (!schedule.realized[v] || definition.kind == Kind::kInput) continue;
+    if (!schedule.realized[v] || definition.kind == Kind::kInput ||
+        definition.kind == Kind::kAlias) {
+      continue;
+    }
     Kernel kernel;
     kernel.value = v;
+    if (definition.kind == Kind::kReduction) kernel.kind = Kernel::Kind::kReduction;
     if (definition.kind == Kind::kExtern) {
       kernel.kind = Kernel::Kind::kExtern;
       for (int operand : definition.operands) {
@@ -100,7 +111,8 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
   std::vector<bool> written(num_values, false);
   for (int output : graph.outputs) {
     const Kind kind = program.definitions[output].kind;
-    if ((kind == Kind::kPointwise || kind == Kind::kExtern) && !written[output]) {
+    if ((kind == Kind::kPointwise || kind == Kind::kExtern || kind == Kind::kReduction) &&
+        !written[output]) {
       written[output] = true;
       for (size_t k = 0; k < schedule.kernels.size(); ++k) {
         if (schedule.kernels[k].value == output) schedule.output_kernel.push_back(k);
@@ -126,7 +138,8 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
     const Kernel& kernel = schedule.kernels[k];
     const ir::TensorType& type = graph.values[kernel.value];
     switch (kernel.kind) {
-      case Kernel::Kind::kPointwise: {
+      case Kernel::Kind::kPointwise:
+      case Kernel::Kind::kReduction: {
         // The inlined values: pointwise definitions reached without passing
         // through a realized one.
         std::vector<int> inlined;
@@ -147,8 +160,12 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
         }
         std::sort(inlined.begin(), inlined.end());
         inlined.erase(std::unique(inlined.begin(), inlined.end()), inlined.end());
-        absl::StrAppend(&text, "kernel ", k, ": pointwise %", kernel.value, " ",
-                        ir::ToString(type, graph));
+        absl::StrAppend(&text, "kernel ", k,
+                        kernel.kind == Kernel::Kind::kReduction
+                            ? absl::StrCat(": ", program.definitions[kernel.value].combiner,
+                                           " reduction %")
+                            : std::string(": pointwise %"),
+                        kernel.value, " ", ir::ToString(type, graph));
         if (!inlined.empty()) {
           absl::StrAppend(&text, ", fused with ",
                           absl::StrJoin(inlined, ", ", [](std::string* out, int v) {

@@ -2,10 +2,11 @@
 //
 // Requires: a loop program from Lower.
 // Guarantees: every value is either realized into a buffer or inlined into
-// each consumer's loop body. Realized: graph inputs, extern results (and the
-// sources extern calls read), pointwise values that are graph outputs or
-// have more than one consumer. Everything else is inlined, so a pointwise
-// chain ends up as one loop. Kernels are listed in execution order, each
+// each consumer's loop body. Realized: graph inputs, extern and reduction
+// results, aliases (and the values extern calls and aliases read through),
+// pointwise values that are graph outputs or have more than one consumer.
+// Everything else is inlined, so a pointwise chain ends up as one loop, and
+// the pointwise producers of a reduction end up in its body. Kernels are listed in execution order, each
 // with every realized value it reads (views and inlined producers resolved),
 // and a copy kernel for each graph output that no kernel writes itself (an
 // input, a view, or a value returned twice).
@@ -28,7 +29,7 @@ struct Access {
 };
 
 struct Kernel {
-  enum class Kind { kPointwise, kExtern, kCopy };
+  enum class Kind { kPointwise, kReduction, kExtern, kCopy };
   Kind kind = Kind::kPointwise;
   int value = -1;   // the value computed (kCopy: the value copied)
   int output = -1;  // kCopy only: the graph output it writes

@@ -17,10 +17,10 @@ absl::Status VerifyNode(const ir::Graph& graph, int index) {
   const ir::Node& node = graph.nodes[index];
   const std::string where = NodeLabel(graph, index);
   const ops::OpDef* op = ops::OpTable::Get().Find(node.op);
-  // "aten.<name>.<overload>": anything else is not an op name at all.
+  // "aten.<name>.<overload>" (or prims.): anything else is not an op name.
   const std::vector<absl::string_view> parts = absl::StrSplit(node.op, '.');
-  if (op == nullptr && (parts.size() != 3 || parts[0] != "aten" || parts[1].empty() ||
-                        parts[2].empty())) {
+  if (op == nullptr && (parts.size() != 3 || (parts[0] != "aten" && parts[0] != "prims") ||
+                        parts[1].empty() || parts[2].empty())) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, ": '", node.op, "' is not an ATen op name (expected aten.<op>.<overload>)"));
   }

@@ -2,7 +2,8 @@
 //
 // Requires: a graph from ImportGraph (value ids resolved, topological order).
 // Guarantees, or returns the first violation naming the node:
-//   - every op name has the form aten.<op>.<overload> (else InvalidArgument)
+//   - every op name has the form aten.<op>.<overload> or prims.<op>.<overload>
+//     (else InvalidArgument)
 //     and is in the op table (else Unimplemented: a real op Kiln lacks);
 //   - input counts and arguments match the op's schema (InvalidArgument);
 //   - each declared result dtype and shape equals what the inputs imply

@@ -1,0 +1,144 @@
+#include "codegen/ops/pointwise_util.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace kiln::ops {
+
+using ir::DType;
+
+const std::vector<DType> kAllTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                      DType::kBFloat16, DType::kInt64, DType::kBool};
+const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                        DType::kBFloat16};
+
+DType ComputeType(DType dtype) {
+  return dtype == DType::kFloat16 || dtype == DType::kBFloat16 ? DType::kFloat32 : dtype;
+}
+
+namespace {
+
+int FloatRank(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16:
+    case DType::kBFloat16: return 1;
+    case DType::kFloat32: return 2;
+    case DType::kFloat64: return 3;
+    default: return 0;
+  }
+}
+
+int IntRank(DType dtype) {
+  return dtype == DType::kInt64 ? 3 : dtype == DType::kInt32 ? 2 : 1;
+}
+
+}  // namespace
+
+DType PromoteTensors(DType a, DType b) {
+  if (a == b) return a;
+  const int fa = FloatRank(a), fb = FloatRank(b);
+  if (fa == 1 && fb == 1) return DType::kFloat32;  // float16 with bfloat16
+  if (fa != fb) return fa > fb ? a : b;
+  return IntRank(a) >= IntRank(b) ? a : b;
+}
+
+DType PromoteWithScalar(DType tensor, const ir::ArgValue& scalar) {
+  if (std::holds_alternative<double>(scalar) && !ir::IsFloatingPoint(tensor)) {
+    return DType::kFloat32;
+  }
+  if (std::holds_alternative<int64_t>(scalar) && tensor == DType::kBool) return DType::kInt64;
+  return tensor;
+}
+
+DType ToFloating(DType dtype) { return ir::IsFloatingPoint(dtype) ? dtype : DType::kFloat32; }
+
+absl::StatusOr<std::vector<ir::Dim>> BroadcastShapes(const std::vector<ir::Dim>& a,
+                                                     const std::vector<ir::Dim>& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<ir::Dim> result(rank);
+  const ir::Dim one = ir::Dim::Constant(1);
+  for (size_t d = 0; d < rank; ++d) {
+    const ir::Dim da = d + a.size() >= rank ? a[d + a.size() - rank] : one;
+    const ir::Dim db = d + b.size() >= rank ? b[d + b.size() - rank] : one;
+    if (da == db || db == one) {
+      result[d] = da;
+    } else if (da == one) {
+      result[d] = db;
+    } else {
+      auto text = [](const std::vector<ir::Dim>& dims) {
+        return absl::StrJoin(dims, ", ", [](std::string* out, const ir::Dim& dim) {
+          absl::StrAppend(out, dim.is_symbolic() ? absl::StrCat("s", dim.symbol)
+                                                 : absl::StrCat(dim.constant));
+        });
+      };
+      return absl::InvalidArgumentError(absl::StrCat("shapes [", text(a), "] and [", text(b),
+                                                     "] cannot be broadcast together"));
+    }
+  }
+  return result;
+}
+
+ir::TensorType ContiguousType(DType dtype, std::vector<ir::Dim> sizes) {
+  ir::TensorType type;
+  type.dtype = dtype;
+  type.strides = ir::ContiguousStrides(sizes);
+  type.sizes = std::move(sizes);
+  return type;
+}
+
+int ExprBuilder::Push(ir::Expr expr) {
+  definition_.exprs.push_back(std::move(expr));
+  return static_cast<int>(definition_.exprs.size()) - 1;
+}
+
+int ExprBuilder::Load(const ir::Graph& graph, int value, int rank, DType dtype) {
+  return LoadAt(value, ir::AffineMap::Broadcast(graph.values[value].sizes, rank), dtype);
+}
+
+int ExprBuilder::LoadAt(int value, ir::AffineMap index, DType dtype) {
+  ir::Expr expr;
+  expr.kind = ir::Expr::Kind::kLoad;
+  expr.dtype = dtype;
+  expr.value = value;
+  expr.index = std::move(index);
+  return Push(std::move(expr));
+}
+
+int ExprBuilder::Constant(double value, DType dtype) {
+  ir::Expr expr;
+  expr.kind = ir::Expr::Kind::kConstant;
+  expr.dtype = dtype;
+  expr.constant = value;
+  return Push(std::move(expr));
+}
+
+int ExprBuilder::Call(const std::string& function, std::vector<int> operands, DType dtype) {
+  ir::Expr expr;
+  expr.kind = ir::Expr::Kind::kCall;
+  expr.dtype = dtype;
+  expr.function = function;
+  expr.operands = std::move(operands);
+  return Push(std::move(expr));
+}
+
+int ExprBuilder::Index(int variable, DType dtype) {
+  ir::Expr expr;
+  expr.kind = ir::Expr::Kind::kIndex;
+  expr.dtype = dtype;
+  expr.variable = variable;
+  return Push(std::move(expr));
+}
+
+int ExprBuilder::Cast(int expr, DType dtype) {
+  if (definition_.exprs[expr].dtype == dtype) return expr;
+  return Call("cast", {expr}, dtype);
+}
+
+ir::Definition ExprBuilder::Finish(int root) {
+  definition_.root = root;
+  return std::move(definition_);
+}
+
+}  // namespace kiln::ops

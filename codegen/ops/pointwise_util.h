@@ -1,0 +1,57 @@
+// Shared by the op families: dtype promotion, broadcasting, and a small
+// builder for pointwise expression DAGs.
+#ifndef KILN_CODEGEN_OPS_POINTWISE_UTIL_H_
+#define KILN_CODEGEN_OPS_POINTWISE_UTIL_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codegen/ir.h"
+#include "codegen/loop_ir.h"
+
+namespace kiln::ops {
+
+extern const std::vector<ir::DType> kAllTypes;    // every dtype Kiln stores
+extern const std::vector<ir::DType> kFloatTypes;  // the floating ones
+
+// Storage dtypes compute in themselves, except 16-bit floats (float32).
+ir::DType ComputeType(ir::DType dtype);
+
+// PyTorch's result type of two tensors.
+ir::DType PromoteTensors(ir::DType a, ir::DType b);
+// A Python scalar only changes the category: float scalar with an integer
+// tensor is float32 (the default dtype); int scalar with bool is int64.
+ir::DType PromoteWithScalar(ir::DType tensor, const ir::ArgValue& scalar);
+// Integer and bool types become float32 (the default dtype).
+ir::DType ToFloating(ir::DType dtype);
+
+absl::StatusOr<std::vector<ir::Dim>> BroadcastShapes(const std::vector<ir::Dim>& a,
+                                                     const std::vector<ir::Dim>& b);
+ir::TensorType ContiguousType(ir::DType dtype, std::vector<ir::Dim> sizes);
+
+// Builds one pointwise (or reduction) definition's expression DAG.
+class ExprBuilder {
+ public:
+  explicit ExprBuilder(ir::Definition::Kind kind = ir::Definition::Kind::kPointwise) {
+    definition_.kind = kind;
+  }
+  // `value` broadcast to a result of rank `rank`, converted to `dtype`.
+  int Load(const ir::Graph& graph, int value, int rank, ir::DType dtype);
+  int LoadAt(int value, ir::AffineMap index, ir::DType dtype);
+  int Constant(double value, ir::DType dtype);
+  int Call(const std::string& function, std::vector<int> operands, ir::DType dtype);
+  int Index(int variable, ir::DType dtype);
+  ir::DType dtype(int expr) const { return definition_.exprs[expr].dtype; }
+  // Converts `expr` to `dtype` unless it already is.
+  int Cast(int expr, ir::DType dtype);
+  ir::Definition Finish(int root);
+
+ private:
+  int Push(ir::Expr expr);
+  ir::Definition definition_;
+};
+
+}  // namespace kiln::ops
+
+#endif  // KILN_CODEGEN_OPS_POINTWISE_UTIL_H_

@@ -1,0 +1,150 @@
+// Reductions: sum, prod, amax, amin, argmax, argmin over any dims, with
+// keepdim. Each is one Definition whose body loads the input at (kept
+// coordinates, reduced coordinates); pointwise producers are later inlined
+// into that body. mean/var/std are composites (composites.cc).
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/ops/op_table.h"
+#include "codegen/ops/pointwise_util.h"
+#include "common/status_macros.h"
+
+namespace kiln::ops {
+namespace {
+
+using ir::DType;
+
+// Which input dims a node reduces: `dim` (an int, a list, or None/absent
+// meaning all dims).
+absl::StatusOr<std::vector<bool>> ReducedDims(const ir::Node& node, int64_t rank) {
+  std::vector<bool> reduced(rank, false);
+  auto it = node.args.find("dim");
+  std::vector<int64_t> dims;
+  if (it != node.args.end()) {
+    if (const auto* list = std::get_if<std::vector<int64_t>>(&it->second)) dims = *list;
+    if (const auto* one = std::get_if<int64_t>(&it->second)) dims = {*one};
+  }
+  if (dims.empty()) {
+    std::fill(reduced.begin(), reduced.end(), true);
+    return reduced;
+  }
+  for (int64_t dim : dims) {
+    ASSIGN_OR_RETURN(const int d, WrapDim(dim, std::max<int64_t>(rank, 1)));
+    if (rank == 0) continue;
+    if (reduced[d]) return absl::InvalidArgumentError(absl::StrCat("dim ", d, " appears twice"));
+    reduced[d] = true;
+  }
+  return reduced;
+}
+
+bool KeepDim(const ir::Node& node) {
+  auto it = node.args.find("keepdim");
+  return it != node.args.end() && std::holds_alternative<bool>(it->second) &&
+         std::get<bool>(it->second);
+}
+
+DType ResultType(const std::string& combiner, const ir::Node& node, DType input) {
+  if (combiner == "argmax" || combiner == "argmin") return DType::kInt64;
+  auto it = node.args.find("dtype");
+  if (it != node.args.end() && std::holds_alternative<DType>(it->second)) {
+    return std::get<DType>(it->second);
+  }
+  if ((combiner == "sum" || combiner == "prod") && !ir::IsFloatingPoint(input)) {
+    return DType::kInt64;  // integer and bool sums promote, as in PyTorch
+  }
+  return input;
+}
+
+void AddReduction(OpTable& table, const std::string& op, const std::string& combiner,
+                  std::vector<ArgSpec> args) {
+  OpDef def;
+  def.name = op;
+  def.family = "reduction";
+  def.dtypes = kAllTypes;
+  def.args = std::move(args);
+  def.infer = [combiner](const ir::Node& node,
+                         const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
+    const ir::TensorType& input = *inputs[0];
+    RETURN_IF_ERROR(RequireStatic(input, "input 0"));
+    ASSIGN_OR_RETURN(const std::vector<bool> reduced, ReducedDims(node, input.rank()));
+    std::vector<ir::Dim> sizes;
+    for (int64_t d = 0; d < input.rank(); ++d) {
+      if (!reduced[d]) {
+        sizes.push_back(input.sizes[d]);
+      } else if (KeepDim(node)) {
+        sizes.push_back(ir::Dim::Constant(1));
+      }
+    }
+    if ((combiner == "max" || combiner == "min" || combiner == "argmax" || combiner == "argmin")) {
+      for (int64_t d = 0; d < input.rank(); ++d) {
+        if (reduced[d] && input.sizes[d].constant == 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "cannot take ", combiner, " over dim ", d, " of size 0 (no identity)"));
+        }
+      }
+    }
+    return std::vector<ir::TensorType>{
+        ContiguousType(ResultType(combiner, node, input.dtype), std::move(sizes))};
+  };
+  def.lower = [combiner](const ir::Graph& graph,
+                         const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+    const ir::TensorType& input = graph.values[node.inputs[0]];
+    const ir::TensorType& result = graph.values[node.outputs[0]];
+    ASSIGN_OR_RETURN(const std::vector<bool> reduced, ReducedDims(node, input.rank()));
+    ir::Definition definition;
+    definition.kind = ir::Definition::Kind::kReduction;
+    definition.combiner = combiner;
+    const int out_rank = static_cast<int>(result.rank());
+    int reductions = 0;
+    for (int64_t d = 0; d < input.rank(); ++d) {
+      if (reduced[d]) {
+        definition.reduction_sizes.push_back(input.sizes[d].constant);
+        ++reductions;
+      }
+    }
+    // The input's coordinates from (result coordinates, reduced coordinates).
+    ir::AffineMap map;
+    map.num_variables = out_rank + reductions;
+    map.coefficients.assign(input.rank(), std::vector<int64_t>(map.num_variables, 0));
+    map.offsets.assign(input.rank(), 0);
+    int kept = 0, reduction = 0;
+    for (int64_t d = 0; d < input.rank(); ++d) {
+      if (reduced[d]) {
+        map.coefficients[d][out_rank + reduction++] = 1;
+        if (KeepDim(node)) ++kept;  // the size-1 result dim stays unused
+      } else {
+        map.coefficients[d][kept++] = 1;
+      }
+    }
+    const bool arg = combiner == "argmax" || combiner == "argmin";
+    const DType accumulate = arg ? ComputeType(input.dtype) : ComputeType(result.dtype);
+    ir::Expr load;
+    load.kind = ir::Expr::Kind::kLoad;
+    load.dtype = accumulate;
+    load.value = node.inputs[0];
+    load.index = std::move(map);
+    definition.exprs.push_back(std::move(load));
+    definition.root = 0;
+    return std::vector<ir::Definition>{std::move(definition)};
+  };
+  table.Add(std::move(def));
+}
+
+}  // namespace
+
+void RegisterReductionOps(OpTable& table) {
+  const ArgSpec keepdim{"keepdim", ArgKind::kBool, ir::ArgValue(false)};
+  const ArgSpec dtype{"dtype", ArgKind::kDType, ir::ArgValue(ir::None{})};
+  const ArgSpec dim_list{"dim", ArgKind::kIntList, ir::ArgValue(ir::None{})};
+  const ArgSpec dim_one{"dim", ArgKind::kInt, ir::ArgValue(ir::None{})};
+  AddReduction(table, "aten.sum.dim_IntList", "sum", {dim_list, keepdim, dtype});
+  AddReduction(table, "aten.sum.default", "sum", {dtype});
+  AddReduction(table, "aten.prod.dim_int", "prod", {dim_one, keepdim, dtype});
+  AddReduction(table, "aten.prod.default", "prod", {dtype});
+  AddReduction(table, "aten.amax.default", "max", {dim_list, keepdim});
+  AddReduction(table, "aten.amin.default", "min", {dim_list, keepdim});
+  AddReduction(table, "aten.argmax.default", "argmax", {dim_one, keepdim});
+  AddReduction(table, "aten.argmin.default", "argmin", {dim_one, keepdim});
+}
+
+}  // namespace kiln::ops
