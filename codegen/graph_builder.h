@@ -25,7 +25,8 @@ class GraphBuilder {
   absl::StatusOr<int> Add(const std::string& op, std::vector<int> inputs,
                           std::map<std::string, ir::ArgValue> args = {});
 
-  const ir::TensorType& type(int value) const { return graph_.values[value]; }
+  // By value: adding nodes may move the graph's values.
+  ir::TensorType type(int value) const { return graph_.values[value]; }
   const ir::Graph& graph() const { return graph_; }
 
   // The name replacement nodes get ("softmax/amax"), for explain.

@@ -232,6 +232,7 @@ int WrittenStorage(const Kernel& kernel, const BufferPlan& plan) {
 }
 
 std::string For(int variable, int64_t extent, const std::string& indent) {
+  if (extent == 1) return absl::StrCat(indent, "{\n", indent, "  const kiln_int64 i", variable, " = 0;\n");
   return absl::StrCat(indent, "for (kiln_int64 i", variable, " = 0; i", variable, " < ", extent,
                       "; ++i", variable, ") {\n");
 }

@@ -75,7 +75,7 @@ absl::StatusOr<std::vector<int>> Softmax(GraphBuilder& b, const ir::Node& node) 
 
 // mean = sum / count, in the input's floating type.
 absl::StatusOr<int> Mean(GraphBuilder& b, int x, const std::vector<int64_t>& dims, bool keepdim) {
-  const ir::TensorType& type = b.type(x);
+  const ir::TensorType type = b.type(x);
   ASSIGN_OR_RETURN(const std::vector<int64_t> wrapped, WrapDims(dims, type.rank()));
   ASSIGN_OR_RETURN(const int sum, b.Add("aten.sum.dim_IntList", {x},
                                         {{"dim", wrapped}, {"keepdim", keepdim}}));
@@ -100,7 +100,7 @@ absl::StatusOr<std::vector<int>> MeanOp(GraphBuilder& b, const ir::Node& node) {
 absl::StatusOr<std::vector<int>> VarOp(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[0]).dtype;
   ASSIGN_OR_RETURN(const int x, ToType(b, node.inputs[0], IsHalf(out) ? DType::kFloat32 : out));
-  const ir::TensorType& type = b.type(x);
+  const ir::TensorType type = b.type(x);
   ASSIGN_OR_RETURN(const std::vector<int64_t> dims, WrapDims(DimsArg(node), type.rank()));
   double correction = 1;
   auto it = node.args.find("correction");

@@ -340,7 +340,7 @@ bool ContiguousInMemory(const ir::Graph& graph, int value) {
 
 absl::StatusOr<std::vector<int>> DecomposeReshape(GraphBuilder& builder, const ir::Node& node) {
   int source = node.inputs[0];
-  const ir::TensorType& type = builder.type(source);
+  const ir::TensorType type = builder.type(source);
   const bool strided = node.op == "aten.as_strided.default";
   std::vector<int64_t> sizes = IntListArg(node, "size");
   if (!strided) {

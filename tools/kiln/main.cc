@@ -26,6 +26,7 @@
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "tools/reference/reference.h"
+#include "tools/reference/tensor_data.h"
 
 ABSL_FLAG(bool, json, false, "Print machine-readable JSON (stats, ls, show, compile).");
 ABSL_FLAG(std::string, socket, "", "kilnd's socket (default: $KILN_SOCKET or the per-user default).");
@@ -36,6 +37,11 @@ ABSL_FLAG(std::string, inputs, "",
 ABSL_FLAG(int, seed, 0, "run: seed of the random inputs.");
 ABSL_FLAG(int, repeat, 100, "run: warm calls to time after the first.");
 ABSL_FLAG(bool, check, false, "run: compare the outputs with the naive reference evaluator.");
+ABSL_FLAG(std::string, reference, "",
+          "run: a NAME.ref.json from tools/trace: run on its inputs and compare the outputs with "
+          "eager PyTorch's (assert_close tolerances unless --rtol/--atol).");
+ABSL_FLAG(double, rtol, -1, "run --reference: relative tolerance (default: by dtype).");
+ABSL_FLAG(double, atol, -1, "run --reference: absolute tolerance (default: by dtype).");
 ABSL_FLAG(bool, asm, false, "explain: also print the assembly clang generates.");
 ABSL_FLAG(std::string, salt, "", "compile/run: a salt that enters the cache key (forces a compile).");
 
@@ -104,7 +110,20 @@ absl::Status Compile(const Args& args) {
 }
 
 // Random or file inputs for `graph`, as Tensors of its input types.
-absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph) {
+absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph,
+                                               const kiln::v1::Reference* reference) {
+  if (reference != nullptr) {
+    if (reference->inputs_size() != graph.inputs_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("the reference has ", reference->inputs_size(),
+                                                     " inputs; the graph has ", graph.inputs_size()));
+    }
+    std::vector<Tensor> inputs;
+    for (const auto& data : reference->inputs()) {
+      ASSIGN_OR_RETURN(Tensor tensor, ToTensor(data));
+      inputs.push_back(std::move(tensor));
+    }
+    return inputs;
+  }
   const std::vector<std::string> files =
       absl::GetFlag(FLAGS_inputs).empty()
           ? std::vector<std::string>()
@@ -150,9 +169,7 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph) {
   return inputs;
 }
 
-double ElementAt(const Tensor& tensor, int64_t i) {
-  return tensor.dtype() == kiln::v1::FLOAT32 ? tensor.data<float>()[i] : tensor.data<double>()[i];
-}
+double ElementAt(const Tensor& tensor, int64_t i) { return ElementAsDouble(tensor, i); }
 
 std::string Summary(const Tensor& tensor) {
   double low = INFINITY, high = -INFINITY, sum = 0;
@@ -202,7 +219,12 @@ absl::Status Run(const Args& args) {
   RETURN_IF_ERROR(NeedArgs(args, 1, "kiln run GRAPH.json [--inputs=a.bin,...] [--check]"));
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(kiln::v1::Graph graph, ReadGraphFile(args[0]));
-  ASSIGN_OR_RETURN(std::vector<Tensor> inputs, MakeInputs(graph));
+  std::optional<kiln::v1::Reference> reference;
+  if (!absl::GetFlag(FLAGS_reference).empty()) {
+    ASSIGN_OR_RETURN(reference, ReadReferenceFile(absl::GetFlag(FLAGS_reference)));
+  }
+  ASSIGN_OR_RETURN(std::vector<Tensor> inputs,
+                   MakeInputs(graph, reference.has_value() ? &*reference : nullptr));
   std::vector<TensorView> input_views;
   for (const Tensor& input : inputs) input_views.push_back(input.view());
 
@@ -251,6 +273,21 @@ absl::Status Run(const Args& args) {
   std::cout << absl::StrFormat("process  %.2f ms from start of `kiln run` to first result\n",
                                absl::ToDoubleMilliseconds(first_end - start));
   if (absl::GetFlag(FLAGS_check)) RETURN_IF_ERROR(Check(graph, inputs, outputs));
+  if (reference.has_value()) {
+    if (reference->outputs_size() != static_cast<int>(outputs.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("the reference has ", reference->outputs_size(),
+                                                     " outputs; the graph returns ", outputs.size()));
+    }
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      Tolerance tolerance = DefaultTolerance(outputs[k].dtype());
+      if (absl::GetFlag(FLAGS_rtol) >= 0) tolerance.rtol = absl::GetFlag(FLAGS_rtol);
+      if (absl::GetFlag(FLAGS_atol) >= 0) tolerance.atol = absl::GetFlag(FLAGS_atol);
+      RETURN_IF_ERROR(CompareToReference(absl::StrCat("output ", k), outputs[k],
+                                         reference->outputs(k), tolerance));
+    }
+    std::cout << "eager    all " << outputs.size() << " outputs match eager PyTorch ("
+              << reference->provenance() << ")\n";
+  }
   return absl::OkStatus();
 }
 

@@ -1,0 +1,355 @@
+#!/usr/bin/python3
+"""Traces a PyTorch function or nn.Module into a Kiln graph file.
+
+Writes NAME.json (a kiln.v1.Graph in protobuf JSON) and NAME.ref.json (a
+kiln.v1.Reference: the inputs traced with and eager PyTorch's outputs).
+
+    kiln_trace.py --workload mlp --out DIR          # a public workload
+    kiln_trace.py --workload all --out DIR
+    kiln_trace.py --module pkg.mod:factory --out DIR  # factory() -> (fn, inputs)
+
+What it does to make_fx's graph (PyTorch 1.13):
+  - weights and buffers (get_attr constants) become graph inputs after the
+    function's own inputs, so two models with the same architecture and
+    different weights share one artifact;
+  - in-place ops on intermediates (relu_, add_) are replaced by their
+    out-of-place forms; mutating a graph input is refused;
+  - dead nodes (detach, empty, unused results) are dropped;
+  - --symbolic NAME:DIM,... marks input dims symbolic: the function is traced
+    at two sizes, and a traced size that is baked into a view argument is
+    refused, naming the node.
+Only Debian's python3-torch is needed (no pip).
+"""
+import argparse
+import base64
+import importlib
+import json
+import operator
+import os
+import sys
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+DTYPES = {
+    torch.float32: "FLOAT32", torch.float64: "FLOAT64", torch.float16: "FLOAT16",
+    torch.bfloat16: "BFLOAT16", torch.int64: "INT64", torch.int32: "INT32", torch.bool: "BOOL",
+}
+# Arguments that never change what Kiln computes on the CPU.
+IGNORED_ARGS = {"layout", "device", "pin_memory", "memory_format", "non_blocking"}
+
+
+class TraceError(Exception):
+    """A graph Kiln cannot take, with a message naming the node."""
+
+
+def tensor_type(t, symbols=None):
+    """TensorType JSON of a tensor; `symbols` maps dim index -> symbol name."""
+    symbols = symbols or {}
+    sizes = [{"symbol": symbols[d]} if d in symbols else {"constant": int(s)}
+             for d, s in enumerate(t.shape)]
+    result = {"dtype": DTYPES[t.dtype], "sizes": sizes}
+    if not symbols:
+        result["strides"] = [{"constant": int(s)} for s in t.stride()]
+    if t.requires_grad:
+        result["requiresGrad"] = True
+    return result
+
+
+def tensor_data(t):
+    t = t.detach().contiguous()
+    if t.dtype == torch.bfloat16:
+        raw = t.view(torch.int16).numpy().tobytes()
+    else:
+        raw = t.numpy().tobytes()
+    return {"dtype": DTYPES[t.dtype], "sizes": [int(s) for s in t.shape],
+            "data": base64.b64encode(raw).decode()}
+
+
+def scalar_arg(name, value):
+    """An Argument JSON for a non-tensor value."""
+    if value is None:
+        return {"name": name, "none": True}
+    if isinstance(value, bool):
+        return {"name": name, "boolValue": value}
+    if isinstance(value, int):
+        return {"name": name, "intValue": str(value)}
+    if isinstance(value, float):
+        return {"name": name, "floatValue": value if value == value and abs(value) != float("inf")
+                else ("NaN" if value != value else ("Infinity" if value > 0 else "-Infinity"))}
+    if isinstance(value, torch.dtype):
+        return {"name": name, "dtypeValue": DTYPES[value]}
+    if isinstance(value, str):
+        return {"name": name, "stringValue": value}
+    if isinstance(value, (list, tuple)):
+        if all(isinstance(v, bool) for v in value) and value:
+            return {"name": name, "boolList": {"values": list(value)}}
+        if all(isinstance(v, int) for v in value):
+            return {"name": name, "intList": {"values": [str(v) for v in value]}}
+        if all(isinstance(v, (int, float)) for v in value):
+            return {"name": name, "floatList": {"values": [float(v) for v in value]}}
+    if isinstance(value, torch.device):
+        return None
+    raise TraceError(f"argument {name}={value!r} of type {type(value).__name__} is not supported")
+
+
+def functionalize(gm):
+    """Replaces in-place ops on intermediates by out-of-place ones."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or not hasattr(node.target, "_schema"):
+            continue
+        schema = node.target._schema
+        if not schema.name.endswith("_") or not node.args:
+            continue
+        mutated = node.args[0]
+        if mutated.op in ("placeholder", "get_attr"):
+            raise TraceError(f"node '{node.name}' ({node.target}) mutates graph input "
+                             f"'{mutated.name}' in place: Unimplemented")
+        base = schema.name.split("::")[1][:-1]
+        packet = getattr(torch.ops.aten, base, None)
+        overload = getattr(packet, schema.overload_name or "default", None) if packet else None
+        if overload is None:
+            raise TraceError(f"node '{node.name}': no out-of-place form of {node.target}")
+        with graph.inserting_after(node):
+            replacement = graph.call_function(overload, node.args, node.kwargs)
+        # Later users of the mutated tensor see the new value; the in-place
+        # node's own result is the same tensor.
+        order = {n: i for i, n in enumerate(graph.nodes)}
+        for user in list(mutated.users):
+            if user is not node and user is not replacement and order[user] > order[node]:
+                user.replace_input_with(mutated, replacement)
+        node.replace_all_uses_with(replacement)
+        graph.erase_node(node)
+    graph.lint()
+
+
+def lift_constants(gm):
+    """get_attr tensors -> new placeholders after the existing ones."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    lifted = []
+    for node in list(graph.nodes):
+        if node.op != "get_attr":
+            continue
+        value = getattr(gm, node.target)
+        with graph.inserting_after(placeholders[-1] if placeholders else next(iter(graph.nodes))):
+            placeholder = graph.placeholder(node.target.strip("_") or "weight")
+        placeholders.append(placeholder)
+        node.replace_all_uses_with(placeholder)
+        graph.erase_node(node)
+        lifted.append(value.detach())
+    return lifted
+
+
+def node_results(gm, inputs):
+    """Runs the graph eagerly and returns {node: result}."""
+    results = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n):
+            value = super().run_node(n)
+            results[n] = value
+            return value
+
+    Recorder(gm).run(*inputs)
+    return results
+
+
+def to_kiln(gm, inputs, name, symbols=None):
+    """The Kiln graph JSON of a make_fx graph module."""
+    symbols = symbols or {}
+    results = node_results(gm, inputs)
+    ids = {}
+    graph = {"name": name, "inputs": [], "nodes": [], "outputs": []}
+    next_id = 0
+    for index, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
+        ids[node] = next_id
+        graph["inputs"].append({"value": next_id, "name": node.name,
+                                "type": tensor_type(results[node], symbols.get(index))})
+        next_id += 1
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is operator.getitem:
+            source, index = node.args
+            ids[node] = ids[source][index]
+            continue
+        if not hasattr(node.target, "_schema"):
+            raise TraceError(f"node '{node.name}' calls {node.target}, not an ATen op")
+        schema = node.target._schema
+        op_name = str(node.target)
+        kiln_node = {"name": node.name, "op": op_name, "inputs": [], "args": [],
+                     "outputs": [], "outputTypes": []}
+        bound = {}
+        for position, value in enumerate(node.args):
+            bound[schema.arguments[position].name] = value
+        bound.update(node.kwargs)
+        for argument in schema.arguments:
+            if argument.name not in bound or argument.name in IGNORED_ARGS:
+                continue
+            value = bound[argument.name]
+            type_text = str(argument.type)
+            if isinstance(value, torch.fx.Node):
+                kiln_node["inputs"].append(ids[value])
+            elif isinstance(value, (list, tuple)) and value and all(
+                    isinstance(v, torch.fx.Node) for v in value):
+                kiln_node["inputs"].extend(ids[v] for v in value)
+            elif value is None and "Tensor" in type_text:
+                kiln_node["args"].append({"name": argument.name, "none": True})
+            else:
+                arg = scalar_arg(argument.name, value)
+                if arg is not None:
+                    kiln_node["args"].append(arg)
+        result = results[node]
+        tensors = list(result) if isinstance(result, (tuple, list)) else [result]
+        node_ids = []
+        for tensor in tensors:
+            kiln_node["outputs"].append(next_id)
+            kiln_node["outputTypes"].append(tensor_type(tensor))
+            node_ids.append(next_id)
+            next_id += 1
+        ids[node] = node_ids if isinstance(result, (tuple, list)) else node_ids[0]
+        graph["nodes"].append(kiln_node)
+    output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    outputs = list(output) if isinstance(output, (tuple, list)) else [output]
+    graph["outputs"] = [ids[o] for o in outputs]
+    return graph
+
+
+def trace(fn, inputs, name, symbolic=None):
+    """(graph JSON, reference JSON) for fn(*inputs)."""
+    half = [i for i, t in enumerate(inputs) if t.dtype == torch.float16]
+    mode = "fake" if half else "real"
+    gm = make_fx(fn, tracing_mode=mode)(*inputs)
+    functionalize(gm)
+    lifted = lift_constants(gm)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    all_inputs = list(inputs) + lifted
+    if half:
+        # Debian's torch 1.13 has almost no float16 CPU kernels: the
+        # reference is float32 math on the same values, rounded back.
+        as_float = [t.float() if t.dtype == torch.float16 else t for t in all_inputs]
+        outputs = gm(*as_float)
+        outputs = [o.half() if o.dtype == torch.float32 else o
+                   for o in (outputs if isinstance(outputs, (tuple, list)) else [outputs])]
+        graph = to_kiln_half(gm, all_inputs, name)
+    else:
+        outputs = gm(*all_inputs)
+        outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        graph = to_kiln(gm, all_inputs, name)
+    if symbolic:
+        mark_symbolic(fn, inputs, graph, symbolic, name)
+    blas = next((line.split()[-1] for line in open("/proc/self/maps") if "libblas" in line), "none")
+    reference = {"inputs": [tensor_data(t) for t in all_inputs],
+                 "outputs": [tensor_data(o) for o in outputs],
+                 "provenance": f"torch {torch.__version__}, blas {blas}"
+                               + (", float16 reference from float32 math" if half else "")}
+    return graph, reference
+
+
+def to_kiln_half(gm, inputs, name):
+    """The graph of a float16 trace: its types come from fake tensors, since
+    the real float16 kernels are missing."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        fakes = [mode.from_tensor(t) for t in inputs]
+        return to_kiln(gm, fakes, name)
+
+
+def mark_symbolic(fn, inputs, graph, symbolic, name):
+    """Makes the listed input dims symbolic, refusing baked-in sizes."""
+    grown = [t.clone() for t in inputs]
+    names = {node["name"]: i for i, node in enumerate(graph["inputs"])}
+    marks = {}
+    for index, (input_name, dim) in enumerate(symbolic):
+        position = names.get(input_name, names.get(input_name + "_1"))
+        if position is None:
+            raise TraceError(f"--symbolic names input '{input_name}', which the graph lacks")
+        size = inputs[position].shape[dim]
+        sizes = list(grown[position].shape)
+        sizes[dim] = size + 1
+        grown[position] = torch.zeros(sizes, dtype=inputs[position].dtype)
+        marks[(position, dim)] = (f"s{index}", size)
+    other, _ = trace(fn, grown, name)
+    for node, twin in zip(graph["nodes"], other["nodes"]):
+        if node["args"] != twin["args"]:
+            raise TraceError(
+                f"node '{node['name']}' ({node['op']}) has a symbolic size baked into an "
+                f"argument ({node['args']} vs {twin['args']} at another size): retrace with "
+                f"that dim static, or write the view with -1")
+        for types, twin_types in zip(node["outputTypes"], twin["outputTypes"]):
+            for dim, (a, b) in enumerate(zip(types["sizes"], twin_types["sizes"])):
+                if a != b:
+                    symbol = next((s for (p, d), (s, v) in marks.items()
+                                   if int(a["constant"]) == v), None)
+                    if symbol is None:
+                        raise TraceError(f"node '{node['name']}': dim {dim} depends on a "
+                                         f"symbolic size in a way Kiln cannot express")
+                    types["sizes"][dim] = {"symbol": symbol}
+            types.pop("strides", None)
+    for (position, dim), (symbol, _) in marks.items():
+        graph["inputs"][position]["type"]["sizes"][dim] = {"symbol": symbol}
+        graph["inputs"][position]["type"].pop("strides", None)
+
+
+def write(out_dir, name, graph, reference):
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, name + ".json"), "w") as f:
+        json.dump(graph, f, indent=1)
+    with open(os.path.join(out_dir, name + ".ref.json"), "w") as f:
+        json.dump(reference, f)
+
+
+def workloads():
+    sys.path.insert(0, os.environ.get("KILN_WORKLOADS", os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "workloads")))
+    from workloads import WORKLOADS
+    return WORKLOADS
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--workload", help="a name from workloads.py, or 'all'")
+    source.add_argument("--module", help="MODULE:FACTORY, FACTORY() returning (fn, inputs)")
+    parser.add_argument("--out", required=True, help="directory for NAME.json and NAME.ref.json")
+    parser.add_argument("--name", help="graph name (default: the workload or factory name)")
+    parser.add_argument("--symbolic", default="",
+                        help="comma-separated INPUT:DIM to make symbolic, e.g. x:0")
+    parser.add_argument("--dtype", choices=["float32", "float64", "float16", "bfloat16"],
+                        help="cast floating inputs (and parameters) to this dtype")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    if args.workload:
+        table = workloads()
+        names = sorted(table) if args.workload == "all" else [args.workload]
+        factories = []
+        for name in names:
+            if name not in table:
+                parser.error(f"unknown workload '{name}'; known: {', '.join(sorted(table))}")
+            factories.append((name, table[name]))
+    else:
+        module, _, attribute = args.module.partition(":")
+        factories = [(args.name or attribute, getattr(importlib.import_module(module), attribute))]
+    symbolic = [(part.split(":")[0], int(part.split(":")[1]))
+                for part in args.symbolic.split(",") if part]
+    for name, factory in factories:
+        fn, inputs = factory()
+        if args.dtype:
+            dtype = getattr(torch, args.dtype)
+            inputs = [t.to(dtype) if t.is_floating_point() else t for t in inputs]
+        try:
+            graph, reference = trace(fn, inputs, args.name or name, symbolic)
+        except TraceError as error:
+            print(f"kiln_trace: {name}: {error}", file=sys.stderr)
+            sys.exit(1)
+        write(args.out, args.name or name, graph, reference)
+        print(f"{name}: {len(graph['nodes'])} nodes -> {args.out}/{args.name or name}.json")
+
+
+if __name__ == "__main__":
+    main()
