@@ -71,6 +71,13 @@ std::string FindDaemon(const std::string& configured) {
   if (const char* env = getenv("KILN_DAEMON"); env != nullptr && env[0] != '\0') return env;
   const std::string sibling = ExecutableDirectory() + "/kilnd";
   if (access(sibling.c_str(), X_OK) == 0) return sibling;
+  // A Bazel-built binary with kilnd in its data: <exe>.runfiles/kiln/daemon/kilnd.
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    const std::string runfiles = std::string(self, n) + ".runfiles/kiln/daemon/kilnd";
+    if (access(runfiles.c_str(), X_OK) == 0) return runfiles;
+  }
   return "kilnd";  // posix_spawnp searches PATH
 }
 

@@ -26,7 +26,7 @@ struct ClientOptions {
   std::string cache_dir;    // for an auto-started daemon; empty: DefaultCacheDir()
   bool auto_start = true;
   // kilnd to start: empty means $KILN_DAEMON, else `kilnd` next to this
-  // executable, else `kilnd` on PATH.
+  // executable, else in its Bazel runfiles, else `kilnd` on PATH.
   std::string daemon_path;
   absl::Duration daemon_idle_timeout = absl::Minutes(10);
   absl::Duration start_timeout = absl::Seconds(20);

@@ -4,7 +4,7 @@
 # individual test cases. Exits non-zero when anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+scripts/install-deps.sh --with-torch || { echo "0 passed, 1 failed"; exit 1; }
 
 log=$(mktemp /tmp/kiln-test-XXXXXX.log)
 bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"

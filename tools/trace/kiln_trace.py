@@ -23,7 +23,9 @@ Only Debian's python3-torch is needed (no pip).
 import argparse
 import base64
 import importlib
+import importlib.util
 import json
+import subprocess
 import operator
 import os
 import sys
@@ -217,13 +219,19 @@ def to_kiln(gm, inputs, name, symbols=None):
     return graph
 
 
-def trace(fn, inputs, name, symbolic=None):
-    """(graph JSON, reference JSON) for fn(*inputs)."""
+def trace(fn, inputs, name, symbolic=None, weights_seed=None):
+    """(graph JSON, reference JSON) for fn(*inputs). With `weights_seed`, the
+    lifted weights are replaced by other random values of the same shapes."""
     half = [i for i, t in enumerate(inputs) if t.dtype == torch.float16]
     mode = "fake" if half else "real"
     gm = make_fx(fn, tracing_mode=mode)(*inputs)
     functionalize(gm)
     lifted = lift_constants(gm)
+    if weights_seed is not None:
+        generator = torch.Generator().manual_seed(weights_seed)
+        # Same scale as the originals, so activations stay in range.
+        lifted = [(torch.randn(w.shape, generator=generator) * w.float().std() + w.float().mean())
+                  .to(w.dtype) if w.is_floating_point() and w.numel() > 1 else w for w in lifted]
     gm.graph.eliminate_dead_code()
     gm.recompile()
     all_inputs = list(inputs) + lifted
@@ -294,6 +302,19 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
         graph["inputs"][position]["type"].pop("strides", None)
 
 
+def check(kiln, out_dir, name):
+    """Compiles and runs NAME through kilnd; prints kiln's verdict."""
+    path = os.path.join(out_dir, name)
+    result = subprocess.run([kiln, "run", path + ".json", "--reference=" + path + ".ref.json",
+                             "--repeat=0"], capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f"kiln_trace: {name}: {result.stderr.strip()}", file=sys.stderr)
+        return False
+    print("  " + "\n  ".join(line for line in result.stdout.splitlines()
+                              if line.startswith(("graph", "eager"))))
+    return True
+
+
 def write(out_dir, name, graph, reference):
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, name + ".json"), "w") as f:
@@ -302,11 +323,14 @@ def write(out_dir, name, graph, reference):
         json.dump(reference, f)
 
 
-def workloads():
-    sys.path.insert(0, os.environ.get("KILN_WORKLOADS", os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "workloads")))
-    from workloads import WORKLOADS
-    return WORKLOADS
+def workloads(path=None):
+    path = path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                "shared", "workloads", "workloads.py")
+    spec = importlib.util.spec_from_file_location("workloads", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.WORKLOADS
+
 
 
 def main():
@@ -322,10 +346,17 @@ def main():
                         help="comma-separated INPUT:DIM to make symbolic, e.g. x:0")
     parser.add_argument("--dtype", choices=["float32", "float64", "float16", "bfloat16"],
                         help="cast floating inputs (and parameters) to this dtype")
+    parser.add_argument("--workloads", help="path of workloads.py (default: ../shared/workloads)")
+    parser.add_argument("--reweight", type=int, metavar="SEED",
+                        help="also write NAME_reweighted: the same graph with other random "
+                             "weights (lifted parameters) and its eager outputs")
+    parser.add_argument("--check", metavar="KILN",
+                        help="then compile and run each graph with this `kiln` binary and "
+                             "compare with eager (kiln run --reference)")
     args = parser.parse_args()
     torch.manual_seed(0)
     if args.workload:
-        table = workloads()
+        table = workloads(args.workloads)
         names = sorted(table) if args.workload == "all" else [args.workload]
         factories = []
         for name in names:
@@ -347,8 +378,16 @@ def main():
         except TraceError as error:
             print(f"kiln_trace: {name}: {error}", file=sys.stderr)
             sys.exit(1)
-        write(args.out, args.name or name, graph, reference)
-        print(f"{name}: {len(graph['nodes'])} nodes -> {args.out}/{args.name or name}.json")
+        written = [args.name or name]
+        write(args.out, written[0], graph, reference)
+        if args.reweight is not None:
+            graph, reference = trace(fn, inputs, written[0], symbolic, weights_seed=args.reweight)
+            written.append(written[0] + "_reweighted")
+            write(args.out, written[1], graph, reference)
+        for item in written:
+            print(f"{item}: {len(graph['nodes'])} nodes -> {args.out}/{item}.json")
+            if args.check and not check(args.check, args.out, item):
+                sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,81 @@
+// Every public workload, traced from PyTorch, compiled through a real kilnd
+// and run from the C++ client, against eager PyTorch's outputs.
+#include "absl/strings/str_cat.h"
+#include "client/compiled_graph.h"
+#include "client/graph_file.h"
+#include "gtest/gtest.h"
+#include "tests/daemon_fixture.h"
+#include "tools/reference/tensor_data.h"
+
+namespace kiln {
+namespace {
+
+constexpr char kTraced[] = "tests/workloads/";
+
+class WorkloadsTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() {
+    daemon_ = new DaemonFixture();
+    ASSERT_TRUE(daemon_->Start().ok());
+    auto client = daemon_->Connect();
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = client->release();
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    delete daemon_;
+  }
+
+  // Compiles and runs `name` on its reference inputs; checks the outputs.
+  static void RunAndCompare(const std::string& name) {
+    auto graph = ReadGraphFile(absl::StrCat(kTraced, name, ".json"));
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    auto reference = ReadReferenceFile(absl::StrCat(kTraced, name, ".ref.json"));
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    std::vector<Tensor> inputs;
+    std::vector<TensorView> views;
+    for (const auto& data : reference->inputs()) {
+      auto tensor = ToTensor(data);
+      ASSERT_TRUE(tensor.ok()) << tensor.status();
+      inputs.push_back(*std::move(tensor));
+    }
+    for (const Tensor& input : inputs) views.push_back(input.view());
+    CompiledGraph compiled(client_, *graph);
+    auto outputs = compiled.Run(views);
+    ASSERT_TRUE(outputs.ok()) << outputs.status();
+    ASSERT_EQ(static_cast<int>(outputs->size()), reference->outputs_size());
+    for (size_t k = 0; k < outputs->size(); ++k) {
+      const Tensor& output = (*outputs)[k];
+      EXPECT_TRUE(CompareToReference(absl::StrCat(name, " output ", k), output,
+                                     reference->outputs(k), DefaultTolerance(output.dtype()))
+                      .ok())
+          << CompareToReference(absl::StrCat(name, " output ", k), output, reference->outputs(k),
+                                DefaultTolerance(output.dtype()));
+    }
+  }
+
+  static DaemonFixture* daemon_;
+  static Client* client_;
+};
+
+DaemonFixture* WorkloadsTest::daemon_ = nullptr;
+Client* WorkloadsTest::client_ = nullptr;
+
+TEST_P(WorkloadsTest, MatchesEagerPyTorch) { RunAndCompare(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Public, WorkloadsTest,
+                         ::testing::Values("f", "keep_product", "tail", "edge_values", "softmax",
+                                           "gelu", "gelu_tanh", "layer_norm", "attention", "mlp",
+                                           "transformer_layer", "loss_grad"));
+
+TEST_F(WorkloadsTest, OtherWeightsReuseTheArtifact) {
+  RunAndCompare("mlp");
+  const int64_t compiles = client_->Stats()->compiles();
+  RunAndCompare("mlp_reweighted");  // weights are inputs: same graph, same key
+  const auto stats = client_->Stats();
+  EXPECT_EQ(stats->compiles(), compiles) << "different weights must not recompile";
+  EXPECT_GE(stats->hits(), 1);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,1023 @@
+// e2e: Kiln's end-to-end benchmark. What each figure means, how to run it
+// and the latest figures are in docs/BENCHMARKS.md.
+//
+// One run starts two private kilnds (compile worker, clang++ subprocess) and
+// measures f = relu(x @ x.T + 1) at 64x64 float32 in phases. Within a phase
+// the baseline and Kiln alternate (ABAB...), one pair per round, for
+// --repetitions rounds:
+//   cold compile    Compile RPC with a fresh salt: subprocess kilnd vs worker kilnd
+//   fresh process   a child that reports from main vs one that connects, hits
+//                   and runs f once (this binary re-executed with --child)
+//   warm call       eager PyTorch (eager.py, alive on a pipe) vs Run
+//   dispatch        a direct kiln_run call vs Run on the same buffers
+// then memory: the idle daemon's and its compile worker's RSS, and what a
+// second process loading the same artifact adds to the first (smaps).
+//
+// Output: a table; with --json, also one JSON object as the last line. Each
+// figure is under its own key as the median over rounds; figures measured in
+// more than one round also have `<key>_min` and `<key>_max`. A figure that
+// could not be measured (no torch) is null.
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "client/client.h"
+#include "client/compiled_graph.h"
+#include "client/graph_file.h"
+#include "client/tensor.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+
+ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
+ABSL_FLAG(int, repetitions, 12,
+          "Rounds per phase, baseline and Kiln alternating (the documented figures use >= 10).");
+ABSL_FLAG(int, warm_calls, 5000, "Timed calls per side per round in the warm-call phase.");
+ABSL_FLAG(int, dispatch_calls, 10000,
+          "Timed calls per side per round in the dispatch phase (raised so that all rounds "
+          "together make at least 10^5).");
+ABSL_FLAG(std::string, python, "/usr/bin/python3", "Interpreter for the eager PyTorch baseline.");
+// The bench re-executes itself as the processes it times.
+ABSL_FLAG(std::string, child, "", "Internal: run as a timed child (fresh, hold or smaps).");
+ABSL_FLAG(std::string, socket, "", "Internal (--child): kilnd's socket.");
+ABSL_FLAG(std::string, graph, "", "Internal (--child): the graph file.");
+
+extern char** environ;
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kSize = 64;              // f is 64x64
+constexpr int kReportFd = 3;               // a child's report pipe
+constexpr int kMinDispatchCalls = 100000;  // per side, over all rounds
+constexpr char kNoopChild[] = "--child=noop";
+
+// ---------------------------------------------------------------- helpers
+
+int64_t NowNs() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+double MsSince(int64_t start_ns) { return (NowNs() - start_ns) / 1e6; }
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Every measurement, by figure name, one value per round.
+using Samples = std::map<std::string, std::vector<double>>;
+// A `key=value key=value` line, as children and eager.py report.
+using Fields = std::map<std::string, std::string>;
+
+Fields ParseFields(absl::string_view line) {
+  Fields fields;
+  for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipWhitespace())) {
+    std::pair<std::string, std::string> pair = absl::StrSplit(word, absl::MaxSplits('=', 1));
+    fields[pair.first] = pair.second;
+  }
+  return fields;
+}
+
+absl::StatusOr<double> NumberField(const Fields& fields, const std::string& key) {
+  double value;
+  const auto it = fields.find(key);
+  if (it == fields.end() || !absl::SimpleAtod(it->second, &value)) {
+    return absl::InternalError(absl::StrCat("report lacks a number for ", key));
+  }
+  return value;
+}
+
+// Owns a file descriptor; closes it when it goes.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd = -1) : fd_(fd) {}
+  ScopedFd(ScopedFd&& other) : fd_(std::exchange(other.fd_, -1)) {}
+  ScopedFd& operator=(ScopedFd&& other) {
+    std::swap(fd_, other.fd_);
+    return *this;
+  }
+  ~ScopedFd() { Close(); }
+  void Close() {
+    if (fd_ >= 0) close(std::exchange(fd_, -1));
+  }
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+// {read end, write end}, both close-on-exec: a child gets only what Spawn
+// hands it, so a held child sees EOF on stdin when the parent closes it.
+absl::StatusOr<std::pair<ScopedFd, ScopedFd>> MakePipe() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
+  return std::make_pair(ScopedFd(fds[0]), ScopedFd(fds[1]));
+}
+
+// posix_spawn (never fork: the parent runs gRPC threads), no shell. Each
+// {parent_fd, child_fd} in `redirects` is dup'ed into the child; stdin is
+// /dev/null unless redirected.
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
+                            const std::vector<std::pair<int, int>>& redirects) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  for (const auto& [from, to] : redirects) posix_spawn_file_actions_adddup2(&actions, from, to);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  const int error = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot start ", argv[0], ": ", strerror(error)));
+  }
+  return pid;
+}
+
+// Waits for `pid`; Internal unless it exited with status 0.
+absl::Status Reap(pid_t pid, absl::string_view what) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, " (pid ", pid, ") failed: ",
+                                          WIFEXITED(status)
+                                              ? absl::StrCat("exit status ", WEXITSTATUS(status))
+                                              : absl::StrCat("signal ", WTERMSIG(status))));
+}
+
+absl::StatusOr<std::string> ReadToEof(int fd) {
+  std::string text;
+  char buffer[4096];
+  while (true) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::InternalError(absl::StrCat("read failed: ", strerror(errno)));
+    if (n == 0) return text;
+    text.append(buffer, n);
+  }
+}
+
+absl::Status WriteAll(int fd, absl::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::InternalError(absl::StrCat("write failed: ", strerror(errno)));
+    text.remove_prefix(n);
+  }
+  return absl::OkStatus();
+}
+
+std::string SelfPath() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, n) : "";
+}
+
+// A data dependency: relative to the working directory under `bazel run`
+// (the runfiles root), else in this binary's runfiles tree.
+absl::StatusOr<std::string> Runfile(const std::string& path) {
+  std::vector<std::string> candidates;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof(cwd)) != nullptr) candidates.push_back(absl::StrCat(cwd, "/", path));
+  if (const char* root = getenv("RUNFILES_DIR"); root != nullptr && *root != '\0') {
+    candidates.push_back(absl::StrCat(root, "/kiln/", path));
+  }
+  candidates.push_back(absl::StrCat(SelfPath(), ".runfiles/kiln/", path));
+  for (const std::string& candidate : candidates) {
+    if (access(candidate.c_str(), F_OK) == 0) return candidate;
+  }
+  return absl::NotFoundError(absl::StrCat(path, " not found (looked at ",
+                                          absl::StrJoin(candidates, ", "),
+                                          "); run with `bazel run -c opt //tools/bench:e2e`"));
+}
+
+// "VmRSS" and friends from /proc/PID/status, in KB.
+absl::StatusOr<double> ProcStatusKb(pid_t pid, absl::string_view field) {
+  ASSIGN_OR_RETURN(const std::string status, ReadFile(absl::StrCat("/proc/", pid, "/status")));
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    if (!absl::ConsumePrefix(&line, field) || !absl::ConsumePrefix(&line, ":")) continue;
+    double kb;
+    if (absl::SimpleAtod(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"), &kb)) {
+      return kb;
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("no ", field, " in /proc/", pid, "/status"));
+}
+
+// Children of `parent` whose comm is `comm` (truncated to 15 characters by
+// the kernel, as /proc/PID/stat shows it).
+std::vector<pid_t> ChildrenNamed(pid_t parent, absl::string_view comm) {
+  std::vector<pid_t> children;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return children;
+  while (dirent* entry = readdir(proc)) {
+    int pid;
+    if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
+    auto stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+    if (!stat.ok()) continue;  // it exited meanwhile
+    // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+    const size_t comm_begin = stat->find('(') + 1, comm_end = stat->rfind(')');
+    if (comm_begin == 0 || comm_end == std::string::npos || comm_end < comm_begin) continue;
+    const std::vector<std::string> rest =
+        absl::StrSplit(stat->substr(comm_end + 1), ' ', absl::SkipEmpty());
+    int ppid;
+    if (rest.size() > 1 && absl::SimpleAtoi(rest[1], &ppid) && ppid == parent &&
+        stat->substr(comm_begin, comm_end - comm_begin) == comm) {
+      children.push_back(pid);
+    }
+  }
+  closedir(proc);
+  return children;
+}
+
+// The shared objects mapped into this process whose path contains `fragment`.
+std::string MappedLibraries(absl::string_view fragment) {
+  std::vector<std::string> paths;
+  const std::string maps = ReadFile("/proc/self/maps").value_or("");
+  for (absl::string_view line : absl::StrSplit(maps, '\n')) {
+    const std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (words.size() >= 6 && absl::StrContains(words[5], fragment) &&
+        std::find(paths.begin(), paths.end(), words[5]) == paths.end()) {
+      paths.emplace_back(words[5]);
+    }
+  }
+  return paths.empty() ? "none" : absl::StrJoin(paths, ",");
+}
+
+std::string CpuModel() {
+  const std::string cpuinfo = ReadFile("/proc/cpuinfo").value_or("");
+  for (absl::string_view line : absl::StrSplit(cpuinfo, '\n')) {
+    if (absl::ConsumePrefix(&line, "model name")) {
+      return std::string(
+          absl::StripAsciiWhitespace(absl::StripPrefix(absl::StripAsciiWhitespace(line), ":")));
+    }
+  }
+  return "unknown";
+}
+
+// x[i][j], deterministic and of mixed sign so that relu clips some outputs.
+Tensor MakeInput() {
+  Tensor x(kiln::v1::FLOAT32, {kSize, kSize});
+  float* data = x.data<float>();
+  for (int64_t i = 0; i < kSize * kSize; ++i) data[i] = ((i * 37) % 101 - 50) / 50.0f;
+  return x;
+}
+
+// A figure for a wrong kernel is worthless: compares Run's output with f
+// computed in double precision.
+absl::Status CheckOutput(const Tensor& x, const Tensor& out) {
+  const float* a = x.data<float>();
+  for (int64_t i = 0; i < kSize; ++i) {
+    for (int64_t j = 0; j < kSize; ++j) {
+      double dot = 0;
+      for (int64_t k = 0; k < kSize; ++k) dot += double(a[i * kSize + k]) * a[j * kSize + k];
+      const double expected = std::max(dot + 1, 0.0);
+      const double got = out.data<float>()[i * kSize + j];
+      if (std::abs(got - expected) > 1e-4 * std::max(1.0, std::abs(expected))) {
+        return absl::InternalError(absl::StrFormat(
+            "Run's output (%d, %d) is %g; relu(x @ x.T + 1) is %g", i, j, got, expected));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct Batch {
+  double median_ns;
+  double minor_faults_per_call;
+};
+
+// Times `calls` calls of `fn` one by one: the median survives the
+// interrupts and preemptions a shared 2-vCPU VM delivers, a mean does not.
+template <typename Fn>
+Batch TimeBatch(int calls, Fn&& fn) {
+  std::vector<double> ns(calls);
+  rusage before, after;
+  getrusage(RUSAGE_SELF, &before);
+  for (int i = 0; i < calls; ++i) {
+    const int64_t start = NowNs();
+    fn();
+    ns[i] = NowNs() - start;
+  }
+  getrusage(RUSAGE_SELF, &after);
+  return {Median(std::move(ns)), double(after.ru_minflt - before.ru_minflt) / calls};
+}
+
+// ------------------------------------------------------- the timed child
+
+// Summed smaps fields of this process's mappings of files under `directory`.
+absl::StatusOr<std::string> ArtifactMemory(const std::string& directory) {
+  ASSIGN_OR_RETURN(const std::string smaps, ReadFile("/proc/self/smaps"));
+  std::map<std::string, double> kb = {
+      {"Rss", 0}, {"Pss", 0}, {"Private_Clean", 0}, {"Private_Dirty", 0}, {"Shared_Clean", 0}};
+  bool in_artifact = false;
+  int mappings = 0;
+  for (absl::string_view line : absl::StrSplit(smaps, '\n')) {
+    const std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (words.empty()) continue;
+    if (!absl::EndsWith(words[0], ":")) {  // "start-end perms offset dev inode path"
+      in_artifact = words.size() >= 6 && absl::StartsWith(words[5], directory);
+      mappings += in_artifact;
+      continue;
+    }
+    const auto it = kb.find(std::string(absl::StripSuffix(words[0], ":")));
+    double value;
+    if (in_artifact && it != kb.end() && words.size() >= 2 && absl::SimpleAtod(words[1], &value)) {
+      it->second += value;
+    }
+  }
+  if (mappings == 0) return absl::InternalError(absl::StrCat("no mapping under ", directory));
+  return absl::StrFormat(
+      "second_client_artifact_private_kb=%g second_client_artifact_private_dirty_kb=%g "
+      "second_client_artifact_rss_kb=%g second_client_artifact_pss_kb=%g "
+      "second_client_artifact_mappings=%d",
+      kb["Private_Clean"] + kb["Private_Dirty"], kb["Private_Dirty"], kb["Rss"], kb["Pss"],
+      mappings);
+}
+
+// A fresh process's first call on a hit: connect, fetch, load, run once.
+// Writes one byte to kReportFd the moment the first result exists (the
+// parent timestamps its arrival), then its own timings there as one
+// `key=value ...` line. `hold` then waits for EOF on stdin, keeping the
+// artifact mapped; `smaps` adds what the artifact's mappings cost here.
+absl::Status RunChild(const std::string& mode) {
+  const int64_t start = NowNs();
+  ASSIGN_OR_RETURN(kiln::v1::Graph graph, ReadGraphFile(absl::GetFlag(FLAGS_graph)));
+  Tensor x = MakeInput();
+  Tensor out(kiln::v1::FLOAT32, {kSize, kSize});
+  const TensorView inputs[] = {x.view()};
+  const TensorView outputs[] = {out.view()};
+
+  const int64_t connect = NowNs();
+  ClientOptions options;
+  options.socket_path = absl::GetFlag(FLAGS_socket);
+  options.auto_start = false;
+  options.client_name = "bench-child";
+  ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Connect(options));
+  const int64_t connected = NowNs();
+  // Prepare is what the first Run does on its own (fetch + load); calling it
+  // separately only splits the time.
+  CompiledGraph compiled(client.get(), std::move(graph));
+  ASSIGN_OR_RETURN(const CompiledGraph::PrepareResult prepared, compiled.Prepare());
+  const int64_t loaded = NowNs();
+  RETURN_IF_ERROR(compiled.Run(inputs, outputs));
+  const int64_t done = NowNs();
+  RETURN_IF_ERROR(WriteAll(kReportFd, "R"));
+
+  std::string report = absl::StrFormat(
+      "cache_hit=%d fresh_hit_ms=%.4f fresh_hit_connect_ms=%.4f fresh_hit_fetch_ms=%.4f "
+      "fresh_hit_load_ms=%.4f fresh_hit_other_ms=%.4f fresh_hit_first_run_ms=%.4f "
+      "child_read_graph_ms=%.4f",
+      int{prepared.cache_hit}, (done - connect) / 1e6, (connected - connect) / 1e6,
+      prepared.fetch_ms, prepared.load_ms,
+      (loaded - connected) / 1e6 - prepared.fetch_ms - prepared.load_ms, (done - loaded) / 1e6,
+      (connect - start) / 1e6);
+  RETURN_IF_ERROR(CheckOutput(x, out));
+  if (mode == "smaps") {
+    ASSIGN_OR_RETURN(const std::string memory,
+                     ArtifactMemory(client->daemon().cache_dir() + "/objects/"));
+    absl::StrAppend(&report, " ", memory);
+  }
+  RETURN_IF_ERROR(WriteAll(kReportFd, report + "\n"));
+  close(kReportFd);
+  if (mode == "hold") {
+    char byte;
+    ssize_t n;
+    do {
+      n = read(STDIN_FILENO, &byte, 1);
+    } while (n > 0 || (n < 0 && errno == EINTR));
+  }
+  return absl::OkStatus();
+}
+
+// The parent's handle on a timed child.
+struct Child {
+  pid_t pid = -1;
+  int64_t spawn_ns = 0;
+  ScopedFd report;  // read end of the child's kReportFd
+  ScopedFd input;   // write end of the child's stdin (hold only)
+};
+
+absl::StatusOr<Child> StartChild(const std::vector<std::string>& argv, bool hold) {
+  Child child;
+  ASSIGN_OR_RETURN(auto report, MakePipe());
+  std::vector<std::pair<int, int>> redirects = {{report.second.get(), kReportFd}};
+  std::pair<ScopedFd, ScopedFd> input;
+  if (hold) {
+    ASSIGN_OR_RETURN(input, MakePipe());
+    redirects.push_back({input.first.get(), STDIN_FILENO});
+  }
+  child.spawn_ns = NowNs();  // fresh_process_ms starts here
+  ASSIGN_OR_RETURN(child.pid, Spawn(argv, redirects));
+  child.report = std::move(report.first);
+  child.input = std::move(input.second);
+  return child;
+}
+
+// Milliseconds from spawn to the child's first byte on its report pipe.
+absl::StatusOr<double> WaitForFirstResult(Child& child) {
+  pollfd ready = {child.report.get(), POLLIN, 0};
+  if (poll(&ready, 1, 60000) != 1) {
+    return absl::DeadlineExceededError("a child did not report within 60 s");
+  }
+  const int64_t arrived = NowNs();
+  char byte;
+  if (read(child.report.get(), &byte, 1) != 1) {
+    const absl::Status exited = Reap(std::exchange(child.pid, -1), "bench child");
+    return exited.ok() ? absl::InternalError("a bench child exited without reporting") : exited;
+  }
+  return (arrived - child.spawn_ns) / 1e6;
+}
+
+// The rest of the child's report, once it has exited.
+absl::StatusOr<std::string> FinishChild(Child& child) {
+  auto report = ReadToEof(child.report.get());
+  child.input.Close();  // a held child exits now
+  RETURN_IF_ERROR(Reap(child.pid, "bench child"));
+  return report;
+}
+
+// ------------------------------------------------------------- the daemon
+
+// A private kilnd started by the benchmark: socket and cache under
+// `directory`, its output in directory/kilnd.log.
+class Daemon {
+ public:
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const std::string& kilnd,
+                                                       const std::string& directory,
+                                                       const std::string& compiler) {
+    std::unique_ptr<Daemon> daemon(new Daemon);
+    daemon->socket_path_ = directory + "/run/kilnd.sock";
+    daemon->log_path_ = directory + "/kilnd.log";
+    RETURN_IF_ERROR(MakeDirectories(directory, 0700));
+    ScopedFd log(open(daemon->log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    if (log.get() < 0) return absl::InternalError("cannot create " + daemon->log_path_);
+    ASSIGN_OR_RETURN(daemon->pid_, Spawn({kilnd, "--socket=" + daemon->socket_path_,
+                                          "--cache_dir=" + directory + "/cache",
+                                          "--compiler=" + compiler, "--log_level=warning"},
+                                         {{log.get(), STDOUT_FILENO}, {log.get(), STDERR_FILENO}}));
+    ClientOptions options;
+    options.socket_path = daemon->socket_path_;
+    options.auto_start = false;
+    options.client_name = "bench";
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < deadline) {
+      auto client = Client::Connect(options);
+      if (client.ok()) {
+        daemon->client_ = std::move(*client);
+        return daemon;
+      }
+      int status;
+      if (waitpid(daemon->pid_, &status, WNOHANG) == daemon->pid_) {
+        daemon->pid_ = -1;
+        return absl::InternalError(absl::StrCat("kilnd --compiler=", compiler,
+                                                " exited at start; see ", daemon->log_path_));
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return absl::DeadlineExceededError(
+        absl::StrCat("kilnd did not answer within 30 s; see ", daemon->log_path_));
+  }
+
+  ~Daemon() { Stop().IgnoreError(); }
+
+  // SIGTERM, as a user would stop it; Internal when kilnd does not exit
+  // cleanly within 15 s (then it is killed).
+  absl::Status Stop() {
+    if (pid_ < 0) return absl::OkStatus();
+    client_.reset();
+    kill(pid_, SIGTERM);
+    const pid_t pid = std::exchange(pid_, -1);
+    const absl::Time deadline = absl::Now() + absl::Seconds(15);
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      if (absl::Now() > deadline) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return absl::InternalError(absl::StrCat("kilnd ignored SIGTERM; see ", log_path_));
+      }
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
+    return absl::InternalError(
+        absl::StrCat("kilnd exited with status ", status, "; see ", log_path_));
+  }
+
+  Client& client() { return *client_; }
+  pid_t pid() const { return pid_; }
+  const std::string& socket_path() const { return socket_path_; }
+
+ private:
+  Daemon() = default;
+  pid_t pid_ = -1;
+  std::string socket_path_, log_path_;
+  std::unique_ptr<Client> client_;
+};
+
+// ---------------------------------------------------------- eager PyTorch
+
+// eager.py, alive across batches: torch is imported once, as in a serving
+// process, and its allocator and caches stay warm.
+class Eager {
+ public:
+  // Unavailable (with the reason) when python3 or torch is missing.
+  static absl::StatusOr<std::unique_ptr<Eager>> Start(const std::string& python,
+                                                      const std::string& script) {
+    ASSIGN_OR_RETURN(auto to_child, MakePipe());
+    ASSIGN_OR_RETURN(auto from_child, MakePipe());
+    ASSIGN_OR_RETURN(const pid_t pid, Spawn({python, script, absl::StrCat(kSize)},
+                                            {{to_child.first.get(), STDIN_FILENO},
+                                             {from_child.second.get(), STDOUT_FILENO}}));
+    to_child.first.Close();  // else a dead eager.py never reads as EOF
+    from_child.second.Close();
+    std::unique_ptr<Eager> eager(new Eager);
+    eager->pid_ = pid;
+    eager->to_ = fdopen(to_child.second.release(), "w");
+    eager->from_ = fdopen(from_child.first.release(), "r");
+    ASSIGN_OR_RETURN(const std::string ready, eager->ReadLine());
+    if (absl::StartsWith(ready, "error ")) return absl::UnavailableError(ready.substr(6));
+    eager->facts_ = ParseFields(ready);
+    if (!absl::StartsWith(ready, "ready ")) {
+      return absl::UnavailableError(absl::StrCat("eager.py said: ", ready));
+    }
+    return eager;
+  }
+
+  ~Eager() {
+    if (to_ != nullptr) fclose(to_);  // EOF: eager.py exits
+    if (from_ != nullptr) fclose(from_);
+    if (pid_ > 0) Reap(pid_, "eager.py").IgnoreError();
+  }
+
+  // One batch of `calls` timed calls per variant; eager.py's answer.
+  absl::StatusOr<Fields> Batch(int calls) {
+    if (fprintf(to_, "%d\n", calls) < 0 || fflush(to_) != 0) {
+      return absl::InternalError("eager.py is gone");
+    }
+    ASSIGN_OR_RETURN(const std::string line, ReadLine());
+    return ParseFields(line);
+  }
+
+  // torch version, threads and the BLAS libraries it mapped.
+  const Fields& facts() const { return facts_; }
+
+ private:
+  Eager() = default;
+
+  absl::StatusOr<std::string> ReadLine() {
+    char* line = nullptr;
+    size_t capacity = 0;
+    const ssize_t n = getline(&line, &capacity, from_);
+    std::string text = n > 0 ? std::string(line, n) : "";
+    free(line);
+    if (n <= 0) return absl::UnavailableError("eager.py exited without answering");
+    return std::string(absl::StripTrailingAsciiWhitespace(text));
+  }
+
+  pid_t pid_ = -1;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+  Fields facts_;
+};
+
+// ------------------------------------------------------------------ phases
+
+// A: the clang++ subprocess kilnd, B: the compile-worker kilnd. Each round
+// compiles f with a fresh salt on both. Round -1 is not recorded: it waits
+// out kilnd's own worker warm-up and brings clang into the page cache.
+absl::Status MeasureColdCompile(const kiln::v1::Graph& graph, Daemon& subprocess, Daemon& worker,
+                                int rounds, Samples& samples) {
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = graph;
+  const struct {
+    Daemon* daemon;
+    const char* compiler;
+    const char* figure;
+  } sides[] = {{&subprocess, "subprocess", "cold_compile_subprocess"},
+               {&worker, "worker", "cold_compile"}};
+  for (int round = -1; round < rounds; ++round) {
+    for (const auto& side : sides) {
+      request.mutable_options()->set_salt(absl::StrCat("bench-", getpid(), "-", round));
+      const int64_t start = NowNs();
+      ASSIGN_OR_RETURN(const kiln::v1::CompileResponse response,
+                       side.daemon->client().Compile(request));
+      const double ms = MsSince(start);
+      if (response.cache_hit()) return absl::InternalError("a salted compile was a cache hit");
+      if (response.artifact().compiler() != side.compiler) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "kilnd --compiler=", side.compiler, " compiled with ", response.artifact().compiler(),
+            " (no kiln-compile-worker in its runfiles?)"));
+      }
+      if (round < 0) continue;
+      const std::string figure = side.figure;
+      samples[figure + "_ms"].push_back(ms);
+      samples[figure + "_codegen_ms"].push_back(response.artifact().timings().codegen_ms());
+      samples[figure + "_compiler_ms"].push_back(response.artifact().timings().compile_ms());
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A: a child that reports from the top of main (process start: exec,
+// dynamic linking of ~60 libraries, static initialisers). B: a child that
+// connects, hits, loads and runs f. The parent has compiled f already.
+absl::Status MeasureFreshProcess(const std::string& self, const std::string& graph_path,
+                                 const Daemon& daemon, int rounds, Samples& samples) {
+  const std::vector<std::string> noop = {self, kNoopChild};
+  const std::vector<std::string> fresh = {self, "--child=fresh", "--socket=" + daemon.socket_path(),
+                                          "--graph=" + graph_path};
+  for (int round = 0; round < rounds; ++round) {
+    ASSIGN_OR_RETURN(Child baseline, StartChild(noop, /*hold=*/false));
+    ASSIGN_OR_RETURN(const double start_ms, WaitForFirstResult(baseline));
+    RETURN_IF_ERROR(FinishChild(baseline).status());
+    samples["process_start_ms"].push_back(start_ms);
+
+    ASSIGN_OR_RETURN(Child child, StartChild(fresh, /*hold=*/false));
+    ASSIGN_OR_RETURN(const double fresh_ms, WaitForFirstResult(child));
+    ASSIGN_OR_RETURN(const std::string report, FinishChild(child));
+    samples["fresh_process_ms"].push_back(fresh_ms);
+    const Fields fields = ParseFields(report);
+    if (fields.count("cache_hit") == 0 || fields.at("cache_hit") != "1") {
+      return absl::InternalError("a fresh child missed the cache: " + report);
+    }
+    for (const auto& [key, value] : fields) {
+      ASSIGN_OR_RETURN(const double number, NumberField(fields, key));
+      if (key != "cache_hit") samples[key].push_back(number);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A: eager PyTorch (one batch per variant, in eager.py), B: Run from C++,
+// into preallocated outputs and allocating them. Round -1 is a warm-up.
+absl::Status MeasureWarmCalls(CompiledGraph& compiled, Eager* eager, int rounds, int calls,
+                              Samples& samples) {
+  Tensor x = MakeInput();
+  Tensor out(kiln::v1::FLOAT32, {kSize, kSize});
+  const TensorView inputs[] = {x.view()};
+  const TensorView outputs[] = {out.view()};
+  RETURN_IF_ERROR(compiled.Run(inputs, outputs));
+  RETURN_IF_ERROR(CheckOutput(x, out));
+  for (int round = -1; round < rounds; ++round) {
+    if (eager != nullptr) {
+      ASSIGN_OR_RETURN(const Fields fields, eager->Batch(calls));
+      ASSIGN_OR_RETURN(const double alloc_ns, NumberField(fields, "alloc_ns"));
+      ASSIGN_OR_RETURN(const double out_ns, NumberField(fields, "out_ns"));
+      ASSIGN_OR_RETURN(const double alloc_faults, NumberField(fields, "alloc_minflt"));
+      ASSIGN_OR_RETURN(const double out_faults, NumberField(fields, "out_minflt"));
+      if (round >= 0) {
+        samples["eager_call_us"].push_back(alloc_ns / 1e3);
+        samples["eager_out_call_us"].push_back(out_ns / 1e3);
+        samples["eager_call_minflt"].push_back(alloc_faults);
+        samples["eager_out_call_minflt"].push_back(out_faults);
+      }
+    }
+    bool ok = true;
+    const Batch preallocated = TimeBatch(calls, [&] { ok &= compiled.Run(inputs, outputs).ok(); });
+    const Batch allocating = TimeBatch(calls, [&] { ok &= compiled.Run(inputs).ok(); });
+    if (!ok) return absl::InternalError("a warm Run failed");
+    if (round < 0) continue;
+    samples["warm_call_us"].push_back(preallocated.median_ns / 1e3);
+    samples["warm_call_alloc_us"].push_back(allocating.median_ns / 1e3);
+    samples["warm_call_minflt"].push_back(preallocated.minor_faults_per_call);
+    samples["warm_call_alloc_minflt"].push_back(allocating.minor_faults_per_call);
+  }
+  return absl::OkStatus();
+}
+
+// A: kiln_run called directly with the arguments Run would pass, B: Run on
+// the same buffers. dispatch = median(B) - median(A), per round.
+absl::Status MeasureDispatch(CompiledGraph& compiled, int rounds, int calls, Samples& samples) {
+  Tensor x = MakeInput();
+  Tensor out(kiln::v1::FLOAT32, {kSize, kSize});
+  const TensorView inputs[] = {x.view()};
+  const TensorView outputs[] = {out.view()};
+  ASSIGN_OR_RETURN(const CompiledGraph::DirectCall direct, compiled.DirectCallForBenchmark(inputs));
+  void* const input_pointers[] = {x.data<float>()};
+  void* const output_pointers[] = {out.data<float>()};
+  for (int round = -1; round < rounds; ++round) {
+    int code = 0;
+    bool ok = true;
+    const Batch direct_batch = TimeBatch(calls, [&] {
+      code |= direct.run(direct.runtime, nullptr, input_pointers, output_pointers, direct.scratch);
+    });
+    const Batch run_batch = TimeBatch(calls, [&] { ok &= compiled.Run(inputs, outputs).ok(); });
+    if (code != 0 || !ok) return absl::InternalError("a call failed in the dispatch phase");
+    if (round < 0) continue;
+    samples["direct_call_us"].push_back(direct_batch.median_ns / 1e3);
+    samples["dispatch_ns"].push_back(run_batch.median_ns - direct_batch.median_ns);
+  }
+  return CheckOutput(x, out);
+}
+
+// Two children load the artifact the parent also has mapped; the first
+// stays alive while the second loads it and reads its own smaps.
+absl::Status MeasureSecondClient(const std::string& self, const std::string& graph_path,
+                                 const Daemon& daemon, Samples& samples) {
+  const std::vector<std::string> common = {"--socket=" + daemon.socket_path(),
+                                           "--graph=" + graph_path};
+  std::vector<std::string> hold = {self, "--child=hold"}, smaps = {self, "--child=smaps"};
+  hold.insert(hold.end(), common.begin(), common.end());
+  smaps.insert(smaps.end(), common.begin(), common.end());
+  ASSIGN_OR_RETURN(Child first, StartChild(hold, /*hold=*/true));
+  RETURN_IF_ERROR(WaitForFirstResult(first).status());
+  ASSIGN_OR_RETURN(Child second, StartChild(smaps, /*hold=*/false));
+  RETURN_IF_ERROR(WaitForFirstResult(second).status());
+  ASSIGN_OR_RETURN(const std::string report, FinishChild(second));
+  RETURN_IF_ERROR(FinishChild(first).status());
+  const Fields fields = ParseFields(report);
+  for (const auto& [key, value] : fields) {
+    if (!absl::StartsWith(key, "second_client_")) continue;
+    ASSIGN_OR_RETURN(const double number, NumberField(fields, key));
+    samples[key].push_back(number);
+  }
+  return absl::OkStatus();
+}
+
+// The idle daemon (all phases done, no client connected but ours) and its
+// compile workers.
+absl::Status MeasureMemory(const Daemon& worker, const Daemon& subprocess, Samples& samples) {
+  ASSIGN_OR_RETURN(const double daemon_kb, ProcStatusKb(worker.pid(), "VmRSS"));
+  ASSIGN_OR_RETURN(const double subprocess_daemon_kb, ProcStatusKb(subprocess.pid(), "VmRSS"));
+  samples["daemon_rss_mb"].push_back(daemon_kb / 1024);
+  samples["daemon_subprocess_rss_mb"].push_back(subprocess_daemon_kb / 1024);
+  const std::vector<pid_t> workers = ChildrenNamed(worker.pid(), "kiln-compile-wo");
+  if (workers.empty()) return absl::InternalError("kilnd has no kiln-compile-worker child");
+  double largest_kb = 0;
+  for (pid_t pid : workers) {
+    ASSIGN_OR_RETURN(const double kb, ProcStatusKb(pid, "VmRSS"));
+    largest_kb = std::max(largest_kb, kb);
+  }
+  samples["worker_rss_mb"].push_back(largest_kb / 1024);
+  samples["workers"].push_back(workers.size());
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------ report
+
+struct Figure {
+  const char* key;
+  const char* target;  // "" when there is none
+  const char* meaning;
+};
+
+// Table rows and JSON keys, in order. Indented meanings break down the row
+// above them.
+constexpr Figure kFigures[] = {
+    {"cold_compile_ms", "<= 100", "cold compile, compile worker: Compile RPC, fresh salt"},
+    {"cold_compile_codegen_ms", "", "  in kilnd: graph -> C++"},
+    {"cold_compile_compiler_ms", "", "  in kilnd: C++ -> .so (worker clang + lld)"},
+    {"cold_compile_subprocess_ms", "", "cold compile, clang++ subprocess per compile"},
+    {"cold_compile_subprocess_compiler_ms", "", "  in kilnd: C++ -> .so (clang++ process)"},
+    {"fresh_hit_ms", "<= 3", "fresh process: Client::Connect -> first Run result (hit)"},
+    {"fresh_hit_connect_ms", "", "  Client::Connect (channel, Hello RPC)"},
+    {"fresh_hit_fetch_ms", "", "  Compile RPC answered from the cache"},
+    {"fresh_hit_load_ms", "", "  SHA-256 of the .so + dlopen"},
+    {"fresh_hit_other_ms", "", "  the rest of Prepare (CompiledGraph, request)"},
+    {"fresh_hit_first_run_ms", "", "  first Run"},
+    {"fresh_process_ms", "", "fresh process: posix_spawn -> first result, timed by the parent"},
+    {"process_start_ms", "", "  baseline: posix_spawn -> main of the same binary"},
+    {"child_read_graph_ms", "", "  flags + reading examples/f.json (not in fresh_hit)"},
+    {"warm_call_us", "", "Run(inputs, preallocated outputs) from C++"},
+    {"warm_call_alloc_us", "", "Run(inputs), outputs allocated"},
+    {"eager_call_us", "", "eager torch.relu(x @ x.T + 1.0) from Python"},
+    {"eager_out_call_us", "", "eager mm(out=) + add_ + relu_, no allocation"},
+    {"warm_call_minflt", "", "minor page faults per call: Run, preallocated"},
+    {"warm_call_alloc_minflt", "", "minor page faults per call: Run, allocating"},
+    {"eager_call_minflt", "", "minor page faults per call: eager"},
+    {"eager_out_call_minflt", "", "minor page faults per call: eager, out="},
+    {"direct_call_us", "", "kiln_run called directly (the kernel alone)"},
+    {"dispatch_ns", "<= 500", "Run minus the direct call, same buffers"},
+    {"daemon_rss_mb", "", "VmRSS of the idle kilnd (compile worker mode)"},
+    {"daemon_subprocess_rss_mb", "", "VmRSS of the idle kilnd (subprocess mode)"},
+    {"worker_rss_mb", "", "VmRSS of its kiln-compile-worker (largest)"},
+    {"workers", "", "kiln-compile-worker processes"},
+    {"second_client_artifact_private_kb", "", "2nd process: Private_Clean+Dirty of the .so"},
+    {"second_client_artifact_private_dirty_kb", "", "  of which Private_Dirty (relocations)"},
+    {"second_client_artifact_rss_kb", "", "  Rss of the .so mappings"},
+    {"second_client_artifact_pss_kb", "", "  Pss of the .so mappings"},
+};
+
+struct Summary {
+  double min, median, max;
+  size_t count;
+};
+
+std::optional<Summary> Summarize(const Samples& samples, const std::string& key) {
+  const auto it = samples.find(key);
+  if (it == samples.end() || it->second.empty()) return std::nullopt;
+  const std::vector<double>& values = it->second;
+  return Summary{*std::min_element(values.begin(), values.end()), Median(values),
+                 *std::max_element(values.begin(), values.end()), values.size()};
+}
+
+void PrintTable(const Samples& samples, const Fields& facts) {
+  absl::PrintF("\nKiln end-to-end: f = relu(x @ x.T + 1), %dx%d float32\n", kSize, kSize);
+  for (const auto& [key, value] : facts) absl::PrintF("  %-14s %s\n", key, value);
+  absl::PrintF("\n%-40s %10s %10s %10s  %-7s %s\n", "figure", "min", "median", "max", "target",
+               "meaning");
+  for (const Figure& figure : kFigures) {
+    const std::optional<Summary> summary = Summarize(samples, figure.key);
+    if (!summary) {
+      absl::PrintF("%-40s %10s %10s %10s  %-7s %s\n", figure.key, "-", "n/a", "-", figure.target,
+                   figure.meaning);
+    } else if (summary->count == 1) {
+      absl::PrintF("%-40s %10s %10.4g %10s  %-7s %s\n", figure.key, "", summary->median, "",
+                   figure.target, figure.meaning);
+    } else {
+      absl::PrintF("%-40s %10.4g %10.4g %10.4g  %-7s %s\n", figure.key, summary->min,
+                   summary->median, summary->max, figure.target, figure.meaning);
+    }
+  }
+}
+
+std::string JsonString(absl::string_view text) {
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) quoted += c;
+  }
+  return quoted + "\"";
+}
+
+std::string JsonNumber(double value) {
+  return std::isfinite(value) ? absl::StrFormat("%.6g", value) : "null";
+}
+
+std::string JsonLine(const Samples& samples, const Fields& facts) {
+  std::vector<std::string> members;
+  for (const Figure& figure : kFigures) {
+    const std::optional<Summary> summary = Summarize(samples, figure.key);
+    const std::string key = JsonString(figure.key);
+    if (!summary) {
+      members.push_back(key + ": null");
+      continue;
+    }
+    members.push_back(absl::StrCat(key, ": ", JsonNumber(summary->median)));
+    if (summary->count > 1) {
+      members.push_back(absl::StrCat(JsonString(absl::StrCat(figure.key, "_min")), ": ",
+                                     JsonNumber(summary->min)));
+      members.push_back(absl::StrCat(JsonString(absl::StrCat(figure.key, "_max")), ": ",
+                                     JsonNumber(summary->max)));
+    }
+  }
+  for (const auto& [key, value] : facts) {
+    double number;
+    members.push_back(absl::StrCat(JsonString(key), ": ",
+                                   absl::SimpleAtod(value, &number) ? value : JsonString(value)));
+  }
+  return absl::StrCat("{", absl::StrJoin(members, ", "), "}");
+}
+
+// --------------------------------------------------------------------- run
+
+absl::Status RunBenchmark() {
+  const int rounds = absl::GetFlag(FLAGS_repetitions);
+  if (rounds < 1) return absl::InvalidArgumentError("--repetitions must be at least 1");
+  if (rounds < 10) absl::FPrintF(stderr, "e2e: fewer than 10 rounds: not for docs/BENCHMARKS.md\n");
+  const int warm_calls = std::max(1, absl::GetFlag(FLAGS_warm_calls));
+  const int dispatch_calls =
+      std::max(absl::GetFlag(FLAGS_dispatch_calls), (kMinDispatchCalls + rounds - 1) / rounds);
+  const std::string self = SelfPath();
+  ASSIGN_OR_RETURN(const std::string kilnd, Runfile("daemon/kilnd"));
+  ASSIGN_OR_RETURN(const std::string graph_path, Runfile("examples/f.json"));
+  ASSIGN_OR_RETURN(const std::string eager_script, Runfile("tools/bench/eager.py"));
+  ASSIGN_OR_RETURN(const kiln::v1::Graph graph, ReadGraphFile(graph_path));
+
+  Fields facts;
+  facts["cpu"] = CpuModel();
+  facts["cpus"] = absl::StrCat(sysconf(_SC_NPROCESSORS_ONLN));
+  facts["repetitions"] = absl::StrCat(rounds);
+  facts["threads"] = "1 (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=KILN_NUM_THREADS=1)";
+
+  // Unix socket paths must stay under 108 bytes: a short /tmp directory.
+  ASSIGN_OR_RETURN(const std::string root, MakeTempDirectory("/tmp/kilnXXXXXX"));
+  struct RemoveOnExit {
+    std::string path;
+    ~RemoveOnExit() { RemoveRecursively(path).IgnoreError(); }
+  } remove_root{root};
+  // Declared after remove_root: stopped before the directory goes.
+  ASSIGN_OR_RETURN(std::unique_ptr<Daemon> worker, Daemon::Start(kilnd, root + "/w", "worker"));
+  ASSIGN_OR_RETURN(std::unique_ptr<Daemon> subprocess,
+                   Daemon::Start(kilnd, root + "/s", "subprocess"));
+
+  Samples samples;
+  absl::FPrintF(stderr, "e2e: cold compiles (%d rounds)...\n", rounds);
+  RETURN_IF_ERROR(MeasureColdCompile(graph, *subprocess, *worker, rounds, samples));
+
+  // The parent's own copy of f: compiled here, so every child hits.
+  CompiledGraph compiled(&worker->client(), graph);
+  RETURN_IF_ERROR(compiled.Prepare().status());
+  facts["kiln_blas"] = MappedLibraries("blas");
+  absl::FPrintF(stderr, "e2e: fresh processes...\n");
+  RETURN_IF_ERROR(MeasureFreshProcess(self, graph_path, *worker, rounds, samples));
+
+  absl::FPrintF(stderr, "e2e: starting eager PyTorch (import torch takes ~1 s)...\n");
+  auto eager = Eager::Start(absl::GetFlag(FLAGS_python), eager_script);
+  if (eager.ok()) {
+    for (const char* key : {"torch", "threads", "libblas", "openblas"}) {
+      facts[absl::StrCat("eager_", key)] =
+          (*eager)->facts().count(key) != 0 ? (*eager)->facts().at(key) : "?";
+    }
+  } else {
+    facts["eager"] = absl::StrCat("not measured: ", eager.status().message());
+    absl::FPrintF(stderr, "e2e: eager baseline not measured: %s\n", eager.status().message());
+  }
+  absl::FPrintF(stderr, "e2e: warm calls (%d per side per round)...\n", warm_calls);
+  RETURN_IF_ERROR(
+      MeasureWarmCalls(compiled, eager.ok() ? eager->get() : nullptr, rounds, warm_calls, samples));
+  if (eager.ok()) eager->reset();  // no python process left for the rest
+
+  absl::FPrintF(stderr, "e2e: dispatch (%d calls per side per round)...\n", dispatch_calls);
+  RETURN_IF_ERROR(MeasureDispatch(compiled, rounds, dispatch_calls, samples));
+  RETURN_IF_ERROR(MeasureSecondClient(self, graph_path, *worker, samples));
+  RETURN_IF_ERROR(MeasureMemory(*worker, *subprocess, samples));
+  RETURN_IF_ERROR(worker->Stop());
+  RETURN_IF_ERROR(subprocess->Stop());
+
+  PrintTable(samples, facts);
+  if (absl::GetFlag(FLAGS_json)) absl::PrintF("%s\n", JsonLine(samples, facts));
+  return absl::OkStatus();
+}
+
+// Both sides run on one thread with the same BLAS. OpenBLAS reads
+// OPENBLAS_NUM_THREADS when it is loaded, before main, so when the
+// variables are not set yet this sets them and executes itself again;
+// children and eager.py inherit them.
+void PinThreadsOrReexecute(char** argv) {
+  bool pinned = true;
+  for (const char* variable : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "KILN_NUM_THREADS"}) {
+    const char* value = getenv(variable);
+    if (value == nullptr || strcmp(value, "1") != 0) {
+      setenv(variable, "1", 1);
+      pinned = false;
+    }
+  }
+  if (!pinned) {
+    execv("/proc/self/exe", argv);
+    absl::FPrintF(stderr, "e2e: cannot re-execute with one BLAS thread (%s); continuing\n",
+                  strerror(errno));
+  }
+}
+
+}  // namespace
+}  // namespace kiln
+
+int main(int argc, char** argv) {
+  // Before anything else: this child's whole job is to say "main reached".
+  if (argc == 2 && strcmp(argv[1], kiln::kNoopChild) == 0) {
+    return write(kiln::kReportFd, "R", 1) == 1 ? 0 : 1;
+  }
+  absl::SetProgramUsageMessage(
+      "e2e: Kiln's end-to-end benchmark (docs/BENCHMARKS.md).\n"
+      "Usage: bazel run -c opt //tools/bench:e2e -- [--json] [--repetitions=12]");
+  kiln::PinThreadsOrReexecute(argv);  // children inherit the variables: no-op there
+  absl::ParseCommandLine(argc, argv);
+  const std::string child = absl::GetFlag(FLAGS_child);
+  if (!child.empty()) {
+    const absl::Status status = kiln::RunChild(child);
+    if (!status.ok()) absl::FPrintF(stderr, "e2e --child=%s: %s\n", child, status.ToString());
+    return status.ok() ? 0 : 1;
+  }
+  const absl::Status status = kiln::RunBenchmark();
+  if (!status.ok()) {
+    absl::FPrintF(stderr, "e2e: %s\n", status.ToString());
+    return 1;
+  }
+  return 0;
+}
