@@ -249,7 +249,8 @@ def trace(fn, inputs, name, symbolic=None, weights_seed=None):
         graph = to_kiln(gm, all_inputs, name)
     if symbolic:
         mark_symbolic(fn, inputs, graph, symbolic, name)
-    blas = next((line.split()[-1] for line in open("/proc/self/maps") if "libblas" in line), "none")
+    with open("/proc/self/maps") as maps:
+        blas = next((line.split()[-1] for line in maps if "libblas" in line), "none")
     reference = {"inputs": [tensor_data(t) for t in all_inputs],
                  "outputs": [tensor_data(o) for o in outputs],
                  "provenance": f"torch {torch.__version__}, blas {blas}"

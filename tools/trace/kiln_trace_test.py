@@ -1,0 +1,89 @@
+"""Tests of the tracer: lifting, functionalization, dead code, symbolic dims,
+and the one-line errors its user sees."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kiln_trace  # noqa: E402
+
+
+def ops(graph):
+    return [node["op"] for node in graph["nodes"]]
+
+
+class TraceTest(unittest.TestCase):
+    def test_weights_become_inputs(self):
+        layer = torch.nn.Linear(8, 4)
+        graph, reference = kiln_trace.trace(lambda x: layer(x), [torch.randn(2, 8)], "linear")
+        self.assertEqual(len(graph["inputs"]), 3)  # x, weight, bias
+        self.assertEqual(len(reference["inputs"]), 3)
+        self.assertEqual([i["type"]["sizes"] for i in graph["inputs"][1:]],
+                         [[{"constant": 4}, {"constant": 8}], [{"constant": 4}]])
+
+    def test_in_place_on_an_intermediate_is_functionalized(self):
+        graph, _ = kiln_trace.trace(lambda x: (x + 1).relu_(), [torch.randn(4)], "inplace")
+        self.assertEqual(ops(graph), ["aten.add.Tensor", "aten.relu.default"])
+
+    def test_mutating_an_input_is_refused(self):
+        def mutate(x):
+            x.add_(1)
+            return x * 2
+        with self.assertRaisesRegex(kiln_trace.TraceError, "mutates graph input 'x_1' in place"):
+            kiln_trace.trace(mutate, [torch.randn(4)], "mutate")
+
+    def test_dead_nodes_are_dropped(self):
+        def dead(x):
+            unused = x.sin()  # noqa: F841
+            return x + 1
+        graph, _ = kiln_trace.trace(dead, [torch.randn(4)], "dead")
+        self.assertEqual(ops(graph), ["aten.add.Tensor"])
+
+    def test_symbolic_dims(self):
+        graph, _ = kiln_trace.trace(lambda x: torch.relu(x + 1), [torch.randn(3, 5)], "sym",
+                                    symbolic=[("x", 0)])
+        self.assertEqual(graph["inputs"][0]["type"]["sizes"], [{"symbol": "s0"}, {"constant": 5}])
+        self.assertEqual(graph["nodes"][1]["outputTypes"][0]["sizes"][0], {"symbol": "s0"})
+
+    def test_a_size_baked_into_a_view_is_refused(self):
+        with self.assertRaisesRegex(kiln_trace.TraceError,
+                                    "node 'view' .* has a symbolic size baked into an argument"):
+            kiln_trace.trace(lambda x: x.view(x.shape[0] * 5), [torch.randn(3, 5)], "baked",
+                             symbolic=[("x", 0)])
+
+
+class CheckTest(unittest.TestCase):
+    """The tool's user sees one readable line when Kiln refuses a graph."""
+
+    def test_unsupported_op_is_one_line(self):
+        kiln = os.path.join(os.getcwd(), "tools/kiln/kiln")
+        with tempfile.TemporaryDirectory(dir="/tmp") as work:
+            env = dict(os.environ, KILN_SOCKET=work + "/run/kilnd.sock",
+                       KILN_CACHE_DIR=work + "/cache",
+                       KILN_DAEMON=os.path.join(os.getcwd(), "daemon/kilnd"))
+            module = os.path.join(work, "cumsum_model.py")
+            with open(module, "w") as f:
+                f.write("import torch\n"
+                        "def cumsum():\n"
+                        "    return (lambda x: torch.cumsum(x, 0)), [torch.randn(4)]\n")
+            result = subprocess.run(
+                [sys.executable, kiln_trace.__file__, "--module", "cumsum_model:cumsum",
+                 "--out", work, "--check", kiln],
+                env=dict(env, PYTHONPATH=work), capture_output=True, text=True)
+            subprocess.run([kiln, "stats", "--start=false"], env=env, capture_output=True)
+            pid = subprocess.run(["pgrep", "-f", work], capture_output=True, text=True).stdout
+            for line in pid.split():
+                os.kill(int(line), 15)
+        self.assertEqual(result.returncode, 1)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertIn("op 'aten.cumsum.default' is not supported", lines[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
