@@ -260,20 +260,18 @@ std::string Step(const Combiner& combiner, const std::string& a, const std::stri
 // final combine is an explicit tree (it would otherwise be a serial chain).
 constexpr int kLanes = 16;
 
-// A pointwise, copy or reduction kernel: a static function with one loop nest.
-absl::StatusOr<std::string> EmitLoopKernel(int index, const Kernel& kernel, const ir::Graph& graph,
-                                           const ir::LoopProgram& program,
-                                           const Schedule& schedule, const BufferPlan& plan,
-                                           std::string* call) {
+// One kernel's loops over its output dims from `first_dim` on (the group's
+// loops cover the ones before), its body, and its store.
+absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph& graph,
+                            const ir::LoopProgram& program, const Schedule& schedule,
+                            const BufferPlan& plan, Params& params, int& next_var,
+                            std::string indent, std::string& body) {
   const ir::TensorType& type = graph.values[kernel.value];
   const int rank = static_cast<int>(type.rank());
   const ir::DType stored = type.dtype;
-  Params params;
   const std::string out = params.For(WrittenStorage(kernel, plan));
-  int next_var = 0;
-  std::string body;
-  std::string indent = "  ";
-  for (int d = 0; d < rank; ++d) {
+  const std::string outer_indent = indent;
+  for (int d = first_dim; d < rank; ++d) {
     body += For(d, type.sizes[d].constant, indent);
     indent += "  ";
   }
@@ -384,26 +382,97 @@ absl::StatusOr<std::string> EmitLoopKernel(int index, const Kernel& kernel, cons
     }
     absl::StrAppend(&body, indent, target, " = ", ToStorage(value, stored), ";\n");
   }
+  for (int d = rank - 1; d >= first_dim; --d) {
+    absl::StrAppend(&body, outer_indent, std::string(2 * (d - first_dim), ' '), "}\n");
+  }
+  return absl::OkStatus();
+}
+
+// Work (elements written or folded) below which a group runs on the
+// calling thread, and the work each parallel chunk should get at least.
+constexpr int64_t kParallelWork = 1 << 16;
+constexpr int64_t kChunkWork = 1 << 15;
+
+int64_t Work(const Kernel& kernel, const ir::Graph& graph, const ir::LoopProgram& program) {
+  int64_t work = graph.values[kernel.value].NumElements();
+  if (kernel.kind == Kernel::Kind::kReduction) {
+    for (int64_t size : program.definitions[kernel.value].reduction_sizes) work *= size;
+  }
+  return work;
+}
+
+// A group of loop kernels: one static function whose outer loops the
+// kernels share, called directly or in chunks of its first outer dim on the
+// runtime's pool.
+absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const ir::Graph& graph,
+                                      const ir::LoopProgram& program, const Schedule& schedule,
+                                      const BufferPlan& plan, std::string* call) {
+  const Kernel& first = schedule.kernels[group.begin];
+  const ir::TensorType& type = graph.values[first.value];
+  const int outer = group.outer_rank;
+  Params params;
+  int next_var = 0;
+  std::string body, indent = "  ";
+  for (int d = 0; d < outer; ++d) {
+    body += d == 0 ? absl::StrCat(indent, "for (kiln_int64 i0 = begin; i0 < end; ++i0) {\n")
+                   : For(d, type.sizes[d].constant, indent);
+    indent += "  ";
+  }
+  int64_t work = 0;
+  for (int k = group.begin; k < group.end; ++k) {
+    const Kernel& kernel = schedule.kernels[k];
+    if (group.end - group.begin > 1) absl::StrAppend(&body, indent, "// kernel ", k, "\n");
+    RETURN_IF_ERROR(EmitKernelBody(kernel, outer, graph, program, schedule, plan, params, next_var,
+                                   indent, body));
+    work += Work(kernel, graph, program);
+  }
+  for (int d = outer; d > 0; --d) absl::StrAppend(&body, std::string(2 * d, ' '), "}\n");
 
   // Distinct storages never overlap: every pointer is __restrict__; a value
-  // computed in place reads and writes through one pointer.
-  std::vector<std::string> declarations = {"const kiln_runtime* rt"};
-  std::vector<std::string> arguments = {"rt"};
+  // computed in place reads and writes through one pointer. The first
+  // storage of each kernel is written; a storage read by one kernel and
+  // written by another in the group is written.
+  std::vector<bool> written(params.storages().size(), false);
+  for (int k = group.begin; k < group.end; ++k) {
+    const int storage = WrittenStorage(schedule.kernels[k], plan);
+    for (size_t p = 0; p < params.storages().size(); ++p) {
+      if (params.storages()[p] == storage) written[p] = true;
+    }
+  }
+  const std::string name = absl::StrCat("kiln_group_", index);
+  std::vector<std::string> declarations = {"const kiln_runtime* rt", "kiln_int64 begin",
+                                           "kiln_int64 end"};
+  std::vector<std::string> fields = {"const kiln_runtime* rt;"};
+  std::vector<std::string> arguments, unpacked;
   for (size_t p = 0; p < params.storages().size(); ++p) {
     const int storage = params.storages()[p];
-    const ir::DType dtype = graph.values[plan.storages[storage].values.empty()
-                                             ? kernel.value
-                                             : plan.storages[storage].values.front()]
-                                .dtype;
-    declarations.push_back(absl::StrCat(p == 0 ? "" : "const ", StorageCType(dtype),
-                                        "* __restrict__ p", p));
+    const Storage& slot = plan.storages[storage];
+    const ir::DType dtype =
+        graph.values[slot.values.empty() ? graph.outputs[slot.index] : slot.values.front()].dtype;
+    const std::string pointer = absl::StrCat(written[p] ? "" : "const ", StorageCType(dtype), "*");
+    declarations.push_back(absl::StrCat(pointer, " __restrict__ p", p));
+    fields.push_back(absl::StrCat(pointer, " p", p, ";"));
     arguments.push_back(StorageName(storage));
+    unpacked.push_back(absl::StrCat("c->p", p));
   }
-  std::string text = absl::StrCat("static void kiln_kernel_", index, "(",
-                                  absl::StrJoin(declarations, ", "), ") {\n  (void)rt;\n", body);
-  for (int d = rank; d > 0; --d) absl::StrAppend(&text, std::string(2 * d, ' '), "}\n");
-  text += "}\n\n";
-  *call = absl::StrCat("  kiln_kernel_", index, "(", absl::StrJoin(arguments, ", "), ");\n");
+  std::string text = absl::StrCat("static void ", name, "(", absl::StrJoin(declarations, ", "),
+                                  ") {\n  (void)rt;\n  (void)begin;\n  (void)end;\n", body, "}\n\n");
+  const int64_t rows = outer > 0 ? type.sizes[0].constant : 1;
+  if (outer == 0 || work < kParallelWork || rows < 2) {
+    *call = absl::StrCat("  ", name, "(rt, 0, ", rows, arguments.empty() ? "" : ", ",
+                         absl::StrJoin(arguments, ", "), ");\n");
+    return text;
+  }
+  const int64_t grain = std::max<int64_t>(1, kChunkWork / std::max<int64_t>(1, work / rows));
+  absl::StrAppend(&text, "typedef struct { ", absl::StrJoin(fields, " "), " } ", name, "_closure;\n",
+                  "static void ", name, "_chunk(void* closure, kiln_int64 begin, kiln_int64 end) {\n",
+                  "  const ", name, "_closure* c = (const ", name, "_closure*)closure;\n", "  ", name,
+                  "(c->rt, begin, end", unpacked.empty() ? "" : ", ", absl::StrJoin(unpacked, ", "),
+                  ");\n}\n\n");
+  *call = absl::StrCat("  {\n    const ", name, "_closure closure = {rt",
+                       arguments.empty() ? "" : ", ", absl::StrJoin(arguments, ", "), "};\n",
+                       "    rt->parallel_for(rt->context, ", rows, ", ", grain, ", ", name,
+                       "_chunk, (void*)&closure);\n  }\n");
   return text;
 }
 
@@ -447,14 +516,15 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const ir::Graph
 absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgram& program,
                                     const Schedule& schedule, const BufferPlan& plan) {
   std::string kernels, calls;
-  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
-    const Kernel& kernel = schedule.kernels[k];
+  for (size_t g = 0; g < schedule.groups.size(); ++g) {
+    const KernelGroup& group = schedule.groups[g];
+    const Kernel& first = schedule.kernels[group.begin];
     std::string call;
-    if (kernel.kind == Kernel::Kind::kExtern) {
-      ASSIGN_OR_RETURN(call, EmitExternCall(kernel, graph, program, plan));
+    if (first.kind == Kernel::Kind::kExtern) {
+      ASSIGN_OR_RETURN(call, EmitExternCall(first, graph, program, plan));
     } else {
       ASSIGN_OR_RETURN(std::string text,
-                       EmitLoopKernel(k, kernel, graph, program, schedule, plan, &call));
+                       EmitGroup(g, group, graph, program, schedule, plan, &call));
       kernels += text;
     }
     calls += call;

@@ -10,10 +10,12 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
   for (int input : graph.inputs) available[input] = true;
   // The value each output storage holds after the kernel that wrote it last.
   std::vector<int> output_holds(graph.outputs.size(), -1);
-  // Scratch storages in use at each kernel: written there or read there.
+  // Scratch storages in use in each group (its kernels interleave): written
+  // there or read there.
+  std::vector<int> touched;
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     const Kernel& kernel = schedule.kernels[k];
-    std::vector<int> touched;
+    if (schedule.groups[schedule.group_of[k]].begin == static_cast<int>(k)) touched.clear();
     for (const Access& access : kernel.reads) {
       if (!available[plan.alias_root[access.value]]) {
         return absl::InternalError(absl::StrCat("kernel ", k, " reads %", access.value,
@@ -42,7 +44,8 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
         const Storage& y = plan.storages[b];
         if (a == b || x.kind != Storage::Kind::kScratch || y.kind != Storage::Kind::kScratch) continue;
         if (x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes) {
-          return absl::InternalError(absl::StrCat("kernel ", k, " uses overlapping scratch slices ",
+          return absl::InternalError(absl::StrCat("group ", schedule.group_of[k],
+                                                  " uses overlapping scratch slices ",
                                                   x.offset, " and ", y.offset));
         }
       }

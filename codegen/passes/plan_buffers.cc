@@ -81,6 +81,17 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
           read_storage >= 0 && plan.storages[read_storage].kind != Storage::Kind::kScratch;
       if (observable || first_write[read] < 0 || last_read[read] != k) continue;
       if (has_alias[read] || plan.alias_root[read] != read) continue;  // shared memory
+      // In a group, other kernels run between this one's rows: none of them
+      // may read the value being overwritten.
+      const KernelGroup& group = schedule.groups[schedule.group_of[k]];
+      bool read_elsewhere = false;
+      for (int other = group.begin; other < group.end; ++other) {
+        if (other == k) continue;
+        for (const Access& access : schedule.kernels[other].reads) {
+          read_elsewhere |= plan.alias_root[access.value] == read;
+        }
+      }
+      if (read_elsewhere) continue;
       if (read_type.dtype != type.dtype || read_type.sizes != type.sizes) continue;
       const bool identity_only =
           std::all_of(kernel.reads.begin(), kernel.reads.end(), [&](const Access& access) {
@@ -123,6 +134,8 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
   }
 
   // Arena offsets: first fit over live intervals, in order of first write.
+  // Intervals are in groups, not kernels: a group's kernels interleave row
+  // by row, so everything it touches is live for all of it.
   struct Interval {
     int storage;
     int begin, end;
@@ -133,8 +146,9 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
     if (storage.kind != Storage::Kind::kScratch || storage.values.empty()) continue;
     int begin = num_kernels, end = -1;
     for (int value : storage.values) {
-      begin = std::min(begin, first_write[value]);
-      end = std::max({end, first_write[value], last_read[value]});
+      begin = std::min(begin, schedule.group_of[first_write[value]]);
+      end = std::max({end, schedule.group_of[first_write[value]],
+                      last_read[value] < 0 ? -1 : schedule.group_of[last_read[value]]});
     }
     intervals.push_back({s, begin, end});
   }

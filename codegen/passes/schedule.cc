@@ -25,6 +25,73 @@ void CollectReads(const ir::LoopProgram& program, const std::vector<bool>& reali
   }
 }
 
+// The outer dims of a loop kernel: all output dims but the last for
+// pointwise and copy kernels (the last is the inner loop); the output dims
+// without trailing 1s for reductions (the reduction is the inner loop).
+std::vector<ir::Dim> OuterSizes(const Kernel& kernel, const ir::Graph& graph) {
+  std::vector<ir::Dim> sizes = graph.values[kernel.value].sizes;
+  if (kernel.kind == Kernel::Kind::kReduction) {
+    while (!sizes.empty() && sizes.back() == ir::Dim::Constant(1)) sizes.pop_back();
+  } else if (!sizes.empty()) {
+    sizes.pop_back();
+  }
+  return sizes;
+}
+
+// Whether reading a value at `map` touches only the row given by the first
+// `outer` loop variables.
+bool RowLocal(const ir::AffineMap& map, int outer) {
+  if (map.num_coordinates() < outer) return false;
+  for (int r = 0; r < map.num_coordinates(); ++r) {
+    for (int c = 0; c < outer && c < map.num_variables; ++c) {
+      const int64_t want = r < outer && r == c ? 1 : 0;
+      if (map.coefficients[r][c] != want) return false;
+    }
+    if (r < outer) {
+      if (map.offsets[r] != 0) return false;
+      for (int c = outer; c < map.num_variables; ++c) {
+        if (map.coefficients[r][c] != 0) return false;
+      }
+    }
+  }
+  return true;
+}
+
+void GroupKernels(const ir::Graph& graph, const ir::LoopProgram& program, Schedule& schedule) {
+  // Reading an alias reads the memory of the value it aliases.
+  auto root = [&](int value) {
+    while (program.definitions[value].kind == Kind::kAlias) value = program.definitions[value].source;
+    return value;
+  };
+  std::vector<int> written_by(graph.values.size(), -1);
+  for (int k = 0; k < static_cast<int>(schedule.kernels.size()); ++k) {
+    Kernel& kernel = schedule.kernels[k];
+    const bool loop = kernel.kind != Kernel::Kind::kExtern;
+    const std::vector<ir::Dim> outer = loop ? OuterSizes(kernel, graph) : std::vector<ir::Dim>();
+    kernel.outer_rank = static_cast<int>(outer.size());
+    bool join = loop && !outer.empty() && !schedule.groups.empty();
+    if (join) {
+      const KernelGroup& group = schedule.groups.back();
+      const Kernel& first = schedule.kernels[group.begin];
+      join = first.kind != Kernel::Kind::kExtern && OuterSizes(first, graph) == outer;
+      for (const Access& access : kernel.reads) {
+        const int writer = written_by[root(access.value)];
+        if (join && writer >= group.begin &&
+            (access.value != root(access.value) || !RowLocal(access.map, kernel.outer_rank))) {
+          join = false;
+        }
+      }
+    }
+    if (join) {
+      ++schedule.groups.back().end;
+    } else {
+      schedule.groups.push_back({k, k + 1, loop ? kernel.outer_rank : 0});
+    }
+    schedule.group_of.push_back(static_cast<int>(schedule.groups.size()) - 1);
+    if (kernel.kind != Kernel::Kind::kCopy) written_by[kernel.value] = k;
+  }
+}
+
 }  // namespace
 
 Access ResolveViews(const ir::LoopProgram& program, int value, ir::AffineMap map) {
@@ -128,6 +195,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     schedule.output_kernel.push_back(schedule.kernels.size());
     schedule.kernels.push_back(std::move(copy));
   }
+  GroupKernels(graph, program, schedule);
   return schedule;
 }
 
@@ -136,6 +204,12 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
   std::string text;
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     const Kernel& kernel = schedule.kernels[k];
+    const KernelGroup& group = schedule.groups[schedule.group_of[k]];
+    if (group.begin == static_cast<int>(k) && group.end - group.begin > 1) {
+      absl::StrAppend(&text, "group of kernels ", group.begin, "-", group.end - 1,
+                      ", row by row over ", group.outer_rank, " outer dim",
+                      group.outer_rank == 1 ? "" : "s", ":\n");
+    }
     const ir::TensorType& type = graph.values[kernel.value];
     switch (kernel.kind) {
       case Kernel::Kind::kPointwise:

@@ -34,6 +34,19 @@ struct Kernel {
   int value = -1;   // the value computed (kCopy: the value copied)
   int output = -1;  // kCopy only: the graph output it writes
   std::vector<Access> reads;
+  // The leading output dims a group's shared loops run over (see Schedule).
+  int outer_rank = 0;
+};
+
+// Consecutive loop kernels over the same outer dims whose reads of each
+// other are row-local (element [r, ...] reads only row r of a value the
+// group wrote) form a group: one loop nest over the outer dims, the kernels
+// one after another inside it. A row softmax (max, exp, sum, divide) runs
+// row by row with its intermediates hot in cache, and the group's outer
+// loop is what runs in parallel. Extern kernels are groups of their own.
+struct KernelGroup {
+  int begin = 0, end = 0;  // kernels [begin, end)
+  int outer_rank = 0;      // loops shared by the group's kernels
 };
 
 struct Schedule {
@@ -41,6 +54,8 @@ struct Schedule {
   std::vector<Kernel> kernels;
   // Per graph output: the kernel that writes it.
   std::vector<int> output_kernel;
+  std::vector<KernelGroup> groups;  // cover `kernels` in order
+  std::vector<int> group_of;        // per kernel
 };
 
 absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopProgram& program);
