@@ -75,6 +75,38 @@ void Gemm(void* context, long long m, long long n, long long k, T alpha, const T
   });
 }
 
+// C = A.A^T: the upper triangle by BLAS (half the multiplies), mirrored.
+void SyrkF32(void* context, long long n, long long k, const float* a, long long a_row,
+             long long a_col, float* c, long long c_row) {
+  if (n <= 0) return;
+  const Operand<float> left = MakeOperand(a, n, k, a_row, a_col);
+  auto* pool = static_cast<ThreadPool*>(context);
+  if (n * n * k < 2 * kParallelGemmWork || pool->threads() == 1) {
+    cblas_ssyrk(CblasRowMajor, CblasUpper, left.transpose, n, k, 1.0f, left.data, left.leading,
+                0.0f, c, c_row);
+  } else {
+    // Row blocks of the upper triangle: block [begin, end) is a syrk on its
+    // diagonal tile and a GEMM against the rows below it.
+    pool->ParallelFor(n, std::max(1LL, n / (2 * pool->threads())), [&](int64_t begin, int64_t end) {
+      Operand<float> rows{left.data, left.transpose, left.leading, nullptr};
+      rows.data += left.transpose == CblasNoTrans ? begin * left.leading : begin;
+      cblas_ssyrk(CblasRowMajor, CblasUpper, rows.transpose, end - begin, k, 1.0f, rows.data,
+                  rows.leading, 0.0f, c + begin * c_row + begin, c_row);
+      if (end < n) {
+        Operand<float> rest{left.data, left.transpose, left.leading, nullptr};
+        rest.data += left.transpose == CblasNoTrans ? end * left.leading : end;
+        // C[begin:end, end:n] = A[begin:end] . A[end:n]^T
+        const CBLAS_TRANSPOSE flip = rest.transpose == CblasNoTrans ? CblasTrans : CblasNoTrans;
+        cblas_sgemm(CblasRowMajor, rows.transpose, flip, end - begin, n - end, k, 1.0f, rows.data,
+                    rows.leading, rest.data, rest.leading, 0.0f, c + begin * c_row + end, c_row);
+      }
+    });
+  }
+  for (long long i = 1; i < n; ++i) {
+    for (long long j = 0; j < i; ++j) c[i * c_row + j] = c[j * c_row + i];
+  }
+}
+
 void ParallelFor(void* context, long long n, long long grain, kiln_parallel_body body,
                  void* closure) {
   static_cast<ThreadPool*>(context)->ParallelFor(
@@ -99,6 +131,7 @@ Runtime::Runtime(int threads) : pool_(threads > 0 ? threads : DefaultThreads()) 
   table_.parallel_for = ParallelFor;
   table_.gemm_f32 = Gemm<float>;
   table_.gemm_f64 = Gemm<double>;
+  table_.syrk_f32 = SyrkF32;
   // glibc's libm: the one source of transcendentals (see kiln_abi.h).
   static_assert(KILN_MATH_COUNT <= 8, "grow math_f32/math_f64");
   float (*const f32[KILN_MATH_COUNT])(float) = {expf, expm1f, logf, log1pf, tanhf, erff, sinf, cosf};

@@ -43,6 +43,23 @@ TEST_P(GemmTest, AnyStridesMatchTheReference) {
   }
 }
 
+TEST_P(GemmTest, SyrkIsASymmetricProduct) {
+  Runtime runtime(GetParam());
+  for (int n : {5, 70, 300}) {
+    const int k = 90;
+    std::vector<float> a(n * k);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
+    // Row-major, and transposed storage (a column-major view).
+    for (bool transposed : {false, true}) {
+      const int row = transposed ? 1 : k, col = transposed ? n : 1;
+      std::vector<float> c(n * n, -1);
+      runtime.table()->syrk_f32(runtime.table()->context, n, k, a.data(), row, col, c.data(), n);
+      const std::vector<float> expected = Reference(n, n, k, a.data(), row, col, a.data(), col, row);
+      for (int i = 0; i < n * n; ++i) ASSERT_NEAR(c[i], expected[i], 1e-2) << n << " " << i;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, GemmTest, ::testing::Values(1, 2, 3));
 
 TEST(ThreadPoolTest, CoversTheRangeOnceAndNestsInline) {

@@ -55,6 +55,10 @@ typedef struct kiln_runtime {
   void (*gemm_f64)(void* context, kiln_int64 m, kiln_int64 n, kiln_int64 k, double alpha,
                    const double* a, kiln_int64 a_row, kiln_int64 a_col, const double* b,
                    kiln_int64 b_row, kiln_int64 b_col, double beta, double* c, kiln_int64 c_row);
+  /* C = A.A^T (n x n), A is n x k with element (i, j) at a[i*a_row + j*a_col]:
+   * half the multiplies of the GEMM (x @ x.T). C is row-major, c_row. */
+  void (*syrk_f32)(void* context, kiln_int64 n, kiln_int64 k, const float* a, kiln_int64 a_row,
+                   kiln_int64 a_col, float* c, kiln_int64 c_row);
   float (*math_f32[8])(float);   /* indexed by KILN_MATH_* */
   double (*math_f64[8])(double);
   float (*pow_f32)(float, float);

@@ -500,6 +500,21 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const ir::Graph
                         batched ? " + b * " : "", batched ? absl::StrCat(*batch_stride) : "", ", ",
                         offset.coefficients[first], ", ", offset.coefficients[first + 1]);
   };
+  // x @ x.T: one operand read twice, transposed the second time. A
+  // symmetric rank-k update does half the multiplies.
+  const Access& left = kernel.reads[0];
+  const Access& right = kernel.reads[1];
+  if (!batched && single && left.value == right.value) {
+    const Layout layout = MemoryLayout(graph, program, left.value);
+    const Linear a = Offset(layout, left.map), b = Offset(layout, right.map);
+    if (a.constant == b.constant && a.coefficients[0] == b.coefficients[1] &&
+        a.coefficients[1] == b.coefficients[0]) {
+      return absl::StrCat("  rt->syrk_f32(rt->context, ", m, ", ", k, ", ",
+                          StorageName(plan.storage_of[left.value]), " + ", a.constant, ", ",
+                          a.coefficients[0], ", ", a.coefficients[1], ", ",
+                          StorageName(plan.storage_of[kernel.value]), ", ", n, ");\n");
+    }
+  }
   int64_t a_batch, b_batch;
   const std::string a = operand(kernel.reads[0], &a_batch);
   const std::string b = operand(kernel.reads[1], &b_batch);
