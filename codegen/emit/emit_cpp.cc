@@ -1,5 +1,6 @@
 #include "codegen/emit/emit_cpp.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -109,11 +110,17 @@ std::string ToStorage(const std::string& text, ir::DType stored) {
 
 std::string StorageName(int storage) { return absl::StrCat("b", storage); }
 
-// The parameters of one kernel function: one pointer per storage it
-// touches, the written one first.
+// The parameters of one group function: one pointer per storage it
+// touches, in order of first use; row buffers are locals, not parameters.
 class Params {
  public:
+  explicit Params(const BufferPlan& plan) : plan_(plan) {}
+
   std::string For(int storage) {
+    if (plan_.storages[storage].kind == Storage::Kind::kRow) {
+      if (std::find(rows_.begin(), rows_.end(), storage) == rows_.end()) rows_.push_back(storage);
+      return absl::StrCat("row", storage);
+    }
     for (size_t p = 0; p < storages_.size(); ++p) {
       if (storages_[p] == storage) return absl::StrCat("p", p);
     }
@@ -121,10 +128,24 @@ class Params {
     return absl::StrCat("p", storages_.size() - 1);
   }
   const std::vector<int>& storages() const { return storages_; }
+  const std::vector<int>& rows() const { return rows_; }
 
  private:
+  const BufferPlan& plan_;
   std::vector<int> storages_;
+  std::vector<int> rows_;
 };
+
+// A row buffer holds one row: the group's outer loop variables drop out of
+// its index (reads of it are row-local by construction).
+Linear ForStorage(Linear offset, const Storage& storage, int outer_rank) {
+  if (storage.kind == Storage::Kind::kRow) {
+    for (int c = 0; c < outer_rank && c < static_cast<int>(offset.coefficients.size()); ++c) {
+      offset.coefficients[c] = 0;
+    }
+  }
+  return offset;
+}
 
 // Emits expressions into one loop body. Names are deterministic (one counter
 // per kernel); equal expression text is computed once per body.
@@ -132,8 +153,9 @@ class BodyEmitter {
  public:
   BodyEmitter(const ir::Graph& graph, const ir::LoopProgram& program, const Schedule& schedule,
               const BufferPlan& plan, Params& params, int& next_var, std::string indent,
-              std::string& out)
-      : graph_(graph),
+              std::string& out, int outer_rank)
+      : outer_rank_(outer_rank),
+        graph_(graph),
         program_(program),
         schedule_(schedule),
         plan_(plan),
@@ -149,8 +171,10 @@ class BodyEmitter {
     ir::DType have;
     if (schedule_.realized[base.value]) {
       const ir::DType stored = graph_.values[base.value].dtype;
-      const std::string param = params_.For(plan_.storage_of[base.value]);
-      const Linear offset = Offset(MemoryLayout(graph_, program_, base.value), base.map);
+      const int storage = plan_.storage_of[base.value];
+      const std::string param = params_.For(storage);
+      const Linear offset = ForStorage(Offset(MemoryLayout(graph_, program_, base.value), base.map),
+                                       plan_.storages[storage], outer_rank_);
       have = ComputeType(stored);
       name = Bind(have, FromStorage(absl::StrCat(param, "[", offset.ToString(), "]"), stored));
     } else {
@@ -203,6 +227,7 @@ class BodyEmitter {
   void Line(const std::string& text) { absl::StrAppend(&out_, indent_, text, "\n"); }
 
  private:
+  const int outer_rank_;
   const ir::Graph& graph_;
   const ir::LoopProgram& program_;
   const Schedule& schedule_;
@@ -270,7 +295,8 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
   const ir::TensorType& type = graph.values[kernel.value];
   const int rank = static_cast<int>(type.rank());
   const ir::DType stored = type.dtype;
-  const std::string out = params.For(WrittenStorage(kernel, plan));
+  const int written_storage = WrittenStorage(kernel, plan);
+  const std::string out = params.For(written_storage);
   const std::string outer_indent = indent;
   for (int d = first_dim; d < rank; ++d) {
     body += For(d, type.sizes[d].constant, indent);
@@ -279,10 +305,14 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
   std::vector<int64_t> contiguous;
   for (const ir::Dim& dim : ir::ContiguousStrides(type.sizes)) contiguous.push_back(dim.constant);
   const std::string target = absl::StrCat(
-      out, "[", Offset(Layout{contiguous, 0}, ir::AffineMap::Identity(rank)).ToString(), "]");
+      out, "[",
+      ForStorage(Offset(Layout{contiguous, 0}, ir::AffineMap::Identity(rank)),
+                 plan.storages[written_storage], first_dim)
+          .ToString(),
+      "]");
 
   if (kernel.kind != Kernel::Kind::kReduction) {
-    BodyEmitter emitter(graph, program, schedule, plan, params, next_var, indent, body);
+    BodyEmitter emitter(graph, program, schedule, plan, params, next_var, indent, body, first_dim);
     std::string result;
     if (kernel.kind == Kernel::Kind::kCopy) {
       ASSIGN_OR_RETURN(result, emitter.Value(kernel.value, ir::AffineMap::Identity(rank),
@@ -324,7 +354,8 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
     const int last = variables - 1;
     // One fold of the body at the current variables into `into`.
     auto fold = [&](const std::string& fold_indent, const std::string& into) -> absl::Status {
-      BodyEmitter emitter(graph, program, schedule, plan, params, next_var, fold_indent, body);
+      BodyEmitter emitter(graph, program, schedule, plan, params, next_var, fold_indent, body,
+                          first_dim);
       ASSIGN_OR_RETURN(const std::string element,
                        emitter.Expression(kernel.value, definition.root, identity));
       if (!arg) {
@@ -411,9 +442,9 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
   const Kernel& first = schedule.kernels[group.begin];
   const ir::TensorType& type = graph.values[first.value];
   const int outer = group.outer_rank;
-  Params params;
+  Params params(plan);
   int next_var = 0;
-  std::string body, indent = "  ";
+  std::string body, inner, indent = "  ";
   for (int d = 0; d < outer; ++d) {
     body += d == 0 ? absl::StrCat(indent, "for (kiln_int64 i0 = begin; i0 < end; ++i0) {\n")
                    : For(d, type.sizes[d].constant, indent);
@@ -422,11 +453,19 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
   int64_t work = 0;
   for (int k = group.begin; k < group.end; ++k) {
     const Kernel& kernel = schedule.kernels[k];
-    if (group.end - group.begin > 1) absl::StrAppend(&body, indent, "// kernel ", k, "\n");
+    if (group.end - group.begin > 1) absl::StrAppend(&inner, indent, "// kernel ", k, "\n");
     RETURN_IF_ERROR(EmitKernelBody(kernel, outer, graph, program, schedule, plan, params, next_var,
-                                   indent, body));
+                                   indent, inner));
     work += Work(kernel, graph, program);
   }
+  // Row buffers: one row each, private to the thread running the row.
+  for (int storage : params.rows()) {
+    const Storage& slot = plan.storages[storage];
+    const ir::DType dtype = graph.values[slot.values.front()].dtype;
+    absl::StrAppend(&body, indent, StorageCType(dtype), " row", storage, "[",
+                    slot.bytes / ir::DTypeSize(dtype), "] __attribute__((aligned(64)));\n");
+  }
+  body += inner;
   for (int d = outer; d > 0; --d) absl::StrAppend(&body, std::string(2 * d, ' '), "}\n");
 
   // Distinct storages never overlap: every pointer is __restrict__; a value
@@ -550,6 +589,7 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
   for (size_t s = 0; s < plan.storages.size(); ++s) {
     const Storage& storage = plan.storages[s];
     if (storage.values.empty() && storage.kind != Storage::Kind::kOutput) continue;
+    if (storage.kind == Storage::Kind::kRow) continue;  // declared in its group
     const int typed_by = storage.values.empty() ? -1 : storage.values.front();
     const char* ctype =
         StorageCType(typed_by >= 0 ? graph.values[typed_by].dtype
@@ -561,6 +601,8 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
       case Storage::Kind::kOutput: address = absl::StrCat("outputs[", storage.index, "]"); break;
       case Storage::Kind::kScratch:
         address = absl::StrCat("(char*)scratch + ", storage.offset);
+        break;
+      case Storage::Kind::kRow:
         break;
     }
     absl::StrAppend(&storages, "  ", input ? "const " : "", ctype, "* const ", StorageName(s),

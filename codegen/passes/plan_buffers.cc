@@ -127,6 +127,42 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
     }
   }
 
+  // Row buffers: scratch whose values one group writes and only that group
+  // reads (row by row, as grouping guarantees), when a row fits the stack.
+  std::vector<bool> read_outside(plan.storages.size(), false);
+  for (int k = 0; k < num_kernels; ++k) {
+    for (const Access& access : schedule.kernels[k].reads) {
+      const int value = plan.alias_root[access.value];
+      const int storage = plan.storage_of[value];
+      if (storage >= 0 && first_write[value] >= 0 &&
+          schedule.group_of[first_write[value]] != schedule.group_of[k]) {
+        read_outside[storage] = true;
+      }
+      if (value != access.value && storage >= 0) read_outside[storage] = true;  // aliased
+    }
+  }
+  for (size_t s = 0; s < plan.storages.size(); ++s) {
+    Storage& storage = plan.storages[s];
+    if (storage.kind != Storage::Kind::kScratch || storage.values.empty() || read_outside[s]) {
+      continue;
+    }
+    const int group = schedule.group_of[first_write[storage.values.front()]];
+    const KernelGroup& kernels = schedule.groups[group];
+    bool one_group = kernels.end - kernels.begin > 1;
+    for (int value : storage.values) {
+      one_group &= schedule.group_of[first_write[value]] == group && !has_alias[value];
+    }
+    if (!one_group) continue;
+    const ir::TensorType& type = graph.values[storage.values.front()];
+    int64_t rows = 1;
+    for (int d = 0; d < kernels.outer_rank; ++d) rows *= type.sizes[d].constant;
+    const int64_t row_bytes = Bytes(type) / std::max<int64_t>(rows, 1);
+    if (row_bytes > kMaxRowBytes) continue;
+    storage.kind = Storage::Kind::kRow;
+    storage.bytes = row_bytes;
+    storage.index = group;
+  }
+
   // Aliases share their root's storage (its liveness already covers them).
   for (int v = 0; v < num_values; ++v) {
     if (plan.alias_root[v] == v || plan.storage_of[plan.alias_root[v]] < 0) continue;
@@ -186,6 +222,9 @@ std::string ToString(const BufferPlan& plan) {
       case Storage::Kind::kOutput: absl::StrAppend(&text, "output ", storage.index); break;
       case Storage::Kind::kScratch:
         absl::StrAppend(&text, "scratch [", storage.offset, ", ", storage.offset + storage.bytes, ")");
+        break;
+      case Storage::Kind::kRow:
+        absl::StrAppend(&text, "row buffer of group ", storage.index);
         break;
     }
     absl::StrAppend(&text, ": ", storage.bytes, " bytes, holds ",

@@ -6,7 +6,9 @@
 // the same time never overlap (liveness by kernel index). A value is
 // computed in place in the storage of a value it reads when that value dies
 // in the same kernel, is read there only at the element being written, and
-// is not observable (not a graph input or output) — the mm result of
+// is not observable (not a graph input or output); and a value written and
+// read only inside one kernel group (softmax's exp) keeps just one row, on
+// the stack, when a row is small — the mm result of
 // relu(x @ x.T + 1) lives in the output buffer, but in
 // (x @ x.T, relu(x @ x.T + 1)) it is output 0 and stays apart.
 #ifndef KILN_CODEGEN_PASSES_PLAN_BUFFERS_H_
@@ -23,9 +25,11 @@
 namespace kiln {
 
 struct Storage {
-  enum class Kind { kInput, kOutput, kScratch };
+  // kRow: a value that lives and dies inside one kernel group, row by row:
+  // one row of it, on the stack of the group's loop (bytes = one row).
+  enum class Kind { kInput, kOutput, kScratch, kRow };
   Kind kind = Kind::kScratch;
-  int index = -1;       // kInput / kOutput: position
+  int index = -1;       // kInput / kOutput: position; kRow: the group
   int64_t offset = 0;   // kScratch: byte offset in the arena
   int64_t bytes = 0;
   std::vector<int> values;  // the values it holds, in order
@@ -42,6 +46,7 @@ struct BufferPlan {
 };
 
 inline constexpr int64_t kScratchAlignment = 64;
+inline constexpr int64_t kMaxRowBytes = 16 << 10;  // stack per row buffer
 
 absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopProgram& program,
                                        const Schedule& schedule);
