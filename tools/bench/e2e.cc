@@ -9,7 +9,7 @@
 //   fresh process   a child that reports from main vs one that connects, hits
 //                   and runs f once (this binary re-executed with --child)
 //   warm call       eager PyTorch (eager.py, alive on a pipe) vs Run
-//   dispatch        a direct kiln_run call vs Run on the same buffers
+//   dispatch        a direct kiln_run call vs Run on the same buffers, call by call
 // then memory: the idle daemon's and its compile worker's RSS, and what a
 // second process loading the same artifact adds to the first (smaps).
 //
@@ -279,6 +279,13 @@ std::string MappedLibraries(absl::string_view fragment) {
   return paths.empty() ? "none" : absl::StrJoin(paths, ",");
 }
 
+// The 1-minute load average: other work on a 2-vCPU machine moves medians,
+// so each run records what else was running.
+std::string LoadAverage() {
+  const std::string loadavg = ReadFile("/proc/loadavg").value_or("?");
+  return loadavg.substr(0, loadavg.find(' '));
+}
+
 std::string CpuModel() {
   const std::string cpuinfo = ReadFile("/proc/cpuinfo").value_or("");
   for (absl::string_view line : absl::StrSplit(cpuinfo, '\n')) {
@@ -344,7 +351,7 @@ Batch TimeBatch(int calls, Fn&& fn) {
 absl::StatusOr<std::string> ArtifactMemory(const std::string& directory) {
   ASSIGN_OR_RETURN(const std::string smaps, ReadFile("/proc/self/smaps"));
   std::map<std::string, double> kb = {
-      {"Rss", 0}, {"Pss", 0}, {"Private_Clean", 0}, {"Private_Dirty", 0}, {"Shared_Clean", 0}};
+      {"Rss", 0}, {"Pss", 0}, {"Private_Clean", 0}, {"Private_Dirty", 0}};
   bool in_artifact = false;
   int mappings = 0;
   for (absl::string_view line : absl::StrSplit(smaps, '\n')) {
@@ -364,10 +371,8 @@ absl::StatusOr<std::string> ArtifactMemory(const std::string& directory) {
   if (mappings == 0) return absl::InternalError(absl::StrCat("no mapping under ", directory));
   return absl::StrFormat(
       "second_client_artifact_private_kb=%g second_client_artifact_private_dirty_kb=%g "
-      "second_client_artifact_rss_kb=%g second_client_artifact_pss_kb=%g "
-      "second_client_artifact_mappings=%d",
-      kb["Private_Clean"] + kb["Private_Dirty"], kb["Private_Dirty"], kb["Rss"], kb["Pss"],
-      mappings);
+      "second_client_artifact_rss_kb=%g second_client_artifact_pss_kb=%g",
+      kb["Private_Clean"] + kb["Private_Dirty"], kb["Private_Dirty"], kb["Rss"], kb["Pss"]);
 }
 
 // A fresh process's first call on a hit: connect, fetch, load, run once.
@@ -376,6 +381,10 @@ absl::StatusOr<std::string> ArtifactMemory(const std::string& directory) {
 // `key=value ...` line. `hold` then waits for EOF on stdin, keeping the
 // artifact mapped; `smaps` adds what the artifact's mappings cost here.
 absl::Status RunChild(const std::string& mode) {
+  if (mode != "fresh" && mode != "hold" && mode != "smaps") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--child=", mode, " is not fresh, hold or smaps"));
+  }
   const int64_t start = NowNs();
   ASSIGN_OR_RETURN(kiln::v1::Graph graph, ReadGraphFile(absl::GetFlag(FLAGS_graph)));
   Tensor x = MakeInput();
@@ -474,6 +483,15 @@ absl::StatusOr<std::string> FinishChild(Child& child) {
 
 // ------------------------------------------------------------- the daemon
 
+// The end of kilnd's log on one line, for an error message: the directory
+// holding the log is removed when the bench exits.
+std::string LogTail(const std::string& path) {
+  std::string log = ReadFile(path).value_or("");
+  if (log.size() > 600) log = log.substr(log.size() - 600);
+  std::replace(log.begin(), log.end(), '\n', ' ');
+  return log.empty() ? "(kilnd logged nothing)" : absl::StrCat("kilnd's log: ", log);
+}
+
 // A private kilnd started by the benchmark: socket and cache under
 // `directory`, its output in directory/kilnd.log.
 class Daemon {
@@ -505,13 +523,13 @@ class Daemon {
       int status;
       if (waitpid(daemon->pid_, &status, WNOHANG) == daemon->pid_) {
         daemon->pid_ = -1;
-        return absl::InternalError(absl::StrCat("kilnd --compiler=", compiler,
-                                                " exited at start; see ", daemon->log_path_));
+        return absl::InternalError(absl::StrCat("kilnd --compiler=", compiler, " exited at start; ",
+                                                LogTail(daemon->log_path_)));
       }
       absl::SleepFor(absl::Milliseconds(10));
     }
     return absl::DeadlineExceededError(
-        absl::StrCat("kilnd did not answer within 30 s; see ", daemon->log_path_));
+        absl::StrCat("kilnd did not answer within 30 s; ", LogTail(daemon->log_path_)));
   }
 
   ~Daemon() { Stop().IgnoreError(); }
@@ -529,18 +547,19 @@ class Daemon {
       if (absl::Now() > deadline) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
-        return absl::InternalError(absl::StrCat("kilnd ignored SIGTERM; see ", log_path_));
+        return absl::InternalError(absl::StrCat("kilnd ignored SIGTERM; ", LogTail(log_path_)));
       }
       absl::SleepFor(absl::Milliseconds(5));
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
     return absl::InternalError(
-        absl::StrCat("kilnd exited with status ", status, "; see ", log_path_));
+        absl::StrCat("kilnd exited with status ", status, " on SIGTERM; ", LogTail(log_path_)));
   }
 
   Client& client() { return *client_; }
   pid_t pid() const { return pid_; }
   const std::string& socket_path() const { return socket_path_; }
+  const std::string& log_path() const { return log_path_; }
 
  private:
   Daemon() = default;
@@ -641,7 +660,7 @@ absl::Status MeasureColdCompile(const kiln::v1::Graph& graph, Daemon& subprocess
       if (response.artifact().compiler() != side.compiler) {
         return absl::FailedPreconditionError(absl::StrCat(
             "kilnd --compiler=", side.compiler, " compiled with ", response.artifact().compiler(),
-            " (no kiln-compile-worker in its runfiles?)"));
+            " (no kiln-compile-worker in its runfiles?); ", LogTail(side.daemon->log_path())));
       }
       if (round < 0) continue;
       const std::string figure = side.figure;
@@ -721,7 +740,7 @@ absl::Status MeasureWarmCalls(CompiledGraph& compiled, Eager* eager, int rounds,
 }
 
 // A: kiln_run called directly with the arguments Run would pass, B: Run on
-// the same buffers. dispatch = median(B) - median(A), per round.
+// the same buffers, alternating. dispatch = median(B) - median(A), per round.
 absl::Status MeasureDispatch(CompiledGraph& compiled, int rounds, int calls, Samples& samples) {
   Tensor x = MakeInput();
   Tensor out(kiln::v1::FLOAT32, {kSize, kSize});
@@ -730,17 +749,26 @@ absl::Status MeasureDispatch(CompiledGraph& compiled, int rounds, int calls, Sam
   ASSIGN_OR_RETURN(const CompiledGraph::DirectCall direct, compiled.DirectCallForBenchmark(inputs));
   void* const input_pointers[] = {x.data<float>()};
   void* const output_pointers[] = {out.data<float>()};
+  std::vector<double> direct_ns(calls), run_ns(calls);
   for (int round = -1; round < rounds; ++round) {
     int code = 0;
     bool ok = true;
-    const Batch direct_batch = TimeBatch(calls, [&] {
+    // Alternating call by call, not batch by batch: the difference sought
+    // (~100 ns) is smaller than the drift between two batches on a shared
+    // VM. One clock read ends the direct call and starts Run.
+    for (int i = 0; i < calls; ++i) {
+      const int64_t start = NowNs();
       code |= direct.run(direct.runtime, nullptr, input_pointers, output_pointers, direct.scratch);
-    });
-    const Batch run_batch = TimeBatch(calls, [&] { ok &= compiled.Run(inputs, outputs).ok(); });
+      const int64_t middle = NowNs();
+      ok &= compiled.Run(inputs, outputs).ok();
+      direct_ns[i] = middle - start;
+      run_ns[i] = NowNs() - middle;
+    }
     if (code != 0 || !ok) return absl::InternalError("a call failed in the dispatch phase");
     if (round < 0) continue;
-    samples["direct_call_us"].push_back(direct_batch.median_ns / 1e3);
-    samples["dispatch_ns"].push_back(run_batch.median_ns - direct_batch.median_ns);
+    const double direct_median = Median(direct_ns);
+    samples["direct_call_us"].push_back(direct_median / 1e3);
+    samples["dispatch_ns"].push_back(Median(run_ns) - direct_median);
   }
   return CheckOutput(x, out);
 }
@@ -924,6 +952,7 @@ absl::Status RunBenchmark() {
   facts["cpus"] = absl::StrCat(sysconf(_SC_NPROCESSORS_ONLN));
   facts["repetitions"] = absl::StrCat(rounds);
   facts["threads"] = "1 (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=KILN_NUM_THREADS=1)";
+  facts["load_before"] = LoadAverage();
 
   // Unix socket paths must stay under 108 bytes: a short /tmp directory.
   ASSIGN_OR_RETURN(const std::string root, MakeTempDirectory("/tmp/kilnXXXXXX"));
@@ -970,6 +999,7 @@ absl::Status RunBenchmark() {
   RETURN_IF_ERROR(worker->Stop());
   RETURN_IF_ERROR(subprocess->Stop());
 
+  facts["load_after"] = LoadAverage();
   PrintTable(samples, facts);
   if (absl::GetFlag(FLAGS_json)) absl::PrintF("%s\n", JsonLine(samples, facts));
   return absl::OkStatus();
@@ -1004,7 +1034,7 @@ int main(int argc, char** argv) {
     return write(kiln::kReportFd, "R", 1) == 1 ? 0 : 1;
   }
   absl::SetProgramUsageMessage(
-      "e2e: Kiln's end-to-end benchmark (docs/BENCHMARKS.md).\n"
+      "Kiln's end-to-end benchmark; docs/BENCHMARKS.md says what each figure means.\n"
       "Usage: bazel run -c opt //tools/bench:e2e -- [--json] [--repetitions=12]");
   kiln::PinThreadsOrReexecute(argv);  // children inherit the variables: no-op there
   absl::ParseCommandLine(argc, argv);
