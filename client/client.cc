@@ -13,7 +13,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "cache/key.h"
+#include "cache/local_index.h"
+#include "cache/object_dir.h"
 #include "codegen/abi/kiln_abi.h"
+#include "codegen/guards.h"
+#include "codegen/pipeline.h"
 #include "common/files.h"
 #include "common/paths.h"
 #include "common/status_macros.h"
@@ -126,28 +131,43 @@ absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket
 
 }  // namespace
 
-Client::Client(std::string socket_path, std::unique_ptr<kiln::v1::Kiln::Stub> stub,
-               kiln::v1::HelloResponse hello, absl::Duration rpc_timeout)
-    : socket_path_(std::move(socket_path)),
-      stub_(std::move(stub)),
-      hello_(std::move(hello)),
-      rpc_timeout_(rpc_timeout) {}
+Client::Client(ClientOptions options) : options_(std::move(options)) {
+  if (options_.socket_path.empty()) options_.socket_path = DefaultSocketPath();
+  if (options_.cache_dir.empty()) options_.cache_dir = DefaultCacheDir();
+}
+
+std::unique_ptr<Client> Client::Open(ClientOptions options) {
+  return std::unique_ptr<Client>(new Client(std::move(options)));
+}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
-  const std::string socket_path =
-      options.socket_path.empty() ? DefaultSocketPath() : options.socket_path;
-  const std::string cache_dir = options.cache_dir.empty() ? DefaultCacheDir() : options.cache_dir;
+  std::unique_ptr<Client> client = Open(std::move(options));
+  RETURN_IF_ERROR(client->Stub().status());
+  return client;
+}
+
+absl::StatusOr<kiln::v1::HelloResponse> Client::daemon() {
+  RETURN_IF_ERROR(Stub().status());
+  absl::MutexLock lock(&mutex_);
+  return hello_;
+}
+
+absl::StatusOr<kiln::v1::Kiln::Stub*> Client::Stub() {
+  absl::MutexLock lock(&mutex_);
+  if (stub_ != nullptr) return stub_.get();
+  const std::string& socket_path = options_.socket_path;
   auto stub = NewStub(socket_path);
-  auto connected = [&]() -> absl::StatusOr<std::unique_ptr<Client>> {
-    ASSIGN_OR_RETURN(auto hello, Hello(*stub, options.client_name));
-    return std::unique_ptr<Client>(
-        new Client(socket_path, std::move(stub), std::move(hello), options.rpc_timeout));
+  auto connected = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(hello_, Hello(*stub, options_.client_name));
+    stub_ = std::move(stub);
+    return absl::OkStatus();
   };
   if (SocketExists(socket_path)) {
-    auto client = connected();
-    if (client.ok() || client.status().code() != absl::StatusCode::kUnavailable) return client;
+    const absl::Status status = connected();
+    if (status.ok()) return stub_.get();
+    if (status.code() != absl::StatusCode::kUnavailable) return status;
   }
-  if (!options.auto_start) {
+  if (!options_.auto_start) {
     return absl::UnavailableError(absl::StrCat("no kilnd is listening on ", socket_path,
                                                "; start one with `kilnd --socket=", socket_path,
                                                "`"));
@@ -155,40 +175,80 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
 
   // Start one, holding the start lock so that racing clients start one
   // daemon between them: whoever comes second finds it running.
-  const std::string directory = Dirname(socket_path);
-  RETURN_IF_ERROR(EnsurePrivateDirectory(directory));
+  RETURN_IF_ERROR(EnsurePrivateDirectory(Dirname(socket_path)));
   const std::string lock_path = socket_path + ".start";
   const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd < 0) {
     return absl::UnavailableError(absl::StrCat("cannot open ", lock_path, ": ", strerror(errno)));
   }
   flock(lock_fd, LOCK_EX);
-  absl::StatusOr<std::unique_ptr<Client>> result =
-      absl::UnavailableError("no kilnd answered");
+  absl::Status result = absl::UnavailableError("no kilnd answered");
   if (SocketExists(socket_path)) result = connected();
-  if (!result.ok() && result.status().code() == absl::StatusCode::kUnavailable) {
-    absl::Status spawned = SpawnDaemon(options, socket_path, cache_dir);
-    if (!spawned.ok()) {
-      result = spawned;
-    } else {
-      const absl::Time deadline = absl::Now() + options.start_timeout;
+  if (result.code() == absl::StatusCode::kUnavailable) {
+    result = SpawnDaemon(options_, socket_path, options_.cache_dir);
+    if (result.ok()) {
+      result = absl::UnavailableError("not yet");
+      const absl::Time deadline = absl::Now() + options_.start_timeout;
       while (absl::Now() < deadline) {
         if (SocketExists(socket_path)) {
           result = connected();
-          if (result.ok() || result.status().code() != absl::StatusCode::kUnavailable) break;
+          if (result.code() != absl::StatusCode::kUnavailable) break;
         }
         absl::SleepFor(absl::Milliseconds(5));
       }
-      if (!result.ok() && result.status().code() == absl::StatusCode::kUnavailable) {
+      if (result.code() == absl::StatusCode::kUnavailable) {
         result = absl::UnavailableError(absl::StrCat(
             "started kilnd, but it did not answer on ", socket_path, " within ",
-            absl::FormatDuration(options.start_timeout), "; see ", cache_dir, "/kilnd.log"));
+            absl::FormatDuration(options_.start_timeout), "; see ", options_.cache_dir,
+            "/kilnd.log"));
       }
     }
   }
   flock(lock_fd, LOCK_UN);
   close(lock_fd);
-  return result;
+  RETURN_IF_ERROR(result);
+  return stub_.get();
+}
+
+std::optional<kiln::v1::CompileResponse> Client::FindLocal(
+    const kiln::v1::CompileRequest& request) {
+  const LocalIndex index(options_.cache_dir);
+  kiln::v1::Toolchain toolchain;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (!descriptor_read_) {
+      descriptor_read_ = true;
+      auto descriptor = index.ReadDescriptor();
+      if (descriptor.ok() && descriptor->has_value() &&
+          (*descriptor)->protocol_version() == kProtocolVersion &&
+          (*descriptor)->abi_version() == KILN_ABI_VERSION) {
+        descriptor_ = **descriptor;
+      }
+    }
+    if (!descriptor_.has_value()) return std::nullopt;
+    toolchain = descriptor_->toolchain();
+  }
+  // The daemon's key computation, here: a graph it would refuse is left
+  // for it to refuse, with its message.
+  auto graph = PrepareGraph(request.graph());
+  if (!graph.ok()) return std::nullopt;
+  auto guards = ResolveGuards(*graph, request.guards());
+  if (!guards.ok()) return std::nullopt;
+  CodegenInputs inputs;
+  inputs.graph = *std::move(graph);
+  inputs.guards = *std::move(guards);
+  inputs.options = request.options();
+  inputs.toolchain = std::move(toolchain);
+  const std::string key = ComputeCacheKey(inputs).key;
+  auto entry = index.Find(key);
+  if (!entry.ok() || !entry->has_value()) return std::nullopt;
+  const std::string path = ObjectDirectory(options_.cache_dir + "/objects").PathFor((*entry)->digest());
+  if (access(path.c_str(), R_OK) != 0) return std::nullopt;
+  kiln::v1::CompileResponse response;
+  *response.mutable_artifact() = **std::move(entry);
+  response.set_object_path(path);
+  response.set_cache_hit(true);
+  return response;
 }
 
 namespace {
@@ -206,38 +266,46 @@ absl::StatusOr<Response> Call(kiln::v1::Kiln::Stub& stub, Method method, const R
 }  // namespace
 
 absl::StatusOr<kiln::v1::CompileResponse> Client::Compile(const kiln::v1::CompileRequest& request) {
+  ASSIGN_OR_RETURN(kiln::v1::Kiln::Stub* stub, Stub());
   return Call<kiln::v1::CompileRequest, kiln::v1::CompileResponse>(
-      *stub_, &kiln::v1::Kiln::Stub::Compile, request, rpc_timeout_);
+      *stub, &kiln::v1::Kiln::Stub::Compile, request, options_.rpc_timeout);
 }
 
 absl::StatusOr<kiln::v1::CompileResponse> Client::Lookup(const kiln::v1::CompileRequest& request) {
+  ASSIGN_OR_RETURN(kiln::v1::Kiln::Stub* stub, Stub());
   return Call<kiln::v1::CompileRequest, kiln::v1::CompileResponse>(
-      *stub_, &kiln::v1::Kiln::Stub::Lookup, request, rpc_timeout_);
+      *stub, &kiln::v1::Kiln::Stub::Lookup, request, options_.rpc_timeout);
 }
 
 absl::StatusOr<kiln::v1::StatsResponse> Client::Stats() {
+  ASSIGN_OR_RETURN(kiln::v1::Kiln::Stub* stub, Stub());
   return Call<kiln::v1::StatsRequest, kiln::v1::StatsResponse>(
-      *stub_, &kiln::v1::Kiln::Stub::Stats, kiln::v1::StatsRequest(), rpc_timeout_);
+      *stub, &kiln::v1::Kiln::Stub::Stats, kiln::v1::StatsRequest(), options_.rpc_timeout);
 }
 
 absl::StatusOr<kiln::v1::ListResponse> Client::List() {
+  ASSIGN_OR_RETURN(kiln::v1::Kiln::Stub* stub, Stub());
   return Call<kiln::v1::ListRequest, kiln::v1::ListResponse>(
-      *stub_, &kiln::v1::Kiln::Stub::List, kiln::v1::ListRequest(), rpc_timeout_);
+      *stub, &kiln::v1::Kiln::Stub::List, kiln::v1::ListRequest(), options_.rpc_timeout);
 }
 
 absl::StatusOr<kiln::v1::ArtifactMetadata> Client::Show(const std::string& key) {
   kiln::v1::ShowRequest request;
   request.set_key(key);
-  ASSIGN_OR_RETURN(auto response, (Call<kiln::v1::ShowRequest, kiln::v1::ShowResponse>(
-                                      *stub_, &kiln::v1::Kiln::Stub::Show, request, rpc_timeout_)));
+  ASSIGN_OR_RETURN(kiln::v1::Kiln::Stub* stub, Stub());
+  ASSIGN_OR_RETURN(auto response,
+                   (Call<kiln::v1::ShowRequest, kiln::v1::ShowResponse>(
+                       *stub, &kiln::v1::Kiln::Stub::Show, request, options_.rpc_timeout)));
   return response.artifact();
 }
 
 absl::StatusOr<std::string> Client::Evict(const std::string& key) {
   kiln::v1::EvictRequest request;
   request.set_key(key);
-  ASSIGN_OR_RETURN(auto response, (Call<kiln::v1::EvictRequest, kiln::v1::EvictResponse>(
-                                      *stub_, &kiln::v1::Kiln::Stub::Evict, request, rpc_timeout_)));
+  ASSIGN_OR_RETURN(kiln::v1::Kiln::Stub* stub, Stub());
+  ASSIGN_OR_RETURN(auto response,
+                   (Call<kiln::v1::EvictRequest, kiln::v1::EvictResponse>(
+                       *stub, &kiln::v1::Kiln::Stub::Evict, request, options_.rpc_timeout)));
   return response.key();
 }
 

@@ -8,6 +8,11 @@
 // timeout. A lock file in the socket's directory makes racing clients start
 // one daemon between them.
 //
+// Same-host hits need no daemon at all: FindLocal computes the cache key
+// in-process and reads kilnd's local index (cache/local_index.h); a Client
+// made with Open connects only when something needs the daemon. That makes
+// a fresh worker's first hit a few file reads and a dlopen.
+//
 // A Client is thread-safe; share one per process.
 #ifndef KILN_CLIENT_CLIENT_H_
 #define KILN_CLIENT_CLIENT_H_
@@ -15,7 +20,11 @@
 #include <memory>
 #include <string>
 
+#include <optional>
+
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/service.grpc.pb.h"
 
@@ -36,9 +45,17 @@ struct ClientOptions {
 
 class Client {
  public:
-  // Unavailable (with the socket path and what to do) when no daemon can be
-  // reached; FailedPrecondition on a version mismatch.
+  // Connects now. Unavailable (with the socket path and what to do) when no
+  // daemon can be reached; FailedPrecondition on a version mismatch.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(ClientOptions options = {});
+  // Connects (and auto-starts kilnd) on the first call that needs the
+  // daemon, returning its error from that call.
+  static std::unique_ptr<Client> Open(ClientOptions options = {});
+
+  // The artifact for `request` from the local index, without a round trip;
+  // nullopt when the index cannot answer (a miss, no index yet, another
+  // toolchain, or a graph the daemon should judge). Never compiles.
+  std::optional<kiln::v1::CompileResponse> FindLocal(const kiln::v1::CompileRequest& request);
 
   absl::StatusOr<kiln::v1::CompileResponse> Compile(const kiln::v1::CompileRequest& request);
   // NotFound on a miss; never compiles.
@@ -48,17 +65,22 @@ class Client {
   absl::StatusOr<kiln::v1::ArtifactMetadata> Show(const std::string& key);
   absl::StatusOr<std::string> Evict(const std::string& key);  // returns the full key
 
-  const kiln::v1::HelloResponse& daemon() const { return hello_; }
-  const std::string& socket_path() const { return socket_path_; }
+  // The daemon's handshake (connects first if needed).
+  absl::StatusOr<kiln::v1::HelloResponse> daemon();
+  const std::string& socket_path() const { return options_.socket_path; }
 
  private:
-  Client(std::string socket_path, std::unique_ptr<kiln::v1::Kiln::Stub> stub,
-         kiln::v1::HelloResponse hello, absl::Duration rpc_timeout);
+  explicit Client(ClientOptions options);
+  // The connected stub, connecting (and auto-starting) on first use.
+  absl::StatusOr<kiln::v1::Kiln::Stub*> Stub();
 
-  const std::string socket_path_;
-  const std::unique_ptr<kiln::v1::Kiln::Stub> stub_;
-  const kiln::v1::HelloResponse hello_;
-  const absl::Duration rpc_timeout_;
+  ClientOptions options_;  // paths resolved
+  absl::Mutex mutex_;
+  std::unique_ptr<kiln::v1::Kiln::Stub> stub_ ABSL_GUARDED_BY(mutex_);
+  kiln::v1::HelloResponse hello_ ABSL_GUARDED_BY(mutex_);
+  // The daemon's cache descriptor, read on first use (nullopt: none).
+  bool descriptor_read_ ABSL_GUARDED_BY(mutex_) = false;
+  std::optional<kiln::v1::CacheDescriptor> descriptor_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace kiln

@@ -59,9 +59,28 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Prepare() {
   *request.mutable_graph() = graph_;
   *request.mutable_options() = options_;
   const absl::Time start = absl::Now();
-  ASSIGN_OR_RETURN(const kiln::v1::CompileResponse response, client_->Compile(request));
-  const absl::Time fetched = absl::Now();
-  ASSIGN_OR_RETURN(auto artifact, LoadArtifact(response.object_path(), response.artifact()));
+  // A same-host hit first (no round trip); anything doubtful goes to kilnd.
+  std::optional<kiln::v1::CompileResponse> local = client_->FindLocal(request);
+  absl::StatusOr<std::shared_ptr<const LoadedArtifact>> loaded = absl::NotFoundError("");
+  absl::Time fetched = absl::Now();
+  if (local.has_value()) loaded = LoadArtifact(local->object_path(), local->artifact());
+  result.local = loaded.ok();
+  kiln::v1::CompileResponse response;
+  if (result.local) {
+    response = *std::move(local);
+  } else {
+    ASSIGN_OR_RETURN(response, client_->Compile(request));
+    fetched = absl::Now();
+    loaded = LoadArtifact(response.object_path(), response.artifact());
+    if (loaded.status().code() == absl::StatusCode::kDataLoss) {
+      // The object file was damaged on disk: kilnd rewrites it from its
+      // verified blob, once.
+      request.set_repair(true);
+      ASSIGN_OR_RETURN(response, client_->Compile(request));
+      loaded = LoadArtifact(response.object_path(), response.artifact());
+    }
+  }
+  ASSIGN_OR_RETURN(auto artifact, std::move(loaded));
   result.cache_hit = response.cache_hit();
   result.fetch_ms = absl::ToDoubleMilliseconds(fetched - start);
   result.load_ms = absl::ToDoubleMilliseconds(absl::Now() - fetched);

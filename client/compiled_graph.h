@@ -39,7 +39,8 @@ class CompiledGraph {
 
   struct PrepareResult {
     bool already_loaded = false;  // an earlier Prepare or Run did the work
-    bool cache_hit = false;       // the daemon had it (no compile)
+    bool cache_hit = false;       // no compile was needed
+    bool local = false;           // found in the local index: no round trip
     double fetch_ms = 0;          // the Compile RPC
     double load_ms = 0;           // digest check + dlopen
   };

@@ -17,10 +17,11 @@ double MillisecondsSince(absl::Time start) { return absl::ToDoubleMilliseconds(a
 }  // namespace
 
 ArtifactCache::ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirectory objects,
-                             std::unique_ptr<Compiler> compiler, kiln::v1::Toolchain toolchain,
-                             Options options)
+                             LocalIndex index, std::unique_ptr<Compiler> compiler,
+                             kiln::v1::Toolchain toolchain, Options options)
     : store_(std::move(store)),
       objects_(std::move(objects)),
+      index_(std::move(index)),
       compiler_(std::move(compiler)),
       toolchain_(std::move(toolchain)),
       queue_(options.compile_threads) {}
@@ -30,11 +31,15 @@ ArtifactCache::~ArtifactCache() { Shutdown(); }
 void ArtifactCache::Shutdown() { queue_.Shutdown(); }
 
 absl::StatusOr<std::optional<kiln::v1::CompileResponse>> ArtifactCache::FindStored(
-    const std::string& key, bool want_bytes) {
+    const std::string& key, bool want_bytes, bool repair) {
   ASSIGN_OR_RETURN(auto entry, store_->Lookup(key));
   if (!entry.has_value()) return std::nullopt;
   kiln::v1::CompileResponse response;
   const std::string& digest = entry->digest();
+  if (repair) {
+    KILN_LOG(WARNING) << "object " << digest << " reported corrupt by a client; rewriting it";
+    RETURN_IF_ERROR(objects_.Remove(digest));
+  }
   if (want_bytes || !objects_.Contains(digest)) {
     ASSIGN_OR_RETURN(auto blob, store_->ReadBlob(digest));
     if (!blob.has_value()) {
@@ -44,6 +49,8 @@ absl::StatusOr<std::optional<kiln::v1::CompileResponse>> ArtifactCache::FindStor
     RETURN_IF_ERROR(objects_.Write(digest, *blob));
     if (want_bytes) response.set_object_bytes(*std::move(blob));
   }
+  const absl::Status published = index_.Publish(*entry);
+  if (!published.ok()) KILN_LOG(WARNING) << "cannot index " << key << ": " << published;
   *response.mutable_artifact() = *std::move(entry);
   response.set_object_path(objects_.PathFor(digest));
   response.set_cache_hit(true);
@@ -65,7 +72,7 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
   const CacheKey key = ComputeCacheKey(*inputs);
   const bool want_bytes = request.want_bytes();
 
-  auto stored = FindStored(key.key, want_bytes);
+  auto stored = FindStored(key.key, want_bytes, request.repair());
   if (!stored.ok()) return done(stored.status());
   if (stored->has_value()) {
     ++hits_;
@@ -127,6 +134,9 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   // it back from the blob.
   RETURN_IF_ERROR(objects_.Write(metadata.digest(), object->shared_object));
   RETURN_IF_ERROR(store_->Put(metadata, object->shared_object));
+  // Last: an index file always has its entry and object behind it.
+  const absl::Status published = index_.Publish(metadata);
+  if (!published.ok()) KILN_LOG(WARNING) << "cannot index " << key << ": " << published;
   KILN_LOG(INFO) << "compiled " << key.substr(0, 12) << " (" << inputs.graph.name << ") in "
                  << metadata.timings().total_ms() << " ms";
 
@@ -189,6 +199,7 @@ absl::StatusOr<kiln::v1::ArtifactMetadata> ArtifactCache::Show(const std::string
 absl::StatusOr<std::string> ArtifactCache::Evict(const std::string& key) {
   ASSIGN_OR_RETURN(const std::string full, ResolveKey(key));
   ASSIGN_OR_RETURN(auto entry, store_->Lookup(full));
+  RETURN_IF_ERROR(index_.Remove(full));  // first: clients stop finding it locally
   RETURN_IF_ERROR(store_->Evict(full));
   // The object file goes with its blob: when no entry references it any more.
   if (entry.has_value() && !store_->ReadBlob(entry->digest()).value_or(std::nullopt).has_value()) {

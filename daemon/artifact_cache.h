@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cache/local_index.h"
 #include "cache/object_dir.h"
 #include "cache/store.h"
 #include "codegen/codegen_inputs.h"
@@ -36,7 +37,8 @@ class ArtifactCache {
   };
   using Done = std::function<void(absl::StatusOr<kiln::v1::CompileResponse>)>;
 
-  ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirectory objects,
+  // `index` is kept in step with the store for same-host clients' hits.
+  ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirectory objects, LocalIndex index,
                 std::unique_ptr<Compiler> compiler, kiln::v1::Toolchain toolchain,
                 Options options);
   ~ArtifactCache();
@@ -58,8 +60,10 @@ class ArtifactCache {
  private:
   // The artifact for `key` if the store has it and its object is on disk
   // (rebuilt from the blob when missing); nullopt on a miss or a corrupt blob.
+  // With `repair`, the object file is rewritten from the blob first.
   absl::StatusOr<std::optional<kiln::v1::CompileResponse>> FindStored(const std::string& key,
-                                                                      bool want_bytes);
+                                                                      bool want_bytes,
+                                                                      bool repair = false);
   absl::StatusOr<kiln::v1::CompileResponse> Build(const CodegenInputs& inputs,
                                                   const kiln::v1::KeyComponents& components,
                                                   const std::string& key, bool want_bytes,
@@ -68,6 +72,7 @@ class ArtifactCache {
 
   const std::unique_ptr<ArtifactStore> store_;
   const ObjectDirectory objects_;
+  const LocalIndex index_;
   const std::unique_ptr<Compiler> compiler_;
   const kiln::v1::Toolchain toolchain_;
   const absl::Time started_ = absl::Now();

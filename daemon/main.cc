@@ -19,7 +19,9 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "cache/local_index.h"
 #include "cache/object_dir.h"
+#include "codegen/abi/kiln_abi.h"
 #include "cache/rocksdb_store.h"
 #include "codegen/compile/fallback_compiler.h"
 #include "codegen/compile/subprocess_compiler.h"
@@ -126,7 +128,15 @@ absl::Status Serve() {
     auto object = warm->Compile("extern \"C\" void kiln_warm_up(void) {}\n");
     if (!object.ok()) KILN_LOG(WARNING) << "compiler warm-up failed: " << object.status();
   });
-  ArtifactCache cache(std::move(store), ObjectDirectory(cache_dir + "/objects"),
+  // Same-host clients find hits through this without a round trip.
+  LocalIndex index(cache_dir);
+  kiln::v1::CacheDescriptor descriptor;
+  descriptor.set_protocol_version(kProtocolVersion);
+  descriptor.set_abi_version(KILN_ABI_VERSION);
+  descriptor.set_kiln_version(kKilnVersion);
+  *descriptor.mutable_toolchain() = toolchain;
+  RETURN_IF_ERROR(index.WriteDescriptor(descriptor));
+  ArtifactCache cache(std::move(store), ObjectDirectory(cache_dir + "/objects"), index,
                       std::move(compiler), toolchain, options);
   KilnService service(&cache, cache_dir);
 

@@ -108,11 +108,11 @@ TEST_F(EndToEndTest, ColdCompileInOneProcessThenAHitInAFreshProcess) {
   auto second = daemon_.RunTool({kKilnCliPath, "run", "examples/f.json", "--check", "--start=false"});
   ASSERT_TRUE(second.ok());
   ASSERT_EQ(second->exit_code, 0) << second->output;
-  EXPECT_THAT(second->output, HasSubstr("(cache hit)"));
+  EXPECT_THAT(second->output, HasSubstr("(cache hit, local index)"));
   EXPECT_THAT(second->output, HasSubstr("check    output 0 matches the reference"));
   const kiln::v1::StatsResponse stats = Stats();
   EXPECT_EQ(stats.compiles(), 1) << "the fresh process must not compile";
-  EXPECT_EQ(stats.hits(), 1);
+  EXPECT_EQ(stats.hits(), 0) << "a same-host hit comes from the local index, not the daemon";
   EXPECT_EQ(stats.entries(), 1);
 }
 
@@ -265,6 +265,44 @@ TEST_F(EndToEndTest, KillDuringACompileLeavesAStoreThatServesAgain) {
   EXPECT_EQ(Stats().corrupt_blobs(), 0);
 }
 
+TEST_F(EndToEndTest, SameHostHitsNeedNoDaemonAndEvictionReachesThem) {
+  ASSERT_EQ(daemon_.RunTool({kKilnCliPath, "compile", "examples/tail.json", "--start=false"})
+                ->exit_code,
+            0);
+  daemon_.Kill(SIGTERM);
+  auto hit = daemon_.RunTool({kKilnCliPath, "run", "examples/tail.json", "--check", "--repeat=1",
+                              "--start=false"});
+  ASSERT_EQ(hit->exit_code, 0) << hit->output;
+  EXPECT_THAT(hit->output, HasSubstr("(cache hit, local index)"));
+
+  ASSERT_TRUE(daemon_.Start().ok());
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Evict((*client)->List()->entries(0).key()).ok());
+  auto miss = daemon_.RunTool({kKilnCliPath, "run", "examples/tail.json", "--repeat=1",
+                               "--start=false"});
+  EXPECT_THAT(miss->output, HasSubstr("(compiled)")) << "an evicted entry is not found locally";
+}
+
+TEST_F(EndToEndTest, ADamagedObjectFileIsRepairedFromTheStore) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = Example("tail");
+  auto compiled = (*client)->Compile(request);
+  ASSERT_TRUE(compiled.ok());
+  const std::string path = compiled->object_path();
+  chmod(path.c_str(), 0644);
+  ASSERT_TRUE(WriteFileAtomically(path, "not an ELF file", 0444).ok());
+
+  CompiledGraph graph(client->get(), Example("tail"));
+  auto prepared = graph.Prepare();
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  EXPECT_FALSE(prepared->local) << "the damaged file fails its digest check";
+  EXPECT_EQ(Stats().compiles(), 1) << "repaired from the blob, not recompiled";
+  EXPECT_NE(*ReadFile(path), "not an ELF file");
+}
+
 TEST_F(EndToEndTest, SigtermShutsDownCleanly) {
   daemon_.Kill(SIGTERM);
   struct stat info;
@@ -356,7 +394,7 @@ TEST(DaemonLifecycleTest, RacingClientsAutoStartOneDaemonThatExitsWhenIdle) {
     threads.emplace_back([&, i] {
       auto client = Client::Connect(options);
       ASSERT_TRUE(client.ok()) << client.status();
-      pids[i] = (*client)->daemon().pid();
+      pids[i] = (*client)->daemon()->pid();
     });
   }
   for (std::thread& thread : threads) thread.join();

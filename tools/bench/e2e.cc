@@ -17,14 +17,8 @@
 // figure is under its own key as the median over rounds; figures measured in
 // more than one round also have `<key>_min` and `<key>_max`. A figure that
 // could not be measured (no torch) is null.
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,19 +37,18 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/time/clock.h"
 #include "client/client.h"
 #include "client/compiled_graph.h"
 #include "client/graph_file.h"
 #include "client/tensor.h"
 #include "common/files.h"
 #include "common/status_macros.h"
+#include "tools/bench/bench_util.h"
 
 ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
 ABSL_FLAG(int, repetitions, 12,
@@ -70,8 +63,6 @@ ABSL_FLAG(std::string, child, "", "Internal: run as a timed child (fresh, hold o
 ABSL_FLAG(std::string, socket, "", "Internal (--child): kilnd's socket.");
 ABSL_FLAG(std::string, graph, "", "Internal (--child): the graph file.");
 
-extern char** environ;
-
 namespace kiln {
 namespace {
 
@@ -79,223 +70,37 @@ constexpr int64_t kSize = 64;              // f is 64x64
 constexpr int kReportFd = 3;               // a child's report pipe
 constexpr int kMinDispatchCalls = 100000;  // per side, over all rounds
 constexpr char kNoopChild[] = "--child=noop";
+constexpr char kTarget[] = "//tools/bench:e2e";
 
-// ---------------------------------------------------------------- helpers
-
-int64_t NowNs() {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return now.tv_sec * 1000000000LL + now.tv_nsec;
-}
-
-double MsSince(int64_t start_ns) { return (NowNs() - start_ns) / 1e6; }
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-// Every measurement, by figure name, one value per round.
-using Samples = std::map<std::string, std::vector<double>>;
-// A `key=value key=value` line, as children and eager.py report.
-using Fields = std::map<std::string, std::string>;
-
-Fields ParseFields(absl::string_view line) {
-  Fields fields;
-  for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipWhitespace())) {
-    std::pair<std::string, std::string> pair = absl::StrSplit(word, absl::MaxSplits('=', 1));
-    fields[pair.first] = pair.second;
-  }
-  return fields;
-}
-
-absl::StatusOr<double> NumberField(const Fields& fields, const std::string& key) {
-  double value;
-  const auto it = fields.find(key);
-  if (it == fields.end() || !absl::SimpleAtod(it->second, &value)) {
-    return absl::InternalError(absl::StrCat("report lacks a number for ", key));
-  }
-  return value;
-}
-
-// Owns a file descriptor; closes it when it goes.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd = -1) : fd_(fd) {}
-  ScopedFd(ScopedFd&& other) : fd_(std::exchange(other.fd_, -1)) {}
-  ScopedFd& operator=(ScopedFd&& other) {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  ~ScopedFd() { Close(); }
-  void Close() {
-    if (fd_ >= 0) close(std::exchange(fd_, -1));
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
-
-// {read end, write end}, both close-on-exec: a child gets only what Spawn
-// hands it, so a held child sees EOF on stdin when the parent closes it.
-absl::StatusOr<std::pair<ScopedFd, ScopedFd>> MakePipe() {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
-  return std::make_pair(ScopedFd(fds[0]), ScopedFd(fds[1]));
-}
-
-// posix_spawn (never fork: the parent runs gRPC threads), no shell. Each
-// {parent_fd, child_fd} in `redirects` is dup'ed into the child; stdin is
-// /dev/null unless redirected.
-absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
-                            const std::vector<std::pair<int, int>>& redirects) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  for (const auto& [from, to] : redirects) posix_spawn_file_actions_adddup2(&actions, from, to);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  pid_t pid;
-  const int error = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot start ", argv[0], ": ", strerror(error)));
-  }
-  return pid;
-}
-
-// Waits for `pid`; Internal unless it exited with status 0.
-absl::Status Reap(pid_t pid, absl::string_view what) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, " (pid ", pid, ") failed: ",
-                                          WIFEXITED(status)
-                                              ? absl::StrCat("exit status ", WEXITSTATUS(status))
-                                              : absl::StrCat("signal ", WTERMSIG(status))));
-}
-
-absl::StatusOr<std::string> ReadToEof(int fd) {
-  std::string text;
-  char buffer[4096];
-  while (true) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::InternalError(absl::StrCat("read failed: ", strerror(errno)));
-    if (n == 0) return text;
-    text.append(buffer, n);
-  }
-}
-
-absl::Status WriteAll(int fd, absl::string_view text) {
-  while (!text.empty()) {
-    const ssize_t n = write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::InternalError(absl::StrCat("write failed: ", strerror(errno)));
-    text.remove_prefix(n);
-  }
-  return absl::OkStatus();
-}
-
-std::string SelfPath() {
-  char path[4096];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  return n > 0 ? std::string(path, n) : "";
-}
-
-// A data dependency: relative to the working directory under `bazel run`
-// (the runfiles root), else in this binary's runfiles tree.
-absl::StatusOr<std::string> Runfile(const std::string& path) {
-  std::vector<std::string> candidates;
-  char cwd[4096];
-  if (getcwd(cwd, sizeof(cwd)) != nullptr) candidates.push_back(absl::StrCat(cwd, "/", path));
-  if (const char* root = getenv("RUNFILES_DIR"); root != nullptr && *root != '\0') {
-    candidates.push_back(absl::StrCat(root, "/kiln/", path));
-  }
-  candidates.push_back(absl::StrCat(SelfPath(), ".runfiles/kiln/", path));
-  for (const std::string& candidate : candidates) {
-    if (access(candidate.c_str(), F_OK) == 0) return candidate;
-  }
-  return absl::NotFoundError(absl::StrCat(path, " not found (looked at ",
-                                          absl::StrJoin(candidates, ", "),
-                                          "); run with `bazel run -c opt //tools/bench:e2e`"));
-}
-
-// "VmRSS" and friends from /proc/PID/status, in KB.
-absl::StatusOr<double> ProcStatusKb(pid_t pid, absl::string_view field) {
-  ASSIGN_OR_RETURN(const std::string status, ReadFile(absl::StrCat("/proc/", pid, "/status")));
-  for (absl::string_view line : absl::StrSplit(status, '\n')) {
-    if (!absl::ConsumePrefix(&line, field) || !absl::ConsumePrefix(&line, ":")) continue;
-    double kb;
-    if (absl::SimpleAtod(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"), &kb)) {
-      return kb;
-    }
-  }
-  return absl::NotFoundError(absl::StrCat("no ", field, " in /proc/", pid, "/status"));
-}
-
-// Children of `parent` whose comm is `comm` (truncated to 15 characters by
-// the kernel, as /proc/PID/stat shows it).
-std::vector<pid_t> ChildrenNamed(pid_t parent, absl::string_view comm) {
-  std::vector<pid_t> children;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return children;
-  while (dirent* entry = readdir(proc)) {
-    int pid;
-    if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
-    auto stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-    if (!stat.ok()) continue;  // it exited meanwhile
-    // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
-    const size_t comm_begin = stat->find('(') + 1, comm_end = stat->rfind(')');
-    if (comm_begin == 0 || comm_end == std::string::npos || comm_end < comm_begin) continue;
-    const std::vector<std::string> rest =
-        absl::StrSplit(stat->substr(comm_end + 1), ' ', absl::SkipEmpty());
-    int ppid;
-    if (rest.size() > 1 && absl::SimpleAtoi(rest[1], &ppid) && ppid == parent &&
-        stat->substr(comm_begin, comm_end - comm_begin) == comm) {
-      children.push_back(pid);
-    }
-  }
-  closedir(proc);
-  return children;
-}
-
-// The shared objects mapped into this process whose path contains `fragment`.
-std::string MappedLibraries(absl::string_view fragment) {
-  std::vector<std::string> paths;
-  const std::string maps = ReadFile("/proc/self/maps").value_or("");
-  for (absl::string_view line : absl::StrSplit(maps, '\n')) {
-    const std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (words.size() >= 6 && absl::StrContains(words[5], fragment) &&
-        std::find(paths.begin(), paths.end(), words[5]) == paths.end()) {
-      paths.emplace_back(words[5]);
-    }
-  }
-  return paths.empty() ? "none" : absl::StrJoin(paths, ",");
-}
-
-// The 1-minute load average: other work on a 2-vCPU machine moves medians,
-// so each run records what else was running.
-std::string LoadAverage() {
-  const std::string loadavg = ReadFile("/proc/loadavg").value_or("?");
-  return loadavg.substr(0, loadavg.find(' '));
-}
-
-std::string CpuModel() {
-  const std::string cpuinfo = ReadFile("/proc/cpuinfo").value_or("");
-  for (absl::string_view line : absl::StrSplit(cpuinfo, '\n')) {
-    if (absl::ConsumePrefix(&line, "model name")) {
-      return std::string(
-          absl::StripAsciiWhitespace(absl::StripPrefix(absl::StripAsciiWhitespace(line), ":")));
-    }
-  }
-  return "unknown";
-}
+using bench::Batch;
+using bench::ChildrenNamed;
+using bench::CpuModel;
+using bench::Daemon;
+using bench::Fields;
+using bench::JsonNumber;
+using bench::JsonString;
+using bench::LineProcess;
+using bench::LoadAverage;
+using bench::LogTail;
+using bench::MakePipe;
+using bench::MappedLibraries;
+using bench::Median;
+using bench::MsSince;
+using bench::NowNs;
+using bench::NumberField;
+using bench::ParseFields;
+using bench::ProcStatusKb;
+using bench::Reap;
+using bench::ReadToEof;
+using bench::Runfile;
+using bench::Samples;
+using bench::ScopedFd;
+using bench::SelfPath;
+using bench::Spawn;
+using bench::Summarize;
+using bench::Summary;
+using bench::TimeBatch;
+using bench::WriteAll;
 
 // x[i][j], deterministic and of mixed sign so that relu clips some outputs.
 Tensor MakeInput() {
@@ -322,27 +127,6 @@ absl::Status CheckOutput(const Tensor& x, const Tensor& out) {
     }
   }
   return absl::OkStatus();
-}
-
-struct Batch {
-  double median_ns;
-  double minor_faults_per_call;
-};
-
-// Times `calls` calls of `fn` one by one: the median survives the
-// interrupts and preemptions a shared 2-vCPU VM delivers, a mean does not.
-template <typename Fn>
-Batch TimeBatch(int calls, Fn&& fn) {
-  std::vector<double> ns(calls);
-  rusage before, after;
-  getrusage(RUSAGE_SELF, &before);
-  for (int i = 0; i < calls; ++i) {
-    const int64_t start = NowNs();
-    fn();
-    ns[i] = NowNs() - start;
-  }
-  getrusage(RUSAGE_SELF, &after);
-  return {Median(std::move(ns)), double(after.ru_minflt - before.ru_minflt) / calls};
 }
 
 // ------------------------------------------------------- the timed child
@@ -419,7 +203,7 @@ absl::Status RunChild(const std::string& mode) {
   RETURN_IF_ERROR(CheckOutput(x, out));
   if (mode == "smaps") {
     ASSIGN_OR_RETURN(const std::string memory,
-                     ArtifactMemory(client->daemon().cache_dir() + "/objects/"));
+                     ArtifactMemory(client->daemon()->cache_dir() + "/objects/"));
     absl::StrAppend(&report, " ", memory);
   }
   RETURN_IF_ERROR(WriteAll(kReportFd, report + "\n"));
@@ -481,93 +265,6 @@ absl::StatusOr<std::string> FinishChild(Child& child) {
   return report;
 }
 
-// ------------------------------------------------------------- the daemon
-
-// The end of kilnd's log on one line, for an error message: the directory
-// holding the log is removed when the bench exits.
-std::string LogTail(const std::string& path) {
-  std::string log = ReadFile(path).value_or("");
-  if (log.size() > 600) log = log.substr(log.size() - 600);
-  std::replace(log.begin(), log.end(), '\n', ' ');
-  return log.empty() ? "(kilnd logged nothing)" : absl::StrCat("kilnd's log: ", log);
-}
-
-// A private kilnd started by the benchmark: socket and cache under
-// `directory`, its output in directory/kilnd.log.
-class Daemon {
- public:
-  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const std::string& kilnd,
-                                                       const std::string& directory,
-                                                       const std::string& compiler) {
-    std::unique_ptr<Daemon> daemon(new Daemon);
-    daemon->socket_path_ = directory + "/run/kilnd.sock";
-    daemon->log_path_ = directory + "/kilnd.log";
-    RETURN_IF_ERROR(MakeDirectories(directory, 0700));
-    ScopedFd log(open(daemon->log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-    if (log.get() < 0) return absl::InternalError("cannot create " + daemon->log_path_);
-    ASSIGN_OR_RETURN(daemon->pid_, Spawn({kilnd, "--socket=" + daemon->socket_path_,
-                                          "--cache_dir=" + directory + "/cache",
-                                          "--compiler=" + compiler, "--log_level=warning"},
-                                         {{log.get(), STDOUT_FILENO}, {log.get(), STDERR_FILENO}}));
-    ClientOptions options;
-    options.socket_path = daemon->socket_path_;
-    options.auto_start = false;
-    options.client_name = "bench";
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    while (absl::Now() < deadline) {
-      auto client = Client::Connect(options);
-      if (client.ok()) {
-        daemon->client_ = std::move(*client);
-        return daemon;
-      }
-      int status;
-      if (waitpid(daemon->pid_, &status, WNOHANG) == daemon->pid_) {
-        daemon->pid_ = -1;
-        return absl::InternalError(absl::StrCat("kilnd --compiler=", compiler, " exited at start; ",
-                                                LogTail(daemon->log_path_)));
-      }
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-    return absl::DeadlineExceededError(
-        absl::StrCat("kilnd did not answer within 30 s; ", LogTail(daemon->log_path_)));
-  }
-
-  ~Daemon() { Stop().IgnoreError(); }
-
-  // SIGTERM, as a user would stop it; Internal when kilnd does not exit
-  // cleanly within 15 s (then it is killed).
-  absl::Status Stop() {
-    if (pid_ < 0) return absl::OkStatus();
-    client_.reset();
-    kill(pid_, SIGTERM);
-    const pid_t pid = std::exchange(pid_, -1);
-    const absl::Time deadline = absl::Now() + absl::Seconds(15);
-    int status = 0;
-    while (waitpid(pid, &status, WNOHANG) == 0) {
-      if (absl::Now() > deadline) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        return absl::InternalError(absl::StrCat("kilnd ignored SIGTERM; ", LogTail(log_path_)));
-      }
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
-    return absl::InternalError(
-        absl::StrCat("kilnd exited with status ", status, " on SIGTERM; ", LogTail(log_path_)));
-  }
-
-  Client& client() { return *client_; }
-  pid_t pid() const { return pid_; }
-  const std::string& socket_path() const { return socket_path_; }
-  const std::string& log_path() const { return log_path_; }
-
- private:
-  Daemon() = default;
-  pid_t pid_ = -1;
-  std::string socket_path_, log_path_;
-  std::unique_ptr<Client> client_;
-};
-
 // ---------------------------------------------------------- eager PyTorch
 
 // eager.py, alive across batches: torch is imported once, as in a serving
@@ -577,61 +274,24 @@ class Eager {
   // Unavailable (with the reason) when python3 or torch is missing.
   static absl::StatusOr<std::unique_ptr<Eager>> Start(const std::string& python,
                                                       const std::string& script) {
-    ASSIGN_OR_RETURN(auto to_child, MakePipe());
-    ASSIGN_OR_RETURN(auto from_child, MakePipe());
-    ASSIGN_OR_RETURN(const pid_t pid, Spawn({python, script, absl::StrCat(kSize)},
-                                            {{to_child.first.get(), STDIN_FILENO},
-                                             {from_child.second.get(), STDOUT_FILENO}}));
-    to_child.first.Close();  // else a dead eager.py never reads as EOF
-    from_child.second.Close();
     std::unique_ptr<Eager> eager(new Eager);
-    eager->pid_ = pid;
-    eager->to_ = fdopen(to_child.second.release(), "w");
-    eager->from_ = fdopen(from_child.first.release(), "r");
-    ASSIGN_OR_RETURN(const std::string ready, eager->ReadLine());
-    if (absl::StartsWith(ready, "error ")) return absl::UnavailableError(ready.substr(6));
-    eager->facts_ = ParseFields(ready);
-    if (!absl::StartsWith(ready, "ready ")) {
-      return absl::UnavailableError(absl::StrCat("eager.py said: ", ready));
-    }
+    ASSIGN_OR_RETURN(eager->process_,
+                     LineProcess::Start({python, script, absl::StrCat(kSize)}, "eager.py"));
     return eager;
-  }
-
-  ~Eager() {
-    if (to_ != nullptr) fclose(to_);  // EOF: eager.py exits
-    if (from_ != nullptr) fclose(from_);
-    if (pid_ > 0) Reap(pid_, "eager.py").IgnoreError();
   }
 
   // One batch of `calls` timed calls per variant; eager.py's answer.
   absl::StatusOr<Fields> Batch(int calls) {
-    if (fprintf(to_, "%d\n", calls) < 0 || fflush(to_) != 0) {
-      return absl::InternalError("eager.py is gone");
-    }
-    ASSIGN_OR_RETURN(const std::string line, ReadLine());
+    ASSIGN_OR_RETURN(const std::string line, process_->Ask(absl::StrCat(calls)));
     return ParseFields(line);
   }
 
   // torch version, threads and the BLAS libraries it mapped.
-  const Fields& facts() const { return facts_; }
+  const Fields& facts() const { return process_->facts(); }
 
  private:
   Eager() = default;
-
-  absl::StatusOr<std::string> ReadLine() {
-    char* line = nullptr;
-    size_t capacity = 0;
-    const ssize_t n = getline(&line, &capacity, from_);
-    std::string text = n > 0 ? std::string(line, n) : "";
-    free(line);
-    if (n <= 0) return absl::UnavailableError("eager.py exited without answering");
-    return std::string(absl::StripTrailingAsciiWhitespace(text));
-  }
-
-  pid_t pid_ = -1;
-  FILE* to_ = nullptr;
-  FILE* from_ = nullptr;
-  Fields facts_;
+  std::unique_ptr<LineProcess> process_;
 };
 
 // ------------------------------------------------------------------ phases
@@ -861,19 +521,6 @@ constexpr Figure kFigures[] = {
     {"second_client_artifact_pss_kb", "", "  Pss of the .so mappings"},
 };
 
-struct Summary {
-  double min, median, max;
-  size_t count;
-};
-
-std::optional<Summary> Summarize(const Samples& samples, const std::string& key) {
-  const auto it = samples.find(key);
-  if (it == samples.end() || it->second.empty()) return std::nullopt;
-  const std::vector<double>& values = it->second;
-  return Summary{*std::min_element(values.begin(), values.end()), Median(values),
-                 *std::max_element(values.begin(), values.end()), values.size()};
-}
-
 void PrintTable(const Samples& samples, const Fields& facts) {
   absl::PrintF("\nKiln end-to-end: f = relu(x @ x.T + 1), %dx%d float32\n", kSize, kSize);
   for (const auto& [key, value] : facts) absl::PrintF("  %-14s %s\n", key, value);
@@ -892,19 +539,6 @@ void PrintTable(const Samples& samples, const Fields& facts) {
                    summary->median, summary->max, figure.target, figure.meaning);
     }
   }
-}
-
-std::string JsonString(absl::string_view text) {
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') quoted += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) quoted += c;
-  }
-  return quoted + "\"";
-}
-
-std::string JsonNumber(double value) {
-  return std::isfinite(value) ? absl::StrFormat("%.6g", value) : "null";
 }
 
 std::string JsonLine(const Samples& samples, const Fields& facts) {
@@ -942,9 +576,9 @@ absl::Status RunBenchmark() {
   const int dispatch_calls =
       std::max(absl::GetFlag(FLAGS_dispatch_calls), (kMinDispatchCalls + rounds - 1) / rounds);
   const std::string self = SelfPath();
-  ASSIGN_OR_RETURN(const std::string kilnd, Runfile("daemon/kilnd"));
-  ASSIGN_OR_RETURN(const std::string graph_path, Runfile("examples/f.json"));
-  ASSIGN_OR_RETURN(const std::string eager_script, Runfile("tools/bench/eager.py"));
+  ASSIGN_OR_RETURN(const std::string kilnd, Runfile("daemon/kilnd", kTarget));
+  ASSIGN_OR_RETURN(const std::string graph_path, Runfile("examples/f.json", kTarget));
+  ASSIGN_OR_RETURN(const std::string eager_script, Runfile("tools/bench/eager.py", kTarget));
   ASSIGN_OR_RETURN(const kiln::v1::Graph graph, ReadGraphFile(graph_path));
 
   Fields facts;
@@ -1005,26 +639,6 @@ absl::Status RunBenchmark() {
   return absl::OkStatus();
 }
 
-// Both sides run on one thread with the same BLAS. OpenBLAS reads
-// OPENBLAS_NUM_THREADS when it is loaded, before main, so when the
-// variables are not set yet this sets them and executes itself again;
-// children and eager.py inherit them.
-void PinThreadsOrReexecute(char** argv) {
-  bool pinned = true;
-  for (const char* variable : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "KILN_NUM_THREADS"}) {
-    const char* value = getenv(variable);
-    if (value == nullptr || strcmp(value, "1") != 0) {
-      setenv(variable, "1", 1);
-      pinned = false;
-    }
-  }
-  if (!pinned) {
-    execv("/proc/self/exe", argv);
-    absl::FPrintF(stderr, "e2e: cannot re-execute with one BLAS thread (%s); continuing\n",
-                  strerror(errno));
-  }
-}
-
 }  // namespace
 }  // namespace kiln
 
@@ -1036,7 +650,11 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Kiln's end-to-end benchmark; docs/BENCHMARKS.md says what each figure means.\n"
       "Usage: bazel run -c opt //tools/bench:e2e -- [--json] [--repetitions=12]");
-  kiln::PinThreadsOrReexecute(argv);  // children inherit the variables: no-op there
+  // Both sides run on one thread with the same BLAS: sets the variables and
+  // executes itself again if they were not set (OpenBLAS reads them when it
+  // is loaded, before main). Children and eager.py inherit them: no-op there.
+  kiln::bench::PinThreadsOrReexecute(
+      argv, {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "KILN_NUM_THREADS"}, "e2e");
   absl::ParseCommandLine(argc, argv);
   const std::string child = absl::GetFlag(FLAGS_child);
   if (!child.empty()) {

@@ -59,12 +59,15 @@ std::string ToJson(const google::protobuf::Message& message) {
   return json;
 }
 
-absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
+// Admin commands connect now; `run` opens lazily, so that a hit in the
+// local index needs no daemon at all.
+absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags(bool lazy = false) {
   ClientOptions options;
   options.socket_path = absl::GetFlag(FLAGS_socket);
   options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
   options.auto_start = absl::GetFlag(FLAGS_start);
   options.client_name = "kiln-cli";
+  if (lazy) return Client::Open(options);
   return Client::Connect(options);
 }
 
@@ -229,7 +232,7 @@ absl::Status Run(const Args& args) {
   for (const Tensor& input : inputs) input_views.push_back(input.view());
 
   const absl::Time connect_start = absl::Now();
-  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags(/*lazy=*/true));
   const double connect_ms = absl::ToDoubleMilliseconds(absl::Now() - connect_start);
   CompiledGraph compiled(client.get(), graph, OptionsFromFlags());
   ASSIGN_OR_RETURN(const auto prepared, compiled.Prepare());
@@ -251,7 +254,8 @@ absl::Status Run(const Args& args) {
 
   ASSIGN_OR_RETURN(const auto artifact, compiled.artifact());
   std::cout << "graph    " << (graph.name().empty() ? args[0] : graph.name()) << " -> "
-            << Short(artifact.key()) << " (" << (prepared.cache_hit ? "cache hit" : "compiled")
+            << Short(artifact.key()) << " ("
+            << (prepared.local ? "cache hit, local index" : prepared.cache_hit ? "cache hit" : "compiled")
             << ")\n";
   for (size_t k = 0; k < outputs.size(); ++k) {
     std::cout << "output " << k << " " << Summary(outputs[k]) << "\n";
@@ -327,12 +331,13 @@ absl::Status Stats(const Args& args) {
     std::cout << ToJson(stats) << "\n";
     return absl::OkStatus();
   }
+  ASSIGN_OR_RETURN(const kiln::v1::HelloResponse daemon, client->daemon());
   std::cout << absl::StrFormat(
       "kilnd %s (pid %d) on %s, up %.1f s\n"
       "requests  %d hits, %d misses (%d waited on a running compile)\n"
       "compiles  %d (%d failed), %.1f ms compiling in all\n"
       "store     %d entries, %d blobs, %d bytes; %d corrupt blobs quarantined\n",
-      client->daemon().daemon_version(), client->daemon().pid(), client->socket_path(),
+      daemon.daemon_version(), daemon.pid(), client->socket_path(),
       stats.uptime_ms() / 1000.0, stats.hits(), stats.misses(), stats.coalesced(), stats.compiles(),
       stats.compile_failures(), stats.compile_ms_total(), stats.entries(), stats.blobs(),
       stats.bytes_stored(), stats.corrupt_blobs());
