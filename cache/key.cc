@@ -39,6 +39,7 @@ class Encoder {
 void EncodeDim(const ir::Dim& dim, Encoder& out) {
   out.Tag(dim.is_symbolic() ? 's' : 'c');
   out.Int(dim.is_symbolic() ? dim.symbol : dim.constant);
+  if (dim.is_symbolic()) out.Int(dim.multiplier);
 }
 
 void EncodeType(const ir::TensorType& type, Encoder& out) {
@@ -126,6 +127,7 @@ void EncodeProtoDim(const kiln::v1::Dim& dim, Encoder& out) {
   out.Tag(dim.has_symbol() ? 's' : 'c');
   if (dim.has_symbol()) {
     out.String(dim.symbol());
+    out.Int(dim.multiplier() == 0 ? 1 : dim.multiplier());
   } else {
     out.Int(dim.constant());
   }

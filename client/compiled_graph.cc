@@ -1,6 +1,8 @@
 #include "client/compiled_graph.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -46,17 +48,68 @@ CompiledGraph::CompiledGraph(Client* client, kiln::v1::Graph graph,
                              kiln::v1::CompileOptions options, Runtime* runtime)
     : client_(client), graph_(std::move(graph)), options_(std::move(options)), runtime_(runtime) {}
 
+namespace {
+
+CompiledGraph::Size ToSize(const kiln::v1::Dim& dim, const kiln::v1::Signature& signature) {
+  CompiledGraph::Size size;
+  if (!dim.has_symbol()) {
+    size.constant = dim.constant();
+    return size;
+  }
+  for (int s = 0; s < signature.symbols_size(); ++s) {
+    if (signature.symbols(s) == dim.symbol()) size.symbol = s;
+  }
+  size.multiplier = dim.multiplier() == 0 ? 1 : dim.multiplier();
+  return size;
+}
+
+int64_t Evaluate(const CompiledGraph::Size& size, const CompiledGraph::Symbols& symbols) {
+  return size.symbol < 0 ? size.constant : size.multiplier * symbols[size.symbol];
+}
+
+// `graph` with every dim naming a symbol in `values` made constant.
+kiln::v1::Graph Specialize(kiln::v1::Graph graph, const std::map<std::string, int64_t>& values) {
+  auto fix = [&](kiln::v1::TensorType* type) {
+    for (kiln::v1::Dim& dim : *type->mutable_sizes()) {
+      if (!dim.has_symbol() || values.count(dim.symbol()) == 0) continue;
+      const int64_t multiplier = dim.multiplier() == 0 ? 1 : dim.multiplier();
+      dim.set_constant(multiplier * values.at(dim.symbol()));
+      dim.clear_multiplier();
+    }
+    type->clear_strides();  // contiguous: recomputed from the new sizes
+  };
+  for (auto& input : *graph.mutable_inputs()) fix(input.mutable_type());
+  for (auto& node : *graph.mutable_nodes()) {
+    for (auto& type : *node.mutable_output_types()) {
+      const bool contiguous = type.strides_size() == 0;
+      bool symbolic = false;
+      for (const auto& dim : type.sizes()) symbolic |= dim.has_symbol();
+      if (!symbolic) continue;
+      fix(&type);
+      if (!contiguous) type.clear_strides();
+    }
+  }
+  return graph;
+}
+
+}  // namespace
+
 absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Prepare() {
-  PrepareResult result;
   {
     absl::ReaderMutexLock lock(&mutex_);
     if (!entries_.empty()) {
+      PrepareResult result;
       result.already_loaded = true;
       return result;
     }
   }
+  return Load(graph_);
+}
+
+absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1::Graph& graph) {
+  PrepareResult result;
   kiln::v1::CompileRequest request;
-  *request.mutable_graph() = graph_;
+  *request.mutable_graph() = graph;
   *request.mutable_options() = options_;
   const absl::Time start = absl::Now();
   // A same-host hit first (no round trip); anything doubtful goes to kilnd.
@@ -84,27 +137,45 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Prepare() {
   result.cache_hit = response.cache_hit();
   result.fetch_ms = absl::ToDoubleMilliseconds(fetched - start);
   result.load_ms = absl::ToDoubleMilliseconds(absl::Now() - fetched);
+
   auto entry = std::make_unique<Entry>();
   entry->artifact = std::move(artifact);
-  for (const kiln::v1::TensorType& type : response.artifact().signature().inputs()) {
+  const kiln::v1::Signature& signature = response.artifact().signature();
+  entry->num_symbols = signature.symbols_size();
+  if (entry->num_symbols > kMaxSymbols) {
+    return absl::UnimplementedError(
+        absl::StrCat("the graph has ", entry->num_symbols, " size symbols; at most ", kMaxSymbols));
+  }
+  for (const kiln::v1::TensorType& type : signature.inputs()) {
     entry->dtypes.push_back(type.dtype());
-    std::vector<int64_t> sizes, strides;
-    for (const auto& dim : type.sizes()) sizes.push_back(dim.constant());
+    std::vector<Size> sizes;
+    std::vector<int64_t> strides;
+    for (const auto& dim : type.sizes()) sizes.push_back(ToSize(dim, signature));
     for (const auto& dim : type.strides()) strides.push_back(dim.constant());
     entry->sizes.push_back(std::move(sizes));
     entry->strides.push_back(std::move(strides));
   }
+  for (const kiln::v1::TensorType& type : signature.outputs()) {
+    std::vector<Size> sizes;
+    for (const auto& dim : type.sizes()) sizes.push_back(ToSize(dim, signature));
+    entry->output_sizes.push_back(std::move(sizes));
+  }
   absl::MutexLock lock(&mutex_);
-  if (entries_.empty()) entries_.push_back(std::move(entry));  // another thread may have won
+  // Another thread may have loaded the same artifact meanwhile.
+  for (const auto& existing : entries_) {
+    if (existing->artifact->metadata.key() == entry->artifact->metadata.key()) return result;
+  }
+  entries_.push_back(std::move(entry));
   return result;
 }
 
-absl::Status CompiledGraph::CheckGuards(const Entry& entry,
-                                        absl::Span<const TensorView> inputs) const {
+absl::Status CompiledGraph::CheckGuards(const Entry& entry, absl::Span<const TensorView> inputs,
+                                        Symbols& symbols) const {
   if (inputs.size() != entry.dtypes.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("got ", inputs.size(), " inputs; the graph takes ", entry.dtypes.size()));
   }
+  std::fill(symbols.begin(), symbols.end(), -1);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorView& input = inputs[i];
     if (input.dtype != entry.dtypes[i]) {
@@ -112,22 +183,41 @@ absl::Status CompiledGraph::CheckGuards(const Entry& entry,
           absl::StrCat(InputName(graph_, i), " has dtype ", kiln::v1::DType_Name(input.dtype),
                        "; the graph was compiled for ", kiln::v1::DType_Name(entry.dtypes[i])));
     }
-    const std::vector<int64_t>& sizes = entry.sizes[i];
+    const std::vector<Size>& sizes = entry.sizes[i];
     if (input.sizes.size() != sizes.size() || input.strides.size() != sizes.size()) {
       return absl::FailedPreconditionError(absl::StrCat(InputName(graph_, i), " has rank ",
                                                         input.sizes.size(), "; the graph expects ",
                                                         sizes.size()));
     }
     for (size_t d = 0; d < sizes.size(); ++d) {
-      if (input.sizes[d] != sizes[d]) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            InputName(graph_, i), ": dim ", d, " has size ", input.sizes[d],
-            "; the graph was compiled for ", sizes[d], " (static shapes)"));
+      const Size& size = sizes[d];
+      if (size.symbol < 0) {
+        if (input.sizes[d] != size.constant) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              InputName(graph_, i), ": dim ", d, " has size ", input.sizes[d],
+              "; the graph was compiled for ", size.constant, " (static shapes)"));
+        }
+        continue;
       }
+      // A symbolic dim: bind its symbol (>= 2, as in PyTorch) or check it.
+      const int64_t value = input.sizes[d] / size.multiplier;
+      const std::string& name = entry.artifact->metadata.signature().symbols(size.symbol);
+      if (input.sizes[d] % size.multiplier != 0 || value < 2) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            InputName(graph_, i), ": dim ", d, " has size ", input.sizes[d], "; ",
+            size.multiplier == 1 ? "" : absl::StrCat(size.multiplier, " * "), name,
+            " needs ", name, " >= 2"));
+      }
+      if (symbols[size.symbol] >= 0 && symbols[size.symbol] != value) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(InputName(graph_, i), ": dim ", d, " makes ", name, " = ", value,
+                         ", but another input made it ", symbols[size.symbol]));
+      }
+      symbols[size.symbol] = value;
     }
     for (size_t d = 0; d < sizes.size(); ++d) {
       // A dim of size 1 is only ever read at index 0: its stride is moot.
-      if (sizes[d] != 1 && input.strides[d] != entry.strides[i][d]) {
+      if (input.sizes[d] != 1 && input.strides[d] != entry.strides[i][d]) {
         return absl::FailedPreconditionError(absl::StrCat(
             InputName(graph_, i), ": dim ", d, " has stride ", input.strides[d],
             "; the graph was compiled for stride ", entry.strides[i][d]));
@@ -138,23 +228,43 @@ absl::Status CompiledGraph::CheckGuards(const Entry& entry,
 }
 
 absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
-    absl::Span<const TensorView> inputs) {
+    absl::Span<const TensorView> inputs, Symbols& symbols) {
+  absl::Status miss;
   {
     absl::ReaderMutexLock lock(&mutex_);
-    if (!entries_.empty()) {
-      absl::Status status;
-      for (const auto& entry : entries_) {
-        status = CheckGuards(*entry, inputs);
-        if (status.ok()) return entry.get();
+    for (const auto& entry : entries_) {
+      miss = CheckGuards(*entry, inputs, symbols);
+      if (miss.ok()) return entry.get();
+    }
+    if (entries_.empty()) miss = absl::NotFoundError("not loaded");
+  }
+  if (miss.code() == absl::StatusCode::kNotFound) {
+    RETURN_IF_ERROR(Prepare().status());
+    return FindEntry(inputs, symbols);
+  }
+  // A symbolic graph at size 0 or 1: compile the static specialization.
+  std::map<std::string, int64_t> values;
+  for (size_t i = 0; i < inputs.size() && i < static_cast<size_t>(graph_.inputs_size()); ++i) {
+    const auto& sizes = graph_.inputs(i).type().sizes();
+    for (int d = 0; d < sizes.size() && d < static_cast<int>(inputs[i].sizes.size()); ++d) {
+      const int64_t multiplier = sizes[d].multiplier() == 0 ? 1 : sizes[d].multiplier();
+      if (sizes[d].has_symbol() && inputs[i].sizes[d] < 2 * multiplier &&
+          inputs[i].sizes[d] % multiplier == 0) {
+        values[sizes[d].symbol()] = inputs[i].sizes[d] / multiplier;
       }
-      return status;  // static shapes: no new specialization is requested
     }
   }
-  RETURN_IF_ERROR(Prepare().status());
-  return FindEntry(inputs);
+  if (values.empty()) return miss;
+  RETURN_IF_ERROR(Load(Specialize(graph_, values)).status());
+  absl::ReaderMutexLock lock(&mutex_);
+  for (const auto& entry : entries_) {
+    if (CheckGuards(*entry, inputs, symbols).ok()) return entry.get();
+  }
+  return miss;
 }
 
-absl::Status CompiledGraph::CheckOutputs(const Entry& entry, absl::Span<const TensorView> inputs,
+absl::Status CompiledGraph::CheckOutputs(const Entry& entry, const Symbols& symbols,
+                                         absl::Span<const TensorView> inputs,
                                          absl::Span<const TensorView> outputs) const {
   const kiln::v1::Signature& signature = entry.artifact->metadata.signature();
   if (static_cast<int>(outputs.size()) != signature.outputs_size()) {
@@ -164,19 +274,19 @@ absl::Status CompiledGraph::CheckOutputs(const Entry& entry, absl::Span<const Te
   }
   for (size_t k = 0; k < outputs.size(); ++k) {
     const TensorView& output = outputs[k];
-    const kiln::v1::TensorType& type = signature.outputs(k);
-    bool shape_ok = output.dtype == type.dtype() &&
-                    static_cast<int>(output.sizes.size()) == type.sizes_size() &&
+    const std::vector<Size>& sizes = entry.output_sizes[k];
+    bool shape_ok = output.dtype == signature.outputs(k).dtype() &&
+                    output.sizes.size() == sizes.size() &&
                     output.strides.size() == output.sizes.size();
     int64_t expected_stride = 1;
-    for (int d = type.sizes_size() - 1; shape_ok && d >= 0; --d) {
-      shape_ok = output.sizes[d] == type.sizes(d).constant() &&
-                 (output.sizes[d] == 1 || output.strides[d] == expected_stride);
-      expected_stride *= type.sizes(d).constant();
+    for (int d = static_cast<int>(sizes.size()) - 1; shape_ok && d >= 0; --d) {
+      const int64_t size = Evaluate(sizes[d], symbols);
+      shape_ok = output.sizes[d] == size && (size == 1 || output.strides[d] == expected_stride);
+      expected_stride *= size;
     }
     if (!shape_ok) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "output ", k, " must be a contiguous ", kiln::v1::DType_Name(type.dtype()),
+          "output ", k, " must be a contiguous ", kiln::v1::DType_Name(signature.outputs(k).dtype()),
           " tensor of the graph's output shape"));
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -194,7 +304,8 @@ absl::Status CompiledGraph::CheckOutputs(const Entry& entry, absl::Span<const Te
   return absl::OkStatus();
 }
 
-absl::Status CompiledGraph::Invoke(const Entry& entry, absl::Span<const TensorView> inputs,
+absl::Status CompiledGraph::Invoke(const Entry& entry, const Symbols& symbols,
+                                   absl::Span<const TensorView> inputs,
                                    absl::Span<const TensorView> outputs) {
   void* input_pointers[kMaxStackTensors];
   void* output_pointers[kMaxStackTensors];
@@ -211,8 +322,11 @@ absl::Status CompiledGraph::Invoke(const Entry& entry, absl::Span<const TensorVi
   }
   for (size_t i = 0; i < inputs.size(); ++i) in[i] = inputs[i].data;
   for (size_t k = 0; k < outputs.size(); ++k) out[k] = outputs[k].data;
-  const int code = entry.artifact->run(runtime_->table(), nullptr, in, out,
-                                       ThreadScratch(entry.artifact->info->scratch_bytes));
+  const kiln_artifact_info* info = entry.artifact->info;
+  const int64_t scratch =
+      info->scratch_bytes >= 0 ? info->scratch_bytes : entry.artifact->scratch_bytes(symbols.data());
+  const int code = entry.artifact->run(runtime_->table(), symbols.data(), in, out,
+                                       ThreadScratch(scratch));
   if (code != 0) {
     return absl::InternalError(absl::StrCat("kernel ", entry.artifact->metadata.key().substr(0, 12),
                                             " returned ", code));
@@ -222,29 +336,35 @@ absl::Status CompiledGraph::Invoke(const Entry& entry, absl::Span<const TensorVi
 
 absl::Status CompiledGraph::Run(absl::Span<const TensorView> inputs,
                                 absl::Span<const TensorView> outputs) {
-  ASSIGN_OR_RETURN(const Entry* entry, FindEntry(inputs));
-  RETURN_IF_ERROR(CheckOutputs(*entry, inputs, outputs));
-  return Invoke(*entry, inputs, outputs);
+  Symbols symbols;
+  ASSIGN_OR_RETURN(const Entry* entry, FindEntry(inputs, symbols));
+  RETURN_IF_ERROR(CheckOutputs(*entry, symbols, inputs, outputs));
+  return Invoke(*entry, symbols, inputs, outputs);
 }
 
 absl::StatusOr<std::vector<Tensor>> CompiledGraph::Run(absl::Span<const TensorView> inputs) {
-  ASSIGN_OR_RETURN(const Entry* entry, FindEntry(inputs));
+  Symbols symbols;
+  ASSIGN_OR_RETURN(const Entry* entry, FindEntry(inputs, symbols));
   const kiln::v1::Signature& signature = entry->artifact->metadata.signature();
   std::vector<Tensor> outputs;
   std::vector<TensorView> views;
-  for (const kiln::v1::TensorType& type : signature.outputs()) {
+  for (int k = 0; k < signature.outputs_size(); ++k) {
     std::vector<int64_t> sizes;
-    for (const auto& dim : type.sizes()) sizes.push_back(dim.constant());
-    outputs.emplace_back(type.dtype(), std::move(sizes));
+    for (const Size& size : entry->output_sizes[k]) sizes.push_back(Evaluate(size, symbols));
+    outputs.emplace_back(signature.outputs(k).dtype(), std::move(sizes));
   }
   for (const Tensor& output : outputs) views.push_back(output.view());
-  RETURN_IF_ERROR(Invoke(*entry, inputs, views));
+  RETURN_IF_ERROR(Invoke(*entry, symbols, inputs, views));
   return outputs;
 }
 
 absl::StatusOr<CompiledGraph::DirectCall> CompiledGraph::DirectCallForBenchmark(
     absl::Span<const TensorView> inputs) {
-  ASSIGN_OR_RETURN(const Entry* entry, FindEntry(inputs));
+  Symbols symbols;
+  ASSIGN_OR_RETURN(const Entry* entry, FindEntry(inputs, symbols));
+  if (entry->num_symbols > 0) {
+    return absl::UnimplementedError("direct calls are for static graphs");
+  }
   return DirectCall{entry->artifact->run, runtime_->table(),
                     ThreadScratch(entry->artifact->info->scratch_bytes)};
 }

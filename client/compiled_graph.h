@@ -2,10 +2,13 @@
 // runs in-process.
 //
 // It holds a table of (guards -> kernel) entries. Run() finds the entry
-// whose guards the inputs satisfy (exact dtypes, sizes and strides today),
-// and calls its kernel directly: no RPC, no allocation when the outputs are
-// preallocated. The first Run (or Prepare) asks the daemon for the artifact
-// — a cache hit costs a round trip and a dlopen — and loads it.
+// whose guards the inputs satisfy — dtypes, strides, constant sizes, and
+// symbolic sizes bound consistently, each symbol >= 2 — and calls its
+// kernel directly: no RPC, no allocation when the outputs are preallocated.
+// The first Run (or Prepare) fetches the artifact (a same-host hit needs no
+// round trip) and loads it. A symbolic graph run at size 0 or 1 gets a
+// static specialization of its own, compiled on first use (as in PyTorch,
+// symbolic dims are >= 2).
 //
 // Ownership: inputs and preallocated outputs belong to the caller; outputs
 // must be contiguous, have the signature's dtype and sizes, and must not
@@ -17,6 +20,7 @@
 #ifndef KILN_CLIENT_COMPILED_GRAPH_H_
 #define KILN_CLIENT_COMPILED_GRAPH_H_
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -69,19 +73,39 @@ class CompiledGraph {
   const kiln::v1::Graph& graph() const { return graph_; }
 
  private:
+ public:
+  // A size in a signature: constant, or multiplier * symbols[symbol].
+  struct Size {
+    int64_t constant = 0;
+    int symbol = -1;
+    int64_t multiplier = 1;
+  };
+  static constexpr int kMaxSymbols = 8;
+  using Symbols = std::array<long long, kMaxSymbols>;  // kiln_int64, as kiln_run takes
+
+ private:
   struct Entry {
     std::shared_ptr<const LoadedArtifact> artifact;
     // Flattened guards: per input dtype, sizes, strides.
     std::vector<DType> dtypes;
-    std::vector<std::vector<int64_t>> sizes, strides;
+    std::vector<std::vector<Size>> sizes;
+    std::vector<std::vector<int64_t>> strides;
+    std::vector<std::vector<Size>> output_sizes;
+    int num_symbols = 0;
   };
 
-  absl::StatusOr<const Entry*> FindEntry(absl::Span<const TensorView> inputs);
-  absl::Status CheckGuards(const Entry& entry, absl::Span<const TensorView> inputs) const;
-  absl::Status CheckOutputs(const Entry& entry, absl::Span<const TensorView> inputs,
+  // Fetches and loads the artifact of `graph` (this graph, or a
+  // specialization of it) into a new entry.
+  absl::StatusOr<PrepareResult> Load(const kiln::v1::Graph& graph);
+  absl::StatusOr<const Entry*> FindEntry(absl::Span<const TensorView> inputs, Symbols& symbols);
+  // Checks `inputs` against `entry`'s guards, binding its symbols.
+  absl::Status CheckGuards(const Entry& entry, absl::Span<const TensorView> inputs,
+                           Symbols& symbols) const;
+  absl::Status CheckOutputs(const Entry& entry, const Symbols& symbols,
+                            absl::Span<const TensorView> inputs,
                             absl::Span<const TensorView> outputs) const;
-  absl::Status Invoke(const Entry& entry, absl::Span<const TensorView> inputs,
-                      absl::Span<const TensorView> outputs);
+  absl::Status Invoke(const Entry& entry, const Symbols& symbols,
+                      absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
 
   Client* const client_;
   const kiln::v1::Graph graph_;

@@ -51,8 +51,11 @@ absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
   artifact->metadata = metadata;
   auto info = reinterpret_cast<kiln_info_fn>(dlsym(handle, "kiln_info"));
   artifact->run = reinterpret_cast<kiln_run_fn>(dlsym(handle, "kiln_run"));
-  if (info == nullptr || artifact->run == nullptr) {
-    return absl::InternalError(absl::StrCat(path, " does not export kiln_info and kiln_run"));
+  artifact->scratch_bytes =
+      reinterpret_cast<kiln_scratch_bytes_fn>(dlsym(handle, "kiln_scratch_bytes"));
+  if (info == nullptr || artifact->run == nullptr || artifact->scratch_bytes == nullptr) {
+    return absl::InternalError(
+        absl::StrCat(path, " does not export kiln_info, kiln_scratch_bytes and kiln_run"));
   }
   artifact->info = info();
   if (artifact->info->abi_version != KILN_ABI_VERSION) {

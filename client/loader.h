@@ -24,6 +24,7 @@ struct LoadedArtifact {
   kiln::v1::ArtifactMetadata metadata;
   const kiln_artifact_info* info = nullptr;
   kiln_run_fn run = nullptr;
+  kiln_scratch_bytes_fn scratch_bytes = nullptr;
 };
 
 // DataLoss when the file's bytes do not match the digest; FailedPrecondition

@@ -33,7 +33,11 @@ int SymbolIndex(const std::string& name, ir::Graph& graph) {
 absl::StatusOr<ir::Dim> ImportDim(const kiln::v1::Dim& dim, ir::Graph& graph) {
   if (dim.has_symbol()) {
     if (dim.symbol().empty()) return absl::InvalidArgumentError("empty symbol name");
-    return ir::Dim::Symbol(SymbolIndex(dim.symbol(), graph));
+    if (dim.multiplier() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("negative multiplier of ", dim.symbol()));
+    }
+    return ir::Dim::Symbol(SymbolIndex(dim.symbol(), graph),
+                           dim.multiplier() == 0 ? 1 : dim.multiplier());
   }
   if (dim.constant() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("negative dimension ", dim.constant()));
@@ -104,10 +108,10 @@ absl::StatusOr<ir::TensorType> ImportTensorType(const kiln::v1::TensorType& type
     result.sizes.push_back(converted);
   }
   if (type.strides_size() == 0) {
-    for (const ir::Dim& dim : result.sizes) {
-      if (dim.is_symbolic()) {
-        return absl::UnimplementedError(
-            "symbolic sizes are not supported yet (they arrive with dynamic shapes)");
+    for (size_t d = 1; d < result.sizes.size(); ++d) {
+      if (result.sizes[d].is_symbolic()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "dim ", d, " is symbolic; only the leading dim of a tensor may be symbolic"));
       }
     }
     result.strides = ir::ContiguousStrides(result.sizes);
@@ -243,6 +247,7 @@ kiln::v1::TensorType ExportTensorType(const ir::TensorType& type, const ir::Grap
       kiln::v1::Dim* converted = out->Add();
       if (dim.is_symbolic()) {
         converted->set_symbol(graph.symbols[dim.symbol]);
+        if (dim.multiplier != 1) converted->set_multiplier(dim.multiplier);
       } else {
         converted->set_constant(dim.constant);
       }

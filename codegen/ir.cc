@@ -64,11 +64,13 @@ bool TensorType::IsContiguous() const {
 }
 
 std::vector<Dim> ContiguousStrides(const std::vector<Dim>& sizes) {
+  // Constants as long as only the leading dim is symbolic (the only case
+  // codegen lowers; Lower refuses others before these strides matter).
   std::vector<Dim> strides(sizes.size());
   int64_t stride = 1;
   for (size_t d = sizes.size(); d-- > 0;) {
     strides[d] = Dim::Constant(stride);
-    stride *= sizes[d].constant;
+    stride *= sizes[d].is_symbolic() ? 1 : sizes[d].constant;
   }
   return strides;
 }
@@ -83,8 +85,10 @@ namespace {
 
 std::string DimString(const Dim& dim, const Graph& graph) {
   if (!dim.is_symbolic()) return absl::StrCat(dim.constant);
-  if (dim.symbol < static_cast<int>(graph.symbols.size())) return graph.symbols[dim.symbol];
-  return absl::StrCat("s?", dim.symbol);
+  const std::string name = dim.symbol < static_cast<int>(graph.symbols.size())
+                               ? graph.symbols[dim.symbol]
+                               : absl::StrCat("s?", dim.symbol);
+  return dim.multiplier == 1 ? name : absl::StrCat(dim.multiplier, "*", name);
 }
 
 std::string DimsString(const std::vector<Dim>& dims, const Graph& graph) {

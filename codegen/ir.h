@@ -28,17 +28,19 @@ const char* DTypeName(DType dtype);  // "float32", ...
 int64_t DTypeSize(DType dtype);      // bytes per element
 bool IsFloatingPoint(DType dtype);
 
-// A size or stride: a constant, or a graph-wide size symbol (index into
-// Graph::symbols).
+// A size or stride: a constant, or `multiplier` times a graph-wide size
+// symbol (index into Graph::symbols).
 struct Dim {
   int64_t constant = 0;
   int symbol = -1;
+  int64_t multiplier = 1;
 
-  static Dim Constant(int64_t value) { return Dim{value, -1}; }
-  static Dim Symbol(int index) { return Dim{0, index}; }
+  static Dim Constant(int64_t value) { return Dim{value, -1, 1}; }
+  static Dim Symbol(int index, int64_t multiplier = 1) { return Dim{0, index, multiplier}; }
   bool is_symbolic() const { return symbol >= 0; }
   bool operator==(const Dim& other) const {
-    return constant == other.constant && symbol == other.symbol;
+    return constant == other.constant && symbol == other.symbol &&
+           (symbol < 0 || multiplier == other.multiplier);
   }
   bool operator!=(const Dim& other) const { return !(*this == other); }
 };

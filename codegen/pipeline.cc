@@ -49,7 +49,7 @@ absl::StatusOr<GeneratedCode> GenerateCode(const CodegenInputs& inputs, bool kee
     *code.signature.add_outputs() = ExportTensorType(type, graph);
   }
   for (const std::string& symbol : graph.symbols) code.signature.add_symbols(symbol);
-  code.signature.set_scratch_bytes(plan.scratch_bytes);
+  code.signature.set_scratch_bytes(plan.symbolic_scratch ? -1 : plan.scratch_bytes);
   return code;
 }
 

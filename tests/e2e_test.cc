@@ -303,6 +303,32 @@ TEST_F(EndToEndTest, ADamagedObjectFileIsRepairedFromTheStore) {
   EXPECT_NE(*ReadFile(path), "not an ELF file");
 }
 
+TEST_F(EndToEndTest, OneSymbolicArtifactServesEverySize) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  // relu(x + 1) / sum(relu(x + 1), dim 1) over x: [s0, 64].
+  CompiledGraph graph(client->get(), Example("tail_dynamic"));
+  for (int64_t rows : {2, 3, 257, 1024, 1, 5}) {
+    Tensor x(kiln::v1::FLOAT32, {rows, 64});
+    for (int64_t i = 0; i < rows * 64; ++i) x.data<float>()[i] = static_cast<float>(i % 7) - 2.5f;
+    auto outputs = graph.Run({x.view()});
+    ASSERT_TRUE(outputs.ok()) << rows << ": " << outputs.status();
+    ASSERT_EQ((*outputs)[0].sizes(), (std::vector<int64_t>{rows, 64}));
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int c = 0; c < 64; ++c) sum += std::max(0.0f, x.data<float>()[r * 64 + c] + 1);
+      for (int c = 0; c < 64; ++c) {
+        const double want = std::max(0.0f, x.data<float>()[r * 64 + c] + 1) / sum;
+        ASSERT_NEAR((*outputs)[0].data<float>()[r * 64 + c], want, 1e-6) << rows << " " << r;
+      }
+    }
+  }
+  // One artifact for every size >= 2, and the size-1 specialization.
+  EXPECT_EQ(Stats().compiles(), 2);
+  Tensor wrong(kiln::v1::FLOAT32, {4, 32});
+  EXPECT_EQ(graph.Run({wrong.view()}).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_F(EndToEndTest, SigtermShutsDownCleanly) {
   daemon_.Kill(SIGTERM);
   struct stat info;

@@ -7,11 +7,15 @@
  *
  * Entry points (extern "C", visibility default; everything else hidden):
  *   const kiln_artifact_info* kiln_info(void);
+ *   int64_t kiln_scratch_bytes(const int64_t* symbols);
  *   int32_t kiln_run(const kiln_runtime* rt, const int64_t* symbols,
  *                    void* const* inputs, void* const* outputs, void* scratch);
+ * `symbols` holds the value of each size symbol, in the signature's order.
  * kiln_run returns 0 on success. Inputs follow the strides the artifact's
  * guards state; outputs are contiguous, caller-allocated, and never overlap
- * an input; scratch is info->scratch_bytes bytes, 64-byte aligned.
+ * an input; scratch is kiln_scratch_bytes(symbols) bytes (info->scratch_bytes
+ * when the graph has no symbols; -1 there when it depends on them),
+ * 64-byte aligned.
  */
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
@@ -81,6 +85,7 @@ enum {
 };
 
 typedef const kiln_artifact_info* (*kiln_info_fn)(void);
+typedef kiln_int64 (*kiln_scratch_bytes_fn)(const kiln_int64* symbols);
 typedef kiln_int32 (*kiln_run_fn)(const kiln_runtime* rt, const kiln_int64* symbols,
                                   void* const* inputs, void* const* outputs, void* scratch);
 

@@ -257,8 +257,16 @@ int WrittenStorage(const Kernel& kernel, const BufferPlan& plan) {
   return -1;
 }
 
-std::string For(int variable, int64_t extent, const std::string& indent) {
-  if (extent == 1) return absl::StrCat(indent, "{\n", indent, "  const kiln_int64 i", variable, " = 0;\n");
+// The C expression of a size: a constant, or a multiple of a symbol passed
+// to kiln_run.
+std::string Extent(const ir::Dim& dim) {
+  if (!dim.is_symbolic()) return absl::StrCat(dim.constant);
+  if (dim.multiplier == 1) return absl::StrCat("symbols[", dim.symbol, "]");
+  return absl::StrCat("(symbols[", dim.symbol, "] * ", dim.multiplier, ")");
+}
+
+std::string For(int variable, const std::string& extent, const std::string& indent) {
+  if (extent == "1") return absl::StrCat(indent, "{\n", indent, "  const kiln_int64 i", variable, " = 0;\n");
   return absl::StrCat(indent, "for (kiln_int64 i", variable, " = 0; i", variable, " < ", extent,
                       "; ++i", variable, ") {\n");
 }
@@ -299,7 +307,7 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
   const std::string out = params.For(written_storage);
   const std::string outer_indent = indent;
   for (int d = first_dim; d < rank; ++d) {
-    body += For(d, type.sizes[d].constant, indent);
+    body += For(d, Extent(type.sizes[d]), indent);
     indent += "  ";
   }
   std::vector<int64_t> contiguous;
@@ -348,7 +356,7 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
     }
     std::string loop_indent = indent;
     for (int r = 0; r + 1 < reductions; ++r) {
-      body += For(rank + r, definition.reduction_sizes[r], loop_indent);
+      body += For(rank + r, absl::StrCat(definition.reduction_sizes[r]), loop_indent);
       loop_indent += "  ";
     }
     const int last = variables - 1;
@@ -392,7 +400,7 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
       RETURN_IF_ERROR(fold(loop_indent + "  ", "acc"));
       absl::StrAppend(&body, loop_indent, "}\n");
     } else {
-      body += For(last, inner, loop_indent);
+      body += For(last, absl::StrCat(inner), loop_indent);
       RETURN_IF_ERROR(fold(loop_indent + "  ", "acc"));
       absl::StrAppend(&body, loop_indent, "}\n");
     }
@@ -425,8 +433,11 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
 constexpr int64_t kParallelWork = 1 << 16;
 constexpr int64_t kChunkWork = 1 << 15;
 
-int64_t Work(const Kernel& kernel, const ir::Graph& graph, const ir::LoopProgram& program) {
-  int64_t work = graph.values[kernel.value].NumElements();
+// Work per row of the group's first outer dim (every other dim is constant).
+int64_t RowWork(const Kernel& kernel, const ir::Graph& graph, const ir::LoopProgram& program) {
+  int64_t work = 1;
+  const std::vector<ir::Dim>& sizes = graph.values[kernel.value].sizes;
+  for (size_t d = 1; d < sizes.size(); ++d) work *= sizes[d].constant;
   if (kernel.kind == Kernel::Kind::kReduction) {
     for (int64_t size : program.definitions[kernel.value].reduction_sizes) work *= size;
   }
@@ -447,16 +458,16 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
   std::string body, inner, indent = "  ";
   for (int d = 0; d < outer; ++d) {
     body += d == 0 ? absl::StrCat(indent, "for (kiln_int64 i0 = begin; i0 < end; ++i0) {\n")
-                   : For(d, type.sizes[d].constant, indent);
+                   : For(d, Extent(type.sizes[d]), indent);
     indent += "  ";
   }
-  int64_t work = 0;
+  int64_t row_work = 0;
   for (int k = group.begin; k < group.end; ++k) {
     const Kernel& kernel = schedule.kernels[k];
     if (group.end - group.begin > 1) absl::StrAppend(&inner, indent, "// kernel ", k, "\n");
     RETURN_IF_ERROR(EmitKernelBody(kernel, outer, graph, program, schedule, plan, params, next_var,
                                    indent, inner));
-    work += Work(kernel, graph, program);
+    row_work += RowWork(kernel, graph, program);
   }
   // Row buffers: one row each, private to the thread running the row.
   for (int storage : params.rows()) {
@@ -480,9 +491,9 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
     }
   }
   const std::string name = absl::StrCat("kiln_group_", index);
-  std::vector<std::string> declarations = {"const kiln_runtime* rt", "kiln_int64 begin",
-                                           "kiln_int64 end"};
-  std::vector<std::string> fields = {"const kiln_runtime* rt;"};
+  std::vector<std::string> declarations = {"const kiln_runtime* rt", "const kiln_int64* symbols",
+                                           "kiln_int64 begin", "kiln_int64 end"};
+  std::vector<std::string> fields = {"const kiln_runtime* rt;", "const kiln_int64* symbols;"};
   std::vector<std::string> arguments, unpacked;
   for (size_t p = 0; p < params.storages().size(); ++p) {
     const int storage = params.storages()[p];
@@ -496,22 +507,28 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
     unpacked.push_back(absl::StrCat("c->p", p));
   }
   std::string text = absl::StrCat("static void ", name, "(", absl::StrJoin(declarations, ", "),
-                                  ") {\n  (void)rt;\n  (void)begin;\n  (void)end;\n", body, "}\n\n");
-  const int64_t rows = outer > 0 ? type.sizes[0].constant : 1;
-  if (outer == 0 || work < kParallelWork || rows < 2) {
-    *call = absl::StrCat("  ", name, "(rt, 0, ", rows, arguments.empty() ? "" : ", ",
+                                  ") {\n  (void)rt;\n  (void)symbols;\n  (void)begin;\n  (void)end;\n",
+                                  body, "}\n\n");
+  const ir::Dim rows = outer > 0 ? type.sizes[0] : ir::Dim::Constant(1);
+  // A symbolic row count may be large: parallel_for runs it inline when it
+  // is not.
+  const bool parallel =
+      outer > 0 && (rows.is_symbolic() || (rows.constant >= 2 && rows.constant * row_work >= kParallelWork));
+  if (!parallel) {
+    *call = absl::StrCat("  ", name, "(rt, symbols, 0, ", Extent(rows), arguments.empty() ? "" : ", ",
                          absl::StrJoin(arguments, ", "), ");\n");
     return text;
   }
-  const int64_t grain = std::max<int64_t>(1, kChunkWork / std::max<int64_t>(1, work / rows));
+  const int64_t grain = std::max<int64_t>(1, kChunkWork / std::max<int64_t>(1, row_work));
   absl::StrAppend(&text, "typedef struct { ", absl::StrJoin(fields, " "), " } ", name, "_closure;\n",
                   "static void ", name, "_chunk(void* closure, kiln_int64 begin, kiln_int64 end) {\n",
                   "  const ", name, "_closure* c = (const ", name, "_closure*)closure;\n", "  ", name,
-                  "(c->rt, begin, end", unpacked.empty() ? "" : ", ", absl::StrJoin(unpacked, ", "),
+                  "(c->rt, c->symbols, begin, end", unpacked.empty() ? "" : ", ",
+                  absl::StrJoin(unpacked, ", "),
                   ");\n}\n\n");
-  *call = absl::StrCat("  {\n    const ", name, "_closure closure = {rt",
+  *call = absl::StrCat("  {\n    const ", name, "_closure closure = {rt, symbols",
                        arguments.empty() ? "" : ", ", absl::StrJoin(arguments, ", "), "};\n",
-                       "    rt->parallel_for(rt->context, ", rows, ", ", grain, ", ", name,
+                       "    rt->parallel_for(rt->context, ", Extent(rows), ", ", grain, ", ", name,
                        "_chunk, (void*)&closure);\n  }\n");
   return text;
 }
@@ -529,9 +546,10 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const ir::Graph
   const ir::TensorType& type = graph.values[kernel.value];
   const bool single = type.dtype == ir::DType::kFloat32;
   const int first = batched ? 1 : 0;
-  const int64_t batch = batched ? type.sizes[0].constant : 1;
-  const int64_t m = type.sizes[first].constant, n = type.sizes[first + 1].constant;
-  const int64_t k = graph.values[definition.operands[0]].sizes[first + 1].constant;
+  const std::string batch = batched ? Extent(type.sizes[0]) : "1";
+  const std::string m = Extent(type.sizes[first]);
+  const int64_t n = type.sizes[first + 1].constant;  // never leading: constant
+  const std::string k = Extent(graph.values[definition.operands[0]].sizes[first + 1]);
   auto operand = [&](const Access& access, int64_t* batch_stride) {
     const Linear offset = Offset(MemoryLayout(graph, program, access.value), access.map);
     *batch_stride = batched ? offset.coefficients[0] : 0;
@@ -560,7 +578,8 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const ir::Graph
   const std::string call = absl::StrCat(
       "rt->", single ? "gemm_f32" : "gemm_f64", "(rt->context, ", m, ", ", n, ", ", k, ", ",
       EmitLiteral(1.0, type.dtype), ", ", a, ", ", b, ", ", EmitLiteral(0.0, type.dtype), ", ",
-      StorageName(plan.storage_of[kernel.value]), batched ? absl::StrCat(" + b * ", m * n) : "",
+      StorageName(plan.storage_of[kernel.value]),
+      batched ? absl::StrCat(" + b * ", type.sizes[first].constant * n) : "",
       ", ", n, ");");
   if (!batched) return absl::StrCat("  ", call, "\n");
   return absl::StrCat("  for (kiln_int64 b = 0; b < ", batch, "; ++b) ", call, "\n");
@@ -585,7 +604,10 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
     calls += call;
   }
 
-  std::string storages;
+  // Static scratch slices sit at their planned offsets; symbolic ones
+  // follow the static part in order, 64-byte aligned (kiln_scratch_bytes
+  // computes the same sum).
+  std::string storages, symbolic_offsets = absl::StrCat(plan.scratch_bytes);
   for (size_t s = 0; s < plan.storages.size(); ++s) {
     const Storage& storage = plan.storages[s];
     if (storage.values.empty() && storage.kind != Storage::Kind::kOutput) continue;
@@ -600,7 +622,13 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
       case Storage::Kind::kInput: address = absl::StrCat("inputs[", storage.index, "]"); break;
       case Storage::Kind::kOutput: address = absl::StrCat("outputs[", storage.index, "]"); break;
       case Storage::Kind::kScratch:
-        address = absl::StrCat("(char*)scratch + ", storage.offset);
+        if (storage.symbol < 0) {
+          address = absl::StrCat("(char*)scratch + ", storage.offset);
+        } else {
+          address = absl::StrCat("(char*)scratch + ", symbolic_offsets);
+          symbolic_offsets = absl::StrCat(symbolic_offsets, " + KILN_ALIGN(", storage.bytes,
+                                          " * symbols[", storage.symbol, "])");
+        }
         break;
       case Storage::Kind::kRow:
         break;
@@ -615,7 +643,10 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
       "KILN_EXPORT const kiln_artifact_info* kiln_info(void) {\n"
       "  static const kiln_artifact_info info = {KILN_ABI_VERSION, ",
       graph.inputs.size(), ", ", graph.outputs.size(), ", ", graph.symbols.size(), ", ",
-      plan.scratch_bytes, "};\n  return &info;\n}\n\n",
+      plan.symbolic_scratch ? -1 : plan.scratch_bytes, "};\n  return &info;\n}\n\n",
+      "#define KILN_ALIGN(bytes) ((((kiln_int64)(bytes)) + 63) / 64 * 64)\n",
+      "KILN_EXPORT kiln_int64 kiln_scratch_bytes(const kiln_int64* symbols) {\n"
+      "  (void)symbols;\n  return ", symbolic_offsets, ";\n}\n\n",
       "KILN_EXPORT kiln_int32 kiln_run(const kiln_runtime* rt, const kiln_int64* symbols,\n"
       "                                void* const* inputs, void* const* outputs, void* scratch) {\n"
       "  (void)rt;\n  (void)symbols;\n  (void)inputs;\n  (void)scratch;\n",

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/graph_builder.h"
+#include "common/status_macros.h"
 
 namespace kiln::ops {
 
@@ -34,6 +36,11 @@ const ir::ArgValue& Arg(const ir::Node& node, const std::string& name) {
   // The verifier has checked presence (and filled defaults) before any type
   // rule or lowering runs.
   return node.args.at(name);
+}
+
+bool Present(const ir::Node& node, const std::string& name) {
+  auto it = node.args.find(name);
+  return it != node.args.end() && !std::holds_alternative<ir::None>(it->second);
 }
 
 int64_t IntArg(const ir::Node& node, const std::string& name) {
@@ -72,6 +79,7 @@ bool Matches(ArgKind kind, const ir::ArgValue& value) {
              std::holds_alternative<bool>(value);
     case ArgKind::kBool: return std::holds_alternative<bool>(value);
     case ArgKind::kIntList: return std::holds_alternative<std::vector<int64_t>>(value);
+    case ArgKind::kBoolList: return std::holds_alternative<std::vector<bool>>(value);
     case ArgKind::kDType: return std::holds_alternative<ir::DType>(value);
     case ArgKind::kString: return std::holds_alternative<std::string>(value);
     case ArgKind::kOptionalTensor:
@@ -87,6 +95,7 @@ const char* KindName(ArgKind kind) {
     case ArgKind::kScalar: return "a scalar";
     case ArgKind::kBool: return "a bool";
     case ArgKind::kIntList: return "an int list";
+    case ArgKind::kBoolList: return "a bool list";
     case ArgKind::kDType: return "a dtype";
     case ArgKind::kString: return "a string";
     case ArgKind::kOptionalTensor: return "none (an absent optional tensor)";
@@ -126,6 +135,67 @@ absl::Status RequireStatic(const ir::TensorType& type, absl::string_view what) {
     return absl::UnimplementedError(absl::StrCat(what, " has symbolic sizes, not supported yet"));
   }
   return absl::OkStatus();
+}
+
+absl::Status RequireLeadingSymbolsOnly(const ir::TensorType& type, absl::string_view what) {
+  for (size_t d = 1; d < type.sizes.size(); ++d) {
+    if (type.sizes[d].is_symbolic()) {
+      return absl::UnimplementedError(absl::StrCat(
+          what, " has a symbolic size in dim ", d, "; only the leading dim may be symbolic"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDTypes(const InputTypes& inputs, const std::vector<ir::DType>& dtypes,
+                         const std::vector<ir::DType>& refused) {
+  for (const ir::TensorType* input : inputs) {
+    if (std::find(refused.begin(), refused.end(), input->dtype) != refused.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("does not take ", ir::DTypeName(input->dtype),
+                                                     " inputs (neither does eager PyTorch)"));
+    }
+    if (std::find(dtypes.begin(), dtypes.end(), input->dtype) == dtypes.end()) {
+      return absl::UnimplementedError(
+          absl::StrCat(ir::DTypeName(input->dtype), " inputs are not supported yet"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void AddComposite(OpTable& table, const std::string& op, int min_inputs, int max_inputs,
+                  std::vector<ArgSpec> args, Decomposition decompose,
+                  std::vector<ir::DType> dtypes, std::vector<ir::DType> refused,
+                  std::string family) {
+  OpDef def;
+  def.name = op;
+  def.family = std::move(family);
+  def.dtypes = dtypes;
+  def.min_inputs = min_inputs;
+  def.max_inputs = max_inputs;
+  def.args = std::move(args);
+  def.infer = [decompose, dtypes, refused](
+                  const ir::Node& node,
+                  const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
+    RETURN_IF_ERROR(CheckDTypes(inputs, dtypes, refused));
+    ir::Graph scratch;
+    ir::Node copy = node;
+    copy.inputs.clear();
+    for (const ir::TensorType* type : inputs) {
+      copy.inputs.push_back(scratch.AddValue(*type, -1));
+      scratch.inputs.push_back(copy.inputs.back());
+    }
+    GraphBuilder builder(scratch);
+    ASSIGN_OR_RETURN(const std::vector<int> results, decompose(builder, copy));
+    std::vector<ir::TensorType> types;
+    for (int result : results) {
+      ir::TensorType type = scratch.values[result];
+      type.strides = ir::ContiguousStrides(type.sizes);
+      types.push_back(std::move(type));
+    }
+    return types;
+  };
+  def.decompose = std::move(decompose);
+  table.Add(std::move(def));
 }
 
 }  // namespace kiln::ops

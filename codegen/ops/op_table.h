@@ -27,6 +27,7 @@ enum class ArgKind {
   kScalar,  // int, float or bool: keeps its type (add(t, 1) != add(t, 1.0))
   kBool,
   kIntList,
+  kBoolList,
   kDType,
   kString,
   // An optional tensor parameter: present tensors are the node's inputs (in
@@ -89,6 +90,8 @@ void RegisterCompositeOps(OpTable& table);
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);
+// Whether the node has argument `name` and it is not None.
+bool Present(const ir::Node& node, const std::string& name);
 int64_t IntArg(const ir::Node& node, const std::string& name);
 double ScalarArgAsDouble(const ir::Node& node, const std::string& name);
 std::vector<int64_t> IntListArg(const ir::Node& node, const std::string& name);
@@ -99,6 +102,24 @@ absl::StatusOr<int> WrapDim(int64_t dim, int64_t rank);
 // `add(t, 1)` with and without `alpha=1` are the same node.
 absl::StatusOr<ir::Node> WithDefaults(const ir::Node& node, const OpDef& op);
 absl::Status RequireStatic(const ir::TensorType& type, absl::string_view what);
+// For ops that lower with a symbolic leading dim (pointwise, reductions over
+// other dims, GEMM rows and batches): Unimplemented for any other.
+absl::Status RequireLeadingSymbolsOnly(const ir::TensorType& type, absl::string_view what);
+// Every input dtype is in `dtypes`: one in `refused` (what eager refuses too,
+// like argmax of bool) is InvalidArgument, any other outside `dtypes`
+// Unimplemented.
+absl::Status CheckDTypes(const InputTypes& inputs, const std::vector<ir::DType>& dtypes,
+                         const std::vector<ir::DType>& refused);
+
+using Decomposition =
+    std::function<absl::StatusOr<std::vector<int>>(GraphBuilder&, const ir::Node&)>;
+// Registers a composite: `decompose` rewrites it into other ops, and its
+// result types are those of the decomposition, built on a scratch graph.
+// Input dtypes are checked with CheckDTypes.
+void AddComposite(OpTable& table, const std::string& op, int min_inputs, int max_inputs,
+                  std::vector<ArgSpec> args, Decomposition decompose,
+                  std::vector<ir::DType> dtypes, std::vector<ir::DType> refused = {},
+                  std::string family = "composite");
 
 }  // namespace kiln::ops
 

@@ -42,7 +42,10 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
       for (int b : touched) {
         const Storage& x = plan.storages[a];
         const Storage& y = plan.storages[b];
-        if (a == b || x.kind != Storage::Kind::kScratch || y.kind != Storage::Kind::kScratch) continue;
+        if (a == b || x.kind != Storage::Kind::kScratch || y.kind != Storage::Kind::kScratch ||
+            x.symbol >= 0 || y.symbol >= 0) {
+          continue;  // symbolic slices never share memory
+        }
         if (x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes) {
           return absl::InternalError(absl::StrCat("group ", schedule.group_of[k],
                                                   " uses overlapping scratch slices ",
@@ -52,7 +55,7 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
     }
   }
   for (const Storage& storage : plan.storages) {
-    if (storage.kind == Storage::Kind::kScratch && !storage.values.empty() &&
+    if (storage.kind == Storage::Kind::kScratch && !storage.values.empty() && storage.symbol < 0 &&
         storage.offset + storage.bytes > plan.scratch_bytes) {
       return absl::InternalError("a scratch slice ends past the arena");
     }

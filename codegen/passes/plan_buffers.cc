@@ -8,8 +8,19 @@
 namespace kiln {
 namespace {
 
+// Bytes of a value, per unit of its symbol when its leading dim is symbolic.
 int64_t Bytes(const ir::TensorType& type) {
-  return type.NumElements() * ir::DTypeSize(type.dtype);
+  int64_t elements = 1;
+  for (const ir::Dim& dim : type.sizes) elements *= dim.is_symbolic() ? dim.multiplier : dim.constant;
+  return elements * ir::DTypeSize(type.dtype);
+}
+
+void SetSize(Storage& storage, const ir::TensorType& type) {
+  storage.bytes = Bytes(type);
+  if (!type.sizes.empty() && type.sizes[0].is_symbolic()) {
+    storage.symbol = type.sizes[0].symbol;
+    storage.multiplier = 1;  // folded into bytes
+  }
 }
 
 int64_t AlignUp(int64_t value) {
@@ -37,7 +48,7 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
     Storage storage;
     storage.kind = kind;
     storage.index = index;
-    storage.bytes = Bytes(graph.values[value]);
+    SetSize(storage, graph.values[value]);
     storage.values.push_back(value);
     plan.storages.push_back(std::move(storage));
     plan.storage_of[value] = static_cast<int>(plan.storages.size()) - 1;
@@ -53,7 +64,7 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
       Storage storage;
       storage.kind = Storage::Kind::kOutput;
       storage.index = static_cast<int>(k);
-      storage.bytes = Bytes(graph.values[graph.outputs[k]]);
+      SetSize(storage, graph.values[graph.outputs[k]]);
       plan.storages.push_back(std::move(storage));
     }
   }
@@ -154,12 +165,14 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
     }
     if (!one_group) continue;
     const ir::TensorType& type = graph.values[storage.values.front()];
-    int64_t rows = 1;
-    for (int d = 0; d < kernels.outer_rank; ++d) rows *= type.sizes[d].constant;
-    const int64_t row_bytes = Bytes(type) / std::max<int64_t>(rows, 1);
+    int64_t row_bytes = ir::DTypeSize(type.dtype);
+    for (size_t d = kernels.outer_rank; d < type.sizes.size(); ++d) {
+      row_bytes *= type.sizes[d].constant;
+    }
     if (row_bytes > kMaxRowBytes) continue;
     storage.kind = Storage::Kind::kRow;
     storage.bytes = row_bytes;
+    storage.symbol = -1;
     storage.index = group;
   }
 
@@ -180,6 +193,10 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
   for (int s = 0; s < static_cast<int>(plan.storages.size()); ++s) {
     const Storage& storage = plan.storages[s];
     if (storage.kind != Storage::Kind::kScratch || storage.values.empty()) continue;
+    if (storage.symbol >= 0) {  // placed at run time, after the static part
+      plan.symbolic_scratch = true;
+      continue;
+    }
     int begin = num_kernels, end = -1;
     for (int value : storage.values) {
       begin = std::min(begin, schedule.group_of[first_write[value]]);
@@ -221,13 +238,18 @@ std::string ToString(const BufferPlan& plan) {
       case Storage::Kind::kInput: absl::StrAppend(&text, "input ", storage.index); break;
       case Storage::Kind::kOutput: absl::StrAppend(&text, "output ", storage.index); break;
       case Storage::Kind::kScratch:
-        absl::StrAppend(&text, "scratch [", storage.offset, ", ", storage.offset + storage.bytes, ")");
+        if (storage.symbol >= 0) {
+          absl::StrAppend(&text, "scratch (placed at run time)");
+        } else {
+          absl::StrAppend(&text, "scratch [", storage.offset, ", ", storage.offset + storage.bytes,
+                          ")");
+        }
         break;
       case Storage::Kind::kRow:
         absl::StrAppend(&text, "row buffer of group ", storage.index);
         break;
     }
-    absl::StrAppend(&text, ": ", storage.bytes, " bytes, holds ",
+    absl::StrAppend(&text, ": ", storage.bytes, storage.symbol >= 0 ? " bytes per s, holds " : " bytes, holds ",
                     absl::StrJoin(storage.values, ", ", [](std::string* out, int v) {
                       absl::StrAppend(out, "%", v);
                     }),

@@ -30,8 +30,12 @@ struct Storage {
   enum class Kind { kInput, kOutput, kScratch, kRow };
   Kind kind = Kind::kScratch;
   int index = -1;       // kInput / kOutput: position; kRow: the group
-  int64_t offset = 0;   // kScratch: byte offset in the arena
+  int64_t offset = 0;   // kScratch: byte offset in the arena (static slices)
+  // Size in bytes; for a symbolic leading dim, bytes per unit of the symbol:
+  // the slice holds bytes * multiplier * symbols[symbol].
   int64_t bytes = 0;
+  int symbol = -1;
+  int64_t multiplier = 1;
   std::vector<int> values;  // the values it holds, in order
 };
 
@@ -41,7 +45,10 @@ struct BufferPlan {
   // an alias: then the root of its alias chain).
   std::vector<int> alias_root;
   std::vector<Storage> storages;
+  // The static part of the arena. Symbolic slices follow it in storage
+  // order, each 64-byte aligned, placed at run time (no reuse among them).
   int64_t scratch_bytes = 0;
+  bool symbolic_scratch = false;
   std::vector<std::string> notes;  // in-place decisions, for explain
 };
 
