@@ -27,10 +27,12 @@ class WorkloadsTest : public ::testing::TestWithParam<std::string> {
   }
 
   // Compiles and runs `name` on its reference inputs; checks the outputs.
-  static void RunAndCompare(const std::string& name) {
+  static void RunAndCompare(const std::string& name, const std::string& reference_suffix = "",
+                            CompiledGraph* reuse = nullptr) {
     auto graph = ReadGraphFile(absl::StrCat(kTraced, name, ".json"));
     ASSERT_TRUE(graph.ok()) << graph.status();
-    auto reference = ReadReferenceFile(absl::StrCat(kTraced, name, ".ref.json"));
+    auto reference =
+        ReadReferenceFile(absl::StrCat(kTraced, name, ".ref", reference_suffix, ".json"));
     ASSERT_TRUE(reference.ok()) << reference.status();
     std::vector<Tensor> inputs;
     std::vector<TensorView> views;
@@ -40,7 +42,8 @@ class WorkloadsTest : public ::testing::TestWithParam<std::string> {
       inputs.push_back(*std::move(tensor));
     }
     for (const Tensor& input : inputs) views.push_back(input.view());
-    CompiledGraph compiled(client_, *graph);
+    CompiledGraph own(client_, *graph);
+    CompiledGraph& compiled = reuse != nullptr ? *reuse : own;
     auto outputs = compiled.Run(views);
     ASSERT_TRUE(outputs.ok()) << outputs.status();
     ASSERT_EQ(static_cast<int>(outputs->size()), reference->outputs_size());
@@ -67,6 +70,26 @@ INSTANTIATE_TEST_SUITE_P(Public, WorkloadsTest,
                          ::testing::Values("f", "keep_product", "tail", "edge_values", "softmax",
                                            "gelu", "gelu_tanh", "layer_norm", "attention", "mlp",
                                            "transformer_layer", "loss_grad"));
+
+class DynamicWorkloadsTest : public WorkloadsTest {};
+
+// One symbolic artifact for every batch size >= 2, and a static one for 1.
+TEST_P(DynamicWorkloadsTest, OneArtifactServesEveryBatchSize) {
+  const std::string name = absl::StrCat("dynamic/", GetParam());
+  auto graph = ReadGraphFile(absl::StrCat(kTraced, name, ".json"));
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CompiledGraph compiled(client_, *graph);
+  const int64_t before = client_->Stats()->compiles();
+  for (int size : {2, 3, 257, 1024, 1}) {
+    SCOPED_TRACE(absl::StrCat(name, " at batch ", size));
+    RunAndCompare(name, absl::StrCat(".", size), &compiled);
+  }
+  EXPECT_EQ(client_->Stats()->compiles() - before, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Public, DynamicWorkloadsTest,
+                         ::testing::Values("gelu", "gelu_tanh", "layer_norm", "mlp", "softmax",
+                                           "tail"));
 
 TEST_F(WorkloadsTest, OtherWeightsReuseTheArtifact) {
   RunAndCompare("mlp");

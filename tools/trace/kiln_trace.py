@@ -262,7 +262,7 @@ def to_kiln_half(gm, inputs, name):
     """The graph of a float16 trace: its types come from fake tensors, since
     the real float16 kernels are missing."""
     from torch._subclasses.fake_tensor import FakeTensorMode
-    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+    with FakeTensorMode() as mode:  # every input goes through from_tensor
         fakes = [mode.from_tensor(t) for t in inputs]
         return to_kiln(gm, fakes, name)
 
@@ -291,12 +291,15 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
         for types, twin_types in zip(node["outputTypes"], twin["outputTypes"]):
             for dim, (a, b) in enumerate(zip(types["sizes"], twin_types["sizes"])):
                 if a != b:
+                    # Linear in the symbol: a = multiplier * v at size v.
+                    step = int(b["constant"]) - int(a["constant"])
                     symbol = next((s for (p, d), (s, v) in marks.items()
-                                   if int(a["constant"]) == v), None)
+                                   if step > 0 and int(a["constant"]) == step * v), None)
                     if symbol is None:
                         raise TraceError(f"node '{node['name']}': dim {dim} depends on a "
                                          f"symbolic size in a way Kiln cannot express")
-                    types["sizes"][dim] = {"symbol": symbol}
+                    types["sizes"][dim] = ({"symbol": symbol} if step == 1
+                                           else {"symbol": symbol, "multiplier": str(step)})
             types.pop("strides", None)
     for (position, dim), (symbol, _) in marks.items():
         graph["inputs"][position]["type"]["sizes"][dim] = {"symbol": symbol}
@@ -314,6 +317,36 @@ def check(kiln, out_dir, name):
     print("  " + "\n  ".join(line for line in result.stdout.splitlines()
                               if line.startswith(("graph", "eager"))))
     return True
+
+
+def sized_references(fn, inputs, symbolic, sizes, name):
+    """{size: reference JSON} with every symbolic dim resized to `size`:
+    fresh random inputs (seeded), the traced weights, eager's outputs."""
+    gm = make_fx(fn)(*inputs)
+    functionalize(gm)
+    lifted = lift_constants(gm)
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    generator = torch.Generator().manual_seed(1)
+    result = {}
+    for size in sizes:
+        resized = []
+        for position, tensor in enumerate(inputs):
+            shape = list(tensor.shape)
+            for input_name, dim in symbolic:
+                if names[position] in (input_name, input_name + "_1"):
+                    shape[dim] = size
+            if list(tensor.shape) == shape:
+                resized.append(tensor)
+            elif tensor.is_floating_point():
+                resized.append(torch.randn(shape, generator=generator).to(tensor.dtype))
+            else:
+                resized.append(torch.zeros(shape, dtype=tensor.dtype))
+        outputs = fn(*resized)
+        outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        result[size] = {"inputs": [tensor_data(t) for t in resized + lifted],
+                        "outputs": [tensor_data(o) for o in outputs],
+                        "provenance": f"torch {torch.__version__}, {name} at size {size}"}
+    return result
 
 
 def write(out_dir, name, graph, reference):
@@ -351,6 +384,9 @@ def main():
     parser.add_argument("--reweight", type=int, metavar="SEED",
                         help="also write NAME_reweighted: the same graph with other random "
                              "weights (lifted parameters) and its eager outputs")
+    parser.add_argument("--sizes", default="",
+                        help="with --symbolic: also write NAME.ref.N.json for each listed "
+                             "size N of the symbolic dims (eager outputs on fresh inputs)")
     parser.add_argument("--check", metavar="KILN",
                         help="then compile and run each graph with this `kiln` binary and "
                              "compare with eager (kiln run --reference)")
@@ -381,6 +417,11 @@ def main():
             sys.exit(1)
         written = [args.name or name]
         write(args.out, written[0], graph, reference)
+        if args.sizes:
+            sizes = [int(n) for n in args.sizes.split(",")]
+            for size, sized in sized_references(fn, inputs, symbolic, sizes, name).items():
+                with open(os.path.join(args.out, f"{written[0]}.ref.{size}.json"), "w") as f:
+                    json.dump(sized, f)
         if args.reweight is not None:
             graph, reference = trace(fn, inputs, written[0], symbolic, weights_seed=args.reweight)
             written.append(written[0] + "_reweighted")
