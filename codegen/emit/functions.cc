@@ -17,6 +17,9 @@ struct Function {
   // ...: the runtime's transcendental of the compute type; {sqrt},
   // {floor}, ...: builtins that compile to one instruction.
   const char* text;
+  // For integer and bool compute types, when it differs: no NaN tests
+  // (which clang flags as tautological on integers).
+  const char* integral_text = nullptr;
 };
 
 // Numerics follow eager PyTorch 1.13's CPU kernels, without fast-math.
@@ -24,12 +27,17 @@ const std::map<std::string, Function>& Table() {
   static const auto* const table = new std::map<std::string, Function>{
       {"identity", {1, "{0}"}},
       {"cast", {1, "(({T}){0})"}},
+      // A float32 value rounded to a 16-bit float and back (eager converts
+      // operands to a 16-bit common dtype before computing).
+      {"round_to_float16", {1, "((float)(_Float16){0})"}},
+      {"round_to_bfloat16", {1, "kiln_bf16_to_float(kiln_float_to_bf16({0}))"}},
       {"add", {2, "({0} + {1})"}},
       {"sub", {2, "({0} - {1})"}},
       {"mul", {2, "({0} * {1})"}},
       {"div", {2, "({0} / {1})"}},
       {"neg", {1, "(-{0})"}},
-      {"abs", {1, "({0} < {zero} ? -{0} : ({0} == {zero} ? {zero} : {0}))"}},
+      // fabs clears the sign of -0.0 and of a NaN, as eager's abs.
+      {"abs", {1, "{fabs}({0})", "({0} < {zero} ? -{0} : {0})"}},
       {"square", {1, "({0} * {0})"}},
       {"cube", {1, "({0} * {0} * {0})"}},
       {"reciprocal", {1, "({one} / {0})"}},
@@ -48,7 +56,9 @@ const std::map<std::string, Function>& Table() {
       {"silu", {1, "({0} / ({one} + {exp}(-{0})))"}},
       {"gelu", {1, "({0} * {half} * ({one} + {erf}({0} * {sqrt1_2})))"}},
       {"gelu_tanh",
-       {1, "({half} * {0} * ({one} + {tanh}({gelu_beta} * ({0} + {gelu_kappa} * ({0} * {0} * {0})))))"}},
+       {1,
+        "({half} * {0} * ({one} + {tanh}({gelu_beta} * ({0} + {gelu_kappa} * ({0} * {0} * "
+        "{0})))))"}},
       {"floor", {1, "{floor}({0})"}},
       {"ceil", {1, "{ceil}({0})"}},
       {"round", {1, "{rint}({0})"}},  // half to even, as torch.round
@@ -56,11 +66,15 @@ const std::map<std::string, Function>& Table() {
       // relu(-0.0) = -0.0 and relu(nan) = nan, as eager: neither
       // x > 0 ? x : 0 nor fmax(x, 0) gets both.
       {"relu", {1, "({0} < {zero} ? {zero} : {0})"}},
-      // NaN-propagating, as torch.maximum / clamp.
-      {"maximum", {2, "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} > {1} ? {0} : {1})))"}},
-      {"minimum", {2, "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} < {1} ? {0} : {1})))"}},
-      {"clamp_min", {2, "({0} != {0} ? {0} : ({0} < {1} ? {1} : {0}))"}},
-      {"clamp_max", {2, "({0} != {0} ? {0} : ({0} > {1} ? {1} : {0}))"}},
+      // NaN-propagating, as torch.maximum / clamp (a NaN bound is ignored).
+      {"maximum",
+       {2, "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} > {1} ? {0} : {1})))",
+        "({0} > {1} ? {0} : {1})"}},
+      {"minimum",
+       {2, "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} < {1} ? {0} : {1})))",
+        "({0} < {1} ? {0} : {1})"}},
+      {"clamp_min", {2, "({0} != {0} ? {0} : ({0} < {1} ? {1} : {0}))", "({0} < {1} ? {1} : {0})"}},
+      {"clamp_max", {2, "({0} != {0} ? {0} : ({0} > {1} ? {1} : {0}))", "({0} > {1} ? {1} : {0})"}},
       {"eq", {2, "({0} == {1})"}},
       {"ne", {2, "({0} != {1})"}},
       {"lt", {2, "({0} < {1})"}},
@@ -150,6 +164,7 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
       {"{pow}", IsSingle(dtype) ? "rt->pow_f32" : "rt->pow_f64"},
       {"{sqrt}", Builtin("sqrt", dtype)},
       {"{floor}", Builtin("floor", dtype)},
+      {"{fabs}", Builtin("fabs", dtype)},
       {"{ceil}", Builtin("ceil", dtype)},
       {"{rint}", Builtin("rint", dtype)},
       {"{trunc}", Builtin("trunc", dtype)},
@@ -157,7 +172,11 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
   for (size_t i = 0; i < operands.size(); ++i) {
     replacements.push_back({absl::StrCat("{", i, "}"), operands[i]});
   }
-  return absl::StrReplaceAll(it->second.text, replacements);
+  const Function& entry = it->second;
+  const bool integral =
+      dtype == ir::DType::kInt64 || dtype == ir::DType::kInt32 || dtype == ir::DType::kBool;
+  return absl::StrReplaceAll(integral && entry.integral_text ? entry.integral_text : entry.text,
+                             replacements);
 }
 
 bool HasFunction(const std::string& function) { return Table().count(function) > 0; }

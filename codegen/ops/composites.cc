@@ -2,6 +2,7 @@
 // 16-bit float inputs are computed in float32 and rounded once at the end,
 // as eager's kernels do, so no intermediate is stored at half precision.
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "codegen/graph_builder.h"
 #include "codegen/ops/op_table.h"
 #include "codegen/ops/pointwise_util.h"
@@ -56,7 +57,8 @@ absl::StatusOr<std::vector<int>> Softmax(GraphBuilder& b, const ir::Node& node) 
   const DType out = b.graph().values[node.outputs.empty() ? node.inputs[0] : node.inputs[0]].dtype;
   ASSIGN_OR_RETURN(int x, ToType(b, node.inputs[0], IsHalf(out) ? DType::kFloat32 : out));
   const std::vector<int64_t> dim = {IntArg(node, "dim")};
-  ASSIGN_OR_RETURN(const int max, b.Add("aten.amax.default", {x}, {{"dim", dim}, {"keepdim", true}}));
+  ASSIGN_OR_RETURN(const int max,
+                   b.Add("aten.amax.default", {x}, {{"dim", dim}, {"keepdim", true}}));
   ASSIGN_OR_RETURN(const int shifted, b.Add("aten.sub.Tensor", {x, max}));
   const bool log = node.op == "aten._log_softmax.default";
   ASSIGN_OR_RETURN(const int exp, b.Add("aten.exp.default", {shifted}));
@@ -77,8 +79,8 @@ absl::StatusOr<std::vector<int>> Softmax(GraphBuilder& b, const ir::Node& node) 
 absl::StatusOr<int> Mean(GraphBuilder& b, int x, const std::vector<int64_t>& dims, bool keepdim) {
   const ir::TensorType type = b.type(x);
   ASSIGN_OR_RETURN(const std::vector<int64_t> wrapped, WrapDims(dims, type.rank()));
-  ASSIGN_OR_RETURN(const int sum, b.Add("aten.sum.dim_IntList", {x},
-                                        {{"dim", wrapped}, {"keepdim", keepdim}}));
+  ASSIGN_OR_RETURN(const int sum,
+                   b.Add("aten.sum.dim_IntList", {x}, {{"dim", wrapped}, {"keepdim", keepdim}}));
   return b.Add("aten.div.Tensor", {sum}, {{"other", static_cast<double>(Count(type, wrapped))}});
 }
 
@@ -99,7 +101,9 @@ absl::StatusOr<std::vector<int>> MeanOp(GraphBuilder& b, const ir::Node& node) {
 // var = sum((x - mean)^2) / (count - correction); std = sqrt(var).
 absl::StatusOr<std::vector<int>> VarOp(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[0]).dtype;
-  ASSIGN_OR_RETURN(const int x, ToType(b, node.inputs[0], IsHalf(out) ? DType::kFloat32 : out));
+  // In double, as eager accumulates float32 (so squares of x ~ 1e38 do not
+  // overflow); 16-bit floats too, so their results are float32's rounded.
+  ASSIGN_OR_RETURN(const int x, ToType(b, node.inputs[0], DType::kFloat64));
   const ir::TensorType type = b.type(x);
   ASSIGN_OR_RETURN(const std::vector<int64_t> dims, WrapDims(DimsArg(node), type.rank()));
   double correction = 1;
@@ -149,11 +153,90 @@ absl::StatusOr<std::vector<int>> LayerNorm(GraphBuilder& b, const ir::Node& node
     ASSIGN_OR_RETURN(result, b.Add("aten.add.Tensor", {result, node.inputs[next++]}));
   }
   ASSIGN_OR_RETURN(result, ToType(b, result, out));
-  return std::vector<int>{result, mean, rstd};
+  // mean and rstd: eager's CPU kernel returns them in the input's dtype;
+  // float16 graphs (traced with meta kernels) declare float32.
+  const DType statistics = out == DType::kFloat16 ? DType::kFloat32 : out;
+  ASSIGN_OR_RETURN(const int mean_out, ToType(b, mean, statistics));
+  ASSIGN_OR_RETURN(const int rstd_out, ToType(b, rstd, statistics));
+  return std::vector<int>{result, mean_out, rstd_out};
 }
 
-// addmm(bias, a, b, beta, alpha) = beta * bias + alpha * (a @ b).
+// native_layer_norm_backward(grad, x, shape, mean, rstd, weight?, bias?,
+// output_mask) -> (grad_x, grad_weight, grad_bias), over the last
+// len(shape) dims (N elements per row), with x_hat = (x - mean) * rstd and
+// g = grad * weight:
+//   grad_x = rstd / N * (N g - sum(g) - x_hat sum(g x_hat)),
+//   grad_weight = sum over rows of grad * x_hat, grad_bias = of grad.
+// All three are computed whatever output_mask says (unused ones are dead).
+absl::StatusOr<std::vector<int>> LayerNormBackward(GraphBuilder& b, const ir::Node& node) {
+  const DType out = b.type(node.inputs[1]).dtype;
+  const DType compute = IsHalf(out) ? DType::kFloat32 : out;
+  std::vector<int> in;
+  for (int input : node.inputs) {
+    ASSIGN_OR_RETURN(const int converted, ToType(b, input, compute));
+    in.push_back(converted);
+  }
+  const int grad = in[0], x = in[1], mean = in[2], rstd = in[3];
+  const bool has_weight = !std::holds_alternative<ir::None>(node.args.at("weight"));
+  const int64_t rank = b.type(x).rank();
+  const int64_t normalized = static_cast<int64_t>(IntListArg(node, "normalized_shape").size());
+  std::vector<int64_t> row_dims, lead_dims;
+  for (int64_t d = 0; d < rank; ++d) (d < rank - normalized ? lead_dims : row_dims).push_back(d);
+  const int64_t count = Count(b.type(x), row_dims);
+  auto add = [&](const char* op, std::vector<int> inputs,
+                 std::map<std::string, ir::ArgValue> args = {}) {
+    return b.Add(op, std::move(inputs), std::move(args));
+  };
+  auto row_sum = [&](int value) {
+    return add("aten.sum.dim_IntList", {value}, {{"dim", row_dims}, {"keepdim", true}});
+  };
+  // Over the leading dims; none (rank == len(shape)) means no reduction.
+  auto lead_sum = [&](int value) -> absl::StatusOr<int> {
+    if (lead_dims.empty()) return value;
+    return add("aten.sum.dim_IntList", {value}, {{"dim", lead_dims}, {"keepdim", false}});
+  };
+  ASSIGN_OR_RETURN(const int centered, add("aten.sub.Tensor", {x, mean}));
+  ASSIGN_OR_RETURN(const int x_hat, add("aten.mul.Tensor", {centered, rstd}));
+  int g = grad;
+  if (has_weight) {
+    ASSIGN_OR_RETURN(g, add("aten.mul.Tensor", {grad, in[4]}));
+  }
+  ASSIGN_OR_RETURN(const int sum_g, row_sum(g));
+  ASSIGN_OR_RETURN(const int g_x_hat, add("aten.mul.Tensor", {g, x_hat}));
+  ASSIGN_OR_RETURN(const int sum_g_x_hat, row_sum(g_x_hat));
+  ASSIGN_OR_RETURN(const int scaled,
+                   add("aten.mul.Tensor", {g}, {{"other", static_cast<double>(count)}}));
+  ASSIGN_OR_RETURN(const int minus_sum, add("aten.sub.Tensor", {scaled, sum_g}));
+  ASSIGN_OR_RETURN(const int projection, add("aten.mul.Tensor", {x_hat, sum_g_x_hat}));
+  ASSIGN_OR_RETURN(const int inner, add("aten.sub.Tensor", {minus_sum, projection}));
+  ASSIGN_OR_RETURN(const int factor,
+                   add("aten.div.Tensor", {rstd}, {{"other", static_cast<double>(count)}}));
+  ASSIGN_OR_RETURN(int grad_x, add("aten.mul.Tensor", {factor, inner}));
+  ASSIGN_OR_RETURN(const int grad_x_hat, add("aten.mul.Tensor", {grad, x_hat}));
+  ASSIGN_OR_RETURN(int grad_weight, lead_sum(grad_x_hat));
+  ASSIGN_OR_RETURN(int grad_bias, lead_sum(grad));
+  ASSIGN_OR_RETURN(grad_x, ToType(b, grad_x, out));
+  ASSIGN_OR_RETURN(grad_weight, ToType(b, grad_weight, out));
+  ASSIGN_OR_RETURN(grad_bias, ToType(b, grad_bias, out));
+  return std::vector<int>{grad_x, grad_weight, grad_bias};
+}
+
+// addmm(bias, a, b, beta, alpha) = beta * bias + alpha * (a @ b). 16-bit
+// floats: the whole of it in float32, rounded once at the end (as eager's
+// BLAS path does).
 absl::StatusOr<std::vector<int>> Addmm(GraphBuilder& b, const ir::Node& node) {
+  const DType out = b.type(node.inputs[1]).dtype;
+  if (IsHalf(out)) {
+    std::vector<int> wide;
+    for (int input : node.inputs) {
+      ASSIGN_OR_RETURN(const int converted, ToType(b, input, DType::kFloat32));
+      wide.push_back(converted);
+    }
+    std::map<std::string, ir::ArgValue> args(node.args.begin(), node.args.end());
+    ASSIGN_OR_RETURN(const int result, b.Add(node.op, wide, args));
+    ASSIGN_OR_RETURN(const int rounded, ToType(b, result, out));
+    return std::vector<int>{rounded};
+  }
   const bool batched = node.op == "aten.baddbmm.default";
   ASSIGN_OR_RETURN(int product, b.Add(batched ? "aten.bmm.default" : "aten.mm.default",
                                       {node.inputs[1], node.inputs[2]}));
@@ -170,52 +253,94 @@ absl::StatusOr<std::vector<int>> Addmm(GraphBuilder& b, const ir::Node& node) {
   return std::vector<int>{result};
 }
 
-// _softmax_backward_data(grad, out, dim) = out * (grad - sum(grad * out, dim)).
-absl::StatusOr<std::vector<int>> SoftmaxBackward(GraphBuilder& b, const ir::Node& node) {
-  const std::vector<int64_t> dim = {IntArg(node, "dim")};
-  ASSIGN_OR_RETURN(const int product, b.Add("aten.mul.Tensor", {node.inputs[0], node.inputs[1]}));
-  ASSIGN_OR_RETURN(const int sum,
-                   b.Add("aten.sum.dim_IntList", {product}, {{"dim", dim}, {"keepdim", true}}));
-  ASSIGN_OR_RETURN(const int difference, b.Add("aten.sub.Tensor", {node.inputs[0], sum}));
-  ASSIGN_OR_RETURN(const int result, b.Add("aten.mul.Tensor", {node.inputs[1], difference}));
+// linear(x, weight, bias?) = x @ weight.T + bias, over x's last dim (make_fx
+// decomposes it itself; other tracers may not).
+absl::StatusOr<std::vector<int>> Linear(GraphBuilder& b, const ir::Node& node) {
+  const ir::TensorType x = b.type(node.inputs[0]);
+  const ir::TensorType weight = b.type(node.inputs[1]);
+  if (x.rank() < 1 || weight.rank() != 2) {
+    return absl::InvalidArgumentError("linear needs an input of rank >= 1 and a 2-D weight");
+  }
+  const int64_t in = x.sizes.back().constant, out = weight.sizes[0].constant;
+  ASSIGN_OR_RETURN(const int transposed, b.Add("aten.t.default", {node.inputs[1]}));
+  ASSIGN_OR_RETURN(const int flat, b.Add("aten.reshape.default", {node.inputs[0]},
+                                         {{"size", std::vector<int64_t>{-1, in}}}));
+  int product;
+  if (node.inputs.size() == 3) {
+    ASSIGN_OR_RETURN(product, b.Add("aten.addmm.default", {node.inputs[2], flat, transposed}));
+  } else {
+    ASSIGN_OR_RETURN(product, b.Add("aten.mm.default", {flat, transposed}));
+  }
+  std::vector<int64_t> sizes;
+  for (int64_t d = 0; d + 1 < x.rank(); ++d) sizes.push_back(x.sizes[d].constant);
+  sizes.push_back(out);
+  ASSIGN_OR_RETURN(const int result, b.Add("aten.reshape.default", {product}, {{"size", sizes}}));
   return std::vector<int>{result};
 }
 
-using Decomposition = std::function<absl::StatusOr<std::vector<int>>(GraphBuilder&, const ir::Node&)>;
+// stack(tensors, dim): kiln.stack itself (parts of one shape).
+absl::StatusOr<std::vector<int>> Stack(GraphBuilder& b, const ir::Node& node) {
+  ASSIGN_OR_RETURN(const int stacked,
+                   b.Add("kiln.stack.default", node.inputs, {{"dim", IntArg(node, "dim")}}));
+  return std::vector<int>{stacked};
+}
 
-void AddComposite(OpTable& table, const std::string& op, int min_inputs, int max_inputs,
-                  std::vector<ArgSpec> args, Decomposition decompose,
-                  std::vector<DType> dtypes = kFloatTypes) {
-  OpDef def;
-  def.name = op;
-  def.family = "composite";
-  def.dtypes = std::move(dtypes);
-  def.min_inputs = min_inputs;
-  def.max_inputs = max_inputs;
-  def.args = std::move(args);
-  // The result types are those of the decomposition, built on a scratch
-  // graph holding just the inputs.
-  def.infer = [decompose](const ir::Node& node,
-                          const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
-    ir::Graph scratch;
-    ir::Node copy = node;
-    copy.inputs.clear();
-    for (const ir::TensorType* type : inputs) {
-      copy.inputs.push_back(scratch.AddValue(*type, -1));
-      scratch.inputs.push_back(copy.inputs.back());
+// cat(tensors, dim). Parts of equal size along `dim` are stacked on a new
+// dim (kiln.stack: each element selects its part, every load in bounds)
+// and the stack is viewed as one. Parts of different sizes would need a
+// kernel that writes each part at its offset, or a select whose untaken
+// operand is not evaluated; the emitter has neither yet (Unimplemented).
+absl::StatusOr<std::vector<int>> Cat(GraphBuilder& b, const ir::Node& node) {
+  const ir::TensorType first = b.type(node.inputs[0]);
+  ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), first.rank()));
+  std::vector<int> parts;
+  std::vector<int64_t> lengths;
+  for (int input : node.inputs) {
+    const ir::TensorType type = b.type(input);
+    if (type.rank() != first.rank()) {
+      return absl::InvalidArgumentError("cat needs parts of the same rank");
     }
-    GraphBuilder builder(scratch);
-    ASSIGN_OR_RETURN(const std::vector<int> results, decompose(builder, copy));
-    std::vector<ir::TensorType> types;
-    for (int result : results) {
-      ir::TensorType type = scratch.values[result];
-      type.strides = ir::ContiguousStrides(type.sizes);
-      types.push_back(std::move(type));
+    for (int64_t d = 0; d < type.rank(); ++d) {
+      if (d != dim && type.sizes[d] != first.sizes[d]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cat parts differ in dim ", d, ", which is not the cat dim"));
+      }
     }
-    return types;
-  };
-  def.decompose = std::move(decompose);
-  table.Add(std::move(def));
+    lengths.push_back(type.sizes[dim].constant);
+    if (type.sizes[dim].constant > 0) parts.push_back(input);
+  }
+  if (parts.empty()) parts.push_back(node.inputs[0]);  // all empty: any of them
+  int64_t length = b.type(parts[0]).sizes[dim].constant, total = 0;
+  for (int64_t l : lengths) total += l;
+  for (int part : parts) {
+    if (b.type(part).sizes[dim].constant != length) {
+      return absl::UnimplementedError(absl::StrCat("cat of parts of different sizes along dim ",
+                                                   dim, " (", absl::StrJoin(lengths, ", "),
+                                                   ") is not supported yet"));
+    }
+  }
+  ASSIGN_OR_RETURN(const int stacked, b.Add("kiln.stack.default", parts, {{"dim", int64_t{dim}}}));
+  std::vector<int64_t> sizes;
+  for (const ir::Dim& size : first.sizes) sizes.push_back(size.constant);
+  sizes[dim] = total;
+  ASSIGN_OR_RETURN(const int result, b.Add("aten.view.default", {stacked}, {{"size", sizes}}));
+  return std::vector<int>{result};
+}
+
+// _softmax_backward_data(grad, out, dim) = out * (grad - sum(grad * out, dim)).
+absl::StatusOr<std::vector<int>> SoftmaxBackward(GraphBuilder& b, const ir::Node& node) {
+  const DType out = b.type(node.inputs[0]).dtype;
+  const DType compute = IsHalf(out) ? DType::kFloat32 : out;
+  ASSIGN_OR_RETURN(const int grad, ToType(b, node.inputs[0], compute));
+  ASSIGN_OR_RETURN(const int output, ToType(b, node.inputs[1], compute));
+  const std::vector<int64_t> dim = {IntArg(node, "dim")};
+  ASSIGN_OR_RETURN(const int product, b.Add("aten.mul.Tensor", {grad, output}));
+  ASSIGN_OR_RETURN(const int sum,
+                   b.Add("aten.sum.dim_IntList", {product}, {{"dim", dim}, {"keepdim", true}}));
+  ASSIGN_OR_RETURN(const int difference, b.Add("aten.sub.Tensor", {grad, sum}));
+  ASSIGN_OR_RETURN(int result, b.Add("aten.mul.Tensor", {output, difference}));
+  ASSIGN_OR_RETURN(result, ToType(b, result, out));
+  return std::vector<int>{result};
 }
 
 const ArgSpec kDim{"dim", ArgKind::kInt, std::nullopt};
@@ -225,30 +350,43 @@ const ArgSpec kKeepdim{"keepdim", ArgKind::kBool, ir::ArgValue(false)};
 }  // namespace
 
 void RegisterCompositeOps(OpTable& table) {
+  const std::vector<DType> integral = {DType::kInt64, DType::kBool};
   const ArgSpec half_to_float{"half_to_float", ArgKind::kBool, ir::ArgValue(false)};
-  AddComposite(table, "aten._softmax.default", 1, 1, {kDim, half_to_float}, Softmax);
-  AddComposite(table, "aten._log_softmax.default", 1, 1, {kDim, half_to_float}, Softmax);
+  AddComposite(table, "aten._softmax.default", 1, 1, {kDim, half_to_float}, Softmax, kFloatTypes,
+               integral);
+  AddComposite(table, "aten._log_softmax.default", 1, 1, {kDim, half_to_float}, Softmax,
+               kFloatTypes, integral);
   AddComposite(table, "aten.mean.dim", 1, 1,
-               {kDimList, kKeepdim, {"dtype", ArgKind::kDType, ir::ArgValue(ir::None{})}}, MeanOp);
+               {kDimList, kKeepdim, {"dtype", ArgKind::kDType, ir::ArgValue(ir::None{})}}, MeanOp,
+               kFloatTypes, integral);
   AddComposite(table, "aten.mean.default", 1, 1,
-               {{"dtype", ArgKind::kDType, ir::ArgValue(ir::None{})}}, MeanOp);
+               {{"dtype", ArgKind::kDType, ir::ArgValue(ir::None{})}}, MeanOp, kFloatTypes,
+               integral);
   for (const char* op : {"aten.var.correction", "aten.std.correction"}) {
     AddComposite(table, op, 1, 1,
                  {kDimList, {"correction", ArgKind::kScalar, ir::ArgValue(ir::None{})}, kKeepdim},
-                 VarOp);
+                 VarOp, kFloatTypes, integral);
   }
+  const ArgSpec weight{"weight", ArgKind::kOptionalTensor, ir::ArgValue(true)};
+  const ArgSpec bias{"bias", ArgKind::kOptionalTensor, ir::ArgValue(true)};
+  const ArgSpec normalized_shape{"normalized_shape", ArgKind::kIntList, std::nullopt};
   AddComposite(table, "aten.native_layer_norm.default", 1, 3,
-               {{"normalized_shape", ArgKind::kIntList, std::nullopt},
-                {"weight", ArgKind::kOptionalTensor, ir::ArgValue(true)},
-                {"bias", ArgKind::kOptionalTensor, ir::ArgValue(true)},
-                {"eps", ArgKind::kFloat, std::nullopt}},
-               LayerNorm);
+               {normalized_shape, weight, bias, {"eps", ArgKind::kFloat, std::nullopt}}, LayerNorm,
+               kFloatTypes, integral);
+  AddComposite(table, "aten.native_layer_norm_backward.default", 4, 6,
+               {normalized_shape, weight, bias, {"output_mask", ArgKind::kBoolList, std::nullopt}},
+               LayerNormBackward, kFloatTypes, integral);
   const std::vector<ArgSpec> scale = {{"beta", ArgKind::kScalar, ir::ArgValue(int64_t{1})},
                                       {"alpha", ArgKind::kScalar, ir::ArgValue(int64_t{1})}};
-  AddComposite(table, "aten.addmm.default", 3, 3, scale, Addmm);
-  AddComposite(table, "aten.baddbmm.default", 3, 3, scale, Addmm);
+  AddComposite(table, "aten.addmm.default", 3, 3, scale, Addmm, kFloatTypes, {DType::kBool});
+  AddComposite(table, "aten.baddbmm.default", 3, 3, scale, Addmm, kFloatTypes, {DType::kBool});
+  AddComposite(table, "aten.linear.default", 2, 3, {bias}, Linear, kFloatTypes, {DType::kBool});
   AddComposite(table, "aten._softmax_backward_data.default", 2, 2,
-               {kDim, {"input_dtype", ArgKind::kDType, ir::ArgValue(ir::None{})}}, SoftmaxBackward);
+               {kDim, {"input_dtype", ArgKind::kDType, ir::ArgValue(ir::None{})}}, SoftmaxBackward,
+               kFloatTypes, integral);
+  const ArgSpec dim_zero{"dim", ArgKind::kInt, ir::ArgValue(int64_t{0})};
+  AddComposite(table, "aten.cat.default", 1, 1 << 16, {dim_zero}, Cat, kAllTypes);
+  AddComposite(table, "aten.stack.default", 1, 1 << 16, {dim_zero}, Stack, kAllTypes);
 }
 
 }  // namespace kiln::ops

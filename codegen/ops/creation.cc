@@ -35,14 +35,15 @@ std::vector<ir::Dim> Sizes(const std::vector<int64_t>& sizes) {
 }
 
 using ShapeFn = std::function<absl::StatusOr<ir::TensorType>(const ir::Node&, const InputTypes&)>;
-using ElementFn = std::function<int(ExprBuilder&, const ir::Graph&, const ir::Node&, DType compute)>;
+using ElementFn =
+    std::function<int(ExprBuilder&, const ir::Graph&, const ir::Node&, DType compute)>;
 
 void AddCreation(OpTable& table, const std::string& op, int inputs, std::vector<ArgSpec> args,
-                 ShapeFn shape, ElementFn element) {
+                 ShapeFn shape, ElementFn element, std::vector<DType> dtypes = kAllTypes) {
   OpDef def;
   def.name = op;
   def.family = "creation";
-  def.dtypes = kAllTypes;
+  def.dtypes = dtypes;
   def.min_inputs = def.max_inputs = inputs;
   def.args = std::move(args);
   def.infer = [shape](const ir::Node& node,
@@ -54,8 +55,8 @@ void AddCreation(OpTable& table, const std::string& op, int inputs, std::vector<
                         const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
     const DType result = graph.values[node.outputs[0]].dtype;
     ExprBuilder builder;
-    const int root = builder.Cast(element(builder, graph, node, ComputeType(result)),
-                                  ComputeType(result));
+    const int root =
+        builder.Cast(element(builder, graph, node, ComputeType(result)), ComputeType(result));
     return std::vector<ir::Definition>{builder.Finish(root)};
   };
   table.Add(std::move(def));
@@ -76,31 +77,131 @@ ElementFn FillArg(const std::string& name) {
   };
 }
 
+const std::vector<DType> kNoBool = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                    DType::kBFloat16, DType::kInt64};
+
+// An arange's start, end and step (absent ones 0 and 1), and whether all
+// three are Python ints (then the default dtype is int64).
+struct Range {
+  double start = 0, end = 0, step = 1;
+  bool integral = true;
+};
+
+Range RangeOf(const ir::Node& node) {
+  Range range;
+  auto read = [&](const char* name, double* value) {
+    auto it = node.args.find(name);
+    if (it == node.args.end()) return;
+    *value = ScalarArgAsDouble(node, name);
+    range.integral = range.integral && std::holds_alternative<int64_t>(it->second);
+  };
+  read("start", &range.start);
+  read("end", &range.end);
+  read("step", &range.step);
+  return range;
+}
+
+absl::StatusOr<ir::TensorType> ArangeType(const ir::Node& node, const InputTypes&) {
+  const Range range = RangeOf(node);
+  if (range.step == 0) return absl::InvalidArgumentError("arange step must not be 0");
+  const DType dtype = DTypeArg(node, range.integral ? DType::kInt64 : DType::kFloat32);
+  if (dtype == DType::kBool) {
+    return absl::InvalidArgumentError(
+        "arange does not make bool tensors (neither does eager PyTorch)");
+  }
+  const int64_t count =
+      std::max<int64_t>(0, static_cast<int64_t>(std::ceil((range.end - range.start) / range.step)));
+  return ContiguousType(dtype, {ir::Dim::Constant(count)});
+}
+
+int ArangeElement(ExprBuilder& b, const ir::Graph&, const ir::Node& node, DType compute) {
+  const Range range = RangeOf(node);
+  const DType math = compute == DType::kFloat32 ? DType::kFloat64 : compute;
+  const int i = b.Index(0, math);
+  const int offset = b.Call("mul", {b.Constant(range.step, math), i}, math);
+  return b.Call("add", {b.Constant(range.start, math), offset}, math);
+}
+
+// kiln.stack(parts, dim): parts of one shape stacked on a new dim `dim`:
+// element [.., k, ..] is part k's element, chosen by a `where` over the
+// new coordinate. Every part is read at the other coordinates only, so no
+// load is out of bounds. Internal: cat decomposes into it (composites.cc).
+void AddStack(OpTable& table) {
+  OpDef def;
+  def.name = "kiln.stack.default";
+  def.family = "creation";
+  def.dtypes = kAllTypes;
+  def.min_inputs = 1;
+  def.max_inputs = 1 << 16;
+  def.args = {{"dim", ArgKind::kInt, std::nullopt}};
+  def.infer = [](const ir::Node& node,
+                 const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
+    std::vector<ir::Dim> sizes = inputs[0]->sizes;
+    DType dtype = inputs[0]->dtype;
+    for (const ir::TensorType* part : inputs) {
+      RETURN_IF_ERROR(RequireStatic(*part, "a part"));
+      if (part->sizes != sizes) return absl::InvalidArgumentError("stacked parts differ in shape");
+      dtype = PromoteTensors(dtype, part->dtype);
+    }
+    ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), inputs[0]->rank() + 1));
+    sizes.insert(sizes.begin() + dim, ir::Dim::Constant(static_cast<int64_t>(inputs.size())));
+    return std::vector<ir::TensorType>{ContiguousType(dtype, std::move(sizes))};
+  };
+  def.lower = [](const ir::Graph& graph,
+                 const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+    const ir::TensorType& result = graph.values[node.outputs[0]];
+    const int rank = static_cast<int>(result.rank());
+    ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), rank));
+    const DType compute = ComputeType(result.dtype);
+    // Part coordinates from the result's: every variable but `dim`.
+    ir::AffineMap map;
+    map.num_variables = rank;
+    map.coefficients.assign(rank - 1, std::vector<int64_t>(rank, 0));
+    map.offsets.assign(rank - 1, 0);
+    for (int d = 0; d + 1 < rank; ++d) map.coefficients[d][d < dim ? d : d + 1] = 1;
+    ExprBuilder b;
+    const int k = b.Index(dim, DType::kInt64);
+    int element = b.LoadAt(node.inputs.back(), map, compute);
+    for (int part = static_cast<int>(node.inputs.size()) - 2; part >= 0; --part) {
+      const int selected = b.Call("eq", {k, b.Constant(part, DType::kInt64)}, DType::kBool);
+      element =
+          b.Call("where", {selected, b.LoadAt(node.inputs[part], map, compute), element}, compute);
+    }
+    return std::vector<ir::Definition>{b.Finish(element)};
+  };
+  table.Add(std::move(def));
+}
+
 }  // namespace
 
 void RegisterCreationOps(OpTable& table) {
+  AddStack(table);
   // From a size.
   auto sized = [](DType fallback) -> ShapeFn {
     return [fallback](const ir::Node& node, const InputTypes&) -> absl::StatusOr<ir::TensorType> {
       return ContiguousType(DTypeArg(node, fallback), Sizes(IntListArg(node, "size")));
     };
   };
-  AddCreation(table, "aten.zeros.default", 0, {kSizeArg, kDTypeArg}, sized(DType::kFloat32), Fill(0));
-  AddCreation(table, "aten.ones.default", 0, {kSizeArg, kDTypeArg}, sized(DType::kFloat32), Fill(1));
+  AddCreation(table, "aten.zeros.default", 0, {kSizeArg, kDTypeArg}, sized(DType::kFloat32),
+              Fill(0));
+  AddCreation(table, "aten.ones.default", 0, {kSizeArg, kDTypeArg}, sized(DType::kFloat32),
+              Fill(1));
   AddCreation(table, "aten.empty.memory_format", 0, {kSizeArg, kDTypeArg}, sized(DType::kFloat32),
               Fill(0));
-  AddCreation(table, "aten.full.default", 0,
-              {kSizeArg, {"fill_value", ArgKind::kScalar, std::nullopt}, kDTypeArg},
-              [](const ir::Node& node, const InputTypes&) -> absl::StatusOr<ir::TensorType> {
-                return ContiguousType(DTypeArg(node, ScalarType(node.args.at("fill_value"))),
-                                      Sizes(IntListArg(node, "size")));
-              },
-              FillArg("fill_value"));
-  AddCreation(table, "aten.scalar_tensor.default", 0, {{"s", ArgKind::kScalar, std::nullopt}, kDTypeArg},
-              [](const ir::Node& node, const InputTypes&) -> absl::StatusOr<ir::TensorType> {
-                return ContiguousType(DTypeArg(node, DType::kFloat32), {});
-              },
-              FillArg("s"));
+  AddCreation(
+      table, "aten.full.default", 0,
+      {kSizeArg, {"fill_value", ArgKind::kScalar, std::nullopt}, kDTypeArg},
+      [](const ir::Node& node, const InputTypes&) -> absl::StatusOr<ir::TensorType> {
+        return ContiguousType(DTypeArg(node, ScalarType(node.args.at("fill_value"))),
+                              Sizes(IntListArg(node, "size")));
+      },
+      FillArg("fill_value"));
+  AddCreation(
+      table, "aten.scalar_tensor.default", 0, {{"s", ArgKind::kScalar, std::nullopt}, kDTypeArg},
+      [](const ir::Node& node, const InputTypes&) -> absl::StatusOr<ir::TensorType> {
+        return ContiguousType(DTypeArg(node, DType::kFloat32), {});
+      },
+      FillArg("s"));
 
   // Shaped like their input.
   auto like = [](const ir::Node& node, const InputTypes& inputs) -> absl::StatusOr<ir::TensorType> {
@@ -110,8 +211,10 @@ void RegisterCreationOps(OpTable& table) {
   AddCreation(table, "aten.ones_like.default", 1, {kDTypeArg}, like, Fill(1));
   AddCreation(table, "aten.empty_like.default", 1, {kDTypeArg}, like, Fill(0));
   AddCreation(table, "aten.full_like.default", 1,
-              {{"fill_value", ArgKind::kScalar, std::nullopt}, kDTypeArg}, like, FillArg("fill_value"));
-  auto new_sized = [](const ir::Node& node, const InputTypes& inputs) -> absl::StatusOr<ir::TensorType> {
+              {{"fill_value", ArgKind::kScalar, std::nullopt}, kDTypeArg}, like,
+              FillArg("fill_value"));
+  auto new_sized = [](const ir::Node& node,
+                      const InputTypes& inputs) -> absl::StatusOr<ir::TensorType> {
     return ContiguousType(DTypeArg(node, inputs[0]->dtype), Sizes(IntListArg(node, "size")));
   };
   AddCreation(table, "aten.new_zeros.default", 1, {kSizeArg, kDTypeArg}, new_sized, Fill(0));
@@ -121,35 +224,49 @@ void RegisterCreationOps(OpTable& table) {
               {kSizeArg, {"fill_value", ArgKind::kScalar, std::nullopt}, kDTypeArg}, new_sized,
               FillArg("fill_value"));
 
-  // arange(start, end, step): start + step * i.
-  AddCreation(table, "aten.arange.start_step", 0,
-              {{"start", ArgKind::kScalar, std::nullopt},
-               {"end", ArgKind::kScalar, std::nullopt},
-               {"step", ArgKind::kScalar, ir::ArgValue(int64_t{1})},
-               kDTypeArg},
-              [](const ir::Node& node, const InputTypes&) -> absl::StatusOr<ir::TensorType> {
-                const double start = ScalarArgAsDouble(node, "start");
-                const double end = ScalarArgAsDouble(node, "end");
-                const double step = ScalarArgAsDouble(node, "step");
-                if (step == 0) return absl::InvalidArgumentError("arange step must not be 0");
-                const int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
-                const bool integral = std::holds_alternative<int64_t>(node.args.at("start")) &&
-                                      std::holds_alternative<int64_t>(node.args.at("end")) &&
-                                      std::holds_alternative<int64_t>(node.args.at("step"));
-                return ContiguousType(DTypeArg(node, integral ? DType::kInt64 : DType::kFloat32),
-                                      {ir::Dim::Constant(count)});
-              },
-              [](ExprBuilder& b, const ir::Graph&, const ir::Node& node, DType compute) {
-                const int i = b.Index(0, compute);
-                const int step = b.Call("mul", {i, b.Constant(ScalarArgAsDouble(node, "step"), compute)}, compute);
-                return b.Call("add", {b.Constant(ScalarArgAsDouble(node, "start"), compute), step}, compute);
-              });
+  // arange(end), arange(start, end), arange(start, end, step): start + step
+  // * i, computed as eager does: in double for float32 results (float for
+  // 16-bit ones, int64 for integers).
+  const ArgSpec start{"start", ArgKind::kScalar, std::nullopt};
+  const ArgSpec end{"end", ArgKind::kScalar, std::nullopt};
+  const ArgSpec step{"step", ArgKind::kScalar, ir::ArgValue(int64_t{1})};
+  AddCreation(table, "aten.arange.default", 0, {end, kDTypeArg}, ArangeType, ArangeElement,
+              kNoBool);
+  AddCreation(table, "aten.arange.start", 0, {start, end, kDTypeArg}, ArangeType, ArangeElement,
+              kNoBool);
+  AddCreation(table, "aten.arange.start_step", 0, {start, end, step, kDTypeArg}, ArangeType,
+              ArangeElement, kNoBool);
+
+  // fill(self, value): self's shape and dtype, every element `value`
+  // (converted to the dtype: 2.7 fills an int64 tensor with 2); fill.Tensor
+  // takes the value as a 0-dim tensor.
+  auto same = [](const ir::Node&, const InputTypes& inputs) -> absl::StatusOr<ir::TensorType> {
+    return ContiguousType(inputs[0]->dtype, inputs[0]->sizes);
+  };
+  AddCreation(table, "aten.fill.Scalar", 1, {{"value", ArgKind::kScalar, std::nullopt}}, same,
+              FillArg("value"));
+  AddCreation(
+      table, "aten.fill.Tensor", 2, {},
+      [](const ir::Node&, const InputTypes& inputs) -> absl::StatusOr<ir::TensorType> {
+        if (inputs[1]->rank() != 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("fill takes a 0-dim value tensor, got one of rank ", inputs[1]->rank()));
+        }
+        return ContiguousType(inputs[0]->dtype, inputs[0]->sizes);
+      },
+      [](ExprBuilder& b, const ir::Graph& graph, const ir::Node& node, DType compute) {
+        const int rank = static_cast<int>(graph.values[node.outputs[0]].rank());
+        return b.Load(graph, node.inputs[1], rank, compute);
+      });
 
   // Copies.
   auto copy = [](ExprBuilder& b, const ir::Graph& graph, const ir::Node& node, DType compute) {
-    return b.Load(graph, node.inputs[0], static_cast<int>(graph.values[node.inputs[0]].rank()), compute);
+    return b.Load(graph, node.inputs[0], static_cast<int>(graph.values[node.inputs[0]].rank()),
+                  compute);
   };
   AddCreation(table, "aten.clone.default", 1, {}, like, copy);
+  AddCreation(table, "aten.lift_fresh_copy.default", 1, {}, like, copy);
+  AddCreation(table, "aten.contiguous.default", 1, {}, like, copy);
   AddCreation(table, "aten._to_copy.default", 1, {kDTypeArg}, like, copy);
   AddCreation(table, "prims.convert_element_type.default", 1,
               {{"dtype", ArgKind::kDType, std::nullopt}}, like, copy);
@@ -157,24 +274,26 @@ void RegisterCreationOps(OpTable& table) {
   // tril/triu: keep x[i][j] where j - i <= diagonal (tril) / >= (triu).
   for (const char* which : {"tril", "triu"}) {
     const bool lower = std::string(which) == "tril";
-    AddCreation(table, absl::StrCat("aten.", which, ".default"), 1,
-                {{"diagonal", ArgKind::kInt, ir::ArgValue(int64_t{0})}},
-                [](const ir::Node& node, const InputTypes& inputs) -> absl::StatusOr<ir::TensorType> {
-                  if (inputs[0]->rank() < 2) {
-                    return absl::InvalidArgumentError("tril/triu need at least 2 dims");
-                  }
-                  return ContiguousType(inputs[0]->dtype, inputs[0]->sizes);
-                },
-                [lower](ExprBuilder& b, const ir::Graph& graph, const ir::Node& node, DType compute) {
-                  const int rank = static_cast<int>(graph.values[node.inputs[0]].rank());
-                  const int x = b.Load(graph, node.inputs[0], rank, compute);
-                  const int row = b.Index(rank - 2, DType::kInt64);
-                  const int column = b.Index(rank - 1, DType::kInt64);
-                  const int offset = b.Call("sub", {column, row}, DType::kInt64);
-                  const int diagonal = b.Constant(static_cast<double>(IntArg(node, "diagonal")), DType::kInt64);
-                  const int keep = b.Call(lower ? "le" : "ge", {offset, diagonal}, DType::kBool);
-                  return b.Call("where", {keep, x, b.Constant(0, compute)}, compute);
-                });
+    AddCreation(
+        table, absl::StrCat("aten.", which, ".default"), 1,
+        {{"diagonal", ArgKind::kInt, ir::ArgValue(int64_t{0})}},
+        [](const ir::Node& node, const InputTypes& inputs) -> absl::StatusOr<ir::TensorType> {
+          if (inputs[0]->rank() < 2) {
+            return absl::InvalidArgumentError("tril/triu need at least 2 dims");
+          }
+          return ContiguousType(inputs[0]->dtype, inputs[0]->sizes);
+        },
+        [lower](ExprBuilder& b, const ir::Graph& graph, const ir::Node& node, DType compute) {
+          const int rank = static_cast<int>(graph.values[node.inputs[0]].rank());
+          const int x = b.Load(graph, node.inputs[0], rank, compute);
+          const int row = b.Index(rank - 2, DType::kInt64);
+          const int column = b.Index(rank - 1, DType::kInt64);
+          const int offset = b.Call("sub", {column, row}, DType::kInt64);
+          const int diagonal =
+              b.Constant(static_cast<double>(IntArg(node, "diagonal")), DType::kInt64);
+          const int keep = b.Call(lower ? "le" : "ge", {offset, diagonal}, DType::kBool);
+          return b.Call("where", {keep, x, b.Constant(0, compute)}, compute);
+        });
   }
 }
 

@@ -1,8 +1,13 @@
 // GEMM-class ops: calls through the runtime table (client/runtime), which
 // reaches a well-kept BLAS. Operands may have any strides (a transpose or an
-// expand reaches the BLAS as strides, never as a copy). addmm, baddbmm and
-// linear are composites over these (composites.cc).
+// expand reaches the BLAS as strides, never as a copy).
+//
+// The core ops are kiln.mm / kiln.bmm (float32 and float64, what the BLAS
+// has); aten.mm and aten.bmm are composites over them, so that 16-bit
+// floats multiply in float32 and round once. addmm, baddbmm and linear are
+// composites over these (composites.cc).
 #include "absl/strings/str_cat.h"
+#include "codegen/graph_builder.h"
 #include "codegen/ops/op_table.h"
 #include "codegen/ops/pointwise_util.h"
 #include "common/status_macros.h"
@@ -19,8 +24,8 @@ absl::StatusOr<std::vector<ir::TensorType>> InferMatmul(bool batched, const Inpu
                                                    " operands, got ranks ", a.rank(), " and ",
                                                    b.rank()));
   }
-  RETURN_IF_ERROR(RequireStatic(a, "input 0"));
-  RETURN_IF_ERROR(RequireStatic(b, "input 1"));
+  RETURN_IF_ERROR(RequireLeadingSymbolsOnly(a, "input 0"));
+  RETURN_IF_ERROR(RequireLeadingSymbolsOnly(b, "input 1"));
   if (a.dtype != b.dtype) {
     return absl::InvalidArgumentError(absl::StrCat("operands have dtypes ", ir::DTypeName(a.dtype),
                                                    " and ", ir::DTypeName(b.dtype)));
@@ -33,7 +38,8 @@ absl::StatusOr<std::vector<ir::TensorType>> InferMatmul(bool batched, const Inpu
   if (a.sizes[k] != b.sizes[k - 1] || (batched && a.sizes[0] != b.sizes[0])) {
     auto shape = [](const ir::TensorType& t) {
       std::string text;
-      for (const ir::Dim& dim : t.sizes) absl::StrAppend(&text, text.empty() ? "" : ", ", dim.constant);
+      for (const ir::Dim& dim : t.sizes)
+        absl::StrAppend(&text, text.empty() ? "" : ", ", dim.constant);
       return absl::StrCat("[", text, "]");
     };
     return absl::InvalidArgumentError(
@@ -66,11 +72,38 @@ void AddMatmul(OpTable& table, const std::string& op, bool batched) {
   table.Add(std::move(def));
 }
 
+// aten.mm / aten.bmm: the core op, in float32 for 16-bit floats.
+absl::StatusOr<std::vector<int>> Matmul(GraphBuilder& b, const ir::Node& node) {
+  const std::string core = node.op == "aten.mm.default" ? "kiln.mm.default" : "kiln.bmm.default";
+  const ir::DType dtype = b.type(node.inputs[0]).dtype;
+  if (dtype != ir::DType::kFloat16 && dtype != ir::DType::kBFloat16) {
+    ASSIGN_OR_RETURN(const int product, b.Add(core, node.inputs));
+    return std::vector<int>{product};
+  }
+  std::vector<int> wide;
+  for (int input : node.inputs) {
+    if (b.type(input).dtype != dtype) {
+      return absl::InvalidArgumentError(absl::StrCat("operands have dtypes ", ir::DTypeName(dtype),
+                                                     " and ", ir::DTypeName(b.type(input).dtype)));
+    }
+    ASSIGN_OR_RETURN(const int converted,
+                     b.Add("aten._to_copy.default", {input}, {{"dtype", ir::DType::kFloat32}}));
+    wide.push_back(converted);
+  }
+  ASSIGN_OR_RETURN(const int product, b.Add(core, wide));
+  ASSIGN_OR_RETURN(const int rounded,
+                   b.Add("aten._to_copy.default", {product}, {{"dtype", dtype}}));
+  return std::vector<int>{rounded};
+}
+
 }  // namespace
 
 void RegisterGemmOps(OpTable& table) {
-  AddMatmul(table, "aten.mm.default", /*batched=*/false);
-  AddMatmul(table, "aten.bmm.default", /*batched=*/true);
+  AddMatmul(table, "kiln.mm.default", /*batched=*/false);
+  AddMatmul(table, "kiln.bmm.default", /*batched=*/true);
+  for (const char* op : {"aten.mm.default", "aten.bmm.default"}) {
+    AddComposite(table, op, 2, 2, {}, Matmul, kFloatTypes, {ir::DType::kBool}, "gemm");
+  }
 }
 
 }  // namespace kiln::ops

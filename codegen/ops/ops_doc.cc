@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "codegen/ops/numerics.h"
 #include "codegen/ops/op_table.h"
 
 namespace kiln::ops {
@@ -21,15 +22,48 @@ std::string OpsMarkdown() {
       "# Supported ops\n\n"
       "Generated from the op table (`codegen/ops/`) by `kiln ops`; a test fails when this\n"
       "file and the table disagree. Regenerate: `bazel run //tools/kiln -- ops > docs/OPS.md`.\n\n"
-      "An op not listed here is refused with `Unimplemented`, naming the node and the op.\n"
+      "An op not listed here is refused with `Unimplemented`, naming the node and the op;\n"
+      "an input dtype an op does not list is `Unimplemented` too, or `InvalidArgument`\n"
+      "where eager PyTorch refuses it as well (`-bool`, `argmax` of bool).\n"
       "Composites are rewritten into other ops before lowering; `kiln.*` ops are internal.\n"
-      "16-bit floats compute in float32 inside a kernel and are rounded when stored.\n\n"
-      "| op | family | tensor inputs | arguments (default) | dtypes |\n"
+      "16-bit floats compute in float32 inside a kernel and are rounded when stored;\n"
+      "a Python scalar next to a 16-bit tensor is rounded to its dtype first, as eager does.\n"
+      "Every op and dtype here is tested against eager PyTorch by `//tests/ops:ops_test`.\n\n"
+      "## Numerics\n\n"
+      "No fast-math: NaN, infinities and -0.0 behave as in eager; selections, comparisons\n"
+      "and IEEE arithmetic match eager bit for bit. Transcendentals come from one named\n"
+      "source, the client runtime's table (glibc's libm, `codegen/abi/kiln_abi.h`); eager's\n"
+      "come from SLEEF or its own polynomials, so results may differ by the bounds below:\n"
+      "the largest distance from eager, in units in the last place of the result dtype,\n"
+      "over sweeps of random, huge, tiny, denormal and exceptional inputs (`tests/ops`).\n"
+      "Reductions and composites match within `torch.testing.assert_close`'s defaults.\n\n"
+      "| function | float32 | float64 | float16 | bfloat16 |\n"
       "| --- | --- | --- | --- | --- |\n";
+  for (const UlpBound& bound : UlpBounds()) {
+    absl::StrAppend(&text, "| `", bound.function, "` | ", bound.float32, " | ", bound.float64,
+                    " | ", bound.float16, " | ", bound.bfloat16, " |\n");
+  }
+  absl::StrAppend(&text,
+                  "\n16-bit bounds are 1 because a 1-ulp difference in float32 can round either\n"
+                  "way (most measure 0). Known differences: SLEEF's `log1p` (eager, contiguous\n"
+                  "inputs) returns inf above 1e38 (float32) and 1e307 (float64) where Kiln, like\n"
+                  "eager's strided path, gives the finite log; `gelu` (both forms) cancels for\n"
+                  "x << 0 and eager's contiguous float32 `gelu` is oneDNN's own approximation, so\n"
+                  "it is held to assert_close's tolerances instead of an ulp bound.\n\n"
+                  "Partial: `cat` takes parts of equal size along the cat dim only (others are\n"
+                  "`Unimplemented`: the emitter evaluates both sides of a select, so a kernel\n"
+                  "cannot pick between parts of different sizes without reading out of bounds);\n"
+                  "`native_layer_norm_backward` computes all three gradients whatever\n"
+                  "`output_mask` says; `pow` takes floating tensors only.\n"
+                  "\n## Ops\n\n"
+                  "| op | family | tensor inputs | arguments (default) | dtypes |\n"
+                  "| --- | --- | --- | --- | --- |\n");
   for (const auto& [name, op] : OpTable::Get().ops()) {
-    const std::string inputs = op.min_inputs == op.max_inputs
-                                   ? absl::StrCat(op.min_inputs)
-                                   : absl::StrCat(op.min_inputs, "–", op.max_inputs);
+    // cat and stack take a list: "1 or more".
+    const std::string inputs =
+        op.min_inputs == op.max_inputs ? absl::StrCat(op.min_inputs)
+        : op.max_inputs >= (1 << 16)   ? absl::StrCat(op.min_inputs, " or more")
+                                       : absl::StrCat(op.min_inputs, "–", op.max_inputs);
     std::vector<std::string> args;
     for (const ArgSpec& arg : op.args) args.push_back(ArgText(arg));
     std::vector<std::string> dtypes;

@@ -2,8 +2,10 @@
 // (broadcast) operand. Every entry is a Spec: its schema, its result dtype,
 // and the expression that computes one element; the emitter's function
 // table (emit/functions.cc) says how each named function is computed.
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/op_table.h"
@@ -15,15 +17,24 @@ namespace {
 
 using ir::DType;
 
+// The types one element is computed with: `operand` is the promoted dtype
+// of the operands as stored (scalars are rounded to it, as eager does),
+// `compute` what the arithmetic runs in (float32 for 16-bit floats).
+struct Types {
+  DType operand;
+  DType compute;
+};
+
 // The element of a pointwise op, given its operands (tensor loads in tensor
-// order, then a scalar `other` if the node has one) in `compute`.
+// order, then a scalar `other` if the node has one).
 using Body = std::function<absl::StatusOr<int>(ExprBuilder&, const ir::Node&,
-                                               const std::vector<int>& operands, DType compute)>;
+                                               const std::vector<int>& operands, Types types)>;
 
 enum class Result {
   kPromoted,  // the promoted type of the operands (add, mul, where)
   kFloating,  // promoted, then integers become float32 (exp, div)
   kBool,      // comparisons and logical ops
+  kFirst,     // the first operand's dtype (masked_fill: the value takes it)
 };
 
 struct Spec {
@@ -36,24 +47,77 @@ struct Spec {
   // the node has fewer inputs ("other" for add(t, 1.0)); empty if none.
   std::string scalar_operand;
   Body body;
+  // The operand dtypes Kiln computes (docs/OPS.md), and those eager itself
+  // refuses (-bool, bool - bool): refused ones are InvalidArgument, others
+  // outside `dtypes` Unimplemented.
   std::vector<DType> dtypes = kAllTypes;
+  std::vector<DType> refused = {};
+  // Scalar arguments that take part in type promotion (clamp's bounds).
+  std::vector<std::string> promoting_scalars = {};
 };
 
-bool HasScalar(const Spec& spec, const ir::Node& node) {
-  if (spec.scalar_operand.empty()) return false;
-  auto it = node.args.find(spec.scalar_operand);
-  return it != node.args.end() && !std::holds_alternative<ir::None>(it->second);
+const std::vector<DType> kNoBool = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                    DType::kBFloat16, DType::kInt64};
+const std::vector<DType> kIntegral = {DType::kInt64, DType::kBool};
+
+bool Contains(const std::vector<DType>& dtypes, DType dtype) {
+  return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
 }
 
-absl::StatusOr<DType> OperandType(const Spec& spec, const ir::Node& node, const InputTypes& inputs) {
-  // where(cond, a, b) promotes a and b only; cond is bool.
-  const size_t first = spec.op.rfind("aten.where.", 0) == 0 ? 1 : 0;
-  if (first >= inputs.size()) return DType::kFloat32;
-  DType type = inputs[first]->dtype;
-  for (size_t i = first + 1; i < inputs.size(); ++i) type = PromoteTensors(type, inputs[i]->dtype);
+bool HasScalar(const Spec& spec, const ir::Node& node) {
+  return !spec.scalar_operand.empty() && Present(node, spec.scalar_operand);
+}
+
+// Inputs that are masks (where's condition, masked_fill's mask): bool, and
+// outside promotion.
+bool IsMask(const Spec& spec, size_t input) {
+  if (spec.op.rfind("aten.where.", 0) == 0) return input == 0;
+  if (spec.op.rfind("aten.masked_fill.", 0) == 0) return input == 1;
+  return false;
+}
+
+absl::StatusOr<DType> OperandType(const Spec& spec, const ir::Node& node,
+                                  const InputTypes& inputs) {
+  InputTypes operands;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!IsMask(spec, i)) operands.push_back(inputs[i]);
+  }
+  if (operands.empty()) return absl::InternalError("a pointwise op without operands");
+  if (spec.result == Result::kFirst) return operands[0]->dtype;
+  DType type = PromoteOperands(operands);
   if (HasScalar(spec, node)) type = PromoteWithScalar(type, node.args.at(spec.scalar_operand));
+  for (const std::string& name : spec.promoting_scalars) {
+    if (Present(node, name)) type = PromoteWithScalar(type, node.args.at(name));
+  }
   if (spec.result == Result::kFloating) type = ToFloating(type);
   return type;
+}
+
+// Every operand dtype must be one the op computes.
+absl::Status CheckOperandTypes(const Spec& spec, const ir::Node& node, const InputTypes& inputs) {
+  std::vector<DType> dtypes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!IsMask(spec, i)) dtypes.push_back(inputs[i]->dtype);
+  }
+  if (HasScalar(spec, node) && std::holds_alternative<bool>(node.args.at(spec.scalar_operand))) {
+    dtypes.push_back(DType::kBool);
+  }
+  for (DType dtype : dtypes) {
+    if (Contains(spec.refused, dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat("does not take ", ir::DTypeName(dtype),
+                                                     " operands (neither does eager PyTorch)"));
+    }
+    if (!Contains(spec.dtypes, dtype)) {
+      return absl::UnimplementedError(
+          absl::StrCat(ir::DTypeName(dtype), " operands are not supported yet"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The emitter's function that rounds a float32 value to `dtype` (16-bit).
+std::string RoundingFunction(DType dtype) {
+  return dtype == DType::kBFloat16 ? "round_to_bfloat16" : "round_to_float16";
 }
 
 void AddPointwise(OpTable& table, Spec spec) {
@@ -69,15 +133,16 @@ void AddPointwise(OpTable& table, Spec spec) {
     const bool scalar = HasScalar(spec, node);
     if (!spec.scalar_operand.empty() &&
         static_cast<int>(inputs.size()) + (scalar ? 1 : 0) != spec.max_inputs) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "needs ", spec.max_inputs, " operands: tensor inputs, or a scalar '",
-          spec.scalar_operand, "' for the last one"));
+      return absl::InvalidArgumentError(absl::StrCat("needs ", spec.max_inputs,
+                                                     " operands: tensor inputs, or a scalar '",
+                                                     spec.scalar_operand, "' for the last one"));
     }
     std::vector<ir::Dim> sizes;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      RETURN_IF_ERROR(RequireStatic(*inputs[i], absl::StrCat("input ", i)));
+      RETURN_IF_ERROR(RequireLeadingSymbolsOnly(*inputs[i], absl::StrCat("input ", i)));
       ASSIGN_OR_RETURN(sizes, BroadcastShapes(sizes, inputs[i]->sizes));
     }
+    RETURN_IF_ERROR(CheckOperandTypes(spec, node, inputs));
     ASSIGN_OR_RETURN(DType type, OperandType(spec, node, inputs));
     if (spec.result == Result::kBool) type = DType::kBool;
     return std::vector<ir::TensorType>{ContiguousType(type, std::move(sizes))};
@@ -89,55 +154,80 @@ void AddPointwise(OpTable& table, Spec spec) {
     InputTypes inputs;
     for (int input : node.inputs) inputs.push_back(&graph.values[input]);
     ASSIGN_OR_RETURN(const DType operand_type, OperandType(spec, node, inputs));
-    const DType compute = ComputeType(operand_type);
+    const Types types{operand_type, ComputeType(operand_type)};
     ExprBuilder builder;
     std::vector<int> operands;
-    const bool where = spec.op.rfind("aten.where.", 0) == 0;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const DType dtype = where && i == 0 ? DType::kBool : compute;
-      operands.push_back(builder.Load(graph, node.inputs[i], rank, dtype));
+      if (IsMask(spec, i)) {
+        operands.push_back(builder.Load(graph, node.inputs[i], rank, DType::kBool));
+        continue;
+      }
+      int operand = builder.Load(graph, node.inputs[i], rank, types.compute);
+      // Eager converts every operand to the common dtype before computing:
+      // an int64 or a float32 0-dim operand of a bfloat16 op is rounded to
+      // bfloat16 first.
+      if (inputs[i]->dtype != types.operand && types.operand != types.compute) {
+        operand = builder.Call(RoundingFunction(types.operand), {operand}, types.compute);
+      }
+      operands.push_back(operand);
     }
     if (HasScalar(spec, node)) {
-      operands.push_back(builder.Constant(ScalarArgAsDouble(node, spec.scalar_operand), compute));
+      const double value = ScalarArgAsDouble(node, spec.scalar_operand);
+      operands.push_back(builder.Constant(RoundScalar(value, types.operand), types.compute));
     }
-    ASSIGN_OR_RETURN(int root, spec.body(builder, node, operands, compute));
+    ASSIGN_OR_RETURN(int root, spec.body(builder, node, operands, types));
     root = builder.Cast(root, ComputeType(result.dtype));
     return std::vector<ir::Definition>{builder.Finish(root)};
   };
   table.Add(std::move(def));
 }
 
+// A scalar argument as a constant of the computation (rounded like eager).
+int ScalarConstant(ExprBuilder& b, const ir::Node& node, const std::string& name, Types types) {
+  return b.Constant(RoundScalar(ScalarArgAsDouble(node, name), types.operand), types.compute);
+}
+
 // A body that applies one function of the emitter's table to the operands.
 Body Apply(const std::string& function) {
   return [function](ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
-                    DType compute) -> absl::StatusOr<int> {
-    return b.Call(function, operands, compute);
+                    Types types) -> absl::StatusOr<int> {
+    return b.Call(function, operands, types.compute);
+  };
+}
+
+// floor, ceil, round, trunc: the identity on integers.
+Body Rounding(const std::string& function) {
+  return [function](ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
+                    Types types) -> absl::StatusOr<int> {
+    if (!ir::IsFloatingPoint(types.compute)) return operands[0];
+    return b.Call(function, operands, types.compute);
   };
 }
 
 // Comparisons compute in the operands' type and yield bool.
 Body Compare(const std::string& function) {
-  return [function](ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
-                    DType) -> absl::StatusOr<int> {
-    return b.Call(function, operands, DType::kBool);
-  };
+  return
+      [function](ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
+                 Types) -> absl::StatusOr<int> { return b.Call(function, operands, DType::kBool); };
 }
 
 // self op alpha * other (add, sub), alpha applied only when it is not 1.
 Body WithAlpha(const std::string& function) {
   return [function](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
-                    DType compute) -> absl::StatusOr<int> {
+                    Types types) -> absl::StatusOr<int> {
     int other = operands[1];
-    const double alpha = ScalarArgAsDouble(node, "alpha");
-    if (alpha != 1.0) other = b.Call("mul", {other, b.Constant(alpha, compute)}, compute);
-    return b.Call(function, {operands[0], other}, compute);
+    if (ScalarArgAsDouble(node, "alpha") != 1.0) {
+      other = b.Call("mul", {other, ScalarConstant(b, node, "alpha", types)}, types.compute);
+    }
+    return b.Call(function, {operands[0], other}, types.compute);
   };
 }
 
 // pow with a scalar exponent: the special cases eager computes exactly.
 absl::StatusOr<int> PowScalar(ExprBuilder& b, const ir::Node& node,
-                              const std::vector<int>& operands, DType compute) {
-  const double exponent = ScalarArgAsDouble(node, "exponent");
+                              const std::vector<int>& operands, Types types) {
+  const double exponent = RoundScalar(ScalarArgAsDouble(node, "exponent"), types.operand);
+  const DType compute = types.compute;
   const int x = operands[0];
   if (exponent == 1) return x;
   if (exponent == 2) return b.Call("square", {x}, compute);
@@ -150,6 +240,43 @@ absl::StatusOr<int> PowScalar(ExprBuilder& b, const ir::Node& node,
   return b.Call("pow", {x, b.Constant(exponent, compute)}, compute);
 }
 
+// clamp, clamp_min, clamp_max: whichever bounds the node has.
+absl::StatusOr<int> Clamp(ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+                          Types types) {
+  int x = operands[0];
+  for (const char* bound : {"min", "max"}) {
+    if (!Present(node, bound)) continue;
+    x = b.Call(std::string("clamp_") + bound, {x, ScalarConstant(b, node, bound, types)},
+               types.compute);
+  }
+  return x;
+}
+
+// d/dx gelu(x) times grad. Exact gelu: cdf + x * pdf with
+// cdf = 0.5 (1 + erf(x / sqrt 2)), pdf = exp(-x^2 / 2) / sqrt(2 pi). Tanh
+// gelu: the derivative of 0.5 x (1 + tanh(beta (x + kappa x^3))).
+int GeluBackward(ExprBuilder& b, bool tanh, int grad, int x, DType t) {
+  auto c = [&](double value) { return b.Constant(value, t); };
+  auto mul = [&](int l, int r) { return b.Call("mul", {l, r}, t); };
+  auto add = [&](int l, int r) { return b.Call("add", {l, r}, t); };
+  const int x_squared = mul(x, x);
+  if (!tanh) {
+    const int cdf = mul(c(0.5), add(c(1), b.Call("erf", {mul(x, c(M_SQRT1_2))}, t)));
+    const int pdf =
+        mul(c(M_2_SQRTPI * M_SQRT1_2 * 0.5), b.Call("exp", {mul(x_squared, c(-0.5))}, t));
+    return mul(grad, add(cdf, mul(x, pdf)));
+  }
+  const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
+  const int inner = mul(c(beta), add(x, mul(c(kappa), mul(x, x_squared))));
+  const int tanh_inner = b.Call("tanh", {inner}, t);
+  const int left = mul(c(0.5), x);
+  const int left_derivative = mul(c(0.5), add(c(1), tanh_inner));
+  const int tanh_derivative = b.Call("sub", {c(1), mul(tanh_inner, tanh_inner)}, t);
+  const int inner_derivative = mul(c(beta), add(c(1), mul(mul(c(3), c(kappa)), x_squared)));
+  const int right_derivative = mul(mul(left, tanh_derivative), inner_derivative);
+  return mul(grad, add(left_derivative, right_derivative));
+}
+
 const ArgSpec kAlpha{"alpha", ArgKind::kScalar, ir::ArgValue(int64_t{1})};
 const ArgSpec kOther{"other", ArgKind::kScalar, ir::ArgValue(ir::None{})};
 
@@ -159,108 +286,238 @@ void RegisterPointwiseOps(OpTable& table) {
   // Arithmetic: `other` is a second tensor or a scalar argument.
   for (const char* overload : {"Tensor", "Scalar"}) {
     const std::string suffix = overload;
-    AddPointwise(table, {"aten.add." + suffix, 1, 2, {kOther, kAlpha}, Result::kPromoted, "other",
+    AddPointwise(table, {"aten.add." + suffix,
+                         1,
+                         2,
+                         {kOther, kAlpha},
+                         Result::kPromoted,
+                         "other",
                          WithAlpha("add")});
-    AddPointwise(table, {"aten.sub." + suffix, 1, 2, {kOther, kAlpha}, Result::kPromoted, "other",
-                         WithAlpha("sub")});
+    AddPointwise(table, {"aten.sub." + suffix,
+                         1,
+                         2,
+                         {kOther, kAlpha},
+                         Result::kPromoted,
+                         "other",
+                         WithAlpha("sub"),
+                         kNoBool,
+                         {DType::kBool}});
     AddPointwise(table,
                  {"aten.mul." + suffix, 1, 2, {kOther}, Result::kPromoted, "other", Apply("mul")});
     AddPointwise(table,
                  {"aten.div." + suffix, 1, 2, {kOther}, Result::kFloating, "other", Apply("div")});
     for (const char* compare : {"eq", "ne", "lt", "le", "gt", "ge"}) {
-      AddPointwise(table, {absl::StrCat("aten.", compare, ".", suffix), 1, 2, {kOther},
-                           Result::kBool, "other", Compare(compare)});
+      AddPointwise(table, {absl::StrCat("aten.", compare, ".", suffix),
+                           1,
+                           2,
+                           {kOther},
+                           Result::kBool,
+                           "other",
+                           Compare(compare)});
     }
   }
   // rsub(self, other, alpha) = other - alpha * self.
-  AddPointwise(table, {"aten.rsub.Scalar", 1, 2, {kOther, kAlpha}, Result::kPromoted, "other",
+  AddPointwise(table, {"aten.rsub.Scalar",
+                       1,
+                       2,
+                       {kOther, kAlpha},
+                       Result::kPromoted,
+                       "other",
                        [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
-                          DType compute) -> absl::StatusOr<int> {
-                         return WithAlpha("sub")(b, node, {operands[1], operands[0]}, compute);
-                       }});
+                          Types types) -> absl::StatusOr<int> {
+                         return WithAlpha("sub")(b, node, {operands[1], operands[0]}, types);
+                       },
+                       kNoBool,
+                       {DType::kBool}});
   AddPointwise(table, {"aten.maximum.default", 2, 2, {}, Result::kPromoted, "", Apply("maximum")});
   AddPointwise(table, {"aten.minimum.default", 2, 2, {}, Result::kPromoted, "", Apply("minimum")});
-  AddPointwise(table, {"aten.pow.Tensor_Tensor", 2, 2, {}, Result::kPromoted, "", Apply("pow"),
-                       kFloatTypes});
-  AddPointwise(table, {"aten.pow.Tensor_Scalar", 1, 1,
-                       {{"exponent", ArgKind::kScalar, std::nullopt}}, Result::kPromoted, "",
-                       PowScalar, kFloatTypes});
+  AddPointwise(
+      table,
+      {"aten.pow.Tensor_Tensor", 2, 2, {}, Result::kPromoted, "", Apply("pow"), kFloatTypes});
+  AddPointwise(table, {"aten.pow.Tensor_Scalar",
+                       1,
+                       1,
+                       {{"exponent", ArgKind::kScalar, std::nullopt}},
+                       Result::kPromoted,
+                       "",
+                       PowScalar,
+                       kFloatTypes,
+                       {},
+                       {"exponent"}});
   for (const char* logical : {"logical_and", "logical_or", "logical_xor"}) {
-    AddPointwise(table, {absl::StrCat("aten.", logical, ".default"), 2, 2, {}, Result::kBool, "",
+    AddPointwise(table, {absl::StrCat("aten.", logical, ".default"),
+                         2,
+                         2,
+                         {},
+                         Result::kBool,
+                         "",
                          Compare(logical)});
   }
-  AddPointwise(table, {"aten.logical_not.default", 1, 1, {}, Result::kBool, "",
-                       Compare("logical_not")});
+  AddPointwise(table,
+               {"aten.logical_not.default", 1, 1, {}, Result::kBool, "", Compare("logical_not")});
 
   // Unary, same type in and out.
   for (const char* function : {"neg", "abs", "relu"}) {
-    AddPointwise(table, {absl::StrCat("aten.", function, ".default"), 1, 1, {}, Result::kPromoted,
-                         "", Apply(function)});
+    AddPointwise(table, {absl::StrCat("aten.", function, ".default"),
+                         1,
+                         1,
+                         {},
+                         Result::kPromoted,
+                         "",
+                         Apply(function),
+                         kNoBool,
+                         {DType::kBool}});
   }
   for (const char* function : {"floor", "ceil", "round", "trunc"}) {
-    AddPointwise(table, {absl::StrCat("aten.", function, ".default"), 1, 1, {}, Result::kPromoted,
-                         "", Apply(function), kFloatTypes});
+    AddPointwise(table, {absl::StrCat("aten.", function, ".default"),
+                         1,
+                         1,
+                         {},
+                         Result::kPromoted,
+                         "",
+                         Rounding(function),
+                         kNoBool,
+                         {DType::kBool}});
   }
-  // Unary, floating results (integers compute in float32).
+  // Unary, floating results (integers and bool compute in float32).
   for (const char* function : {"exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal",
-                               "tanh", "erf", "sigmoid", "sin", "cos", "silu"}) {
-    AddPointwise(table, {absl::StrCat("aten.", function, ".default"), 1, 1, {}, Result::kFloating,
-                         "", Apply(function), kFloatTypes});
+                               "tanh", "erf", "sigmoid", "sin", "cos"}) {
+    AddPointwise(table, {absl::StrCat("aten.", function, ".default"),
+                         1,
+                         1,
+                         {},
+                         Result::kFloating,
+                         "",
+                         Apply(function)});
   }
-  AddPointwise(table,
-               {"aten.gelu.default", 1, 1, {{"approximate", ArgKind::kString, ir::ArgValue(std::string("none"))}},
-                Result::kFloating, "",
-                [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
-                   DType compute) -> absl::StatusOr<int> {
-                  const std::string approximate = std::get<std::string>(node.args.at("approximate"));
-                  if (approximate != "none" && approximate != "tanh") {
-                    return absl::InvalidArgumentError(
-                        absl::StrCat("approximate='", approximate, "' is not 'none' or 'tanh'"));
-                  }
-                  return b.Call(approximate == "none" ? "gelu" : "gelu_tanh", operands, compute);
-                },
-                kFloatTypes});
+  AddPointwise(table, {"aten.silu.default",
+                       1,
+                       1,
+                       {},
+                       Result::kFloating,
+                       "",
+                       Apply("silu"),
+                       kFloatTypes,
+                       kIntegral});
+  const ArgSpec approximate{"approximate", ArgKind::kString, ir::ArgValue(std::string("none"))};
+  auto gelu_function = [](const ir::Node& node,
+                          const std::string& base) -> absl::StatusOr<std::string> {
+    const std::string approximate = std::get<std::string>(node.args.at("approximate"));
+    if (approximate != "none" && approximate != "tanh") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("approximate='", approximate, "' is not 'none' or 'tanh'"));
+    }
+    return approximate == "none" ? base : base + "_tanh";
+  };
+  AddPointwise(table, {"aten.gelu.default",
+                       1,
+                       1,
+                       {approximate},
+                       Result::kFloating,
+                       "",
+                       [gelu_function](ExprBuilder& b, const ir::Node& node,
+                                       const std::vector<int>& operands,
+                                       Types types) -> absl::StatusOr<int> {
+                         ASSIGN_OR_RETURN(const std::string function, gelu_function(node, "gelu"));
+                         return b.Call(function, operands, types.compute);
+                       },
+                       kFloatTypes,
+                       kIntegral});
 
   // Selection.
   AddPointwise(table, {"aten.where.self", 3, 3, {}, Result::kPromoted, "", Apply("where")});
-  AddPointwise(table, {"aten.masked_fill.Scalar", 2, 2, {{"value", ArgKind::kScalar, std::nullopt}},
-                       Result::kPromoted, "",
+  AddPointwise(table, {"aten.masked_fill.Scalar",
+                       2,
+                       2,
+                       {{"value", ArgKind::kScalar, std::nullopt}},
+                       Result::kPromoted,
+                       "",
                        [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
-                          DType compute) -> absl::StatusOr<int> {
-                         const int mask = b.Cast(operands[1], DType::kBool);
-                         const int value = b.Constant(ScalarArgAsDouble(node, "value"), compute);
-                         return b.Call("where", {mask, value, operands[0]}, compute);
+                          Types types) -> absl::StatusOr<int> {
+                         const int value = ScalarConstant(b, node, "value", types);
+                         return b.Call("where", {operands[1], value, operands[0]}, types.compute);
                        }});
-  auto clamp = [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
-                  DType compute) -> absl::StatusOr<int> {
-    int x = operands[0];
-    for (const char* bound : {"min", "max"}) {
-      auto it = node.args.find(bound);
-      if (it == node.args.end() || std::holds_alternative<ir::None>(it->second)) continue;
-      const int limit = b.Constant(ScalarArgAsDouble(node, bound), compute);
-      x = b.Call(std::string("clamp_") + bound, {x, limit}, compute);
-    }
-    return x;
-  };
-  AddPointwise(table, {"aten.clamp.default", 1, 1,
-                       {{"min", ArgKind::kScalar, ir::ArgValue(ir::None{})},
-                        {"max", ArgKind::kScalar, ir::ArgValue(ir::None{})}},
-                       Result::kPromoted, "", clamp});
-  AddPointwise(table, {"aten.clamp_min.default", 1, 1, {{"min", ArgKind::kScalar, std::nullopt}},
-                       Result::kPromoted, "", clamp});
-  AddPointwise(table, {"aten.clamp_max.default", 1, 1, {{"max", ArgKind::kScalar, std::nullopt}},
-                       Result::kPromoted, "", clamp});
+  // masked_fill.Tensor: the value is a 0-dim tensor, converted to self's
+  // dtype (no promotion).
+  AddPointwise(table,
+               {"aten.masked_fill.Tensor",
+                3,
+                3,
+                {},
+                Result::kFirst,
+                "",
+                [](ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
+                   Types types) -> absl::StatusOr<int> {
+                  return b.Call("where", {operands[1], operands[2], operands[0]}, types.compute);
+                }});
+  const ArgSpec min{"min", ArgKind::kScalar, ir::ArgValue(ir::None{})};
+  const ArgSpec max{"max", ArgKind::kScalar, ir::ArgValue(ir::None{})};
+  AddPointwise(table, {"aten.clamp.default",
+                       1,
+                       1,
+                       {min, max},
+                       Result::kPromoted,
+                       "",
+                       Clamp,
+                       kAllTypes,
+                       {},
+                       {"min", "max"}});
+  AddPointwise(table, {"aten.clamp_min.default",
+                       1,
+                       1,
+                       {{"min", ArgKind::kScalar, std::nullopt}},
+                       Result::kPromoted,
+                       "",
+                       Clamp,
+                       kAllTypes,
+                       {},
+                       {"min"}});
+  AddPointwise(table, {"aten.clamp_max.default",
+                       1,
+                       1,
+                       {{"max", ArgKind::kScalar, std::nullopt}},
+                       Result::kPromoted,
+                       "",
+                       Clamp,
+                       kAllTypes,
+                       {},
+                       {"max"}});
 
   // Backward ops that are pointwise.
-  AddPointwise(table, {"aten.threshold_backward.default", 2, 2,
-                       {{"threshold", ArgKind::kScalar, std::nullopt}}, Result::kPromoted, "",
-                       [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
-                          DType compute) -> absl::StatusOr<int> {
-                         // self <= threshold ? 0 : grad (a NaN self keeps grad).
-                         const int threshold = b.Constant(ScalarArgAsDouble(node, "threshold"), compute);
-                         const int drop = b.Call("le", {operands[1], threshold}, DType::kBool);
-                         return b.Call("where", {drop, b.Constant(0, compute), operands[0]}, compute);
-                       }});
+  AddPointwise(
+      table,
+      {"aten.threshold_backward.default",
+       2,
+       2,
+       {{"threshold", ArgKind::kScalar, std::nullopt}},
+       Result::kPromoted,
+       "",
+       [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+          Types types) -> absl::StatusOr<int> {
+         // self <= threshold ? 0 : grad (a NaN self keeps grad).
+         const int threshold = ScalarConstant(b, node, "threshold", types);
+         const int drop = b.Call("le", {operands[1], threshold}, DType::kBool);
+         return b.Call("where", {drop, b.Constant(0, types.compute), operands[0]}, types.compute);
+       },
+       kNoBool,
+       {DType::kBool}});
+  // gelu_backward(grad, self): grad * d/dx gelu(self), in eager's order of
+  // operations (GeluKernel.cpp).
+  AddPointwise(
+      table,
+      {"aten.gelu_backward.default",
+       2,
+       2,
+       {approximate},
+       Result::kPromoted,
+       "",
+       [gelu_function](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+                       Types types) -> absl::StatusOr<int> {
+         ASSIGN_OR_RETURN(const std::string function, gelu_function(node, "gelu"));
+         return GeluBackward(b, function == "gelu_tanh", operands[0], operands[1], types.compute);
+       },
+       kFloatTypes,
+       kIntegral});
 }
 
 }  // namespace kiln::ops

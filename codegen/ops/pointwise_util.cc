@@ -1,6 +1,9 @@
 #include "codegen/ops/pointwise_util.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -9,8 +12,8 @@ namespace kiln::ops {
 
 using ir::DType;
 
-const std::vector<DType> kAllTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
-                                      DType::kBFloat16, DType::kInt64, DType::kBool};
+const std::vector<DType> kAllTypes = {DType::kFloat32,  DType::kFloat64, DType::kFloat16,
+                                      DType::kBFloat16, DType::kInt64,   DType::kBool};
 const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
                                         DType::kBFloat16};
 
@@ -30,9 +33,7 @@ int FloatRank(DType dtype) {
   }
 }
 
-int IntRank(DType dtype) {
-  return dtype == DType::kInt64 ? 3 : dtype == DType::kInt32 ? 2 : 1;
-}
+int IntRank(DType dtype) { return dtype == DType::kInt64 ? 3 : dtype == DType::kInt32 ? 2 : 1; }
 
 }  // namespace
 
@@ -44,6 +45,22 @@ DType PromoteTensors(DType a, DType b) {
   return IntRank(a) >= IntRank(b) ? a : b;
 }
 
+DType PromoteOperands(const std::vector<const ir::TensorType*>& operands) {
+  std::optional<DType> dimensioned, zero_dim;
+  for (const ir::TensorType* type : operands) {
+    std::optional<DType>& tier = type->rank() > 0 ? dimensioned : zero_dim;
+    tier = tier ? PromoteTensors(*tier, type->dtype) : type->dtype;
+  }
+  if (!dimensioned) return zero_dim.value_or(DType::kFloat32);
+  if (!zero_dim) return *dimensioned;
+  // c10's combine_categories.
+  if (ir::IsFloatingPoint(*dimensioned)) return *dimensioned;
+  if (*dimensioned == DType::kBool || ir::IsFloatingPoint(*zero_dim)) {
+    return PromoteTensors(*dimensioned, *zero_dim);
+  }
+  return *dimensioned;
+}
+
 DType PromoteWithScalar(DType tensor, const ir::ArgValue& scalar) {
   if (std::holds_alternative<double>(scalar) && !ir::IsFloatingPoint(tensor)) {
     return DType::kFloat32;
@@ -53,6 +70,24 @@ DType PromoteWithScalar(DType tensor, const ir::ArgValue& scalar) {
 }
 
 DType ToFloating(DType dtype) { return ir::IsFloatingPoint(dtype) ? dtype : DType::kFloat32; }
+
+double RoundScalar(double value, DType dtype) {
+  const float single = static_cast<float>(value);
+  switch (dtype) {
+    case DType::kFloat32: return single;
+    case DType::kFloat16: return static_cast<float>(static_cast<_Float16>(single));
+    case DType::kBFloat16: {
+      if (std::isnan(single)) return single;
+      uint32_t bits;
+      std::memcpy(&bits, &single, sizeof(bits));
+      bits = (bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u;  // nearest, ties to even
+      float rounded;
+      std::memcpy(&rounded, &bits, sizeof(rounded));
+      return rounded;
+    }
+    default: return value;
+  }
+}
 
 absl::StatusOr<std::vector<ir::Dim>> BroadcastShapes(const std::vector<ir::Dim>& a,
                                                      const std::vector<ir::Dim>& b) {
@@ -69,12 +104,12 @@ absl::StatusOr<std::vector<ir::Dim>> BroadcastShapes(const std::vector<ir::Dim>&
     } else {
       auto text = [](const std::vector<ir::Dim>& dims) {
         return absl::StrJoin(dims, ", ", [](std::string* out, const ir::Dim& dim) {
-          absl::StrAppend(out, dim.is_symbolic() ? absl::StrCat("s", dim.symbol)
-                                                 : absl::StrCat(dim.constant));
+          absl::StrAppend(
+              out, dim.is_symbolic() ? absl::StrCat("s", dim.symbol) : absl::StrCat(dim.constant));
         });
       };
-      return absl::InvalidArgumentError(absl::StrCat("shapes [", text(a), "] and [", text(b),
-                                                     "] cannot be broadcast together"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shapes [", text(a), "] and [", text(b), "] cannot be broadcast together"));
     }
   }
   return result;

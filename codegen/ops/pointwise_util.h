@@ -20,11 +20,20 @@ ir::DType ComputeType(ir::DType dtype);
 
 // PyTorch's result type of two tensors.
 ir::DType PromoteTensors(ir::DType a, ir::DType b);
+// PyTorch's result type of several tensors: 0-dim tensors (scalar_tensor,
+// a full reduction) change the result only when they are of a higher
+// category (bool < integer < floating) than the dimensioned ones, so
+// float16 x + a float32 0-dim tensor is float16.
+ir::DType PromoteOperands(const std::vector<const ir::TensorType*>& operands);
 // A Python scalar only changes the category: float scalar with an integer
 // tensor is float32 (the default dtype); int scalar with bool is int64.
 ir::DType PromoteWithScalar(ir::DType tensor, const ir::ArgValue& scalar);
 // Integer and bool types become float32 (the default dtype).
 ir::DType ToFloating(ir::DType dtype);
+// A Python scalar as eager's kernels see it next to a tensor of `dtype`:
+// converted to that dtype (through float for 16-bit floats, as
+// c10::Scalar::to does), so bfloat16 x + 0.1 adds bfloat16(0.1).
+double RoundScalar(double value, ir::DType dtype);
 
 absl::StatusOr<std::vector<ir::Dim>> BroadcastShapes(const std::vector<ir::Dim>& a,
                                                      const std::vector<ir::Dim>& b);

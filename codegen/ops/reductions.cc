@@ -55,17 +55,27 @@ DType ResultType(const std::string& combiner, const ir::Node& node, DType input)
   return input;
 }
 
+// `refused`: input dtypes eager refuses too (argmax of bool).
 void AddReduction(OpTable& table, const std::string& op, const std::string& combiner,
-                  std::vector<ArgSpec> args) {
+                  std::vector<ArgSpec> args, std::vector<DType> refused = {}) {
   OpDef def;
   def.name = op;
   def.family = "reduction";
-  def.dtypes = kAllTypes;
+  for (DType dtype : kAllTypes) {
+    if (std::find(refused.begin(), refused.end(), dtype) == refused.end()) {
+      def.dtypes.push_back(dtype);
+    }
+  }
   def.args = std::move(args);
-  def.infer = [combiner](const ir::Node& node,
-                         const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
+  def.infer = [combiner, refused](
+                  const ir::Node& node,
+                  const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
     const ir::TensorType& input = *inputs[0];
-    RETURN_IF_ERROR(RequireStatic(input, "input 0"));
+    RETURN_IF_ERROR(RequireLeadingSymbolsOnly(input, "input 0"));
+    if (std::find(refused.begin(), refused.end(), input.dtype) != refused.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("does not take ", ir::DTypeName(input.dtype),
+                                                     " inputs (neither does eager PyTorch)"));
+    }
     ASSIGN_OR_RETURN(const std::vector<bool> reduced, ReducedDims(node, input.rank()));
     std::vector<ir::Dim> sizes;
     for (int64_t d = 0; d < input.rank(); ++d) {
@@ -78,8 +88,8 @@ void AddReduction(OpTable& table, const std::string& op, const std::string& comb
     if ((combiner == "max" || combiner == "min" || combiner == "argmax" || combiner == "argmin")) {
       for (int64_t d = 0; d < input.rank(); ++d) {
         if (reduced[d] && input.sizes[d].constant == 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "cannot take ", combiner, " over dim ", d, " of size 0 (no identity)"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("cannot take ", combiner, " over dim ", d, " of size 0 (no identity)"));
         }
       }
     }
@@ -117,7 +127,10 @@ void AddReduction(OpTable& table, const std::string& op, const std::string& comb
       }
     }
     const bool arg = combiner == "argmax" || combiner == "argmin";
-    const DType accumulate = arg ? ComputeType(input.dtype) : ComputeType(result.dtype);
+    DType accumulate = arg ? ComputeType(input.dtype) : ComputeType(result.dtype);
+    // A bool max/min folds in int64: the emitter starts a max at the
+    // literal for -inf, which as a bool is `true`.
+    if (accumulate == DType::kBool) accumulate = DType::kInt64;
     ir::Expr load;
     load.kind = ir::Expr::Kind::kLoad;
     load.dtype = accumulate;
@@ -143,8 +156,8 @@ void RegisterReductionOps(OpTable& table) {
   AddReduction(table, "aten.prod.default", "prod", {dtype});
   AddReduction(table, "aten.amax.default", "max", {dim_list, keepdim});
   AddReduction(table, "aten.amin.default", "min", {dim_list, keepdim});
-  AddReduction(table, "aten.argmax.default", "argmax", {dim_one, keepdim});
-  AddReduction(table, "aten.argmin.default", "argmin", {dim_one, keepdim});
+  AddReduction(table, "aten.argmax.default", "argmax", {dim_one, keepdim}, {DType::kBool});
+  AddReduction(table, "aten.argmin.default", "argmin", {dim_one, keepdim}, {DType::kBool});
 }
 
 }  // namespace kiln::ops

@@ -4,6 +4,8 @@
 // as_strided) are composites: they become `kiln.alias.default` — the same
 // memory under new strides — after a `clone` when the source may not be
 // contiguous in memory.
+#include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -23,6 +25,16 @@ struct View {
   ir::AffineMap map;
 };
 using ViewFn = std::function<absl::StatusOr<View>(const ir::Node&, const ir::TensorType&)>;
+// The views of every result of a view op (split has several).
+using ViewsFn =
+    std::function<absl::StatusOr<std::vector<View>>(const ir::Node&, const ir::TensorType&)>;
+
+// Every affine view op by name: as_strided follows them to the storage
+// they share (filled while the table is built, read-only after).
+std::map<std::string, ViewsFn>& AffineViews() {
+  static auto* const views = new std::map<std::string, ViewsFn>();
+  return *views;
+}
 
 // Result dim d reads source dim `source_dim[d]` (-1: a new dim of size 1),
 // scaled by `step[d]`, starting at `start`; `pinned` gives fixed source
@@ -72,11 +84,13 @@ absl::StatusOr<View> Permute(const ir::Node& node, const ir::TensorType& source)
     std::vector<bool> seen(rank, false);
     for (int64_t d = 0; d < rank; ++d) {
       ASSIGN_OR_RETURN(perm[d], WrapDim(dims[d], rank));
-      if (seen[perm[d]]) return absl::InvalidArgumentError(absl::StrCat("dims repeats dim ", perm[d]));
+      if (seen[perm[d]])
+        return absl::InvalidArgumentError(absl::StrCat("dims repeats dim ", perm[d]));
       seen[perm[d]] = true;
     }
   } else if (node.op == "aten.t.default") {
-    if (rank > 2) return absl::InvalidArgumentError(absl::StrCat("t() expects rank <= 2, got ", rank));
+    if (rank > 2)
+      return absl::InvalidArgumentError(absl::StrCat("t() expects rank <= 2, got ", rank));
     if (rank == 2) std::swap(perm[0], perm[1]);
   } else if (rank > 0) {  // transpose.int
     ASSIGN_OR_RETURN(const int dim0, WrapDim(IntArg(node, "dim0"), rank));
@@ -85,15 +99,16 @@ absl::StatusOr<View> Permute(const ir::Node& node, const ir::TensorType& source)
   }
   std::vector<Dim> sizes;
   for (int d : perm) sizes.push_back(source.sizes[d]);
-  return MakeView(source, perm, sizes, std::vector<int64_t>(rank, 1), std::vector<int64_t>(rank, 0));
+  return MakeView(source, perm, sizes, std::vector<int64_t>(rank, 1),
+                  std::vector<int64_t>(rank, 0));
 }
 
 absl::StatusOr<View> Expand(const ir::Node& node, const ir::TensorType& source) {
   const std::vector<int64_t> size = IntListArg(node, "size");
   const int rank = static_cast<int>(size.size());
   if (rank < source.rank()) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot expand rank ", source.rank(),
-                                                   " to rank ", rank));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot expand rank ", source.rank(), " to rank ", rank));
   }
   const int lead = rank - static_cast<int>(source.rank());
   std::vector<int> source_dim(rank, -1);
@@ -190,7 +205,8 @@ absl::StatusOr<View> Select(const ir::Node& node, const ir::TensorType& source) 
   const int64_t size = source.sizes[dim].constant;
   int64_t index = IntArg(node, "index");
   if (index < -size || index >= size) {
-    return absl::InvalidArgumentError(absl::StrCat("index ", index, " is out of range for size ", size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("index ", index, " is out of range for size ", size));
   }
   if (index < 0) index += size;
   std::vector<int> source_dim;
@@ -206,6 +222,11 @@ absl::StatusOr<View> Select(const ir::Node& node, const ir::TensorType& source) 
 }
 
 void AddView(OpTable& table, const std::string& op, std::vector<ArgSpec> args, ViewFn fn) {
+  AffineViews()[op] = [fn](const ir::Node& node,
+                           const ir::TensorType& source) -> absl::StatusOr<std::vector<View>> {
+    ASSIGN_OR_RETURN(View view, fn(node, source));
+    return std::vector<View>{std::move(view)};
+  };
   OpDef def;
   def.name = op;
   def.family = "view";
@@ -257,31 +278,48 @@ absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SplitRanges(const ir::N
   return ranges;
 }
 
-void AddSplit(OpTable& table, const std::string& op, std::vector<ArgSpec> args) {
+// split.Tensor / split_with_sizes: several slices of one dim.
+absl::StatusOr<std::vector<View>> SplitViews(const ir::Node& node, const ir::TensorType& source) {
+  int dim;
+  ASSIGN_OR_RETURN(const auto ranges, SplitRanges(node, source, &dim));
+  std::vector<View> result;
+  std::vector<int> source_dim(source.rank());
+  std::iota(source_dim.begin(), source_dim.end(), 0);
+  for (const auto& [start, end] : ranges) {
+    std::vector<Dim> sizes = source.sizes;
+    sizes[dim] = Dim::Constant(end - start);
+    std::vector<int64_t> starts(source.rank(), 0);
+    starts[dim] = start;
+    result.push_back(
+        MakeView(source, source_dim, sizes, std::vector<int64_t>(source.rank(), 1), starts));
+  }
+  return result;
+}
+
+// unbind(dim): one select per index of `dim`.
+absl::StatusOr<std::vector<View>> UnbindViews(const ir::Node& node, const ir::TensorType& source) {
+  ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), source.rank()));
+  std::vector<View> result;
+  for (int64_t index = 0; index < source.sizes[dim].constant; ++index) {
+    ir::Node select = node;
+    select.args = {{"dim", int64_t{dim}}, {"index", index}};
+    ASSIGN_OR_RETURN(View view, Select(select, source));
+    result.push_back(std::move(view));
+  }
+  return result;
+}
+
+// A view op with several results.
+void AddMultiView(OpTable& table, const std::string& op, std::vector<ArgSpec> args, ViewsFn views) {
+  AffineViews()[op] = views;
   OpDef def;
   def.name = op;
   def.family = "view";
   def.dtypes = kAllTypes;
   def.args = std::move(args);
-  auto views = [](const ir::Node& node,
-                  const ir::TensorType& source) -> absl::StatusOr<std::vector<View>> {
-    int dim;
-    ASSIGN_OR_RETURN(const auto ranges, SplitRanges(node, source, &dim));
-    std::vector<View> result;
-    std::vector<int> source_dim(source.rank());
-    std::iota(source_dim.begin(), source_dim.end(), 0);
-    for (const auto& [start, end] : ranges) {
-      std::vector<Dim> sizes = source.sizes;
-      sizes[dim] = Dim::Constant(end - start);
-      std::vector<int64_t> starts(source.rank(), 0);
-      starts[dim] = start;
-      result.push_back(MakeView(source, source_dim, sizes, std::vector<int64_t>(source.rank(), 1),
-                                starts));
-    }
-    return result;
-  };
   def.infer = [views](const ir::Node& node,
                       const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
+    RETURN_IF_ERROR(RequireStatic(*inputs[0], "input 0"));
     ASSIGN_OR_RETURN(const auto parts, views(node, *inputs[0]));
     std::vector<ir::TensorType> types;
     for (const View& view : parts) types.push_back(view.type);
@@ -338,34 +376,66 @@ bool ContiguousInMemory(const ir::Graph& graph, int value) {
   return op != nullptr && op->family != "view";
 }
 
+// The storage a value is a view of: the base value (a graph input, or the
+// result of an op that writes its own buffer) and the value's offset in it.
+struct StorageView {
+  int base;
+  int64_t offset;
+};
+
+absl::StatusOr<StorageView> FindStorage(const ir::Graph& graph, int value) {
+  int64_t offset = 0;
+  while (graph.producer[value] >= 0) {
+    const ir::Node& node = graph.nodes[graph.producer[value]];
+    if (node.op == "kiln.alias.default") {
+      offset += IntArg(node, "storage_offset");
+      value = node.inputs[0];
+      continue;
+    }
+    auto fn = AffineViews().find(node.op);
+    if (fn == AffineViews().end()) break;
+    const ir::TensorType& source = graph.values[node.inputs[0]];
+    ASSIGN_OR_RETURN(const std::vector<View> views, fn->second(node, source));
+    const size_t k =
+        std::find(node.outputs.begin(), node.outputs.end(), value) - node.outputs.begin();
+    // The view's element 0 is the source's element at map.offsets.
+    for (int r = 0; r < source.rank(); ++r) {
+      offset += views[k].map.offsets[r] * source.strides[r].constant;
+    }
+    value = node.inputs[0];
+  }
+  return StorageView{value, offset};
+}
+
+// view/reshape/_unsafe_view/_reshape_alias: the source's elements in order
+// under new sizes: an alias of the source's memory, after a clone when that
+// memory may not be contiguous. as_strided addresses the source's
+// *storage*: an alias of the base the source views, at storage_offset (when
+// absent, the source's own offset, as eager).
 absl::StatusOr<std::vector<int>> DecomposeReshape(GraphBuilder& builder, const ir::Node& node) {
   int source = node.inputs[0];
   const ir::TensorType type = builder.type(source);
-  const bool strided = node.op == "aten.as_strided.default";
   std::vector<int64_t> sizes = IntListArg(node, "size");
-  if (!strided) {
-    ASSIGN_OR_RETURN(sizes, ReshapeSizes(sizes, type.NumElements()));
-  }
   std::vector<int64_t> strides;
   int64_t offset = 0;
-  if (strided) {
+  if (node.op == "aten.as_strided.default") {
     strides = IntListArg(node, "stride");
-    auto it = node.args.find("storage_offset");
-    if (it != node.args.end() && std::holds_alternative<int64_t>(it->second)) {
-      offset = std::get<int64_t>(it->second);
-    }
+    ASSIGN_OR_RETURN(const StorageView storage, FindStorage(builder.graph(), source));
+    source = storage.base;
+    offset = storage.offset;
+    if (Present(node, "storage_offset")) offset = IntArg(node, "storage_offset");
   } else {
+    ASSIGN_OR_RETURN(sizes, ReshapeSizes(sizes, type.NumElements()));
     std::vector<Dim> dims;
     for (int64_t s : sizes) dims.push_back(Dim::Constant(s));
     for (const Dim& dim : ir::ContiguousStrides(dims)) strides.push_back(dim.constant);
+    if (!ContiguousInMemory(builder.graph(), source)) {
+      ASSIGN_OR_RETURN(source, builder.Add("aten.clone.default", {source}));
+    }
   }
-  if (!ContiguousInMemory(builder.graph(), source)) {
-    ASSIGN_OR_RETURN(source, builder.Add("aten.clone.default", {source}));
-  }
-  ASSIGN_OR_RETURN(const int alias, builder.Add("kiln.alias.default", {source},
-                                                {{"size", sizes},
-                                                 {"stride", strides},
-                                                 {"storage_offset", offset}}));
+  ASSIGN_OR_RETURN(const int alias,
+                   builder.Add("kiln.alias.default", {source},
+                               {{"size", sizes}, {"stride", strides}, {"storage_offset", offset}}));
   return std::vector<int>{alias};
 }
 
@@ -398,6 +468,17 @@ void AddReshape(OpTable& table, const std::string& op, std::vector<ArgSpec> args
   table.Add(std::move(def));
 }
 
+// How many elements a value's memory spans: its declared strides may be
+// those of an input that is not contiguous (stride 0, gaps).
+int64_t StorageExtent(const ir::TensorType& type) {
+  int64_t extent = 1;
+  for (int64_t d = 0; d < type.rank(); ++d) {
+    if (type.sizes[d].constant == 0) return 0;
+    extent += (type.sizes[d].constant - 1) * type.strides[d].constant;
+  }
+  return extent;
+}
+
 // kiln.alias: the source's memory under explicit sizes, strides and offset.
 // Only decompositions create it, on a source that is contiguous in memory.
 void AddAlias(OpTable& table) {
@@ -410,7 +491,8 @@ void AddAlias(OpTable& table) {
               {"storage_offset", ArgKind::kInt, ir::ArgValue(int64_t{0})}};
   def.infer = [](const ir::Node& node,
                  const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
-    const std::vector<int64_t> sizes = IntListArg(node, "size"), strides = IntListArg(node, "stride");
+    const std::vector<int64_t> sizes = IntListArg(node, "size"),
+                               strides = IntListArg(node, "stride");
     if (sizes.size() != strides.size()) {
       return absl::InvalidArgumentError("size and stride differ in length");
     }
@@ -421,9 +503,9 @@ void AddAlias(OpTable& table) {
       if (strides[d] < 0) return absl::InvalidArgumentError("negative strides are not supported");
       if (last >= 0) last += (sizes[d] - 1) * strides[d];
     }
-    if (last >= inputs[0]->NumElements()) {
-      return absl::InvalidArgumentError(absl::StrCat("as_strided reaches element ", last,
-                                                     " of a tensor of ", inputs[0]->NumElements()));
+    if (last >= StorageExtent(*inputs[0])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "as_strided reaches element ", last, " of a storage of ", StorageExtent(*inputs[0])));
     }
     ir::TensorType type;
     type.dtype = inputs[0]->dtype;
@@ -468,27 +550,29 @@ void RegisterViewOps(OpTable& table) {
            {"step", ArgKind::kInt, ir::ArgValue(int64_t{1})}},
           Slice);
   AddView(table, "aten.select.int", {dim, {"index", ArgKind::kInt, std::nullopt}}, Select);
-  for (const char* identity : {"aten.alias.default", "aten.detach.default",
-                               "aten.lift_fresh.default"}) {
+  for (const char* identity :
+       {"aten.alias.default", "aten.detach.default", "aten.lift_fresh.default"}) {
     AddView(table, identity, {},
             [](const ir::Node&, const ir::TensorType& source) -> absl::StatusOr<View> {
               return Identity(source);
             });
   }
-  AddSplit(table, "aten.split.Tensor",
-           {{"split_size", ArgKind::kInt, std::nullopt}, {"dim", ArgKind::kInt, ir::ArgValue(int64_t{0})}});
-  AddSplit(table, "aten.split_with_sizes.default",
-           {{"split_sizes", ArgKind::kIntList, std::nullopt},
-            {"dim", ArgKind::kInt, ir::ArgValue(int64_t{0})}});
+  const ArgSpec dim_zero{"dim", ArgKind::kInt, ir::ArgValue(int64_t{0})};
+  AddMultiView(table, "aten.split.Tensor", {{"split_size", ArgKind::kInt, std::nullopt}, dim_zero},
+               SplitViews);
+  AddMultiView(table, "aten.split_with_sizes.default",
+               {{"split_sizes", ArgKind::kIntList, std::nullopt}, dim_zero}, SplitViews);
+  AddMultiView(table, "aten.unbind.int", {dim_zero}, UnbindViews);
   const ArgSpec size{"size", ArgKind::kIntList, std::nullopt};
   AddReshape(table, "aten.view.default", {size});
   AddReshape(table, "aten.reshape.default", {size});
   AddReshape(table, "aten._unsafe_view.default", {size});
-  AddReshape(table, "aten._reshape_alias.default", {size, {"stride", ArgKind::kIntList, std::nullopt}});
+  AddReshape(table, "aten._reshape_alias.default",
+             {size, {"stride", ArgKind::kIntList, std::nullopt}});
   AddReshape(table, "aten.as_strided.default",
              {size,
               {"stride", ArgKind::kIntList, std::nullopt},
-              {"storage_offset", ArgKind::kInt, ir::ArgValue(int64_t{0})}});
+              {"storage_offset", ArgKind::kInt, ir::ArgValue(ir::None{})}});
   AddAlias(table);
 }
 

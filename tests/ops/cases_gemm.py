@@ -1,0 +1,61 @@
+"""Matrix products (mm, bmm) in every claimed dtype, with operands of any
+strides: contiguous, transposed, sliced (no unit stride), stride 0
+(expanded), and batch-broadcast."""
+import torch
+
+from cases_common import NAMES, Case, claimed, edges, generator, random, with_edges
+
+
+# Eager's bfloat16 CPU kernels here round intermediates to bfloat16 (bmm
+# accumulates in it, addmm rounds the product before adding the bias,
+# layer_norm and reductions over several dims accumulate into bfloat16):
+# Kiln computes 16-bit floats in float32, rounding once at the kernel's end,
+# so their reference is float32 math rounded to bfloat16.
+def bfloat16_from_float32(cases):
+    for case in cases:
+        case.float32_reference = case.float32_reference or case.dtype == torch.bfloat16
+        yield case
+
+
+def cases(claims):
+    return bfloat16_from_float32(all_cases(claims))
+
+
+def all_cases(claims):
+    op = "aten.mm.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        a, b = random((5, 7), dtype, g), random((7, 6), dtype, g)
+        yield Case(op, dtype, "contiguous", torch.mm, [a, b])
+        yield Case(op, dtype, "transposed_left", lambda a, b: a.t() @ b,
+                   [random((7, 5), dtype, g), b])
+        yield Case(op, dtype, "transposed_both", lambda a, b: a.t() @ b.t(),
+                   [random((7, 5), dtype, g), random((6, 7), dtype, g)])
+        yield Case(op, dtype, "self_transpose", lambda x: x @ x.t(), [a])
+        yield Case(op, dtype, "sliced", lambda a, b: a[:, ::2] @ b[::2, 1:],
+                   [random((5, 14), dtype, g), random((14, 7), dtype, g)])
+        yield Case(op, dtype, "stride0", lambda a, b: a.expand(5, 7) @ b,
+                   [random((1, 7), dtype, g), b])
+        yield Case(op, dtype, "vector_shapes", lambda a, b: a @ b,
+                   [random((1, 7), dtype, g), random((7, 1), dtype, g)])
+        # NaN and infinities propagate through the sums as in eager. (Not
+        # the largest finite values: whether their sums overflow before an
+        # infinity of the other sign arrives depends on the BLAS's order.)
+        values = [v for v in edges(dtype) if abs(v) != torch.finfo(dtype).max]
+        yield Case(op, dtype, "edges", torch.mm, [with_edges((5, 7), dtype, g, values), b])
+        yield Case(op, dtype, "larger", torch.mm,
+                   [random((33, 65), dtype, g, scale=0.3), random((65, 17), dtype, g, scale=0.3)])
+    op = "aten.bmm.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        a, b = random((3, 5, 7), dtype, g), random((3, 7, 6), dtype, g)
+        yield Case(op, dtype, "contiguous", torch.bmm, [a, b])
+        yield Case(op, dtype, "transposed", lambda a, b: a @ b.transpose(1, 2),
+                   [a, random((3, 6, 7), dtype, g)])
+        yield Case(op, dtype, "batch_broadcast", lambda a, b: torch.bmm(a, b.expand(3, 7, 6)),
+                   [a, random((1, 7, 6), dtype, g)])
+        yield Case(op, dtype, "batch_major_transposed",
+                   lambda a, b: torch.bmm(a.permute(1, 0, 2), b),
+                   [random((5, 3, 7), dtype, g), b])
+        yield Case(op, dtype, "attention_scores", lambda q, k: q @ k.transpose(-2, -1),
+                   [random((2, 3, 8, 4), dtype, g), random((2, 3, 8, 4), dtype, g)])

@@ -1,0 +1,164 @@
+"""View ops (permute, expand, slice, select, split, reshapes, as_strided,
+...) and cat, in every dtype: each view returned as it is (a copy to a
+contiguous output) and consumed by a pointwise op (read through the view's
+index map), on contiguous, transposed and sliced sources."""
+import torch
+
+from cases_common import ERROR, EXACT, NAMES, Case, claimed, generator, random, with_edges
+
+A = torch.ops.aten
+
+
+def consume(result):
+    """A pointwise consumer of a view: exact in every dtype."""
+    if isinstance(result, (tuple, list)):
+        return [r + r for r in result]
+    return result + result
+
+
+# op -> [(variant, source shape, view function)]
+VIEWS = {
+    "aten.permute.default": [("3d", (3, 4, 5), lambda x: x.permute(2, 0, 1)),
+                             ("negative", (3, 4, 5), lambda x: x.permute(-1, -3, -2))],
+    "aten.t.default": [("2d", (4, 5), lambda x: x.t()), ("1d", (7,), lambda x: x.t())],
+    "aten.transpose.int": [("01", (3, 4, 5), lambda x: x.transpose(0, 1)),
+                           ("negative", (3, 4, 5), lambda x: x.transpose(-1, -3))],
+    "aten.expand.default": [("row", (1, 5), lambda x: x.expand(4, 5)),
+                            ("new_dims", (5,), lambda x: x.expand(3, 4, 5)),
+                            ("middle", (3, 1, 5), lambda x: x.expand(3, 4, 5)),
+                            ("minus_one", (3, 1), lambda x: x.expand(-1, 6))],
+    "aten.unsqueeze.default": [("front", (4, 5), lambda x: x.unsqueeze(0)),
+                               ("back", (4, 5), lambda x: x.unsqueeze(-1)),
+                               ("middle", (4, 5), lambda x: x.unsqueeze(1))],
+    "aten.squeeze.default": [("all", (1, 4, 1, 5), lambda x: x.squeeze())],
+    "aten.squeeze.dim": [("ones", (1, 4, 1, 5), lambda x: x.squeeze(2)),
+                         ("not_one", (1, 4, 1, 5), lambda x: x.squeeze(1)),
+                         ("negative", (1, 4, 1, 5), lambda x: x.squeeze(-4))],
+    "aten.slice.Tensor": [("rows", (6, 5), lambda x: x[1:4]),
+                          ("step", (6, 9), lambda x: x[:, 1::2]),
+                          ("negative", (6, 5), lambda x: x[-3:]),
+                          ("past_end", (6, 5), lambda x: x[:, 2:100:3]),
+                          ("empty", (6, 5), lambda x: x[4:2])],
+    "aten.select.int": [("row", (4, 5), lambda x: x[1]), ("column", (4, 5), lambda x: x[:, -1]),
+                        ("last_dim", (3, 4, 5), lambda x: x[..., 2])],
+    "aten.alias.default": [("2d", (4, 5), lambda x: A.alias(x))],
+    "aten.detach.default": [("2d", (4, 5), lambda x: x.detach())],
+    "aten.split.Tensor": [("even", (4, 6), lambda x: x.split(2, 1)),
+                          ("uneven", (5, 3), lambda x: x.split(2, 0))],
+    "aten.split_with_sizes.default": [("dim1", (4, 6), lambda x: x.split([1, 3, 2], 1))],
+    "aten.unbind.int": [("dim0", (3, 5), lambda x: x.unbind(0)),
+                        ("dim1", (3, 4), lambda x: x.unbind(1))],
+    "aten.view.default": [("flat", (4, 5), lambda x: x.view(-1)),
+                          ("split_dim", (4, 6), lambda x: x.view(4, 2, 3)),
+                          ("rows_of_slice", (6, 5), lambda x: x[1:4].view(15))],
+    "aten._unsafe_view.default": [("2d", (4, 6), lambda x: A._unsafe_view(x, [6, 4]))],
+    "aten._reshape_alias.default": [("2d", (4, 6), lambda x: A._reshape_alias(x, [3, 8], [8, 1]))],
+    "aten.as_strided.default": [
+        ("windows", (4, 5), lambda x: x.as_strided((3, 3), (1, 1))),
+        ("transposing", (4, 5), lambda x: x.as_strided((5, 4), (1, 5))),
+        ("offset", (4, 5), lambda x: x.as_strided((2, 2), (5, 1), 7)),
+        ("of_transpose", (4, 5), lambda x: x.t().as_strided((2, 3), (1, 5), 1)),
+        ("of_slice", (4, 5), lambda x: x[1:].as_strided((2, 2), (2, 1)))],
+    "aten.lift_fresh_copy.default": [("2d", (4, 5), lambda x: A.lift_fresh_copy(x))],
+}
+RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten._reshape_alias.default"}
+# Views make_fx never emits (CompositeImplicit or not in torch 1.13): one
+# node built by hand; eager's reference from the equivalent calls.
+MANUAL = {
+    "aten.reshape.default": [("contiguous", (4, 6), [("size", [2, -1])],
+                              lambda x: x.reshape(2, -1))],
+    "aten.squeeze.dims": [("two", (1, 4, 1, 5), [("dim", [0, 2])],
+                           lambda x: x.squeeze(0).squeeze(1))],
+    "aten.lift_fresh.default": [("2d", (4, 5), [], lambda x: x.clone())],
+    "aten.contiguous.default": [("contiguous", (4, 5), [], lambda x: x.clone())],
+}
+
+
+def view_cases(claims):
+    for op, views in VIEWS.items():
+        for dtype in claimed(claims, op):
+            g = generator(op, NAMES[dtype])
+            for variant, shape, view in views:
+                x = with_edges(shape, dtype, g) if dtype != torch.bool else random(shape, dtype, g)
+                if op == "aten.lift_fresh_copy.default" and dtype == torch.float16:
+                    # make_fx's fake tensors recurse forever on it: by hand.
+                    yield Case(op, dtype, variant, lambda x: x.clone(), [x], EXACT,
+                               manual=(op, []))
+                    continue
+                yield Case(op, dtype, variant, view, [x], EXACT)
+                yield Case(op, dtype, f"{variant}_consumed", consumed(view), [x], EXACT)
+            # The first view again, of a transposed (non-contiguous) source
+            # (eager refuses to view that as another shape).
+            variant, shape, view = views[0]
+            if len(shape) == 2 and op not in RESHAPES and op != "aten.lift_fresh_copy.default":
+                yield Case(op, dtype, "of_transposed", of_transposed(view),
+                           [random(shape[::-1], dtype, g)], EXACT)
+    for op, views in MANUAL.items():
+        for dtype in claimed(claims, op):
+            g = generator(op, NAMES[dtype])
+            for variant, shape, args, reference in views:
+                yield Case(op, dtype, variant, reference, [random(shape, dtype, g)], EXACT,
+                           manual=(op, args))
+
+
+def consumed(view):
+    return lambda x: consume(view(x))
+
+
+def of_transposed(view):
+    return lambda x: view(x.t())
+
+
+def cat_cases(claims):
+    op = "aten.cat.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        parts = [random((3, 4), dtype, g) for _ in range(3)]
+        yield Case(op, dtype, "dim0", lambda a, b: torch.cat([a, b]), parts[:2], EXACT)
+        yield Case(op, dtype, "dim1_three", lambda a, b, c: torch.cat([a, b, c], 1), parts, EXACT)
+        yield Case(op, dtype, "negative_dim", lambda a, b: torch.cat([a, b], -1), parts[:2], EXACT)
+        # rotate_half, as rotary embeddings write it.
+        yield Case(op, dtype, "rotate_half",
+                   lambda x: torch.cat([x[..., 2:] + x[..., 2:], x[..., :2]], -1),
+                   [random((3, 4), dtype, g)], EXACT)
+        yield Case(op, dtype, "transposed", lambda a, b: torch.cat([a.t(), b], 0),
+                   [random((4, 3), dtype, g), parts[0]], EXACT)
+        yield Case(op, dtype, "stride0", lambda a, b: torch.cat([a.expand(3, 4), b], 1),
+                   [random((1, 4), dtype, g), parts[0]], EXACT)
+    op = "aten.stack.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        parts = [random((3, 4), dtype, g) for _ in range(3)]
+        yield Case(op, dtype, "dim1", lambda a, b: torch.stack([a, b], 1), parts[:2], EXACT)
+        yield Case(op, dtype, "dim0_three", lambda a, b, c: torch.stack([a, b, c]), parts, EXACT)
+        yield Case(op, dtype, "last_transposed", lambda a, b: torch.stack([a.t(), b], -1),
+                   [random((4, 3), dtype, g), parts[0]], EXACT)
+    op = "aten.cat.default"
+    g = generator(op, "promote")
+    yield Case(op, torch.float32, "promote_float64", lambda a, b: torch.cat([a, b]),
+               [random((3, 4), torch.float32, g), random((3, 4), torch.float64, g)], EXACT)
+    # Parts of different sizes: not supported (see codegen/ops/creation.cc).
+    yield Case(op, torch.float32, "unequal", lambda a, b: torch.cat([a, b], 1),
+               [random((3, 4), torch.float32, g), random((3, 2), torch.float32, g)], ERROR,
+               error=("UNIMPLEMENTED", "parts of different sizes"))
+
+
+def chain_cases():
+    """Views of views, and outputs that are inputs or returned twice."""
+    g = generator("view chains")
+    x = with_edges((4, 6), torch.float32, g)
+    chains = {
+        "aten.t.default": ("slice_expand", lambda x: x.t()[1:5].unsqueeze(0).expand(2, 4, 4) * 2),
+        "aten.select.int": ("of_permute_of_slice", lambda x: x[:, 1:].permute(1, 0)[2] + 1),
+        "aten.expand.default": ("returned_twice", lambda x: (x.expand(2, 4, 6), x.expand(2, 4, 6))),
+        "aten.alias.default": ("input_and_alias", lambda x: (x, A.alias(x), x + 1)),
+        "aten.view.default": ("of_computed", lambda x: (x * 2).view(3, 8).t() + 1),
+    }
+    for op, (variant, fn) in chains.items():
+        yield Case(op, torch.float32, f"chain_{variant}", fn, [x], EXACT)
+
+
+def cases(claims):
+    yield from view_cases(claims)
+    yield from chain_cases()
+    yield from cat_cases(claims)
