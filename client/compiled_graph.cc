@@ -215,8 +215,10 @@ absl::Status CompiledGraph::CheckGuards(const Entry& entry, absl::Span<const Ten
       }
       symbols[size.symbol] = value;
     }
-    for (size_t d = 0; d < sizes.size(); ++d) {
-      // A dim of size 1 is only ever read at index 0: its stride is moot.
+    const bool empty = std::find(input.sizes.begin(), input.sizes.end(), 0) != input.sizes.end();
+    for (size_t d = 0; d < sizes.size() && !empty; ++d) {
+      // A dim of size 1 is only ever read at index 0 (and an empty tensor
+      // not at all): its stride is moot.
       if (input.sizes[d] != 1 && input.strides[d] != entry.strides[i][d]) {
         return absl::FailedPreconditionError(absl::StrCat(
             InputName(graph_, i), ": dim ", d, " has stride ", input.strides[d],

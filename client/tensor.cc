@@ -1,5 +1,6 @@
 #include "client/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -35,7 +36,7 @@ std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> sizes) {
   int64_t stride = 1;
   for (size_t d = sizes.size(); d-- > 0;) {
     strides[d] = stride;
-    stride *= sizes[d];
+    stride *= std::max<int64_t>(sizes[d], 1);  // as torch: [3, 0, 4] -> [4, 4, 1]
   }
   return strides;
 }

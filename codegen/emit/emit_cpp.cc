@@ -277,12 +277,21 @@ struct Combiner {
   std::string step;  // {a} the accumulator, {b} the new element
 };
 
-absl::StatusOr<Combiner> CombinerFor(const std::string& name) {
+absl::StatusOr<Combiner> CombinerFor(const std::string& name, ir::DType accumulate) {
+  const bool floating = ir::IsFloatingPoint(accumulate);
+  const bool boolean = accumulate == ir::DType::kBool;
   if (name == "sum") return Combiner{0, "({a} + {b})"};
   if (name == "prod") return Combiner{1, "({a} * {b})"};
-  // NaN wins, as in eager's max/min.
-  if (name == "max") return Combiner{-INFINITY, "(({a} != {a} || {a} > {b}) ? {a} : {b})"};
-  if (name == "min") return Combiner{INFINITY, "(({a} != {a} || {a} < {b}) ? {a} : {b})"};
+  // NaN wins, as in eager's max/min; integers need no NaN test. The start
+  // is the type's lowest (highest) value: -inf as a bool would be true.
+  if (name == "max") {
+    return Combiner{boolean ? 0.0 : -INFINITY,
+                    floating ? "(({a} != {a} || {a} > {b}) ? {a} : {b})" : "({a} > {b} ? {a} : {b})"};
+  }
+  if (name == "min") {
+    return Combiner{boolean ? 1.0 : INFINITY,
+                    floating ? "(({a} != {a} || {a} < {b}) ? {a} : {b})" : "({a} < {b} ? {a} : {b})"};
+  }
   return absl::InternalError(absl::StrCat("unknown combiner ", name));
 }
 
@@ -343,7 +352,7 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
     const bool lanes = !arg && reductions > 0 && inner >= 2 * kLanes;
     Combiner combiner{0, ""};
     if (!arg) {
-      ASSIGN_OR_RETURN(combiner, CombinerFor(definition.combiner));
+      ASSIGN_OR_RETURN(combiner, CombinerFor(definition.combiner, accumulate));
     }
     const std::string init = EmitLiteral(arg ? (definition.combiner == "argmax" ? -INFINITY : INFINITY)
                                              : combiner.init,
@@ -380,8 +389,12 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
         stride *= definition.reduction_sizes[r];
       }
       const char* better = definition.combiner == "argmax" ? ">" : "<";
-      emitter.Line(absl::StrCat("if (", element, " ", better, " acc || (", element, " != ", element,
-                                " && acc == acc)) { acc = ", element, "; acc_index = ",
+      const std::string nan_wins =
+          ir::IsFloatingPoint(accumulate)
+              ? absl::StrCat(" || (", element, " != ", element, " && acc == acc)")
+              : "";
+      emitter.Line(absl::StrCat("if (", element, " ", better, " acc", nan_wins, ") { acc = ",
+                                element, "; acc_index = ",
                                 terms.empty() ? "0" : absl::StrJoin(terms, " + "), "; }"));
       return absl::OkStatus();
     };
@@ -464,9 +477,13 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
   int64_t row_work = 0;
   for (int k = group.begin; k < group.end; ++k) {
     const Kernel& kernel = schedule.kernels[k];
-    if (group.end - group.begin > 1) absl::StrAppend(&inner, indent, "// kernel ", k, "\n");
+    // Each kernel of a group in a block of its own: two reductions both
+    // declare `acc`.
+    const bool block = group.end - group.begin > 1;
+    if (block) absl::StrAppend(&inner, indent, "{  // kernel ", k, "\n");
     RETURN_IF_ERROR(EmitKernelBody(kernel, outer, graph, program, schedule, plan, params, next_var,
-                                   indent, inner));
+                                   block ? indent + "  " : indent, inner));
+    if (block) absl::StrAppend(&inner, indent, "}\n");
     row_work += RowWork(kernel, graph, program);
   }
   // Row buffers: one row each, private to the thread running the row.

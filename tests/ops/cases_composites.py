@@ -86,17 +86,13 @@ def layer_norm_cases(claims):
         grad = random((4, 10), dtype, g)
         # The tracer cannot express the None results of a partial
         # output_mask: all three are computed, and some left unused.
-        bug = GROUPED_REDUCTIONS if dtype in (torch.float32, torch.float64) else ""
-        yield Case(op, dtype, "affine", layer_norm_backward(3), [grad, x, w, b], known_bug=bug)
+        yield Case(op, dtype, "affine", layer_norm_backward(3), [grad, x, w, b])
         yield Case(op, dtype, "input_grad", layer_norm_backward(1), [grad, x, w, b])
         x3 = random((2, 3, 10), dtype, g)
         yield Case(op, dtype, "3d", layer_norm_backward(3),
-                   [random((2, 3, 10), dtype, g), x3, w, b], known_bug=bug)
+                   [random((2, 3, 10), dtype, g), x3, w, b])
 
 
-GROUPED_REDUCTIONS = (
-    "emit_cpp.cc EmitGroup: two reductions in one kernel group whose outputs the group's "
-    "outer loops cover both declare `acc` in the same block (clang: redefinition of 'acc')")
 
 
 def layer_norm_backward(results):

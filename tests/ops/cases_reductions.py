@@ -10,9 +10,6 @@ SHAPE = (4, 6, 10)
 DIMS = [[0], [1], [2], [-1], [0, 2], [1, 2], [0, 1, 2]]
 
 
-GROUPED_REDUCTIONS = (
-    "emit_cpp.cc EmitGroup: two reductions in one kernel group whose outputs the group's "
-    "outer loops cover both declare `acc` in the same block (clang: redefinition of 'acc')")
 
 
 def near_one(shape, dtype, g):
@@ -122,14 +119,10 @@ def all_cases(claims):
                [x])
     # An empty graph input: torch's strides for [3, 0, 4] are [4, 4, 1].
     yield Case("aten.sum.dim_IntList", torch.float32, "empty_input", unary(torch.sum, [1]),
-               [random((3, 0, 4), torch.float32, g)], known_bug=(
-                   "client/tensor.cc ContiguousStrides gives [0, 4, 1] for sizes [3, 0, 4] (torch: "
-                   "[4, 4, 1], strides times max(size, 1)), and CompiledGraph's guard compares the "
-                   "strides of a tensor with no elements: the input is refused"))
+               [random((3, 0, 4), torch.float32, g)])
     g = generator("grouped reductions")
     yield Case("aten.amax.default", torch.float32, "grouped_with_sum",
-               lambda x: (x.sum(0), x.amax(0)), [random((4, 10), torch.float32, g)], EXACT,
-               known_bug=GROUPED_REDUCTIONS)
+               lambda x: (x.sum(0), x.amax(0)), [random((4, 10), torch.float32, g)], EXACT)
     yield from composite_cases(claims)
 
 
