@@ -111,6 +111,12 @@ std::string ToString(const LoopProgram& program, const Graph& graph) {
       case Definition::Kind::kView:
         absl::StrAppend(&text, "view %", definition.source, " ", definition.map.ToString());
         break;
+      case Definition::Kind::kConcat:
+        absl::StrAppend(&text, "concat along ", definition.axis, " (",
+                        absl::StrJoin(definition.operands, ", ",
+                                      [](std::string* out, int v) { absl::StrAppend(out, "%", v); }),
+                        ")");
+        break;
       case Definition::Kind::kExtern:
         absl::StrAppend(&text, "extern ", definition.function, "(",
                         absl::StrJoin(definition.operands, ", ",

@@ -10,7 +10,9 @@
 //     reduction coordinates, combined by sum / max / min / prod / argmax;
 //   - alias: the same memory as a realized source under other strides
 //     (reshape of contiguous data, as_strided): realized without a kernel;
-//   - extern: a call through the runtime table (GEMM) that writes a buffer.
+//   - extern: a call through the runtime table (GEMM) that writes a buffer;
+//   - concat: parts written one after another along an axis, each by a loop
+//     over its own shape (so no load is ever out of bounds).
 // The scheduler (passes/schedule.h) then decides which definitions are
 // inlined into their consumers and which are realized into buffers.
 #ifndef KILN_CODEGEN_LOOP_IR_H_
@@ -63,7 +65,7 @@ struct Expr {
 };
 
 struct Definition {
-  enum class Kind { kInput, kPointwise, kReduction, kView, kAlias, kExtern };
+  enum class Kind { kInput, kPointwise, kReduction, kView, kAlias, kExtern, kConcat };
   Kind kind = Kind::kInput;
   int node = -1;  // the node that defined the value (-1 for inputs)
 
@@ -87,8 +89,10 @@ struct Definition {
   AffineMap map;
 
   // kExtern: runtime function ("mm") and its tensor operands.
+  // kConcat: the parts, laid one after another along `axis`.
   std::string function;
   std::vector<int> operands;
+  int axis = -1;
 };
 
 // One Definition per graph value, indexed like Graph::values.

@@ -550,6 +550,57 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
   return text;
 }
 
+// A concat kernel: one loop nest per part, over the part's own shape,
+// writing at the part's offset along the axis; parts' pointwise producers
+// are inlined into their loops.
+absl::StatusOr<std::string> EmitConcat(int index, const Kernel& kernel, const ir::Graph& graph,
+                                       const ir::LoopProgram& program, const Schedule& schedule,
+                                       const BufferPlan& plan, std::string* call) {
+  const ir::Definition& definition = program.definitions[kernel.value];
+  const ir::TensorType& type = graph.values[kernel.value];
+  const int rank = static_cast<int>(type.rank());
+  Params params(plan);
+  const std::string out = params.For(plan.storage_of[kernel.value]);
+  std::vector<int64_t> strides;
+  for (const ir::Dim& dim : ir::ContiguousStrides(type.sizes)) strides.push_back(dim.constant);
+  int next_var = 0;
+  std::string body;
+  int64_t offset = 0;  // along the axis
+  for (int operand : definition.operands) {
+    const ir::TensorType& part = graph.values[operand];
+    std::string indent = "  ";
+    absl::StrAppend(&body, indent, "{  // part %", operand, "\n");
+    indent += "  ";
+    for (int d = 0; d < rank; ++d) {
+      body += For(d, Extent(part.sizes[d]), indent);
+      indent += "  ";
+    }
+    BodyEmitter emitter(graph, program, schedule, plan, params, next_var, indent, body, 0);
+    ASSIGN_OR_RETURN(const std::string value,
+                     emitter.Value(operand, ir::AffineMap::Identity(rank), ComputeType(type.dtype)));
+    Linear target = Offset(Layout{strides, 0}, ir::AffineMap::Identity(rank));
+    target.constant += offset * strides[definition.axis];
+    emitter.Line(absl::StrCat(out, "[", target.ToString(), "] = ", ToStorage(value, type.dtype), ";"));
+    for (int d = rank; d >= 0; --d) absl::StrAppend(&body, std::string(2 * d + 2, ' '), "}\n");
+    offset += part.sizes[definition.axis].constant;
+  }
+  std::vector<std::string> declarations = {"const kiln_runtime* rt", "const kiln_int64* symbols"};
+  std::vector<std::string> arguments = {"rt", "symbols"};
+  for (size_t p = 0; p < params.storages().size(); ++p) {
+    const int storage = params.storages()[p];
+    const Storage& slot = plan.storages[storage];
+    const ir::DType dtype =
+        graph.values[slot.values.empty() ? graph.outputs[slot.index] : slot.values.front()].dtype;
+    declarations.push_back(absl::StrCat(p == 0 ? "" : "const ", StorageCType(dtype),
+                                        "* __restrict__ p", p));
+    arguments.push_back(StorageName(storage));
+  }
+  const std::string name = absl::StrCat("kiln_group_", index);
+  *call = absl::StrCat("  ", name, "(", absl::StrJoin(arguments, ", "), ");\n");
+  return absl::StrCat("static void ", name, "(", absl::StrJoin(declarations, ", "),
+                      ") {\n  (void)rt;\n  (void)symbols;\n", body, "}\n\n");
+}
+
 // An extern kernel: GEMM calls through the runtime table, inline in kiln_run
 // (one per batch element for bmm).
 absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const ir::Graph& graph,
@@ -613,6 +664,9 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
     std::string call;
     if (first.kind == Kernel::Kind::kExtern) {
       ASSIGN_OR_RETURN(call, EmitExternCall(first, graph, program, plan));
+    } else if (first.kind == Kernel::Kind::kConcat) {
+      ASSIGN_OR_RETURN(std::string text, EmitConcat(g, first, graph, program, schedule, plan, &call));
+      kernels += text;
     } else {
       ASSIGN_OR_RETURN(std::string text,
                        EmitGroup(g, group, graph, program, schedule, plan, &call));

@@ -285,45 +285,12 @@ absl::StatusOr<std::vector<int>> Stack(GraphBuilder& b, const ir::Node& node) {
   return std::vector<int>{stacked};
 }
 
-// cat(tensors, dim). Parts of equal size along `dim` are stacked on a new
-// dim (kiln.stack: each element selects its part, every load in bounds)
-// and the stack is viewed as one. Parts of different sizes would need a
-// kernel that writes each part at its offset, or a select whose untaken
-// operand is not evaluated; the emitter has neither yet (Unimplemented).
+// cat(tensors, dim): kiln.concat, which writes each part at its offset.
 absl::StatusOr<std::vector<int>> Cat(GraphBuilder& b, const ir::Node& node) {
   const ir::TensorType first = b.type(node.inputs[0]);
   ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), first.rank()));
-  std::vector<int> parts;
-  std::vector<int64_t> lengths;
-  for (int input : node.inputs) {
-    const ir::TensorType type = b.type(input);
-    if (type.rank() != first.rank()) {
-      return absl::InvalidArgumentError("cat needs parts of the same rank");
-    }
-    for (int64_t d = 0; d < type.rank(); ++d) {
-      if (d != dim && type.sizes[d] != first.sizes[d]) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("cat parts differ in dim ", d, ", which is not the cat dim"));
-      }
-    }
-    lengths.push_back(type.sizes[dim].constant);
-    if (type.sizes[dim].constant > 0) parts.push_back(input);
-  }
-  if (parts.empty()) parts.push_back(node.inputs[0]);  // all empty: any of them
-  int64_t length = b.type(parts[0]).sizes[dim].constant, total = 0;
-  for (int64_t l : lengths) total += l;
-  for (int part : parts) {
-    if (b.type(part).sizes[dim].constant != length) {
-      return absl::UnimplementedError(absl::StrCat("cat of parts of different sizes along dim ",
-                                                   dim, " (", absl::StrJoin(lengths, ", "),
-                                                   ") is not supported yet"));
-    }
-  }
-  ASSIGN_OR_RETURN(const int stacked, b.Add("kiln.stack.default", parts, {{"dim", int64_t{dim}}}));
-  std::vector<int64_t> sizes;
-  for (const ir::Dim& size : first.sizes) sizes.push_back(size.constant);
-  sizes[dim] = total;
-  ASSIGN_OR_RETURN(const int result, b.Add("aten.view.default", {stacked}, {{"size", sizes}}));
+  ASSIGN_OR_RETURN(const int result,
+                   b.Add("kiln.concat.default", node.inputs, {{"dim", int64_t{dim}}}));
   return std::vector<int>{result};
 }
 

@@ -126,6 +126,54 @@ int ArangeElement(ExprBuilder& b, const ir::Graph&, const ir::Node& node, DType 
 // element [.., k, ..] is part k's element, chosen by a `where` over the
 // new coordinate. Every part is read at the other coordinates only, so no
 // load is out of bounds. Internal: cat decomposes into it (composites.cc).
+// kiln.concat(parts, dim): parts of equal shape but for `dim`, one after
+// another along it. Lowers to a concat definition: a loop per part.
+// Internal: cat decomposes into it (composites.cc).
+void AddConcat(OpTable& table) {
+  OpDef def;
+  def.name = "kiln.concat.default";
+  def.family = "creation";
+  def.dtypes = kAllTypes;
+  def.min_inputs = 1;
+  def.max_inputs = 1 << 16;
+  def.args = {{"dim", ArgKind::kInt, std::nullopt}};
+  def.infer = [](const ir::Node& node,
+                 const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
+    const ir::TensorType& first = *inputs[0];
+    ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), first.rank()));
+    std::vector<ir::Dim> sizes = first.sizes;
+    int64_t total = 0;
+    ir::DType dtype = first.dtype;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const ir::TensorType& part = *inputs[i];
+      RETURN_IF_ERROR(RequireStatic(part, absl::StrCat("input ", i)));
+      if (part.rank() != first.rank()) {
+        return absl::InvalidArgumentError("cat needs parts of the same rank");
+      }
+      for (int64_t d = 0; d < part.rank(); ++d) {
+        if (d != dim && part.sizes[d] != first.sizes[d]) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("cat parts differ in dim ", d, ", which is not the cat dim"));
+        }
+      }
+      total += part.sizes[dim].constant;
+      dtype = PromoteTensors(dtype, part.dtype);
+    }
+    sizes[dim] = ir::Dim::Constant(total);
+    return std::vector<ir::TensorType>{ContiguousType(dtype, std::move(sizes))};
+  };
+  def.lower = [](const ir::Graph& graph,
+                 const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+    ir::Definition definition;
+    definition.kind = ir::Definition::Kind::kConcat;
+    definition.operands = node.inputs;
+    ASSIGN_OR_RETURN(definition.axis,
+                     WrapDim(IntArg(node, "dim"), graph.values[node.inputs[0]].rank()));
+    return std::vector<ir::Definition>{std::move(definition)};
+  };
+  table.Add(std::move(def));
+}
+
 void AddStack(OpTable& table) {
   OpDef def;
   def.name = "kiln.stack.default";
@@ -176,6 +224,7 @@ void AddStack(OpTable& table) {
 
 void RegisterCreationOps(OpTable& table) {
   AddStack(table);
+  AddConcat(table);
   // From a size.
   auto sized = [](DType fallback) -> ShapeFn {
     return [fallback](const ir::Node& node, const InputTypes&) -> absl::StatusOr<ir::TensorType> {

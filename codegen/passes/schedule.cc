@@ -66,14 +66,16 @@ void GroupKernels(const ir::Graph& graph, const ir::LoopProgram& program, Schedu
   std::vector<int> written_by(graph.values.size(), -1);
   for (int k = 0; k < static_cast<int>(schedule.kernels.size()); ++k) {
     Kernel& kernel = schedule.kernels[k];
-    const bool loop = kernel.kind != Kernel::Kind::kExtern;
+    // Extern and concat kernels are groups of their own.
+    const bool loop = kernel.kind != Kernel::Kind::kExtern && kernel.kind != Kernel::Kind::kConcat;
     const std::vector<ir::Dim> outer = loop ? OuterSizes(kernel, graph) : std::vector<ir::Dim>();
     kernel.outer_rank = static_cast<int>(outer.size());
     bool join = loop && !outer.empty() && !schedule.groups.empty();
     if (join) {
       const KernelGroup& group = schedule.groups.back();
       const Kernel& first = schedule.kernels[group.begin];
-      join = first.kind != Kernel::Kind::kExtern && OuterSizes(first, graph) == outer;
+      join = first.kind != Kernel::Kind::kExtern && first.kind != Kernel::Kind::kConcat &&
+             OuterSizes(first, graph) == outer;
       for (const Access& access : kernel.reads) {
         const int writer = written_by[root(access.value)];
         if (join && writer >= group.begin &&
@@ -124,6 +126,8 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
         read.push_back(base_of(operand));
         must_realize[read.back()] = true;  // extern calls read memory
       }
+    } else if (definition.kind == Kind::kConcat) {
+      for (int operand : definition.operands) read.push_back(base_of(operand));
     } else if (definition.kind == Kind::kAlias) {
       read.push_back(base_of(definition.source));
       must_realize[read.back()] = true;  // an alias is the source's memory
@@ -146,6 +150,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     const Kind kind = program.definitions[v].kind;
     schedule.realized[v] = kind == Kind::kInput || kind == Kind::kExtern ||
                            kind == Kind::kReduction || kind == Kind::kAlias ||
+                           kind == Kind::kConcat ||
                            (kind == Kind::kPointwise && (must_realize[v] || consumers[v] > 1));
   }
 
@@ -160,7 +165,13 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     Kernel kernel;
     kernel.value = v;
     if (definition.kind == Kind::kReduction) kernel.kind = Kernel::Kind::kReduction;
-    if (definition.kind == Kind::kExtern) {
+    if (definition.kind == Kind::kConcat) {
+      kernel.kind = Kernel::Kind::kConcat;
+      for (int operand : definition.operands) {
+        CollectReads(program, schedule.realized, operand,
+                     ir::AffineMap::Identity(graph.values[operand].rank()), kernel.reads);
+      }
+    } else if (definition.kind == Kind::kExtern) {
       kernel.kind = Kernel::Kind::kExtern;
       for (int operand : definition.operands) {
         kernel.reads.push_back(ResolveViews(
@@ -178,7 +189,8 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
   std::vector<bool> written(num_values, false);
   for (int output : graph.outputs) {
     const Kind kind = program.definitions[output].kind;
-    if ((kind == Kind::kPointwise || kind == Kind::kExtern || kind == Kind::kReduction) &&
+    if ((kind == Kind::kPointwise || kind == Kind::kExtern || kind == Kind::kReduction ||
+         kind == Kind::kConcat) &&
         !written[output]) {
       written[output] = true;
       for (size_t k = 0; k < schedule.kernels.size(); ++k) {
@@ -255,6 +267,10 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
       case Kernel::Kind::kCopy:
         absl::StrAppend(&text, "kernel ", k, ": copy %", kernel.value, " -> output ",
                         kernel.output);
+        break;
+      case Kernel::Kind::kConcat:
+        absl::StrAppend(&text, "kernel ", k, ": concat -> %", kernel.value, " ",
+                        ir::ToString(type, graph));
         break;
     }
     std::vector<std::string> reads;

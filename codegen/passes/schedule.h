@@ -29,7 +29,7 @@ struct Access {
 };
 
 struct Kernel {
-  enum class Kind { kPointwise, kReduction, kExtern, kCopy };
+  enum class Kind { kPointwise, kReduction, kExtern, kCopy, kConcat };
   Kind kind = Kind::kPointwise;
   int value = -1;   // the value computed (kCopy: the value copied)
   int output = -1;  // kCopy only: the graph output it writes

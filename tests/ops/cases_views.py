@@ -125,6 +125,10 @@ def cat_cases(claims):
                    [random((4, 3), dtype, g), parts[0]], EXACT)
         yield Case(op, dtype, "stride0", lambda a, b: torch.cat([a.expand(3, 4), b], 1),
                    [random((1, 4), dtype, g), parts[0]], EXACT)
+        yield Case(op, dtype, "unequal", lambda a, b, c: torch.cat([a, b, c], 1),
+                   [parts[0], random((3, 2), dtype, g), random((3, 5), dtype, g)], EXACT)
+        yield Case(op, dtype, "with_empty", lambda a, b: torch.cat([a, b], 0),
+                   [parts[0], random((0, 4), dtype, g)], EXACT)
     op = "aten.stack.default"
     for dtype in claimed(claims, op):
         g = generator(op, NAMES[dtype])
@@ -137,10 +141,6 @@ def cat_cases(claims):
     g = generator(op, "promote")
     yield Case(op, torch.float32, "promote_float64", lambda a, b: torch.cat([a, b]),
                [random((3, 4), torch.float32, g), random((3, 4), torch.float64, g)], EXACT)
-    # Parts of different sizes: not supported (see codegen/ops/creation.cc).
-    yield Case(op, torch.float32, "unequal", lambda a, b: torch.cat([a, b], 1),
-               [random((3, 4), torch.float32, g), random((3, 2), torch.float32, g)], ERROR,
-               error=("UNIMPLEMENTED", "parts of different sizes"))
 
 
 def chain_cases():
