@@ -115,6 +115,15 @@ absl::StatusOr<View> Expand(const ir::Node& node, const ir::TensorType& source) 
   std::vector<Dim> sizes(rank);
   for (int d = 0; d < rank; ++d) {
     const int s = d - lead;
+    if (s >= 0 && source.sizes[s].is_symbolic()) {  // a symbolic dim is kept, never expanded
+      if (size[d] != -1) {
+        return absl::UnimplementedError(
+            absl::StrCat("expanding symbolic dim ", d, " to ", size[d], " is not supported"));
+      }
+      sizes[d] = source.sizes[s];
+      source_dim[d] = s;
+      continue;
+    }
     const int64_t have = s >= 0 ? source.sizes[s].constant : 1;
     const int64_t want = size[d] == -1 && s >= 0 ? have : size[d];
     if (have != want && have != 1) {
@@ -179,6 +188,10 @@ absl::StatusOr<View> Squeeze(const ir::Node& node, const ir::TensorType& source)
 // Python slicing of one dim: [start:end:step], clamped.
 absl::StatusOr<View> Slice(const ir::Node& node, const ir::TensorType& source) {
   ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), source.rank()));
+  if (source.sizes[dim].is_symbolic()) {
+    return absl::UnimplementedError(
+        absl::StrCat("slicing a symbolic dim (", dim, ") is not supported yet"));
+  }
   const int64_t size = source.sizes[dim].constant;
   auto bound = [&](const char* name, int64_t fallback) {
     auto it = node.args.find(name);
@@ -202,6 +215,10 @@ absl::StatusOr<View> Slice(const ir::Node& node, const ir::TensorType& source) {
 
 absl::StatusOr<View> Select(const ir::Node& node, const ir::TensorType& source) {
   ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), source.rank()));
+  if (source.sizes[dim].is_symbolic()) {
+    return absl::UnimplementedError(
+        absl::StrCat("selecting in a symbolic dim (", dim, ") is not supported yet"));
+  }
   const int64_t size = source.sizes[dim].constant;
   int64_t index = IntArg(node, "index");
   if (index < -size || index >= size) {
@@ -234,7 +251,7 @@ void AddView(OpTable& table, const std::string& op, std::vector<ArgSpec> args, V
   def.args = std::move(args);
   def.infer = [fn](const ir::Node& node,
                    const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
-    RETURN_IF_ERROR(RequireStatic(*inputs[0], "input 0"));
+    RETURN_IF_ERROR(RequireLeadingSymbolsOnly(*inputs[0], "input 0"));
     ASSIGN_OR_RETURN(View view, fn(node, *inputs[0]));
     return std::vector<ir::TensorType>{std::move(view.type)};
   };
@@ -255,6 +272,10 @@ absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SplitRanges(const ir::N
                                                                      const ir::TensorType& source,
                                                                      int* dim) {
   ASSIGN_OR_RETURN(*dim, WrapDim(IntArg(node, "dim"), source.rank()));
+  if (source.sizes[*dim].is_symbolic()) {
+    return absl::UnimplementedError(
+        absl::StrCat("splitting a symbolic dim (", *dim, ") is not supported yet"));
+  }
   const int64_t size = source.sizes[*dim].constant;
   std::vector<std::pair<int64_t, int64_t>> ranges;
   if (node.op == "aten.split.Tensor") {
@@ -319,7 +340,7 @@ void AddMultiView(OpTable& table, const std::string& op, std::vector<ArgSpec> ar
   def.args = std::move(args);
   def.infer = [views](const ir::Node& node,
                       const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
-    RETURN_IF_ERROR(RequireStatic(*inputs[0], "input 0"));
+    RETURN_IF_ERROR(RequireLeadingSymbolsOnly(*inputs[0], "input 0"));
     ASSIGN_OR_RETURN(const auto parts, views(node, *inputs[0]));
     std::vector<ir::TensorType> types;
     for (const View& view : parts) types.push_back(view.type);
@@ -363,6 +384,39 @@ absl::StatusOr<std::vector<int64_t>> ReshapeSizes(std::vector<int64_t> size, int
         absl::StrCat("cannot reshape ", elements, " elements to ", total));
   }
   return size;
+}
+
+// The sizes of a reshape of `type` to `size` (one entry may be -1). With a
+// symbolic leading dim (m * s), the -1 must be the leading target dim: it
+// becomes (m * K_in / K_out) * s for the constant products K of the other
+// dims.
+absl::StatusOr<std::vector<Dim>> ReshapeDims(const ir::TensorType& type,
+                                             const std::vector<int64_t>& size) {
+  std::vector<Dim> dims;
+  if (type.is_static()) {
+    ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, ReshapeSizes(size, type.NumElements()));
+    for (int64_t s : sizes) dims.push_back(Dim::Constant(s));
+    return dims;
+  }
+  int64_t k_in = type.sizes[0].multiplier, k_out = 1;
+  for (size_t d = 1; d < type.sizes.size(); ++d) k_in *= type.sizes[d].constant;
+  for (size_t d = 1; d < size.size(); ++d) {
+    if (size[d] < 0) break;
+    k_out *= size[d];
+  }
+  for (size_t d = 1; d < size.size(); ++d) {
+    if (size[d] == -1) {
+      return absl::UnimplementedError(
+          "a reshape of a symbolic size must put it in the leading dim (-1 first)");
+    }
+  }
+  if (size.empty() || size[0] != -1 || k_out == 0 || k_in % k_out != 0) {
+    return absl::UnimplementedError(
+        "a reshape of a symbolic size must keep it whole in the leading dim (-1 first)");
+  }
+  dims.push_back(Dim::Symbol(type.sizes[0].symbol, k_in / k_out));
+  for (size_t d = 1; d < size.size(); ++d) dims.push_back(Dim::Constant(size[d]));
+  return dims;
 }
 
 // Whether `value` is certainly contiguous memory Kiln owns or was given: a
@@ -425,9 +479,11 @@ absl::StatusOr<std::vector<int>> DecomposeReshape(GraphBuilder& builder, const i
     offset = storage.offset;
     if (Present(node, "storage_offset")) offset = IntArg(node, "storage_offset");
   } else {
-    ASSIGN_OR_RETURN(sizes, ReshapeSizes(sizes, type.NumElements()));
-    std::vector<Dim> dims;
-    for (int64_t s : sizes) dims.push_back(Dim::Constant(s));
+    ASSIGN_OR_RETURN(const std::vector<Dim> dims, ReshapeDims(type, sizes));
+    if (type.is_static()) {
+      sizes.clear();
+      for (const Dim& dim : dims) sizes.push_back(dim.constant);
+    }  // else the leading -1 stays: kiln.alias infers it the same way
     for (const Dim& dim : ir::ContiguousStrides(dims)) strides.push_back(dim.constant);
     if (!ContiguousInMemory(builder.graph(), source)) {
       ASSIGN_OR_RETURN(source, builder.Add("aten.clone.default", {source}));
@@ -447,8 +503,8 @@ void AddReshape(OpTable& table, const std::string& op, std::vector<ArgSpec> args
   def.args = std::move(args);
   def.infer = [](const ir::Node& node,
                  const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
-    RETURN_IF_ERROR(RequireStatic(*inputs[0], "input 0"));
     if (node.op == "aten.as_strided.default") {
+      RETURN_IF_ERROR(RequireStatic(*inputs[0], "input 0"));
       ir::TensorType type;
       type.dtype = inputs[0]->dtype;
       for (int64_t s : IntListArg(node, "size")) type.sizes.push_back(Dim::Constant(s));
@@ -458,10 +514,7 @@ void AddReshape(OpTable& table, const std::string& op, std::vector<ArgSpec> args
       }
       return std::vector<ir::TensorType>{std::move(type)};
     }
-    ASSIGN_OR_RETURN(const std::vector<int64_t> sizes,
-                     ReshapeSizes(IntListArg(node, "size"), inputs[0]->NumElements()));
-    std::vector<Dim> dims;
-    for (int64_t s : sizes) dims.push_back(Dim::Constant(s));
+    ASSIGN_OR_RETURN(std::vector<Dim> dims, ReshapeDims(*inputs[0], IntListArg(node, "size")));
     return std::vector<ir::TensorType>{ContiguousType(inputs[0]->dtype, std::move(dims))};
   };
   def.decompose = DecomposeReshape;
@@ -495,6 +548,12 @@ void AddAlias(OpTable& table) {
                                strides = IntListArg(node, "stride");
     if (sizes.size() != strides.size()) {
       return absl::InvalidArgumentError("size and stride differ in length");
+    }
+    if (!inputs[0]->is_static()) {  // a reshape of a symbolic leading dim
+      ASSIGN_OR_RETURN(std::vector<Dim> dims, ReshapeDims(*inputs[0], sizes));
+      ir::TensorType type = ContiguousType(inputs[0]->dtype, std::move(dims));
+      for (size_t d = 0; d < strides.size(); ++d) type.strides[d] = Dim::Constant(strides[d]);
+      return std::vector<ir::TensorType>{std::move(type)};
     }
     // Every element it addresses must lie within the source.
     int64_t last = IntArg(node, "storage_offset");

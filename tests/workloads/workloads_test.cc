@@ -88,8 +88,8 @@ TEST_P(DynamicWorkloadsTest, OneArtifactServesEveryBatchSize) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Public, DynamicWorkloadsTest,
-                         ::testing::Values("gelu", "gelu_tanh", "layer_norm", "mlp", "softmax",
-                                           "tail"));
+                         ::testing::Values("attention", "gelu", "gelu_tanh", "layer_norm", "mlp",
+                                           "softmax", "tail"));
 
 TEST_F(WorkloadsTest, OtherWeightsReuseTheArtifact) {
   RunAndCompare("mlp");

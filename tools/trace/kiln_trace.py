@@ -267,12 +267,31 @@ def to_kiln_half(gm, inputs, name):
         return to_kiln(gm, fakes, name)
 
 
+# Ops whose `size` argument may say -1 for "whatever the element count
+# implies" (expand: "keep this dim").
+RESHAPES = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
+            "aten._reshape_alias.default", "aten.expand.default"}
+
+
+def relax_size_argument(node, twin):
+    """A reshape whose size list differs between the two traces in exactly
+    its leading entry: that entry becomes -1, for Kiln to infer."""
+    for arg, other in zip(node["args"], twin["args"]):
+        if arg == other or arg["name"] != "size" or "intList" not in arg:
+            continue
+        values, others = arg["intList"]["values"], other["intList"]["values"]
+        differing = [i for i, (a, b) in enumerate(zip(values, others)) if a != b]
+        if differing == [0] and len(values) == len(others):
+            values[0] = "-1"
+            others[0] = "-1"
+
+
 def mark_symbolic(fn, inputs, graph, symbolic, name):
     """Makes the listed input dims symbolic, refusing baked-in sizes."""
     grown = [t.clone() for t in inputs]
     names = {node["name"]: i for i, node in enumerate(graph["inputs"])}
     marks = {}
-    for index, (input_name, dim) in enumerate(symbolic):
+    for index, (input_name, dim, *symbol) in enumerate(symbolic):
         position = names.get(input_name, names.get(input_name + "_1"))
         if position is None:
             raise TraceError(f"--symbolic names input '{input_name}', which the graph lacks")
@@ -280,9 +299,11 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
         sizes = list(grown[position].shape)
         sizes[dim] = size + 1
         grown[position] = torch.zeros(sizes, dtype=inputs[position].dtype)
-        marks[(position, dim)] = (f"s{index}", size)
+        marks[(position, dim)] = (symbol[0] if symbol else f"s{index}", size)
     other, _ = trace(fn, grown, name)
     for node, twin in zip(graph["nodes"], other["nodes"]):
+        if node["args"] != twin["args"] and node["op"] in RESHAPES:
+            relax_size_argument(node, twin)
         if node["args"] != twin["args"]:
             raise TraceError(
                 f"node '{node['name']}' ({node['op']}) has a symbolic size baked into an "
@@ -332,7 +353,7 @@ def sized_references(fn, inputs, symbolic, sizes, name):
         resized = []
         for position, tensor in enumerate(inputs):
             shape = list(tensor.shape)
-            for input_name, dim in symbolic:
+            for input_name, dim, *_ in symbolic:
                 if names[position] in (input_name, input_name + "_1"):
                     shape[dim] = size
             if list(tensor.shape) == shape:
@@ -377,7 +398,8 @@ def main():
     parser.add_argument("--out", required=True, help="directory for NAME.json and NAME.ref.json")
     parser.add_argument("--name", help="graph name (default: the workload or factory name)")
     parser.add_argument("--symbolic", default="",
-                        help="comma-separated INPUT:DIM to make symbolic, e.g. x:0")
+                        help="comma-separated INPUT:DIM[:SYMBOL] to make symbolic, e.g. x:0, or "
+                             "q:0:b,k:0:b,v:0:b for one batch symbol shared by three inputs")
     parser.add_argument("--dtype", choices=["float32", "float64", "float16", "bfloat16"],
                         help="cast floating inputs (and parameters) to this dtype")
     parser.add_argument("--workloads", help="path of workloads.py (default: ../shared/workloads)")
@@ -403,7 +425,8 @@ def main():
     else:
         module, _, attribute = args.module.partition(":")
         factories = [(args.name or attribute, getattr(importlib.import_module(module), attribute))]
-    symbolic = [(part.split(":")[0], int(part.split(":")[1]))
+    # INPUT:DIM[:SYMBOL]; dims naming the same symbol are equal (q:0:b,k:0:b).
+    symbolic = [(part.split(":")[0], int(part.split(":")[1]), *part.split(":")[2:])
                 for part in args.symbolic.split(",") if part]
     for name, factory in factories:
         fn, inputs = factory()

@@ -53,8 +53,15 @@ class TraceTest(unittest.TestCase):
     def test_a_size_baked_into_a_view_is_refused(self):
         with self.assertRaisesRegex(kiln_trace.TraceError,
                                     "node 'view' .* has a symbolic size baked into an argument"):
-            kiln_trace.trace(lambda x: x.view(x.shape[0] * 5), [torch.randn(3, 5)], "baked",
+            kiln_trace.trace(lambda x: x.view(5, x.shape[0]), [torch.randn(3, 5)], "baked",
                              symbolic=[("x", 0)])
+
+    def test_a_leading_reshape_of_the_symbol_becomes_minus_one(self):
+        graph, _ = kiln_trace.trace(lambda x: x.view(x.shape[0] * 5) + 1, [torch.randn(3, 5)],
+                                    "flat", symbolic=[("x", 0)])
+        view = graph["nodes"][0]
+        self.assertEqual(view["args"], [{"name": "size", "intList": {"values": ["-1"]}}])
+        self.assertEqual(view["outputTypes"][0]["sizes"], [{"symbol": "s0", "multiplier": "5"}])
 
 
 class CheckTest(unittest.TestCase):
