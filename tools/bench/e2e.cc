@@ -17,7 +17,6 @@
 // figure is under its own key as the median over rounds; figures measured in
 // more than one round also have `<key>_min` and `<key>_max`. A figure that
 // could not be measured (no torch) is null.
-#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -37,6 +36,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"

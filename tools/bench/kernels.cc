@@ -1,0 +1,686 @@
+// kernels: Kiln's generated kernels against eager PyTorch 1.13, at 1 and 2
+// threads, in one run. What each figure means, how to run it and the latest
+// figures are in docs/BENCHMARKS.md ("Kernels").
+//
+// One private kilnd compiles the graphs traced at build time (//tools/bench:
+// traced: the public workloads plus f at 1024x1024). Each graph is loaded
+// twice, on Runtime(1) and Runtime(2), and every output is checked against
+// the eager reference of its trace before anything is timed: a wrong kernel
+// gets no figure (and the run exits 1). Eager PyTorch runs in long-lived
+// Python processes (eager_kernels.py, driven over pipes), one per
+// configuration: ATen dispatch (avx512, eager's best here, and Debian's
+// default AVX2) x threads (1, 2). Per round, for each graph, every side
+// times one batch (calls one by one, median), interleaved:
+//   eager avx512 1t, Kiln 1t allocating, Kiln 1t preallocated, [copy 1t],
+//   eager default 1t, eager avx512 2t, Kiln 2t allocating, Kiln 2t
+//   preallocated, [copy 2t], eager default 2t
+// and each round starts with one cold compile of transformer_layer (fresh
+// salt). Round -1 is a warm-up that also sizes the batches.
+//
+// Output: a table; with --json, also one JSON object as the last line: each
+// measure's median speedup over eager at 1 thread under its own key (e.g.
+// "softmax_1024"), then everything else. Figures measured in more than one
+// round also have `<key>_min` and `<key>_max`; a figure that could not be
+// measured is null (the reason is among the string facts).
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "client/compiled_graph.h"
+#include "client/graph_file.h"
+#include "client/runtime/runtime.h"
+#include "client/tensor.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+#include "tools/bench/bench_util.h"
+#include "tools/bench/copy_loop.h"
+#include "tools/reference/tensor_data.h"
+
+ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
+ABSL_FLAG(int, repetitions, 10,
+          "Timed rounds (each: every side of every graph once, and one cold compile); the "
+          "documented figures use >= 10. ~7 s per round on the 2-vCPU VM.");
+ABSL_FLAG(double, batch_ms, 50,
+          "Target length of one batch (one side, one graph, one round); the warm-up round sizes "
+          "each graph's call count from its slowest side.");
+ABSL_FLAG(int, min_calls, 9, "Fewest timed calls in a batch.");
+ABSL_FLAG(std::string, python, "/usr/bin/python3", "Interpreter for the eager PyTorch baseline.");
+
+namespace kiln {
+namespace {
+
+using bench::Batch;
+using bench::Daemon;
+using bench::Fields;
+using bench::JsonNumber;
+using bench::JsonString;
+using bench::LineProcess;
+using bench::MsSince;
+using bench::NowNs;
+using bench::NumberField;
+using bench::ParseFields;
+using bench::Runfile;
+using bench::Samples;
+using bench::Summarize;
+using bench::Summary;
+using bench::TimeBatch;
+
+constexpr char kTarget[] = "//tools/bench:kernels";
+constexpr char kTraced[] = "tools/bench/traced/";
+constexpr int kMaxCalls = 5000;
+
+// The graphs, as traced into tools/bench/traced/NAME{,.ref}.json.
+constexpr const char* kGraphs[] = {"tail",      "f_1024", "softmax",   "layer_norm",
+                                   "gelu",      "mlp",    "attention", "transformer_layer"};
+constexpr char kCompiledGraph[] = "transformer_layer";  // the cold-compile figure's graph
+
+struct Measure {
+  const char* key;
+  const char* graph;
+  bool out;       // eager out= vs Kiln into preallocated outputs; else both allocate
+  double target;  // minimum median speedup at 1 thread
+  const char* what;
+};
+
+constexpr Measure kMeasures[] = {
+    {"tail_2048", "tail", false, 4.0, "relu(x + 1.0), 2048x2048, both sides allocating"},
+    {"tail_2048_out", "tail", true, 1.8,
+     "the same, no allocation: Run(in, out) vs add(out=) + relu_"},
+    {"f_1024", "f_1024", false, 1.7, "relu(x @ x.T + 1.0), 1024x1024"},
+    {"softmax_1024", "softmax", false, 1.6, "softmax(x, dim=-1), 1024x1024"},
+    {"layer_norm_1024", "layer_norm", false, 1.5, "layer_norm(x, [1024], w, b), 1024x1024"},
+    {"gelu", "gelu", false, 1.2, "gelu (erf), 256x1024"},
+    {"mlp", "mlp", false, 1.15, "Linear 256->1024, GELU, Linear 1024->256, batch 64"},
+    {"attention", "attention", false, 1.3, "softmax(q k^T / sqrt(32)) v, (2, 4, 128, 32)"},
+    {"transformer_layer", "transformer_layer", false, 1.2,
+     "TransformerEncoderLayer(64, 4, 128) eval, (16, 2, 64)"},
+};
+
+// The eager processes: ATen dispatch x threads.
+struct EagerConfig {
+  const char* name;  // key part: "eager", "eager_default"
+  int threads;
+  bool avx512;
+};
+constexpr EagerConfig kEagerConfigs[] = {
+    {"eager", 1, true}, {"eager_default", 1, false}, {"eager", 2, true}, {"eager_default", 2, false}};
+
+std::string ThreadSuffix(int threads) { return threads == 1 ? "" : absl::StrCat("_", threads, "t"); }
+
+// ---------------------------------------------------------------- the sides
+
+// One traced graph on Kiln's side: its inputs (the trace's), preallocated
+// outputs, and a CompiledGraph per runtime.
+struct KilnGraph {
+  std::string name;
+  kiln::v1::Reference reference;
+  std::vector<Tensor> inputs;
+  std::vector<TensorView> input_views;
+  // Per thread count (index 0: 1 thread, 1: 2 threads).
+  std::unique_ptr<CompiledGraph> compiled[2];
+  std::vector<Tensor> outputs[2];
+  std::vector<TensorView> output_views[2];
+  std::string error;  // non-empty: wrong or failed; no Kiln figures
+  int calls = 0;      // per batch, set by the warm-up round
+};
+
+// Checks every output of both variants on both runtimes against eager's.
+absl::Status CheckKilnGraph(KilnGraph& graph) {
+  for (int t = 0; t < 2; ++t) {
+    CompiledGraph& compiled = *graph.compiled[t];
+    ASSIGN_OR_RETURN(const std::vector<Tensor> allocated, compiled.Run(graph.input_views));
+    RETURN_IF_ERROR(compiled.Run(graph.input_views, graph.output_views[t]));
+    if (static_cast<int>(allocated.size()) != graph.reference.outputs_size()) {
+      return absl::InternalError(absl::StrCat("Kiln returned ", allocated.size(),
+                                              " outputs; eager ", graph.reference.outputs_size()));
+    }
+    for (int k = 0; k < graph.reference.outputs_size(); ++k) {
+      const auto& want = graph.reference.outputs(k);
+      const Tolerance tolerance = DefaultTolerance(want.dtype());
+      const std::string what = absl::StrCat(graph.name, " output ", k, " (", t + 1, " thread");
+      RETURN_IF_ERROR(
+          CompareToReference(absl::StrCat(what, ", allocating)"), allocated[k], want, tolerance));
+      RETURN_IF_ERROR(CompareToReference(absl::StrCat(what, ", preallocated)"),
+                                         graph.outputs[t][k], want, tolerance));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<KilnGraph>> LoadKilnGraph(const std::string& name, Client& client,
+                                                         Runtime* runtimes[2]) {
+  auto graph = std::make_unique<KilnGraph>();
+  graph->name = name;
+  ASSIGN_OR_RETURN(const std::string graph_path, Runfile(kTraced + name + ".json", kTarget));
+  ASSIGN_OR_RETURN(const std::string ref_path, Runfile(kTraced + name + ".ref.json", kTarget));
+  ASSIGN_OR_RETURN(const kiln::v1::Graph proto, ReadGraphFile(graph_path));
+  ASSIGN_OR_RETURN(graph->reference, ReadReferenceFile(ref_path));
+  for (const auto& data : graph->reference.inputs()) {
+    ASSIGN_OR_RETURN(Tensor tensor, ToTensor(data));
+    graph->inputs.push_back(std::move(tensor));
+  }
+  for (const Tensor& input : graph->inputs) graph->input_views.push_back(input.view());
+  for (int t = 0; t < 2; ++t) {
+    graph->compiled[t] = std::make_unique<CompiledGraph>(&client, proto,
+                                                         kiln::v1::CompileOptions(), runtimes[t]);
+    // Zero-filled by the constructor: the pages exist before the first call.
+    for (const auto& data : graph->reference.outputs()) {
+      graph->outputs[t].emplace_back(data.dtype(),
+                                     std::vector<int64_t>(data.sizes().begin(), data.sizes().end()));
+    }
+    for (const Tensor& output : graph->outputs[t]) graph->output_views[t].push_back(output.view());
+  }
+  for (int t = 0; t < 2; ++t) {
+    auto prepared = graph->compiled[t]->Prepare();
+    if (!prepared.ok()) {
+      graph->error = absl::StrCat("compile failed: ", prepared.status().message());
+      return graph;
+    }
+  }
+  const absl::Status checked = CheckKilnGraph(*graph);
+  if (!checked.ok()) graph->error = absl::StrCat("wrong output: ", checked.message());
+  return graph;
+}
+
+// One eager configuration's process.
+struct EagerSide {
+  EagerConfig config;
+  std::unique_ptr<LineProcess> process;  // null when unavailable
+  std::string error;
+
+  // One batch of `calls` calls of `graph` (variant alloc or out).
+  absl::StatusOr<Batch> Time(const std::string& graph, const char* variant, int calls) {
+    ASSIGN_OR_RETURN(const std::string line,
+                     process->Ask(absl::StrCat(graph, " ", variant, " ", calls)));
+    if (absl::StartsWith(line, "error ")) {
+      return absl::InternalError(absl::StrCat("eager_kernels.py: ", line.substr(6)));
+    }
+    const Fields fields = ParseFields(line);
+    ASSIGN_OR_RETURN(const double ns, NumberField(fields, "ns"));
+    ASSIGN_OR_RETURN(const double minflt, NumberField(fields, "minflt"));
+    // With 2 threads, Debian's OpenBLAS pool spin-waits for ~100 ms after
+    // the last GEMM: wait until the process is idle, so that its spinning
+    // thread does not take a core from whatever is timed next.
+    if (config.threads > 1) Settle();
+    return Batch{ns, minflt};
+  }
+
+  // Returns when the process's CPU time has not moved for 30 ms (at most
+  // 1 s). CPU time comes in 10 ms ticks.
+  void Settle() {
+    const int64_t deadline = NowNs() + 1000000000LL;
+    int64_t last = bench::CpuTicks(process->pid()).value_or(0);
+    int quiet = 0;
+    while (quiet < 3 && NowNs() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+      const int64_t now = bench::CpuTicks(process->pid()).value_or(0);
+      quiet = now == last ? quiet + 1 : 0;
+      last = now;
+    }
+  }
+};
+
+absl::StatusOr<std::vector<EagerSide>> StartEager(const std::string& python,
+                                                   const std::string& script,
+                                                   const std::string& workloads,
+                                                   const std::string& traced, Fields& facts) {
+  std::vector<std::string> argv = {python, script, workloads, traced};
+  for (const char* graph : kGraphs) argv.push_back(graph);
+  std::vector<EagerSide> sides;
+  for (const EagerConfig& config : kEagerConfigs) {
+    const std::string threads = absl::StrCat(config.threads);
+    bench::EnvChanges env = {{"OPENBLAS_NUM_THREADS", threads},
+                             {"OMP_NUM_THREADS", threads},
+                             {"KILN_NUM_THREADS", std::nullopt},
+                             {"OMP_WAIT_POLICY", std::nullopt},
+                             {"ATEN_CPU_CAPABILITY", std::nullopt}};
+    if (config.threads > 1) env["OMP_WAIT_POLICY"] = "PASSIVE";
+    if (config.avx512) env["ATEN_CPU_CAPABILITY"] = "avx512";
+    const std::string name = absl::StrCat(config.name, ThreadSuffix(config.threads));
+    absl::FPrintF(stderr, "kernels: starting %s (import torch, load the references)...\n", name);
+    EagerSide side{config, nullptr, ""};
+    auto process = LineProcess::Start(argv, "eager_kernels.py", env);
+    if (process.ok()) {
+      side.process = std::move(*process);
+      const Fields& ready = side.process->facts();
+      auto fact = [&](const char* key) {
+        return ready.count(key) != 0 ? ready.at(key) : std::string("?");
+      };
+      facts[name] = absl::StrFormat(
+          "torch %s, capability %s, torch threads %s, OPENBLAS_NUM_THREADS=%s "
+          "OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s ATEN_CPU_CAPABILITY=%s",
+          fact("torch"), fact("capability"), fact("threads"), fact("OPENBLAS_NUM_THREADS"),
+          fact("OMP_NUM_THREADS"), fact("OMP_WAIT_POLICY"), fact("ATEN_CPU_CAPABILITY"));
+      facts[name + "_libblas"] = fact("libblas");
+      facts[name + "_openblas"] = fact("openblas");
+    } else {
+      side.error = std::string(process.status().message());
+      facts[name] = absl::StrCat("not measured: ", side.error);
+      absl::FPrintF(stderr, "kernels: %s not measured: %s\n", name, side.error);
+    }
+    sides.push_back(std::move(side));
+  }
+  return sides;
+}
+
+// y = x over the tail's input and preallocated output (pre-faulted, the
+// buffers Kiln's preallocated tail uses), on the runtime's pool at 2 threads.
+Batch TimeCopy(const KilnGraph& tail, int t, Runtime& runtime, int calls) {
+  const float* x = tail.inputs[0].data<float>();
+  float* y = tail.outputs[t][0].data<float>();
+  const int64_t n = tail.inputs[0].NumElements();
+  auto copy = [&] {
+    if (runtime.pool().threads() == 1) {
+      KilnBenchCopyFloats(x, y, n);
+    } else {
+      runtime.pool().ParallelFor(n, (n + runtime.pool().threads() - 1) / runtime.pool().threads(),
+                                 [&](int64_t begin, int64_t end) {
+                                   KilnBenchCopyFloats(x + begin, y + begin, end - begin);
+                                 });
+    }
+  };
+  copy();
+  return TimeBatch(calls, copy);
+}
+
+// ------------------------------------------------------------------ rounds
+
+// One round's batches, by name: "kiln_alloc_1t"... "eager_default_out_2t", "copy_1t".
+using RoundBatches = std::map<std::string, Batch>;
+
+std::string BatchName(const std::string& side, const std::string& variant, int threads) {
+  return absl::StrCat(side, "_", variant, "_", threads, "t");
+}
+
+// Times every side of `graph` once.
+absl::Status TimeGraph(KilnGraph& graph, std::vector<EagerSide>& eager, Runtime* runtimes[2],
+                       int calls, RoundBatches& batches) {
+  const bool tail = graph.name == "tail";
+  auto time_eager = [&](const EagerConfig& wanted) -> absl::Status {
+    for (EagerSide& side : eager) {
+      if (side.process == nullptr || side.config.threads != wanted.threads ||
+          side.config.avx512 != wanted.avx512) {
+        continue;
+      }
+      for (const char* variant : {"alloc", "out"}) {
+        if (std::string(variant) == "out" && !tail) continue;
+        ASSIGN_OR_RETURN(batches[BatchName(side.config.name, variant, side.config.threads)],
+                         side.Time(graph.name, variant, calls));
+      }
+    }
+    return absl::OkStatus();
+  };
+  for (int t = 0; t < 2; ++t) {
+    const int threads = t + 1;
+    RETURN_IF_ERROR(time_eager({"eager", threads, true}));
+    if (graph.error.empty()) {
+      CompiledGraph& compiled = *graph.compiled[t];
+      bool ok = true;
+      // Allocating and preallocated in separate batches, each after one
+      // untimed call: a freed 16 MiB output faults again and slows what
+      // runs right after it.
+      ok &= compiled.Run(graph.input_views).ok();
+      batches[BatchName("kiln", "alloc", threads)] =
+          TimeBatch(calls, [&] { ok &= compiled.Run(graph.input_views).ok(); });
+      ok &= compiled.Run(graph.input_views, graph.output_views[t]).ok();
+      batches[BatchName("kiln", "prealloc", threads)] = TimeBatch(
+          calls, [&] { ok &= compiled.Run(graph.input_views, graph.output_views[t]).ok(); });
+      if (!ok) return absl::InternalError(absl::StrCat("a Run of ", graph.name, " failed"));
+      if (tail) batches[BatchName("copy", "loop", threads)] = TimeCopy(graph, t, *runtimes[t], calls);
+    }
+    RETURN_IF_ERROR(time_eager({"eager_default", threads, false}));
+  }
+  return absl::OkStatus();
+}
+
+// Per-round figures of one graph's measures, from its batches.
+void RecordMeasures(const KilnGraph& graph, const RoundBatches& batches, Samples& samples) {
+  auto find = [&](const std::string& name) -> const Batch* {
+    const auto it = batches.find(name);
+    return it == batches.end() ? nullptr : &it->second;
+  };
+  for (const Measure& measure : kMeasures) {
+    if (graph.name != measure.graph) continue;
+    const std::string key = measure.key;
+    const char* eager_variant = measure.out ? "out" : "alloc";
+    const char* kiln_variant = measure.out ? "prealloc" : "alloc";
+    for (int threads = 1; threads <= 2; ++threads) {
+      const std::string suffix = ThreadSuffix(threads);
+      const Batch* kiln = find(BatchName("kiln", kiln_variant, threads));
+      const Batch* kiln_prealloc = find(BatchName("kiln", "prealloc", threads));
+      const Batch* eager = find(BatchName("eager", eager_variant, threads));
+      const Batch* eager_default = find(BatchName("eager_default", eager_variant, threads));
+      auto record = [&](const std::string& name, const Batch* batch) {
+        if (batch == nullptr) return;
+        samples[name + "_us"].push_back(batch->median_ns / 1e3);
+        samples[name + "_minflt"].push_back(batch->minor_faults_per_call);
+      };
+      record(key + "_kiln" + suffix, kiln);
+      if (!measure.out) record(key + "_kiln_prealloc" + suffix, kiln_prealloc);
+      record(key + "_eager" + suffix, eager);
+      record(key + "_eager_default" + suffix, eager_default);
+      if (kiln != nullptr && eager != nullptr) {
+        samples[key + suffix].push_back(eager->median_ns / kiln->median_ns);
+      }
+      if (kiln != nullptr && eager_default != nullptr) {
+        samples[key + "_vs_default" + suffix].push_back(eager_default->median_ns / kiln->median_ns);
+      }
+      if (!measure.out && kiln_prealloc != nullptr && eager != nullptr) {
+        samples[key + "_prealloc" + suffix].push_back(eager->median_ns / kiln_prealloc->median_ns);
+      }
+      if (measure.out) {
+        const Batch* copy = find(BatchName("copy", "loop", threads));
+        if (copy != nullptr && kiln != nullptr) {
+          samples["copy_bandwidth_fraction" + suffix].push_back(copy->median_ns /
+                                                                kiln->median_ns);
+          samples["copy" + suffix + "_us"].push_back(copy->median_ns / 1e3);
+          // Bytes read + written per call, over the time.
+          const double bytes = 2.0 * graph.inputs[0].NumBytes();
+          samples["copy" + suffix + "_gb_s"].push_back(bytes / copy->median_ns);
+          samples[key + "_kiln" + suffix + "_gb_s"].push_back(bytes / kiln->median_ns);
+        }
+      }
+    }
+  }
+}
+
+// A cold compile of `graph` with a fresh salt: the Compile RPC, which
+// includes codegen, clang + lld in kilnd's compile worker, and the store.
+absl::Status TimeColdCompile(Client& client, const kiln::v1::Graph& graph, int round,
+                             Samples* samples) {
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = graph;
+  request.mutable_options()->set_salt(absl::StrCat("kernels-bench-", getpid(), "-", round));
+  const int64_t start = NowNs();
+  ASSIGN_OR_RETURN(const kiln::v1::CompileResponse response, client.Compile(request));
+  const double ms = MsSince(start);
+  if (response.cache_hit()) return absl::InternalError("a salted compile was a cache hit");
+  if (samples != nullptr) {
+    const std::string key = absl::StrCat(kCompiledGraph, "_compile");
+    (*samples)[key + "_ms"].push_back(ms);
+    (*samples)[key + "_codegen_ms"].push_back(response.artifact().timings().codegen_ms());
+    (*samples)[key + "_compiler_ms"].push_back(response.artifact().timings().compile_ms());
+  }
+  return absl::OkStatus();
+}
+
+// System-wide busy and steal time (clock ticks, /proc/stat), to tell how
+// much of the 2 vCPUs other work took during the run.
+struct CpuTimes {
+  int64_t busy = 0, steal = 0;
+};
+
+CpuTimes SystemCpuTimes() {
+  CpuTimes times;
+  const std::string stat = ReadFile("/proc/stat").value_or("");
+  const std::vector<std::string> words =
+      absl::StrSplit(stat.substr(0, stat.find('\n')), ' ', absl::SkipEmpty());
+  // cpu user nice system idle iowait irq softirq steal ...
+  int64_t value[9] = {0};
+  for (int i = 1; i < 9 && i < static_cast<int>(words.size()); ++i) {
+    if (!absl::SimpleAtoi(words[i], &value[i])) value[i] = 0;
+  }
+  times.busy = value[1] + value[2] + value[3] + value[6] + value[7];
+  times.steal = value[8];
+  return times;
+}
+
+// This process's and its reaped children's CPU time, in clock ticks.
+int64_t OwnCpuTicks() {
+  const long hz = sysconf(_SC_CLK_TCK);
+  int64_t ticks = 0;
+  for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    rusage usage;
+    getrusage(who, &usage);
+    for (const timeval& t : {usage.ru_utime, usage.ru_stime}) {
+      ticks += (t.tv_sec * 1000000LL + t.tv_usec) * hz / 1000000;
+    }
+  }
+  return ticks;
+}
+
+// ------------------------------------------------------------------ report
+
+std::string Cell(const Samples& samples, const std::string& key, const char* format = "%.4g") {
+  const std::optional<Summary> summary = Summarize(samples, key);
+  return summary ? absl::StrFormat(format, summary->median) : "-";
+}
+
+std::string Range(const Samples& samples, const std::string& key) {
+  const std::optional<Summary> summary = Summarize(samples, key);
+  return summary ? absl::StrFormat("%.2f/%.2f/%.2f", summary->min, summary->median, summary->max)
+                 : "n/a";
+}
+
+std::string Verdict(const Samples& samples, const std::string& key, double target, bool at_most) {
+  const std::optional<Summary> summary = Summarize(samples, key);
+  if (!summary) return "n/a";
+  const bool met = at_most ? summary->median <= target : summary->median >= target;
+  return absl::StrFormat("%s%g %s", at_most ? "<=" : ">=", target, met ? "met" : "MISSED");
+}
+
+void PrintTable(const Samples& samples, const Fields& facts) {
+  absl::PrintF("\nKiln kernels vs eager PyTorch (float32; times are medians over rounds of "
+               "per-batch medians)\n");
+  for (const auto& [key, value] : facts) absl::PrintF("  %-24s %s\n", key, value);
+  // Times in us; "pre": Kiln into preallocated outputs; "AVX2": eager with
+  // Debian's default dispatch; speedups are eager / Kiln, per round.
+  absl::PrintF("\n%-18s %3s %9s %9s %9s %9s  %-19s %7s %7s  %-13s %s\n", "measure", "thr",
+               "kiln", "kiln pre", "eager", "eager AVX2", "speedup min/med/max", "vs AVX2",
+               "pre vs", "minflt k/e", "target (1 thread)");
+  for (const Measure& measure : kMeasures) {
+    for (int threads = 1; threads <= 2; ++threads) {
+      const std::string suffix = ThreadSuffix(threads);
+      const std::string key = measure.key;
+      absl::PrintF(
+          "%-18s %3d %9s %9s %9s %9s  %-19s %7s %7s  %-13s %s\n",
+          threads == 1 ? key : "", threads, Cell(samples, key + "_kiln" + suffix + "_us"),
+          measure.out ? "(same)" : Cell(samples, key + "_kiln_prealloc" + suffix + "_us"),
+          Cell(samples, key + "_eager" + suffix + "_us"),
+          Cell(samples, key + "_eager_default" + suffix + "_us"), Range(samples, key + suffix),
+          Cell(samples, key + "_vs_default" + suffix, "%.2f"),
+          measure.out ? "" : Cell(samples, key + "_prealloc" + suffix, "%.2f"),
+          absl::StrCat(Cell(samples, key + "_kiln" + suffix + "_minflt", "%.3g"), "/",
+                       Cell(samples, key + "_eager" + suffix + "_minflt", "%.3g")),
+          threads == 1 ? Verdict(samples, key, measure.target, false) : "");
+    }
+    absl::PrintF("  %s\n", measure.what);
+  }
+  absl::PrintF("\n%-40s %-24s %s\n", "figure", "min/median/max", "target (1 thread)");
+  auto row = [&](const std::string& label, const std::string& key, const std::string& target) {
+    absl::PrintF("%-40s %-24s %s\n", label, Range(samples, key), target);
+  };
+  for (int threads = 1; threads <= 2; ++threads) {
+    const std::string suffix = ThreadSuffix(threads);
+    const std::string at = threads == 1 ? "" : " (2 threads)";
+    row("copy_bandwidth_fraction" + suffix, "copy_bandwidth_fraction" + suffix,
+        threads == 1 ? Verdict(samples, "copy_bandwidth_fraction", 0.9, false) : "");
+    row("  copy loop, us" + at, "copy" + suffix + "_us", "");
+    row("  copy loop, GB/s read+written" + at, "copy" + suffix + "_gb_s", "");
+    row("  Kiln tail out=, GB/s read+written" + at, "tail_2048_out_kiln" + suffix + "_gb_s", "");
+  }
+  const std::string compile = absl::StrCat(kCompiledGraph, "_compile");
+  row(compile + "_ms", compile + "_ms", Verdict(samples, compile + "_ms", 500, true));
+  row("  in kilnd: graph -> C++", compile + "_codegen_ms", "");
+  row("  in kilnd: C++ -> .so (worker clang+lld)", compile + "_compiler_ms", "");
+}
+
+std::string JsonLine(const Samples& samples, const Fields& facts) {
+  std::vector<std::string> keys;
+  // The headline figures first, in the order of kMeasures.
+  for (const Measure& measure : kMeasures) keys.push_back(measure.key);
+  keys.push_back("copy_bandwidth_fraction");
+  keys.push_back(absl::StrCat(kCompiledGraph, "_compile_ms"));
+  for (const auto& [key, values] : samples) {
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  }
+  std::vector<std::string> members;
+  for (const std::string& key : keys) {
+    const std::optional<Summary> summary = Summarize(samples, key);
+    if (!summary) {
+      members.push_back(JsonString(key) + ": null");
+      continue;
+    }
+    members.push_back(absl::StrCat(JsonString(key), ": ", JsonNumber(summary->median)));
+    if (summary->count > 1) {
+      members.push_back(
+          absl::StrCat(JsonString(key + "_min"), ": ", JsonNumber(summary->min)));
+      members.push_back(
+          absl::StrCat(JsonString(key + "_max"), ": ", JsonNumber(summary->max)));
+    }
+  }
+  for (const auto& [key, value] : facts) {
+    double number;
+    members.push_back(absl::StrCat(JsonString(key), ": ",
+                                   absl::SimpleAtod(value, &number) ? value : JsonString(value)));
+  }
+  return absl::StrCat("{", absl::StrJoin(members, ", "), "}");
+}
+
+// --------------------------------------------------------------------- run
+
+absl::Status RunBenchmark(bool& kiln_wrong) {
+  const int rounds = absl::GetFlag(FLAGS_repetitions);
+  if (rounds < 1) return absl::InvalidArgumentError("--repetitions must be at least 1");
+  if (rounds < 10) {
+    absl::FPrintF(stderr, "kernels: fewer than 10 rounds: not for docs/BENCHMARKS.md\n");
+  }
+  const int min_calls = std::max(1, absl::GetFlag(FLAGS_min_calls));
+  const double batch_ns = absl::GetFlag(FLAGS_batch_ms) * 1e6;
+  ASSIGN_OR_RETURN(const std::string kilnd, Runfile("daemon/kilnd", kTarget));
+  ASSIGN_OR_RETURN(const std::string eager_script,
+                   Runfile("tools/bench/eager_kernels.py", kTarget));
+  ASSIGN_OR_RETURN(const std::string workloads,
+                   Runfile("external/shared_workloads/workloads.py", kTarget));
+  ASSIGN_OR_RETURN(const std::string traced_tail, Runfile("tools/bench/traced/tail.json", kTarget));
+  const std::string traced = Dirname(traced_tail);
+
+  Fields facts;
+  facts["cpu"] = bench::CpuModel();
+  facts["cpus"] = absl::StrCat(sysconf(_SC_NPROCESSORS_ONLN));
+  facts["repetitions"] = absl::StrCat(rounds);
+  facts["load_before"] = bench::LoadAverage();
+  const CpuTimes cpu_before = SystemCpuTimes();
+  const int64_t own_before = OwnCpuTicks();
+  const int64_t run_start = NowNs();
+  facts["kiln"] =
+      "Runtime(1) and Runtime(2) in one process (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS="
+      "KILN_NUM_THREADS=1: the runtime calls openblas_set_num_threads(1) and splits GEMMs "
+      "across its own pool)";
+
+  ASSIGN_OR_RETURN(const std::string root, MakeTempDirectory("/tmp/kilnXXXXXX"));
+  struct RemoveOnExit {
+    std::string path;
+    ~RemoveOnExit() { RemoveRecursively(path).IgnoreError(); }
+  } remove_root{root};
+  // Declared after remove_root: stopped before the directory goes.
+  ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon, Daemon::Start(kilnd, root + "/w", "worker"));
+
+  Runtime runtime1(1), runtime2(2);
+  Runtime* runtimes[2] = {&runtime1, &runtime2};
+  facts["kiln_blas"] = bench::MappedLibraries("blas");
+
+  std::vector<std::unique_ptr<KilnGraph>> graphs;
+  for (const char* name : kGraphs) {
+    absl::FPrintF(stderr, "kernels: compiling and checking %s...\n", name);
+    ASSIGN_OR_RETURN(std::unique_ptr<KilnGraph> graph,
+                     LoadKilnGraph(name, daemon->client(), runtimes));
+    if (!graph->error.empty()) {
+      facts[absl::StrCat("kiln_", name)] = graph->error;
+      absl::FPrintF(stderr, "kernels: %s: %s\n", name, graph->error);
+      kiln_wrong = true;
+    }
+    graphs.push_back(std::move(graph));
+  }
+  const kiln::v1::Graph& compiled_graph =
+      (*std::find_if(graphs.begin(), graphs.end(),
+                     [](const auto& g) { return g->name == kCompiledGraph; }))
+          ->compiled[0]
+          ->graph();
+
+  ASSIGN_OR_RETURN(std::vector<EagerSide> eager,
+                   StartEager(absl::GetFlag(FLAGS_python), eager_script, workloads, traced, facts));
+
+  Samples samples;
+  for (int round = -1; round < rounds; ++round) {
+    absl::FPrintF(stderr, "kernels: round %d of %d%s...\n", round + 1, rounds,
+                  round < 0 ? " (warm-up, sizes the batches)" : "");
+    RETURN_IF_ERROR(TimeColdCompile(daemon->client(), compiled_graph, round,
+                                    round < 0 ? nullptr : &samples));
+    for (auto& graph : graphs) {
+      RoundBatches batches;
+      RETURN_IF_ERROR(TimeGraph(*graph, eager, runtimes, round < 0 ? min_calls : graph->calls,
+                                batches));
+      if (round < 0) {
+        double slowest = 1;
+        for (const auto& [name, batch] : batches) slowest = std::max(slowest, batch.median_ns);
+        graph->calls = std::clamp(static_cast<int>(batch_ns / slowest), min_calls, kMaxCalls);
+        absl::StrAppend(&facts["calls_per_batch"], facts["calls_per_batch"].empty() ? "" : " ",
+                        graph->name, "=", graph->calls);
+        continue;
+      }
+      RecordMeasures(*graph, batches, samples);
+    }
+  }
+  eager.clear();  // the Python processes exit
+  RETURN_IF_ERROR(daemon->Stop());
+
+  facts["load_after"] = bench::LoadAverage();
+  {
+    // After the eager processes and kilnd (with its compile worker) were
+    // reaped: their CPU time is in RUSAGE_CHILDREN.
+    const CpuTimes cpu_after = SystemCpuTimes();
+    const double capacity = (NowNs() - run_start) / 1e9 * sysconf(_SC_CLK_TCK) *
+                            sysconf(_SC_NPROCESSORS_ONLN);
+    const int64_t others =
+        (cpu_after.busy - cpu_before.busy) - (OwnCpuTicks() - own_before);
+    facts["other_cpu_share"] = absl::StrFormat("%.2f", std::max<int64_t>(0, others) / capacity);
+    facts["steal_share"] = absl::StrFormat("%.3f", (cpu_after.steal - cpu_before.steal) / capacity);
+  }
+  PrintTable(samples, facts);
+  if (absl::GetFlag(FLAGS_json)) absl::PrintF("%s\n", JsonLine(samples, facts));
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kiln
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Kiln's generated kernels vs eager PyTorch at 1 and 2 threads; docs/BENCHMARKS.md says "
+      "what each figure means.\n"
+      "Usage: bazel run -c opt //tools/bench:kernels -- [--json] [--repetitions=10]");
+  // Kiln's side runs with OpenBLAS at one thread (its runtime splits GEMMs
+  // over its own pool): set the variables and execute again if needed, as
+  // OpenBLAS reads them when it is loaded. Each eager process gets its own.
+  kiln::bench::PinThreadsOrReexecute(
+      argv, {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "KILN_NUM_THREADS"}, "kernels");
+  absl::ParseCommandLine(argc, argv);
+  bool kiln_wrong = false;
+  const absl::Status status = kiln::RunBenchmark(kiln_wrong);
+  if (!status.ok()) {
+    absl::FPrintF(stderr, "kernels: %s\n", status.ToString());
+    return 1;
+  }
+  if (kiln_wrong) absl::FPrintF(stderr, "kernels: a Kiln kernel failed its check (see above)\n");
+  return kiln_wrong ? 1 : 0;
+}
