@@ -353,7 +353,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledGraph::Run(absl::Span<const TensorVi
   for (int k = 0; k < signature.outputs_size(); ++k) {
     std::vector<int64_t> sizes;
     for (const Size& size : entry->output_sizes[k]) sizes.push_back(Evaluate(size, symbols));
-    outputs.emplace_back(signature.outputs(k).dtype(), std::move(sizes));
+    outputs.push_back(Tensor::Empty(signature.outputs(k).dtype(), std::move(sizes)));
   }
   for (const Tensor& output : outputs) views.push_back(output.view());
   RETURN_IF_ERROR(Invoke(*entry, symbols, inputs, views));

@@ -43,11 +43,18 @@ std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> sizes) {
 
 void Tensor::Free::operator()(void* p) const { free(p); }
 
-Tensor::Tensor(DType dtype, std::vector<int64_t> sizes)
-    : dtype_(dtype), sizes_(std::move(sizes)), strides_(ContiguousStrides(sizes_)) {
-  const size_t bytes = (static_cast<size_t>(NumBytes()) + 63) / 64 * 64;
-  buffer_.reset(aligned_alloc(64, bytes == 0 ? 64 : bytes));
-  memset(buffer_.get(), 0, bytes);
+Tensor Tensor::Empty(DType dtype, std::vector<int64_t> sizes) {
+  Tensor tensor;
+  tensor.dtype_ = dtype;
+  tensor.sizes_ = std::move(sizes);
+  tensor.strides_ = ContiguousStrides(tensor.sizes_);
+  const size_t bytes = (static_cast<size_t>(tensor.NumBytes()) + 63) / 64 * 64;
+  tensor.buffer_.reset(aligned_alloc(64, bytes == 0 ? 64 : bytes));
+  return tensor;
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> sizes) : Tensor(Empty(dtype, std::move(sizes))) {
+  memset(buffer_.get(), 0, static_cast<size_t>(NumBytes()));
 }
 
 TensorView Tensor::view() const {

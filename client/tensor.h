@@ -36,6 +36,9 @@ class Tensor {
   Tensor() = default;
   // A contiguous, zero-filled tensor.
   Tensor(DType dtype, std::vector<int64_t> sizes);
+  // A contiguous tensor whose contents are undefined (torch.empty): for
+  // outputs a kernel overwrites, without the cost of zeroing them.
+  static Tensor Empty(DType dtype, std::vector<int64_t> sizes);
 
   TensorView view() const;
   template <typename T>

@@ -1,13 +1,15 @@
-/* Kiln's vectorizable transcendentals: the named source of exp and tanh in
- * every artifact (the rest come from the runtime table, kiln_abi.h).
+/* Kiln's vectorizable transcendentals: the named source of float32 exp and
+ * tanh (and gelu's erf) in every artifact; the rest come from the runtime
+ * table (kiln_abi.h).
  *
  * Plain C with no includes and no libm calls, pasted into generated sources:
  * branch-free (selects only), bit casts through __builtin_memcpy, so clang
  * vectorizes loops that call them without fast-math. Accuracy, checked
  * against double-precision libm over sweeps that include huge, tiny,
  * denormal and exceptional inputs (kiln_math_test): kiln_expf <= 1 ulp,
- * kiln_tanhf <= 2 ulp. NaN in gives NaN out; exp(-inf) = 0, exp(inf) = inf,
- * tanh(+-inf) = +-1, tanh(-0) = -0.
+ * kiln_tanhf <= 2 ulp; kiln_erf_for_gelu within 5e-7 absolute. NaN in
+ * gives NaN out; exp(-inf) = 0, exp(inf) = inf, tanh(+-inf) = +-1,
+ * tanh(-0) = -0.
  * Changing any result here changes generated code: bump kCodegenVersion. */
 #ifndef KILN_MATH_H_
 #define KILN_MATH_H_
@@ -62,6 +64,22 @@ static inline float kiln_tanhf(float x) {
   float result = a < 0.4f ? small : large;
   result = a == 0.0f ? x : result;  // keeps the sign of zero
   return x != x ? x : result;
+}
+
+/* erf for gelu only (the erf op itself is libm's, to 1 ulp): Abramowitz
+ * and Stegun 7.1.26 (1.5e-7; 5e-7 absolute in float), through kiln_expf, so gelu
+ * vectorizes. gelu is held to assert_close tolerances against eager (whose
+ * own contiguous float32 gelu is an approximation too). */
+static inline float kiln_erf_for_gelu(float x) {
+  const float a = x < 0.0f ? -x : x;
+  const float t = 1.0f / __builtin_fmaf(0.3275911f, a, 1.0f);
+  float p = 1.061405429f;
+  p = __builtin_fmaf(p, t, -1.453152027f);
+  p = __builtin_fmaf(p, t, 1.421413741f);
+  p = __builtin_fmaf(p, t, -0.284496736f);
+  p = __builtin_fmaf(p, t, 0.254829592f);
+  const float y = 1.0f - p * t * kiln_expf(-a * a);
+  return x < 0.0f ? -y : y;
 }
 
 #endif /* KILN_MATH_H_ */

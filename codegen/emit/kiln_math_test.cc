@@ -73,5 +73,16 @@ TEST(KilnMathTest, TanhWithinTwoUlp) {
   EXPECT_TRUE(std::signbit(kiln_tanhf(-0.0f)));
 }
 
+TEST(KilnMathTest, ErfForGeluWithinItsAbsoluteBound) {
+  double worst = 0;
+  for (float x = -10.0f; x <= 10.0f; x += 0.00123f) {
+    worst = std::max(worst, std::abs(kiln_erf_for_gelu(x) - std::erf(static_cast<double>(x))));
+  }
+  EXPECT_LT(worst, 5e-7);  // the formula's 1.5e-7 plus float rounding
+  EXPECT_TRUE(std::isnan(kiln_erf_for_gelu(NAN)));
+  EXPECT_EQ(kiln_erf_for_gelu(INFINITY), 1.0f);
+  EXPECT_EQ(kiln_erf_for_gelu(-INFINITY), -1.0f);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -69,7 +69,10 @@ absl::StatusOr<std::vector<int>> Softmax(GraphBuilder& b, const ir::Node& node) 
     ASSIGN_OR_RETURN(const int log_sum, b.Add("aten.log.default", {sum}));
     ASSIGN_OR_RETURN(result, b.Add("aten.sub.Tensor", {shifted, log_sum}));
   } else {
-    ASSIGN_OR_RETURN(result, b.Add("aten.div.Tensor", {exp, sum}));
+    // exp * (1 / sum), as eager's vectorized softmax computes it: one
+    // division per row, not per element.
+    ASSIGN_OR_RETURN(const int inverse, b.Add("aten.reciprocal.default", {sum}));
+    ASSIGN_OR_RETURN(result, b.Add("aten.mul.Tensor", {exp, inverse}));
   }
   ASSIGN_OR_RETURN(result, ToType(b, result, out));
   return std::vector<int>{result};

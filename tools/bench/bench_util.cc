@@ -219,16 +219,18 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const std::string& kilnd,
                                                       const std::string& compiler) {
   std::unique_ptr<Daemon> daemon(new Daemon);
   daemon->socket_path_ = directory + "/run/kilnd.sock";
+  daemon->cache_dir_ = directory + "/cache";
   daemon->log_path_ = directory + "/kilnd.log";
   RETURN_IF_ERROR(MakeDirectories(directory, 0700));
   ScopedFd log(open(daemon->log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (log.get() < 0) return absl::InternalError("cannot create " + daemon->log_path_);
   ASSIGN_OR_RETURN(daemon->pid_, Spawn({kilnd, "--socket=" + daemon->socket_path_,
-                                        "--cache_dir=" + directory + "/cache",
+                                        "--cache_dir=" + daemon->cache_dir_,
                                         "--compiler=" + compiler, "--log_level=warning"},
                                        {{log.get(), STDOUT_FILENO}, {log.get(), STDERR_FILENO}}));
   ClientOptions options;
   options.socket_path = daemon->socket_path_;
+  options.cache_dir = daemon->cache_dir_;
   options.auto_start = false;
   options.client_name = "bench";
   const absl::Time deadline = absl::Now() + absl::Seconds(30);

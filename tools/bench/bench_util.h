@@ -149,12 +149,13 @@ class Daemon {
   Client& client() { return *client_; }
   pid_t pid() const { return pid_; }
   const std::string& socket_path() const { return socket_path_; }
+  const std::string& cache_dir() const { return cache_dir_; }
   const std::string& log_path() const { return log_path_; }
 
  private:
   Daemon() = default;
   pid_t pid_ = -1;
-  std::string socket_path_, log_path_;
+  std::string socket_path_, cache_dir_, log_path_;
   std::unique_ptr<Client> client_;
 };
 
