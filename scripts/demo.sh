@@ -32,11 +32,12 @@ echo "== 2. process A: compile (a miss: lower, generate C++, clang, store) and r
 $kiln run examples/f.json --check --start=false
 
 echo
-echo "== 3. process B, brand new: the same graph is a cache hit (no compile)"
+echo "== 3. process B, brand new: the same graph is a cache hit (no compile, and no"
+echo "      round trip: the key is computed in-process and found in kilnd's local index)"
 $kiln run examples/f.json --check --start=false
 
 echo
-echo "== 4. the daemon's counters: one compile, one hit"
+echo "== 4. the daemon's counters: one compile (B never had to ask)"
 $kiln stats
 echo
 echo "Explain what was built: $kiln explain examples/f.json"
