@@ -62,17 +62,28 @@ void Gemm(void* context, long long m, long long n, long long k, T alpha, const T
   const Operand<T> left = MakeOperand(a, m, k, a_row, a_col);
   const Operand<T> right = MakeOperand(b, k, n, b_row, b_col);
   auto* pool = static_cast<ThreadPool*>(context);
-  if (m * n * k < kParallelGemmWork || pool->threads() == 1 || m < 2) {
+  if (m * n * k < kParallelGemmWork || pool->threads() == 1 || std::max(m, n) < 2) {
     CallGemm(left, right, m, n, k, alpha, beta, c, c_row);
     return;
   }
-  // Split rows of C: each chunk is an independent GEMM on a slice of A.
-  const long long grain = std::max(1LL, m / pool->threads());
-  pool->ParallelFor(m, grain, [&](int64_t begin, int64_t end) {
-    Operand<T> slice{left.data, left.transpose, left.leading, nullptr};
-    slice.data += left.transpose == CblasNoTrans ? begin * left.leading : begin;
-    CallGemm(slice, right, end - begin, n, k, alpha, beta, c + begin * c_row, c_row);
-  });
+  // Split C along its longer side: each chunk is an independent GEMM on a
+  // slice of A (rows) or of B (columns), so no thread packs the whole of
+  // the larger operand twice.
+  if (m >= n) {
+    const long long grain = std::max(1LL, m / pool->threads());
+    pool->ParallelFor(m, grain, [&](int64_t begin, int64_t end) {
+      Operand<T> slice{left.data, left.transpose, left.leading, nullptr};
+      slice.data += left.transpose == CblasNoTrans ? begin * left.leading : begin;
+      CallGemm(slice, right, end - begin, n, k, alpha, beta, c + begin * c_row, c_row);
+    });
+  } else {
+    const long long grain = std::max(1LL, n / pool->threads());
+    pool->ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
+      Operand<T> slice{right.data, right.transpose, right.leading, nullptr};
+      slice.data += right.transpose == CblasNoTrans ? begin : begin * right.leading;
+      CallGemm(left, slice, m, end - begin, k, alpha, beta, c + begin, c_row);
+    });
+  }
 }
 
 // C = A.A^T: the upper triangle by BLAS (half the multiplies), mirrored.

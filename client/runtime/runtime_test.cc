@@ -1,6 +1,7 @@
 #include "client/runtime/runtime.h"
 
 #include <atomic>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -25,7 +26,8 @@ class GemmTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(GemmTest, AnyStridesMatchTheReference) {
   Runtime runtime(GetParam());
-  const int m = 70, n = 50, k = 600;  // big enough to split across threads
+  // Big enough to split across threads: by rows (m >= n), then by columns.
+  for (const auto [m, n, k] : {std::tuple<int, int, int>{70, 50, 600}, {20, 300, 600}}) {
   std::vector<float> a(m * k * 2), b(k * n * 2);
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
   for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) - 5;
@@ -40,6 +42,7 @@ TEST_P(GemmTest, AnyStridesMatchTheReference) {
     const std::vector<float> expected =
         Reference(m, n, k, a.data(), l.a_row, l.a_col, b.data(), l.b_row, l.b_col);
     for (int i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], expected[i], 1e-3) << i;
+  }
   }
 }
 
