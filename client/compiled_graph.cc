@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/retype.h"
 #include "common/status_macros.h"
 
 namespace kiln {
@@ -256,13 +257,65 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
       }
     }
   }
-  if (values.empty()) return miss;
-  RETURN_IF_ERROR(Load(Specialize(graph_, values)).status());
+  if (!values.empty()) {
+    RETURN_IF_ERROR(Load(Specialize(graph_, values)).status());
+  } else {
+    // Other sizes than any entry covers: a new specialization (see
+    // Respecialize), within the recompile limit.
+    {
+      absl::ReaderMutexLock lock(&mutex_);
+      if (entries_.size() >= kMaxSpecializations) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            miss.message(), "; and the recompile limit (", kMaxSpecializations,
+            " specializations) is reached"));
+      }
+    }
+    if (!Respecialize(inputs).ok()) return miss;
+  }
   absl::ReaderMutexLock lock(&mutex_);
   for (const auto& entry : entries_) {
     if (CheckGuards(*entry, inputs, symbols).ok()) return entry.get();
   }
   return miss;
+}
+
+absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
+  if (static_cast<int>(inputs.size()) != graph_.inputs_size()) {
+    return absl::InvalidArgumentError("input count differs");
+  }
+  // First, a version that serves every size: the leading dims that changed
+  // become symbols (one per original size, so inputs that agreed still
+  // agree). If the graph cannot be lowered that way, the exact sizes.
+  std::vector<std::vector<kiln::v1::Dim>> symbolic(inputs.size()), exact(inputs.size());
+  bool any_symbol = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& declared = graph_.inputs(i).type();
+    if (static_cast<int>(inputs[i].sizes.size()) != declared.sizes_size() ||
+        inputs[i].dtype != declared.dtype()) {
+      return absl::FailedPreconditionError("rank or dtype differs: no specialization helps");
+    }
+    for (size_t d = 0; d < inputs[i].sizes.size(); ++d) {
+      kiln::v1::Dim dim;
+      dim.set_constant(inputs[i].sizes[d]);
+      exact[i].push_back(dim);
+      const kiln::v1::Dim& old = declared.sizes(d);
+      if (d == 0 && !old.has_symbol() && old.constant() != inputs[i].sizes[d] &&
+          inputs[i].sizes[d] >= 2 && old.constant() >= 2) {
+        kiln::v1::Dim symbol;
+        symbol.set_symbol(absl::StrCat("d", old.constant()));
+        symbolic[i].push_back(symbol);
+        any_symbol = true;
+      } else {
+        symbolic[i].push_back(old.has_symbol() ? old : dim);
+      }
+    }
+  }
+  if (any_symbol) {
+    auto retyped = Retype(graph_, symbolic);
+    if (retyped.ok() && Load(*retyped).ok()) return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(const kiln::v1::Graph retyped, Retype(graph_, exact));
+  return Load(retyped).status();
 }
 
 absl::Status CompiledGraph::CheckOutputs(const Entry& entry, const Symbols& symbols,

@@ -8,7 +8,11 @@
 // The first Run (or Prepare) fetches the artifact (a same-host hit needs no
 // round trip) and loads it. A symbolic graph run at size 0 or 1 gets a
 // static specialization of its own, compiled on first use (as in PyTorch,
-// symbolic dims are >= 2).
+// symbolic dims are >= 2). Inputs of sizes no entry covers get a new one:
+// the graph is re-typed for them (codegen/retype.h) with the changed
+// leading dims made symbolic — one artifact for every later size — or, if
+// that cannot be lowered, with the exact sizes; at most
+// kMaxSpecializations entries (then FailedPrecondition naming the dim).
 //
 // Ownership: inputs and preallocated outputs belong to the caller; outputs
 // must be contiguous, have the signature's dtype and sizes, and must not
@@ -81,6 +85,7 @@ class CompiledGraph {
     int64_t multiplier = 1;
   };
   static constexpr int kMaxSymbols = 8;
+  static constexpr size_t kMaxSpecializations = 8;
   using Symbols = std::array<long long, kMaxSymbols>;  // kiln_int64, as kiln_run takes
 
  private:
@@ -98,6 +103,8 @@ class CompiledGraph {
   // specialization of it) into a new entry.
   absl::StatusOr<PrepareResult> Load(const kiln::v1::Graph& graph);
   absl::StatusOr<const Entry*> FindEntry(absl::Span<const TensorView> inputs, Symbols& symbols);
+  // Loads an entry for `inputs`' sizes (see the class comment).
+  absl::Status Respecialize(absl::Span<const TensorView> inputs);
   // Checks `inputs` against `entry`'s guards, binding its symbols.
   absl::Status CheckGuards(const Entry& entry, absl::Span<const TensorView> inputs,
                            Symbols& symbols) const;

@@ -202,15 +202,42 @@ TEST_F(EndToEndTest, StaticGuardsAndOutputBuffersAreChecked) {
   auto client = daemon_.Connect();
   ASSERT_TRUE(client.ok());
   CompiledGraph f(client->get(), Example("f"));
-  Tensor x(kiln::v1::FLOAT32, {64, 64}), wrong(kiln::v1::FLOAT32, {64, 32});
+  Tensor x(kiln::v1::FLOAT32, {64, 64}), wrong_rank(kiln::v1::FLOAT32, {64});
   ASSERT_TRUE(f.Run({x.view()}).ok());
-  EXPECT_EQ(f.Run({wrong.view()}).status(),
+  EXPECT_EQ(f.Run({wrong_rank.view()}).status(),
             absl::FailedPreconditionError(
-                "input 0 'x': dim 1 has size 32; the graph was compiled for 64 (static shapes)"));
+                "input 0 'x' has rank 1; the graph expects 2"));
   Tensor out(kiln::v1::FLOAT32, {64, 64});
   EXPECT_TRUE(f.Run({x.view()}, {out.view()}).ok());
   EXPECT_EQ(f.Run({x.view()}, {x.view()}),
             absl::InvalidArgumentError("output 0 overlaps input 0 'x'; use separate memory"));
+}
+
+TEST_F(EndToEndTest, NewSizesGetASpecializationAndLeadingDimsTurnSymbolic) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  // f = relu(x @ x.T + 1): its output is [rows, rows], so a new row count
+  // gets an exact (static) specialization.
+  CompiledGraph f(client->get(), Example("f"));
+  Tensor x(kiln::v1::FLOAT32, {64, 64}), narrow(kiln::v1::FLOAT32, {64, 32});
+  ASSERT_TRUE(f.Run({x.view()}).ok());
+  auto narrow_out = f.Run({narrow.view()});
+  ASSERT_TRUE(narrow_out.ok()) << narrow_out.status();
+  EXPECT_EQ((*narrow_out)[0].sizes(), (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(Stats().compiles(), 2);
+
+  // tail = relu(x + 1) at 2048 x 2048: another row count makes the leading
+  // dim symbolic, and from then on no size recompiles.
+  CompiledGraph tail(client->get(), Example("tail"));
+  for (int64_t rows : {2048, 100, 300, 7}) {
+    Tensor input(kiln::v1::FLOAT32, {rows, 2048});
+    input.data<float>()[0] = -3;
+    auto output = tail.Run({input.view()});
+    ASSERT_TRUE(output.ok()) << rows << ": " << output.status();
+    EXPECT_EQ((*output)[0].data<float>()[0], 0.0f);
+    EXPECT_EQ((*output)[0].data<float>()[1], 1.0f);
+  }
+  EXPECT_EQ(Stats().compiles(), 4) << "tail at 2048, then one symbolic artifact for all rows";
 }
 
 TEST_F(EndToEndTest, SocketIsPrivateAndVersionsAreChecked) {
@@ -325,8 +352,10 @@ TEST_F(EndToEndTest, OneSymbolicArtifactServesEverySize) {
   }
   // One artifact for every size >= 2, and the size-1 specialization.
   EXPECT_EQ(Stats().compiles(), 2);
-  Tensor wrong(kiln::v1::FLOAT32, {4, 32});
-  EXPECT_EQ(graph.Run({wrong.view()}).status().code(), absl::StatusCode::kFailedPrecondition);
+  Tensor wrong(kiln::v1::FLOAT64, {4, 64});
+  EXPECT_EQ(graph.Run({wrong.view()}).status(),
+            absl::FailedPreconditionError(
+                "input 0 'x' has dtype FLOAT64; the graph was compiled for FLOAT32"));
 }
 
 TEST_F(EndToEndTest, SigtermShutsDownCleanly) {

@@ -1,0 +1,53 @@
+#include "codegen/retype.h"
+
+#include "absl/strings/str_cat.h"
+#include "codegen/import.h"
+#include "codegen/ops/op_table.h"
+#include "common/status_macros.h"
+
+namespace kiln {
+
+absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
+                                       const std::vector<std::vector<kiln::v1::Dim>>& input_sizes) {
+  if (static_cast<int>(input_sizes.size()) != graph.inputs_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("sizes for ", input_sizes.size(),
+                                                   " inputs; the graph has ", graph.inputs_size()));
+  }
+  kiln::v1::Graph result = graph;
+  for (int i = 0; i < result.inputs_size(); ++i) {
+    kiln::v1::TensorType* type = result.mutable_inputs(i)->mutable_type();
+    type->clear_sizes();
+    type->clear_strides();
+    for (const kiln::v1::Dim& dim : input_sizes[i]) *type->add_sizes() = dim;
+  }
+  // Import with the new input types (node types are replaced below, in
+  // order, so each node's inputs are already right when it is inferred).
+  ASSIGN_OR_RETURN(ir::Graph ir_graph, ImportGraph(result));
+  for (int n = 0; n < static_cast<int>(ir_graph.nodes.size()); ++n) {
+    const ir::Node& node = ir_graph.nodes[n];
+    const ops::OpDef* op = ops::OpTable::Get().Find(node.op);
+    if (op == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(NodeLabel(ir_graph, n), ": op '", node.op,
+                                                   "' is not supported (see docs/OPS.md)"));
+    }
+    ASSIGN_OR_RETURN(const ir::Node filled, ops::WithDefaults(node, *op));
+    ops::InputTypes inputs;
+    for (int input : node.inputs) inputs.push_back(&ir_graph.values[input]);
+    auto types = op->infer(filled, inputs);
+    if (!types.ok()) {
+      return absl::Status(types.status().code(),
+                          absl::StrCat(NodeLabel(ir_graph, n), ": ", types.status().message()));
+    }
+    if (types->size() != node.outputs.size()) {
+      return absl::InternalError(absl::StrCat(NodeLabel(ir_graph, n), ": result count changed"));
+    }
+    kiln::v1::Node& out = *result.mutable_nodes(n);
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      ir_graph.values[node.outputs[k]] = (*types)[k];
+      *out.mutable_output_types(k) = ExportTensorType((*types)[k], ir_graph);
+    }
+  }
+  return result;
+}
+
+}  // namespace kiln

@@ -1,0 +1,24 @@
+// Re-typing a graph for other input sizes: what a client needs to ask for a
+// specialization its guards do not cover (a new batch size, or a dim made
+// symbolic) without tracing again.
+#ifndef KILN_CODEGEN_RETYPE_H_
+#define KILN_CODEGEN_RETYPE_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/graph.pb.h"
+
+namespace kiln {
+
+// `graph` with input i's sizes replaced by `input_sizes[i]` (contiguous
+// strides) and every node's declared result types recomputed by the op
+// table. Ids, names and arguments are kept. Fails (InvalidArgument or
+// Unimplemented, naming the node) when an argument bakes in an old size
+// (a view to [32, 64], say) or the new sizes are not supported.
+absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
+                                       const std::vector<std::vector<kiln::v1::Dim>>& input_sizes);
+
+}  // namespace kiln
+
+#endif  // KILN_CODEGEN_RETYPE_H_
