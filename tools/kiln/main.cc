@@ -334,7 +334,8 @@ absl::Status Stats(const Args& args) {
   ASSIGN_OR_RETURN(const kiln::v1::HelloResponse daemon, client->daemon());
   std::cout << absl::StrFormat(
       "kilnd %s (pid %d) on %s, up %.1f s\n"
-      "requests  %d hits, %d misses (%d waited on a running compile)\n"
+      "requests  %d hits, %d misses (%d waited on a running compile); same-host hits from\n"
+      "          the local index never reach kilnd and are not counted here\n"
       "compiles  %d (%d failed), %.1f ms compiling in all\n"
       "store     %d entries, %d blobs, %d bytes; %d corrupt blobs quarantined\n",
       daemon.daemon_version(), daemon.pid(), client->socket_path(),
