@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "common/status_macros.h"
@@ -29,6 +30,14 @@ absl::StatusOr<std::optional<Message>> ReadMessage(const std::string& path) {
 }
 
 }  // namespace
+
+std::string MachineId() {
+  auto id = ReadFile("/etc/machine-id");
+  if (id.ok() && !id->empty()) return std::string(absl::StripAsciiWhitespace(*id));
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
 
 std::string LocalIndex::PathFor(const std::string& key) const {
   return absl::StrCat(cache_dir_, "/index/", key.substr(0, 2), "/", key);

@@ -21,6 +21,9 @@
 
 namespace kiln {
 
+// This host's identity (/etc/machine-id, else the hostname).
+std::string MachineId();
+
 class LocalIndex {
  public:
   explicit LocalIndex(std::string cache_dir) : cache_dir_(std::move(cache_dir)) {}

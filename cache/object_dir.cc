@@ -21,8 +21,9 @@ bool ObjectDirectory::Contains(const std::string& digest) const {
   return stat(PathFor(digest).c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
-absl::Status ObjectDirectory::Write(const std::string& digest, absl::string_view bytes) const {
-  if (Contains(digest)) return absl::OkStatus();
+absl::Status ObjectDirectory::Write(const std::string& digest, absl::string_view bytes,
+                                    bool replace) const {
+  if (!replace && Contains(digest)) return absl::OkStatus();
   const std::string path = PathFor(digest);
   RETURN_IF_ERROR(MakeDirectories(Dirname(path), 0755));
   return WriteFileAtomically(path, bytes, 0444);

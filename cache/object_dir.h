@@ -23,8 +23,10 @@ class ObjectDirectory {
 
   std::string PathFor(const std::string& digest) const;
   bool Contains(const std::string& digest) const;
-  // Writes the object for `digest` unless it is already there.
-  absl::Status Write(const std::string& digest, absl::string_view bytes) const;
+  // Writes the object for `digest` unless it is already there — or always,
+  // with `replace` (fresh bytes heal a damaged file of the same name).
+  absl::Status Write(const std::string& digest, absl::string_view bytes,
+                     bool replace = false) const;
   absl::Status Remove(const std::string& digest) const;
 
  private:

@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -104,11 +105,22 @@ absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
                                    O_WRONLY | O_CREAT | O_APPEND, 0600);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  // None of the worker's other descriptors (listening sockets, pipes) may
+  // live on in the daemon.
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   // Its own session: no controlling terminal, no signals meant for our
-  // process group, and it outlives us.
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID);
+  // process group, and it outlives us. Default signal mask and handlers:
+  // whatever the worker blocked or ignored, kilnd must see SIGTERM.
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE}) sigaddset(&defaults, sig);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid;
   const int error =
       posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
@@ -152,9 +164,9 @@ absl::StatusOr<kiln::v1::HelloResponse> Client::daemon() {
   return hello_;
 }
 
-absl::StatusOr<kiln::v1::Kiln::Stub*> Client::Stub() {
+absl::StatusOr<std::shared_ptr<kiln::v1::Kiln::Stub>> Client::Stub() {
   absl::MutexLock lock(&mutex_);
-  if (stub_ != nullptr) return stub_.get();
+  if (stub_ != nullptr) return stub_;
   const std::string& socket_path = options_.socket_path;
   auto stub = NewStub(socket_path);
   auto connected = [&]() -> absl::Status {
@@ -164,7 +176,7 @@ absl::StatusOr<kiln::v1::Kiln::Stub*> Client::Stub() {
   };
   if (SocketExists(socket_path)) {
     const absl::Status status = connected();
-    if (status.ok()) return stub_.get();
+    if (status.ok()) return stub_;
     if (status.code() != absl::StatusCode::kUnavailable) return status;
   }
   if (!options_.auto_start) {
@@ -207,7 +219,7 @@ absl::StatusOr<kiln::v1::Kiln::Stub*> Client::Stub() {
   flock(lock_fd, LOCK_UN);
   close(lock_fd);
   RETURN_IF_ERROR(result);
-  return stub_.get();
+  return stub_;
 }
 
 std::optional<kiln::v1::CompileResponse> Client::FindLocal(
@@ -215,13 +227,14 @@ std::optional<kiln::v1::CompileResponse> Client::FindLocal(
   const LocalIndex index(options_.cache_dir);
   kiln::v1::Toolchain toolchain;
   {
-    absl::MutexLock lock(&mutex_);
-    if (!descriptor_read_) {
-      descriptor_read_ = true;
+    // Read until found (a daemon may start after this process), then kept.
+    absl::MutexLock lock(&descriptor_mutex_);
+    if (!descriptor_.has_value()) {
       auto descriptor = index.ReadDescriptor();
       if (descriptor.ok() && descriptor->has_value() &&
           (*descriptor)->protocol_version() == kProtocolVersion &&
-          (*descriptor)->abi_version() == KILN_ABI_VERSION) {
+          (*descriptor)->abi_version() == KILN_ABI_VERSION &&
+          (*descriptor)->machine_id() == MachineId()) {
         descriptor_ = **descriptor;
       }
     }
@@ -265,47 +278,55 @@ absl::StatusOr<Response> Call(kiln::v1::Kiln::Stub& stub, Method method, const R
 
 }  // namespace
 
+template <typename Request, typename Response, typename Method>
+absl::StatusOr<Response> Client::Rpc(Method method, const Request& request) {
+  ASSIGN_OR_RETURN(std::shared_ptr<kiln::v1::Kiln::Stub> stub, Stub());
+  absl::StatusOr<Response> response =
+      Call<Request, Response>(*stub, method, request, options_.rpc_timeout);
+  if (response.status().code() != absl::StatusCode::kUnavailable) return response;
+  // The daemon went away (idle timeout, restart): connect again, starting
+  // one if allowed, and retry once.
+  {
+    absl::MutexLock lock(&mutex_);
+    if (stub_ == stub) stub_.reset();
+  }
+  ASSIGN_OR_RETURN(stub, Stub());
+  return Call<Request, Response>(*stub, method, request, options_.rpc_timeout);
+}
+
 absl::StatusOr<kiln::v1::CompileResponse> Client::Compile(const kiln::v1::CompileRequest& request) {
-  ASSIGN_OR_RETURN(kiln::v1::Kiln::Stub* stub, Stub());
-  return Call<kiln::v1::CompileRequest, kiln::v1::CompileResponse>(
-      *stub, &kiln::v1::Kiln::Stub::Compile, request, options_.rpc_timeout);
+  return Rpc<kiln::v1::CompileRequest, kiln::v1::CompileResponse>(&kiln::v1::Kiln::Stub::Compile,
+                                                                  request);
 }
 
 absl::StatusOr<kiln::v1::CompileResponse> Client::Lookup(const kiln::v1::CompileRequest& request) {
-  ASSIGN_OR_RETURN(kiln::v1::Kiln::Stub* stub, Stub());
-  return Call<kiln::v1::CompileRequest, kiln::v1::CompileResponse>(
-      *stub, &kiln::v1::Kiln::Stub::Lookup, request, options_.rpc_timeout);
+  return Rpc<kiln::v1::CompileRequest, kiln::v1::CompileResponse>(&kiln::v1::Kiln::Stub::Lookup,
+                                                                  request);
 }
 
 absl::StatusOr<kiln::v1::StatsResponse> Client::Stats() {
-  ASSIGN_OR_RETURN(kiln::v1::Kiln::Stub* stub, Stub());
-  return Call<kiln::v1::StatsRequest, kiln::v1::StatsResponse>(
-      *stub, &kiln::v1::Kiln::Stub::Stats, kiln::v1::StatsRequest(), options_.rpc_timeout);
+  return Rpc<kiln::v1::StatsRequest, kiln::v1::StatsResponse>(&kiln::v1::Kiln::Stub::Stats,
+                                                              kiln::v1::StatsRequest());
 }
 
 absl::StatusOr<kiln::v1::ListResponse> Client::List() {
-  ASSIGN_OR_RETURN(kiln::v1::Kiln::Stub* stub, Stub());
-  return Call<kiln::v1::ListRequest, kiln::v1::ListResponse>(
-      *stub, &kiln::v1::Kiln::Stub::List, kiln::v1::ListRequest(), options_.rpc_timeout);
+  return Rpc<kiln::v1::ListRequest, kiln::v1::ListResponse>(&kiln::v1::Kiln::Stub::List,
+                                                            kiln::v1::ListRequest());
 }
 
 absl::StatusOr<kiln::v1::ArtifactMetadata> Client::Show(const std::string& key) {
   kiln::v1::ShowRequest request;
   request.set_key(key);
-  ASSIGN_OR_RETURN(kiln::v1::Kiln::Stub* stub, Stub());
-  ASSIGN_OR_RETURN(auto response,
-                   (Call<kiln::v1::ShowRequest, kiln::v1::ShowResponse>(
-                       *stub, &kiln::v1::Kiln::Stub::Show, request, options_.rpc_timeout)));
+  ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::ShowRequest, kiln::v1::ShowResponse>(
+                                      &kiln::v1::Kiln::Stub::Show, request)));
   return response.artifact();
 }
 
 absl::StatusOr<std::string> Client::Evict(const std::string& key) {
   kiln::v1::EvictRequest request;
   request.set_key(key);
-  ASSIGN_OR_RETURN(kiln::v1::Kiln::Stub* stub, Stub());
-  ASSIGN_OR_RETURN(auto response,
-                   (Call<kiln::v1::EvictRequest, kiln::v1::EvictResponse>(
-                       *stub, &kiln::v1::Kiln::Stub::Evict, request, options_.rpc_timeout)));
+  ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::EvictRequest, kiln::v1::EvictResponse>(
+                                      &kiln::v1::Kiln::Stub::Evict, request)));
   return response.key();
 }
 

@@ -72,15 +72,21 @@ class Client {
  private:
   explicit Client(ClientOptions options);
   // The connected stub, connecting (and auto-starting) on first use.
-  absl::StatusOr<kiln::v1::Kiln::Stub*> Stub();
+  // Shared: a reconnect may replace it while another thread's call runs.
+  absl::StatusOr<std::shared_ptr<kiln::v1::Kiln::Stub>> Stub();
+  // One RPC; on Unavailable, reconnects (auto-starting kilnd) and retries
+  // once.
+  template <typename Request, typename Response, typename Method>
+  absl::StatusOr<Response> Rpc(Method method, const Request& request);
 
   ClientOptions options_;  // paths resolved
   absl::Mutex mutex_;
-  std::unique_ptr<kiln::v1::Kiln::Stub> stub_ ABSL_GUARDED_BY(mutex_);
+  std::shared_ptr<kiln::v1::Kiln::Stub> stub_ ABSL_GUARDED_BY(mutex_);
   kiln::v1::HelloResponse hello_ ABSL_GUARDED_BY(mutex_);
-  // The daemon's cache descriptor, read on first use (nullopt: none).
-  bool descriptor_read_ ABSL_GUARDED_BY(mutex_) = false;
-  std::optional<kiln::v1::CacheDescriptor> descriptor_ ABSL_GUARDED_BY(mutex_);
+  // The daemon's cache descriptor once found (its own mutex: local hits do
+  // not wait behind a connection attempt).
+  absl::Mutex descriptor_mutex_;
+  std::optional<kiln::v1::CacheDescriptor> descriptor_ ABSL_GUARDED_BY(descriptor_mutex_);
 };
 
 }  // namespace kiln

@@ -71,24 +71,21 @@ int64_t Evaluate(const CompiledGraph::Size& size, const CompiledGraph::Symbols& 
 // `graph` with every dim naming a symbol in `values` made constant.
 kiln::v1::Graph Specialize(kiln::v1::Graph graph, const std::map<std::string, int64_t>& values) {
   auto fix = [&](kiln::v1::TensorType* type) {
+    bool changed = false;
     for (kiln::v1::Dim& dim : *type->mutable_sizes()) {
       if (!dim.has_symbol() || values.count(dim.symbol()) == 0) continue;
       const int64_t multiplier = dim.multiplier() == 0 ? 1 : dim.multiplier();
       dim.set_constant(multiplier * values.at(dim.symbol()));
       dim.clear_multiplier();
+      changed = true;
     }
-    type->clear_strides();  // contiguous: recomputed from the new sizes
+    // Symbolic types are contiguous: recomputed from the new sizes. Others
+    // keep their strides (a transposed weight stays transposed).
+    if (changed) type->clear_strides();
   };
   for (auto& input : *graph.mutable_inputs()) fix(input.mutable_type());
   for (auto& node : *graph.mutable_nodes()) {
-    for (auto& type : *node.mutable_output_types()) {
-      const bool contiguous = type.strides_size() == 0;
-      bool symbolic = false;
-      for (const auto& dim : type.sizes()) symbolic |= dim.has_symbol();
-      if (!symbolic) continue;
-      fix(&type);
-      if (!contiguous) type.clear_strides();
-    }
+    for (auto& type : *node.mutable_output_types()) fix(&type);
   }
   return graph;
 }
@@ -270,7 +267,8 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
             " specializations) is reached"));
       }
     }
-    if (!Respecialize(inputs).ok()) return miss;
+    const absl::Status respecialized = Respecialize(inputs);
+    if (!respecialized.ok()) return miss;
   }
   absl::ReaderMutexLock lock(&mutex_);
   for (const auto& entry : entries_) {
@@ -310,12 +308,36 @@ absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
       }
     }
   }
+  // Sizes seen to be unfixable are not tried again (each try is a key
+  // computation and maybe an RPC).
+  std::string signature;
+  for (const auto& sizes : exact) {
+    for (const auto& dim : sizes) absl::StrAppend(&signature, dim.constant(), ",");
+    signature += ";";
+  }
+  {
+    absl::MutexLock lock(&mutex_);
+    if (unfixable_.count(signature)) return absl::FailedPreconditionError("tried before");
+  }
+  // The new entry must accept these inputs (independent inputs that had
+  // one size may now differ: the symbolic version then does not fit).
+  auto fits = [&]() {
+    Symbols symbols;
+    absl::ReaderMutexLock lock(&mutex_);
+    for (const auto& entry : entries_) {
+      if (CheckGuards(*entry, inputs, symbols).ok()) return true;
+    }
+    return false;
+  };
   if (any_symbol) {
     auto retyped = Retype(graph_, symbolic);
-    if (retyped.ok() && Load(*retyped).ok()) return absl::OkStatus();
+    if (retyped.ok() && Load(*retyped).ok() && fits()) return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(const kiln::v1::Graph retyped, Retype(graph_, exact));
-  return Load(retyped).status();
+  auto retyped = Retype(graph_, exact);
+  if (retyped.ok() && Load(*retyped).ok() && fits()) return absl::OkStatus();
+  absl::MutexLock lock(&mutex_);
+  unfixable_.insert(signature);
+  return absl::FailedPreconditionError("no specialization fits these inputs");
 }
 
 absl::Status CompiledGraph::CheckOutputs(const Entry& entry, const Symbols& symbols,

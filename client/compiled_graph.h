@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
@@ -121,6 +122,8 @@ class CompiledGraph {
 
   mutable absl::Mutex mutex_;
   std::vector<std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mutex_);
+  // Input sizes for which no specialization could be made.
+  absl::flat_hash_set<std::string> unfixable_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace kiln

@@ -16,8 +16,13 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
   kiln::v1::Graph result = graph;
   for (int i = 0; i < result.inputs_size(); ++i) {
     kiln::v1::TensorType* type = result.mutable_inputs(i)->mutable_type();
+    bool same = type->sizes_size() == static_cast<int>(input_sizes[i].size());
+    for (int d = 0; same && d < type->sizes_size(); ++d) {
+      same = type->sizes(d).SerializeAsString() == input_sizes[i][d].SerializeAsString();
+    }
+    if (same) continue;  // keeps its declared strides (a transposed weight)
     type->clear_sizes();
-    type->clear_strides();
+    type->clear_strides();  // new sizes: contiguous
     for (const kiln::v1::Dim& dim : input_sizes[i]) *type->add_sizes() = dim;
   }
   // Import with the new input types (node types are replaced below, in

@@ -132,7 +132,7 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
 
   // Object file first: an entry in the store always has its file, or gets
   // it back from the blob.
-  RETURN_IF_ERROR(objects_.Write(metadata.digest(), object->shared_object));
+  RETURN_IF_ERROR(objects_.Write(metadata.digest(), object->shared_object, /*replace=*/true));
   RETURN_IF_ERROR(store_->Put(metadata, object->shared_object));
   // Last: an index file always has its entry and object behind it.
   const absl::Status published = index_.Publish(metadata);

@@ -115,7 +115,9 @@ absl::Status Serve() {
   RETURN_IF_ERROR(LockOrFail(socket + ".lock"));
   unlink(socket.c_str());  // stale: we hold the lock, so no kilnd is serving it
 
-  RETURN_IF_ERROR(MakeDirectories(cache_dir, 0700));
+  // Private: clients dlopen what is in it, hashing first then opening by
+  // path (client/loader.h).
+  RETURN_IF_ERROR(EnsurePrivateDirectory(cache_dir));
   ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(cache_dir + "/db"));
   ASSIGN_OR_RETURN(kiln::v1::Toolchain toolchain, DetectToolchain());
   ArtifactCache::Options options;
@@ -124,10 +126,16 @@ absl::Status Serve() {
   // Start a worker now (LLVM initialisation: ~50-90 ms) so that the first
   // real compile does not pay for it.
   Compiler* const warm = compiler.get();
-  std::thread warm_up([warm] {
+  // Joined on every way out of Serve (an early error return too).
+  struct JoinOnExit {
+    std::thread thread;
+    ~JoinOnExit() {
+      if (thread.joinable()) thread.join();
+    }
+  } warm_up{std::thread([warm] {
     auto object = warm->Compile("extern \"C\" void kiln_warm_up(void) {}\n");
     if (!object.ok()) KILN_LOG(WARNING) << "compiler warm-up failed: " << object.status();
-  });
+  })};
   // Same-host clients find hits through this without a round trip.
   LocalIndex index(cache_dir);
   kiln::v1::CacheDescriptor descriptor;
@@ -135,6 +143,7 @@ absl::Status Serve() {
   descriptor.set_abi_version(KILN_ABI_VERSION);
   descriptor.set_kiln_version(kKilnVersion);
   *descriptor.mutable_toolchain() = toolchain;
+  descriptor.set_machine_id(MachineId());
   RETURN_IF_ERROR(index.WriteDescriptor(descriptor));
   ArtifactCache cache(std::move(store), ObjectDirectory(cache_dir + "/objects"), index,
                       std::move(compiler), toolchain, options);
@@ -182,7 +191,6 @@ absl::Status Serve() {
   });
   server->Wait();
   supervisor.join();
-  warm_up.join();
   unlink(socket.c_str());
   KILN_LOG(INFO) << "kilnd stopped";
   return absl::OkStatus();

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/compiled_graph.h"
 #include "client/graph_file.h"
+#include "proto/artifact.pb.h"
 #include "common/files.h"
 #include <grpcpp/grpcpp.h>
 
@@ -356,6 +357,35 @@ TEST_F(EndToEndTest, OneSymbolicArtifactServesEverySize) {
   EXPECT_EQ(graph.Run({wrong.view()}).status(),
             absl::FailedPreconditionError(
                 "input 0 'x' has dtype FLOAT64; the graph was compiled for FLOAT32"));
+}
+
+TEST_F(EndToEndTest, AClientReconnectsWhenTheDaemonRestarts) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Stats().ok());
+  daemon_.Kill(SIGTERM);
+  ASSERT_TRUE(daemon_.Start().ok());
+  auto stats = (*client)->Stats();
+  EXPECT_TRUE(stats.ok()) << "the old channel's Unavailable triggers one reconnect: "
+                          << stats.status();
+}
+
+TEST_F(EndToEndTest, TheLocalIndexOfAnotherHostIsIgnored) {
+  ASSERT_EQ(daemon_.RunTool({kKilnCliPath, "compile", "examples/tail.json", "--start=false"})
+                ->exit_code,
+            0);
+  // As if the cache directory were shared (NFS) with a kilnd on another
+  // machine: its artifacts may be for another CPU.
+  const std::string path = daemon_.cache_dir() + "/descriptor";
+  kiln::v1::CacheDescriptor descriptor;
+  ASSERT_TRUE(descriptor.ParseFromString(*ReadFile(path)));
+  descriptor.set_machine_id("another-host");
+  chmod(path.c_str(), 0644);
+  ASSERT_TRUE(WriteFileAtomically(path, descriptor.SerializeAsString(), 0444).ok());
+  auto run = daemon_.RunTool({kKilnCliPath, "run", "examples/tail.json", "--repeat=1",
+                              "--start=false"});
+  ASSERT_EQ(run->exit_code, 0) << run->output;
+  EXPECT_THAT(run->output, HasSubstr("(cache hit)")) << "through kilnd, not the index";
 }
 
 TEST_F(EndToEndTest, SigtermShutsDownCleanly) {

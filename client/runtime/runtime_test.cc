@@ -73,6 +73,14 @@ TEST(ThreadPoolTest, CoversTheRangeOnceAndNestsInline) {
     pool.ParallelFor(4, 1, [](int64_t, int64_t) {});  // nested: inline, no deadlock
   });
   for (const auto& hit : hits) ASSERT_EQ(hit.load(), 1);
+  // More threads than a short range needs: no empty or inverted chunk.
+  ThreadPool wide(4);
+  std::atomic<int> covered{0};
+  wide.ParallelFor(5, 1, [&](int64_t begin, int64_t end) {
+    EXPECT_LT(begin, end);
+    covered += static_cast<int>(end - begin);
+  });
+  EXPECT_EQ(covered, 5);
   int calls = 0;
   pool.ParallelFor(5, 100, [&](int64_t begin, int64_t end) {
     ++calls;

@@ -39,8 +39,10 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   }
   StartWorkers();
   {
+    // As many chunks as it takes at that length: never an empty one.
+    const int64_t chunk = (n + chunks - 1) / chunks;
     absl::MutexLock lock(&mutex_);
-    batch_ = Batch{&body, n, (n + chunks - 1) / chunks, 0, chunks, 0};
+    batch_ = Batch{&body, n, chunk, 0, (n + chunk - 1) / chunk, 0};
     ++generation_;
   }
   // The caller takes chunks too, then waits for the rest.
