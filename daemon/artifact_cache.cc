@@ -82,8 +82,9 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
   if (!allow_compile) {
     return done(absl::NotFoundError(absl::StrCat("no artifact for this graph (key ", key.key, ")")));
   }
+  // A request that wants the bytes inline joins only jobs that fetch them.
   const bool joined = queue_.Submit(
-      key.key,
+      want_bytes ? key.key + "+bytes" : key.key,
       [this, inputs, key, want_bytes, received]() -> CompileQueue::Result {
         // Checked again: the job that just finished may have stored it.
         ASSIGN_OR_RETURN(auto stored, FindStored(key.key, want_bytes));

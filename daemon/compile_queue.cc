@@ -12,8 +12,19 @@ CompileQueue::~CompileQueue() {
 }
 
 void CompileQueue::Shutdown() {
-  absl::MutexLock lock(&mutex_);
-  shutting_down_ = true;
+  // Jobs not yet started are refused now, so that shutdown waits only for
+  // the compiles already running.
+  std::vector<Callback> refused;
+  {
+    absl::MutexLock lock(&mutex_);
+    shutting_down_ = true;
+    for (const std::string& key : queue_) {
+      for (Callback& waiter : jobs_[key].waiters) refused.push_back(std::move(waiter));
+      jobs_.erase(key);
+    }
+    queue_.clear();
+  }
+  for (Callback& waiter : refused) waiter(absl::UnavailableError("kilnd is shutting down"));
 }
 
 bool CompileQueue::Submit(const std::string& key, Work work, Callback done) {

@@ -1,8 +1,9 @@
 // A bounded pool of compile threads with single-flight by cache key: N
 // identical concurrent misses run the pipeline once and all get its result.
 //
-// Callbacks run on a pool thread, never on the caller's (a gRPC reactor
-// must not block), so they must not block either. Thread-safe.
+// Callbacks run on a pool thread (a gRPC reactor must not block), except
+// the Unavailable of a refused job, which runs on the caller of Submit or
+// Shutdown; they must not block either. Thread-safe.
 #ifndef KILN_DAEMON_COMPILE_QUEUE_H_
 #define KILN_DAEMON_COMPILE_QUEUE_H_
 
@@ -27,7 +28,7 @@ class CompileQueue {
   using Callback = std::function<void(Result)>;
 
   explicit CompileQueue(int threads);
-  // Finishes queued and running work, then joins the threads.
+  // Shuts down, finishes running work, then joins the threads.
   ~CompileQueue();
 
   // Runs `work` for `key` unless a job for `key` is already queued or
@@ -36,7 +37,8 @@ class CompileQueue {
   // After Shutdown, `done` gets Unavailable at once.
   bool Submit(const std::string& key, Work work, Callback done);
 
-  // Stops accepting work; queued jobs still run. Idempotent.
+  // Stops accepting work; jobs not yet started get Unavailable (running
+  // ones finish). Idempotent.
   void Shutdown();
 
  private:

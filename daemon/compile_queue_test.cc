@@ -3,10 +3,32 @@
 #include <atomic>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
 namespace {
+
+TEST(CompileQueueTest, ShutdownRefusesQueuedJobsAndFinishesRunningOnes) {
+  absl::Notification started, release;
+  std::atomic<int> finished{0}, refused{0};
+  CompileQueue queue(1);
+  queue.Submit("running", [&]() -> CompileQueue::Result {
+    started.Notify();
+    release.WaitForNotification();
+    return kiln::v1::CompileResponse();
+  }, [&](CompileQueue::Result result) { finished += result.ok(); });
+  started.WaitForNotification();
+  queue.Submit("queued", [] { return CompileQueue::Result(kiln::v1::CompileResponse()); },
+               [&](CompileQueue::Result result) {
+                 refused += result.status().code() == absl::StatusCode::kUnavailable;
+               });
+  queue.Shutdown();
+  EXPECT_EQ(refused, 1);
+  release.Notify();
+  while (finished == 0) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_EQ(finished, 1);
+}
 
 TEST(CompileQueueTest, IdenticalConcurrentKeysRunOnce) {
   std::atomic<int> runs{0}, answers{0};
@@ -31,7 +53,8 @@ TEST(CompileQueueTest, IdenticalConcurrentKeysRunOnce) {
     EXPECT_EQ(joined, 7);
     EXPECT_FALSE(queue.Submit("other", work, done));
     release.Notify();
-  }  // the destructor drains the queue
+    while (answers < 9) absl::SleepFor(absl::Milliseconds(1));
+  }
   EXPECT_EQ(runs, 2);
   EXPECT_EQ(answers, 9);
 }
