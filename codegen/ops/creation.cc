@@ -122,10 +122,6 @@ int ArangeElement(ExprBuilder& b, const ir::Graph&, const ir::Node& node, DType 
   return b.Call("add", {b.Constant(range.start, math), offset}, math);
 }
 
-// kiln.stack(parts, dim): parts of one shape stacked on a new dim `dim`:
-// element [.., k, ..] is part k's element, chosen by a `where` over the
-// new coordinate. Every part is read at the other coordinates only, so no
-// load is out of bounds. Internal: cat decomposes into it (composites.cc).
 // kiln.concat(parts, dim): parts of equal shape but for `dim`, one after
 // another along it. Lowers to a concat definition: a loop per part.
 // Internal: cat decomposes into it (composites.cc).
@@ -174,6 +170,10 @@ void AddConcat(OpTable& table) {
   table.Add(std::move(def));
 }
 
+// kiln.stack(parts, dim): parts of one shape stacked on a new dim `dim`:
+// element [.., k, ..] is part k's element, chosen by a `where` over the
+// new coordinate. Every part is read at the other coordinates only, so no
+// load is out of bounds. Internal: stack decomposes into it (composites.cc).
 void AddStack(OpTable& table) {
   OpDef def;
   def.name = "kiln.stack.default";

@@ -135,3 +135,14 @@ def refused(op, dtype, fn, inputs, args=(), substring="neither does eager PyTorc
     `fn` gives tensors of the declared result types."""
     return Case(op, dtype, "refused", fn, inputs, ERROR, error=("INVALID_ARGUMENT", substring),
                 manual=(op, list(args)))
+
+
+def bfloat16_from_float32(cases):
+    """Eager's bfloat16 CPU kernels round intermediates to bfloat16 (bmm
+    accumulates in it, addmm rounds the product before adding the bias,
+    layer_norm and multi-dim reductions accumulate in it); Kiln keeps 16-bit
+    floats in float32 until a kernel's end, so these cases take their
+    reference from float32 math rounded to bfloat16."""
+    for case in cases:
+        case.float32_reference = case.float32_reference or case.dtype == torch.bfloat16
+        yield case

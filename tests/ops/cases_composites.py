@@ -5,7 +5,7 @@ random and edge values."""
 import torch
 import torch.nn.functional as F
 
-from cases_common import NAMES, Case, claimed, generator, random
+from cases_common import bfloat16_from_float32, NAMES, Case, claimed, generator, random
 
 A = torch.ops.aten
 
@@ -140,16 +140,6 @@ def matmul_composite_cases(claims):
         yield Case(op, dtype, "no_bias", lambda x, w: F.linear(x, w), [x, w],
                    manual=(op, [("bias", None)]))
 
-
-# Eager's bfloat16 CPU kernels here round intermediates to bfloat16 (bmm
-# accumulates in it, addmm rounds the product before adding the bias,
-# layer_norm and reductions over several dims accumulate into bfloat16):
-# Kiln computes 16-bit floats in float32, rounding once at the kernel's end,
-# so their reference is float32 math rounded to bfloat16.
-def bfloat16_from_float32(cases):
-    for case in cases:
-        case.float32_reference = case.float32_reference or case.dtype == torch.bfloat16
-        yield case
 
 
 def cases(claims):

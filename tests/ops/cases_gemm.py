@@ -3,18 +3,8 @@ strides: contiguous, transposed, sliced (no unit stride), stride 0
 (expanded), and batch-broadcast."""
 import torch
 
-from cases_common import NAMES, Case, claimed, edges, generator, random, with_edges
+from cases_common import bfloat16_from_float32, NAMES, Case, claimed, edges, generator, random, with_edges
 
-
-# Eager's bfloat16 CPU kernels here round intermediates to bfloat16 (bmm
-# accumulates in it, addmm rounds the product before adding the bias,
-# layer_norm and reductions over several dims accumulate into bfloat16):
-# Kiln computes 16-bit floats in float32, rounding once at the kernel's end,
-# so their reference is float32 math rounded to bfloat16.
-def bfloat16_from_float32(cases):
-    for case in cases:
-        case.float32_reference = case.float32_reference or case.dtype == torch.bfloat16
-        yield case
 
 
 def cases(claims):

@@ -3,7 +3,7 @@ over them (mean, var, std), over any dims with and without keepdim, on
 contiguous, permuted and stride-0 inputs, with random and edge values."""
 import torch
 
-from cases_common import (CLOSE, EXACT, NAMES, Case, claimed, generator, random, refused, unary,
+from cases_common import (bfloat16_from_float32, CLOSE, EXACT, NAMES, Case, claimed, generator, random, refused, unary,
                           with_edges)
 
 SHAPE = (4, 6, 10)
@@ -56,16 +56,6 @@ def arg(name):
         return getattr(torch, name)(x, dim[0] if isinstance(dim, list) else dim, keepdim)
     return fn
 
-
-# Eager's bfloat16 CPU kernels here round intermediates to bfloat16 (bmm
-# accumulates in it, addmm rounds the product before adding the bias,
-# layer_norm and reductions over several dims accumulate into bfloat16):
-# Kiln computes 16-bit floats in float32, rounding once at the kernel's end,
-# so their reference is float32 math rounded to bfloat16.
-def bfloat16_from_float32(cases):
-    for case in cases:
-        case.float32_reference = case.float32_reference or case.dtype == torch.bfloat16
-        yield case
 
 
 def cases(claims):
