@@ -32,6 +32,7 @@ void ArtifactCache::Shutdown() { queue_.Shutdown(); }
 
 absl::StatusOr<std::optional<kiln::v1::CompileResponse>> ArtifactCache::FindStored(
     const std::string& key, bool want_bytes, bool repair) {
+  absl::MutexLock lock(&index_mutex_);
   ASSIGN_OR_RETURN(auto entry, store_->Lookup(key));
   if (!entry.has_value()) return std::nullopt;
   kiln::v1::CompileResponse response;
@@ -133,11 +134,14 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
 
   // Object file first: an entry in the store always has its file, or gets
   // it back from the blob.
-  RETURN_IF_ERROR(objects_.Write(metadata.digest(), object->shared_object, /*replace=*/true));
-  RETURN_IF_ERROR(store_->Put(metadata, object->shared_object));
-  // Last: an index file always has its entry and object behind it.
-  const absl::Status published = index_.Publish(metadata);
-  if (!published.ok()) KILN_LOG(WARNING) << "cannot index " << key << ": " << published;
+  {
+    absl::MutexLock lock(&index_mutex_);  // An Evict sees all three or none.
+    RETURN_IF_ERROR(objects_.Write(metadata.digest(), object->shared_object, /*replace=*/true));
+    RETURN_IF_ERROR(store_->Put(metadata, object->shared_object));
+    // Last: an index file always has its entry and object behind it.
+    const absl::Status published = index_.Publish(metadata);
+    if (!published.ok()) KILN_LOG(WARNING) << "cannot index " << key << ": " << published;
+  }
   KILN_LOG(INFO) << "compiled " << key.substr(0, 12) << " (" << inputs.graph.name << ") in "
                  << metadata.timings().total_ms() << " ms";
 
@@ -199,6 +203,7 @@ absl::StatusOr<kiln::v1::ArtifactMetadata> ArtifactCache::Show(const std::string
 
 absl::StatusOr<std::string> ArtifactCache::Evict(const std::string& key) {
   ASSIGN_OR_RETURN(const std::string full, ResolveKey(key));
+  absl::MutexLock lock(&index_mutex_);
   ASSIGN_OR_RETURN(auto entry, store_->Lookup(full));
   RETURN_IF_ERROR(index_.Remove(full));  // first: clients stop finding it locally
   RETURN_IF_ERROR(store_->Evict(full));

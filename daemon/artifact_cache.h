@@ -19,6 +19,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cache/local_index.h"
 #include "cache/object_dir.h"
@@ -76,6 +77,10 @@ class ArtifactCache {
   const std::unique_ptr<Compiler> compiler_;
   const kiln::v1::Toolchain toolchain_;
   const absl::Time started_ = absl::Now();
+
+  // Serializes publishing (Build, a hit's lookup-then-publish) with Evict, so
+  // an eviction never interleaves with a publish of the same entry.
+  absl::Mutex index_mutex_;
 
   std::atomic<int64_t> hits_{0}, misses_{0}, compiles_{0}, compile_failures_{0}, coalesced_{0};
   std::atomic<int64_t> compile_us_total_{0};
