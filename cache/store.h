@@ -54,7 +54,8 @@ class ArtifactStore {
                                                                  int limit) = 0;
 
   // Removes the entry, and its blob when no other entry references it.
-  // NotFound when there is no such entry.
+  // NotFound when there is no such entry. Not atomic with a concurrent Put of
+  // an entry sharing the blob: callers serialize the two (ArtifactCache does).
   virtual absl::Status Evict(const std::string& key) = 0;
 
   virtual absl::StatusOr<StoreTotals> Totals() = 0;
