@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "client/client.h"
 #include "common/subprocess.h"
+#include "gtest/gtest.h"
 
 namespace kiln {
 
@@ -41,6 +42,29 @@ class DaemonFixture {
  private:
   std::string root_, socket_path_, cache_dir_;
   pid_t pid_ = -1;
+};
+
+// A parameterized suite whose cases share one kilnd and one client, started
+// before the first case and stopped after the last.
+template <typename Param>
+class SharedDaemonTest : public ::testing::TestWithParam<Param> {
+ protected:
+  static void SetUpTestSuite() {
+    daemon_ = new DaemonFixture();
+    ASSERT_TRUE(daemon_->Start().ok());
+    auto client = daemon_->Connect();
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = client->release();
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    delete daemon_;
+    client_ = nullptr;
+    daemon_ = nullptr;
+  }
+
+  static inline DaemonFixture* daemon_ = nullptr;
+  static inline Client* client_ = nullptr;
 };
 
 // Runfiles paths of the binaries under test.

@@ -98,19 +98,10 @@ std::map<std::pair<std::string, std::string>, int64_t>& MeasuredUlps() {
   return *measured;
 }
 
-class OpsTest : public ::testing::TestWithParam<int> {
+class OpsTest : public SharedDaemonTest<int> {
  protected:
-  static void SetUpTestSuite() {
-    daemon_ = new DaemonFixture();
-    ASSERT_TRUE(daemon_->Start().ok());
-    auto client = daemon_->Connect();
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = client->release();
-  }
-
   static void TearDownTestSuite() {
-    delete client_;
-    delete daemon_;
+    SharedDaemonTest::TearDownTestSuite();
     if (MeasuredUlps().empty()) return;
     std::string table = "worst ulp distance from eager, per function and dtype:\n";
     for (const auto& [key, ulps] : MeasuredUlps()) {
@@ -118,13 +109,7 @@ class OpsTest : public ::testing::TestWithParam<int> {
     }
     printf("%s", table.c_str());
   }
-
-  static DaemonFixture* daemon_;
-  static Client* client_;
 };
-
-DaemonFixture* OpsTest::daemon_ = nullptr;
-Client* OpsTest::client_ = nullptr;
 
 // One output against eager's, by the case's check.
 absl::Status CheckOutput(const OpCase& one, const std::string& what, const Tensor& got,

@@ -12,19 +12,8 @@ namespace {
 
 constexpr char kTraced[] = "tests/workloads/";
 
-class WorkloadsTest : public ::testing::TestWithParam<std::string> {
+class WorkloadsTest : public SharedDaemonTest<std::string> {
  protected:
-  static void SetUpTestSuite() {
-    daemon_ = new DaemonFixture();
-    ASSERT_TRUE(daemon_->Start().ok());
-    auto client = daemon_->Connect();
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = client->release();
-  }
-  static void TearDownTestSuite() {
-    delete client_;
-    delete daemon_;
-  }
 
   // Compiles and runs `name` on its reference inputs; checks the outputs.
   static void RunAndCompare(const std::string& name, const std::string& reference_suffix = "",
@@ -56,13 +45,7 @@ class WorkloadsTest : public ::testing::TestWithParam<std::string> {
                                 DefaultTolerance(output.dtype()));
     }
   }
-
-  static DaemonFixture* daemon_;
-  static Client* client_;
 };
-
-DaemonFixture* WorkloadsTest::daemon_ = nullptr;
-Client* WorkloadsTest::client_ = nullptr;
 
 TEST_P(WorkloadsTest, MatchesEagerPyTorch) { RunAndCompare(GetParam()); }
 
