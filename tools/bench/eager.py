@@ -17,22 +17,12 @@ its own and the batch answers with the median; minflt is minor page faults
 per call. The parent sets OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1.
 """
 
-import os
 import resource
 import statistics
 import sys
 import time
 
-
-def mapped(fragment):
-    """Paths of the shared objects mapped here whose name contains fragment."""
-    paths = set()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            fields = line.split()
-            if len(fields) >= 6 and fragment in os.path.basename(fields[5]):
-                paths.add(fields[5])
-    return ",".join(sorted(paths)) or "none"
+from eager_util import mapped
 
 
 def main():

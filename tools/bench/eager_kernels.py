@@ -36,16 +36,7 @@ import statistics
 import sys
 import time
 
-
-def mapped(fragment):
-    """Paths of the shared objects mapped here whose name contains fragment."""
-    paths = set()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            fields = line.split()
-            if len(fields) >= 6 and fragment in os.path.basename(fields[5]):
-                paths.add(fields[5])
-    return ",".join(sorted(paths)) or "none"
+from eager_util import mapped
 
 
 def load_module(name, path):
