@@ -6,6 +6,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --with-torch || { echo "0 passed, 1 failed"; exit 1; }
 
+# The reference workloads are a copy (tests/workloads/workloads.py); say when
+# the shared original beside the checkout has moved on.
+shared=../shared/workloads/workloads.py
+if [[ -f $shared ]] && ! cmp -s "$shared" tests/workloads/workloads.py; then
+  echo "warning: tests/workloads/workloads.py differs from $shared: copy it over" >&2
+fi
+
 log=$(mktemp /tmp/kiln-test-XXXXXX.log)
 bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"
 bazel_status=${PIPESTATUS[0]}

@@ -3,7 +3,7 @@
 Traced at build time by the genrule //tools/bench:traced
 (`kiln_trace.py --module kernel_workloads:f_1024`), and called by
 eager_kernels.py for the eager side, so both sides run the same function on
-the same inputs. Same conventions as ../shared/workloads/workloads.py:
+the same inputs. Same conventions as tests/workloads/workloads.py:
 FACTORY() returns (fn, example_inputs).
 """
 import torch

@@ -570,7 +570,7 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
   ASSIGN_OR_RETURN(const std::string eager_script,
                    Runfile("tools/bench/eager_kernels.py", kTarget));
   ASSIGN_OR_RETURN(const std::string workloads,
-                   Runfile("external/shared_workloads/workloads.py", kTarget));
+                   Runfile("tests/workloads/workloads.py", kTarget));
   ASSIGN_OR_RETURN(const std::string traced_tail, Runfile("tools/bench/traced/tail.json", kTarget));
   const std::string traced = Dirname(traced_tail);
 

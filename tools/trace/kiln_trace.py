@@ -379,8 +379,8 @@ def write(out_dir, name, graph, reference):
 
 
 def workloads(path=None):
-    path = path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
-                                "shared", "workloads", "workloads.py")
+    path = path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "workloads", "workloads.py")
     spec = importlib.util.spec_from_file_location("workloads", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -402,7 +402,7 @@ def main():
                              "q:0:b,k:0:b,v:0:b for one batch symbol shared by three inputs")
     parser.add_argument("--dtype", choices=["float32", "float64", "float16", "bfloat16"],
                         help="cast floating inputs (and parameters) to this dtype")
-    parser.add_argument("--workloads", help="path of workloads.py (default: ../shared/workloads)")
+    parser.add_argument("--workloads", help="path of workloads.py (default: tests/workloads/workloads.py)")
     parser.add_argument("--reweight", type=int, metavar="SEED",
                         help="also write NAME_reweighted: the same graph with other random "
                              "weights (lifted parameters) and its eager outputs")
