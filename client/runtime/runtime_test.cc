@@ -27,22 +27,22 @@ class GemmTest : public ::testing::TestWithParam<int> {};
 TEST_P(GemmTest, AnyStridesMatchTheReference) {
   Runtime runtime(GetParam());
   // Big enough to split across threads: by rows (m >= n), then by columns.
-  for (const auto [m, n, k] : {std::tuple<int, int, int>{70, 50, 600}, {20, 300, 600}}) {
-  std::vector<float> a(m * k * 2), b(k * n * 2);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) - 5;
-  struct Layout {
-    int a_row, a_col, b_row, b_col;
-  };
-  // Row-major, transposed, and strided (packed by the runtime).
-  for (const Layout& l : {Layout{k, 1, n, 1}, Layout{1, m, 1, k}, Layout{2 * k, 2, 2 * n, 2}}) {
-    std::vector<float> c(m * n, -1);
-    runtime.table()->gemm_f32(runtime.table()->context, m, n, k, 1.0f, a.data(), l.a_row, l.a_col,
-                              b.data(), l.b_row, l.b_col, 0.0f, c.data(), n);
-    const std::vector<float> expected =
-        Reference(m, n, k, a.data(), l.a_row, l.a_col, b.data(), l.b_row, l.b_col);
-    for (int i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], expected[i], 1e-3) << i;
-  }
+  for (const auto& [m, n, k] : {std::tuple<int, int, int>{70, 50, 600}, {20, 300, 600}}) {
+    std::vector<float> a(m * k * 2), b(k * n * 2);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) - 5;
+    struct Layout {
+      int a_row, a_col, b_row, b_col;
+    };
+    // Row-major, transposed, and strided (packed by the runtime).
+    for (const Layout& l : {Layout{k, 1, n, 1}, Layout{1, m, 1, k}, Layout{2 * k, 2, 2 * n, 2}}) {
+      std::vector<float> c(m * n, -1);
+      runtime.table()->gemm_f32(runtime.table()->context, m, n, k, 1.0f, a.data(), l.a_row, l.a_col,
+                                b.data(), l.b_row, l.b_col, 0.0f, c.data(), n);
+      const std::vector<float> expected =
+          Reference(m, n, k, a.data(), l.a_row, l.a_col, b.data(), l.b_row, l.b_col);
+      for (int i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], expected[i], 1e-3) << i;
+    }
   }
 }
 
