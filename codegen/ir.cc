@@ -37,6 +37,10 @@ bool IsFloatingPoint(DType dtype) {
          dtype == DType::kBFloat16;
 }
 
+DType ComputeType(DType dtype) {
+  return dtype == DType::kFloat16 || dtype == DType::kBFloat16 ? DType::kFloat32 : dtype;
+}
+
 bool TensorType::is_static() const {
   for (const Dim& dim : sizes) {
     if (dim.is_symbolic()) return false;

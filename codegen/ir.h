@@ -27,6 +27,8 @@ enum class DType : uint8_t {
 const char* DTypeName(DType dtype);  // "float32", ...
 int64_t DTypeSize(DType dtype);      // bytes per element
 bool IsFloatingPoint(DType dtype);
+// What a dtype computes in: itself, except 16-bit floats (float32).
+DType ComputeType(DType dtype);
 
 // A size or stride: a constant, or `multiplier` times a graph-wide size
 // symbol (index into Graph::symbols).

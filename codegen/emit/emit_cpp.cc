@@ -17,6 +17,7 @@ namespace kiln {
 namespace {
 
 using Kind = ir::Definition::Kind;
+using ir::ComputeType;
 
 // Conversions between storage and compute types that C does not spell
 // directly: bfloat16 is stored as its upper 16 bits, rounded to nearest even
@@ -89,11 +90,6 @@ Linear Offset(const Layout& layout, const ir::AffineMap& map) {
     }
   }
   return linear;
-}
-
-ir::DType ComputeType(ir::DType dtype) {
-  return dtype == ir::DType::kFloat16 || dtype == ir::DType::kBFloat16 ? ir::DType::kFloat32
-                                                                       : dtype;
 }
 
 // Storage -> compute conversion of the element `text` of type `stored`.
@@ -240,16 +236,16 @@ class BodyEmitter {
   std::map<std::string, std::string> memo_;
 };
 
+// A storage's element type: its first value's, or (an output written by a
+// copy, which holds no value) the output's.
+ir::DType StorageDType(const ir::Graph& graph, const Storage& storage) {
+  const int value = storage.values.empty() ? graph.outputs[storage.index] : storage.values.front();
+  return graph.values[value].dtype;
+}
+
 int WrittenStorage(const Kernel& kernel, const BufferPlan& plan) {
   if (kernel.kind != Kernel::Kind::kCopy) return plan.storage_of[kernel.value];
-  for (size_t s = 0; s < plan.storages.size(); ++s) {
-    const Storage& storage = plan.storages[s];
-    if (storage.kind == Storage::Kind::kOutput && storage.index == kernel.output &&
-        !storage.values.empty()) {
-      return s;
-    }
-  }
-  // An output written only by a copy has a storage of its own.
+  // An output written by a copy has a storage of its own (the only one of its index).
   for (size_t s = 0; s < plan.storages.size(); ++s) {
     if (plan.storages[s].kind == Storage::Kind::kOutput && plan.storages[s].index == kernel.output) {
       return s;
@@ -515,9 +511,7 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
   std::vector<std::string> arguments, unpacked;
   for (size_t p = 0; p < params.storages().size(); ++p) {
     const int storage = params.storages()[p];
-    const Storage& slot = plan.storages[storage];
-    const ir::DType dtype =
-        graph.values[slot.values.empty() ? graph.outputs[slot.index] : slot.values.front()].dtype;
+    const ir::DType dtype = StorageDType(graph, plan.storages[storage]);
     const std::string pointer = absl::StrCat(written[p] ? "" : "const ", StorageCType(dtype), "*");
     declarations.push_back(absl::StrCat(pointer, " __restrict__ p", p));
     fields.push_back(absl::StrCat(pointer, " p", p, ";"));
@@ -589,9 +583,7 @@ absl::StatusOr<std::string> EmitConcat(int index, const Kernel& kernel, const ir
   std::vector<std::string> arguments = {"rt", "symbols"};
   for (size_t p = 0; p < params.storages().size(); ++p) {
     const int storage = params.storages()[p];
-    const Storage& slot = plan.storages[storage];
-    const ir::DType dtype =
-        graph.values[slot.values.empty() ? graph.outputs[slot.index] : slot.values.front()].dtype;
+    const ir::DType dtype = StorageDType(graph, plan.storages[storage]);
     declarations.push_back(absl::StrCat(p == 0 ? "" : "const ", StorageCType(dtype),
                                         "* __restrict__ p", p));
     arguments.push_back(StorageName(storage));
@@ -684,10 +676,7 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
     const Storage& storage = plan.storages[s];
     if (storage.values.empty() && storage.kind != Storage::Kind::kOutput) continue;
     if (storage.kind == Storage::Kind::kRow) continue;  // declared in its group
-    const int typed_by = storage.values.empty() ? -1 : storage.values.front();
-    const char* ctype =
-        StorageCType(typed_by >= 0 ? graph.values[typed_by].dtype
-                                   : graph.values[graph.outputs[storage.index]].dtype);
+    const char* ctype = StorageCType(StorageDType(graph, storage));
     const bool input = storage.kind == Storage::Kind::kInput;
     std::string address;
     switch (storage.kind) {

@@ -14,8 +14,6 @@ namespace {
 using ir::DType;
 using Args = std::map<std::string, ir::ArgValue>;
 
-bool IsHalf(DType dtype) { return dtype == DType::kFloat16 || dtype == DType::kBFloat16; }
-
 absl::StatusOr<int> ToType(GraphBuilder& b, int value, DType dtype) {
   if (b.type(value).dtype == dtype) return value;
   return b.Add("aten._to_copy.default", {value}, {{"dtype", dtype}});
@@ -54,8 +52,8 @@ bool BoolArg(const ir::Node& node, const std::string& name) {
 
 // softmax(x, dim) = exp(x - max) / sum(exp(x - max)).
 absl::StatusOr<std::vector<int>> Softmax(GraphBuilder& b, const ir::Node& node) {
-  const DType out = b.graph().values[node.outputs.empty() ? node.inputs[0] : node.inputs[0]].dtype;
-  ASSIGN_OR_RETURN(int x, ToType(b, node.inputs[0], IsHalf(out) ? DType::kFloat32 : out));
+  const DType out = b.type(node.inputs[0]).dtype;
+  ASSIGN_OR_RETURN(int x, ToType(b, node.inputs[0], ComputeType(out)));
   const std::vector<int64_t> dim = {IntArg(node, "dim")};
   ASSIGN_OR_RETURN(const int max,
                    b.Add("aten.amax.default", {x}, {{"dim", dim}, {"keepdim", true}}));
@@ -95,7 +93,7 @@ absl::StatusOr<std::vector<int>> MeanOp(GraphBuilder& b, const ir::Node& node) {
     }
     return b.type(node.inputs[0]).dtype;
   }();
-  ASSIGN_OR_RETURN(const int x, ToType(b, node.inputs[0], IsHalf(out) ? DType::kFloat32 : out));
+  ASSIGN_OR_RETURN(const int x, ToType(b, node.inputs[0], ComputeType(out)));
   ASSIGN_OR_RETURN(int mean, Mean(b, x, DimsArg(node), BoolArg(node, "keepdim")));
   ASSIGN_OR_RETURN(mean, ToType(b, mean, out));
   return std::vector<int>{mean};
@@ -109,11 +107,7 @@ absl::StatusOr<std::vector<int>> VarOp(GraphBuilder& b, const ir::Node& node) {
   ASSIGN_OR_RETURN(const int x, ToType(b, node.inputs[0], DType::kFloat64));
   const ir::TensorType type = b.type(x);
   ASSIGN_OR_RETURN(const std::vector<int64_t> dims, WrapDims(DimsArg(node), type.rank()));
-  double correction = 1;
-  auto it = node.args.find("correction");
-  if (it != node.args.end() && !std::holds_alternative<ir::None>(it->second)) {
-    correction = ScalarArgAsDouble(node, "correction");
-  }
+  const double correction = Present(node, "correction") ? ScalarArgAsDouble(node, "correction") : 1;
   ASSIGN_OR_RETURN(const int mean, Mean(b, x, dims, /*keepdim=*/true));
   ASSIGN_OR_RETURN(const int centered, b.Add("aten.sub.Tensor", {x, mean}));
   ASSIGN_OR_RETURN(const int squared, b.Add("aten.mul.Tensor", {centered, centered}));
@@ -133,7 +127,7 @@ absl::StatusOr<std::vector<int>> VarOp(GraphBuilder& b, const ir::Node& node) {
 // inputs when present.
 absl::StatusOr<std::vector<int>> LayerNorm(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[0]).dtype;
-  ASSIGN_OR_RETURN(const int x, ToType(b, node.inputs[0], IsHalf(out) ? DType::kFloat32 : out));
+  ASSIGN_OR_RETURN(const int x, ToType(b, node.inputs[0], ComputeType(out)));
   const int64_t rank = b.type(x).rank();
   const int64_t normalized = static_cast<int64_t>(IntListArg(node, "normalized_shape").size());
   std::vector<int64_t> dims;
@@ -146,8 +140,8 @@ absl::StatusOr<std::vector<int>> LayerNorm(GraphBuilder& b, const ir::Node& node
                                             {{"other", ScalarArgAsDouble(node, "eps")}}));
   ASSIGN_OR_RETURN(const int rstd, b.Add("aten.rsqrt.default", {shifted}));
   ASSIGN_OR_RETURN(int result, b.Add("aten.mul.Tensor", {centered, rstd}));
-  const bool has_weight = !std::holds_alternative<ir::None>(node.args.at("weight"));
-  const bool has_bias = !std::holds_alternative<ir::None>(node.args.at("bias"));
+  const bool has_weight = Present(node, "weight");
+  const bool has_bias = Present(node, "bias");
   size_t next = 1;
   if (has_weight) {
     ASSIGN_OR_RETURN(result, b.Add("aten.mul.Tensor", {result, node.inputs[next++]}));
@@ -173,14 +167,14 @@ absl::StatusOr<std::vector<int>> LayerNorm(GraphBuilder& b, const ir::Node& node
 // All three are computed whatever output_mask says (unused ones are dead).
 absl::StatusOr<std::vector<int>> LayerNormBackward(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[1]).dtype;
-  const DType compute = IsHalf(out) ? DType::kFloat32 : out;
+  const DType compute = ComputeType(out);
   std::vector<int> in;
   for (int input : node.inputs) {
     ASSIGN_OR_RETURN(const int converted, ToType(b, input, compute));
     in.push_back(converted);
   }
   const int grad = in[0], x = in[1], mean = in[2], rstd = in[3];
-  const bool has_weight = !std::holds_alternative<ir::None>(node.args.at("weight"));
+  const bool has_weight = Present(node, "weight");
   const int64_t rank = b.type(x).rank();
   const int64_t normalized = static_cast<int64_t>(IntListArg(node, "normalized_shape").size());
   std::vector<int64_t> row_dims, lead_dims;
@@ -229,7 +223,7 @@ absl::StatusOr<std::vector<int>> LayerNormBackward(GraphBuilder& b, const ir::No
 // BLAS path does).
 absl::StatusOr<std::vector<int>> Addmm(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[1]).dtype;
-  if (IsHalf(out)) {
+  if (ComputeType(out) != out) {
     std::vector<int> wide;
     for (int input : node.inputs) {
       ASSIGN_OR_RETURN(const int converted, ToType(b, input, DType::kFloat32));
@@ -300,7 +294,7 @@ absl::StatusOr<std::vector<int>> Cat(GraphBuilder& b, const ir::Node& node) {
 // _softmax_backward_data(grad, out, dim) = out * (grad - sum(grad * out, dim)).
 absl::StatusOr<std::vector<int>> SoftmaxBackward(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[0]).dtype;
-  const DType compute = IsHalf(out) ? DType::kFloat32 : out;
+  const DType compute = ComputeType(out);
   ASSIGN_OR_RETURN(const int grad, ToType(b, node.inputs[0], compute));
   ASSIGN_OR_RETURN(const int output, ToType(b, node.inputs[1], compute));
   const std::vector<int64_t> dim = {IntArg(node, "dim")};

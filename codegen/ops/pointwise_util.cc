@@ -17,10 +17,6 @@ const std::vector<DType> kAllTypes = {DType::kFloat32,  DType::kFloat64, DType::
 const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
                                         DType::kBFloat16};
 
-DType ComputeType(DType dtype) {
-  return dtype == DType::kFloat16 || dtype == DType::kBFloat16 ? DType::kFloat32 : dtype;
-}
-
 namespace {
 
 int FloatRank(DType dtype) {

@@ -15,8 +15,7 @@ namespace kiln::ops {
 extern const std::vector<ir::DType> kAllTypes;    // every dtype Kiln stores
 extern const std::vector<ir::DType> kFloatTypes;  // the floating ones
 
-// Storage dtypes compute in themselves, except 16-bit floats (float32).
-ir::DType ComputeType(ir::DType dtype);
+using ir::ComputeType;
 
 // PyTorch's result type of two tensors.
 ir::DType PromoteTensors(ir::DType a, ir::DType b);

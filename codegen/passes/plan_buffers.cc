@@ -17,10 +17,7 @@ int64_t Bytes(const ir::TensorType& type) {
 
 void SetSize(Storage& storage, const ir::TensorType& type) {
   storage.bytes = Bytes(type);
-  if (!type.sizes.empty() && type.sizes[0].is_symbolic()) {
-    storage.symbol = type.sizes[0].symbol;
-    storage.multiplier = 1;  // folded into bytes
-  }
+  if (!type.sizes.empty() && type.sizes[0].is_symbolic()) storage.symbol = type.sizes[0].symbol;
 }
 
 int64_t AlignUp(int64_t value) {

@@ -32,10 +32,9 @@ struct Storage {
   int index = -1;       // kInput / kOutput: position; kRow: the group
   int64_t offset = 0;   // kScratch: byte offset in the arena (static slices)
   // Size in bytes; for a symbolic leading dim, bytes per unit of the symbol:
-  // the slice holds bytes * multiplier * symbols[symbol].
+  // the slice holds bytes * symbols[symbol].
   int64_t bytes = 0;
   int symbol = -1;
-  int64_t multiplier = 1;
   std::vector<int> values;  // the values it holds, in order
 };
 

@@ -156,6 +156,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
 
   // Values are in topological order, so realized values in value order is a
   // valid execution order.
+  std::vector<int> kernel_of(num_values, -1);
   for (int v = 0; v < num_values; ++v) {
     const ir::Definition& definition = program.definitions[v];
     if (!schedule.realized[v] || definition.kind == Kind::kInput ||
@@ -183,6 +184,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
         CollectReads(program, schedule.realized, expr.value, expr.index, kernel.reads);
       }
     }
+    kernel_of[v] = static_cast<int>(schedule.kernels.size());
     schedule.kernels.push_back(std::move(kernel));
   }
 
@@ -193,9 +195,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
          kind == Kind::kConcat) &&
         !written[output]) {
       written[output] = true;
-      for (size_t k = 0; k < schedule.kernels.size(); ++k) {
-        if (schedule.kernels[k].value == output) schedule.output_kernel.push_back(k);
-      }
+      schedule.output_kernel.push_back(kernel_of[output]);
       continue;
     }
     Kernel copy;
