@@ -75,13 +75,12 @@ bool SocketExists(const std::string& path) {
 std::string FindDaemon(const std::string& configured) {
   if (!configured.empty()) return configured;
   if (const char* env = getenv("KILN_DAEMON"); env != nullptr && env[0] != '\0') return env;
-  const std::string sibling = ExecutableDirectory() + "/kilnd";
-  if (access(sibling.c_str(), X_OK) == 0) return sibling;
-  // A Bazel-built binary with kilnd in its data: <exe>.runfiles/kiln/daemon/kilnd.
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    const std::string runfiles = std::string(self, n) + ".runfiles/kiln/daemon/kilnd";
+  const std::string self = ExecutablePath();
+  if (!self.empty()) {
+    const std::string sibling = Dirname(self) + "/kilnd";
+    if (access(sibling.c_str(), X_OK) == 0) return sibling;
+    // A Bazel-built binary with kilnd in its data.
+    const std::string runfiles = self + ".runfiles/kiln/daemon/kilnd";
     if (access(runfiles.c_str(), X_OK) == 0) return runfiles;
   }
   return "kilnd";  // posix_spawnp searches PATH

@@ -167,33 +167,43 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
   return result;
 }
 
-absl::Status CompiledGraph::CheckGuards(const Entry& entry, absl::Span<const TensorView> inputs,
-                                        Symbols& symbols) const {
+bool CompiledGraph::CheckGuards(const Entry& entry, absl::Span<const TensorView> inputs,
+                                Symbols& symbols, absl::Status* why) const {
+  const auto fail = [why](const auto& message) {
+    if (why != nullptr) *why = absl::FailedPreconditionError(message());
+    return false;
+  };
   if (inputs.size() != entry.dtypes.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("got ", inputs.size(), " inputs; the graph takes ", entry.dtypes.size()));
+    if (why != nullptr) {
+      *why = absl::InvalidArgumentError(
+          absl::StrCat("got ", inputs.size(), " inputs; the graph takes ", entry.dtypes.size()));
+    }
+    return false;
   }
   std::fill(symbols.begin(), symbols.end(), -1);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorView& input = inputs[i];
     if (input.dtype != entry.dtypes[i]) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(InputName(graph_, i), " has dtype ", kiln::v1::DType_Name(input.dtype),
-                       "; the graph was compiled for ", kiln::v1::DType_Name(entry.dtypes[i])));
+      return fail([&] {
+        return absl::StrCat(InputName(graph_, i), " has dtype ", kiln::v1::DType_Name(input.dtype),
+                            "; the graph was compiled for ", kiln::v1::DType_Name(entry.dtypes[i]));
+      });
     }
     const std::vector<Size>& sizes = entry.sizes[i];
     if (input.sizes.size() != sizes.size() || input.strides.size() != sizes.size()) {
-      return absl::FailedPreconditionError(absl::StrCat(InputName(graph_, i), " has rank ",
-                                                        input.sizes.size(), "; the graph expects ",
-                                                        sizes.size()));
+      return fail([&] {
+        return absl::StrCat(InputName(graph_, i), " has rank ", input.sizes.size(),
+                            "; the graph expects ", sizes.size());
+      });
     }
     for (size_t d = 0; d < sizes.size(); ++d) {
       const Size& size = sizes[d];
       if (size.symbol < 0) {
         if (input.sizes[d] != size.constant) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              InputName(graph_, i), ": dim ", d, " has size ", input.sizes[d],
-              "; the graph was compiled for ", size.constant, " (static shapes)"));
+          return fail([&] {
+            return absl::StrCat(InputName(graph_, i), ": dim ", d, " has size ", input.sizes[d],
+                                "; the graph was compiled for ", size.constant, " (static shapes)");
+          });
         }
         continue;
       }
@@ -201,15 +211,17 @@ absl::Status CompiledGraph::CheckGuards(const Entry& entry, absl::Span<const Ten
       const int64_t value = input.sizes[d] / size.multiplier;
       const std::string& name = entry.artifact->metadata.signature().symbols(size.symbol);
       if (input.sizes[d] % size.multiplier != 0 || value < 2) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            InputName(graph_, i), ": dim ", d, " has size ", input.sizes[d], "; ",
-            size.multiplier == 1 ? "" : absl::StrCat(size.multiplier, " * "), name,
-            " needs ", name, " >= 2"));
+        return fail([&] {
+          return absl::StrCat(InputName(graph_, i), ": dim ", d, " has size ", input.sizes[d], "; ",
+                              size.multiplier == 1 ? "" : absl::StrCat(size.multiplier, " * "),
+                              name, " needs ", name, " >= 2");
+        });
       }
       if (symbols[size.symbol] >= 0 && symbols[size.symbol] != value) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(InputName(graph_, i), ": dim ", d, " makes ", name, " = ", value,
-                         ", but another input made it ", symbols[size.symbol]));
+        return fail([&] {
+          return absl::StrCat(InputName(graph_, i), ": dim ", d, " makes ", name, " = ", value,
+                              ", but another input made it ", symbols[size.symbol]);
+        });
       }
       symbols[size.symbol] = value;
     }
@@ -218,13 +230,14 @@ absl::Status CompiledGraph::CheckGuards(const Entry& entry, absl::Span<const Ten
       // A dim of size 1 is only ever read at index 0 (and an empty tensor
       // not at all): its stride is moot.
       if (input.sizes[d] != 1 && input.strides[d] != entry.strides[i][d]) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            InputName(graph_, i), ": dim ", d, " has stride ", input.strides[d],
-            "; the graph was compiled for stride ", entry.strides[i][d]));
+        return fail([&] {
+          return absl::StrCat(InputName(graph_, i), ": dim ", d, " has stride ", input.strides[d],
+                              "; the graph was compiled for stride ", entry.strides[i][d]);
+        });
       }
     }
   }
-  return absl::OkStatus();
+  return true;
 }
 
 absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
@@ -233,10 +246,14 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
   {
     absl::ReaderMutexLock lock(&mutex_);
     for (const auto& entry : entries_) {
-      miss = CheckGuards(*entry, inputs, symbols);
-      if (miss.ok()) return entry.get();
+      if (CheckGuards(*entry, inputs, symbols)) return entry.get();
     }
-    if (entries_.empty()) miss = absl::NotFoundError("not loaded");
+    // The last entry's complaint, as the caller's error if nothing fits.
+    if (entries_.empty()) {
+      miss = absl::NotFoundError("not loaded");
+    } else {
+      CheckGuards(*entries_.back(), inputs, symbols, &miss);
+    }
   }
   if (miss.code() == absl::StatusCode::kNotFound) {
     RETURN_IF_ERROR(Prepare().status());
@@ -272,7 +289,7 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
   }
   absl::ReaderMutexLock lock(&mutex_);
   for (const auto& entry : entries_) {
-    if (CheckGuards(*entry, inputs, symbols).ok()) return entry.get();
+    if (CheckGuards(*entry, inputs, symbols)) return entry.get();
   }
   return miss;
 }
@@ -325,7 +342,7 @@ absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
     Symbols symbols;
     absl::ReaderMutexLock lock(&mutex_);
     for (const auto& entry : entries_) {
-      if (CheckGuards(*entry, inputs, symbols).ok()) return true;
+      if (CheckGuards(*entry, inputs, symbols)) return true;
     }
     return false;
   };

@@ -77,8 +77,6 @@ class CompiledGraph {
   absl::StatusOr<kiln::v1::ArtifactMetadata> artifact() const;
   const kiln::v1::Graph& graph() const { return graph_; }
 
- private:
- public:
   // A size in a signature: constant, or multiplier * symbols[symbol].
   struct Size {
     int64_t constant = 0;
@@ -106,9 +104,11 @@ class CompiledGraph {
   absl::StatusOr<const Entry*> FindEntry(absl::Span<const TensorView> inputs, Symbols& symbols);
   // Loads an entry for `inputs`' sizes (see the class comment).
   absl::Status Respecialize(absl::Span<const TensorView> inputs);
-  // Checks `inputs` against `entry`'s guards, binding its symbols.
-  absl::Status CheckGuards(const Entry& entry, absl::Span<const TensorView> inputs,
-                           Symbols& symbols) const;
+  // Whether `inputs` pass `entry`'s guards, binding its symbols; when not,
+  // and `why` is given, the error naming the first failed guard (built only
+  // then: Run tries each entry in turn on every call).
+  bool CheckGuards(const Entry& entry, absl::Span<const TensorView> inputs, Symbols& symbols,
+                   absl::Status* why = nullptr) const;
   absl::Status CheckOutputs(const Entry& entry, const Symbols& symbols,
                             absl::Span<const TensorView> inputs,
                             absl::Span<const TensorView> outputs) const;

@@ -23,12 +23,4 @@ absl::StatusOr<kiln::v1::Graph> ReadGraphFile(const std::string& path) {
   return ParseGraphJson(json, path);
 }
 
-std::string GraphToJson(const kiln::v1::Graph& graph) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  (void)google::protobuf::util::MessageToJsonString(graph, &json, options);
-  return json;
-}
-
 }  // namespace kiln

@@ -13,7 +13,6 @@ namespace kiln {
 // JSON or unknown fields; NotFound when the file does not exist.
 absl::StatusOr<kiln::v1::Graph> ReadGraphFile(const std::string& path);
 absl::StatusOr<kiln::v1::Graph> ParseGraphJson(const std::string& json, const std::string& origin);
-std::string GraphToJson(const kiln::v1::Graph& graph);
 
 }  // namespace kiln
 

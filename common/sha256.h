@@ -3,7 +3,6 @@
 #ifndef KILN_COMMON_SHA256_H_
 #define KILN_COMMON_SHA256_H_
 
-#include <cstdint>
 #include <memory>
 #include <string>
 

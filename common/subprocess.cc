@@ -71,11 +71,15 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
   return result;
 }
 
-std::string ExecutableDirectory() {
+std::string ExecutablePath() {
   char path[4096];
   const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) return ".";
-  return Dirname(std::string(path, n));
+  return n > 0 ? std::string(path, n) : std::string();
+}
+
+std::string ExecutableDirectory() {
+  const std::string path = ExecutablePath();
+  return path.empty() ? "." : Dirname(path);
 }
 
 }  // namespace kiln

@@ -22,7 +22,9 @@ struct ProcessResult {
 absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                          absl::Duration timeout);
 
-// Absolute path of the running executable's directory.
+// Absolute path of the running executable ("" if /proc cannot say), and of
+// its directory (".").
+std::string ExecutablePath();
 std::string ExecutableDirectory();
 
 }  // namespace kiln

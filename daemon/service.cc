@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/abi/kiln_abi.h"
+#include "common/logging.h"
 #include "common/version.h"
 
 namespace kiln {
@@ -40,6 +41,8 @@ grpc::ServerUnaryReactor* KilnService::Hello(grpc::CallbackServerContext* contex
                      " with artifact ABI ", request->abi_version(), "; this kilnd (", kKilnVersion,
                      ") speaks protocol ", kProtocolVersion, " with ABI ", KILN_ABI_VERSION,
                      ". Stop the old kilnd (kill ", getpid(), ") or upgrade the client"));
+    KILN_LOG(WARNING) << "refused client \"" << request->client()
+                      << "\": " << status.error_message();
   }
   auto* reactor = context->DefaultReactor();
   reactor->Finish(status);

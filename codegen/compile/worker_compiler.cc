@@ -34,12 +34,6 @@ namespace {
 constexpr char kWorkerName[] = "kiln-compile-worker";
 constexpr char kWorkerRunfilesPath[] = "kiln/codegen/compile/worker/kiln-compile-worker";
 
-std::string ExecutablePath() {
-  char path[4096];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  return n > 0 ? std::string(path, n) : std::string();
-}
-
 std::string DescribeWaitStatus(int status) {
   if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
   if (WIFEXITED(status)) return absl::StrCat("exit code ", WEXITSTATUS(status));

@@ -23,6 +23,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/files.h"
+#include "common/subprocess.h"
 #include "common/status_macros.h"
 
 extern char** environ;
@@ -274,12 +275,6 @@ absl::Status Daemon::Stop() {
 
 // ------------------------------------------------------- files and machine
 
-std::string SelfPath() {
-  char path[4096];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  return n > 0 ? std::string(path, n) : "";
-}
-
 absl::StatusOr<std::string> Runfile(const std::string& path, absl::string_view target) {
   std::vector<std::string> candidates;
   char cwd[4096];
@@ -287,7 +282,7 @@ absl::StatusOr<std::string> Runfile(const std::string& path, absl::string_view t
   if (const char* root = getenv("RUNFILES_DIR"); root != nullptr && *root != '\0') {
     candidates.push_back(absl::StrCat(root, "/kiln/", path));
   }
-  candidates.push_back(absl::StrCat(SelfPath(), ".runfiles/kiln/", path));
+  candidates.push_back(absl::StrCat(ExecutablePath(), ".runfiles/kiln/", path));
   for (const std::string& candidate : candidates) {
     if (access(candidate.c_str(), F_OK) == 0) return candidate;
   }

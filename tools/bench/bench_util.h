@@ -165,8 +165,6 @@ std::string LogTail(const std::string& path);
 
 // ------------------------------------------------------- files and machine
 
-std::string SelfPath();
-
 // A data dependency: relative to the working directory under `bazel run`
 // (the runfiles root), else in this binary's runfiles tree. `target` names
 // the bench in the error message.

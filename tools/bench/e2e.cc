@@ -48,6 +48,7 @@
 #include "client/tensor.h"
 #include "common/files.h"
 #include "common/status_macros.h"
+#include "common/subprocess.h"
 #include "tools/bench/bench_util.h"
 
 ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
@@ -96,7 +97,6 @@ using bench::ReadToEof;
 using bench::Runfile;
 using bench::Samples;
 using bench::ScopedFd;
-using bench::SelfPath;
 using bench::Spawn;
 using bench::Summarize;
 using bench::Summary;
@@ -581,7 +581,7 @@ absl::Status RunBenchmark() {
   const int warm_calls = std::max(1, absl::GetFlag(FLAGS_warm_calls));
   const int dispatch_calls =
       std::max(absl::GetFlag(FLAGS_dispatch_calls), (kMinDispatchCalls + rounds - 1) / rounds);
-  const std::string self = SelfPath();
+  const std::string self = ExecutablePath();
   ASSIGN_OR_RETURN(const std::string kilnd, Runfile("daemon/kilnd", kTarget));
   ASSIGN_OR_RETURN(const std::string graph_path, Runfile("examples/f.json", kTarget));
   ASSIGN_OR_RETURN(const std::string eager_script, Runfile("tools/bench/eager.py", kTarget));

@@ -149,7 +149,7 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph,
     if (type.dtype() != kiln::v1::FLOAT32 && type.dtype() != kiln::v1::FLOAT64) {
       return absl::UnimplementedError(absl::StrCat("input ", i, ": run makes float inputs only"));
     }
-    Tensor tensor(type.dtype(), sizes);
+    Tensor tensor = Tensor::Empty(type.dtype(), sizes);  // every byte is written below
     if (!files.empty()) {
       ASSIGN_OR_RETURN(const std::string bytes, ReadFile(files[i]));
       if (static_cast<int64_t>(bytes.size()) != tensor.NumBytes()) {
@@ -172,13 +172,11 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph,
   return inputs;
 }
 
-double ElementAt(const Tensor& tensor, int64_t i) { return ElementAsDouble(tensor, i); }
-
 std::string Summary(const Tensor& tensor) {
   double low = INFINITY, high = -INFINITY, sum = 0;
   std::vector<std::string> first;
   for (int64_t i = 0; i < tensor.NumElements(); ++i) {
-    const double v = ElementAt(tensor, i);
+    const double v = ElementAsDouble(tensor, i);
     low = std::min(low, v);
     high = std::max(high, v);
     sum += v;
@@ -196,14 +194,14 @@ absl::Status Check(const kiln::v1::Graph& graph, const std::vector<Tensor>& inpu
   std::vector<RefTensor> reference_inputs;
   for (const Tensor& input : inputs) {
     RefTensor ref{input.sizes(), {}};
-    for (int64_t i = 0; i < input.NumElements(); ++i) ref.values.push_back(ElementAt(input, i));
+    for (int64_t i = 0; i < input.NumElements(); ++i) ref.values.push_back(ElementAsDouble(input, i));
     reference_inputs.push_back(std::move(ref));
   }
   ASSIGN_OR_RETURN(const auto expected, EvaluateReference(prepared, reference_inputs));
   for (size_t k = 0; k < outputs.size(); ++k) {
     double worst = 0;
     for (int64_t i = 0; i < outputs[k].NumElements(); ++i) {
-      const double got = ElementAt(outputs[k], i), want = expected[k].values[i];
+      const double got = ElementAsDouble(outputs[k], i), want = expected[k].values[i];
       const bool same_special = (std::isnan(got) && std::isnan(want)) || got == want;
       const double error = std::abs(got - want);
       if (!same_special && !(error <= 1e-4 + 1e-4 * std::abs(want))) {
