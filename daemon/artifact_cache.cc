@@ -32,22 +32,21 @@ void ArtifactCache::Shutdown() { queue_.Shutdown(); }
 
 absl::StatusOr<std::optional<kiln::v1::CompileResponse>> ArtifactCache::FindStored(
     const std::string& key, bool want_bytes, bool repair) {
-  absl::MutexLock lock(&index_mutex_);
+  absl::ReaderMutexLock lock(&index_mutex_);  // hits only rename files in: they may overlap
   ASSIGN_OR_RETURN(auto entry, store_->Lookup(key));
   if (!entry.has_value()) return std::nullopt;
   kiln::v1::CompileResponse response;
   const std::string& digest = entry->digest();
   if (repair) {
     KILN_LOG(WARNING) << "object " << digest << " reported corrupt by a client; rewriting it";
-    RETURN_IF_ERROR(objects_.Remove(digest));
   }
-  if (want_bytes || !objects_.Contains(digest)) {
+  if (want_bytes || repair || !objects_.Contains(digest)) {
     ASSIGN_OR_RETURN(auto blob, store_->ReadBlob(digest));
     if (!blob.has_value()) {
       KILN_LOG(WARNING) << "entry " << key << " has no intact blob; compiling again";
       return std::nullopt;
     }
-    RETURN_IF_ERROR(objects_.Write(digest, *blob));
+    RETURN_IF_ERROR(objects_.Write(digest, *blob, /*replace=*/repair));
     if (want_bytes) response.set_object_bytes(*std::move(blob));
   }
   const absl::Status published = index_.Publish(*entry);
@@ -133,10 +132,10 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   metadata.mutable_timings()->set_total_ms(MillisecondsSince(received));
 
   // Object file first: an entry in the store always has its file, or gets
-  // it back from the blob.
+  // it back from the blob (a hit rewrites a missing one).
+  RETURN_IF_ERROR(objects_.Write(metadata.digest(), object->shared_object, /*replace=*/true));
   {
-    absl::MutexLock lock(&index_mutex_);  // An Evict sees all three or none.
-    RETURN_IF_ERROR(objects_.Write(metadata.digest(), object->shared_object, /*replace=*/true));
+    absl::MutexLock lock(&index_mutex_);  // an Evict sees the entry and its index file, or neither
     RETURN_IF_ERROR(store_->Put(metadata, object->shared_object));
     // Last: an index file always has its entry and object behind it.
     const absl::Status published = index_.Publish(metadata);

@@ -78,8 +78,8 @@ class ArtifactCache {
   const kiln::v1::Toolchain toolchain_;
   const absl::Time started_ = absl::Now();
 
-  // Serializes publishing (Build, a hit's lookup-then-publish) with Evict, so
-  // an eviction never interleaves with a publish of the same entry.
+  // Keeps publishing (Build; shared: a hit's lookup-then-publish) and Evict
+  // apart, so an eviction never interleaves with a publish of its entry.
   absl::Mutex index_mutex_;
 
   std::atomic<int64_t> hits_{0}, misses_{0}, compiles_{0}, compile_failures_{0}, coalesced_{0};
