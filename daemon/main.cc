@@ -123,8 +123,7 @@ absl::Status Serve() {
   ArtifactCache::Options options;
   options.compile_threads = std::max(1, absl::GetFlag(FLAGS_compile_jobs));
   ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler, MakeCompiler(cache_dir, options.compile_threads));
-  // Start a worker now (LLVM initialisation: ~50-90 ms) so that the first
-  // real compile does not pay for it.
+  // Start a worker now so that the first real compile does not wait for it.
   Compiler* const warm = compiler.get();
   // Joined on every way out of Serve (an early error return too).
   struct JoinOnExit {
@@ -133,8 +132,8 @@ absl::Status Serve() {
       if (thread.joinable()) thread.join();
     }
   } warm_up{std::thread([warm] {
-    auto object = warm->Compile("extern \"C\" void kiln_warm_up(void) {}\n");
-    if (!object.ok()) KILN_LOG(WARNING) << "compiler warm-up failed: " << object.status();
+    const absl::Status warmed = warm->WarmUp();
+    if (!warmed.ok()) KILN_LOG(WARNING) << "compiler warm-up failed: " << warmed;
   })};
   // Same-host clients find hits through this without a round trip.
   LocalIndex index(cache_dir);

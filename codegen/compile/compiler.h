@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -31,6 +32,10 @@ class Compiler {
   // when it fails or crashes (generated code that does not compile is a Kiln
   // bug, never a user error).
   virtual absl::StatusOr<CompiledObject> Compile(absl::string_view source) = 0;
+
+  // Starts ahead of time what a first Compile would wait for; nothing where
+  // there is nothing to start.
+  virtual absl::Status WarmUp() { return absl::OkStatus(); }
 
   // For logs: "worker", "subprocess", "worker, else subprocess".
   virtual const char* name() const = 0;

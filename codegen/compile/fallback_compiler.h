@@ -18,6 +18,7 @@ class FallbackCompiler : public Compiler {
   FallbackCompiler(std::unique_ptr<Compiler> primary, std::unique_ptr<Compiler> fallback);
 
   absl::StatusOr<CompiledObject> Compile(absl::string_view source) override;
+  absl::Status WarmUp() override { return primary_ ? primary_->WarmUp() : absl::OkStatus(); }
   const char* name() const override { return "worker, else subprocess"; }
 
  private:

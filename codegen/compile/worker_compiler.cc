@@ -132,6 +132,10 @@ WorkerCompiler::~WorkerCompiler() {
   for (Worker& worker : idle) Discard(std::move(worker));
 }
 
+absl::Status WorkerCompiler::WarmUp() {
+  return Compile("extern \"C\" void kiln_warm_up(void) {}\n").status();
+}
+
 absl::StatusOr<CompiledObject> WorkerCompiler::Compile(absl::string_view source) {
   return CompileWithFault(source, Fault::kNone);
 }

@@ -62,6 +62,8 @@ class WorkerCompiler : public Compiler {
   // Errors, besides those of Compiler::Compile: Unavailable when no worker
   // can be started (a caller may fall back to SubprocessCompiler).
   absl::StatusOr<CompiledObject> Compile(absl::string_view source) override;
+  // Starts a worker (LLVM's initialisation: ~50-90 ms) with a trivial compile.
+  absl::Status WarmUp() override;
   const char* name() const override { return "worker"; }
 
   // Tests only: the worker misbehaves instead of compiling. Honoured only

@@ -3,10 +3,12 @@
 #include <dirent.h>
 #include <dlfcn.h>
 
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/compile/fallback_compiler.h"
 #include "codegen/compile/subprocess_compiler.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
@@ -80,6 +82,21 @@ TEST_F(WorkerCompilerTest, CompilesALoadableFreestandingObject) {
   ASSERT_TRUE(object.ok()) << object.status();
   EXPECT_GT(object->compile_ms, 0);
   EXPECT_EQ(LoadAndCallAnswer(*object, "a"), 42);
+}
+
+TEST_F(WorkerCompilerTest, WarmUpStartsTheWorkerTheFirstCompileUses) {
+  auto worker = std::make_unique<WorkerCompiler>(Options());
+  WorkerCompiler* const started = worker.get();
+  // Through the fallback, as kilnd holds it: it warms its primary.
+  FallbackCompiler compiler(std::move(worker),
+                            std::make_unique<SubprocessCompiler>(dir_, absl::Seconds(60)));
+  EXPECT_EQ(started->workers_started(), 0);
+  ASSERT_TRUE(compiler.WarmUp().ok());
+  EXPECT_EQ(started->workers_started(), 1);
+  auto object = compiler.Compile(AnswerSource(5));
+  ASSERT_TRUE(object.ok()) << object.status();
+  EXPECT_EQ(object->compiler, "worker");
+  EXPECT_EQ(started->workers_started(), 1);
 }
 
 TEST_F(WorkerCompilerTest, ProducesTheSameBytesAsTheClangSubprocess) {
