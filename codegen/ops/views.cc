@@ -301,7 +301,7 @@ absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SplitRanges(const ir::N
 
 // split.Tensor / split_with_sizes: several slices of one dim.
 absl::StatusOr<std::vector<View>> SplitViews(const ir::Node& node, const ir::TensorType& source) {
-  int dim;
+  int dim = 0;
   ASSIGN_OR_RETURN(const auto ranges, SplitRanges(node, source, &dim));
   std::vector<View> result;
   std::vector<int> source_dim(source.rank());

@@ -23,8 +23,8 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/files.h"
-#include "common/subprocess.h"
 #include "common/status_macros.h"
+#include "common/subprocess.h"
 
 extern char** environ;
 
@@ -394,6 +394,29 @@ std::string JsonString(absl::string_view text) {
 
 std::string JsonNumber(double value) {
   return std::isfinite(value) ? absl::StrFormat("%.6g", value) : "null";
+}
+
+std::string JsonLine(const Samples& samples, const std::vector<std::string>& keys,
+                     const Fields& facts) {
+  std::vector<std::string> members;
+  for (const std::string& key : keys) {
+    const std::optional<Summary> summary = Summarize(samples, key);
+    if (!summary) {
+      members.push_back(JsonString(key) + ": null");
+      continue;
+    }
+    members.push_back(absl::StrCat(JsonString(key), ": ", JsonNumber(summary->median)));
+    if (summary->count > 1) {
+      members.push_back(absl::StrCat(JsonString(key + "_min"), ": ", JsonNumber(summary->min)));
+      members.push_back(absl::StrCat(JsonString(key + "_max"), ": ", JsonNumber(summary->max)));
+    }
+  }
+  for (const auto& [key, value] : facts) {
+    double number;
+    members.push_back(absl::StrCat(JsonString(key), ": ",
+                                   absl::SimpleAtod(value, &number) ? value : JsonString(value)));
+  }
+  return absl::StrCat("{", absl::StrJoin(members, ", "), "}");
 }
 
 }  // namespace bench

@@ -203,6 +203,12 @@ std::optional<Summary> Summarize(const Samples& samples, const std::string& key)
 std::string JsonString(absl::string_view text);
 std::string JsonNumber(double value);  // null when not finite
 
+// One JSON object: for each of `keys`, its median (null when never
+// measured), plus KEY_min and KEY_max when it has several samples; then the
+// facts, as numbers when they parse as one.
+std::string JsonLine(const Samples& samples, const std::vector<std::string>& keys,
+                     const Fields& facts);
+
 }  // namespace bench
 }  // namespace kiln
 

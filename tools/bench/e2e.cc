@@ -79,8 +79,6 @@ using bench::ChildrenNamed;
 using bench::CpuModel;
 using bench::Daemon;
 using bench::Fields;
-using bench::JsonNumber;
-using bench::JsonString;
 using bench::LineProcess;
 using bench::LoadAverage;
 using bench::LogTail;
@@ -548,28 +546,9 @@ void PrintTable(const Samples& samples, const Fields& facts) {
 }
 
 std::string JsonLine(const Samples& samples, const Fields& facts) {
-  std::vector<std::string> members;
-  for (const Figure& figure : kFigures) {
-    const std::optional<Summary> summary = Summarize(samples, figure.key);
-    const std::string key = JsonString(figure.key);
-    if (!summary) {
-      members.push_back(key + ": null");
-      continue;
-    }
-    members.push_back(absl::StrCat(key, ": ", JsonNumber(summary->median)));
-    if (summary->count > 1) {
-      members.push_back(absl::StrCat(JsonString(absl::StrCat(figure.key, "_min")), ": ",
-                                     JsonNumber(summary->min)));
-      members.push_back(absl::StrCat(JsonString(absl::StrCat(figure.key, "_max")), ": ",
-                                     JsonNumber(summary->max)));
-    }
-  }
-  for (const auto& [key, value] : facts) {
-    double number;
-    members.push_back(absl::StrCat(JsonString(key), ": ",
-                                   absl::SimpleAtod(value, &number) ? value : JsonString(value)));
-  }
-  return absl::StrCat("{", absl::StrJoin(members, ", "), "}");
+  std::vector<std::string> keys;
+  for (const Figure& figure : kFigures) keys.push_back(figure.key);
+  return bench::JsonLine(samples, keys, facts);
 }
 
 // --------------------------------------------------------------------- run

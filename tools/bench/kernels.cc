@@ -71,8 +71,6 @@ namespace {
 using bench::Batch;
 using bench::Daemon;
 using bench::Fields;
-using bench::JsonNumber;
-using bench::JsonString;
 using bench::LineProcess;
 using bench::MsSince;
 using bench::NowNs;
@@ -533,27 +531,7 @@ std::string JsonLine(const Samples& samples, const Fields& facts) {
   for (const auto& [key, values] : samples) {
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
   }
-  std::vector<std::string> members;
-  for (const std::string& key : keys) {
-    const std::optional<Summary> summary = Summarize(samples, key);
-    if (!summary) {
-      members.push_back(JsonString(key) + ": null");
-      continue;
-    }
-    members.push_back(absl::StrCat(JsonString(key), ": ", JsonNumber(summary->median)));
-    if (summary->count > 1) {
-      members.push_back(
-          absl::StrCat(JsonString(key + "_min"), ": ", JsonNumber(summary->min)));
-      members.push_back(
-          absl::StrCat(JsonString(key + "_max"), ": ", JsonNumber(summary->max)));
-    }
-  }
-  for (const auto& [key, value] : facts) {
-    double number;
-    members.push_back(absl::StrCat(JsonString(key), ": ",
-                                   absl::SimpleAtod(value, &number) ? value : JsonString(value)));
-  }
-  return absl::StrCat("{", absl::StrJoin(members, ", "), "}");
+  return bench::JsonLine(samples, keys, facts);
 }
 
 // --------------------------------------------------------------------- run

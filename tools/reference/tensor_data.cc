@@ -14,7 +14,11 @@
 namespace kiln {
 namespace {
 
-float HalfToFloat(uint16_t h) { return static_cast<float>(*reinterpret_cast<_Float16*>(&h)); }
+float HalfToFloat(uint16_t h) {
+  _Float16 half;
+  memcpy(&half, &h, sizeof(half));
+  return static_cast<float>(half);
+}
 
 float BFloat16ToFloat(uint16_t h) {
   const uint32_t bits = static_cast<uint32_t>(h) << 16;
