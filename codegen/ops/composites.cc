@@ -36,20 +36,6 @@ int64_t Count(const ir::TensorType& type, const std::vector<int64_t>& dims) {
   return count;
 }
 
-std::vector<int64_t> DimsArg(const ir::Node& node) {
-  auto it = node.args.find("dim");
-  if (it == node.args.end()) return {};
-  if (const auto* list = std::get_if<std::vector<int64_t>>(&it->second)) return *list;
-  if (const auto* one = std::get_if<int64_t>(&it->second)) return {*one};
-  return {};
-}
-
-bool BoolArg(const ir::Node& node, const std::string& name) {
-  auto it = node.args.find(name);
-  return it != node.args.end() && std::holds_alternative<bool>(it->second) &&
-         std::get<bool>(it->second);
-}
-
 // softmax(x, dim) = exp(x - max) / sum(exp(x - max)).
 absl::StatusOr<std::vector<int>> Softmax(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[0]).dtype;
@@ -86,13 +72,7 @@ absl::StatusOr<int> Mean(GraphBuilder& b, int x, const std::vector<int64_t>& dim
 }
 
 absl::StatusOr<std::vector<int>> MeanOp(GraphBuilder& b, const ir::Node& node) {
-  const DType out = [&] {
-    auto it = node.args.find("dtype");
-    if (it != node.args.end() && std::holds_alternative<DType>(it->second)) {
-      return std::get<DType>(it->second);
-    }
-    return b.type(node.inputs[0]).dtype;
-  }();
+  const DType out = DTypeArg(node, b.type(node.inputs[0]).dtype);
   ASSIGN_OR_RETURN(const int x, ToType(b, node.inputs[0], ComputeType(out)));
   ASSIGN_OR_RETURN(int mean, Mean(b, x, DimsArg(node), BoolArg(node, "keepdim")));
   ASSIGN_OR_RETURN(mean, ToType(b, mean, out));

@@ -12,15 +12,6 @@ namespace {
 
 using ir::DType;
 
-// The dtype argument if given, else `fallback`.
-DType DTypeArg(const ir::Node& node, DType fallback) {
-  auto it = node.args.find("dtype");
-  if (it != node.args.end() && std::holds_alternative<DType>(it->second)) {
-    return std::get<DType>(it->second);
-  }
-  return fallback;
-}
-
 // The dtype of a fill value: float32 for floats, int64 for ints, bool.
 DType ScalarType(const ir::ArgValue& value) {
   if (std::holds_alternative<bool>(value)) return DType::kBool;
@@ -76,9 +67,6 @@ ElementFn FillArg(const std::string& name) {
     return b.Constant(ScalarArgAsDouble(node, name), compute);
   };
 }
-
-const std::vector<DType> kNoBool = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
-                                    DType::kBFloat16, DType::kInt64};
 
 // An arange's start, end and step (absent ones 0 and 1), and whether all
 // three are Python ints (then the default dtype is int64).

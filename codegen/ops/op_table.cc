@@ -58,6 +58,28 @@ std::vector<int64_t> IntListArg(const ir::Node& node, const std::string& name) {
   return std::get<std::vector<int64_t>>(Arg(node, name));
 }
 
+bool BoolArg(const ir::Node& node, const std::string& name) {
+  auto it = node.args.find(name);
+  return it != node.args.end() && std::holds_alternative<bool>(it->second) &&
+         std::get<bool>(it->second);
+}
+
+ir::DType DTypeArg(const ir::Node& node, ir::DType fallback) {
+  auto it = node.args.find("dtype");
+  if (it != node.args.end() && std::holds_alternative<ir::DType>(it->second)) {
+    return std::get<ir::DType>(it->second);
+  }
+  return fallback;
+}
+
+std::vector<int64_t> DimsArg(const ir::Node& node) {
+  auto it = node.args.find("dim");
+  if (it == node.args.end()) return {};
+  if (const auto* list = std::get_if<std::vector<int64_t>>(&it->second)) return *list;
+  if (const auto* one = std::get_if<int64_t>(&it->second)) return {*one};
+  return {};
+}
+
 absl::StatusOr<int> WrapDim(int64_t dim, int64_t rank) {
   const int64_t wrapped = dim < 0 ? dim + rank : dim;
   if (wrapped < 0 || wrapped >= rank) {

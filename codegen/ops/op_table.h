@@ -95,6 +95,12 @@ bool Present(const ir::Node& node, const std::string& name);
 int64_t IntArg(const ir::Node& node, const std::string& name);
 double ScalarArgAsDouble(const ir::Node& node, const std::string& name);
 std::vector<int64_t> IntListArg(const ir::Node& node, const std::string& name);
+// Argument `name` if it is a bool, else false (absent or None).
+bool BoolArg(const ir::Node& node, const std::string& name);
+// The `dtype` argument if given, else `fallback`.
+ir::DType DTypeArg(const ir::Node& node, ir::DType fallback);
+// The `dim` argument as a list: an int is one dim; absent or None is none.
+std::vector<int64_t> DimsArg(const ir::Node& node);
 // Wraps a possibly negative dim into [0, rank); InvalidArgument if out of range.
 absl::StatusOr<int> WrapDim(int64_t dim, int64_t rank);
 // Checks `node`'s arguments against `op`'s schema (known names, kinds,

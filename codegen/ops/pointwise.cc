@@ -56,8 +56,6 @@ struct Spec {
   std::vector<std::string> promoting_scalars = {};
 };
 
-const std::vector<DType> kNoBool = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
-                                    DType::kBFloat16, DType::kInt64};
 const std::vector<DType> kIntegral = {DType::kInt64, DType::kBool};
 
 bool Contains(const std::vector<DType>& dtypes, DType dtype) {

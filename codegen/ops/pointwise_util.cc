@@ -16,6 +16,8 @@ const std::vector<DType> kAllTypes = {DType::kFloat32,  DType::kFloat64, DType::
                                       DType::kBFloat16, DType::kInt64,   DType::kBool};
 const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
                                         DType::kBFloat16};
+const std::vector<DType> kNoBool = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                    DType::kBFloat16, DType::kInt64};
 
 namespace {
 

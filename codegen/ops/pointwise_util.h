@@ -14,6 +14,7 @@ namespace kiln::ops {
 
 extern const std::vector<ir::DType> kAllTypes;    // every dtype Kiln stores
 extern const std::vector<ir::DType> kFloatTypes;  // the floating ones
+extern const std::vector<ir::DType> kNoBool;      // every dtype but bool
 
 using ir::ComputeType;
 

@@ -18,12 +18,7 @@ using ir::DType;
 // meaning all dims).
 absl::StatusOr<std::vector<bool>> ReducedDims(const ir::Node& node, int64_t rank) {
   std::vector<bool> reduced(rank, false);
-  auto it = node.args.find("dim");
-  std::vector<int64_t> dims;
-  if (it != node.args.end()) {
-    if (const auto* list = std::get_if<std::vector<int64_t>>(&it->second)) dims = *list;
-    if (const auto* one = std::get_if<int64_t>(&it->second)) dims = {*one};
-  }
+  const std::vector<int64_t> dims = DimsArg(node);
   if (dims.empty()) {
     std::fill(reduced.begin(), reduced.end(), true);
     return reduced;
@@ -37,18 +32,9 @@ absl::StatusOr<std::vector<bool>> ReducedDims(const ir::Node& node, int64_t rank
   return reduced;
 }
 
-bool KeepDim(const ir::Node& node) {
-  auto it = node.args.find("keepdim");
-  return it != node.args.end() && std::holds_alternative<bool>(it->second) &&
-         std::get<bool>(it->second);
-}
-
 DType ResultType(const std::string& combiner, const ir::Node& node, DType input) {
   if (combiner == "argmax" || combiner == "argmin") return DType::kInt64;
-  auto it = node.args.find("dtype");
-  if (it != node.args.end() && std::holds_alternative<DType>(it->second)) {
-    return std::get<DType>(it->second);
-  }
+  if (Present(node, "dtype")) return DTypeArg(node, input);
   if ((combiner == "sum" || combiner == "prod") && !ir::IsFloatingPoint(input)) {
     return DType::kInt64;  // integer and bool sums promote, as in PyTorch
   }
@@ -81,7 +67,7 @@ void AddReduction(OpTable& table, const std::string& op, const std::string& comb
     for (int64_t d = 0; d < input.rank(); ++d) {
       if (!reduced[d]) {
         sizes.push_back(input.sizes[d]);
-      } else if (KeepDim(node)) {
+      } else if (BoolArg(node, "keepdim")) {
         sizes.push_back(ir::Dim::Constant(1));
       }
     }
@@ -121,7 +107,7 @@ void AddReduction(OpTable& table, const std::string& op, const std::string& comb
     for (int64_t d = 0; d < input.rank(); ++d) {
       if (reduced[d]) {
         map.coefficients[d][out_rank + reduction++] = 1;
-        if (KeepDim(node)) ++kept;  // the size-1 result dim stays unused
+        if (BoolArg(node, "keepdim")) ++kept;  // the size-1 result dim stays unused
       } else {
         map.coefficients[d][kept++] = 1;
       }
