@@ -238,35 +238,6 @@ absl::StatusOr<View> Select(const ir::Node& node, const ir::TensorType& source) 
   return MakeView(source, source_dim, sizes, std::vector<int64_t>(sizes.size(), 1), starts);
 }
 
-void AddView(OpTable& table, const std::string& op, std::vector<ArgSpec> args, ViewFn fn) {
-  AffineViews()[op] = [fn](const ir::Node& node,
-                           const ir::TensorType& source) -> absl::StatusOr<std::vector<View>> {
-    ASSIGN_OR_RETURN(View view, fn(node, source));
-    return std::vector<View>{std::move(view)};
-  };
-  OpDef def;
-  def.name = op;
-  def.family = "view";
-  def.dtypes = kAllTypes;
-  def.args = std::move(args);
-  def.infer = [fn](const ir::Node& node,
-                   const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
-    RETURN_IF_ERROR(RequireLeadingSymbolsOnly(*inputs[0], "input 0"));
-    ASSIGN_OR_RETURN(View view, fn(node, *inputs[0]));
-    return std::vector<ir::TensorType>{std::move(view.type)};
-  };
-  def.lower = [fn](const ir::Graph& graph,
-                   const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
-    ASSIGN_OR_RETURN(View view, fn(node, graph.values[node.inputs[0]]));
-    ir::Definition definition;
-    definition.kind = ir::Definition::Kind::kView;
-    definition.source = node.inputs[0];
-    definition.map = std::move(view.map);
-    return std::vector<ir::Definition>{std::move(definition)};
-  };
-  table.Add(std::move(def));
-}
-
 // split.Tensor / split_with_sizes: several slices of one dim.
 absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SplitRanges(const ir::Node& node,
                                                                      const ir::TensorType& source,
@@ -360,6 +331,16 @@ void AddMultiView(OpTable& table, const std::string& op, std::vector<ArgSpec> ar
     return definitions;
   };
   table.Add(std::move(def));
+}
+
+// A view op with one result.
+void AddView(OpTable& table, const std::string& op, std::vector<ArgSpec> args, ViewFn fn) {
+  AddMultiView(table, op, std::move(args),
+               [fn](const ir::Node& node,
+                    const ir::TensorType& source) -> absl::StatusOr<std::vector<View>> {
+                 ASSIGN_OR_RETURN(View view, fn(node, source));
+                 return std::vector<View>{std::move(view)};
+               });
 }
 
 // --- Reshapes -------------------------------------------------------------
