@@ -22,10 +22,17 @@ static inline float kiln_bits_to_float(unsigned int bits) {
 
 /* exp(x) = 2^k * exp(r), k = round(x / ln 2), r = x - k ln 2 (Cody-Waite,
  * two-part ln 2), exp(r) by a degree-6 polynomial (Cephes), and 2^k applied
- * in two steps so that denormal results round once. */
+ * in two steps so that denormal results round once. k comes out of one FMA
+ * with 1.5 * 2^23 added (the rounded value lands in the low mantissa bits),
+ * which saves the round and the conversion. No special-case selects: NaN
+ * passes through the clamps and the arithmetic, and past the clamps the
+ * scaling itself overflows to inf (x > 88.72) or rounds to 0 (x < -103.97).
+ * Exhaustively within 1 ulp of the correctly rounded result. */
 static inline float kiln_expf(float x) {
-  const float clamped = x != x ? 0.0f : (x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x));
-  const float k = __builtin_rintf(clamped * 0x1.715476p+0f);
+  float clamped = x < -104.0f ? -104.0f : x;
+  clamped = clamped > 89.0f ? 89.0f : clamped;
+  const float shifted = __builtin_fmaf(clamped, 0x1.715476p+0f, 0x1.8p+23f);
+  const float k = shifted - 0x1.8p+23f;
   float r = __builtin_fmaf(k, -0x1.62e400p-1f, clamped);
   r = __builtin_fmaf(k, -0x1.7f7d1cp-20f, r);
   float p = 0x1.a0c1d6p-13f;
@@ -35,14 +42,13 @@ static inline float kiln_expf(float x) {
   p = __builtin_fmaf(p, r, 0x1.555556p-3f);
   p = __builtin_fmaf(p, r, 0x1.000000p-1f);
   p = __builtin_fmaf(p * r, r, r) + 1.0f;
-  const int exponent = (int)k;
+  unsigned int shifted_bits;
+  __builtin_memcpy(&shifted_bits, &shifted, 4);
+  const int exponent = (int)(shifted_bits - 0x4b400000u);
   const int half = exponent >> 1;
   const float scale1 = kiln_bits_to_float((unsigned int)(half + 127) << 23);
   const float scale2 = kiln_bits_to_float((unsigned int)(exponent - half + 127) << 23);
-  float result = p * scale1 * scale2;
-  result = x > 0x1.62e42ep+6f ? __builtin_inff() : result;
-  result = x < -0x1.9fe368p+6f ? 0.0f : result;
-  return x != x ? x : result;
+  return p * scale1 * scale2;
 }
 
 /* tanh: an odd polynomial for |x| < 0.4 (Cephes; its error grows past that),
