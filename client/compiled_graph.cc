@@ -68,28 +68,6 @@ int64_t Evaluate(const CompiledGraph::Size& size, const CompiledGraph::Symbols& 
   return size.symbol < 0 ? size.constant : size.multiplier * symbols[size.symbol];
 }
 
-// `graph` with every dim naming a symbol in `values` made constant.
-kiln::v1::Graph Specialize(kiln::v1::Graph graph, const std::map<std::string, int64_t>& values) {
-  auto fix = [&](kiln::v1::TensorType* type) {
-    bool changed = false;
-    for (kiln::v1::Dim& dim : *type->mutable_sizes()) {
-      if (!dim.has_symbol() || values.count(dim.symbol()) == 0) continue;
-      const int64_t multiplier = dim.multiplier() == 0 ? 1 : dim.multiplier();
-      dim.set_constant(multiplier * values.at(dim.symbol()));
-      dim.clear_multiplier();
-      changed = true;
-    }
-    // Symbolic types are contiguous: recomputed from the new sizes. Others
-    // keep their strides (a transposed weight stays transposed).
-    if (changed) type->clear_strides();
-  };
-  for (auto& input : *graph.mutable_inputs()) fix(input.mutable_type());
-  for (auto& node : *graph.mutable_nodes()) {
-    for (auto& type : *node.mutable_output_types()) fix(&type);
-  }
-  return graph;
-}
-
 }  // namespace
 
 absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Prepare() {
@@ -157,6 +135,24 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
     std::vector<Size> sizes;
     for (const auto& dim : type.sizes()) sizes.push_back(ToSize(dim, signature));
     entry->output_sizes.push_back(std::move(sizes));
+  }
+  entry->bounds.resize(entry->num_symbols);
+  for (const kiln::v1::SymbolRelation& relation : entry->artifact->metadata.guards().relations()) {
+    // Canonical guards name signature symbols and hold no equalities.
+    kiln::v1::Dim dim;
+    dim.set_symbol(relation.has_range() ? relation.range().symbol()
+                                        : relation.divisible().symbol());
+    const int symbol = ToSize(dim, signature).symbol;
+    if (symbol < 0 || relation.has_equal()) {
+      return absl::InternalError(absl::StrCat("artifact guards name an unknown symbol: ",
+                                              relation.ShortDebugString()));
+    }
+    if (relation.has_range()) {
+      entry->bounds[symbol].min = std::max<int64_t>(2, relation.range().min());
+      entry->bounds[symbol].max = relation.range().max();
+    } else {
+      entry->bounds[symbol].divisor = relation.divisible().divisor();
+    }
   }
   absl::MutexLock lock(&mutex_);
   // Another thread may have loaded the same artifact meanwhile.
@@ -237,6 +233,30 @@ bool CompiledGraph::CheckGuards(const Entry& entry, absl::Span<const TensorView>
       }
     }
   }
+  for (int s = 0; s < entry.num_symbols; ++s) {
+    const Bounds& bounds = entry.bounds[s];
+    const int64_t value = symbols[s];
+    if (value >= bounds.min && (bounds.max == 0 || value <= bounds.max) &&
+        value % bounds.divisor == 0) {
+      continue;
+    }
+    return fail([&] {
+      const std::string& name = entry.artifact->metadata.signature().symbols(s);
+      std::string where = name;  // the first dim that binds the symbol
+      for (size_t i = 0; i < entry.sizes.size() && where == name; ++i) {
+        for (size_t d = 0; d < entry.sizes[i].size(); ++d) {
+          if (entry.sizes[i][d].symbol != s) continue;
+          where = absl::StrCat(InputName(graph_, i), ": dim ", d, " has size ", inputs[i].sizes[d],
+                               ", so ", name);
+          break;
+        }
+      }
+      std::string promise = absl::StrCat(bounds.min, " <= ", name);
+      if (bounds.max != 0) absl::StrAppend(&promise, " <= ", bounds.max);
+      if (bounds.divisor > 1) absl::StrAppend(&promise, " and ", name, " % ", bounds.divisor, " == 0");
+      return absl::StrCat(where, " = ", value, "; the graph's relations require ", promise);
+    });
+  }
   return true;
 }
 
@@ -248,11 +268,12 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
     for (const auto& entry : entries_) {
       if (CheckGuards(*entry, inputs, symbols)) return entry.get();
     }
-    // The last entry's complaint, as the caller's error if nothing fits.
+    // The complaint of the graph as given (the first entry), as the
+    // caller's error if nothing fits.
     if (entries_.empty()) {
       miss = absl::NotFoundError("not loaded");
     } else {
-      CheckGuards(*entries_.back(), inputs, symbols, &miss);
+      CheckGuards(*entries_.front(), inputs, symbols, &miss);
     }
   }
   if (miss.code() == absl::StatusCode::kNotFound) {

@@ -3,7 +3,8 @@
 //
 // It holds a table of (guards -> kernel) entries. Run() finds the entry
 // whose guards the inputs satisfy — dtypes, strides, constant sizes, and
-// symbolic sizes bound consistently, each symbol >= 2 — and calls its
+// symbolic sizes bound consistently, each symbol >= 2 and within the
+// graph's relations (ranges, divisibility) — and calls its
 // kernel directly: no RPC, no allocation when the outputs are preallocated.
 // The first Run (or Prepare) fetches the artifact (a same-host hit needs no
 // round trip) and loads it. A symbolic graph run at size 0 or 1 gets a
@@ -88,6 +89,13 @@ class CompiledGraph {
   using Symbols = std::array<long long, kMaxSymbols>;  // kiln_int64, as kiln_run takes
 
  private:
+  // What a symbol's value must satisfy: min <= value <= max (0: no upper
+  // bound), value % divisor == 0.
+  struct Bounds {
+    int64_t min = 2;
+    int64_t max = 0;
+    int64_t divisor = 1;
+  };
   struct Entry {
     std::shared_ptr<const LoadedArtifact> artifact;
     // Flattened guards: per input dtype, sizes, strides.
@@ -96,6 +104,7 @@ class CompiledGraph {
     std::vector<std::vector<int64_t>> strides;
     std::vector<std::vector<Size>> output_sizes;
     int num_symbols = 0;
+    std::vector<Bounds> bounds;  // per symbol, from the guards' relations
   };
 
   // Fetches and loads the artifact of `graph` (this graph, or a

@@ -19,6 +19,20 @@ kiln::v1::Guards ExactGuards(const ir::Graph& graph) {
     *guard->mutable_strides() = type.strides();
     guard->set_requires_grad(type.requires_grad());
   }
+  for (size_t s = 0; s < graph.symbols.size(); ++s) {
+    const ir::SymbolBounds& bounds = graph.bounds[s];
+    if (bounds.min > 2 || bounds.max != 0) {
+      auto* range = guards.add_relations()->mutable_range();
+      range->set_symbol(graph.symbols[s]);
+      range->set_min(bounds.min);
+      range->set_max(bounds.max);
+    }
+    if (bounds.divisor > 1) {
+      auto* divisible = guards.add_relations()->mutable_divisible();
+      divisible->set_symbol(graph.symbols[s]);
+      divisible->set_divisor(bounds.divisor);
+    }
+  }
   return guards;
 }
 
@@ -37,8 +51,14 @@ absl::StatusOr<kiln::v1::Guards> ResolveGuards(const ir::Graph& graph,
           "supported until dynamic shapes land"));
     }
   }
-  if (requested.relations_size() != 0) {
-    return absl::UnimplementedError("symbol relations need dynamic shapes, not supported yet");
+  google::protobuf::util::MessageDifferencer relations;
+  relations.TreatAsSet(kiln::v1::Guards::descriptor()->FindFieldByName("relations"));
+  kiln::v1::Guards requested_relations, exact_relations;
+  *requested_relations.mutable_relations() = requested.relations();
+  *exact_relations.mutable_relations() = exact.relations();
+  if (!relations.Compare(requested_relations, exact_relations)) {
+    return absl::UnimplementedError(
+        "guard relations differ from the graph's; state them in the graph (Graph.relations)");
   }
   return exact;
 }

@@ -8,13 +8,14 @@
 
 namespace kiln {
 
-// The guards of a static graph: each input's exact dtype, sizes, strides and
-// requires_grad.
+// The guards of a graph: each input's exact dtype, sizes (constants or
+// symbols), strides and requires_grad, and its symbols' bounds as relations
+// in canonical form (guards.proto).
 kiln::v1::Guards ExactGuards(const ir::Graph& graph);
 
 // The guards an artifact is compiled for: `requested`, or the exact guards
-// when it is empty. Requested guards must equal the exact ones today
-// (symbolic guards arrive with dynamic shapes): Unimplemented otherwise,
+// when it is empty. Requested guards must equal the exact ones (sizes and
+// relations are stated in the graph itself): Unimplemented otherwise,
 // InvalidArgument when they do not even have one guard per input.
 absl::StatusOr<kiln::v1::Guards> ResolveGuards(const ir::Graph& graph,
                                                const kiln::v1::Guards& requested);

@@ -23,20 +23,13 @@ absl::StatusOr<ir::DType> ImportDType(kiln::v1::DType dtype) {
   return absl::InvalidArgumentError(absl::StrCat("unknown or unset dtype ", static_cast<int>(dtype)));
 }
 
-int SymbolIndex(const std::string& name, ir::Graph& graph) {
-  auto it = std::find(graph.symbols.begin(), graph.symbols.end(), name);
-  if (it != graph.symbols.end()) return static_cast<int>(it - graph.symbols.begin());
-  graph.symbols.push_back(name);
-  return static_cast<int>(graph.symbols.size()) - 1;
-}
-
 absl::StatusOr<ir::Dim> ImportDim(const kiln::v1::Dim& dim, ir::Graph& graph) {
   if (dim.has_symbol()) {
     if (dim.symbol().empty()) return absl::InvalidArgumentError("empty symbol name");
     if (dim.multiplier() < 0) {
       return absl::InvalidArgumentError(absl::StrCat("negative multiplier of ", dim.symbol()));
     }
-    return ir::Dim::Symbol(SymbolIndex(dim.symbol(), graph),
+    return ir::Dim::Symbol(graph.SymbolIndex(dim.symbol()),
                            dim.multiplier() == 0 ? 1 : dim.multiplier());
   }
   if (dim.constant() < 0) {
@@ -50,7 +43,7 @@ ir::SymExpr ImportSymExpr(const kiln::v1::SymExpr& expr, ir::Graph& graph) {
   for (const auto& term : expr.terms()) {
     ir::SymExpr::Term converted{term.coefficient(), {}};
     for (const std::string& symbol : term.symbols()) {
-      converted.symbols.push_back(SymbolIndex(symbol, graph));
+      converted.symbols.push_back(graph.SymbolIndex(symbol));
     }
     result.terms.push_back(std::move(converted));
   }
@@ -91,6 +84,85 @@ absl::StatusOr<ir::ArgValue> ImportArgument(const kiln::v1::Argument& arg, ir::G
 
 std::string NodeLabelFromProto(const kiln::v1::Node& node, int index) {
   return absl::StrCat("node ", index, " '", node.name(), "' (", node.op(), ")");
+}
+
+int64_t Gcd(int64_t a, int64_t b) { return b == 0 ? a : Gcd(b, a % b); }
+
+// Folds the graph's relations into `graph`: symbols stated equal become one
+// (the lower-numbered), ranges and divisors become each symbol's bounds. A
+// relation may only name symbols that input sizes use.
+absl::Status ImportRelations(const kiln::v1::Graph& proto, ir::Graph& graph) {
+  std::vector<bool> in_inputs(graph.symbols.size(), false);
+  for (int input : graph.inputs) {
+    for (const ir::Dim& dim : graph.values[input].sizes) {
+      if (dim.is_symbolic()) in_inputs[dim.symbol] = true;
+    }
+  }
+  auto symbol = [&](const std::string& name, int r) -> absl::StatusOr<int> {
+    auto it = std::find(graph.symbols.begin(), graph.symbols.end(), name);
+    if (it == graph.symbols.end() || !in_inputs[it - graph.symbols.begin()]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "relation ", r, " names symbol '", name, "', which no input size uses"));
+    }
+    return static_cast<int>(it - graph.symbols.begin());
+  };
+  std::vector<int> representative(graph.symbols.size());
+  for (size_t s = 0; s < representative.size(); ++s) representative[s] = static_cast<int>(s);
+  auto find = [&](int s) {
+    while (representative[s] != s) s = representative[s];
+    return s;
+  };
+  // Equalities first, so that bounds land on the merged symbol.
+  for (int r = 0; r < proto.relations_size(); ++r) {
+    const auto& relation = proto.relations(r);
+    if (relation.relation_case() == kiln::v1::SymbolRelation::RELATION_NOT_SET) {
+      return absl::InvalidArgumentError(absl::StrCat("relation ", r, " is empty"));
+    }
+    if (!relation.has_equal()) continue;
+    ASSIGN_OR_RETURN(const int lhs, symbol(relation.equal().lhs(), r));
+    ASSIGN_OR_RETURN(const int rhs, symbol(relation.equal().rhs(), r));
+    const int a = find(lhs), b = find(rhs);
+    representative[std::max(a, b)] = std::min(a, b);
+  }
+  for (int r = 0; r < proto.relations_size(); ++r) {
+    const auto& relation = proto.relations(r);
+    if (relation.has_range()) {
+      const auto& range = relation.range();
+      ASSIGN_OR_RETURN(const int s, symbol(range.symbol(), r));
+      if (range.max() < 0 || (range.max() != 0 && range.max() < std::max<int64_t>(range.min(), 2))) {
+        return absl::InvalidArgumentError(absl::StrCat("relation ", r, ": ", range.min(), " <= ",
+                                                       range.symbol(), " <= ", range.max(),
+                                                       " admits no size >= 2"));
+      }
+      ir::SymbolBounds& bounds = graph.bounds[find(s)];
+      bounds.min = std::max(bounds.min, range.min());
+      if (range.max() != 0) {
+        bounds.max = bounds.max == 0 ? range.max() : std::min(bounds.max, range.max());
+      }
+    } else if (relation.has_divisible()) {
+      const auto& divisible = relation.divisible();
+      ASSIGN_OR_RETURN(const int s, symbol(divisible.symbol(), r));
+      if (divisible.divisor() <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat("relation ", r, ": ", divisible.symbol(),
+                                                       " % ", divisible.divisor(),
+                                                       " == 0 needs a positive divisor"));
+      }
+      ir::SymbolBounds& bounds = graph.bounds[find(s)];
+      bounds.divisor =
+          bounds.divisor / Gcd(bounds.divisor, divisible.divisor()) * divisible.divisor();
+    }
+  }
+  for (size_t s = 0; s < graph.symbols.size(); ++s) {
+    // Some multiple of the divisor must lie in [min, max].
+    const ir::SymbolBounds& bounds = graph.bounds[s];
+    const int64_t lowest = (bounds.min + bounds.divisor - 1) / bounds.divisor * bounds.divisor;
+    if (bounds.max != 0 && lowest > bounds.max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the relations on symbol '", graph.symbols[s], "' admit no size"));
+    }
+  }
+  ir::ForEachSymbolUse(graph, [&](int& s) { s = find(s); });
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -223,6 +295,7 @@ absl::StatusOr<ir::Graph> ImportGraph(const kiln::v1::Graph& proto) {
     }
     graph.outputs.push_back(it->second);
   }
+  RETURN_IF_ERROR(ImportRelations(proto, graph));
   return graph;
 }
 

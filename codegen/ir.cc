@@ -1,5 +1,7 @@
 #include "codegen/ir.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -85,6 +87,14 @@ int Graph::AddValue(TensorType type, int node) {
   return static_cast<int>(values.size()) - 1;
 }
 
+int Graph::SymbolIndex(const std::string& name) {
+  auto it = std::find(symbols.begin(), symbols.end(), name);
+  if (it != symbols.end()) return static_cast<int>(it - symbols.begin());
+  symbols.push_back(name);
+  bounds.emplace_back();
+  return static_cast<int>(symbols.size()) - 1;
+}
+
 namespace {
 
 std::string DimString(const Dim& dim, const Graph& graph) {
@@ -157,6 +167,15 @@ std::string ToString(const ArgValue& value, const Graph& graph) {
 
 std::string ToString(const Graph& graph) {
   std::string text;
+  for (size_t s = 0; s < graph.symbols.size() && s < graph.bounds.size(); ++s) {
+    const SymbolBounds& bounds = graph.bounds[s];
+    if (bounds.is_default()) continue;
+    const std::string& name = graph.symbols[s];
+    absl::StrAppend(&text, "symbol ", name, ": ", bounds.min, " <= ", name);
+    if (bounds.max != 0) absl::StrAppend(&text, " <= ", bounds.max);
+    if (bounds.divisor > 1) absl::StrAppend(&text, ", ", name, " % ", bounds.divisor, " == 0");
+    text += "\n";
+  }
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const int value = graph.inputs[i];
     absl::StrAppend(&text, "%", value, " = input ", i, " : ",

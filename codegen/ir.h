@@ -90,6 +90,16 @@ struct Node {
   std::string name;          // for humans only
 };
 
+// What a graph promises about a symbol's value beyond "at least 2" (from its
+// relations): min <= value <= max (max 0: unbounded), value % divisor == 0.
+struct SymbolBounds {
+  int64_t min = 2;
+  int64_t max = 0;
+  int64_t divisor = 1;
+
+  bool is_default() const { return min <= 2 && max == 0 && divisor == 1; }
+};
+
 struct Graph {
   std::vector<TensorType> values;  // type of each value
   // Node index that defines each value, or -1 for a graph input.
@@ -99,11 +109,35 @@ struct Graph {
   std::vector<Node> nodes;   // topological order
   std::vector<int> outputs;  // value indices, in output order
   std::vector<std::string> symbols;  // symbol names by index
+  std::vector<SymbolBounds> bounds;  // by symbol index, as long as `symbols`
   std::string name;          // for humans only
 
   // Adds a value produced by `node` (-1 for an input) and returns its index.
   int AddValue(TensorType type, int node);
+  // The index of symbol `name`, added (with default bounds) if new.
+  int SymbolIndex(const std::string& name);
 };
+
+// Calls `fn` on every use of a symbol index: value sizes, then value
+// strides, in value order, then symbolic arguments in node order.
+template <typename Fn>
+void ForEachSymbolUse(Graph& graph, Fn fn) {
+  for (TensorType& type : graph.values) {
+    for (Dim& dim : type.sizes) if (dim.is_symbolic()) fn(dim.symbol);
+    for (Dim& dim : type.strides) if (dim.is_symbolic()) fn(dim.symbol);
+  }
+  auto in_expr = [&](SymExpr& expr) {
+    for (auto& term : expr.terms) for (int& symbol : term.symbols) fn(symbol);
+  };
+  for (Node& node : graph.nodes) {
+    for (auto& [name, value] : node.args) {
+      if (auto* expr = std::get_if<SymExpr>(&value)) in_expr(*expr);
+      if (auto* list = std::get_if<std::vector<SymExpr>>(&value)) {
+        for (SymExpr& expr : *list) in_expr(expr);
+      }
+    }
+  }
+}
 
 // Human-readable, deterministic listing ("kiln explain" stage 1).
 std::string ToString(const TensorType& type, const Graph& graph);

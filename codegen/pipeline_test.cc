@@ -2,6 +2,8 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "codegen/guards.h"
+#include "codegen/retype.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
 
@@ -109,6 +111,85 @@ TEST(PipelineTest, ErrorsNameTheNode) {
   EXPECT_EQ(PrepareGraph(dangling).status(),
             absl::InvalidArgumentError(
                 "node 1 'mm' (aten.mm.default) uses value 99, which no input or node defines"));
+}
+
+
+// add(x: [a, 64], y: [b, 64]): only valid when the graph states a == b.
+kiln::v1::Graph SymbolicAdd(const std::string& relations_json) {
+  const std::string json = R"({"name": "add2", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"symbol": "a"}, {"constant": 64}]}},
+      {"value": 1, "name": "y", "type": {"dtype": "FLOAT32", "sizes": [{"symbol": "b"}, {"constant": 64}]}}],
+    "nodes": [{"name": "add", "op": "aten.add.Tensor", "inputs": [0, 1], "outputs": [2],
+      "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "a"}, {"constant": 64}]}]}],
+    "outputs": [2], "relations": )" + relations_json + "}";
+  kiln::v1::Graph graph;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok()) << json;
+  return graph;
+}
+
+TEST(PipelineTest, RelationsMergeEqualSymbolsAndBoundTheRest) {
+  EXPECT_EQ(PrepareGraph(SymbolicAdd("[]")).status(),
+            absl::InvalidArgumentError("node 0 'add' (aten.add.Tensor): shapes [s0, 64] and "
+                                       "[s1, 64] cannot be broadcast together"));
+  auto graph = PrepareGraph(SymbolicAdd(R"([{"equal": {"lhs": "a", "rhs": "b"}},
+      {"range": {"symbol": "b", "min": 1, "max": 512}},
+      {"divisible": {"symbol": "a", "divisor": 4}}, {"divisible": {"symbol": "b", "divisor": 6}}])"));
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->symbols, std::vector<std::string>{"s0"});
+  EXPECT_EQ(graph->bounds[0].min, 2) << "symbolic dims are >= 2 whatever the range says";
+  EXPECT_EQ(graph->bounds[0].max, 512);
+  EXPECT_EQ(graph->bounds[0].divisor, 12);
+  EXPECT_NE(ir::ToString(*graph).find("symbol s0: 2 <= s0 <= 512, s0 % 12 == 0\n"),
+            std::string::npos);
+  // Canonical guards: per symbol a range, then a divisor; no equalities.
+  const kiln::v1::Guards guards = ExactGuards(*graph);
+  ASSERT_EQ(guards.relations_size(), 2);
+  EXPECT_EQ(guards.relations(0).ShortDebugString(), "range { symbol: \"s0\" min: 2 max: 512 }");
+  EXPECT_EQ(guards.relations(1).ShortDebugString(), "divisible { symbol: \"s0\" divisor: 12 }");
+  // Requested guards must state the same relations, in any order.
+  kiln::v1::Guards reordered = guards;
+  reordered.mutable_relations()->SwapElements(0, 1);
+  EXPECT_TRUE(ResolveGuards(*graph, reordered).ok());
+  reordered.mutable_relations(0)->mutable_divisible()->set_divisor(4);
+  EXPECT_EQ(ResolveGuards(*graph, reordered).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(PipelineTest, BadRelationsAreNamed) {
+  EXPECT_EQ(PrepareGraph(SymbolicAdd(R"([{"equal": {"lhs": "a", "rhs": "c"}}])")).status(),
+            absl::InvalidArgumentError("relation 0 names symbol 'c', which no input size uses"));
+  EXPECT_EQ(PrepareGraph(SymbolicAdd(R"([{"equal": {"lhs": "a", "rhs": "b"}},
+      {"range": {"symbol": "a", "min": 5, "max": 3}}])")).status(),
+            absl::InvalidArgumentError("relation 1: 5 <= a <= 3 admits no size >= 2"));
+  EXPECT_EQ(PrepareGraph(SymbolicAdd(R"([{"divisible": {"symbol": "a", "divisor": 0}}])")).status(),
+            absl::InvalidArgumentError("relation 0: a % 0 == 0 needs a positive divisor"));
+  EXPECT_EQ(PrepareGraph(SymbolicAdd(R"([{}])")).status(),
+            absl::InvalidArgumentError("relation 0 is empty"));
+  EXPECT_EQ(PrepareGraph(SymbolicAdd(R"([{"equal": {"lhs": "a", "rhs": "b"}},
+      {"range": {"symbol": "a", "min": 5, "max": 7}}, {"divisible": {"symbol": "b", "divisor": 8}}])"))
+                .status(),
+            absl::InvalidArgumentError("the relations on symbol 'a' admit no size"));
+}
+
+TEST(PipelineTest, SpecializingASymbolFixesItsEqualsAndDropsTheirRelations) {
+  const kiln::v1::Graph graph = SymbolicAdd(R"([{"equal": {"lhs": "a", "rhs": "b"}},
+      {"divisible": {"symbol": "b", "divisor": 4}}])");
+  const kiln::v1::Graph fixed = Specialize(graph, {{"a", 1}});
+  EXPECT_EQ(fixed.relations_size(), 0);
+  EXPECT_EQ(fixed.inputs(1).type().sizes(0).ShortDebugString(), "constant: 1");
+  auto prepared = PrepareGraph(fixed);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  EXPECT_TRUE(prepared->symbols.empty());
+  // Re-typed to exact sizes, the relations go; kept symbolic, they stay.
+  kiln::v1::Dim eight, sixty_four;
+  eight.set_constant(8);
+  sixty_four.set_constant(64);
+  auto exact = Retype(graph, {{eight, sixty_four}, {eight, sixty_four}});
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_EQ(exact->relations_size(), 0);
+  auto same = Retype(graph, {{graph.inputs(0).type().sizes().begin(), graph.inputs(0).type().sizes().end()},
+                             {graph.inputs(1).type().sizes().begin(), graph.inputs(1).type().sizes().end()}});
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->relations_size(), 2);
 }
 
 }  // namespace

@@ -1,11 +1,81 @@
 #include "codegen/retype.h"
 
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/import.h"
 #include "codegen/ops/op_table.h"
 #include "common/status_macros.h"
 
 namespace kiln {
+namespace {
+
+// Drops the relations naming a symbol that no input size uses any more.
+void DropRelationsOfLostSymbols(kiln::v1::Graph& graph) {
+  absl::flat_hash_set<std::string> used;
+  for (const auto& input : graph.inputs()) {
+    for (const auto& dim : input.type().sizes()) {
+      if (dim.has_symbol()) used.insert(dim.symbol());
+    }
+  }
+  auto* relations = graph.mutable_relations();
+  relations->erase(std::remove_if(relations->begin(), relations->end(),
+                                  [&](const kiln::v1::SymbolRelation& relation) {
+                                    switch (relation.relation_case()) {
+                                      case kiln::v1::SymbolRelation::kEqual:
+                                        return !used.contains(relation.equal().lhs()) ||
+                                               !used.contains(relation.equal().rhs());
+                                      case kiln::v1::SymbolRelation::kRange:
+                                        return !used.contains(relation.range().symbol());
+                                      case kiln::v1::SymbolRelation::kDivisible:
+                                        return !used.contains(relation.divisible().symbol());
+                                      default:
+                                        return false;  // the importer names it
+                                    }
+                                  }),
+                   relations->end());
+}
+
+}  // namespace
+
+kiln::v1::Graph Specialize(kiln::v1::Graph graph, std::map<std::string, int64_t> values) {
+  // A symbol stated equal to a fixed one is fixed too.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& relation : graph.relations()) {
+      if (!relation.has_equal()) continue;
+      const std::string& lhs = relation.equal().lhs();
+      const std::string& rhs = relation.equal().rhs();
+      if (values.count(lhs) == values.count(rhs)) continue;
+      if (values.count(lhs)) {
+        values[rhs] = values[lhs];
+      } else {
+        values[lhs] = values[rhs];
+      }
+      grew = true;
+    }
+  }
+  auto fix = [&](kiln::v1::TensorType* type) {
+    bool changed = false;
+    for (kiln::v1::Dim& dim : *type->mutable_sizes()) {
+      if (!dim.has_symbol() || values.count(dim.symbol()) == 0) continue;
+      const int64_t multiplier = dim.multiplier() == 0 ? 1 : dim.multiplier();
+      dim.set_constant(multiplier * values.at(dim.symbol()));
+      dim.clear_multiplier();
+      changed = true;
+    }
+    // Symbolic types are contiguous: recomputed from the new sizes. Others
+    // keep their strides (a transposed weight stays transposed).
+    if (changed) type->clear_strides();
+  };
+  for (auto& input : *graph.mutable_inputs()) fix(input.mutable_type());
+  for (auto& node : *graph.mutable_nodes()) {
+    for (auto& type : *node.mutable_output_types()) fix(&type);
+  }
+  DropRelationsOfLostSymbols(graph);
+  return graph;
+}
 
 absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
                                        const std::vector<std::vector<kiln::v1::Dim>>& input_sizes) {
@@ -25,6 +95,7 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
     type->clear_strides();  // new sizes: contiguous
     for (const kiln::v1::Dim& dim : input_sizes[i]) *type->add_sizes() = dim;
   }
+  DropRelationsOfLostSymbols(result);
   // Import with the new input types (node types are replaced below, in
   // order, so each node's inputs are already right when it is inferred).
   ASSIGN_OR_RETURN(ir::Graph ir_graph, ImportGraph(result));

@@ -359,6 +359,47 @@ TEST_F(EndToEndTest, OneSymbolicArtifactServesEverySize) {
                 "input 0 'x' has dtype FLOAT64; the graph was compiled for FLOAT32"));
 }
 
+TEST_F(EndToEndTest, RelationsAreCheckedInProcessAndABreachGetsItsOwnSpecialization) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  // tail_dynamic (x: [s0, 64]) promising 2 <= s0 <= 64 and s0 % 4 == 0.
+  kiln::v1::Graph promised = Example("tail_dynamic");
+  auto* range = promised.add_relations()->mutable_range();
+  range->set_symbol("s0");
+  range->set_max(64);
+  promised.add_relations()->mutable_divisible()->set_divisor(4);
+  promised.mutable_relations(1)->mutable_divisible()->set_symbol("s0");
+  CompiledGraph graph(client->get(), promised);
+  auto run = [&](int64_t rows) -> absl::Status {
+    Tensor x(kiln::v1::FLOAT32, {rows, 64});
+    for (int64_t i = 0; i < rows * 64; ++i) x.data<float>()[i] = static_cast<float>(i % 5) - 1.5f;
+    auto outputs = graph.Run({x.view()});
+    if (!outputs.ok()) return outputs.status();
+    EXPECT_EQ((*outputs)[0].sizes(), (std::vector<int64_t>{rows, 64}));
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int c = 0; c < 64; ++c) sum += std::max(0.0f, x.data<float>()[r * 64 + c] + 1);
+      const double want = std::max(0.0f, x.data<float>()[r * 64] + 1) / sum;
+      EXPECT_NEAR((*outputs)[0].data<float>()[r * 64], want, 1e-6) << rows << " " << r;
+    }
+    return absl::OkStatus();
+  };
+  for (int64_t rows : {8, 12, 64}) ASSERT_TRUE(run(rows).ok()) << rows;
+  EXPECT_EQ(Stats().compiles(), 1) << "one artifact for every size the relations admit";
+  auto metadata = graph.artifact();
+  ASSERT_TRUE(metadata.ok());
+  EXPECT_EQ(metadata->guards().relations_size(), 2);
+  // Each breach (not a multiple of 4, or above 64) gets an exact version,
+  // up to the recompile limit; then the error names the relation.
+  for (int64_t rows : {10, 128, 14, 18, 22, 26, 30}) ASSERT_TRUE(run(rows).ok()) << rows;
+  EXPECT_EQ(Stats().compiles(), 8);
+  EXPECT_EQ(run(34), absl::FailedPreconditionError(
+                         "input 0 'x': dim 0 has size 34, so s0 = 34; the graph's relations "
+                         "require 2 <= s0 <= 64 and s0 % 4 == 0; and the recompile limit (8 "
+                         "specializations) is reached"));
+  ASSERT_TRUE(run(16).ok()) << "sizes within the relations still run";
+}
+
 TEST_F(EndToEndTest, AClientReconnectsWhenTheDaemonRestarts) {
   auto client = daemon_.Connect();
   ASSERT_TRUE(client.ok());

@@ -64,30 +64,16 @@ absl::StatusOr<ir::Graph> Canonicalize(const ir::Graph& graph) {
   for (int output : graph.outputs) result.outputs.push_back(new_value[output]);
 
   // Rename symbols by first occurrence: values (sizes, then strides) in the
-  // new order, then symbolic arguments in node order.
+  // new order, then symbolic arguments in node order. Bounds go along.
   std::vector<int> new_symbol(graph.symbols.size(), -1);
-  auto rename = [&](int& symbol) {
+  ir::ForEachSymbolUse(result, [&](int& symbol) {
     if (new_symbol[symbol] < 0) {
       new_symbol[symbol] = static_cast<int>(result.symbols.size());
       result.symbols.push_back(absl::StrCat("s", result.symbols.size()));
+      result.bounds.push_back(graph.bounds[symbol]);
     }
     symbol = new_symbol[symbol];
-  };
-  for (ir::TensorType& type : result.values) {
-    for (ir::Dim& dim : type.sizes) if (dim.is_symbolic()) rename(dim.symbol);
-    for (ir::Dim& dim : type.strides) if (dim.is_symbolic()) rename(dim.symbol);
-  }
-  for (ir::Node& node : result.nodes) {
-    for (auto& [name, value] : node.args) {
-      auto rename_expr = [&](ir::SymExpr& expr) {
-        for (auto& term : expr.terms) for (int& symbol : term.symbols) rename(symbol);
-      };
-      if (auto* expr = std::get_if<ir::SymExpr>(&value)) rename_expr(*expr);
-      if (auto* list = std::get_if<std::vector<ir::SymExpr>>(&value)) {
-        for (ir::SymExpr& expr : *list) rename_expr(expr);
-      }
-    }
-  }
+  });
   return result;
 }
 

@@ -19,6 +19,7 @@ absl::StatusOr<bool> DecomposeOnce(const ir::Graph& graph, ir::Graph& result) {
   result = ir::Graph();
   result.name = graph.name;
   result.symbols = graph.symbols;
+  result.bounds = graph.bounds;
   result.input_names = graph.input_names;
   std::vector<int> new_value(graph.values.size(), -1);
   for (int input : graph.inputs) {

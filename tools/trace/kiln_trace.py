@@ -17,7 +17,9 @@ What it does to make_fx's graph (PyTorch 1.13):
   - dead nodes (detach, empty, unused results) are dropped;
   - --symbolic NAME:DIM,... marks input dims symbolic: the function is traced
     at two sizes, and a traced size that is baked into a view argument is
-    refused, naming the node.
+    refused, naming the node;
+  - --relation "s0 % 8 == 0" (also "2 <= s0 <= 512", "s0 <= 512",
+    "s0 >= 16", "a == b") adds what the symbolic sizes promise to the graph.
 Only Debian's python3-torch is needed (no pip).
 """
 import argparse
@@ -388,6 +390,26 @@ def workloads(path=None):
 
 
 
+def parse_relation(text):
+    """A kiln.v1.SymbolRelation (JSON) from "s0 % 8 == 0", "2 <= s0 <= 512",
+    "s0 <= 512", "s0 >= 16" or "a == b"; ValueError otherwise."""
+    tokens = text.replace("%", " % ").replace("<=", " <= ").replace(">=", " >= ") \
+                 .replace("==", " == ").split()
+    def number(token):
+        return token.lstrip("-").isdigit()
+    if len(tokens) == 5 and tokens[1] == "%" and tokens[3:] == ["==", "0"] and number(tokens[2]):
+        return {"divisible": {"symbol": tokens[0], "divisor": tokens[2]}}
+    if len(tokens) == 3 and tokens[1] == "==" and not number(tokens[0]) and not number(tokens[2]):
+        return {"equal": {"lhs": tokens[0], "rhs": tokens[2]}}
+    if len(tokens) == 5 and tokens[1] == tokens[3] == "<=" and number(tokens[0]) and number(tokens[4]):
+        return {"range": {"symbol": tokens[2], "min": tokens[0], "max": tokens[4]}}
+    if len(tokens) == 3 and tokens[1] in ("<=", ">=") and number(tokens[2]):
+        bound = "max" if tokens[1] == "<=" else "min"
+        return {"range": {"symbol": tokens[0], bound: tokens[2]}}
+    raise ValueError(f"cannot read relation '{text}': want 'S % N == 0', 'LO <= S <= HI', "
+                     "'S <= HI', 'S >= LO' or 'A == B'")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -400,6 +422,9 @@ def main():
     parser.add_argument("--symbolic", default="",
                         help="comma-separated INPUT:DIM[:SYMBOL] to make symbolic, e.g. x:0, or "
                              "q:0:b,k:0:b,v:0:b for one batch symbol shared by three inputs")
+    parser.add_argument("--relation", action="append", default=[], metavar="RELATION",
+                        help="what the symbolic sizes promise, repeatable: 'S %% N == 0', "
+                             "'LO <= S <= HI', 'S <= HI', 'S >= LO', 'A == B'")
     parser.add_argument("--dtype", choices=["float32", "float64", "float16", "bfloat16"],
                         help="cast floating inputs (and parameters) to this dtype")
     parser.add_argument("--workloads", help="path of workloads.py (default: tests/workloads/workloads.py)")
@@ -428,6 +453,12 @@ def main():
     # INPUT:DIM[:SYMBOL]; dims naming the same symbol are equal (q:0:b,k:0:b).
     symbolic = [(part.split(":")[0], int(part.split(":")[1]), *part.split(":")[2:])
                 for part in args.symbolic.split(",") if part]
+    try:
+        relations = [parse_relation(text) for text in args.relation]
+    except ValueError as error:
+        parser.error(str(error))
+    if relations and not symbolic:
+        parser.error("--relation needs --symbolic")
     for name, factory in factories:
         fn, inputs = factory()
         if args.dtype:
@@ -435,6 +466,8 @@ def main():
             inputs = [t.to(dtype) if t.is_floating_point() else t for t in inputs]
         try:
             graph, reference = trace(fn, inputs, args.name or name, symbolic)
+            if relations:
+                graph["relations"] = relations
         except TraceError as error:
             print(f"kiln_trace: {name}: {error}", file=sys.stderr)
             sys.exit(1)
@@ -447,6 +480,8 @@ def main():
                     json.dump(sized, f)
         if args.reweight is not None:
             graph, reference = trace(fn, inputs, written[0], symbolic, weights_seed=args.reweight)
+            if relations:
+                graph["relations"] = relations
             written.append(written[0] + "_reweighted")
             write(args.out, written[1], graph, reference)
         for item in written:

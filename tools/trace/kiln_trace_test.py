@@ -63,25 +63,38 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(view["args"], [{"name": "size", "intList": {"values": ["-1"]}}])
         self.assertEqual(view["outputTypes"][0]["sizes"], [{"symbol": "s0", "multiplier": "5"}])
 
+    def test_relations(self):
+        self.assertEqual(kiln_trace.parse_relation("s0 % 8 == 0"),
+                         {"divisible": {"symbol": "s0", "divisor": "8"}})
+        self.assertEqual(kiln_trace.parse_relation("2 <= s0 <= 512"),
+                         {"range": {"symbol": "s0", "min": "2", "max": "512"}})
+        self.assertEqual(kiln_trace.parse_relation("s0<=512"),
+                         {"range": {"symbol": "s0", "max": "512"}})
+        self.assertEqual(kiln_trace.parse_relation("s0 >= 16"),
+                         {"range": {"symbol": "s0", "min": "16"}})
+        self.assertEqual(kiln_trace.parse_relation("b == c"), {"equal": {"lhs": "b", "rhs": "c"}})
+        with self.assertRaisesRegex(ValueError, "cannot read relation 's0 < 5'"):
+            kiln_trace.parse_relation("s0 < 5")
+
 
 class CheckTest(unittest.TestCase):
     """The tool's user sees one readable line when Kiln refuses a graph."""
 
-    def test_unsupported_op_is_one_line(self):
+    def check(self, factory_source, *flags):
+        """Runs the tracer CLI on a module holding `factory_source` with
+        --check; returns (the completed process, the graph written)."""
         kiln = os.path.join(os.getcwd(), "tools/kiln/kiln")
         with tempfile.TemporaryDirectory(dir="/tmp") as work:
             env = dict(os.environ, KILN_SOCKET=work + "/run/kilnd.sock",
                        KILN_CACHE_DIR=work + "/cache",
-                       KILN_DAEMON=os.path.join(os.getcwd(), "daemon/kilnd"))
-            module = os.path.join(work, "cumsum_model.py")
-            with open(module, "w") as f:
-                f.write("import torch\n"
-                        "def cumsum():\n"
-                        "    return (lambda x: torch.cumsum(x, 0)), [torch.randn(4)]\n")
+                       KILN_DAEMON=os.path.join(os.getcwd(), "daemon/kilnd"),
+                       PYTHONPATH=work)
+            with open(os.path.join(work, "model.py"), "w") as f:
+                f.write("import torch\n" + factory_source)
             result = subprocess.run(
-                [sys.executable, kiln_trace.__file__, "--module", "cumsum_model:cumsum",
-                 "--out", work, "--check", kiln],
-                env=dict(env, PYTHONPATH=work), capture_output=True, text=True)
+                [sys.executable, kiln_trace.__file__, "--module", "model:factory",
+                 "--out", work, "--check", kiln, *flags],
+                env=env, capture_output=True, text=True)
             # Stop the kilnd that --check started (it would otherwise idle out).
             pids = subprocess.run(["pgrep", "-f", "kilnd.*" + work], capture_output=True,
                                   text=True).stdout
@@ -90,10 +103,28 @@ class CheckTest(unittest.TestCase):
                     os.kill(int(pid), 15)
                 except ProcessLookupError:
                     pass  # already gone
+            graph = None
+            if os.path.exists(os.path.join(work, "factory.json")):
+                with open(os.path.join(work, "factory.json")) as f:
+                    graph = json.load(f)
+        return result, graph
+
+    def test_unsupported_op_is_one_line(self):
+        result, _ = self.check("def factory():\n"
+                               "    return (lambda x: torch.cumsum(x, 0)), [torch.randn(4)]\n")
         self.assertEqual(result.returncode, 1)
         lines = result.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, result.stderr)
         self.assertIn("op 'aten.cumsum.default' is not supported", lines[0])
+
+    def test_relations_reach_the_graph_and_compile(self):
+        result, graph = self.check(
+            "def factory():\n"
+            "    return (lambda x: torch.relu(x + 1)), [torch.randn(8, 3)]\n",
+            "--symbolic", "x:0", "--relation", "s0 % 4 == 0", "--relation", "s0 <= 1024")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(graph["relations"], [{"divisible": {"symbol": "s0", "divisor": "4"}},
+                                              {"range": {"symbol": "s0", "max": "1024"}}])
 
 
 if __name__ == "__main__":
