@@ -153,10 +153,11 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
       {"{sqrt1_2}", EmitLiteral(M_SQRT1_2, dtype)},
       {"{gelu_beta}", EmitLiteral(M_SQRT2 * M_2_SQRTPI * 0.5, dtype)},
       {"{gelu_kappa}", EmitLiteral(0.044715, dtype)},
-      // float32 exp and tanh: Kiln's vectorizable polynomials (kiln_math.h).
+      // float32 exp, log and tanh: Kiln's vectorizable polynomials
+      // (kiln_math.h).
       {"{exp}", dtype == ir::DType::kFloat64 ? Math("EXP", dtype) : "kiln_expf"},
       {"{expm1}", Math("EXPM1", dtype)},
-      {"{log}", Math("LOG", dtype)},
+      {"{log}", dtype == ir::DType::kFloat64 ? Math("LOG", dtype) : "kiln_logf"},
       {"{log1p}", Math("LOG1P", dtype)},
       {"{tanh}", dtype == ir::DType::kFloat64 ? Math("TANH", dtype) : "kiln_tanhf"},
       {"{erf}", Math("ERF", dtype)},

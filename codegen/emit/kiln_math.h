@@ -1,15 +1,17 @@
-/* Kiln's vectorizable transcendentals: the named source of float32 exp and
- * tanh (and gelu's erf) in every artifact; the rest come from the runtime
- * table (kiln_abi.h).
+/* Kiln's vectorizable transcendentals: the named source of float32 exp, log
+ * and tanh (and gelu's erf) in every artifact; the rest come from the
+ * runtime table (kiln_abi.h).
  *
  * Plain C with no includes and no libm calls, pasted into generated sources:
  * branch-free (selects only), bit casts through __builtin_memcpy, so clang
  * vectorizes loops that call them without fast-math. Accuracy, checked
  * against double-precision libm over sweeps that include huge, tiny,
- * denormal and exceptional inputs (kiln_math_test): kiln_expf <= 1 ulp,
- * kiln_tanhf <= 2 ulp; kiln_erf_for_gelu within 5e-7 absolute. NaN in
- * gives NaN out; exp(-inf) = 0, exp(inf) = inf, tanh(+-inf) = +-1,
- * tanh(-0) = -0.
+ * denormal and exceptional inputs (kiln_math_test): kiln_expf and kiln_logf
+ * <= 1 ulp (also over every float, checked once when they were written),
+ * kiln_tanhf <= 2 ulp;
+ * kiln_erf_for_gelu within 5e-7 absolute. NaN in gives NaN out;
+ * exp(-inf) = 0, exp(inf) = inf, log(+-0) = -inf, log(x < 0) = NaN,
+ * log(inf) = inf, tanh(+-inf) = +-1, tanh(-0) = -0.
  * Changing any result here changes generated code: bump kCodegenVersion. */
 #ifndef KILN_MATH_H_
 #define KILN_MATH_H_
@@ -49,6 +51,41 @@ static inline float kiln_expf(float x) {
   const float scale1 = kiln_bits_to_float((unsigned int)(half + 127) << 23);
   const float scale2 = kiln_bits_to_float((unsigned int)(exponent - half + 127) << 23);
   return p * scale1 * scale2;
+}
+
+/* log(x) = e ln 2 + log(m), x = m 2^e with m in [sqrt(1/2), sqrt(2))
+ * (denormals scaled by 2^23 first), log(1 + f) = f - f^2/2 + f^3 P(f) with
+ * Cephes' degree-8 P, ln 2 in two parts. */
+static inline float kiln_logf(float x) {
+  const bool denormal = x < 0x1p-126f;
+  const float scaled = denormal ? x * 0x1p+23f : x;
+  unsigned int bits;
+  __builtin_memcpy(&bits, &scaled, 4);
+  int exponent = (int)((bits >> 23) & 0xffu) - (denormal ? 150 : 127);
+  float m = kiln_bits_to_float((bits & 0x007fffffu) | 0x3f800000u);
+  const bool high = m > 0x1.6a09e6p+0f;
+  m = high ? m * 0.5f : m;
+  exponent = high ? exponent + 1 : exponent;
+  const float f = m - 1.0f;
+  const float z = f * f;
+  float p = 0x1.204376p-4f;
+  p = __builtin_fmaf(p, f, -0x1.d7a37p-4f);
+  p = __builtin_fmaf(p, f, 0x1.de4a34p-4f);
+  p = __builtin_fmaf(p, f, -0x1.fcba9ep-4f);
+  p = __builtin_fmaf(p, f, 0x1.23d37ep-3f);
+  p = __builtin_fmaf(p, f, -0x1.555cap-3f);
+  p = __builtin_fmaf(p, f, 0x1.999d58p-3f);
+  p = __builtin_fmaf(p, f, -0x1.fffff8p-3f);
+  p = __builtin_fmaf(p, f, 0x1.555554p-2f);
+  const float e = (float)exponent;
+  float y = p * f * z;
+  y = __builtin_fmaf(e, -0x1.bd0106p-13f, y);
+  y = __builtin_fmaf(z, -0.5f, y);
+  float result = __builtin_fmaf(e, 0x1.63p-1f, f + y);
+  result = x == __builtin_inff() ? x : result;
+  result = x == 0.0f ? -__builtin_inff() : result;
+  result = x < 0.0f ? __builtin_nanf("") : result;
+  return x != x ? x : result;
 }
 
 /* tanh: an odd polynomial for |x| < 0.4 (Cephes; its error grows past that),

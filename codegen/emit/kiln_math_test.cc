@@ -64,6 +64,19 @@ TEST(KilnMathTest, ExpWithinOneUlp) {
   EXPECT_GT(kiln_expf(-100.0f), 0.0f) << "denormal results are kept";
 }
 
+TEST(KilnMathTest, LogWithinOneUlp) {
+  const int64_t worst =
+      MaxUlp(kiln_logf, [](double x) { return std::log(x); }, 0.0f, 1e39f, 13);
+  EXPECT_LE(worst, 1);
+  EXPECT_EQ(kiln_logf(0.0f), -INFINITY);
+  EXPECT_EQ(kiln_logf(-0.0f), -INFINITY);
+  EXPECT_EQ(kiln_logf(1.0f), 0.0f);
+  EXPECT_EQ(kiln_logf(INFINITY), INFINITY);
+  EXPECT_TRUE(std::isnan(kiln_logf(-1.0f)));
+  EXPECT_TRUE(std::isnan(kiln_logf(-INFINITY)));
+  EXPECT_TRUE(std::isnan(kiln_logf(NAN)));
+}
+
 TEST(KilnMathTest, TanhWithinTwoUlp) {
   const int64_t worst =
       MaxUlp(kiln_tanhf, [](double x) { return std::tanh(x); }, -1e30f, 1e30f, 97);
