@@ -49,6 +49,9 @@ const std::vector<std::string>& CodegenFlags() {
       // bits is worth 1.35-1.45x on exp-bound kernels on Xeons
       // (measured-floors.md) and costs nothing measurable on Zen 4.
       "-mprefer-vector-width=512", "-fPIC", "-fvisibility=hidden", "-fno-math-errno",
+      // Artifacts link nothing: without this, clang turns copy loops into
+      // calls to the host's memcpy.
+      "-ffreestanding",
       "-ffp-contract=off", "-fno-exceptions", "-fno-rtti", "-fno-asynchronous-unwind-tables",
       "-nostdlib", "-shared", "-fuse-ld=lld", "-Wno-unused-command-line-argument",
   };

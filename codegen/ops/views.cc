@@ -5,8 +5,10 @@
 // memory under new strides — after a `clone` when the source may not be
 // contiguous in memory.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/graph_builder.h"
@@ -411,40 +413,105 @@ bool ContiguousInMemory(const ir::Graph& graph, int value) {
   return op != nullptr && op->family != "view";
 }
 
-// The storage a value is a view of: the base value (a graph input, or the
-// result of an op that writes its own buffer) and the value's offset in it.
+// Where a static view's elements are: in the memory of `base` (a graph
+// input, or the result of an op that writes its own buffer), element c at
+// offset + sum strides[d] * c[d]. Composed from the views' maps and the
+// base's own layout (the input's guards, or contiguous), never from the
+// declared strides of view results, which a re-typed graph may omit.
 struct StorageView {
   int base;
-  int64_t offset;
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
 };
 
 absl::StatusOr<StorageView> FindStorage(const ir::Graph& graph, int value) {
-  int64_t offset = 0;
-  while (graph.producer[value] >= 0) {
-    const ir::Node& node = graph.nodes[graph.producer[value]];
+  const int rank = static_cast<int>(graph.values[value].rank());
+  StorageView result{value, 0, std::vector<int64_t>(rank, 0)};
+  // Coordinates in `result.base` = map(coordinates in `value`).
+  ir::AffineMap map = ir::AffineMap::Identity(rank);
+  // Memory strides of the coordinates `map` lands in; applies the map.
+  auto place = [&](const std::vector<int64_t>& strides) {
+    for (size_t r = 0; r < strides.size(); ++r) {
+      result.offset += strides[r] * map.offsets[r];
+      for (int d = 0; d < rank; ++d) result.strides[d] += strides[r] * map.coefficients[r][d];
+    }
+  };
+  while (graph.producer[result.base] >= 0) {
+    const ir::Node& node = graph.nodes[graph.producer[result.base]];
     if (node.op == "kiln.alias.default") {
-      offset += IntArg(node, "storage_offset");
-      value = node.inputs[0];
-      continue;
+      // An alias addresses its source's memory directly; aliases of aliases
+      // add their offsets.
+      place(IntListArg(node, "stride"));
+      result.offset += IntArg(node, "storage_offset");
+      result.base = node.inputs[0];
+      while (graph.producer[result.base] >= 0 &&
+             graph.nodes[graph.producer[result.base]].op == "kiln.alias.default") {
+        const ir::Node& inner = graph.nodes[graph.producer[result.base]];
+        result.offset += IntArg(inner, "storage_offset");
+        result.base = inner.inputs[0];
+      }
+      return result;
     }
     auto fn = AffineViews().find(node.op);
     if (fn == AffineViews().end()) break;
     const ir::TensorType& source = graph.values[node.inputs[0]];
     ASSIGN_OR_RETURN(const std::vector<View> views, fn->second(node, source));
     const size_t k =
-        std::find(node.outputs.begin(), node.outputs.end(), value) - node.outputs.begin();
-    // The view's element 0 is the source's element at map.offsets.
-    for (int r = 0; r < source.rank(); ++r) {
-      offset += views[k].map.offsets[r] * source.strides[r].constant;
-    }
-    value = node.inputs[0];
+        std::find(node.outputs.begin(), node.outputs.end(), result.base) - node.outputs.begin();
+    map = views[k].map.After(map);
+    result.base = node.inputs[0];
   }
-  return StorageView{value, offset};
+  const ir::TensorType& base = graph.values[result.base];
+  std::vector<int64_t> strides;
+  for (const ir::Dim& dim : graph.producer[result.base] < 0 ? base.strides
+                                                            : ir::ContiguousStrides(base.sizes)) {
+    if (dim.is_symbolic()) return absl::UnimplementedError("a view of a symbolic layout");
+    strides.push_back(dim.constant);
+  }
+  place(strides);
+  return result;
+}
+
+// The strides under which `sizes` views the elements of a tensor of
+// `old_sizes` and `old_strides` in order without a copy, or nullopt when
+// no strides do (as eager's view): each run of old dims that is contiguous
+// in memory may be split or merged freely.
+std::optional<std::vector<int64_t>> ViewStrides(const std::vector<int64_t>& old_sizes,
+                                                const std::vector<int64_t>& old_strides,
+                                                const std::vector<int64_t>& sizes) {
+  const int64_t numel =
+      std::accumulate(old_sizes.begin(), old_sizes.end(), int64_t{1}, std::multiplies<>());
+  if (numel == 0 || old_sizes.empty()) return std::vector<int64_t>(sizes.size(), 1);
+  std::vector<int64_t> strides(sizes.size());
+  int view_d = static_cast<int>(sizes.size()) - 1;
+  int64_t base_stride = old_strides.back();
+  int64_t old_run = 1, new_run = 1;
+  for (int d = static_cast<int>(old_sizes.size()) - 1; d >= 0; --d) {
+    old_run *= old_sizes[d];
+    // A run of old dims ends where the next one out is not laid out right
+    // after it.
+    if (d == 0 || (old_sizes[d - 1] != 1 && old_strides[d - 1] != old_run * base_stride)) {
+      while (view_d >= 0 && (new_run < old_run || sizes[view_d] == 1)) {
+        strides[view_d] = new_run * base_stride;
+        new_run *= sizes[view_d];
+        --view_d;
+      }
+      if (new_run != old_run) return std::nullopt;
+      if (d > 0) {
+        base_stride = old_strides[d - 1];
+        old_run = new_run = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return strides;
 }
 
 // view/reshape/_unsafe_view/_reshape_alias: the source's elements in order
-// under new sizes: an alias of the source's memory, after a clone when that
-// memory may not be contiguous. as_strided addresses the source's
+// under new sizes: an alias of the source's memory — of the storage a
+// static view chain reads, under strides that walk it in order, when there
+// are such strides (q.transpose(-2, -1) reshaped for bmm: no copy) — or of
+// a clone. as_strided addresses the source's
 // *storage*: an alias of the base the source views, at storage_offset (when
 // absent, the source's own offset, as eager).
 absl::StatusOr<std::vector<int>> DecomposeReshape(GraphBuilder& builder, const ir::Node& node) {
@@ -467,7 +534,21 @@ absl::StatusOr<std::vector<int>> DecomposeReshape(GraphBuilder& builder, const i
     }  // else the leading -1 stays: kiln.alias infers it the same way
     for (const Dim& dim : ir::ContiguousStrides(dims)) strides.push_back(dim.constant);
     if (!ContiguousInMemory(builder.graph(), source)) {
-      ASSIGN_OR_RETURN(source, builder.Add("aten.clone.default", {source}));
+      std::optional<std::vector<int64_t>> view_strides;
+      absl::StatusOr<StorageView> storage = absl::UnimplementedError("symbolic");
+      if (type.is_static()) storage = FindStorage(builder.graph(), source);
+      if (storage.ok()) {
+        std::vector<int64_t> old_sizes;
+        for (const Dim& dim : type.sizes) old_sizes.push_back(dim.constant);
+        view_strides = ViewStrides(old_sizes, storage->strides, sizes);
+      }
+      if (view_strides.has_value()) {
+        source = storage->base;
+        offset = storage->offset;
+        strides = *std::move(view_strides);
+      } else {
+        ASSIGN_OR_RETURN(source, builder.Add("aten.clone.default", {source}));
+      }
     }
   }
   ASSIGN_OR_RETURN(const int alias,

@@ -190,12 +190,24 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
 
   std::vector<bool> written(num_values, false);
   for (int output : graph.outputs) {
-    const Kind kind = program.definitions[output].kind;
+    // An output that is its source's memory in order (a reshape of a bmm
+    // result) is written where the source is computed: no copy.
+    int target = output;
+    const ir::Definition& definition = program.definitions[output];
+    if (definition.kind == Kind::kAlias && definition.offset == 0 &&
+        program.definitions[definition.source].kind != Kind::kAlias) {
+      std::vector<int64_t> contiguous;
+      for (const ir::Dim& dim : ir::ContiguousStrides(graph.values[output].sizes)) {
+        contiguous.push_back(dim.constant);
+      }
+      if (definition.strides == contiguous) target = definition.source;
+    }
+    const Kind kind = program.definitions[target].kind;
     if ((kind == Kind::kPointwise || kind == Kind::kExtern || kind == Kind::kReduction ||
          kind == Kind::kConcat) &&
-        !written[output]) {
-      written[output] = true;
-      schedule.output_kernel.push_back(kernel_of[output]);
+        !written[target]) {
+      written[target] = true;
+      schedule.output_kernel.push_back(kernel_of[target]);
       continue;
     }
     Kernel copy;

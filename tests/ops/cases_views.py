@@ -51,8 +51,16 @@ VIEWS = {
     "aten.view.default": [("flat", (4, 5), lambda x: x.view(-1)),
                           ("split_dim", (4, 6), lambda x: x.view(4, 2, 3)),
                           ("rows_of_slice", (6, 5), lambda x: x[1:4].view(15))],
-    "aten._unsafe_view.default": [("2d", (4, 6), lambda x: A._unsafe_view(x, [6, 4]))],
-    "aten._reshape_alias.default": [("2d", (4, 6), lambda x: A._reshape_alias(x, [3, 8], [8, 1]))],
+    "aten._unsafe_view.default": [("2d", (4, 6), lambda x: A._unsafe_view(x, [6, 4])),
+                                  # not viewable: a copy, then a view of it
+                                  ("of_transposed", (6, 4), lambda x: x.t().reshape(24))],
+    # Reshapes of views that are viewable (Kiln aliases the viewed memory
+    # under strides it computes itself, as eager's view does: no copy).
+    "aten._reshape_alias.default": [("2d", (4, 6), lambda x: A._reshape_alias(x, [3, 8], [8, 1])),
+                                    ("of_transposed_split", (6, 4),
+                                     lambda x: x.t().reshape(2, 2, 6)),
+                                    ("of_expanded", (1, 6), lambda x: x.expand(4, 6).reshape(2, 2, 6)),
+                                    ("of_rows", (6, 5), lambda x: x[1:5].reshape(2, 10))],
     "aten.as_strided.default": [
         ("windows", (4, 5), lambda x: x.as_strided((3, 3), (1, 1))),
         ("transposing", (4, 5), lambda x: x.as_strided((5, 4), (1, 5))),
