@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <thread>
 
@@ -96,25 +97,39 @@ void SyrkF32(void* context, long long n, long long k, const float* a, long long 
     cblas_ssyrk(CblasRowMajor, CblasUpper, left.transpose, n, k, 1.0f, left.data, left.leading,
                 0.0f, c, c_row);
   } else {
-    // Row blocks of the upper triangle: block [begin, end) is a syrk on its
-    // diagonal tile and a GEMM against the rows below it.
-    pool->ParallelFor(n, std::max(1LL, n / (2 * pool->threads())), [&](int64_t begin, int64_t end) {
-      Operand<float> rows{left.data, left.transpose, left.leading, nullptr};
-      rows.data += left.transpose == CblasNoTrans ? begin * left.leading : begin;
-      cblas_ssyrk(CblasRowMajor, CblasUpper, rows.transpose, end - begin, k, 1.0f, rows.data,
-                  rows.leading, 0.0f, c + begin * c_row + begin, c_row);
-      if (end < n) {
-        Operand<float> rest{left.data, left.transpose, left.leading, nullptr};
-        rest.data += left.transpose == CblasNoTrans ? end * left.leading : end;
-        // C[begin:end, end:n] = A[begin:end] . A[end:n]^T
-        const CBLAS_TRANSPOSE flip = rest.transpose == CblasNoTrans ? CblasTrans : CblasNoTrans;
-        cblas_sgemm(CblasRowMajor, rows.transpose, flip, end - begin, n - end, k, 1.0f, rows.data,
-                    rows.leading, rest.data, rest.leading, 0.0f, c + begin * c_row + end, c_row);
+    // Row blocks of the upper triangle, one per thread, of equal work (rows
+    // near the top are longer: rows [0, r) hold n r - r^2 / 2 elements, so
+    // block t ends at n (1 - sqrt(1 - (t + 1) / T))). Block [begin, end)
+    // is a syrk on its diagonal tile and a GEMM against the columns right
+    // of it.
+    const int blocks = pool->threads();
+    auto row = [&](int t) {
+      return t >= blocks ? n : std::llround(n * (1 - std::sqrt(1 - double(t) / blocks)));
+    };
+    pool->ParallelFor(blocks, 1, [&](int64_t first, int64_t last) {
+      for (int64_t t = first; t < last; ++t) {
+        const long long begin = row(t), end = row(t + 1);
+        if (begin == end) continue;
+        Operand<float> rows{left.data, left.transpose, left.leading, nullptr};
+        rows.data += left.transpose == CblasNoTrans ? begin * left.leading : begin;
+        cblas_ssyrk(CblasRowMajor, CblasUpper, rows.transpose, end - begin, k, 1.0f, rows.data,
+                    rows.leading, 0.0f, c + begin * c_row + begin, c_row);
+        if (end < n) {
+          Operand<float> rest{left.data, left.transpose, left.leading, nullptr};
+          rest.data += left.transpose == CblasNoTrans ? end * left.leading : end;
+          // C[begin:end, end:n] = A[begin:end] . A[end:n]^T
+          const CBLAS_TRANSPOSE flip = rest.transpose == CblasNoTrans ? CblasTrans : CblasNoTrans;
+          cblas_sgemm(CblasRowMajor, rows.transpose, flip, end - begin, n - end, k, 1.0f,
+                      rows.data, rows.leading, rest.data, rest.leading, 0.0f,
+                      c + begin * c_row + end, c_row);
+        }
       }
     });
   }
   // Mirror the upper triangle into the lower one, in tiles (a plain column
-  // walk misses the cache on every element), tile rows across the pool.
+  // walk misses the cache on every element). Tile row ti copies ti + 1
+  // tiles, so the first r tile rows hold ~r^2 of the work: thread t takes
+  // tile rows up to tiles sqrt((t + 1) / T).
   constexpr long long kTile = 64;
   const long long tiles = (n + kTile - 1) / kTile;
   auto mirror = [&](int64_t first_tile, int64_t last_tile) {
@@ -131,7 +146,13 @@ void SyrkF32(void* context, long long n, long long k, const float* a, long long 
   if (n * n < kParallelGemmWork / 8 || pool->threads() == 1) {
     mirror(0, tiles);
   } else {
-    pool->ParallelFor(tiles, 1, mirror);
+    const int parts = pool->threads();
+    auto tile_row = [&](int t) {
+      return t >= parts ? tiles : std::llround(tiles * std::sqrt(double(t) / parts));
+    };
+    pool->ParallelFor(parts, 1, [&](int64_t first, int64_t last) {
+      for (int64_t t = first; t < last; ++t) mirror(tile_row(t), tile_row(t + 1));
+    });
   }
 }
 
