@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <thread>
+#include <vector>
 
 namespace kiln {
 namespace {
@@ -15,32 +15,48 @@ namespace {
 // GEMMs with fewer multiply-adds than this stay on the calling thread.
 constexpr long long kParallelGemmWork = 1LL << 21;
 
+// Where an operand is copied when it is packed: this thread's buffer for
+// that operand slot (0: A, 1: B), grown as needed and reused across calls,
+// so a steady-state GEMM allocates nothing.
+template <typename T>
+T* PackBuffer(int slot, long long count) {
+  thread_local std::vector<T> buffers[2];
+  std::vector<T>& buffer = buffers[slot];
+  if (static_cast<long long>(buffer.size()) < count) buffer.resize(count);
+  return buffer.data();
+}
+
+// Multiplying by a small transposed B costs OpenBLAS 0.3.21 1.3-1.9x the
+// row-major product at these sizes (//tools/bench:gemm: 128x128x32 12.0 vs
+// 9.3 us), more than copying B (at most 16K elements) into row-major order.
+constexpr long long kPackTransposedB = 1LL << 14;
+
 // A BLAS operand layout for a logical rows x cols matrix whose element
 // (i, j) is at data[i * row + j * col]: row-major as is, transposed, or a
-// packed copy when neither stride is unit.
+// packed row-major copy in this thread's buffer `slot` when neither stride
+// is unit or when `prefer_row_major` and the copy is small.
 template <typename T>
 struct Operand {
   const T* data;
   CBLAS_TRANSPOSE transpose;
   blasint leading;
-  std::unique_ptr<T[]> packed;
 };
 
 template <typename T>
 Operand<T> MakeOperand(const T* data, long long rows, long long cols, long long row,
-                       long long col) {
+                       long long col, int slot, bool prefer_row_major = false) {
   if ((col == 1 || cols == 1) && row >= std::max(1LL, cols)) {
-    return {data, CblasNoTrans, static_cast<blasint>(std::max(1LL, row)), nullptr};
+    return {data, CblasNoTrans, static_cast<blasint>(std::max(1LL, row))};
   }
-  if ((row == 1 || rows == 1) && col >= std::max(1LL, rows)) {
-    return {data, CblasTrans, static_cast<blasint>(std::max(1LL, col)), nullptr};
+  if ((row == 1 || rows == 1) && col >= std::max(1LL, rows) &&
+      !(prefer_row_major && rows * cols <= kPackTransposedB)) {
+    return {data, CblasTrans, static_cast<blasint>(std::max(1LL, col))};
   }
-  std::unique_ptr<T[]> packed(new T[rows * cols]);
+  T* packed = PackBuffer<T>(slot, rows * cols);
   for (long long i = 0; i < rows; ++i) {
     for (long long j = 0; j < cols; ++j) packed[i * cols + j] = data[i * row + j * col];
   }
-  const T* base = packed.get();
-  return {base, CblasNoTrans, static_cast<blasint>(std::max(1LL, cols)), std::move(packed)};
+  return {packed, CblasNoTrans, static_cast<blasint>(std::max(1LL, cols))};
 }
 
 void CallGemm(const Operand<float>& a, const Operand<float>& b, long long m, long long n,
@@ -60,8 +76,8 @@ void Gemm(void* context, long long m, long long n, long long k, T alpha, const T
           long long a_row, long long a_col, const T* b, long long b_row, long long b_col, T beta,
           T* c, long long c_row) {
   if (m <= 0 || n <= 0) return;
-  const Operand<T> left = MakeOperand(a, m, k, a_row, a_col);
-  const Operand<T> right = MakeOperand(b, k, n, b_row, b_col);
+  const Operand<T> left = MakeOperand(a, m, k, a_row, a_col, 0);
+  const Operand<T> right = MakeOperand(b, k, n, b_row, b_col, 1, /*prefer_row_major=*/true);
   auto* pool = static_cast<ThreadPool*>(context);
   if (m * n * k < kParallelGemmWork || pool->threads() == 1 || std::max(m, n) < 2) {
     CallGemm(left, right, m, n, k, alpha, beta, c, c_row);
@@ -73,14 +89,14 @@ void Gemm(void* context, long long m, long long n, long long k, T alpha, const T
   if (m >= n) {
     const long long grain = std::max(1LL, m / pool->threads());
     pool->ParallelFor(m, grain, [&](int64_t begin, int64_t end) {
-      Operand<T> slice{left.data, left.transpose, left.leading, nullptr};
+      Operand<T> slice = left;
       slice.data += left.transpose == CblasNoTrans ? begin * left.leading : begin;
       CallGemm(slice, right, end - begin, n, k, alpha, beta, c + begin * c_row, c_row);
     });
   } else {
     const long long grain = std::max(1LL, n / pool->threads());
     pool->ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
-      Operand<T> slice{right.data, right.transpose, right.leading, nullptr};
+      Operand<T> slice = right;
       slice.data += right.transpose == CblasNoTrans ? begin : begin * right.leading;
       CallGemm(left, slice, m, end - begin, k, alpha, beta, c + begin, c_row);
     });
@@ -91,7 +107,7 @@ void Gemm(void* context, long long m, long long n, long long k, T alpha, const T
 void SyrkF32(void* context, long long n, long long k, const float* a, long long a_row,
              long long a_col, float* c, long long c_row) {
   if (n <= 0) return;
-  const Operand<float> left = MakeOperand(a, n, k, a_row, a_col);
+  const Operand<float> left = MakeOperand(a, n, k, a_row, a_col, 0);
   auto* pool = static_cast<ThreadPool*>(context);
   if (n * n * k < 2 * kParallelGemmWork || pool->threads() == 1) {
     cblas_ssyrk(CblasRowMajor, CblasUpper, left.transpose, n, k, 1.0f, left.data, left.leading,
@@ -110,12 +126,12 @@ void SyrkF32(void* context, long long n, long long k, const float* a, long long 
       for (int64_t t = first; t < last; ++t) {
         const long long begin = row(t), end = row(t + 1);
         if (begin == end) continue;
-        Operand<float> rows{left.data, left.transpose, left.leading, nullptr};
+        Operand<float> rows = left;
         rows.data += left.transpose == CblasNoTrans ? begin * left.leading : begin;
         cblas_ssyrk(CblasRowMajor, CblasUpper, rows.transpose, end - begin, k, 1.0f, rows.data,
                     rows.leading, 0.0f, c + begin * c_row + begin, c_row);
         if (end < n) {
-          Operand<float> rest{left.data, left.transpose, left.leading, nullptr};
+          Operand<float> rest = left;
           rest.data += left.transpose == CblasNoTrans ? end * left.leading : end;
           // C[begin:end, end:n] = A[begin:end] . A[end:n]^T
           const CBLAS_TRANSPOSE flip = rest.transpose == CblasNoTrans ? CblasTrans : CblasNoTrans;

@@ -1,0 +1,100 @@
+// //tools/bench:gemm — the measurements behind Kiln's GEMM choices
+// (docs/BENCHMARKS.md, "GEMM choices"): for the shapes the public workloads
+// multiply and a ladder of small ones, the runtime's gemm_f32 (OpenBLAS,
+// single-threaded, as artifacts call it) with B row-major and with B read
+// transposed (x @ W.T), against a generated-style loop (tools/bench/
+// gemm_loop.c). Interleaved per round, min/median/max over rounds.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/runtime/runtime.h"
+#include "tools/bench/bench_util.h"
+#include "tools/bench/gemm_loop.h"
+
+ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
+ABSL_FLAG(int, repetitions, 10, "Rounds; each times every variant of every shape once.");
+ABSL_FLAG(double, batch_ms, 10, "Target length of one batch of calls.");
+
+namespace kiln::bench {
+namespace {
+
+struct Shape {
+  int64_t m, n, k;
+  const char* where;
+};
+constexpr Shape kShapes[] = {
+    {8, 8, 8, "small ladder"},       {16, 16, 16, "small ladder"},
+    {32, 64, 32, "small ladder"},    {64, 64, 64, "f (examples/f.json)"},
+    {128, 128, 32, "attention q.kT"}, {128, 32, 128, "attention p.v"},
+    {64, 1024, 256, "mlp, Linear 1"}, {64, 256, 1024, "mlp, Linear 2"},
+};
+
+int Main() {
+  Runtime runtime(1);
+  const kiln_runtime* rt = runtime.table();
+  Samples samples;
+  std::vector<std::string> keys;
+  auto key = [](const Shape& s, const char* variant) {
+    return absl::StrCat("gemm_", s.m, "x", s.n, "x", s.k, "_", variant, "_us");
+  };
+  for (int round = 0; round <= absl::GetFlag(FLAGS_repetitions); ++round) {
+    fprintf(stderr, "gemm: round %d of %d%s\n", round, absl::GetFlag(FLAGS_repetitions),
+            round == 0 ? " (warm-up)" : "");
+    for (const Shape& s : kShapes) {
+      std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 7) - 3;
+      for (size_t i = 0; i < b.size(); ++i) b[i] = float(i % 5) - 2;
+      const double flops = 2.0 * s.m * s.n * s.k;
+      const int calls = std::max(9, int(absl::GetFlag(FLAGS_batch_ms) * 1e6 / (flops / 50.0)));
+      auto time = [&](const char* variant, auto&& fn) {
+        const double us = TimeBatch(calls, fn).median_ns / 1e3;
+        if (round > 0) samples[key(s, variant)].push_back(us);
+      };
+      // B (k x n) row-major; then the same product with B stored n x k and
+      // read transposed, as x @ W.T reads a Linear weight.
+      time("blas", [&] {
+        rt->gemm_f32(rt->context, s.m, s.n, s.k, 1.0f, a.data(), s.k, 1, b.data(), s.n, 1, 0.0f,
+                     c.data(), s.n);
+      });
+      time("blas_bt", [&] {
+        rt->gemm_f32(rt->context, s.m, s.n, s.k, 1.0f, a.data(), s.k, 1, b.data(), 1, s.k, 0.0f,
+                     c.data(), s.n);
+      });
+      if (s.n <= 1024) time("loop", [&] { KilnBenchGemmLoop(a.data(), b.data(), c.data(), s.m, s.n, s.k); });
+    }
+  }
+  printf("GEMM choices: runtime gemm_f32 (OpenBLAS %s, 1 thread) vs a generated-style loop\n",
+         MappedLibraries("openblas").c_str());
+  printf("%-16s %-22s %26s %26s %26s\n", "m x n x k", "where", "OpenBLAS, B row-major",
+         "OpenBLAS, B transposed", "loop (FMA, 512-bit)");
+  for (const Shape& s : kShapes) {
+    std::string line = absl::StrFormat("%-16s %-22s", absl::StrCat(s.m, "x", s.n, "x", s.k), s.where);
+    for (const char* variant : {"blas", "blas_bt", "loop"}) {
+      const std::optional<Summary> summary = Summarize(samples, key(s, variant));
+      keys.push_back(key(s, variant));
+      absl::StrAppend(&line, summary ? absl::StrFormat(" %8.2f/%8.2f/%8.2f", summary->min,
+                                                       summary->median, summary->max)
+                                     : absl::StrFormat(" %26s", "-"));
+    }
+    printf("%s\n", line.c_str());
+  }
+  printf("(us per call, min/median/max over %d rounds)\n", absl::GetFlag(FLAGS_repetitions));
+  if (absl::GetFlag(FLAGS_json)) {
+    printf("%s\n", JsonLine(samples, keys, {{"cpu", CpuModel()}, {"load", LoadAverage()}}).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace kiln::bench
+
+int main(int argc, char** argv) {
+  kiln::bench::PinThreadsOrReexecute(argv, {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}, "gemm");
+  absl::ParseCommandLine(argc, argv);
+  return kiln::bench::Main();
+}
