@@ -26,15 +26,17 @@ T* PackBuffer(int slot, long long count) {
   return buffer.data();
 }
 
-// Multiplying by a small transposed B costs OpenBLAS 0.3.21 1.3-1.9x the
-// row-major product at these sizes (//tools/bench:gemm: 128x128x32 12.0 vs
-// 9.3 us), more than copying B (at most 16K elements) into row-major order.
-constexpr long long kPackTransposedB = 1LL << 14;
+// OpenBLAS 0.3.21 multiplies by a small transposed B 1.2-1.8x slower than
+// by the same B row-major (//tools/bench:gemm: 128x128x32 12.0 vs 10.4 us),
+// which is more than a copy of it costs. Large ones are left transposed:
+// mlp's 64x1024x256 is faster that way (0.96x), and the tiled copy of its
+// 1 MiB second weight (~130 us) eats what 64x256x1024 would gain.
+bool PackTransposedB(long long k, long long n) { return k * n <= (1LL << 14); }
 
 // A BLAS operand layout for a logical rows x cols matrix whose element
 // (i, j) is at data[i * row + j * col]: row-major as is, transposed, or a
 // packed row-major copy in this thread's buffer `slot` when neither stride
-// is unit or when `prefer_row_major` and the copy is small.
+// is unit or when `prefer_row_major`.
 template <typename T>
 struct Operand {
   const T* data;
@@ -48,13 +50,25 @@ Operand<T> MakeOperand(const T* data, long long rows, long long cols, long long 
   if ((col == 1 || cols == 1) && row >= std::max(1LL, cols)) {
     return {data, CblasNoTrans, static_cast<blasint>(std::max(1LL, row))};
   }
-  if ((row == 1 || rows == 1) && col >= std::max(1LL, rows) &&
-      !(prefer_row_major && rows * cols <= kPackTransposedB)) {
+  if ((row == 1 || rows == 1) && col >= std::max(1LL, rows) && !prefer_row_major) {
     return {data, CblasTrans, static_cast<blasint>(std::max(1LL, col))};
   }
+  // In 32 x 32 tiles, the inner loop along the source's unit stride.
+  constexpr long long kTile = 32;
   T* packed = PackBuffer<T>(slot, rows * cols);
-  for (long long i = 0; i < rows; ++i) {
-    for (long long j = 0; j < cols; ++j) packed[i * cols + j] = data[i * row + j * col];
+  for (long long i0 = 0; i0 < rows; i0 += kTile) {
+    for (long long j0 = 0; j0 < cols; j0 += kTile) {
+      const long long i_end = std::min(rows, i0 + kTile), j_end = std::min(cols, j0 + kTile);
+      if (row == 1) {
+        for (long long j = j0; j < j_end; ++j) {
+          for (long long i = i0; i < i_end; ++i) packed[i * cols + j] = data[i + j * col];
+        }
+      } else {
+        for (long long i = i0; i < i_end; ++i) {
+          for (long long j = j0; j < j_end; ++j) packed[i * cols + j] = data[i * row + j * col];
+        }
+      }
+    }
   }
   return {packed, CblasNoTrans, static_cast<blasint>(std::max(1LL, cols))};
 }
@@ -77,7 +91,7 @@ void Gemm(void* context, long long m, long long n, long long k, T alpha, const T
           T* c, long long c_row) {
   if (m <= 0 || n <= 0) return;
   const Operand<T> left = MakeOperand(a, m, k, a_row, a_col, 0);
-  const Operand<T> right = MakeOperand(b, k, n, b_row, b_col, 1, /*prefer_row_major=*/true);
+  const Operand<T> right = MakeOperand(b, k, n, b_row, b_col, 1, PackTransposedB(k, n));
   auto* pool = static_cast<ThreadPool*>(context);
   if (m * n * k < kParallelGemmWork || pool->threads() == 1 || std::max(m, n) < 2) {
     CallGemm(left, right, m, n, k, alpha, beta, c, c_row);
