@@ -1,6 +1,7 @@
 #include "client/tensor.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -41,15 +42,34 @@ std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> sizes) {
   return strides;
 }
 
-void Tensor::Free::operator()(void* p) const { free(p); }
+namespace {
+
+// 64-byte-aligned memory from plain malloc, the block's own address kept
+// just below the aligned one. Not aligned_alloc: glibc carves each large
+// aligned block out of fresh heap (a freed block lacks the alignment slack
+// the next request asks for), so Run(inputs) in a loop page-faulted every
+// output anew (a 4 MiB output: 2.8 ms of faults instead of 0.1 ms of
+// writes); malloc hands the freed block back.
+void* AllocateAligned(size_t bytes) {
+  char* block = static_cast<char*>(malloc(bytes + 64));
+  if (block == nullptr) return nullptr;
+  char* aligned = block + 64 - reinterpret_cast<uintptr_t>(block) % 64;
+  reinterpret_cast<char**>(aligned)[-1] = block;
+  return aligned;
+}
+
+}  // namespace
+
+void Tensor::Free::operator()(void* p) const {
+  if (p != nullptr) free(static_cast<char**>(p)[-1]);
+}
 
 Tensor Tensor::Empty(DType dtype, std::vector<int64_t> sizes) {
   Tensor tensor;
   tensor.dtype_ = dtype;
   tensor.sizes_ = std::move(sizes);
   tensor.strides_ = ContiguousStrides(tensor.sizes_);
-  const size_t bytes = (static_cast<size_t>(tensor.NumBytes()) + 63) / 64 * 64;
-  tensor.buffer_.reset(aligned_alloc(64, bytes == 0 ? 64 : bytes));
+  tensor.buffer_.reset(AllocateAligned(static_cast<size_t>(tensor.NumBytes())));
   return tensor;
 }
 
