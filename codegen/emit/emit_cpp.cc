@@ -407,7 +407,7 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
       // i<last> = chunk + k over full chunks, then a scalar tail.
       absl::StrAppend(&body, loop_indent, "kiln_int64 chunk = 0;\n", loop_indent, "for (; chunk + ",
                       num_lanes, " <= ", inner, "; chunk += ", num_lanes, ") {\n", loop_indent,
-                      "  #pragma clang loop unroll(full)\n", loop_indent,
+                      num_lanes > 16 ? "  #pragma clang loop unroll(full)\n" + loop_indent : "",
                       "  for (int k = 0; k < ", num_lanes, "; ++k) {\n", loop_indent,
                       "    const kiln_int64 i", last, " = chunk + k;\n");
       RETURN_IF_ERROR(fold(loop_indent + "    ", "lanes[k]"));
