@@ -6,6 +6,7 @@
 #ifndef KILN_CLIENT_RUNTIME_THREAD_POOL_H_
 #define KILN_CLIENT_RUNTIME_THREAD_POOL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <thread>
@@ -39,10 +40,14 @@ class ThreadPool {
     int64_t n = 0, chunk = 0, next = 0, chunks = 0, finished = 0;
   };
 
+  // How long an idle worker spins on `published_` before it sleeps.
+  static constexpr int64_t kSpinNanoseconds = 100'000;
+
   absl::Mutex call_mutex_;  // one parallel loop at a time across caller threads
   absl::Mutex mutex_;
   Batch batch_ ABSL_GUARDED_BY(mutex_);
   uint64_t generation_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::atomic<uint64_t> published_{0};  // generation_, readable without the lock
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   const int threads_;
   std::vector<std::thread> workers_ ABSL_GUARDED_BY(call_mutex_);

@@ -19,6 +19,7 @@
 ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
 ABSL_FLAG(int, repetitions, 10, "Rounds; each times every variant of every shape once.");
 ABSL_FLAG(double, batch_ms, 10, "Target length of one batch of calls.");
+ABSL_FLAG(int, threads, 1, "The runtime's pool size (large GEMMs are split across it).");
 
 namespace kiln::bench {
 namespace {
@@ -35,7 +36,7 @@ constexpr Shape kShapes[] = {
 };
 
 int Main() {
-  Runtime runtime(1);
+  Runtime runtime(absl::GetFlag(FLAGS_threads));
   const kiln_runtime* rt = runtime.table();
   Samples samples;
   std::vector<std::string> keys;
@@ -68,8 +69,8 @@ int Main() {
       if (s.n <= 1024) time("loop", [&] { KilnBenchGemmLoop(a.data(), b.data(), c.data(), s.m, s.n, s.k); });
     }
   }
-  printf("GEMM choices: runtime gemm_f32 (OpenBLAS %s, 1 thread) vs a generated-style loop\n",
-         MappedLibraries("openblas").c_str());
+  printf("GEMM choices: runtime gemm_f32 (OpenBLAS %s, %d thread(s)) vs a generated-style loop\n",
+         MappedLibraries("openblas").c_str(), absl::GetFlag(FLAGS_threads));
   printf("%-16s %-22s %26s %26s %26s\n", "m x n x k", "where", "OpenBLAS, B row-major",
          "OpenBLAS, B transposed", "loop (FMA, 512-bit)");
   for (const Shape& s : kShapes) {
