@@ -117,6 +117,34 @@ void Gemm(void* context, long long m, long long n, long long k, T alpha, const T
   }
 }
 
+// C[i] = A[i].B[i]. Small batches of small products split by batch
+// elements across the pool (each element one single-threaded GEMM);
+// otherwise one Gemm per element, each split as Gemm sees fit.
+template <typename T>
+void BatchedGemm(void* context, long long batch, long long m, long long n, long long k,
+                 const T* a, long long a_batch, long long a_row, long long a_col, const T* b,
+                 long long b_batch, long long b_row, long long b_col, T* c, long long c_batch,
+                 long long c_row) {
+  auto* pool = static_cast<ThreadPool*>(context);
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  if (batch < 2 || pool->threads() == 1 || m * n * k >= kParallelGemmWork ||
+      batch * m * n * k < kParallelGemmWork / 4) {
+    for (long long i = 0; i < batch; ++i) {
+      Gemm<T>(context, m, n, k, T(1), a + i * a_batch, a_row, a_col, b + i * b_batch, b_row,
+              b_col, T(0), c + i * c_batch, c_row);
+    }
+    return;
+  }
+  pool->ParallelFor(batch, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const Operand<T> left = MakeOperand(a + i * a_batch, m, k, a_row, a_col, 0);
+      const Operand<T> right =
+          MakeOperand(b + i * b_batch, k, n, b_row, b_col, 1, PackTransposedB(k, n));
+      CallGemm(left, right, m, n, k, T(1), T(0), c + i * c_batch, c_row);
+    }
+  });
+}
+
 // C = A.A^T: the upper triangle by BLAS (half the multiplies), mirrored.
 void SyrkF32(void* context, long long n, long long k, const float* a, long long a_row,
              long long a_col, float* c, long long c_row) {
@@ -211,6 +239,8 @@ Runtime::Runtime(int threads) : pool_(threads > 0 ? threads : DefaultThreads()) 
   table_.gemm_f32 = Gemm<float>;
   table_.gemm_f64 = Gemm<double>;
   table_.syrk_f32 = SyrkF32;
+  table_.bmm_f32 = BatchedGemm<float>;
+  table_.bmm_f64 = BatchedGemm<double>;
   // glibc's libm: the one source of transcendentals (see kiln_abi.h).
   static_assert(KILN_MATH_COUNT <= 8, "grow math_f32/math_f64");
   float (*const f32[KILN_MATH_COUNT])(float) = {expf, expm1f, logf, log1pf, tanhf, erff, sinf, cosf};

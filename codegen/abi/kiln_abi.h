@@ -20,7 +20,7 @@
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
-#define KILN_ABI_VERSION 1
+#define KILN_ABI_VERSION 2
 
 typedef long long kiln_int64;
 typedef unsigned int kiln_uint32;
@@ -63,6 +63,17 @@ typedef struct kiln_runtime {
    * half the multiplies of the GEMM (x @ x.T). C is row-major, c_row. */
   void (*syrk_f32)(void* context, kiln_int64 n, kiln_int64 k, const float* a, kiln_int64 a_row,
                    kiln_int64 a_col, float* c, kiln_int64 c_row);
+  /* C[i] = A[i].B[i] for i in [0, batch): A[i] starts at a + i * a_batch
+   * (likewise B, C), each as in gemm_f32. The runtime spreads the batch
+   * across its threads. */
+  void (*bmm_f32)(void* context, kiln_int64 batch, kiln_int64 m, kiln_int64 n, kiln_int64 k,
+                  const float* a, kiln_int64 a_batch, kiln_int64 a_row, kiln_int64 a_col,
+                  const float* b, kiln_int64 b_batch, kiln_int64 b_row, kiln_int64 b_col,
+                  float* c, kiln_int64 c_batch, kiln_int64 c_row);
+  void (*bmm_f64)(void* context, kiln_int64 batch, kiln_int64 m, kiln_int64 n, kiln_int64 k,
+                  const double* a, kiln_int64 a_batch, kiln_int64 a_row, kiln_int64 a_col,
+                  const double* b, kiln_int64 b_batch, kiln_int64 b_row, kiln_int64 b_col,
+                  double* c, kiln_int64 c_batch, kiln_int64 c_row);
   float (*math_f32[8])(float);   /* indexed by KILN_MATH_* */
   double (*math_f64[8])(double);
   float (*pow_f32)(float, float);

@@ -601,8 +601,8 @@ absl::StatusOr<std::string> EmitConcat(int index, const Kernel& kernel, const ir
                       ") {\n  (void)rt;\n  (void)symbols;\n", body, "}\n\n");
 }
 
-// An extern kernel: GEMM calls through the runtime table, inline in kiln_run
-// (one per batch element for bmm).
+// An extern kernel: a GEMM call through the runtime table, inline in kiln_run
+// (bmm: one call for the batch, which the runtime spreads across its pool).
 absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const ir::Graph& graph,
                                            const ir::LoopProgram& program,
                                            const BufferPlan& plan) {
@@ -618,11 +618,12 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const ir::Graph
   const std::string m = Extent(type.sizes[first]);
   const int64_t n = type.sizes[first + 1].constant;  // never leading: constant
   const std::string k = Extent(graph.values[definition.operands[0]].sizes[first + 1]);
+  // "pointer + offset, [batch stride, ]row stride, column stride"
   auto operand = [&](const Access& access, int64_t* batch_stride) {
     const Linear offset = Offset(MemoryLayout(graph, program, access.value), access.map);
     *batch_stride = batched ? offset.coefficients[0] : 0;
-    return absl::StrCat(StorageName(plan.storage_of[access.value]), " + ", offset.constant,
-                        batched ? " + b * " : "", batched ? absl::StrCat(*batch_stride) : "", ", ",
+    return absl::StrCat(StorageName(plan.storage_of[access.value]), " + ", offset.constant, ", ",
+                        batched ? absl::StrCat(*batch_stride, ", ") : "",
                         offset.coefficients[first], ", ", offset.coefficients[first + 1]);
   };
   // x @ x.T: one operand read twice, transposed the second time. A
@@ -640,17 +641,20 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const ir::Graph
                           StorageName(plan.storage_of[kernel.value]), ", ", n, ");\n");
     }
   }
+  const std::string c = StorageName(plan.storage_of[kernel.value]);
+  if (!batched) {
+    int64_t unused;
+    return absl::StrCat("  rt->", single ? "gemm_f32" : "gemm_f64", "(rt->context, ", m, ", ", n,
+                        ", ", k, ", ", EmitLiteral(1.0, type.dtype), ", ",
+                        operand(kernel.reads[0], &unused), ", ", operand(kernel.reads[1], &unused),
+                        ", ", EmitLiteral(0.0, type.dtype), ", ", c, ", ", n, ");\n");
+  }
   int64_t a_batch, b_batch;
   const std::string a = operand(kernel.reads[0], &a_batch);
   const std::string b = operand(kernel.reads[1], &b_batch);
-  const std::string call = absl::StrCat(
-      "rt->", single ? "gemm_f32" : "gemm_f64", "(rt->context, ", m, ", ", n, ", ", k, ", ",
-      EmitLiteral(1.0, type.dtype), ", ", a, ", ", b, ", ", EmitLiteral(0.0, type.dtype), ", ",
-      StorageName(plan.storage_of[kernel.value]),
-      batched ? absl::StrCat(" + b * ", type.sizes[first].constant * n) : "",
-      ", ", n, ");");
-  if (!batched) return absl::StrCat("  ", call, "\n");
-  return absl::StrCat("  for (kiln_int64 b = 0; b < ", batch, "; ++b) ", call, "\n");
+  return absl::StrCat("  rt->", single ? "bmm_f32" : "bmm_f64", "(rt->context, ", batch, ", ", m,
+                      ", ", n, ", ", k, ", ", a, ", ", b, ", ", c, ", ",
+                      type.sizes[first].constant * n, ", ", n, ");\n");
 }
 
 }  // namespace
