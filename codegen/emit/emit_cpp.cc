@@ -299,11 +299,12 @@ std::string Step(const Combiner& combiner, const std::string& a, const std::stri
 // Partial accumulators per reduction: clang vectorizes the lanes, and the
 // final combine is an explicit tree (it would otherwise be a serial chain).
 // 16 lanes are one 512-bit float vector, whose every step waits for the
-// last; rows of 128 or more that are a multiple of 64 (no long scalar
-// tail) get 64 lanes, four independent chains (the chunk loop fully
-// unrolled keeps them in registers): softmax's max and sum passes over
-// 1024-wide rows, 537 -> 474 us.
-int LanesFor(int64_t extent) { return extent >= 128 && extent % 64 == 0 ? 64 : 16; }
+// last; long rows (512 or more, a multiple of 64: no long scalar tail) get
+// 64 lanes, four independent chains (the chunk loop fully unrolled keeps
+// them in registers). Measured: softmax over 1024-wide rows 537 -> 474 us;
+// attention's 128-wide rows 84 -> 135 us (the longer tree combine per row
+// costs more than the chains save), hence the threshold.
+int LanesFor(int64_t extent) { return extent >= 512 && extent % 64 == 0 ? 64 : 16; }
 
 // One kernel's loops over its output dims from `first_dim` on (the group's
 // loops cover the ones before), its body, and its store.
