@@ -280,14 +280,19 @@ absl::StatusOr<Combiner> CombinerFor(const std::string& name, ir::DType accumula
   if (name == "sum") return Combiner{0, "({a} + {b})"};
   if (name == "prod") return Combiner{1, "({a} * {b})"};
   // NaN wins, as in eager's max/min; integers need no NaN test. The start
-  // is the type's lowest (highest) value: -inf as a bool would be true.
+  // is the type's lowest (highest) value: -inf as a bool would be true. A
+  // bitwise | rather than ||: no short circuit, so the scalar steps (tails,
+  // the last levels of the tree) are selects, not branches (attention's
+  // softmax without its GEMMs: 109 -> 90 us).
   if (name == "max") {
     return Combiner{boolean ? 0.0 : -INFINITY,
-                    floating ? "(({a} != {a} || {a} > {b}) ? {a} : {b})" : "({a} > {b} ? {a} : {b})"};
+                    floating ? "((({a} != {a}) | ({a} > {b})) ? {a} : {b})"
+                             : "({a} > {b} ? {a} : {b})"};
   }
   if (name == "min") {
     return Combiner{boolean ? 1.0 : INFINITY,
-                    floating ? "(({a} != {a} || {a} < {b}) ? {a} : {b})" : "({a} < {b} ? {a} : {b})"};
+                    floating ? "((({a} != {a}) | ({a} < {b})) ? {a} : {b})"
+                             : "({a} < {b} ? {a} : {b})"};
   }
   return absl::InternalError(absl::StrCat("unknown combiner ", name));
 }
