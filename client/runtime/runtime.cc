@@ -26,12 +26,25 @@ T* PackBuffer(int slot, long long count) {
   return buffer.data();
 }
 
-// OpenBLAS 0.3.21 multiplies by a small transposed B 1.2-1.8x slower than
-// by the same B row-major (//tools/bench:gemm: 128x128x32 12.0 vs 10.4 us),
-// which is more than a copy of it costs. Large ones are left transposed:
-// mlp's 64x1024x256 is faster that way (0.96x), and the tiled copy of its
-// 1 MiB second weight (~130 us) eats what 64x256x1024 would gain.
-bool PackTransposedB(long long k, long long n) { return k * n <= (1LL << 14); }
+// OpenBLAS 0.3.21 multiplies by a transposed B 1.2-1.8x slower than by the
+// same B row-major, except when B is wide (mlp's 64x1024x256: 0.9x)
+// (//tools/bench:gemm). A row-major copy (cblas_somatcopy: 69 us for 1 MiB)
+// pays when B is small, or when it has at least as many rows as columns
+// and A enough rows to amortize it (mlp's 64x256x1024: 465 -> 416 us).
+bool PackTransposedB(long long m, long long k, long long n) {
+  return k * n <= (1LL << 14) || (k >= n && m >= 32);
+}
+
+// dst (rows x cols, row-major) = the transpose of src (cols x rows,
+// leading dimension `leading`), by OpenBLAS's out-of-place copy.
+void TransposeCopy(const float* src, long long rows, long long cols, long long leading,
+                   float* dst) {
+  cblas_somatcopy(CblasRowMajor, CblasTrans, cols, rows, 1.0f, src, leading, dst, cols);
+}
+void TransposeCopy(const double* src, long long rows, long long cols, long long leading,
+                   double* dst) {
+  cblas_domatcopy(CblasRowMajor, CblasTrans, cols, rows, 1.0, src, leading, dst, cols);
+}
 
 // A BLAS operand layout for a logical rows x cols matrix whose element
 // (i, j) is at data[i * row + j * col]: row-major as is, transposed, or a
@@ -53,20 +66,18 @@ Operand<T> MakeOperand(const T* data, long long rows, long long cols, long long 
   if ((row == 1 || rows == 1) && col >= std::max(1LL, rows) && !prefer_row_major) {
     return {data, CblasTrans, static_cast<blasint>(std::max(1LL, col))};
   }
-  // In 32 x 32 tiles, the inner loop along the source's unit stride.
-  constexpr long long kTile = 32;
   T* packed = PackBuffer<T>(slot, rows * cols);
+  if (row == 1 && col >= std::max(1LL, rows)) {
+    TransposeCopy(data, rows, cols, col, packed);
+    return {packed, CblasNoTrans, static_cast<blasint>(std::max(1LL, cols))};
+  }
+  // Neither stride is unit: in 32 x 32 tiles.
+  constexpr long long kTile = 32;
   for (long long i0 = 0; i0 < rows; i0 += kTile) {
     for (long long j0 = 0; j0 < cols; j0 += kTile) {
       const long long i_end = std::min(rows, i0 + kTile), j_end = std::min(cols, j0 + kTile);
-      if (row == 1) {
-        for (long long j = j0; j < j_end; ++j) {
-          for (long long i = i0; i < i_end; ++i) packed[i * cols + j] = data[i + j * col];
-        }
-      } else {
-        for (long long i = i0; i < i_end; ++i) {
-          for (long long j = j0; j < j_end; ++j) packed[i * cols + j] = data[i * row + j * col];
-        }
+      for (long long i = i0; i < i_end; ++i) {
+        for (long long j = j0; j < j_end; ++j) packed[i * cols + j] = data[i * row + j * col];
       }
     }
   }
@@ -91,16 +102,17 @@ void Gemm(void* context, long long m, long long n, long long k, T alpha, const T
           T* c, long long c_row) {
   if (m <= 0 || n <= 0) return;
   const Operand<T> left = MakeOperand(a, m, k, a_row, a_col, 0);
-  const Operand<T> right = MakeOperand(b, k, n, b_row, b_col, 1, PackTransposedB(k, n));
   auto* pool = static_cast<ThreadPool*>(context);
-  if (m * n * k < kParallelGemmWork || pool->threads() == 1 || std::max(m, n) < 2) {
-    CallGemm(left, right, m, n, k, alpha, beta, c, c_row);
-    return;
-  }
+  const bool serial = m * n * k < kParallelGemmWork || pool->threads() == 1 || std::max(m, n) < 2;
   // Split C along its longer side: each chunk is an independent GEMM on a
   // slice of A (rows) or of B (columns), so no thread packs the whole of
   // the larger operand twice.
-  if (m >= n) {
+  if (serial || m >= n) {
+    const Operand<T> right = MakeOperand(b, k, n, b_row, b_col, 1, PackTransposedB(m, k, n));
+    if (serial) {
+      CallGemm(left, right, m, n, k, alpha, beta, c, c_row);
+      return;
+    }
     const long long grain = std::max(1LL, m / pool->threads());
     pool->ParallelFor(m, grain, [&](int64_t begin, int64_t end) {
       Operand<T> slice = left;
@@ -108,10 +120,11 @@ void Gemm(void* context, long long m, long long n, long long k, T alpha, const T
       CallGemm(slice, right, end - begin, n, k, alpha, beta, c + begin * c_row, c_row);
     });
   } else {
+    // Each chunk lays out (packs, if it pays) its own columns of B.
     const long long grain = std::max(1LL, n / pool->threads());
     pool->ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
-      Operand<T> slice = right;
-      slice.data += right.transpose == CblasNoTrans ? begin : begin * right.leading;
+      const Operand<T> slice = MakeOperand(b + begin * b_col, k, end - begin, b_row, b_col, 1,
+                                           PackTransposedB(m, k, end - begin));
       CallGemm(left, slice, m, end - begin, k, alpha, beta, c + begin, c_row);
     });
   }
@@ -139,7 +152,7 @@ void BatchedGemm(void* context, long long batch, long long m, long long n, long 
     for (int64_t i = begin; i < end; ++i) {
       const Operand<T> left = MakeOperand(a + i * a_batch, m, k, a_row, a_col, 0);
       const Operand<T> right =
-          MakeOperand(b + i * b_batch, k, n, b_row, b_col, 1, PackTransposedB(k, n));
+          MakeOperand(b + i * b_batch, k, n, b_row, b_col, 1, PackTransposedB(m, k, n));
       CallGemm(left, right, m, n, k, T(1), T(0), c + i * c_batch, c_row);
     }
   });

@@ -26,10 +26,13 @@ class GemmTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(GemmTest, AnyStridesMatchTheReference) {
   Runtime runtime(GetParam());
-  // Big enough to split across threads: by rows (m >= n), then by columns;
-  // and small enough that a transposed B is packed row-major.
-  for (const auto& [m, n, k] :
-       {std::tuple<int, int, int>{70, 50, 600}, {20, 300, 600}, {12, 40, 30}}) {
+  // Big enough to split across threads: by rows (m >= n), then by columns
+  // (the last with B deep enough that each chunk packs a transposed B
+  // row-major); and small enough that a transposed B is packed whole.
+  for (const auto& [m, n, k] : {std::tuple<int, int, int>{70, 50, 600},
+                                {20, 300, 600},
+                                {40, 100, 600},
+                                {12, 40, 30}}) {
     std::vector<float> a(m * k * 2), b(k * n * 2);
     for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
     for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) - 5;
