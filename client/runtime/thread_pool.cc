@@ -28,8 +28,7 @@ void ThreadPool::StartWorkers() {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t grain,
-                             const std::function<void(int64_t, int64_t)>& body) {
+void ThreadPool::ParallelFor(int64_t n, int64_t grain, Body body) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t chunks = std::min<int64_t>(threads(), (n + grain - 1) / grain);
@@ -84,7 +83,7 @@ void ThreadPool::WorkerLoop() {
            absl::GetCurrentTimeNanos() < spin_until) {
       __builtin_ia32_pause();
     }
-    const std::function<void(int64_t, int64_t)>* body;
+    const Body* body;
     int64_t begin, end;
     {
       absl::MutexLock lock(&mutex_);

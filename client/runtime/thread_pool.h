@@ -8,11 +8,11 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 
 namespace kiln {
@@ -25,9 +25,13 @@ class ThreadPool {
 
   int threads() const { return threads_; }
 
+  // Not owning and never allocating (std::function would, for most
+  // lambdas): ParallelFor returns only when every chunk is done.
+  using Body = absl::FunctionRef<void(int64_t, int64_t)>;
+
   // Calls body(begin, end) over chunks covering [0, n), each at least
   // `grain` long (but the last), and returns when all are done.
-  void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+  void ParallelFor(int64_t n, int64_t grain, Body body);
 
  private:
   void WorkerLoop();
@@ -36,7 +40,7 @@ class ThreadPool {
   void StartWorkers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(call_mutex_);
 
   struct Batch {
-    const std::function<void(int64_t, int64_t)>* body = nullptr;
+    const Body* body = nullptr;
     int64_t n = 0, chunk = 0, next = 0, chunks = 0, finished = 0;
   };
 

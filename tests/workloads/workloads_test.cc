@@ -1,11 +1,27 @@
 // Every public workload, traced from PyTorch, compiled through a real kilnd
 // and run from the C++ client, against eager PyTorch's outputs.
+#include <cstdlib>
+#include <new>
+
 #include "absl/strings/str_cat.h"
 #include "client/compiled_graph.h"
+#include "client/runtime/runtime.h"
 #include "client/graph_file.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_fixture.h"
 #include "tools/reference/tensor_data.h"
+
+// Every C++ allocation on this thread, counted (the test below checks that
+// a steady-state Run makes none). Other threads (gRPC's) are not counted.
+thread_local long long allocations_on_this_thread = 0;
+
+void* operator new(std::size_t size) {
+  ++allocations_on_this_thread;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace kiln {
 namespace {
@@ -73,6 +89,35 @@ TEST_P(DynamicWorkloadsTest, OneArtifactServesEveryBatchSize) {
 INSTANTIATE_TEST_SUITE_P(Public, DynamicWorkloadsTest,
                          ::testing::Values("attention", "gelu", "gelu_tanh", "layer_norm", "mlp",
                                            "softmax", "tail"));
+
+// Buffer planning's promise: with preallocated outputs, a steady-state Run
+// allocates nothing — no scratch (the thread's arena is reused), no packed
+// GEMM operands (thread-local buffers), no pointer arrays — at 1 thread and
+// at 2 (the pool's workers and the syrk/bmm splits).
+TEST_F(WorkloadsTest, SteadyStateRunsAllocateNothing) {
+  for (int threads : {1, 2}) {
+    Runtime runtime(threads);
+    for (const char* name : {"f", "attention", "mlp", "transformer_layer", "layer_norm"}) {
+      SCOPED_TRACE(absl::StrCat(name, " at ", threads, " threads"));
+      auto graph = ReadGraphFile(absl::StrCat(kTraced, name, ".json"));
+      ASSERT_TRUE(graph.ok()) << graph.status();
+      auto reference = ReadReferenceFile(absl::StrCat(kTraced, name, ".ref.json"));
+      ASSERT_TRUE(reference.ok()) << reference.status();
+      std::vector<Tensor> inputs;
+      std::vector<TensorView> views, output_views;
+      for (const auto& data : reference->inputs()) inputs.push_back(*ToTensor(data));
+      for (const Tensor& input : inputs) views.push_back(input.view());
+      CompiledGraph compiled(client_, *graph, {}, &runtime);
+      auto outputs = compiled.Run(views);  // compiles, loads, grows the arena
+      ASSERT_TRUE(outputs.ok()) << outputs.status();
+      for (const Tensor& output : *outputs) output_views.push_back(output.view());
+      ASSERT_TRUE(compiled.Run(views, output_views).ok());
+      const long long before = allocations_on_this_thread;
+      for (int i = 0; i < 20; ++i) ASSERT_TRUE(compiled.Run(views, output_views).ok());
+      EXPECT_EQ(allocations_on_this_thread - before, 0);
+    }
+  }
+}
 
 TEST_F(WorkloadsTest, OtherWeightsReuseTheArtifact) {
   RunAndCompare("mlp");
