@@ -138,20 +138,25 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
   }
   entry->bounds.resize(entry->num_symbols);
   for (const kiln::v1::SymbolRelation& relation : entry->artifact->metadata.guards().relations()) {
-    // Canonical guards name signature symbols and hold no equalities.
+    // Canonical guards: ranges and divisors of signature symbols only.
+    const auto bad = [&](const char* why) {
+      return absl::InternalError(absl::StrCat("artifact guard relation ",
+                                              relation.ShortDebugString(), ": ", why));
+    };
+    if (!relation.has_range() && !relation.has_divisible()) return bad("not a range or divisor");
     kiln::v1::Dim dim;
     dim.set_symbol(relation.has_range() ? relation.range().symbol()
                                         : relation.divisible().symbol());
     const int symbol = ToSize(dim, signature).symbol;
-    if (symbol < 0 || relation.has_equal()) {
-      return absl::InternalError(absl::StrCat("artifact guards name an unknown symbol: ",
-                                              relation.ShortDebugString()));
-    }
+    if (symbol < 0) return bad("names no symbol of the signature");
+    Bounds& bounds = entry->bounds[symbol];
     if (relation.has_range()) {
-      entry->bounds[symbol].min = std::max<int64_t>(2, relation.range().min());
-      entry->bounds[symbol].max = relation.range().max();
+      bounds.min = std::max<int64_t>(2, relation.range().min());
+      bounds.max = relation.range().max();
+      if (bounds.max < 0 || (bounds.max != 0 && bounds.max < bounds.min)) return bad("empty range");
     } else {
-      entry->bounds[symbol].divisor = relation.divisible().divisor();
+      bounds.divisor = relation.divisible().divisor();
+      if (bounds.divisor <= 0) return bad("divisor is not positive");
     }
   }
   absl::MutexLock lock(&mutex_);

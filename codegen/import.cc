@@ -148,15 +148,22 @@ absl::Status ImportRelations(const kiln::v1::Graph& proto, ir::Graph& graph) {
                                                        " == 0 needs a positive divisor"));
       }
       ir::SymbolBounds& bounds = graph.bounds[find(s)];
-      bounds.divisor =
-          bounds.divisor / Gcd(bounds.divisor, divisible.divisor()) * divisible.divisor();
+      int64_t lcm;
+      if (__builtin_mul_overflow(bounds.divisor / Gcd(bounds.divisor, divisible.divisor()),
+                                 divisible.divisor(), &lcm)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "relation ", r, ": the divisors of '", divisible.symbol(), "' overflow 64 bits"));
+      }
+      bounds.divisor = lcm;
     }
   }
   for (size_t s = 0; s < graph.symbols.size(); ++s) {
     // Some multiple of the divisor must lie in [min, max].
     const ir::SymbolBounds& bounds = graph.bounds[s];
-    const int64_t lowest = (bounds.min + bounds.divisor - 1) / bounds.divisor * bounds.divisor;
-    if (bounds.max != 0 && lowest > bounds.max) {
+    int64_t lowest;
+    const bool overflow = __builtin_add_overflow(
+        bounds.min, (bounds.divisor - bounds.min % bounds.divisor) % bounds.divisor, &lowest);
+    if (overflow || (bounds.max != 0 && lowest > bounds.max)) {
       return absl::InvalidArgumentError(
           absl::StrCat("the relations on symbol '", graph.symbols[s], "' admit no size"));
     }

@@ -81,6 +81,20 @@ std::vector<Dim> ContiguousStrides(const std::vector<Dim>& sizes) {
   return strides;
 }
 
+bool SameElementCount(const TensorType& a, const TensorType& b) {
+  auto count = [](const TensorType& type) {
+    int64_t constant = 1;
+    std::vector<int> symbols;
+    for (const Dim& dim : type.sizes) {
+      constant *= dim.is_symbolic() ? dim.multiplier : dim.constant;
+      if (dim.is_symbolic()) symbols.push_back(dim.symbol);
+    }
+    std::sort(symbols.begin(), symbols.end());
+    return std::make_pair(constant, symbols);
+  };
+  return count(a) == count(b);
+}
+
 int Graph::AddValue(TensorType type, int node) {
   values.push_back(std::move(type));
   producer.push_back(node);

@@ -60,6 +60,10 @@ struct TensorType {
   bool IsContiguous() const;
 };
 
+// Whether two types hold the same number of elements for every binding of
+// their symbols (the same constant factor and the same symbols).
+bool SameElementCount(const TensorType& a, const TensorType& b);
+
 // Row-major strides for `sizes` (constants only; symbols are not yet
 // supported in strides).
 std::vector<Dim> ContiguousStrides(const std::vector<Dim>& sizes);
@@ -118,8 +122,8 @@ struct Graph {
   int SymbolIndex(const std::string& name);
 };
 
-// Calls `fn` on every use of a symbol index: value sizes, then value
-// strides, in value order, then symbolic arguments in node order.
+// Calls `fn` on every use of a symbol index: for each value in order, its
+// sizes and then its strides; then symbolic arguments in node order.
 template <typename Fn>
 void ForEachSymbolUse(Graph& graph, Fn fn) {
   for (TensorType& type : graph.values) {

@@ -17,7 +17,8 @@ constexpr long long kParallelGemmWork = 1LL << 21;
 
 // Where an operand is copied when it is packed: this thread's buffer for
 // that operand slot (0: A, 1: B), grown as needed and reused across calls,
-// so a steady-state GEMM allocates nothing.
+// so a steady-state GEMM allocates nothing. It keeps the largest operand
+// it ever held for the thread's life.
 template <typename T>
 T* PackBuffer(int slot, long long count) {
   thread_local std::vector<T> buffers[2];
@@ -130,9 +131,10 @@ void Gemm(void* context, long long m, long long n, long long k, T alpha, const T
   }
 }
 
-// C[i] = A[i].B[i]. Small batches of small products split by batch
-// elements across the pool (each element one single-threaded GEMM);
-// otherwise one Gemm per element, each split as Gemm sees fit.
+// C[i] = A[i].B[i]. A batch of small products (each below the split
+// threshold, together worth splitting) is spread across the pool by batch
+// element, each one single-threaded GEMM; otherwise one Gemm per element,
+// each split as Gemm sees fit.
 template <typename T>
 void BatchedGemm(void* context, long long batch, long long m, long long n, long long k,
                  const T* a, long long a_batch, long long a_row, long long a_col, const T* b,

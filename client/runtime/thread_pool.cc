@@ -81,7 +81,9 @@ void ThreadPool::WorkerLoop() {
     const int64_t spin_until = absl::GetCurrentTimeNanos() + kSpinNanoseconds;
     while (published_.load(std::memory_order_acquire) == seen &&
            absl::GetCurrentTimeNanos() < spin_until) {
+#if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
+#endif
     }
     const Body* body;
     int64_t begin, end;

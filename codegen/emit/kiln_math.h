@@ -57,13 +57,13 @@ static inline float kiln_expf(float x) {
  * (denormals scaled by 2^23 first), log(1 + f) = f - f^2/2 + f^3 P(f) with
  * Cephes' degree-8 P, ln 2 in two parts. */
 static inline float kiln_logf(float x) {
-  const bool denormal = x < 0x1p-126f;
+  const int denormal = x < 0x1p-126f;
   const float scaled = denormal ? x * 0x1p+23f : x;
   unsigned int bits;
   __builtin_memcpy(&bits, &scaled, 4);
   int exponent = (int)((bits >> 23) & 0xffu) - (denormal ? 150 : 127);
   float m = kiln_bits_to_float((bits & 0x007fffffu) | 0x3f800000u);
-  const bool high = m > 0x1.6a09e6p+0f;
+  const int high = m > 0x1.6a09e6p+0f;
   m = high ? m * 0.5f : m;
   exponent = high ? exponent + 1 : exponent;
   const float f = m - 1.0f;

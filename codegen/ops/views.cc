@@ -453,7 +453,14 @@ absl::StatusOr<StorageView> FindStorage(const ir::Graph& graph, int value) {
       return result;
     }
     auto fn = AffineViews().find(node.op);
-    if (fn == AffineViews().end()) break;
+    if (fn == AffineViews().end()) {
+      // A view not decomposed yet (a reshape from this round) is no buffer.
+      const OpDef* op = OpTable::Get().Find(node.op);
+      if (op != nullptr && op->family == "view") {
+        return absl::UnimplementedError(absl::StrCat("a view of ", node.op));
+      }
+      break;
+    }
     const ir::TensorType& source = graph.values[node.inputs[0]];
     ASSIGN_OR_RETURN(const std::vector<View> views, fn->second(node, source));
     const size_t k =
@@ -595,7 +602,9 @@ int64_t StorageExtent(const ir::TensorType& type) {
 }
 
 // kiln.alias: the source's memory under explicit sizes, strides and offset.
-// Only decompositions create it, on a source that is contiguous in memory.
+// Only decompositions create it: over a clone, over an input or an op's
+// own result (the base a viewable reshape reads, under any strides), or
+// over the storage as_strided names.
 void AddAlias(OpTable& table) {
   OpDef def;
   def.name = "kiln.alias.default";

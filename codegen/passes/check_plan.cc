@@ -61,9 +61,13 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
     }
   }
   for (size_t k = 0; k < output_holds.size(); ++k) {
-    // An in-order alias output is held as the value it aliases.
-    if (output_holds[k] != graph.outputs[k] &&
-        output_holds[k] != plan.alias_root[graph.outputs[k]]) {
+    // An in-order alias output is held as the value it aliases, which must
+    // fill the output exactly.
+    const int output = graph.outputs[k];
+    const bool held_as_alias = output_holds[k] >= 0 && output_holds[k] == plan.alias_root[output] &&
+                               ir::SameElementCount(graph.values[output_holds[k]],
+                                                    graph.values[output]);
+    if (output_holds[k] != output && !held_as_alias) {
       return absl::InternalError(absl::StrCat("output ", k, " ends holding %", output_holds[k],
                                               ", not %", graph.outputs[k]));
     }

@@ -194,10 +194,13 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     // result) is written where the source is computed: no copy.
     int target = output;
     const ir::Definition& definition = program.definitions[output];
+    const ir::TensorType& type = graph.values[output];
     if (definition.kind == Kind::kAlias && definition.offset == 0 &&
-        program.definitions[definition.source].kind != Kind::kAlias) {
+        program.definitions[definition.source].kind != Kind::kAlias &&
+        type.dtype == graph.values[definition.source].dtype &&
+        ir::SameElementCount(type, graph.values[definition.source])) {
       std::vector<int64_t> contiguous;
-      for (const ir::Dim& dim : ir::ContiguousStrides(graph.values[output].sizes)) {
+      for (const ir::Dim& dim : ir::ContiguousStrides(type.sizes)) {
         contiguous.push_back(dim.constant);
       }
       if (definition.strides == contiguous) target = definition.source;

@@ -221,9 +221,10 @@ def to_kiln(gm, inputs, name, symbols=None):
     return graph
 
 
-def trace(fn, inputs, name, symbolic=None, weights_seed=None):
+def trace(fn, inputs, name, symbolic=None, weights_seed=None, relations=None):
     """(graph JSON, reference JSON) for fn(*inputs). With `weights_seed`, the
-    lifted weights are replaced by other random values of the same shapes."""
+    lifted weights are replaced by other random values of the same shapes;
+    `relations` (SymbolRelation JSON) go into the graph as they are."""
     half = [i for i, t in enumerate(inputs) if t.dtype == torch.float16]
     mode = "fake" if half else "real"
     gm = make_fx(fn, tracing_mode=mode)(*inputs)
@@ -251,6 +252,8 @@ def trace(fn, inputs, name, symbolic=None, weights_seed=None):
         graph = to_kiln(gm, all_inputs, name)
     if symbolic:
         mark_symbolic(fn, inputs, graph, symbolic, name)
+    if relations:
+        graph["relations"] = relations
     with open("/proc/self/maps") as maps:
         blas = next((line.split()[-1] for line in maps if "libblas" in line), "none")
     reference = {"inputs": [tensor_data(t) for t in all_inputs],
@@ -465,9 +468,8 @@ def main():
             dtype = getattr(torch, args.dtype)
             inputs = [t.to(dtype) if t.is_floating_point() else t for t in inputs]
         try:
-            graph, reference = trace(fn, inputs, args.name or name, symbolic)
-            if relations:
-                graph["relations"] = relations
+            graph, reference = trace(fn, inputs, args.name or name, symbolic,
+                                     relations=relations)
         except TraceError as error:
             print(f"kiln_trace: {name}: {error}", file=sys.stderr)
             sys.exit(1)
@@ -479,9 +481,8 @@ def main():
                 with open(os.path.join(args.out, f"{written[0]}.ref.{size}.json"), "w") as f:
                     json.dump(sized, f)
         if args.reweight is not None:
-            graph, reference = trace(fn, inputs, written[0], symbolic, weights_seed=args.reweight)
-            if relations:
-                graph["relations"] = relations
+            graph, reference = trace(fn, inputs, written[0], symbolic, weights_seed=args.reweight,
+                                     relations=relations)
             written.append(written[0] + "_reweighted")
             write(args.out, written[1], graph, reference)
         for item in written:
