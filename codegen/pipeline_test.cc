@@ -114,6 +114,31 @@ TEST(PipelineTest, ErrorsNameTheNode) {
 }
 
 
+TEST(PipelineTest, AnOutputAliasingPartOfAResultIsCopied) {
+  // as_strided(mm(x, y), [2, 3], [3, 1]): the first half of the product. Its
+  // memory is the product's in order, but only 6 of its 12 elements: the
+  // product may not be written into the 6-element output.
+  const std::string json = R"({"name": "part", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"constant": 3}]}},
+      {"value": 1, "name": "y", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 3}, {"constant": 3}]}}],
+    "nodes": [
+      {"name": "mm", "op": "aten.mm.default", "inputs": [0, 1], "outputs": [2],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"constant": 3}]}]},
+      {"name": "part", "op": "aten.as_strided.default", "inputs": [2], "outputs": [3],
+       "args": [{"name": "size", "intList": {"values": ["2", "3"]}},
+                {"name": "stride", "intList": {"values": ["3", "1"]}}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 2}, {"constant": 3}],
+                        "strides": [{"constant": 3}, {"constant": 1}]}]}],
+    "outputs": [3]})";
+  kiln::v1::Graph graph;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
+  const GeneratedCode code = Generate(graph);
+  EXPECT_NE(Stage(code, "kernels").find("copy %"), std::string::npos) << Stage(code, "kernels");
+  EXPECT_NE(Stage(code, "buffer plan").find("scratch [0, 48): 48 bytes, holds %2"),
+            std::string::npos)
+      << Stage(code, "buffer plan");
+}
+
 // add(x: [a, 64], y: [b, 64]): only valid when the graph states a == b.
 kiln::v1::Graph SymbolicAdd(const std::string& relations_json) {
   const std::string json = R"({"name": "add2", "inputs": [
