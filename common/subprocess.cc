@@ -11,32 +11,60 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/files.h"
 
 extern char** environ;
 
 namespace kiln {
 
+absl::StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv,
+                                   const std::vector<std::pair<int, int>>& redirects,
+                                   const EnvChanges& env) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  for (const auto& [from, to] : redirects) posix_spawn_file_actions_adddup2(&actions, from, to);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  // This environment with `env` applied (names in `env` dropped, then the
+  // ones with a value added back).
+  std::vector<std::string> variables;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const absl::string_view variable(*entry);
+    if (env.count(std::string(variable.substr(0, variable.find('=')))) == 0) {
+      variables.emplace_back(variable);
+    }
+  }
+  for (const auto& [name, value] : env) {
+    if (value.has_value()) variables.push_back(absl::StrCat(name, "=", *value));
+  }
+  std::vector<char*> envp;
+  for (std::string& variable : variables) envp.push_back(variable.data());
+  envp.push_back(nullptr);
+  pid_t pid;
+  const int error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(),
+                                 env.empty() ? environ : envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot start ", argv[0], ": ", strerror(error)));
+  }
+  return pid;
+}
+
 absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                          absl::Duration timeout) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  pid_t pid;
-  const int error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
+  const absl::StatusOr<pid_t> spawned =
+      SpawnProcess(argv, {{pipe_fds[1], STDOUT_FILENO}, {pipe_fds[1], STDERR_FILENO}});
   close(pipe_fds[1]);
-  if (error != 0) {
+  if (!spawned.ok()) {
     close(pipe_fds[0]);
-    return absl::NotFoundError(absl::StrCat("cannot run ", argv[0], ": ", strerror(error)));
+    return absl::NotFoundError(spawned.status().message());
   }
+  const pid_t pid = *spawned;
 
   ProcessResult result;
   const absl::Time deadline = absl::Now() + timeout;

@@ -1,8 +1,14 @@
-// Running a child process with a fixed argv (no shell), with a time limit.
+// Starting child processes with a fixed argv (no shell): in the background,
+// or to completion with a time limit.
 #ifndef KILN_COMMON_SUBPROCESS_H_
 #define KILN_COMMON_SUBPROCESS_H_
 
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -15,6 +21,17 @@ struct ProcessResult {
   int signal = 0;        // the signal that killed it, or 0
   std::string output;    // stdout and stderr, interleaved
 };
+
+// Environment changes for a child: name -> value, or nullopt to unset.
+using EnvChanges = std::map<std::string, std::optional<std::string>>;
+
+// posix_spawnp(argv), not waited for. Each {parent_fd, child_fd} in
+// `redirects` is dup'ed into the child; stdin is /dev/null unless
+// redirected. The child gets this process's environment with `env` applied.
+// Unavailable naming argv[0] when it cannot be started.
+absl::StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv,
+                                   const std::vector<std::pair<int, int>>& redirects = {},
+                                   const EnvChanges& env = {});
 
 // posix_spawn(argv) with stdin from /dev/null, waits for it and collects its
 // output. Kills it (SIGKILL) and returns DeadlineExceeded after `timeout`.

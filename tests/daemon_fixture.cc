@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,8 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/files.h"
-
-extern char** environ;
+#include "common/subprocess.h"
 
 namespace kiln {
 
@@ -32,18 +30,9 @@ absl::Status DaemonFixture::Start(const std::vector<std::string>& extra_flags) {
   std::vector<std::string> argv = {kKilndPath, "--socket=" + socket_path_,
                                    "--cache_dir=" + cache_dir_, "--log_level=warning"};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
-  std::vector<char*> args;
-  for (std::string& arg : argv) args.push_back(arg.data());
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  const int error = posix_spawn(&pid_, kKilndPath, &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) {
-    pid_ = -1;
-    return absl::InternalError(absl::StrCat("cannot start kilnd: ", strerror(error)));
-  }
+  const absl::StatusOr<pid_t> pid = SpawnProcess(argv);
+  if (!pid.ok()) return pid.status();
+  pid_ = *pid;
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (absl::Now() < deadline) {
     if (Connect().ok()) return absl::OkStatus();

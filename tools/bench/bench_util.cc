@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,8 +24,6 @@
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
-
-extern char** environ;
 
 namespace kiln {
 namespace bench {
@@ -75,41 +72,6 @@ absl::StatusOr<std::pair<ScopedFd, ScopedFd>> MakePipe() {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
   return std::make_pair(ScopedFd(fds[0]), ScopedFd(fds[1]));
-}
-
-absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
-                            const std::vector<std::pair<int, int>>& redirects,
-                            const EnvChanges& env) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  for (const auto& [from, to] : redirects) posix_spawn_file_actions_adddup2(&actions, from, to);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  // This environment with `env` applied (names in `env` dropped, then the
-  // ones with a value added back).
-  std::vector<std::string> variables;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const absl::string_view variable(*entry);
-    if (env.count(std::string(variable.substr(0, variable.find('=')))) == 0) {
-      variables.emplace_back(variable);
-    }
-  }
-  for (const auto& [name, value] : env) {
-    if (value.has_value()) variables.push_back(absl::StrCat(name, "=", *value));
-  }
-  std::vector<char*> envp;
-  for (std::string& variable : variables) envp.push_back(variable.data());
-  envp.push_back(nullptr);
-  pid_t pid;
-  const int error = posix_spawn(&pid, args[0], &actions, nullptr, args.data(),
-                                env.empty() ? environ : envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot start ", argv[0], ": ", strerror(error)));
-  }
-  return pid;
 }
 
 absl::Status Reap(pid_t pid, absl::string_view what) {
@@ -165,10 +127,10 @@ absl::StatusOr<std::unique_ptr<LineProcess>> LineProcess::Start(
     const std::vector<std::string>& argv, const std::string& name, const EnvChanges& env) {
   ASSIGN_OR_RETURN(auto to_child, MakePipe());
   ASSIGN_OR_RETURN(auto from_child, MakePipe());
-  ASSIGN_OR_RETURN(const pid_t pid, Spawn(argv,
-                                          {{to_child.first.get(), STDIN_FILENO},
-                                           {from_child.second.get(), STDOUT_FILENO}},
-                                          env));
+  ASSIGN_OR_RETURN(const pid_t pid, SpawnProcess(argv,
+                                                 {{to_child.first.get(), STDIN_FILENO},
+                                                  {from_child.second.get(), STDOUT_FILENO}},
+                                                 env));
   to_child.first.Close();  // else a dead child never reads as EOF
   from_child.second.Close();
   std::unique_ptr<LineProcess> process(new LineProcess);
@@ -225,10 +187,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const std::string& kilnd,
   RETURN_IF_ERROR(MakeDirectories(directory, 0700));
   ScopedFd log(open(daemon->log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (log.get() < 0) return absl::InternalError("cannot create " + daemon->log_path_);
-  ASSIGN_OR_RETURN(daemon->pid_, Spawn({kilnd, "--socket=" + daemon->socket_path_,
-                                        "--cache_dir=" + daemon->cache_dir_,
-                                        "--compiler=" + compiler, "--log_level=warning"},
-                                       {{log.get(), STDOUT_FILENO}, {log.get(), STDERR_FILENO}}));
+  ASSIGN_OR_RETURN(daemon->pid_,
+                   SpawnProcess({kilnd, "--socket=" + daemon->socket_path_,
+                                 "--cache_dir=" + daemon->cache_dir_, "--compiler=" + compiler,
+                                 "--log_level=warning"},
+                                {{log.get(), STDOUT_FILENO}, {log.get(), STDERR_FILENO}}));
   ClientOptions options;
   options.socket_path = daemon->socket_path_;
   options.cache_dir = daemon->cache_dir_;

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "client/client.h"
+#include "common/subprocess.h"  // SpawnProcess, EnvChanges
 
 namespace kiln {
 namespace bench {
@@ -86,16 +87,6 @@ class ScopedFd {
 // {read end, write end}, both close-on-exec: a child gets only what Spawn
 // hands it, so a held child sees EOF on stdin when the parent closes it.
 absl::StatusOr<std::pair<ScopedFd, ScopedFd>> MakePipe();
-
-// Environment changes for a child: name -> value, or nullopt to unset.
-using EnvChanges = std::map<std::string, std::optional<std::string>>;
-
-// posix_spawn, no shell. Each {parent_fd, child_fd} in `redirects` is dup'ed
-// into the child; stdin is /dev/null unless redirected. The child gets this
-// process's environment with `env` applied.
-absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
-                            const std::vector<std::pair<int, int>>& redirects,
-                            const EnvChanges& env = {});
 
 // Waits for `pid`; Internal unless it exited with status 0.
 absl::Status Reap(pid_t pid, absl::string_view what);

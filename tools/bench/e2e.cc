@@ -95,7 +95,6 @@ using bench::ReadToEof;
 using bench::Runfile;
 using bench::Samples;
 using bench::ScopedFd;
-using bench::Spawn;
 using bench::Summarize;
 using bench::Summary;
 using bench::TimeBatch;
@@ -238,7 +237,7 @@ absl::StatusOr<Child> StartChild(const std::vector<std::string>& argv, bool hold
     redirects.push_back({input.first.get(), STDIN_FILENO});
   }
   child.spawn_ns = NowNs();  // fresh_process_ms starts here
-  ASSIGN_OR_RETURN(child.pid, Spawn(argv, redirects));
+  ASSIGN_OR_RETURN(child.pid, SpawnProcess(argv, redirects));
   child.report = std::move(report.first);
   child.input = std::move(input.second);
   return child;

@@ -246,7 +246,7 @@ absl::StatusOr<std::vector<EagerSide>> StartEager(const std::string& python,
   std::vector<EagerSide> sides;
   for (const EagerConfig& config : kEagerConfigs) {
     const std::string threads = absl::StrCat(config.threads);
-    bench::EnvChanges env = {{"OPENBLAS_NUM_THREADS", threads},
+    EnvChanges env = {{"OPENBLAS_NUM_THREADS", threads},
                              {"OMP_NUM_THREADS", threads},
                              {"KILN_NUM_THREADS", std::nullopt},
                              {"OMP_WAIT_POLICY", std::nullopt},
