@@ -97,15 +97,8 @@ absl::Status MakeDirectories(const std::string& path, mode_t mode) {
 }
 
 absl::Status EnsurePrivateDirectory(const std::string& path) {
-  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
-    const std::string parent = Dirname(path);
-    if (errno != ENOENT || parent.empty()) return ErrnoError("cannot create directory", path);
-    const absl::Status status = MakeDirectories(parent, 0700);
-    if (!status.ok()) return status;
-    if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
-      return ErrnoError("cannot create directory", path);
-    }
-  }
+  const absl::Status made = MakeDirectories(path, 0700);
+  if (!made.ok()) return made;
   struct stat info;
   if (lstat(path.c_str(), &info) != 0) return ErrnoError("cannot stat", path);
   if (!S_ISDIR(info.st_mode)) {
