@@ -59,17 +59,17 @@ absl::StatusOr<std::vector<std::string>> MemoryStore::KeysWithPrefix(const std::
   return keys;
 }
 
-absl::Status MemoryStore::Evict(const std::string& key) {
+absl::StatusOr<std::optional<std::string>> MemoryStore::Evict(const std::string& key) {
   absl::MutexLock lock(&mutex_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return absl::NotFoundError(absl::StrCat("no entry ", key));
   const std::string digest = it->second.digest();
   entries_.erase(it);
   for (const auto& [other, metadata] : entries_) {
-    if (metadata.digest() == digest) return absl::OkStatus();
+    if (metadata.digest() == digest) return std::nullopt;
   }
   blobs_.erase(digest);
-  return absl::OkStatus();
+  return digest;
 }
 
 absl::StatusOr<StoreTotals> MemoryStore::Totals() {

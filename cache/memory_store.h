@@ -18,7 +18,7 @@ class MemoryStore : public ArtifactStore {
   absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() override;
   absl::StatusOr<std::vector<std::string>> KeysWithPrefix(const std::string& prefix,
                                                          int limit) override;
-  absl::Status Evict(const std::string& key) override;
+  absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) override;
   absl::StatusOr<StoreTotals> Totals() override;
 
   // Replaces a blob's bytes without updating its digest (fault injection).

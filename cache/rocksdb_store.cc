@@ -148,7 +148,7 @@ absl::StatusOr<std::vector<std::string>> RocksDbStore::KeysWithPrefix(const std:
   return keys;
 }
 
-absl::Status RocksDbStore::Evict(const std::string& key) {
+absl::StatusOr<std::optional<std::string>> RocksDbStore::Evict(const std::string& key) {
   ASSIGN_OR_RETURN(const auto entry, Lookup(key));
   if (!entry.has_value()) return absl::NotFoundError(absl::StrCat("no entry ", key));
   ASSIGN_OR_RETURN(const auto entries, List());
@@ -159,7 +159,10 @@ absl::Status RocksDbStore::Evict(const std::string& key) {
   rocksdb::WriteBatch batch;
   batch.Delete(entries_, key);
   if (!shared) batch.Delete(blobs_, entry->digest());
-  return FromRocks(db_->Write(SyncedWrite(), &batch), absl::StrCat("cannot evict ", key));
+  RETURN_IF_ERROR(
+      FromRocks(db_->Write(SyncedWrite(), &batch), absl::StrCat("cannot evict ", key)));
+  if (shared) return std::nullopt;
+  return entry->digest();
 }
 
 absl::StatusOr<StoreTotals> RocksDbStore::Totals() {

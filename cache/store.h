@@ -53,10 +53,12 @@ class ArtifactStore {
   virtual absl::StatusOr<std::vector<std::string>> KeysWithPrefix(const std::string& prefix,
                                                                  int limit) = 0;
 
-  // Removes the entry, and its blob when no other entry references it.
-  // NotFound when there is no such entry. Not atomic with a concurrent Put of
-  // an entry sharing the blob: callers serialize the two (ArtifactCache does).
-  virtual absl::Status Evict(const std::string& key) = 0;
+  // Removes the entry, and its blob when no other entry references it;
+  // returns the digest of the blob removed with it (nullopt when the blob
+  // stays). NotFound when there is no such entry. Not atomic with a
+  // concurrent Put of an entry sharing the blob: callers serialize the two
+  // (ArtifactCache does).
+  virtual absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) = 0;
 
   virtual absl::StatusOr<StoreTotals> Totals() = 0;
 };

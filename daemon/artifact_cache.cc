@@ -203,13 +203,10 @@ absl::StatusOr<kiln::v1::ArtifactMetadata> ArtifactCache::Show(const std::string
 absl::StatusOr<std::string> ArtifactCache::Evict(const std::string& key) {
   ASSIGN_OR_RETURN(const std::string full, ResolveKey(key));
   absl::MutexLock lock(&index_mutex_);
-  ASSIGN_OR_RETURN(auto entry, store_->Lookup(full));
   RETURN_IF_ERROR(index_.Remove(full));  // first: clients stop finding it locally
-  RETURN_IF_ERROR(store_->Evict(full));
+  ASSIGN_OR_RETURN(const std::optional<std::string> removed_blob, store_->Evict(full));
   // The object file goes with its blob: when no entry references it any more.
-  if (entry.has_value() && !store_->ReadBlob(entry->digest()).value_or(std::nullopt).has_value()) {
-    RETURN_IF_ERROR(objects_.Remove(entry->digest()));
-  }
+  if (removed_blob.has_value()) RETURN_IF_ERROR(objects_.Remove(*removed_blob));
   return full;
 }
 
