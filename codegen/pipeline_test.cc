@@ -114,6 +114,41 @@ TEST(PipelineTest, ErrorsNameTheNode) {
 }
 
 
+// x.t().reshape(2, 2, 6) on x: [6, 4] is viewable (eager's view takes
+// it), so Kiln aliases x's memory under strides [2, 1, 4] instead of
+// copying; and mm(x, y).view(12), the whole product in order, is written
+// straight into the output.
+TEST(PipelineTest, ViewableReshapesAndInOrderOutputsCopyNothing) {
+  const std::string json = R"({"name": "views", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 6}, {"constant": 4}]}},
+      {"value": 1, "name": "y", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"constant": 2}]}}],
+    "nodes": [
+      {"name": "t", "op": "aten.t.default", "inputs": [0], "outputs": [2],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"constant": 6}],
+                        "strides": [{"constant": 1}, {"constant": 4}]}]},
+      {"name": "split", "op": "aten.view.default", "inputs": [2], "outputs": [3],
+       "args": [{"name": "size", "intList": {"values": ["2", "2", "6"]}}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 2}, {"constant": 2}, {"constant": 6}]}]},
+      {"name": "double", "op": "aten.mul.Tensor", "inputs": [3], "outputs": [4],
+       "args": [{"name": "other", "floatValue": 2.0}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 2}, {"constant": 2}, {"constant": 6}]}]},
+      {"name": "mm", "op": "aten.mm.default", "inputs": [0, 1], "outputs": [5],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 6}, {"constant": 2}]}]},
+      {"name": "flat", "op": "aten.view.default", "inputs": [5], "outputs": [6],
+       "args": [{"name": "size", "intList": {"values": ["12"]}}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 12}]}]}],
+    "outputs": [4, 6]})";
+  kiln::v1::Graph graph;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
+  const GeneratedCode code = Generate(graph);
+  const std::string core = Stage(code, "core graph");
+  EXPECT_EQ(core.find("aten.clone"), std::string::npos) << core;
+  EXPECT_NE(core.find("kiln.alias.default(%0, size=[2, 2, 6], storage_offset=0, stride=[2, 1, 4])"),
+            std::string::npos)
+      << core;
+  EXPECT_EQ(Stage(code, "kernels").find("copy %"), std::string::npos) << Stage(code, "kernels");
+}
+
 TEST(PipelineTest, AnOutputAliasingPartOfAResultIsCopied) {
   // as_strided(mm(x, y), [2, 3], [3, 1]): the first half of the product. Its
   // memory is the product's in order, but only 6 of its 12 elements: the
