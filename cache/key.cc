@@ -42,15 +42,6 @@ void EncodeDim(const ir::Dim& dim, Encoder& out) {
   if (dim.is_symbolic()) out.Int(dim.multiplier);
 }
 
-void EncodeType(const ir::TensorType& type, Encoder& out) {
-  out.Tag('T');
-  out.Int(static_cast<int64_t>(type.dtype));
-  out.Int(type.rank());
-  for (const ir::Dim& dim : type.sizes) EncodeDim(dim, out);
-  for (const ir::Dim& dim : type.strides) EncodeDim(dim, out);
-  out.Int(type.requires_grad);
-}
-
 void EncodeSymExpr(const ir::SymExpr& expr, Encoder& out) {
   out.Int(static_cast<int64_t>(expr.terms.size()));
   for (const auto& term : expr.terms) {
@@ -58,6 +49,15 @@ void EncodeSymExpr(const ir::SymExpr& expr, Encoder& out) {
     out.Int(static_cast<int64_t>(term.symbols.size()));
     for (int symbol : term.symbols) out.Int(symbol);
   }
+}
+
+void EncodeType(const ir::TensorType& type, Encoder& out) {
+  out.Tag('T');
+  out.Int(static_cast<int64_t>(type.dtype));
+  out.Int(type.rank());
+  for (const ir::Dim& dim : type.sizes) EncodeDim(dim, out);
+  for (const ir::SymExpr& stride : type.strides) EncodeSymExpr(stride, out);
+  out.Int(type.requires_grad);
 }
 
 // Every scalar carries its type: add(t, 1) and add(t, 1.0) promote

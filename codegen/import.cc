@@ -187,12 +187,6 @@ absl::StatusOr<ir::TensorType> ImportTensorType(const kiln::v1::TensorType& type
     result.sizes.push_back(converted);
   }
   if (type.strides_size() == 0) {
-    for (size_t d = 1; d < result.sizes.size(); ++d) {
-      if (result.sizes[d].is_symbolic()) {
-        return absl::UnimplementedError(absl::StrCat(
-            "dim ", d, " is symbolic; only the leading dim of a tensor may be symbolic"));
-      }
-    }
     result.strides = ir::ContiguousStrides(result.sizes);
   } else {
     if (type.strides_size() != type.sizes_size()) {
@@ -201,7 +195,7 @@ absl::StatusOr<ir::TensorType> ImportTensorType(const kiln::v1::TensorType& type
     }
     for (const auto& dim : type.strides()) {
       ASSIGN_OR_RETURN(ir::Dim converted, ImportDim(dim, graph));
-      result.strides.push_back(converted);
+      result.strides.push_back(ir::SymExpr::Of(converted));
     }
   }
   result.requires_grad = type.requires_grad();
@@ -322,19 +316,23 @@ kiln::v1::DType ExportDType(ir::DType dtype) {
 kiln::v1::TensorType ExportTensorType(const ir::TensorType& type, const ir::Graph& graph) {
   kiln::v1::TensorType result;
   result.set_dtype(ExportDType(type.dtype));
-  auto export_dims = [&](const std::vector<ir::Dim>& dims, auto* out) {
-    for (const ir::Dim& dim : dims) {
-      kiln::v1::Dim* converted = out->Add();
-      if (dim.is_symbolic()) {
-        converted->set_symbol(graph.symbols[dim.symbol]);
-        if (dim.multiplier != 1) converted->set_multiplier(dim.multiplier);
-      } else {
-        converted->set_constant(dim.constant);
-      }
+  auto export_dim = [&](const ir::Dim& dim, kiln::v1::Dim* out) {
+    if (dim.is_symbolic()) {
+      out->set_symbol(graph.symbols[dim.symbol]);
+      if (dim.multiplier != 1) out->set_multiplier(dim.multiplier);
+    } else {
+      out->set_constant(dim.constant);
     }
   };
-  export_dims(type.sizes, result.mutable_sizes());
-  export_dims(type.strides, result.mutable_strides());
+  for (const ir::Dim& dim : type.sizes) export_dim(dim, result.add_sizes());
+  // Strides that are products of symbols (a contiguous [s0, s1, s2]) have
+  // no wire form: they are left out, which reads back as contiguous. Only
+  // a result's declared strides can be both (informational: lowering
+  // derives layouts itself); an input's were imported from wire dims.
+  if (std::all_of(type.strides.begin(), type.strides.end(),
+                  [](const ir::SymExpr& stride) { return stride.IsDim(); })) {
+    for (const ir::SymExpr& stride : type.strides) export_dim(stride.ToDim(), result.add_strides());
+  }
   result.set_device("cpu");
   result.set_requires_grad(type.requires_grad);
   return result;

@@ -43,12 +43,90 @@ DType ComputeType(DType dtype) {
   return dtype == DType::kFloat16 || dtype == DType::kBFloat16 ? DType::kFloat32 : dtype;
 }
 
+namespace {
+
+// Sorts and merges terms, dropping zero ones.
+SymExpr Canonical(std::vector<SymExpr::Term> terms) {
+  for (auto& term : terms) std::sort(term.symbols.begin(), term.symbols.end());
+  std::sort(terms.begin(), terms.end(), [](const SymExpr::Term& a, const SymExpr::Term& b) {
+    return a.symbols < b.symbols;
+  });
+  SymExpr result;
+  for (auto& term : terms) {
+    if (!result.terms.empty() && result.terms.back().symbols == term.symbols) {
+      result.terms.back().coefficient += term.coefficient;
+    } else {
+      result.terms.push_back(std::move(term));
+    }
+  }
+  result.terms.erase(std::remove_if(result.terms.begin(), result.terms.end(),
+                                    [](const SymExpr::Term& t) { return t.coefficient == 0; }),
+                     result.terms.end());
+  return result;
+}
+
+}  // namespace
+
+SymExpr SymExpr::Constant(int64_t value) { return Canonical({Term{value, {}}}); }
+
+SymExpr SymExpr::Of(const Dim& dim) {
+  if (!dim.is_symbolic()) return Constant(dim.constant);
+  return Canonical({Term{dim.multiplier, {dim.symbol}}});
+}
+
+bool SymExpr::is_constant() const {
+  for (const Term& term : terms) {
+    if (!term.symbols.empty()) return false;
+  }
+  return true;
+}
+
+int64_t SymExpr::constant() const {
+  for (const Term& term : terms) {
+    if (term.symbols.empty()) return term.coefficient;
+  }
+  return 0;
+}
+
+bool SymExpr::IsDim() const {
+  return terms.empty() || (terms.size() == 1 && terms[0].symbols.size() <= 1 &&
+                           (!terms[0].symbols.empty() || terms[0].coefficient >= 0));
+}
+
+Dim SymExpr::ToDim() const {
+  if (terms.empty()) return Dim::Constant(0);
+  if (terms[0].symbols.empty()) return Dim::Constant(terms[0].coefficient);
+  return Dim::Symbol(terms[0].symbols[0], terms[0].coefficient);
+}
+
+SymExpr SymExpr::operator+(const SymExpr& other) const {
+  std::vector<Term> sum = terms;
+  sum.insert(sum.end(), other.terms.begin(), other.terms.end());
+  return Canonical(std::move(sum));
+}
+
+SymExpr SymExpr::operator*(const SymExpr& other) const {
+  std::vector<Term> product;
+  for (const Term& a : terms) {
+    for (const Term& b : other.terms) {
+      Term term{a.coefficient * b.coefficient, a.symbols};
+      term.symbols.insert(term.symbols.end(), b.symbols.begin(), b.symbols.end());
+      product.push_back(std::move(term));
+    }
+  }
+  return Canonical(std::move(product));
+}
+
+SymExpr SymExpr::operator*(int64_t factor) const { return *this * Constant(factor); }
+
+SymExpr SymExpr::Canonicalized() const { return Canonical(terms); }
+
 bool TensorType::is_static() const {
   for (const Dim& dim : sizes) {
     if (dim.is_symbolic()) return false;
   }
-  for (const Dim& dim : strides) {
-    if (dim.is_symbolic()) return false;
+  for (const SymExpr& stride : strides) {
+    if (!stride.is_constant()) return false;
   }
   return true;
 }
@@ -60,7 +138,7 @@ int64_t TensorType::NumElements() const {
 }
 
 bool TensorType::IsContiguous() const {
-  const std::vector<Dim> contiguous = ContiguousStrides(sizes);
+  const std::vector<SymExpr> contiguous = ContiguousStrides(sizes);
   for (size_t d = 0; d < sizes.size(); ++d) {
     // A dim of size 1 may have any stride without changing the layout.
     if (sizes[d] == Dim::Constant(1)) continue;
@@ -69,28 +147,21 @@ bool TensorType::IsContiguous() const {
   return true;
 }
 
-std::vector<Dim> ContiguousStrides(const std::vector<Dim>& sizes) {
-  // Constants as long as only the leading dim is symbolic (the only case
-  // codegen lowers; Lower refuses others before these strides matter).
-  std::vector<Dim> strides(sizes.size());
-  int64_t stride = 1;
+std::vector<SymExpr> ContiguousStrides(const std::vector<Dim>& sizes) {
+  std::vector<SymExpr> strides(sizes.size());
+  SymExpr stride = SymExpr::Constant(1);
   for (size_t d = sizes.size(); d-- > 0;) {
-    strides[d] = Dim::Constant(stride);
-    stride *= sizes[d].is_symbolic() ? 1 : sizes[d].constant;
+    strides[d] = stride;
+    stride = stride * SymExpr::Of(sizes[d]);
   }
   return strides;
 }
 
 bool SameElementCount(const TensorType& a, const TensorType& b) {
   auto count = [](const TensorType& type) {
-    int64_t constant = 1;
-    std::vector<int> symbols;
-    for (const Dim& dim : type.sizes) {
-      constant *= dim.is_symbolic() ? dim.multiplier : dim.constant;
-      if (dim.is_symbolic()) symbols.push_back(dim.symbol);
-    }
-    std::sort(symbols.begin(), symbols.end());
-    return std::make_pair(constant, symbols);
+    SymExpr count = SymExpr::Constant(1);
+    for (const Dim& dim : type.sizes) count = count * SymExpr::Of(dim);
+    return count;
   };
   return count(a) == count(b);
 }
@@ -139,9 +210,18 @@ std::string SymExprString(const SymExpr& expr, const Graph& graph) {
 
 }  // namespace
 
+std::string ToString(const SymExpr& expr, const Graph& graph) { return SymExprString(expr, graph); }
+
 std::string ToString(const TensorType& type, const Graph& graph) {
   std::string text = absl::StrCat(DTypeName(type.dtype), "[", DimsString(type.sizes, graph), "]");
-  if (!type.IsContiguous()) absl::StrAppend(&text, "{strides ", DimsString(type.strides, graph), "}");
+  if (!type.IsContiguous()) {
+    absl::StrAppend(&text, "{strides ",
+                    absl::StrJoin(type.strides, ", ",
+                                  [&](std::string* out, const SymExpr& stride) {
+                                    out->append(SymExprString(stride, graph));
+                                  }),
+                    "}");
+  }
   if (type.requires_grad) absl::StrAppend(&text, "{requires_grad}");
   return text;
 }

@@ -47,10 +47,45 @@ struct Dim {
   bool operator!=(const Dim& other) const { return !(*this == other); }
 };
 
+// A sum of products of constants and symbols: coefficient * s_a * s_b + ...
+// Strides and offsets are these (a contiguous [s0, s1, 8] has strides
+// [8*s1, 8, 1]); so are symbolic view arguments. The arithmetic keeps the
+// canonical form (terms sorted by their sorted symbols, no zero terms); an
+// expression imported from a graph keeps the terms as written.
+struct SymExpr {
+  struct Term {
+    int64_t coefficient = 0;
+    std::vector<int> symbols;
+    bool operator==(const Term& other) const {
+      return coefficient == other.coefficient && symbols == other.symbols;
+    }
+  };
+  std::vector<Term> terms;
+
+  static SymExpr Constant(int64_t value);
+  static SymExpr Of(const Dim& dim);
+  bool is_constant() const;  // no term names a symbol
+  int64_t constant() const;  // the term without symbols (0 if none)
+  // The expression as a Dim (a constant or a multiple of one symbol), if it is one.
+  bool IsDim() const;
+  Dim ToDim() const;  // requires IsDim()
+  // The canonical form of an expression whose terms may be out of order
+  // (imported, or after symbols were renamed).
+  SymExpr Canonicalized() const;
+  SymExpr operator+(const SymExpr& other) const;
+  SymExpr operator*(const SymExpr& other) const;
+  SymExpr operator*(int64_t factor) const;
+  SymExpr& operator+=(const SymExpr& other) { return *this = *this + other; }
+  bool operator==(const SymExpr& other) const { return terms == other.terms; }
+  bool operator!=(const SymExpr& other) const { return !(*this == other); }
+  bool operator==(int64_t value) const { return *this == Constant(value); }
+  bool operator!=(int64_t value) const { return !(*this == value); }
+};
+
 struct TensorType {
   DType dtype = DType::kFloat32;
   std::vector<Dim> sizes;
-  std::vector<Dim> strides;  // always filled in (import computes contiguous)
+  std::vector<SymExpr> strides;  // always filled in (import computes contiguous)
   bool requires_grad = false;
 
   int64_t rank() const { return static_cast<int64_t>(sizes.size()); }
@@ -64,18 +99,8 @@ struct TensorType {
 // their symbols (the same constant factor and the same symbols).
 bool SameElementCount(const TensorType& a, const TensorType& b);
 
-// Row-major strides for `sizes` (constants only; symbols are not yet
-// supported in strides).
-std::vector<Dim> ContiguousStrides(const std::vector<Dim>& sizes);
-
-// A sum of products of constants and symbols: coefficient * s_a * s_b + ...
-struct SymExpr {
-  struct Term {
-    int64_t coefficient = 0;
-    std::vector<int> symbols;
-  };
-  std::vector<Term> terms;
-};
+// Row-major strides for `sizes`.
+std::vector<SymExpr> ContiguousStrides(const std::vector<Dim>& sizes);
 
 struct None {};
 
@@ -123,16 +148,17 @@ struct Graph {
 };
 
 // Calls `fn` on every use of a symbol index: for each value in order, its
-// sizes and then its strides; then symbolic arguments in node order.
+// sizes and then its strides; then symbolic arguments in node order. Strides
+// are canonical again afterwards (renaming symbols can reorder terms).
 template <typename Fn>
 void ForEachSymbolUse(Graph& graph, Fn fn) {
-  for (TensorType& type : graph.values) {
-    for (Dim& dim : type.sizes) if (dim.is_symbolic()) fn(dim.symbol);
-    for (Dim& dim : type.strides) if (dim.is_symbolic()) fn(dim.symbol);
-  }
   auto in_expr = [&](SymExpr& expr) {
     for (auto& term : expr.terms) for (int& symbol : term.symbols) fn(symbol);
   };
+  for (TensorType& type : graph.values) {
+    for (Dim& dim : type.sizes) if (dim.is_symbolic()) fn(dim.symbol);
+    for (SymExpr& stride : type.strides) in_expr(stride);
+  }
   for (Node& node : graph.nodes) {
     for (auto& [name, value] : node.args) {
       if (auto* expr = std::get_if<SymExpr>(&value)) in_expr(*expr);
@@ -141,9 +167,13 @@ void ForEachSymbolUse(Graph& graph, Fn fn) {
       }
     }
   }
+  for (TensorType& type : graph.values) {
+    for (SymExpr& stride : type.strides) stride = stride.Canonicalized();
+  }
 }
 
 // Human-readable, deterministic listing ("kiln explain" stage 1).
+std::string ToString(const SymExpr& expr, const Graph& graph);  // "8*s1 + 3"
 std::string ToString(const TensorType& type, const Graph& graph);
 std::string ToString(const ArgValue& value, const Graph& graph);
 std::string ToString(const Graph& graph);

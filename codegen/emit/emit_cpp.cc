@@ -43,38 +43,52 @@ static inline kiln_bf16 kiln_float_to_bf16(float f) {
 // Where a realized value's elements are: element c is at
 // storage[offset + sum strides[d] * c[d]].
 struct Layout {
-  std::vector<int64_t> strides;
-  int64_t offset = 0;
+  std::vector<ir::SymExpr> strides;
+  ir::SymExpr offset;
 };
+
+// The C expression of a symbolic integer: symbols are kiln_run's
+// `symbols[i]`.
+std::string SymC(const ir::SymExpr& expr) {
+  if (expr.terms.empty()) return "0";
+  std::vector<std::string> terms;
+  for (const auto& term : expr.terms) {
+    std::vector<std::string> factors;
+    for (int symbol : term.symbols) factors.push_back(absl::StrCat("symbols[", symbol, "]"));
+    if (term.coefficient != 1 || factors.empty()) factors.push_back(absl::StrCat(term.coefficient));
+    terms.push_back(absl::StrJoin(factors, " * "));
+  }
+  if (terms.size() == 1 && expr.is_constant()) return terms[0];
+  return absl::StrCat("(", absl::StrJoin(terms, " + "), ")");
+}
 
 Layout MemoryLayout(const ir::Graph& graph, const ir::LoopProgram& program, int value) {
   const ir::Definition& definition = program.definitions[value];
   Layout layout;
   if (definition.kind == Kind::kAlias) {
-    layout.strides = definition.strides;
-    layout.offset = MemoryLayout(graph, program, definition.source).offset + definition.offset;
+    for (int64_t stride : definition.strides) layout.strides.push_back(ir::SymExpr::Constant(stride));
+    layout.offset = MemoryLayout(graph, program, definition.source).offset +
+                    ir::SymExpr::Constant(definition.offset);
     return layout;
   }
   const ir::TensorType& type = graph.values[value];
-  const std::vector<ir::Dim> strides =
-      definition.kind == Kind::kInput ? type.strides : ir::ContiguousStrides(type.sizes);
-  for (const ir::Dim& dim : strides) layout.strides.push_back(dim.constant);
+  layout.strides = definition.kind == Kind::kInput ? type.strides : ir::ContiguousStrides(type.sizes);
   return layout;
 }
 
 // An element offset, linear in the loop variables.
 struct Linear {
-  int64_t constant = 0;
-  std::vector<int64_t> coefficients;  // per loop variable
+  ir::SymExpr constant;
+  std::vector<ir::SymExpr> coefficients;  // per loop variable
 
   std::string ToString() const {
     std::vector<std::string> terms;
     for (size_t c = 0; c < coefficients.size(); ++c) {
       if (coefficients[c] == 0) continue;
       terms.push_back(coefficients[c] == 1 ? absl::StrCat("i", c)
-                                           : absl::StrCat("i", c, " * ", coefficients[c]));
+                                           : absl::StrCat("i", c, " * ", SymC(coefficients[c])));
     }
-    if (constant != 0 || terms.empty()) terms.push_back(absl::StrCat(constant));
+    if (constant != 0 || terms.empty()) terms.push_back(SymC(constant));
     return absl::StrJoin(terms, " + ");
   }
 };
@@ -82,7 +96,7 @@ struct Linear {
 Linear Offset(const Layout& layout, const ir::AffineMap& map) {
   Linear linear;
   linear.constant = layout.offset;
-  linear.coefficients.assign(map.num_variables, 0);
+  linear.coefficients.assign(map.num_variables, ir::SymExpr());
   for (int r = 0; r < map.num_coordinates(); ++r) {
     linear.constant += layout.strides[r] * map.offsets[r];
     for (int c = 0; c < map.num_variables; ++c) {
@@ -138,7 +152,7 @@ class Params {
 Linear ForStorage(Linear offset, const Storage& storage, int outer_rank) {
   if (storage.kind == Storage::Kind::kRow) {
     for (int c = 0; c < outer_rank && c < static_cast<int>(offset.coefficients.size()); ++c) {
-      offset.coefficients[c] = 0;
+      offset.coefficients[c] = ir::SymExpr();
     }
   }
   return offset;
@@ -193,8 +207,10 @@ class BodyEmitter {
         return EmitLiteral(expr.constant, expr.dtype);
       case ir::Expr::Kind::kIndex: {
         Linear linear;
-        linear.constant = map.offsets[expr.variable];
-        linear.coefficients = map.coefficients[expr.variable];
+        linear.constant = ir::SymExpr::Constant(map.offsets[expr.variable]);
+        for (int64_t coefficient : map.coefficients[expr.variable]) {
+          linear.coefficients.push_back(ir::SymExpr::Constant(coefficient));
+        }
         return Bind(expr.dtype, absl::StrCat("(", StorageCType(expr.dtype), ")(",
                                              linear.ToString(), ")"));
       }
@@ -327,11 +343,10 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
     body += For(d, Extent(type.sizes[d]), indent);
     indent += "  ";
   }
-  std::vector<int64_t> contiguous;
-  for (const ir::Dim& dim : ir::ContiguousStrides(type.sizes)) contiguous.push_back(dim.constant);
   const std::string target = absl::StrCat(
       out, "[",
-      ForStorage(Offset(Layout{contiguous, 0}, ir::AffineMap::Identity(rank)),
+      ForStorage(Offset(Layout{ir::ContiguousStrides(type.sizes), ir::SymExpr()},
+                        ir::AffineMap::Identity(rank)),
                  plan.storages[written_storage], first_dim)
           .ToString(),
       "]");
@@ -569,11 +584,10 @@ absl::StatusOr<std::string> EmitConcat(int index, const Kernel& kernel, const ir
   const int rank = static_cast<int>(type.rank());
   Params params(plan);
   const std::string out = params.For(plan.storage_of[kernel.value]);
-  std::vector<int64_t> strides;
-  for (const ir::Dim& dim : ir::ContiguousStrides(type.sizes)) strides.push_back(dim.constant);
+  const std::vector<ir::SymExpr> strides = ir::ContiguousStrides(type.sizes);
   int next_var = 0;
   std::string body;
-  int64_t offset = 0;  // along the axis
+  ir::SymExpr offset;  // along the axis
   for (int operand : definition.operands) {
     const ir::TensorType& part = graph.values[operand];
     std::string indent = "  ";
@@ -586,11 +600,11 @@ absl::StatusOr<std::string> EmitConcat(int index, const Kernel& kernel, const ir
     BodyEmitter emitter(graph, program, schedule, plan, params, next_var, indent, body, 0);
     ASSIGN_OR_RETURN(const std::string value,
                      emitter.Value(operand, ir::AffineMap::Identity(rank), ComputeType(type.dtype)));
-    Linear target = Offset(Layout{strides, 0}, ir::AffineMap::Identity(rank));
+    Linear target = Offset(Layout{strides, ir::SymExpr()}, ir::AffineMap::Identity(rank));
     target.constant += offset * strides[definition.axis];
     emitter.Line(absl::StrCat(out, "[", target.ToString(), "] = ", ToStorage(value, type.dtype), ";"));
     for (int d = rank; d >= 0; --d) absl::StrAppend(&body, std::string(2 * d + 2, ' '), "}\n");
-    offset += part.sizes[definition.axis].constant;
+    offset += ir::SymExpr::Of(part.sizes[definition.axis]);
   }
   std::vector<std::string> declarations = {"const kiln_runtime* rt", "const kiln_int64* symbols"};
   std::vector<std::string> arguments = {"rt", "symbols"};
@@ -622,15 +636,14 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const ir::Graph
   const int first = batched ? 1 : 0;
   const std::string batch = batched ? Extent(type.sizes[0]) : "1";
   const std::string m = Extent(type.sizes[first]);
-  const int64_t n = type.sizes[first + 1].constant;  // never leading: constant
+  const std::string n = Extent(type.sizes[first + 1]);
   const std::string k = Extent(graph.values[definition.operands[0]].sizes[first + 1]);
   // "pointer + offset, [batch stride, ]row stride, column stride"
-  auto operand = [&](const Access& access, int64_t* batch_stride) {
+  auto operand = [&](const Access& access) {
     const Linear offset = Offset(MemoryLayout(graph, program, access.value), access.map);
-    *batch_stride = batched ? offset.coefficients[0] : 0;
-    return absl::StrCat(StorageName(plan.storage_of[access.value]), " + ", offset.constant, ", ",
-                        batched ? absl::StrCat(*batch_stride, ", ") : "",
-                        offset.coefficients[first], ", ", offset.coefficients[first + 1]);
+    return absl::StrCat(StorageName(plan.storage_of[access.value]), " + ", SymC(offset.constant),
+                        ", ", batched ? absl::StrCat(SymC(offset.coefficients[0]), ", ") : "",
+                        SymC(offset.coefficients[first]), ", ", SymC(offset.coefficients[first + 1]));
   };
   // x @ x.T: one operand read twice, transposed the second time. A
   // symmetric rank-k update does half the multiplies.
@@ -642,25 +655,23 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const ir::Graph
     if (a.constant == b.constant && a.coefficients[0] == b.coefficients[1] &&
         a.coefficients[1] == b.coefficients[0]) {
       return absl::StrCat("  rt->syrk_f32(rt->context, ", m, ", ", k, ", ",
-                          StorageName(plan.storage_of[left.value]), " + ", a.constant, ", ",
-                          a.coefficients[0], ", ", a.coefficients[1], ", ",
+                          StorageName(plan.storage_of[left.value]), " + ", SymC(a.constant), ", ",
+                          SymC(a.coefficients[0]), ", ", SymC(a.coefficients[1]), ", ",
                           StorageName(plan.storage_of[kernel.value]), ", ", n, ");\n");
     }
   }
   const std::string c = StorageName(plan.storage_of[kernel.value]);
   if (!batched) {
-    int64_t unused;
     return absl::StrCat("  rt->", single ? "gemm_f32" : "gemm_f64", "(rt->context, ", m, ", ", n,
-                        ", ", k, ", ", EmitLiteral(1.0, type.dtype), ", ",
-                        operand(kernel.reads[0], &unused), ", ", operand(kernel.reads[1], &unused),
-                        ", ", EmitLiteral(0.0, type.dtype), ", ", c, ", ", n, ");\n");
+                        ", ", k, ", ", EmitLiteral(1.0, type.dtype), ", ", operand(kernel.reads[0]),
+                        ", ", operand(kernel.reads[1]), ", ", EmitLiteral(0.0, type.dtype), ", ", c,
+                        ", ", n, ");\n");
   }
-  int64_t a_batch, b_batch;
-  const std::string a = operand(kernel.reads[0], &a_batch);
-  const std::string b = operand(kernel.reads[1], &b_batch);
-  return absl::StrCat("  rt->", single ? "bmm_f32" : "bmm_f64", "(rt->context, ", batch, ", ", m,
-                      ", ", n, ", ", k, ", ", a, ", ", b, ", ", c, ", ",
-                      type.sizes[first].constant * n, ", ", n, ");\n");
+  return absl::StrCat(
+      "  rt->", single ? "bmm_f32" : "bmm_f64", "(rt->context, ", batch, ", ", m, ", ", n, ", ", k,
+      ", ", operand(kernel.reads[0]), ", ", operand(kernel.reads[1]), ", ", c, ", ",
+      SymC(ir::SymExpr::Of(type.sizes[first]) * ir::SymExpr::Of(type.sizes[first + 1])), ", ", n,
+      ");\n");
 }
 
 }  // namespace

@@ -57,11 +57,11 @@ View MakeView(const ir::TensorType& source, const std::vector<int>& source_dim,
   }
   // Strides of the view over the source's memory, for the declared type.
   for (int d = 0; d < rank; ++d) {
-    int64_t stride = 0;
+    ir::SymExpr stride;
     for (int r = 0; r < source.rank(); ++r) {
-      stride += view.map.coefficients[r][d] * source.strides[r].constant;
+      stride += source.strides[r] * view.map.coefficients[r][d];
     }
-    view.type.strides.push_back(Dim::Constant(source_dim[d] >= 0 ? stride : 1));
+    view.type.strides.push_back(source_dim[d] >= 0 ? stride : ir::SymExpr::Constant(1));
   }
   return view;
 }
@@ -138,7 +138,7 @@ absl::StatusOr<View> Expand(const ir::Node& node, const ir::TensorType& source) 
   View view = MakeView(source, source_dim, sizes, std::vector<int64_t>(rank, 1),
                        std::vector<int64_t>(source.rank(), 0));
   for (int d = 0; d < rank; ++d) {
-    if (source_dim[d] < 0) view.type.strides[d] = Dim::Constant(0);
+    if (source_dim[d] < 0) view.type.strides[d] = ir::SymExpr::Constant(0);
   }
   return view;
 }
@@ -381,6 +381,12 @@ absl::StatusOr<std::vector<Dim>> ReshapeDims(const ir::TensorType& type,
     for (int64_t s : sizes) dims.push_back(Dim::Constant(s));
     return dims;
   }
+  for (size_t d = 1; d < type.sizes.size(); ++d) {
+    if (type.sizes[d].is_symbolic()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "a reshape of a tensor with a symbolic dim other than the leading one (dim ", d, ")"));
+    }
+  }
   int64_t k_in = type.sizes[0].multiplier, k_out = 1;
   for (size_t d = 1; d < type.sizes.size(); ++d) k_in *= type.sizes[d].constant;
   for (size_t d = 1; d < size.size(); ++d) {
@@ -470,10 +476,11 @@ absl::StatusOr<StorageView> FindStorage(const ir::Graph& graph, int value) {
   }
   const ir::TensorType& base = graph.values[result.base];
   std::vector<int64_t> strides;
-  for (const ir::Dim& dim : graph.producer[result.base] < 0 ? base.strides
-                                                            : ir::ContiguousStrides(base.sizes)) {
-    if (dim.is_symbolic()) return absl::UnimplementedError("a view of a symbolic layout");
-    strides.push_back(dim.constant);
+  for (const ir::SymExpr& stride : graph.producer[result.base] < 0
+                                       ? base.strides
+                                       : ir::ContiguousStrides(base.sizes)) {
+    if (!stride.is_constant()) return absl::UnimplementedError("a view of a symbolic layout");
+    strides.push_back(stride.constant());
   }
   place(strides);
   return result;
@@ -539,7 +546,9 @@ absl::StatusOr<std::vector<int>> DecomposeReshape(GraphBuilder& builder, const i
       sizes.clear();
       for (const Dim& dim : dims) sizes.push_back(dim.constant);
     }  // else the leading -1 stays: kiln.alias infers it the same way
-    for (const Dim& dim : ir::ContiguousStrides(dims)) strides.push_back(dim.constant);
+    for (const ir::SymExpr& stride : ir::ContiguousStrides(dims)) {
+      strides.push_back(stride.constant());  // a symbol only ever leads
+    }
     if (!ContiguousInMemory(builder.graph(), source)) {
       std::optional<std::vector<int64_t>> view_strides;
       absl::StatusOr<StorageView> storage = absl::UnimplementedError("symbolic");
@@ -577,7 +586,7 @@ void AddReshape(OpTable& table, const std::string& op, std::vector<ArgSpec> args
       ir::TensorType type;
       type.dtype = inputs[0]->dtype;
       for (int64_t s : IntListArg(node, "size")) type.sizes.push_back(Dim::Constant(s));
-      for (int64_t s : IntListArg(node, "stride")) type.strides.push_back(Dim::Constant(s));
+      for (int64_t s : IntListArg(node, "stride")) type.strides.push_back(ir::SymExpr::Constant(s));
       if (type.sizes.size() != type.strides.size()) {
         return absl::InvalidArgumentError("size and stride differ in length");
       }
@@ -596,7 +605,7 @@ int64_t StorageExtent(const ir::TensorType& type) {
   int64_t extent = 1;
   for (int64_t d = 0; d < type.rank(); ++d) {
     if (type.sizes[d].constant == 0) return 0;
-    extent += (type.sizes[d].constant - 1) * type.strides[d].constant;
+    extent += (type.sizes[d].constant - 1) * type.strides[d].constant();
   }
   return extent;
 }
@@ -623,7 +632,7 @@ void AddAlias(OpTable& table) {
     if (!inputs[0]->is_static()) {  // a reshape of a symbolic leading dim
       ASSIGN_OR_RETURN(std::vector<Dim> dims, ReshapeDims(*inputs[0], sizes));
       ir::TensorType type = ContiguousType(inputs[0]->dtype, std::move(dims));
-      for (size_t d = 0; d < strides.size(); ++d) type.strides[d] = Dim::Constant(strides[d]);
+      for (size_t d = 0; d < strides.size(); ++d) type.strides[d] = ir::SymExpr::Constant(strides[d]);
       return std::vector<ir::TensorType>{std::move(type)};
     }
     // Every element it addresses must lie within the source.
@@ -641,7 +650,7 @@ void AddAlias(OpTable& table) {
     type.dtype = inputs[0]->dtype;
     for (size_t d = 0; d < sizes.size(); ++d) {
       type.sizes.push_back(Dim::Constant(sizes[d]));
-      type.strides.push_back(Dim::Constant(strides[d]));
+      type.strides.push_back(ir::SymExpr::Constant(strides[d]));
     }
     return std::vector<ir::TensorType>{std::move(type)};
   };

@@ -199,11 +199,9 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
         program.definitions[definition.source].kind != Kind::kAlias &&
         type.dtype == graph.values[definition.source].dtype &&
         ir::SameElementCount(type, graph.values[definition.source])) {
-      std::vector<int64_t> contiguous;
-      for (const ir::Dim& dim : ir::ContiguousStrides(type.sizes)) {
-        contiguous.push_back(dim.constant);
-      }
-      if (definition.strides == contiguous) target = definition.source;
+      std::vector<ir::SymExpr> strides;
+      for (int64_t stride : definition.strides) strides.push_back(ir::SymExpr::Constant(stride));
+      if (strides == ir::ContiguousStrides(type.sizes)) target = definition.source;
     }
     const Kind kind = program.definitions[target].kind;
     if ((kind == Kind::kPointwise || kind == Kind::kExtern || kind == Kind::kReduction ||
