@@ -124,10 +124,9 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
   }
   for (const kiln::v1::TensorType& type : signature.inputs()) {
     entry->dtypes.push_back(type.dtype());
-    std::vector<Size> sizes;
-    std::vector<int64_t> strides;
+    std::vector<Size> sizes, strides;
     for (const auto& dim : type.sizes()) sizes.push_back(ToSize(dim, signature));
-    for (const auto& dim : type.strides()) strides.push_back(dim.constant());
+    for (const auto& dim : type.strides()) strides.push_back(ToSize(dim, signature));
     entry->sizes.push_back(std::move(sizes));
     entry->strides.push_back(std::move(strides));
   }
@@ -226,16 +225,22 @@ bool CompiledGraph::CheckGuards(const Entry& entry, absl::Span<const TensorView>
       }
       symbols[size.symbol] = value;
     }
-    const bool empty = std::find(input.sizes.begin(), input.sizes.end(), 0) != input.sizes.end();
-    for (size_t d = 0; d < sizes.size() && !empty; ++d) {
-      // A dim of size 1 is only ever read at index 0 (and an empty tensor
-      // not at all): its stride is moot.
-      if (input.sizes[d] != 1 && input.strides[d] != entry.strides[i][d]) {
-        return fail([&] {
-          return absl::StrCat(InputName(graph_, i), ": dim ", d, " has stride ", input.strides[d],
-                              "; the graph was compiled for stride ", entry.strides[i][d]);
-        });
-      }
+  }
+  // Strides once every symbol is bound. A dim of size 1 is only ever read
+  // at index 0 (and an empty tensor not at all): its stride is moot.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorView& input = inputs[i];
+    if (std::find(input.sizes.begin(), input.sizes.end(), 0) != input.sizes.end()) continue;
+    int64_t contiguous = 1;
+    for (size_t d = input.sizes.size(); d-- > 0;) {
+      const std::vector<Size>& strides = entry.strides[i];
+      const int64_t expected = strides.empty() ? contiguous : Evaluate(strides[d], symbols);
+      contiguous *= input.sizes[d];
+      if (input.sizes[d] == 1 || input.strides[d] == expected) continue;
+      return fail([&] {
+        return absl::StrCat(InputName(graph_, i), ": dim ", d, " has stride ", input.strides[d],
+                            "; the graph was compiled for stride ", expected);
+      });
     }
   }
   for (int s = 0; s < entry.num_symbols; ++s) {
@@ -324,9 +329,9 @@ absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
   if (static_cast<int>(inputs.size()) != graph_.inputs_size()) {
     return absl::InvalidArgumentError("input count differs");
   }
-  // First, a version that serves every size: the leading dims that changed
-  // become symbols (one per original size, so inputs that agreed still
-  // agree). If the graph cannot be lowered that way, the exact sizes.
+  // First, a version that serves every size: the dims that changed become
+  // symbols (one per original size, so inputs that agreed still agree). If
+  // the graph cannot be lowered that way, the exact sizes.
   std::vector<std::vector<kiln::v1::Dim>> symbolic(inputs.size()), exact(inputs.size());
   bool any_symbol = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -340,7 +345,7 @@ absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
       dim.set_constant(inputs[i].sizes[d]);
       exact[i].push_back(dim);
       const kiln::v1::Dim& old = declared.sizes(d);
-      if (d == 0 && !old.has_symbol() && old.constant() != inputs[i].sizes[d] &&
+      if (!old.has_symbol() && old.constant() != inputs[i].sizes[d] &&
           inputs[i].sizes[d] >= 2 && old.constant() >= 2) {
         kiln::v1::Dim symbol;
         symbol.set_symbol(absl::StrCat("d", old.constant()));

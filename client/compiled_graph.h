@@ -98,10 +98,10 @@ class CompiledGraph {
   };
   struct Entry {
     std::shared_ptr<const LoadedArtifact> artifact;
-    // Flattened guards: per input dtype, sizes, strides.
+    // Flattened guards: per input dtype, sizes, strides (none: contiguous).
     std::vector<DType> dtypes;
     std::vector<std::vector<Size>> sizes;
-    std::vector<std::vector<int64_t>> strides;
+    std::vector<std::vector<Size>> strides;
     std::vector<std::vector<Size>> output_sizes;
     int num_symbols = 0;
     std::vector<Bounds> bounds;  // per symbol, from the guards' relations

@@ -186,7 +186,7 @@ std::string DimString(const Dim& dim, const Graph& graph) {
   if (!dim.is_symbolic()) return absl::StrCat(dim.constant);
   const std::string name = dim.symbol < static_cast<int>(graph.symbols.size())
                                ? graph.symbols[dim.symbol]
-                               : absl::StrCat("s?", dim.symbol);
+                               : absl::StrCat("s", dim.symbol);
   return dim.multiplier == 1 ? name : absl::StrCat(dim.multiplier, "*", name);
 }
 

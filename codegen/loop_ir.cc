@@ -101,7 +101,11 @@ std::string ToString(const LoopProgram& program, const Graph& graph) {
         break;
       case Definition::Kind::kReduction:
         absl::StrAppend(&text, definition.combiner, " over [",
-                        absl::StrJoin(definition.reduction_sizes, ", "), "] of ",
+                        absl::StrJoin(definition.reduction_sizes, ", ",
+                                      [&](std::string* out, const Dim& size) {
+                                        out->append(ToString(SymExpr::Of(size), graph));
+                                      }),
+                        "] of ",
                         ExprString(definition, definition.root));
         break;
       case Definition::Kind::kAlias:

@@ -76,7 +76,7 @@ struct Definition {
 
   // kReduction: the body's variables are the value's coordinates followed by
   // one per reduced extent; `combiner` folds the body over those.
-  std::vector<int64_t> reduction_sizes;
+  std::vector<Dim> reduction_sizes;
   std::string combiner;  // "sum", "max", "min", "prod", "argmax", "argmin"
 
   // kAlias: element (c) is at source_storage[offset + sum strides[d] * c[d]].

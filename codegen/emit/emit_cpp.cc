@@ -325,7 +325,9 @@ std::string Step(const Combiner& combiner, const std::string& a, const std::stri
 // them in registers). Measured: softmax over 1024-wide rows 537 -> 474 us;
 // attention's 128-wide rows 84 -> 135 us (the longer tree combine per row
 // costs more than the chains save), hence the threshold.
-int LanesFor(int64_t extent) { return extent >= 512 && extent % 64 == 0 ? 64 : 16; }
+int LanesFor(const ir::Dim& extent) {
+  return !extent.is_symbolic() && extent.constant >= 512 && extent.constant % 64 == 0 ? 64 : 16;
+}
 
 // One kernel's loops over its output dims from `first_dim` on (the group's
 // loops cover the ones before), its body, and its store.
@@ -371,9 +373,9 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
     const int variables = rank + reductions;
     const ir::AffineMap identity = ir::AffineMap::Identity(variables);
     const bool arg = definition.combiner == "argmax" || definition.combiner == "argmin";
-    const int64_t inner = reductions > 0 ? definition.reduction_sizes.back() : 1;
+    const ir::Dim inner = reductions > 0 ? definition.reduction_sizes.back() : ir::Dim::Constant(1);
     const int num_lanes = LanesFor(inner);
-    const bool lanes = !arg && reductions > 0 && inner >= 32;
+    const bool lanes = !arg && reductions > 0 && (inner.is_symbolic() || inner.constant >= 32);
     Combiner combiner{0, ""};
     if (!arg) {
       ASSIGN_OR_RETURN(combiner, CombinerFor(definition.combiner, accumulate));
@@ -389,7 +391,7 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
     }
     std::string loop_indent = indent;
     for (int r = 0; r + 1 < reductions; ++r) {
-      body += For(rank + r, absl::StrCat(definition.reduction_sizes[r]), loop_indent);
+      body += For(rank + r, Extent(definition.reduction_sizes[r]), loop_indent);
       loop_indent += "  ";
     }
     const int last = variables - 1;
@@ -406,11 +408,11 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
       // The flat position over the reduced dims, first occurrence wins; a
       // NaN counts as the extreme, as in eager.
       std::vector<std::string> terms;
-      int64_t stride = 1;
+      ir::SymExpr stride = ir::SymExpr::Constant(1);
       for (int r = reductions - 1; r >= 0; --r) {
         terms.push_back(stride == 1 ? absl::StrCat("i", rank + r)
-                                    : absl::StrCat("i", rank + r, " * ", stride));
-        stride *= definition.reduction_sizes[r];
+                                    : absl::StrCat("i", rank + r, " * ", SymC(stride)));
+        stride = stride * ir::SymExpr::Of(definition.reduction_sizes[r]);
       }
       const char* better = definition.combiner == "argmax" ? ">" : "<";
       const std::string nan_wins =
@@ -427,18 +429,18 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
     } else if (lanes) {
       // i<last> = chunk + k over full chunks, then a scalar tail.
       absl::StrAppend(&body, loop_indent, "kiln_int64 chunk = 0;\n", loop_indent, "for (; chunk + ",
-                      num_lanes, " <= ", inner, "; chunk += ", num_lanes, ") {\n", loop_indent,
+                      num_lanes, " <= ", Extent(inner), "; chunk += ", num_lanes, ") {\n", loop_indent,
                       num_lanes > 16 ? "  #pragma clang loop unroll(full)\n" + loop_indent : "",
                       "  for (int k = 0; k < ", num_lanes, "; ++k) {\n", loop_indent,
                       "    const kiln_int64 i", last, " = chunk + k;\n");
       RETURN_IF_ERROR(fold(loop_indent + "    ", "lanes[k]"));
       absl::StrAppend(&body, loop_indent, "  }\n", loop_indent, "}\n", loop_indent,
-                      "for (kiln_int64 i", last, " = chunk; i", last, " < ", inner, "; ++i", last,
+                      "for (kiln_int64 i", last, " = chunk; i", last, " < ", Extent(inner), "; ++i", last,
                       ") {\n");
       RETURN_IF_ERROR(fold(loop_indent + "  ", "acc"));
       absl::StrAppend(&body, loop_indent, "}\n");
     } else {
-      body += For(last, absl::StrCat(inner), loop_indent);
+      body += For(last, Extent(inner), loop_indent);
       RETURN_IF_ERROR(fold(loop_indent + "  ", "acc"));
       absl::StrAppend(&body, loop_indent, "}\n");
     }
@@ -471,13 +473,15 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
 constexpr int64_t kParallelWork = 1 << 16;
 constexpr int64_t kChunkWork = 1 << 15;
 
-// Work per row of the group's first outer dim (every other dim is constant).
-int64_t RowWork(const Kernel& kernel, const ir::Graph& graph, const ir::LoopProgram& program) {
-  int64_t work = 1;
+// Work per row of the group's first outer dim.
+ir::SymExpr RowWork(const Kernel& kernel, const ir::Graph& graph, const ir::LoopProgram& program) {
+  ir::SymExpr work = ir::SymExpr::Constant(1);
   const std::vector<ir::Dim>& sizes = graph.values[kernel.value].sizes;
-  for (size_t d = 1; d < sizes.size(); ++d) work *= sizes[d].constant;
+  for (size_t d = 1; d < sizes.size(); ++d) work = work * ir::SymExpr::Of(sizes[d]);
   if (kernel.kind == Kernel::Kind::kReduction) {
-    for (int64_t size : program.definitions[kernel.value].reduction_sizes) work *= size;
+    for (const ir::Dim& size : program.definitions[kernel.value].reduction_sizes) {
+      work = work * ir::SymExpr::Of(size);
+    }
   }
   return work;
 }
@@ -499,7 +503,7 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
                    : For(d, Extent(type.sizes[d]), indent);
     indent += "  ";
   }
-  int64_t row_work = 0;
+  ir::SymExpr row_work;
   for (int k = group.begin; k < group.end; ++k) {
     const Kernel& kernel = schedule.kernels[k];
     // Each kernel of a group in a block of its own: two reductions both
@@ -516,7 +520,7 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
     const Storage& slot = plan.storages[storage];
     const ir::DType dtype = graph.values[slot.values.front()].dtype;
     absl::StrAppend(&body, indent, StorageCType(dtype), " row", storage, "[",
-                    slot.bytes / ir::DTypeSize(dtype), "] __attribute__((aligned(64)));\n");
+                    slot.bytes.constant() / ir::DTypeSize(dtype), "] __attribute__((aligned(64)));\n");
   }
   body += inner;
   for (int d = outer; d > 0; --d) absl::StrAppend(&body, std::string(2 * d, ' '), "}\n");
@@ -550,16 +554,20 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
                                   ") {\n  (void)rt;\n  (void)symbols;\n  (void)begin;\n  (void)end;\n",
                                   body, "}\n\n");
   const ir::Dim rows = outer > 0 ? type.sizes[0] : ir::Dim::Constant(1);
-  // A symbolic row count may be large: parallel_for runs it inline when it
-  // is not.
+  // Symbolic work may be large: parallel_for runs it inline when it is not.
   const bool parallel =
-      outer > 0 && (rows.is_symbolic() || (rows.constant >= 2 && rows.constant * row_work >= kParallelWork));
+      outer > 0 && (rows.is_symbolic() || !row_work.is_constant() ||
+                    (rows.constant >= 2 && rows.constant * row_work.constant() >= kParallelWork));
   if (!parallel) {
     *call = absl::StrCat("  ", name, "(rt, symbols, 0, ", Extent(rows), arguments.empty() ? "" : ", ",
                          absl::StrJoin(arguments, ", "), ");\n");
     return text;
   }
-  const int64_t grain = std::max<int64_t>(1, kChunkWork / std::max<int64_t>(1, row_work));
+  const std::string grain =
+      row_work.is_constant()
+          ? absl::StrCat(std::max<int64_t>(1, kChunkWork / std::max<int64_t>(1, row_work.constant())))
+          : absl::StrCat("(", kChunkWork, " / ", SymC(row_work), " > 0 ? ", kChunkWork, " / ",
+                         SymC(row_work), " : 1)");
   absl::StrAppend(&text, "typedef struct { ", absl::StrJoin(fields, " "), " } ", name, "_closure;\n",
                   "static void ", name, "_chunk(void* closure, kiln_int64 begin, kiln_int64 end) {\n",
                   "  const ", name, "_closure* c = (const ", name, "_closure*)closure;\n", "  ", name,
@@ -711,12 +719,12 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
       case Storage::Kind::kInput: address = absl::StrCat("inputs[", storage.index, "]"); break;
       case Storage::Kind::kOutput: address = absl::StrCat("outputs[", storage.index, "]"); break;
       case Storage::Kind::kScratch:
-        if (storage.symbol < 0) {
+        if (!storage.is_symbolic()) {
           address = absl::StrCat("(char*)scratch + ", storage.offset);
         } else {
           address = absl::StrCat("(char*)scratch + ", symbolic_offsets);
-          symbolic_offsets = absl::StrCat(symbolic_offsets, " + KILN_ALIGN(", storage.bytes,
-                                          " * symbols[", storage.symbol, "])");
+          symbolic_offsets =
+              absl::StrCat(symbolic_offsets, " + KILN_ALIGN(", SymC(storage.bytes), ")");
         }
         break;
       case Storage::Kind::kRow:

@@ -29,10 +29,20 @@ absl::StatusOr<std::vector<int64_t>> WrapDims(const std::vector<int64_t>& dims, 
   return wrapped;
 }
 
-int64_t Count(const ir::TensorType& type, const std::vector<int64_t>& dims) {
-  if (dims.empty()) return type.NumElements();
+// How many elements `dims` (all of them when empty) hold: a constant, so
+// that means and variances divide by a literal.
+absl::StatusOr<int64_t> Count(const ir::TensorType& type, std::vector<int64_t> dims) {
+  if (dims.empty()) {
+    for (int64_t d = 0; d < type.rank(); ++d) dims.push_back(d);
+  }
   int64_t count = 1;
-  for (int64_t d : dims) count *= type.sizes[d].constant;
+  for (int64_t d : dims) {
+    if (type.sizes[d].is_symbolic()) {
+      return absl::UnimplementedError(
+          absl::StrCat("averaging over symbolic dim ", d, " is not supported yet"));
+    }
+    count *= type.sizes[d].constant;
+  }
   return count;
 }
 
@@ -68,7 +78,8 @@ absl::StatusOr<int> Mean(GraphBuilder& b, int x, const std::vector<int64_t>& dim
   ASSIGN_OR_RETURN(const std::vector<int64_t> wrapped, WrapDims(dims, type.rank()));
   ASSIGN_OR_RETURN(const int sum,
                    b.Add("aten.sum.dim_IntList", {x}, {{"dim", wrapped}, {"keepdim", keepdim}}));
-  return b.Add("aten.div.Tensor", {sum}, {{"other", static_cast<double>(Count(type, wrapped))}});
+  ASSIGN_OR_RETURN(const int64_t count, Count(type, wrapped));
+  return b.Add("aten.div.Tensor", {sum}, {{"other", static_cast<double>(count)}});
 }
 
 absl::StatusOr<std::vector<int>> MeanOp(GraphBuilder& b, const ir::Node& node) {
@@ -93,7 +104,8 @@ absl::StatusOr<std::vector<int>> VarOp(GraphBuilder& b, const ir::Node& node) {
   ASSIGN_OR_RETURN(const int squared, b.Add("aten.mul.Tensor", {centered, centered}));
   ASSIGN_OR_RETURN(const int sum, b.Add("aten.sum.dim_IntList", {squared},
                                         {{"dim", dims}, {"keepdim", BoolArg(node, "keepdim")}}));
-  const double divisor = std::max(0.0, static_cast<double>(Count(type, dims)) - correction);
+  ASSIGN_OR_RETURN(const int64_t count, Count(type, dims));
+  const double divisor = std::max(0.0, static_cast<double>(count) - correction);
   ASSIGN_OR_RETURN(int result, b.Add("aten.div.Tensor", {sum}, {{"other", divisor}}));
   if (node.op.rfind("aten.std.", 0) == 0) {
     ASSIGN_OR_RETURN(result, b.Add("aten.sqrt.default", {result}));
@@ -159,7 +171,7 @@ absl::StatusOr<std::vector<int>> LayerNormBackward(GraphBuilder& b, const ir::No
   const int64_t normalized = static_cast<int64_t>(IntListArg(node, "normalized_shape").size());
   std::vector<int64_t> row_dims, lead_dims;
   for (int64_t d = 0; d < rank; ++d) (d < rank - normalized ? lead_dims : row_dims).push_back(d);
-  const int64_t count = Count(b.type(x), row_dims);
+  ASSIGN_OR_RETURN(const int64_t count, Count(b.type(x), row_dims));
   auto add = [&](const char* op, std::vector<int> inputs,
                  std::map<std::string, ir::ArgValue> args = {}) {
     return b.Add(op, std::move(inputs), std::move(args));
@@ -238,6 +250,9 @@ absl::StatusOr<std::vector<int>> Linear(GraphBuilder& b, const ir::Node& node) {
   if (x.rank() < 1 || weight.rank() != 2) {
     return absl::InvalidArgumentError("linear needs an input of rank >= 1 and a 2-D weight");
   }
+  if (x.sizes.back().is_symbolic() || !weight.is_static()) {
+    return absl::UnimplementedError("linear over a symbolic feature dim is not supported yet");
+  }
   const int64_t in = x.sizes.back().constant, out = weight.sizes[0].constant;
   ASSIGN_OR_RETURN(const int transposed, b.Add("aten.t.default", {node.inputs[1]}));
   ASSIGN_OR_RETURN(const int flat, b.Add("aten.reshape.default", {node.inputs[0]},
@@ -248,8 +263,10 @@ absl::StatusOr<std::vector<int>> Linear(GraphBuilder& b, const ir::Node& node) {
   } else {
     ASSIGN_OR_RETURN(product, b.Add("aten.mm.default", {flat, transposed}));
   }
-  std::vector<int64_t> sizes;
-  for (int64_t d = 0; d + 1 < x.rank(); ++d) sizes.push_back(x.sizes[d].constant);
+  std::vector<int64_t> sizes;  // a symbolic leading dim is the reshape's -1
+  for (int64_t d = 0; d + 1 < x.rank(); ++d) {
+    sizes.push_back(x.sizes[d].is_symbolic() ? -1 : x.sizes[d].constant);
+  }
   sizes.push_back(out);
   ASSIGN_OR_RETURN(const int result, b.Add("aten.reshape.default", {product}, {{"size", sizes}}));
   return std::vector<int>{result};

@@ -24,8 +24,6 @@ absl::StatusOr<std::vector<ir::TensorType>> InferMatmul(bool batched, const Inpu
                                                    " operands, got ranks ", a.rank(), " and ",
                                                    b.rank()));
   }
-  RETURN_IF_ERROR(RequireLeadingSymbolsOnly(a, "input 0"));
-  RETURN_IF_ERROR(RequireLeadingSymbolsOnly(b, "input 1"));
   if (a.dtype != b.dtype) {
     return absl::InvalidArgumentError(absl::StrCat("operands have dtypes ", ir::DTypeName(a.dtype),
                                                    " and ", ir::DTypeName(b.dtype)));

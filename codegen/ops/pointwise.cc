@@ -137,7 +137,6 @@ void AddPointwise(OpTable& table, Spec spec) {
     }
     std::vector<ir::Dim> sizes;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      RETURN_IF_ERROR(RequireLeadingSymbolsOnly(*inputs[i], absl::StrCat("input ", i)));
       ASSIGN_OR_RETURN(sizes, BroadcastShapes(sizes, inputs[i]->sizes));
     }
     RETURN_IF_ERROR(CheckOperandTypes(spec, node, inputs));

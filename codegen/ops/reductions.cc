@@ -57,7 +57,6 @@ void AddReduction(OpTable& table, const std::string& op, const std::string& comb
                   const ir::Node& node,
                   const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
     const ir::TensorType& input = *inputs[0];
-    RETURN_IF_ERROR(RequireLeadingSymbolsOnly(input, "input 0"));
     if (std::find(refused.begin(), refused.end(), input.dtype) != refused.end()) {
       return absl::InvalidArgumentError(absl::StrCat("does not take ", ir::DTypeName(input.dtype),
                                                      " inputs (neither does eager PyTorch)"));
@@ -73,7 +72,7 @@ void AddReduction(OpTable& table, const std::string& op, const std::string& comb
     }
     if ((combiner == "max" || combiner == "min" || combiner == "argmax" || combiner == "argmin")) {
       for (int64_t d = 0; d < input.rank(); ++d) {
-        if (reduced[d] && input.sizes[d].constant == 0) {
+        if (reduced[d] && input.sizes[d] == ir::Dim::Constant(0)) {
           return absl::InvalidArgumentError(
               absl::StrCat("cannot take ", combiner, " over dim ", d, " of size 0 (no identity)"));
         }
@@ -94,7 +93,7 @@ void AddReduction(OpTable& table, const std::string& op, const std::string& comb
     int reductions = 0;
     for (int64_t d = 0; d < input.rank(); ++d) {
       if (reduced[d]) {
-        definition.reduction_sizes.push_back(input.sizes[d].constant);
+        definition.reduction_sizes.push_back(input.sizes[d]);
         ++reductions;
       }
     }

@@ -43,10 +43,10 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
         const Storage& x = plan.storages[a];
         const Storage& y = plan.storages[b];
         if (a == b || x.kind != Storage::Kind::kScratch || y.kind != Storage::Kind::kScratch ||
-            x.symbol >= 0 || y.symbol >= 0) {
+            x.is_symbolic() || y.is_symbolic()) {
           continue;  // symbolic slices never share memory
         }
-        if (x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes) {
+        if (x.offset < y.offset + y.bytes.constant() && y.offset < x.offset + x.bytes.constant()) {
           return absl::InternalError(absl::StrCat("group ", schedule.group_of[k],
                                                   " uses overlapping scratch slices ",
                                                   x.offset, " and ", y.offset));
@@ -55,8 +55,8 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
     }
   }
   for (const Storage& storage : plan.storages) {
-    if (storage.kind == Storage::Kind::kScratch && !storage.values.empty() && storage.symbol < 0 &&
-        storage.offset + storage.bytes > plan.scratch_bytes) {
+    if (storage.kind == Storage::Kind::kScratch && !storage.values.empty() &&
+        !storage.is_symbolic() && storage.offset + storage.bytes.constant() > plan.scratch_bytes) {
       return absl::InternalError("a scratch slice ends past the arena");
     }
   }

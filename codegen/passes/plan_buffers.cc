@@ -8,17 +8,14 @@
 namespace kiln {
 namespace {
 
-// Bytes of a value, per unit of its symbol when its leading dim is symbolic.
-int64_t Bytes(const ir::TensorType& type) {
-  int64_t elements = 1;
-  for (const ir::Dim& dim : type.sizes) elements *= dim.is_symbolic() ? dim.multiplier : dim.constant;
-  return elements * ir::DTypeSize(type.dtype);
+// Bytes of a value's dims from `first` on.
+ir::SymExpr Bytes(const ir::TensorType& type, size_t first = 0) {
+  ir::SymExpr bytes = ir::SymExpr::Constant(ir::DTypeSize(type.dtype));
+  for (size_t d = first; d < type.sizes.size(); ++d) bytes = bytes * ir::SymExpr::Of(type.sizes[d]);
+  return bytes;
 }
 
-void SetSize(Storage& storage, const ir::TensorType& type) {
-  storage.bytes = Bytes(type);
-  if (!type.sizes.empty() && type.sizes[0].is_symbolic()) storage.symbol = type.sizes[0].symbol;
-}
+void SetSize(Storage& storage, const ir::TensorType& type) { storage.bytes = Bytes(type); }
 
 int64_t AlignUp(int64_t value) {
   return (value + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
@@ -162,14 +159,10 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
     }
     if (!one_group) continue;
     const ir::TensorType& type = graph.values[storage.values.front()];
-    int64_t row_bytes = ir::DTypeSize(type.dtype);
-    for (size_t d = kernels.outer_rank; d < type.sizes.size(); ++d) {
-      row_bytes *= type.sizes[d].constant;
-    }
-    if (row_bytes > kMaxRowBytes) continue;
+    const ir::SymExpr row_bytes = Bytes(type, kernels.outer_rank);
+    if (!row_bytes.is_constant() || row_bytes.constant() > kMaxRowBytes) continue;
     storage.kind = Storage::Kind::kRow;
     storage.bytes = row_bytes;
-    storage.symbol = -1;
     storage.index = group;
   }
 
@@ -190,7 +183,7 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
   for (int s = 0; s < static_cast<int>(plan.storages.size()); ++s) {
     const Storage& storage = plan.storages[s];
     if (storage.kind != Storage::Kind::kScratch || storage.values.empty()) continue;
-    if (storage.symbol >= 0) {  // placed at run time, after the static part
+    if (storage.is_symbolic()) {  // placed at run time, after the static part
       plan.symbolic_scratch = true;
       continue;
     }
@@ -212,16 +205,16 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
     for (const Interval& other : placed) {
       if (other.end < interval.begin || interval.end < other.begin) continue;
       const Storage& used = plan.storages[other.storage];
-      busy.push_back({used.offset, used.offset + AlignUp(used.bytes)});
+      busy.push_back({used.offset, used.offset + AlignUp(used.bytes.constant())});
     }
     std::sort(busy.begin(), busy.end());
     int64_t offset = 0;
     for (const auto& [begin, end] : busy) {
-      if (offset + AlignUp(storage.bytes) <= begin) break;
+      if (offset + AlignUp(storage.bytes.constant()) <= begin) break;
       offset = std::max(offset, end);
     }
     storage.offset = offset;
-    plan.scratch_bytes = std::max(plan.scratch_bytes, offset + AlignUp(storage.bytes));
+    plan.scratch_bytes = std::max(plan.scratch_bytes, offset + AlignUp(storage.bytes.constant()));
     placed.push_back(interval);
   }
   return plan;
@@ -235,18 +228,18 @@ std::string ToString(const BufferPlan& plan) {
       case Storage::Kind::kInput: absl::StrAppend(&text, "input ", storage.index); break;
       case Storage::Kind::kOutput: absl::StrAppend(&text, "output ", storage.index); break;
       case Storage::Kind::kScratch:
-        if (storage.symbol >= 0) {
+        if (storage.is_symbolic()) {
           absl::StrAppend(&text, "scratch (placed at run time)");
         } else {
-          absl::StrAppend(&text, "scratch [", storage.offset, ", ", storage.offset + storage.bytes,
-                          ")");
+          absl::StrAppend(&text, "scratch [", storage.offset, ", ",
+                          storage.offset + storage.bytes.constant(), ")");
         }
         break;
       case Storage::Kind::kRow:
         absl::StrAppend(&text, "row buffer of group ", storage.index);
         break;
     }
-    absl::StrAppend(&text, ": ", storage.bytes, storage.symbol >= 0 ? " bytes per s, holds " : " bytes, holds ",
+    absl::StrAppend(&text, ": ", ir::ToString(storage.bytes, ir::Graph()), " bytes, holds ",
                     absl::StrJoin(storage.values, ", ", [](std::string* out, int v) {
                       absl::StrAppend(out, "%", v);
                     }),

@@ -31,10 +31,9 @@ struct Storage {
   Kind kind = Kind::kScratch;
   int index = -1;       // kInput / kOutput: position; kRow: the group
   int64_t offset = 0;   // kScratch: byte offset in the arena (static slices)
-  // Size in bytes; for a symbolic leading dim, bytes per unit of the symbol:
-  // the slice holds bytes * symbols[symbol].
-  int64_t bytes = 0;
-  int symbol = -1;
+  ir::SymExpr bytes;    // size: symbolic when the value's sizes are
+
+  bool is_symbolic() const { return !bytes.is_constant(); }
   std::vector<int> values;  // the values it holds, in order
 };
 
