@@ -159,16 +159,6 @@ absl::Status RequireStatic(const ir::TensorType& type, absl::string_view what) {
   return absl::OkStatus();
 }
 
-absl::Status RequireLeadingSymbolsOnly(const ir::TensorType& type, absl::string_view what) {
-  for (size_t d = 1; d < type.sizes.size(); ++d) {
-    if (type.sizes[d].is_symbolic()) {
-      return absl::UnimplementedError(absl::StrCat(
-          what, " has a symbolic size in dim ", d, "; only the leading dim may be symbolic"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckDTypes(const InputTypes& inputs, const std::vector<ir::DType>& dtypes,
                          const std::vector<ir::DType>& refused) {
   for (const ir::TensorType* input : inputs) {

@@ -108,9 +108,7 @@ absl::StatusOr<int> WrapDim(int64_t dim, int64_t rank);
 // `add(t, 1)` with and without `alpha=1` are the same node.
 absl::StatusOr<ir::Node> WithDefaults(const ir::Node& node, const OpDef& op);
 absl::Status RequireStatic(const ir::TensorType& type, absl::string_view what);
-// For ops that lower with a symbolic leading dim (pointwise, reductions over
-// other dims, GEMM rows and batches): Unimplemented for any other.
-absl::Status RequireLeadingSymbolsOnly(const ir::TensorType& type, absl::string_view what);
+
 // Every input dtype is in `dtypes`: one in `refused` (what eager refuses too,
 // like argmax of bool) is InvalidArgument, any other outside `dtypes`
 // Unimplemented.

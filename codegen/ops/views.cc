@@ -293,6 +293,10 @@ absl::StatusOr<std::vector<View>> SplitViews(const ir::Node& node, const ir::Ten
 // unbind(dim): one select per index of `dim`.
 absl::StatusOr<std::vector<View>> UnbindViews(const ir::Node& node, const ir::TensorType& source) {
   ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), source.rank()));
+  if (source.sizes[dim].is_symbolic()) {
+    return absl::UnimplementedError(
+        absl::StrCat("unbinding a symbolic dim (", dim, ") is not supported"));
+  }
   std::vector<View> result;
   for (int64_t index = 0; index < source.sizes[dim].constant; ++index) {
     ir::Node select = node;
@@ -313,7 +317,6 @@ void AddMultiView(OpTable& table, const std::string& op, std::vector<ArgSpec> ar
   def.args = std::move(args);
   def.infer = [views](const ir::Node& node,
                       const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
-    RETURN_IF_ERROR(RequireLeadingSymbolsOnly(*inputs[0], "input 0"));
     ASSIGN_OR_RETURN(const auto parts, views(node, *inputs[0]));
     std::vector<ir::TensorType> types;
     for (const View& view : parts) types.push_back(view.type);
