@@ -110,7 +110,11 @@ std::string ToString(const LoopProgram& program, const Graph& graph) {
         break;
       case Definition::Kind::kAlias:
         absl::StrAppend(&text, "alias %", definition.source, " strides [",
-                        absl::StrJoin(definition.strides, ", "), "] offset ", definition.offset);
+                        absl::StrJoin(definition.strides, ", ",
+                                      [&](std::string* out, const SymExpr& stride) {
+                                        out->append(ToString(stride, graph));
+                                      }),
+                        "] offset ", definition.offset);
         break;
       case Definition::Kind::kView:
         absl::StrAppend(&text, "view %", definition.source, " ", definition.map.ToString());

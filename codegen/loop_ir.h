@@ -80,7 +80,7 @@ struct Definition {
   std::string combiner;  // "sum", "max", "min", "prod", "argmax", "argmin"
 
   // kAlias: element (c) is at source_storage[offset + sum strides[d] * c[d]].
-  std::vector<int64_t> strides;
+  std::vector<SymExpr> strides;
   int64_t offset = 0;
 
   // kView: the source value's coordinates are map(view coordinates).

@@ -66,7 +66,7 @@ Layout MemoryLayout(const ir::Graph& graph, const ir::LoopProgram& program, int 
   const ir::Definition& definition = program.definitions[value];
   Layout layout;
   if (definition.kind == Kind::kAlias) {
-    for (int64_t stride : definition.strides) layout.strides.push_back(ir::SymExpr::Constant(stride));
+    layout.strides = definition.strides;
     layout.offset = MemoryLayout(graph, program, definition.source).offset +
                     ir::SymExpr::Constant(definition.offset);
     return layout;

@@ -58,6 +58,20 @@ std::vector<int64_t> IntListArg(const ir::Node& node, const std::string& name) {
   return std::get<std::vector<int64_t>>(Arg(node, name));
 }
 
+std::vector<ir::SymExpr> SizeListArg(const ir::Node& node, const std::string& name) {
+  const ir::ArgValue& value = Arg(node, name);
+  if (const auto* list = std::get_if<std::vector<ir::SymExpr>>(&value)) {
+    std::vector<ir::SymExpr> sizes;
+    for (const ir::SymExpr& size : *list) sizes.push_back(size.Canonicalized());
+    return sizes;
+  }
+  std::vector<ir::SymExpr> sizes;
+  for (int64_t size : std::get<std::vector<int64_t>>(value)) {
+    sizes.push_back(ir::SymExpr::Constant(size));
+  }
+  return sizes;
+}
+
 bool BoolArg(const ir::Node& node, const std::string& name) {
   auto it = node.args.find(name);
   return it != node.args.end() && std::holds_alternative<bool>(it->second) &&
@@ -101,6 +115,9 @@ bool Matches(ArgKind kind, const ir::ArgValue& value) {
              std::holds_alternative<bool>(value);
     case ArgKind::kBool: return std::holds_alternative<bool>(value);
     case ArgKind::kIntList: return std::holds_alternative<std::vector<int64_t>>(value);
+    case ArgKind::kSizeList:
+      return std::holds_alternative<std::vector<int64_t>>(value) ||
+             std::holds_alternative<std::vector<ir::SymExpr>>(value);
     case ArgKind::kBoolList: return std::holds_alternative<std::vector<bool>>(value);
     case ArgKind::kDType: return std::holds_alternative<ir::DType>(value);
     case ArgKind::kString: return std::holds_alternative<std::string>(value);
@@ -117,6 +134,7 @@ const char* KindName(ArgKind kind) {
     case ArgKind::kScalar: return "a scalar";
     case ArgKind::kBool: return "a bool";
     case ArgKind::kIntList: return "an int list";
+    case ArgKind::kSizeList: return "a size list";
     case ArgKind::kBoolList: return "a bool list";
     case ArgKind::kDType: return "a dtype";
     case ArgKind::kString: return "a string";

@@ -27,6 +27,9 @@ enum class ArgKind {
   kScalar,  // int, float or bool: keeps its type (add(t, 1) != add(t, 1.0))
   kBool,
   kIntList,
+  // Sizes: an int list, or a list of symbolic expressions (a traced view
+  // of a symbolic dim: [8, S, 32]).
+  kSizeList,
   kBoolList,
   kDType,
   kString,
@@ -95,6 +98,8 @@ bool Present(const ir::Node& node, const std::string& name);
 int64_t IntArg(const ir::Node& node, const std::string& name);
 double ScalarArgAsDouble(const ir::Node& node, const std::string& name);
 std::vector<int64_t> IntListArg(const ir::Node& node, const std::string& name);
+// A kSizeList argument, ints as constants (-1 stays -1).
+std::vector<ir::SymExpr> SizeListArg(const ir::Node& node, const std::string& name);
 // Argument `name` if it is a bool, else false (absent or None).
 bool BoolArg(const ir::Node& node, const std::string& name);
 // The `dtype` argument if given, else `fallback`.

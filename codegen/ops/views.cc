@@ -106,8 +106,22 @@ absl::StatusOr<View> Permute(const ir::Node& node, const ir::TensorType& source)
 }
 
 absl::StatusOr<View> Expand(const ir::Node& node, const ir::TensorType& source) {
-  const std::vector<int64_t> size = IntListArg(node, "size");
-  const int rank = static_cast<int>(size.size());
+  // A symbolic entry names the source's symbolic dim: -1 ("keep") for it.
+  std::vector<int64_t> size;
+  const std::vector<ir::SymExpr> named = SizeListArg(node, "size");
+  const int rank = static_cast<int>(named.size());
+  for (int d = 0; d < rank; ++d) {
+    const int s = d - (rank - static_cast<int>(source.rank()));
+    if (named[d].is_constant()) {
+      size.push_back(named[d].constant());
+    } else if (s >= 0 && named[d] == ir::SymExpr::Of(source.sizes[s])) {
+      size.push_back(-1);
+    } else {
+      return absl::UnimplementedError(absl::StrCat("expanding dim ", d, " to ",
+                                                   ir::ToString(named[d], ir::Graph()),
+                                                   ", which is not the source's size"));
+    }
+  }
   if (rank < source.rank()) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot expand rank ", source.rank(), " to rank ", rank));
@@ -372,43 +386,110 @@ absl::StatusOr<std::vector<int64_t>> ReshapeSizes(std::vector<int64_t> size, int
   return size;
 }
 
-// The sizes of a reshape of `type` to `size` (one entry may be -1). With a
-// symbolic leading dim (m * s), the -1 must be the leading target dim: it
-// becomes (m * K_in / K_out) * s for the constant products K of the other
-// dims.
-absl::StatusOr<std::vector<Dim>> ReshapeDims(const ir::TensorType& type,
-                                             const std::vector<int64_t>& size) {
-  std::vector<Dim> dims;
-  if (type.is_static()) {
-    ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, ReshapeSizes(size, type.NumElements()));
-    for (int64_t s : sizes) dims.push_back(Dim::Constant(s));
-    return dims;
-  }
+// The sizes of a reshape of a symbolic type to constant `size` (one entry
+// may be -1): the symbol (m * s) must stay whole in the leading dim, and
+// the -1 must be that dim: it becomes (m * K_in / K_out) * s for the
+// constant products K of the other dims.
+absl::StatusOr<std::vector<Dim>> ReshapeLeadingSymbol(const ir::TensorType& type,
+                                                      const std::vector<int64_t>& size) {
   for (size_t d = 1; d < type.sizes.size(); ++d) {
     if (type.sizes[d].is_symbolic()) {
       return absl::UnimplementedError(absl::StrCat(
-          "a reshape of a tensor with a symbolic dim other than the leading one (dim ", d, ")"));
+          "a reshape of symbolic dim ", d, " must name it in the target sizes"));
     }
   }
   int64_t k_in = type.sizes[0].multiplier, k_out = 1;
   for (size_t d = 1; d < type.sizes.size(); ++d) k_in *= type.sizes[d].constant;
   for (size_t d = 1; d < size.size(); ++d) {
-    if (size[d] < 0) break;
-    k_out *= size[d];
-  }
-  for (size_t d = 1; d < size.size(); ++d) {
     if (size[d] == -1) {
       return absl::UnimplementedError(
           "a reshape of a symbolic size must put it in the leading dim (-1 first)");
     }
+    k_out *= size[d];
   }
   if (size.empty() || size[0] != -1 || k_out == 0 || k_in % k_out != 0) {
     return absl::UnimplementedError(
         "a reshape of a symbolic size must keep it whole in the leading dim (-1 first)");
   }
-  dims.push_back(Dim::Symbol(type.sizes[0].symbol, k_in / k_out));
+  std::vector<Dim> dims = {Dim::Symbol(type.sizes[0].symbol, k_in / k_out)};
   for (size_t d = 1; d < size.size(); ++d) dims.push_back(Dim::Constant(size[d]));
   return dims;
+}
+
+// The sizes of a reshape to target sizes naming symbols ([8, S, 32]): the
+// symbolic dims pass through whole and in order, and the constant dims
+// between two of them (or before the first, after the last) regroup with
+// the same product; one constant may be -1.
+absl::StatusOr<std::vector<Dim>> ReshapeNamedSymbols(const ir::TensorType& type,
+                                                     const std::vector<ir::SymExpr>& size) {
+  // Segments: (product of the constants before a symbolic dim, that dim),
+  // and a last one with no dim.
+  struct Segment {
+    int64_t product = 1;
+    int unknown = -1;  // target only: the dim given as -1
+    Dim dim = Dim::Constant(1);
+  };
+  std::vector<Segment> from(1), to(1);
+  for (const Dim& dim : type.sizes) {
+    if (dim.is_symbolic()) {
+      from.back().dim = dim;
+      from.emplace_back();
+    } else {
+      from.back().product *= dim.constant;
+    }
+  }
+  std::vector<Dim> dims;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (!size[d].IsDim()) {
+      return absl::UnimplementedError(absl::StrCat("a reshape to size ", d, " of ",
+                                                   ir::ToString(size[d], ir::Graph()),
+                                                   " (a product or sum of symbols)"));
+    }
+    dims.push_back(size[d].ToDim());
+    if (dims.back().is_symbolic()) {
+      to.back().dim = dims.back();
+      to.emplace_back();
+    } else if (size[d] == -1) {
+      if (to.back().unknown >= 0) return absl::InvalidArgumentError("only one dim may be -1");
+      to.back().unknown = static_cast<int>(d);
+    } else {
+      to.back().product *= dims.back().constant;
+    }
+  }
+  const std::string mismatch = "the symbolic dims of a reshape must pass through whole and in order";
+  if (from.size() != to.size()) return absl::UnimplementedError(mismatch);
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i].dim != to[i].dim) return absl::UnimplementedError(mismatch);
+    if (to[i].unknown >= 0 && to[i].product != 0 && from[i].product % to[i].product == 0) {
+      dims[to[i].unknown] = Dim::Constant(from[i].product / to[i].product);
+    } else if (to[i].unknown >= 0 || from[i].product != to[i].product) {
+      return absl::UnimplementedError(absl::StrCat(
+          "a reshape regrouping ", from[i].product, " elements as ", to[i].product,
+          " across a symbolic dim is not supported"));
+    }
+  }
+  return dims;
+}
+
+// The sizes of a reshape of `type` to `size` (one entry may be -1).
+absl::StatusOr<std::vector<Dim>> ReshapeDims(const ir::TensorType& type,
+                                             const std::vector<ir::SymExpr>& size) {
+  std::vector<int64_t> constants;
+  for (const ir::SymExpr& s : size) {
+    if (!s.is_constant()) return ReshapeNamedSymbols(type, size);
+    constants.push_back(s.constant());
+  }
+  if (!type.is_static()) return ReshapeLeadingSymbol(type, constants);
+  ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, ReshapeSizes(constants, type.NumElements()));
+  std::vector<Dim> dims;
+  for (int64_t s : sizes) dims.push_back(Dim::Constant(s));
+  return dims;
+}
+
+std::vector<ir::SymExpr> ToSymExprs(const std::vector<Dim>& dims) {
+  std::vector<ir::SymExpr> result;
+  for (const Dim& dim : dims) result.push_back(ir::SymExpr::Of(dim));
+  return result;
 }
 
 // Whether `value` is certainly contiguous memory Kiln owns or was given: a
@@ -429,17 +510,17 @@ bool ContiguousInMemory(const ir::Graph& graph, int value) {
 // declared strides of view results, which a re-typed graph may omit.
 struct StorageView {
   int base;
-  int64_t offset = 0;
-  std::vector<int64_t> strides;
+  ir::SymExpr offset;
+  std::vector<ir::SymExpr> strides;
 };
 
 absl::StatusOr<StorageView> FindStorage(const ir::Graph& graph, int value) {
   const int rank = static_cast<int>(graph.values[value].rank());
-  StorageView result{value, 0, std::vector<int64_t>(rank, 0)};
+  StorageView result{value, ir::SymExpr(), std::vector<ir::SymExpr>(rank)};
   // Coordinates in `result.base` = map(coordinates in `value`).
   ir::AffineMap map = ir::AffineMap::Identity(rank);
   // Memory strides of the coordinates `map` lands in; applies the map.
-  auto place = [&](const std::vector<int64_t>& strides) {
+  auto place = [&](const std::vector<ir::SymExpr>& strides) {
     for (size_t r = 0; r < strides.size(); ++r) {
       result.offset += strides[r] * map.offsets[r];
       for (int d = 0; d < rank; ++d) result.strides[d] += strides[r] * map.coefficients[r][d];
@@ -450,13 +531,13 @@ absl::StatusOr<StorageView> FindStorage(const ir::Graph& graph, int value) {
     if (node.op == "kiln.alias.default") {
       // An alias addresses its source's memory directly; aliases of aliases
       // add their offsets.
-      place(IntListArg(node, "stride"));
-      result.offset += IntArg(node, "storage_offset");
+      place(SizeListArg(node, "stride"));
+      result.offset += ir::SymExpr::Constant(IntArg(node, "storage_offset"));
       result.base = node.inputs[0];
       while (graph.producer[result.base] >= 0 &&
              graph.nodes[graph.producer[result.base]].op == "kiln.alias.default") {
         const ir::Node& inner = graph.nodes[graph.producer[result.base]];
-        result.offset += IntArg(inner, "storage_offset");
+        result.offset += ir::SymExpr::Constant(IntArg(inner, "storage_offset"));
         result.base = inner.inputs[0];
       }
       return result;
@@ -478,45 +559,44 @@ absl::StatusOr<StorageView> FindStorage(const ir::Graph& graph, int value) {
     result.base = node.inputs[0];
   }
   const ir::TensorType& base = graph.values[result.base];
-  std::vector<int64_t> strides;
-  for (const ir::SymExpr& stride : graph.producer[result.base] < 0
-                                       ? base.strides
-                                       : ir::ContiguousStrides(base.sizes)) {
-    if (!stride.is_constant()) return absl::UnimplementedError("a view of a symbolic layout");
-    strides.push_back(stride.constant());
-  }
-  place(strides);
+  place(graph.producer[result.base] < 0 ? base.strides : ir::ContiguousStrides(base.sizes));
   return result;
 }
 
 // The strides under which `sizes` views the elements of a tensor of
 // `old_sizes` and `old_strides` in order without a copy, or nullopt when
 // no strides do (as eager's view): each run of old dims that is contiguous
-// in memory may be split or merged freely.
-std::optional<std::vector<int64_t>> ViewStrides(const std::vector<int64_t>& old_sizes,
-                                                const std::vector<int64_t>& old_strides,
-                                                const std::vector<int64_t>& sizes) {
-  const int64_t numel =
-      std::accumulate(old_sizes.begin(), old_sizes.end(), int64_t{1}, std::multiplies<>());
-  if (numel == 0 || old_sizes.empty()) return std::vector<int64_t>(sizes.size(), 1);
-  std::vector<int64_t> strides(sizes.size());
+// in memory may be split or merged freely. Symbolic sizes work alike, as
+// products compared exactly (ReshapeDims has already matched the symbols).
+std::optional<std::vector<ir::SymExpr>> ViewStrides(const std::vector<Dim>& old_dims,
+                                                    const std::vector<ir::SymExpr>& old_strides,
+                                                    const std::vector<Dim>& dims) {
+  const std::vector<ir::SymExpr> old_sizes = ToSymExprs(old_dims), sizes = ToSymExprs(dims);
+  const bool empty = std::any_of(old_sizes.begin(), old_sizes.end(),
+                                 [](const ir::SymExpr& size) { return size == 0; });
+  if (empty || old_sizes.empty()) {
+    return std::vector<ir::SymExpr>(sizes.size(), ir::SymExpr::Constant(1));
+  }
+  std::vector<ir::SymExpr> strides(sizes.size());
   int view_d = static_cast<int>(sizes.size()) - 1;
-  int64_t base_stride = old_strides.back();
-  int64_t old_run = 1, new_run = 1;
+  ir::SymExpr base_stride = old_strides.back();
+  ir::SymExpr old_run = ir::SymExpr::Constant(1), new_run = ir::SymExpr::Constant(1);
   for (int d = static_cast<int>(old_sizes.size()) - 1; d >= 0; --d) {
-    old_run *= old_sizes[d];
+    old_run = old_run * old_sizes[d];
     // A run of old dims ends where the next one out is not laid out right
     // after it.
     if (d == 0 || (old_sizes[d - 1] != 1 && old_strides[d - 1] != old_run * base_stride)) {
-      while (view_d >= 0 && (new_run < old_run || sizes[view_d] == 1)) {
+      // Take view dims until they cover the run (an overshoot never
+      // matches, so it ends in nullopt below), and size-1 dims after.
+      while (view_d >= 0 && (new_run != old_run || sizes[view_d] == 1)) {
         strides[view_d] = new_run * base_stride;
-        new_run *= sizes[view_d];
+        new_run = new_run * sizes[view_d];
         --view_d;
       }
       if (new_run != old_run) return std::nullopt;
       if (d > 0) {
         base_stride = old_strides[d - 1];
-        old_run = new_run = 1;
+        old_run = new_run = ir::SymExpr::Constant(1);
       }
     }
   }
@@ -534,32 +614,27 @@ std::optional<std::vector<int64_t>> ViewStrides(const std::vector<int64_t>& old_
 absl::StatusOr<std::vector<int>> DecomposeReshape(GraphBuilder& builder, const ir::Node& node) {
   int source = node.inputs[0];
   const ir::TensorType type = builder.type(source);
-  std::vector<int64_t> sizes = IntListArg(node, "size");
-  std::vector<int64_t> strides;
-  int64_t offset = 0;
+  std::vector<ir::SymExpr> sizes, strides;
+  ir::SymExpr offset;
   if (node.op == "aten.as_strided.default") {
-    strides = IntListArg(node, "stride");
+    sizes = SizeListArg(node, "size");
+    strides = SizeListArg(node, "stride");
     ASSIGN_OR_RETURN(const StorageView storage, FindStorage(builder.graph(), source));
     source = storage.base;
     offset = storage.offset;
-    if (Present(node, "storage_offset")) offset = IntArg(node, "storage_offset");
-  } else {
-    ASSIGN_OR_RETURN(const std::vector<Dim> dims, ReshapeDims(type, sizes));
-    if (type.is_static()) {
-      sizes.clear();
-      for (const Dim& dim : dims) sizes.push_back(dim.constant);
-    }  // else the leading -1 stays: kiln.alias infers it the same way
-    for (const ir::SymExpr& stride : ir::ContiguousStrides(dims)) {
-      strides.push_back(stride.constant());  // a symbol only ever leads
+    if (Present(node, "storage_offset")) {
+      offset = ir::SymExpr::Constant(IntArg(node, "storage_offset"));
     }
+  } else {
+    ASSIGN_OR_RETURN(const std::vector<Dim> dims, ReshapeDims(type, SizeListArg(node, "size")));
+    sizes = ToSymExprs(dims);
+    strides = ir::ContiguousStrides(dims);
     if (!ContiguousInMemory(builder.graph(), source)) {
-      std::optional<std::vector<int64_t>> view_strides;
-      absl::StatusOr<StorageView> storage = absl::UnimplementedError("symbolic");
-      if (type.is_static()) storage = FindStorage(builder.graph(), source);
-      if (storage.ok()) {
-        std::vector<int64_t> old_sizes;
-        for (const Dim& dim : type.sizes) old_sizes.push_back(dim.constant);
-        view_strides = ViewStrides(old_sizes, storage->strides, sizes);
+      // The viewed storage, when strides walk it in order.
+      std::optional<std::vector<ir::SymExpr>> view_strides;
+      absl::StatusOr<StorageView> storage = FindStorage(builder.graph(), source);
+      if (storage.ok() && storage->offset.is_constant()) {
+        view_strides = ViewStrides(type.sizes, storage->strides, dims);
       }
       if (view_strides.has_value()) {
         source = storage->base;
@@ -570,9 +645,13 @@ absl::StatusOr<std::vector<int>> DecomposeReshape(GraphBuilder& builder, const i
       }
     }
   }
-  ASSIGN_OR_RETURN(const int alias,
-                   builder.Add("kiln.alias.default", {source},
-                               {{"size", sizes}, {"stride", strides}, {"storage_offset", offset}}));
+  if (!offset.is_constant()) {
+    return absl::UnimplementedError("a view at a symbolic storage offset");
+  }
+  ASSIGN_OR_RETURN(const int alias, builder.Add("kiln.alias.default", {source},
+                                                {{"size", sizes},
+                                                 {"stride", strides},
+                                                 {"storage_offset", offset.constant()}}));
   return std::vector<int>{alias};
 }
 
@@ -595,7 +674,7 @@ void AddReshape(OpTable& table, const std::string& op, std::vector<ArgSpec> args
       }
       return std::vector<ir::TensorType>{std::move(type)};
     }
-    ASSIGN_OR_RETURN(std::vector<Dim> dims, ReshapeDims(*inputs[0], IntListArg(node, "size")));
+    ASSIGN_OR_RETURN(std::vector<Dim> dims, ReshapeDims(*inputs[0], SizeListArg(node, "size")));
     return std::vector<ir::TensorType>{ContiguousType(inputs[0]->dtype, std::move(dims))};
   };
   def.decompose = DecomposeReshape;
@@ -622,22 +701,29 @@ void AddAlias(OpTable& table) {
   def.name = "kiln.alias.default";
   def.family = "view";
   def.dtypes = kAllTypes;
-  def.args = {{"size", ArgKind::kIntList, std::nullopt},
-              {"stride", ArgKind::kIntList, std::nullopt},
+  def.args = {{"size", ArgKind::kSizeList, std::nullopt},
+              {"stride", ArgKind::kSizeList, std::nullopt},
               {"storage_offset", ArgKind::kInt, ir::ArgValue(int64_t{0})}};
   def.infer = [](const ir::Node& node,
                  const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
-    const std::vector<int64_t> sizes = IntListArg(node, "size"),
-                               strides = IntListArg(node, "stride");
-    if (sizes.size() != strides.size()) {
+    const std::vector<ir::SymExpr> symbolic_sizes = SizeListArg(node, "size"),
+                                   symbolic_strides = SizeListArg(node, "stride");
+    if (symbolic_sizes.size() != symbolic_strides.size()) {
       return absl::InvalidArgumentError("size and stride differ in length");
     }
-    if (!inputs[0]->is_static()) {  // a reshape of a symbolic leading dim
-      ASSIGN_OR_RETURN(std::vector<Dim> dims, ReshapeDims(*inputs[0], sizes));
-      ir::TensorType type = ContiguousType(inputs[0]->dtype, std::move(dims));
-      for (size_t d = 0; d < strides.size(); ++d) type.strides[d] = ir::SymExpr::Constant(strides[d]);
+    if (!inputs[0]->is_static()) {  // a reshape of symbolic sizes: exact, from a decomposition
+      ir::TensorType type;
+      type.dtype = inputs[0]->dtype;
+      for (const ir::SymExpr& size : symbolic_sizes) {
+        if (!size.IsDim()) return absl::InvalidArgumentError("an alias size is not a dim");
+        type.sizes.push_back(size.ToDim());
+      }
+      type.strides = symbolic_strides;
       return std::vector<ir::TensorType>{std::move(type)};
     }
+    std::vector<int64_t> sizes, strides;
+    for (const ir::SymExpr& size : symbolic_sizes) sizes.push_back(size.constant());
+    for (const ir::SymExpr& stride : symbolic_strides) strides.push_back(stride.constant());
     // Every element it addresses must lie within the source.
     int64_t last = IntArg(node, "storage_offset");
     for (size_t d = 0; d < sizes.size(); ++d) {
@@ -662,7 +748,7 @@ void AddAlias(OpTable& table) {
     ir::Definition definition;
     definition.kind = ir::Definition::Kind::kAlias;
     definition.source = node.inputs[0];
-    definition.strides = IntListArg(node, "stride");
+    definition.strides = SizeListArg(node, "stride");
     definition.offset = IntArg(node, "storage_offset");
     return std::vector<ir::Definition>{std::move(definition)};
   };
@@ -678,7 +764,7 @@ void RegisterViewOps(OpTable& table) {
   AddView(table, "aten.transpose.int",
           {{"dim0", ArgKind::kInt, std::nullopt}, {"dim1", ArgKind::kInt, std::nullopt}}, Permute);
   AddView(table, "aten.expand.default",
-          {{"size", ArgKind::kIntList, std::nullopt},
+          {{"size", ArgKind::kSizeList, std::nullopt},
            {"implicit", ArgKind::kBool, ir::ArgValue(false)}},
           Expand);
   AddView(table, "aten.unsqueeze.default", {dim}, Unsqueeze);
@@ -705,14 +791,16 @@ void RegisterViewOps(OpTable& table) {
   AddMultiView(table, "aten.split_with_sizes.default",
                {{"split_sizes", ArgKind::kIntList, std::nullopt}, dim_zero}, SplitViews);
   AddMultiView(table, "aten.unbind.int", {dim_zero}, UnbindViews);
-  const ArgSpec size{"size", ArgKind::kIntList, std::nullopt};
+  const ArgSpec size{"size", ArgKind::kSizeList, std::nullopt};
   AddReshape(table, "aten.view.default", {size});
   AddReshape(table, "aten.reshape.default", {size});
   AddReshape(table, "aten._unsafe_view.default", {size});
+  // _reshape_alias's strides are the view's: Kiln derives them itself, and a
+  // traced symbolic one (s * s) need not be stated.
   AddReshape(table, "aten._reshape_alias.default",
-             {size, {"stride", ArgKind::kIntList, std::nullopt}});
+             {size, {"stride", ArgKind::kSizeList, ir::ArgValue(ir::None{})}});
   AddReshape(table, "aten.as_strided.default",
-             {size,
+             {{"size", ArgKind::kIntList, std::nullopt},
               {"stride", ArgKind::kIntList, std::nullopt},
               {"storage_offset", ArgKind::kInt, ir::ArgValue(ir::None{})}});
   AddAlias(table);

@@ -199,9 +199,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
         program.definitions[definition.source].kind != Kind::kAlias &&
         type.dtype == graph.values[definition.source].dtype &&
         ir::SameElementCount(type, graph.values[definition.source])) {
-      std::vector<ir::SymExpr> strides;
-      for (int64_t stride : definition.strides) strides.push_back(ir::SymExpr::Constant(stride));
-      if (strides == ir::ContiguousStrides(type.sizes)) target = definition.source;
+      if (definition.strides == ir::ContiguousStrides(type.sizes)) target = definition.source;
     }
     const Kind kind = program.definitions[target].kind;
     if ((kind == Kind::kPointwise || kind == Kind::kExtern || kind == Kind::kReduction ||

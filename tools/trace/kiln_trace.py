@@ -273,22 +273,52 @@ def to_kiln_half(gm, inputs, name):
 
 
 # Ops whose `size` argument may say -1 for "whatever the element count
-# implies" (expand: "keep this dim").
+# implies" (expand: "keep this dim"), or name symbols.
 RESHAPES = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
             "aten._reshape_alias.default", "aten.expand.default"}
 
 
-def relax_size_argument(node, twin):
-    """A reshape whose size list differs between the two traces in exactly
-    its leading entry: that entry becomes -1, for Kiln to infer."""
+def symbolic_entry(a, b, marks):
+    """The size a (b at the other trace) as `multiplier * symbol`, or None."""
+    step = b - a
+    return next(({"coefficient": str(step), "symbols": [s]} for (s, v) in marks.values()
+                 if step > 0 and a == step * v), None)
+
+
+def relax_size_argument(node, twin, marks):
+    """A reshape whose size list differs between the two traces: when only
+    its leading entry does, that entry becomes -1 (Kiln infers it);
+    otherwise each differing entry names its symbol (a symbolic size list).
+    _reshape_alias's strides are dropped when they differ: Kiln derives a
+    view's strides itself."""
+    if node["op"] == "aten._reshape_alias.default":
+        strides = [i for i, (arg, other) in enumerate(zip(node["args"], twin["args"]))
+                   if arg["name"] == "stride" and arg != other]
+        for i in reversed(strides):
+            del node["args"][i]
+            del twin["args"][i]
     for arg, other in zip(node["args"], twin["args"]):
         if arg == other or arg["name"] != "size" or "intList" not in arg:
             continue
         values, others = arg["intList"]["values"], other["intList"]["values"]
+        if len(values) != len(others):
+            continue
         differing = [i for i, (a, b) in enumerate(zip(values, others)) if a != b]
-        if differing == [0] and len(values) == len(others):
+        if differing == [0]:
             values[0] = "-1"
             others[0] = "-1"
+            continue
+        entries = []
+        for a, b in zip(values, others):
+            entry = ({"coefficient": a} if a == b
+                     else symbolic_entry(int(a), int(b), marks))
+            if entry is None:
+                return  # left differing: reported as baked in
+            entries.append({"terms": [entry]})
+        del arg["intList"]
+        arg["symIntList"] = {"values": entries}
+        other.clear()
+        other.update(arg)
 
 
 def mark_symbolic(fn, inputs, graph, symbolic, name):
@@ -308,7 +338,7 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
     other, _ = trace(fn, grown, name)
     for node, twin in zip(graph["nodes"], other["nodes"]):
         if node["args"] != twin["args"] and node["op"] in RESHAPES:
-            relax_size_argument(node, twin)
+            relax_size_argument(node, twin, marks)
         if node["args"] != twin["args"]:
             raise TraceError(
                 f"node '{node['name']}' ({node['op']}) has a symbolic size baked into an "
@@ -318,14 +348,13 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
             for dim, (a, b) in enumerate(zip(types["sizes"], twin_types["sizes"])):
                 if a != b:
                     # Linear in the symbol: a = multiplier * v at size v.
-                    step = int(b["constant"]) - int(a["constant"])
-                    symbol = next((s for (p, d), (s, v) in marks.items()
-                                   if step > 0 and int(a["constant"]) == step * v), None)
-                    if symbol is None:
+                    entry = symbolic_entry(int(a["constant"]), int(b["constant"]), marks)
+                    if entry is None:
                         raise TraceError(f"node '{node['name']}': dim {dim} depends on a "
                                          f"symbolic size in a way Kiln cannot express")
-                    types["sizes"][dim] = ({"symbol": symbol} if step == 1
-                                           else {"symbol": symbol, "multiplier": str(step)})
+                    types["sizes"][dim] = {"symbol": entry["symbols"][0]}
+                    if entry["coefficient"] != "1":
+                        types["sizes"][dim]["multiplier"] = entry["coefficient"]
             types.pop("strides", None)
     for (position, dim), (symbol, _) in marks.items():
         graph["inputs"][position]["type"]["sizes"][dim] = {"symbol": symbol}

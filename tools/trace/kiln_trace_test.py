@@ -50,11 +50,20 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(graph["inputs"][0]["type"]["sizes"], [{"symbol": "s0"}, {"constant": 5}])
         self.assertEqual(graph["nodes"][1]["outputTypes"][0]["sizes"][0], {"symbol": "s0"})
 
-    def test_a_size_baked_into_a_view_is_refused(self):
+    def test_a_size_baked_into_a_creation_op_is_refused(self):
         with self.assertRaisesRegex(kiln_trace.TraceError,
-                                    "node 'view' .* has a symbolic size baked into an argument"):
-            kiln_trace.trace(lambda x: x.view(5, x.shape[0]), [torch.randn(3, 5)], "baked",
+                                    "node 'ones' .* has a symbolic size baked into an argument"):
+            kiln_trace.trace(lambda x: x + torch.ones(x.shape[0], 5), [torch.randn(3, 5)], "baked",
                              symbolic=[("x", 0)])
+
+    def test_a_view_naming_a_symbol_gets_a_symbolic_size_list(self):
+        graph, _ = kiln_trace.trace(lambda x: x.view(2, 2, x.shape[1], 6) + 1,
+                                    [torch.randn(4, 3, 6)], "split", symbolic=[("x", 1, "S")])
+        view = graph["nodes"][0]
+        terms = [entry["terms"] for entry in view["args"][0]["symIntList"]["values"]]
+        self.assertEqual(terms, [[{"coefficient": "2"}], [{"coefficient": "2"}],
+                                 [{"coefficient": "1", "symbols": ["S"]}], [{"coefficient": "6"}]])
+        self.assertEqual(view["outputTypes"][0]["sizes"][2], {"symbol": "S"})
 
     def test_a_leading_reshape_of_the_symbol_becomes_minus_one(self):
         graph, _ = kiln_trace.trace(lambda x: x.view(x.shape[0] * 5) + 1, [torch.randn(3, 5)],
