@@ -37,6 +37,33 @@ void DropRelationsOfLostSymbols(kiln::v1::Graph& graph) {
                    relations->end());
 }
 
+// Symbolic arguments (a view to [8, S, 32]) with the symbols in `values`
+// replaced by their values.
+void FixSymbolicArguments(kiln::v1::Graph& graph, const std::map<std::string, int64_t>& values) {
+  auto fix = [&](kiln::v1::SymExpr& expr) {
+    for (auto& term : *expr.mutable_terms()) {
+      auto* symbols = term.mutable_symbols();
+      for (auto it = symbols->begin(); it != symbols->end();) {
+        auto value = values.find(*it);
+        if (value == values.end()) {
+          ++it;
+        } else {
+          term.set_coefficient(term.coefficient() * value->second);
+          it = symbols->erase(it);
+        }
+      }
+    }
+  };
+  for (auto& node : *graph.mutable_nodes()) {
+    for (auto& arg : *node.mutable_args()) {
+      if (arg.has_sym_int()) fix(*arg.mutable_sym_int());
+      if (arg.has_sym_int_list()) {
+        for (auto& expr : *arg.mutable_sym_int_list()->mutable_values()) fix(expr);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 kiln::v1::Graph Specialize(kiln::v1::Graph graph, std::map<std::string, int64_t> values) {
@@ -73,6 +100,7 @@ kiln::v1::Graph Specialize(kiln::v1::Graph graph, std::map<std::string, int64_t>
   for (auto& node : *graph.mutable_nodes()) {
     for (auto& type : *node.mutable_output_types()) fix(&type);
   }
+  FixSymbolicArguments(graph, values);
   DropRelationsOfLostSymbols(graph);
   return graph;
 }
@@ -84,6 +112,7 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
                                                    " inputs; the graph has ", graph.inputs_size()));
   }
   kiln::v1::Graph result = graph;
+  std::map<std::string, int64_t> fixed;  // symbols the new sizes make constant
   for (int i = 0; i < result.inputs_size(); ++i) {
     kiln::v1::TensorType* type = result.mutable_inputs(i)->mutable_type();
     bool same = type->sizes_size() == static_cast<int>(input_sizes[i].size());
@@ -91,10 +120,18 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
       same = type->sizes(d).SerializeAsString() == input_sizes[i][d].SerializeAsString();
     }
     if (same) continue;  // keeps its declared strides (a transposed weight)
+    for (int d = 0; d < type->sizes_size() && d < static_cast<int>(input_sizes[i].size()); ++d) {
+      const kiln::v1::Dim& old = type->sizes(d);
+      const int64_t multiplier = old.multiplier() == 0 ? 1 : old.multiplier();
+      if (old.has_symbol() && !input_sizes[i][d].has_symbol()) {
+        fixed[old.symbol()] = input_sizes[i][d].constant() / multiplier;
+      }
+    }
     type->clear_sizes();
     type->clear_strides();  // new sizes: contiguous
     for (const kiln::v1::Dim& dim : input_sizes[i]) *type->add_sizes() = dim;
   }
+  FixSymbolicArguments(result, fixed);
   DropRelationsOfLostSymbols(result);
   // Import with the new input types (node types are replaced below, in
   // order, so each node's inputs are already right when it is inferred).

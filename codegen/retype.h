@@ -18,14 +18,16 @@ namespace kiln {
 // strides) and every node's declared result types recomputed by the op
 // table. Ids, names and arguments are kept. Fails (InvalidArgument or
 // Unimplemented, naming the node) when an argument bakes in an old size
-// (a view to [32, 64], say) or the new sizes are not supported. Relations
-// on symbols that no input keeps are dropped.
+// (a view to [32, 64], say) or the new sizes are not supported. A symbol
+// that the new sizes make constant is replaced in symbolic arguments (a view
+// to [8, S, 32]) too; relations on symbols that no input keeps are dropped.
 absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
                                        const std::vector<std::vector<kiln::v1::Dim>>& input_sizes);
 
-// `graph` with every dim naming a symbol in `values` (or a symbol the graph
-// states equal to one) made constant: a static specialization, such as a
-// symbolic graph's size-1 version. Relations on the fixed symbols go.
+// `graph` with every dim and symbolic argument naming a symbol in `values`
+// (or a symbol the graph states equal to one) made constant: a static
+// specialization, such as a symbolic graph's size-1 version. Relations on
+// the fixed symbols go.
 kiln::v1::Graph Specialize(kiln::v1::Graph graph, std::map<std::string, int64_t> values);
 
 }  // namespace kiln

@@ -72,23 +72,25 @@ INSTANTIATE_TEST_SUITE_P(Public, WorkloadsTest,
 
 class DynamicWorkloadsTest : public WorkloadsTest {};
 
-// One symbolic artifact for every batch size >= 2, and a static one for 1.
-TEST_P(DynamicWorkloadsTest, OneArtifactServesEveryBatchSize) {
+// One symbolic artifact for every size >= 2 of the batch or sequence dim,
+// and a static one for 1.
+TEST_P(DynamicWorkloadsTest, OneArtifactServesEverySize) {
   const std::string name = absl::StrCat("dynamic/", GetParam());
   auto graph = ReadGraphFile(absl::StrCat(kTraced, name, ".json"));
   ASSERT_TRUE(graph.ok()) << graph.status();
   CompiledGraph compiled(client_, *graph);
   const int64_t before = client_->Stats()->compiles();
   for (int size : {2, 3, 257, 1024, 1}) {
-    SCOPED_TRACE(absl::StrCat(name, " at batch ", size));
+    SCOPED_TRACE(absl::StrCat(name, " at size ", size));
     RunAndCompare(name, absl::StrCat(".", size), &compiled);
   }
   EXPECT_EQ(client_->Stats()->compiles() - before, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Public, DynamicWorkloadsTest,
-                         ::testing::Values("attention", "gelu", "gelu_tanh", "layer_norm", "mlp",
-                                           "softmax", "tail"));
+                         ::testing::Values("attention", "attention_seq", "f", "gelu", "gelu_tanh",
+                                           "keep_product", "layer_norm", "mlp", "softmax", "tail",
+                                           "transformer_layer"));
 
 // Buffer planning's promise: with preallocated outputs, a steady-state Run
 // allocates nothing — no scratch (the thread's arena is reused), no packed
