@@ -386,87 +386,75 @@ absl::StatusOr<std::vector<int64_t>> ReshapeSizes(std::vector<int64_t> size, int
   return size;
 }
 
-// The sizes of a reshape of a symbolic type to constant `size` (one entry
-// may be -1): the symbol (m * s) must stay whole in the leading dim, and
-// the -1 must be that dim: it becomes (m * K_in / K_out) * s for the
-// constant products K of the other dims.
-absl::StatusOr<std::vector<Dim>> ReshapeLeadingSymbol(const ir::TensorType& type,
-                                                      const std::vector<int64_t>& size) {
-  for (size_t d = 1; d < type.sizes.size(); ++d) {
-    if (type.sizes[d].is_symbolic()) {
-      return absl::UnimplementedError(absl::StrCat(
-          "a reshape of symbolic dim ", d, " must name it in the target sizes"));
-    }
+// Whether monomial `a` divides monomial `b` (coefficients and symbols).
+bool Divides(const ir::SymExpr& a, const ir::SymExpr& b) {
+  if (a.terms.size() != 1 || b.terms.size() != 1 || a.terms[0].coefficient == 0 ||
+      b.terms[0].coefficient % a.terms[0].coefficient != 0) {
+    return false;
   }
-  int64_t k_in = type.sizes[0].multiplier, k_out = 1;
-  for (size_t d = 1; d < type.sizes.size(); ++d) k_in *= type.sizes[d].constant;
-  for (size_t d = 1; d < size.size(); ++d) {
-    if (size[d] == -1) {
-      return absl::UnimplementedError(
-          "a reshape of a symbolic size must put it in the leading dim (-1 first)");
-    }
-    k_out *= size[d];
-  }
-  if (size.empty() || size[0] != -1 || k_out == 0 || k_in % k_out != 0) {
-    return absl::UnimplementedError(
-        "a reshape of a symbolic size must keep it whole in the leading dim (-1 first)");
-  }
-  std::vector<Dim> dims = {Dim::Symbol(type.sizes[0].symbol, k_in / k_out)};
-  for (size_t d = 1; d < size.size(); ++d) dims.push_back(Dim::Constant(size[d]));
-  return dims;
+  return std::includes(b.terms[0].symbols.begin(), b.terms[0].symbols.end(),
+                       a.terms[0].symbols.begin(), a.terms[0].symbols.end());
 }
 
-// The sizes of a reshape to target sizes naming symbols ([8, S, 32]): the
-// symbolic dims pass through whole and in order, and the constant dims
-// between two of them (or before the first, after the last) regroup with
-// the same product; one constant may be -1.
-absl::StatusOr<std::vector<Dim>> ReshapeNamedSymbols(const ir::TensorType& type,
-                                                     const std::vector<ir::SymExpr>& size) {
-  // Segments: (product of the constants before a symbolic dim, that dim),
-  // and a last one with no dim.
-  struct Segment {
-    int64_t product = 1;
-    int unknown = -1;  // target only: the dim given as -1
-    Dim dim = Dim::Constant(1);
-  };
-  std::vector<Segment> from(1), to(1);
-  for (const Dim& dim : type.sizes) {
-    if (dim.is_symbolic()) {
-      from.back().dim = dim;
-      from.emplace_back();
+// The sizes of a reshape of a symbolic type to `size` (entries constants,
+// multiples of one symbol, or one -1): dims regroup like eager's, by equal
+// products — (s, 5) -> [5 * s], (2, 4, S, 32) -> [8, S, 32], (16, B, 64) ->
+// [16, 4 * B, 16] — and a -1 is what the elements leave, when that is a
+// size.
+absl::StatusOr<std::vector<Dim>> ReshapeSymbolic(const ir::TensorType& type,
+                                                 const std::vector<ir::SymExpr>& size) {
+  const std::string unsupported = "a reshape regrouping elements across a symbolic size";
+  ir::SymExpr total = ir::SymExpr::Constant(1), known = ir::SymExpr::Constant(1);
+  for (const Dim& dim : type.sizes) total = total * ir::SymExpr::Of(dim);
+  int infer = -1;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] == -1) {
+      if (infer >= 0) return absl::InvalidArgumentError("only one dim may be -1");
+      infer = static_cast<int>(d);
+    } else if (!size[d].IsDim() || size[d] == 0) {
+      return absl::UnimplementedError(absl::StrCat("a reshape of symbolic sizes to size ",
+                                                   ir::ToString(size[d], ir::Graph())));
     } else {
-      from.back().product *= dim.constant;
+      known = known * size[d];
     }
   }
+  if (total.terms.size() != 1) return absl::UnimplementedError("a reshape of an empty symbolic tensor");
   std::vector<Dim> dims;
   for (size_t d = 0; d < size.size(); ++d) {
-    if (!size[d].IsDim()) {
-      return absl::UnimplementedError(absl::StrCat("a reshape to size ", d, " of ",
-                                                   ir::ToString(size[d], ir::Graph()),
-                                                   " (a product or sum of symbols)"));
+    if (static_cast<int>(d) != infer) {
+      dims.push_back(size[d].ToDim());
+      continue;
     }
-    dims.push_back(size[d].ToDim());
-    if (dims.back().is_symbolic()) {
-      to.back().dim = dims.back();
-      to.emplace_back();
-    } else if (size[d] == -1) {
-      if (to.back().unknown >= 0) return absl::InvalidArgumentError("only one dim may be -1");
-      to.back().unknown = static_cast<int>(d);
-    } else {
-      to.back().product *= dims.back().constant;
+    // total / known, when that is a dim.
+    if (!Divides(known, total)) return absl::UnimplementedError(unsupported);
+    ir::SymExpr::Term quotient{total.terms[0].coefficient / known.terms[0].coefficient, {}};
+    std::set_difference(total.terms[0].symbols.begin(), total.terms[0].symbols.end(),
+                        known.terms[0].symbols.begin(), known.terms[0].symbols.end(),
+                        std::back_inserter(quotient.symbols));
+    const ir::SymExpr inferred{{quotient}};
+    if (!inferred.IsDim()) return absl::UnimplementedError(unsupported);
+    dims.push_back(inferred.ToDim());
+  }
+  // Groups of source and target dims with equal products, left to right.
+  size_t from = 0, to = 0;
+  const auto& sizes = type.sizes;
+  while (from < sizes.size() && to < dims.size()) {
+    ir::SymExpr a = ir::SymExpr::Of(sizes[from++]), b = ir::SymExpr::Of(dims[to++]);
+    while (a != b) {
+      if (Divides(a, b) && from < sizes.size()) {
+        a = a * ir::SymExpr::Of(sizes[from++]);
+      } else if (Divides(b, a) && to < dims.size()) {
+        b = b * ir::SymExpr::Of(dims[to++]);
+      } else {
+        return absl::UnimplementedError(unsupported);
+      }
     }
   }
-  const std::string mismatch = "the symbolic dims of a reshape must pass through whole and in order";
-  if (from.size() != to.size()) return absl::UnimplementedError(mismatch);
-  for (size_t i = 0; i < from.size(); ++i) {
-    if (from[i].dim != to[i].dim) return absl::UnimplementedError(mismatch);
-    if (to[i].unknown >= 0 && to[i].product != 0 && from[i].product % to[i].product == 0) {
-      dims[to[i].unknown] = Dim::Constant(from[i].product / to[i].product);
-    } else if (to[i].unknown >= 0 || from[i].product != to[i].product) {
-      return absl::UnimplementedError(absl::StrCat(
-          "a reshape regrouping ", from[i].product, " elements as ", to[i].product,
-          " across a symbolic dim is not supported"));
-    }
+  auto ones = [](auto begin, auto end) {
+    return std::all_of(begin, end, [](const Dim& dim) { return dim == Dim::Constant(1); });
+  };
+  if (!ones(sizes.begin() + from, sizes.end()) || !ones(dims.begin() + to, dims.end())) {
+    return absl::UnimplementedError(unsupported);
   }
   return dims;
 }
@@ -474,12 +462,11 @@ absl::StatusOr<std::vector<Dim>> ReshapeNamedSymbols(const ir::TensorType& type,
 // The sizes of a reshape of `type` to `size` (one entry may be -1).
 absl::StatusOr<std::vector<Dim>> ReshapeDims(const ir::TensorType& type,
                                              const std::vector<ir::SymExpr>& size) {
+  const bool constant_size = std::all_of(size.begin(), size.end(),
+                                         [](const ir::SymExpr& s) { return s.is_constant(); });
+  if (!type.is_static() || !constant_size) return ReshapeSymbolic(type, size);
   std::vector<int64_t> constants;
-  for (const ir::SymExpr& s : size) {
-    if (!s.is_constant()) return ReshapeNamedSymbols(type, size);
-    constants.push_back(s.constant());
-  }
-  if (!type.is_static()) return ReshapeLeadingSymbol(type, constants);
+  for (const ir::SymExpr& s : size) constants.push_back(s.constant());
   ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, ReshapeSizes(constants, type.NumElements()));
   std::vector<Dim> dims;
   for (int64_t s : sizes) dims.push_back(Dim::Constant(s));

@@ -90,7 +90,7 @@ TEST_P(DynamicWorkloadsTest, OneArtifactServesEverySize) {
 INSTANTIATE_TEST_SUITE_P(Public, DynamicWorkloadsTest,
                          ::testing::Values("attention", "attention_seq", "f", "gelu", "gelu_tanh",
                                            "keep_product", "layer_norm", "mlp", "softmax", "tail",
-                                           "transformer_layer"));
+                                           "transformer_layer", "transformer_layer_batch"));
 
 // Buffer planning's promise: with preallocated outputs, a steady-state Run
 // allocates nothing — no scratch (the thread's arena is reused), no packed
