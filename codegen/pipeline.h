@@ -23,7 +23,7 @@ namespace kiln {
 
 // Incremented whenever generated code changes for the same inputs. Part of
 // every cache key.
-inline constexpr int kCodegenVersion = 13;
+inline constexpr int kCodegenVersion = 14;
 
 // Wire graph -> verified, canonical IR. InvalidArgument / Unimplemented name
 // the offending node.

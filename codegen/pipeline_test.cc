@@ -174,6 +174,82 @@ TEST(PipelineTest, AnOutputAliasingPartOfAResultIsCopied) {
       << Stage(code, "buffer plan");
 }
 
+// Attention's views at a symbolic sequence length S: kᵀ regrouped for bmm
+// and q's leading dims merged both alias the input's memory (no clone, no
+// copy kernel), under strides that are products of S.
+TEST(PipelineTest, SymbolicReshapesRegroupAroundSymbolsWithoutCopies) {
+  const std::string json = R"({"name": "scores", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32",
+       "sizes": [{"constant": 2}, {"constant": 4}, {"symbol": "S"}, {"constant": 32}]}}],
+    "nodes": [
+      {"name": "t", "op": "aten.transpose.int", "inputs": [0], "outputs": [1],
+       "args": [{"name": "dim0", "intValue": "-2"}, {"name": "dim1", "intValue": "-1"}],
+       "outputTypes": [{"dtype": "FLOAT32",
+                        "sizes": [{"constant": 2}, {"constant": 4}, {"constant": 32}, {"symbol": "S"}]}]},
+      {"name": "kt", "op": "aten.view.default", "inputs": [1], "outputs": [2],
+       "args": [{"name": "size", "symIntList": {"values": [{"terms": [{"coefficient": "8"}]},
+                 {"terms": [{"coefficient": "32"}]}, {"terms": [{"coefficient": "1", "symbols": ["S"]}]}]}}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 8}, {"constant": 32}, {"symbol": "S"}]}]},
+      {"name": "q", "op": "aten.view.default", "inputs": [0], "outputs": [3],
+       "args": [{"name": "size", "symIntList": {"values": [{"terms": [{"coefficient": "8"}]},
+                 {"terms": [{"coefficient": "1", "symbols": ["S"]}]}, {"terms": [{"coefficient": "32"}]}]}}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 8}, {"symbol": "S"}, {"constant": 32}]}]},
+      {"name": "bmm", "op": "aten.bmm.default", "inputs": [3, 2], "outputs": [4],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 8}, {"symbol": "S"}, {"symbol": "S"}]}]}],
+    "outputs": [4]})";
+  kiln::v1::Graph graph;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
+  const GeneratedCode code = Generate(graph);
+  const std::string core = Stage(code, "core graph");
+  EXPECT_EQ(core.find("aten.clone"), std::string::npos) << core;
+  EXPECT_NE(core.find("kiln.alias.default(%0, size=[8, 32, s0], storage_offset=0, "
+                      "stride=[32*s0, 1, 32])"),
+            std::string::npos)
+      << core;
+  EXPECT_NE(core.find("kiln.alias.default(%0, size=[8, s0, 32], storage_offset=0, "
+                      "stride=[32*s0, 32, 1])"),
+            std::string::npos)
+      << core;
+  const std::string kernels = Stage(code, "kernels");
+  EXPECT_NE(kernels.find("kernel 0: extern bmm -> %3 float32[8, s0, s0]"), std::string::npos)
+      << kernels;
+  EXPECT_EQ(kernels.find("kernel 1"), std::string::npos) << kernels;
+  EXPECT_NE(Stage(code, "buffer plan").find("output 0: 32*s0*s0 bytes"), std::string::npos)
+      << Stage(code, "buffer plan");
+}
+
+// view(x: [s, 5], [5, s]) is a real reshape, but not one that keeps the
+// symbol whole: Unimplemented, naming the node. A -1 next to a merged symbol
+// is inferred: view(x: [16, B, 64], [-1, 64]) is [16*B, 64].
+TEST(PipelineTest, SymbolicReshapesInferOrRefuseByTheirProducts) {
+  auto view = [](const std::string& sizes, const std::string& target,
+                 const std::string& result) {
+    kiln::v1::Graph graph;
+    const std::string json = R"({"name": "v", "inputs": [{"value": 0, "name": "x",
+        "type": {"dtype": "FLOAT32", "sizes": )" + sizes + R"(}}],
+      "nodes": [{"name": "view", "op": "aten.view.default", "inputs": [0], "outputs": [1],
+        "args": [{"name": "size", )" + target + R"(}],
+        "outputTypes": [{"dtype": "FLOAT32", "sizes": )" + result + R"(}]}],
+      "outputs": [1]})";
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok()) << json;
+    return graph;
+  };
+  EXPECT_EQ(PrepareGraph(view(R"([{"symbol": "s"}, {"constant": 5}])",
+                              R"("symIntList": {"values": [{"terms": [{"coefficient": "5"}]},
+                                  {"terms": [{"coefficient": "1", "symbols": ["s"]}]}]})",
+                              R"([{"constant": 5}, {"symbol": "s"}])"))
+                .status(),
+            absl::UnimplementedError("node 0 'view' (aten.view.default): a reshape regrouping "
+                                     "elements across a symbolic size"));
+  const GeneratedCode code =
+      Generate(view(R"([{"constant": 16}, {"symbol": "B"}, {"constant": 64}])",
+                    R"("intList": {"values": ["-1", "64"]})",
+                    R"([{"symbol": "B", "multiplier": "16"}, {"constant": 64}])"));
+  EXPECT_NE(Stage(code, "graph").find("%1 : float32[16*s0, 64] = aten.view.default"),
+            std::string::npos)
+      << Stage(code, "graph");
+}
+
 // add(x: [a, 64], y: [b, 64]): only valid when the graph states a == b.
 kiln::v1::Graph SymbolicAdd(const std::string& relations_json) {
   const std::string json = R"({"name": "add2", "inputs": [
