@@ -330,8 +330,10 @@ absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
     return absl::InvalidArgumentError("input count differs");
   }
   // First, a version that serves every size: the dims that changed become
-  // symbols (one per original size, so inputs that agreed still agree). If
-  // the graph cannot be lowered that way, the exact sizes.
+  // symbols, one per pair of old and new size (dims that agreed before and
+  // still agree, like a batch across inputs, stay one symbol; a square
+  // input grown in one dim does not tie its dims). If the graph cannot be
+  // lowered that way, the exact sizes.
   std::vector<std::vector<kiln::v1::Dim>> symbolic(inputs.size()), exact(inputs.size());
   bool any_symbol = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -348,7 +350,7 @@ absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
       if (!old.has_symbol() && old.constant() != inputs[i].sizes[d] &&
           inputs[i].sizes[d] >= 2 && old.constant() >= 2) {
         kiln::v1::Dim symbol;
-        symbol.set_symbol(absl::StrCat("d", old.constant()));
+        symbol.set_symbol(absl::StrCat("d", old.constant(), "_", inputs[i].sizes[d]));
         symbolic[i].push_back(symbol);
         any_symbol = true;
       } else {

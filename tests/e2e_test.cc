@@ -2,6 +2,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -214,18 +216,26 @@ TEST_F(EndToEndTest, StaticGuardsAndOutputBuffersAreChecked) {
             absl::InvalidArgumentError("output 0 overlaps input 0 'x'; use separate memory"));
 }
 
-TEST_F(EndToEndTest, NewSizesGetASpecializationAndLeadingDimsTurnSymbolic) {
+TEST_F(EndToEndTest, NewSizesGetASpecializationAndChangedDimsTurnSymbolic) {
   auto client = daemon_.Connect();
   ASSERT_TRUE(client.ok());
-  // f = relu(x @ x.T + 1): its output is [rows, rows], so a new row count
-  // gets an exact (static) specialization.
+  // f = relu(x @ x.T + 1) at [64, 64]: a new width makes the GEMM's inner
+  // dim symbolic, a new row count the rows (and the output's both dims):
+  // one artifact each, whatever sizes follow.
   CompiledGraph f(client->get(), Example("f"));
-  Tensor x(kiln::v1::FLOAT32, {64, 64}), narrow(kiln::v1::FLOAT32, {64, 32});
-  ASSERT_TRUE(f.Run({x.view()}).ok());
-  auto narrow_out = f.Run({narrow.view()});
-  ASSERT_TRUE(narrow_out.ok()) << narrow_out.status();
-  EXPECT_EQ((*narrow_out)[0].sizes(), (std::vector<int64_t>{64, 64}));
-  EXPECT_EQ(Stats().compiles(), 2);
+  for (auto [rows, columns, compiles] : std::vector<std::array<int64_t, 3>>{
+           {64, 64, 1}, {64, 32, 2}, {64, 48, 2}, {100, 64, 3}, {300, 64, 3}}) {
+    Tensor x(kiln::v1::FLOAT32, {rows, columns});
+    for (int64_t i = 0; i < rows * columns; ++i) x.data<float>()[i] = (i % 7) * 0.25f - 0.5f;
+    auto out = f.Run({x.view()});
+    ASSERT_TRUE(out.ok()) << rows << "x" << columns << ": " << out.status();
+    ASSERT_EQ((*out)[0].sizes(), (std::vector<int64_t>{rows, rows}));
+    // Row 0 of x . x^T + 1, through relu, at column 1.
+    float dot = 0;
+    for (int64_t k = 0; k < columns; ++k) dot += x.data<float>()[k] * x.data<float>()[columns + k];
+    EXPECT_NEAR((*out)[0].data<float>()[1], std::max(dot + 1.0f, 0.0f), 1e-4);
+    EXPECT_EQ(Stats().compiles(), compiles) << rows << "x" << columns;
+  }
 
   // tail = relu(x + 1) at 2048 x 2048: another row count makes the leading
   // dim symbolic, and from then on no size recompiles.
@@ -238,7 +248,7 @@ TEST_F(EndToEndTest, NewSizesGetASpecializationAndLeadingDimsTurnSymbolic) {
     EXPECT_EQ((*output)[0].data<float>()[0], 0.0f);
     EXPECT_EQ((*output)[0].data<float>()[1], 1.0f);
   }
-  EXPECT_EQ(Stats().compiles(), 4) << "tail at 2048, then one symbolic artifact for all rows";
+  EXPECT_EQ(Stats().compiles(), 5) << "tail at 2048, then one symbolic artifact for all rows";
 }
 
 TEST_F(EndToEndTest, SocketIsPrivateAndVersionsAreChecked) {
