@@ -1,0 +1,179 @@
+// //tools/bench:symbolic — what one artifact for every size costs: each
+// workload traced with a symbolic batch or sequence dim (the graphs
+// //tests/workloads:traced_dynamic checks) against the same graph
+// specialized to static sizes, both at the trace's size and at 257 and 1024
+// (eager's references from the same genrule). Same process, same runtime
+// (1 thread unless --threads), outputs preallocated; per round every case
+// times one batch of each artifact, the order swapped every other round;
+// min/median/max over rounds of the symbolic/static time ratio
+// (docs/BENCHMARKS.md, "Symbolic shapes").
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/compiled_graph.h"
+#include "client/graph_file.h"
+#include "client/runtime/runtime.h"
+#include "client/tensor.h"
+#include "codegen/retype.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+#include "tools/bench/bench_util.h"
+#include "tools/reference/tensor_data.h"
+
+ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
+ABSL_FLAG(int, repetitions, 10, "Timed rounds (each times both artifacts of every case once).");
+ABSL_FLAG(double, batch_ms, 20, "Target length of one batch of calls.");
+ABSL_FLAG(int, threads, 1, "The runtime's pool size.");
+
+namespace kiln::bench {
+namespace {
+
+constexpr char kTarget[] = "//tools/bench:symbolic";
+constexpr const char* kWorkloads[] = {"attention_seq", "f",   "layer_norm",
+                                      "mlp",           "softmax", "transformer_layer",
+                                      "transformer_layer_batch"};
+constexpr const char* kSizes[] = {"", ".257", ".1024"};  // the trace's size, 257, 1024
+
+// One workload at one size: its inputs, and the symbolic and static
+// artifacts with their preallocated outputs.
+struct Case {
+  std::string name;
+  std::vector<Tensor> inputs, outputs[2];
+  std::vector<TensorView> input_views, output_views[2];
+  std::unique_ptr<CompiledGraph> compiled[2];  // 0: symbolic, 1: static
+  int calls = 1;
+};
+
+// The symbol values at which `graph`'s inputs have the sizes of `inputs`.
+std::map<std::string, int64_t> SymbolValues(const kiln::v1::Graph& graph,
+                                            const std::vector<Tensor>& inputs) {
+  std::map<std::string, int64_t> values;
+  for (int i = 0; i < graph.inputs_size(); ++i) {
+    const auto& sizes = graph.inputs(i).type().sizes();
+    for (int d = 0; d < sizes.size(); ++d) {
+      if (!sizes[d].has_symbol()) continue;
+      const int64_t multiplier = sizes[d].multiplier() == 0 ? 1 : sizes[d].multiplier();
+      values[sizes[d].symbol()] = inputs[i].sizes()[d] / multiplier;
+    }
+  }
+  return values;
+}
+
+absl::StatusOr<std::unique_ptr<Case>> LoadCase(const std::string& workload, const char* size,
+                                               Client& client, Runtime& runtime) {
+  auto result = std::make_unique<Case>();
+  const std::string base = absl::StrCat("tests/workloads/dynamic/", workload);
+  ASSIGN_OR_RETURN(const std::string graph_path, Runfile(base + ".json", kTarget));
+  ASSIGN_OR_RETURN(const std::string ref_path, Runfile(absl::StrCat(base, ".ref", size, ".json"),
+                                                       kTarget));
+  ASSIGN_OR_RETURN(const kiln::v1::Graph symbolic, ReadGraphFile(graph_path));
+  ASSIGN_OR_RETURN(const kiln::v1::Reference reference, ReadReferenceFile(ref_path));
+  for (const auto& data : reference.inputs()) {
+    ASSIGN_OR_RETURN(Tensor tensor, ToTensor(data));
+    result->inputs.push_back(std::move(tensor));
+  }
+  for (const Tensor& input : result->inputs) result->input_views.push_back(input.view());
+  const auto values = SymbolValues(symbolic, result->inputs);
+  result->name = workload;
+  for (const auto& [symbol, value] : values) absl::StrAppend(&result->name, " ", symbol, "=", value);
+  const kiln::v1::Graph graphs[2] = {symbolic, Specialize(symbolic, values)};
+  for (int k = 0; k < 2; ++k) {
+    result->compiled[k] = std::make_unique<CompiledGraph>(&client, graphs[k],
+                                                          kiln::v1::CompileOptions(), &runtime);
+    ASSIGN_OR_RETURN(result->outputs[k], result->compiled[k]->Run(result->input_views));
+    for (int o = 0; o < reference.outputs_size(); ++o) {
+      RETURN_IF_ERROR(CompareToReference(
+          absl::StrCat(result->name, k == 0 ? " symbolic" : " static", " output ", o),
+          result->outputs[k][o], reference.outputs(o), DefaultTolerance(reference.outputs(o).dtype())));
+      result->output_views[k].push_back(result->outputs[k][o].view());
+    }
+  }
+  return result;
+}
+
+absl::Status Run() {
+  const int rounds = absl::GetFlag(FLAGS_repetitions);
+  if (rounds < 1) return absl::InvalidArgumentError("--repetitions must be at least 1");
+  ASSIGN_OR_RETURN(const std::string kilnd, Runfile("daemon/kilnd", kTarget));
+  ASSIGN_OR_RETURN(const std::string root, MakeTempDirectory("/tmp/kilnXXXXXX"));
+  struct RemoveOnExit {
+    std::string path;
+    ~RemoveOnExit() { RemoveRecursively(path).IgnoreError(); }
+  } remove_root{root};
+  ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon, Daemon::Start(kilnd, root + "/w", "worker"));
+  Runtime runtime(absl::GetFlag(FLAGS_threads));
+
+  std::vector<std::unique_ptr<Case>> cases;
+  for (const char* workload : kWorkloads) {
+    for (const char* size : kSizes) {
+      fprintf(stderr, "symbolic: compiling and checking %s%s...\n", workload, size);
+      ASSIGN_OR_RETURN(auto loaded, LoadCase(workload, size, daemon->client(), runtime));
+      const bool seen = std::any_of(cases.begin(), cases.end(),
+                                    [&](const auto& c) { return c->name == loaded->name; });
+      if (!seen) cases.push_back(std::move(loaded));  // softmax is traced at 1024 already
+    }
+  }
+  Samples samples;
+  for (int round = 0; round <= rounds; ++round) {
+    fprintf(stderr, "symbolic: round %d of %d%s\n", round, rounds, round == 0 ? " (warm-up)" : "");
+    for (auto& c : cases) {
+      double ns[2];
+      for (int i = 0; i < 2; ++i) {
+        const int k = (round + i) % 2;
+        ns[k] = TimeBatch(c->calls, [&] {
+                  c->compiled[k]->Run(c->input_views, c->output_views[k]).IgnoreError();
+                }).median_ns;
+      }
+      if (round == 0) {  // sizes the batches
+        c->calls = std::max(5, int(absl::GetFlag(FLAGS_batch_ms) * 1e6 / std::max(ns[0], ns[1])));
+        continue;
+      }
+      samples[c->name + " symbolic_us"].push_back(ns[0] / 1e3);
+      samples[c->name + " static_us"].push_back(ns[1] / 1e3);
+      samples[c->name + " ratio"].push_back(ns[0] / ns[1]);
+    }
+  }
+  printf("Symbolic vs static artifacts (%d thread(s), preallocated outputs, %d rounds)\n",
+         absl::GetFlag(FLAGS_threads), rounds);
+  printf("%-40s %12s %12s %24s\n", "workload at size", "static us", "symbolic us",
+         "symbolic/static min/med/max");
+  std::vector<std::string> keys;
+  for (const auto& c : cases) {
+    const auto ratio = Summarize(samples, c->name + " ratio");
+    printf("%-40s %12.2f %12.2f %8.3f/%7.3f/%7.3f\n", c->name.c_str(),
+           Summarize(samples, c->name + " static_us")->median,
+           Summarize(samples, c->name + " symbolic_us")->median, ratio->min, ratio->median,
+           ratio->max);
+    keys.push_back(c->name + " ratio");
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    printf("%s\n", JsonLine(samples, keys, {{"cpu", CpuModel()}, {"load", LoadAverage()}}).c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kiln::bench
+
+int main(int argc, char** argv) {
+  kiln::bench::PinThreadsOrReexecute(argv, {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"},
+                                     "symbolic");
+  absl::SetProgramUsageMessage(
+      "Times artifacts with symbolic sizes against static ones of the same graphs.");
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = kiln::bench::Run();
+  if (!status.ok()) {
+    fprintf(stderr, "symbolic: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
