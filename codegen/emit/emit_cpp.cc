@@ -704,10 +704,16 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
     calls += call;
   }
 
-  // Static scratch slices sit at their planned offsets; symbolic ones
+  // Static scratch slices sit at their planned offsets; symbolic slots
   // follow the static part in order, 64-byte aligned (kiln_scratch_bytes
   // computes the same sum).
-  std::string storages, symbolic_offsets = absl::StrCat(plan.scratch_bytes);
+  std::vector<std::string> slot_offsets;
+  std::string symbolic_offsets = absl::StrCat(plan.scratch_bytes);
+  for (const ir::SymExpr& bytes : plan.slots) {
+    slot_offsets.push_back(symbolic_offsets);
+    symbolic_offsets = absl::StrCat(symbolic_offsets, " + KILN_ALIGN(", SymC(bytes), ")");
+  }
+  std::string storages;
   for (size_t s = 0; s < plan.storages.size(); ++s) {
     const Storage& storage = plan.storages[s];
     if (storage.values.empty() && storage.kind != Storage::Kind::kOutput) continue;
@@ -719,13 +725,9 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
       case Storage::Kind::kInput: address = absl::StrCat("inputs[", storage.index, "]"); break;
       case Storage::Kind::kOutput: address = absl::StrCat("outputs[", storage.index, "]"); break;
       case Storage::Kind::kScratch:
-        if (!storage.is_symbolic()) {
-          address = absl::StrCat("(char*)scratch + ", storage.offset);
-        } else {
-          address = absl::StrCat("(char*)scratch + ", symbolic_offsets);
-          symbolic_offsets =
-              absl::StrCat(symbolic_offsets, " + KILN_ALIGN(", SymC(storage.bytes), ")");
-        }
+        address = absl::StrCat("(char*)scratch + ", storage.is_symbolic()
+                                                         ? slot_offsets[storage.slot]
+                                                         : absl::StrCat(storage.offset));
         break;
       case Storage::Kind::kRow:
         break;

@@ -43,8 +43,15 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
         const Storage& x = plan.storages[a];
         const Storage& y = plan.storages[b];
         if (a == b || x.kind != Storage::Kind::kScratch || y.kind != Storage::Kind::kScratch ||
-            x.is_symbolic() || y.is_symbolic()) {
-          continue;  // symbolic slices never share memory
+            x.is_symbolic() != y.is_symbolic()) {
+          continue;  // the static arena and the symbolic slots are apart
+        }
+        if (x.is_symbolic()) {
+          if (x.slot == y.slot) {
+            return absl::InternalError(absl::StrCat("group ", schedule.group_of[k],
+                                                    " uses two slices of scratch slot ", x.slot));
+          }
+          continue;
         }
         if (x.offset < y.offset + y.bytes.constant() && y.offset < x.offset + x.bytes.constant()) {
           return absl::InternalError(absl::StrCat("group ", schedule.group_of[k],
@@ -55,9 +62,21 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
     }
   }
   for (const Storage& storage : plan.storages) {
-    if (storage.kind == Storage::Kind::kScratch && !storage.values.empty() &&
-        !storage.is_symbolic() && storage.offset + storage.bytes.constant() > plan.scratch_bytes) {
-      return absl::InternalError("a scratch slice ends past the arena");
+    if (storage.kind != Storage::Kind::kScratch || storage.values.empty()) continue;
+    if (!storage.is_symbolic()) {
+      if (storage.offset + storage.bytes.constant() > plan.scratch_bytes) {
+        return absl::InternalError("a scratch slice ends past the arena");
+      }
+      continue;
+    }
+    if (storage.slot < 0 || storage.slot >= static_cast<int>(plan.slots.size())) {
+      return absl::InternalError("a symbolic scratch slice has no slot");
+    }
+    const ir::SymExpr::Term& slot = plan.slots[storage.slot].terms.at(0);
+    const ir::SymExpr::Term& need = storage.bytes.terms.at(0);
+    if (slot.symbols != need.symbols || slot.coefficient < need.coefficient) {
+      return absl::InternalError(absl::StrCat("a scratch slice is larger than its slot ",
+                                              storage.slot));
     }
   }
   for (size_t k = 0; k < output_holds.size(); ++k) {

@@ -179,24 +179,56 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
     int storage;
     int begin, end;
   };
-  std::vector<Interval> intervals;
+  std::vector<Interval> intervals, symbolic_intervals;
   for (int s = 0; s < static_cast<int>(plan.storages.size()); ++s) {
     const Storage& storage = plan.storages[s];
     if (storage.kind != Storage::Kind::kScratch || storage.values.empty()) continue;
-    if (storage.is_symbolic()) {  // placed at run time, after the static part
-      plan.symbolic_scratch = true;
-      continue;
-    }
     int begin = num_kernels, end = -1;
     for (int value : storage.values) {
       begin = std::min(begin, schedule.group_of[first_write[value]]);
       end = std::max({end, schedule.group_of[first_write[value]],
                       last_read[value] < 0 ? -1 : schedule.group_of[last_read[value]]});
     }
-    intervals.push_back({s, begin, end});
+    (storage.is_symbolic() ? symbolic_intervals : intervals).push_back({s, begin, end});
   }
-  std::stable_sort(intervals.begin(), intervals.end(),
-                   [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  auto by_begin = [](const Interval& a, const Interval& b) { return a.begin < b.begin; };
+  std::stable_sort(intervals.begin(), intervals.end(), by_begin);
+  std::stable_sort(symbolic_intervals.begin(), symbolic_intervals.end(), by_begin);
+
+  // Symbolic slices: a dead slot of the same unit is reused (the tightest
+  // that fits, else the largest, which grows), else a new slot.
+  struct Slot {
+    ir::SymExpr unit;  // the bytes' symbols, coefficient 1
+    int64_t coefficient = 0;
+    int end = -1;
+  };
+  std::vector<Slot> slots;
+  for (const Interval& interval : symbolic_intervals) {
+    Storage& storage = plan.storages[interval.storage];
+    const ir::SymExpr::Term& term = storage.bytes.terms.at(0);  // a product of sizes: one term
+    const ir::SymExpr unit{{ir::SymExpr::Term{1, term.symbols}}};
+    int best = -1;
+    for (int s = 0; s < static_cast<int>(slots.size()); ++s) {
+      const Slot& slot = slots[s];
+      if (slot.unit != unit || slot.end >= interval.begin) continue;
+      const bool fits = slot.coefficient >= term.coefficient;
+      if (best < 0 || (fits && (slots[best].coefficient < term.coefficient ||
+                                slot.coefficient < slots[best].coefficient)) ||
+          (!fits && slots[best].coefficient < term.coefficient &&
+           slot.coefficient > slots[best].coefficient)) {
+        best = s;
+      }
+    }
+    if (best < 0) {
+      best = static_cast<int>(slots.size());
+      slots.push_back({unit, 0, -1});
+    }
+    slots[best].coefficient = std::max(slots[best].coefficient, term.coefficient);
+    slots[best].end = std::max(slots[best].end, interval.end);
+    storage.slot = best;
+  }
+  for (const Slot& slot : slots) plan.slots.push_back(slot.unit * slot.coefficient);
+  plan.symbolic_scratch = !slots.empty();
   std::vector<Interval> placed;
   for (const Interval& interval : intervals) {
     Storage& storage = plan.storages[interval.storage];
@@ -229,7 +261,7 @@ std::string ToString(const BufferPlan& plan) {
       case Storage::Kind::kOutput: absl::StrAppend(&text, "output ", storage.index); break;
       case Storage::Kind::kScratch:
         if (storage.is_symbolic()) {
-          absl::StrAppend(&text, "scratch (placed at run time)");
+          absl::StrAppend(&text, "scratch slot ", storage.slot, " (placed at run time)");
         } else {
           absl::StrAppend(&text, "scratch [", storage.offset, ", ",
                           storage.offset + storage.bytes.constant(), ")");

@@ -32,6 +32,7 @@ struct Storage {
   int index = -1;       // kInput / kOutput: position; kRow: the group
   int64_t offset = 0;   // kScratch: byte offset in the arena (static slices)
   ir::SymExpr bytes;    // size: symbolic when the value's sizes are
+  int slot = -1;        // symbolic kScratch: its run-time slot (BufferPlan::slots)
 
   bool is_symbolic() const { return !bytes.is_constant(); }
   std::vector<int> values;  // the values it holds, in order
@@ -43,9 +44,12 @@ struct BufferPlan {
   // an alias: then the root of its alias chain).
   std::vector<int> alias_root;
   std::vector<Storage> storages;
-  // The static part of the arena. Symbolic slices follow it in storage
-  // order, each 64-byte aligned, placed at run time (no reuse among them).
+  // The static part of the arena. Symbolic slices follow it in slots, laid
+  // out at run time in order, each 64-byte aligned: a slot holds slices of
+  // one symbolic unit (bytes c * s0, say) whose live intervals do not
+  // overlap, and is as large as the largest.
   int64_t scratch_bytes = 0;
+  std::vector<ir::SymExpr> slots;  // bytes of each slot
   bool symbolic_scratch = false;
   std::vector<std::string> notes;  // in-place decisions, for explain
 };
