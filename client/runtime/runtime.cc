@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -237,6 +239,26 @@ void ParallelFor(void* context, long long n, long long grain, kiln_parallel_body
       n, grain, [&](int64_t begin, int64_t end) { body(closure, begin, end); });
 }
 
+// The calling thread's scratch for row buffers of symbolic length: grown to
+// the largest request, never shrunk, so steady-state calls allocate nothing.
+void* ThreadScratch(void*, long long bytes) {
+  thread_local struct Buffer {
+    char* block = nullptr;
+    long long size = 0;
+    ~Buffer() { free(block); }
+  } buffer;
+  if (bytes > buffer.size) {
+    free(buffer.block);
+    buffer.block = static_cast<char*>(malloc(bytes + 63));
+    if (buffer.block == nullptr) {
+      fprintf(stderr, "kiln runtime: out of memory for %lld bytes of row buffers\n", bytes);
+      abort();
+    }
+    buffer.size = bytes;
+  }
+  return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(buffer.block) + 63) & ~uintptr_t{63});
+}
+
 int DefaultThreads() {
   if (const char* env = getenv("KILN_NUM_THREADS")) {
     const int threads = atoi(env);
@@ -268,6 +290,7 @@ Runtime::Runtime(int threads) : pool_(threads > 0 ? threads : DefaultThreads()) 
   }
   table_.pow_f32 = powf;
   table_.pow_f64 = pow;
+  table_.thread_scratch = ThreadScratch;
 }
 
 Runtime& Runtime::Default() {

@@ -20,7 +20,7 @@
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
-#define KILN_ABI_VERSION 2
+#define KILN_ABI_VERSION 3
 
 typedef long long kiln_int64;
 typedef unsigned int kiln_uint32;
@@ -78,6 +78,10 @@ typedef struct kiln_runtime {
   double (*math_f64[8])(double);
   float (*pow_f32)(float, float);
   double (*pow_f64)(double, double);
+  /* At least `bytes` bytes, 64-byte aligned, private to the calling thread
+   * and valid until that thread calls again: where a kernel group keeps
+   * its row buffers when their length is symbolic (one call per chunk). */
+  void* (*thread_scratch)(void* context, kiln_int64 bytes);
 } kiln_runtime;
 
 /* Transcendentals: one named source for every artifact (the client

@@ -24,6 +24,7 @@ using ir::ComputeType;
 // on the way in, NaN kept NaN. (_Float16 converts with a plain cast.)
 constexpr char kPrelude[] = R"(
 #define KILN_EXPORT extern "C" __attribute__((visibility("default")))
+#define KILN_ALIGN(bytes) ((((kiln_int64)(bytes)) + 63) / 64 * 64)
 typedef unsigned short kiln_bf16;
 static inline float kiln_bf16_to_float(kiln_bf16 h) {
   unsigned int bits = (unsigned int)h << 16;
@@ -515,12 +516,26 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
     if (block) absl::StrAppend(&inner, indent, "}\n");
     row_work += RowWork(kernel, graph, program);
   }
-  // Row buffers: one row each, private to the thread running the row.
+  // Row buffers: one row each, private to the thread running the row: on
+  // the stack, or (symbolic lengths) in the runtime's per-thread scratch,
+  // fetched once per chunk.
+  std::string row_decls, row_bytes = "0";
   for (int storage : params.rows()) {
     const Storage& slot = plan.storages[storage];
-    const ir::DType dtype = graph.values[slot.values.front()].dtype;
-    absl::StrAppend(&body, indent, StorageCType(dtype), " row", storage, "[",
-                    slot.bytes.constant() / ir::DTypeSize(dtype), "] __attribute__((aligned(64)));\n");
+    const char* ctype = StorageCType(graph.values[slot.values.front()].dtype);
+    if (!slot.is_symbolic()) {
+      absl::StrAppend(&body, indent, ctype, " row", storage, "[",
+                      slot.bytes.constant() / ir::DTypeSize(graph.values[slot.values.front()].dtype),
+                      "] __attribute__((aligned(64)));\n");
+      continue;
+    }
+    absl::StrAppend(&row_decls, "  ", ctype, "* __restrict__ const row", storage, " = (", ctype,
+                    "*)(rows + ", row_bytes, ");\n");
+    absl::StrAppend(&row_bytes, " + KILN_ALIGN(", SymC(slot.bytes), ")");
+  }
+  if (!row_decls.empty()) {
+    body = absl::StrCat("  char* const rows = (char*)rt->thread_scratch(rt->context, ", row_bytes,
+                        ");\n", row_decls, body);
   }
   body += inner;
   for (int d = outer; d > 0; --d) absl::StrAppend(&body, std::string(2 * d, ' '), "}\n");
@@ -749,7 +764,6 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
       "  static const kiln_artifact_info info = {KILN_ABI_VERSION, ",
       graph.inputs.size(), ", ", graph.outputs.size(), ", ", graph.symbols.size(), ", ",
       plan.symbolic_scratch ? -1 : plan.scratch_bytes, "};\n  return &info;\n}\n\n",
-      "#define KILN_ALIGN(bytes) ((((kiln_int64)(bytes)) + 63) / 64 * 64)\n",
       "KILN_EXPORT kiln_int64 kiln_scratch_bytes(const kiln_int64* symbols) {\n"
       "  (void)symbols;\n  return ", symbolic_offsets, ";\n}\n\n",
       "KILN_EXPORT kiln_int32 kiln_run(const kiln_runtime* rt, const kiln_int64* symbols,\n"

@@ -159,8 +159,10 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
     }
     if (!one_group) continue;
     const ir::TensorType& type = graph.values[storage.values.front()];
+    // A static row lives on the stack when it is small; a symbolic one in
+    // the runtime's per-thread scratch.
     const ir::SymExpr row_bytes = Bytes(type, kernels.outer_rank);
-    if (!row_bytes.is_constant() || row_bytes.constant() > kMaxRowBytes) continue;
+    if (row_bytes.is_constant() && row_bytes.constant() > kMaxRowBytes) continue;
     storage.kind = Storage::Kind::kRow;
     storage.bytes = row_bytes;
     storage.index = group;

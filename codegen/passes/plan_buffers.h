@@ -26,7 +26,8 @@ namespace kiln {
 
 struct Storage {
   // kRow: a value that lives and dies inside one kernel group, row by row:
-  // one row of it, on the stack of the group's loop (bytes = one row).
+  // one row of it (bytes = one row), on the stack of the group's loop, or
+  // in the runtime's per-thread scratch when its length is symbolic.
   enum class Kind { kInput, kOutput, kScratch, kRow };
   Kind kind = Kind::kScratch;
   int index = -1;       // kInput / kOutput: position; kRow: the group

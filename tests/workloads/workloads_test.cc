@@ -94,12 +94,14 @@ INSTANTIATE_TEST_SUITE_P(Public, DynamicWorkloadsTest,
 
 // Buffer planning's promise: with preallocated outputs, a steady-state Run
 // allocates nothing — no scratch (the thread's arena is reused), no packed
-// GEMM operands (thread-local buffers), no pointer arrays — at 1 thread and
-// at 2 (the pool's workers and the syrk/bmm splits).
+// GEMM operands or symbolic row buffers (thread-local buffers), no pointer
+// arrays — at 1 thread and at 2 (the pool's workers and the syrk/bmm
+// splits), for static and symbolic artifacts.
 TEST_F(WorkloadsTest, SteadyStateRunsAllocateNothing) {
   for (int threads : {1, 2}) {
     Runtime runtime(threads);
-    for (const char* name : {"f", "attention", "mlp", "transformer_layer", "layer_norm"}) {
+    for (const char* name : {"f", "attention", "mlp", "transformer_layer", "layer_norm",
+                             "dynamic/attention_seq", "dynamic/transformer_layer"}) {
       SCOPED_TRACE(absl::StrCat(name, " at ", threads, " threads"));
       auto graph = ReadGraphFile(absl::StrCat(kTraced, name, ".json"));
       ASSERT_TRUE(graph.ok()) << graph.status();
