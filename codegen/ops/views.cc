@@ -106,22 +106,8 @@ absl::StatusOr<View> Permute(const ir::Node& node, const ir::TensorType& source)
 }
 
 absl::StatusOr<View> Expand(const ir::Node& node, const ir::TensorType& source) {
-  // A symbolic entry names the source's symbolic dim: -1 ("keep") for it.
-  std::vector<int64_t> size;
-  const std::vector<ir::SymExpr> named = SizeListArg(node, "size");
-  const int rank = static_cast<int>(named.size());
-  for (int d = 0; d < rank; ++d) {
-    const int s = d - (rank - static_cast<int>(source.rank()));
-    if (named[d].is_constant()) {
-      size.push_back(named[d].constant());
-    } else if (s >= 0 && named[d] == ir::SymExpr::Of(source.sizes[s])) {
-      size.push_back(-1);
-    } else {
-      return absl::UnimplementedError(absl::StrCat("expanding dim ", d, " to ",
-                                                   ir::ToString(named[d], ir::Graph()),
-                                                   ", which is not the source's size"));
-    }
-  }
+  const std::vector<ir::SymExpr> size = SizeListArg(node, "size");
+  const int rank = static_cast<int>(size.size());
   if (rank < source.rank()) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot expand rank ", source.rank(), " to rank ", rank));
@@ -131,22 +117,27 @@ absl::StatusOr<View> Expand(const ir::Node& node, const ir::TensorType& source) 
   std::vector<Dim> sizes(rank);
   for (int d = 0; d < rank; ++d) {
     const int s = d - lead;
-    if (s >= 0 && source.sizes[s].is_symbolic()) {  // a symbolic dim is kept, never expanded
-      if (size[d] != -1) {
-        return absl::UnimplementedError(
-            absl::StrCat("expanding symbolic dim ", d, " to ", size[d], " is not supported"));
+    const Dim have = s >= 0 ? source.sizes[s] : Dim::Constant(1);
+    // -1 keeps the dim; a symbolic size names the symbol it has or becomes
+    // (a size-1 dim broadcast to [B, H, S, S]).
+    if (size[d] == -1 && s < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("dim ", d, " is new: it cannot be -1"));
+    }
+    if (size[d] != -1 && !size[d].IsDim()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "expanding dim ", d, " to ", ir::ToString(size[d], ir::Graph()), " (not a size)"));
+    }
+    const Dim want = size[d] == -1 && s >= 0 ? have : size[d].ToDim();
+    if (have != want && have != Dim::Constant(1)) {
+      if (have.is_symbolic() || want.is_symbolic()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "expanding dim ", d, " of size ", ir::ToString(ir::SymExpr::Of(have), ir::Graph()),
+            " to ", ir::ToString(ir::SymExpr::Of(want), ir::Graph())));
       }
-      sizes[d] = source.sizes[s];
-      source_dim[d] = s;
-      continue;
+      return absl::InvalidArgumentError(absl::StrCat("cannot expand dim ", d, " of size ",
+                                                     have.constant, " to ", want.constant));
     }
-    const int64_t have = s >= 0 ? source.sizes[s].constant : 1;
-    const int64_t want = size[d] == -1 && s >= 0 ? have : size[d];
-    if (have != want && have != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot expand dim ", d, " of size ", have, " to ", want));
-    }
-    sizes[d] = Dim::Constant(want);
+    sizes[d] = want;
     if (s >= 0 && have == want) source_dim[d] = s;  // expanded dims read coordinate 0
   }
   View view = MakeView(source, source_dim, sizes, std::vector<int64_t>(rank, 1),
