@@ -250,6 +250,28 @@ TEST(PipelineTest, SymbolicReshapesInferOrRefuseByTheirProducts) {
       << Stage(code, "graph");
 }
 
+// expand(x: [1, 4], [S, 4]) broadcasts to a symbolic size (a mask to
+// [B, H, S, S], say): a view reading row 0 for every row.
+TEST(PipelineTest, ExpandBroadcastsToASymbolicSize) {
+  const std::string json = R"({"name": "bias", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 1}, {"constant": 4}]}},
+      {"value": 1, "name": "y", "type": {"dtype": "FLOAT32", "sizes": [{"symbol": "S"}, {"constant": 4}]}}],
+    "nodes": [
+      {"name": "expand", "op": "aten.expand.default", "inputs": [0], "outputs": [2],
+       "args": [{"name": "size", "symIntList": {"values": [
+                 {"terms": [{"coefficient": "1", "symbols": ["S"]}]}, {"terms": [{"coefficient": "4"}]}]}}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "S"}, {"constant": 4}]}]},
+      {"name": "add", "op": "aten.add.Tensor", "inputs": [2, 1], "outputs": [3],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "S"}, {"constant": 4}]}]}],
+    "outputs": [3]})";
+  kiln::v1::Graph graph;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
+  const GeneratedCode code = Generate(graph);
+  EXPECT_NE(Stage(code, "loop IR").find("float32[s0, 4] = view %0 (i0, i1) -> (0, i1)"),
+            std::string::npos)
+      << Stage(code, "loop IR");
+}
+
 // add(x: [a, 64], y: [b, 64]): only valid when the graph states a == b.
 kiln::v1::Graph SymbolicAdd(const std::string& relations_json) {
   const std::string json = R"({"name": "add2", "inputs": [
