@@ -14,20 +14,10 @@ namespace {
 constexpr int kMaxStackTensors = 16;
 
 // This thread's scratch arena, grown as needed and reused across calls so a
-// steady-state Run allocates nothing.
+// steady-state Run allocates nothing; nullptr when the memory is not there.
 void* ThreadScratch(int64_t bytes) {
-  struct Arena {
-    void* data = nullptr;
-    int64_t capacity = 0;
-    ~Arena() { free(data); }
-  };
-  thread_local Arena arena;
-  if (bytes > arena.capacity) {
-    free(arena.data);
-    arena.capacity = (bytes + 63) / 64 * 64;
-    arena.data = aligned_alloc(64, arena.capacity);
-  }
-  return arena.data;
+  thread_local GrowingBuffer arena;
+  return arena.Get(bytes);
 }
 
 std::string InputName(const kiln::v1::Graph& graph, size_t i) {
@@ -452,8 +442,12 @@ absl::Status CompiledGraph::Invoke(const Entry& entry, const Symbols& symbols,
   const kiln_artifact_info* info = entry.artifact->info;
   const int64_t scratch =
       info->scratch_bytes >= 0 ? info->scratch_bytes : entry.artifact->scratch_bytes(symbols.data());
-  const int code = entry.artifact->run(runtime_->table(), symbols.data(), in, out,
-                                       ThreadScratch(scratch));
+  void* const arena = ThreadScratch(scratch);
+  if (arena == nullptr && scratch > 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("no memory for ", scratch, " bytes of scratch at these sizes"));
+  }
+  const int code = entry.artifact->run(runtime_->table(), symbols.data(), in, out, arena);
   if (code != 0) {
     return absl::InternalError(absl::StrCat("kernel ", entry.artifact->metadata.key().substr(0, 12),
                                             " returned ", code));
@@ -492,8 +486,11 @@ absl::StatusOr<CompiledGraph::DirectCall> CompiledGraph::DirectCallForBenchmark(
   if (entry->num_symbols > 0) {
     return absl::UnimplementedError("direct calls are for static graphs");
   }
-  return DirectCall{entry->artifact->run, runtime_->table(),
-                    ThreadScratch(entry->artifact->info->scratch_bytes)};
+  void* const arena = ThreadScratch(entry->artifact->info->scratch_bytes);
+  if (arena == nullptr && entry->artifact->info->scratch_bytes > 0) {
+    return absl::ResourceExhaustedError("no memory for the scratch arena");
+  }
+  return DirectCall{entry->artifact->run, runtime_->table(), arena};
 }
 
 absl::StatusOr<kiln::v1::ArtifactMetadata> CompiledGraph::artifact() const {

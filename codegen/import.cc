@@ -172,6 +172,45 @@ absl::Status ImportRelations(const kiln::v1::Graph& proto, ir::Graph& graph) {
   return absl::OkStatus();
 }
 
+// Every symbol a symbolic argument or an input's stride names must be bound
+// by some input size: the client learns symbols' values from input sizes
+// only.
+absl::Status CheckSymbolsAreBound(const ir::Graph& graph) {
+  std::vector<bool> bound(graph.symbols.size(), false);
+  for (int input : graph.inputs) {
+    for (const ir::Dim& dim : graph.values[input].sizes) {
+      if (dim.is_symbolic()) bound[dim.symbol] = true;
+    }
+  }
+  auto check = [&](const ir::SymExpr& expr, const std::string& where) -> absl::Status {
+    for (const auto& term : expr.terms) {
+      for (int symbol : term.symbols) {
+        if (!bound[symbol]) {
+          return absl::InvalidArgumentError(absl::StrCat(where, " names symbol '",
+                                                         graph.symbols[symbol],
+                                                         "', which no input size uses"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  };
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    for (const ir::SymExpr& stride : graph.values[graph.inputs[i]].strides) {
+      RETURN_IF_ERROR(check(stride, absl::StrCat("input ", i, "'s stride")));
+    }
+  }
+  for (int n = 0; n < static_cast<int>(graph.nodes.size()); ++n) {
+    for (const auto& [name, value] : graph.nodes[n].args) {
+      const std::string where = absl::StrCat(NodeLabel(graph, n), ": argument '", name, "'");
+      if (const auto* expr = std::get_if<ir::SymExpr>(&value)) RETURN_IF_ERROR(check(*expr, where));
+      if (const auto* list = std::get_if<std::vector<ir::SymExpr>>(&value)) {
+        for (const ir::SymExpr& expr : *list) RETURN_IF_ERROR(check(expr, where));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ir::TensorType> ImportTensorType(const kiln::v1::TensorType& type,
@@ -297,6 +336,7 @@ absl::StatusOr<ir::Graph> ImportGraph(const kiln::v1::Graph& proto) {
     graph.outputs.push_back(it->second);
   }
   RETURN_IF_ERROR(ImportRelations(proto, graph));
+  RETURN_IF_ERROR(CheckSymbolsAreBound(graph));
   return graph;
 }
 

@@ -30,8 +30,9 @@ bool IsFloatingPoint(DType dtype);
 // What a dtype computes in: itself, except 16-bit floats (float32).
 DType ComputeType(DType dtype);
 
-// A size or stride: a constant, or `multiplier` times a graph-wide size
-// symbol (index into Graph::symbols).
+// A size: a constant, or `multiplier` times a graph-wide size symbol (index
+// into Graph::symbols). Strides and offsets, which can be products of sizes,
+// are SymExprs.
 struct Dim {
   int64_t constant = 0;
   int symbol = -1;
@@ -148,8 +149,10 @@ struct Graph {
 };
 
 // Calls `fn` on every use of a symbol index: for each value in order, its
-// sizes and then its strides; then symbolic arguments in node order. Strides
-// are canonical again afterwards (renaming symbols can reorder terms).
+// sizes and then its strides; then symbolic arguments in node order.
+// Strides and symbolic arguments are canonical afterwards (renaming symbols
+// can reorder terms; an imported argument has them as written), so graphs
+// that differ only there share a key.
 template <typename Fn>
 void ForEachSymbolUse(Graph& graph, Fn fn) {
   auto in_expr = [&](SymExpr& expr) {
@@ -169,6 +172,14 @@ void ForEachSymbolUse(Graph& graph, Fn fn) {
   }
   for (TensorType& type : graph.values) {
     for (SymExpr& stride : type.strides) stride = stride.Canonicalized();
+  }
+  for (Node& node : graph.nodes) {
+    for (auto& [name, value] : node.args) {
+      if (auto* expr = std::get_if<SymExpr>(&value)) *expr = expr->Canonicalized();
+      if (auto* list = std::get_if<std::vector<SymExpr>>(&value)) {
+        for (SymExpr& expr : *list) expr = expr.Canonicalized();
+      }
+    }
   }
 }
 

@@ -111,8 +111,14 @@ TEST(PipelineTest, ErrorsNameTheNode) {
   EXPECT_EQ(PrepareGraph(dangling).status(),
             absl::InvalidArgumentError(
                 "node 1 'mm' (aten.mm.default) uses value 99, which no input or node defines"));
-}
 
+  // Kiln's own ops skip checks a user's graph needs (an alias's bounds).
+  kiln::v1::Graph internal = LoadExample("f");
+  internal.mutable_nodes(1)->set_op("kiln.mm.default");
+  EXPECT_EQ(PrepareGraph(internal).status(),
+            absl::InvalidArgumentError("node 1 'mm' (kiln.mm.default): 'kiln.mm.default' is "
+                                       "internal to Kiln, not an ATen op"));
+}
 
 // x.t().reshape(2, 2, 6) on x: [6, 4] is viewable (eager's view takes
 // it), so Kiln aliases x's memory under strides [2, 1, 4] instead of
@@ -270,6 +276,24 @@ TEST(PipelineTest, ExpandBroadcastsToASymbolicSize) {
   EXPECT_NE(Stage(code, "loop IR").find("float32[s0, 4] = view %0 (i0, i1) -> (0, i1)"),
             std::string::npos)
       << Stage(code, "loop IR");
+}
+
+// A size argument naming a symbol that no input size binds could never be
+// given a value: refused at import, naming the node and the symbol.
+TEST(PipelineTest, ASymbolNoInputBindsIsRefused) {
+  const std::string json = R"({"name": "unbound", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 1}, {"constant": 4}]}}],
+    "nodes": [
+      {"name": "expand", "op": "aten.expand.default", "inputs": [0], "outputs": [1],
+       "args": [{"name": "size", "symIntList": {"values": [
+                 {"terms": [{"coefficient": "1", "symbols": ["T"]}]}, {"terms": [{"coefficient": "4"}]}]}}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "T"}, {"constant": 4}]}]}],
+    "outputs": [1]})";
+  kiln::v1::Graph graph;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
+  EXPECT_EQ(PrepareGraph(graph).status(),
+            absl::InvalidArgumentError("node 0 'expand' (aten.expand.default): argument 'size' "
+                                       "names symbol 'T', which no input size uses"));
 }
 
 // add(x: [a, 64], y: [b, 64]): only valid when the graph states a == b.

@@ -85,13 +85,15 @@ kiln::v1::Graph Specialize(kiln::v1::Graph graph, std::map<std::string, int64_t>
   }
   auto fix = [&](kiln::v1::TensorType* type) {
     bool changed = false;
-    for (kiln::v1::Dim& dim : *type->mutable_sizes()) {
-      if (!dim.has_symbol() || values.count(dim.symbol()) == 0) continue;
+    auto fix_dim = [&](kiln::v1::Dim& dim) {
+      if (!dim.has_symbol() || values.count(dim.symbol()) == 0) return false;
       const int64_t multiplier = dim.multiplier() == 0 ? 1 : dim.multiplier();
       dim.set_constant(multiplier * values.at(dim.symbol()));
       dim.clear_multiplier();
-      changed = true;
-    }
+      return true;
+    };
+    for (kiln::v1::Dim& dim : *type->mutable_sizes()) changed |= fix_dim(dim);
+    for (kiln::v1::Dim& dim : *type->mutable_strides()) fix_dim(dim);
     // Symbolic types are contiguous: recomputed from the new sizes. Others
     // keep their strides (a transposed weight stays transposed).
     if (changed) type->clear_strides();
@@ -123,8 +125,13 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
     for (int d = 0; d < type->sizes_size() && d < static_cast<int>(input_sizes[i].size()); ++d) {
       const kiln::v1::Dim& old = type->sizes(d);
       const int64_t multiplier = old.multiplier() == 0 ? 1 : old.multiplier();
-      if (old.has_symbol() && !input_sizes[i][d].has_symbol()) {
-        fixed[old.symbol()] = input_sizes[i][d].constant() / multiplier;
+      if (!old.has_symbol() || input_sizes[i][d].has_symbol()) continue;
+      const int64_t size = input_sizes[i][d].constant();
+      auto [it, added] = fixed.emplace(old.symbol(), size / multiplier);
+      if (size % multiplier != 0 || it->second * multiplier != size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input ", i, ": dim ", d, " of size ", size, " does not fit ", multiplier, " * ",
+            old.symbol(), added ? "" : absl::StrCat(" with ", old.symbol(), " = ", it->second)));
       }
     }
     type->clear_sizes();

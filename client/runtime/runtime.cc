@@ -239,24 +239,17 @@ void ParallelFor(void* context, long long n, long long grain, kiln_parallel_body
       n, grain, [&](int64_t begin, int64_t end) { body(closure, begin, end); });
 }
 
-// The calling thread's scratch for row buffers of symbolic length: grown to
-// the largest request, never shrunk, so steady-state calls allocate nothing.
+// The calling thread's scratch for row buffers of symbolic length. A
+// kernel cannot report an error: out of memory here ends the process, as
+// std::bad_alloc would.
 void* ThreadScratch(void*, long long bytes) {
-  thread_local struct Buffer {
-    char* block = nullptr;
-    long long size = 0;
-    ~Buffer() { free(block); }
-  } buffer;
-  if (bytes > buffer.size) {
-    free(buffer.block);
-    buffer.block = static_cast<char*>(malloc(bytes + 63));
-    if (buffer.block == nullptr) {
-      fprintf(stderr, "kiln runtime: out of memory for %lld bytes of row buffers\n", bytes);
-      abort();
-    }
-    buffer.size = bytes;
+  thread_local GrowingBuffer rows;
+  void* block = rows.Get(bytes);
+  if (block == nullptr && bytes > 0) {
+    fprintf(stderr, "kiln runtime: out of memory for %lld bytes of row buffers\n", bytes);
+    abort();
   }
-  return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(buffer.block) + 63) & ~uintptr_t{63});
+  return block;
 }
 
 int DefaultThreads() {
@@ -268,6 +261,17 @@ int DefaultThreads() {
 }
 
 }  // namespace
+
+void* GrowingBuffer::Get(int64_t bytes) {
+  if (bytes > size_) {
+    char* grown = static_cast<char*>(malloc(bytes + 63));  // aligned by hand below
+    if (grown == nullptr) return nullptr;
+    free(block_);
+    block_ = grown;
+    size_ = bytes;
+  }
+  return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(block_) + 63) & ~uintptr_t{63});
+}
 
 Runtime::Runtime(int threads) : pool_(threads > 0 ? threads : DefaultThreads()) {
   openblas_set_num_threads(1);

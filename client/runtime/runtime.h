@@ -9,10 +9,30 @@
 #ifndef KILN_CLIENT_RUNTIME_RUNTIME_H_
 #define KILN_CLIENT_RUNTIME_RUNTIME_H_
 
+#include <cstdint>
+#include <cstdlib>
+
 #include "client/runtime/thread_pool.h"
 #include "codegen/abi/kiln_abi.h"
 
 namespace kiln {
+
+// Memory grown to the largest size asked of it, 64-byte aligned, never
+// shrunk: per-thread scratch that steady-state calls reuse without
+// allocating. Get returns nullptr when the memory is not there (and keeps
+// what it had), and may for 0 bytes.
+class GrowingBuffer {
+ public:
+  GrowingBuffer() = default;
+  GrowingBuffer(const GrowingBuffer&) = delete;
+  GrowingBuffer& operator=(const GrowingBuffer&) = delete;
+  ~GrowingBuffer() { free(block_); }
+  void* Get(int64_t bytes);
+
+ private:
+  char* block_ = nullptr;
+  int64_t size_ = 0;
+};
 
 class Runtime {
  public:

@@ -263,7 +263,7 @@ absl::StatusOr<std::vector<int>> Linear(GraphBuilder& b, const ir::Node& node) {
   } else {
     ASSIGN_OR_RETURN(product, b.Add("aten.mm.default", {flat, transposed}));
   }
-  std::vector<int64_t> sizes;  // a symbolic leading dim is the reshape's -1
+  std::vector<int64_t> sizes;  // a symbolic dim is the reshape's -1 (two: Unimplemented there)
   for (int64_t d = 0; d + 1 < x.rank(); ++d) {
     sizes.push_back(x.sizes[d].is_symbolic() ? -1 : x.sizes[d].constant);
   }

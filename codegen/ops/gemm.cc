@@ -36,8 +36,10 @@ absl::StatusOr<std::vector<ir::TensorType>> InferMatmul(bool batched, const Inpu
   if (a.sizes[k] != b.sizes[k - 1] || (batched && a.sizes[0] != b.sizes[0])) {
     auto shape = [](const ir::TensorType& t) {
       std::string text;
-      for (const ir::Dim& dim : t.sizes)
-        absl::StrAppend(&text, text.empty() ? "" : ", ", dim.constant);
+      for (const ir::Dim& dim : t.sizes) {
+        absl::StrAppend(&text, text.empty() ? "" : ", ",
+                        ir::ToString(ir::SymExpr::Of(dim), ir::Graph()));
+      }
       return absl::StrCat("[", text, "]");
     };
     return absl::InvalidArgumentError(

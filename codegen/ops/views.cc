@@ -689,7 +689,14 @@ void AddAlias(OpTable& table) {
     if (symbolic_sizes.size() != symbolic_strides.size()) {
       return absl::InvalidArgumentError("size and stride differ in length");
     }
-    if (!inputs[0]->is_static()) {  // a reshape of symbolic sizes: exact, from a decomposition
+    auto constant = [](const std::vector<ir::SymExpr>& list) {
+      return std::all_of(list.begin(), list.end(),
+                         [](const ir::SymExpr& e) { return e.is_constant(); });
+    };
+    if (!inputs[0]->is_static() || !constant(symbolic_sizes) || !constant(symbolic_strides)) {
+      // Symbolic sizes (a reshape of them, or of a static tensor expanded
+      // to them): exact, from a decomposition — verify refuses kiln.* ops
+      // from a graph, so these are never a user's.
       ir::TensorType type;
       type.dtype = inputs[0]->dtype;
       for (const ir::SymExpr& size : symbolic_sizes) {

@@ -1,7 +1,7 @@
 // Pass: lower (graph -> loop IR).
 //
-// Requires: a verified, canonical graph whose symbolic sizes (if any) are
-// all leading dims (Unimplemented naming the node otherwise).
+// Requires: a verified, canonical, decomposed graph (symbolic sizes may be
+// in any dim; what an op cannot lower is Unimplemented naming the node).
 // Guarantees: one Definition per value; views are index maps (no copies);
 // pointwise ops are expression DAGs over loads; GEMMs are extern calls.
 // Nothing is scheduled yet: every definition could still be inlined.

@@ -133,7 +133,8 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
   }
 
   // Row buffers: scratch whose values one group writes and only that group
-  // reads (row by row, as grouping guarantees), when a row fits the stack.
+  // reads (row by row, as grouping guarantees), when a static row fits the
+  // stack or the row is symbolic (then the runtime's per-thread scratch).
   std::vector<bool> read_outside(plan.storages.size(), false);
   for (int k = 0; k < num_kernels; ++k) {
     for (const Access& access : schedule.kernels[k].reads) {

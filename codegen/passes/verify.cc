@@ -28,6 +28,10 @@ absl::Status VerifyNode(const ir::Graph& graph, int index) {
     return absl::UnimplementedError(
         absl::StrCat(where, ": op '", node.op, "' is not supported (see docs/OPS.md)"));
   }
+  if (parts[0] == "kiln") {  // what decompositions write: trusted, so never taken from a graph
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": '", node.op, "' is internal to Kiln, not an ATen op"));
+  }
   const int num_inputs = static_cast<int>(node.inputs.size());
   if (num_inputs < op->min_inputs || num_inputs > op->max_inputs) {
     const std::string expected =

@@ -288,7 +288,8 @@ def symbolic_entry(a, b, marks):
 def relax_size_argument(node, twin, marks):
     """A reshape whose size list differs between the two traces: when only
     its leading entry does, that entry becomes -1 (Kiln infers it);
-    otherwise each differing entry names its symbol (a symbolic size list).
+    otherwise, and always for expand (whose -1 means "keep", not "infer"),
+    each differing entry names its symbol (a symbolic size list).
     _reshape_alias's strides are dropped when they differ: Kiln derives a
     view's strides itself."""
     if node["op"] == "aten._reshape_alias.default":
@@ -304,7 +305,7 @@ def relax_size_argument(node, twin, marks):
         if len(values) != len(others):
             continue
         differing = [i for i, (a, b) in enumerate(zip(values, others)) if a != b]
-        if differing == [0]:
+        if differing == [0] and node["op"] != "aten.expand.default":
             values[0] = "-1"
             others[0] = "-1"
             continue
@@ -335,6 +336,13 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
         sizes[dim] = size + 1
         grown[position] = torch.zeros(sizes, dtype=inputs[position].dtype)
         marks[(position, dim)] = (symbol[0] if symbol else f"s{index}", size)
+    # Each size names its symbol by its traced value: two symbols traced at
+    # one size could not be told apart.
+    by_size = {}
+    for symbol, size in marks.values():
+        if by_size.setdefault(size, symbol) != symbol:
+            raise TraceError(f"symbols '{by_size[size]}' and '{symbol}' are traced at the same "
+                             f"size {size}: trace with example inputs whose symbolic dims differ")
     other, _ = trace(fn, grown, name)
     for node, twin in zip(graph["nodes"], other["nodes"]):
         if node["args"] != twin["args"] and node["op"] in RESHAPES:

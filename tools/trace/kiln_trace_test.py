@@ -65,6 +65,21 @@ class TraceTest(unittest.TestCase):
                                  [{"coefficient": "1", "symbols": ["S"]}], [{"coefficient": "6"}]])
         self.assertEqual(view["outputTypes"][0]["sizes"][2], {"symbol": "S"})
 
+    def test_a_broadcast_expand_names_the_symbol(self):
+        graph, _ = kiln_trace.trace(lambda x, m: x + m.expand(x.shape[0], 4),
+                                    [torch.randn(3, 4), torch.randn(1, 4)], "mask",
+                                    symbolic=[("x", 0)])
+        expand = graph["nodes"][0]
+        self.assertEqual(expand["op"], "aten.expand.default")
+        terms = [entry["terms"] for entry in expand["args"][0]["symIntList"]["values"]]
+        self.assertEqual(terms, [[{"coefficient": "1", "symbols": ["s0"]}], [{"coefficient": "4"}]])
+
+    def test_two_symbols_at_one_size_are_refused(self):
+        with self.assertRaisesRegex(kiln_trace.TraceError,
+                                    "symbols 'B' and 'S' are traced at the same size 4"):
+            kiln_trace.trace(lambda x: x.t() + 1, [torch.randn(4, 4)], "square",
+                             symbolic=[("x", 0, "B"), ("x", 1, "S")])
+
     def test_a_leading_reshape_of_the_symbol_becomes_minus_one(self):
         graph, _ = kiln_trace.trace(lambda x: x.view(x.shape[0] * 5) + 1, [torch.randn(3, 5)],
                                     "flat", symbolic=[("x", 0)])
