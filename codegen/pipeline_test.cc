@@ -278,6 +278,34 @@ TEST(PipelineTest, ExpandBroadcastsToASymbolicSize) {
       << Stage(code, "loop IR");
 }
 
+// pos.expand(B, 16, 64).reshape(B, 1024): a static tensor viewed at a
+// symbolic size stays a view of it (stride 0 along B).
+TEST(PipelineTest, AStaticTensorExpandedToASymbolicSizeReshapesAsAView) {
+  const std::string json = R"({"name": "pos", "inputs": [
+      {"value": 0, "name": "pos", "type": {"dtype": "FLOAT32",
+       "sizes": [{"constant": 1}, {"constant": 16}, {"constant": 64}]}},
+      {"value": 1, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"symbol": "B"}, {"constant": 1024}]}}],
+    "nodes": [
+      {"name": "expand", "op": "aten.expand.default", "inputs": [0], "outputs": [2],
+       "args": [{"name": "size", "symIntList": {"values": [{"terms": [{"coefficient": "1", "symbols": ["B"]}]},
+                 {"terms": [{"coefficient": "16"}]}, {"terms": [{"coefficient": "64"}]}]}}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "B"}, {"constant": 16}, {"constant": 64}]}]},
+      {"name": "flat", "op": "aten.view.default", "inputs": [2], "outputs": [3],
+       "args": [{"name": "size", "intList": {"values": ["-1", "1024"]}}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "B"}, {"constant": 1024}]}]},
+      {"name": "add", "op": "aten.add.Tensor", "inputs": [3, 1], "outputs": [4],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "B"}, {"constant": 1024}]}]}],
+    "outputs": [4]})";
+  kiln::v1::Graph graph;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
+  const GeneratedCode code = Generate(graph);
+  const std::string core = Stage(code, "core graph");
+  EXPECT_NE(core.find("kiln.alias.default(%0, size=[s0, 1024], storage_offset=0, stride=[0, 1])"),
+            std::string::npos)
+      << core;
+  EXPECT_EQ(core.find("aten.clone"), std::string::npos) << core;
+}
+
 // A size argument naming a symbol that no input size binds could never be
 // given a value: refused at import, naming the node and the symbol.
 TEST(PipelineTest, ASymbolNoInputBindsIsRefused) {
