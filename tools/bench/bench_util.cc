@@ -177,6 +177,15 @@ std::string LogTail(const std::string& path) {
   return log.empty() ? "(kilnd logged nothing)" : absl::StrCat("kilnd's log: ", log);
 }
 
+absl::StatusOr<ScratchDirectory> ScratchDirectory::Make() {
+  ASSIGN_OR_RETURN(std::string path, MakeTempDirectory("/tmp/kilnXXXXXX"));
+  return ScratchDirectory(std::move(path));
+}
+
+ScratchDirectory::~ScratchDirectory() {
+  if (!path_.empty()) RemoveRecursively(path_).IgnoreError();
+}
+
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const std::string& kilnd,
                                                       const std::string& directory,
                                                       const std::string& compiler) {

@@ -124,6 +124,22 @@ class LineProcess {
   Fields facts_;
 };
 
+// A private directory under /tmp (a short path: Unix socket paths must stay
+// under 108 bytes), removed with everything in it when this goes. Declare
+// it before the daemons that live in it, so they stop first.
+class ScratchDirectory {
+ public:
+  static absl::StatusOr<ScratchDirectory> Make();
+  ScratchDirectory(ScratchDirectory&& other) : path_(std::exchange(other.path_, "")) {}
+  ScratchDirectory& operator=(ScratchDirectory&&) = delete;
+  ~ScratchDirectory();
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit ScratchDirectory(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
 // A private kilnd started by a bench: socket and cache under `directory`,
 // its output in directory/kilnd.log.
 class Daemon {

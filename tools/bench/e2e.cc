@@ -572,16 +572,11 @@ absl::Status RunBenchmark() {
   facts["threads"] = "1 (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=KILN_NUM_THREADS=1)";
   facts["load_before"] = LoadAverage();
 
-  // Unix socket paths must stay under 108 bytes: a short /tmp directory.
-  ASSIGN_OR_RETURN(const std::string root, MakeTempDirectory("/tmp/kilnXXXXXX"));
-  struct RemoveOnExit {
-    std::string path;
-    ~RemoveOnExit() { RemoveRecursively(path).IgnoreError(); }
-  } remove_root{root};
-  // Declared after remove_root: stopped before the directory goes.
-  ASSIGN_OR_RETURN(std::unique_ptr<Daemon> worker, Daemon::Start(kilnd, root + "/w", "worker"));
+  ASSIGN_OR_RETURN(const bench::ScratchDirectory root, bench::ScratchDirectory::Make());
+  ASSIGN_OR_RETURN(std::unique_ptr<Daemon> worker,
+                   Daemon::Start(kilnd, root.path() + "/w", "worker"));
   ASSIGN_OR_RETURN(std::unique_ptr<Daemon> subprocess,
-                   Daemon::Start(kilnd, root + "/s", "subprocess"));
+                   Daemon::Start(kilnd, root.path() + "/s", "subprocess"));
 
   Samples samples;
   absl::FPrintF(stderr, "e2e: cold compiles (%d rounds)...\n", rounds);

@@ -578,13 +578,9 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
       "KILN_NUM_THREADS=1: the runtime calls openblas_set_num_threads(1) and splits GEMMs "
       "across its own pool)";
 
-  ASSIGN_OR_RETURN(const std::string root, MakeTempDirectory("/tmp/kilnXXXXXX"));
-  struct RemoveOnExit {
-    std::string path;
-    ~RemoveOnExit() { RemoveRecursively(path).IgnoreError(); }
-  } remove_root{root};
-  // Declared after remove_root: stopped before the directory goes.
-  ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon, Daemon::Start(kilnd, root + "/w", "worker"));
+  ASSIGN_OR_RETURN(const bench::ScratchDirectory root, bench::ScratchDirectory::Make());
+  ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon,
+                   Daemon::Start(kilnd, root.path() + "/w", "worker"));
 
   Runtime runtime1(1), runtime2(2);
   Runtime* runtimes[2] = {&runtime1, &runtime2};

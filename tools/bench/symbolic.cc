@@ -24,7 +24,6 @@
 #include "client/runtime/runtime.h"
 #include "client/tensor.h"
 #include "codegen/retype.h"
-#include "common/files.h"
 #include "common/status_macros.h"
 #include "tools/bench/bench_util.h"
 #include "tools/reference/tensor_data.h"
@@ -104,12 +103,9 @@ absl::Status Run() {
   const int rounds = absl::GetFlag(FLAGS_repetitions);
   if (rounds < 1) return absl::InvalidArgumentError("--repetitions must be at least 1");
   ASSIGN_OR_RETURN(const std::string kilnd, Runfile("daemon/kilnd", kTarget));
-  ASSIGN_OR_RETURN(const std::string root, MakeTempDirectory("/tmp/kilnXXXXXX"));
-  struct RemoveOnExit {
-    std::string path;
-    ~RemoveOnExit() { RemoveRecursively(path).IgnoreError(); }
-  } remove_root{root};
-  ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon, Daemon::Start(kilnd, root + "/w", "worker"));
+  ASSIGN_OR_RETURN(const ScratchDirectory root, ScratchDirectory::Make());
+  ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon,
+                   Daemon::Start(kilnd, root.path() + "/w", "worker"));
   Runtime runtime(absl::GetFlag(FLAGS_threads));
 
   std::vector<std::unique_ptr<Case>> cases;
