@@ -76,6 +76,8 @@ std::string ExprString(const Definition& definition, int index) {
       return absl::StrCat(expr.constant);
     case Expr::Kind::kIndex:
       return absl::StrCat("i", expr.variable);
+    case Expr::Kind::kSize:
+      return absl::StrCat("size(", ToString(expr.size, Graph()), ")");
     case Expr::Kind::kCall: {
       std::vector<std::string> operands;
       for (int operand : expr.operands) operands.push_back(ExprString(definition, operand));

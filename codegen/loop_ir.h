@@ -49,7 +49,7 @@ struct AffineMap {
 };
 
 struct Expr {
-  enum class Kind { kLoad, kConstant, kCall, kIndex };
+  enum class Kind { kLoad, kConstant, kCall, kIndex, kSize };
   Kind kind = Kind::kConstant;
   DType dtype = DType::kFloat32;  // the type this expression computes in
   // kLoad: element `index(coordinates)` of `value`.
@@ -62,6 +62,8 @@ struct Expr {
   std::vector<int> operands;  // indices into Definition::exprs
   // kIndex: coordinate `variable` of the iteration space (arange, tril).
   int variable = -1;
+  // kSize: the value of a symbolic size expression (a mean's count).
+  SymExpr size;
 };
 
 struct Definition {

@@ -206,6 +206,9 @@ class BodyEmitter {
         return Value(expr.value, expr.index.After(map), expr.dtype);
       case ir::Expr::Kind::kConstant:
         return EmitLiteral(expr.constant, expr.dtype);
+      case ir::Expr::Kind::kSize:
+        return Bind(expr.dtype,
+                    absl::StrCat("(", StorageCType(expr.dtype), ")", SymC(expr.size)));
       case ir::Expr::Kind::kIndex: {
         Linear linear;
         linear.constant = ir::SymExpr::Constant(map.offsets[expr.variable]);

@@ -1,6 +1,8 @@
 // Composite ops: each rewrites itself into core ops (passes/decompose.h).
 // 16-bit float inputs are computed in float32 and rounded once at the end,
 // as eager's kernels do, so no intermediate is stored at half precision.
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/graph_builder.h"
@@ -29,21 +31,25 @@ absl::StatusOr<std::vector<int64_t>> WrapDims(const std::vector<int64_t>& dims, 
   return wrapped;
 }
 
-// How many elements `dims` (all of them when empty) hold: a constant, so
-// that means and variances divide by a literal.
-absl::StatusOr<int64_t> Count(const ir::TensorType& type, std::vector<int64_t> dims) {
+// How many elements `dims` (all of them when empty) hold.
+ir::SymExpr Count(const ir::TensorType& type, std::vector<int64_t> dims) {
   if (dims.empty()) {
     for (int64_t d = 0; d < type.rank(); ++d) dims.push_back(d);
   }
-  int64_t count = 1;
-  for (int64_t d : dims) {
-    if (type.sizes[d].is_symbolic()) {
-      return absl::UnimplementedError(
-          absl::StrCat("averaging over symbolic dim ", d, " is not supported yet"));
-    }
-    count *= type.sizes[d].constant;
-  }
+  ir::SymExpr count = ir::SymExpr::Constant(1);
+  for (int64_t d : dims) count = count * ir::SymExpr::Of(type.sizes[d]);
   return count;
+}
+
+// `op` (aten.div.Tensor or aten.mul.Tensor) of x by a count: a literal when
+// the count is constant, else the count's value at run time (kiln.size).
+absl::StatusOr<int> ByCount(GraphBuilder& b, const char* op, int x, const ir::SymExpr& count) {
+  if (count.is_constant()) {
+    return b.Add(op, {x}, {{"other", static_cast<double>(count.constant())}});
+  }
+  ASSIGN_OR_RETURN(const int size, b.Add("kiln.size.default", {},
+                                         {{"size", count}, {"dtype", b.type(x).dtype}}));
+  return b.Add(op, {x, size});
 }
 
 // softmax(x, dim) = exp(x - max) / sum(exp(x - max)).
@@ -78,8 +84,7 @@ absl::StatusOr<int> Mean(GraphBuilder& b, int x, const std::vector<int64_t>& dim
   ASSIGN_OR_RETURN(const std::vector<int64_t> wrapped, WrapDims(dims, type.rank()));
   ASSIGN_OR_RETURN(const int sum,
                    b.Add("aten.sum.dim_IntList", {x}, {{"dim", wrapped}, {"keepdim", keepdim}}));
-  ASSIGN_OR_RETURN(const int64_t count, Count(type, wrapped));
-  return b.Add("aten.div.Tensor", {sum}, {{"other", static_cast<double>(count)}});
+  return ByCount(b, "aten.div.Tensor", sum, Count(type, wrapped));
 }
 
 absl::StatusOr<std::vector<int>> MeanOp(GraphBuilder& b, const ir::Node& node) {
@@ -104,9 +109,19 @@ absl::StatusOr<std::vector<int>> VarOp(GraphBuilder& b, const ir::Node& node) {
   ASSIGN_OR_RETURN(const int squared, b.Add("aten.mul.Tensor", {centered, centered}));
   ASSIGN_OR_RETURN(const int sum, b.Add("aten.sum.dim_IntList", {squared},
                                         {{"dim", dims}, {"keepdim", BoolArg(node, "keepdim")}}));
-  ASSIGN_OR_RETURN(const int64_t count, Count(type, dims));
-  const double divisor = std::max(0.0, static_cast<double>(count) - correction);
-  ASSIGN_OR_RETURN(int result, b.Add("aten.div.Tensor", {sum}, {{"other", divisor}}));
+  const ir::SymExpr count = Count(type, dims);
+  int result;
+  if (count.is_constant()) {
+    const double divisor = std::max(0.0, static_cast<double>(count.constant()) - correction);
+    ASSIGN_OR_RETURN(result, b.Add("aten.div.Tensor", {sum}, {{"other", divisor}}));
+  } else if (correction == std::floor(correction) && std::abs(correction) < (1 << 30)) {
+    // A symbolic count is >= 2 per dim; the correction is 0 or 1 in practice.
+    ASSIGN_OR_RETURN(result,
+                     ByCount(b, "aten.div.Tensor", sum,
+                             count + ir::SymExpr::Constant(-static_cast<int64_t>(correction))));
+  } else {
+    return absl::UnimplementedError("a fractional correction over a symbolic count");
+  }
   if (node.op.rfind("aten.std.", 0) == 0) {
     ASSIGN_OR_RETURN(result, b.Add("aten.sqrt.default", {result}));
   }
@@ -171,7 +186,7 @@ absl::StatusOr<std::vector<int>> LayerNormBackward(GraphBuilder& b, const ir::No
   const int64_t normalized = static_cast<int64_t>(IntListArg(node, "normalized_shape").size());
   std::vector<int64_t> row_dims, lead_dims;
   for (int64_t d = 0; d < rank; ++d) (d < rank - normalized ? lead_dims : row_dims).push_back(d);
-  ASSIGN_OR_RETURN(const int64_t count, Count(b.type(x), row_dims));
+  const ir::SymExpr count = Count(b.type(x), row_dims);
   auto add = [&](const char* op, std::vector<int> inputs,
                  std::map<std::string, ir::ArgValue> args = {}) {
     return b.Add(op, std::move(inputs), std::move(args));
@@ -193,13 +208,11 @@ absl::StatusOr<std::vector<int>> LayerNormBackward(GraphBuilder& b, const ir::No
   ASSIGN_OR_RETURN(const int sum_g, row_sum(g));
   ASSIGN_OR_RETURN(const int g_x_hat, add("aten.mul.Tensor", {g, x_hat}));
   ASSIGN_OR_RETURN(const int sum_g_x_hat, row_sum(g_x_hat));
-  ASSIGN_OR_RETURN(const int scaled,
-                   add("aten.mul.Tensor", {g}, {{"other", static_cast<double>(count)}}));
+  ASSIGN_OR_RETURN(const int scaled, ByCount(b, "aten.mul.Tensor", g, count));
   ASSIGN_OR_RETURN(const int minus_sum, add("aten.sub.Tensor", {scaled, sum_g}));
   ASSIGN_OR_RETURN(const int projection, add("aten.mul.Tensor", {x_hat, sum_g_x_hat}));
   ASSIGN_OR_RETURN(const int inner, add("aten.sub.Tensor", {minus_sum, projection}));
-  ASSIGN_OR_RETURN(const int factor,
-                   add("aten.div.Tensor", {rstd}, {{"other", static_cast<double>(count)}}));
+  ASSIGN_OR_RETURN(const int factor, ByCount(b, "aten.div.Tensor", rstd, count));
   ASSIGN_OR_RETURN(int grad_x, add("aten.mul.Tensor", {factor, inner}));
   ASSIGN_OR_RETURN(const int grad_x_hat, add("aten.mul.Tensor", {grad, x_hat}));
   ASSIGN_OR_RETURN(int grad_weight, lead_sum(grad_x_hat));

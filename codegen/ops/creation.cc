@@ -233,6 +233,17 @@ void RegisterCreationOps(OpTable& table) {
                               Sizes(IntListArg(node, "size")));
       },
       FillArg("fill_value"));
+  // A symbolic size as a 0-d tensor (a mean's count over a symbolic dim):
+  // what decompositions divide by when the count is not a literal.
+  AddCreation(
+      table, "kiln.size.default", 0, {{"size", ArgKind::kSize, std::nullopt}, kDTypeArg},
+      [](const ir::Node& node, const InputTypes&) -> absl::StatusOr<ir::TensorType> {
+        return ContiguousType(DTypeArg(node, DType::kFloat32), {});
+      },
+      [](ExprBuilder& b, const ir::Graph&, const ir::Node& node, DType compute) {
+        return b.Size(SizeArg(node, "size"), compute);
+      },
+      kFloatTypes);
   AddCreation(
       table, "aten.scalar_tensor.default", 0, {{"s", ArgKind::kScalar, std::nullopt}, kDTypeArg},
       [](const ir::Node& node, const InputTypes&) -> absl::StatusOr<ir::TensorType> {

@@ -58,6 +58,12 @@ std::vector<int64_t> IntListArg(const ir::Node& node, const std::string& name) {
   return std::get<std::vector<int64_t>>(Arg(node, name));
 }
 
+ir::SymExpr SizeArg(const ir::Node& node, const std::string& name) {
+  const ir::ArgValue& value = Arg(node, name);
+  if (const auto* expr = std::get_if<ir::SymExpr>(&value)) return expr->Canonicalized();
+  return ir::SymExpr::Constant(std::get<int64_t>(value));
+}
+
 std::vector<ir::SymExpr> SizeListArg(const ir::Node& node, const std::string& name) {
   const ir::ArgValue& value = Arg(node, name);
   if (const auto* list = std::get_if<std::vector<ir::SymExpr>>(&value)) {
@@ -118,6 +124,8 @@ bool Matches(ArgKind kind, const ir::ArgValue& value) {
     case ArgKind::kSizeList:
       return std::holds_alternative<std::vector<int64_t>>(value) ||
              std::holds_alternative<std::vector<ir::SymExpr>>(value);
+    case ArgKind::kSize:
+      return std::holds_alternative<int64_t>(value) || std::holds_alternative<ir::SymExpr>(value);
     case ArgKind::kBoolList: return std::holds_alternative<std::vector<bool>>(value);
     case ArgKind::kDType: return std::holds_alternative<ir::DType>(value);
     case ArgKind::kString: return std::holds_alternative<std::string>(value);
@@ -135,6 +143,7 @@ const char* KindName(ArgKind kind) {
     case ArgKind::kBool: return "a bool";
     case ArgKind::kIntList: return "an int list";
     case ArgKind::kSizeList: return "a size list";
+    case ArgKind::kSize: return "a size";
     case ArgKind::kBoolList: return "a bool list";
     case ArgKind::kDType: return "a dtype";
     case ArgKind::kString: return "a string";

@@ -30,6 +30,8 @@ enum class ArgKind {
   // Sizes: an int list, or a list of symbolic expressions (a traced view
   // of a symbolic dim: [8, S, 32]).
   kSizeList,
+  // One size: an int or a symbolic expression.
+  kSize,
   kBoolList,
   kDType,
   kString,
@@ -100,6 +102,8 @@ double ScalarArgAsDouble(const ir::Node& node, const std::string& name);
 std::vector<int64_t> IntListArg(const ir::Node& node, const std::string& name);
 // A kSizeList argument, ints as constants (-1 stays -1).
 std::vector<ir::SymExpr> SizeListArg(const ir::Node& node, const std::string& name);
+// A kSize argument.
+ir::SymExpr SizeArg(const ir::Node& node, const std::string& name);
 // Argument `name` if it is a bool, else false (absent or None).
 bool BoolArg(const ir::Node& node, const std::string& name);
 // The `dtype` argument if given, else `fallback`.

@@ -164,6 +164,14 @@ int ExprBuilder::Index(int variable, DType dtype) {
   return Push(std::move(expr));
 }
 
+int ExprBuilder::Size(ir::SymExpr size, DType dtype) {
+  ir::Expr expr;
+  expr.kind = ir::Expr::Kind::kSize;
+  expr.dtype = dtype;
+  expr.size = std::move(size);
+  return Push(std::move(expr));
+}
+
 int ExprBuilder::Cast(int expr, DType dtype) {
   if (definition_.exprs[expr].dtype == dtype) return expr;
   return Call("cast", {expr}, dtype);

@@ -51,6 +51,7 @@ class ExprBuilder {
   int Constant(double value, ir::DType dtype);
   int Call(const std::string& function, std::vector<int> operands, ir::DType dtype);
   int Index(int variable, ir::DType dtype);
+  int Size(ir::SymExpr size, ir::DType dtype);
   ir::DType dtype(int expr) const { return definition_.exprs[expr].dtype; }
   // Converts `expr` to `dtype` unless it already is.
   int Cast(int expr, ir::DType dtype);

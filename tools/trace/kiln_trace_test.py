@@ -104,9 +104,11 @@ class TraceTest(unittest.TestCase):
 class CheckTest(unittest.TestCase):
     """The tool's user sees one readable line when Kiln refuses a graph."""
 
-    def check(self, factory_source, *flags):
+    def check(self, factory_source, *flags, sizes=()):
         """Runs the tracer CLI on a module holding `factory_source` with
-        --check; returns (the completed process, the graph written)."""
+        --check; returns (the completed process, the graph written). With
+        `sizes`, also traces eager references at those sizes and asserts
+        that `kiln run` matches each."""
         kiln = os.path.join(os.getcwd(), "tools/kiln/kiln")
         with tempfile.TemporaryDirectory(dir="/tmp") as work:
             env = dict(os.environ, KILN_SOCKET=work + "/run/kilnd.sock",
@@ -115,10 +117,19 @@ class CheckTest(unittest.TestCase):
                        PYTHONPATH=work)
             with open(os.path.join(work, "model.py"), "w") as f:
                 f.write("import torch\n" + factory_source)
+            if sizes:
+                flags += ("--sizes", ",".join(str(size) for size in sizes))
             result = subprocess.run(
                 [sys.executable, kiln_trace.__file__, "--module", "model:factory",
                  "--out", work, "--check", kiln, *flags],
                 env=env, capture_output=True, text=True)
+            for size in sizes if result.returncode == 0 else ():
+                sized = subprocess.run(
+                    [kiln, "run", os.path.join(work, "factory.json"),
+                     "--reference=" + os.path.join(work, f"factory.ref.{size}.json"),
+                     "--repeat=0"], env=env, capture_output=True, text=True)
+                self.assertEqual(sized.returncode, 0, f"at size {size}: {sized.stderr}")
+                self.assertIn("match eager PyTorch", sized.stdout)
             # Stop the kilnd that --check started (it would otherwise idle out).
             pids = subprocess.run(["pgrep", "-f", "kilnd.*" + work], capture_output=True,
                                   text=True).stdout
@@ -149,6 +160,15 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(graph["relations"], [{"divisible": {"symbol": "s0", "divisor": "4"}},
                                               {"range": {"symbol": "s0", "max": "1024"}}])
+
+    def test_averages_over_a_symbolic_dim_compile_and_match(self):
+        result, graph = self.check(
+            "def factory():\n"
+            "    return (lambda x: (x.mean(1), x.var(1), x.std(1, unbiased=False))),"
+            " [torch.randn(2, 9, 16)]\n",
+            "--symbolic", "x:1:S", sizes=(2, 3, 257))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(graph["inputs"][0]["type"]["sizes"][1], {"symbol": "S"})
 
 
 if __name__ == "__main__":
