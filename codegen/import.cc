@@ -172,10 +172,18 @@ absl::Status ImportRelations(const kiln::v1::Graph& proto, ir::Graph& graph) {
   return absl::OkStatus();
 }
 
-// Every symbol a symbolic argument or an input's stride names must be bound
-// by some input size: the client learns symbols' values from input sizes
-// only.
+// Every symbol a symbolic argument of a live node or an input's stride
+// names must be bound by some input size: the client learns symbols'
+// values from input sizes only. (Dead nodes are dropped before keying.)
 absl::Status CheckSymbolsAreBound(const ir::Graph& graph) {
+  std::vector<bool> needed(graph.values.size(), false), live(graph.nodes.size(), false);
+  for (int output : graph.outputs) needed[output] = true;
+  for (int n = static_cast<int>(graph.nodes.size()) - 1; n >= 0; --n) {
+    for (int output : graph.nodes[n].outputs) live[n] = live[n] || needed[output];
+    if (live[n]) {
+      for (int input : graph.nodes[n].inputs) needed[input] = true;
+    }
+  }
   std::vector<bool> bound(graph.symbols.size(), false);
   for (int input : graph.inputs) {
     for (const ir::Dim& dim : graph.values[input].sizes) {
@@ -200,6 +208,7 @@ absl::Status CheckSymbolsAreBound(const ir::Graph& graph) {
     }
   }
   for (int n = 0; n < static_cast<int>(graph.nodes.size()); ++n) {
+    if (!live[n]) continue;
     for (const auto& [name, value] : graph.nodes[n].args) {
       const std::string where = absl::StrCat(NodeLabel(graph, n), ": argument '", name, "'");
       if (const auto* expr = std::get_if<ir::SymExpr>(&value)) RETURN_IF_ERROR(check(*expr, where));

@@ -1,6 +1,7 @@
 #include "codegen/retype.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -114,7 +115,11 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
                                                    " inputs; the graph has ", graph.inputs_size()));
   }
   kiln::v1::Graph result = graph;
-  std::map<std::string, int64_t> fixed;  // symbols the new sizes make constant
+  // Symbols the new sizes make constant: substituted into symbolic
+  // arguments, unless the sizes do not give one value for them (then the
+  // arguments keep naming them, and importing the result says so).
+  std::map<std::string, int64_t> fixed;
+  std::set<std::string> unfixable;
   for (int i = 0; i < result.inputs_size(); ++i) {
     kiln::v1::TensorType* type = result.mutable_inputs(i)->mutable_type();
     bool same = type->sizes_size() == static_cast<int>(input_sizes[i].size());
@@ -128,16 +133,13 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
       if (!old.has_symbol() || input_sizes[i][d].has_symbol()) continue;
       const int64_t size = input_sizes[i][d].constant();
       auto [it, added] = fixed.emplace(old.symbol(), size / multiplier);
-      if (size % multiplier != 0 || it->second * multiplier != size) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input ", i, ": dim ", d, " of size ", size, " does not fit ", multiplier, " * ",
-            old.symbol(), added ? "" : absl::StrCat(" with ", old.symbol(), " = ", it->second)));
-      }
+      if (size % multiplier != 0 || it->second * multiplier != size) unfixable.insert(old.symbol());
     }
     type->clear_sizes();
     type->clear_strides();  // new sizes: contiguous
     for (const kiln::v1::Dim& dim : input_sizes[i]) *type->add_sizes() = dim;
   }
+  for (const std::string& symbol : unfixable) fixed.erase(symbol);
   FixSymbolicArguments(result, fixed);
   DropRelationsOfLostSymbols(result);
   // Import with the new input types (node types are replaced below, in

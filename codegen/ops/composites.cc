@@ -114,13 +114,15 @@ absl::StatusOr<std::vector<int>> VarOp(GraphBuilder& b, const ir::Node& node) {
   if (count.is_constant()) {
     const double divisor = std::max(0.0, static_cast<double>(count.constant()) - correction);
     ASSIGN_OR_RETURN(result, b.Add("aten.div.Tensor", {sum}, {{"other", divisor}}));
-  } else if (correction == std::floor(correction) && std::abs(correction) < (1 << 30)) {
-    // A symbolic count is >= 2 per dim; the correction is 0 or 1 in practice.
+  } else if (correction == std::floor(correction) && correction <= 2 && correction > -(1 << 30)) {
+    // A symbolic count is >= 2, so count - correction >= 0, as eager's
+    // max(0, count - correction) would be.
     ASSIGN_OR_RETURN(result,
                      ByCount(b, "aten.div.Tensor", sum,
                              count + ir::SymExpr::Constant(-static_cast<int64_t>(correction))));
   } else {
-    return absl::UnimplementedError("a fractional correction over a symbolic count");
+    return absl::UnimplementedError(
+        "a correction above 2 or fractional over a symbolic count is not supported");
   }
   if (node.op.rfind("aten.std.", 0) == 0) {
     ASSIGN_OR_RETURN(result, b.Add("aten.sqrt.default", {result}));
