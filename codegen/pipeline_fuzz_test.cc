@@ -1,10 +1,13 @@
 // Bad graphs must come back as errors, never as crashes or broken plans:
-// thousands of random mutations of the example graphs through the whole
+// thousands of random mutations of the example graphs and of traced
+// symbolic ones (some re-typed with symbolic dims first) through the whole
 // codegen pipeline (a crash here would take kilnd down with it).
+#include <iostream>
 #include <random>
 
 #include "client/graph_file.h"
 #include "codegen/pipeline.h"
+#include "codegen/retype.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -22,7 +25,7 @@ void Mutate(kiln::v1::Graph& graph, std::mt19937& random) {
   auto value = [&]() -> int64_t { return static_cast<int64_t>(random() % 9) - 2; };
   if (graph.nodes_size() == 0) return;
   kiln::v1::Node& node = *graph.mutable_nodes(pick(graph.nodes_size()));
-  switch (pick(8)) {
+  switch (pick(9)) {
     case 0: node.set_op(kOps[pick(sizeof(kOps) / sizeof(kOps[0]))]); break;
     case 1:
       if (node.inputs_size() > 0) node.set_inputs(pick(node.inputs_size()), value());
@@ -52,17 +55,48 @@ void Mutate(kiln::v1::Graph& graph, std::mt19937& random) {
       break;
     case 6: graph.add_outputs(pick(8)); break;
     case 7: node.clear_args(); break;
+    case 8: {  // a size list naming a symbol
+      auto* arg = node.add_args();
+      arg->set_name(random() % 2 ? "size" : "stride");
+      for (int i = 1 + pick(4); i > 0; --i) {
+        auto* term = arg->mutable_sym_int_list()->add_values()->add_terms();
+        term->set_coefficient(value() * 4);
+        if (random() % 2) term->add_symbols(random() % 2 ? "S" : "T");
+      }
+      break;
+    }
   }
+}
+
+// `graph` re-typed with some of its input dims made symbolic (one symbol
+// per original size, as the client does), or unchanged when that does not
+// type-check.
+kiln::v1::Graph WithSymbolicDims(const kiln::v1::Graph& graph, std::mt19937& random) {
+  std::vector<std::vector<kiln::v1::Dim>> sizes;
+  for (const auto& input : graph.inputs()) {
+    sizes.emplace_back();
+    for (const auto& dim : input.type().sizes()) {
+      kiln::v1::Dim changed = dim;
+      if (!dim.has_symbol() && dim.constant() >= 2 && random() % 2) {
+        changed.set_symbol("d" + std::to_string(dim.constant()));
+      }
+      sizes.back().push_back(changed);
+    }
+  }
+  auto retyped = Retype(graph, sizes);
+  return retyped.ok() ? *retyped : graph;
 }
 
 TEST(PipelineFuzzTest, MutatedGraphsGiveErrorsNotCrashes) {
   std::mt19937 random(12345);
-  int accepted = 0, refused = 0;
-  for (const char* name : {"f", "keep_product", "tail"}) {
-    auto base = ReadGraphFile(std::string("examples/") + name + ".json");
+  int accepted = 0, refused = 0, symbolic = 0;
+  for (const char* name :
+       {"examples/f", "examples/keep_product", "examples/tail",
+        "tests/workloads/dynamic/attention_seq", "tests/workloads/dynamic/transformer_layer"}) {
+    auto base = ReadGraphFile(std::string(name) + ".json");
     ASSERT_TRUE(base.ok());
     for (int round = 0; round < 700; ++round) {
-      kiln::v1::Graph graph = *base;
+      kiln::v1::Graph graph = random() % 3 ? *base : WithSymbolicDims(*base, random);
       for (int m = 1 + random() % 3; m > 0; --m) Mutate(graph, random);
       auto prepared = PrepareGraph(graph);
       if (!prepared.ok()) {
@@ -73,6 +107,7 @@ TEST(PipelineFuzzTest, MutatedGraphsGiveErrorsNotCrashes) {
             << prepared.status();
         continue;
       }
+      symbolic += !prepared->symbols.empty();
       CodegenInputs inputs;
       inputs.graph = *std::move(prepared);
       auto code = GenerateCode(inputs);
@@ -83,6 +118,8 @@ TEST(PipelineFuzzTest, MutatedGraphsGiveErrorsNotCrashes) {
   }
   EXPECT_GT(refused, 500);
   EXPECT_GT(accepted, 100);
+  EXPECT_GT(symbolic, 100) << "of " << accepted << " accepted";
+  std::cout << accepted << " accepted (" << symbolic << " symbolic), " << refused << " refused\n";
 }
 
 }  // namespace
