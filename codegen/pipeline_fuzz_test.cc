@@ -6,8 +6,10 @@
 #include <random>
 
 #include "client/graph_file.h"
+#include "codegen/compile/subprocess_compiler.h"
 #include "codegen/pipeline.h"
 #include "codegen/retype.h"
+#include "common/files.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -88,6 +90,12 @@ kiln::v1::Graph WithSymbolicDims(const kiln::v1::Graph& graph, std::mt19937& ran
 }
 
 TEST(PipelineFuzzTest, MutatedGraphsGiveErrorsNotCrashes) {
+  // Every 8th accepted symbolic graph also goes through clang: the emitted
+  // C++ must compile (symbolic strides, offsets and slots are text).
+  auto work = MakeTempDirectory("/tmp/kilnXXXXXX");
+  ASSERT_TRUE(work.ok()) << work.status();
+  SubprocessCompiler compiler(*work, absl::Seconds(120));
+  int compiled = 0;
   std::mt19937 random(12345);
   int accepted = 0, refused = 0, symbolic = 0;
   for (const char* name :
@@ -114,12 +122,20 @@ TEST(PipelineFuzzTest, MutatedGraphsGiveErrorsNotCrashes) {
       // A verified graph must generate code; an Internal error is a Kiln bug.
       EXPECT_NE(code.status().code(), absl::StatusCode::kInternal) << code.status();
       ++accepted;
+      if (code.ok() && !inputs.graph.symbols.empty() && symbolic % 8 == 1) {
+        auto object = compiler.Compile(code->source);
+        EXPECT_TRUE(object.ok()) << object.status();
+        ++compiled;
+      }
     }
   }
   EXPECT_GT(refused, 500);
   EXPECT_GT(accepted, 100);
   EXPECT_GT(symbolic, 100) << "of " << accepted << " accepted";
-  std::cout << accepted << " accepted (" << symbolic << " symbolic), " << refused << " refused\n";
+  EXPECT_GT(compiled, 10);
+  std::cout << accepted << " accepted (" << symbolic << " symbolic, " << compiled
+            << " of those compiled), " << refused << " refused\n";
+  RemoveRecursively(*work).IgnoreError();
 }
 
 }  // namespace
