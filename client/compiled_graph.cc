@@ -323,9 +323,11 @@ absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
   // symbols, one per pair of old and new size (dims that agreed before and
   // still agree, like a batch across inputs, stay one symbol; a square
   // input grown in one dim does not tie its dims). If the graph cannot be
-  // lowered that way, the exact sizes.
+  // lowered that way (a reshape to the product of two new symbols: the
+  // transformer layer's sequence and batch), one new symbol at a time with
+  // the other dims exact; else the exact sizes.
   std::vector<std::vector<kiln::v1::Dim>> symbolic(inputs.size()), exact(inputs.size());
-  bool any_symbol = false;
+  std::vector<std::string> new_symbols;  // in order of first use
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto& declared = graph_.inputs(i).type();
     if (static_cast<int>(inputs[i].sizes.size()) != declared.sizes_size() ||
@@ -342,7 +344,10 @@ absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
         kiln::v1::Dim symbol;
         symbol.set_symbol(absl::StrCat("d", old.constant(), "_", inputs[i].sizes[d]));
         symbolic[i].push_back(symbol);
-        any_symbol = true;
+        if (std::find(new_symbols.begin(), new_symbols.end(), symbol.symbol()) ==
+            new_symbols.end()) {
+          new_symbols.push_back(symbol.symbol());
+        }
       } else {
         symbolic[i].push_back(old.has_symbol() ? old : dim);
       }
@@ -369,9 +374,21 @@ absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
     }
     return false;
   };
-  if (any_symbol) {
-    auto retyped = Retype(graph_, symbolic);
-    if (retyped.ok() && Load(*retyped).ok() && fits()) return absl::OkStatus();
+  auto serves = [&](const std::vector<std::vector<kiln::v1::Dim>>& sizes) {
+    auto retyped = Retype(graph_, sizes);
+    return retyped.ok() && Load(*retyped).ok() && fits();
+  };
+  if (!new_symbols.empty() && serves(symbolic)) return absl::OkStatus();
+  for (size_t s = 0; new_symbols.size() > 1 && s < new_symbols.size(); ++s) {
+    std::vector<std::vector<kiln::v1::Dim>> one = symbolic;
+    for (size_t i = 0; i < one.size(); ++i) {
+      for (size_t d = 0; d < one[i].size(); ++d) {
+        const bool other_new = one[i][d].has_symbol() && one[i][d].symbol() != new_symbols[s] &&
+                               !graph_.inputs(i).type().sizes(d).has_symbol();
+        if (other_new) one[i][d] = exact[i][d];
+      }
+    }
+    if (serves(one)) return absl::OkStatus();
   }
   auto retyped = Retype(graph_, exact);
   if (retyped.ok() && Load(*retyped).ok() && fits()) return absl::OkStatus();

@@ -10,9 +10,10 @@
 // round trip) and loads it. A symbolic graph run at size 0 or 1 gets a
 // static specialization of its own, compiled on first use (as in PyTorch,
 // symbolic dims are >= 2). Inputs of sizes no entry covers get a new one:
-// the graph is re-typed for them (codegen/retype.h) with the changed
-// leading dims made symbolic — one artifact for every later size — or, if
-// that cannot be lowered, with the exact sizes; at most
+// the graph is re-typed for them (codegen/retype.h) with the changed dims
+// made symbolic — one artifact for every later size — or, if that cannot
+// be lowered, one changed dim symbolic at a time and the rest exact, or
+// else the exact sizes; at most
 // kMaxSpecializations entries (then FailedPrecondition naming the dim).
 //
 // Ownership: inputs and preallocated outputs belong to the caller; outputs
