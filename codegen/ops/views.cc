@@ -583,12 +583,12 @@ std::optional<std::vector<ir::SymExpr>> ViewStrides(const std::vector<Dim>& old_
 }
 
 // view/reshape/_unsafe_view/_reshape_alias: the source's elements in order
-// under new sizes: an alias of the source's memory — of the storage a
-// static view chain reads, under strides that walk it in order, when there
-// are such strides (q.transpose(-2, -1) reshaped for bmm: no copy) — or of
-// a clone. as_strided addresses the source's
-// *storage*: an alias of the base the source views, at storage_offset (when
-// absent, the source's own offset, as eager).
+// under new sizes: an alias of the source's memory — of the storage an
+// affine view chain reads, under strides that walk it in order, when there
+// are such strides (q.transpose(-2, -1) reshaped for bmm: no copy, at
+// static or symbolic sizes) — or of a clone. as_strided addresses the
+// source's *storage*: an alias of the base the source views, at
+// storage_offset (when absent, the source's own offset, as eager).
 absl::StatusOr<std::vector<int>> DecomposeReshape(GraphBuilder& builder, const ir::Node& node) {
   int source = node.inputs[0];
   const ir::TensorType type = builder.type(source);
