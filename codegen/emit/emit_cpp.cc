@@ -59,9 +59,13 @@ std::string SymC(const ir::SymExpr& expr) {
     if (term.coefficient != 1 || factors.empty()) factors.push_back(absl::StrCat(term.coefficient));
     terms.push_back(absl::StrJoin(factors, " * "));
   }
-  if (terms.size() == 1 && expr.is_constant()) return terms[0];
+  // One factor needs no parentheses: "symbols[0]", "64".
+  if (terms.size() == 1 && terms[0].find(' ') == std::string::npos) return terms[0];
   return absl::StrCat("(", absl::StrJoin(terms, " + "), ")");
 }
+
+// The C expression of a size.
+std::string Extent(const ir::Dim& dim) { return SymC(ir::SymExpr::Of(dim)); }
 
 Layout MemoryLayout(const ir::Graph& graph, const ir::LoopProgram& program, int value) {
   const ir::Definition& definition = program.definitions[value];
@@ -272,14 +276,6 @@ int WrittenStorage(const Kernel& kernel, const BufferPlan& plan) {
     }
   }
   return -1;
-}
-
-// The C expression of a size: a constant, or a multiple of a symbol passed
-// to kiln_run.
-std::string Extent(const ir::Dim& dim) {
-  if (!dim.is_symbolic()) return absl::StrCat(dim.constant);
-  if (dim.multiplier == 1) return absl::StrCat("symbols[", dim.symbol, "]");
-  return absl::StrCat("(symbols[", dim.symbol, "] * ", dim.multiplier, ")");
 }
 
 std::string For(int variable, const std::string& extent, const std::string& indent) {
