@@ -39,7 +39,11 @@ class Encoder {
 void EncodeDim(const ir::Dim& dim, Encoder& out) {
   out.Tag(dim.is_symbolic() ? 's' : 'c');
   out.Int(dim.is_symbolic() ? dim.symbol : dim.constant);
-  if (dim.is_symbolic()) out.Int(dim.multiplier);
+  if (dim.is_symbolic()) {
+    out.Int(dim.multiplier);
+    out.Int(static_cast<int64_t>(dim.times.size()));
+    for (int symbol : dim.times) out.Int(symbol);
+  }
 }
 
 void EncodeSymExpr(const ir::SymExpr& expr, Encoder& out) {
@@ -128,6 +132,8 @@ void EncodeProtoDim(const kiln::v1::Dim& dim, Encoder& out) {
   if (dim.has_symbol()) {
     out.String(dim.symbol());
     out.Int(dim.multiplier() == 0 ? 1 : dim.multiplier());
+    out.Int(dim.times_size());
+    for (const std::string& symbol : dim.times()) out.String(symbol);
   } else {
     out.Int(dim.constant());
   }

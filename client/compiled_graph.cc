@@ -47,15 +47,23 @@ CompiledGraph::Size ToSize(const kiln::v1::Dim& dim, const kiln::v1::Signature& 
     size.constant = dim.constant();
     return size;
   }
-  for (int s = 0; s < signature.symbols_size(); ++s) {
-    if (signature.symbols(s) == dim.symbol()) size.symbol = s;
-  }
+  auto index = [&](const std::string& name) {
+    for (int s = 0; s < signature.symbols_size(); ++s) {
+      if (signature.symbols(s) == name) return s;
+    }
+    return -1;
+  };
+  size.symbol = index(dim.symbol());
   size.multiplier = dim.multiplier() == 0 ? 1 : dim.multiplier();
+  for (const std::string& name : dim.times()) size.times.push_back(index(name));
   return size;
 }
 
 int64_t Evaluate(const CompiledGraph::Size& size, const CompiledGraph::Symbols& symbols) {
-  return size.symbol < 0 ? size.constant : size.multiplier * symbols[size.symbol];
+  if (size.symbol < 0) return size.constant;
+  int64_t value = size.multiplier * symbols[size.symbol];
+  for (int symbol : size.times) value = symbol < 0 ? -1 : value * symbols[symbol];
+  return value;
 }
 
 }  // namespace

@@ -79,11 +79,13 @@ class CompiledGraph {
   absl::StatusOr<kiln::v1::ArtifactMetadata> artifact() const;
   const kiln::v1::Graph& graph() const { return graph_; }
 
-  // A size in a signature: constant, or multiplier * symbols[symbol].
+  // A size in a signature: constant, or multiplier * symbols[symbol] *
+  // symbols[times[0]] * ... (only results are products of symbols).
   struct Size {
     int64_t constant = 0;
     int symbol = -1;
     int64_t multiplier = 1;
+    std::vector<int> times;
   };
   static constexpr int kMaxSymbols = 8;
   static constexpr size_t kMaxSpecializations = 8;

@@ -29,8 +29,16 @@ absl::StatusOr<ir::Dim> ImportDim(const kiln::v1::Dim& dim, ir::Graph& graph) {
     if (dim.multiplier() < 0) {
       return absl::InvalidArgumentError(absl::StrCat("negative multiplier of ", dim.symbol()));
     }
-    return ir::Dim::Symbol(graph.SymbolIndex(dim.symbol()),
-                           dim.multiplier() == 0 ? 1 : dim.multiplier());
+    ir::SymExpr::Term term{dim.multiplier() == 0 ? 1 : dim.multiplier(),
+                           {graph.SymbolIndex(dim.symbol())}};
+    for (const std::string& symbol : dim.times()) {
+      if (symbol.empty()) return absl::InvalidArgumentError("empty symbol name");
+      term.symbols.push_back(graph.SymbolIndex(symbol));
+    }
+    return ir::SymExpr{{term}}.Canonicalized().ToDim();
+  }
+  if (dim.times_size() > 0) {
+    return absl::InvalidArgumentError("a constant dimension with symbols to multiply by");
   }
   if (dim.constant() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("negative dimension ", dim.constant()));
@@ -270,6 +278,12 @@ absl::StatusOr<ir::Graph> ImportGraph(const kiln::v1::Graph& proto) {
     if (!type.ok()) {
       return absl::Status(type.status().code(), absl::StrCat(where, ": ", type.status().message()));
     }
+    for (size_t d = 0; d < type->sizes.size(); ++d) {
+      if (!type->sizes[d].times.empty()) {  // the client binds a symbol from one input dim
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": dim ", d, " is a product of symbols; an input's sizes name one each"));
+      }
+    }
     graph.inputs.push_back(graph.AddValue(*std::move(type), -1));
     graph.input_names.push_back(input.name());
     RETURN_IF_ERROR(define(input.value(), where));
@@ -369,15 +383,16 @@ kiln::v1::TensorType ExportTensorType(const ir::TensorType& type, const ir::Grap
     if (dim.is_symbolic()) {
       out->set_symbol(graph.symbols[dim.symbol]);
       if (dim.multiplier != 1) out->set_multiplier(dim.multiplier);
+      for (int symbol : dim.times) out->add_times(graph.symbols[symbol]);
     } else {
       out->set_constant(dim.constant);
     }
   };
   for (const ir::Dim& dim : type.sizes) export_dim(dim, result.add_sizes());
-  // Strides that are products of symbols (a contiguous [s0, s1, s2]) have
-  // no wire form: they are left out, which reads back as contiguous. Only
-  // a result's declared strides can be both (informational: lowering
-  // derives layouts itself); an input's were imported from wire dims.
+  // Strides that are sums (a view's, over a diagonal) have no wire form:
+  // they are left out, which reads back as contiguous. Only a result's
+  // declared strides can be sums (informational: lowering derives layouts
+  // itself); an input's were imported from wire dims.
   if (std::all_of(type.strides.begin(), type.strides.end(),
                   [](const ir::SymExpr& stride) { return stride.IsDim(); })) {
     for (const ir::SymExpr& stride : type.strides) export_dim(stride.ToDim(), result.add_strides());

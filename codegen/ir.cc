@@ -71,7 +71,9 @@ SymExpr SymExpr::Constant(int64_t value) { return Canonical({Term{value, {}}}); 
 
 SymExpr SymExpr::Of(const Dim& dim) {
   if (!dim.is_symbolic()) return Constant(dim.constant);
-  return Canonical({Term{dim.multiplier, {dim.symbol}}});
+  Term term{dim.multiplier, {dim.symbol}};
+  term.symbols.insert(term.symbols.end(), dim.times.begin(), dim.times.end());
+  return Canonical({std::move(term)});
 }
 
 bool SymExpr::is_constant() const {
@@ -89,14 +91,15 @@ int64_t SymExpr::constant() const {
 }
 
 bool SymExpr::IsDim() const {
-  return terms.empty() || (terms.size() == 1 && terms[0].symbols.size() <= 1 &&
-                           (!terms[0].symbols.empty() || terms[0].coefficient >= 0));
+  return terms.empty() || (terms.size() == 1 && terms[0].coefficient >= 0);
 }
 
 Dim SymExpr::ToDim() const {
   if (terms.empty()) return Dim::Constant(0);
   if (terms[0].symbols.empty()) return Dim::Constant(terms[0].coefficient);
-  return Dim::Symbol(terms[0].symbols[0], terms[0].coefficient);
+  Dim dim = Dim::Symbol(terms[0].symbols[0], terms[0].coefficient);
+  dim.times.assign(terms[0].symbols.begin() + 1, terms[0].symbols.end());
+  return dim;
 }
 
 SymExpr SymExpr::operator+(const SymExpr& other) const {
@@ -182,11 +185,15 @@ int Graph::SymbolIndex(const std::string& name) {
 
 namespace {
 
+std::string SymbolName(int symbol, const Graph& graph) {
+  return symbol < static_cast<int>(graph.symbols.size()) ? graph.symbols[symbol]
+                                                         : absl::StrCat("s", symbol);
+}
+
 std::string DimString(const Dim& dim, const Graph& graph) {
   if (!dim.is_symbolic()) return absl::StrCat(dim.constant);
-  const std::string name = dim.symbol < static_cast<int>(graph.symbols.size())
-                               ? graph.symbols[dim.symbol]
-                               : absl::StrCat("s", dim.symbol);
+  std::string name = SymbolName(dim.symbol, graph);
+  for (int symbol : dim.times) absl::StrAppend(&name, "*", SymbolName(symbol, graph));
   return dim.multiplier == 1 ? name : absl::StrCat(dim.multiplier, "*", name);
 }
 

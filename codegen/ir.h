@@ -30,20 +30,23 @@ bool IsFloatingPoint(DType dtype);
 // What a dtype computes in: itself, except 16-bit floats (float32).
 DType ComputeType(DType dtype);
 
-// A size: a constant, or `multiplier` times a graph-wide size symbol (index
-// into Graph::symbols). Strides and offsets, which can be products of sizes,
-// are SymExprs.
+// A size: a constant, or `multiplier` times graph-wide size symbols
+// (indices into Graph::symbols): `symbol`, times each of `times` (a
+// flattened [S * B] — results only; an input's sizes name one symbol).
+// `symbol` is the smallest index and `times` sorted. Strides and offsets,
+// which can be sums of such products, are SymExprs.
 struct Dim {
   int64_t constant = 0;
   int symbol = -1;
   int64_t multiplier = 1;
+  std::vector<int> times;
 
-  static Dim Constant(int64_t value) { return Dim{value, -1, 1}; }
-  static Dim Symbol(int index, int64_t multiplier = 1) { return Dim{0, index, multiplier}; }
+  static Dim Constant(int64_t value) { return Dim{value, -1, 1, {}}; }
+  static Dim Symbol(int index, int64_t multiplier = 1) { return Dim{0, index, multiplier, {}}; }
   bool is_symbolic() const { return symbol >= 0; }
   bool operator==(const Dim& other) const {
     return constant == other.constant && symbol == other.symbol &&
-           (symbol < 0 || multiplier == other.multiplier);
+           (symbol < 0 || (multiplier == other.multiplier && times == other.times));
   }
   bool operator!=(const Dim& other) const { return !(*this == other); }
 };
@@ -67,7 +70,8 @@ struct SymExpr {
   static SymExpr Of(const Dim& dim);
   bool is_constant() const;  // no term names a symbol
   int64_t constant() const;  // the term without symbols (0 if none)
-  // The expression as a Dim (a constant or a multiple of one symbol), if it is one.
+  // The expression as a Dim (a constant, or a multiple of a product of
+  // symbols), if it is one.
   bool IsDim() const;
   Dim ToDim() const;  // requires IsDim()
   // The canonical form of an expression whose terms may be out of order
@@ -159,7 +163,11 @@ void ForEachSymbolUse(Graph& graph, Fn fn) {
     for (auto& term : expr.terms) for (int& symbol : term.symbols) fn(symbol);
   };
   for (TensorType& type : graph.values) {
-    for (Dim& dim : type.sizes) if (dim.is_symbolic()) fn(dim.symbol);
+    for (Dim& dim : type.sizes) {
+      if (!dim.is_symbolic()) continue;
+      fn(dim.symbol);
+      for (int& symbol : dim.times) fn(symbol);
+    }
     for (SymExpr& stride : type.strides) in_expr(stride);
   }
   for (Node& node : graph.nodes) {
@@ -171,6 +179,9 @@ void ForEachSymbolUse(Graph& graph, Fn fn) {
     }
   }
   for (TensorType& type : graph.values) {
+    for (Dim& dim : type.sizes) {
+      if (!dim.times.empty()) dim = SymExpr::Of(dim).ToDim();  // the smallest symbol first
+    }
     for (SymExpr& stride : type.strides) stride = stride.Canonicalized();
   }
   for (Node& node : graph.nodes) {

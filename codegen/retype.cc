@@ -86,11 +86,33 @@ kiln::v1::Graph Specialize(kiln::v1::Graph graph, std::map<std::string, int64_t>
   }
   auto fix = [&](kiln::v1::TensorType* type) {
     bool changed = false;
+    // Each fixed symbol of the product goes into the multiplier.
     auto fix_dim = [&](kiln::v1::Dim& dim) {
-      if (!dim.has_symbol() || values.count(dim.symbol()) == 0) return false;
-      const int64_t multiplier = dim.multiplier() == 0 ? 1 : dim.multiplier();
-      dim.set_constant(multiplier * values.at(dim.symbol()));
+      if (!dim.has_symbol()) return false;
+      int64_t multiplier = dim.multiplier() == 0 ? 1 : dim.multiplier();
+      std::vector<std::string> left;
+      bool fixed = false;
+      auto take = [&](const std::string& symbol) {
+        auto value = values.find(symbol);
+        if (value == values.end()) {
+          left.push_back(symbol);
+        } else {
+          multiplier *= value->second;
+          fixed = true;
+        }
+      };
+      take(dim.symbol());
+      for (const std::string& symbol : dim.times()) take(symbol);
+      if (!fixed) return false;
+      dim.clear_times();
       dim.clear_multiplier();
+      if (left.empty()) {
+        dim.set_constant(multiplier);
+        return true;
+      }
+      dim.set_symbol(left[0]);
+      if (multiplier != 1) dim.set_multiplier(multiplier);
+      for (size_t i = 1; i < left.size(); ++i) dim.add_times(left[i]);
       return true;
     };
     for (kiln::v1::Dim& dim : *type->mutable_sizes()) changed |= fix_dim(dim);

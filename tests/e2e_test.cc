@@ -252,34 +252,33 @@ TEST_F(EndToEndTest, NewSizesGetASpecializationAndChangedDimsTurnSymbolic) {
   EXPECT_EQ(Stats().compiles(), 5) << "tail at 2048, then one symbolic artifact for all rows";
 }
 
-// relu(x.view(-1, 8)) traced at x: [4, 6, 8], then called with both
-// leading dims changed: as two symbols the view's -1 would be their
-// product, which Kiln cannot lower; so the first changed dim turns
-// symbolic and the second stays exact, and later sizes of the first reuse
-// that artifact.
+// relu(x.view(-1, 12)) traced at x: [2, 6, 4], then called at [5, 9, 4]:
+// with both changed dims symbolic the view's -1 would be 4*a*b/12, not a
+// size; so the first changed dim turns symbolic and the second stays
+// exact (36*a/12 = 3*a), and later sizes of the first reuse that artifact.
 TEST_F(EndToEndTest, TwoChangedDimsThatCannotBothBeSymbolicKeepOne) {
   auto client = daemon_.Connect();
   ASSERT_TRUE(client.ok());
   kiln::v1::Graph graph;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(R"({"name": "flat", "inputs": [
       {"value": 0, "name": "x", "type": {"dtype": "FLOAT32",
-       "sizes": [{"constant": 4}, {"constant": 6}, {"constant": 8}]}}],
+       "sizes": [{"constant": 2}, {"constant": 6}, {"constant": 4}]}}],
     "nodes": [
       {"name": "view", "op": "aten.view.default", "inputs": [0], "outputs": [1],
-       "args": [{"name": "size", "intList": {"values": ["-1", "8"]}}],
-       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 24}, {"constant": 8}]}]},
+       "args": [{"name": "size", "intList": {"values": ["-1", "12"]}}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"constant": 12}]}]},
       {"name": "relu", "op": "aten.relu.default", "inputs": [1], "outputs": [2],
-       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 24}, {"constant": 8}]}]}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"constant": 12}]}]}],
     "outputs": [2]})", &graph).ok());
   CompiledGraph flat(client->get(), graph);
   for (auto [a, b, compiles] : std::vector<std::array<int64_t, 3>>{
-           {4, 6, 1}, {5, 7, 2}, {9, 7, 2}, {2, 7, 2}, {5, 3, 3}}) {
-    Tensor x(kiln::v1::FLOAT32, {a, b, 8});
-    for (int64_t i = 0; i < a * b * 8; ++i) x.data<float>()[i] = (i % 5) - 2.0f;
+           {2, 6, 1}, {5, 9, 2}, {7, 9, 2}, {11, 9, 2}, {5, 3, 3}}) {
+    Tensor x(kiln::v1::FLOAT32, {a, b, 4});
+    for (int64_t i = 0; i < a * b * 4; ++i) x.data<float>()[i] = (i % 5) - 2.0f;
     auto out = flat.Run({x.view()});
     ASSERT_TRUE(out.ok()) << a << "x" << b << ": " << out.status();
-    ASSERT_EQ((*out)[0].sizes(), (std::vector<int64_t>{a * b, 8}));
-    for (int64_t i = 0; i < a * b * 8; ++i) {
+    ASSERT_EQ((*out)[0].sizes(), (std::vector<int64_t>{a * b * 4 / 12, 12}));
+    for (int64_t i = 0; i < a * b * 4; ++i) {
       ASSERT_EQ((*out)[0].data<float>()[i], std::max(x.data<float>()[i], 0.0f)) << i;
     }
     EXPECT_EQ(Stats().compiles(), compiles) << a << "x" << b;

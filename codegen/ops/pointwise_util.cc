@@ -102,8 +102,7 @@ absl::StatusOr<std::vector<ir::Dim>> BroadcastShapes(const std::vector<ir::Dim>&
     } else {
       auto text = [](const std::vector<ir::Dim>& dims) {
         return absl::StrJoin(dims, ", ", [](std::string* out, const ir::Dim& dim) {
-          absl::StrAppend(
-              out, dim.is_symbolic() ? absl::StrCat("s", dim.symbol) : absl::StrCat(dim.constant));
+          absl::StrAppend(out, ir::ToString(ir::SymExpr::Of(dim), ir::Graph()));
         });
       };
       return absl::InvalidArgumentError(
