@@ -278,93 +278,121 @@ RESHAPES = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.defa
             "aten._reshape_alias.default", "aten.expand.default"}
 
 
-def symbolic_entry(a, b, marks):
-    """The size a (b at the other trace) as `multiplier * symbol`, or None."""
-    step = b - a
-    return next(({"coefficient": str(step), "symbols": [s]} for (s, v) in marks.values()
-                 if step > 0 and a == step * v), None)
+def monomial(base, grown, values):
+    """A size seen as `base` at the traced sizes and as grown[s] when only
+    symbol s grew by one, as a SymExpr term {coefficient, symbols}: a
+    constant, or coefficient * the product of the symbols it moved with
+    (each to the first power). None when it is no such product."""
+    moved = [s for s in values if grown[s] != base]
+    product = 1
+    for s in moved:
+        product *= values[s]
+    if not moved:
+        return {"coefficient": str(base)}
+    if base % product != 0:
+        return None
+    k = base // product
+    for s in moved:
+        if grown[s] != k * (product // values[s]) * (values[s] + 1):
+            return None
+    return {"coefficient": str(k), "symbols": moved}
 
 
-def relax_size_argument(node, twin, marks):
-    """A reshape whose size list differs between the two traces: when only
-    its leading entry does, that entry becomes -1 (Kiln infers it);
-    otherwise, and always for expand (whose -1 means "keep", not "infer"),
-    each differing entry names its symbol (a symbolic size list).
-    _reshape_alias's strides are dropped when they differ: Kiln derives a
-    view's strides itself."""
-    if node["op"] == "aten._reshape_alias.default":
-        strides = [i for i, (arg, other) in enumerate(zip(node["args"], twin["args"]))
-                   if arg["name"] == "stride" and arg != other]
-        for i in reversed(strides):
-            del node["args"][i]
+def relax_size_argument(node, twins, values):
+    """A reshape whose size list differs between the traces: when only its
+    leading entry does, that entry becomes -1 (Kiln infers it); otherwise,
+    and always for expand (whose -1 means "keep", not "infer"), each entry
+    names the symbols it moves with (a symbolic size list). _reshape_alias's
+    strides are dropped when they differ: Kiln derives a view's strides
+    itself."""
+    def drop(i):
+        del node["args"][i]
+        for twin in twins.values():
             del twin["args"][i]
-    for arg, other in zip(node["args"], twin["args"]):
-        if arg == other or arg["name"] != "size" or "intList" not in arg:
+    if node["op"] == "aten._reshape_alias.default":
+        for i in reversed(range(len(node["args"]))):
+            if node["args"][i]["name"] == "stride" and any(
+                    twin["args"][i] != node["args"][i] for twin in twins.values()):
+                drop(i)
+    for i, arg in enumerate(node["args"]):
+        others = {s: twin["args"][i] for s, twin in twins.items()}
+        if all(other == arg for other in others.values()):
             continue
-        values, others = arg["intList"]["values"], other["intList"]["values"]
-        if len(values) != len(others):
+        if arg["name"] != "size" or "intList" not in arg or any(
+                "intList" not in other or
+                len(other["intList"]["values"]) != len(arg["intList"]["values"])
+                for other in others.values()):
             continue
-        differing = [i for i, (a, b) in enumerate(zip(values, others)) if a != b]
-        if differing == [0] and node["op"] != "aten.expand.default":
-            values[0] = "-1"
-            others[0] = "-1"
+        entries = [int(v) for v in arg["intList"]["values"]]
+        grown = {s: [int(v) for v in other["intList"]["values"]] for s, other in others.items()}
+        differing = {d for d in range(len(entries)) for s in grown if grown[s][d] != entries[d]}
+        if differing == {0} and node["op"] != "aten.expand.default":
+            for other in [arg, *others.values()]:
+                other["intList"]["values"][0] = "-1"
             continue
-        entries = []
-        for a, b in zip(values, others):
-            entry = ({"coefficient": a} if a == b
-                     else symbolic_entry(int(a), int(b), marks))
-            if entry is None:
-                return  # left differing: reported as baked in
-            entries.append({"terms": [entry]})
+        terms = [monomial(entries[d], {s: grown[s][d] for s in grown}, values)
+                 for d in range(len(entries))]
+        if None in terms:
+            return  # left differing: reported as baked in
         del arg["intList"]
-        arg["symIntList"] = {"values": entries}
-        other.clear()
-        other.update(arg)
+        arg["symIntList"] = {"values": [{"terms": [term]} for term in terms]}
+        for other in others.values():
+            other.clear()
+            other.update(arg)
 
 
 def mark_symbolic(fn, inputs, graph, symbolic, name):
-    """Makes the listed input dims symbolic, refusing baked-in sizes."""
-    grown = [t.clone() for t in inputs]
+    """Makes the listed input dims symbolic, refusing baked-in sizes. One
+    more trace per symbol, with only that symbol's dims one larger, tells
+    which symbols each size moves with (S * B from S, B, 2 * S)."""
     names = {node["name"]: i for i, node in enumerate(graph["inputs"])}
-    marks = {}
+    marks = {}  # (input position, dim) -> symbol
+    values = {}  # symbol -> traced size
     for index, (input_name, dim, *symbol) in enumerate(symbolic):
         position = names.get(input_name, names.get(input_name + "_1"))
         if position is None:
             raise TraceError(f"--symbolic names input '{input_name}', which the graph lacks")
+        symbol = symbol[0] if symbol else f"s{index}"
         size = inputs[position].shape[dim]
-        sizes = list(grown[position].shape)
-        sizes[dim] = size + 1
-        grown[position] = torch.zeros(sizes, dtype=inputs[position].dtype)
-        marks[(position, dim)] = (symbol[0] if symbol else f"s{index}", size)
-    # Each size names its symbol by its traced value: two symbols traced at
-    # one size could not be told apart.
-    by_size = {}
-    for symbol, size in marks.values():
-        if by_size.setdefault(size, symbol) != symbol:
-            raise TraceError(f"symbols '{by_size[size]}' and '{symbol}' are traced at the same "
-                             f"size {size}: trace with example inputs whose symbolic dims differ")
-    other, _ = trace(fn, grown, name)
-    for node, twin in zip(graph["nodes"], other["nodes"]):
-        if node["args"] != twin["args"] and node["op"] in RESHAPES:
-            relax_size_argument(node, twin, marks)
-        if node["args"] != twin["args"]:
-            raise TraceError(
-                f"node '{node['name']}' ({node['op']}) has a symbolic size baked into an "
-                f"argument ({node['args']} vs {twin['args']} at another size): retrace with "
-                f"that dim static, or write the view with -1")
-        for types, twin_types in zip(node["outputTypes"], twin["outputTypes"]):
-            for dim, (a, b) in enumerate(zip(types["sizes"], twin_types["sizes"])):
-                if a != b:
-                    # Linear in the symbol: a = multiplier * v at size v.
-                    entry = symbolic_entry(int(a["constant"]), int(b["constant"]), marks)
-                    if entry is None:
-                        raise TraceError(f"node '{node['name']}': dim {dim} depends on a "
-                                         f"symbolic size in a way Kiln cannot express")
-                    types["sizes"][dim] = {"symbol": entry["symbols"][0]}
-                    if entry["coefficient"] != "1":
-                        types["sizes"][dim]["multiplier"] = entry["coefficient"]
+        if values.setdefault(symbol, size) != size:
+            raise TraceError(f"symbol '{symbol}' is traced at sizes {values[symbol]} and {size}")
+        marks[(position, dim)] = symbol
+    twins = {}
+    for symbol in values:
+        grown = [t.clone() for t in inputs]
+        for (position, dim), marked in marks.items():
+            if marked == symbol:
+                sizes = list(grown[position].shape)
+                sizes[dim] += 1
+                grown[position] = torch.zeros(sizes, dtype=inputs[position].dtype)
+        twins[symbol], _ = trace(fn, grown, name)
+    for n, node in enumerate(graph["nodes"]):
+        node_twins = {s: twin["nodes"][n] for s, twin in twins.items()}
+        if node["op"] in RESHAPES:
+            relax_size_argument(node, node_twins, values)
+        for twin in node_twins.values():
+            if node["args"] != twin["args"]:
+                raise TraceError(
+                    f"node '{node['name']}' ({node['op']}) has a symbolic size baked into an "
+                    f"argument ({node['args']} vs {twin['args']} at another size): retrace "
+                    f"with that dim static, or write the view with -1")
+        for k, types in enumerate(node["outputTypes"]):
+            for dim, size in enumerate(types["sizes"]):
+                base = int(size["constant"])
+                term = monomial(base, {s: int(twin["outputTypes"][k]["sizes"][dim]["constant"])
+                                       for s, twin in node_twins.items()}, values)
+                if term is None:
+                    raise TraceError(f"node '{node['name']}': dim {dim} depends on a "
+                                     f"symbolic size in a way Kiln cannot express")
+                if "symbols" not in term:
+                    continue
+                types["sizes"][dim] = {"symbol": term["symbols"][0]}
+                if term["coefficient"] != "1":
+                    types["sizes"][dim]["multiplier"] = term["coefficient"]
+                if len(term["symbols"]) > 1:
+                    types["sizes"][dim]["times"] = term["symbols"][1:]
             types.pop("strides", None)
-    for (position, dim), (symbol, _) in marks.items():
+    for (position, dim), symbol in marks.items():
         graph["inputs"][position]["type"]["sizes"][dim] = {"symbol": symbol}
         graph["inputs"][position]["type"].pop("strides", None)
 

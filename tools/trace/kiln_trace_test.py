@@ -74,11 +74,22 @@ class TraceTest(unittest.TestCase):
         terms = [entry["terms"] for entry in expand["args"][0]["symIntList"]["values"]]
         self.assertEqual(terms, [[{"coefficient": "1", "symbols": ["s0"]}], [{"coefficient": "4"}]])
 
-    def test_two_symbols_at_one_size_are_refused(self):
+    def test_two_symbols_at_one_size_are_told_apart(self):
+        graph, _ = kiln_trace.trace(lambda x: x.t() + 1, [torch.randn(4, 4)], "square",
+                                    symbolic=[("x", 0, "B"), ("x", 1, "S")])
+        self.assertEqual(graph["nodes"][-1]["outputTypes"][0]["sizes"],
+                         [{"symbol": "S"}, {"symbol": "B"}])
+
+    def test_a_flattened_product_of_symbols(self):
+        graph, _ = kiln_trace.trace(lambda x: x.view(-1, 8).relu(), [torch.randn(3, 4, 8)],
+                                    "flat", symbolic=[("x", 0, "B"), ("x", 1, "S")])
+        view = graph["nodes"][0]
+        self.assertEqual(view["outputTypes"][0]["sizes"][0],
+                         {"symbol": "B", "times": ["S"]})
         with self.assertRaisesRegex(kiln_trace.TraceError,
-                                    "symbols 'B' and 'S' are traced at the same size 4"):
-            kiln_trace.trace(lambda x: x.t() + 1, [torch.randn(4, 4)], "square",
-                             symbolic=[("x", 0, "B"), ("x", 1, "S")])
+                                    "symbol 'B' is traced at sizes 3 and 4"):
+            kiln_trace.trace(lambda x: x + 1, [torch.randn(3, 4)], "two",
+                             symbolic=[("x", 0, "B"), ("x", 1, "B")])
 
     def test_a_leading_reshape_of_the_symbol_becomes_minus_one(self):
         graph, _ = kiln_trace.trace(lambda x: x.view(x.shape[0] * 5) + 1, [torch.randn(3, 5)],
