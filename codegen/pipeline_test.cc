@@ -327,6 +327,30 @@ TEST(PipelineTest, ASymbolNoInputBindsIsRefused) {
   EXPECT_TRUE(PrepareGraph(graph).ok()) << PrepareGraph(graph).status();
 }
 
+// view(x: [S, B, 4], [-1, 4]) is [S*B, 4]; specializing S keeps B in the
+// product (3*B at S = 3), and S = 0 empties it.
+TEST(PipelineTest, SpecializingASymbolInsideAProduct) {
+  kiln::v1::Graph graph;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(R"({"name": "flat", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32",
+       "sizes": [{"symbol": "S"}, {"symbol": "B"}, {"constant": 4}]}}],
+    "nodes": [{"name": "view", "op": "aten.view.default", "inputs": [0], "outputs": [1],
+      "args": [{"name": "size", "intList": {"values": ["-1", "4"]}}],
+      "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "S", "times": ["B"]}, {"constant": 4}]}]}],
+    "outputs": [1]})", &graph).ok());
+  auto prepared = PrepareGraph(graph);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  EXPECT_NE(ir::ToString(*prepared).find("%1 : float32[s0*s1, 4] = aten.view.default"),
+            std::string::npos)
+      << ir::ToString(*prepared);
+  const kiln::v1::Graph three = Specialize(graph, {{"S", 3}});
+  EXPECT_EQ(three.nodes(0).output_types(0).sizes(0).ShortDebugString(),
+            "symbol: \"B\" multiplier: 3");
+  EXPECT_TRUE(PrepareGraph(three).ok()) << PrepareGraph(three).status();
+  const kiln::v1::Graph empty = Specialize(graph, {{"S", 0}});
+  EXPECT_EQ(empty.nodes(0).output_types(0).sizes(0).ShortDebugString(), "constant: 0");
+}
+
 // add(x: [a, 64], y: [b, 64]): only valid when the graph states a == b.
 kiln::v1::Graph SymbolicAdd(const std::string& relations_json) {
   const std::string json = R"({"name": "add2", "inputs": [

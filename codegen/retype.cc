@@ -106,7 +106,7 @@ kiln::v1::Graph Specialize(kiln::v1::Graph graph, std::map<std::string, int64_t>
       if (!fixed) return false;
       dim.clear_times();
       dim.clear_multiplier();
-      if (left.empty()) {
+      if (left.empty() || multiplier == 0) {  // (on the wire, multiplier 0 means 1)
         dim.set_constant(multiplier);
         return true;
       }

@@ -289,7 +289,7 @@ def monomial(base, grown, values):
         product *= values[s]
     if not moved:
         return {"coefficient": str(base)}
-    if base % product != 0:
+    if product == 0 or base % product != 0:
         return None
     k = base // product
     for s in moved:
@@ -326,7 +326,7 @@ def relax_size_argument(node, twins, values):
         entries = [int(v) for v in arg["intList"]["values"]]
         grown = {s: [int(v) for v in other["intList"]["values"]] for s, other in others.items()}
         differing = {d for d in range(len(entries)) for s in grown if grown[s][d] != entries[d]}
-        if differing == {0} and node["op"] != "aten.expand.default":
+        if differing == {0} and node["op"] != "aten.expand.default" and -1 not in entries:
             for other in [arg, *others.values()]:
                 other["intList"]["values"][0] = "-1"
             continue
@@ -354,6 +354,9 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
             raise TraceError(f"--symbolic names input '{input_name}', which the graph lacks")
         symbol = symbol[0] if symbol else f"s{index}"
         size = inputs[position].shape[dim]
+        if size < 2:
+            raise TraceError(f"symbol '{symbol}' is traced at size {size}: trace symbolic dims "
+                             f"at 2 or more (1 broadcasts, and Kiln specializes it apart)")
         if values.setdefault(symbol, size) != size:
             raise TraceError(f"symbol '{symbol}' is traced at sizes {values[symbol]} and {size}")
         marks[(position, dim)] = symbol
@@ -365,7 +368,18 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
                 sizes = list(grown[position].shape)
                 sizes[dim] += 1
                 grown[position] = torch.zeros(sizes, dtype=inputs[position].dtype)
-        twins[symbol], _ = trace(fn, grown, name)
+        try:
+            twins[symbol], _ = trace(fn, grown, name)
+        except TraceError:
+            raise
+        except Exception as error:  # torch's own shape checks
+            raise TraceError(f"growing only '{symbol}' fails ({error}): the function ties it to "
+                             f"another dim; give those dims one symbol") from error
+        def shape(g):
+            return [(n["op"], [len(t["sizes"]) for t in n["outputTypes"]]) for n in g["nodes"]]
+        if shape(twins[symbol]) != shape(graph):
+            raise TraceError(f"growing '{symbol}' traces other ops: the function branches on "
+                             f"its size; trace that dim static")
     for n, node in enumerate(graph["nodes"]):
         node_twins = {s: twin["nodes"][n] for s, twin in twins.items()}
         if node["op"] in RESHAPES:

@@ -80,6 +80,20 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(graph["nodes"][-1]["outputTypes"][0]["sizes"],
                          [{"symbol": "S"}, {"symbol": "B"}])
 
+    def test_a_flatten_keeping_the_symbolic_dim_names_it(self):
+        graph, _ = kiln_trace.trace(lambda x: x.view(x.size(0), -1) + 1, [torch.randn(3, 4, 2)],
+                                    "flatten", symbolic=[("x", 0, "B")])
+        terms = [entry["terms"] for entry in graph["nodes"][0]["args"][0]["symIntList"]["values"]]
+        self.assertEqual(terms, [[{"coefficient": "1", "symbols": ["B"]}], [{"coefficient": "-1"}]])
+
+    def test_dims_the_function_ties_need_one_symbol(self):
+        with self.assertRaisesRegex(kiln_trace.TraceError,
+                                    "growing only 'K1' fails .*give those dims one symbol"):
+            kiln_trace.trace(lambda x, y: x @ y, [torch.randn(3, 4), torch.randn(4, 5)], "tied",
+                             symbolic=[("x", 1, "K1"), ("y", 0, "K2")])
+        with self.assertRaisesRegex(kiln_trace.TraceError, "traced at size 1"):
+            kiln_trace.trace(lambda x: x + 1, [torch.randn(1, 4)], "one", symbolic=[("x", 0)])
+
     def test_a_flattened_product_of_symbols(self):
         graph, _ = kiln_trace.trace(lambda x: x.view(-1, 8).relu(), [torch.randn(3, 4, 8)],
                                     "flat", symbolic=[("x", 0, "B"), ("x", 1, "S")])
