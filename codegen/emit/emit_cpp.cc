@@ -385,14 +385,19 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
                                          accumulate);
     absl::StrAppend(&body, indent, acc_type, " acc = ", init, ";\n");
     if (arg) absl::StrAppend(&body, indent, "kiln_int64 acc_index = 0;\n");
-    if (lanes) {
-      absl::StrAppend(&body, indent, acc_type, " lanes[", num_lanes, "];\n", indent,
-                      "for (int k = 0; k < ", num_lanes, "; ++k) lanes[k] = ", init, ";\n");
-    }
+    if (lanes) absl::StrAppend(&body, indent, acc_type, " lanes[", num_lanes, "];\n");
     std::string loop_indent = indent;
     for (int r = 0; r + 1 < reductions; ++r) {
       body += For(rank + r, Extent(definition.reduction_sizes[r]), loop_indent);
       loop_indent += "  ";
+    }
+    // The lanes fold one innermost run at a time, then into acc: over
+    // several reduced dims (a mean of [n, n]) each lane then sums a row's
+    // share, not n * n / lanes values in one chain (1024 x 1024: 3.5e-6
+    // relative error -> eager's).
+    if (lanes) {
+      absl::StrAppend(&body, loop_indent, "for (int k = 0; k < ", num_lanes, "; ++k) lanes[k] = ",
+                      init, ";\n");
     }
     const int last = variables - 1;
     // One fold of the body at the current variables into `into`.
@@ -439,6 +444,11 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
                       ") {\n");
       RETURN_IF_ERROR(fold(loop_indent + "  ", "acc"));
       absl::StrAppend(&body, loop_indent, "}\n");
+      for (int width = num_lanes / 2; width >= 1; width /= 2) {
+        absl::StrAppend(&body, loop_indent, "for (int k = 0; k < ", width, "; ++k) lanes[k] = ",
+                        Step(combiner, "lanes[k]", absl::StrCat("lanes[k + ", width, "]")), ";\n");
+      }
+      absl::StrAppend(&body, loop_indent, "acc = ", Step(combiner, "lanes[0]", "acc"), ";\n");
     } else {
       body += For(last, Extent(inner), loop_indent);
       RETURN_IF_ERROR(fold(loop_indent + "  ", "acc"));
@@ -446,13 +456,6 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
     }
     for (int r = reductions - 1; r > 0; --r) {
       absl::StrAppend(&body, std::string(indent.size() + 2 * (r - 1), ' '), "}\n");
-    }
-    if (lanes) {
-      for (int width = num_lanes / 2; width >= 1; width /= 2) {
-        absl::StrAppend(&body, indent, "for (int k = 0; k < ", width, "; ++k) lanes[k] = ",
-                        Step(combiner, "lanes[k]", absl::StrCat("lanes[k + ", width, "]")), ";\n");
-      }
-      absl::StrAppend(&body, indent, "acc = ", Step(combiner, "lanes[0]", "acc"), ";\n");
     }
     const std::string result = arg ? "acc_index" : "acc";
     const ir::DType result_type = arg ? ir::DType::kInt64 : accumulate;

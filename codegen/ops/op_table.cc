@@ -126,6 +126,9 @@ bool Matches(ArgKind kind, const ir::ArgValue& value) {
              std::holds_alternative<std::vector<ir::SymExpr>>(value);
     case ArgKind::kSize:
       return std::holds_alternative<int64_t>(value) || std::holds_alternative<ir::SymExpr>(value);
+    case ArgKind::kScalarOrSize:
+      return std::holds_alternative<double>(value) || std::holds_alternative<int64_t>(value) ||
+             std::holds_alternative<bool>(value) || std::holds_alternative<ir::SymExpr>(value);
     case ArgKind::kBoolList: return std::holds_alternative<std::vector<bool>>(value);
     case ArgKind::kDType: return std::holds_alternative<ir::DType>(value);
     case ArgKind::kString: return std::holds_alternative<std::string>(value);
@@ -144,6 +147,7 @@ const char* KindName(ArgKind kind) {
     case ArgKind::kIntList: return "an int list";
     case ArgKind::kSizeList: return "a size list";
     case ArgKind::kSize: return "a size";
+    case ArgKind::kScalarOrSize: return "a scalar or a size";
     case ArgKind::kBoolList: return "a bool list";
     case ArgKind::kDType: return "a dtype";
     case ArgKind::kString: return "a string";

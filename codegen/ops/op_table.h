@@ -32,6 +32,8 @@ enum class ArgKind {
   kSizeList,
   // One size: an int or a symbolic expression.
   kSize,
+  // A kScalar or a symbolic size (the count a mean's backward divides by).
+  kScalarOrSize,
   kBoolList,
   kDType,
   kString,

@@ -169,8 +169,13 @@ void AddPointwise(OpTable& table, Spec spec) {
       operands.push_back(operand);
     }
     if (HasScalar(spec, node)) {
-      const double value = ScalarArgAsDouble(node, spec.scalar_operand);
-      operands.push_back(builder.Constant(RoundScalar(value, types.operand), types.compute));
+      const ir::ArgValue& scalar = node.args.at(spec.scalar_operand);
+      if (const auto* size = std::get_if<ir::SymExpr>(&scalar)) {  // whole: exact below 2^24
+        operands.push_back(builder.Size(size->Canonicalized(), types.compute));
+      } else {
+        const double value = ScalarArgAsDouble(node, spec.scalar_operand);
+        operands.push_back(builder.Constant(RoundScalar(value, types.operand), types.compute));
+      }
     }
     ASSIGN_OR_RETURN(int root, spec.body(builder, node, operands, types));
     root = builder.Cast(root, ComputeType(result.dtype));
@@ -275,7 +280,7 @@ int GeluBackward(ExprBuilder& b, bool tanh, int grad, int x, DType t) {
 }
 
 const ArgSpec kAlpha{"alpha", ArgKind::kScalar, ir::ArgValue(int64_t{1})};
-const ArgSpec kOther{"other", ArgKind::kScalar, ir::ArgValue(ir::None{})};
+const ArgSpec kOther{"other", ArgKind::kScalarOrSize, ir::ArgValue(ir::None{})};
 
 }  // namespace
 

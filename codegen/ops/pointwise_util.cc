@@ -63,7 +63,9 @@ DType PromoteWithScalar(DType tensor, const ir::ArgValue& scalar) {
   if (std::holds_alternative<double>(scalar) && !ir::IsFloatingPoint(tensor)) {
     return DType::kFloat32;
   }
-  if (std::holds_alternative<int64_t>(scalar) && tensor == DType::kBool) return DType::kInt64;
+  const bool integer =
+      std::holds_alternative<int64_t>(scalar) || std::holds_alternative<ir::SymExpr>(scalar);
+  if (integer && tensor == DType::kBool) return DType::kInt64;
   return tensor;
 }
 

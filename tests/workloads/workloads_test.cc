@@ -94,7 +94,8 @@ TEST_P(DynamicWorkloadsTest, OneArtifactServesEverySize) {
 
 INSTANTIATE_TEST_SUITE_P(Public, DynamicWorkloadsTest,
                          ::testing::Values("attention", "attention_seq", "f", "gelu", "gelu_tanh",
-                                           "keep_product", "layer_norm", "mlp", "softmax", "tail",
+                                           "keep_product", "layer_norm", "loss_grad", "mlp",
+                                           "softmax", "tail",
                                            "transformer_layer", "transformer_layer_batch",
                                            "transformer_layer_both"));
 

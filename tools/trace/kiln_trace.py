@@ -26,7 +26,9 @@ import argparse
 import base64
 import importlib
 import importlib.util
+import itertools
 import json
+import math
 import subprocess
 import operator
 import os
@@ -281,21 +283,47 @@ RESHAPES = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.defa
 def monomial(base, grown, values):
     """A size seen as `base` at the traced sizes and as grown[s] when only
     symbol s grew by one, as a SymExpr term {coefficient, symbols}: a
-    constant, or coefficient * the product of the symbols it moved with
-    (each to the first power). None when it is no such product."""
+    constant, or coefficient * a product of powers (up to 3) of the symbols
+    it moved with (n * n for a mean over [n, n]). None when it is no such
+    product."""
     moved = [s for s in values if grown[s] != base]
-    product = 1
-    for s in moved:
-        product *= values[s]
     if not moved:
         return {"coefficient": str(base)}
-    if product == 0 or base % product != 0:
-        return None
-    k = base // product
-    for s in moved:
-        if grown[s] != k * (product // values[s]) * (values[s] + 1):
-            return None
-    return {"coefficient": str(k), "symbols": moved}
+    for powers in itertools.product(range(1, 4), repeat=len(moved)):
+        at = dict(zip(moved, powers))
+        product = math.prod(values[s] ** at[s] for s in moved)
+        if product == 0 or base % product != 0:
+            continue
+        k = base // product
+        if all(grown[s] == k * (product // values[s] ** at[s]) * (values[s] + 1) ** at[s]
+               for s in moved):
+            return {"coefficient": str(k),
+                    "symbols": [s for s in moved for _ in range(at[s])]}
+    return None
+
+
+def relax_scalar_argument(node, twins, values):
+    """Scalar arguments that differ between the traces (a mean's backward
+    divides by the element count) become symbolic sizes when they are whole
+    numbers that move as a product of symbols."""
+    for i, arg in enumerate(node["args"]):
+        others = [twin["args"][i] for twin in twins.values()]
+        if all(other == arg for other in others):
+            continue
+        key = "intValue" if "intValue" in arg else "floatValue" if "floatValue" in arg else None
+        if key is None or any(key not in other for other in others):
+            continue
+        base = float(arg[key])
+        grown = {s: float(twin["args"][i][key]) for s, twin in twins.items()}
+        if any(v != int(v) for v in [base, *grown.values()]):
+            continue
+        term = monomial(int(base), {s: int(v) for s, v in grown.items()}, values)
+        if term is None or "symbols" not in term:
+            continue
+        symbolic = {"name": arg["name"], "symInt": {"terms": [term]}}
+        for other in [arg, *others]:
+            other.clear()
+            other.update(symbolic)
 
 
 def relax_size_argument(node, twins, values):
@@ -367,7 +395,8 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
             if marked == symbol:
                 sizes = list(grown[position].shape)
                 sizes[dim] += 1
-                grown[position] = torch.zeros(sizes, dtype=inputs[position].dtype)
+                grown[position] = torch.zeros(sizes, dtype=inputs[position].dtype,
+                                              requires_grad=inputs[position].requires_grad)
         try:
             twins[symbol], _ = trace(fn, grown, name)
         except TraceError:
@@ -384,6 +413,8 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
         node_twins = {s: twin["nodes"][n] for s, twin in twins.items()}
         if node["op"] in RESHAPES:
             relax_size_argument(node, node_twins, values)
+        else:
+            relax_scalar_argument(node, node_twins, values)
         for twin in node_twins.values():
             if node["args"] != twin["args"]:
                 raise TraceError(
@@ -443,7 +474,8 @@ def sized_references(fn, inputs, symbolic, sizes, name):
             if list(tensor.shape) == shape:
                 resized.append(tensor)
             elif tensor.is_floating_point():
-                resized.append(torch.randn(shape, generator=generator).to(tensor.dtype))
+                resized.append(torch.randn(shape, generator=generator).to(tensor.dtype)
+                               .requires_grad_(tensor.requires_grad))
             else:
                 resized.append(torch.zeros(shape, dtype=tensor.dtype))
         outputs = fn(*resized)

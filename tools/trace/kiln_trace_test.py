@@ -94,6 +94,13 @@ class TraceTest(unittest.TestCase):
         with self.assertRaisesRegex(kiln_trace.TraceError, "traced at size 1"):
             kiln_trace.trace(lambda x: x + 1, [torch.randn(1, 4)], "one", symbolic=[("x", 0)])
 
+    def test_a_scalar_that_moves_with_the_symbols_becomes_a_size(self):
+        graph, _ = kiln_trace.trace(lambda x: x / (x.shape[0] * x.shape[0] * 2),
+                                    [torch.randn(3, 4)], "count", symbolic=[("x", 0, "n")])
+        div = graph["nodes"][0]
+        self.assertEqual(div["args"], [{"name": "other", "symInt": {"terms": [
+            {"coefficient": "2", "symbols": ["n", "n"]}]}}])
+
     def test_a_flattened_product_of_symbols(self):
         graph, _ = kiln_trace.trace(lambda x: x.view(-1, 8).relu(), [torch.randn(3, 4, 8)],
                                     "flat", symbolic=[("x", 0, "B"), ("x", 1, "S")])
