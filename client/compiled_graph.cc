@@ -289,16 +289,11 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
     return FindEntry(inputs, symbols);
   }
   // A symbolic graph at size 0 or 1: compile the static specialization.
-  std::map<std::string, int64_t> values;
-  for (size_t i = 0; i < inputs.size() && i < static_cast<size_t>(graph_.inputs_size()); ++i) {
-    const auto& sizes = graph_.inputs(i).type().sizes();
-    for (int d = 0; d < sizes.size() && d < static_cast<int>(inputs[i].sizes.size()); ++d) {
-      const int64_t multiplier = sizes[d].multiplier() == 0 ? 1 : sizes[d].multiplier();
-      if (sizes[d].has_symbol() && inputs[i].sizes[d] < 2 * multiplier &&
-          inputs[i].sizes[d] % multiplier == 0) {
-        values[sizes[d].symbol()] = inputs[i].sizes[d] / multiplier;
-      }
-    }
+  std::vector<std::vector<int64_t>> sizes;
+  for (const TensorView& input : inputs) sizes.emplace_back(input.sizes.begin(), input.sizes.end());
+  std::map<std::string, int64_t> values = SymbolValues(graph_, sizes);
+  for (auto it = values.begin(); it != values.end();) {
+    it = it->second < 2 ? std::next(it) : values.erase(it);
   }
   if (!values.empty()) {
     RETURN_IF_ERROR(Load(Specialize(graph_, values)).status());

@@ -96,16 +96,23 @@ std::string NodeLabelFromProto(const kiln::v1::Node& node, int index) {
 
 int64_t Gcd(int64_t a, int64_t b) { return b == 0 ? a : Gcd(b, a % b); }
 
+// Per symbol: whether some input size names it (the client binds symbols
+// from input sizes only).
+std::vector<bool> InputSymbols(const ir::Graph& graph) {
+  std::vector<bool> used(graph.symbols.size(), false);
+  for (int input : graph.inputs) {
+    for (const ir::Dim& dim : graph.values[input].sizes) {
+      if (dim.is_symbolic()) used[dim.symbol] = true;
+    }
+  }
+  return used;
+}
+
 // Folds the graph's relations into `graph`: symbols stated equal become one
 // (the lower-numbered), ranges and divisors become each symbol's bounds. A
 // relation may only name symbols that input sizes use.
 absl::Status ImportRelations(const kiln::v1::Graph& proto, ir::Graph& graph) {
-  std::vector<bool> in_inputs(graph.symbols.size(), false);
-  for (int input : graph.inputs) {
-    for (const ir::Dim& dim : graph.values[input].sizes) {
-      if (dim.is_symbolic()) in_inputs[dim.symbol] = true;
-    }
-  }
+  const std::vector<bool> in_inputs = InputSymbols(graph);
   auto symbol = [&](const std::string& name, int r) -> absl::StatusOr<int> {
     auto it = std::find(graph.symbols.begin(), graph.symbols.end(), name);
     if (it == graph.symbols.end() || !in_inputs[it - graph.symbols.begin()]) {
@@ -192,12 +199,7 @@ absl::Status CheckSymbolsAreBound(const ir::Graph& graph) {
       for (int input : graph.nodes[n].inputs) needed[input] = true;
     }
   }
-  std::vector<bool> bound(graph.symbols.size(), false);
-  for (int input : graph.inputs) {
-    for (const ir::Dim& dim : graph.values[input].sizes) {
-      if (dim.is_symbolic()) bound[dim.symbol] = true;
-    }
-  }
+  const std::vector<bool> bound = InputSymbols(graph);
   auto check = [&](const ir::SymExpr& expr, const std::string& where) -> absl::Status {
     for (const auto& term : expr.terms) {
       for (int symbol : term.symbols) {

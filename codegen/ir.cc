@@ -160,13 +160,14 @@ std::vector<SymExpr> ContiguousStrides(const std::vector<Dim>& sizes) {
   return strides;
 }
 
+SymExpr Product(const std::vector<Dim>& sizes, size_t first) {
+  SymExpr product = SymExpr::Constant(1);
+  for (size_t d = first; d < sizes.size(); ++d) product = product * SymExpr::Of(sizes[d]);
+  return product;
+}
+
 bool SameElementCount(const TensorType& a, const TensorType& b) {
-  auto count = [](const TensorType& type) {
-    SymExpr count = SymExpr::Constant(1);
-    for (const Dim& dim : type.sizes) count = count * SymExpr::Of(dim);
-    return count;
-  };
-  return count(a) == count(b);
+  return Product(a.sizes) == Product(b.sizes);
 }
 
 int Graph::AddValue(TensorType type, int node) {

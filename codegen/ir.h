@@ -104,6 +104,9 @@ struct TensorType {
 // their symbols (the same constant factor and the same symbols).
 bool SameElementCount(const TensorType& a, const TensorType& b);
 
+// The product of sizes[first..]: a tensor's element count, or a row's.
+SymExpr Product(const std::vector<Dim>& sizes, size_t first = 0);
+
 // Row-major strides for `sizes`.
 std::vector<SymExpr> ContiguousStrides(const std::vector<Dim>& sizes);
 

@@ -67,6 +67,21 @@ void FixSymbolicArguments(kiln::v1::Graph& graph, const std::map<std::string, in
 
 }  // namespace
 
+std::map<std::string, int64_t> SymbolValues(const kiln::v1::Graph& graph,
+                                            const std::vector<std::vector<int64_t>>& input_sizes) {
+  std::map<std::string, int64_t> values;
+  for (size_t i = 0; i < input_sizes.size() && i < static_cast<size_t>(graph.inputs_size()); ++i) {
+    const auto& dims = graph.inputs(i).type().sizes();
+    for (int d = 0; d < dims.size() && d < static_cast<int>(input_sizes[i].size()); ++d) {
+      const int64_t multiplier = dims[d].multiplier() == 0 ? 1 : dims[d].multiplier();
+      if (dims[d].has_symbol() && input_sizes[i][d] % multiplier == 0) {
+        values[dims[d].symbol()] = input_sizes[i][d] / multiplier;
+      }
+    }
+  }
+  return values;
+}
+
 kiln::v1::Graph Specialize(kiln::v1::Graph graph, std::map<std::string, int64_t> values) {
   // A symbol stated equal to a fixed one is fixed too.
   for (bool grew = true; grew;) {

@@ -24,6 +24,12 @@ namespace kiln {
 absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
                                        const std::vector<std::vector<kiln::v1::Dim>>& input_sizes);
 
+// The value each symbol takes at these input sizes (input i's dims, in
+// order): size / multiplier for every input dim that names a symbol and
+// divides whole.
+std::map<std::string, int64_t> SymbolValues(const kiln::v1::Graph& graph,
+                                            const std::vector<std::vector<int64_t>>& input_sizes);
+
 // `graph` with every dim and symbolic argument naming a symbol in `values`
 // (or a symbol the graph states equal to one) made constant: a static
 // specialization, such as a symbolic graph's size-1 version. Relations on

@@ -10,9 +10,7 @@ namespace {
 
 // Bytes of a value's dims from `first` on.
 ir::SymExpr Bytes(const ir::TensorType& type, size_t first = 0) {
-  ir::SymExpr bytes = ir::SymExpr::Constant(ir::DTypeSize(type.dtype));
-  for (size_t d = first; d < type.sizes.size(); ++d) bytes = bytes * ir::SymExpr::Of(type.sizes[d]);
-  return bytes;
+  return ir::Product(type.sizes, first) * ir::DTypeSize(type.dtype);
 }
 
 void SetSize(Storage& storage, const ir::TensorType& type) { storage.bytes = Bytes(type); }
@@ -201,36 +199,36 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
   // Symbolic slices: a dead slot of the same unit is reused (the tightest
   // that fits, else the largest, which grows), else a new slot.
   struct Slot {
-    ir::SymExpr unit;  // the bytes' symbols, coefficient 1
+    std::vector<int> symbols;  // the unit: bytes are coefficient * these
     int64_t coefficient = 0;
-    int end = -1;
+    int end = -1;              // the last group any of its slices is live in
   };
   std::vector<Slot> slots;
   for (const Interval& interval : symbolic_intervals) {
     Storage& storage = plan.storages[interval.storage];
-    const ir::SymExpr::Term& term = storage.bytes.terms.at(0);  // a product of sizes: one term
-    const ir::SymExpr unit{{ir::SymExpr::Term{1, term.symbols}}};
+    const ir::SymExpr::Term& need = storage.bytes.terms.at(0);  // a product of sizes: one term
+    // Whether slot a suits better than slot b.
+    auto better = [&](const Slot& a, const Slot& b) {
+      const bool a_fits = a.coefficient >= need.coefficient;
+      if (a_fits != (b.coefficient >= need.coefficient)) return a_fits;
+      return a_fits ? a.coefficient < b.coefficient : a.coefficient > b.coefficient;
+    };
     int best = -1;
     for (int s = 0; s < static_cast<int>(slots.size()); ++s) {
-      const Slot& slot = slots[s];
-      if (slot.unit != unit || slot.end >= interval.begin) continue;
-      const bool fits = slot.coefficient >= term.coefficient;
-      if (best < 0 || (fits && (slots[best].coefficient < term.coefficient ||
-                                slot.coefficient < slots[best].coefficient)) ||
-          (!fits && slots[best].coefficient < term.coefficient &&
-           slot.coefficient > slots[best].coefficient)) {
-        best = s;
-      }
+      if (slots[s].symbols != need.symbols || slots[s].end >= interval.begin) continue;
+      if (best < 0 || better(slots[s], slots[best])) best = s;
     }
     if (best < 0) {
       best = static_cast<int>(slots.size());
-      slots.push_back({unit, 0, -1});
+      slots.push_back({need.symbols, 0, -1});
     }
-    slots[best].coefficient = std::max(slots[best].coefficient, term.coefficient);
+    slots[best].coefficient = std::max(slots[best].coefficient, need.coefficient);
     slots[best].end = std::max(slots[best].end, interval.end);
     storage.slot = best;
   }
-  for (const Slot& slot : slots) plan.slots.push_back(slot.unit * slot.coefficient);
+  for (const Slot& slot : slots) {
+    plan.slots.push_back(ir::SymExpr{{{slot.coefficient, slot.symbols}}});
+  }
   plan.symbolic_scratch = !slots.empty();
   std::vector<Interval> placed;
   for (const Interval& interval : intervals) {

@@ -66,21 +66,6 @@ struct Case {
   int calls = 1;
 };
 
-// The symbol values at which `graph`'s inputs have the sizes of `inputs`.
-std::map<std::string, int64_t> SymbolValues(const kiln::v1::Graph& graph,
-                                            const std::vector<Tensor>& inputs) {
-  std::map<std::string, int64_t> values;
-  for (int i = 0; i < graph.inputs_size(); ++i) {
-    const auto& sizes = graph.inputs(i).type().sizes();
-    for (int d = 0; d < sizes.size(); ++d) {
-      if (!sizes[d].has_symbol()) continue;
-      const int64_t multiplier = sizes[d].multiplier() == 0 ? 1 : sizes[d].multiplier();
-      values[sizes[d].symbol()] = inputs[i].sizes()[d] / multiplier;
-    }
-  }
-  return values;
-}
-
 absl::StatusOr<std::unique_ptr<Case>> LoadCase(const std::string& workload, const char* size,
                                                Client& client, Runtime& runtime) {
   auto result = std::make_unique<Case>();
@@ -95,7 +80,9 @@ absl::StatusOr<std::unique_ptr<Case>> LoadCase(const std::string& workload, cons
     result->inputs.push_back(std::move(tensor));
   }
   for (const Tensor& input : result->inputs) result->input_views.push_back(input.view());
-  const auto values = SymbolValues(symbolic, result->inputs);
+  std::vector<std::vector<int64_t>> sizes;
+  for (const Tensor& input : result->inputs) sizes.push_back(input.sizes());
+  const auto values = SymbolValues(symbolic, sizes);
   result->name = workload;
   for (const auto& [symbol, value] : values) absl::StrAppend(&result->name, " ", symbol, "=", value);
   const kiln::v1::Graph graphs[2] = {symbolic, Specialize(symbolic, values)};
