@@ -326,9 +326,8 @@ absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
   // symbols, one per pair of old and new size (dims that agreed before and
   // still agree, like a batch across inputs, stay one symbol; a square
   // input grown in one dim does not tie its dims). If the graph cannot be
-  // lowered that way (a reshape to the product of two new symbols: the
-  // transformer layer's sequence and batch), one new symbol at a time with
-  // the other dims exact; else the exact sizes.
+  // lowered that way (a view whose -1 would be no size: 4ab/12), one new
+  // symbol at a time with the other dims exact; else the exact sizes.
   std::vector<std::vector<kiln::v1::Dim>> symbolic(inputs.size()), exact(inputs.size());
   std::vector<std::string> new_symbols;  // in order of first use
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -478,13 +478,9 @@ constexpr int64_t kChunkWork = 1 << 15;
 
 // Work per row of the group's first outer dim.
 ir::SymExpr RowWork(const Kernel& kernel, const ir::Graph& graph, const ir::LoopProgram& program) {
-  ir::SymExpr work = ir::SymExpr::Constant(1);
-  const std::vector<ir::Dim>& sizes = graph.values[kernel.value].sizes;
-  for (size_t d = 1; d < sizes.size(); ++d) work = work * ir::SymExpr::Of(sizes[d]);
+  ir::SymExpr work = ir::Product(graph.values[kernel.value].sizes, 1);
   if (kernel.kind == Kernel::Kind::kReduction) {
-    for (const ir::Dim& size : program.definitions[kernel.value].reduction_sizes) {
-      work = work * ir::SymExpr::Of(size);
-    }
+    work = work * ir::Product(program.definitions[kernel.value].reduction_sizes);
   }
   return work;
 }
@@ -524,11 +520,11 @@ absl::StatusOr<std::string> EmitGroup(int index, const KernelGroup& group, const
   std::string row_decls, row_bytes = "0";
   for (int storage : params.rows()) {
     const Storage& slot = plan.storages[storage];
-    const char* ctype = StorageCType(graph.values[slot.values.front()].dtype);
+    const ir::DType dtype = graph.values[slot.values.front()].dtype;
+    const char* ctype = StorageCType(dtype);
     if (!slot.is_symbolic()) {
       absl::StrAppend(&body, indent, ctype, " row", storage, "[",
-                      slot.bytes.constant() / ir::DTypeSize(graph.values[slot.values.front()].dtype),
-                      "] __attribute__((aligned(64)));\n");
+                      slot.bytes.constant() / ir::DTypeSize(dtype), "] __attribute__((aligned(64)));\n");
       continue;
     }
     absl::StrAppend(&row_decls, "  ", ctype, "* __restrict__ const row", storage, " = (", ctype,
