@@ -79,7 +79,8 @@ struct Definition {
   // kReduction: the body's variables are the value's coordinates followed by
   // one per reduced extent; `combiner` folds the body over those.
   std::vector<Dim> reduction_sizes;
-  std::string combiner;  // "sum", "max", "min", "prod", "argmax", "argmin"
+  // "sum", "max", "min", "prod", "argmax", "argmin", "max_nan_unspecified"
+  std::string combiner;
 
   // kAlias: element (c) is at source_storage[offset + sum strides[d] * c[d]].
   std::vector<SymExpr> strides;

@@ -44,6 +44,7 @@ const std::map<std::string, Function>& Table() {
       {"sqrt", {1, "{sqrt}({0})"}},
       {"rsqrt", {1, "({one} / {sqrt}({0}))"}},
       {"exp", {1, "{exp}({0})"}},
+      {"exp_nonpositive", {1, "{exp_nonpositive}({0})"}},  // only for arguments <= 0 or NaN
       {"expm1", {1, "{expm1}({0})"}},
       {"log", {1, "{log}({0})"}},
       {"log1p", {1, "{log1p}({0})"}},
@@ -156,6 +157,8 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
       // float32 exp, log and tanh: Kiln's vectorizable polynomials
       // (kiln_math.h).
       {"{exp}", dtype == ir::DType::kFloat64 ? Math("EXP", dtype) : "kiln_expf"},
+      {"{exp_nonpositive}",
+       dtype == ir::DType::kFloat64 ? Math("EXP", dtype) : "kiln_expf_nonpositive"},
       {"{expm1}", Math("EXPM1", dtype)},
       {"{log}", dtype == ir::DType::kFloat64 ? Math("LOG", dtype) : "kiln_logf"},
       {"{log1p}", Math("LOG1P", dtype)},

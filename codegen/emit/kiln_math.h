@@ -22,35 +22,53 @@ static inline float kiln_bits_to_float(unsigned int bits) {
   return f;
 }
 
-/* exp(x) = 2^k * exp(r), k = round(x / ln 2), r = x - k ln 2 (Cody-Waite,
- * two-part ln 2), exp(r) by a degree-6 polynomial (Cephes), and 2^k applied
- * in two steps so that denormal results round once. k comes out of one FMA
- * with 1.5 * 2^23 added (the rounded value lands in the low mantissa bits),
- * which saves the round and the conversion. No special-case selects: NaN
- * passes through the clamps and the arithmetic, and past the clamps the
- * scaling itself overflows to inf (x > 88.72) or rounds to 0 (x < -103.97).
- * Exhaustively within 1 ulp of the correctly rounded result. */
-static inline float kiln_expf(float x) {
-  float clamped = x < -104.0f ? -104.0f : x;
-  clamped = clamped > 89.0f ? 89.0f : clamped;
-  const float shifted = __builtin_fmaf(clamped, 0x1.715476p+0f, 0x1.8p+23f);
-  const float k = shifted - 0x1.8p+23f;
-  float r = __builtin_fmaf(k, -0x1.62e400p-1f, clamped);
-  r = __builtin_fmaf(k, -0x1.7f7d1cp-20f, r);
+/* exp's reduction and polynomial: returns exp(r) for x (already clamped)
+ * = k ln 2 + r, k = round(x / ln 2), and sets *k. Cody-Waite with a two-part
+ * ln 2 and Cephes' degree-6 polynomial; k comes out of one FMA with
+ * 1.5 * 2^23 added (the rounded value lands in the low mantissa bits),
+ * which saves the round and the conversion. */
+static inline float kiln_exp_reduced(float x, int* k) {
+  const float shifted = __builtin_fmaf(x, 0x1.715476p+0f, 0x1.8p+23f);
+  const float kf = shifted - 0x1.8p+23f;
+  float r = __builtin_fmaf(kf, -0x1.62e400p-1f, x);
+  r = __builtin_fmaf(kf, -0x1.7f7d1cp-20f, r);
   float p = 0x1.a0c1d6p-13f;
   p = __builtin_fmaf(p, r, 0x1.6e8d44p-10f);
   p = __builtin_fmaf(p, r, 0x1.11115ap-7f);
   p = __builtin_fmaf(p, r, 0x1.5554b8p-5f);
   p = __builtin_fmaf(p, r, 0x1.555556p-3f);
   p = __builtin_fmaf(p, r, 0x1.000000p-1f);
-  p = __builtin_fmaf(p * r, r, r) + 1.0f;
   unsigned int shifted_bits;
   __builtin_memcpy(&shifted_bits, &shifted, 4);
-  const int exponent = (int)(shifted_bits - 0x4b400000u);
-  const int half = exponent >> 1;
+  *k = (int)(shifted_bits - 0x4b400000u);
+  return __builtin_fmaf(p * r, r, r) + 1.0f;
+}
+
+/* exp(x) = 2^k * exp(r), 2^k applied in two steps so that denormal results
+ * round once. No special-case selects: NaN passes through the clamps and the
+ * arithmetic, and past the clamps the scaling itself overflows to inf
+ * (x > 88.72) or rounds to 0 (x < -103.97). Exhaustively within 1 ulp of the
+ * correctly rounded result. */
+static inline float kiln_expf(float x) {
+  float clamped = x < -104.0f ? -104.0f : x;
+  clamped = clamped > 89.0f ? 89.0f : clamped;
+  int k;
+  const float p = kiln_exp_reduced(clamped, &k);
+  const int half = k >> 1;
   const float scale1 = kiln_bits_to_float((unsigned int)(half + 127) << 23);
-  const float scale2 = kiln_bits_to_float((unsigned int)(exponent - half + 127) << 23);
+  const float scale2 = kiln_bits_to_float((unsigned int)(k - half + 127) << 23);
   return p * scale1 * scale2;
+}
+
+/* kiln_expf(x) for x <= 0 or NaN (softmax's exp(x - max)), bit for bit
+ * (kiln_math_test checks every such float), in fewer instructions: with
+ * k <= 0, p * 2^(k + 64) is a normal number, exact, and one multiply by
+ * 2^-64 rounds once. No upper clamp; exact up to x = 43, wrong above. */
+static inline float kiln_expf_nonpositive(float x) {
+  const float clamped = x < -104.0f ? -104.0f : x;
+  int k;
+  const float p = kiln_exp_reduced(clamped, &k);
+  return p * kiln_bits_to_float((unsigned int)(k + 64 + 127) << 23) * 0x1p-64f;
 }
 
 /* log(x) = e ln 2 + log(m), x = m 2^e with m in [sqrt(1/2), sqrt(2))

@@ -58,10 +58,11 @@ absl::StatusOr<std::vector<int>> Softmax(GraphBuilder& b, const ir::Node& node) 
   ASSIGN_OR_RETURN(int x, ToType(b, node.inputs[0], ComputeType(out)));
   const std::vector<int64_t> dim = {IntArg(node, "dim")};
   ASSIGN_OR_RETURN(const int max,
-                   b.Add("aten.amax.default", {x}, {{"dim", dim}, {"keepdim", true}}));
+                   b.Add("kiln.softmax_max.default", {x}, {{"dim", dim}, {"keepdim", true}}));
   ASSIGN_OR_RETURN(const int shifted, b.Add("aten.sub.Tensor", {x, max}));
   const bool log = node.op == "aten._log_softmax.default";
-  ASSIGN_OR_RETURN(const int exp, b.Add("aten.exp.default", {shifted}));
+  // shifted <= 0 (or NaN): the cheaper exp, same bits.
+  ASSIGN_OR_RETURN(const int exp, b.Add("kiln.exp_nonpositive.default", {shifted}));
   ASSIGN_OR_RETURN(const int sum,
                    b.Add("aten.sum.dim_IntList", {exp}, {{"dim", dim}, {"keepdim", true}}));
   int result;

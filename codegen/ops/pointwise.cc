@@ -392,6 +392,16 @@ void RegisterPointwiseOps(OpTable& table) {
                          "",
                          Apply(function)});
   }
+  // softmax's exp(x - max): its argument is <= 0 or NaN, for which
+  // kiln_expf_nonpositive gives kiln_expf's bits in fewer instructions.
+  AddPointwise(table, {"kiln.exp_nonpositive.default",
+                       1,
+                       1,
+                       {},
+                       Result::kFloating,
+                       "",
+                       Apply("exp_nonpositive"),
+                       kFloatTypes});
   AddPointwise(table, {"aten.silu.default",
                        1,
                        1,

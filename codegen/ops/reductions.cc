@@ -70,7 +70,7 @@ void AddReduction(OpTable& table, const std::string& op, const std::string& comb
         sizes.push_back(ir::Dim::Constant(1));
       }
     }
-    if ((combiner == "max" || combiner == "min" || combiner == "argmax" || combiner == "argmin")) {
+    if (combiner != "sum" && combiner != "prod") {
       for (int64_t d = 0; d < input.rank(); ++d) {
         if (reduced[d] && input.sizes[d] == ir::Dim::Constant(0)) {
           return absl::InvalidArgumentError(
@@ -140,6 +140,10 @@ void RegisterReductionOps(OpTable& table) {
   AddReduction(table, "aten.prod.dim_int", "prod", {dim_one, keepdim, dtype});
   AddReduction(table, "aten.prod.default", "prod", {dtype});
   AddReduction(table, "aten.amax.default", "max", {dim_list, keepdim});
+  // softmax's row max, which only shifts exp's argument: with a NaN in the
+  // row its value is unspecified, as the NaN reaches every result through
+  // the sum anyway. A plain compare per element instead of eager's NaN test.
+  AddReduction(table, "kiln.softmax_max.default", "max_nan_unspecified", {dim_list, keepdim});
   AddReduction(table, "aten.amin.default", "min", {dim_list, keepdim});
   AddReduction(table, "aten.argmax.default", "argmax", {dim_one, keepdim}, {DType::kBool});
   AddReduction(table, "aten.argmin.default", "argmin", {dim_one, keepdim}, {DType::kBool});

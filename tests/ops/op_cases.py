@@ -40,7 +40,8 @@ HALF = (torch.float16, torch.bfloat16)
 tracer = None  # tools/trace/kiln_trace.py, loaded by main() from --trace
 # Table entries no case can reach: internal ops (decompositions emit them).
 INTERNAL = {"kiln.alias.default", "kiln.mm.default", "kiln.bmm.default", "kiln.stack.default",
-            "kiln.concat.default", "kiln.size.default"}
+            "kiln.concat.default", "kiln.size.default", "kiln.exp_nonpositive.default",
+            "kiln.softmax_max.default"}
 
 
 class GenerationError(Exception):

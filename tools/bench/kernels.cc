@@ -64,6 +64,9 @@ ABSL_FLAG(double, batch_ms, 50,
           "each graph's call count from its slowest side.");
 ABSL_FLAG(int, min_calls, 9, "Fewest timed calls in a batch.");
 ABSL_FLAG(std::string, python, "/usr/bin/python3", "Interpreter for the eager PyTorch baseline.");
+ABSL_FLAG(std::vector<std::string>, graphs, {},
+          "Only these graphs (comma-separated: tail,f_1024,softmax,layer_norm,gelu,mlp,attention,"
+          "transformer_layer); default all. Figures of the others are null.");
 
 namespace kiln {
 namespace {
@@ -121,6 +124,13 @@ struct EagerConfig {
 };
 constexpr EagerConfig kEagerConfigs[] = {
     {"eager", 1, true}, {"eager_default", 1, false}, {"eager", 2, true}, {"eager_default", 2, false}};
+
+// --graphs, or every graph.
+std::vector<std::string> SelectedGraphs() {
+  std::vector<std::string> graphs = absl::GetFlag(FLAGS_graphs);
+  if (graphs.empty()) graphs.assign(std::begin(kGraphs), std::end(kGraphs));
+  return graphs;
+}
 
 std::string ThreadSuffix(int threads) { return threads == 1 ? "" : absl::StrCat("_", threads, "t"); }
 
@@ -242,7 +252,7 @@ absl::StatusOr<std::vector<EagerSide>> StartEager(const std::string& python,
                                                    const std::string& workloads,
                                                    const std::string& traced, Fields& facts) {
   std::vector<std::string> argv = {python, script, workloads, traced};
-  for (const char* graph : kGraphs) argv.push_back(graph);
+  for (const std::string& graph : SelectedGraphs()) argv.push_back(graph);
   std::vector<EagerSide> sides;
   for (const EagerConfig& config : kEagerConfigs) {
     const std::string threads = absl::StrCat(config.threads);
@@ -586,8 +596,13 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
   Runtime* runtimes[2] = {&runtime1, &runtime2};
   facts["kiln_blas"] = bench::MappedLibraries("blas");
 
+  for (const std::string& name : SelectedGraphs()) {
+    if (std::find(std::begin(kGraphs), std::end(kGraphs), name) == std::end(kGraphs)) {
+      return absl::InvalidArgumentError(absl::StrCat("--graphs: no graph named ", name));
+    }
+  }
   std::vector<std::unique_ptr<KilnGraph>> graphs;
-  for (const char* name : kGraphs) {
+  for (const std::string& name : SelectedGraphs()) {
     absl::FPrintF(stderr, "kernels: compiling and checking %s...\n", name);
     ASSIGN_OR_RETURN(std::unique_ptr<KilnGraph> graph,
                      LoadKilnGraph(name, daemon->client(), runtimes));
@@ -598,11 +613,9 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
     }
     graphs.push_back(std::move(graph));
   }
-  const kiln::v1::Graph& compiled_graph =
-      (*std::find_if(graphs.begin(), graphs.end(),
-                     [](const auto& g) { return g->name == kCompiledGraph; }))
-          ->compiled[0]
-          ->graph();
+  ASSIGN_OR_RETURN(const std::string compiled_path,
+                   Runfile(absl::StrCat(kTraced, kCompiledGraph, ".json"), kTarget));
+  ASSIGN_OR_RETURN(const kiln::v1::Graph compiled_graph, ReadGraphFile(compiled_path));
 
   ASSIGN_OR_RETURN(std::vector<EagerSide> eager,
                    StartEager(absl::GetFlag(FLAGS_python), eager_script, workloads, traced, facts));
