@@ -2,6 +2,8 @@
 and the backward ops (_softmax_backward_data, native_layer_norm_backward),
 in every claimed dtype, on contiguous, transposed and broadcast inputs with
 random and edge values."""
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -32,6 +34,18 @@ def softmax_cases(claims):
             masked[1] = masked[1] + 80
             yield Case(op, dtype, "masked", softmax_of(name, -1), [masked])
             yield Case(op, dtype, "3d", softmax_of(name, 1), [random((2, 5, 12), dtype, g)])
+            # NaN anywhere in a row makes the whole row NaN (Kiln's row max
+            # skips NaN tests: the NaN must get through the sum), in rows
+            # with 16 and 64 reduction lanes and a scalar tail; +inf rows
+            # and an all -inf row are NaN too, as in eager.
+            for width in (130, 1024):
+                special = random((7, width), dtype, g)
+                special[0, 0] = special[1, width - 1] = special[2, width // 2] = math.nan
+                special[3, 5] = math.inf
+                special[4] = -math.inf
+                special[5, 3], special[5, 7] = math.nan, math.inf
+                special[6, 17] = -math.inf
+                yield Case(op, dtype, f"nan_inf_{width}", softmax_of(name, -1), [special])
     op = "aten._softmax_backward_data.default"
     for dtype in claimed(claims, op):
         g = generator(op, NAMES[dtype])

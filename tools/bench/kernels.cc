@@ -15,7 +15,7 @@
 //   eager default 1t, eager avx512 2t, Kiln 2t allocating, Kiln 2t
 //   preallocated, [copy 2t], eager default 2t
 // and each round starts with one cold compile of transformer_layer (fresh
-// salt). Round -1 is a warm-up that also sizes the batches.
+// salt). Round -1 is a warm-up that also sizes each side's batches.
 //
 // Output: a table; with --json, also one JSON object as the last line: each
 // measure's median speedup over eager at 1 thread under its own key (e.g.
@@ -61,7 +61,7 @@ ABSL_FLAG(int, repetitions, 10,
           "documented figures use >= 10. ~7 s per round on the 2-vCPU VM.");
 ABSL_FLAG(double, batch_ms, 50,
           "Target length of one batch (one side, one graph, one round); the warm-up round sizes "
-          "each graph's call count from its slowest side.");
+          "each side's call count from its own time.");
 ABSL_FLAG(int, min_calls, 9, "Fewest timed calls in a batch.");
 ABSL_FLAG(std::string, python, "/usr/bin/python3", "Interpreter for the eager PyTorch baseline.");
 ABSL_FLAG(std::vector<std::string>, graphs, {},
@@ -98,12 +98,18 @@ struct Measure {
   const char* key;
   const char* graph;
   bool out;       // eager out= vs Kiln into preallocated outputs; else both allocate
-  double target;  // minimum median speedup at 1 thread
+  double target;  // minimum median speedup at 1 thread; 0: none
   const char* what;
+  const char* eager = "eager";  // the eager process (EagerConfig::name) Kiln is held against
 };
 
 constexpr Measure kMeasures[] = {
-    {"tail_2048", "tail", false, 4.0, "relu(x + 1.0), 2048x2048, both sides allocating"},
+    {"tail_2048", "tail", false, 4.0,
+     "relu(x + 1.0), 2048x2048, both sides allocating; eager's process has glibc's default "
+     "malloc thresholds, as a fresh process calling it has",
+     "eager_fresh_heap"},
+    {"tail_2048_adapted_heap", "tail", false, 0,
+     "the same, eager's heap adapted to 16 MiB blocks (its process freed larger ones first)"},
     {"tail_2048_out", "tail", true, 1.8,
      "the same, no allocation: Run(in, out) vs add(out=) + relu_"},
     {"f_1024", "f_1024", false, 1.7, "relu(x @ x.T + 1.0), 1024x1024"},
@@ -118,12 +124,20 @@ constexpr Measure kMeasures[] = {
 
 // The eager processes: ATen dispatch x threads.
 struct EagerConfig {
-  const char* name;  // key part: "eager", "eager_default"
+  const char* name;  // key part: "eager", "eager_default", "eager_fresh_heap"
   int threads;
   bool avx512;
+  // glibc's initial malloc thresholds, held: without this, freeing the
+  // references' 22 MiB strings at start-up raises them, and 16 MiB blocks
+  // then stay on the heap. A fresh process calling relu(x + 1.0) in a loop
+  // maps and faults both 16 MiB buffers on every call (docs/BENCHMARKS.md).
+  // Only the tail's allocating variant runs here.
+  bool fresh_heap = false;
 };
 constexpr EagerConfig kEagerConfigs[] = {
-    {"eager", 1, true}, {"eager_default", 1, false}, {"eager", 2, true}, {"eager_default", 2, false}};
+    {"eager", 1, true},         {"eager_default", 1, false},
+    {"eager", 2, true},         {"eager_default", 2, false},
+    {"eager_fresh_heap", 1, true, true}, {"eager_fresh_heap", 2, true, true}};
 
 // --graphs, or every graph.
 std::vector<std::string> SelectedGraphs() {
@@ -148,7 +162,9 @@ struct KilnGraph {
   std::vector<Tensor> outputs[2];
   std::vector<TensorView> output_views[2];
   std::string error;  // non-empty: wrong or failed; no Kiln figures
-  int calls = 0;      // per batch, set by the warm-up round
+  // Calls per batch of each side (by batch name), set by the warm-up round
+  // so that every batch takes about --batch_ms; until then --min_calls.
+  std::map<std::string, int> calls;
 };
 
 // Checks every output of both variants on both runtimes against eager's.
@@ -251,18 +267,28 @@ absl::StatusOr<std::vector<EagerSide>> StartEager(const std::string& python,
                                                    const std::string& script,
                                                    const std::string& workloads,
                                                    const std::string& traced, Fields& facts) {
-  std::vector<std::string> argv = {python, script, workloads, traced};
-  for (const std::string& graph : SelectedGraphs()) argv.push_back(graph);
   std::vector<EagerSide> sides;
   for (const EagerConfig& config : kEagerConfigs) {
+    std::vector<std::string> argv = {python, script, workloads, traced};
+    for (const std::string& graph : SelectedGraphs()) {
+      if (!config.fresh_heap || graph == "tail") argv.push_back(graph);
+    }
+    if (argv.size() == 4) continue;  // no graph for it
     const std::string threads = absl::StrCat(config.threads);
     EnvChanges env = {{"OPENBLAS_NUM_THREADS", threads},
                              {"OMP_NUM_THREADS", threads},
                              {"KILN_NUM_THREADS", std::nullopt},
                              {"OMP_WAIT_POLICY", std::nullopt},
-                             {"ATEN_CPU_CAPABILITY", std::nullopt}};
+                             {"ATEN_CPU_CAPABILITY", std::nullopt},
+                             {"MALLOC_MMAP_THRESHOLD_", std::nullopt},
+                             {"MALLOC_TRIM_THRESHOLD_", std::nullopt}};
     if (config.threads > 1) env["OMP_WAIT_POLICY"] = "PASSIVE";
     if (config.avx512) env["ATEN_CPU_CAPABILITY"] = "avx512";
+    if (config.fresh_heap) {
+      // glibc's defaults; setting them stops glibc from raising them.
+      env["MALLOC_MMAP_THRESHOLD_"] = "131072";
+      env["MALLOC_TRIM_THRESHOLD_"] = "131072";
+    }
     const std::string name = absl::StrCat(config.name, ThreadSuffix(config.threads));
     absl::FPrintF(stderr, "kernels: starting %s (import torch, load the references)...\n", name);
     EagerSide side{config, nullptr, ""};
@@ -275,9 +301,10 @@ absl::StatusOr<std::vector<EagerSide>> StartEager(const std::string& python,
       };
       facts[name] = absl::StrFormat(
           "torch %s, capability %s, torch threads %s, OPENBLAS_NUM_THREADS=%s "
-          "OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s ATEN_CPU_CAPABILITY=%s",
+          "OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s ATEN_CPU_CAPABILITY=%s%s",
           fact("torch"), fact("capability"), fact("threads"), fact("OPENBLAS_NUM_THREADS"),
-          fact("OMP_NUM_THREADS"), fact("OMP_WAIT_POLICY"), fact("ATEN_CPU_CAPABILITY"));
+          fact("OMP_NUM_THREADS"), fact("OMP_WAIT_POLICY"), fact("ATEN_CPU_CAPABILITY"),
+          config.fresh_heap ? " MALLOC_MMAP_THRESHOLD_=MALLOC_TRIM_THRESHOLD_=131072" : "");
       facts[name + "_libblas"] = fact("libblas");
       facts[name + "_openblas"] = fact("openblas");
     } else {
@@ -323,18 +350,22 @@ std::string BatchName(const std::string& side, const std::string& variant, int t
 // other round: whichever runs first after an eager batch pays for what
 // eager left behind (caches, the other core).
 absl::Status TimeGraph(KilnGraph& graph, std::vector<EagerSide>& eager, Runtime* runtimes[2],
-                       int calls, int round, RoundBatches& batches) {
+                       int min_calls, int round, RoundBatches& batches) {
   const bool tail = graph.name == "tail";
+  auto calls_for = [&](const std::string& batch) {
+    const auto it = graph.calls.find(batch);
+    return it == graph.calls.end() ? min_calls : it->second;
+  };
   auto time_eager = [&](const EagerConfig& wanted) -> absl::Status {
     for (EagerSide& side : eager) {
       if (side.process == nullptr || side.config.threads != wanted.threads ||
-          side.config.avx512 != wanted.avx512) {
+          std::string(side.config.name) != wanted.name) {
         continue;
       }
       for (const char* variant : {"alloc", "out"}) {
-        if (std::string(variant) == "out" && !tail) continue;
-        ASSIGN_OR_RETURN(batches[BatchName(side.config.name, variant, side.config.threads)],
-                         side.Time(graph.name, variant, calls));
+        if (std::string(variant) == "out" && (!tail || side.config.fresh_heap)) continue;
+        const std::string batch = BatchName(side.config.name, variant, side.config.threads);
+        ASSIGN_OR_RETURN(batches[batch], side.Time(graph.name, variant, calls_for(batch)));
       }
     }
     return absl::OkStatus();
@@ -350,13 +381,16 @@ absl::Status TimeGraph(KilnGraph& graph, std::vector<EagerSide>& eager, Runtime*
       // runs right after it.
       auto allocating = [&] {
         ok &= compiled.Run(graph.input_views).ok();
-        batches[BatchName("kiln", "alloc", threads)] =
-            TimeBatch(calls, [&] { ok &= compiled.Run(graph.input_views).ok(); });
+        const std::string batch = BatchName("kiln", "alloc", threads);
+        batches[batch] =
+            TimeBatch(calls_for(batch), [&] { ok &= compiled.Run(graph.input_views).ok(); });
       };
       auto preallocated = [&] {
         ok &= compiled.Run(graph.input_views, graph.output_views[t]).ok();
-        batches[BatchName("kiln", "prealloc", threads)] = TimeBatch(
-            calls, [&] { ok &= compiled.Run(graph.input_views, graph.output_views[t]).ok(); });
+        const std::string batch = BatchName("kiln", "prealloc", threads);
+        batches[batch] = TimeBatch(calls_for(batch), [&] {
+          ok &= compiled.Run(graph.input_views, graph.output_views[t]).ok();
+        });
       };
       if (round % 2 == 0) {
         allocating();
@@ -366,9 +400,14 @@ absl::Status TimeGraph(KilnGraph& graph, std::vector<EagerSide>& eager, Runtime*
         allocating();
       }
       if (!ok) return absl::InternalError(absl::StrCat("a Run of ", graph.name, " failed"));
-      if (tail) batches[BatchName("copy", "loop", threads)] = TimeCopy(graph, t, *runtimes[t], calls);
+      if (tail) {
+        const std::string batch = BatchName("copy", "loop", threads);
+        batches[batch] = TimeCopy(graph, t, *runtimes[t], calls_for(batch));
+      }
     }
     RETURN_IF_ERROR(time_eager({"eager_default", threads, false}));
+    // Last: its freed 16 MiB buffers fault again in whatever runs next.
+    if (tail) RETURN_IF_ERROR(time_eager({"eager_fresh_heap", threads, true, true}));
   }
   return absl::OkStatus();
 }
@@ -388,8 +427,11 @@ void RecordMeasures(const KilnGraph& graph, const RoundBatches& batches, Samples
       const std::string suffix = ThreadSuffix(threads);
       const Batch* kiln = find(BatchName("kiln", kiln_variant, threads));
       const Batch* kiln_prealloc = find(BatchName("kiln", "prealloc", threads));
-      const Batch* eager = find(BatchName("eager", eager_variant, threads));
-      const Batch* eager_default = find(BatchName("eager_default", eager_variant, threads));
+      const Batch* eager = find(BatchName(measure.eager, eager_variant, threads));
+      // Debian's default dispatch, beside eager at its best.
+      const Batch* eager_default = std::string(measure.eager) == "eager"
+                                       ? find(BatchName("eager_default", eager_variant, threads))
+                                       : nullptr;
       auto record = [&](const std::string& name, const Batch* batch) {
         if (batch == nullptr) return;
         samples[name + "_us"].push_back(batch->median_ns / 1e3);
@@ -494,6 +536,7 @@ std::string Range(const Samples& samples, const std::string& key) {
 
 std::string Verdict(const Samples& samples, const std::string& key, double target, bool at_most) {
   const std::optional<Summary> summary = Summarize(samples, key);
+  if (target <= 0) return "";
   if (!summary) return "n/a";
   const bool met = at_most ? summary->median <= target : summary->median >= target;
   return absl::StrFormat("%s%g %s", at_most ? "<=" : ">=", target, met ? "met" : "MISSED");
@@ -505,7 +548,7 @@ void PrintTable(const Samples& samples, const Fields& facts) {
   for (const auto& [key, value] : facts) absl::PrintF("  %-24s %s\n", key, value);
   // Times in us; "pre": Kiln into preallocated outputs; "AVX2": eager with
   // Debian's default dispatch; speedups are eager / Kiln, per round.
-  absl::PrintF("\n%-18s %3s %9s %9s %9s %9s  %-19s %7s %7s  %-13s %s\n", "measure", "thr",
+  absl::PrintF("\n%-22s %3s %9s %9s %9s %9s  %-19s %7s %7s  %-13s %s\n", "measure", "thr",
                "kiln", "kiln pre", "eager", "eager AVX2", "speedup min/med/max", "vs AVX2",
                "pre vs", "minflt k/e", "target (1 thread)");
   for (const Measure& measure : kMeasures) {
@@ -513,7 +556,7 @@ void PrintTable(const Samples& samples, const Fields& facts) {
       const std::string suffix = ThreadSuffix(threads);
       const std::string key = measure.key;
       absl::PrintF(
-          "%-18s %3d %9s %9s %9s %9s  %-19s %7s %7s  %-13s %s\n",
+          "%-22s %3d %9s %9s %9s %9s  %-19s %7s %7s  %-13s %s\n",
           threads == 1 ? key : "", threads, Cell(samples, key + "_kiln" + suffix + "_us"),
           measure.out ? "(same)" : Cell(samples, key + "_kiln_prealloc" + suffix + "_us"),
           Cell(samples, key + "_eager" + suffix + "_us"),
@@ -628,14 +671,18 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
                                     round < 0 ? nullptr : &samples));
     for (auto& graph : graphs) {
       RoundBatches batches;
-      RETURN_IF_ERROR(TimeGraph(*graph, eager, runtimes, round < 0 ? min_calls : graph->calls,
-                                round, batches));
+      RETURN_IF_ERROR(TimeGraph(*graph, eager, runtimes, min_calls, round, batches));
       if (round < 0) {
-        double slowest = 1;
-        for (const auto& [name, batch] : batches) slowest = std::max(slowest, batch.median_ns);
-        graph->calls = std::clamp(static_cast<int>(batch_ns / slowest), min_calls, kMaxCalls);
+        int fewest = kMaxCalls, most = min_calls;
+        for (const auto& [name, batch] : batches) {
+          const int calls = std::clamp(static_cast<int>(batch_ns / std::max(1.0, batch.median_ns)),
+                                       min_calls, kMaxCalls);
+          graph->calls[name] = calls;
+          fewest = std::min(fewest, calls);
+          most = std::max(most, calls);
+        }
         absl::StrAppend(&facts["calls_per_batch"], facts["calls_per_batch"].empty() ? "" : " ",
-                        graph->name, "=", graph->calls);
+                        graph->name, "=", fewest, "..", most);
         continue;
       }
       RecordMeasures(*graph, batches, samples);
