@@ -155,6 +155,39 @@ TEST(PipelineTest, ViewableReshapesAndInOrderOutputsCopyNothing) {
   EXPECT_EQ(Stage(code, "kernels").find("copy %"), std::string::npos) << Stage(code, "kernels");
 }
 
+// softmax's row max skips NaN tests and its exp skips the upper clamp (both
+// exact here: ops_test's NaN and inf rows), the lanes' final combine is a
+// vector tree, and the exp loop is interleaved; a plain exp keeps kiln_expf.
+TEST(PipelineTest, SoftmaxTakesItsCheaperMaxAndExp) {
+  const std::string json = R"({"name": "softmax", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"constant": 1024}]}}],
+    "nodes": [
+      {"name": "softmax", "op": "aten._softmax.default", "inputs": [0], "outputs": [1],
+       "args": [{"name": "dim", "intValue": "-1"}, {"name": "half_to_float", "boolValue": false}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"constant": 1024}]}]},
+      {"name": "exp", "op": "aten.exp.default", "inputs": [0], "outputs": [2],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"constant": 1024}]}]}],
+    "outputs": [1, 2]})";
+  kiln::v1::Graph graph;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
+  const GeneratedCode code = Generate(graph);
+  const std::string core = Stage(code, "core graph");
+  EXPECT_NE(core.find("kiln.softmax_max.default(%0, dim=[-1], keepdim=True)"), std::string::npos)
+      << core;
+  EXPECT_NE(core.find("kiln.exp_nonpositive.default("), std::string::npos) << core;
+  EXPECT_NE(code.source.find("lanes[k] = (lanes[k] > v0 ? lanes[k] : v0);"), std::string::npos)
+      << code.source;
+  EXPECT_NE(code.source.find("const v8 h8 = (v[0].lo + v[0].hi);"), std::string::npos)
+      << code.source;
+  EXPECT_NE(code.source.find("#pragma clang loop interleave_count(2)\n"
+                             "      for (kiln_int64 i1 = 0; i1 < 1024; ++i1) {\n"
+                             "        const float v2 = p0[i0 * 1024 + i1];"),
+            std::string::npos)
+      << code.source;
+  EXPECT_NE(code.source.find("= kiln_expf_nonpositive("), std::string::npos);
+  EXPECT_NE(code.source.find("= kiln_expf("), std::string::npos) << "the plain exp";
+}
+
 TEST(PipelineTest, AnOutputAliasingPartOfAResultIsCopied) {
   // as_strided(mm(x, y), [2, 3], [3, 1]): the first half of the product. Its
   // memory is the product's in order, but only 6 of its 12 elements: the

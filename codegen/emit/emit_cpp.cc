@@ -230,6 +230,7 @@ class BodyEmitter {
         }
         auto text = EmitFunction(expr.function, operands, expr.dtype);
         if (!text.ok()) return absl::InternalError(std::string(text.status().message()));
+        calls_polynomial_ |= CallsPolynomial(expr.function, expr.dtype);
         return Bind(expr.dtype, *text);
       }
     }
@@ -247,6 +248,9 @@ class BodyEmitter {
 
   void Line(const std::string& text) { absl::StrAppend(&out_, indent_, text, "\n"); }
 
+  // Whether anything emitted so far computes a kiln_math.h polynomial.
+  bool calls_polynomial() const { return calls_polynomial_; }
+
  private:
   const int outer_rank_;
   const ir::Graph& graph_;
@@ -257,6 +261,7 @@ class BodyEmitter {
   int& next_var_;
   const std::string indent_;
   std::string& out_;
+  bool calls_polynomial_ = false;
   std::map<std::string, std::string> memo_;
 };
 
@@ -371,7 +376,9 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
   const int written_storage = WrittenStorage(kernel, plan);
   const std::string out = params.For(written_storage);
   const std::string outer_indent = indent;
+  size_t innermost = body.size();  // where the innermost loop starts
   for (int d = first_dim; d < rank; ++d) {
+    innermost = body.size();
     body += For(d, Extent(type.sizes[d]), indent);
     indent += "  ";
   }
@@ -395,6 +402,13 @@ absl::Status EmitKernelBody(const Kernel& kernel, int first_dim, const ir::Graph
                                                   ir::AffineMap::Identity(rank)));
     }
     emitter.Line(absl::StrCat(target, " = ", ToStorage(result, stored), ";"));
+    // A polynomial makes the body long enough that clang's cost model
+    // leaves the vector loop uninterleaved; two vectors per iteration
+    // overlap better (softmax's exp pass: 354 -> 344 us).
+    if (emitter.calls_polynomial() && rank > first_dim && Extent(type.sizes[rank - 1]) != "1") {
+      body.insert(innermost, absl::StrCat(std::string(outer_indent.size() + 2 * (rank - 1 - first_dim), ' '),
+                                          "#pragma clang loop interleave_count(2)\n"));
+    }
   } else {
     const ir::Definition& definition = program.definitions[kernel.value];
     const ir::DType accumulate = definition.exprs[definition.root].dtype;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -187,5 +188,16 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
 }
 
 bool HasFunction(const std::string& function) { return Table().count(function) > 0; }
+
+bool CallsPolynomial(const std::string& function, ir::DType dtype) {
+  const auto it = Table().find(function);
+  if (it == Table().end() || dtype == ir::DType::kFloat64 || !ir::IsFloatingPoint(dtype)) {
+    return false;
+  }
+  for (const char* polynomial : {"{exp}", "{exp_nonpositive}", "{log}", "{tanh}", "{erf_for_gelu}"}) {
+    if (absl::StrContains(it->second.text, polynomial)) return true;
+  }
+  return false;
+}
 
 }  // namespace kiln

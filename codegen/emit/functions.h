@@ -24,6 +24,10 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
 
 bool HasFunction(const std::string& function);
 
+// Whether `function` in `dtype` computes one of kiln_math.h's polynomials
+// (float32 exp, log, tanh, gelu's erf): a long body.
+bool CallsPolynomial(const std::string& function, ir::DType dtype);
+
 // A C literal of `dtype` with exactly `value` (hex floats, never decimal).
 std::string EmitLiteral(double value, ir::DType dtype);
 
