@@ -9,11 +9,13 @@
 // gets no figure (and the run exits 1). Eager PyTorch runs in long-lived
 // Python processes (eager_kernels.py, driven over pipes), one per
 // configuration: ATen dispatch (avx512, eager's best here, and Debian's
-// default AVX2) x threads (1, 2). Per round, for each graph, every side
-// times one batch (calls one by one, median), interleaved:
+// default AVX2) x threads (1, 2), plus, for the tail only, eager with
+// glibc's default malloc thresholds (a fresh process's heap). Per round, for
+// each graph, every side times one batch (calls one by one, median),
+// interleaved:
 //   eager avx512 1t, Kiln 1t allocating, Kiln 1t preallocated, [copy 1t],
-//   eager default 1t, eager avx512 2t, Kiln 2t allocating, Kiln 2t
-//   preallocated, [copy 2t], eager default 2t
+//   [hand-written 1t], eager default 1t, [eager fresh heap 1t], the same at
+//   2t (no hand-written)
 // and each round starts with one cold compile of transformer_layer (fresh
 // salt). Round -1 is a warm-up that also sizes each side's batches.
 //
@@ -29,10 +31,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -52,7 +56,7 @@
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "tools/bench/bench_util.h"
-#include "tools/bench/copy_loop.h"
+#include "tools/bench/hand_kernels.h"
 #include "tools/reference/tensor_data.h"
 
 ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
@@ -162,6 +166,8 @@ struct KilnGraph {
   std::vector<Tensor> outputs[2];
   std::vector<TensorView> output_views[2];
   std::string error;  // non-empty: wrong or failed; no Kiln figures
+  bool hand = false;       // hand-written baselines exist for it and matched eager
+  std::string hand_error;  // why a baseline that exists was left out
   // Calls per batch of each side (by batch name), set by the warm-up round
   // so that every batch takes about --batch_ms; until then --min_calls.
   std::map<std::string, int> calls;
@@ -186,6 +192,54 @@ absl::Status CheckKilnGraph(KilnGraph& graph) {
       RETURN_IF_ERROR(CompareToReference(absl::StrCat(what, ", preallocated)"),
                                          graph.outputs[t][k], want, tolerance));
     }
+  }
+  return absl::OkStatus();
+}
+
+// The hand-written baselines of `graph` at 1 thread (hand_kernels.h), each
+// checked against eager's output the first time, into Kiln's preallocated
+// output. softmax: AVX-512 intrinsics with vscalefps ("scalef") and with
+// Kiln's scaling ("kiln_math"). tail: streaming stores ("streaming"), and
+// each of Kiln and streaming stores followed by a pass that reads the
+// output, as the next op would ("kiln_then_sum", "streaming_then_sum").
+std::vector<std::pair<std::string, std::function<void()>>> HandBaselines(KilnGraph& graph) {
+  const float* x = graph.inputs[0].data<float>();
+  float* y = graph.outputs[0][0].data<float>();
+  const int64_t n = graph.inputs[0].NumElements();
+  std::vector<std::pair<std::string, std::function<void()>>> baselines;
+  if (graph.name == "softmax") {
+    const int64_t cols = graph.inputs[0].sizes().back();
+    for (int scalef : {1, 0}) {
+      baselines.emplace_back(scalef ? "scalef" : "kiln_math", [=] {
+        KilnBenchSoftmaxRows(x, y, n / cols, cols, scalef);
+      });
+    }
+  } else if (graph.name == "tail") {
+    CompiledGraph* compiled = graph.compiled[0].get();
+    const std::vector<TensorView>* inputs = &graph.input_views;
+    const std::vector<TensorView>* outputs = &graph.output_views[0];
+    baselines.emplace_back("streaming", [=] { KilnBenchTailStreaming(x, y, n); });
+    baselines.emplace_back("kiln_then_sum", [=] {
+      compiled->Run(*inputs, *outputs).IgnoreError();
+      KilnBenchSum(y, n);  // another translation unit: not optimized away
+    });
+    baselines.emplace_back("streaming_then_sum", [=] {
+      KilnBenchTailStreaming(x, y, n);
+      KilnBenchSum(y, n);
+    });
+  }
+  return baselines;
+}
+
+// Runs each hand-written baseline once and compares its output with eager's;
+// a wrong one leaves the graph without hand-written figures.
+absl::Status CheckHandBaselines(KilnGraph& graph) {
+  for (auto& [name, fn] : HandBaselines(graph)) {
+    fn();
+    const auto& want = graph.reference.outputs(0);
+    RETURN_IF_ERROR(CompareToReference(absl::StrCat(graph.name, " hand-written ", name),
+                                       graph.outputs[0][0], want,
+                                       DefaultTolerance(want.dtype())));
   }
   return absl::OkStatus();
 }
@@ -222,6 +276,14 @@ absl::StatusOr<std::unique_ptr<KilnGraph>> LoadKilnGraph(const std::string& name
   }
   const absl::Status checked = CheckKilnGraph(*graph);
   if (!checked.ok()) graph->error = absl::StrCat("wrong output: ", checked.message());
+  graph->hand = (name == "softmax" || name == "tail") && KilnBenchHasAvx512() && checked.ok();
+  if (graph->hand) {
+    const absl::Status hand = CheckHandBaselines(*graph);
+    if (!hand.ok()) {
+      graph->hand = false;
+      graph->hand_error = std::string(hand.message());
+    }
+  }
   return graph;
 }
 
@@ -404,6 +466,13 @@ absl::Status TimeGraph(KilnGraph& graph, std::vector<EagerSide>& eager, Runtime*
         const std::string batch = BatchName("copy", "loop", threads);
         batches[batch] = TimeCopy(graph, t, *runtimes[t], calls_for(batch));
       }
+      if (graph.hand && threads == 1) {
+        for (auto& [name, fn] : HandBaselines(graph)) {
+          const std::string batch = BatchName("hand", name, 1);
+          fn();
+          batches[batch] = TimeBatch(calls_for(batch), fn);
+        }
+      }
     }
     RETURN_IF_ERROR(time_eager({"eager_default", threads, false}));
     // Last: its freed 16 MiB buffers fault again in whatever runs next.
@@ -463,6 +532,28 @@ void RecordMeasures(const KilnGraph& graph, const RoundBatches& batches, Samples
         }
       }
     }
+  }
+  // The hand-written baselines, at 1 thread: as a fraction of Kiln's
+  // preallocated time (1: as fast as Kiln; below 1: faster than Kiln).
+  const Batch* kiln_pre = find(BatchName("kiln", "prealloc", 1));
+  auto hand = [&](const std::string& key, const std::string& name) {
+    const Batch* batch = find(BatchName("hand", name, 1));
+    if (batch == nullptr) return batch;
+    samples[key + "_us"].push_back(batch->median_ns / 1e3);
+    if (kiln_pre != nullptr) samples[key + "_fraction"].push_back(batch->median_ns / kiln_pre->median_ns);
+    return batch;
+  };
+  if (graph.name == "softmax") {
+    hand("softmax_1024_hand_scalef", "scalef");
+    hand("softmax_1024_hand_kiln_math", "kiln_math");
+  } else if (graph.name == "tail") {
+    const Batch* streaming = hand("tail_2048_out_streaming", "streaming");
+    const Batch* eager_out = find(BatchName("eager", "out", 1));
+    if (streaming != nullptr && eager_out != nullptr) {
+      samples["tail_2048_out_streaming_speedup"].push_back(eager_out->median_ns / streaming->median_ns);
+    }
+    hand("tail_2048_out_kiln_then_sum", "kiln_then_sum");
+    hand("tail_2048_out_streaming_then_sum", "streaming_then_sum");
   }
 }
 
@@ -569,9 +660,9 @@ void PrintTable(const Samples& samples, const Fields& facts) {
     }
     absl::PrintF("  %s\n", measure.what);
   }
-  absl::PrintF("\n%-40s %-24s %s\n", "figure", "min/median/max", "target (1 thread)");
+  absl::PrintF("\n%-44s %-24s %s\n", "figure", "min/median/max", "target (1 thread)");
   auto row = [&](const std::string& label, const std::string& key, const std::string& target) {
-    absl::PrintF("%-40s %-24s %s\n", label, Range(samples, key), target);
+    absl::PrintF("%-44s %-24s %s\n", label, Range(samples, key), target);
   };
   for (int threads = 1; threads <= 2; ++threads) {
     const std::string suffix = ThreadSuffix(threads);
@@ -582,6 +673,16 @@ void PrintTable(const Samples& samples, const Fields& facts) {
     row("  copy loop, GB/s read+written" + at, "copy" + suffix + "_gb_s", "");
     row("  Kiln tail out=, GB/s read+written" + at, "tail_2048_out_kiln" + suffix + "_gb_s", "");
   }
+  absl::PrintF("hand-written baselines, 1 thread (time / Kiln's preallocated time):\n");
+  row("  softmax_1024, vscalefps", "softmax_1024_hand_scalef_fraction", "");
+  row("    us", "softmax_1024_hand_scalef_us", "");
+  row("  softmax_1024, Kiln's exp arithmetic", "softmax_1024_hand_kiln_math_fraction", "");
+  row("    us", "softmax_1024_hand_kiln_math_us", "");
+  row("  tail_2048_out, streaming stores", "tail_2048_out_streaming_fraction", "");
+  row("    us", "tail_2048_out_streaming_us", "");
+  row("    speedup over eager out=", "tail_2048_out_streaming_speedup", "");
+  row("  Kiln's tail, then a pass reading it, us", "tail_2048_out_kiln_then_sum_us", "");
+  row("  streaming tail, then a pass reading it, us", "tail_2048_out_streaming_then_sum_us", "");
   const std::string compile = absl::StrCat(kCompiledGraph, "_compile");
   row(compile + "_ms", compile + "_ms", Verdict(samples, compile + "_ms", 500, true));
   row("  in kilnd: graph -> C++", compile + "_codegen_ms", "");
@@ -649,6 +750,7 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
     absl::FPrintF(stderr, "kernels: compiling and checking %s...\n", name);
     ASSIGN_OR_RETURN(std::unique_ptr<KilnGraph> graph,
                      LoadKilnGraph(name, daemon->client(), runtimes));
+    if (!graph->hand_error.empty()) facts[absl::StrCat("hand_", name)] = graph->hand_error;
     if (!graph->error.empty()) {
       facts[absl::StrCat("kiln_", name)] = graph->error;
       absl::FPrintF(stderr, "kernels: %s: %s\n", name, graph->error);
