@@ -97,9 +97,19 @@ void KilnBenchSoftmaxRows(const float* __restrict x, float* __restrict y, int64_
 #else
 
 int KilnBenchHasAvx512(void) { return 0; }
-void KilnBenchTailStreaming(const float* __restrict x, float* __restrict y, int64_t n) {}
-float KilnBenchSum(const float* x, int64_t n) { return 0; }
+
+void KilnBenchTailStreaming(const float* __restrict x, float* __restrict y, int64_t n) {
+  (void)x, (void)y, (void)n;
+}
+
+float KilnBenchSum(const float* x, int64_t n) {
+  (void)x, (void)n;
+  return 0;
+}
+
 void KilnBenchSoftmaxRows(const float* __restrict x, float* __restrict y, int64_t rows,
-                          int64_t cols, int scalef) {}
+                          int64_t cols, int scalef) {
+  (void)x, (void)y, (void)rows, (void)cols, (void)scalef;
+}
 
 #endif
