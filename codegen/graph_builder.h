@@ -29,7 +29,7 @@ class GraphBuilder {
   ir::TensorType type(int value) const { return graph_.values[value]; }
   const ir::Graph& graph() const { return graph_; }
 
-  // The name replacement nodes get ("softmax/amax"), for explain.
+  // The name replacement nodes get ("_softmax/exp_nonpositive"), for explain.
   void set_name_prefix(std::string prefix) { prefix_ = std::move(prefix); }
 
  private:

@@ -45,7 +45,8 @@ const std::map<std::string, Function>& Table() {
       {"sqrt", {1, "{sqrt}({0})"}},
       {"rsqrt", {1, "({one} / {sqrt}({0}))"}},
       {"exp", {1, "{exp}({0})"}},
-      {"exp_nonpositive", {1, "{exp_nonpositive}({0})"}},  // only for arguments <= 0 or NaN
+      // exp where the argument is known <= 0 (softmax's x - max).
+      {"exp_nonpositive", {1, "{exp_nonpositive}({0})"}},
       {"expm1", {1, "{expm1}({0})"}},
       {"log", {1, "{log}({0})"}},
       {"log1p", {1, "{log1p}({0})"}},
@@ -102,6 +103,22 @@ std::string Builtin(const char* name, ir::DType dtype) {
   return absl::StrCat("__builtin_", name, IsSingle(dtype) ? "f" : "");
 }
 
+// Placeholders whose float32 (and 16-bit) form is one of kiln_math.h's
+// vectorizable polynomials; float64 takes the runtime table's libm entry.
+struct Polynomial {
+  const char* placeholder;
+  const char* float32;
+  const char* libm;  // KILN_MATH_<libm>
+};
+constexpr Polynomial kPolynomials[] = {
+    {"{exp}", "kiln_expf", "EXP"},
+    {"{exp_nonpositive}", "kiln_expf_nonpositive", "EXP"},
+    {"{log}", "kiln_logf", "LOG"},
+    {"{tanh}", "kiln_tanhf", "TANH"},
+    // gelu's erf: within 5e-7 absolute (kiln_math.h).
+    {"{erf_for_gelu}", "kiln_erf_for_gelu", "ERF"},
+};
+
 }  // namespace
 
 std::string EmitLiteral(double value, ir::DType dtype) {
@@ -155,18 +172,9 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
       {"{sqrt1_2}", EmitLiteral(M_SQRT1_2, dtype)},
       {"{gelu_beta}", EmitLiteral(M_SQRT2 * M_2_SQRTPI * 0.5, dtype)},
       {"{gelu_kappa}", EmitLiteral(0.044715, dtype)},
-      // float32 exp, log and tanh: Kiln's vectorizable polynomials
-      // (kiln_math.h).
-      {"{exp}", dtype == ir::DType::kFloat64 ? Math("EXP", dtype) : "kiln_expf"},
-      {"{exp_nonpositive}",
-       dtype == ir::DType::kFloat64 ? Math("EXP", dtype) : "kiln_expf_nonpositive"},
       {"{expm1}", Math("EXPM1", dtype)},
-      {"{log}", dtype == ir::DType::kFloat64 ? Math("LOG", dtype) : "kiln_logf"},
       {"{log1p}", Math("LOG1P", dtype)},
-      {"{tanh}", dtype == ir::DType::kFloat64 ? Math("TANH", dtype) : "kiln_tanhf"},
       {"{erf}", Math("ERF", dtype)},
-      // gelu's erf in float32: vectorizable, 5e-7 absolute (kiln_math.h).
-      {"{erf_for_gelu}", dtype == ir::DType::kFloat64 ? Math("ERF", dtype) : "kiln_erf_for_gelu"},
       {"{sin}", Math("SIN", dtype)},
       {"{cos}", Math("COS", dtype)},
       {"{pow}", IsSingle(dtype) ? "rt->pow_f32" : "rt->pow_f64"},
@@ -177,6 +185,11 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
       {"{rint}", Builtin("rint", dtype)},
       {"{trunc}", Builtin("trunc", dtype)},
   };
+  for (const Polynomial& polynomial : kPolynomials) {
+    replacements.push_back({polynomial.placeholder, dtype == ir::DType::kFloat64
+                                                        ? Math(polynomial.libm, dtype)
+                                                        : polynomial.float32});
+  }
   for (size_t i = 0; i < operands.size(); ++i) {
     replacements.push_back({absl::StrCat("{", i, "}"), operands[i]});
   }
@@ -194,8 +207,8 @@ bool CallsPolynomial(const std::string& function, ir::DType dtype) {
   if (it == Table().end() || dtype == ir::DType::kFloat64 || !ir::IsFloatingPoint(dtype)) {
     return false;
   }
-  for (const char* polynomial : {"{exp}", "{exp_nonpositive}", "{log}", "{tanh}", "{erf_for_gelu}"}) {
-    if (absl::StrContains(it->second.text, polynomial)) return true;
+  for (const Polynomial& polynomial : kPolynomials) {
+    if (absl::StrContains(it->second.text, polynomial.placeholder)) return true;
   }
   return false;
 }

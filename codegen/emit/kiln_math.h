@@ -22,12 +22,17 @@ static inline float kiln_bits_to_float(unsigned int bits) {
   return f;
 }
 
-/* exp's reduction and polynomial: returns exp(r) for x (already clamped)
- * = k ln 2 + r, k = round(x / ln 2), and sets *k. Cody-Waite with a two-part
- * ln 2 and Cephes' degree-6 polynomial; k comes out of one FMA with
- * 1.5 * 2^23 added (the rounded value lands in the low mantissa bits),
- * which saves the round and the conversion. */
-static inline float kiln_exp_reduced(float x, int* k) {
+/* exp's reduction and polynomial, for x (already clamped) = k ln 2 + r with
+ * k = round(x / ln 2): exp(r) and k. Cody-Waite with a two-part ln 2 and
+ * Cephes' degree-6 polynomial; k comes out of one FMA with 1.5 * 2^23 added
+ * (the rounded value lands in the low mantissa bits), which saves the round
+ * and the conversion. */
+typedef struct {
+  float exp_r;
+  int k;
+} kiln_exp_parts;
+
+static inline kiln_exp_parts kiln_exp_reduced(float x) {
   const float shifted = __builtin_fmaf(x, 0x1.715476p+0f, 0x1.8p+23f);
   const float kf = shifted - 0x1.8p+23f;
   float r = __builtin_fmaf(kf, -0x1.62e400p-1f, x);
@@ -40,8 +45,9 @@ static inline float kiln_exp_reduced(float x, int* k) {
   p = __builtin_fmaf(p, r, 0x1.000000p-1f);
   unsigned int shifted_bits;
   __builtin_memcpy(&shifted_bits, &shifted, 4);
-  *k = (int)(shifted_bits - 0x4b400000u);
-  return __builtin_fmaf(p * r, r, r) + 1.0f;
+  const kiln_exp_parts parts = {__builtin_fmaf(p * r, r, r) + 1.0f,
+                                (int)(shifted_bits - 0x4b400000u)};
+  return parts;
 }
 
 /* exp(x) = 2^k * exp(r), 2^k applied in two steps so that denormal results
@@ -52,12 +58,11 @@ static inline float kiln_exp_reduced(float x, int* k) {
 static inline float kiln_expf(float x) {
   float clamped = x < -104.0f ? -104.0f : x;
   clamped = clamped > 89.0f ? 89.0f : clamped;
-  int k;
-  const float p = kiln_exp_reduced(clamped, &k);
-  const int half = k >> 1;
+  const kiln_exp_parts parts = kiln_exp_reduced(clamped);
+  const int half = parts.k >> 1;
   const float scale1 = kiln_bits_to_float((unsigned int)(half + 127) << 23);
-  const float scale2 = kiln_bits_to_float((unsigned int)(k - half + 127) << 23);
-  return p * scale1 * scale2;
+  const float scale2 = kiln_bits_to_float((unsigned int)(parts.k - half + 127) << 23);
+  return parts.exp_r * scale1 * scale2;
 }
 
 /* kiln_expf(x) for x <= 0 or NaN (softmax's exp(x - max)), bit for bit
@@ -66,9 +71,8 @@ static inline float kiln_expf(float x) {
  * 2^-64 rounds once. No upper clamp; exact up to x = 43, wrong above. */
 static inline float kiln_expf_nonpositive(float x) {
   const float clamped = x < -104.0f ? -104.0f : x;
-  int k;
-  const float p = kiln_exp_reduced(clamped, &k);
-  return p * kiln_bits_to_float((unsigned int)(k + 64 + 127) << 23) * 0x1p-64f;
+  const kiln_exp_parts parts = kiln_exp_reduced(clamped);
+  return parts.exp_r * kiln_bits_to_float((unsigned int)(parts.k + 64 + 127) << 23) * 0x1p-64f;
 }
 
 /* log(x) = e ln 2 + log(m), x = m 2^e with m in [sqrt(1/2), sqrt(2))

@@ -53,6 +53,15 @@ absl::StatusOr<int> ByCount(GraphBuilder& b, const char* op, int x, const ir::Sy
 }
 
 // softmax(x, dim) = exp(x - max) / sum(exp(x - max)).
+//
+// The max (kiln.softmax_max) skips NaN tests and the exp
+// (kiln.exp_nonpositive) assumes x - max <= 0. Both hold in a row without a
+// NaN. In a row with one, the max can come out below the row's largest value
+// (a NaN resets the lane it lands in), x - max can be positive and the
+// cheaper exp wrong there, but the NaN's own exp is NaN, so the sum is NaN,
+// and every output is a product with its reciprocal (softmax) or a
+// difference with its log (log_softmax): all NaN, as in eager. Whatever
+// reads `exp` or `shifted` must go through the sum for this to hold.
 absl::StatusOr<std::vector<int>> Softmax(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[0]).dtype;
   ASSIGN_OR_RETURN(int x, ToType(b, node.inputs[0], ComputeType(out)));
@@ -61,7 +70,6 @@ absl::StatusOr<std::vector<int>> Softmax(GraphBuilder& b, const ir::Node& node) 
                    b.Add("kiln.softmax_max.default", {x}, {{"dim", dim}, {"keepdim", true}}));
   ASSIGN_OR_RETURN(const int shifted, b.Add("aten.sub.Tensor", {x, max}));
   const bool log = node.op == "aten._log_softmax.default";
-  // shifted <= 0 (or NaN): the cheaper exp, same bits.
   ASSIGN_OR_RETURN(const int exp, b.Add("kiln.exp_nonpositive.default", {shifted}));
   ASSIGN_OR_RETURN(const int sum,
                    b.Add("aten.sum.dim_IntList", {exp}, {{"dim", dim}, {"keepdim", true}}));

@@ -392,8 +392,9 @@ void RegisterPointwiseOps(OpTable& table) {
                          "",
                          Apply(function)});
   }
-  // softmax's exp(x - max): its argument is <= 0 or NaN, for which
-  // kiln_expf_nonpositive gives kiln_expf's bits in fewer instructions.
+  // softmax's exp(x - max), whose argument is <= 0 but in rows holding a
+  // NaN (composites.cc Softmax): kiln_expf_nonpositive, kiln_expf's bits
+  // there in fewer instructions.
   AddPointwise(table, {"kiln.exp_nonpositive.default",
                        1,
                        1,

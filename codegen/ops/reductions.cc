@@ -74,7 +74,8 @@ void AddReduction(OpTable& table, const std::string& op, const std::string& comb
       for (int64_t d = 0; d < input.rank(); ++d) {
         if (reduced[d] && input.sizes[d] == ir::Dim::Constant(0)) {
           return absl::InvalidArgumentError(
-              absl::StrCat("cannot take ", combiner, " over dim ", d, " of size 0 (no identity)"));
+              absl::StrCat("cannot take ", combiner == "max_nan_unspecified" ? "max" : combiner,
+                           " over dim ", d, " of size 0 (no identity)"));
         }
       }
     }

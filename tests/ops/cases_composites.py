@@ -37,14 +37,19 @@ def softmax_cases(claims):
             # NaN anywhere in a row makes the whole row NaN (Kiln's row max
             # skips NaN tests: the NaN must get through the sum), in rows
             # with 16 and 64 reduction lanes and a scalar tail; +inf rows
-            # and an all -inf row are NaN too, as in eager.
+            # and an all -inf row are NaN too, as in eager. Row 7: a NaN
+            # resets the lane holding the row's largest value, so Kiln's max
+            # comes out low and x - max reaches ~100, past where its exp
+            # for x - max <= 0 holds.
             for width in (130, 1024):
-                special = random((7, width), dtype, g)
+                lanes = 64 if width == 1024 else 16
+                special = random((8, width), dtype, g)
                 special[0, 0] = special[1, width - 1] = special[2, width // 2] = math.nan
                 special[3, 5] = math.inf
                 special[4] = -math.inf
                 special[5, 3], special[5, 7] = math.nan, math.inf
                 special[6, 17] = -math.inf
+                special[7, 1], special[7, 1 + lanes] = 100.0, math.nan
                 yield Case(op, dtype, f"nan_inf_{width}", softmax_of(name, -1), [special])
     op = "aten._softmax_backward_data.default"
     for dtype in claimed(claims, op):

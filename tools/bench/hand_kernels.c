@@ -37,7 +37,7 @@ float KilnBenchSum(const float* x, int64_t n) {
 
 // kiln_expf_nonpositive's arithmetic on 16 lanes (x <= 0 or NaN).
 static inline __m512 Exp16(__m512 x, int scalef) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);  // a NaN x stays NaN
   const __m512 shifted =
       _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), _mm512_set1_ps(0x1.8p+23f));
   const __m512 k = _mm512_sub_ps(shifted, _mm512_set1_ps(0x1.8p+23f));
