@@ -9,6 +9,7 @@
 #include "codegen/passes/lower.h"
 #include "codegen/passes/plan_buffers.h"
 #include "codegen/passes/schedule.h"
+#include "codegen/passes/transpose_linear.h"
 #include "codegen/passes/verify.h"
 #include "common/status_macros.h"
 
@@ -28,7 +29,8 @@ absl::StatusOr<GeneratedCode> GenerateCode(const CodegenInputs& inputs, bool kee
     if (keep_stages) code.stages.emplace_back(name, print());
   };
   stage("graph", [&] { return ir::ToString(inputs.graph); });
-  ASSIGN_OR_RETURN(const ir::Graph graph, Decompose(inputs.graph));
+  ASSIGN_OR_RETURN(const ir::Graph decomposed, Decompose(inputs.graph));
+  ASSIGN_OR_RETURN(const ir::Graph graph, TransposeLinearPairs(decomposed));
   stage("core graph", [&] { return ir::ToString(graph); });
   ASSIGN_OR_RETURN(const ir::LoopProgram program, Lower(graph));
   stage("loop IR", [&] { return ir::ToString(program, graph); });

@@ -2,6 +2,9 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/substitute.h"
+
 #include "codegen/guards.h"
 #include "codegen/retype.h"
 #include "common/files.h"
@@ -186,6 +189,58 @@ TEST(PipelineTest, SoftmaxTakesItsCheaperMaxAndExp) {
       << code.source;
   EXPECT_NE(code.source.find("= kiln_expf_nonpositive("), std::string::npos) << code.source;
   EXPECT_NE(code.source.find("= kiln_expf("), std::string::npos) << "the plain exp";
+}
+
+// Linear -> GELU -> Linear (as traced: addmm(b, x, t(W))) at batch `batch`.
+kiln::v1::Graph LinearPair(int batch, int in, int hidden, int out) {
+  const std::string json = absl::Substitute(R"({"name": "mlp", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"constant": $0}, {"constant": $1}]}},
+      {"value": 1, "name": "w1", "type": {"dtype": "FLOAT32", "sizes": [{"constant": $2}, {"constant": $1}]}},
+      {"value": 2, "name": "b1", "type": {"dtype": "FLOAT32", "sizes": [{"constant": $2}]}},
+      {"value": 3, "name": "w2", "type": {"dtype": "FLOAT32", "sizes": [{"constant": $3}, {"constant": $2}]}}],
+    "nodes": [
+      {"name": "t", "op": "aten.t.default", "inputs": [1], "outputs": [4],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": $1}, {"constant": $2}],
+                        "strides": [{"constant": 1}, {"constant": $1}]}]},
+      {"name": "addmm", "op": "aten.addmm.default", "inputs": [2, 0, 4], "outputs": [5],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": $0}, {"constant": $2}]}]},
+      {"name": "gelu", "op": "aten.gelu.default", "inputs": [5], "outputs": [6],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": $0}, {"constant": $2}]}]},
+      {"name": "t_1", "op": "aten.t.default", "inputs": [3], "outputs": [7],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": $2}, {"constant": $3}],
+                        "strides": [{"constant": 1}, {"constant": $2}]}]},
+      {"name": "mm", "op": "aten.mm.default", "inputs": [6, 7], "outputs": [8],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": $0}, {"constant": $3}]}]}],
+    "outputs": [8]})",
+                                            batch, in, hidden, out);
+  kiln::v1::Graph graph;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
+  return graph;
+}
+
+// At a small batch both products run with the weight on the left (two plain
+// GEMMs), GELU and its bias on the transposed hidden values, and the result
+// is read back as a transposed view; past the narrowest width (32 here),
+// the graph is left as written.
+TEST(PipelineTest, LinearPairsRunTransposedAtSmallBatches) {
+  const std::string core = Stage(Generate(LinearPair(16, 64, 128, 32)), "core graph");
+  EXPECT_NE(core.find("float32[128, 16] = kiln.mm.default(%1, %"), std::string::npos) << core;
+  EXPECT_NE(core.find("float32[128, 16]{strides 1, 0} = aten.t.default(%"), std::string::npos)
+      << "the bias, broadcast along the batch\n" << core;
+  EXPECT_NE(core.find("float32[128, 16] = aten.gelu.default(%"), std::string::npos) << core;
+  EXPECT_NE(core.find("float32[32, 16] = kiln.mm.default(%3, %"), std::string::npos) << core;
+  EXPECT_NE(core.find("float32[16, 32]{strides 1, 16} = aten.t.default(%"), std::string::npos)
+      << core;
+
+  EXPECT_NE(Stage(Generate(LinearPair(32, 64, 128, 32)), "core graph").find("kiln.mm.default(%1, %"),
+            std::string::npos);
+  for (int batch : {33, 64}) {
+    const std::string kept = Stage(Generate(LinearPair(batch, 64, 128, 32)), "core graph");
+    EXPECT_EQ(kept.find("kiln.mm.default(%1, %"), std::string::npos) << batch << "\n" << kept;
+    EXPECT_NE(kept.find(absl::StrCat("float32[", batch, ", 128] = kiln.mm.default(%0, %")),
+              std::string::npos)
+        << batch << "\n" << kept;
+  }
 }
 
 TEST(PipelineTest, AnOutputAliasingPartOfAResultIsCopied) {

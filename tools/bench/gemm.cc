@@ -3,7 +3,10 @@
 // multiply and a ladder of small ones, the runtime's gemm_f32 (OpenBLAS,
 // single-threaded, as artifacts call it) with B row-major and with B read
 // transposed (x @ W.T), against a generated-style loop (tools/bench/
-// gemm_loop.c). Interleaved per round, min/median/max over rounds.
+// gemm_loop.c); and a pair of linear layers (the feed-forward block) as
+// written, G = x · W1ᵀ then G · W2ᵀ, against the same in transposed space,
+// Gᵀ = W1 · xᵀ then W2 · Gᵀ (codegen/passes/transpose_linear.h).
+// Interleaved per round, min/median/max over rounds.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -33,6 +36,15 @@ constexpr Shape kShapes[] = {
     {32, 64, 32, "small ladder"},    {64, 64, 64, "f (examples/f.json)"},
     {128, 128, 32, "attention q.kT"}, {128, 32, 128, "attention p.v"},
     {64, 1024, 256, "mlp, Linear 1"}, {64, 256, 1024, "mlp, Linear 2"},
+};
+
+// A pair of linear layers: x (batch x in) -> hidden -> in.
+struct PairShape {
+  int64_t batch, in, hidden;
+};
+constexpr PairShape kPairs[] = {
+    {16, 64, 128},  {32, 64, 128},  {64, 64, 128},  {128, 64, 128},  {256, 64, 128},
+    {16, 256, 1024}, {64, 256, 1024}, {256, 256, 1024}, {512, 256, 1024},
 };
 
 int Main() {
@@ -68,6 +80,32 @@ int Main() {
       });
       if (s.n <= 1024) time("loop", [&] { KilnBenchGemmLoop(a.data(), b.data(), c.data(), s.m, s.n, s.k); });
     }
+    for (const PairShape& p : kPairs) {
+      std::vector<float> x(p.batch * p.in), w1(p.hidden * p.in), w2(p.in * p.hidden),
+          g(p.batch * p.hidden), c(p.batch * p.in);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) - 3;
+      for (size_t i = 0; i < w1.size(); ++i) w1[i] = float(i % 5) - 2;
+      for (size_t i = 0; i < w2.size(); ++i) w2[i] = float(i % 3) - 1;
+      const double flops = 4.0 * p.batch * p.in * p.hidden;
+      const int calls = std::max(9, int(absl::GetFlag(FLAGS_batch_ms) * 1e6 / (flops / 50.0)));
+      const std::string name = absl::StrCat("pair_", p.batch, "x", p.in, "x", p.hidden);
+      auto time = [&](const char* variant, auto&& fn) {
+        const double us = TimeBatch(calls, fn).median_ns / 1e3;
+        if (round > 0) samples[absl::StrCat(name, "_", variant, "_us")].push_back(us);
+      };
+      time("as_written", [&] {  // G = x · W1ᵀ, C = G · W2ᵀ
+        rt->gemm_f32(rt->context, p.batch, p.hidden, p.in, 1.0f, x.data(), p.in, 1, w1.data(), 1,
+                     p.in, 0.0f, g.data(), p.hidden);
+        rt->gemm_f32(rt->context, p.batch, p.in, p.hidden, 1.0f, g.data(), p.hidden, 1, w2.data(),
+                     1, p.hidden, 0.0f, c.data(), p.in);
+      });
+      time("transposed", [&] {  // Gᵀ = W1 · xᵀ, Cᵀ = W2 · Gᵀ
+        rt->gemm_f32(rt->context, p.hidden, p.batch, p.in, 1.0f, w1.data(), p.in, 1, x.data(), 1,
+                     p.in, 0.0f, g.data(), p.batch);
+        rt->gemm_f32(rt->context, p.in, p.batch, p.hidden, 1.0f, w2.data(), p.hidden, 1, g.data(),
+                     p.batch, 1, 0.0f, c.data(), p.batch);
+      });
+    }
   }
   printf("GEMM choices: runtime gemm_f32 (OpenBLAS %s, %d thread(s)) vs a generated-style loop\n",
          MappedLibraries("openblas").c_str(), absl::GetFlag(FLAGS_threads));
@@ -85,6 +123,27 @@ int Main() {
     printf("%s\n", line.c_str());
   }
   printf("(us per call, min/median/max over %d rounds)\n", absl::GetFlag(FLAGS_repetitions));
+  printf("\nLinear pairs, both products: as written (x . W1T, then . W2T) vs transposed "
+         "(W1 . xT, then W2 . GT)\n");
+  printf("%-10s %-8s %-8s %26s %26s %8s\n", "batch", "in", "hidden", "as written",
+         "transposed", "ratio");
+  for (const PairShape& p : kPairs) {
+    const std::string name = absl::StrCat("pair_", p.batch, "x", p.in, "x", p.hidden);
+    std::string line = absl::StrFormat("%-10d %-8d %-8d", p.batch, p.in, p.hidden);
+    double medians[2] = {0, 0};
+    int k = 0;
+    for (const char* variant : {"as_written", "transposed"}) {
+      const std::string key = absl::StrCat(name, "_", variant, "_us");
+      keys.push_back(key);
+      const std::optional<Summary> summary = Summarize(samples, key);
+      medians[k++] = summary ? summary->median : 0;
+      absl::StrAppend(&line, summary ? absl::StrFormat(" %8.2f/%8.2f/%8.2f", summary->min,
+                                                       summary->median, summary->max)
+                                     : absl::StrFormat(" %26s", "-"));
+    }
+    absl::StrAppend(&line, medians[1] > 0 ? absl::StrFormat(" %8.2f", medians[0] / medians[1]) : "");
+    printf("%s\n", line.c_str());
+  }
   if (absl::GetFlag(FLAGS_json)) {
     printf("%s\n", JsonLine(samples, keys, {{"cpu", CpuModel()}, {"load", LoadAverage()}}).c_str());
   }

@@ -1,0 +1,173 @@
+#include "codegen/passes/transpose_linear.h"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "codegen/graph_builder.h"
+#include "codegen/ops/op_table.h"
+#include "codegen/passes/canonicalize.h"
+#include "common/status_macros.h"
+
+namespace kiln {
+namespace {
+
+constexpr char kMm[] = "kiln.mm.default";
+constexpr char kTranspose[] = "aten.t.default";
+
+// x · W1ᵀ (`first`), the pointwise nodes after it in order (`between`), and
+// G · W2ᵀ (`second`), G being the last of them (or the first product).
+struct Pair {
+  int first = -1;
+  std::vector<int> between;
+  int second = -1;
+  std::vector<int64_t> shape;  // G's: [batch, hidden]
+};
+
+// W when `value` is t(W) of a static, contiguous matrix (an nn.Linear
+// weight); else -1.
+int TransposedWeight(const ir::Graph& graph, int value) {
+  const int node = graph.producer[value];
+  if (node < 0 || graph.nodes[node].op != kTranspose) return -1;
+  const int weight = graph.nodes[node].inputs[0];
+  const ir::TensorType& type = graph.values[weight];
+  return type.rank() == 2 && type.is_static() && type.IsContiguous() ? weight : -1;
+}
+
+// The pair whose second product is node `second`, if there is one worth
+// rewriting. `uses` counts each value's consumers, graph outputs included.
+std::optional<Pair> MatchPair(const ir::Graph& graph, const std::vector<int>& uses, int second) {
+  const ir::Node& product = graph.nodes[second];
+  if (product.op != kMm || TransposedWeight(graph, product.inputs[1]) < 0) return std::nullopt;
+  const ir::TensorType& result = graph.values[product.outputs[0]];
+  const ir::TensorType& hidden = graph.values[product.inputs[0]];
+  if (result.dtype != ir::DType::kFloat32 || !hidden.is_static()) return std::nullopt;
+  Pair pair;
+  pair.second = second;
+  pair.shape = {hidden.sizes[0].constant, hidden.sizes[1].constant};
+  // Back from G to the first product, through pointwise nodes each with one
+  // input of G's shape that nothing else reads.
+  for (int value = product.inputs[0];;) {
+    const ir::TensorType& type = graph.values[value];
+    if (uses[value] != 1 || type.sizes != hidden.sizes || type.dtype != ir::DType::kFloat32 ||
+        !type.IsContiguous() || graph.producer[value] < 0) {
+      return std::nullopt;
+    }
+    const int node = graph.producer[value];
+    const ir::Node& producer = graph.nodes[node];
+    if (producer.op == kMm) {
+      if (TransposedWeight(graph, producer.inputs[1]) < 0 ||
+          !graph.values[producer.inputs[0]].IsContiguous()) {
+        return std::nullopt;
+      }
+      pair.first = node;
+      break;
+    }
+    const ops::OpDef* op = ops::OpTable::Get().Find(producer.op);
+    if (op == nullptr || op->family != "pointwise" || producer.outputs.size() != 1) {
+      return std::nullopt;
+    }
+    int next = -1;
+    for (int input : producer.inputs) {
+      if (graph.producer[input] < 0 || graph.values[input].sizes != hidden.sizes ||
+          uses[input] != 1) {
+        continue;  // an operand from outside the chain
+      }
+      if (next >= 0) return std::nullopt;  // two branches meet here
+      next = input;
+    }
+    if (next < 0) return std::nullopt;
+    pair.between.insert(pair.between.begin(), node);
+    value = next;
+  }
+  const int64_t batch = pair.shape[0], width = pair.shape[1];
+  const int64_t in = graph.values[graph.nodes[pair.first].inputs[0]].sizes[1].constant;
+  const int64_t out = result.sizes[1].constant;
+  if (batch > std::min({in, width, out})) return std::nullopt;
+  return pair;
+}
+
+}  // namespace
+
+absl::StatusOr<ir::Graph> TransposeLinearPairs(const ir::Graph& graph) {
+  std::vector<int> uses(graph.values.size(), 0);
+  for (const ir::Node& node : graph.nodes) {
+    for (int input : node.inputs) ++uses[input];
+  }
+  for (int output : graph.outputs) ++uses[output];
+  std::vector<Pair> pairs;
+  std::vector<int> pair_of(graph.nodes.size(), -1);  // node -> index into pairs
+  for (int n = 0; n < static_cast<int>(graph.nodes.size()); ++n) {
+    std::optional<Pair> pair = MatchPair(graph, uses, n);
+    if (!pair) continue;
+    std::vector<int> nodes = pair->between;
+    nodes.push_back(pair->first);
+    nodes.push_back(pair->second);
+    if (std::any_of(nodes.begin(), nodes.end(), [&](int node) { return pair_of[node] >= 0; })) {
+      continue;  // one pair's second product is the next one's first
+    }
+    for (int node : nodes) pair_of[node] = static_cast<int>(pairs.size());
+    pairs.push_back(*std::move(pair));
+  }
+  if (pairs.empty()) return graph;
+
+  ir::Graph result;
+  result.name = graph.name;
+  result.symbols = graph.symbols;
+  result.bounds = graph.bounds;
+  result.input_names = graph.input_names;
+  std::vector<int> new_value(graph.values.size(), -1);
+  std::vector<int> transposed(graph.values.size(), -1);  // a chain value's transpose
+  for (int input : graph.inputs) {
+    new_value[input] = result.AddValue(graph.values[input], -1);
+    result.inputs.push_back(new_value[input]);
+  }
+  GraphBuilder builder(result);
+  for (int n = 0; n < static_cast<int>(graph.nodes.size()); ++n) {
+    const ir::Node& node = graph.nodes[n];
+    if (pair_of[n] < 0) {
+      ir::Node copy = node;
+      for (int& input : copy.inputs) input = new_value[input];
+      const int index = static_cast<int>(result.nodes.size());
+      for (int& output : copy.outputs) {
+        const int old_output = output;
+        output = result.AddValue(graph.values[old_output], index);
+        new_value[old_output] = output;
+      }
+      result.nodes.push_back(std::move(copy));
+      continue;
+    }
+    const Pair& pair = pairs[pair_of[n]];
+    builder.set_name_prefix(node.name.empty() ? node.op : node.name);
+    const int output = node.outputs[0];
+    if (n == pair.first) {  // Gᵀ's start: W1 · xᵀ
+      ASSIGN_OR_RETURN(const int x_t, builder.Add(kTranspose, {new_value[node.inputs[0]]}));
+      const int w1 = new_value[TransposedWeight(graph, node.inputs[1])];
+      ASSIGN_OR_RETURN(transposed[output], builder.Add(kMm, {w1, x_t}));
+    } else if (n == pair.second) {  // Cᵀ = W2 · Gᵀ, and C as its transpose
+      const int w2 = new_value[TransposedWeight(graph, node.inputs[1])];
+      ASSIGN_OR_RETURN(const int c_t, builder.Add(kMm, {w2, transposed[node.inputs[0]]}));
+      ASSIGN_OR_RETURN(new_value[output], builder.Add(kTranspose, {c_t}));
+    } else {  // an elementwise op, on transposed operands
+      std::vector<int> inputs;
+      for (int input : node.inputs) {
+        if (transposed[input] >= 0) {
+          inputs.push_back(transposed[input]);
+          continue;
+        }
+        int operand = new_value[input];
+        if (graph.values[input].sizes != graph.values[output].sizes) {
+          ASSIGN_OR_RETURN(operand, builder.Add("aten.expand.default", {operand},
+                                                {{"size", pair.shape}}));
+        }
+        ASSIGN_OR_RETURN(operand, builder.Add(kTranspose, {operand}));
+        inputs.push_back(operand);
+      }
+      ASSIGN_OR_RETURN(transposed[output], builder.Add(node.op, inputs, node.args));
+    }
+  }
+  for (int output : graph.outputs) result.outputs.push_back(new_value[output]);
+  return Canonicalize(result);  // drops t(W1) and t(W2) when nothing else reads them
+}
+
+}  // namespace kiln
