@@ -1,7 +1,8 @@
 // The codegen pipeline: one linear list of passes, graph in, C++ out.
 //
 //   import -> verify -> canonicalize        (PrepareGraph: before keying)
-//   lower -> schedule -> plan buffers -> emit -> check plan   (GenerateCode)
+//   decompose -> transpose linear pairs -> lower -> schedule -> plan buffers
+//     -> check plan -> emit                 (GenerateCode)
 //
 // PrepareGraph runs before the cache key is computed (the key hashes the
 // canonical graph); GenerateCode runs only on a miss. Both are pure

@@ -69,7 +69,10 @@ struct OpDef {
   // a composite op rewrites itself into other ops (passes/decompose.h) and
   // returns the values that replace its results.
   std::function<absl::StatusOr<std::vector<int>>(GraphBuilder&, const ir::Node&)> decompose;
-  std::string family;  // for docs/OPS.md: "pointwise", "view", "gemm"
+  // "pointwise", "view", "gemm", ...: docs/OPS.md groups by it, and passes
+  // rely on it: a "pointwise" op computes each element from the same
+  // element of its broadcast operands (passes/transpose_linear.h).
+  std::string family;
   std::vector<ir::DType> dtypes;  // dtypes lowering supports
 };
 

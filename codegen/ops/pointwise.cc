@@ -1,5 +1,6 @@
 // Pointwise ops: one element of the result from the same element of each
-// (broadcast) operand. Every entry is a Spec: its schema, its result dtype,
+// (broadcast) operand, never from its position (passes rely on this:
+// transpose_linear.h). Every entry is a Spec: its schema, its result dtype,
 // and the expression that computes one element; the emitter's function
 // table (emit/functions.cc) says how each named function is computed.
 #include <algorithm>

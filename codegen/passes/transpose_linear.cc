@@ -4,7 +4,9 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "codegen/graph_builder.h"
+#include "codegen/import.h"
 #include "codegen/ops/op_table.h"
 #include "codegen/passes/canonicalize.h"
 #include "common/status_macros.h"
@@ -21,8 +23,20 @@ struct Pair {
   int first = -1;
   std::vector<int> between;
   int second = -1;
-  std::vector<int64_t> shape;  // G's: [batch, hidden]
+  std::vector<int64_t> hidden_shape;  // G's: [batch, hidden]
 };
+
+bool IsView(const ir::Node& node) {
+  const ops::OpDef* op = ops::OpTable::Get().Find(node.op);
+  return op != nullptr && op->family == "view";
+}
+
+// Whether rewriting pays: the batch no larger than the narrowest width.
+bool WorthTransposing(const ir::Graph& graph, const Pair& pair) {
+  const int64_t in = graph.values[graph.nodes[pair.first].inputs[0]].sizes[1].constant;
+  const int64_t out = graph.values[graph.nodes[pair.second].outputs[0]].sizes[1].constant;
+  return pair.hidden_shape[0] <= std::min({in, pair.hidden_shape[1], out});
+}
 
 // W when `value` is t(W) of a static, contiguous matrix (an nn.Linear
 // weight); else -1.
@@ -34,17 +48,24 @@ int TransposedWeight(const ir::Graph& graph, int value) {
   return type.rank() == 2 && type.is_static() && type.IsContiguous() ? weight : -1;
 }
 
-// The pair whose second product is node `second`, if there is one worth
-// rewriting. `uses` counts each value's consumers, graph outputs included.
-std::optional<Pair> MatchPair(const ir::Graph& graph, const std::vector<int>& uses, int second) {
+// The pair whose second product is node `second`, if there is one.
+// `readers` lists each value's reading nodes; `uses` counts those and graph
+// outputs.
+std::optional<Pair> MatchPair(const ir::Graph& graph, const std::vector<std::vector<int>>& readers,
+                              const std::vector<int>& uses, int second) {
   const ir::Node& product = graph.nodes[second];
   if (product.op != kMm || TransposedWeight(graph, product.inputs[1]) < 0) return std::nullopt;
   const ir::TensorType& result = graph.values[product.outputs[0]];
   const ir::TensorType& hidden = graph.values[product.inputs[0]];
   if (result.dtype != ir::DType::kFloat32 || !hidden.is_static()) return std::nullopt;
+  // C becomes a transposed view: a view of it, typed for C's memory as it
+  // was (an alias of its rows, a reshape), would read it wrongly.
+  for (int reader : readers[product.outputs[0]]) {
+    if (IsView(graph.nodes[reader])) return std::nullopt;
+  }
   Pair pair;
   pair.second = second;
-  pair.shape = {hidden.sizes[0].constant, hidden.sizes[1].constant};
+  pair.hidden_shape = {hidden.sizes[0].constant, hidden.sizes[1].constant};
   // Back from G to the first product, through pointwise nodes each with one
   // input of G's shape that nothing else reads.
   for (int value = product.inputs[0];;) {
@@ -80,25 +101,79 @@ std::optional<Pair> MatchPair(const ir::Graph& graph, const std::vector<int>& us
     pair.between.insert(pair.between.begin(), node);
     value = next;
   }
-  const int64_t batch = pair.shape[0], width = pair.shape[1];
-  const int64_t in = graph.values[graph.nodes[pair.first].inputs[0]].sizes[1].constant;
-  const int64_t out = result.sizes[1].constant;
-  if (batch > std::min({in, width, out})) return std::nullopt;
+  if (!WorthTransposing(graph, pair)) return std::nullopt;
   return pair;
+}
+
+
+// Node `n` of `pair`, rewritten into `builder`'s graph: the first product as
+// W1 · xᵀ, an elementwise op on transposed operands, the second product as
+// W2 · Gᵀ read through a transposed view. `transposed` maps each chain
+// value to its transpose; `new_value`, every other value to its copy.
+absl::Status RewriteNode(const ir::Graph& graph, int n, const Pair& pair, GraphBuilder& builder,
+                         std::vector<int>& new_value, std::vector<int>& transposed) {
+  const ir::Node& node = graph.nodes[n];
+  builder.set_name_prefix(node.name.empty() ? node.op : node.name);
+  const int output = node.outputs[0];
+  if (n == pair.first) {
+    ASSIGN_OR_RETURN(const int x_t, builder.Add(kTranspose, {new_value[node.inputs[0]]}));
+    const int w1 = new_value[TransposedWeight(graph, node.inputs[1])];
+    ASSIGN_OR_RETURN(transposed[output], builder.Add(kMm, {w1, x_t}));
+  } else if (n == pair.second) {
+    const int w2 = new_value[TransposedWeight(graph, node.inputs[1])];
+    ASSIGN_OR_RETURN(const int c_t, builder.Add(kMm, {w2, transposed[node.inputs[0]]}));
+    ASSIGN_OR_RETURN(new_value[output], builder.Add(kTranspose, {c_t}));
+    return absl::OkStatus();
+  } else {
+    std::vector<int> inputs;
+    for (int input : node.inputs) {
+      if (transposed[input] >= 0) {
+        inputs.push_back(transposed[input]);
+        continue;
+      }
+      // A 0-d operand broadcasts either way; expanded, it would take part
+      // in type promotion (a float64 scalar tensor would widen the result).
+      int operand = new_value[input];
+      if (graph.values[input].rank() == 0) {
+        inputs.push_back(operand);
+        continue;
+      }
+      if (graph.values[input].sizes != graph.values[output].sizes) {
+        ASSIGN_OR_RETURN(operand, builder.Add("aten.expand.default", {operand},
+                                              {{"size", pair.hidden_shape}}));
+      }
+      ASSIGN_OR_RETURN(operand, builder.Add(kTranspose, {operand}));
+      inputs.push_back(operand);
+    }
+    ASSIGN_OR_RETURN(transposed[output], builder.Add(node.op, inputs, node.args));
+  }
+  // Gᵀ's values: the dtype and the sizes reversed of what they stand for.
+  const ir::TensorType& want = graph.values[output];
+  const ir::TensorType& got = builder.type(transposed[output]);
+  if (got.dtype != want.dtype || got.rank() != 2 || got.sizes[0] != want.sizes[1] ||
+      got.sizes[1] != want.sizes[0]) {
+    return absl::InternalError(absl::StrCat("got ", ir::ToString(got, builder.graph()),
+                                            " for ", ir::ToString(want, graph)));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<ir::Graph> TransposeLinearPairs(const ir::Graph& graph) {
+  std::vector<std::vector<int>> readers(graph.values.size());
   std::vector<int> uses(graph.values.size(), 0);
-  for (const ir::Node& node : graph.nodes) {
-    for (int input : node.inputs) ++uses[input];
+  for (int n = 0; n < static_cast<int>(graph.nodes.size()); ++n) {
+    for (int input : graph.nodes[n].inputs) {
+      readers[input].push_back(n);
+      ++uses[input];
+    }
   }
   for (int output : graph.outputs) ++uses[output];
   std::vector<Pair> pairs;
   std::vector<int> pair_of(graph.nodes.size(), -1);  // node -> index into pairs
   for (int n = 0; n < static_cast<int>(graph.nodes.size()); ++n) {
-    std::optional<Pair> pair = MatchPair(graph, uses, n);
+    std::optional<Pair> pair = MatchPair(graph, readers, uses, n);
     if (!pair) continue;
     std::vector<int> nodes = pair->between;
     nodes.push_back(pair->first);
@@ -137,33 +212,11 @@ absl::StatusOr<ir::Graph> TransposeLinearPairs(const ir::Graph& graph) {
       result.nodes.push_back(std::move(copy));
       continue;
     }
-    const Pair& pair = pairs[pair_of[n]];
-    builder.set_name_prefix(node.name.empty() ? node.op : node.name);
-    const int output = node.outputs[0];
-    if (n == pair.first) {  // Gᵀ's start: W1 · xᵀ
-      ASSIGN_OR_RETURN(const int x_t, builder.Add(kTranspose, {new_value[node.inputs[0]]}));
-      const int w1 = new_value[TransposedWeight(graph, node.inputs[1])];
-      ASSIGN_OR_RETURN(transposed[output], builder.Add(kMm, {w1, x_t}));
-    } else if (n == pair.second) {  // Cᵀ = W2 · Gᵀ, and C as its transpose
-      const int w2 = new_value[TransposedWeight(graph, node.inputs[1])];
-      ASSIGN_OR_RETURN(const int c_t, builder.Add(kMm, {w2, transposed[node.inputs[0]]}));
-      ASSIGN_OR_RETURN(new_value[output], builder.Add(kTranspose, {c_t}));
-    } else {  // an elementwise op, on transposed operands
-      std::vector<int> inputs;
-      for (int input : node.inputs) {
-        if (transposed[input] >= 0) {
-          inputs.push_back(transposed[input]);
-          continue;
-        }
-        int operand = new_value[input];
-        if (graph.values[input].sizes != graph.values[output].sizes) {
-          ASSIGN_OR_RETURN(operand, builder.Add("aten.expand.default", {operand},
-                                                {{"size", pair.shape}}));
-        }
-        ASSIGN_OR_RETURN(operand, builder.Add(kTranspose, {operand}));
-        inputs.push_back(operand);
-      }
-      ASSIGN_OR_RETURN(transposed[output], builder.Add(node.op, inputs, node.args));
+    const absl::Status rewritten = RewriteNode(graph, n, pairs[pair_of[n]], builder, new_value,
+                                               transposed);
+    if (!rewritten.ok()) {
+      return absl::InternalError(
+          absl::StrCat(NodeLabel(graph, n), ": in transposed space: ", rewritten.message()));
     }
   }
   for (int output : graph.outputs) result.outputs.push_back(new_value[output]);

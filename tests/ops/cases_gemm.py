@@ -2,6 +2,7 @@
 strides: contiguous, transposed, sliced (no unit stride), stride 0
 (expanded), and batch-broadcast."""
 import torch
+import torch.nn.functional as F
 
 from cases_common import bfloat16_from_float32, NAMES, Case, claimed, edges, generator, random, with_edges
 
@@ -35,6 +36,27 @@ def all_cases(claims):
         yield Case(op, dtype, "edges", torch.mm, [with_edges((5, 7), dtype, g, values), b])
         yield Case(op, dtype, "larger", torch.mm,
                    [random((33, 65), dtype, g, scale=0.3), random((65, 17), dtype, g, scale=0.3)])
+    # Linear -> elementwise -> Linear at a small batch runs in transposed
+    # space (codegen/passes/transpose_linear.h): with a bias, with a
+    # float64 0-d operand (which must not widen the result), a per-row
+    # [batch, 1] operand and a where mask, and with the result reshaped
+    # (a view of the product, which keeps the pair as written).
+    if torch.float32 in claimed(claims, op):
+        g = generator(op, "linear_pairs")
+        x, w1, b1, w2 = (random((4, 8), torch.float32, g), random((16, 8), torch.float32, g),
+                         random((16,), torch.float32, g), random((8, 16), torch.float32, g))
+        yield Case(op, torch.float32, "linear_pair",
+                   lambda x, w1, b1, w2: F.gelu(x @ w1.t() + b1) @ w2.t(), [x, w1, b1, w2])
+        yield Case(op, torch.float32, "linear_pair_0d_float64",
+                   lambda x, w1, c, w2: torch.relu(x @ w1.t() * c) @ w2.t(),
+                   [x, w1, torch.tensor(0.5, dtype=torch.float64), w2])
+        yield Case(op, torch.float32, "linear_pair_row_scale_and_mask",
+                   lambda x, w1, s, m, w2: torch.where(m, (x @ w1.t()) * s, 0.0) @ w2.t(),
+                   [x, w1, random((4, 1), torch.float32, g), random((4, 16), torch.float32, g) > 0,
+                    w2])
+        yield Case(op, torch.float32, "linear_pair_reshaped",
+                   lambda x, w1, w2: (torch.tanh(x @ w1.t()) @ w2.t()).reshape(-1),
+                   [x, w1, w2])
     op = "aten.bmm.default"
     for dtype in claimed(claims, op):
         g = generator(op, NAMES[dtype])
