@@ -176,6 +176,29 @@ int Graph::AddValue(TensorType type, int node) {
   return static_cast<int>(values.size()) - 1;
 }
 
+void Graph::AppendCopy(const Graph& from, Node node, std::vector<int>& new_value) {
+  for (int& input : node.inputs) input = new_value[input];
+  const int index = static_cast<int>(nodes.size());
+  for (int& output : node.outputs) {
+    const int old_output = output;
+    output = AddValue(from.values[old_output], index);
+    new_value[old_output] = output;
+  }
+  nodes.push_back(std::move(node));
+}
+
+Graph WithInputsOf(const Graph& graph, std::vector<int>& new_value) {
+  Graph result;
+  result.name = graph.name;
+  result.input_names = graph.input_names;
+  new_value.assign(graph.values.size(), -1);
+  for (int input : graph.inputs) {
+    new_value[input] = result.AddValue(graph.values[input], -1);
+    result.inputs.push_back(new_value[input]);
+  }
+  return result;
+}
+
 int Graph::SymbolIndex(const std::string& name) {
   auto it = std::find(symbols.begin(), symbols.end(), name);
   if (it != symbols.end()) return static_cast<int>(it - symbols.begin());

@@ -151,9 +151,18 @@ struct Graph {
 
   // Adds a value produced by `node` (-1 for an input) and returns its index.
   int AddValue(TensorType type, int node);
+  // Appends `node`, whose value indices are `from`'s: its inputs through
+  // `new_value` (from's index -> this graph's), its outputs added with
+  // their types in `from` and recorded in `new_value`.
+  void AppendCopy(const Graph& from, Node node, std::vector<int>& new_value);
   // The index of symbol `name`, added (with default bounds) if new.
   int SymbolIndex(const std::string& name);
 };
+
+// A graph with `graph`'s name and inputs (input names, types) and nothing
+// else, for a pass that rebuilds `graph`; `new_value` maps `graph`'s input
+// values to the copies (-1 for every other value).
+Graph WithInputsOf(const Graph& graph, std::vector<int>& new_value);
 
 // Calls `fn` on every use of a symbol index: for each value in order, its
 // sizes and then its strides; then symbolic arguments in node order.

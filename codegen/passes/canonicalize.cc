@@ -39,27 +39,14 @@ std::vector<int> LiveNodeOrder(const ir::Graph& graph) {
 }  // namespace
 
 absl::StatusOr<ir::Graph> Canonicalize(const ir::Graph& graph) {
-  ir::Graph result;
-  result.name = graph.name;
-  result.input_names = graph.input_names;
-  std::vector<int> new_value(graph.values.size(), -1);
-  for (int input : graph.inputs) {
-    new_value[input] = result.AddValue(graph.values[input], -1);
-    result.inputs.push_back(new_value[input]);
-  }
+  std::vector<int> new_value;
+  ir::Graph result = ir::WithInputsOf(graph, new_value);
   for (int old_index : LiveNodeOrder(graph)) {
     const ir::Node& old_node = graph.nodes[old_index];
     const ops::OpDef* op = ops::OpTable::Get().Find(old_node.op);
     if (op == nullptr) return absl::InternalError("canonicalize before verify: unknown op");
     ASSIGN_OR_RETURN(ir::Node node, ops::WithDefaults(old_node, *op));
-    for (int& input : node.inputs) input = new_value[input];
-    const int node_index = static_cast<int>(result.nodes.size());
-    for (int& output : node.outputs) {
-      const int old_output = output;
-      output = result.AddValue(graph.values[old_output], node_index);
-      new_value[old_output] = output;
-    }
-    result.nodes.push_back(std::move(node));
+    result.AppendCopy(graph, std::move(node), new_value);
   }
   for (int output : graph.outputs) result.outputs.push_back(new_value[output]);
 

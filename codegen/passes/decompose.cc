@@ -16,16 +16,10 @@ constexpr int kMaxRounds = 8;
 // One round: copies the graph, replacing each composite node by its
 // decomposition. Returns whether anything changed.
 absl::StatusOr<bool> DecomposeOnce(const ir::Graph& graph, ir::Graph& result) {
-  result = ir::Graph();
-  result.name = graph.name;
+  std::vector<int> new_value;
+  result = ir::WithInputsOf(graph, new_value);
   result.symbols = graph.symbols;
   result.bounds = graph.bounds;
-  result.input_names = graph.input_names;
-  std::vector<int> new_value(graph.values.size(), -1);
-  for (int input : graph.inputs) {
-    new_value[input] = result.AddValue(graph.values[input], -1);
-    result.inputs.push_back(new_value[input]);
-  }
   bool changed = false;
   GraphBuilder builder(result);
   for (int n = 0; n < static_cast<int>(graph.nodes.size()); ++n) {
@@ -58,13 +52,7 @@ absl::StatusOr<bool> DecomposeOnce(const ir::Graph& graph, ir::Graph& result) {
       }
       continue;
     }
-    const int index = static_cast<int>(result.nodes.size());
-    for (int& output : node.outputs) {
-      const int old_output = output;
-      output = result.AddValue(graph.values[old_output], index);
-      new_value[old_output] = output;
-    }
-    result.nodes.push_back(std::move(node));
+    result.AppendCopy(graph, old_node, new_value);
   }
   for (int output : graph.outputs) result.outputs.push_back(new_value[output]);
   return changed;

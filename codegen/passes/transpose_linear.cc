@@ -186,30 +186,15 @@ absl::StatusOr<ir::Graph> TransposeLinearPairs(const ir::Graph& graph) {
   }
   if (pairs.empty()) return graph;
 
-  ir::Graph result;
-  result.name = graph.name;
+  std::vector<int> new_value;
+  ir::Graph result = ir::WithInputsOf(graph, new_value);
   result.symbols = graph.symbols;
   result.bounds = graph.bounds;
-  result.input_names = graph.input_names;
-  std::vector<int> new_value(graph.values.size(), -1);
   std::vector<int> transposed(graph.values.size(), -1);  // a chain value's transpose
-  for (int input : graph.inputs) {
-    new_value[input] = result.AddValue(graph.values[input], -1);
-    result.inputs.push_back(new_value[input]);
-  }
   GraphBuilder builder(result);
   for (int n = 0; n < static_cast<int>(graph.nodes.size()); ++n) {
-    const ir::Node& node = graph.nodes[n];
     if (pair_of[n] < 0) {
-      ir::Node copy = node;
-      for (int& input : copy.inputs) input = new_value[input];
-      const int index = static_cast<int>(result.nodes.size());
-      for (int& output : copy.outputs) {
-        const int old_output = output;
-        output = result.AddValue(graph.values[old_output], index);
-        new_value[old_output] = output;
-      }
-      result.nodes.push_back(std::move(copy));
+      result.AppendCopy(graph, graph.nodes[n], new_value);
       continue;
     }
     const absl::Status rewritten = RewriteNode(graph, n, pairs[pair_of[n]], builder, new_value,
