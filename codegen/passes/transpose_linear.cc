@@ -23,7 +23,7 @@ struct Pair {
   int first = -1;
   std::vector<int> between;
   int second = -1;
-  std::vector<int64_t> hidden_shape;  // G's: [batch, hidden]
+  std::vector<ir::Dim> hidden_sizes;  // G's: [batch, hidden]
 };
 
 bool IsView(const ir::Node& node) {
@@ -31,11 +31,20 @@ bool IsView(const ir::Node& node) {
   return op != nullptr && op->family == "view";
 }
 
-// Whether rewriting pays: the batch no larger than the narrowest width.
+// Whether rewriting pays (measured, docs/BENCHMARKS.md "GEMM choices"):
+// at a batch no larger than the narrowest of the three widths (1.02-1.75x
+// on both products), and at any batch once that width is 256 or more
+// (0.99-1.04x at 512 to 4096 rows); past it at narrower widths, 0.93-0.97x.
+// A symbolic batch counts as its upper bound; without one, as unbounded.
 bool WorthTransposing(const ir::Graph& graph, const Pair& pair) {
   const int64_t in = graph.values[graph.nodes[pair.first].inputs[0]].sizes[1].constant;
   const int64_t out = graph.values[graph.nodes[pair.second].outputs[0]].sizes[1].constant;
-  return pair.hidden_shape[0] <= std::min({in, pair.hidden_shape[1], out});
+  const int64_t narrowest = std::min({in, pair.hidden_sizes[1].constant, out});
+  if (narrowest >= 256) return true;
+  const ir::Dim& batch = pair.hidden_sizes[0];
+  if (!batch.is_symbolic()) return batch.constant <= narrowest;
+  const int64_t bound = batch.times.empty() ? graph.bounds[batch.symbol].max : 0;
+  return bound > 0 && bound <= narrowest;
 }
 
 // W when `value` is t(W) of a static, contiguous matrix (an nn.Linear
@@ -57,7 +66,11 @@ std::optional<Pair> MatchPair(const ir::Graph& graph, const std::vector<std::vec
   if (product.op != kMm || TransposedWeight(graph, product.inputs[1]) < 0) return std::nullopt;
   const ir::TensorType& result = graph.values[product.outputs[0]];
   const ir::TensorType& hidden = graph.values[product.inputs[0]];
-  if (result.dtype != ir::DType::kFloat32 || !hidden.is_static()) return std::nullopt;
+  // The widths static (the weights'), the batch maybe symbolic.
+  if (result.dtype != ir::DType::kFloat32 || result.sizes[1].is_symbolic() ||
+      hidden.sizes[1].is_symbolic()) {
+    return std::nullopt;
+  }
   // C becomes a transposed view: a view of it, typed for C's memory as it
   // was (an alias of its rows, a reshape), would read it wrongly.
   for (int reader : readers[product.outputs[0]]) {
@@ -65,7 +78,7 @@ std::optional<Pair> MatchPair(const ir::Graph& graph, const std::vector<std::vec
   }
   Pair pair;
   pair.second = second;
-  pair.hidden_shape = {hidden.sizes[0].constant, hidden.sizes[1].constant};
+  pair.hidden_sizes = hidden.sizes;
   // Back from G to the first product, through pointwise nodes each with one
   // input of G's shape that nothing else reads.
   for (int value = product.inputs[0];;) {
@@ -77,8 +90,9 @@ std::optional<Pair> MatchPair(const ir::Graph& graph, const std::vector<std::vec
     const int node = graph.producer[value];
     const ir::Node& producer = graph.nodes[node];
     if (producer.op == kMm) {
-      if (TransposedWeight(graph, producer.inputs[1]) < 0 ||
-          !graph.values[producer.inputs[0]].IsContiguous()) {
+      const ir::TensorType& x = graph.values[producer.inputs[0]];
+      if (TransposedWeight(graph, producer.inputs[1]) < 0 || !x.IsContiguous() ||
+          x.sizes[1].is_symbolic()) {
         return std::nullopt;
       }
       pair.first = node;
@@ -139,8 +153,9 @@ absl::Status RewriteNode(const ir::Graph& graph, int n, const Pair& pair, GraphB
         continue;
       }
       if (graph.values[input].sizes != graph.values[output].sizes) {
-        ASSIGN_OR_RETURN(operand, builder.Add("aten.expand.default", {operand},
-                                              {{"size", pair.hidden_shape}}));
+        const std::vector<ir::SymExpr> size = {ir::SymExpr::Of(pair.hidden_sizes[0]),
+                                               ir::SymExpr::Of(pair.hidden_sizes[1])};
+        ASSIGN_OR_RETURN(operand, builder.Add("aten.expand.default", {operand}, {{"size", size}}));
       }
       ASSIGN_OR_RETURN(operand, builder.Add(kTranspose, {operand}));
       inputs.push_back(operand);

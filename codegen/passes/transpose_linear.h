@@ -10,11 +10,15 @@
 // row-major as nn.Linear stores them, and neither product reads a
 // transposed weight (as G · W2ᵀ, the runtime copies W2 first). Measured
 // (docs/BENCHMARKS.md, "GEMM choices"): ahead up to a batch as large as the
-// narrowest of the three widths (1.02-1.75x on both products), even or
-// behind past twice that; hence: up to the narrowest width.
+// narrowest of the three widths (1.02-1.75x on both products); past it,
+// even (0.99-1.04x) once that width is 256 or more, behind (0.93-0.97x)
+// below. So: when the batch is at most the narrowest width, or that width
+// is at least 256. A symbolic batch counts as its upper bound (a relation),
+// or as unbounded.
 //
 // Requires: a core graph (after Decompose).
-// Guarantees: each rewritten pair is static float32, its intermediate
+// Guarantees: each rewritten pair is float32 with static widths (the batch
+// may be symbolic), its intermediate
 // values read by nothing else, its weights contiguous; every op between
 // the products is of the "pointwise" family (elementwise over broadcast
 // operands: transposing the operands, expanded to G's shape unless 0-d,
