@@ -31,16 +31,16 @@ bool IsView(const ir::Node& node) {
   return op != nullptr && op->family == "view";
 }
 
-// Whether rewriting pays (measured, docs/BENCHMARKS.md "GEMM choices"):
-// at a batch no larger than the narrowest of the three widths (1.02-1.75x
-// on both products), and at any batch once that width is 256 or more
-// (0.99-1.04x at 512 to 4096 rows); past it at narrower widths, 0.93-0.97x.
-// A symbolic batch counts as its upper bound; without one, as unbounded.
+// Whether rewriting pays (measured, docs/BENCHMARKS.md "GEMM choices"): at
+// a batch no larger than the narrowest of the three widths, 1.02-1.75x on
+// both products. Past it the products gain at most 4% (and lose up to 7% at
+// narrow widths) while reading C back through the transposed view costs
+// more: mlp at 1024 rows went 11.55 -> 12.20 ms. A symbolic batch counts as
+// its upper bound; without one it is not rewritten.
 bool WorthTransposing(const ir::Graph& graph, const Pair& pair) {
   const int64_t in = graph.values[graph.nodes[pair.first].inputs[0]].sizes[1].constant;
   const int64_t out = graph.values[graph.nodes[pair.second].outputs[0]].sizes[1].constant;
   const int64_t narrowest = std::min({in, pair.hidden_sizes[1].constant, out});
-  if (narrowest >= 256) return true;
   const ir::Dim& batch = pair.hidden_sizes[0];
   if (!batch.is_symbolic()) return batch.constant <= narrowest;
   const int64_t bound = batch.times.empty() ? graph.bounds[batch.symbol].max : 0;

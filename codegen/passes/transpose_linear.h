@@ -10,11 +10,10 @@
 // row-major as nn.Linear stores them, and neither product reads a
 // transposed weight (as G · W2ᵀ, the runtime copies W2 first). Measured
 // (docs/BENCHMARKS.md, "GEMM choices"): ahead up to a batch as large as the
-// narrowest of the three widths (1.02-1.75x on both products); past it,
-// even (0.99-1.04x) once that width is 256 or more, behind (0.93-0.97x)
-// below. So: when the batch is at most the narrowest width, or that width
-// is at least 256. A symbolic batch counts as its upper bound (a relation),
-// or as unbounded.
+// narrowest of the three widths (1.02-1.75x on both products); past it the
+// products gain at most 4% and reading C back through the transposed view
+// costs more. So: when the batch is at most the narrowest width; a symbolic
+// batch when its upper bound (a relation) is.
 //
 // Requires: a core graph (after Decompose).
 // Guarantees: each rewritten pair is float32 with static widths (the batch
