@@ -24,7 +24,7 @@ namespace kiln {
 
 // Incremented whenever generated code changes for the same inputs. Part of
 // every cache key.
-inline constexpr int kCodegenVersion = 19;
+inline constexpr int kCodegenVersion = 20;
 
 // Wire graph -> verified, canonical IR. InvalidArgument / Unimplemented name
 // the offending node.

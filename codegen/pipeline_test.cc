@@ -262,6 +262,12 @@ TEST(PipelineTest, LinearPairsStayAsWrittenWhereTransposingWouldNotPay) {
       LinearPair(symbolic, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 32}}])")));
   EXPECT_FALSE(Transposed(
       LinearPair(symbolic, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 33}}])")));
+  // A batch of 2B counts as twice B's bound.
+  const std::string twice = R"({"symbol": "B", "multiplier": 2})";
+  EXPECT_TRUE(Transposed(
+      LinearPair(twice, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 16}}])")));
+  EXPECT_FALSE(Transposed(
+      LinearPair(twice, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 17}}])")));
   const std::string core = Stage(
       Generate(LinearPair(symbolic, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 8}}])")),
       "core graph");

@@ -26,9 +26,9 @@ absl::StatusOr<bool> DecomposeOnce(const ir::Graph& graph, ir::Graph& result) {
     const ir::Node& old_node = graph.nodes[n];
     const ops::OpDef* op = ops::OpTable::Get().Find(old_node.op);
     if (op == nullptr) return absl::InternalError("decompose before verify: unknown op");
-    ir::Node node = old_node;
-    for (int& input : node.inputs) input = new_value[input];
     if (op->decompose) {
+      ir::Node node = old_node;
+      for (int& input : node.inputs) input = new_value[input];
       changed = true;
       builder.set_name_prefix(node.name.empty() ? node.op : node.name);
       auto replacement = op->decompose(builder, node);

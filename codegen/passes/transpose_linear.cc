@@ -36,15 +36,18 @@ bool IsView(const ir::Node& node) {
 // both products. Past it the products gain at most 4% (and lose up to 7% at
 // narrow widths) while reading C back through the transposed view costs
 // more: mlp at 1024 rows went 11.55 -> 12.20 ms. A symbolic batch counts as
-// its upper bound; without one it is not rewritten.
+// its upper bound (the symbol's, times its multiplier); without one, or as a
+// product of symbols, it is not rewritten.
 bool WorthTransposing(const ir::Graph& graph, const Pair& pair) {
   const int64_t in = graph.values[graph.nodes[pair.first].inputs[0]].sizes[1].constant;
   const int64_t out = graph.values[graph.nodes[pair.second].outputs[0]].sizes[1].constant;
   const int64_t narrowest = std::min({in, pair.hidden_sizes[1].constant, out});
   const ir::Dim& batch = pair.hidden_sizes[0];
   if (!batch.is_symbolic()) return batch.constant <= narrowest;
-  const int64_t bound = batch.times.empty() ? graph.bounds[batch.symbol].max : 0;
-  return bound > 0 && bound <= narrowest;
+  if (!batch.times.empty()) return false;  // a product of symbols: unbounded here
+  const int64_t max = graph.bounds[batch.symbol].max;
+  int64_t bound;  // multiplier * max, the batch's largest value
+  return max > 0 && !__builtin_mul_overflow(max, batch.multiplier, &bound) && bound <= narrowest;
 }
 
 // W when `value` is t(W) of a static, contiguous matrix (an nn.Linear
