@@ -122,7 +122,6 @@ std::optional<Pair> MatchPair(const ir::Graph& graph, const std::vector<std::vec
   return pair;
 }
 
-
 // Node `n` of `pair`, rewritten into `builder`'s graph: the first product as
 // W1 · xᵀ, an elementwise op on transposed operands, the second product as
 // W2 · Gᵀ read through a transposed view. `transposed` maps each chain
