@@ -13,12 +13,17 @@
 namespace kiln {
 namespace {
 
+// A graph from its protobuf JSON.
+kiln::v1::Graph ParseGraph(const std::string& json) {
+  kiln::v1::Graph graph;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok()) << json;
+  return graph;
+}
+
 kiln::v1::Graph LoadExample(const std::string& name) {
   auto json = ReadFile("examples/" + name + ".json");
   EXPECT_TRUE(json.ok()) << json.status();
-  kiln::v1::Graph graph;
-  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(*json, &graph).ok());
-  return graph;
+  return ParseGraph(json.ok() ? *json : "");
 }
 
 std::string Stage(const GeneratedCode& code, const std::string& name) {
@@ -147,9 +152,7 @@ TEST(PipelineTest, ViewableReshapesAndInOrderOutputsCopyNothing) {
        "args": [{"name": "size", "intList": {"values": ["12"]}}],
        "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 12}]}]}],
     "outputs": [4, 6]})";
-  kiln::v1::Graph graph;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
-  const GeneratedCode code = Generate(graph);
+  const GeneratedCode code = Generate(ParseGraph(json));
   const std::string core = Stage(code, "core graph");
   EXPECT_EQ(core.find("aten.clone"), std::string::npos) << core;
   EXPECT_NE(core.find("kiln.alias.default(%0, size=[2, 2, 6], storage_offset=0, stride=[2, 1, 4])"),
@@ -171,9 +174,7 @@ TEST(PipelineTest, SoftmaxTakesItsCheaperMaxAndExp) {
       {"name": "exp", "op": "aten.exp.default", "inputs": [0], "outputs": [2],
        "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"constant": 1024}]}]}],
     "outputs": [1, 2]})";
-  kiln::v1::Graph graph;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
-  const GeneratedCode code = Generate(graph);
+  const GeneratedCode code = Generate(ParseGraph(json));
   const std::string core = Stage(code, "core graph");
   EXPECT_NE(core.find("kiln.softmax_max.default(%0, dim=[-1], keepdim=True)"), std::string::npos)
       << core;
@@ -215,9 +216,7 @@ kiln::v1::Graph LinearPair(const std::string& batch, int in, int hidden, int out
        "outputTypes": [{"dtype": "FLOAT32", "sizes": [$0, {"constant": $3}]}]}],
     "outputs": [8], "relations": $4})",
                                             batch, in, hidden, out, relations);
-  kiln::v1::Graph graph;
-  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok()) << json;
-  return graph;
+  return ParseGraph(json);
 }
 
 kiln::v1::Graph LinearPair(int batch, int in, int hidden, int out) {
@@ -292,9 +291,7 @@ TEST(PipelineTest, AnOutputAliasingPartOfAResultIsCopied) {
        "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 2}, {"constant": 3}],
                         "strides": [{"constant": 3}, {"constant": 1}]}]}],
     "outputs": [3]})";
-  kiln::v1::Graph graph;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
-  const GeneratedCode code = Generate(graph);
+  const GeneratedCode code = Generate(ParseGraph(json));
   EXPECT_NE(Stage(code, "kernels").find("copy %"), std::string::npos) << Stage(code, "kernels");
   EXPECT_NE(Stage(code, "buffer plan").find("scratch [0, 48): 48 bytes, holds %2"),
             std::string::npos)
@@ -324,9 +321,7 @@ TEST(PipelineTest, SymbolicReshapesRegroupAroundSymbolsWithoutCopies) {
       {"name": "bmm", "op": "aten.bmm.default", "inputs": [3, 2], "outputs": [4],
        "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 8}, {"symbol": "S"}, {"symbol": "S"}]}]}],
     "outputs": [4]})";
-  kiln::v1::Graph graph;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
-  const GeneratedCode code = Generate(graph);
+  const GeneratedCode code = Generate(ParseGraph(json));
   const std::string core = Stage(code, "core graph");
   EXPECT_EQ(core.find("aten.clone"), std::string::npos) << core;
   EXPECT_NE(core.find("kiln.alias.default(%0, size=[8, 32, s0], storage_offset=0, "
@@ -351,15 +346,13 @@ TEST(PipelineTest, SymbolicReshapesRegroupAroundSymbolsWithoutCopies) {
 TEST(PipelineTest, SymbolicReshapesInferOrRefuseByTheirProducts) {
   auto view = [](const std::string& sizes, const std::string& target,
                  const std::string& result) {
-    kiln::v1::Graph graph;
     const std::string json = R"({"name": "v", "inputs": [{"value": 0, "name": "x",
         "type": {"dtype": "FLOAT32", "sizes": )" + sizes + R"(}}],
       "nodes": [{"name": "view", "op": "aten.view.default", "inputs": [0], "outputs": [1],
         "args": [{"name": "size", )" + target + R"(}],
         "outputTypes": [{"dtype": "FLOAT32", "sizes": )" + result + R"(}]}],
       "outputs": [1]})";
-    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok()) << json;
-    return graph;
+    return ParseGraph(json);
   };
   EXPECT_EQ(PrepareGraph(view(R"([{"symbol": "s"}, {"constant": 5}])",
                               R"("symIntList": {"values": [{"terms": [{"coefficient": "5"}]},
@@ -391,9 +384,7 @@ TEST(PipelineTest, ExpandBroadcastsToASymbolicSize) {
       {"name": "add", "op": "aten.add.Tensor", "inputs": [2, 1], "outputs": [3],
        "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "S"}, {"constant": 4}]}]}],
     "outputs": [3]})";
-  kiln::v1::Graph graph;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
-  const GeneratedCode code = Generate(graph);
+  const GeneratedCode code = Generate(ParseGraph(json));
   EXPECT_NE(Stage(code, "loop IR").find("float32[s0, 4] = view %0 (i0, i1) -> (0, i1)"),
             std::string::npos)
       << Stage(code, "loop IR");
@@ -417,9 +408,7 @@ TEST(PipelineTest, AStaticTensorExpandedToASymbolicSizeReshapesAsAView) {
       {"name": "add", "op": "aten.add.Tensor", "inputs": [3, 1], "outputs": [4],
        "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "B"}, {"constant": 1024}]}]}],
     "outputs": [4]})";
-  kiln::v1::Graph graph;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
-  const GeneratedCode code = Generate(graph);
+  const GeneratedCode code = Generate(ParseGraph(json));
   const std::string core = Stage(code, "core graph");
   EXPECT_NE(core.find("kiln.alias.default(%0, size=[s0, 1024], storage_offset=0, stride=[0, 1])"),
             std::string::npos)
@@ -438,8 +427,7 @@ TEST(PipelineTest, ASymbolNoInputBindsIsRefused) {
                  {"terms": [{"coefficient": "1", "symbols": ["T"]}]}, {"terms": [{"coefficient": "4"}]}]}}],
        "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "T"}, {"constant": 4}]}]}],
     "outputs": [1]})";
-  kiln::v1::Graph graph;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok());
+  kiln::v1::Graph graph = ParseGraph(json);
   EXPECT_EQ(PrepareGraph(graph).status(),
             absl::InvalidArgumentError("node 0 'expand' (aten.expand.default): argument 'size' "
                                        "names symbol 'T', which no input size uses"));
@@ -451,14 +439,13 @@ TEST(PipelineTest, ASymbolNoInputBindsIsRefused) {
 // view(x: [S, B, 4], [-1, 4]) is [S*B, 4]; specializing S keeps B in the
 // product (3*B at S = 3), and S = 0 empties it.
 TEST(PipelineTest, SpecializingASymbolInsideAProduct) {
-  kiln::v1::Graph graph;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(R"({"name": "flat", "inputs": [
+  const kiln::v1::Graph graph = ParseGraph(R"({"name": "flat", "inputs": [
       {"value": 0, "name": "x", "type": {"dtype": "FLOAT32",
        "sizes": [{"symbol": "S"}, {"symbol": "B"}, {"constant": 4}]}}],
     "nodes": [{"name": "view", "op": "aten.view.default", "inputs": [0], "outputs": [1],
       "args": [{"name": "size", "intList": {"values": ["-1", "4"]}}],
       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "S", "times": ["B"]}, {"constant": 4}]}]}],
-    "outputs": [1]})", &graph).ok());
+    "outputs": [1]})");
   auto prepared = PrepareGraph(graph);
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   EXPECT_NE(ir::ToString(*prepared).find("%1 : float32[s0*s1, 4] = aten.view.default"),
@@ -480,9 +467,7 @@ kiln::v1::Graph SymbolicAdd(const std::string& relations_json) {
     "nodes": [{"name": "add", "op": "aten.add.Tensor", "inputs": [0, 1], "outputs": [2],
       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "a"}, {"constant": 64}]}]}],
     "outputs": [2], "relations": )" + relations_json + "}";
-  kiln::v1::Graph graph;
-  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok()) << json;
-  return graph;
+  return ParseGraph(json);
 }
 
 TEST(PipelineTest, RelationsMergeEqualSymbolsAndBoundTheRest) {

@@ -134,7 +134,9 @@ struct EagerConfig {
   // glibc's initial malloc thresholds, held: without this, freeing the
   // references' 22 MiB strings at start-up raises them, and 16 MiB blocks
   // then stay on the heap. A fresh process calling relu(x + 1.0) in a loop
-  // maps and faults both 16 MiB buffers on every call (docs/BENCHMARKS.md).
+  // faults both 16 MiB buffers in on every call (glibc trims them off the
+  // heap's top; held at these values it maps and unmaps them instead: the
+  // same faults; docs/BENCHMARKS.md).
   // Only the tail's allocating variant runs here.
   bool fresh_heap = false;
 };
@@ -283,7 +285,7 @@ absl::StatusOr<std::unique_ptr<KilnGraph>> LoadKilnGraph(const std::string& name
                     (name == "softmax" ? width % 64 == 0 : input.NumElements() % 16 == 0) &&
                     reinterpret_cast<uintptr_t>(input.data<float>()) % 64 == 0 &&
                     reinterpret_cast<uintptr_t>(graph->outputs[0][0].data<float>()) % 64 == 0;
-  graph->hand = (name == "softmax" || name == "tail") && KilnBenchHasAvx512() && checked.ok() && fits;
+  graph->hand = KilnBenchHasAvx512() && checked.ok() && fits && !HandBaselines(*graph).empty();
   if (graph->hand) {
     const absl::Status hand = CheckHandBaselines(*graph);
     if (!hand.ok()) {
@@ -425,10 +427,9 @@ absl::Status TimeGraph(KilnGraph& graph, std::vector<EagerSide>& eager, Runtime*
     const auto it = graph.calls.find(batch);
     return it == graph.calls.end() ? min_calls : it->second;
   };
-  auto time_eager = [&](const EagerConfig& wanted) -> absl::Status {
+  auto time_eager = [&](const std::string& name, int threads) -> absl::Status {
     for (EagerSide& side : eager) {
-      if (side.process == nullptr || side.config.threads != wanted.threads ||
-          std::string(side.config.name) != wanted.name) {
+      if (side.process == nullptr || side.config.threads != threads || side.config.name != name) {
         continue;
       }
       for (const char* variant : {"alloc", "out"}) {
@@ -441,7 +442,7 @@ absl::Status TimeGraph(KilnGraph& graph, std::vector<EagerSide>& eager, Runtime*
   };
   for (int t = 0; t < 2; ++t) {
     const int threads = t + 1;
-    RETURN_IF_ERROR(time_eager({"eager", threads, true}));
+    RETURN_IF_ERROR(time_eager("eager", threads));
     if (graph.error.empty()) {
       CompiledGraph& compiled = *graph.compiled[t];
       bool ok = true;
@@ -481,9 +482,9 @@ absl::Status TimeGraph(KilnGraph& graph, std::vector<EagerSide>& eager, Runtime*
         }
       }
     }
-    RETURN_IF_ERROR(time_eager({"eager_default", threads, false}));
+    RETURN_IF_ERROR(time_eager("eager_default", threads));
     // Last: its freed 16 MiB buffers fault again in whatever runs next.
-    if (tail) RETURN_IF_ERROR(time_eager({"eager_fresh_heap", threads, true, true}));
+    if (tail) RETURN_IF_ERROR(time_eager("eager_fresh_heap", threads));
   }
   return absl::OkStatus();
 }
