@@ -16,6 +16,10 @@ std::string ObjectDirectory::PathFor(const std::string& digest) const {
   return absl::StrCat(root_, "/", digest.substr(0, 2), "/", digest, ".so");
 }
 
+std::string ObjectDirectory::RelativePathFor(const std::string& digest) {
+  return absl::StrCat("objects/", digest.substr(0, 2), "/", digest, ".so");
+}
+
 bool ObjectDirectory::Contains(const std::string& digest) const {
   struct stat info;
   return stat(PathFor(digest).c_str(), &info) == 0 && S_ISREG(info.st_mode);

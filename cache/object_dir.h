@@ -22,6 +22,8 @@ class ObjectDirectory {
   explicit ObjectDirectory(std::string root) : root_(std::move(root)) {}
 
   std::string PathFor(const std::string& digest) const;
+  // The object's path below the cache directory (clients open it from there).
+  static std::string RelativePathFor(const std::string& digest);
   bool Contains(const std::string& digest) const;
   // Writes the object for `digest` unless it is already there — or always,
   // with `replace` (fresh bytes heal a damaged file of the same name).

@@ -1,6 +1,8 @@
 #include "client/client.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -8,9 +10,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include <grpcpp/create_channel_posix.h>
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +28,7 @@
 #include "common/paths.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "common/trust.h"
 #include "common/version.h"
 
 extern char** environ;
@@ -36,15 +41,64 @@ absl::Status FromGrpc(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
-std::unique_ptr<kiln::v1::Kiln::Stub> NewStub(const std::string& socket_path) {
-  grpc::ChannelArguments arguments;
-  arguments.SetMaxReceiveMessageSize(256 << 20);
-  arguments.SetMaxSendMessageSize(256 << 20);
-  return kiln::v1::Kiln::NewStub(grpc::CreateCustomChannel(
-      "unix:" + socket_path, grpc::InsecureChannelCredentials(), arguments));
+void AddVersionMetadata(grpc::ClientContext& context) {
+  context.AddMetadata(kProtocolMetadataKey, absl::StrCat(kProtocolVersion));
+  context.AddMetadata(kAbiMetadataKey, absl::StrCat(KILN_ABI_VERSION));
 }
 
-// One handshake attempt. Unavailable when nothing listens.
+// The uid the peer on `fd` ran as when it listened, and its pid.
+absl::StatusOr<ucred> PeerCredentials(int fd, const std::string& socket_path) {
+  ucred credentials;
+  socklen_t length = sizeof(credentials);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot read the credentials of kilnd on ", socket_path, ": ", strerror(errno)));
+  }
+  return credentials;
+}
+
+// Connects to the daemon on `socket_path` and checks who it is before a
+// byte is sent: gRPC 1.51 shows no peer credentials, so the socket is
+// connected here and handed to gRPC. Such a channel never reconnects; the
+// client makes a new one when it fails. Unavailable when nothing listens.
+absl::StatusOr<std::unique_ptr<kiln::v1::Kiln::Stub>> ConnectStub(
+    const std::string& socket_path, const std::vector<uid_t>& trusted, ucred* peer) {
+  sockaddr_un address = {};
+  address.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof(address.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat("socket path ", socket_path, " is longer than ",
+                                                   sizeof(address.sun_path) - 1, " bytes"));
+  }
+  memcpy(address.sun_path, socket_path.data(), socket_path.size());
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+    const int error = errno;
+    close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("cannot connect to kilnd on ", socket_path, ": ", strerror(error)));
+  }
+  absl::StatusOr<ucred> credentials = PeerCredentials(fd, socket_path);
+  if (credentials.ok() &&
+      std::find(trusted.begin(), trusted.end(), credentials->uid) == trusted.end()) {
+    credentials = absl::FailedPreconditionError(absl::StrCat(
+        "refusing kilnd on ", socket_path, ": it runs as uid ", credentials->uid, " (pid ",
+        credentials->pid, "), not as this user (uid ", geteuid(),
+        ") or root. For a daemon shared on purpose, set KILN_DAEMON_UID=", credentials->uid));
+  }
+  if (!credentials.ok()) {
+    close(fd);
+    return credentials.status();
+  }
+  *peer = *credentials;
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(256 << 20);
+  arguments.SetMaxSendMessageSize(kMaxRequestBytes);
+  return kiln::v1::Kiln::NewStub(
+      grpc::CreateCustomInsecureChannelFromFd("kilnd", fd, arguments));  // owns fd now
+}
+
+// One handshake: the daemon's versions, whatever they are.
 absl::StatusOr<kiln::v1::HelloResponse> Hello(kiln::v1::Kiln::Stub& stub,
                                               const std::string& client_name) {
   kiln::v1::HelloRequest request;
@@ -53,23 +107,21 @@ absl::StatusOr<kiln::v1::HelloResponse> Hello(kiln::v1::Kiln::Stub& stub,
   request.set_client(client_name);
   kiln::v1::HelloResponse response;
   grpc::ClientContext context;
+  AddVersionMetadata(context);
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
   RETURN_IF_ERROR(FromGrpc(stub.Hello(&context, request, &response)));
-  // The daemon refuses a mismatched client; a client refuses an old daemon
-  // that did not know to.
-  if (response.protocol_version() != kProtocolVersion ||
-      response.abi_version() != KILN_ABI_VERSION) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "version mismatch: kilnd ", response.daemon_version(), " (pid ", response.pid(),
-        ") speaks protocol ", response.protocol_version(), " with ABI ", response.abi_version(),
-        "; this client speaks protocol ", kProtocolVersion, " with ABI ", KILN_ABI_VERSION));
-  }
   return response;
 }
 
-bool SocketExists(const std::string& path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
+// Whether some kilnd holds the lock beside `socket_path` (serving, draining
+// or about to serve).
+bool DaemonLockHeld(const std::string& socket_path) {
+  const std::string lock_path = socket_path + ".lock";
+  const int fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  const bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd);
+  return held;
 }
 
 std::string FindDaemon(const std::string& configured) {
@@ -98,12 +150,20 @@ absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket
   for (std::string& arg : argv) args.push_back(arg.data());
   args.push_back(nullptr);
 
+  // Opened here, so that a log that cannot be written is named as such
+  // rather than blamed on the daemon binary.
+  const int log_fd =
+      open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (log_fd < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot create kilnd's log file ", log_path, ": ",
+                                               strerror(errno),
+                                               ". Set KILN_CACHE_DIR to a writable directory"));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
   // None of the worker's other descriptors (listening sockets, pipes) may
   // live on in the daemon.
   posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
@@ -125,6 +185,7 @@ absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket
       posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
+  close(log_fd);
   if (error != 0) {
     return absl::UnavailableError(absl::StrCat("cannot start ", daemon, ": ", strerror(error),
                                                ". Set KILN_DAEMON to the kilnd binary"));
@@ -142,7 +203,7 @@ absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket
 
 }  // namespace
 
-Client::Client(ClientOptions options) : options_(std::move(options)) {
+Client::Client(ClientOptions options) : options_(std::move(options)), trusted_(TrustedUids()) {
   if (options_.socket_path.empty()) options_.socket_path = DefaultSocketPath();
   if (options_.cache_dir.empty()) options_.cache_dir = DefaultCacheDir();
 }
@@ -163,21 +224,50 @@ absl::StatusOr<kiln::v1::HelloResponse> Client::daemon() {
   return hello_;
 }
 
+absl::Status Client::ConnectLocked() {
+  RETURN_IF_ERROR(trusted_.status());
+  const std::string& socket_path = options_.socket_path;
+  const absl::Status directory =
+      CheckTrustedPath(Dirname(socket_path), "socket directory", *trusted_);
+  if (directory.code() == absl::StatusCode::kNotFound) {
+    return absl::UnavailableError(directory.message());  // nothing listens there yet
+  }
+  RETURN_IF_ERROR(directory);
+  ucred peer;
+  ASSIGN_OR_RETURN(std::unique_ptr<kiln::v1::Kiln::Stub> stub,
+                   ConnectStub(socket_path, *trusted_, &peer));
+  ASSIGN_OR_RETURN(kiln::v1::HelloResponse hello, Hello(*stub, options_.client_name));
+  if (hello.protocol_version() == kProtocolVersion && hello.abi_version() == KILN_ABI_VERSION) {
+    hello_ = std::move(hello);
+    stub_ = std::move(stub);
+    return absl::OkStatus();
+  }
+  const std::string mismatch = absl::StrCat(
+      "version mismatch: kilnd ", hello.daemon_version(), " (pid ", peer.pid,
+      ") on ", socket_path, " speaks protocol ", hello.protocol_version(), " with ABI ",
+      hello.abi_version(), "; this client speaks protocol ", kProtocolVersion, " with ABI ",
+      KILN_ABI_VERSION);
+  // A daemon some client started on demand, as this user, is ours to
+  // replace: ask it to drain (it finishes running compiles and stores them),
+  // then start one of this version, which waits for the old one's lock.
+  if (!options_.auto_start || !hello.auto_started() || peer.uid != geteuid()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        mismatch, ". Stop that kilnd (kill ", peer.pid, ") or use a client of its version"));
+  }
+  if (kill(peer.pid, SIGTERM) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(mismatch, "; cannot ask it to drain: ", strerror(errno)));
+  }
+  return absl::UnavailableError(absl::StrCat(mismatch, "; asked it to drain"));
+}
+
 absl::StatusOr<std::shared_ptr<kiln::v1::Kiln::Stub>> Client::Stub() {
   absl::MutexLock lock(&mutex_);
   if (stub_ != nullptr) return stub_;
   const std::string& socket_path = options_.socket_path;
-  auto stub = NewStub(socket_path);
-  auto connected = [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(hello_, Hello(*stub, options_.client_name));
-    stub_ = std::move(stub);
-    return absl::OkStatus();
-  };
-  if (SocketExists(socket_path)) {
-    const absl::Status status = connected();
-    if (status.ok()) return stub_;
-    if (status.code() != absl::StatusCode::kUnavailable) return status;
-  }
+  absl::Status result = ConnectLocked();
+  if (result.ok()) return stub_;
+  if (result.code() != absl::StatusCode::kUnavailable) return result;
   if (!options_.auto_start) {
     return absl::UnavailableError(absl::StrCat("no kilnd is listening on ", socket_path,
                                                "; start one with `kilnd --socket=", socket_path,
@@ -188,32 +278,15 @@ absl::StatusOr<std::shared_ptr<kiln::v1::Kiln::Stub>> Client::Stub() {
   // daemon between them: whoever comes second finds it running.
   RETURN_IF_ERROR(EnsurePrivateDirectory(Dirname(socket_path)));
   const std::string lock_path = socket_path + ".start";
-  const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock_fd < 0) {
     return absl::UnavailableError(absl::StrCat("cannot open ", lock_path, ": ", strerror(errno)));
   }
   flock(lock_fd, LOCK_EX);
-  absl::Status result = absl::UnavailableError("no kilnd answered");
-  if (SocketExists(socket_path)) result = connected();
+  result = ConnectLocked();
   if (result.code() == absl::StatusCode::kUnavailable) {
     result = SpawnDaemon(options_, socket_path, options_.cache_dir);
-    if (result.ok()) {
-      result = absl::UnavailableError("not yet");
-      const absl::Time deadline = absl::Now() + options_.start_timeout;
-      while (absl::Now() < deadline) {
-        if (SocketExists(socket_path)) {
-          result = connected();
-          if (result.code() != absl::StatusCode::kUnavailable) break;
-        }
-        absl::SleepFor(absl::Milliseconds(5));
-      }
-      if (result.code() == absl::StatusCode::kUnavailable) {
-        result = absl::UnavailableError(absl::StrCat(
-            "started kilnd, but it did not answer on ", socket_path, " within ",
-            absl::FormatDuration(options_.start_timeout), "; see ", options_.cache_dir,
-            "/kilnd.log"));
-      }
-    }
+    if (result.ok()) result = WaitForDaemon();
   }
   flock(lock_fd, LOCK_UN);
   close(lock_fd);
@@ -221,8 +294,59 @@ absl::StatusOr<std::shared_ptr<kiln::v1::Kiln::Stub>> Client::Stub() {
   return stub_;
 }
 
+absl::Status Client::WaitForDaemon() {
+  const std::string& socket_path = options_.socket_path;
+  // The new daemon waits for its predecessor's lock while that one drains:
+  // as long as some kilnd holds the lock, one will answer soon.
+  const absl::Time start = absl::Now();
+  absl::Status result = absl::UnavailableError("not yet");
+  while (result.code() == absl::StatusCode::kUnavailable) {
+    absl::SleepFor(absl::Milliseconds(5));
+    result = ConnectLocked();
+    const absl::Duration waited = absl::Now() - start;
+    if (waited > options_.start_timeout &&
+        (waited > options_.rpc_timeout || !DaemonLockHeld(socket_path))) {
+      break;
+    }
+  }
+  if (result.code() == absl::StatusCode::kUnavailable) {
+    return absl::UnavailableError(absl::StrCat(
+        "started kilnd, but it did not answer on ", socket_path, " within ",
+        absl::FormatDuration(absl::Now() - start), " (", result.message(), "); see ",
+        options_.cache_dir, "/kilnd.log"));
+  }
+  return result;
+}
+
+absl::Status Client::CheckCacheDirectory(const std::string& dir) {
+  RETURN_IF_ERROR(trusted_.status());
+  absl::MutexLock lock(&descriptor_mutex_);
+  if (std::find(trusted_dirs_.begin(), trusted_dirs_.end(), dir) != trusted_dirs_.end()) {
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(CheckTrustedPath(dir, "cache directory", *trusted_));
+  trusted_dirs_.push_back(dir);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedArtifact>> Client::Load(
+    const kiln::v1::CompileResponse& response, Source source) {
+  std::string cache_dir = options_.cache_dir;
+  if (source == Source::kDaemon) {
+    absl::MutexLock lock(&mutex_);
+    cache_dir = hello_.cache_dir();
+  }
+  if (cache_dir.empty()) {
+    return absl::FailedPreconditionError("kilnd reported no cache directory to load from");
+  }
+  RETURN_IF_ERROR(CheckCacheDirectory(cache_dir));
+  return LoadArtifact(cache_dir, response.artifact(), *trusted_);
+}
+
 std::optional<kiln::v1::CompileResponse> Client::FindLocal(
     const kiln::v1::CompileRequest& request) {
+  // Nothing is read from a directory someone else could have written.
+  if (!CheckCacheDirectory(options_.cache_dir).ok()) return std::nullopt;
   const LocalIndex index(options_.cache_dir);
   kiln::v1::Toolchain toolchain;
   {
@@ -254,11 +378,10 @@ std::optional<kiln::v1::CompileResponse> Client::FindLocal(
   const std::string key = ComputeCacheKey(inputs).key;
   auto entry = index.Find(key);
   if (!entry.ok() || !entry->has_value()) return std::nullopt;
-  const std::string path = ObjectDirectory(options_.cache_dir + "/objects").PathFor((*entry)->digest());
-  if (access(path.c_str(), R_OK) != 0) return std::nullopt;
   kiln::v1::CompileResponse response;
+  response.set_object_path(
+      ObjectDirectory(options_.cache_dir + "/objects").PathFor((*entry)->digest()));
   *response.mutable_artifact() = **std::move(entry);
-  response.set_object_path(path);
   response.set_cache_hit(true);
   return response;
 }
@@ -269,6 +392,7 @@ template <typename Request, typename Response, typename Method>
 absl::StatusOr<Response> Call(kiln::v1::Kiln::Stub& stub, Method method, const Request& request,
                               absl::Duration timeout) {
   grpc::ClientContext context;
+  AddVersionMetadata(context);
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   Response response;
   RETURN_IF_ERROR(FromGrpc((stub.*method)(&context, request, &response)));
@@ -282,9 +406,13 @@ absl::StatusOr<Response> Client::Rpc(Method method, const Request& request) {
   ASSIGN_OR_RETURN(std::shared_ptr<kiln::v1::Kiln::Stub> stub, Stub());
   absl::StatusOr<Response> response =
       Call<Request, Response>(*stub, method, request, options_.rpc_timeout);
-  if (response.status().code() != absl::StatusCode::kUnavailable) return response;
-  // The daemon went away (idle timeout, restart): connect again, starting
-  // one if allowed, and retry once.
+  const absl::StatusCode code = response.status().code();
+  if (code != absl::StatusCode::kUnavailable && code != absl::StatusCode::kCancelled) {
+    return response;
+  }
+  // The daemon went away (idle timeout, a restart: a draining daemon refuses
+  // queued compiles and cancels what outlives its drain, after storing it):
+  // connect again, starting one if allowed, and retry once.
   {
     absl::MutexLock lock(&mutex_);
     if (stub_ == stub) stub_.reset();

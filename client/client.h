@@ -1,8 +1,11 @@
 // kiln::Client: the connection to kilnd.
 //
-// Connect() finds the daemon on the socket (KILN_SOCKET or the default) and
-// shakes hands (protocol and ABI versions must match, or both sides refuse
-// with a message naming them). When no daemon listens and auto_start is on,
+// Connect() finds the daemon on the socket (KILN_SOCKET or the default),
+// checks who it is and shakes hands: the socket's directory must be trusted
+// (common/trust.h) and the daemon must run as this user, root, or
+// KILN_DAEMON_UID (SO_PEERCRED), and protocol and ABI versions must match,
+// or the client refuses with a message naming them. A daemon of another
+// version that a client started on demand is asked to drain and replaced. When no daemon listens and auto_start is on,
 // it starts one: posix_spawn (never fork, since gRPC may already run
 // threads), its own session, stdio to <cache_dir>/kilnd.log, an idle
 // timeout. A lock file in the socket's directory makes racing clients start
@@ -12,6 +15,8 @@
 // in-process and reads kilnd's local index (cache/local_index.h); a Client
 // made with Open connects only when something needs the daemon. That makes
 // a fresh worker's first hit a few file reads and a dlopen.
+//
+// Objects are loaded only from a trusted cache directory (client/loader.h).
 //
 // A Client is thread-safe; share one per process.
 #ifndef KILN_CLIENT_CLIENT_H_
@@ -26,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/loader.h"
 #include "proto/service.grpc.pb.h"
 
 namespace kiln {
@@ -57,6 +63,14 @@ class Client {
   // toolchain, or a graph the daemon should judge). Never compiles.
   std::optional<kiln::v1::CompileResponse> FindLocal(const kiln::v1::CompileRequest& request);
 
+  // Where a response came from, and so which cache directory holds its
+  // object: this client's (FindLocal) or the one the daemon reported.
+  enum class Source { kLocalIndex, kDaemon };
+  // Loads the object of `response` after checking the cache directory it
+  // lives in (common/trust.h) and the object's digest (client/loader.h).
+  absl::StatusOr<std::shared_ptr<const LoadedArtifact>> Load(
+      const kiln::v1::CompileResponse& response, Source source);
+
   absl::StatusOr<kiln::v1::CompileResponse> Compile(const kiln::v1::CompileRequest& request);
   // NotFound on a miss; never compiles.
   absl::StatusOr<kiln::v1::CompileResponse> Lookup(const kiln::v1::CompileRequest& request);
@@ -71,6 +85,16 @@ class Client {
 
  private:
   explicit Client(ClientOptions options);
+  // OK once `dir` has passed CheckTrustedPath (remembered: a trusted
+  // directory can only be changed by trusted users).
+  absl::Status CheckCacheDirectory(const std::string& dir);
+  // Connects to the socket and shakes hands; Unavailable when nothing
+  // answers. Replaces an auto-started daemon of another version.
+  absl::Status ConnectLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // After starting kilnd: connects once it answers, waiting up to
+  // start_timeout — or, while a kilnd holds the socket's lock (an old one
+  // draining, a new one waiting for it), up to rpc_timeout.
+  absl::Status WaitForDaemon() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // The connected stub, connecting (and auto-starting) on first use.
   // Shared: a reconnect may replace it while another thread's call runs.
   absl::StatusOr<std::shared_ptr<kiln::v1::Kiln::Stub>> Stub();
@@ -80,6 +104,7 @@ class Client {
   absl::StatusOr<Response> Rpc(Method method, const Request& request);
 
   ClientOptions options_;  // paths resolved
+  const absl::StatusOr<std::vector<uid_t>> trusted_;  // TrustedUids()
   absl::Mutex mutex_;
   std::shared_ptr<kiln::v1::Kiln::Stub> stub_ ABSL_GUARDED_BY(mutex_);
   kiln::v1::HelloResponse hello_ ABSL_GUARDED_BY(mutex_);
@@ -87,6 +112,7 @@ class Client {
   // not wait behind a connection attempt).
   absl::Mutex descriptor_mutex_;
   std::optional<kiln::v1::CacheDescriptor> descriptor_ ABSL_GUARDED_BY(descriptor_mutex_);
+  std::vector<std::string> trusted_dirs_ ABSL_GUARDED_BY(descriptor_mutex_);
 };
 
 }  // namespace kiln

@@ -90,7 +90,7 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
   std::optional<kiln::v1::CompileResponse> local = client_->FindLocal(request);
   absl::StatusOr<std::shared_ptr<const LoadedArtifact>> loaded = absl::NotFoundError("");
   absl::Time fetched = absl::Now();
-  if (local.has_value()) loaded = LoadArtifact(local->object_path(), local->artifact());
+  if (local.has_value()) loaded = client_->Load(*local, Client::Source::kLocalIndex);
   result.local = loaded.ok();
   kiln::v1::CompileResponse response;
   if (result.local) {
@@ -98,13 +98,13 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
   } else {
     ASSIGN_OR_RETURN(response, client_->Compile(request));
     fetched = absl::Now();
-    loaded = LoadArtifact(response.object_path(), response.artifact());
+    loaded = client_->Load(response, Client::Source::kDaemon);
     if (loaded.status().code() == absl::StatusCode::kDataLoss) {
       // The object file was damaged on disk: kilnd rewrites it from its
       // verified blob, once.
       request.set_repair(true);
       ASSIGN_OR_RETURN(response, client_->Compile(request));
-      loaded = LoadArtifact(response.object_path(), response.artifact());
+      loaded = client_->Load(response, Client::Source::kDaemon);
     }
   }
   ASSIGN_OR_RETURN(auto artifact, std::move(loaded));

@@ -9,7 +9,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "cache/object_dir.h"
 #include "common/sha256.h"
+#include "common/status_macros.h"
+#include "common/trust.h"
 
 namespace kiln {
 namespace {
@@ -25,11 +28,15 @@ struct FileCloser {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
-    const std::string& path, const kiln::v1::ArtifactMetadata& metadata) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat("cannot open artifact ", path, ": ", strerror(errno)));
+    const std::string& cache_dir, const kiln::v1::ArtifactMetadata& metadata,
+    const std::vector<uid_t>& trusted) {
+  if (!IsSha256Hex(metadata.digest())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "artifact digest '", metadata.digest().substr(0, 80), "' is not 64 lowercase hex digits"));
   }
+  const std::string relative = ObjectDirectory::RelativePathFor(metadata.digest());
+  const std::string path = absl::StrCat(cache_dir, "/", relative);
+  ASSIGN_OR_RETURN(const int fd, OpenTrustedBelow(cache_dir, relative, trusted));
   FileCloser closer{fd};
   Sha256 hasher;
   char buffer[1 << 16];

@@ -1,18 +1,27 @@
 // Loads an artifact into this process.
 //
-// Hashes the object file against the digest the daemon reported, then
-// dlopens it by its path. The path is content-addressed (the digest is in
-// the name), so glibc's reuse of an already-loaded object of the same name
-// is exactly right; dlopen through /proc/self/fd/N would not be, since fd
-// numbers are reused. The object directory is private to the user, which is
-// what makes hashing then opening by name safe. Then checks the ABI version
-// and that the entry points agree with the signature. Artifacts are never dlclosed: a kernel may
-// still be running on the pool, and their pages are shared and small.
+// The object is taken only from the object directory of a cache directory
+// the caller has checked (common/trust.h), by a path made from the digest:
+// whatever path a daemon reports is never opened. The walk from the cache
+// directory to the file opens each component with O_NOFOLLOW and checks
+// its owner and mode, then hashes the bytes read from that descriptor
+// against the digest, then dlopens the same path. No one outside the
+// trusted uids can write any directory on that path, and a name holds only
+// the bytes whose SHA-256 it carries (content addressing; kilnd writes by
+// rename and only ever the same bytes), so what dlopen maps is what was
+// hashed. dlopen through /proc/self/fd/N would not do: glibc treats a
+// reused fd number as an already-loaded object. Then checks the ABI version
+// and that the entry points agree with the signature. Artifacts are never
+// dlclosed: a kernel may still be running on the pool, and their pages are
+// shared and small.
 #ifndef KILN_CLIENT_LOADER_H_
 #define KILN_CLIENT_LOADER_H_
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "codegen/abi/kiln_abi.h"
@@ -27,10 +36,14 @@ struct LoadedArtifact {
   kiln_scratch_bytes_fn scratch_bytes = nullptr;
 };
 
-// DataLoss when the file's bytes do not match the digest; FailedPrecondition
-// when the artifact's ABI version differs from this client's.
+// Loads the object of `metadata` from `cache_dir`, which must already have
+// passed CheckTrustedPath for `trusted`. DataLoss when the file's bytes do
+// not match the digest; FailedPrecondition when a file or directory on the
+// way is not trusted, or the artifact's ABI version differs from this
+// client's; InvalidArgument when the digest is not 64 hex digits.
 absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
-    const std::string& path, const kiln::v1::ArtifactMetadata& metadata);
+    const std::string& cache_dir, const kiln::v1::ArtifactMetadata& metadata,
+    const std::vector<uid_t>& trusted);
 
 }  // namespace kiln
 

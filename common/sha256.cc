@@ -36,4 +36,12 @@ std::string Sha256Hex(absl::string_view bytes) {
   return hasher.HexDigest();
 }
 
+bool IsSha256Hex(absl::string_view text) {
+  if (text.size() != 64) return false;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
 }  // namespace kiln

@@ -30,6 +30,10 @@ class Sha256 {
 // Lowercase hex SHA-256 of `bytes`.
 std::string Sha256Hex(absl::string_view bytes);
 
+// Whether `text` has the form of a digest: 64 lowercase hex digits. Digests
+// name files, so one from outside is checked before it becomes a path.
+bool IsSha256Hex(absl::string_view text);
+
 }  // namespace kiln
 
 #endif  // KILN_COMMON_SHA256_H_

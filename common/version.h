@@ -11,7 +11,17 @@ inline constexpr char kKilnVersion[] = "0.1.0";
 
 // Bump on any incompatible change to proto/service.proto's messages or
 // semantics. Client and daemon refuse each other when these differ.
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
+
+// Every RPC carries the client's protocol and ABI versions in these call
+// metadata keys, and kilnd refuses a call whose versions are missing or
+// differ: Hello is not the only gate.
+inline constexpr char kProtocolMetadataKey[] = "kiln-protocol";
+inline constexpr char kAbiMetadataKey[] = "kiln-abi";
+
+// The largest request kilnd reads; gRPC refuses a larger one with
+// RESOURCE_EXHAUSTED before it is parsed.
+inline constexpr int kMaxRequestBytes = 64 << 20;
 
 // The artifact ABI version lives in codegen/abi/kiln_abi.h (KILN_ABI_VERSION)
 // so that generated code, the loader and the runtime share one definition.

@@ -19,6 +19,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "cache/index_reconcile.h"
 #include "cache/local_index.h"
 #include "cache/object_dir.h"
 #include "codegen/abi/kiln_abi.h"
@@ -46,6 +47,9 @@ ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(120),
           "A compile still running after this is killed and fails.");
 ABSL_FLAG(absl::Duration, idle_timeout, absl::ZeroDuration(),
           "Exit after this long without a request (0: never). Auto-started daemons use 10m.");
+ABSL_FLAG(absl::Duration, lock_wait, absl::Minutes(3),
+          "When another kilnd serves this socket (draining after SIGTERM, say), wait this long "
+          "for it to exit before giving up.");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error.");
 ABSL_FLAG(std::string, compiler, "worker",
           "worker: long-lived kiln-compile-worker processes (falls back to subprocess when no "
@@ -57,14 +61,26 @@ ABSL_FLAG(bool, daemonize, false,
 namespace kiln {
 namespace {
 
-// Holds an exclusive lock on `path` for the process's life, or fails when
-// another kilnd holds it.
-absl::Status LockOrFail(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+// Takes an exclusive lock on `path` for the process's life. While another
+// kilnd holds it (one draining after SIGTERM, its compiles finishing), waits
+// up to `patience` for it to exit: a replacement started during a restart
+// takes over instead of failing its client.
+absl::Status WaitForLock(const std::string& path, absl::Duration patience) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return absl::InternalError(absl::StrCat("cannot open ", path, ": ", strerror(errno)));
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    close(fd);
-    return absl::AlreadyExistsError(absl::StrCat("another kilnd holds ", path));
+  const absl::Time deadline = absl::Now() + patience;
+  bool logged = false;
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (absl::Now() >= deadline) {
+      close(fd);
+      return absl::AlreadyExistsError(absl::StrCat("another kilnd still holds ", path, " after ",
+                                                   absl::FormatDuration(patience)));
+    }
+    if (!logged) {
+      KILN_LOG(INFO) << "another kilnd holds " << path << "; waiting for it to exit";
+      logged = true;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
   }
   return absl::OkStatus();  // the fd stays open: the lock lives until exit
 }
@@ -112,7 +128,7 @@ absl::Status Serve() {
   }
 
   RETURN_IF_ERROR(EnsurePrivateDirectory(Dirname(socket)));
-  RETURN_IF_ERROR(LockOrFail(socket + ".lock"));
+  RETURN_IF_ERROR(WaitForLock(socket + ".lock", absl::GetFlag(FLAGS_lock_wait)));
   unlink(socket.c_str());  // stale: we hold the lock, so no kilnd is serving it
 
   // Private: clients dlopen what is in it, hashing first then opening by
@@ -144,14 +160,20 @@ absl::Status Serve() {
   *descriptor.mutable_toolchain() = toolchain;
   descriptor.set_machine_id(MachineId());
   RETURN_IF_ERROR(index.WriteDescriptor(descriptor));
+  // Before serving: the store may have lost entries its index still names.
+  if (auto reconciled = ReconcileLocalIndex(*store, index); !reconciled.ok()) {
+    KILN_LOG(ERROR) << "cannot reconcile the local index (" << reconciled.status()
+                    << "); removing it: clients ask kilnd until it is rebuilt";
+    RETURN_IF_ERROR(RemoveRecursively(cache_dir + "/index"));
+  }
   ArtifactCache cache(std::move(store), ObjectDirectory(cache_dir + "/objects"), index,
                       std::move(compiler), toolchain, options);
-  KilnService service(&cache, cache_dir);
+  KilnService service(&cache, cache_dir, /*auto_started=*/absl::GetFlag(FLAGS_daemonize));
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
   builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(256 << 20);
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
   builder.SetMaxSendMessageSize(256 << 20);
   const mode_t old_umask = umask(077);  // the socket is created 0600
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -179,7 +201,7 @@ absl::Status Serve() {
         KILN_LOG(INFO) << "received " << strsignal(signal) << "; shutting down";
         break;
       }
-      if (idle_timeout > absl::ZeroDuration() &&
+      if (idle_timeout > absl::ZeroDuration() && !service.busy() &&
           absl::Now() - service.last_activity() > idle_timeout) {
         KILN_LOG(INFO) << "idle for " << absl::FormatDuration(idle_timeout) << "; exiting";
         break;

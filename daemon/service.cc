@@ -14,8 +14,8 @@ grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-KilnService::KilnService(ArtifactCache* cache, std::string cache_dir)
-    : cache_(cache), cache_dir_(std::move(cache_dir)) {
+KilnService::KilnService(ArtifactCache* cache, std::string cache_dir, bool auto_started)
+    : cache_(cache), cache_dir_(std::move(cache_dir)), auto_started_(auto_started) {
   Touch();
 }
 
@@ -23,42 +23,70 @@ void KilnService::Touch() { last_activity_ns_ = absl::ToUnixNanos(absl::Now()); 
 
 absl::Time KilnService::last_activity() const { return absl::FromUnixNanos(last_activity_ns_); }
 
+bool KilnService::busy() const { return in_flight_ > 0; }
+
 grpc::ServerUnaryReactor* KilnService::Hello(grpc::CallbackServerContext* context,
                                              const kiln::v1::HelloRequest* request,
                                              kiln::v1::HelloResponse* response) {
   Touch();
+  // Always answered, whatever the client's versions: it decides what to do
+  // with a daemon of another version (common/version.h). Every other call
+  // is refused on a mismatch.
   response->set_protocol_version(kProtocolVersion);
   response->set_abi_version(KILN_ABI_VERSION);
   response->set_daemon_version(kKilnVersion);
   response->set_pid(getpid());
   response->set_cache_dir(cache_dir_);
-  grpc::Status status;
+  response->set_auto_started(auto_started_);
   if (request->protocol_version() != kProtocolVersion ||
       request->abi_version() != KILN_ABI_VERSION) {
-    status = grpc::Status(
-        grpc::StatusCode::FAILED_PRECONDITION,
-        absl::StrCat("version mismatch: client speaks protocol ", request->protocol_version(),
-                     " with artifact ABI ", request->abi_version(), "; this kilnd (", kKilnVersion,
-                     ") speaks protocol ", kProtocolVersion, " with ABI ", KILN_ABI_VERSION,
-                     ". Stop the old kilnd (kill ", getpid(), ") or upgrade the client"));
-    KILN_LOG(WARNING) << "refused client \"" << request->client()
-                      << "\": " << status.error_message();
+    KILN_LOG(WARNING) << "client \"" << request->client().substr(0, 100) << "\" speaks protocol "
+                      << request->protocol_version() << " with ABI " << request->abi_version()
+                      << "; its calls will be refused";
   }
+  return Finish(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* KilnService::Finish(grpc::CallbackServerContext* context,
+                                              const grpc::Status& status) {
   auto* reactor = context->DefaultReactor();
   reactor->Finish(status);
   return reactor;
+}
+
+grpc::Status KilnService::Admit(const grpc::CallbackServerContext* context) {
+  Touch();
+  const auto& metadata = context->client_metadata();
+  auto value = [&](const char* key) -> std::string {
+    auto it = metadata.find(key);
+    return it == metadata.end() ? "none" : std::string(it->second.data(), it->second.size());
+  };
+  const std::string protocol = value(kProtocolMetadataKey), abi = value(kAbiMetadataKey);
+  if (protocol == absl::StrCat(kProtocolVersion) && abi == absl::StrCat(KILN_ABI_VERSION)) {
+    return grpc::Status::OK;
+  }
+  return grpc::Status(
+      grpc::StatusCode::FAILED_PRECONDITION,
+      absl::StrCat("version mismatch: the call carries protocol ", protocol.substr(0, 20),
+                   " with artifact ABI ", abi.substr(0, 20), "; this kilnd (", kKilnVersion,
+                   ", pid ", getpid(), ") speaks protocol ", kProtocolVersion, " with ABI ",
+                   KILN_ABI_VERSION, ". Use a client of the same Kiln version"));
 }
 
 grpc::ServerUnaryReactor* KilnService::CompileOrLookup(grpc::CallbackServerContext* context,
                                                        const kiln::v1::CompileRequest* request,
                                                        kiln::v1::CompileResponse* response,
                                                        bool allow_compile) {
-  Touch();
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
   auto* reactor = context->DefaultReactor();
+  ++in_flight_;
   cache_->Compile(*request, allow_compile,
                   [this, reactor, response](absl::StatusOr<kiln::v1::CompileResponse> result) {
                     if (result.ok()) *response = *std::move(result);
                     Touch();  // a long compile is activity too
+                    --in_flight_;
                     reactor->Finish(ToGrpc(result.status()));
                   });
   return reactor;
@@ -79,44 +107,44 @@ grpc::ServerUnaryReactor* KilnService::Lookup(grpc::CallbackServerContext* conte
 grpc::ServerUnaryReactor* KilnService::Stats(grpc::CallbackServerContext* context,
                                              const kiln::v1::StatsRequest*,
                                              kiln::v1::StatsResponse* response) {
-  Touch();
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
   *response = cache_->Stats();
-  auto* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Finish(context, grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* KilnService::List(grpc::CallbackServerContext* context,
                                             const kiln::v1::ListRequest*,
                                             kiln::v1::ListResponse* response) {
-  Touch();
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
   auto result = cache_->List();
   if (result.ok()) *response = *std::move(result);
-  auto* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpc(result.status()));
-  return reactor;
+  return Finish(context, ToGrpc(result.status()));
 }
 
 grpc::ServerUnaryReactor* KilnService::Show(grpc::CallbackServerContext* context,
                                             const kiln::v1::ShowRequest* request,
                                             kiln::v1::ShowResponse* response) {
-  Touch();
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
   auto result = cache_->Show(request->key());
   if (result.ok()) *response->mutable_artifact() = *std::move(result);
-  auto* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpc(result.status()));
-  return reactor;
+  return Finish(context, ToGrpc(result.status()));
 }
 
 grpc::ServerUnaryReactor* KilnService::Evict(grpc::CallbackServerContext* context,
                                              const kiln::v1::EvictRequest* request,
                                              kiln::v1::EvictResponse* response) {
-  Touch();
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
   auto result = cache_->Evict(request->key());
   if (result.ok()) response->set_key(*result);
-  auto* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpc(result.status()));
-  return reactor;
+  return Finish(context, ToGrpc(result.status()));
 }
 
 }  // namespace kiln

@@ -16,7 +16,8 @@ namespace kiln {
 
 class KilnService final : public kiln::v1::Kiln::CallbackService {
  public:
-  KilnService(ArtifactCache* cache, std::string cache_dir);
+  // `auto_started`: a client started this daemon on demand (Hello says so).
+  KilnService(ArtifactCache* cache, std::string cache_dir, bool auto_started);
 
   grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext* context,
                                   const kiln::v1::HelloRequest* request,
@@ -40,8 +41,10 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
                                   const kiln::v1::EvictRequest* request,
                                   kiln::v1::EvictResponse* response) override;
 
-  // When the last RPC arrived (for the idle timeout).
+  // When the last RPC arrived or finished, and whether a compile or lookup
+  // is still being answered (for the idle timeout).
   absl::Time last_activity() const;
+  bool busy() const;
 
  private:
   grpc::ServerUnaryReactor* CompileOrLookup(grpc::CallbackServerContext* context,
@@ -49,10 +52,17 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
                                             kiln::v1::CompileResponse* response,
                                             bool allow_compile);
   void Touch();
+  // Counts the call as activity; FAILED_PRECONDITION unless its metadata
+  // carries this daemon's protocol and ABI versions.
+  grpc::Status Admit(const grpc::CallbackServerContext* context);
+  static grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
+                                          const grpc::Status& status);
 
   ArtifactCache* const cache_;
   const std::string cache_dir_;
+  const bool auto_started_;
   std::atomic<int64_t> last_activity_ns_;
+  std::atomic<int> in_flight_{0};
 };
 
 // absl::Status codes are gRPC's codes.
