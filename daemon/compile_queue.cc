@@ -1,9 +1,16 @@
 #include "daemon/compile_queue.h"
 
+#include <algorithm>
+#include <tuple>
+
 namespace kiln {
 
-CompileQueue::CompileQueue(int threads) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { RunLoop(); });
+CompileQueue::CompileQueue(int threads) : CompileQueue(Options{threads}) {}
+
+CompileQueue::CompileQueue(Options options)
+    : options_(options),
+      heavy_thread_limit_(std::max(1, options.threads - 1)) {
+  for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { RunLoop(); });
 }
 
 CompileQueue::~CompileQueue() {
@@ -28,13 +35,25 @@ void CompileQueue::Shutdown() {
 }
 
 bool CompileQueue::Submit(const std::string& key, Work work, Callback done) {
+  return Submit(key, std::move(work), std::move(done), JobOptions());
+}
+
+bool CompileQueue::Submit(const std::string& key, Work work, Callback done,
+                          JobOptions options) {
   {
     absl::MutexLock lock(&mutex_);
     if (!shutting_down_) {
       auto [it, inserted] = jobs_.try_emplace(key);
-      it->second.waiters.push_back(std::move(done));
-      if (!inserted) return true;
-      it->second.work = std::move(work);
+      Job& job = it->second;
+      job.waiters.push_back(std::move(done));
+      if (!inserted) {
+        // An interactive miss must not wait behind the warmup it joined.
+        if (!job.running) job.options.priority = std::max(job.options.priority, options.priority);
+        return true;
+      }
+      job.work = std::move(work);
+      job.options = options;
+      job.sequence = next_sequence_++;
       queue_.push_back(key);
       return false;
     }
@@ -43,21 +62,58 @@ bool CompileQueue::Submit(const std::string& key, Work work, Callback done) {
   return false;
 }
 
+int CompileQueue::busy() const {
+  absl::MutexLock lock(&mutex_);
+  return static_cast<int>(jobs_.size());
+}
+
+bool CompileQueue::IsHeavy(const Job& job) const {
+  return job.options.cost > options_.small_job_cost || job.options.priority < kInteractive;
+}
+
+bool CompileQueue::IsRunnable(const Job& job) const {
+  return !IsHeavy(job) || heavy_running_ < heavy_thread_limit_;
+}
+
+bool CompileQueue::RunsBefore(const Job& a, const Job& b) const {
+  // Higher priority, then light before heavy, then older.
+  return std::make_tuple(-a.options.priority, IsHeavy(a), a.sequence) <
+         std::make_tuple(-b.options.priority, IsHeavy(b), b.sequence);
+}
+
+int CompileQueue::NextJobIndex() const {
+  // A linear scan: the queue holds tens of jobs, each worth milliseconds of
+  // compiling, and priorities change in place when a request joins a job.
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(queue_.size()); ++i) {
+    const Job& job = jobs_.at(queue_[i]);
+    if (!IsRunnable(job)) continue;
+    if (best < 0 || RunsBefore(job, jobs_.at(queue_[best]))) best = i;
+  }
+  return best;
+}
+
+bool CompileQueue::HasRunnableJobOrStopping() const {
+  return shutting_down_ || NextJobIndex() >= 0;
+}
+
 void CompileQueue::RunLoop() {
   while (true) {
     std::string key;
     Work work;
+    bool heavy = false;
     {
       absl::MutexLock lock(&mutex_);
-      mutex_.Await(absl::Condition(
-          +[](CompileQueue* queue) ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue->mutex_) {
-            return !queue->queue_.empty() || queue->shutting_down_;
-          },
-          this));
-      if (queue_.empty()) return;  // shutting down and drained
-      key = std::move(queue_.front());
-      queue_.pop_front();
-      work = std::move(jobs_[key].work);
+      mutex_.Await(absl::Condition(this, &CompileQueue::HasRunnableJobOrStopping));
+      const int next = NextJobIndex();
+      if (next < 0) return;  // shutting down (Shutdown emptied the queue)
+      key = std::move(queue_[next]);
+      queue_.erase(queue_.begin() + next);
+      Job& job = jobs_.at(key);
+      job.running = true;
+      work = std::move(job.work);
+      heavy = IsHeavy(job);
+      if (heavy) ++heavy_running_;
     }
     Result result = work();
     std::vector<Callback> waiters;
@@ -65,8 +121,9 @@ void CompileQueue::RunLoop() {
       // Removing the job under the lock means a request arriving from now on
       // starts a new job, which will find the stored artifact.
       absl::MutexLock lock(&mutex_);
-      waiters = std::move(jobs_[key].waiters);
+      waiters = std::move(jobs_.at(key).waiters);
       jobs_.erase(key);
+      if (heavy) --heavy_running_;
     }
     for (Callback& waiter : waiters) waiter(result);
   }

@@ -1,7 +1,11 @@
 #include "daemon/compile_queue.h"
 
 #include <atomic>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -75,6 +79,138 @@ TEST(CompileQueueTest, ErrorsReachEveryWaiterAndShutdownRefusesNewWork) {
                  refused = result.status().code() == absl::StatusCode::kUnavailable;
                });
   EXPECT_TRUE(refused);
+}
+
+// Records the order in which jobs start; each job can be held until released.
+class JobLog {
+ public:
+  CompileQueue::Work Job(const std::string& name, absl::Notification* release = nullptr) {
+    return [this, name, release]() -> CompileQueue::Result {
+      {
+        absl::MutexLock lock(&mutex_);
+        started_.push_back(name);
+        ++started_count_;
+      }
+      if (release != nullptr) release->WaitForNotification();
+      return kiln::v1::CompileResponse();
+    };
+  }
+  CompileQueue::Callback Done() {
+    return [this](CompileQueue::Result) {
+      absl::MutexLock lock(&mutex_);
+      ++finished_;
+    };
+  }
+  // Block until at least `count` jobs have started or finished.
+  void AwaitStarted(int count) { Await(&started_count_, count); }
+  void AwaitFinished(int count) { Await(&finished_, count); }
+  std::string started() {
+    absl::MutexLock lock(&mutex_);
+    return absl::StrJoin(started_, " ");
+  }
+
+ private:
+  struct AtLeast {
+    const int* counter;
+    int count;
+    bool Reached() const { return *counter >= count; }
+  };
+  void Await(const int* counter, int count) {
+    absl::MutexLock lock(&mutex_);
+    const AtLeast at_least{counter, count};
+    mutex_.Await(absl::Condition(&at_least, &AtLeast::Reached));
+  }
+
+  absl::Mutex mutex_;
+  std::vector<std::string> started_ ABSL_GUARDED_BY(mutex_);
+  int started_count_ ABSL_GUARDED_BY(mutex_) = 0;
+  int finished_ ABSL_GUARDED_BY(mutex_) = 0;
+};
+
+constexpr int64_t kSmall = 8;
+constexpr int64_t kLarge = 500;
+
+CompileQueue::Options TestOptions(int threads) {
+  CompileQueue::Options options;
+  options.threads = threads;
+  options.small_job_cost = 64;
+  return options;
+}
+
+// The case: two slow compiles held every thread and a 20 ms miss
+// waited for them. The small job must finish while both are still held.
+TEST(CompileQueueTest, SmallJobRunsWhileTwoLargeJobsHoldThePool) {
+  for (int threads : {2, 3}) {
+    SCOPED_TRACE(threads);
+    JobLog log;
+    absl::Notification release_large;
+    CompileQueue queue(TestOptions(threads));
+    queue.Submit("large1", log.Job("large1", &release_large), log.Done(), {kLarge});
+    queue.Submit("large2", log.Job("large2", &release_large), log.Done(), {kLarge});
+    // With 3 threads both large jobs run; with 2, the second waits so
+    // that one thread stays free for small ones.
+    log.AwaitStarted(threads - 1);
+    absl::Notification small_done;
+    queue.Submit("small", log.Job("small"), [&](CompileQueue::Result) { small_done.Notify(); },
+                 {kSmall});
+    small_done.WaitForNotification();  // hangs (test timeout) if small is stuck
+    EXPECT_EQ(log.started(), threads == 2 ? "large1 small" : "large1 large2 small");
+    release_large.Notify();
+    log.AwaitFinished(2);
+    EXPECT_EQ(queue.busy(), 0);
+  }
+}
+
+TEST(CompileQueueTest, BackgroundJobsLeaveAThreadForInteractiveOnes) {
+  JobLog log;
+  absl::Notification release_warmup;
+  CompileQueue queue(TestOptions(2));
+  const CompileQueue::JobOptions background = {kSmall, CompileQueue::kBackground};
+  queue.Submit("warm1", log.Job("warm1", &release_warmup), log.Done(), background);
+  queue.Submit("warm2", log.Job("warm2", &release_warmup), log.Done(), background);
+  log.AwaitStarted(1);
+  absl::Notification miss_done;
+  queue.Submit("miss", log.Job("miss"), [&](CompileQueue::Result) { miss_done.Notify(); });
+  miss_done.WaitForNotification();
+  EXPECT_EQ(log.started(), "warm1 miss");
+  release_warmup.Notify();
+  log.AwaitFinished(2);
+  EXPECT_EQ(log.started(), "warm1 miss warm2");
+}
+
+// One thread cannot keep a lane free; the order favours interactive, then
+// small, then older work.
+TEST(CompileQueueTest, OneThreadRunsInteractiveThenSmallThenOlderFirst) {
+  JobLog log;
+  absl::Notification release;
+  CompileQueue queue(TestOptions(1));
+  queue.Submit("blocker", log.Job("blocker", &release), log.Done());
+  log.AwaitStarted(1);
+  queue.Submit("warm", log.Job("warm"), log.Done(), {kSmall, CompileQueue::kBackground});
+  queue.Submit("large1", log.Job("large1"), log.Done(), {kLarge});
+  queue.Submit("large2", log.Job("large2"), log.Done(), {kLarge});
+  queue.Submit("small", log.Job("small"), log.Done(), {kSmall});
+  EXPECT_EQ(queue.busy(), 5);
+  release.Notify();
+  log.AwaitFinished(5);
+  EXPECT_EQ(log.started(), "blocker small large1 large2 warm");
+  EXPECT_EQ(queue.busy(), 0);
+}
+
+TEST(CompileQueueTest, AMissJoiningAQueuedWarmupLiftsIt) {
+  JobLog log;
+  absl::Notification release;
+  CompileQueue queue(TestOptions(1));
+  queue.Submit("blocker", log.Job("blocker", &release), log.Done());
+  log.AwaitStarted(1);
+  const CompileQueue::JobOptions background = {kSmall, CompileQueue::kBackground};
+  queue.Submit("warm1", log.Job("warm1"), log.Done(), background);
+  queue.Submit("warm2", log.Job("warm2"), log.Done(), background);
+  EXPECT_TRUE(queue.Submit("warm2", log.Job("unused"), log.Done(), {kSmall}));
+  EXPECT_EQ(queue.busy(), 3) << "the joined request counts once";
+  release.Notify();
+  log.AwaitFinished(4);
+  EXPECT_EQ(log.started(), "blocker warm2 warm1");
 }
 
 }  // namespace
