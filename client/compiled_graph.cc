@@ -59,10 +59,14 @@ CompiledGraph::Size ToSize(const kiln::v1::Dim& dim, const kiln::v1::Signature& 
   return size;
 }
 
+// -1 when the product overflows int64 (sizes from huge symbols).
 int64_t Evaluate(const CompiledGraph::Size& size, const CompiledGraph::Symbols& symbols) {
   if (size.symbol < 0) return size.constant;
-  int64_t value = size.multiplier * symbols[size.symbol];
-  for (int symbol : size.times) value = symbol < 0 ? -1 : value * symbols[symbol];
+  int64_t value;
+  if (__builtin_mul_overflow(size.multiplier, symbols[size.symbol], &value)) return -1;
+  for (int symbol : size.times) {
+    if (symbol < 0 || __builtin_mul_overflow(value, symbols[symbol], &value)) return -1;
+  }
   return value;
 }
 
@@ -490,8 +494,15 @@ absl::StatusOr<std::vector<Tensor>> CompiledGraph::Run(absl::Span<const TensorVi
   std::vector<TensorView> views;
   for (int k = 0; k < signature.outputs_size(); ++k) {
     std::vector<int64_t> sizes;
-    for (const Size& size : entry->output_sizes[k]) sizes.push_back(Evaluate(size, symbols));
-    outputs.push_back(Tensor::Empty(signature.outputs(k).dtype(), std::move(sizes)));
+    for (const Size& size : entry->output_sizes[k]) {
+      sizes.push_back(Evaluate(size, symbols));
+      if (sizes.back() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("output ", k, " would have more than 2^63 elements for these inputs"));
+      }
+    }
+    ASSIGN_OR_RETURN(Tensor output, Tensor::Empty(signature.outputs(k).dtype(), std::move(sizes)));
+    outputs.push_back(std::move(output));
   }
   for (const Tensor& output : outputs) views.push_back(output.view());
   RETURN_IF_ERROR(Invoke(*entry, symbols, inputs, views));

@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 
 namespace kiln {
 
@@ -65,16 +70,44 @@ void Tensor::Free::operator()(void* p) const {
   if (p != nullptr) free(static_cast<char**>(p)[-1]);
 }
 
-Tensor Tensor::Empty(DType dtype, std::vector<int64_t> sizes) {
+absl::StatusOr<int64_t> ContiguousBytes(DType dtype, absl::Span<const int64_t> sizes) {
+  int64_t bytes = ElementSize(dtype);
+  for (int64_t size : sizes) {
+    if (size < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a tensor of sizes [", absl::StrJoin(sizes, ", "), "] has a negative size"));
+    }
+    if (__builtin_mul_overflow(bytes, size, &bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("a tensor of sizes [",
+                                                     absl::StrJoin(sizes, ", "),
+                                                     "] holds more than 2^63 bytes"));
+    }
+  }
+  return bytes;
+}
+
+absl::StatusOr<Tensor> Tensor::Empty(DType dtype, std::vector<int64_t> sizes) {
+  ASSIGN_OR_RETURN(const int64_t bytes, ContiguousBytes(dtype, sizes));
   Tensor tensor;
   tensor.dtype_ = dtype;
+  tensor.buffer_.reset(AllocateAligned(static_cast<size_t>(bytes)));
+  if (tensor.buffer_ == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", bytes, " bytes for a tensor of sizes [",
+                     absl::StrJoin(sizes, ", "), "]"));
+  }
   tensor.sizes_ = std::move(sizes);
   tensor.strides_ = ContiguousStrides(tensor.sizes_);
-  tensor.buffer_.reset(AllocateAligned(static_cast<size_t>(tensor.NumBytes())));
   return tensor;
 }
 
-Tensor::Tensor(DType dtype, std::vector<int64_t> sizes) : Tensor(Empty(dtype, std::move(sizes))) {
+Tensor::Tensor(DType dtype, std::vector<int64_t> sizes) {
+  absl::StatusOr<Tensor> tensor = Empty(dtype, std::move(sizes));
+  if (!tensor.ok()) {
+    fprintf(stderr, "kiln::Tensor: %s\n", std::string(tensor.status().message()).c_str());
+    abort();
+  }
+  *this = *std::move(tensor);
   memset(buffer_.get(), 0, static_cast<size_t>(NumBytes()));
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "proto/graph.pb.h"
 
@@ -34,11 +35,15 @@ struct TensorView {
 class Tensor {
  public:
   Tensor() = default;
-  // A contiguous, zero-filled tensor.
+  // A contiguous, zero-filled tensor of a size the program chose (tests,
+  // tools); aborts when the memory cannot be had. For sizes from outside,
+  // use Empty.
   Tensor(DType dtype, std::vector<int64_t> sizes);
   // A contiguous tensor whose contents are undefined (torch.empty): for
   // outputs a kernel overwrites, without the cost of zeroing them.
-  static Tensor Empty(DType dtype, std::vector<int64_t> sizes);
+  // InvalidArgument for a negative size or a byte count past int64;
+  // ResourceExhausted when the allocation fails.
+  static absl::StatusOr<Tensor> Empty(DType dtype, std::vector<int64_t> sizes);
 
   TensorView view() const;
   template <typename T>
@@ -48,6 +53,7 @@ class Tensor {
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& sizes() const { return sizes_; }
   const std::vector<int64_t>& strides() const { return strides_; }
+  // Both fit in int64: Empty refuses shapes whose byte count does not.
   int64_t NumElements() const;
   int64_t NumBytes() const { return NumElements() * ElementSize(dtype_); }
 
@@ -61,6 +67,10 @@ class Tensor {
 };
 
 std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> sizes);
+
+// The bytes a contiguous tensor of `sizes` takes. InvalidArgument for a
+// negative size or a count that overflows int64.
+absl::StatusOr<int64_t> ContiguousBytes(DType dtype, absl::Span<const int64_t> sizes);
 
 }  // namespace kiln
 

@@ -18,9 +18,23 @@ long MinorFaults() {
   return usage.ru_minflt;
 }
 
+TEST(TensorTest, ShapesPastMemoryAreErrorsNotCrashes) {
+  auto overflow = Tensor::Empty(kiln::v1::FLOAT32, {int64_t{1} << 62, 8});
+  EXPECT_EQ(overflow.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(overflow.status().message(),
+            "a tensor of sizes [4611686018427387904, 8] holds more than 2^63 bytes");
+  auto huge = Tensor::Empty(kiln::v1::FLOAT32, {int64_t{1} << 40, int64_t{1} << 20});
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(huge.status().message(),
+            "cannot allocate 4611686018427387904 bytes for a tensor of sizes [1099511627776, "
+            "1048576]");
+  EXPECT_EQ(Tensor::Empty(kiln::v1::FLOAT32, {3, -1}).status().message(),
+            "a tensor of sizes [3, -1] has a negative size");
+}
+
 TEST(TensorTest, BuffersAre64ByteAligned) {
   for (int64_t n : {0, 1, 3, 17, 1000, 1 << 20}) {
-    Tensor tensor = Tensor::Empty(kiln::v1::FLOAT32, {n});
+    Tensor tensor = *Tensor::Empty(kiln::v1::FLOAT32, {n});
     EXPECT_EQ(reinterpret_cast<uintptr_t>(tensor.data<float>()) % 64, 0u) << n;
   }
 }
@@ -34,7 +48,7 @@ TEST(TensorTest, ALoopOfLargeOutputsReusesMemory) {
   for (const int64_t floats : {int64_t{1} << 20, int64_t{1} << 22}) {
     Tensor input(kiln::v1::FLOAT32, {floats});
     auto one_call = [&] {
-      Tensor output = Tensor::Empty(kiln::v1::FLOAT32, {floats});
+      Tensor output = *Tensor::Empty(kiln::v1::FLOAT32, {floats});
       memcpy(output.data<float>(), input.data<float>(), floats * sizeof(float));
     };
     // Between calls the worker allocates something small that stays (here

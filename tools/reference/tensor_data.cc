@@ -41,8 +41,9 @@ absl::StatusOr<kiln::v1::Reference> ReadReferenceFile(const std::string& path) {
 }
 
 absl::StatusOr<Tensor> ToTensor(const kiln::v1::TensorData& data) {
-  Tensor tensor =
-      Tensor::Empty(data.dtype(), std::vector<int64_t>(data.sizes().begin(), data.sizes().end()));
+  ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(data.dtype(), std::vector<int64_t>(
+                                                                  data.sizes().begin(),
+                                                                  data.sizes().end())));
   if (static_cast<int64_t>(data.data().size()) != tensor.NumBytes()) {
     return absl::InvalidArgumentError(absl::StrCat("tensor data has ", data.data().size(),
                                                    " bytes; its shape needs ", tensor.NumBytes()));
