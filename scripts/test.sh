@@ -6,6 +6,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --with-torch || { echo "0 passed, 1 failed"; exit 1; }
 
+# The hostile-user tests act as a second local user (tests/hostile_user_test.cc).
+if [[ $(id -u) -eq 0 ]] && ! getent passwd kiln-stranger >/dev/null; then
+  useradd --system --no-create-home --shell /usr/sbin/nologin kiln-stranger
+fi
+
 # The reference workloads are a copy (tests/workloads/workloads.py); say when
 # the shared original beside the checkout has moved on.
 shared=../shared/workloads/workloads.py
