@@ -1,30 +1,114 @@
 #include "cache/local_index.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/files.h"
+#include "common/sha256.h"
 #include "common/status_macros.h"
 
 namespace kiln {
 namespace {
 
-// The message in `path`, or nullopt when there is no such file.
-template <typename Message>
-absl::StatusOr<std::optional<Message>> ReadMessage(const std::string& path) {
-  auto bytes = ReadFile(path);
-  if (!bytes.ok()) {
-    if (bytes.status().code() == absl::StatusCode::kNotFound) return std::nullopt;
-    return bytes.status();
+constexpr char kMagic[] = "kiln-index";
+constexpr size_t kMaxHeaderBytes = 128;
+constexpr int64_t kMaxRecordBytes = 64 << 20;  // far above any signature; bounds a read
+
+std::string RecordChecksum(absl::string_view version, absl::string_view payload) {
+  return Sha256Hex(absl::StrCat(version, " ", payload));
+}
+
+std::string EncodeRecord(const std::string& payload) {
+  const std::string version = absl::StrCat(kLocalIndexRecordVersion);
+  return absl::StrCat(kMagic, " ", version, " ", payload.size(), " ",
+                      RecordChecksum(version, payload), "\n", payload);
+}
+
+// The payload of `record` read from `path`, after every check of the
+// grammar in local_index.h.
+absl::StatusOr<absl::string_view> DecodeRecord(const std::string& path, absl::string_view record) {
+  const size_t newline = record.substr(0, kMaxHeaderBytes).find('\n');
+  if (newline == absl::string_view::npos) {
+    return absl::DataLossError(absl::StrCat(path, " is not an index record (no header)"));
   }
+  const std::vector<absl::string_view> fields = absl::StrSplit(record.substr(0, newline), ' ');
+  if (fields.size() != 4 || fields[0] != kMagic) {
+    return absl::DataLossError(absl::StrCat(path, " is not an index record (bad header)"));
+  }
+  if (fields[1] != absl::StrCat(kLocalIndexRecordVersion)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is an index record of version ",
+                                                      fields[1], "; this build reads ",
+                                                      kLocalIndexRecordVersion));
+  }
+  const absl::string_view payload = record.substr(newline + 1);
+  uint64_t length = 0;
+  if (!absl::SimpleAtoi(fields[2], &length) || length != payload.size()) {
+    return absl::DataLossError(absl::StrCat(path, " is truncated or padded (header says ",
+                                            fields[2], " bytes, has ", payload.size(), ")"));
+  }
+  if (RecordChecksum(fields[1], payload) != fields[3]) {
+    return absl::DataLossError(absl::StrCat(path, " fails its checksum; not trusted"));
+  }
+  return payload;
+}
+
+// The bytes of `path`, not following a symlink at its last component;
+// nullopt when there is no such file.
+absl::StatusOr<std::optional<std::string>> ReadRegularFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::nullopt;
+    if (errno == ELOOP) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, " is a symbolic link; index records are never followed"));
+    }
+    return absl::InternalError(absl::StrCat("cannot open ", path, ": ", strerror(errno)));
+  }
+  struct stat info;
+  std::optional<std::string> bytes;
+  absl::Status status;
+  if (fstat(fd, &info) != 0) {
+    status = absl::InternalError(absl::StrCat("cannot stat ", path, ": ", strerror(errno)));
+  } else if (!S_ISREG(info.st_mode) || info.st_size > kMaxRecordBytes) {
+    status = absl::FailedPreconditionError(
+        absl::StrCat(path, " is not a regular file of at most ", kMaxRecordBytes, " bytes"));
+  } else {
+    bytes.emplace(static_cast<size_t>(info.st_size), '\0');
+    size_t done = 0;
+    while (done < bytes->size()) {
+      const ssize_t n = read(fd, bytes->data() + done, bytes->size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        status = absl::DataLossError(absl::StrCat("cannot read ", path, ": ",
+                                                  n < 0 ? strerror(errno) : "short read"));
+        break;
+      }
+      done += n;
+    }
+  }
+  close(fd);
+  RETURN_IF_ERROR(status);
+  return bytes;
+}
+
+// The message in the record at `path`, or nullopt when there is no such file.
+template <typename Message>
+absl::StatusOr<std::optional<Message>> ReadRecord(const std::string& path) {
+  ASSIGN_OR_RETURN(const std::optional<std::string> bytes, ReadRegularFile(path));
+  if (!bytes.has_value()) return std::nullopt;
+  ASSIGN_OR_RETURN(const absl::string_view payload, DecodeRecord(path, *bytes));
   Message message;
-  if (!message.ParseFromString(*bytes)) {
-    return absl::DataLossError(absl::StrCat(path, " does not parse"));
+  if (!message.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+    return absl::DataLossError(absl::StrCat(path, " passes its checksum but does not parse"));
   }
   return message;
 }
@@ -44,19 +128,21 @@ std::string LocalIndex::PathFor(const std::string& key) const {
 }
 
 absl::Status LocalIndex::WriteDescriptor(const kiln::v1::CacheDescriptor& descriptor) const {
-  return WriteFileAtomically(cache_dir_ + "/descriptor", descriptor.SerializeAsString(), 0444);
+  return WriteFileAtomically(cache_dir_ + "/descriptor",
+                             EncodeRecord(descriptor.SerializeAsString()), 0444);
 }
 
 absl::StatusOr<std::optional<kiln::v1::CacheDescriptor>> LocalIndex::ReadDescriptor() const {
-  return ReadMessage<kiln::v1::CacheDescriptor>(cache_dir_ + "/descriptor");
+  return ReadRecord<kiln::v1::CacheDescriptor>(cache_dir_ + "/descriptor");
 }
 
 absl::Status LocalIndex::Publish(const kiln::v1::ArtifactMetadata& metadata) const {
   const std::string path = PathFor(metadata.key());
   struct stat info;
-  if (stat(path.c_str(), &info) == 0) return absl::OkStatus();
+  // lstat: a symlink planted here is replaced (rename replaces the link).
+  if (lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) return absl::OkStatus();
   RETURN_IF_ERROR(MakeDirectories(Dirname(path), 0700));
-  return WriteFileAtomically(path, metadata.SerializeAsString(), 0444);
+  return WriteFileAtomically(path, EncodeRecord(metadata.SerializeAsString()), 0444);
 }
 
 absl::Status LocalIndex::Remove(const std::string& key) const {
@@ -68,7 +154,39 @@ absl::Status LocalIndex::Remove(const std::string& key) const {
 
 absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> LocalIndex::Find(
     const std::string& key) const {
-  return ReadMessage<kiln::v1::ArtifactMetadata>(PathFor(key));
+  const std::string path = PathFor(key);
+  ASSIGN_OR_RETURN(auto metadata, ReadRecord<kiln::v1::ArtifactMetadata>(path));
+  // A whole, valid record copied or renamed to another key's name is no
+  // less wrong than a damaged one.
+  if (metadata.has_value() && metadata->key() != key) {
+    return absl::DataLossError(
+        absl::StrCat(path, " holds the record of key ", metadata->key(), "; not trusted"));
+  }
+  return metadata;
+}
+
+absl::StatusOr<std::vector<std::string>> LocalIndex::Keys() const {
+  std::vector<std::string> keys;
+  const std::string root = cache_dir_ + "/index";
+  DIR* shards = opendir(root.c_str());
+  if (shards == nullptr) {
+    if (errno == ENOENT) return keys;
+    return absl::InternalError(absl::StrCat("cannot list ", root, ": ", strerror(errno)));
+  }
+  while (const dirent* shard = readdir(shards)) {
+    if (shard->d_name[0] == '.') continue;
+    const std::string shard_path = absl::StrCat(root, "/", shard->d_name);
+    DIR* files = opendir(shard_path.c_str());
+    if (files == nullptr) continue;  // not a directory: no record lives there
+    while (const dirent* file = readdir(files)) {
+      const absl::string_view name = file->d_name;
+      // Skips "." and "..", and a temporary file of an interrupted write.
+      if (name.find('.') == absl::string_view::npos) keys.emplace_back(name);
+    }
+    closedir(files);
+  }
+  closedir(shards);
+  return keys;
 }
 
 }  // namespace kiln

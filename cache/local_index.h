@@ -1,25 +1,46 @@
 // The same-host fast path for cache hits: small files beside the object
 // directory that let a client find an artifact without asking kilnd.
 //
-//   <cache>/descriptor              kiln.v1.CacheDescriptor: versions and the
-//                                   toolchain kilnd compiles with (at start)
-//   <cache>/index/<k[0:2]>/<key>    kiln.v1.ArtifactMetadata of an entry
+//   <cache>/descriptor              record of kiln.v1.CacheDescriptor:
+//                                   versions and the toolchain kilnd compiles
+//                                   with (at start)
+//   <cache>/index/<k[0:2]>/<key>    record of the entry's
+//                                   kiln.v1.ArtifactMetadata
+//
+// Every file is one record, so that metadata the loader trusts (signature,
+// scratch size) is never read from a damaged file:
+//
+//   record   := "kiln-index" SP version SP length SP checksum LF payload
+//   version  := "1"
+//   length   := decimal byte count of payload
+//   checksum := 64 lowercase hex digits: SHA-256 of (version SP payload)
+//   payload  := the message, binary protobuf
+//
+// A record that fails any of this (or names another key than its file) is
+// never trusted: reading it is DataLoss naming the file — callers treat
+// that as a miss — and kilnd removes it at start (ReconcileLocalIndex). A
+// record of another version is FailedPrecondition, also a miss. Records
+// are read with O_NOFOLLOW: a symlink in place of one is refused, not
+// followed.
 //
 // kilnd is the only writer (atomic renames, mode 0444); an index file is
 // published after its object file and the store entry exist, and removed
-// when the entry is evicted. Readers verify the object's digest anyway, and
-// fall back to the daemon on any miss or doubt. The cache directory is
-// private to the user, as the socket's is.
+// when the entry is evicted or lost. Readers verify the object's digest
+// anyway, and fall back to the daemon on any miss or doubt. The cache
+// directory is private to the user, as the socket's is.
 #ifndef KILN_CACHE_LOCAL_INDEX_H_
 #define KILN_CACHE_LOCAL_INDEX_H_
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "proto/artifact.pb.h"
 
 namespace kiln {
+
+inline constexpr int kLocalIndexRecordVersion = 1;
 
 // This host's identity (/etc/machine-id, else the hostname).
 std::string MachineId();
@@ -29,15 +50,22 @@ class LocalIndex {
   explicit LocalIndex(std::string cache_dir) : cache_dir_(std::move(cache_dir)) {}
 
   absl::Status WriteDescriptor(const kiln::v1::CacheDescriptor& descriptor) const;
+  // nullopt when there is none; DataLoss or FailedPrecondition for a record
+  // that cannot be trusted (see above).
   absl::StatusOr<std::optional<kiln::v1::CacheDescriptor>> ReadDescriptor() const;
 
-  // Writes the entry's index file unless it is there already.
+  // Writes the entry's index file unless a regular file is there already.
   absl::Status Publish(const kiln::v1::ArtifactMetadata& metadata) const;
   absl::Status Remove(const std::string& key) const;
+  // The entry's metadata, nullopt when it has no index file, or an error for
+  // a record that cannot be trusted (see above).
   absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> Find(const std::string& key) const;
+  // The keys of every index file, in no particular order.
+  absl::StatusOr<std::vector<std::string>> Keys() const;
+
+  std::string PathFor(const std::string& key) const;
 
  private:
-  std::string PathFor(const std::string& key) const;
   const std::string cache_dir_;
 };
 

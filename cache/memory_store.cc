@@ -12,7 +12,14 @@ absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> MemoryStore::Lookup(
   absl::MutexLock lock(&mutex_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return std::nullopt;
-  return it->second;
+  kiln::v1::ArtifactMetadata metadata;
+  if (!metadata.ParseFromString(it->second)) {
+    KILN_LOG(ERROR) << "entry " << key << " is damaged (its bytes do not parse); quarantined";
+    quarantined_entries_[key] = std::move(it->second);
+    entries_.erase(it);
+    return std::nullopt;
+  }
+  return metadata;
 }
 
 absl::StatusOr<std::optional<std::string>> MemoryStore::ReadBlob(const std::string& digest) {
@@ -34,7 +41,7 @@ absl::Status MemoryStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::
         absl::StrCat("entry ", metadata.key(), ": digest does not match the blob"));
   }
   absl::MutexLock lock(&mutex_);
-  entries_[metadata.key()] = metadata;
+  entries_[metadata.key()] = metadata.SerializeAsString();
   blobs_[metadata.digest()] = std::string(blob);
   return absl::OkStatus();
 }
@@ -42,7 +49,10 @@ absl::Status MemoryStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::
 absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> MemoryStore::List() {
   absl::MutexLock lock(&mutex_);
   std::vector<kiln::v1::ArtifactMetadata> entries;
-  for (const auto& [key, metadata] : entries_) entries.push_back(metadata);
+  for (const auto& [key, bytes] : entries_) {
+    kiln::v1::ArtifactMetadata metadata;
+    if (metadata.ParseFromString(bytes)) entries.push_back(std::move(metadata));
+  }
   return entries;
 }
 
@@ -63,13 +73,19 @@ absl::StatusOr<std::optional<std::string>> MemoryStore::Evict(const std::string&
   absl::MutexLock lock(&mutex_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return absl::NotFoundError(absl::StrCat("no entry ", key));
-  const std::string digest = it->second.digest();
-  entries_.erase(it);
-  for (const auto& [other, metadata] : entries_) {
-    if (metadata.digest() == digest) return std::nullopt;
+  kiln::v1::ArtifactMetadata entry;
+  if (!entry.ParseFromString(it->second)) {  // as Lookup: quarantined, then absent
+    quarantined_entries_[key] = std::move(it->second);
+    entries_.erase(it);
+    return absl::NotFoundError(absl::StrCat("no entry ", key));
   }
-  blobs_.erase(digest);
-  return digest;
+  entries_.erase(it);
+  for (const auto& [other, bytes] : entries_) {
+    kiln::v1::ArtifactMetadata metadata;
+    if (metadata.ParseFromString(bytes) && metadata.digest() == entry.digest()) return std::nullopt;
+  }
+  blobs_.erase(entry.digest());
+  return entry.digest();
 }
 
 absl::StatusOr<StoreTotals> MemoryStore::Totals() {
@@ -79,12 +95,18 @@ absl::StatusOr<StoreTotals> MemoryStore::Totals() {
   totals.blobs = blobs_.size();
   for (const auto& [digest, bytes] : blobs_) totals.blob_bytes += bytes.size();
   totals.quarantined = quarantine_.size();
+  totals.corrupt_entries = quarantined_entries_.size();
   return totals;
 }
 
 void MemoryStore::OverwriteBlobForTesting(const std::string& digest, std::string bytes) {
   absl::MutexLock lock(&mutex_);
   blobs_[digest] = std::move(bytes);
+}
+
+void MemoryStore::OverwriteEntryForTesting(const std::string& key, std::string bytes) {
+  absl::MutexLock lock(&mutex_);
+  entries_[key] = std::move(bytes);
 }
 
 }  // namespace kiln

@@ -21,14 +21,19 @@ class MemoryStore : public ArtifactStore {
   absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) override;
   absl::StatusOr<StoreTotals> Totals() override;
 
-  // Replaces a blob's bytes without updating its digest (fault injection).
+  // Fault injection: replace a blob's bytes without updating its digest, or
+  // an entry's bytes with anything.
   void OverwriteBlobForTesting(const std::string& digest, std::string bytes);
+  void OverwriteEntryForTesting(const std::string& key, std::string bytes);
 
  private:
   absl::Mutex mutex_;
-  std::map<std::string, kiln::v1::ArtifactMetadata> entries_ ABSL_GUARDED_BY(mutex_);
+  // Entries as serialized bytes, as RocksDbStore keeps them, so that a
+  // damaged entry can be injected and must be parsed on every read.
+  std::map<std::string, std::string> entries_ ABSL_GUARDED_BY(mutex_);
   std::map<std::string, std::string> blobs_ ABSL_GUARDED_BY(mutex_);
-  std::map<std::string, std::string> quarantine_ ABSL_GUARDED_BY(mutex_);
+  std::map<std::string, std::string> quarantine_ ABSL_GUARDED_BY(mutex_);          // blobs
+  std::map<std::string, std::string> quarantined_entries_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace kiln

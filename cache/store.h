@@ -4,8 +4,11 @@
 // Two implementations pass one conformance suite (store_conformance_test.cc):
 // RocksDbStore (rocksdb_store.h), the daemon's, and MemoryStore
 // (memory_store.h), for tests. A miss is a value (std::nullopt), never an
-// error; errors are for a store that cannot answer. All methods are
-// thread-safe.
+// error; errors are for a store that cannot answer. Damaged data is a miss
+// too: an entry or blob that cannot be read (checksum mismatch, read error,
+// bytes that do not parse or hash to their digest) is quarantined — removed
+// from service, counted in Totals, logged — so the caller compiles again and
+// the fresh Put heals it. All methods are thread-safe.
 #ifndef KILN_CACHE_STORE_H_
 #define KILN_CACHE_STORE_H_
 
@@ -24,21 +27,28 @@ struct StoreTotals {
   int64_t entries = 0;
   int64_t blobs = 0;
   int64_t blob_bytes = 0;
-  int64_t quarantined = 0;  // corrupt blobs set aside since the store was created
+  int64_t quarantined = 0;      // corrupt blobs set aside since the store was created
+  int64_t corrupt_entries = 0;  // entries set aside as unreadable since then
+  // Stretches of keys the count could not read (a damaged block): the
+  // counts above are then lower bounds. Reading an entry in such a stretch
+  // quarantines it.
+  int64_t unreadable_ranges = 0;
 };
 
 class ArtifactStore {
  public:
   virtual ~ArtifactStore() = default;
 
-  // The entry for `key`, or nullopt.
+  // The entry for `key`, or nullopt — also when the entry is damaged (it is
+  // quarantined).
   virtual absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> Lookup(
       const std::string& key) = 0;
 
   // The bytes of blob `digest`, verified against the digest on every read.
-  // nullopt when absent — or corrupt: a corrupt blob is moved to quarantine
-  // (kept for inspection, never returned) and logged, so the caller treats
-  // it as a miss and compiles again.
+  // nullopt when absent — or damaged: a blob that fails its digest check or
+  // cannot be read is moved to quarantine (kept for inspection, never
+  // returned) and logged, so the caller treats it as a miss and compiles
+  // again.
   virtual absl::StatusOr<std::optional<std::string>> ReadBlob(const std::string& digest) = 0;
 
   // Stores the entry and its blob in one atomic write. `metadata.digest()`
@@ -46,7 +56,7 @@ class ArtifactStore {
   // entry with the same key.
   virtual absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) = 0;
 
-  // Every entry, in key order.
+  // Every readable entry, in key order (damaged ones are skipped and logged).
   virtual absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() = 0;
 
   // Keys that start with `prefix`, in order, at most `limit` of them.
@@ -60,6 +70,8 @@ class ArtifactStore {
   // (ArtifactCache does).
   virtual absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) = 0;
 
+  // Counts what is readable; damaged stretches are skipped and reported
+  // (StoreTotals::unreadable_ranges), never an error.
   virtual absl::StatusOr<StoreTotals> Totals() = 0;
 };
 

@@ -17,6 +17,7 @@ struct Backend {
   // Creates a store in `dir` (ignored by the in-memory one).
   std::function<std::unique_ptr<ArtifactStore>(const std::string& dir)> open;
   std::function<void(ArtifactStore&, const std::string& digest)> corrupt;
+  std::function<void(ArtifactStore&, const std::string& key)> corrupt_entry;
 };
 
 class StoreConformanceTest : public ::testing::TestWithParam<Backend> {
@@ -90,6 +91,25 @@ TEST_P(StoreConformanceTest, CorruptBlobIsQuarantinedAndReadAsAMiss) {
   EXPECT_EQ(**store_->ReadBlob(digest), "object-bytes");
 }
 
+TEST_P(StoreConformanceTest, CorruptEntryIsQuarantinedAndReadAsAMiss) {
+  ASSERT_TRUE(store_->Put(Entry("k1", "object-bytes"), "object-bytes").ok());
+  ASSERT_TRUE(store_->Put(Entry("k2", "other-bytes"), "other-bytes").ok());
+  GetParam().corrupt_entry(*store_, "k1");
+  auto entry = store_->Lookup("k1");
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  EXPECT_EQ(*entry, std::nullopt);
+  auto totals = store_->Totals();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->corrupt_entries, 1);
+  EXPECT_EQ(totals->entries, 1);
+  EXPECT_EQ(totals->unreadable_ranges, 0);
+  EXPECT_EQ(store_->Evict("k1").status(), absl::NotFoundError("no entry k1"));
+  ASSERT_EQ(store_->List()->size(), 1u);
+  // The recompile heals it.
+  ASSERT_TRUE(store_->Put(Entry("k1", "object-bytes"), "object-bytes").ok());
+  EXPECT_EQ((*store_->Lookup("k1"))->digest(), Sha256Hex("object-bytes"));
+}
+
 TEST_P(StoreConformanceTest, BlobsAreSharedAndEvictedWithTheirLastEntry) {
   ASSERT_TRUE(store_->Put(Entry("k1", "same"), "same").ok());
   ASSERT_TRUE(store_->Put(Entry("k2", "same"), "same").ok());
@@ -125,6 +145,9 @@ INSTANTIATE_TEST_SUITE_P(
         Backend{"memory", [](const std::string&) { return std::make_unique<MemoryStore>(); },
                 [](ArtifactStore& store, const std::string& digest) {
                   static_cast<MemoryStore&>(store).OverwriteBlobForTesting(digest, "flipped");
+                },
+                [](ArtifactStore& store, const std::string& key) {
+                  static_cast<MemoryStore&>(store).OverwriteEntryForTesting(key, "\xff\xff");
                 }},
         Backend{"rocksdb",
                 [](const std::string& dir) -> std::unique_ptr<ArtifactStore> {
@@ -135,6 +158,11 @@ INSTANTIATE_TEST_SUITE_P(
                 [](ArtifactStore& store, const std::string& digest) {
                   ASSERT_TRUE(static_cast<RocksDbStore&>(store)
                                   .OverwriteBlobForTesting(digest, "flipped")
+                                  .ok());
+                },
+                [](ArtifactStore& store, const std::string& key) {
+                  ASSERT_TRUE(static_cast<RocksDbStore&>(store)
+                                  .OverwriteEntryForTesting(key, "\xff\xff")
                                   .ok());
                 }}),
     [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });

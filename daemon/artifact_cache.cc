@@ -1,5 +1,6 @@
 #include "daemon/artifact_cache.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cache/key.h"
 #include "codegen/abi/kiln_abi.h"
@@ -14,7 +15,31 @@ namespace {
 
 double MillisecondsSince(absl::Time start) { return absl::ToDoubleMilliseconds(absl::Now() - start); }
 
+// An Internal error that reports the compiler process dying rather than the
+// compiler rejecting the source (compiler.h gives both the same code).
+bool IsCompilerCrash(const absl::Status& status) {
+  const absl::string_view message = status.message();
+  return absl::StartsWith(message, "compile worker crashed") ||
+         absl::StartsWith(message, "compile worker exited") ||
+         absl::StartsWith(message, "clang++ failed (signal");
+}
+
 }  // namespace
+
+bool IsDeterministicFailure(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kUnimplemented:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      return true;
+    case absl::StatusCode::kInternal:
+      return !IsCompilerCrash(status);
+    default:
+      return false;
+  }
+}
 
 ArtifactCache::ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirectory objects,
                              LocalIndex index, std::unique_ptr<Compiler> compiler,
@@ -24,6 +49,7 @@ ArtifactCache::ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirecto
       index_(std::move(index)),
       compiler_(std::move(compiler)),
       toolchain_(std::move(toolchain)),
+      options_(options),
       queue_(options.compile_threads) {}
 
 ArtifactCache::~ArtifactCache() { Shutdown(); }
@@ -34,7 +60,12 @@ absl::StatusOr<std::optional<kiln::v1::CompileResponse>> ArtifactCache::FindStor
     const std::string& key, bool want_bytes, bool repair) {
   absl::ReaderMutexLock lock(&index_mutex_);  // hits only rename files in: they may overlap
   ASSIGN_OR_RETURN(auto entry, store_->Lookup(key));
-  if (!entry.has_value()) return std::nullopt;
+  if (!entry.has_value()) {
+    // The store may have just quarantined a damaged entry: its index file
+    // goes too. (A Publish needs the entry, which this lock keeps absent.)
+    RETURN_IF_ERROR(index_.Remove(key));
+    return std::nullopt;
+  }
   kiln::v1::CompileResponse response;
   const std::string& digest = entry->digest();
   if (repair) {
@@ -44,6 +75,7 @@ absl::StatusOr<std::optional<kiln::v1::CompileResponse>> ArtifactCache::FindStor
     ASSIGN_OR_RETURN(auto blob, store_->ReadBlob(digest));
     if (!blob.has_value()) {
       KILN_LOG(WARNING) << "entry " << key << " has no intact blob; compiling again";
+      RETURN_IF_ERROR(index_.Remove(key));  // clients must not find it either
       return std::nullopt;
     }
     RETURN_IF_ERROR(objects_.Write(digest, *blob, /*replace=*/repair));
@@ -82,6 +114,10 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
   if (!allow_compile) {
     return done(absl::NotFoundError(absl::StrCat("no artifact for this graph (key ", key.key, ")")));
   }
+  if (std::optional<absl::Status> failure = RememberedFailure(key.key)) {
+    ++failures_replayed_;
+    return done(*std::move(failure));
+  }
   // A request that wants the bytes inline joins only jobs that fetch them.
   const bool joined = queue_.Submit(
       want_bytes ? key.key + "+bytes" : key.key,
@@ -103,6 +139,7 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   auto code = GenerateCode(inputs);
   if (!code.ok()) {
     ++compile_failures_;
+    RememberIfDeterministic(key, code.status());
     return code.status();
   }
   const double codegen_ms = MillisecondsSince(start);
@@ -110,6 +147,7 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   if (!object.ok()) {
     ++compile_failures_;
     KILN_LOG(ERROR) << "compile of " << key << " failed: " << object.status();
+    RememberIfDeterministic(key, object.status());
     return object.status();
   }
   compile_us_total_ += static_cast<int64_t>(object->compile_ms * 1000);
@@ -160,12 +198,22 @@ kiln::v1::StatsResponse ArtifactCache::Stats() {
   stats.set_coalesced(coalesced_);
   stats.set_compile_ms_total(compile_us_total_ / 1000.0);
   stats.set_uptime_ms(absl::ToInt64Milliseconds(absl::Now() - started_));
+  stats.set_failures_replayed(failures_replayed_);
+  {
+    absl::MutexLock lock(&failures_mutex_);
+    const absl::Time now = options_.now();
+    for (const auto& [key, failure] : failures_) {
+      if (failure.expiry > now) stats.set_remembered_failures(stats.remembered_failures() + 1);
+    }
+  }
   auto totals = store_->Totals();
   if (totals.ok()) {
     stats.set_entries(totals->entries);
     stats.set_blobs(totals->blobs);
     stats.set_bytes_stored(totals->blob_bytes);
     stats.set_corrupt_blobs(totals->quarantined);
+    stats.set_corrupt_entries(totals->corrupt_entries);
+    stats.set_unreadable_ranges(totals->unreadable_ranges);
   } else {
     KILN_LOG(ERROR) << "cannot read store totals: " << totals.status();
   }
@@ -193,6 +241,51 @@ absl::StatusOr<std::string> ArtifactCache::ResolveKey(const std::string& key_or_
   return keys[0];
 }
 
+std::optional<absl::Status> ArtifactCache::RememberedFailure(const std::string& key) {
+  absl::MutexLock lock(&failures_mutex_);
+  auto it = failures_.find(key);
+  if (it == failures_.end()) return std::nullopt;
+  if (it->second.expiry <= options_.now()) {
+    failures_.erase(it);
+    return std::nullopt;
+  }
+  return it->second.status;
+}
+
+void ArtifactCache::RememberIfDeterministic(const std::string& key, const absl::Status& failure) {
+  if (!IsDeterministicFailure(failure) || options_.remember_failures_for <= absl::ZeroDuration()) {
+    return;
+  }
+  absl::MutexLock lock(&failures_mutex_);
+  const absl::Time now = options_.now();
+  if (failures_.size() >= options_.max_remembered_failures) {
+    for (auto it = failures_.begin(); it != failures_.end();) {
+      it = it->second.expiry <= now ? failures_.erase(it) : std::next(it);
+    }
+  }
+  if (failures_.size() >= options_.max_remembered_failures && !failures_.empty()) {
+    auto soonest = failures_.begin();
+    for (auto it = failures_.begin(); it != failures_.end(); ++it) {
+      if (it->second.expiry < soonest->second.expiry) soonest = it;
+    }
+    failures_.erase(soonest);
+  }
+  failures_[key] = Failure{failure, now + options_.remember_failures_for};
+  KILN_LOG(INFO) << "remembering the failure of " << key.substr(0, 12) << " for "
+                 << absl::FormatDuration(options_.remember_failures_for)
+                 << " (`kiln evict " << key.substr(0, 12) << "` forgets it)";
+}
+
+std::vector<std::string> ArtifactCache::RememberedKeysWithPrefix(const std::string& prefix) {
+  absl::MutexLock lock(&failures_mutex_);
+  std::vector<std::string> keys;
+  for (auto it = failures_.lower_bound(prefix);
+       it != failures_.end() && absl::StartsWith(it->first, prefix); ++it) {
+    keys.push_back(it->first);
+  }
+  return keys;
+}
+
 absl::StatusOr<kiln::v1::ArtifactMetadata> ArtifactCache::Show(const std::string& key) {
   ASSIGN_OR_RETURN(const std::string full, ResolveKey(key));
   ASSIGN_OR_RETURN(auto entry, store_->Lookup(full));
@@ -201,7 +294,25 @@ absl::StatusOr<kiln::v1::ArtifactMetadata> ArtifactCache::Show(const std::string
 }
 
 absl::StatusOr<std::string> ArtifactCache::Evict(const std::string& key) {
-  ASSIGN_OR_RETURN(const std::string full, ResolveKey(key));
+  // A key may name a stored entry, a remembered failure, or both; a prefix
+  // must name one key among all of them.
+  const std::vector<std::string> failed = RememberedKeysWithPrefix(key);
+  absl::StatusOr<std::string> stored = ResolveKey(key);
+  if (!stored.ok() && !(absl::IsNotFound(stored.status()) && !failed.empty())) {
+    return stored.status();
+  }
+  const std::string full = stored.ok() ? *stored : failed[0];
+  for (const std::string& other : failed) {
+    if (other != full) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("key prefix ", key, " is ambiguous: give more digits"));
+    }
+  }
+  if (!failed.empty()) {
+    absl::MutexLock lock(&failures_mutex_);
+    failures_.erase(full);
+  }
+  if (!stored.ok()) return full;
   absl::MutexLock lock(&index_mutex_);
   RETURN_IF_ERROR(index_.Remove(full));  // first: clients stop finding it locally
   ASSIGN_OR_RETURN(const std::optional<std::string> removed_blob, store_->Evict(full));

@@ -5,8 +5,17 @@
 //     PrepareGraph (import, verify, canonicalize) -> ResolveGuards ->
 //     ComputeCacheKey -> store lookup -> hit: make sure the object file
 //     exists -> reply
+//     miss -> a failure remembered for this key? reply with it
 //     miss -> CompileQueue (single-flight) -> GenerateCode -> Compiler ->
 //     store Put (entry + blob, one batch) -> object file -> reply
+//
+// Remembered failures: a compile that fails deterministically (see
+// IsDeterministicFailure) is remembered per key for
+// Options::remember_failures_for, so a retry (a training loop calling a
+// broken graph again) fails at once with the same error instead of
+// occupying a compile thread; Evict forgets it. Transient failures (disk
+// full, a crashed or killed worker, shutdown) are never remembered. In
+// memory only: a restarted daemon tries again.
 //
 // Thread-safe. Bad requests fail with InvalidArgument/Unimplemented naming
 // the node; nothing a request does can corrupt the store.
@@ -15,8 +24,11 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -31,10 +43,23 @@
 
 namespace kiln {
 
+// Whether compiling the same inputs again would fail the same way: a
+// compiler error or a crash-free failure in codegen (Internal,
+// InvalidArgument, Unimplemented, FailedPrecondition, OutOfRange) and a
+// timeout (DeadlineExceeded). Not: Unavailable (no worker, shutdown),
+// ResourceExhausted (disk full, memory cap), and an Internal that reports a
+// crashed or killed compiler process (worker_compiler.cc's "compile worker
+// crashed/exited", subprocess_compiler.cc's "clang++ failed (signal").
+bool IsDeterministicFailure(const absl::Status& status);
+
 class ArtifactCache {
  public:
   struct Options {
     int compile_threads = 2;
+    absl::Duration remember_failures_for = absl::Minutes(10);
+    // Bounds the memory: past it the failure closest to expiry is forgotten.
+    size_t max_remembered_failures = 1024;
+    std::function<absl::Time()> now = [] { return absl::Now(); };  // tests step time
   };
   using Done = std::function<void(absl::StatusOr<kiln::v1::CompileResponse>)>;
 
@@ -53,6 +78,8 @@ class ArtifactCache {
   absl::StatusOr<kiln::v1::ListResponse> List();
   // `key` may be a unique prefix of at least 6 hex digits.
   absl::StatusOr<kiln::v1::ArtifactMetadata> Show(const std::string& key);
+  // Removes the entry and forgets a failure remembered for the key; either
+  // one suffices. `key` may be a unique prefix of at least 6 hex digits.
   absl::StatusOr<std::string> Evict(const std::string& key);
 
   // Stops accepting compiles; running ones finish.
@@ -71,18 +98,33 @@ class ArtifactCache {
                                                   absl::Time received);
   absl::StatusOr<std::string> ResolveKey(const std::string& key_or_prefix);
 
+  // The failure remembered for `key`, if it has not expired.
+  std::optional<absl::Status> RememberedFailure(const std::string& key);
+  void RememberIfDeterministic(const std::string& key, const absl::Status& failure);
+  // Keys of remembered failures that start with `prefix` (expired or not).
+  std::vector<std::string> RememberedKeysWithPrefix(const std::string& prefix);
+
   const std::unique_ptr<ArtifactStore> store_;
   const ObjectDirectory objects_;
   const LocalIndex index_;
   const std::unique_ptr<Compiler> compiler_;
   const kiln::v1::Toolchain toolchain_;
   const absl::Time started_ = absl::Now();
+  const Options options_;
+
+  struct Failure {
+    absl::Status status;
+    absl::Time expiry;
+  };
+  absl::Mutex failures_mutex_;
+  std::map<std::string, Failure> failures_ ABSL_GUARDED_BY(failures_mutex_);  // ordered: prefixes
 
   // Keeps publishing (Build; shared: a hit's lookup-then-publish) and Evict
   // apart, so an eviction never interleaves with a publish of its entry.
   absl::Mutex index_mutex_;
 
-  std::atomic<int64_t> hits_{0}, misses_{0}, compiles_{0}, compile_failures_{0}, coalesced_{0};
+  std::atomic<int64_t> hits_{0}, misses_{0}, compiles_{0}, compile_failures_{0}, coalesced_{0},
+      failures_replayed_{0};
   std::atomic<int64_t> compile_us_total_{0};
 
   CompileQueue queue_;  // last: its threads use the members above

@@ -335,11 +335,20 @@ absl::Status Stats(const Args& args) {
       "requests  %d hits, %d misses (%d waited on a running compile); same-host hits from\n"
       "          the local index never reach kilnd and are not counted here\n"
       "compiles  %d (%d failed), %.1f ms compiling in all\n"
-      "store     %d entries, %d blobs, %d bytes; %d corrupt blobs quarantined\n",
+      "failures  %d remembered, %d retries answered from memory (`kiln evict KEY` forgets one)\n"
+      "store     %d entries, %d blobs, %d bytes\n"
+      "damage    %d corrupt blobs and %d corrupt entries quarantined (each compiles again)\n",
       daemon.daemon_version(), daemon.pid(), client->socket_path(),
       stats.uptime_ms() / 1000.0, stats.hits(), stats.misses(), stats.coalesced(), stats.compiles(),
-      stats.compile_failures(), stats.compile_ms_total(), stats.entries(), stats.blobs(),
-      stats.bytes_stored(), stats.corrupt_blobs());
+      stats.compile_failures(), stats.compile_ms_total(), stats.remembered_failures(),
+      stats.failures_replayed(), stats.entries(), stats.blobs(), stats.bytes_stored(),
+      stats.corrupt_blobs(), stats.corrupt_entries());
+  if (stats.unreadable_ranges() > 0) {
+    std::cout << absl::StrFormat(
+        "          %d damaged stretches of the store could not be counted: the store counts\n"
+        "          above are lower bounds (see kilnd.log)\n",
+        stats.unreadable_ranges());
+  }
   return absl::OkStatus();
 }
 
@@ -375,6 +384,8 @@ absl::Status Show(const Args& args) {
 absl::Status Evict(const Args& args) {
   RETURN_IF_ERROR(NeedArgs(args, 1, "kiln evict KEY"));
   ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  // kilnd removes the entry and forgets a compile failure remembered for the
+  // key: either makes the next request compile afresh.
   ASSIGN_OR_RETURN(const std::string key, client->Evict(args[0]));
   std::cout << "evicted " << key << "\n";
   return absl::OkStatus();
@@ -400,7 +411,7 @@ const std::map<std::string, Command>& Commands() {
       {"ls", {"             list cache entries", List}},
       {"ops", {"             the supported ops, as Markdown (docs/OPS.md)", Ops}},
       {"show", {"KEY          one entry's metadata (a unique key prefix will do)", Show}},
-      {"evict", {"KEY          remove an entry", Evict}},
+      {"evict", {"KEY          remove an entry, or forget its remembered compile failure", Evict}},
   };
   return *commands;
 }

@@ -1,0 +1,218 @@
+// RocksDbStore under real damage: bytes flipped in its files on disk.
+#include <dirent.h>
+
+#include <random>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "cache/index_reconcile.h"
+#include "cache/local_index.h"
+#include "cache/rocksdb_store.h"
+#include "common/files.h"
+#include "common/sha256.h"
+#include "gtest/gtest.h"
+
+namespace kiln {
+namespace {
+
+// Bytes no compressor shrinks, so they appear verbatim in the files.
+std::string RandomBytes(int seed, size_t size) {
+  std::mt19937 random(seed);
+  std::string bytes(size, '\0');
+  for (char& c : bytes) c = static_cast<char>(random());
+  return bytes;
+}
+
+kiln::v1::ArtifactMetadata Entry(const std::string& key, const std::string& blob) {
+  kiln::v1::ArtifactMetadata metadata;
+  metadata.set_key(key);
+  metadata.set_digest(Sha256Hex(blob));
+  metadata.set_object_bytes(blob.size());
+  metadata.set_graph_name("graph-of-" + key);
+  return metadata;
+}
+
+std::vector<std::string> FilesEndingIn(const std::string& dir, const std::string& suffix) {
+  std::vector<std::string> files;
+  DIR* listing = opendir(dir.c_str());
+  if (listing == nullptr) return files;
+  while (const dirent* file = readdir(listing)) {
+    if (absl::EndsWith(file->d_name, suffix)) files.push_back(dir + "/" + file->d_name);
+  }
+  closedir(listing);
+  return files;
+}
+
+// Flips one byte in the middle of where `needle` occurs in one of `files`;
+// returns that file, or "" when no file holds it.
+std::string FlipByteWithin(const std::vector<std::string>& files, const std::string& needle) {
+  for (const std::string& path : files) {
+    auto bytes = ReadFile(path);
+    if (!bytes.ok()) continue;
+    const size_t at = bytes->find(needle);
+    if (at == std::string::npos) continue;
+    (*bytes)[at + needle.size() / 2] ^= 0x40;
+    if (!WriteFileAtomically(path, *bytes, 0644).ok()) return "";
+    return path;
+  }
+  return "";
+}
+
+class RocksDbDamageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
+    ASSERT_TRUE(dir.ok());
+    dir_ = *dir;
+    db_ = dir_ + "/db";
+  }
+  void TearDown() override { RemoveRecursively(dir_).IgnoreError(); }
+
+  std::unique_ptr<RocksDbStore> OpenStore() {
+    auto store = RocksDbStore::Open(db_);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+
+  std::string dir_, db_;
+};
+
+TEST_F(RocksDbDamageTest, AFlippedByteInABlobsTableIsQuarantinedAndHealedByAPut) {
+  std::vector<std::string> blobs;
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    for (int i = 0; i < 3; ++i) {
+      blobs.push_back(RandomBytes(i, 3000));
+      const std::string key = absl::StrCat("k", i);
+      ASSERT_TRUE(store->Put(Entry(key, blobs[i]), blobs[i]).ok());
+    }
+    ASSERT_TRUE(store->FlushForTesting().ok());
+  }
+  ASSERT_NE(FlipByteWithin(FilesEndingIn(db_, ".sst"), blobs[1].substr(1000, 64)), "");
+
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const std::string digest = Sha256Hex(blobs[1]);
+  auto blob = store->ReadBlob(digest);
+  ASSERT_TRUE(blob.ok()) << blob.status();
+  EXPECT_EQ(*blob, std::nullopt) << "a damaged blob reads as a miss";
+  auto totals = store->Totals();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->entries, 3) << "the count survives the damaged table";
+  EXPECT_EQ(totals->quarantined, 1);
+  EXPECT_EQ(totals->corrupt_entries, 0);
+  EXPECT_GE(totals->unreadable_ranges, 1) << "the damaged block is still in the table";
+  EXPECT_EQ(*store->ReadBlob(digest), std::nullopt) << "and stays a miss";
+
+  ASSERT_TRUE(store->Put(Entry("k1", blobs[1]), blobs[1]).ok()) << "the recompile heals it";
+  EXPECT_EQ(store->ReadBlob(digest)->value_or("missing"), blobs[1]);
+  EXPECT_EQ(store->ReadBlob(Sha256Hex(blobs[0]))->value_or("missing"), blobs[0]);
+  auto listed = store->List();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->size(), 3u);
+}
+
+TEST_F(RocksDbDamageTest, AFlippedByteInAnEntriesTableIsQuarantined) {
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    for (int i = 0; i < 3; ++i) {
+      const std::string blob = RandomBytes(i, 100);
+      ASSERT_TRUE(store->Put(Entry(absl::StrCat("k", i), blob), blob).ok());
+    }
+    ASSERT_TRUE(store->FlushForTesting().ok());
+  }
+  ASSERT_NE(FlipByteWithin(FilesEndingIn(db_, ".sst"), "graph-of-k1"), "");
+
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  auto entry = store->Lookup("k1");
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  EXPECT_EQ(*entry, std::nullopt);
+  auto totals = store->Totals();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->corrupt_entries, 1);
+  EXPECT_EQ(store->Evict("k1").status(), absl::NotFoundError("no entry k1"));
+  const std::string blob = RandomBytes(1, 100);
+  ASSERT_TRUE(store->Put(Entry("k1", blob), blob).ok());
+  EXPECT_EQ((*store->Lookup("k1"))->digest(), Sha256Hex(blob));
+}
+
+TEST_F(RocksDbDamageTest, AFlippedByteInTheWalLosesTheEntriesAfterItAndTheIndexFollows) {
+  LocalIndex index(dir_);
+  std::vector<std::string> blobs;
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    for (int i = 0; i < 10; ++i) {
+      blobs.push_back(RandomBytes(i, 500));
+      const kiln::v1::ArtifactMetadata entry = Entry(absl::StrCat("k", i), blobs[i]);
+      ASSERT_TRUE(store->Put(entry, blobs[i]).ok());  // synced, never flushed
+      ASSERT_TRUE(index.Publish(entry).ok());
+    }
+  }
+  // The sixth write's bytes are damaged in the log.
+  ASSERT_NE(FlipByteWithin(FilesEndingIn(db_, ".log"), blobs[5].substr(100, 64)), "")
+      << "the entries should be in the WAL only";
+
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr) << "point-in-time recovery opens the store";
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(store->Lookup(absl::StrCat("k", i))->has_value(), i < 5) << "k" << i;
+  }
+  auto reconciled = ReconcileLocalIndex(*store, index);
+  ASSERT_TRUE(reconciled.ok()) << reconciled.status();
+  EXPECT_EQ(reconciled->checked, 10);
+  EXPECT_EQ(reconciled->lost, 5);
+  EXPECT_EQ(reconciled->damaged, 0);
+  for (int i = 0; i < 10; ++i) {
+    auto record = index.Find(absl::StrCat("k", i));
+    ASSERT_TRUE(record.ok()) << record.status();
+    EXPECT_EQ(record->has_value(), i < 5) << "k" << i;
+  }
+}
+
+// Damages the database behind the store's back, then checks that Open
+// moves it aside, starts empty and says so.
+void ExpectOpensEmptyAfter(const std::string& db, const std::function<void()>& damage) {
+  {
+    auto store = RocksDbStore::Open(db);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Put(Entry("k1", "bytes"), "bytes").ok());
+  }
+  damage();
+  ::testing::internal::CaptureStderr();
+  auto store = RocksDbStore::Open(db);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_TRUE(absl::StrContains(log, "THE STORE WAS DAMAGED AND IS RESET")) << log;
+  EXPECT_TRUE(absl::StrContains((*store)->moved_aside(), db + ".corrupt-"));
+  EXPECT_TRUE(absl::StrContains(log, (*store)->moved_aside())) << log;
+  EXPECT_TRUE(ReadFile((*store)->moved_aside() + "/CURRENT").ok()) << "kept for inspection";
+  EXPECT_EQ(*(*store)->Lookup("k1"), std::nullopt);
+  ASSERT_TRUE((*store)->Put(Entry("k2", "more"), "more").ok());
+  EXPECT_TRUE((*store)->Lookup("k2")->has_value());
+}
+
+TEST_F(RocksDbDamageTest, AGarbledCurrentFileStartsAnEmptyStore) {
+  ExpectOpensEmptyAfter(db_, [&] {
+    ASSERT_TRUE(WriteFileAtomically(db_ + "/CURRENT", "MANIFEST-9\xff\n", 0644).ok());
+  });
+}
+
+TEST_F(RocksDbDamageTest, ADamagedManifestStartsAnEmptyStore) {
+  ExpectOpensEmptyAfter(db_, [&] {
+    const std::vector<std::string> manifests = FilesEndingIn(db_, "");
+    for (const std::string& path : manifests) {
+      if (!absl::StrContains(path, "/MANIFEST-")) continue;
+      auto bytes = ReadFile(path);
+      ASSERT_TRUE(bytes.ok());
+      for (size_t i = 8; i < bytes->size(); i += 16) (*bytes)[i] ^= 0x5a;
+      ASSERT_TRUE(WriteFileAtomically(path, *bytes, 0644).ok());
+    }
+  });
+}
+
+}  // namespace
+}  // namespace kiln
