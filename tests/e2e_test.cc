@@ -10,10 +10,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cache/local_index.h"
 #include "client/compiled_graph.h"
 #include "client/graph_file.h"
 #include "proto/artifact.pb.h"
 #include "common/files.h"
+#include "common/version.h"
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
@@ -292,17 +294,38 @@ TEST_F(EndToEndTest, SocketIsPrivateAndVersionsAreChecked) {
   ASSERT_EQ(stat(Dirname(daemon_.socket_path()).c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0700);
 
+  // Hello answers any client with the daemon's own versions; every other
+  // call must carry matching ones, Hello or not.
   auto channel = grpc::CreateChannel("unix:" + daemon_.socket_path(),
                                      grpc::InsecureChannelCredentials());
   auto stub = kiln::v1::Kiln::NewStub(channel);
-  grpc::ClientContext context;
-  kiln::v1::HelloRequest request;
-  request.set_protocol_version(999);
-  request.set_abi_version(1);
-  kiln::v1::HelloResponse response;
-  const grpc::Status status = stub->Hello(&context, request, &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_THAT(status.error_message(), HasSubstr("version mismatch: client speaks protocol 999"));
+  {
+    grpc::ClientContext context;
+    kiln::v1::HelloRequest request;
+    request.set_protocol_version(999);
+    request.set_abi_version(1);
+    kiln::v1::HelloResponse response;
+    ASSERT_TRUE(stub->Hello(&context, request, &response).ok());
+    EXPECT_EQ(response.protocol_version(), kProtocolVersion);
+    EXPECT_EQ(response.cache_dir(), daemon_.cache_dir());
+    EXPECT_FALSE(response.auto_started());
+  }
+  for (const std::string protocol : {"", "999"}) {
+    grpc::ClientContext context;
+    if (!protocol.empty()) {
+      context.AddMetadata(kProtocolMetadataKey, protocol);
+      context.AddMetadata(kAbiMetadataKey, absl::StrCat(KILN_ABI_VERSION));
+    }
+    kiln::v1::CompileRequest request;
+    *request.mutable_graph() = Example("f");
+    kiln::v1::CompileResponse response;
+    const grpc::Status status = stub->Compile(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_THAT(status.error_message(),
+                HasSubstr(absl::StrCat("version mismatch: the call carries protocol ",
+                                       protocol.empty() ? "none" : protocol)));
+  }
+  EXPECT_EQ(Stats().misses(), 0) << "a refused call reaches nothing";
 }
 
 TEST_F(EndToEndTest, KillDuringACompileLeavesAStoreThatServesAgain) {
@@ -460,11 +483,12 @@ TEST_F(EndToEndTest, TheLocalIndexOfAnotherHostIsIgnored) {
   // As if the cache directory were shared (NFS) with a kilnd on another
   // machine: its artifacts may be for another CPU.
   const std::string path = daemon_.cache_dir() + "/descriptor";
-  kiln::v1::CacheDescriptor descriptor;
-  ASSERT_TRUE(descriptor.ParseFromString(*ReadFile(path)));
-  descriptor.set_machine_id("another-host");
+  const LocalIndex index(daemon_.cache_dir());
+  auto descriptor = index.ReadDescriptor();
+  ASSERT_TRUE(descriptor.ok() && descriptor->has_value()) << descriptor.status();
+  (*descriptor)->set_machine_id("another-host");
   chmod(path.c_str(), 0644);
-  ASSERT_TRUE(WriteFileAtomically(path, descriptor.SerializeAsString(), 0444).ok());
+  ASSERT_TRUE(index.WriteDescriptor(**descriptor).ok());
   auto run = daemon_.RunTool({kKilnCliPath, "run", "examples/tail.json", "--repeat=1",
                               "--start=false"});
   ASSERT_EQ(run->exit_code, 0) << run->output;
