@@ -21,6 +21,12 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path) {
   const std::string message = absl::StrCat(what, " ", path, ": ", strerror(error));
   if (error == ENOENT) return absl::NotFoundError(message);
   if (error == EACCES || error == EPERM) return absl::PermissionDeniedError(message);
+  // Disk full is an operator's problem, not Kiln's: say so in the words
+  // `df` would use, and name the directory to clean.
+  if (error == ENOSPC || error == EDQUOT) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("no space left on device in ", Dirname(path), " (", message, ")"));
+  }
   return absl::InternalError(message);
 }
 

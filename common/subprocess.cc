@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,18 +19,11 @@ extern char** environ;
 
 namespace kiln {
 
-absl::StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv,
-                                   const std::vector<std::pair<int, int>>& redirects,
-                                   const EnvChanges& env) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  for (const auto& [from, to] : redirects) posix_spawn_file_actions_adddup2(&actions, from, to);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  // This environment with `env` applied (names in `env` dropped, then the
-  // ones with a value added back).
+namespace {
+
+// This process's environment with `env` applied (names in `env` dropped,
+// then the ones with a value added back).
+std::vector<std::string> ChildEnvironment(const EnvChanges& env) {
   std::vector<std::string> variables;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const absl::string_view variable(*entry);
@@ -40,9 +34,63 @@ absl::StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv,
   for (const auto& [name, value] : env) {
     if (value.has_value()) variables.push_back(absl::StrCat(name, "=", *value));
   }
-  std::vector<char*> envp;
-  for (std::string& variable : variables) envp.push_back(variable.data());
-  envp.push_back(nullptr);
+  return variables;
+}
+
+// NULL-terminated pointers into `strings`, for exec.
+std::vector<char*> PointerArray(std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (std::string& string : strings) pointers.push_back(string.data());
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+// fork + setrlimit(RLIMIT_AS) + exec, with stdout and stderr on `output_fd`
+// and stdin on /dev/null. Between fork and exec the child of a threaded
+// process may call only async-signal-safe functions: everything it needs
+// is built before the fork.
+absl::StatusOr<pid_t> SpawnWithAddressSpaceLimit(std::vector<std::string> argv,
+                                                 const EnvChanges& env, int output_fd,
+                                                 uint64_t limit) {
+  std::vector<std::string> variables = ChildEnvironment(env);
+  const std::vector<char*> args = PointerArray(argv);
+  const std::vector<char*> envp = PointerArray(variables);
+  const rlimit address_space = {limit, limit};
+  sigset_t no_signals;
+  sigemptyset(&no_signals);
+  static constexpr char kExecFailed[] = "exec failed\n";
+  const pid_t pid = fork();
+  if (pid < 0) return absl::UnavailableError(absl::StrCat("fork failed: ", strerror(errno)));
+  if (pid == 0) {
+    const int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(output_fd, STDOUT_FILENO) < 0 ||
+        dup2(output_fd, STDERR_FILENO) < 0 || setrlimit(RLIMIT_AS, &address_space) != 0) {
+      _exit(127);
+    }
+    // kilnd blocks its signals in every thread; a child starts with none
+    // blocked, as posix_spawn's POSIX_SPAWN_SETSIGMASK would give it.
+    sigprocmask(SIG_SETMASK, &no_signals, nullptr);
+    execvpe(args[0], args.data(), envp.data());
+    if (write(STDERR_FILENO, kExecFailed, sizeof(kExecFailed) - 1) < 0) _exit(127);
+    _exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+absl::StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv,
+                                   const std::vector<std::pair<int, int>>& redirects,
+                                   const EnvChanges& env) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  for (const auto& [from, to] : redirects) posix_spawn_file_actions_adddup2(&actions, from, to);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> variables = ChildEnvironment(env);
+  std::vector<char*> envp = PointerArray(variables);
   pid_t pid;
   const int error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(),
                                  env.empty() ? environ : envp.data());
@@ -55,10 +103,21 @@ absl::StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv,
 
 absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                          absl::Duration timeout) {
+  RunOptions options;
+  options.timeout = timeout;
+  return RunProcess(argv, options);
+}
+
+absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
+                                         const RunOptions& options) {
+  const absl::Duration timeout = options.timeout;
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
   const absl::StatusOr<pid_t> spawned =
-      SpawnProcess(argv, {{pipe_fds[1], STDOUT_FILENO}, {pipe_fds[1], STDERR_FILENO}});
+      options.address_space_limit > 0
+          ? SpawnWithAddressSpaceLimit(argv, options.env, pipe_fds[1], options.address_space_limit)
+          : SpawnProcess(argv, {{pipe_fds[1], STDOUT_FILENO}, {pipe_fds[1], STDERR_FILENO}},
+                         options.env);
   close(pipe_fds[1]);
   if (!spawned.ok()) {
     close(pipe_fds[0]);

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -33,9 +34,21 @@ absl::StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv,
                                    const std::vector<std::pair<int, int>>& redirects = {},
                                    const EnvChanges& env = {});
 
-// posix_spawn(argv) with stdin from /dev/null, waits for it and collects its
-// output. Kills it (SIGKILL) and returns DeadlineExceeded after `timeout`.
-// NotFound when argv[0] cannot be executed.
+struct RunOptions {
+  absl::Duration timeout = absl::InfiniteDuration();
+  EnvChanges env;  // applied to this process's environment
+  // The child's RLIMIT_AS in bytes (0: inherited); processes it starts
+  // inherit it. Set, the child is started with fork and exec instead of
+  // posix_spawn, which cannot set limits.
+  uint64_t address_space_limit = 0;
+};
+
+// Starts argv with stdin from /dev/null, waits for it and collects its
+// output. Kills it (SIGKILL) and returns DeadlineExceeded after the
+// timeout. NotFound when argv[0] cannot be executed (with an address-space
+// limit: exit code 127 and the reason in the output).
+absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
+                                         const RunOptions& options);
 absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                          absl::Duration timeout);
 

@@ -1,6 +1,8 @@
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include "codegen/compile/subprocess_compiler.h"
+#include "codegen/compile/tiny_filesystem.h"
 #include "codegen/compile/toolchain.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
@@ -54,6 +56,83 @@ TEST(SubprocessCompilerTest, InvalidSourceIsAnInternalErrorWithDiagnostics) {
   EXPECT_EQ(object.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(object.status().message().find("error:"), std::string::npos) << object.status();
   RemoveRecursively(*dir).IgnoreError();
+}
+
+constexpr char kAnswerSource[] =
+    "extern \"C\" __attribute__((visibility(\"default\"))) int kiln_answer() { return 42; }\n";
+
+class SubprocessCompilerLimitsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+  }
+  void TearDown() override {
+    filesystem_.reset();
+    RemoveRecursively(dir_).IgnoreError();
+  }
+
+  // A 64 KiB file system at dir_/tiny with `free_bytes` left; empty when
+  // this process may not mount one (then the test skips).
+  std::string TinyDirectory(size_t free_bytes) {
+    const std::string tiny = dir_ + "/tiny";
+    EXPECT_TRUE(MakeDirectories(tiny, 0700).ok());
+    auto filesystem = TinyFilesystem::Mount(tiny, 64 << 10);
+    if (!filesystem.ok()) {
+      skip_reason_ = std::string(filesystem.status().message());
+      return "";
+    }
+    filesystem_ = *std::move(filesystem);
+    EXPECT_TRUE(filesystem_->FillLeaving(free_bytes).ok());
+    return tiny;
+  }
+
+  std::string dir_;
+  std::string skip_reason_;
+  std::unique_ptr<TinyFilesystem> filesystem_;
+};
+
+TEST_F(SubprocessCompilerLimitsTest, FullDiskForTheSourceIsResourceExhausted) {
+  const std::string tiny = TinyDirectory(0);
+  if (tiny.empty()) GTEST_SKIP() << "needs root to mount a tmpfs: " << skip_reason_;
+  SubprocessCompiler compiler(tiny, absl::Seconds(60));
+  auto object = compiler.Compile(kAnswerSource);
+  EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted) << object.status();
+  EXPECT_EQ(object.status().message(), "no space left on device in " + tiny);
+  ASSERT_TRUE(filesystem_->Empty().ok());
+  EXPECT_TRUE(compiler.Compile(kAnswerSource).ok()) << "space freed, compiles work again";
+}
+
+// Room for the source and the object, not for the .so: lld, run by the
+// driver, dies of SIGBUS on its mapped output.
+TEST_F(SubprocessCompilerLimitsTest, FullDiskForTheLibraryIsResourceExhausted) {
+  const std::string tiny = TinyDirectory(8192);
+  if (tiny.empty()) GTEST_SKIP() << "needs root to mount a tmpfs: " << skip_reason_;
+  SubprocessCompiler compiler(tiny, absl::Seconds(60));
+  auto object = compiler.Compile(kAnswerSource);
+  EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted) << object.status();
+  EXPECT_EQ(object.status().message(), "no space left on device in " + tiny);
+}
+
+TEST_F(SubprocessCompilerLimitsTest, MemoryLimitAppliesToClangAndIsNamed) {
+  // Too little address space for clang++ to even map its libraries.
+  SubprocessCompiler compiler(dir_, absl::Seconds(60), kDefaultClang, uint64_t{64} << 20);
+  auto object = compiler.Compile(kAnswerSource);
+  EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted) << object.status();
+  EXPECT_EQ(object.status().message(),
+            "compile exceeded the compiler's memory limit of 64 MiB (RLIMIT_AS)");
+  SubprocessCompiler roomy(dir_, absl::Seconds(60), kDefaultClang, uint64_t{4} << 30);
+  EXPECT_TRUE(roomy.Compile(kAnswerSource).ok()) << "a kernel fits the default limit";
+}
+
+TEST_F(SubprocessCompilerLimitsTest, RemovesDirectoriesOfDeadCompilesAtStart) {
+  ASSERT_TRUE(MakeDirectories(dir_ + "/compileAbC123", 0700).ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/compileAbC123/kernel.cc", "x", 0600).ok());
+  ASSERT_TRUE(MakeDirectories(dir_ + "/kiln-workerXyZ", 0700).ok());
+  SubprocessCompiler compiler(dir_, absl::Seconds(60));
+  EXPECT_NE(access((dir_ + "/compileAbC123").c_str(), F_OK), 0);
+  EXPECT_EQ(access((dir_ + "/kiln-workerXyZ").c_str(), F_OK), 0) << "a WorkerCompiler's";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "codegen/compile/fallback_compiler.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/logging.h"
 
 namespace kiln {
@@ -9,15 +10,19 @@ FallbackCompiler::FallbackCompiler(std::unique_ptr<Compiler> primary,
     : primary_(std::move(primary)), fallback_(std::move(fallback)) {}
 
 absl::StatusOr<CompiledObject> FallbackCompiler::Compile(absl::string_view source) {
-  if (primary_ != nullptr) {
-    absl::StatusOr<CompiledObject> object = primary_->Compile(source);
-    if (object.ok() || object.status().code() != absl::StatusCode::kUnavailable) return object;
-    if (!warned_.exchange(true)) {
-      KILN_LOG(WARNING) << primary_->name() << " compiler unavailable (" << object.status()
-                        << "); compiling with " << fallback_->name();
-    }
+  if (primary_ == nullptr) return fallback_->Compile(source);
+  absl::StatusOr<CompiledObject> object = primary_->Compile(source);
+  if (object.ok() || object.status().code() != absl::StatusCode::kUnavailable) return object;
+  // Once: with no worker binary, every compile comes here.
+  if (!warned_.exchange(true)) {
+    KILN_LOG(WARNING) << primary_->name() << " compiler unavailable (" << object.status()
+                      << "); compiling with " << fallback_->name();
   }
-  return fallback_->Compile(source);
+  absl::StatusOr<CompiledObject> fallback = fallback_->Compile(source);
+  if (fallback.ok()) return fallback;
+  return absl::Status(fallback.status().code(),
+                      absl::StrCat(fallback.status().message(), " (after the ", primary_->name(),
+                                   " compiler: ", object.status().message(), ")"));
 }
 
 }  // namespace kiln

@@ -1,7 +1,9 @@
 // Compiles with a primary Compiler (the worker pool) and falls back to a
 // second one (the clang++ subprocess) when the primary is Unavailable — no
-// worker binary, or a worker that cannot start. Other errors are returned
-// as they are: a compile that fails in the worker fails in clang++ too.
+// worker binary, a worker that cannot start, or workers that crashed on the
+// compile and its retry. Other errors are returned as they are: a compile
+// that fails in the worker fails in clang++ too, and so does one that found
+// the disk full or exceeded the memory limit (ResourceExhausted).
 #ifndef KILN_CODEGEN_COMPILE_FALLBACK_COMPILER_H_
 #define KILN_CODEGEN_COMPILE_FALLBACK_COMPILER_H_
 
@@ -17,6 +19,7 @@ class FallbackCompiler : public Compiler {
   // `primary` may be null (no worker found): every compile uses `fallback`.
   FallbackCompiler(std::unique_ptr<Compiler> primary, std::unique_ptr<Compiler> fallback);
 
+  // When the fallback fails too, its error, with the primary's appended.
   absl::StatusOr<CompiledObject> Compile(absl::string_view source) override;
   absl::Status WarmUp() override { return primary_ ? primary_->WarmUp() : absl::OkStatus(); }
   const char* name() const override { return "worker, else subprocess"; }

@@ -1,42 +1,80 @@
 #include "codegen/compile/subprocess_compiler.h"
 
+#include <signal.h>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "codegen/compile/stale_files.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 
 namespace kiln {
+namespace {
+
+constexpr char kCompileDirectoryPrefix[] = "compile";
+
+}  // namespace
 
 SubprocessCompiler::SubprocessCompiler(std::string work_dir, absl::Duration timeout,
-                                       std::string clang)
-    : work_dir_(std::move(work_dir)), timeout_(timeout), clang_(std::move(clang)) {}
+                                       std::string clang, uint64_t memory_limit_bytes)
+    : work_dir_(std::move(work_dir)),
+      timeout_(timeout),
+      clang_(std::move(clang)),
+      memory_limit_bytes_(memory_limit_bytes) {
+  RemoveStaleEntries(work_dir_, kCompileDirectoryPrefix);
+}
 
 absl::StatusOr<CompiledObject> SubprocessCompiler::Compile(absl::string_view source) {
-  const absl::Time start = absl::Now();
   RETURN_IF_ERROR(MakeDirectories(work_dir_, 0700));
-  ASSIGN_OR_RETURN(const std::string dir, MakeTempDirectory(work_dir_ + "/compileXXXXXX"));
-  const std::string source_path = dir + "/kernel.cc";
-  const std::string object_path = dir + "/kernel.so";
-  absl::StatusOr<CompiledObject> result = [&]() -> absl::StatusOr<CompiledObject> {
-    RETURN_IF_ERROR(WriteFileAtomically(source_path, source, 0600));
-    std::vector<std::string> argv = {clang_};
-    for (const std::string& flag : CodegenFlags()) argv.push_back(flag);
-    for (const std::string& arg : {std::string("-o"), object_path, source_path}) argv.push_back(arg);
-    ASSIGN_OR_RETURN(const ProcessResult process, RunProcess(argv, timeout_));
-    if (process.exit_code != 0) {
-      return absl::InternalError(absl::StrCat(
-          "clang++ failed (", process.signal ? absl::StrCat("signal ", process.signal)
-                                             : absl::StrCat("exit ", process.exit_code),
-          "): ", process.output.substr(0, 4000)));
-    }
-    CompiledObject object;
-    ASSIGN_OR_RETURN(object.shared_object, ReadFile(object_path));
-    object.compile_ms = absl::ToDoubleMilliseconds(absl::Now() - start);
-    object.compiler = name();
-    return object;
-  }();
+  ASSIGN_OR_RETURN(const std::string dir,
+                   MakeTempDirectory(absl::StrCat(work_dir_, "/", kCompileDirectoryPrefix, "XXXXXX")));
+  absl::StatusOr<CompiledObject> result = CompileIn(dir, source);
   RemoveRecursively(dir).IgnoreError();
   return result;
+}
+
+absl::StatusOr<CompiledObject> SubprocessCompiler::CompileIn(const std::string& dir,
+                                                             absl::string_view source) {
+  const absl::Time start = absl::Now();
+  const std::string source_path = dir + "/kernel.cc";
+  const std::string object_path = dir + "/kernel.so";
+  const absl::Status written = WriteFileAtomically(source_path, source, 0600);
+  if (absl::IsResourceExhausted(written)) return NoSpaceError(work_dir_);
+  RETURN_IF_ERROR(written);
+  std::vector<std::string> argv = {clang_};
+  for (const std::string& flag : CodegenFlags()) argv.push_back(flag);
+  for (const std::string& arg : {std::string("-o"), object_path, source_path}) argv.push_back(arg);
+  RunOptions options;
+  options.timeout = timeout_;
+  // The driver's intermediate object goes to TMPDIR: here, it lands on the
+  // disk whose space is checked and in the directory removed after.
+  options.env = {{"TMPDIR", dir}};
+  options.address_space_limit = memory_limit_bytes_;
+  ASSIGN_OR_RETURN(const ProcessResult process, RunProcess(argv, options));
+  if (process.exit_code != 0) return FailureOf(process);
+  CompiledObject object;
+  ASSIGN_OR_RETURN(object.shared_object, ReadFile(object_path));
+  object.compile_ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+  object.compiler = name();
+  return object;
+}
+
+absl::Status SubprocessCompiler::FailureOf(const ProcessResult& process) const {
+  // lld writes through a shared mapping: on a full disk it dies of SIGBUS
+  // ("Bus error" from the driver) rather than report ENOSPC.
+  const bool bus_error =
+      process.signal == SIGBUS || absl::StrContains(process.output, "Bus error");
+  if (MentionsNoSpace(process.output) || (bus_error && IsNearlyFull(work_dir_))) {
+    return NoSpaceError(work_dir_);
+  }
+  if (memory_limit_bytes_ > 0 && MentionsOutOfMemory(process.output)) {
+    return MemoryLimitError(memory_limit_bytes_);
+  }
+  return absl::InternalError(absl::StrCat(
+      "clang++ failed (", process.signal ? absl::StrCat("signal ", process.signal)
+                                         : absl::StrCat("exit ", process.exit_code),
+      "): ", process.output.substr(0, 4000)));
 }
 
 }  // namespace kiln

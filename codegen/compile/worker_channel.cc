@@ -64,14 +64,15 @@ absl::StatusOr<std::string> ReceiveExactly(int socket, size_t size, absl::Time d
 
 }  // namespace
 
-absl::StatusOr<worker::CompileResponse> ExchangeWithWorker(int socket,
-                                                           const worker::CompileRequest& request,
-                                                           absl::Time deadline) {
+absl::Status SendRequest(int socket, const worker::CompileRequest& request, absl::Time deadline) {
   const std::string payload = request.SerializeAsString();
   if (payload.size() > kMaxFrameBytes) {
     return absl::InternalError(absl::StrCat("source of ", payload.size(), " bytes is too large"));
   }
-  RETURN_IF_ERROR(SendAll(socket, FrameHeader(payload.size()) + payload, deadline));
+  return SendAll(socket, FrameHeader(payload.size()) + payload, deadline);
+}
+
+absl::StatusOr<worker::CompileResponse> ReceiveResponse(int socket, absl::Time deadline) {
   ASSIGN_OR_RETURN(const std::string header, ReceiveExactly(socket, kFrameHeaderBytes, deadline));
   const uint32_t length = ParseFrameHeader(header.data());
   if (length > kMaxFrameBytes) {

@@ -11,14 +11,17 @@
 
 namespace kiln {
 
+// One round trip is SendRequest then ReceiveResponse, within one deadline.
+// Errors: DeadlineExceeded when `deadline` passes first; Unavailable when the
+// worker hangs up (it died); Internal for an oversized or malformed frame.
+// After any error the worker is out of step and must not be reused.
+
 // Sends `request` on `socket` (O_NONBLOCK; sent with MSG_NOSIGNAL, so a dead
-// worker cannot raise SIGPIPE here) and reads one response. Errors:
-// DeadlineExceeded when `deadline` passes first; Unavailable when the worker
-// hangs up (it died); Internal for an oversized or malformed frame. After
-// any error the worker is out of step and must not be reused.
-absl::StatusOr<worker::CompileResponse> ExchangeWithWorker(int socket,
-                                                           const worker::CompileRequest& request,
-                                                           absl::Time deadline);
+// worker cannot raise SIGPIPE here).
+absl::Status SendRequest(int socket, const worker::CompileRequest& request, absl::Time deadline);
+
+// Reads one response.
+absl::StatusOr<worker::CompileResponse> ReceiveResponse(int socket, absl::Time deadline);
 
 }  // namespace kiln
 

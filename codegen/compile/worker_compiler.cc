@@ -19,6 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "codegen/compile/stale_files.h"
+#include "codegen/compile/worker/frame.h"
 #include "codegen/compile/worker/worker.pb.h"
 #include "codegen/compile/worker_channel.h"
 #include "common/files.h"
@@ -33,6 +35,7 @@ namespace {
 
 constexpr char kWorkerName[] = "kiln-compile-worker";
 constexpr char kWorkerRunfilesPath[] = "kiln/codegen/compile/worker/kiln-compile-worker";
+constexpr char kWorkerDirectoryPrefix[] = "kiln-worker";
 
 std::string DescribeWaitStatus(int status) {
   if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
@@ -40,16 +43,27 @@ std::string DescribeWaitStatus(int status) {
   return absl::StrCat("wait status ", status);
 }
 
-worker::CompileRequest::Fault ToProto(WorkerCompiler::Fault fault) {
+worker::CompileRequest::Fault ToProto(WorkerFault fault) {
   switch (fault) {
-    case WorkerCompiler::Fault::kCrash:
+    case WorkerFault::kCrash:
       return worker::CompileRequest::CRASH;
-    case WorkerCompiler::Fault::kHang:
+    case WorkerFault::kHang:
       return worker::CompileRequest::HANG;
-    case WorkerCompiler::Fault::kNone:
+    case WorkerFault::kExceedMemory:
+      return worker::CompileRequest::EXCEED_MEMORY;
+    case WorkerFault::kNone:
       break;
   }
   return worker::CompileRequest::NONE;
+}
+
+// The worker's error as a status: the worker says which code it is (only
+// ResourceExhausted is distinguished; the rest are Kiln bugs, Internal).
+absl::Status WorkerError(const worker::CompileResponse& response) {
+  if (response.error_code() == static_cast<int>(absl::StatusCode::kResourceExhausted)) {
+    return absl::ResourceExhaustedError(response.error());
+  }
+  return absl::InternalError(response.error());
 }
 
 }  // namespace
@@ -121,7 +135,10 @@ class WorkerCompiler::Launcher {
 WorkerCompiler::WorkerCompiler(WorkerCompilerOptions options)
     : options_(std::move(options)),
       jobs_(std::max(1, options_.jobs)),
-      launcher_(std::make_unique<Launcher>()) {}
+      injected_faults_left_(options_.injected_fault_count),
+      launcher_(std::make_unique<Launcher>()) {
+  RemoveStaleEntries(options_.temp_root, kWorkerDirectoryPrefix);
+}
 
 WorkerCompiler::~WorkerCompiler() {
   std::vector<Worker> idle;
@@ -137,50 +154,72 @@ absl::Status WorkerCompiler::WarmUp() {
 }
 
 absl::StatusOr<CompiledObject> WorkerCompiler::Compile(absl::string_view source) {
-  return CompileWithFault(source, Fault::kNone);
+  Attempt first = CompileOnce(source);
+  if (!first.worker_crashed) return std::move(first.result);
+  // Once on a fresh worker: a crash is more often the machine's (the OOM
+  // killer, a stray kill) than the source's, and one that is the source's
+  // crashes clang++ too, which then reports it.
+  KILN_LOG(WARNING) << first.result.status().message() << "; retrying on a fresh worker";
+  Attempt second = CompileOnce(source);
+  if (!second.worker_crashed) return std::move(second.result);
+  return absl::UnavailableError(absl::StrCat(second.result.status().message(),
+                                             "; the compile was retried once on a fresh worker"));
 }
 
-absl::StatusOr<CompiledObject> WorkerCompiler::CompileWithFault(absl::string_view source,
-                                                                Fault fault) {
-  ASSIGN_OR_RETURN(Worker worker, Acquire());
+WorkerCompiler::Attempt WorkerCompiler::CompileOnce(absl::string_view source) {
+  absl::StatusOr<Worker> worker = Acquire();
+  if (!worker.ok()) return {worker.status()};
   const absl::Time deadline = absl::Now() + options_.timeout;
   worker::CompileRequest request;
   request.set_source(std::string(source));
-  request.set_fault(ToProto(fault));
+  if (injected_faults_left_.load() > 0 && injected_faults_left_.fetch_sub(1) > 0) {
+    request.set_fault(ToProto(options_.injected_fault));
+  }
+  absl::Status sent = SendRequest(worker->socket, request, deadline);
+  if (sent.ok() && options_.after_send) options_.after_send(worker->pid);
   absl::StatusOr<worker::CompileResponse> response =
-      ExchangeWithWorker(worker.socket, request, deadline);
+      sent.ok() ? ReceiveResponse(worker->socket, deadline) : sent;
+  if (!response.ok()) return LostWorker(*std::move(worker), response.status());
 
-  if (!response.ok()) {
-    // The worker is in an unknown state (mid-compile, dead, or out of step
-    // with the framing): never reuse it.
-    const pid_t pid = worker.pid;
-    const int wait_status = Discard(std::move(worker));
-    if (absl::IsDeadlineExceeded(response.status())) {
-      return absl::DeadlineExceededError(absl::StrCat("compile did not finish within ",
-                                                      absl::FormatDuration(options_.timeout),
-                                                      "; compile worker ", pid, " was killed"));
-    }
-    if (absl::IsUnavailable(response.status())) {
-      return absl::InternalError(absl::StrCat(
-          WIFSIGNALED(wait_status) ? "compile worker crashed (" : "compile worker exited (",
-          DescribeWaitStatus(wait_status), "); its stderr is in the daemon's log"));
-    }
-    return response.status();
-  }
   if (response->worker_exiting()) {
-    Discard(std::move(worker));
+    Discard(*std::move(worker));
   } else {
-    Release(std::move(worker));
+    Release(*std::move(worker));
   }
-  if (!response->error().empty()) return absl::InternalError(response->error());
+  if (!response->error().empty()) return {WorkerError(*response)};
   if (response->shared_object().empty()) {
-    return absl::InternalError("compile worker returned neither a .so nor an error");
+    return {absl::InternalError("compile worker returned neither a .so nor an error")};
   }
   CompiledObject object;
   object.shared_object = std::move(*response->mutable_shared_object());
   object.compile_ms = response->compile_ms();
   object.compiler = name();
-  return object;
+  return {std::move(object)};
+}
+
+WorkerCompiler::Attempt WorkerCompiler::LostWorker(Worker worker, const absl::Status& exchange) {
+  // The worker is in an unknown state (mid-compile, dead, or out of step
+  // with the framing): never reuse it. The disk is looked at before Discard
+  // frees what the worker wrote.
+  const pid_t pid = worker.pid;
+  const bool disk_nearly_full = IsNearlyFull(options_.temp_root);
+  const int wait_status = Discard(std::move(worker));
+  if (absl::IsDeadlineExceeded(exchange)) {
+    return {absl::DeadlineExceededError(absl::StrCat("compile did not finish within ",
+                                                     absl::FormatDuration(options_.timeout),
+                                                     "; compile worker ", pid, " was killed"))};
+  }
+  if (!absl::IsUnavailable(exchange)) return {exchange};
+  if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == kWorkerOutOfMemoryExitCode) {
+    return {MemoryLimitError(options_.memory_limit_bytes)};
+  }
+  if (WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGBUS && disk_nearly_full) {
+    return {NoSpaceError(options_.temp_root)};
+  }
+  return {absl::InternalError(absl::StrCat(
+              WIFSIGNALED(wait_status) ? "compile worker crashed (" : "compile worker exited (",
+              DescribeWaitStatus(wait_status), "); its stderr is in the daemon's log")),
+          /*worker_crashed=*/true};
 }
 
 int64_t WorkerCompiler::workers_started() const {
@@ -242,7 +281,8 @@ int WorkerCompiler::Discard(Worker worker) {
 
 absl::StatusOr<WorkerCompiler::Worker> WorkerCompiler::Start() {
   Worker worker;
-  ASSIGN_OR_RETURN(worker.work_dir, MakeTempDirectory(options_.temp_root + "/kiln-workerXXXXXX"));
+  ASSIGN_OR_RETURN(worker.work_dir, MakeTempDirectory(absl::StrCat(
+                                        options_.temp_root, "/", kWorkerDirectoryPrefix, "XXXXXX")));
   // CLOEXEC, so that a worker started concurrently by another thread does
   // not inherit this one's channel (a crash would then never read as EOF).
   int sockets[2];
@@ -252,6 +292,9 @@ absl::StatusOr<WorkerCompiler::Worker> WorkerCompiler::Start() {
   }
   std::vector<std::string> argv = {options_.worker_path, absl::StrCat("--parent_pid=", getpid()),
                                    absl::StrCat("--work_dir=", worker.work_dir)};
+  if (options_.memory_limit_bytes > 0) {
+    argv.push_back(absl::StrCat("--memory_limit_bytes=", options_.memory_limit_bytes));
+  }
   if (options_.allow_fault_injection) argv.push_back("--allow_fault_injection");
   std::vector<char*> args;
   for (std::string& arg : argv) args.push_back(arg.data());

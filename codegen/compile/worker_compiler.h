@@ -10,8 +10,20 @@
 // with MSG_NOSIGNAL cannot raise SIGPIPE in the daemon when a worker dies.
 // A worker that outlives the time limit is killed (SIGKILL) and reaped, one
 // that crashes is reaped; either way the next compile starts a fresh one.
+// A compile whose worker crashed is retried once on a fresh worker: crashes
+// are taken to be transient (the OOM killer, a stray kill). When that one
+// crashes too, Compile is Unavailable, which FallbackCompiler answers with
+// the clang++ subprocess.
+//
+// Limits: each compile has a time limit, and each worker an address-space
+// limit (RLIMIT_AS, set by the worker on itself); a worker that runs out of
+// memory exits with kWorkerOutOfMemoryExitCode. A worker that dies of
+// SIGBUS on a nearly full disk (lld writes through a shared mapping) ran
+// out of disk, not luck. Both are ResourceExhausted, never retried.
+//
 // Workers die with this process (PR_SET_PDEATHSIG); only if this process is
-// itself killed are their kiln-worker* directories under temp_root left.
+// itself killed are their kiln-worker* directories under temp_root left,
+// and the next WorkerCompiler on that temp_root removes them.
 //
 // Thread-safe: Compile may be called from any number of threads and blocks
 // while all `jobs` workers are busy.
@@ -20,7 +32,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +44,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "codegen/compile/compiler.h"
+#include "codegen/compile/resource_limits.h"
 
 namespace kiln {
 
@@ -40,6 +55,14 @@ namespace kiln {
 // `data`). NotFound lists the places it looked.
 absl::StatusOr<std::string> FindCompileWorker();
 
+// Tests only: ways to make a worker misbehave instead of compiling.
+enum class WorkerFault {
+  kNone,
+  kCrash,         // die of SIGSEGV
+  kHang,          // never answer
+  kExceedMemory,  // allocate more than the memory limit
+};
+
 struct WorkerCompilerOptions {
   std::string worker_path;  // e.g. from FindCompileWorker()
   int jobs = 1;             // at most this many workers, hence compiles at once
@@ -48,8 +71,22 @@ struct WorkerCompilerOptions {
   // not counted.
   absl::Duration timeout = absl::Seconds(60);
   int log_fd = -1;                     // workers' stderr; -1 inherits ours
-  std::string temp_root = "/tmp";      // each worker gets a private directory here
-  bool allow_fault_injection = false;  // tests only: see CompileWithFault
+  // Each worker gets a private kiln-worker* directory here. The constructor
+  // removes kiln-worker* entries left by a killed process: no other live
+  // WorkerCompiler may use the same temp_root.
+  std::string temp_root = "/tmp";
+  // RLIMIT_AS of each worker (0: none).
+  uint64_t memory_limit_bytes = kDefaultCompileMemoryBytes;
+
+  // Tests only. Workers honour faults only when allow_fault_injection
+  // starts them with --allow_fault_injection (otherwise a fault request
+  // fails with an error). The first `injected_fault_count` requests sent to
+  // workers carry `injected_fault`; `after_send`, when set, is called with
+  // the worker's pid after each request was sent, before its answer is read.
+  bool allow_fault_injection = false;
+  WorkerFault injected_fault = WorkerFault::kNone;
+  int injected_fault_count = 0;
+  std::function<void(pid_t)> after_send;
 };
 
 class WorkerCompiler : public Compiler {
@@ -60,16 +97,13 @@ class WorkerCompiler : public Compiler {
   ~WorkerCompiler() override;
 
   // Errors, besides those of Compiler::Compile: Unavailable when no worker
-  // can be started (a caller may fall back to SubprocessCompiler).
+  // can be started, or when the worker crashed and so did the retry (a
+  // caller may fall back to SubprocessCompiler); ResourceExhausted when the
+  // disk under temp_root is full or the worker exceeded its memory limit.
   absl::StatusOr<CompiledObject> Compile(absl::string_view source) override;
   // Starts a worker (LLVM's initialisation: ~50-90 ms) with a trivial compile.
   absl::Status WarmUp() override;
   const char* name() const override { return "worker"; }
-
-  // Tests only: the worker misbehaves instead of compiling. Honoured only
-  // with options.allow_fault_injection.
-  enum class Fault { kNone, kCrash, kHang };
-  absl::StatusOr<CompiledObject> CompileWithFault(absl::string_view source, Fault fault);
 
   // Workers started so far, replacements included.
   int64_t workers_started() const;
@@ -81,6 +115,14 @@ class WorkerCompiler : public Compiler {
     std::string work_dir;
   };
   class Launcher;
+  struct Attempt {
+    absl::StatusOr<CompiledObject> result;
+    bool worker_crashed = false;  // died of a signal or exited: worth a retry
+  };
+
+  Attempt CompileOnce(absl::string_view source);
+  // The result of a compile whose worker hung up or timed out; discards it.
+  Attempt LostWorker(Worker worker, const absl::Status& exchange);
 
   absl::StatusOr<Worker> Acquire();
   void Release(Worker worker);
@@ -92,6 +134,7 @@ class WorkerCompiler : public Compiler {
 
   const WorkerCompilerOptions options_;
   const int jobs_;
+  std::atomic<int> injected_faults_left_;
   // posix_spawn runs on this one long-lived thread: PR_SET_PDEATHSIG fires
   // when the *thread* that spawned the worker exits (prctl(2)), so a worker
   // spawned from a short-lived caller thread would be killed with it.

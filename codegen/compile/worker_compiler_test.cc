@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <memory>
 #include <thread>
@@ -10,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/compile/fallback_compiler.h"
 #include "codegen/compile/subprocess_compiler.h"
+#include "codegen/compile/tiny_filesystem.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
 
@@ -122,14 +125,14 @@ TEST_F(WorkerCompilerTest, InvalidSourceIsAnInternalErrorWithDiagnostics) {
   EXPECT_EQ(compiler.workers_started(), 1);
 }
 
-TEST_F(WorkerCompilerTest, CrashIsInternalAndTheNextCompileGetsAFreshWorker) {
+// A crash is taken to be transient: the compile is retried on a fresh
+// worker and succeeds.
+TEST_F(WorkerCompilerTest, CrashIsRetriedOnAFreshWorker) {
   {
-    WorkerCompiler compiler(Options());
-    auto crashed = compiler.CompileWithFault(AnswerSource(1), WorkerCompiler::Fault::kCrash);
-    EXPECT_EQ(crashed.status().code(), absl::StatusCode::kInternal);
-    EXPECT_NE(crashed.status().message().find("compile worker crashed (signal 11)"),
-              std::string::npos)
-        << crashed.status();
+    WorkerCompilerOptions options = Options();
+    options.injected_fault = WorkerFault::kCrash;
+    options.injected_fault_count = 1;
+    WorkerCompiler compiler(options);
     auto object = compiler.Compile(AnswerSource(2));
     ASSERT_TRUE(object.ok()) << object.status();
     EXPECT_EQ(LoadAndCallAnswer(*object, "after_crash"), 2);
@@ -139,14 +142,70 @@ TEST_F(WorkerCompilerTest, CrashIsInternalAndTheNextCompileGetsAFreshWorker) {
   EXPECT_TRUE(WorkerDirectories().empty());
 }
 
+// The case: kilnd's worker SIGKILLed while it holds a request.
+TEST_F(WorkerCompilerTest, WorkerKilledMidCompileIsRetriedOnAFreshWorker) {
+  WorkerCompilerOptions options = Options();
+  options.injected_fault = WorkerFault::kHang;  // so that the kill finds it mid-compile
+  options.injected_fault_count = 1;
+  std::vector<pid_t> killed;
+  options.after_send = [&killed](pid_t pid) {
+    if (!killed.empty()) return;
+    killed.push_back(pid);
+    kill(pid, SIGKILL);
+  };
+  WorkerCompiler compiler(options);
+  auto object = compiler.Compile(AnswerSource(4));
+  ASSERT_TRUE(object.ok()) << object.status();
+  EXPECT_EQ(object->compiler, "worker");
+  EXPECT_EQ(LoadAndCallAnswer(*object, "after_kill"), 4);
+  EXPECT_EQ(killed.size(), 1u);
+  EXPECT_EQ(compiler.workers_started(), 2);
+}
+
+TEST_F(WorkerCompilerTest, CrashOnTheRetryTooIsUnavailable) {
+  WorkerCompilerOptions options = Options();
+  options.injected_fault = WorkerFault::kCrash;
+  options.injected_fault_count = 2;
+  WorkerCompiler compiler(options);
+  auto object = compiler.Compile(AnswerSource(1));
+  EXPECT_EQ(object.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(object.status().message().find(
+                "compile worker crashed (signal 11); its stderr is in the daemon's log; the "
+                "compile was retried once on a fresh worker"),
+            std::string::npos)
+      << object.status();
+  EXPECT_EQ(compiler.workers_started(), 2);
+  ASSERT_TRUE(compiler.Compile(AnswerSource(1)).ok()) << "the next compile gets a fresh worker";
+}
+
+// As kilnd holds its compilers: workers that crash twice leave the compile
+// to clang++.
+TEST_F(WorkerCompilerTest, WorkersThatKeepCrashingFallBackToTheSubprocess) {
+  WorkerCompilerOptions options = Options();
+  options.injected_fault = WorkerFault::kCrash;
+  options.injected_fault_count = 2;
+  auto worker = std::make_unique<WorkerCompiler>(options);
+  WorkerCompiler* const workers = worker.get();
+  FallbackCompiler compiler(std::move(worker),
+                            std::make_unique<SubprocessCompiler>(dir_, absl::Seconds(60)));
+  auto object = compiler.Compile(AnswerSource(6));
+  ASSERT_TRUE(object.ok()) << object.status();
+  EXPECT_EQ(object->compiler, "subprocess");
+  EXPECT_EQ(LoadAndCallAnswer(*object, "from_subprocess"), 6);
+  EXPECT_EQ(workers->workers_started(), 2);
+}
+
 TEST_F(WorkerCompilerTest, HangIsDeadlineExceededAndTheNextCompileGetsAFreshWorker) {
   WorkerCompilerOptions options = Options();
   options.timeout = absl::Seconds(2);
+  options.injected_fault = WorkerFault::kHang;
+  options.injected_fault_count = 1;
   WorkerCompiler compiler(options);
-  auto hung = compiler.CompileWithFault(AnswerSource(1), WorkerCompiler::Fault::kHang);
+  auto hung = compiler.Compile(AnswerSource(1));
   EXPECT_EQ(hung.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(hung.status().message().find("did not finish within 2s"), std::string::npos)
       << hung.status();
+  EXPECT_EQ(compiler.workers_started(), 1) << "a compile that timed out is not retried";
   auto object = compiler.Compile(AnswerSource(3));
   ASSERT_TRUE(object.ok()) << object.status();
   EXPECT_EQ(LoadAndCallAnswer(*object, "after_hang"), 3);
@@ -156,13 +215,85 @@ TEST_F(WorkerCompilerTest, HangIsDeadlineExceededAndTheNextCompileGetsAFreshWork
 TEST_F(WorkerCompilerTest, FaultInjectionIsRefusedUnlessEnabled) {
   WorkerCompilerOptions options = Options();
   options.allow_fault_injection = false;
+  options.injected_fault = WorkerFault::kCrash;
+  options.injected_fault_count = 1;
   WorkerCompiler compiler(options);
-  auto refused = compiler.CompileWithFault(AnswerSource(1), WorkerCompiler::Fault::kCrash);
+  auto refused = compiler.Compile(AnswerSource(1));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(refused.status().message().find("--allow_fault_injection"), std::string::npos)
       << refused.status();
   ASSERT_TRUE(compiler.Compile(AnswerSource(1)).ok());
   EXPECT_EQ(compiler.workers_started(), 1);
+}
+
+// A source that makes clang allocate without bound meets the worker's
+// RLIMIT_AS: a clear error naming the limit, no retry, no crash loop.
+TEST_F(WorkerCompilerTest, ExceedingTheMemoryLimitIsResourceExhaustedNamingIt) {
+  WorkerCompilerOptions options = Options();
+  options.memory_limit_bytes = uint64_t{3} << 30;
+  options.injected_fault = WorkerFault::kExceedMemory;
+  options.injected_fault_count = 1;
+  WorkerCompiler compiler(options);
+  auto object = compiler.Compile(AnswerSource(1));
+  EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(object.status().message(),
+            "compile exceeded the compiler's memory limit of 3 GiB (RLIMIT_AS)");
+  EXPECT_EQ(compiler.workers_started(), 1) << "not retried";
+  auto next = compiler.Compile(AnswerSource(8));
+  ASSERT_TRUE(next.ok()) << "a normal compile fits the limit: " << next.status();
+  EXPECT_EQ(LoadAndCallAnswer(*next, "under_limit"), 8);
+}
+
+TEST_F(WorkerCompilerTest, RemovesDirectoriesOfDeadWorkersAtStart) {
+  ASSERT_TRUE(MakeDirectories(dir_ + "/kiln-workerAbC123/nested", 0700).ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/kiln-workerAbC123/kernel.o", "x", 0600).ok());
+  ASSERT_TRUE(MakeDirectories(dir_ + "/kiln-worker9zZ9zZ", 0700).ok());
+  ASSERT_TRUE(MakeDirectories(dir_ + "/not-a-worker", 0700).ok());
+  ASSERT_EQ(WorkerDirectories().size(), 2u);
+  WorkerCompiler compiler(Options());
+  EXPECT_TRUE(WorkerDirectories().empty());
+  EXPECT_EQ(access((dir_ + "/not-a-worker").c_str(), F_OK), 0)
+      << "only kiln-worker* entries are the compiler's";
+}
+
+// Disk full, on a real full file system: the worker's own write of the
+// object fails with ENOSPC, and it says so in its answer.
+TEST_F(WorkerCompilerTest, FullDiskIsResourceExhaustedNamingTheDirectory) {
+  const std::string tiny = dir_ + "/tiny";
+  ASSERT_TRUE(MakeDirectories(tiny, 0700).ok());
+  auto filesystem = TinyFilesystem::Mount(tiny, 64 << 10);
+  if (!filesystem.ok()) GTEST_SKIP() << "needs root to mount a tmpfs: " << filesystem.status();
+  ASSERT_TRUE((*filesystem)->FillLeaving(0).ok());
+  WorkerCompilerOptions options = Options();
+  options.temp_root = tiny;
+  WorkerCompiler compiler(options);
+  auto object = compiler.Compile(AnswerSource(1));
+  EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted) << object.status();
+  EXPECT_EQ(object.status().message(), "no space left on device in " + tiny);
+  EXPECT_EQ(compiler.workers_started(), 1) << "not a crash: not retried";
+
+  ASSERT_TRUE((*filesystem)->Empty().ok());
+  EXPECT_TRUE(compiler.Compile(AnswerSource(1)).ok()) << "space freed, compiles work again";
+}
+
+// With room for the object but not the .so, lld (writing through a shared
+// mapping) dies of SIGBUS: still a full disk, not a crash to retry.
+TEST_F(WorkerCompilerTest, LinkerBusErrorOnAFullDiskIsResourceExhausted) {
+  const std::string tiny = dir_ + "/tiny";
+  ASSERT_TRUE(MakeDirectories(tiny, 0700).ok());
+  auto filesystem = TinyFilesystem::Mount(tiny, 64 << 10);
+  if (!filesystem.ok()) GTEST_SKIP() << "needs root to mount a tmpfs: " << filesystem.status();
+  ASSERT_TRUE((*filesystem)->FillLeaving(4096).ok());
+  WorkerCompilerOptions options = Options();
+  options.temp_root = tiny;
+  auto worker = std::make_unique<WorkerCompiler>(options);
+  WorkerCompiler* const workers = worker.get();
+  FallbackCompiler compiler(std::move(worker),
+                            std::make_unique<SubprocessCompiler>(tiny, absl::Seconds(60)));
+  auto object = compiler.Compile(AnswerSource(1));
+  EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted) << object.status();
+  EXPECT_EQ(object.status().message(), "no space left on device in " + tiny);
+  EXPECT_EQ(workers->workers_started(), 1) << "not a crash: not retried";
 }
 
 TEST_F(WorkerCompilerTest, FourConcurrentCompilesShareTwoWorkers) {

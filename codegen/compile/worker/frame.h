@@ -1,5 +1,5 @@
 // Length-prefixed framing of the compile-worker protocol (grammar at the top
-// of worker.proto). Header-only and free of LLVM: both the worker and
+// of worker.proto), and the worker's out-of-memory exit code. Header-only and free of LLVM: both the worker and
 // WorkerCompiler (in kilnd) use it. Thread-safe (pure functions).
 #ifndef KILN_CODEGEN_COMPILE_WORKER_FRAME_H_
 #define KILN_CODEGEN_COMPILE_WORKER_FRAME_H_
@@ -14,6 +14,11 @@ inline constexpr int kFrameHeaderBytes = 4;
 // Larger frames are refused rather than allocated: a corrupt length must not
 // make either side allocate gigabytes. Kernels' .so files are tens of KB.
 inline constexpr uint32_t kMaxFrameBytes = 256u << 20;
+
+// The exit code of a worker that could not allocate memory (its
+// --memory_limit_bytes, RLIMIT_AS, is reached): kilnd reports the limit
+// instead of a crash. Not 1 (flag and start-up errors) or 127 (exec).
+inline constexpr int kWorkerOutOfMemoryExitCode = 3;
 
 // The 4-byte little-endian length that precedes a payload.
 inline std::string FrameHeader(uint32_t payload_bytes) {

@@ -1,8 +1,11 @@
 #include "codegen/compile/worker/in_process_compiler.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <new>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,11 +15,13 @@
 #include "clang/Frontend/CompilerInvocation.h"
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Frontend/Utils.h"
+#include "codegen/compile/resource_limits.h"
 #include "codegen/compile/toolchain.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "lld/Common/Driver.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MemoryBufferRef.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -46,23 +51,50 @@ constexpr const char* kLinkArguments[] = {
     "--threads=1"};
 // clang-format on
 
+// The directory the daemon knows: the worker's private directory is one of
+// its temp root's.
+absl::Status ScratchFileError(absl::string_view what, const std::string& path, int error) {
+  if (IsNoSpaceErrno(error)) return NoSpaceError(Dirname(Dirname(path)));
+  return absl::InternalError(absl::StrCat(what, " ", path, ": ", strerror(error)));
+}
+
 // Writes a scratch file without fsync: it lives for one link.
 absl::Status WriteScratchFile(const std::string& path, const std::string& bytes) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", path));
+  if (fd < 0) return ScratchFileError("cannot create", path, errno);
   size_t written = 0;
+  int error = 0;
   while (written < bytes.size()) {
     const ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) {
+      error = n < 0 ? errno : ENOSPC;  // a write of 0 bytes: the disk is full
+      break;
+    }
     written += n;
   }
   close(fd);
-  if (written != bytes.size()) return absl::InternalError(absl::StrCat("cannot write ", path));
+  if (error != 0) return ScratchFileError("cannot write", path, error);
   return absl::OkStatus();
 }
 
+int out_of_memory_exit_code = 1;
+
+[[noreturn]] void ExitOutOfMemory() {
+  static constexpr char kMessage[] =
+      "kiln-compile-worker: out of memory (--memory_limit_bytes); exiting\n";
+  if (write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1) < 0) _exit(out_of_memory_exit_code);
+  _exit(out_of_memory_exit_code);
+}
+
 }  // namespace
+
+void ExitOnAllocationFailure(int exit_code) {
+  out_of_memory_exit_code = exit_code;
+  std::set_new_handler(ExitOutOfMemory);
+  llvm::install_bad_alloc_error_handler(
+      [](void*, const char*, bool) { ExitOutOfMemory(); }, nullptr);
+}
 
 absl::StatusOr<std::unique_ptr<InProcessCompiler>> InProcessCompiler::Create(std::string work_dir) {
   llvm::InitializeNativeTarget();
@@ -159,8 +191,9 @@ absl::StatusOr<std::string> InProcessCompiler::Link(const std::string& object) {
   output_stream.flush();
 
   absl::StatusOr<std::string> library =
-      result.retCode == 0 ? ReadFile(library_path)
-                          : absl::InternalError(absl::StrCat("lld failed:\n", output));
+      result.retCode == 0       ? ReadFile(library_path)
+      : MentionsNoSpace(output) ? NoSpaceError(Dirname(work_dir_))
+                                : absl::InternalError(absl::StrCat("lld failed:\n", output));
   unlink(object_path.c_str());
   unlink(library_path.c_str());
   return library;

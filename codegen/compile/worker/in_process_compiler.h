@@ -18,6 +18,12 @@ class CompilerInvocation;
 
 namespace kiln {
 
+// Makes every failed allocation in this process, by operator new or inside
+// LLVM (which would otherwise abort, indistinguishable from a crash), print
+// one line to stderr and _exit(exit_code). Allocations fail once the
+// process's RLIMIT_AS is reached. Call once, before compiling.
+void ExitOnAllocationFailure(int exit_code);
+
 class InProcessCompiler {
  public:
   // Builds the clang invocation once, from kDefaultClang + CodegenFlags()
@@ -31,7 +37,9 @@ class InProcessCompiler {
 
   // Compiles one freestanding translation unit and links it with
   // `ld.lld -shared`. Returns the .so's bytes, or Internal with clang's or
-  // lld's diagnostics.
+  // lld's diagnostics, or ResourceExhausted "no space left on device in
+  // <parent of work_dir>" when a scratch file does not fit. (On a full disk
+  // lld may instead die of SIGBUS: it writes through a shared mapping.)
   absl::StatusOr<std::string> CompileAndLink(const std::string& source);
 
   // False once lld has reported that it cannot run again in this process

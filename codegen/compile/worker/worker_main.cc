@@ -7,13 +7,17 @@
 //
 // Not a user-facing command: WorkerCompiler starts it with
 //   kiln-compile-worker --parent_pid=<pid> --work_dir=<private dir>
+//                       [--memory_limit_bytes=<RLIMIT_AS>]
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -29,6 +33,9 @@ ABSL_FLAG(int, parent_pid, 0,
           "it is not (or no longer) its parent");
 ABSL_FLAG(std::string, work_dir, "",
           "private directory (created by the parent) for scratch objects");
+ABSL_FLAG(uint64_t, memory_limit_bytes, 0,
+          "address-space limit (RLIMIT_AS) of this worker; a failed allocation exits with "
+          "kWorkerOutOfMemoryExitCode (0: no limit)");
 ABSL_FLAG(bool, allow_fault_injection, false, "honour CompileRequest.fault (tests only)");
 
 namespace kiln {
@@ -61,6 +68,15 @@ bool WriteAll(int fd, const std::string& bytes) {
   return true;
 }
 
+// Allocates more than the address-space limit allows, as a pathological
+// source would inside clang; the new handler exits. The pointer escapes to
+// a global so that the allocation cannot be optimised away.
+char* volatile exceeded_memory = nullptr;
+void ExceedMemoryLimit() {
+  exceeded_memory = new char[absl::GetFlag(FLAGS_memory_limit_bytes)];
+  fprintf(stderr, "kiln-compile-worker: allocated past the memory limit\n");
+}
+
 void InjectFault(worker::CompileRequest::Fault fault) {
   switch (fault) {
     case worker::CompileRequest::CRASH:
@@ -69,6 +85,9 @@ void InjectFault(worker::CompileRequest::Fault fault) {
       break;
     case worker::CompileRequest::HANG:
       while (true) pause();
+    case worker::CompileRequest::EXCEED_MEMORY:
+      ExceedMemoryLimit();
+      break;
     default:
       break;
   }
@@ -83,6 +102,11 @@ worker::CompileResponse Handle(const worker::CompileRequest& request, InProcessC
           "--allow_fault_injection");
       return response;
     }
+    if (request.fault() == worker::CompileRequest::EXCEED_MEMORY &&
+        absl::GetFlag(FLAGS_memory_limit_bytes) == 0) {
+      response.set_error("EXCEED_MEMORY needs --memory_limit_bytes");
+      return response;
+    }
     InjectFault(request.fault());
   }
   const absl::Time start = absl::Now();
@@ -92,6 +116,7 @@ worker::CompileResponse Handle(const worker::CompileRequest& request, InProcessC
     response.set_shared_object(*std::move(library));
   } else {
     response.set_error(std::string(library.status().message()));
+    response.set_error_code(static_cast<int>(library.status().code()));
   }
   response.set_worker_exiting(!compiler.can_run_again());
   return response;
@@ -151,6 +176,18 @@ int main(int argc, char** argv) {
   if (out_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
     fprintf(stderr, "kiln-compile-worker: cannot set up stdout\n");
     return 1;
+  }
+
+  // The limit applies from here on; the libraries are already mapped. A
+  // failed allocation must end the process with a code kilnd reads as
+  // "memory limit", not as a crash to retry.
+  kiln::ExitOnAllocationFailure(kiln::kWorkerOutOfMemoryExitCode);
+  if (const uint64_t limit = absl::GetFlag(FLAGS_memory_limit_bytes); limit > 0) {
+    const rlimit address_space = {limit, limit};
+    if (setrlimit(RLIMIT_AS, &address_space) != 0) {
+      fprintf(stderr, "kiln-compile-worker: cannot set RLIMIT_AS: %s\n", strerror(errno));
+      return 1;
+    }
   }
 
   const std::string work_dir = absl::GetFlag(FLAGS_work_dir);
