@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "codegen/limits.h"
 #include "common/status_macros.h"
 
 namespace kiln {
@@ -23,17 +24,28 @@ absl::StatusOr<ir::DType> ImportDType(kiln::v1::DType dtype) {
   return absl::InvalidArgumentError(absl::StrCat("unknown or unset dtype ", static_cast<int>(dtype)));
 }
 
+// The index of symbol `name` in `graph`, added if new; InvalidArgument past
+// kMaxNameLength or kMaxSymbols (checked as symbols are added, so a graph
+// cannot make the linear lookup quadratic first).
+absl::StatusOr<int> SymbolIndex(const std::string& name, ir::Graph& graph) {
+  if (name.empty()) return absl::InvalidArgumentError("empty symbol name");
+  RETURN_IF_ERROR(limits::CheckNameLength(name, "a symbol name"));
+  const int index = graph.SymbolIndex(name);
+  RETURN_IF_ERROR(limits::CheckCount(static_cast<int64_t>(graph.symbols.size()),
+                                     limits::kMaxSymbols, "kMaxSymbols", "the graph's symbols"));
+  return index;
+}
+
 absl::StatusOr<ir::Dim> ImportDim(const kiln::v1::Dim& dim, ir::Graph& graph) {
   if (dim.has_symbol()) {
-    if (dim.symbol().empty()) return absl::InvalidArgumentError("empty symbol name");
     if (dim.multiplier() < 0) {
       return absl::InvalidArgumentError(absl::StrCat("negative multiplier of ", dim.symbol()));
     }
-    ir::SymExpr::Term term{dim.multiplier() == 0 ? 1 : dim.multiplier(),
-                           {graph.SymbolIndex(dim.symbol())}};
+    ASSIGN_OR_RETURN(const int first, SymbolIndex(dim.symbol(), graph));
+    ir::SymExpr::Term term{dim.multiplier() == 0 ? 1 : dim.multiplier(), {first}};
     for (const std::string& symbol : dim.times()) {
-      if (symbol.empty()) return absl::InvalidArgumentError("empty symbol name");
-      term.symbols.push_back(graph.SymbolIndex(symbol));
+      ASSIGN_OR_RETURN(const int index, SymbolIndex(symbol, graph));
+      term.symbols.push_back(index);
     }
     return ir::SymExpr{{term}}.Canonicalized().ToDim();
   }
@@ -46,20 +58,47 @@ absl::StatusOr<ir::Dim> ImportDim(const kiln::v1::Dim& dim, ir::Graph& graph) {
   return ir::Dim::Constant(dim.constant());
 }
 
-ir::SymExpr ImportSymExpr(const kiln::v1::SymExpr& expr, ir::Graph& graph) {
+absl::StatusOr<ir::SymExpr> ImportSymExpr(const kiln::v1::SymExpr& expr, ir::Graph& graph) {
   ir::SymExpr result;
   for (const auto& term : expr.terms()) {
     ir::SymExpr::Term converted{term.coefficient(), {}};
     for (const std::string& symbol : term.symbols()) {
-      converted.symbols.push_back(graph.SymbolIndex(symbol));
+      ASSIGN_OR_RETURN(const int index, SymbolIndex(symbol, graph));
+      converted.symbols.push_back(index);
     }
     result.terms.push_back(std::move(converted));
   }
+  RETURN_IF_ERROR(limits::CheckSymExpr(result, "a symbolic argument"));
   return result;
+}
+
+// The length of list argument `name` against kMaxListLength.
+absl::Status CheckListLength(int length, const std::string& name) {
+  return limits::CheckCount(length, limits::kMaxListLength, "kMaxListLength",
+                            absl::StrCat("argument '", name, "'"));
 }
 
 absl::StatusOr<ir::ArgValue> ImportArgument(const kiln::v1::Argument& arg, ir::Graph& graph) {
   using A = kiln::v1::Argument;
+  switch (arg.value_case()) {
+    case A::kIntList:
+      RETURN_IF_ERROR(CheckListLength(arg.int_list().values_size(), arg.name()));
+      break;
+    case A::kFloatList:
+      RETURN_IF_ERROR(CheckListLength(arg.float_list().values_size(), arg.name()));
+      break;
+    case A::kBoolList:
+      RETURN_IF_ERROR(CheckListLength(arg.bool_list().values_size(), arg.name()));
+      break;
+    case A::kSymIntList:
+      RETURN_IF_ERROR(CheckListLength(arg.sym_int_list().values_size(), arg.name()));
+      break;
+    case A::kStringValue:
+      RETURN_IF_ERROR(limits::CheckNameLength(arg.string_value(),
+                                              absl::StrCat("argument '", arg.name(), "'")));
+      break;
+    default: break;
+  }
   switch (arg.value_case()) {
     case A::kIntValue: return ir::ArgValue(arg.int_value());
     case A::kFloatValue: return ir::ArgValue(arg.float_value());
@@ -73,10 +112,16 @@ absl::StatusOr<ir::ArgValue> ImportArgument(const kiln::v1::Argument& arg, ir::G
     case A::kBoolList:
       return ir::ArgValue(std::vector<bool>(arg.bool_list().values().begin(),
                                             arg.bool_list().values().end()));
-    case A::kSymInt: return ir::ArgValue(ImportSymExpr(arg.sym_int(), graph));
+    case A::kSymInt: {
+      ASSIGN_OR_RETURN(ir::SymExpr expr, ImportSymExpr(arg.sym_int(), graph));
+      return ir::ArgValue(std::move(expr));
+    }
     case A::kSymIntList: {
       std::vector<ir::SymExpr> list;
-      for (const auto& expr : arg.sym_int_list().values()) list.push_back(ImportSymExpr(expr, graph));
+      for (const auto& expr : arg.sym_int_list().values()) {
+        ASSIGN_OR_RETURN(ir::SymExpr converted, ImportSymExpr(expr, graph));
+        list.push_back(std::move(converted));
+      }
       return ir::ArgValue(std::move(list));
     }
     case A::kDtypeValue: {
@@ -230,12 +275,51 @@ absl::Status CheckSymbolsAreBound(const ir::Graph& graph) {
   return absl::OkStatus();
 }
 
+// The counts and names of `proto` against limits.h, before anything reads
+// further: later errors quote names (a node's, a later node's).
+absl::Status CheckCountsAndNames(const kiln::v1::Graph& proto) {
+  using limits::CheckCount;
+  using limits::CheckNameLength;
+  RETURN_IF_ERROR(CheckNameLength(proto.name(), "the graph name"));
+  RETURN_IF_ERROR(CheckCount(proto.nodes_size(), limits::kMaxNodes, "kMaxNodes", "the graph's nodes"));
+  RETURN_IF_ERROR(
+      CheckCount(proto.inputs_size(), limits::kMaxInputs, "kMaxInputs", "the graph's inputs"));
+  RETURN_IF_ERROR(
+      CheckCount(proto.outputs_size(), limits::kMaxOutputs, "kMaxOutputs", "the graph's outputs"));
+  RETURN_IF_ERROR(CheckCount(proto.relations_size(), limits::kMaxRelations, "kMaxRelations",
+                             "the graph's relations"));
+  for (int i = 0; i < proto.inputs_size(); ++i) {
+    RETURN_IF_ERROR(CheckNameLength(proto.inputs(i).name(), absl::StrCat("input ", i, "'s name")));
+  }
+  for (int n = 0; n < proto.nodes_size(); ++n) {
+    const kiln::v1::Node& node = proto.nodes(n);
+    RETURN_IF_ERROR(CheckNameLength(node.name(), absl::StrCat("node ", n, "'s name")));
+    RETURN_IF_ERROR(CheckNameLength(node.op(), absl::StrCat("node ", n, "'s op")));
+    RETURN_IF_ERROR(CheckCount(node.outputs_size(), limits::kMaxResultsPerNode,
+                               "kMaxResultsPerNode", absl::StrCat("node ", n, "'s results")));
+    for (const kiln::v1::Argument& arg : node.args()) {
+      RETURN_IF_ERROR(
+          CheckNameLength(arg.name(), absl::StrCat("node ", n, "'s argument name")));
+    }
+  }
+  for (int r = 0; r < proto.relations_size(); ++r) {
+    const kiln::v1::SymbolRelation& relation = proto.relations(r);
+    const std::string what = absl::StrCat("relation ", r, "'s symbol");
+    RETURN_IF_ERROR(CheckNameLength(relation.equal().lhs(), what));
+    RETURN_IF_ERROR(CheckNameLength(relation.equal().rhs(), what));
+    RETURN_IF_ERROR(CheckNameLength(relation.range().symbol(), what));
+    RETURN_IF_ERROR(CheckNameLength(relation.divisible().symbol(), what));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ir::TensorType> ImportTensorType(const kiln::v1::TensorType& type,
                                                 ir::Graph& graph) {
   ir::TensorType result;
   ASSIGN_OR_RETURN(result.dtype, ImportDType(type.dtype()));
+  RETURN_IF_ERROR(limits::CheckNameLength(type.device(), "the device"));
   if (!type.device().empty() && type.device() != "cpu") {
     return absl::InvalidArgumentError(
         absl::StrCat("device '", type.device(), "' is not supported (only cpu)"));
@@ -261,6 +345,7 @@ absl::StatusOr<ir::TensorType> ImportTensorType(const kiln::v1::TensorType& type
 }
 
 absl::StatusOr<ir::Graph> ImportGraph(const kiln::v1::Graph& proto) {
+  RETURN_IF_ERROR(CheckCountsAndNames(proto));
   ir::Graph graph;
   graph.name = proto.name();
   // Proto value id -> dense value index.
@@ -280,6 +365,7 @@ absl::StatusOr<ir::Graph> ImportGraph(const kiln::v1::Graph& proto) {
     if (!type.ok()) {
       return absl::Status(type.status().code(), absl::StrCat(where, ": ", type.status().message()));
     }
+    RETURN_IF_ERROR(limits::CheckTensorType(*type, graph, where));
     for (size_t d = 0; d < type->sizes.size(); ++d) {
       if (!type->sizes[d].times.empty()) {  // the client binds a symbol from one input dim
         return absl::InvalidArgumentError(absl::StrCat(
@@ -345,6 +431,7 @@ absl::StatusOr<ir::Graph> ImportGraph(const kiln::v1::Graph& proto) {
         return absl::Status(type.status().code(),
                             absl::StrCat(where, " output ", k, ": ", type.status().message()));
       }
+      RETURN_IF_ERROR(limits::CheckTensorType(*type, graph, absl::StrCat(where, " output ", k)));
       node.outputs.push_back(graph.AddValue(*std::move(type), node_index));
       RETURN_IF_ERROR(define(node_proto.outputs(k), where));
     }

@@ -67,6 +67,8 @@ std::string AffineMap::ToString() const {
 
 namespace {
 
+// Recursive over one definition's own expressions only (loads end it), so
+// its depth is that of one op's lowering, not the graph's.
 std::string ExprString(const Definition& definition, int index) {
   const Expr& expr = definition.exprs[index];
   switch (expr.kind) {

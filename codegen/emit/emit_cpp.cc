@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -67,13 +69,17 @@ std::string SymC(const ir::SymExpr& expr) {
 // The C expression of a size.
 std::string Extent(const ir::Dim& dim) { return SymC(ir::SymExpr::Of(dim)); }
 
+// An alias's offset adds to its source's, down its alias chain (a loop: a
+// chain of reshapes is as long as the graph).
 Layout MemoryLayout(const ir::Graph& graph, const ir::LoopProgram& program, int value) {
   const ir::Definition& definition = program.definitions[value];
   Layout layout;
   if (definition.kind == Kind::kAlias) {
     layout.strides = definition.strides;
-    layout.offset = MemoryLayout(graph, program, definition.source).offset +
-                    ir::SymExpr::Constant(definition.offset);
+    for (int alias = value; program.definitions[alias].kind == Kind::kAlias;
+         alias = program.definitions[alias].source) {
+      layout.offset += ir::SymExpr::Constant(program.definitions[alias].offset);
+    }
     return layout;
   }
   const ir::TensorType& type = graph.values[value];
@@ -165,6 +171,15 @@ Linear ForStorage(Linear offset, const Storage& storage, int outer_rank) {
 
 // Emits expressions into one loop body. Names are deterministic (one counter
 // per kernel); equal expression text is computed once per body.
+//
+// Expansion is iterative: an inlined pointwise chain is as deep as the
+// graph is long (a 100,000-node chain), so it walks an explicit stack, never
+// the C++ one. The names and lines are those of a depth-first walk over
+// each call's operands in order; an expression expanded before at the same
+// map reuses its name (a second expansion would only find its text
+// memoized), which also keeps a chain of x + x from expanding 2^n times.
+// Every call is bound to a named temporary, so the C++ is flat however deep
+// the chain: no nested expression for clang to recurse through.
 class BodyEmitter {
  public:
   BodyEmitter(const ir::Graph& graph, const ir::LoopProgram& program, const Schedule& schedule,
@@ -182,59 +197,12 @@ class BodyEmitter {
 
   // `value` at map(loop variables), in compute type `want`.
   absl::StatusOr<std::string> Value(int value, const ir::AffineMap& map, ir::DType want) {
-    const Access base = ResolveViews(program_, value, map);
-    std::string name;
-    ir::DType have;
-    if (schedule_.realized[base.value]) {
-      const ir::DType stored = graph_.values[base.value].dtype;
-      const int storage = plan_.storage_of[base.value];
-      const std::string param = params_.For(storage);
-      const Linear offset = ForStorage(Offset(MemoryLayout(graph_, program_, base.value), base.map),
-                                       plan_.storages[storage], outer_rank_);
-      have = ComputeType(stored);
-      name = Bind(have, FromStorage(absl::StrCat(param, "[", offset.ToString(), "]"), stored));
-    } else {
-      const ir::Definition& definition = program_.definitions[base.value];
-      ASSIGN_OR_RETURN(name, Expression(base.value, definition.root, base.map));
-      have = definition.exprs[definition.root].dtype;
-    }
-    if (have == want) return name;
-    return Bind(want, absl::StrCat("(", StorageCType(want), ")", name));
+    return Run(Task::ForValue(value, map, want));
   }
 
   // The definition of `value` itself, expanded at map(loop variables).
   absl::StatusOr<std::string> Expression(int value, int index, const ir::AffineMap& map) {
-    const ir::Expr& expr = program_.definitions[value].exprs[index];
-    switch (expr.kind) {
-      case ir::Expr::Kind::kLoad:
-        return Value(expr.value, expr.index.After(map), expr.dtype);
-      case ir::Expr::Kind::kConstant:
-        return EmitLiteral(expr.constant, expr.dtype);
-      case ir::Expr::Kind::kSize:
-        return Bind(expr.dtype,
-                    absl::StrCat("(", StorageCType(expr.dtype), ")", SymC(expr.size)));
-      case ir::Expr::Kind::kIndex: {
-        Linear linear;
-        linear.constant = ir::SymExpr::Constant(map.offsets[expr.variable]);
-        for (int64_t coefficient : map.coefficients[expr.variable]) {
-          linear.coefficients.push_back(ir::SymExpr::Constant(coefficient));
-        }
-        return Bind(expr.dtype, absl::StrCat("(", StorageCType(expr.dtype), ")(",
-                                             linear.ToString(), ")"));
-      }
-      case ir::Expr::Kind::kCall: {
-        std::vector<std::string> operands;
-        for (int operand : expr.operands) {
-          ASSIGN_OR_RETURN(std::string name, Expression(value, operand, map));
-          operands.push_back(std::move(name));
-        }
-        auto text = EmitFunction(expr.function, operands, expr.dtype);
-        if (!text.ok()) return absl::InternalError(std::string(text.status().message()));
-        calls_polynomial_ |= CallsPolynomial(expr.function, expr.dtype);
-        return Bind(expr.dtype, *text);
-      }
-    }
-    return absl::InternalError("unknown expression kind");
+    return Run(Task::ForExpression(value, index, map));
   }
 
   std::string Bind(ir::DType dtype, const std::string& text) {
@@ -252,6 +220,138 @@ class BodyEmitter {
   bool calls_polynomial() const { return calls_polynomial_; }
 
  private:
+  // One pending step of the walk: a value read at a map (resolving views,
+  // loading it or expanding its definition), or one expression of a
+  // definition. `operands` collects the names its children produced.
+  struct Task {
+    bool is_value = false;
+    int value = -1;
+    int index = -1;  // expression tasks: into the definition's exprs
+    ir::AffineMap map;
+    ir::DType want = ir::DType::kFloat32;  // value tasks: the type asked for
+    ir::DType have = ir::DType::kFloat32;  // value tasks: the type expanded
+    bool started = false;
+    std::vector<std::string> operands;
+
+    static Task ForValue(int value, const ir::AffineMap& map, ir::DType want) {
+      Task task;
+      task.is_value = true;
+      task.value = value;
+      task.map = map;
+      task.want = want;
+      return task;
+    }
+    static Task ForExpression(int value, int index, const ir::AffineMap& map) {
+      Task task;
+      task.value = value;
+      task.index = index;
+      task.map = map;
+      return task;
+    }
+  };
+  // What one step does: finishes its task with a name, or asks for a child.
+  struct Step {
+    std::optional<std::string> name;
+    std::optional<Task> child;
+  };
+  using ExpressionKey = std::tuple<int, int, int, std::vector<std::vector<int64_t>>,
+                                   std::vector<int64_t>>;
+  static ExpressionKey KeyOf(const Task& task) {
+    return {task.value, task.index, task.map.num_variables, task.map.coefficients,
+            task.map.offsets};
+  }
+
+  absl::StatusOr<std::string> Run(Task root) {
+    std::vector<Task> stack;
+    stack.push_back(std::move(root));
+    std::string name;
+    while (true) {
+      Task& task = stack.back();
+      ASSIGN_OR_RETURN(Step step, task.is_value ? ValueStep(task) : ExpressionStep(task));
+      if (step.child) {
+        stack.push_back(*std::move(step.child));
+        continue;
+      }
+      name = *std::move(step.name);
+      if (!task.is_value) expanded_.emplace(KeyOf(task), name);
+      stack.pop_back();
+      if (stack.empty()) return name;
+      stack.back().operands.push_back(name);
+    }
+  }
+
+  // Resolves views; loads a realized value, else expands its definition's
+  // root at the resolved map; then converts to the type asked for.
+  absl::StatusOr<Step> ValueStep(Task& task) {
+    if (task.started) return Step{Convert(task.operands[0], task.have, task.want), std::nullopt};
+    task.started = true;
+    const Access base = ResolveViews(program_, task.value, task.map);
+    if (!schedule_.realized[base.value]) {
+      const ir::Definition& definition = program_.definitions[base.value];
+      task.have = definition.exprs[definition.root].dtype;
+      return Step{std::nullopt, Task::ForExpression(base.value, definition.root, base.map)};
+    }
+    const ir::DType stored = graph_.values[base.value].dtype;
+    const int storage = plan_.storage_of[base.value];
+    const std::string param = params_.For(storage);
+    const Linear offset = ForStorage(Offset(MemoryLayout(graph_, program_, base.value), base.map),
+                                     plan_.storages[storage], outer_rank_);
+    const ir::DType have = ComputeType(stored);
+    const std::string name =
+        Bind(have, FromStorage(absl::StrCat(param, "[", offset.ToString(), "]"), stored));
+    return Step{Convert(name, have, task.want), std::nullopt};
+  }
+
+  std::string Convert(const std::string& name, ir::DType have, ir::DType want) {
+    if (have == want) return name;
+    return Bind(want, absl::StrCat("(", StorageCType(want), ")", name));
+  }
+
+  // One expression: leaves at once; a load through its value task; a call
+  // once each operand, in order, has a name.
+  absl::StatusOr<Step> ExpressionStep(Task& task) {
+    if (!task.started) {
+      auto it = expanded_.find(KeyOf(task));
+      if (it != expanded_.end()) return Step{it->second, std::nullopt};
+    }
+    const ir::Expr& expr = program_.definitions[task.value].exprs[task.index];
+    const ir::AffineMap& map = task.map;
+    switch (expr.kind) {
+      case ir::Expr::Kind::kLoad:
+        if (task.started) return Step{task.operands[0], std::nullopt};
+        task.started = true;
+        return Step{std::nullopt, Task::ForValue(expr.value, expr.index.After(map), expr.dtype)};
+      case ir::Expr::Kind::kConstant:
+        return Step{EmitLiteral(expr.constant, expr.dtype), std::nullopt};
+      case ir::Expr::Kind::kSize:
+        return Step{Bind(expr.dtype,
+                         absl::StrCat("(", StorageCType(expr.dtype), ")", SymC(expr.size))),
+                    std::nullopt};
+      case ir::Expr::Kind::kIndex: {
+        Linear linear;
+        linear.constant = ir::SymExpr::Constant(map.offsets[expr.variable]);
+        for (int64_t coefficient : map.coefficients[expr.variable]) {
+          linear.coefficients.push_back(ir::SymExpr::Constant(coefficient));
+        }
+        return Step{Bind(expr.dtype, absl::StrCat("(", StorageCType(expr.dtype), ")(",
+                                                  linear.ToString(), ")")),
+                    std::nullopt};
+      }
+      case ir::Expr::Kind::kCall: {
+        task.started = true;
+        if (task.operands.size() < expr.operands.size()) {
+          return Step{std::nullopt, Task::ForExpression(task.value,
+                                                        expr.operands[task.operands.size()], map)};
+        }
+        auto text = EmitFunction(expr.function, task.operands, expr.dtype);
+        if (!text.ok()) return absl::InternalError(std::string(text.status().message()));
+        calls_polynomial_ |= CallsPolynomial(expr.function, expr.dtype);
+        return Step{Bind(expr.dtype, *text), std::nullopt};
+      }
+    }
+    return absl::InternalError("unknown expression kind");
+  }
+
   const int outer_rank_;
   const ir::Graph& graph_;
   const ir::LoopProgram& program_;
@@ -262,7 +362,8 @@ class BodyEmitter {
   const std::string indent_;
   std::string& out_;
   bool calls_polynomial_ = false;
-  std::map<std::string, std::string> memo_;
+  std::map<std::string, std::string> memo_;  // expression text -> its name
+  std::map<ExpressionKey, std::string> expanded_;  // expression at a map -> its name
 };
 
 // A storage's element type: its first value's, or (an output written by a

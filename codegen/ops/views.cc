@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/graph_builder.h"
+#include "codegen/limits.h"
 #include "codegen/ops/op_table.h"
 #include "codegen/ops/pointwise_util.h"
 #include "common/status_macros.h"
@@ -208,12 +209,15 @@ absl::StatusOr<View> Slice(const ir::Node& node, const ir::TensorType& source) {
     return std::min(std::max<int64_t>(value, 0), size);
   };
   const int64_t start = bound("start", 0), end = bound("end", size);
-  const int64_t step = IntArg(node, "step");
+  int64_t step = IntArg(node, "step");
   if (step <= 0) return absl::InvalidArgumentError("slice step must be positive");
+  // A step past the dim's size takes at most one element, whatever it is:
+  // capped, it cannot overflow offsets when views of views compose.
+  step = std::min(step, std::max<int64_t>(size, 1));
   std::vector<int> source_dim(source.rank());
   std::iota(source_dim.begin(), source_dim.end(), 0);
   std::vector<Dim> sizes = source.sizes;
-  sizes[dim] = Dim::Constant(end > start ? (end - start + step - 1) / step : 0);
+  sizes[dim] = Dim::Constant(end > start ? (end - start - 1) / step + 1 : 0);
   std::vector<int64_t> steps(source.rank(), 1), starts(source.rank(), 0);
   steps[dim] = step;
   starts[dim] = start;
@@ -259,15 +263,22 @@ absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SplitRanges(const ir::N
   if (node.op == "aten.split.Tensor") {
     const int64_t chunk = IntArg(node, "split_size");
     if (chunk <= 0) return absl::InvalidArgumentError("split_size must be positive");
+    RETURN_IF_ERROR(limits::CheckCount(size / chunk, limits::kMaxResultsPerNode,
+                                       "kMaxResultsPerNode", "the split"));
     for (int64_t start = 0; start < size || (size == 0 && ranges.empty()); start += chunk) {
-      ranges.push_back({start, std::min(size, start + chunk)});
+      ranges.push_back({start, start + std::min(size - start, chunk)});
       if (size == 0) break;
     }
   } else {
     int64_t start = 0;
     for (int64_t length : IntListArg(node, "split_sizes")) {
-      ranges.push_back({start, start + length});
-      start += length;
+      const std::optional<int64_t> end = limits::CheckedAdd(start, length);
+      if (length < 0 || !end || *end > size) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("split size ", length, " does not fit the dim's size ", size));
+      }
+      ranges.push_back({start, *end});
+      start = *end;
     }
     if (start != size) {
       return absl::InvalidArgumentError(
@@ -302,6 +313,8 @@ absl::StatusOr<std::vector<View>> UnbindViews(const ir::Node& node, const ir::Te
     return absl::UnimplementedError(
         absl::StrCat("unbinding a symbolic dim (", dim, ") is not supported"));
   }
+  RETURN_IF_ERROR(limits::CheckCount(source.sizes[dim].constant, limits::kMaxResultsPerNode,
+                                     "kMaxResultsPerNode", "the unbind"));
   std::vector<View> result;
   for (int64_t index = 0; index < source.sizes[dim].constant; ++index) {
     ir::Node select = node;
@@ -359,17 +372,29 @@ void AddView(OpTable& table, const std::string& op, std::vector<ArgSpec> args, V
 absl::StatusOr<std::vector<int64_t>> ReshapeSizes(std::vector<int64_t> size, int64_t elements) {
   int64_t known = 1;
   int infer = -1;
+  auto too_large = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot reshape ", elements, " elements to sizes whose product overflows"));
+  };
   for (size_t d = 0; d < size.size(); ++d) {
     if (size[d] == -1) {
       if (infer >= 0) return absl::InvalidArgumentError("only one dim may be -1");
       infer = static_cast<int>(d);
+    } else if (size[d] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("negative size ", size[d]));
     } else {
-      known *= size[d];
+      const std::optional<int64_t> product = limits::CheckedMul(known, size[d]);
+      if (!product) return too_large();
+      known = *product;
     }
   }
   if (infer >= 0 && known != 0) size[infer] = elements / known;
   int64_t total = 1;
-  for (int64_t s : size) total *= s;
+  for (int64_t s : size) {
+    const std::optional<int64_t> product = limits::CheckedMul(total, s);
+    if (!product) return too_large();
+    total = *product;
+  }
   if (total != elements) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot reshape ", elements, " elements to ", total));
@@ -710,15 +735,23 @@ void AddAlias(OpTable& table) {
     for (const ir::SymExpr& size : symbolic_sizes) sizes.push_back(size.constant());
     for (const ir::SymExpr& stride : symbolic_strides) strides.push_back(stride.constant());
     // Every element it addresses must lie within the source.
-    int64_t last = IntArg(node, "storage_offset");
+    std::optional<int64_t> last = IntArg(node, "storage_offset");
+    if (*last < 0) return absl::InvalidArgumentError("a negative storage offset");
     for (size_t d = 0; d < sizes.size(); ++d) {
+      if (sizes[d] < 0) return absl::InvalidArgumentError("negative sizes are not supported");
       if (sizes[d] == 0) last = -1;
       if (strides[d] < 0) return absl::InvalidArgumentError("negative strides are not supported");
-      if (last >= 0) last += (sizes[d] - 1) * strides[d];
+      if (last && *last >= 0) {
+        const std::optional<int64_t> reach = limits::CheckedMul(sizes[d] - 1, strides[d]);
+        last = reach ? limits::CheckedAdd(*last, *reach) : std::nullopt;
+      }
     }
-    if (last >= StorageExtent(*inputs[0])) {
+    if (!last) {
+      return absl::InvalidArgumentError("as_strided reaches past any storage (int64 overflow)");
+    }
+    if (*last >= StorageExtent(*inputs[0])) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "as_strided reaches element ", last, " of a storage of ", StorageExtent(*inputs[0])));
+          "as_strided reaches element ", *last, " of a storage of ", StorageExtent(*inputs[0])));
     }
     ir::TensorType type;
     type.dtype = inputs[0]->dtype;

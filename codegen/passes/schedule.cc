@@ -1,6 +1,8 @@
 #include "codegen/passes/schedule.h"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -10,20 +12,48 @@ namespace {
 
 using Kind = ir::Definition::Kind;
 
-// Appends every realized value that reading `value` at `map` touches.
-void CollectReads(const ir::LoopProgram& program, const std::vector<bool>& realized, int value,
-                  const ir::AffineMap& map, std::vector<Access>& reads) {
-  Access base = ResolveViews(program, value, map);
-  if (realized[base.value]) {
-    reads.push_back(std::move(base));
-    return;
+// The realized values one kernel reads: each (value, map) once, in the
+// order of a depth-first walk through its loads and those of the values
+// inlined into it. Iterative: an inlined chain is as deep as the graph is
+// long. Listing each access once also bounds the walk: a chain of x + x
+// would otherwise list its input 2^n times.
+class ReadCollector {
+ public:
+  ReadCollector(const ir::LoopProgram& program, const std::vector<bool>& realized)
+      : program_(program), realized_(realized) {}
+
+  // Adds what reading `value` at `map` touches.
+  void Add(int value, const ir::AffineMap& map) {
+    std::vector<Access> stack = {ResolveViews(program_, value, map)};
+    while (!stack.empty()) {
+      Access access = std::move(stack.back());
+      stack.pop_back();
+      if (!seen_.insert({access.value, access.map.num_variables, access.map.coefficients,
+                         access.map.offsets})
+               .second) {
+        continue;
+      }
+      if (realized_[access.value]) {
+        reads_.push_back(std::move(access));
+        continue;
+      }
+      // Pushed last to first, so they are walked first to last.
+      const std::vector<ir::Expr>& exprs = program_.definitions[access.value].exprs;
+      for (auto expr = exprs.rbegin(); expr != exprs.rend(); ++expr) {
+        if (expr->kind != ir::Expr::Kind::kLoad) continue;
+        stack.push_back(ResolveViews(program_, expr->value, expr->index.After(access.map)));
+      }
+    }
   }
-  const ir::Definition& definition = program.definitions[base.value];
-  for (const ir::Expr& expr : definition.exprs) {
-    if (expr.kind != ir::Expr::Kind::kLoad) continue;
-    CollectReads(program, realized, expr.value, expr.index.After(base.map), reads);
-  }
-}
+
+  std::vector<Access> Take() { return std::move(reads_); }
+
+ private:
+  const ir::LoopProgram& program_;
+  const std::vector<bool>& realized_;
+  std::set<std::tuple<int, int, std::vector<std::vector<int64_t>>, std::vector<int64_t>>> seen_;
+  std::vector<Access> reads_;
+};
 
 // The outer dims of a loop kernel: all output dims but the last for
 // pointwise and copy kernels (the last is the inner loop); the output dims
@@ -168,10 +198,11 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     if (definition.kind == Kind::kReduction) kernel.kind = Kernel::Kind::kReduction;
     if (definition.kind == Kind::kConcat) {
       kernel.kind = Kernel::Kind::kConcat;
+      ReadCollector reads(program, schedule.realized);
       for (int operand : definition.operands) {
-        CollectReads(program, schedule.realized, operand,
-                     ir::AffineMap::Identity(graph.values[operand].rank()), kernel.reads);
+        reads.Add(operand, ir::AffineMap::Identity(graph.values[operand].rank()));
       }
+      kernel.reads = reads.Take();
     } else if (definition.kind == Kind::kExtern) {
       kernel.kind = Kernel::Kind::kExtern;
       for (int operand : definition.operands) {
@@ -179,10 +210,11 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
             program, operand, ir::AffineMap::Identity(graph.values[operand].rank())));
       }
     } else {
+      ReadCollector reads(program, schedule.realized);
       for (const ir::Expr& expr : definition.exprs) {
-        if (expr.kind != ir::Expr::Kind::kLoad) continue;
-        CollectReads(program, schedule.realized, expr.value, expr.index, kernel.reads);
+        if (expr.kind == ir::Expr::Kind::kLoad) reads.Add(expr.value, expr.index);
       }
+      kernel.reads = reads.Take();
     }
     kernel_of[v] = static_cast<int>(schedule.kernels.size());
     schedule.kernels.push_back(std::move(kernel));
@@ -213,8 +245,9 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     copy.kind = Kernel::Kind::kCopy;
     copy.value = output;
     copy.output = static_cast<int>(schedule.output_kernel.size());
-    CollectReads(program, schedule.realized, output,
-                 ir::AffineMap::Identity(graph.values[output].rank()), copy.reads);
+    ReadCollector reads(program, schedule.realized);
+    reads.Add(output, ir::AffineMap::Identity(graph.values[output].rank()));
+    copy.reads = reads.Take();
     schedule.output_kernel.push_back(schedule.kernels.size());
     schedule.kernels.push_back(std::move(copy));
   }
@@ -240,6 +273,7 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
         // The inlined values: pointwise definitions reached without passing
         // through a realized one.
         std::vector<int> inlined;
+        std::vector<bool> seen(graph.values.size(), false);  // each value walked once
         std::vector<int> stack = {kernel.value};
         while (!stack.empty()) {
           const int v = stack.back();
@@ -250,13 +284,13 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
                 ResolveViews(program, expr.value,
                              ir::AffineMap::Identity(graph.values[expr.value].rank()))
                     .value;
-            if (schedule.realized[base]) continue;
+            if (schedule.realized[base] || seen[base]) continue;
+            seen[base] = true;
             inlined.push_back(base);
             stack.push_back(base);
           }
         }
         std::sort(inlined.begin(), inlined.end());
-        inlined.erase(std::unique(inlined.begin(), inlined.end()), inlined.end());
         absl::StrAppend(&text, "kernel ", k,
                         kernel.kind == Kernel::Kind::kReduction
                             ? absl::StrCat(": ", program.definitions[kernel.value].combiner,

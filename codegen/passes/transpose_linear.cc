@@ -115,9 +115,10 @@ std::optional<Pair> MatchPair(const ir::Graph& graph, const std::vector<std::vec
       next = input;
     }
     if (next < 0) return std::nullopt;
-    pair.between.insert(pair.between.begin(), node);
+    pair.between.push_back(node);  // walking backwards: reversed below
     value = next;
   }
+  std::reverse(pair.between.begin(), pair.between.end());
   if (!WorthTransposing(graph, pair)) return std::nullopt;
   return pair;
 }
