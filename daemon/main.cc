@@ -47,6 +47,11 @@ ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(120),
           "A compile still running after this is killed and fails.");
 ABSL_FLAG(absl::Duration, idle_timeout, absl::ZeroDuration(),
           "Exit after this long without a request (0: never). Auto-started daemons use 10m.");
+ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
+          "After SIGTERM, calls still running this long are cancelled (their compiles still "
+          "finish and are stored; clients retry against the next kilnd).");
+ABSL_FLAG(uint32_t, testonly_protocol_version, kiln::kProtocolVersion,
+          "For tests: speak this protocol version, standing in for another Kiln release.");
 ABSL_FLAG(absl::Duration, lock_wait, absl::Minutes(3),
           "When another kilnd serves this socket (draining after SIGTERM, say), wait this long "
           "for it to exit before giving up.");
@@ -168,7 +173,10 @@ absl::Status Serve() {
   }
   ArtifactCache cache(std::move(store), ObjectDirectory(cache_dir + "/objects"), index,
                       std::move(compiler), toolchain, options);
-  KilnService service(&cache, cache_dir, /*auto_started=*/absl::GetFlag(FLAGS_daemonize));
+  KilnService::Options service_options;
+  service_options.auto_started = absl::GetFlag(FLAGS_daemonize);
+  service_options.protocol_version = absl::GetFlag(FLAGS_testonly_protocol_version);
+  KilnService service(&cache, cache_dir, service_options);
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
@@ -208,7 +216,7 @@ absl::Status Serve() {
       }
     }
     cache.Shutdown();  // no new compiles; running ones finish
-    server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    server->Shutdown(absl::ToChronoTime(absl::Now() + absl::GetFlag(FLAGS_drain_timeout)));
   });
   server->Wait();
   supervisor.join();

@@ -14,8 +14,8 @@ grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-KilnService::KilnService(ArtifactCache* cache, std::string cache_dir, bool auto_started)
-    : cache_(cache), cache_dir_(std::move(cache_dir)), auto_started_(auto_started) {
+KilnService::KilnService(ArtifactCache* cache, std::string cache_dir, Options options)
+    : cache_(cache), cache_dir_(std::move(cache_dir)), options_(options) {
   Touch();
 }
 
@@ -32,13 +32,13 @@ grpc::ServerUnaryReactor* KilnService::Hello(grpc::CallbackServerContext* contex
   // Always answered, whatever the client's versions: it decides what to do
   // with a daemon of another version (common/version.h). Every other call
   // is refused on a mismatch.
-  response->set_protocol_version(kProtocolVersion);
+  response->set_protocol_version(options_.protocol_version);
   response->set_abi_version(KILN_ABI_VERSION);
   response->set_daemon_version(kKilnVersion);
   response->set_pid(getpid());
   response->set_cache_dir(cache_dir_);
-  response->set_auto_started(auto_started_);
-  if (request->protocol_version() != kProtocolVersion ||
+  response->set_auto_started(options_.auto_started);
+  if (request->protocol_version() != options_.protocol_version ||
       request->abi_version() != KILN_ABI_VERSION) {
     KILN_LOG(WARNING) << "client \"" << request->client().substr(0, 100) << "\" speaks protocol "
                       << request->protocol_version() << " with ABI " << request->abi_version()
@@ -62,14 +62,15 @@ grpc::Status KilnService::Admit(const grpc::CallbackServerContext* context) {
     return it == metadata.end() ? "none" : std::string(it->second.data(), it->second.size());
   };
   const std::string protocol = value(kProtocolMetadataKey), abi = value(kAbiMetadataKey);
-  if (protocol == absl::StrCat(kProtocolVersion) && abi == absl::StrCat(KILN_ABI_VERSION)) {
+  if (protocol == absl::StrCat(options_.protocol_version) &&
+      abi == absl::StrCat(KILN_ABI_VERSION)) {
     return grpc::Status::OK;
   }
   return grpc::Status(
       grpc::StatusCode::FAILED_PRECONDITION,
       absl::StrCat("version mismatch: the call carries protocol ", protocol.substr(0, 20),
                    " with artifact ABI ", abi.substr(0, 20), "; this kilnd (", kKilnVersion,
-                   ", pid ", getpid(), ") speaks protocol ", kProtocolVersion, " with ABI ",
+                   ", pid ", getpid(), ") speaks protocol ", options_.protocol_version, " with ABI ",
                    KILN_ABI_VERSION, ". Use a client of the same Kiln version"));
 }
 

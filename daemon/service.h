@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/version.h"
 #include "daemon/artifact_cache.h"
 #include "proto/service.grpc.pb.h"
 
@@ -16,8 +17,13 @@ namespace kiln {
 
 class KilnService final : public kiln::v1::Kiln::CallbackService {
  public:
-  // `auto_started`: a client started this daemon on demand (Hello says so).
-  KilnService(ArtifactCache* cache, std::string cache_dir, bool auto_started);
+  struct Options {
+    // A client started this daemon on demand (Hello says so).
+    bool auto_started = false;
+    // The protocol spoken: tests set another to stand in for an older kilnd.
+    uint32_t protocol_version = kProtocolVersion;
+  };
+  KilnService(ArtifactCache* cache, std::string cache_dir, Options options);
 
   grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext* context,
                                   const kiln::v1::HelloRequest* request,
@@ -60,7 +66,7 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
 
   ArtifactCache* const cache_;
   const std::string cache_dir_;
-  const bool auto_started_;
+  const Options options_;
   std::atomic<int64_t> last_activity_ns_;
   std::atomic<int> in_flight_{0};
 };

@@ -149,7 +149,7 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph,
     if (type.dtype() != kiln::v1::FLOAT32 && type.dtype() != kiln::v1::FLOAT64) {
       return absl::UnimplementedError(absl::StrCat("input ", i, ": run makes float inputs only"));
     }
-    Tensor tensor = Tensor::Empty(type.dtype(), sizes);  // every byte is written below
+    ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(type.dtype(), sizes));  // every byte written below
     if (!files.empty()) {
       ASSIGN_OR_RETURN(const std::string bytes, ReadFile(files[i]));
       if (static_cast<int64_t>(bytes.size()) != tensor.NumBytes()) {
