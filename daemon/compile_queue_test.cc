@@ -146,6 +146,7 @@ TEST(CompileQueueTest, SmallJobRunsWhileTwoLargeJobsHoldThePool) {
     absl::Notification release_large;
     CompileQueue queue(TestOptions(threads));
     queue.Submit("large1", log.Job("large1", &release_large), log.Done(), {kLarge});
+    log.AwaitStarted(1);  // so that the log's order is known
     queue.Submit("large2", log.Job("large2", &release_large), log.Done(), {kLarge});
     // With 3 threads both large jobs run; with 2, the second waits so
     // that one thread stays free for small ones.
