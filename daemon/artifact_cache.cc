@@ -118,6 +118,10 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
     ++failures_replayed_;
     return done(*std::move(failure));
   }
+  // The node count stands for the compile's cost: small graphs keep a
+  // thread of their own (daemon/compile_queue.h).
+  CompileQueue::JobOptions job;
+  job.cost = static_cast<int64_t>(inputs->graph.nodes.size());
   // A request that wants the bytes inline joins only jobs that fetch them.
   const bool joined = queue_.Submit(
       want_bytes ? key.key + "+bytes" : key.key,
@@ -127,7 +131,7 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
         if (stored.has_value()) return *std::move(stored);
         return Build(*inputs, key.components, key.key, want_bytes, received);
       },
-      std::move(done));
+      std::move(done), job);
   if (joined) ++coalesced_;
 }
 
