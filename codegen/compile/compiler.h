@@ -28,9 +28,11 @@ class Compiler {
 
   // Compiles one freestanding translation unit with the toolchain's flags.
   // Thread-safe. Errors: DeadlineExceeded when the compile outlives its time
-  // limit (the compiler is killed); Internal with the compiler's diagnostics
-  // when it fails or crashes (generated code that does not compile is a Kiln
-  // bug, never a user error).
+  // limit (the compiler is killed); ResourceExhausted "no space left on
+  // device in DIR" when the temporary directory's disk is full, or naming
+  // the memory limit the compiler exceeded (resource_limits.h); Internal
+  // with the compiler's diagnostics when it fails or crashes (generated code
+  // that does not compile is a Kiln bug, never a user error).
   virtual absl::StatusOr<CompiledObject> Compile(absl::string_view source) = 0;
 
   // Starts ahead of time what a first Compile would wait for; nothing where
