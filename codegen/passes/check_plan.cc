@@ -1,8 +1,67 @@
 #include "codegen/passes/check_plan.h"
 
+#include <iterator>
+#include <map>
+#include <set>
+
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace kiln {
+
+namespace {
+
+// The scratch storages one group uses (its kernels interleave, so all of
+// them are live together): no two may share a symbolic slot or overlap in
+// the static arena. Each storage is checked once, against sorted intervals
+// and a slot table, so a group of n kernels costs O(n log n), not O(n^2).
+class GroupScratch {
+ public:
+  explicit GroupScratch(const BufferPlan& plan) : plan_(plan) {}
+
+  void Clear() {
+    seen_.clear();
+    slots_.clear();
+    intervals_.clear();
+  }
+
+  absl::Status Touch(int storage_index, int group) {
+    const Storage& storage = plan_.storages[storage_index];
+    if (storage.kind != Storage::Kind::kScratch || !seen_.insert(storage_index).second) {
+      return absl::OkStatus();
+    }
+    if (storage.is_symbolic()) {
+      if (!slots_.emplace(storage.slot, storage_index).second) {
+        return absl::InternalError(
+            absl::StrCat("group ", group, " uses two slices of scratch slot ", storage.slot));
+      }
+      return absl::OkStatus();
+    }
+    const int64_t begin = storage.offset, end = storage.offset + storage.bytes.constant();
+    if (begin == end) return absl::OkStatus();  // an empty slice overlaps nothing
+    // Non-overlapping so far: only the neighbours can overlap the new one.
+    auto next = intervals_.lower_bound(begin);
+    if (next != intervals_.end() && next->first < end) return Overlap(group, begin, next->first);
+    if (next != intervals_.begin() && std::prev(next)->second > begin) {
+      return Overlap(group, begin, std::prev(next)->first);
+    }
+    intervals_.emplace(begin, end);
+    return absl::OkStatus();
+  }
+
+ private:
+  static absl::Status Overlap(int group, int64_t a, int64_t b) {
+    return absl::InternalError(
+        absl::StrCat("group ", group, " uses overlapping scratch slices ", a, " and ", b));
+  }
+
+  const BufferPlan& plan_;
+  std::set<int> seen_;
+  std::map<int, int> slots_;            // slot -> the storage using it
+  std::map<int64_t, int64_t> intervals_;  // static slices: begin -> end
+};
+
+}  // namespace
 
 absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const BufferPlan& plan) {
   const int num_values = static_cast<int>(graph.values.size());
@@ -10,12 +69,12 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
   for (int input : graph.inputs) available[input] = true;
   // The value each output storage holds after the kernel that wrote it last.
   std::vector<int> output_holds(graph.outputs.size(), -1);
-  // Scratch storages in use in each group (its kernels interleave): written
-  // there or read there.
-  std::vector<int> touched;
+  // Scratch storages in use in each group: written there or read there.
+  GroupScratch touched(plan);
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     const Kernel& kernel = schedule.kernels[k];
-    if (schedule.groups[schedule.group_of[k]].begin == static_cast<int>(k)) touched.clear();
+    const int group = schedule.group_of[k];
+    if (schedule.groups[group].begin == static_cast<int>(k)) touched.Clear();
     for (const Access& access : kernel.reads) {
       if (!available[plan.alias_root[access.value]]) {
         return absl::InternalError(absl::StrCat("kernel ", k, " reads %", access.value,
@@ -24,7 +83,7 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
       if (plan.storage_of[access.value] < 0) {
         return absl::InternalError(absl::StrCat("realized %", access.value, " has no storage"));
       }
-      touched.push_back(plan.storage_of[access.value]);
+      RETURN_IF_ERROR(touched.Touch(plan.storage_of[access.value], group));
     }
     if (kernel.kind == Kernel::Kind::kCopy) {
       output_holds[kernel.output] = kernel.value;
@@ -34,31 +93,9 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
                                                 ", which has no storage"));
       }
       available[kernel.value] = true;
-      touched.push_back(plan.storage_of[kernel.value]);
+      RETURN_IF_ERROR(touched.Touch(plan.storage_of[kernel.value], group));
       const Storage& storage = plan.storages[plan.storage_of[kernel.value]];
       if (storage.kind == Storage::Kind::kOutput) output_holds[storage.index] = kernel.value;
-    }
-    for (int a : touched) {
-      for (int b : touched) {
-        const Storage& x = plan.storages[a];
-        const Storage& y = plan.storages[b];
-        if (a == b || x.kind != Storage::Kind::kScratch || y.kind != Storage::Kind::kScratch ||
-            x.is_symbolic() != y.is_symbolic()) {
-          continue;  // the static arena and the symbolic slots are apart
-        }
-        if (x.is_symbolic()) {
-          if (x.slot == y.slot) {
-            return absl::InternalError(absl::StrCat("group ", schedule.group_of[k],
-                                                    " uses two slices of scratch slot ", x.slot));
-          }
-          continue;
-        }
-        if (x.offset < y.offset + y.bytes.constant() && y.offset < x.offset + x.bytes.constant()) {
-          return absl::InternalError(absl::StrCat("group ", schedule.group_of[k],
-                                                  " uses overlapping scratch slices ",
-                                                  x.offset, " and ", y.offset));
-        }
-      }
     }
   }
   for (const Storage& storage : plan.storages) {

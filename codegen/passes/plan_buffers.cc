@@ -69,10 +69,33 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
     for (const Access& access : kernel.reads) last_read[plan.alias_root[access.value]] = k;
   }
 
+  // Per value: how many kernels of the current group read its memory
+  // (counted once per group, so a group of n kernels costs O(n), not n^2).
+  std::vector<int> group_readers(num_values, 0);
+  std::vector<int> counted;  // the values counted for the current group
+  auto count_group_readers = [&](const KernelGroup& group) {
+    for (int value : counted) group_readers[value] = 0;
+    counted.clear();
+    for (int other = group.begin; other < group.end; ++other) {
+      std::vector<int> roots;
+      for (const Access& access : schedule.kernels[other].reads) {
+        roots.push_back(plan.alias_root[access.value]);
+      }
+      std::sort(roots.begin(), roots.end());
+      roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+      for (int root : roots) {
+        if (group_readers[root]++ == 0) counted.push_back(root);
+      }
+    }
+  };
+
   // In place: walk kernels in order; a pointwise kernel may take over the
   // storage of a value it reads for the last time, at identity only.
   for (int k = 0; k < num_kernels; ++k) {
     const Kernel& kernel = schedule.kernels[k];
+    if (schedule.groups[schedule.group_of[k]].begin == k) {
+      count_group_readers(schedule.groups[schedule.group_of[k]]);
+    }
     if (kernel.kind != Kernel::Kind::kPointwise) continue;
     const int written = kernel.value;
     const ir::TensorType& type = graph.values[written];
@@ -85,16 +108,8 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
       if (observable || first_write[read] < 0 || last_read[read] != k) continue;
       if (has_alias[read] || plan.alias_root[read] != read) continue;  // shared memory
       // In a group, other kernels run between this one's rows: none of them
-      // may read the value being overwritten.
-      const KernelGroup& group = schedule.groups[schedule.group_of[k]];
-      bool read_elsewhere = false;
-      for (int other = group.begin; other < group.end; ++other) {
-        if (other == k) continue;
-        for (const Access& access : schedule.kernels[other].reads) {
-          read_elsewhere |= plan.alias_root[access.value] == read;
-        }
-      }
-      if (read_elsewhere) continue;
+      // may read the value being overwritten (this one reads it: one reader).
+      if (group_readers[read] > 1) continue;
       if (read_type.dtype != type.dtype || read_type.sizes != type.sizes) continue;
       const bool identity_only =
           std::all_of(kernel.reads.begin(), kernel.reads.end(), [&](const Access& access) {
