@@ -159,6 +159,21 @@ TEST(LongChainsTest, AChainOfSelfAddsIsExpandedOncePerLevel) {
   EXPECT_NE(code->source.find("const float v64 = (v63 + v63);"), std::string::npos);
 }
 
+TEST(LongChainsTest, ARealizedChainInOneKernelGroupIsPlannedInLinearTime) {
+  // x = x * relu(x), 20,000 times: every x is read twice, so realized, and
+  // every kernel is row-local, so one group of 20,000 kernels. Checking
+  // each kernel against the whole group took ~n^3 (hours here).
+  GraphMaker maker;
+  int value = maker.Input(Type({8, 16}));
+  for (int n = 0; n < 20000; ++n) {
+    const int relu = maker.Node("aten.relu.default", {value}, Type({8, 16}));
+    value = maker.Node("aten.mul.Tensor", {value, relu}, Type({8, 16}));
+  }
+  auto code = PrepareAndGenerate(maker.Finish(value));
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_NE(code->source.find("static void kiln_group_0("), std::string::npos);
+}
+
 TEST(LongChainsTest, A5000NodeChainCompilesWithClang) {
   auto code = PrepareAndGenerate(PointwiseChain(5000));
   ASSERT_TRUE(code.ok()) << code.status();
