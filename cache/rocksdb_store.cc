@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <functional>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/files.h"
 #include "common/logging.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
@@ -35,9 +37,7 @@ absl::Status FromRocks(const rocksdb::Status& status, absl::string_view what) {
 // What a read reports when the bytes behind a key are damaged: a block that
 // fails its checksum, or a read the device refuses. Either way the data is
 // gone for this store; a cache recompiles.
-bool IsDamage(const rocksdb::Status& status) {
-  return status.IsCorruption() || status.IsIOError();
-}
+bool IsDamage(const rocksdb::Status& status) { return status.IsCorruption() || status.IsIOError(); }
 
 rocksdb::WriteOptions SyncedWrite() {
   rocksdb::WriteOptions options;
@@ -70,8 +70,11 @@ std::vector<std::string> SkipTargets(const std::string& after) {
 // Moves a damaged database aside (kept for inspection) so that an empty one
 // can take its place.
 absl::StatusOr<std::string> MoveAside(const std::string& directory) {
-  const std::string aside =
-      absl::StrCat(directory, ".corrupt-", absl::ToUnixMillis(absl::Now()));
+  std::string aside = absl::StrCat(directory, ".corrupt-", absl::ToUnixMillis(absl::Now()));
+  // Two heals within one millisecond must not collide.
+  for (int n = 2; access(aside.c_str(), F_OK) == 0; ++n) {
+    aside = absl::StrCat(directory, ".corrupt-", absl::ToUnixMillis(absl::Now()), "-", n);
+  }
   if (rename(directory.c_str(), aside.c_str()) != 0) {
     return absl::InternalError(
         absl::StrCat("cannot move ", directory, " to ", aside, ": ", strerror(errno)));
@@ -96,8 +99,7 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(const std::stri
   return store;
 }
 
-absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::OpenOnce(
-    const std::string& directory) {
+absl::StatusOr<RocksDbStore::Database> RocksDbStore::OpenDatabase(const std::string& directory) {
   rocksdb::DBOptions options;
   options.create_if_missing = true;
   options.create_missing_column_families = true;
@@ -123,24 +125,53 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::OpenOnce(
   const rocksdb::Status opened = rocksdb::DB::Open(options, directory, families, &handles, &db);
   const std::string what = absl::StrCat("cannot open the store in ", directory);
   // CURRENT naming a MANIFEST that is not there is damage too.
-  if (opened.IsPathNotFound()) return absl::DataLossError(absl::StrCat(what, ": ", opened.ToString()));
+  if (opened.IsPathNotFound())
+    return absl::DataLossError(absl::StrCat(what, ": ", opened.ToString()));
   RETURN_IF_ERROR(FromRocks(opened, what));
+  Database database;
+  database.db.reset(db);
+  database.default_family = handles[0];
+  database.entries = handles[1];
+  database.blobs = handles[2];
+  database.quarantine = handles[3];
+  return database;
+}
+
+void RocksDbStore::Database::Close() {
+  if (db == nullptr) return;
+  for (auto* handle : families()) {
+    if (handle != nullptr) db->DestroyColumnFamilyHandle(handle);
+  }
+  default_family = entries = blobs = quarantine = nullptr;
+  db->Close().PermitUncheckedError();
+  db.reset();
+}
+
+void RocksDbStore::Adopt(Database database) {
+  db_ = std::move(database.db);
+  default_ = database.default_family;
+  entries_ = database.entries;
+  blobs_ = database.blobs;
+  quarantine_ = database.quarantine;
+}
+
+absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::OpenOnce(const std::string& directory) {
+  ASSIGN_OR_RETURN(Database database, OpenDatabase(directory));
+  rocksdb::DB* const db = database.db.get();
+  rocksdb::ColumnFamilyHandle* const default_family = database.default_family;
   std::unique_ptr<RocksDbStore> store(new RocksDbStore());
-  store->db_.reset(db);
-  store->default_ = handles[0];
-  store->entries_ = handles[1];
-  store->blobs_ = handles[2];
-  store->quarantine_ = handles[3];
+  store->directory_ = directory;
+  store->Adopt(std::move(database));
 
   std::string format;
-  const rocksdb::Status read = db->Get(CheckedRead(), store->default_, kFormatKey, &format);
+  const rocksdb::Status read = db->Get(CheckedRead(), default_family, kFormatKey, &format);
   const std::string expected = absl::StrCat(kStoreFormatVersion);
   if (read.IsNotFound()) {
-    RETURN_IF_ERROR(FromRocks(db->Put(SyncedWrite(), store->default_, kFormatKey, expected),
+    RETURN_IF_ERROR(FromRocks(db->Put(SyncedWrite(), default_family, kFormatKey, expected),
                               "cannot write the store format"));
   } else if (IsDamage(read)) {
-    return absl::DataLossError(absl::StrCat("cannot read the store format in ", directory, ": ",
-                                            read.ToString()));
+    return absl::DataLossError(
+        absl::StrCat("cannot read the store format in ", directory, ": ", read.ToString()));
   } else if (!read.ok()) {
     return FromRocks(read, "cannot read the store format");
   } else if (format != expected) {
@@ -152,10 +183,84 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::OpenOnce(
 }
 
 RocksDbStore::~RocksDbStore() {
-  for (auto* handle : {entries_, blobs_, quarantine_, default_}) {
-    if (handle != nullptr) db_->DestroyColumnFamilyHandle(handle);
+  Database database{std::move(db_), default_, entries_, blobs_, quarantine_};
+  database.Close();
+}
+
+template <typename Operation>
+auto RocksDbStore::Serve(Operation operation) -> decltype(operation()) {
+  auto result = [&]() -> decltype(operation()) {
+    absl::ReaderMutexLock lock(&mutex_);
+    if (db_ == nullptr) {
+      return absl::UnavailableError(absl::StrCat(
+          "the store in ", directory_, " could not be reopened after healing; restart kilnd"));
+    }
+    return operation();
+  }();
+  if (damaged_.exchange(false)) {
+    if (const absl::Status healed = Heal(); !healed.ok()) {
+      KILN_LOG(ERROR) << "cannot heal the store in " << directory_ << ": " << healed;
+    }
   }
-  if (db_ != nullptr) db_->Close().PermitUncheckedError();
+  return result;
+}
+
+absl::Status RocksDbStore::NoteWriteFailure(absl::Status status) {
+  // A compaction that met a damaged table stops writes (paranoid_checks):
+  // the write reports that background error, Corruption.
+  if (absl::IsDataLoss(status)) damaged_ = true;
+  return status;
+}
+
+absl::Status RocksDbStore::Heal() {
+  absl::MutexLock lock(&mutex_);
+  if (db_ == nullptr) return absl::UnavailableError("no database to heal");
+  const std::string fresh = directory_ + ".rebuild";
+  RETURN_IF_ERROR(RemoveRecursively(fresh));  // a heal that died half-way
+  ASSIGN_OR_RETURN(Database copy, OpenDatabase(fresh));
+  const Database old{nullptr, default_, entries_, blobs_, quarantine_};
+  const std::vector<rocksdb::ColumnFamilyHandle*> from = old.families(), to = copy.families();
+  int64_t kept = 0, skipped = 0;
+  for (size_t f = 0; f < from.size(); ++f) {
+    rocksdb::WriteBatch batch;
+    absl::Status written = absl::OkStatus();
+    auto flush = [&] {
+      if (batch.Count() == 0 || !written.ok()) return;
+      written = FromRocks(copy.db->Write(SyncedWrite(), &batch), "cannot write the rebuilt store");
+      batch.Clear();
+    };
+    ASSIGN_OR_RETURN(const int64_t stretches,
+                     Scan(from[f], [&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
+                       batch.Put(to[f], key, value).PermitUncheckedError();
+                       if (f == 1) ++kept;
+                       if (batch.GetDataSize() > (8 << 20)) flush();
+                     }));
+    flush();
+    RETURN_IF_ERROR(written);
+    skipped += stretches;
+  }
+  copy.Close();
+  Database current{std::move(db_), default_, entries_, blobs_, quarantine_};
+  current.Close();
+  absl::StatusOr<std::string> aside = MoveAside(directory_);
+  if (aside.ok() && rename(fresh.c_str(), directory_.c_str()) != 0) {
+    aside = absl::InternalError(
+        absl::StrCat("cannot move ", fresh, " to ", directory_, ": ", strerror(errno)));
+  }
+  // Whatever is at the directory now (the copy, or the old store if the
+  // swap failed) serves; a store that cannot open answers Unavailable.
+  absl::StatusOr<Database> reopened = OpenDatabase(directory_);
+  if (reopened.ok()) Adopt(*std::move(reopened));
+  RETURN_IF_ERROR(aside.status());
+  RETURN_IF_ERROR(reopened.status());
+  damaged_ = false;  // the copy has none (the Scans above noted what they skipped)
+  ++heals_;
+  KILN_LOG(ERROR) << "THE STORE MET DAMAGED DATA AND WAS REBUILT from what was readable: " << kept
+                  << " entries kept, " << skipped
+                  << " damaged stretches dropped (their entries are compiled again); the "
+                     "damaged "
+                  << "copy is in " << *aside;
+  return absl::OkStatus();
 }
 
 absl::Status RocksDbStore::Quarantine(rocksdb::ColumnFamilyHandle* family, const std::string& key,
@@ -191,6 +296,7 @@ absl::StatusOr<int64_t> RocksDbStore::Scan(
     if (it->status().ok()) return skipped;
     if (!IsDamage(it->status())) return FromRocks(it->status(), "cannot read the store");
     ++skipped;
+    damaged_ = true;
     KILN_LOG(ERROR) << family->GetName() << ": skipping a damaged block after key '" << after
                     << "': " << it->status().ToString();
     start.reset();
@@ -209,18 +315,29 @@ absl::StatusOr<int64_t> RocksDbStore::Scan(
 
 absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> RocksDbStore::Lookup(
     const std::string& key) {
+  return Serve([&] { return LookupLocked(key); });
+}
+
+absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> RocksDbStore::LookupLocked(
+    const std::string& key) {
   rocksdb::PinnableSlice value;
   const rocksdb::Status status = db_->Get(CheckedRead(), entries_, key, &value);
   if (status.IsNotFound()) return std::nullopt;
   const std::string quarantine_key = kEntryQuarantinePrefix + key;
   if (IsDamage(status)) {
-    RETURN_IF_ERROR(Quarantine(entries_, key, quarantine_key, status.ToString(), status.ToString()));
+    // The damaged block stays in its table file until the store heals
+    // (bytes that only fail to parse or hash were written so: the Delete
+    // in Quarantine is all they need).
+    damaged_ = true;
+    RETURN_IF_ERROR(
+        Quarantine(entries_, key, quarantine_key, status.ToString(), status.ToString()));
     return std::nullopt;
   }
   RETURN_IF_ERROR(FromRocks(status, absl::StrCat("cannot read entry ", key)));
   kiln::v1::ArtifactMetadata metadata;
   if (!metadata.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-    RETURN_IF_ERROR(Quarantine(entries_, key, quarantine_key, absl::string_view(value.data(), value.size()),
+    RETURN_IF_ERROR(Quarantine(entries_, key, quarantine_key,
+                               absl::string_view(value.data(), value.size()),
                                "its bytes do not parse"));
     return std::nullopt;
   }
@@ -228,20 +345,23 @@ absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> RocksDbStore::Lookup(
 }
 
 absl::StatusOr<std::optional<std::string>> RocksDbStore::ReadBlob(const std::string& digest) {
-  std::string bytes;
-  const rocksdb::Status status = db_->Get(CheckedRead(), blobs_, digest, &bytes);
-  if (status.IsNotFound()) return std::nullopt;
-  if (IsDamage(status)) {
-    RETURN_IF_ERROR(Quarantine(blobs_, digest, digest, status.ToString(), status.ToString()));
-    return std::nullopt;
-  }
-  RETURN_IF_ERROR(FromRocks(status, absl::StrCat("cannot read blob ", digest)));
-  if (Sha256Hex(bytes) != digest) {
-    RETURN_IF_ERROR(Quarantine(blobs_, digest, digest, bytes,
-                               absl::StrCat(bytes.size(), " bytes do not hash to their digest")));
-    return std::nullopt;
-  }
-  return bytes;
+  return Serve([&]() -> absl::StatusOr<std::optional<std::string>> {
+    std::string bytes;
+    const rocksdb::Status status = db_->Get(CheckedRead(), blobs_, digest, &bytes);
+    if (status.IsNotFound()) return std::nullopt;
+    if (IsDamage(status)) {
+      damaged_ = true;
+      RETURN_IF_ERROR(Quarantine(blobs_, digest, digest, status.ToString(), status.ToString()));
+      return std::nullopt;
+    }
+    RETURN_IF_ERROR(FromRocks(status, absl::StrCat("cannot read blob ", digest)));
+    if (Sha256Hex(bytes) != digest) {
+      RETURN_IF_ERROR(Quarantine(blobs_, digest, digest, bytes,
+                                 absl::StrCat(bytes.size(), " bytes do not hash to their digest")));
+      return std::nullopt;
+    }
+    return bytes;
+  });
 }
 
 absl::Status RocksDbStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) {
@@ -249,58 +369,74 @@ absl::Status RocksDbStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl:
     return absl::InvalidArgumentError(
         absl::StrCat("entry ", metadata.key(), ": digest does not match the blob"));
   }
-  rocksdb::WriteBatch batch;
-  batch.Put(entries_, metadata.key(), metadata.SerializeAsString());
-  batch.Put(blobs_, metadata.digest(), rocksdb::Slice(blob.data(), blob.size()));
-  return FromRocks(db_->Write(SyncedWrite(), &batch),
-                   absl::StrCat("cannot store entry ", metadata.key()));
+  auto write = [&] {
+    rocksdb::WriteBatch batch;
+    batch.Put(entries_, metadata.key(), metadata.SerializeAsString());
+    batch.Put(blobs_, metadata.digest(), rocksdb::Slice(blob.data(), blob.size()));
+    return NoteWriteFailure(FromRocks(db_->Write(SyncedWrite(), &batch),
+                                      absl::StrCat("cannot store entry ", metadata.key())));
+  };
+  const absl::Status written = Serve(write);
+  if (!absl::IsDataLoss(written)) return written;
+  return Serve(write);  // once more, after the heal
 }
 
 absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> RocksDbStore::List() {
-  std::vector<kiln::v1::ArtifactMetadata> entries;
-  ASSIGN_OR_RETURN(
-      const int64_t skipped,
-      Scan(entries_, [&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
-        kiln::v1::ArtifactMetadata metadata;
-        if (!metadata.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-          // Lookup quarantines it; a listing only leaves it out.
-          KILN_LOG(ERROR) << "entry " << key.ToString() << " does not parse; not listed";
-          return;
-        }
-        entries.push_back(std::move(metadata));
-      }));
-  if (skipped > 0) KILN_LOG(ERROR) << "the listing skipped " << skipped << " damaged blocks";
-  return entries;
+  return Serve([&]() -> absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> {
+    std::vector<kiln::v1::ArtifactMetadata> entries;
+    ASSIGN_OR_RETURN(const int64_t skipped,
+                     Scan(entries_, [&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
+                       kiln::v1::ArtifactMetadata metadata;
+                       if (!metadata.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+                         // Lookup quarantines it; a listing only leaves it out.
+                         KILN_LOG(ERROR)
+                             << "entry " << key.ToString() << " does not parse; not listed";
+                         return;
+                       }
+                       entries.push_back(std::move(metadata));
+                     }));
+    if (skipped > 0) KILN_LOG(ERROR) << "the listing skipped " << skipped << " damaged blocks";
+    return entries;
+  });
 }
 
 absl::StatusOr<std::vector<std::string>> RocksDbStore::KeysWithPrefix(const std::string& prefix,
-                                                                     int limit) {
-  std::vector<std::string> keys;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(CheckedRead(), entries_));
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix) &&
-                         static_cast<int>(keys.size()) < limit;
-       it->Next()) {
-    keys.push_back(it->key().ToString());
-  }
-  if (IsDamage(it->status())) {
-    // The keys found so far are real; a damaged one behind them reads as absent.
-    KILN_LOG(ERROR) << "keys with prefix " << prefix << ": " << it->status().ToString();
+                                                                      int limit) {
+  return Serve([&]() -> absl::StatusOr<std::vector<std::string>> {
+    std::vector<std::string> keys;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(CheckedRead(), entries_));
+    for (it->Seek(prefix);
+         it->Valid() && it->key().starts_with(prefix) && static_cast<int>(keys.size()) < limit;
+         it->Next()) {
+      keys.push_back(it->key().ToString());
+    }
+    if (IsDamage(it->status())) {
+      // The keys found so far are real; a damaged one behind them reads as
+      // absent.
+      KILN_LOG(ERROR) << "keys with prefix " << prefix << ": " << it->status().ToString();
+      damaged_ = true;
+      return keys;
+    }
+    RETURN_IF_ERROR(FromRocks(it->status(), "cannot list keys"));
     return keys;
-  }
-  RETURN_IF_ERROR(FromRocks(it->status(), "cannot list keys"));
-  return keys;
+  });
 }
 
 absl::StatusOr<std::optional<std::string>> RocksDbStore::Evict(const std::string& key) {
-  ASSIGN_OR_RETURN(const auto entry, Lookup(key));
+  return Serve([&] { return EvictLocked(key); });
+}
+
+absl::StatusOr<std::optional<std::string>> RocksDbStore::EvictLocked(const std::string& key) {
+  ASSIGN_OR_RETURN(const auto entry, LookupLocked(key));
   if (!entry.has_value()) return absl::NotFoundError(absl::StrCat("no entry ", key));
   bool shared = false;
   ASSIGN_OR_RETURN(const int64_t skipped,
                    Scan(entries_, [&](const rocksdb::Slice& other, const rocksdb::Slice& value) {
                      kiln::v1::ArtifactMetadata metadata;
-                     shared |= other != key &&
-                               metadata.ParseFromArray(value.data(), static_cast<int>(value.size())) &&
-                               metadata.digest() == entry->digest();
+                     shared |=
+                         other != key &&
+                         metadata.ParseFromArray(value.data(), static_cast<int>(value.size())) &&
+                         metadata.digest() == entry->digest();
                    }));
   // An entry in a damaged block might share the blob: keep it (an orphan
   // blob costs space; a missing one would cost a recompile of that entry).
@@ -308,49 +444,75 @@ absl::StatusOr<std::optional<std::string>> RocksDbStore::Evict(const std::string
   rocksdb::WriteBatch batch;
   batch.Delete(entries_, key);
   if (!shared) batch.Delete(blobs_, entry->digest());
-  RETURN_IF_ERROR(
-      FromRocks(db_->Write(SyncedWrite(), &batch), absl::StrCat("cannot evict ", key)));
+  RETURN_IF_ERROR(NoteWriteFailure(
+      FromRocks(db_->Write(SyncedWrite(), &batch), absl::StrCat("cannot evict ", key))));
   if (shared) return std::nullopt;
   return entry->digest();
 }
 
 absl::StatusOr<StoreTotals> RocksDbStore::Totals() {
-  StoreTotals totals;
-  auto count = [&](rocksdb::ColumnFamilyHandle* family,
-                   const std::function<void(const rocksdb::Slice&, const rocksdb::Slice&)>& visit)
-      -> absl::Status {
-    ASSIGN_OR_RETURN(const int64_t skipped, Scan(family, visit));
-    totals.unreadable_ranges += skipped;
-    return absl::OkStatus();
-  };
-  RETURN_IF_ERROR(count(entries_, [&](const rocksdb::Slice&, const rocksdb::Slice&) {
-    ++totals.entries;
-  }));
-  RETURN_IF_ERROR(count(blobs_, [&](const rocksdb::Slice&, const rocksdb::Slice& value) {
-    ++totals.blobs;
-    totals.blob_bytes += value.size();
-  }));
-  RETURN_IF_ERROR(count(quarantine_, [&](const rocksdb::Slice& key, const rocksdb::Slice&) {
-    ++(key.starts_with(kEntryQuarantinePrefix) ? totals.corrupt_entries : totals.quarantined);
-  }));
-  return totals;
+  return Serve([&]() -> absl::StatusOr<StoreTotals> {
+    StoreTotals totals;
+    auto count = [&](rocksdb::ColumnFamilyHandle* family,
+                     const std::function<void(const rocksdb::Slice&, const rocksdb::Slice&)>& visit)
+        -> absl::Status {
+      ASSIGN_OR_RETURN(const int64_t skipped, Scan(family, visit));
+      totals.unreadable_ranges += skipped;
+      return absl::OkStatus();
+    };
+    RETURN_IF_ERROR(
+        count(entries_, [&](const rocksdb::Slice&, const rocksdb::Slice&) { ++totals.entries; }));
+    RETURN_IF_ERROR(count(blobs_, [&](const rocksdb::Slice&, const rocksdb::Slice& value) {
+      ++totals.blobs;
+      totals.blob_bytes += value.size();
+    }));
+    RETURN_IF_ERROR(count(quarantine_, [&](const rocksdb::Slice& key, const rocksdb::Slice&) {
+      ++(key.starts_with(kEntryQuarantinePrefix) ? totals.corrupt_entries : totals.quarantined);
+    }));
+    return totals;
+  });
 }
 
 absl::Status RocksDbStore::OverwriteBlobForTesting(const std::string& digest,
                                                    absl::string_view bytes) {
-  return FromRocks(db_->Put(SyncedWrite(), blobs_, digest, rocksdb::Slice(bytes.data(), bytes.size())),
-                   "cannot overwrite blob");
+  absl::ReaderMutexLock lock(&mutex_);
+  return FromRocks(
+      db_->Put(SyncedWrite(), blobs_, digest, rocksdb::Slice(bytes.data(), bytes.size())),
+      "cannot overwrite blob");
 }
 
 absl::Status RocksDbStore::OverwriteEntryForTesting(const std::string& key,
                                                     absl::string_view bytes) {
-  return FromRocks(db_->Put(SyncedWrite(), entries_, key, rocksdb::Slice(bytes.data(), bytes.size())),
-                   "cannot overwrite entry");
+  absl::ReaderMutexLock lock(&mutex_);
+  return FromRocks(
+      db_->Put(SyncedWrite(), entries_, key, rocksdb::Slice(bytes.data(), bytes.size())),
+      "cannot overwrite entry");
 }
 
 absl::Status RocksDbStore::FlushForTesting() {
-  return FromRocks(db_->Flush(rocksdb::FlushOptions(), {default_, entries_, blobs_, quarantine_}),
-                   "cannot flush");
+  auto flush = [&] {
+    return NoteWriteFailure(
+        FromRocks(db_->Flush(rocksdb::FlushOptions(), {default_, entries_, blobs_, quarantine_}),
+                  "cannot flush"));
+  };
+  const absl::Status flushed = Serve(flush);
+  if (!absl::IsDataLoss(flushed)) return flushed;
+  return Serve(flush);  // once more, after the heal
+}
+
+absl::Status RocksDbStore::CompactForTesting() {
+  auto compact = [&]() -> absl::Status {
+    rocksdb::CompactRangeOptions options;
+    options.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    for (auto* family : {default_, entries_, blobs_, quarantine_}) {
+      RETURN_IF_ERROR(NoteWriteFailure(
+          FromRocks(db_->CompactRange(options, family, nullptr, nullptr), "cannot compact")));
+    }
+    return absl::OkStatus();
+  };
+  const absl::Status compacted = Serve(compact);
+  if (!absl::IsDataLoss(compacted)) return compacted;
+  return Serve(compact);  // once more, after the heal
 }
 
 }  // namespace kiln

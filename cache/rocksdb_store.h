@@ -25,18 +25,38 @@
 //   kAbsoluteConsistency would refuse to open, kTolerateCorruptedTailRecords
 //   too for damage before the tail, and kSkipAnyCorruptedRecords could apply
 //   an Evict without the Put before it or the other way round.
+// - A damaged table file must not stay in the LSM tree: a compaction that
+//   includes it fails, and with paranoid_checks RocksDB then stops every
+//   write (an unrecoverable background error that a restart brings back,
+//   since the file comes back with it). So any damage the store meets — a
+//   point read, an iteration skipping a block, a write or compaction
+//   failing with Corruption — makes it heal once the operation is done:
+//   it copies every readable key of every family into a fresh database
+//   beside this one ("<dir>.rebuild", skipping damaged blocks as Scan
+//   does), closes this one, moves it aside as below, and opens the copy in
+//   its place. The keys of damaged blocks are lost (logged; the entries are
+//   compiled again, ReconcileLocalIndex drops their index records at the
+//   next start). Dropping only the damaged file is not enough in general:
+//   DeleteFile takes only a bottommost or oldest level-0 file, and
+//   DeleteFilesInRange no level-0 file at all, where fresh tables live. A
+//   write that failed on such damage is retried once after the heal.
+//   Operations hold a shared lock; a heal holds it exclusively.
 // - A database that cannot open because of corruption (MANIFEST, CURRENT, a
 //   table's footer): Open moves the directory aside to
-//   "<dir>.corrupt-<unix seconds>" (kept for inspection), logs an error and
+//   "<dir>.corrupt-<unix ms>" (kept for inspection), logs an error and
 //   starts empty.
 // paranoid_checks stays on: it is what makes a failed WAL write or sync
 // stop later writes (fail closed) rather than trust a log in an unknown state.
 #ifndef KILN_CACHE_ROCKSDB_STORE_H_
 #define KILN_CACHE_ROCKSDB_STORE_H_
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "cache/store.h"
 #include "rocksdb/db.h"
 
@@ -58,7 +78,7 @@ class RocksDbStore : public ArtifactStore {
   absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) override;
   absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() override;
   absl::StatusOr<std::vector<std::string>> KeysWithPrefix(const std::string& prefix,
-                                                         int limit) override;
+                                                          int limit) override;
   absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) override;
   absl::StatusOr<StoreTotals> Totals() override;
 
@@ -71,10 +91,44 @@ class RocksDbStore : public ArtifactStore {
   absl::Status OverwriteEntryForTesting(const std::string& key, absl::string_view bytes);
   // Writes the memtables to table files, so a test can damage one.
   absl::Status FlushForTesting();
+  // Compacts every family into the last level (a compaction that meets a
+  // damaged table heals the store first, see above).
+  absl::Status CompactForTesting();
+  // How many times the store rebuilt itself around damage.
+  int heals() const { return heals_.load(); }
 
  private:
+  // An open database and its families.
+  struct Database {
+    std::unique_ptr<rocksdb::DB> db;
+    rocksdb::ColumnFamilyHandle* default_family = nullptr;
+    rocksdb::ColumnFamilyHandle* entries = nullptr;
+    rocksdb::ColumnFamilyHandle* blobs = nullptr;
+    rocksdb::ColumnFamilyHandle* quarantine = nullptr;
+    std::vector<rocksdb::ColumnFamilyHandle*> families() const {
+      return {default_family, entries, blobs, quarantine};
+    }
+    void Close();  // handles first, then the database; idempotent
+  };
+
   RocksDbStore() = default;
   static absl::StatusOr<std::unique_ptr<RocksDbStore>> OpenOnce(const std::string& directory);
+  static absl::StatusOr<Database> OpenDatabase(const std::string& directory);
+  void Adopt(Database database);  // takes over db_ and the family handles
+
+  // Runs `operation` under the shared lock, then heals the store if the
+  // operation met damage.
+  template <typename Operation>
+  auto Serve(Operation operation) -> decltype(operation());
+  // Rebuilds the database from what is readable (see above). Exclusive.
+  absl::Status Heal() ABSL_LOCKS_EXCLUDED(mutex_);
+  // Remembers that a write or compaction failed on damage.
+  absl::Status NoteWriteFailure(absl::Status status);
+
+  absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> LookupLocked(const std::string& key)
+      ABSL_SHARED_LOCKS_REQUIRED(mutex_);
+  absl::StatusOr<std::optional<std::string>> EvictLocked(const std::string& key)
+      ABSL_SHARED_LOCKS_REQUIRED(mutex_);
 
   // Takes `key` of `family` out of service after `reason` (a damaged read),
   // recording it in "quarantine" under `quarantine_key` with `kept` bytes.
@@ -88,12 +142,18 @@ class RocksDbStore : public ArtifactStore {
       rocksdb::ColumnFamilyHandle* family,
       const std::function<void(const rocksdb::Slice& key, const rocksdb::Slice& value)>& visit);
 
-  std::unique_ptr<rocksdb::DB> db_;
+  std::string directory_;
+  // Shared by every operation (RocksDB is thread-safe); exclusive while a
+  // heal replaces the database under the handles below.
+  absl::Mutex mutex_;
+  std::unique_ptr<rocksdb::DB> db_;  // null only after a heal that could not reopen
   rocksdb::ColumnFamilyHandle* entries_ = nullptr;
   rocksdb::ColumnFamilyHandle* blobs_ = nullptr;
   rocksdb::ColumnFamilyHandle* quarantine_ = nullptr;
   rocksdb::ColumnFamilyHandle* default_ = nullptr;
   std::string moved_aside_;
+  std::atomic<bool> damaged_{false};  // met damage: heal after the operation
+  std::atomic<int> heals_{0};
 };
 
 }  // namespace kiln

@@ -2,9 +2,11 @@
 #include <dirent.h>
 
 #include <random>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "cache/index_reconcile.h"
 #include "cache/local_index.h"
 #include "cache/rocksdb_store.h"
@@ -97,12 +99,13 @@ TEST_F(RocksDbDamageTest, AFlippedByteInABlobsTableIsQuarantinedAndHealedByAPut)
   auto blob = store->ReadBlob(digest);
   ASSERT_TRUE(blob.ok()) << blob.status();
   EXPECT_EQ(*blob, std::nullopt) << "a damaged blob reads as a miss";
+  EXPECT_EQ(store->heals(), 1) << "and the store rebuilt itself without the damaged block";
   auto totals = store->Totals();
   ASSERT_TRUE(totals.ok()) << totals.status();
   EXPECT_EQ(totals->entries, 3) << "the count survives the damaged table";
   EXPECT_EQ(totals->quarantined, 1);
   EXPECT_EQ(totals->corrupt_entries, 0);
-  EXPECT_GE(totals->unreadable_ranges, 1) << "the damaged block is still in the table";
+  EXPECT_EQ(totals->unreadable_ranges, 0) << "the damaged block is gone";
   EXPECT_EQ(*store->ReadBlob(digest), std::nullopt) << "and stays a miss";
 
   ASSERT_TRUE(store->Put(Entry("k1", blobs[1]), blobs[1]).ok()) << "the recompile heals it";
@@ -171,6 +174,111 @@ TEST_F(RocksDbDamageTest, AFlippedByteInTheWalLosesTheEntriesAfterItAndTheIndexF
     ASSERT_TRUE(record.ok()) << record.status();
     EXPECT_EQ(record->has_value(), i < 5) << "k" << i;
   }
+}
+
+// The damaged table must leave the LSM tree: a compaction over it would
+// fail and, with paranoid_checks, stop every write until a restart that
+// brings the same file back.
+class RocksDbHealTest : public RocksDbDamageTest {
+ protected:
+  // Puts k0..k{n-1} (10 KB random blobs) and flushes them into one table.
+  void Fill(int n) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    for (int i = 0; i < n; ++i) {
+      blobs_.push_back(RandomBytes(i, 10000));
+      ASSERT_TRUE(store->Put(Entry(absl::StrCat("k", i), blobs_[i]), blobs_[i]).ok());
+    }
+    ASSERT_TRUE(store->FlushForTesting().ok());
+  }
+
+  // Every key but the damaged ones reads back whole; the damaged ones are
+  // misses; nothing in the store is unreadable.
+  void ExpectConsistent(RocksDbStore& store, const std::set<int>& lost) {
+    for (int i = 0; i < static_cast<int>(blobs_.size()); ++i) {
+      const std::string key = absl::StrCat("k", i);
+      auto entry = store.Lookup(key);
+      ASSERT_TRUE(entry.ok()) << key << ": " << entry.status();
+      auto blob = store.ReadBlob(Sha256Hex(blobs_[i]));
+      ASSERT_TRUE(blob.ok()) << key << ": " << blob.status();
+      if (lost.count(i) > 0) {
+        EXPECT_FALSE(blob->has_value()) << key;
+      } else {
+        EXPECT_TRUE(entry->has_value()) << key;
+        EXPECT_EQ(blob->value_or("missing"), blobs_[i]) << key;
+      }
+    }
+    auto totals = store.Totals();
+    ASSERT_TRUE(totals.ok()) << totals.status();
+    EXPECT_EQ(totals->unreadable_ranges, 0);
+  }
+
+  std::vector<std::string> blobs_;
+};
+
+TEST_F(RocksDbHealTest, AfterADamagedReadCompactionsAndWritesSucceedAndAReopenIsConsistent) {
+  Fill(6);
+  ASSERT_NE(FlipByteWithin(FilesEndingIn(db_, ".sst"), blobs_[2].substr(5000, 64)), "");
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    auto blob = store->ReadBlob(Sha256Hex(blobs_[2]));
+    ASSERT_TRUE(blob.ok()) << blob.status();
+    EXPECT_EQ(*blob, std::nullopt) << "the damaged key is a miss";
+    EXPECT_EQ(store->Totals()->quarantined, 1);
+    EXPECT_EQ(store->heals(), 1);
+
+    const absl::Status compacted = store->CompactForTesting();
+    EXPECT_TRUE(compacted.ok()) << "no damaged table is left to fail a compaction: " << compacted;
+    for (int i = 6; i < 9; ++i) {
+      blobs_.push_back(RandomBytes(i, 10000));
+      const absl::Status put = store->Put(Entry(absl::StrCat("k", i), blobs_[i]), blobs_[i]);
+      EXPECT_TRUE(put.ok()) << "writes go on: " << put;
+    }
+    EXPECT_TRUE(store->FlushForTesting().ok());
+    EXPECT_TRUE(store->CompactForTesting().ok());
+    ExpectConsistent(*store, {2});
+  }
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ExpectConsistent(*store, {2});
+  EXPECT_EQ(store->heals(), 0) << "the damage did not come back with the restart";
+  ASSERT_TRUE(store->Put(Entry("k2", blobs_[2]), blobs_[2]).ok()) << "the recompile heals the key";
+  ExpectConsistent(*store, {});
+}
+
+TEST_F(RocksDbHealTest, ACompactionThatMeetsTheDamageFirstHealsTheStore) {
+  Fill(6);
+  ASSERT_NE(FlipByteWithin(FilesEndingIn(db_, ".sst"), blobs_[3].substr(5000, 64)), "");
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  // Nothing has read the damaged block: the compaction is first to.
+  const absl::Status compacted = store->CompactForTesting();
+  EXPECT_TRUE(compacted.ok()) << compacted;
+  EXPECT_EQ(store->heals(), 1);
+  blobs_.push_back(RandomBytes(6, 10000));
+  const absl::Status put = store->Put(Entry("k6", blobs_[6]), blobs_[6]);
+  EXPECT_TRUE(put.ok()) << put;
+  ExpectConsistent(*store, {3});
+}
+
+TEST_F(RocksDbHealTest, BackgroundCompactionsOverADamagedTableDoNotStopWrites) {
+  Fill(6);
+  ASSERT_NE(FlipByteWithin(FilesEndingIn(db_, ".sst"), blobs_[1].substr(5000, 64)), "");
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  // Level 0 compacts into level 1 by itself from four tables on.
+  for (int i = 6; i < 16; ++i) {
+    blobs_.push_back(RandomBytes(i, 10000));
+    const absl::Status put = store->Put(Entry(absl::StrCat("k", i), blobs_[i]), blobs_[i]);
+    ASSERT_TRUE(put.ok()) << "k" << i << ": " << put;
+    const absl::Status flushed = store->FlushForTesting();
+    ASSERT_TRUE(flushed.ok()) << "k" << i << ": " << flushed;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_TRUE(store->CompactForTesting().ok());
+  EXPECT_GE(store->heals(), 1);
+  ExpectConsistent(*store, {1});
 }
 
 // Damages the database behind the store's back, then checks that Open
