@@ -5,6 +5,8 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/limits.h"
+#include "codegen/pipeline.h"
 #include "codegen/retype.h"
 #include "common/status_macros.h"
 
@@ -123,6 +125,11 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
   if (entry->num_symbols > kMaxSymbols) {
     return absl::UnimplementedError(
         absl::StrCat("the graph has ", entry->num_symbols, " size symbols; at most ", kMaxSymbols));
+  }
+  if (entry->num_symbols > 0) {
+    ASSIGN_OR_RETURN(ir::Graph canonical, PrepareGraph(graph));
+    entry->safe_symbol_value = limits::LargestSafeSymbolValue(canonical);
+    entry->canonical = std::make_shared<const ir::Graph>(std::move(canonical));
   }
   for (const kiln::v1::TensorType& type : signature.inputs()) {
     entry->dtypes.push_back(type.dtype());
@@ -274,6 +281,20 @@ bool CompiledGraph::CheckGuards(const Entry& entry, absl::Span<const TensorView>
 
 absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
     absl::Span<const TensorView> inputs, Symbols& symbols) {
+  ASSIGN_OR_RETURN(const Entry* entry, FindGuardedEntry(inputs, symbols));
+  // Sizes from symbols are products the artifact computes in int64: hold
+  // them to the limits before it does (and before outputs are allocated).
+  const auto bound = symbols.begin() + entry->num_symbols;
+  if (entry->num_symbols > 0 &&
+      *std::max_element(symbols.begin(), bound) > entry->safe_symbol_value) {
+    RETURN_IF_ERROR(limits::CheckRunTimeSizes(*entry->canonical,
+                                              std::vector<int64_t>(symbols.begin(), bound)));
+  }
+  return entry;
+}
+
+absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindGuardedEntry(
+    absl::Span<const TensorView> inputs, Symbols& symbols) {
   absl::Status miss;
   {
     absl::ReaderMutexLock lock(&mutex_);
@@ -290,7 +311,7 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
   }
   if (miss.code() == absl::StatusCode::kNotFound) {
     RETURN_IF_ERROR(Prepare().status());
-    return FindEntry(inputs, symbols);
+    return FindGuardedEntry(inputs, symbols);
   }
   // A symbolic graph at size 0 or 1: compile the static specialization.
   std::vector<std::vector<int64_t>> sizes;

@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "codegen/ir.h"
 #include "client/client.h"
 #include "client/loader.h"
 #include "client/runtime/runtime.h"
@@ -108,12 +109,22 @@ class CompiledGraph {
     std::vector<std::vector<Size>> output_sizes;
     int num_symbols = 0;
     std::vector<Bounds> bounds;  // per symbol, from the guards' relations
+    // Symbolic entries: the canonical graph, and the symbol value up to
+    // which its every tensor is within codegen/limits.h (checked in full
+    // only above it, on the calls that need it).
+    std::shared_ptr<const ir::Graph> canonical;
+    int64_t safe_symbol_value = 0;
   };
 
   // Fetches and loads the artifact of `graph` (this graph, or a
   // specialization of it) into a new entry.
   absl::StatusOr<PrepareResult> Load(const kiln::v1::Graph& graph);
+  // The entry whose guards `inputs` pass, binding its symbols, loading or
+  // specializing one when none does; then the sizes the symbols give are
+  // checked against codegen/limits.h.
   absl::StatusOr<const Entry*> FindEntry(absl::Span<const TensorView> inputs, Symbols& symbols);
+  absl::StatusOr<const Entry*> FindGuardedEntry(absl::Span<const TensorView> inputs,
+                                                Symbols& symbols);
   // Loads an entry for `inputs`' sizes (see the class comment).
   absl::Status Respecialize(absl::Span<const TensorView> inputs);
   // Whether `inputs` pass `entry`'s guards, binding its symbols; when not,

@@ -210,4 +210,20 @@ absl::Status CheckRunTimeSizes(const ir::Graph& graph, const std::vector<int64_t
   return absl::OkStatus();
 }
 
+int64_t LargestSafeSymbolValue(const ir::Graph& graph) {
+  std::vector<int64_t> values(graph.symbols.size());
+  auto passes = [&](int64_t value) {
+    std::fill(values.begin(), values.end(), value);
+    return CheckRunTimeSizes(graph, values).ok();
+  };
+  if (!passes(1)) return 0;
+  int64_t low = 1, high = kMaxTensorElements;  // passes(low) holds; find the last that does
+  if (passes(high)) return high;
+  while (high - low > 1) {
+    const int64_t middle = low + (high - low) / 2;
+    (passes(middle) ? low : high) = middle;
+  }
+  return low;
+}
+
 }  // namespace kiln::limits

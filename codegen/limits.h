@@ -101,6 +101,12 @@ absl::Status CheckSymExpr(const ir::SymExpr& expr, const std::string& where);
 // canonical graph covers every loop and buffer of the artifact.
 absl::Status CheckRunTimeSizes(const ir::Graph& graph, const std::vector<int64_t>& symbol_values);
 
+// The largest value v such that CheckRunTimeSizes passes with every symbol
+// at v — and so with every symbol at any value up to v, since sizes only
+// grow with each symbol. A client compares its bound values with it on
+// each call and runs the full check only above it (0: always check).
+int64_t LargestSafeSymbolValue(const ir::Graph& graph);
+
 }  // namespace kiln::limits
 
 #endif  // KILN_CODEGEN_LIMITS_H_

@@ -380,5 +380,15 @@ TEST(RunTimeSizesTest, BytesCountTheDType) {
                 "the limit kMaxTensorBytes = 1099511627776");
 }
 
+TEST(RunTimeSizesTest, TheLargestSafeSymbolValueIsTheEdgeOfTheCheck) {
+  // float32[s0, s0]: s0 * s0 elements of 4 bytes stay within 2^40 bytes up
+  // to s0 = 2^19.
+  auto square = SquareOfASymbol();
+  ASSERT_TRUE(square.ok()) << square.status();
+  EXPECT_EQ(limits::LargestSafeSymbolValue(*square), int64_t{1} << 19);
+  EXPECT_TRUE(limits::CheckRunTimeSizes(*square, {int64_t{1} << 19}).ok());
+  EXPECT_FALSE(limits::CheckRunTimeSizes(*square, {(int64_t{1} << 19) + 1}).ok());
+}
+
 }  // namespace
 }  // namespace kiln

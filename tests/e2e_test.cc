@@ -204,6 +204,55 @@ TEST_F(EndToEndTest, IdenticalConcurrentMissesCompileOnce) {
   EXPECT_EQ(stats.entries(), 1);
 }
 
+// x[s] expanded to [s, s]: a small input whose output's size is the
+// symbol's square.
+kiln::v1::Graph SquareOfASymbol() {
+  kiln::v1::Graph graph;
+  graph.set_name("square");
+  auto* input = graph.add_inputs();
+  input->set_value(0);
+  input->set_name("x");
+  input->mutable_type()->set_dtype(kiln::v1::FLOAT32);
+  input->mutable_type()->add_sizes()->set_symbol("s");
+  auto* expand = graph.add_nodes();
+  expand->set_op("aten.expand.default");
+  expand->add_inputs(0);
+  auto* size = expand->add_args();
+  size->set_name("size");
+  for (int d = 0; d < 2; ++d) {
+    auto* term = size->mutable_sym_int_list()->add_values()->add_terms();
+    term->set_coefficient(1);
+    term->add_symbols("s");
+  }
+  expand->add_outputs(1);
+  kiln::v1::TensorType square = input->type();
+  *square.add_sizes() = input->type().sizes(0);
+  *expand->add_output_types() = square;
+  graph.add_outputs(1);
+  return graph;
+}
+
+TEST_F(EndToEndTest, SizesFromSymbolsPastTheLimitsAreRefusedBeforeTheKernelRuns) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  CompiledGraph compiled(client->get(), SquareOfASymbol());
+  std::vector<float> small(1000, 1.0f);
+  const std::vector<int64_t> small_sizes = {1000}, strides = {1};
+  auto fine = compiled.Run({TensorView{small.data(), kiln::v1::FLOAT32, small_sizes, strides}});
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_EQ((*fine)[0].sizes(), (std::vector<int64_t>{1000, 1000}));
+
+  // 4 MiB in; 2^40 + 2^21 + 1 elements out.
+  const int64_t n = (int64_t{1} << 20) + 1;
+  std::vector<float> large(n, 1.0f);
+  const std::vector<int64_t> large_sizes = {n};
+  auto refused = compiled.Run({TensorView{large.data(), kiln::v1::FLOAT32, large_sizes, strides}});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("float32[s0, s0] at s0 = 1048577 has 1099513724929 elements, over the "
+                        "limit kMaxTensorElements"));
+}
+
 TEST_F(EndToEndTest, StaticGuardsAndOutputBuffersAreChecked) {
   auto client = daemon_.Connect();
   ASSERT_TRUE(client.ok());
