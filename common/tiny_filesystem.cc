@@ -1,4 +1,4 @@
-#include "codegen/compile/tiny_filesystem.h"
+#include "common/tiny_filesystem.h"
 
 #include <errno.h>
 #include <fcntl.h>

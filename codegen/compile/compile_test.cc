@@ -2,7 +2,7 @@
 #include <unistd.h>
 
 #include "codegen/compile/subprocess_compiler.h"
-#include "codegen/compile/tiny_filesystem.h"
+#include "common/tiny_filesystem.h"
 #include "codegen/compile/toolchain.h"
 #include "common/files.h"
 #include "gtest/gtest.h"

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/compile/fallback_compiler.h"
 #include "codegen/compile/subprocess_compiler.h"
-#include "codegen/compile/tiny_filesystem.h"
+#include "common/tiny_filesystem.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
 
