@@ -45,6 +45,9 @@ ABSL_FLAG(std::string, cache_dir, "",
 ABSL_FLAG(int, compile_jobs, 2, "Compiles that may run at once.");
 ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(120),
           "A compile still running after this is killed and fails.");
+ABSL_FLAG(uint64_t, compile_memory_limit_mb, kiln::kDefaultCompileMemoryBytes >> 20,
+          "Address space a compile may use (RLIMIT_AS of the compile worker and of clang++); "
+          "a compile past it fails with ResourceExhausted naming the limit.");
 ABSL_FLAG(absl::Duration, idle_timeout, absl::ZeroDuration(),
           "Exit after this long without a request (0: never). Auto-started daemons use 10m.");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
@@ -92,7 +95,9 @@ absl::Status WaitForLock(const std::string& path, absl::Duration patience) {
 
 absl::StatusOr<std::unique_ptr<Compiler>> MakeCompiler(const std::string& cache_dir, int jobs) {
   const absl::Duration timeout = absl::GetFlag(FLAGS_compile_timeout);
-  auto subprocess = std::make_unique<SubprocessCompiler>(cache_dir + "/tmp", timeout);
+  const uint64_t memory_limit = absl::GetFlag(FLAGS_compile_memory_limit_mb) << 20;
+  auto subprocess = std::make_unique<SubprocessCompiler>(cache_dir + "/tmp", timeout,
+                                                         kDefaultClang, memory_limit);
   const std::string choice = absl::GetFlag(FLAGS_compiler);
   if (choice == "subprocess") return subprocess;
   if (choice != "worker") {
@@ -106,6 +111,7 @@ absl::StatusOr<std::unique_ptr<Compiler>> MakeCompiler(const std::string& cache_
     options.worker_path = *worker_path;
     options.jobs = jobs;
     options.timeout = timeout;
+    options.memory_limit_bytes = memory_limit;
     options.temp_root = cache_dir + "/tmp";
     RETURN_IF_ERROR(MakeDirectories(options.temp_root, 0700));
     worker = std::make_unique<WorkerCompiler>(options);
