@@ -1,0 +1,34 @@
+// Reduction kernels' bodies: accumulators, the loops over the reduced
+// dims, the fold, the lanes' combine and the store.
+//
+// Requires: a kReduction kernel whose definition names a combiner (sum,
+// prod, max, max_nan_unspecified, min, argmax, argmin), with the loops over
+// its output dims already open at `site.indent`.
+// Guarantees: the result is stored at `site.target`; every block opened is
+// closed; generated names are the function's (no clash with other kernels
+// of the group but `acc`, `acc_index` and `lanes`, which the caller scopes).
+#ifndef KILN_CODEGEN_EMIT_REDUCTION_H_
+#define KILN_CODEGEN_EMIT_REDUCTION_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "codegen/emit/body_emitter.h"
+#include "codegen/passes/schedule.h"
+
+namespace kiln {
+
+// Where one loop kernel's body goes in its group's function: inside the
+// loops over its output dims.
+struct KernelSite {
+  const Kernel& kernel;
+  int outer_rank;      // loops the group shares (a row buffer's index leaves them out)
+  std::string indent;  // the body's, inside every loop over the output
+  std::string target;  // the output element to store, "p0[i0 * 64 + i1]"
+};
+
+absl::Status EmitReductionBody(const KernelSite& site, FunctionWriter& function);
+
+}  // namespace kiln
+
+#endif  // KILN_CODEGEN_EMIT_REDUCTION_H_
