@@ -313,6 +313,19 @@ absl::Status CheckCountsAndNames(const kiln::v1::Graph& proto) {
   return absl::OkStatus();
 }
 
+// Whether the contiguous strides of `sizes`, products of their constants
+// and multipliers, fit in int64.
+bool ContiguousStridesFit(const std::vector<ir::Dim>& sizes) {
+  int64_t product = 1;
+  for (const ir::Dim& dim : sizes) {
+    const std::optional<int64_t> next =
+        limits::CheckedMul(product, dim.is_symbolic() ? dim.multiplier : dim.constant);
+    if (!next) return false;
+    product = *next;
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<ir::TensorType> ImportTensorType(const kiln::v1::TensorType& type,
@@ -329,7 +342,10 @@ absl::StatusOr<ir::TensorType> ImportTensorType(const kiln::v1::TensorType& type
     result.sizes.push_back(converted);
   }
   if (type.strides_size() == 0) {
-    result.strides = ir::ContiguousStrides(result.sizes);
+    // Contiguous strides multiply the sizes, which may overflow int64 before
+    // the caller's limits::CheckTensorType refuses them: left empty then,
+    // for that check to refuse (on the element count, before any stride).
+    if (ContiguousStridesFit(result.sizes)) result.strides = ir::ContiguousStrides(result.sizes);
   } else {
     if (type.strides_size() != type.sizes_size()) {
       return absl::InvalidArgumentError(absl::StrCat("has ", type.sizes_size(), " sizes but ",

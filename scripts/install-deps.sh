@@ -11,6 +11,7 @@ packages=(
   clang-19 lld-19                       # the compiler artifacts are built with
   llvm-19-dev libclang-19-dev libclang-cpp19-dev liblld-19-dev  # the in-process worker
   libopenblas-dev                       # GEMM in the client runtime
+  libclang-rt-19-dev                    # ASan/UBSan/TSan and libFuzzer runtimes (--config=asan/tsan/fuzz)
 )
 if [[ "${1:-}" == "--with-torch" ]]; then
   packages+=(python3-torch)             # eager baselines (benchmarks, tracer)

@@ -38,6 +38,17 @@ ABSL_FLAG(uint64_t, memory_limit_bytes, 0,
           "kWorkerOutOfMemoryExitCode (0: no limit)");
 ABSL_FLAG(bool, allow_fault_injection, false, "honour CompileRequest.fault (tests only)");
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define KILN_SANITIZED 1
+#endif
+#endif
+#ifdef KILN_SANITIZED
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 namespace kiln {
 namespace {
 
@@ -182,7 +193,9 @@ int main(int argc, char** argv) {
   // failed allocation must end the process with a code kilnd reads as
   // "memory limit", not as a crash to retry.
   kiln::ExitOnAllocationFailure(kiln::kWorkerOutOfMemoryExitCode);
-  if (const uint64_t limit = absl::GetFlag(FLAGS_memory_limit_bytes); limit > 0) {
+  // Not under ASan or TSan (--config=asan/tsan): their shadow memory is
+  // terabytes of address space, so no RLIMIT_AS could be honoured.
+  if (const uint64_t limit = absl::GetFlag(FLAGS_memory_limit_bytes); limit > 0 && !kSanitized) {
     const rlimit address_space = {limit, limit};
     if (setrlimit(RLIMIT_AS, &address_space) != 0) {
       fprintf(stderr, "kiln-compile-worker: cannot set RLIMIT_AS: %s\n", strerror(errno));
