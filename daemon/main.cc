@@ -18,6 +18,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cache/index_reconcile.h"
 #include "cache/local_index.h"
@@ -236,10 +238,19 @@ absl::Status Serve() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "kilnd: the Kiln compilation cache daemon.\n"
+      "the Kiln compilation cache daemon.\n"
       "Serves compile requests from Kiln clients over a Unix socket; stores artifacts in\n"
-      "RocksDB under the cache directory. Usually started on demand by the client.\n"
-      "Usage: kilnd [--socket=PATH] [--cache_dir=DIR] [--compile_jobs=N] [--idle_timeout=10m]");
+      "RocksDB under the cache directory. Usually started on demand by the client.\n\n"
+      "Usage: kilnd [FLAGS]\n"
+      "Example: kilnd --socket=/tmp/kiln-$UID/kilnd.sock --compile_jobs=2 --idle_timeout=10m\n\n"
+      "Environment: KILN_SOCKET and KILN_CACHE_DIR are the defaults of --socket and\n"
+      "--cache_dir (the client and the kiln CLI read them too).");
+  // --help lists kilnd's own flags (not Abseil's or gRPC's; --helpfull has all).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "daemon/main.cc");
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   if (absl::GetFlag(FLAGS_daemonize)) {
     // The only fork in Kiln: before gRPC, RocksDB or any thread exists.

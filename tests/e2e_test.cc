@@ -27,6 +27,7 @@ namespace kiln {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 kiln::v1::Graph Example(const std::string& name) {
   auto graph = ReadGraphFile("examples/" + name + ".json");
@@ -550,6 +551,24 @@ TEST_F(EndToEndTest, SigtermShutsDownCleanly) {
   EXPECT_NE(stat(daemon_.socket_path().c_str(), &info), 0) << "socket removed";
   auto client = daemon_.Connect();
   EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(EndToEndTest, EachCommandsHelpListsItsFlagsDefaultsEnvironmentAndAnExample) {
+  auto run = daemon_.RunTool({kKilnCliPath, "run", "--help"});
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->exit_code, 0);
+  EXPECT_THAT(run->output, HasSubstr("Usage: kiln run GRAPH.json [FLAGS]"));
+  EXPECT_THAT(run->output, HasSubstr("--repeat (default: 100)"));
+  EXPECT_THAT(run->output, HasSubstr("KILN_NUM_THREADS"));
+  EXPECT_THAT(run->output, HasSubstr("Example:\n  kiln run examples/f.json"));
+  EXPECT_THAT(run->output, Not(HasSubstr("--asm"))) << "explain's flag is not run's";
+  auto top = daemon_.RunTool({kKilnCliPath, "--help"});
+  EXPECT_EQ(top->exit_code, 0);
+  EXPECT_THAT(top->output, HasSubstr("  explain GRAPH.json  print each codegen stage"));
+  EXPECT_THAT(top->output, HasSubstr("KILN_CACHE_DIR"));
+  auto daemon = daemon_.RunTool({kKilndPath, "--help"});
+  EXPECT_THAT(daemon->output, HasSubstr("--compile_jobs (Compiles that may run at once.); default: 2"));
+  EXPECT_THAT(daemon->output, Not(HasSubstr("No flags matched")));
 }
 
 TEST_F(EndToEndTest, CliAdminCommandsListShowAndEvict) {

@@ -11,6 +11,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -398,45 +399,109 @@ absl::Status Ops(const Args& args) {
 }
 
 struct Command {
+  const char* arguments;  // "GRAPH.json", or "" for none
   const char* summary;
+  std::vector<const char*> flags;  // the command's own, listed by `kiln COMMAND --help`
+  const char* example;
   std::function<absl::Status(const Args&)> run;
 };
 
+// Flags every command that talks to kilnd takes.
+#define KILN_DAEMON_FLAGS "socket", "cache_dir", "start"
+
 const std::map<std::string, Command>& Commands() {
   static const auto* const commands = new std::map<std::string, Command>{
-      {"compile", {"GRAPH.json   compile (or fetch from the cache); print the key and timings", Compile}},
-      {"run", {"GRAPH.json   compile, load and run on random inputs; print outputs and timings", Run}},
-      {"explain", {"GRAPH.json   print each codegen stage: graph, loop IR, kernels, buffers, C++", Explain}},
-      {"stats", {"             daemon counters and store totals", Stats}},
-      {"ls", {"             list cache entries", List}},
-      {"ops", {"             the supported ops, as Markdown (docs/OPS.md)", Ops}},
-      {"show", {"KEY          one entry's metadata (a unique key prefix will do)", Show}},
-      {"evict", {"KEY          remove an entry, or forget its remembered compile failure", Evict}},
+      {"compile",
+       {"GRAPH.json", "compile (or fetch from the cache); print the key and timings",
+        {"json", "salt", KILN_DAEMON_FLAGS}, "kiln compile examples/f.json", Compile}},
+      {"run",
+       {"GRAPH.json", "compile, load and run on random inputs; print outputs and timings",
+        {"inputs", "seed", "repeat", "check", "reference", "rtol", "atol", "salt",
+         KILN_DAEMON_FLAGS},
+        "kiln run examples/f.json --check --repeat=1000", Run}},
+      {"explain",
+       {"GRAPH.json", "print each codegen stage: graph, loop IR, kernels, buffers, C++",
+        {"asm"}, "kiln explain examples/tail.json --asm", Explain}},
+      {"stats", {"", "daemon counters and store totals", {"json", KILN_DAEMON_FLAGS},
+                 "kiln stats --json", Stats}},
+      {"ls", {"", "list cache entries", {"json", KILN_DAEMON_FLAGS}, "kiln ls", List}},
+      {"ops", {"", "the supported ops, as Markdown (docs/OPS.md)", {}, "kiln ops > ops.md", Ops}},
+      {"show",
+       {"KEY", "one entry's metadata (a unique key prefix will do)", {KILN_DAEMON_FLAGS},
+        "kiln show 3f2a9c", Show}},
+      {"evict",
+       {"KEY", "remove an entry, or forget its remembered compile failure", {KILN_DAEMON_FLAGS},
+        "kiln evict 3f2a9c", Evict}},
   };
   return *commands;
 }
 
+#undef KILN_DAEMON_FLAGS
+
+constexpr char kEnvironment[] =
+    "Environment:\n"
+    "  KILN_SOCKET      kilnd's socket (default $XDG_RUNTIME_DIR/kiln/kilnd.sock, else\n"
+    "                   /tmp/kiln-$UID/kilnd.sock)\n"
+    "  KILN_CACHE_DIR   the cache directory (default $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)\n"
+    "  KILN_DAEMON      the kilnd binary to start on demand (default: next to kiln, else PATH)\n"
+    "  KILN_DAEMON_UID  a uid whose daemon and files are trusted besides yours and root's\n"
+    "                   (a kilnd shared on purpose; see docs/SECURITY.md)\n"
+    "  KILN_NUM_THREADS threads that run kernels (default: one per core)\n";
+
 std::string Usage() {
   std::string usage =
       "kiln: compile tensor graphs through the Kiln cache, and manage the cache.\n\n"
-      "Usage: kiln COMMAND [ARGS] [FLAGS]\n\nCommands:\n";
+      "Usage: kiln COMMAND [ARGS] [FLAGS]   (kiln COMMAND --help: its flags and an example)\n\n"
+      "Commands:\n";
   for (const auto& [name, command] : Commands()) {
-    absl::StrAppend(&usage, "  ", absl::StrFormat("%-8s", name), command.summary, "\n");
+    absl::StrAppend(&usage, "  ", absl::StrFormat("%-8s%-12s", name, command.arguments),
+                    command.summary, "\n");
   }
   absl::StrAppend(&usage,
                   "\nGraph files are the protobuf JSON of kiln.v1.Graph (see examples/).\n"
-                  "kilnd is started on demand; KILN_SOCKET and KILN_CACHE_DIR choose where.");
+                  "kilnd is started on demand.\n\n",
+                  kEnvironment);
   return usage;
+}
+
+std::string CommandUsage(const std::string& name, const Command& command) {
+  std::string usage = absl::StrCat("kiln ", name, ": ", command.summary, "\n\nUsage: kiln ", name,
+                                   *command.arguments ? " " : "", command.arguments,
+                                   command.flags.empty() ? "" : " [FLAGS]", "\n");
+  if (!command.flags.empty()) absl::StrAppend(&usage, "\nFlags:\n");
+  for (const char* flag_name : command.flags) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(flag_name);
+    absl::StrAppend(&usage, "  --", flag_name, " (default: ",
+                    flag->DefaultValue().empty() ? "\"\"" : flag->DefaultValue(), ")\n      ",
+                    flag->Help(), "\n");
+  }
+  absl::StrAppend(&usage, "\nExample:\n  ", command.example, "\n\n", kEnvironment);
+  return usage;
+}
+
+// `kiln --help`, `kiln help`, `kiln COMMAND --help`: answered before the
+// flags are parsed, so that each command lists its own flags.
+bool PrintedHelp(int argc, char** argv) {
+  const std::string command = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
+  const bool asked = command == "help" ||
+                     std::any_of(argv + 1, argv + argc, [](const char* arg) {
+                       return std::string(arg) == "--help" || std::string(arg) == "-h";
+                     });
+  if (!asked) return false;
+  const auto it = Commands().find(command);
+  std::cout << (it == Commands().end() ? Usage() : CommandUsage(it->first, it->second));
+  return true;
 }
 
 }  // namespace
 }  // namespace kiln
 
 int main(int argc, char** argv) {
+  if (kiln::PrintedHelp(argc, argv)) return 0;
   absl::SetProgramUsageMessage(kiln::Usage());
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() < 2) {
-    std::cerr << kiln::Usage() << "\n\nRun `kiln --help` for the flags.\n";
+    std::cerr << kiln::Usage();
     return 2;
   }
   const std::string name = positional[1];
