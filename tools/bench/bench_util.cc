@@ -186,7 +186,30 @@ ScratchDirectory::~ScratchDirectory() {
   if (!path_.empty()) RemoveRecursively(path_).IgnoreError();
 }
 
-absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const std::string& kilnd,
+absl::StatusOr<KilndBinary> FindKilnd(absl::string_view target) {
+  constexpr char kKilnd[] = "kiln/daemon/kilnd";
+  constexpr char kWorker[] = "kiln/codegen/compile/worker/kiln-compile-worker";
+  std::vector<std::string> roots;
+  if (const char* root = getenv("RUNFILES_DIR"); root != nullptr && *root != '\0') {
+    roots.push_back(root);
+  }
+  roots.push_back(ExecutablePath() + ".runfiles");
+  char cwd[4096];
+  // Under `bazel run` the working directory is <runfiles>/kiln.
+  if (getcwd(cwd, sizeof(cwd)) != nullptr) roots.push_back(Dirname(cwd));
+  for (const std::string& root : roots) {
+    const std::string kilnd = absl::StrCat(root, "/", kKilnd);
+    const std::string worker = absl::StrCat(root, "/", kWorker);
+    if (access(kilnd.c_str(), X_OK) == 0 && access(worker.c_str(), X_OK) == 0) {
+      return KilndBinary{kilnd, root};
+    }
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "no runfiles tree with both ", kKilnd, " and ", kWorker, " (looked in ",
+      absl::StrJoin(roots, ", "), "); run with `bazel run -c opt ", target, "`"));
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const KilndBinary& kilnd,
                                                       const std::string& directory,
                                                       const std::string& compiler) {
   std::unique_ptr<Daemon> daemon(new Daemon);
@@ -197,10 +220,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const std::string& kilnd,
   ScopedFd log(open(daemon->log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (log.get() < 0) return absl::InternalError("cannot create " + daemon->log_path_);
   ASSIGN_OR_RETURN(daemon->pid_,
-                   SpawnProcess({kilnd, "--socket=" + daemon->socket_path_,
+                   SpawnProcess({kilnd.path, "--socket=" + daemon->socket_path_,
                                  "--cache_dir=" + daemon->cache_dir_, "--compiler=" + compiler,
                                  "--log_level=warning"},
-                                {{log.get(), STDOUT_FILENO}, {log.get(), STDERR_FILENO}}));
+                                {{log.get(), STDOUT_FILENO}, {log.get(), STDERR_FILENO}},
+                                {{"RUNFILES_DIR", kilnd.runfiles_dir}}));
   ClientOptions options;
   options.socket_path = daemon->socket_path_;
   options.cache_dir = daemon->cache_dir_;

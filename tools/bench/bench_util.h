@@ -140,11 +140,23 @@ class ScratchDirectory {
   std::string path_;
 };
 
+// kilnd in the bench's runfiles, and the runfiles tree it runs with. The
+// bench's data brings kilnd and kiln-compile-worker; kilnd gets the tree as
+// RUNFILES_DIR and finds its worker there (FindCompileWorker), so a fresh
+// clone's `bazel run` needs no other build step (kilnd's own .runfiles
+// tree exists only when kilnd itself is built as a top-level target).
+struct KilndBinary {
+  std::string path;
+  std::string runfiles_dir;  // holds kiln/daemon/kilnd and kiln/codegen/compile/worker/...
+};
+// NotFound, naming the places looked at and `target`, when no tree has both.
+absl::StatusOr<KilndBinary> FindKilnd(absl::string_view target);
+
 // A private kilnd started by a bench: socket and cache under `directory`,
 // its output in directory/kilnd.log.
 class Daemon {
  public:
-  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const std::string& kilnd,
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const KilndBinary& kilnd,
                                                        const std::string& directory,
                                                        const std::string& compiler);
   ~Daemon() { Stop().IgnoreError(); }

@@ -49,6 +49,7 @@
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "tools/bench/accuracy.h"
 #include "tools/bench/bench_util.h"
 
 ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
@@ -108,23 +109,22 @@ Tensor MakeInput() {
   return x;
 }
 
-// A figure for a wrong kernel is worthless: compares Run's output with f
-// computed in double precision.
-absl::Status CheckOutput(const Tensor& x, const Tensor& out) {
+// A figure for a wrong kernel is worthless: Run's output against f
+// computed in float64, within the K-scaled tolerance (accuracy.h; K = 64,
+// the product's inner dim).
+absl::StatusOr<bench::Accuracy> CheckOutput(const Tensor& x, const Tensor& out) {
   const float* a = x.data<float>();
+  std::vector<double> expected(kSize * kSize);
   for (int64_t i = 0; i < kSize; ++i) {
     for (int64_t j = 0; j < kSize; ++j) {
       double dot = 0;
       for (int64_t k = 0; k < kSize; ++k) dot += double(a[i * kSize + k]) * a[j * kSize + k];
-      const double expected = std::max(dot + 1, 0.0);
-      const double got = out.data<float>()[i * kSize + j];
-      if (std::abs(got - expected) > 1e-4 * std::max(1.0, std::abs(expected))) {
-        return absl::InternalError(absl::StrFormat(
-            "Run's output (%d, %d) is %g; relu(x @ x.T + 1) is %g", i, j, got, expected));
-      }
+      expected[i * kSize + j] = std::max(dot + 1, 0.0);
     }
   }
-  return absl::OkStatus();
+  const bench::Accuracy accuracy = bench::MeasureAccuracy(out, expected, kSize);
+  RETURN_IF_ERROR(bench::CheckAccuracy("Run's output of relu(x @ x.T + 1)", accuracy));
+  return accuracy;
 }
 
 // ------------------------------------------------------- the timed child
@@ -201,7 +201,7 @@ absl::Status RunChild(const std::string& mode) {
       prepared.fetch_ms, prepared.load_ms,
       (loaded - connected) / 1e6 - prepared.fetch_ms - prepared.load_ms, (done - loaded) / 1e6,
       (connect - start) / 1e6);
-  RETURN_IF_ERROR(CheckOutput(x, out));
+  RETURN_IF_ERROR(CheckOutput(x, out).status());
   if (mode == "smaps") {
     ASSIGN_OR_RETURN(const std::string memory,
                      ArtifactMemory(options.cache_dir + "/objects/"));
@@ -373,7 +373,10 @@ absl::Status MeasureWarmCalls(CompiledGraph& compiled, Eager* eager, int rounds,
   const TensorView inputs[] = {x.view()};
   const TensorView outputs[] = {out.view()};
   RETURN_IF_ERROR(compiled.Run(inputs, outputs));
-  RETURN_IF_ERROR(CheckOutput(x, out));
+  ASSIGN_OR_RETURN(const bench::Accuracy accuracy, CheckOutput(x, out));
+  samples["f_max_abs_err"].push_back(accuracy.max_abs_err);
+  samples["f_max_rel_err"].push_back(accuracy.max_rel_err);
+  samples["f_tolerance"].push_back(accuracy.bound);
   for (int round = -1; round < rounds; ++round) {
     if (eager != nullptr) {
       ASSIGN_OR_RETURN(const Fields fields, eager->Batch(calls));
@@ -432,7 +435,7 @@ absl::Status MeasureDispatch(CompiledGraph& compiled, int rounds, int calls, Sam
     samples["direct_call_us"].push_back(direct_median / 1e3);
     samples["dispatch_ns"].push_back(Median(run_ns) - direct_median);
   }
-  return CheckOutput(x, out);
+  return CheckOutput(x, out).status();
 }
 
 // Two children load the artifact the parent also has mapped; the first
@@ -522,6 +525,9 @@ constexpr Figure kFigures[] = {
     {"second_client_artifact_private_dirty_kb", "", "  of which Private_Dirty (relocations)"},
     {"second_client_artifact_rss_kb", "", "  Rss of the .so mappings"},
     {"second_client_artifact_pss_kb", "", "  Pss of the .so mappings"},
+    {"f_max_abs_err", "", "Run's output vs f in float64: largest |error|"},
+    {"f_max_rel_err", "", "  largest |error| / (|ref| + mean |ref|)"},
+    {"f_tolerance", "", "  its bound, 8 * eps(float32) * sqrt(64)"},
 };
 
 void PrintTable(const Samples& samples, const Fields& facts) {
@@ -560,7 +566,7 @@ absl::Status RunBenchmark() {
   const int dispatch_calls =
       std::max(absl::GetFlag(FLAGS_dispatch_calls), (kMinDispatchCalls + rounds - 1) / rounds);
   const std::string self = ExecutablePath();
-  ASSIGN_OR_RETURN(const std::string kilnd, Runfile("daemon/kilnd", kTarget));
+  ASSIGN_OR_RETURN(const bench::KilndBinary kilnd, bench::FindKilnd(kTarget));
   ASSIGN_OR_RETURN(const std::string graph_path, Runfile("examples/f.json", kTarget));
   ASSIGN_OR_RETURN(const std::string eager_script, Runfile("tools/bench/eager.py", kTarget));
   ASSIGN_OR_RETURN(const kiln::v1::Graph graph, ReadGraphFile(graph_path));

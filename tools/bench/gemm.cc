@@ -7,15 +7,19 @@
 // written, G = x · W1ᵀ then G · W2ᵀ, against the same in transposed space,
 // Gᵀ = W1 · xᵀ then W2 · Gᵀ (codegen/passes/transpose_linear.h).
 // Interleaved per round, min/median/max over rounds.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/runtime/runtime.h"
+#include "tools/bench/accuracy.h"
 #include "tools/bench/bench_util.h"
 #include "tools/bench/gemm_loop.h"
 
@@ -47,11 +51,52 @@ constexpr PairShape kPairs[] = {
     {16, 256, 1024}, {64, 256, 1024}, {256, 256, 1024}, {512, 256, 1024},
 };
 
+// C = A . B in float64 (row-major, no strides).
+std::vector<double> Product64(const std::vector<float>& a, const std::vector<float>& b, int64_t m,
+                              int64_t n, int64_t k) {
+  std::vector<double> c(m * n, 0.0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t p = 0; p < k; ++p) {
+      for (int64_t j = 0; j < n; ++j) c[i * n + j] += double(a[i * k + p]) * b[p * n + j];
+    }
+  }
+  return c;
+}
+
+// W (rows x cols) transposed, as a cols x rows row-major matrix.
+std::vector<float> Transposed(const std::vector<float>& w, int64_t rows, int64_t cols) {
+  std::vector<float> t(w.size());
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) t[j * rows + i] = w[i * cols + j];
+  }
+  return t;
+}
+
 int Main() {
   Runtime runtime(absl::GetFlag(FLAGS_threads));
   const kiln_runtime* rt = runtime.table();
   Samples samples;
   std::vector<std::string> keys;
+  // Each variant's result, checked in the warm-up round against float64
+  // (accuracy.h; K: the inner dim, both inner dims for a pair): a wrong one
+  // gets no figures, and the run exits 1.
+  std::vector<std::string> accuracy_keys, wrong;
+  auto check = [&](const std::string& name, const float* got, const std::vector<double>& want,
+                   int64_t reduction_length) {
+    const Accuracy accuracy = MeasureAccuracy(got, want, reduction_length);
+    samples[name + "_max_abs_err"].push_back(accuracy.max_abs_err);
+    samples[name + "_max_rel_err"].push_back(accuracy.max_rel_err);
+    accuracy_keys.push_back(name + "_max_abs_err");
+    accuracy_keys.push_back(name + "_max_rel_err");
+    const absl::Status status = CheckAccuracy(name, accuracy);
+    if (!status.ok()) {
+      fprintf(stderr, "gemm: %s\n", std::string(status.message()).c_str());
+      wrong.push_back(name);
+    }
+  };
+  auto is_wrong = [&](const std::string& name) {
+    return std::find(wrong.begin(), wrong.end(), name) != wrong.end();
+  };
   auto key = [](const Shape& s, const char* variant) {
     return absl::StrCat("gemm_", s.m, "x", s.n, "x", s.k, "_", variant, "_us");
   };
@@ -64,9 +109,18 @@ int Main() {
       for (size_t i = 0; i < b.size(); ++i) b[i] = float(i % 5) - 2;
       const double flops = 2.0 * s.m * s.n * s.k;
       const int calls = std::max(9, int(absl::GetFlag(FLAGS_batch_ms) * 1e6 / (flops / 50.0)));
+      const std::vector<double> want = round == 0 ? Product64(a, b, s.m, s.n, s.k)
+                                                  : std::vector<double>();
+      const std::vector<float> b_t = Transposed(b, s.k, s.n);  // n x k, read transposed
       auto time = [&](const char* variant, auto&& fn) {
+        const std::string name = absl::StrCat("gemm_", s.m, "x", s.n, "x", s.k, "_", variant);
+        if (round == 0) {
+          std::fill(c.begin(), c.end(), NAN);
+          fn();
+          check(name, c.data(), want, s.k);
+        }
         const double us = TimeBatch(calls, fn).median_ns / 1e3;
-        if (round > 0) samples[key(s, variant)].push_back(us);
+        if (round > 0 && !is_wrong(name)) samples[key(s, variant)].push_back(us);
       };
       // B (k x n) row-major; then the same product with B stored n x k and
       // read transposed, as x @ W.T reads a Linear weight.
@@ -75,7 +129,7 @@ int Main() {
                      c.data(), s.n);
       });
       time("blas_bt", [&] {
-        rt->gemm_f32(rt->context, s.m, s.n, s.k, 1.0f, a.data(), s.k, 1, b.data(), 1, s.k, 0.0f,
+        rt->gemm_f32(rt->context, s.m, s.n, s.k, 1.0f, a.data(), s.k, 1, b_t.data(), 1, s.k, 0.0f,
                      c.data(), s.n);
       });
       if (s.n <= 1024) time("loop", [&] { KilnBenchGemmLoop(a.data(), b.data(), c.data(), s.m, s.n, s.k); });
@@ -89,9 +143,31 @@ int Main() {
       const double flops = 4.0 * p.batch * p.in * p.hidden;
       const int calls = std::max(9, int(absl::GetFlag(FLAGS_batch_ms) * 1e6 / (flops / 50.0)));
       const std::string name = absl::StrCat("pair_", p.batch, "x", p.in, "x", p.hidden);
+      // C = (x . W1T) . W2T in float64, batch x in.
+      std::vector<double> want;
+      if (round == 0) {
+        const std::vector<double> g64 =
+            Product64(x, Transposed(w1, p.hidden, p.in), p.batch, p.hidden, p.in);
+        const std::vector<float> w2_t = Transposed(w2, p.in, p.hidden);
+        want.assign(p.batch * p.in, 0.0);
+        for (int64_t i = 0; i < p.batch; ++i) {
+          for (int64_t h = 0; h < p.hidden; ++h) {
+            for (int64_t j = 0; j < p.in; ++j) want[i * p.in + j] += g64[i * p.hidden + h] * w2_t[h * p.in + j];
+          }
+        }
+      }
       auto time = [&](const char* variant, auto&& fn) {
+        const std::string figure = absl::StrCat(name, "_", variant);
+        if (round == 0) {
+          std::fill(c.begin(), c.end(), NAN);
+          fn();
+          // The transposed variant leaves Cᵀ (in x batch) in c.
+          std::vector<float> result = c;
+          if (std::string(variant) == "transposed") result = Transposed(c, p.in, p.batch);
+          check(figure, result.data(), want, p.in + p.hidden);
+        }
         const double us = TimeBatch(calls, fn).median_ns / 1e3;
-        if (round > 0) samples[absl::StrCat(name, "_", variant, "_us")].push_back(us);
+        if (round > 0 && !is_wrong(figure)) samples[figure + "_us"].push_back(us);
       };
       time("as_written", [&] {  // G = x · W1ᵀ, C = G · W2ᵀ
         rt->gemm_f32(rt->context, p.batch, p.hidden, p.in, 1.0f, x.data(), p.in, 1, w1.data(), 1,
@@ -110,7 +186,7 @@ int Main() {
   printf("GEMM choices: runtime gemm_f32 (OpenBLAS %s, %d thread(s)) vs a generated-style loop\n",
          MappedLibraries("openblas").c_str(), absl::GetFlag(FLAGS_threads));
   printf("%-16s %-22s %26s %26s %26s\n", "m x n x k", "where", "OpenBLAS, B row-major",
-         "OpenBLAS, B transposed", "loop (FMA, 512-bit)");
+         "OpenBLAS, B transposed", "loop (FMA, widest vectors)");
   for (const Shape& s : kShapes) {
     std::string line = absl::StrFormat("%-16s %-22s", absl::StrCat(s.m, "x", s.n, "x", s.k), s.where);
     for (const char* variant : {"blas", "blas_bt", "loop"}) {
@@ -144,10 +220,17 @@ int Main() {
     absl::StrAppend(&line, medians[1] > 0 ? absl::StrFormat(" %8.2f", medians[0] / medians[1]) : "");
     printf("%s\n", line.c_str());
   }
+  double worst_rel = 0;
+  for (const std::string& key : accuracy_keys) {
+    if (absl::EndsWith(key, "_max_rel_err")) worst_rel = std::max(worst_rel, samples[key][0]);
+  }
+  printf("\nEvery result against float64: worst max_rel_err %.3g (bound 8 eps sqrt(K)); %zu wrong\n",
+         worst_rel, wrong.size());
+  keys.insert(keys.end(), accuracy_keys.begin(), accuracy_keys.end());
   if (absl::GetFlag(FLAGS_json)) {
     printf("%s\n", JsonLine(samples, keys, {{"cpu", CpuModel()}, {"load", LoadAverage()}}).c_str());
   }
-  return 0;
+  return wrong.empty() ? 0 : 1;
 }
 
 }  // namespace

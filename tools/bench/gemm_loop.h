@@ -1,7 +1,7 @@
 // The generated-loop side of //tools/bench:gemm: C = A.B (row-major, no
 // strides) as Kiln's code generator would write a small GEMM, compiled with
-// its vector flags (-O3 -march=native -mprefer-vector-width=512
-// -ffp-contract=off -fno-unroll-loops).
+// its flags (-O3 -ffp-contract=off -fno-unroll-loops) for this CPU's widest
+// vectors (512-bit with AVX-512, else AVX2; chosen at run time).
 #ifndef KILN_TOOLS_BENCH_GEMM_LOOP_H_
 #define KILN_TOOLS_BENCH_GEMM_LOOP_H_
 

@@ -1,20 +1,58 @@
 #include "tools/bench/hand_kernels.h"
 
+#include <immintrin.h>
 #include <math.h>
 
-#ifdef __AVX512F__
-#include <immintrin.h>
+// No -march for this file: the AVX-512 kernels carry target attributes and
+// run only where __builtin_cpu_supports says they can (the object may come
+// from a cache shared with another machine). The copy loop is compiled
+// once per vector width and picks one at run time, so on each CPU it moves
+// data at the width Kiln's own artifacts use there.
+#define KILN_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+// GCC's generic tuning keeps to 256-bit vectors even with AVX-512; clang's
+// uses 512 (and has no such target attribute).
+#if defined(__clang__)
+#define KILN_PREFER_512
+#else
+#define KILN_PREFER_512 __attribute__((target("prefer-vector-width=512")))
 #endif
 
-void KilnBenchCopyFloats(const float* __restrict x, float* __restrict y, int64_t n) {
+KILN_AVX512 KILN_PREFER_512 static void CopyAvx512(
+    const float* __restrict x, float* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i];
 }
 
-#ifdef __AVX512F__
+__attribute__((target("avx2,fma"))) static void CopyAvx2(const float* __restrict x,
+                                                           float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+}
 
-int KilnBenchHasAvx512(void) { return 1; }
+static void CopyBaseline(const float* __restrict x, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+}
 
-void KilnBenchTailStreaming(const float* __restrict x, float* __restrict y, int64_t n) {
+int KilnBenchHasAvx512(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+
+void KilnBenchCopyFloats(const float* __restrict x, float* __restrict y, int64_t n) {
+  static int width = 0;  // 512, 256 or 128 (SSE2, every x86-64)
+  if (width == 0) {
+    __builtin_cpu_init();
+    width = KilnBenchHasAvx512() ? 512 : __builtin_cpu_supports("avx2") ? 256 : 128;
+  }
+  if (width == 512) {
+    CopyAvx512(x, y, n);
+  } else if (width == 256) {
+    CopyAvx2(x, y, n);
+  } else {
+    CopyBaseline(x, y, n);
+  }
+}
+
+KILN_AVX512 void KilnBenchTailStreaming(const float* __restrict x, float* __restrict y, int64_t n) {
   const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
   for (int64_t i = 0; i < n; i += 16) {
     _mm512_stream_ps(y + i, _mm512_max_ps(_mm512_add_ps(_mm512_load_ps(x + i), one), zero));
@@ -22,7 +60,7 @@ void KilnBenchTailStreaming(const float* __restrict x, float* __restrict y, int6
   _mm_sfence();  // streaming stores are weakly ordered
 }
 
-float KilnBenchSum(const float* x, int64_t n) {
+KILN_AVX512 float KilnBenchSum(const float* x, int64_t n) {
   __m512 a = _mm512_setzero_ps(), b = a, c = a, d = a;
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
@@ -36,7 +74,7 @@ float KilnBenchSum(const float* x, int64_t n) {
 }
 
 // kiln_expf_nonpositive's arithmetic on 16 lanes (x <= 0 or NaN).
-static inline __m512 Exp16(__m512 x, int scalef) {
+KILN_AVX512 static inline __m512 Exp16(__m512 x, int scalef) {
   x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);  // a NaN x stays NaN
   const __m512 shifted =
       _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), _mm512_set1_ps(0x1.8p+23f));
@@ -57,8 +95,8 @@ static inline __m512 Exp16(__m512 x, int scalef) {
   return _mm512_mul_ps(_mm512_mul_ps(p, _mm512_castsi512_ps(biased)), _mm512_set1_ps(0x1p-64f));
 }
 
-void KilnBenchSoftmaxRows(const float* __restrict x, float* __restrict y, int64_t rows,
-                          int64_t cols, int scalef) {
+KILN_AVX512 void KilnBenchSoftmaxRows(const float* __restrict x, float* __restrict y,
+                                      int64_t rows, int64_t cols, int scalef) {
   for (int64_t row = 0; row < rows; ++row) {
     const float* in = x + row * cols;
     float* out = y + row * cols;
@@ -93,23 +131,3 @@ void KilnBenchSoftmaxRows(const float* __restrict x, float* __restrict y, int64_
     }
   }
 }
-
-#else
-
-int KilnBenchHasAvx512(void) { return 0; }
-
-void KilnBenchTailStreaming(const float* __restrict x, float* __restrict y, int64_t n) {
-  (void)x, (void)y, (void)n;
-}
-
-float KilnBenchSum(const float* x, int64_t n) {
-  (void)x, (void)n;
-  return 0;
-}
-
-void KilnBenchSoftmaxRows(const float* __restrict x, float* __restrict y, int64_t rows,
-                          int64_t cols, int scalef) {
-  (void)x, (void)y, (void)rows, (void)cols, (void)scalef;
-}
-
-#endif

@@ -10,12 +10,15 @@
 extern "C" {
 #endif
 
-// y[i] = x[i] for i in [0, n): a plain loop compiled -O3 -march=native, kept
-// a loop (not turned into a memcpy call) so it moves data the way a
-// generated kernel does. The floor of any one-pass kernel such as relu(x + 1).
+// y[i] = x[i] for i in [0, n): a plain loop compiled -O3 for this CPU's
+// widest vectors (AVX-512, else AVX2, chosen at run time), kept a loop (not
+// turned into a memcpy call) so it moves data the way a generated kernel
+// does. The floor of any one-pass kernel such as relu(x + 1).
 void KilnBenchCopyFloats(const float* __restrict x, float* __restrict y, int64_t n);
 
-// Whether this build has the AVX-512 baselines below (else they do nothing).
+// Whether this CPU runs the AVX-512 baselines below (AVX-512 F, DQ, BW and
+// VL, checked at run time); where it does not, calling them is an illegal
+// instruction.
 int KilnBenchHasAvx512(void);
 
 // y = relu(x + 1) with streaming (non-temporal) stores: y is written without

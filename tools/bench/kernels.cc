@@ -5,11 +5,13 @@
 // One private kilnd compiles the graphs traced at build time (//tools/bench:
 // traced: the public workloads plus f at 1024x1024). Each graph is loaded
 // twice, on Runtime(1) and Runtime(2), and every output is checked against
-// the eager reference of its trace before anything is timed: a wrong kernel
-// gets no figure (and the run exits 1). Eager PyTorch runs in long-lived
-// Python processes (eager_kernels.py, driven over pipes), one per
-// configuration: ATen dispatch (avx512, eager's best here, and Debian's
-// default AVX2) x threads (1, 2), plus, for the tail only, eager with
+// eager PyTorch in float64 on the same inputs (traced/NAME.ref64.json), with
+// a tolerance that grows with the reduction length (accuracy.h), before
+// anything is timed: a wrong kernel gets no figure (and the run exits 1);
+// eager's own outputs are held to the same bound. Eager PyTorch runs in
+// long-lived Python processes (eager_kernels.py, driven over pipes), one per
+// configuration: ATen dispatch (avx512 where the CPU has it, eager's best
+// there, and Debian's default AVX2) x threads (1, 2), plus, for the tail only, eager with
 // glibc's default malloc thresholds (a fresh process's heap). Per round, for
 // each graph, every side times one batch (calls one by one, median),
 // interleaved:
@@ -55,6 +57,7 @@
 #include "client/tensor.h"
 #include "common/files.h"
 #include "common/status_macros.h"
+#include "tools/bench/accuracy.h"
 #include "tools/bench/bench_util.h"
 #include "tools/bench/hand_kernels.h"
 #include "tools/reference/tensor_data.h"
@@ -161,6 +164,11 @@ std::string ThreadSuffix(int threads) { return threads == 1 ? "" : absl::StrCat(
 struct KilnGraph {
   std::string name;
   kiln::v1::Reference reference;
+  // Eager PyTorch in float64 on the same inputs (reference64.py), and each
+  // output's reduction length: what both sides are checked against.
+  std::vector<std::vector<double>> reference64;
+  std::vector<int64_t> reduction_lengths;
+  bench::Accuracy accuracy;  // Kiln's outputs, the worst over runtimes and variants
   std::vector<Tensor> inputs;
   std::vector<TensorView> input_views;
   // Per thread count (index 0: 1 thread, 1: 2 threads).
@@ -175,7 +183,13 @@ struct KilnGraph {
   std::map<std::string, int> calls;
 };
 
-// Checks every output of both variants on both runtimes against eager's.
+// One output against its float64 reference (accuracy.h).
+bench::Accuracy MeasureOutput(const KilnGraph& graph, int k, const Tensor& got) {
+  return bench::MeasureAccuracy(got, graph.reference64[k], graph.reduction_lengths[k]);
+}
+
+// Checks every output of both variants on both runtimes against eager's in
+// float64; the worst errors go into graph.accuracy.
 absl::Status CheckKilnGraph(KilnGraph& graph) {
   for (int t = 0; t < 2; ++t) {
     CompiledGraph& compiled = *graph.compiled[t];
@@ -186,13 +200,13 @@ absl::Status CheckKilnGraph(KilnGraph& graph) {
                                               " outputs; eager ", graph.reference.outputs_size()));
     }
     for (int k = 0; k < graph.reference.outputs_size(); ++k) {
-      const auto& want = graph.reference.outputs(k);
-      const Tolerance tolerance = DefaultTolerance(want.dtype());
       const std::string what = absl::StrCat(graph.name, " output ", k, " (", t + 1, " thread");
-      RETURN_IF_ERROR(
-          CompareToReference(absl::StrCat(what, ", allocating)"), allocated[k], want, tolerance));
-      RETURN_IF_ERROR(CompareToReference(absl::StrCat(what, ", preallocated)"),
-                                         graph.outputs[t][k], want, tolerance));
+      const bench::Accuracy allocating = MeasureOutput(graph, k, allocated[k]);
+      const bench::Accuracy preallocated = MeasureOutput(graph, k, graph.outputs[t][k]);
+      graph.accuracy.Merge(allocating);
+      graph.accuracy.Merge(preallocated);
+      RETURN_IF_ERROR(bench::CheckAccuracy(absl::StrCat(what, ", allocating)"), allocating));
+      RETURN_IF_ERROR(bench::CheckAccuracy(absl::StrCat(what, ", preallocated)"), preallocated));
     }
   }
   return absl::OkStatus();
@@ -233,15 +247,13 @@ std::vector<std::pair<std::string, std::function<void()>>> HandBaselines(KilnGra
   return baselines;
 }
 
-// Runs each hand-written baseline once and compares its output with eager's;
-// a wrong one leaves the graph without hand-written figures.
+// Runs each hand-written baseline once and checks its output as Kiln's is
+// checked; a wrong one leaves the graph without hand-written figures.
 absl::Status CheckHandBaselines(KilnGraph& graph) {
   for (auto& [name, fn] : HandBaselines(graph)) {
     fn();
-    const auto& want = graph.reference.outputs(0);
-    RETURN_IF_ERROR(CompareToReference(absl::StrCat(graph.name, " hand-written ", name),
-                                       graph.outputs[0][0], want,
-                                       DefaultTolerance(want.dtype())));
+    RETURN_IF_ERROR(bench::CheckAccuracy(absl::StrCat(graph.name, " hand-written ", name),
+                                         MeasureOutput(graph, 0, graph.outputs[0][0])));
   }
   return absl::OkStatus();
 }
@@ -254,6 +266,19 @@ absl::StatusOr<std::unique_ptr<KilnGraph>> LoadKilnGraph(const std::string& name
   ASSIGN_OR_RETURN(const std::string ref_path, Runfile(kTraced + name + ".ref.json", kTarget));
   ASSIGN_OR_RETURN(const kiln::v1::Graph proto, ReadGraphFile(graph_path));
   ASSIGN_OR_RETURN(graph->reference, ReadReferenceFile(ref_path));
+  ASSIGN_OR_RETURN(const std::string ref64_path, Runfile(kTraced + name + ".ref64.json", kTarget));
+  ASSIGN_OR_RETURN(const kiln::v1::Reference reference64, ReadReferenceFile(ref64_path));
+  ASSIGN_OR_RETURN(graph->reduction_lengths, bench::ReductionLengths(proto));
+  if (reference64.outputs_size() != graph->reference.outputs_size() ||
+      graph->reduction_lengths.size() != static_cast<size_t>(reference64.outputs_size())) {
+    return absl::InternalError(absl::StrCat(ref64_path, " has ", reference64.outputs_size(),
+                                            " outputs; the graph ",
+                                            graph->reduction_lengths.size()));
+  }
+  for (const auto& data : reference64.outputs()) {
+    ASSIGN_OR_RETURN(const Tensor tensor, ToTensor(data));
+    graph->reference64.push_back(bench::ToDoubles(tensor));
+  }
   for (const auto& data : graph->reference.inputs()) {
     ASSIGN_OR_RETURN(Tensor tensor, ToTensor(data));
     graph->inputs.push_back(std::move(tensor));
@@ -285,7 +310,13 @@ absl::StatusOr<std::unique_ptr<KilnGraph>> LoadKilnGraph(const std::string& name
                     (name == "softmax" ? width % 64 == 0 : input.NumElements() % 16 == 0) &&
                     reinterpret_cast<uintptr_t>(input.data<float>()) % 64 == 0 &&
                     reinterpret_cast<uintptr_t>(graph->outputs[0][0].data<float>()) % 64 == 0;
-  graph->hand = KilnBenchHasAvx512() && checked.ok() && fits && !HandBaselines(*graph).empty();
+  const bool has_baselines = !HandBaselines(*graph).empty();
+  graph->hand = KilnBenchHasAvx512() && checked.ok() && fits && has_baselines;
+  if (has_baselines && !KilnBenchHasAvx512()) {
+    graph->hand_error =
+        "not measured: this CPU lacks AVX-512 (F, DQ, BW, VL), which the hand-written baselines "
+        "are written in";
+  }
   if (graph->hand) {
     const absl::Status hand = CheckHandBaselines(*graph);
     if (!hand.ok()) {
@@ -301,6 +332,8 @@ struct EagerSide {
   EagerConfig config;
   std::unique_ptr<LineProcess> process;  // null when unavailable
   std::string error;
+  // Graphs whose eager output failed its float64 check: not timed here.
+  std::map<std::string, std::string> wrong;
 
   // One batch of `calls` calls of `graph` (variant alloc or out).
   absl::StatusOr<Batch> Time(const std::string& graph, const char* variant, int calls) {
@@ -334,10 +367,48 @@ struct EagerSide {
   }
 };
 
-absl::StatusOr<std::vector<EagerSide>> StartEager(const std::string& python,
-                                                   const std::string& script,
-                                                   const std::string& workloads,
-                                                   const std::string& traced, Fields& facts) {
+// Eager's outputs, as eager_kernels.py measured them against the float64
+// references (`accuracy_NAME_K=ABS,REL` in its ready line), checked with
+// the bound Kiln's are checked with. Eager at 1 thread with its best
+// dispatch is recorded as NAME_eager_max_abs_err / _max_rel_err.
+void CheckEagerAccuracy(EagerSide& side, const std::string& side_name,
+                        const std::vector<std::unique_ptr<KilnGraph>>& graphs, Samples& samples) {
+  const Fields& ready = side.process->facts();
+  for (const auto& graph : graphs) {
+    double worst_abs = 0, worst_rel = 0;
+    bool reported = false;
+    for (size_t k = 0; k < graph->reduction_lengths.size(); ++k) {
+      const auto it = ready.find(absl::StrCat("accuracy_", graph->name, "_", k));
+      if (it == ready.end()) continue;
+      const std::vector<std::string> parts = absl::StrSplit(it->second, ',');
+      double abs_err, rel_err;
+      if (parts.size() != 2 || !absl::SimpleAtod(parts[0], &abs_err) ||
+          !absl::SimpleAtod(parts[1], &rel_err)) {
+        continue;
+      }
+      reported = true;
+      worst_abs = std::max(worst_abs, abs_err);
+      worst_rel = std::max(worst_rel, rel_err);
+      const double bound =
+          bench::ToleranceBound(graph->reference.outputs(k).dtype(), graph->reduction_lengths[k]);
+      if (!(rel_err <= bound)) {
+        side.wrong[graph->name] = absl::StrFormat(
+            "eager output %d: max_rel_err %.3g beyond %.3g (max_abs_err %.3g) against float64", k,
+            rel_err, bound, abs_err);
+      }
+    }
+    if (!reported) side.wrong[graph->name] = "eager_kernels.py reported no accuracy";
+    if (side_name == "eager" && reported) {
+      samples[graph->name + "_eager_max_abs_err"].push_back(worst_abs);
+      samples[graph->name + "_eager_max_rel_err"].push_back(worst_rel);
+    }
+  }
+}
+
+absl::StatusOr<std::vector<EagerSide>> StartEager(
+    const std::string& python, const std::string& script, const std::string& workloads,
+    const std::string& traced, const std::vector<std::unique_ptr<KilnGraph>>& graphs,
+    Fields& facts, Samples& samples) {
   std::vector<EagerSide> sides;
   for (const EagerConfig& config : kEagerConfigs) {
     std::vector<std::string> argv = {python, script, workloads, traced};
@@ -354,7 +425,9 @@ absl::StatusOr<std::vector<EagerSide>> StartEager(const std::string& python,
                              {"MALLOC_MMAP_THRESHOLD_", std::nullopt},
                              {"MALLOC_TRIM_THRESHOLD_", std::nullopt}};
     if (config.threads > 1) env["OMP_WAIT_POLICY"] = "PASSIVE";
-    if (config.avx512) env["ATEN_CPU_CAPABILITY"] = "avx512";
+    // ATen takes the variable on trust: avx512 on a CPU without it dies of
+    // an illegal instruction. There, "eager" is the default dispatch too.
+    if (config.avx512 && KilnBenchHasAvx512()) env["ATEN_CPU_CAPABILITY"] = "avx512";
     if (config.fresh_heap) {
       // glibc's defaults; setting them stops glibc from raising them.
       env["MALLOC_MMAP_THRESHOLD_"] = "131072";
@@ -378,6 +451,11 @@ absl::StatusOr<std::vector<EagerSide>> StartEager(const std::string& python,
           config.fresh_heap ? " MALLOC_MMAP_THRESHOLD_=MALLOC_TRIM_THRESHOLD_=131072" : "");
       facts[name + "_libblas"] = fact("libblas");
       facts[name + "_openblas"] = fact("openblas");
+      CheckEagerAccuracy(side, name, graphs, samples);
+      for (const auto& [graph, reason] : side.wrong) {
+        facts[absl::StrCat(name, "_", graph)] = absl::StrCat("not measured: ", reason);
+        absl::FPrintF(stderr, "kernels: %s %s not measured: %s\n", name, graph, reason);
+      }
     } else {
       side.error = std::string(process.status().message());
       facts[name] = absl::StrCat("not measured: ", side.error);
@@ -429,7 +507,8 @@ absl::Status TimeGraph(KilnGraph& graph, std::vector<EagerSide>& eager, Runtime*
   };
   auto time_eager = [&](const std::string& name, int threads) -> absl::Status {
     for (EagerSide& side : eager) {
-      if (side.process == nullptr || side.config.threads != threads || side.config.name != name) {
+      if (side.process == nullptr || side.config.threads != threads || side.config.name != name ||
+          side.wrong.count(graph.name) != 0) {
         continue;
       }
       for (const char* variant : {"alloc", "out"}) {
@@ -721,7 +800,7 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
   }
   const int min_calls = std::max(1, absl::GetFlag(FLAGS_min_calls));
   const double batch_ns = absl::GetFlag(FLAGS_batch_ms) * 1e6;
-  ASSIGN_OR_RETURN(const std::string kilnd, Runfile("daemon/kilnd", kTarget));
+  ASSIGN_OR_RETURN(const bench::KilndBinary kilnd, bench::FindKilnd(kTarget));
   ASSIGN_OR_RETURN(const std::string eager_script,
                    Runfile("tools/bench/eager_kernels.py", kTarget));
   ASSIGN_OR_RETURN(const std::string workloads,
@@ -755,6 +834,7 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
       return absl::InvalidArgumentError(absl::StrCat("--graphs: no graph named ", name));
     }
   }
+  Samples samples;
   std::vector<std::unique_ptr<KilnGraph>> graphs;
   for (const std::string& name : SelectedGraphs()) {
     absl::FPrintF(stderr, "kernels: compiling and checking %s...\n", name);
@@ -766,6 +846,11 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
       absl::FPrintF(stderr, "kernels: %s: %s\n", name, graph->error);
       kiln_wrong = true;
     }
+    if (graph->accuracy.bound > 0) {  // measured (it compiled)
+      samples[name + "_max_abs_err"].push_back(graph->accuracy.max_abs_err);
+      samples[name + "_max_rel_err"].push_back(graph->accuracy.max_rel_err);
+      samples[name + "_tolerance"].push_back(graph->accuracy.bound);
+    }
     graphs.push_back(std::move(graph));
   }
   ASSIGN_OR_RETURN(const std::string compiled_path,
@@ -773,9 +858,9 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
   ASSIGN_OR_RETURN(const kiln::v1::Graph compiled_graph, ReadGraphFile(compiled_path));
 
   ASSIGN_OR_RETURN(std::vector<EagerSide> eager,
-                   StartEager(absl::GetFlag(FLAGS_python), eager_script, workloads, traced, facts));
+                   StartEager(absl::GetFlag(FLAGS_python), eager_script, workloads, traced, graphs,
+                              facts, samples));
 
-  Samples samples;
   for (int round = -1; round < rounds; ++round) {
     absl::FPrintF(stderr, "kernels: round %d of %d%s...\n", round + 1, rounds,
                   round < 0 ? " (warm-up, sizes the batches)" : "");

@@ -7,7 +7,9 @@
 // (1 thread unless --threads), outputs preallocated; per round every case
 // times one batch of each artifact, the order swapped every other round;
 // min/median/max over rounds of the symbolic/static time ratio
-// (docs/BENCHMARKS.md, "Symbolic shapes").
+// (docs/BENCHMARKS.md, "Symbolic shapes"). Both artifacts' outputs are
+// checked first against eager PyTorch in float64 (//tools/bench:dynamic64,
+// accuracy.h); the worst errors are in the JSON ("NAME max_rel_err").
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -26,6 +28,7 @@
 #include "client/tensor.h"
 #include "codegen/retype.h"
 #include "common/status_macros.h"
+#include "tools/bench/accuracy.h"
 #include "tools/bench/bench_util.h"
 #include "tools/reference/tensor_data.h"
 
@@ -66,6 +69,7 @@ struct Case {
   std::vector<TensorView> input_views, output_views;
   std::unique_ptr<CompiledGraph> compiled[2];  // 0: symbolic, 1: static
   int calls = 1;
+  Accuracy accuracy;  // both artifacts' outputs against float64 eager, the worst
 };
 
 absl::StatusOr<std::unique_ptr<Case>> LoadCase(const std::string& workload, const char* size,
@@ -76,7 +80,11 @@ absl::StatusOr<std::unique_ptr<Case>> LoadCase(const std::string& workload, cons
   ASSIGN_OR_RETURN(const std::string ref_path, Runfile(absl::StrCat(base, ".ref", size, ".json"),
                                                        kTarget));
   ASSIGN_OR_RETURN(const kiln::v1::Graph symbolic, ReadGraphFile(graph_path));
+  ASSIGN_OR_RETURN(const std::string ref64_path,
+                   Runfile(absl::StrCat("tools/bench/dynamic64/", workload, ".ref64", size, ".json"),
+                           kTarget));
   ASSIGN_OR_RETURN(const kiln::v1::Reference reference, ReadReferenceFile(ref_path));
+  ASSIGN_OR_RETURN(const kiln::v1::Reference reference64, ReadReferenceFile(ref64_path));
   for (const auto& data : reference.inputs()) {
     ASSIGN_OR_RETURN(Tensor tensor, ToTensor(data));
     result->inputs.push_back(std::move(tensor));
@@ -88,14 +96,21 @@ absl::StatusOr<std::unique_ptr<Case>> LoadCase(const std::string& workload, cons
   result->name = workload;
   for (const auto& [symbol, value] : values) absl::StrAppend(&result->name, " ", symbol, "=", value);
   const kiln::v1::Graph graphs[2] = {symbolic, Specialize(symbolic, values)};
+  ASSIGN_OR_RETURN(const std::vector<int64_t> lengths, ReductionLengths(graphs[1]));
+  if (reference64.outputs_size() != static_cast<int>(lengths.size())) {
+    return absl::InternalError(absl::StrCat(ref64_path, " has ", reference64.outputs_size(),
+                                            " outputs; the graph ", lengths.size()));
+  }
   for (int k = 0; k < 2; ++k) {
     result->compiled[k] = std::make_unique<CompiledGraph>(&client, graphs[k],
                                                           kiln::v1::CompileOptions(), &runtime);
     ASSIGN_OR_RETURN(result->outputs[k], result->compiled[k]->Run(result->input_views));
-    for (int o = 0; o < reference.outputs_size(); ++o) {
-      RETURN_IF_ERROR(CompareToReference(
-          absl::StrCat(result->name, k == 0 ? " symbolic" : " static", " output ", o),
-          result->outputs[k][o], reference.outputs(o), DefaultTolerance(reference.outputs(o).dtype())));
+    for (int o = 0; o < reference64.outputs_size(); ++o) {
+      ASSIGN_OR_RETURN(const Tensor want, ToTensor(reference64.outputs(o)));
+      const Accuracy accuracy = MeasureAccuracy(result->outputs[k][o], ToDoubles(want), lengths[o]);
+      RETURN_IF_ERROR(CheckAccuracy(
+          absl::StrCat(result->name, k == 0 ? " symbolic" : " static", " output ", o), accuracy));
+      result->accuracy.Merge(accuracy);
       if (k == 0) result->output_views.push_back(result->outputs[k][o].view());
     }
   }
@@ -105,23 +120,27 @@ absl::StatusOr<std::unique_ptr<Case>> LoadCase(const std::string& workload, cons
 absl::Status Run() {
   const int rounds = absl::GetFlag(FLAGS_repetitions);
   if (rounds < 1) return absl::InvalidArgumentError("--repetitions must be at least 1");
-  ASSIGN_OR_RETURN(const std::string kilnd, Runfile("daemon/kilnd", kTarget));
+  ASSIGN_OR_RETURN(const KilndBinary kilnd, FindKilnd(kTarget));
   ASSIGN_OR_RETURN(const ScratchDirectory root, ScratchDirectory::Make());
   ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon,
                    Daemon::Start(kilnd, root.path() + "/w", "worker"));
   Runtime runtime(absl::GetFlag(FLAGS_threads));
 
   std::vector<std::unique_ptr<Case>> cases;
+  Samples samples;
   for (const Workload& workload : kWorkloads) {
     for (const char* size : workload.sizes) {
       fprintf(stderr, "symbolic: compiling and checking %s%s...\n", workload.name, size);
       ASSIGN_OR_RETURN(auto loaded, LoadCase(workload.name, size, daemon->client(), runtime));
       const bool seen = std::any_of(cases.begin(), cases.end(),
                                     [&](const auto& c) { return c->name == loaded->name; });
-      if (!seen) cases.push_back(std::move(loaded));  // softmax is traced at 1024 already
+      if (seen) continue;  // softmax is traced at 1024 already
+      samples[loaded->name + " max_abs_err"].push_back(loaded->accuracy.max_abs_err);
+      samples[loaded->name + " max_rel_err"].push_back(loaded->accuracy.max_rel_err);
+      samples[loaded->name + " tolerance"].push_back(loaded->accuracy.bound);
+      cases.push_back(std::move(loaded));
     }
   }
-  Samples samples;
   for (int round = 0; round <= rounds; ++round) {
     fprintf(stderr, "symbolic: round %d of %d%s\n", round, rounds, round == 0 ? " (warm-up)" : "");
     for (auto& c : cases) {
@@ -143,16 +162,21 @@ absl::Status Run() {
   }
   printf("Symbolic vs static artifacts (%d thread(s), preallocated outputs, %d rounds)\n",
          absl::GetFlag(FLAGS_threads), rounds);
-  printf("%-40s %12s %12s %24s\n", "workload at size", "static us", "symbolic us",
-         "symbolic/static min/med/max");
+  printf("%-40s %12s %12s %24s %12s %10s\n", "workload at size", "static us", "symbolic us",
+         "symbolic/static min/med/max", "max_rel_err", "bound");
   std::vector<std::string> keys;
   for (const auto& c : cases) {
     const auto ratio = Summarize(samples, c->name + " ratio");
-    printf("%-40s %12.2f %12.2f %8.3f/%7.3f/%7.3f\n", c->name.c_str(),
+    printf("%-40s %12.2f %12.2f %8.3f/%7.3f/%7.3f %12.3g %10.3g\n", c->name.c_str(),
            Summarize(samples, c->name + " static_us")->median,
            Summarize(samples, c->name + " symbolic_us")->median, ratio->min, ratio->median,
-           ratio->max);
+           ratio->max, c->accuracy.max_rel_err, c->accuracy.bound);
     keys.push_back(c->name + " ratio");
+  }
+  for (const auto& c : cases) {
+    for (const char* figure : {" max_abs_err", " max_rel_err", " tolerance"}) {
+      keys.push_back(c->name + figure);
+    }
   }
   if (absl::GetFlag(FLAGS_json)) {
     printf("%s\n", JsonLine(samples, keys, {{"cpu", CpuModel()}, {"load", LoadAverage()}}).c_str());
