@@ -45,6 +45,24 @@ DType ComputeType(DType dtype) {
 
 namespace {
 
+// Coefficient arithmetic that cannot overflow (signed overflow is undefined
+// behaviour). Within codegen/limits.h every coefficient of a graph that
+// passed import stays far from int64's range, so these only ever saturate
+// on the way to refusing a graph (found by fuzzing: an oversized size's
+// contiguous strides in an error message, a reshape of a huge symbolic
+// size); a saturated value never equals a limited one, and exceeds every
+// limit.
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  int64_t product;
+  if (!__builtin_mul_overflow(a, b, &product)) return product;
+  return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+}
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return a < 0 ? INT64_MIN : INT64_MAX;
+}
+
 // Sorts and merges terms, dropping zero ones.
 SymExpr Canonical(std::vector<SymExpr::Term> terms) {
   for (auto& term : terms) std::sort(term.symbols.begin(), term.symbols.end());
@@ -54,7 +72,7 @@ SymExpr Canonical(std::vector<SymExpr::Term> terms) {
   SymExpr result;
   for (auto& term : terms) {
     if (!result.terms.empty() && result.terms.back().symbols == term.symbols) {
-      result.terms.back().coefficient += term.coefficient;
+      result.terms.back().coefficient = SaturatingAdd(result.terms.back().coefficient, term.coefficient);
     } else {
       result.terms.push_back(std::move(term));
     }
@@ -112,7 +130,7 @@ SymExpr SymExpr::operator*(const SymExpr& other) const {
   std::vector<Term> product;
   for (const Term& a : terms) {
     for (const Term& b : other.terms) {
-      Term term{a.coefficient * b.coefficient, a.symbols};
+      Term term{SaturatingMul(a.coefficient, b.coefficient), a.symbols};
       term.symbols.insert(term.symbols.end(), b.symbols.begin(), b.symbols.end());
       product.push_back(std::move(term));
     }

@@ -18,13 +18,11 @@ if [[ -f $shared ]] && ! cmp -s "$shared" tests/workloads/workloads.py; then
   echo "warning: tests/workloads/workloads.py differs from $shared: copy it over" >&2
 fi
 
-log=$(mktemp /tmp/kiln-test-XXXXXX.log)
-bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"
-bazel_status=${PIPESTATUS[0]}
-
-# Count test cases from each target's JUnit XML; a target that failed
-# without one (build failure, crash, timeout) counts as one failure.
-python3 - "$log" <<'PY'
+# Counts test cases from each target's JUnit XML (in TESTLOGS, the
+# bazel-testlogs of the config that ran); a target that failed without one
+# (build failure, crash, timeout) counts as one failure. Prints "PASSED FAILED".
+count_cases() {
+  python3 - "$1" "$2" <<'PY'
 import os, re, sys, xml.etree.ElementTree as ET
 passed = failed = 0
 line_re = re.compile(r"^(//\S+)\s+(?:\(cached\) )?(PASSED|FAILED|TIMEOUT|FLAKY|NO STATUS|FAILED TO BUILD|SKIPPED)")
@@ -33,7 +31,7 @@ for line in open(sys.argv[1], errors="replace"):
     if not m:
         continue
     target, status = m.groups()
-    path = os.path.join("bazel-testlogs", target[2:].replace(":", "/"), "test.xml")
+    path = os.path.join(sys.argv[2], target[2:].replace(":", "/"), "test.xml")
     cases = fails = 0
     if status in ("PASSED", "FAILED", "FLAKY") and os.path.exists(path):
         for suite in ET.parse(path).getroot().iter("testsuite"):
@@ -47,8 +45,61 @@ for line in open(sys.argv[1], errors="replace"):
     else:
         failed += max(fails, 1)
         passed += max(cases - fails, 0)
-print(f"{passed} passed, {failed} failed")
+print(passed, failed)
 PY
+}
+
+log=$(mktemp /tmp/kiln-test-XXXXXX.log)
+bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"
+bazel_status=${PIPESTATUS[0]}
+read -r passed failed < <(count_cases "$log" bazel-testlogs)
+
+# ---------------------------------------------------------------------------
+# Sanitizers and fuzzing (docs/RELIABILITY.md; owner: the reliability work).
+# Bounded forms only: ASan+UBSan over the unit and end-to-end tests, TSan
+# over the concurrency tests, each fuzz target for KILN_FUZZ_SECONDS (25).
+# Every test case counts as above, each fuzz target as one case.
+# KILN_SANITIZERS=0 skips the section (a quick local run).
+if [[ "${KILN_SANITIZERS:-1}" != "0" ]]; then
+  sanitizer_run() {  # CONFIG TARGETS...
+    local config=$1
+    shift
+    echo "=== --config=$config: $*"
+    local start=$SECONDS
+    bazel test --config="$config" --test_summary=short --keep_going "$@" 2>&1 | tee "$log"
+    local status=${PIPESTATUS[0]}
+    local p f
+    read -r p f < <(count_cases "$log" "$(bazel info --config="$config" bazel-testlogs 2>/dev/null)")
+    passed=$((passed + p)) failed=$((failed + f))
+    [[ $status -ne 0 ]] && bazel_status=$status
+    echo "=== --config=$config: $p passed, $f failed in $((SECONDS - start)) s"
+  }
+  # ASan+UBSan: every unit and end-to-end suite but the op cases and the
+  # traced workloads (their eager comparisons are the default run's job).
+  # Left out until fixed (docs/RELIABILITY.md, "ASan and UBSan"): the cases
+  # where kilnd exits with a compile still running, which UBSan shows
+  # calling into a WorkerCompiler that is being destroyed.
+  drain_cases=RestartTest.QueuedCompilesDuringADrainAreAnsweredByTheNextDaemon
+  drain_cases+=:RestartTest.ACompileThatOutlivesTheDrainIsStoredAndAnsweredOnRetry
+  drain_cases+=:EndToEndTest.CliAdminCommandsListShowAndEvict
+  sanitizer_run asan --test_filter="-$drain_cases" //common:all //cache:all //codegen:all //codegen/compile:all \
+    //daemon:all //client:all //tests:e2e_test //tests:restart_test \
+    //tests:hostile_user_test //tests/ops:compare_test //tests/fuzz:all
+  # TSan: the tests whose threads share memory in one process.
+  sanitizer_run tsan //daemon:compile_queue_test //daemon:artifact_cache_test //client:runtime_test
+  for target in $(scripts/fuzz.sh --list); do
+    KILN_FUZZ_WORK=$(mktemp -d /tmp/kiln-fuzz-XXXXXX)
+    if KILN_FUZZ_WORK=$KILN_FUZZ_WORK scripts/fuzz.sh "$target" "${KILN_FUZZ_SECONDS:-25}"; then
+      passed=$((passed + 1))
+      rm -rf "$KILN_FUZZ_WORK"
+    else
+      failed=$((failed + 1)) bazel_status=1
+    fi
+  done
+fi
+# ---------------------------------------------------------------------------
+
+echo "$passed passed, $failed failed"
 rm -f "$log"
 [[ "${CI:-}" == "true" ]] && bazel shutdown >/dev/null 2>&1
 exit $bazel_status
