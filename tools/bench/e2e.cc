@@ -527,7 +527,7 @@ constexpr Figure kFigures[] = {
     {"second_client_artifact_pss_kb", "", "  Pss of the .so mappings"},
     {"f_max_abs_err", "", "Run's output vs f in float64: largest |error|"},
     {"f_max_rel_err", "", "  largest |error| / (|ref| + mean |ref|)"},
-    {"f_tolerance", "", "  its bound, 8 * eps(float32) * sqrt(64)"},
+    {"f_tolerance", "", "  its bound, 16 * eps(float32) * sqrt(64)"},
 };
 
 void PrintTable(const Samples& samples, const Fields& facts) {

@@ -224,7 +224,7 @@ int Main() {
   for (const std::string& key : accuracy_keys) {
     if (absl::EndsWith(key, "_max_rel_err")) worst_rel = std::max(worst_rel, samples[key][0]);
   }
-  printf("\nEvery result against float64: worst max_rel_err %.3g (bound 8 eps sqrt(K)); %zu wrong\n",
+  printf("\nEvery result against float64: worst max_rel_err %.3g (bound 16 eps sqrt(K)); %zu wrong\n",
          worst_rel, wrong.size());
   keys.insert(keys.end(), accuracy_keys.begin(), accuracy_keys.end());
   if (absl::GetFlag(FLAGS_json)) {
