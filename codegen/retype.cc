@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/import.h"
+#include "codegen/limits.h"
 #include "codegen/ops/op_table.h"
 #include "common/status_macros.h"
 
@@ -49,7 +50,11 @@ void FixSymbolicArguments(kiln::v1::Graph& graph, const std::map<std::string, in
         if (value == values.end()) {
           ++it;
         } else {
-          term.set_coefficient(term.coefficient() * value->second);
+          // Saturates rather than overflow (found by fuzzing): the importer
+          // refuses any coefficient past limits::kMaxTensorElements.
+          const int64_t a = term.coefficient(), b = value->second;
+          term.set_coefficient(limits::CheckedMul(a, b).value_or(
+              (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX));
           it = symbols->erase(it);
         }
       }
