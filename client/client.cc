@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -30,8 +29,6 @@
 #include "common/subprocess.h"
 #include "common/trust.h"
 #include "common/version.h"
-
-extern char** environ;
 
 namespace kiln {
 namespace {
@@ -135,7 +132,7 @@ std::string FindDaemon(const std::string& configured) {
     const std::string runfiles = self + ".runfiles/kiln/daemon/kilnd";
     if (access(runfiles.c_str(), X_OK) == 0) return runfiles;
   }
-  return "kilnd";  // posix_spawnp searches PATH
+  return "kilnd";  // SpawnProcess searches PATH
 }
 
 absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket_path,
@@ -143,12 +140,9 @@ absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket
   RETURN_IF_ERROR(MakeDirectories(cache_dir, 0700));
   const std::string log_path = cache_dir + "/kilnd.log";
   const std::string daemon = FindDaemon(options.daemon_path);
-  std::vector<std::string> argv = {
+  const std::vector<std::string> argv = {
       daemon, "--daemonize", "--socket=" + socket_path, "--cache_dir=" + cache_dir,
       absl::StrCat("--idle_timeout=", absl::FormatDuration(options.daemon_idle_timeout))};
-  std::vector<char*> args;
-  for (std::string& arg : argv) args.push_back(arg.data());
-  args.push_back(nullptr);
 
   // Opened here, so that a log that cannot be written is named as such
   // rather than blamed on the daemon binary.
@@ -159,41 +153,27 @@ absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket
                                                strerror(errno),
                                                ". Set KILN_CACHE_DIR to a writable directory"));
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
+  SpawnOptions spawn;
+  spawn.redirects = {{log_fd, STDOUT_FILENO}, {log_fd, STDERR_FILENO}};  // stdin: /dev/null
   // None of the worker's other descriptors (listening sockets, pipes) may
   // live on in the daemon.
-  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
+  spawn.close_other_fds = true;
   // Its own session: no controlling terminal, no signals meant for our
   // process group, and it outlives us. Default signal mask and handlers:
   // whatever the worker blocked or ignored, kilnd must see SIGTERM.
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE}) sigaddset(&defaults, sig);
-  posix_spawnattr_setsigmask(&attributes, &none);
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setflags(&attributes,
-                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid;
-  const int error =
-      posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
+  spawn.new_session = true;
+  spawn.clear_signal_mask = true;
+  spawn.default_signals = {SIGTERM, SIGINT, SIGHUP, SIGPIPE};
+  const absl::StatusOr<pid_t> pid = SpawnProcess(argv, spawn);
   close(log_fd);
-  if (error != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot start ", daemon, ": ", strerror(error),
-                                               ". Set KILN_DAEMON to the kilnd binary"));
+  if (!pid.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat(pid.status().message(), ". Set KILN_DAEMON to the kilnd binary"));
   }
   // With --daemonize this child forks the daemon and exits at once; reaping
   // it leaves no zombie, and the daemon is nobody's child but init's.
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return absl::UnavailableError(absl::StrCat(daemon, " failed to start; see ", log_path));

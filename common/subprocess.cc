@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -80,25 +81,62 @@ absl::StatusOr<pid_t> SpawnWithAddressSpaceLimit(std::vector<std::string> argv,
 }  // namespace
 
 absl::StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv,
-                                   const std::vector<std::pair<int, int>>& redirects,
-                                   const EnvChanges& env) {
+                                   const SpawnOptions& options) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  for (const auto& [from, to] : redirects) posix_spawn_file_actions_adddup2(&actions, from, to);
+  const bool stdin_redirected =
+      std::any_of(options.redirects.begin(), options.redirects.end(),
+                  [](const std::pair<int, int>& redirect) { return redirect.second == STDIN_FILENO; });
+  if (!stdin_redirected) {
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  }
+  for (const auto& [from, to] : options.redirects) {
+    posix_spawn_file_actions_adddup2(&actions, from, to);
+  }
+  if (options.close_other_fds) {
+    posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  }
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  short flags = 0;
+  if (options.new_session) flags |= POSIX_SPAWN_SETSID;
+  sigset_t no_signals, defaults;
+  sigemptyset(&no_signals);
+  if (options.clear_signal_mask) {
+    posix_spawnattr_setsigmask(&attributes, &no_signals);
+    flags |= POSIX_SPAWN_SETSIGMASK;
+  }
+  if (!options.default_signals.empty()) {
+    sigemptyset(&defaults);
+    for (int signal : options.default_signals) sigaddset(&defaults, signal);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    flags |= POSIX_SPAWN_SETSIGDEF;
+  }
+  posix_spawnattr_setflags(&attributes, flags);
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
-  std::vector<std::string> variables = ChildEnvironment(env);
+  std::vector<std::string> variables = ChildEnvironment(options.env);
   std::vector<char*> envp = PointerArray(variables);
   pid_t pid;
-  const int error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(),
-                                 env.empty() ? environ : envp.data());
+  const int error = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(),
+                                 options.env.empty() ? environ : envp.data());
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (error != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot start ", argv[0], ": ", strerror(error)));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot start ", options.name.empty() ? argv[0] : options.name, ": ", strerror(error)));
   }
   return pid;
+}
+
+absl::StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv,
+                                   const std::vector<std::pair<int, int>>& redirects,
+                                   const EnvChanges& env) {
+  SpawnOptions options;
+  options.redirects = redirects;
+  options.env = env;
+  return SpawnProcess(argv, options);
 }
 
 absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,

@@ -26,10 +26,34 @@ struct ProcessResult {
 // Environment changes for a child: name -> value, or nullopt to unset.
 using EnvChanges = std::map<std::string, std::optional<std::string>>;
 
-// posix_spawnp(argv), not waited for. Each {parent_fd, child_fd} in
-// `redirects` is dup'ed into the child; stdin is /dev/null unless
-// redirected. The child gets this process's environment with `env` applied.
-// Unavailable naming argv[0] when it cannot be started.
+struct SpawnOptions {
+  // Each {parent_fd, child_fd} is dup'ed into the child, in order; stdin is
+  // /dev/null unless redirected.
+  std::vector<std::pair<int, int>> redirects;
+  EnvChanges env;  // applied to this process's environment
+  // Its own session (POSIX_SPAWN_SETSID): no controlling terminal, no
+  // signals meant for this process group; a daemon that outlives us.
+  bool new_session = false;
+  // Starts with no signal blocked, whatever the spawning thread blocks
+  // (kilnd blocks its signals in every thread).
+  bool clear_signal_mask = false;
+  // Signals the child starts with at their default action even if this
+  // process ignores them (handled ones are reset by exec anyway).
+  std::vector<int> default_signals;
+  // Closes every descriptor >= 3 in the child after the redirects, CLOEXEC
+  // or not: nothing this process holds (listening sockets, pipes, files
+  // opened by libraries without O_CLOEXEC) lives on in the child.
+  bool close_other_fds = false;
+  // How errors name the program; empty: argv[0].
+  std::string name;
+};
+
+// posix_spawnp(argv) with `options`, not waited for; the child gets this
+// process's environment with `options.env` applied. Unavailable "cannot
+// start NAME: REASON" when it cannot be started.
+absl::StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv,
+                                   const SpawnOptions& options);
+// The same with only redirects and environment changes.
 absl::StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv,
                                    const std::vector<std::pair<int, int>>& redirects = {},
                                    const EnvChanges& env = {});

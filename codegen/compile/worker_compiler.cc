@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -27,8 +26,6 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
-
-extern char** environ;
 
 namespace kiln {
 namespace {
@@ -296,38 +293,22 @@ absl::StatusOr<WorkerCompiler::Worker> WorkerCompiler::Start() {
     argv.push_back(absl::StrCat("--memory_limit_bytes=", options_.memory_limit_bytes));
   }
   if (options_.allow_fault_injection) argv.push_back("--allow_fault_injection");
-  std::vector<char*> args;
-  for (std::string& arg : argv) args.push_back(arg.data());
-  args.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, sockets[1], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, sockets[1], STDOUT_FILENO);
-  if (options_.log_fd >= 0) {
-    posix_spawn_file_actions_adddup2(&actions, options_.log_fd, STDERR_FILENO);
-  }
+  SpawnOptions spawn;
+  spawn.redirects = {{sockets[1], STDIN_FILENO}, {sockets[1], STDOUT_FILENO}};
+  if (options_.log_fd >= 0) spawn.redirects.push_back({options_.log_fd, STDERR_FILENO});
   // The launcher thread inherits whatever signal mask its creator had; the
   // worker starts with no signal blocked.
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t no_signals;
-  sigemptyset(&no_signals);
-  posix_spawnattr_setsigmask(&attributes, &no_signals);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-  int error = 0;
-  launcher_->Run([&] {
-    error = posix_spawn(&worker.pid, args[0], &actions, &attributes, args.data(), environ);
-  });
-  posix_spawnattr_destroy(&attributes);
-  posix_spawn_file_actions_destroy(&actions);
+  spawn.clear_signal_mask = true;
+  spawn.name = absl::StrCat("the compile worker ", options_.worker_path);
+  absl::StatusOr<pid_t> pid = absl::UnknownError("not started");
+  launcher_->Run([&] { pid = SpawnProcess(argv, spawn); });
   close(sockets[1]);
-  if (error != 0) {
+  if (!pid.ok()) {
     close(sockets[0]);
     RemoveRecursively(worker.work_dir).IgnoreError();
-    return absl::UnavailableError(absl::StrCat("cannot start the compile worker ",
-                                               options_.worker_path, ": ", strerror(error)));
+    return pid.status();
   }
+  worker.pid = *pid;
   worker.socket = sockets[0];
   fcntl(worker.socket, F_SETFL, fcntl(worker.socket, F_GETFL) | O_NONBLOCK);
   absl::MutexLock lock(&mutex_);
