@@ -17,12 +17,10 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
-#include "cache/key.h"
 #include "cache/local_index.h"
 #include "cache/object_dir.h"
+#include "cache/request_key.h"
 #include "codegen/abi/kiln_abi.h"
-#include "codegen/guards.h"
-#include "codegen/pipeline.h"
 #include "common/files.h"
 #include "common/paths.h"
 #include "common/status_macros.h"
@@ -344,19 +342,11 @@ std::optional<kiln::v1::CompileResponse> Client::FindLocal(
     if (!descriptor_.has_value()) return std::nullopt;
     toolchain = descriptor_->toolchain();
   }
-  // The daemon's key computation, here: a graph it would refuse is left
-  // for it to refuse, with its message.
-  auto graph = PrepareGraph(request.graph());
-  if (!graph.ok()) return std::nullopt;
-  auto guards = ResolveGuards(*graph, request.guards());
-  if (!guards.ok()) return std::nullopt;
-  CodegenInputs inputs;
-  inputs.graph = *std::move(graph);
-  inputs.guards = *std::move(guards);
-  inputs.options = request.options();
-  inputs.toolchain = std::move(toolchain);
-  const std::string key = ComputeCacheKey(inputs).key;
-  auto entry = index.Find(key);
+  // The daemon's key computation (cache/request_key.h): a graph it would
+  // refuse is left for it to refuse, with its message.
+  const absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, toolchain);
+  if (!keyed.ok()) return std::nullopt;
+  auto entry = index.Find(keyed->key.key);
   if (!entry.ok() || !entry->has_value()) return std::nullopt;
   kiln::v1::CompileResponse response;
   response.set_object_path(

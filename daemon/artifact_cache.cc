@@ -2,9 +2,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "cache/key.h"
+#include "cache/request_key.h"
 #include "codegen/abi/kiln_abi.h"
-#include "codegen/guards.h"
 #include "codegen/pipeline.h"
 #include "common/logging.h"
 #include "common/sha256.h"
@@ -92,16 +91,10 @@ absl::StatusOr<std::optional<kiln::v1::CompileResponse>> ArtifactCache::FindStor
 void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_compile,
                             Done done) {
   const absl::Time received = absl::Now();
-  auto graph = PrepareGraph(request.graph());
-  if (!graph.ok()) return done(graph.status());
-  auto guards = ResolveGuards(*graph, request.guards());
-  if (!guards.ok()) return done(guards.status());
-  auto inputs = std::make_shared<CodegenInputs>();
-  inputs->graph = *std::move(graph);
-  inputs->guards = *std::move(guards);
-  inputs->options = request.options();
-  inputs->toolchain = toolchain_;
-  const CacheKey key = ComputeCacheKey(*inputs);
+  absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, toolchain_);
+  if (!keyed.ok()) return done(keyed.status());
+  auto inputs = std::make_shared<CodegenInputs>(std::move(keyed->inputs));
+  const CacheKey key = std::move(keyed->key);
   const bool want_bytes = request.want_bytes();
 
   auto stored = FindStored(key.key, want_bytes, request.repair());
