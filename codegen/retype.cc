@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/import.h"
 #include "codegen/limits.h"
@@ -193,6 +194,18 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
     if (op == nullptr) {
       return absl::UnimplementedError(absl::StrCat(NodeLabel(ir_graph, n), ": op '", node.op,
                                                    "' is not supported (see docs/OPS.md)"));
+    }
+    // The graph need not have been verified, and infer trusts what verify
+    // checks first (found by fuzzing: aten.mm with no inputs read past them).
+    const int num_inputs = static_cast<int>(node.inputs.size());
+    if (absl::StartsWith(node.op, "kiln.")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(NodeLabel(ir_graph, n), ": '", node.op, "' is internal to Kiln, not an ATen op"));
+    }
+    if (num_inputs < op->min_inputs || num_inputs > op->max_inputs) {
+      return absl::InvalidArgumentError(absl::StrCat(NodeLabel(ir_graph, n), ": expects ",
+                                                     op->min_inputs, " to ", op->max_inputs,
+                                                     " tensor inputs, got ", num_inputs));
     }
     ASSIGN_OR_RETURN(const ir::Node filled, ops::WithDefaults(node, *op));
     ops::InputTypes inputs;
