@@ -2,10 +2,11 @@
 // runs in-process.
 //
 // It holds a table of (guards -> kernel) entries. Run() finds the entry
-// whose guards the inputs satisfy — dtypes, strides, constant sizes, and
-// symbolic sizes bound consistently, each symbol >= 2 and within the
-// graph's relations (ranges, divisibility) — and calls its
-// kernel directly: no RPC, no allocation when the outputs are preallocated.
+// whose guards (client/guard_table.h) the inputs satisfy — dtypes,
+// strides, constant sizes, and symbolic sizes bound consistently, each
+// symbol >= 2 and within the graph's relations (ranges, divisibility) — and
+// calls its kernel directly: no RPC, no allocation when the outputs are
+// preallocated.
 // The first Run (or Prepare) fetches the artifact (a same-host hit needs no
 // round trip) and loads it. A symbolic graph run at size 0 or 1 gets a
 // static specialization of its own, compiled on first use (as in PyTorch,
@@ -14,7 +15,8 @@
 // made symbolic — one artifact for every later size — or, if that cannot
 // be lowered, one changed dim symbolic at a time and the rest exact, or
 // else the exact sizes; at most
-// kMaxSpecializations entries (then FailedPrecondition naming the dim).
+// kMaxSpecializations entries (then FailedPrecondition naming the dim). That
+// policy is client/specialization.h; this class fetches, loads and invokes.
 //
 // Ownership: inputs and preallocated outputs belong to the caller; outputs
 // must be contiguous, have the signature's dtype and sizes, and must not
@@ -26,7 +28,6 @@
 #ifndef KILN_CLIENT_COMPILED_GRAPH_H_
 #define KILN_CLIENT_COMPILED_GRAPH_H_
 
-#include <array>
 #include <memory>
 #include <vector>
 
@@ -37,8 +38,10 @@
 #include "absl/types/span.h"
 #include "codegen/ir.h"
 #include "client/client.h"
+#include "client/guard_table.h"
 #include "client/loader.h"
 #include "client/runtime/runtime.h"
+#include "client/specialization.h"
 #include "client/tensor.h"
 #include "proto/graph.pb.h"
 
@@ -80,35 +83,16 @@ class CompiledGraph {
   absl::StatusOr<kiln::v1::ArtifactMetadata> artifact() const;
   const kiln::v1::Graph& graph() const { return graph_; }
 
-  // A size in a signature: constant, or multiplier * symbols[symbol] *
-  // symbols[times[0]] * ... (only results are products of symbols).
-  struct Size {
-    int64_t constant = 0;
-    int symbol = -1;
-    int64_t multiplier = 1;
-    std::vector<int> times;
-  };
-  static constexpr int kMaxSymbols = 8;
-  static constexpr size_t kMaxSpecializations = 8;
-  using Symbols = std::array<long long, kMaxSymbols>;  // kiln_int64, as kiln_run takes
+  // See client/guard_table.h and client/specialization.h.
+  using Size = GuardTable::Size;
+  static constexpr int kMaxSymbols = GuardTable::kMaxSymbols;
+  static constexpr size_t kMaxSpecializations = kiln::kMaxSpecializations;
+  using Symbols = GuardTable::Symbols;
 
  private:
-  // What a symbol's value must satisfy: min <= value <= max (0: no upper
-  // bound), value % divisor == 0.
-  struct Bounds {
-    int64_t min = 2;
-    int64_t max = 0;
-    int64_t divisor = 1;
-  };
   struct Entry {
     std::shared_ptr<const LoadedArtifact> artifact;
-    // Flattened guards: per input dtype, sizes, strides (none: contiguous).
-    std::vector<DType> dtypes;
-    std::vector<std::vector<Size>> sizes;
-    std::vector<std::vector<Size>> strides;
-    std::vector<std::vector<Size>> output_sizes;
-    int num_symbols = 0;
-    std::vector<Bounds> bounds;  // per symbol, from the guards' relations
+    GuardTable guards;
     // Symbolic entries: the canonical graph, and the symbol value up to
     // which its every tensor is within codegen/limits.h (checked in full
     // only above it, on the calls that need it).
@@ -125,13 +109,8 @@ class CompiledGraph {
   absl::StatusOr<const Entry*> FindEntry(absl::Span<const TensorView> inputs, Symbols& symbols);
   absl::StatusOr<const Entry*> FindGuardedEntry(absl::Span<const TensorView> inputs,
                                                 Symbols& symbols);
-  // Loads an entry for `inputs`' sizes (see the class comment).
+  // Loads an entry for `inputs`' sizes (client/specialization.h).
   absl::Status Respecialize(absl::Span<const TensorView> inputs);
-  // Whether `inputs` pass `entry`'s guards, binding its symbols; when not,
-  // and `why` is given, the error naming the first failed guard (built only
-  // then: Run tries each entry in turn on every call).
-  bool CheckGuards(const Entry& entry, absl::Span<const TensorView> inputs, Symbols& symbols,
-                   absl::Status* why = nullptr) const;
   absl::Status CheckOutputs(const Entry& entry, const Symbols& symbols,
                             absl::Span<const TensorView> inputs,
                             absl::Span<const TensorView> outputs) const;

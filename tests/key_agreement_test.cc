@@ -1,0 +1,316 @@
+// The client's local path and the daemon find one key for every request.
+//
+// kilnd's ArtifactCache (in-process: in-memory store, a fake compiler after
+// the real codegen) stores each graph and publishes it in the local index;
+// a Client opened on the same cache directory, which never connects, must
+// then find that very entry with FindLocal — for every public workload
+// graph, its symbolic form and a respecialized form, each made by the
+// client's own policy (client/specialization.h), as CompiledGraph would
+// ask for them. A key the two sides computed differently reads here as a
+// local miss.
+#include <dirent.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "cache/local_index.h"
+#include "cache/memory_store.h"
+#include "cache/object_dir.h"
+#include "client/client.h"
+#include "client/graph_file.h"
+#include "client/specialization.h"
+#include "client/tensor.h"
+#include "codegen/abi/kiln_abi.h"
+#include "codegen/retype.h"
+#include "common/files.h"
+#include "common/version.h"
+#include "daemon/artifact_cache.h"
+#include "gtest/gtest.h"
+
+namespace kiln {
+namespace {
+
+// Runs the real codegen's output nowhere: every compile "succeeds" with
+// the source's own bytes (so distinct graphs get distinct objects).
+class FakeCompiler : public Compiler {
+ public:
+  absl::StatusOr<CompiledObject> Compile(absl::string_view source) override {
+    CompiledObject object;
+    object.shared_object = std::string(source);
+    object.compiler = "fake";
+    return object;
+  }
+  const char* name() const override { return "fake"; }
+};
+
+// A toolchain with every field set: it enters the key on both sides.
+kiln::v1::Toolchain TestToolchain() {
+  kiln::v1::Toolchain toolchain;
+  toolchain.set_compiler_version("Debian clang version 19.1.7 (3)");
+  toolchain.add_build_ids("0123456789abcdef");
+  toolchain.add_flags("-O3");
+  toolchain.add_flags("-ffp-contract=off");
+  toolchain.set_target_triple("x86_64-pc-linux-gnu");
+  toolchain.set_cpu("skylake-avx512");
+  toolchain.add_cpu_features("+avx512f");
+  return toolchain;
+}
+
+// The graph files in `dir` (not the .ref.json references), sorted.
+std::vector<std::string> GraphFiles(const std::string& dir) {
+  std::vector<std::string> paths;
+  DIR* stream = opendir(dir.c_str());
+  if (stream == nullptr) return paths;
+  while (const dirent* entry = readdir(stream)) {
+    const std::string name = entry->d_name;
+    if (absl::EndsWith(name, ".json") && !absl::StrContains(name, ".ref")) {
+      paths.push_back(absl::StrCat(dir, "/", name));
+    }
+  }
+  closedir(stream);
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+// Input views of given sizes (contiguous; guards and the policy read no
+// data).
+class Inputs {
+ public:
+  Inputs(const kiln::v1::Graph& graph, std::vector<std::vector<int64_t>> sizes)
+      : sizes_(std::move(sizes)) {
+    for (size_t i = 0; i < sizes_.size(); ++i) {
+      strides_.push_back(ContiguousStrides(sizes_[i]));
+      views_.push_back(
+          TensorView{nullptr, graph.inputs(i).type().dtype(), sizes_[i], strides_[i]});
+    }
+  }
+  Inputs(const Inputs&) = delete;  // the views point into this object
+  absl::Span<const TensorView> views() const { return views_; }
+
+ private:
+  std::vector<std::vector<int64_t>> sizes_, strides_;
+  std::vector<TensorView> views_;
+};
+
+// The input sizes of `graph` with each symbol at `symbol_size` and, for
+// inputs of input 0's rank whose first dim is input 0's, that dim `grow`
+// larger (a new batch size, or sequence length, shared where it was).
+std::vector<std::vector<int64_t>> SizesOf(const kiln::v1::Graph& graph, int64_t symbol_size,
+                                          int64_t grow) {
+  std::vector<std::vector<int64_t>> sizes;
+  const kiln::v1::TensorType& first = graph.inputs(0).type();
+  for (const auto& input : graph.inputs()) {
+    std::vector<int64_t> dims;
+    for (const kiln::v1::Dim& dim : input.type().sizes()) {
+      dims.push_back(dim.has_symbol() ? symbol_size * std::max<int64_t>(1, dim.multiplier())
+                                      : dim.constant());
+    }
+    const bool batch = input.type().sizes_size() == first.sizes_size() && !dims.empty() &&
+                       !first.sizes(0).has_symbol() && !input.type().sizes(0).has_symbol() &&
+                       input.type().sizes(0).constant() == first.sizes(0).constant();
+    if (batch) dims[0] += grow;
+    sizes.push_back(std::move(dims));
+  }
+  return sizes;
+}
+
+class KeyAgreementTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = MakeTempDirectory("/tmp/kiln-keysXXXXXX");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+    // What kilnd writes at start: the toolchain a client keys with.
+    kiln::v1::CacheDescriptor descriptor;
+    descriptor.set_protocol_version(kProtocolVersion);
+    descriptor.set_abi_version(KILN_ABI_VERSION);
+    descriptor.set_kiln_version(kKilnVersion);
+    *descriptor.mutable_toolchain() = TestToolchain();
+    descriptor.set_machine_id(MachineId());
+    ASSERT_TRUE(LocalIndex(dir_).WriteDescriptor(descriptor).ok());
+    ArtifactCache::Options options;
+    options.compile_threads = 1;
+    daemon_ = std::make_unique<ArtifactCache>(
+        std::make_unique<MemoryStore>(), ObjectDirectory(dir_ + "/objects"), LocalIndex(dir_),
+        std::make_unique<FakeCompiler>(), TestToolchain(), options);
+    ClientOptions client_options;
+    client_options.cache_dir = dir_;
+    client_options.socket_path = dir_ + "/no-kilnd.sock";
+    client_options.auto_start = false;
+    client_ = Client::Open(client_options);
+  }
+  void TearDown() override {
+    daemon_.reset();
+    RemoveRecursively(dir_).IgnoreError();
+  }
+
+  // The daemon's answer to a Compile of `request`.
+  absl::StatusOr<kiln::v1::CompileResponse> DaemonCompile(
+      const kiln::v1::CompileRequest& request) {
+    absl::Notification finished;
+    absl::StatusOr<kiln::v1::CompileResponse> result = absl::UnknownError("not called");
+    daemon_->Compile(request, /*allow_compile=*/true,
+                     [&](absl::StatusOr<kiln::v1::CompileResponse> response) {
+                       result = std::move(response);
+                       finished.Notify();
+                     });
+    finished.WaitForNotification();
+    return result;
+  }
+
+  // Stores `graph` through the daemon (with and without a salt, which
+  // enters the key) and expects the client's local path to find each
+  // entry. The daemon's key of the unsalted request; nullopt when the
+  // daemon refuses the graph (a form that cannot be lowered: the client
+  // would try its next candidate).
+  std::optional<std::string> StoredAndFoundLocally(const kiln::v1::Graph& graph,
+                                                   const std::string& form) {
+    SCOPED_TRACE(form);
+    std::optional<std::string> unsalted;
+    for (const std::string salt : {"", "agreement"}) {
+      kiln::v1::CompileRequest request;
+      *request.mutable_graph() = graph;
+      request.mutable_options()->set_salt(salt);
+      const absl::StatusOr<kiln::v1::CompileResponse> stored = DaemonCompile(request);
+      if (!stored.ok()) {
+        if (!salt.empty()) ADD_FAILURE() << "refused only with a salt: " << stored.status();
+        return std::nullopt;
+      }
+      const std::string& key = stored->artifact().key();
+      if (salt.empty()) {
+        unsalted = key;
+      } else {
+        EXPECT_NE(key, *unsalted) << "the salt is part of the key";
+      }
+      const std::optional<kiln::v1::CompileResponse> local = client_->FindLocal(request);
+      if (!local.has_value()) {
+        ADD_FAILURE() << "the client's local path computes another key than the daemon's "
+                      << key << " (salt '" << salt << "')";
+        continue;
+      }
+      EXPECT_EQ(local->artifact().key(), key);
+      EXPECT_EQ(local->artifact().digest(), stored->artifact().digest());
+      EXPECT_EQ(local->object_path(), stored->object_path());
+      ++agreed_;
+    }
+    return unsalted;
+  }
+
+  // `graph` (already stored under `key`) at input sizes no entry covers
+  // (symbols at `symbol_size`, the batch dim grown by `grow`), as the
+  // client's policy re-types it: its first symbolic candidate that lowers,
+  // and its exact one. Each form has a key of its own. False when not even
+  // the exact sizes re-type (an argument bakes in a traced size).
+  bool RespecializedForms(const kiln::v1::Graph& graph, const std::string& name,
+                          const std::string& key, int64_t symbol_size, int64_t grow) {
+    const Inputs inputs(graph, SizesOf(graph, symbol_size, grow));
+    auto plan = PlanRespecialization(graph, inputs.views());
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    if (!plan.ok()) return false;
+    auto exact = Retype(graph, plan->candidates.back());
+    if (!exact.ok()) return false;
+    std::set<std::string> keys = {key};
+    for (size_t c = 0; c + 1 < plan->candidates.size(); ++c) {
+      auto retyped = Retype(graph, plan->candidates[c]);
+      if (!retyped.ok()) continue;
+      const std::optional<std::string> symbolic =
+          StoredAndFoundLocally(*retyped, name + " made symbolic");
+      if (!symbolic.has_value()) continue;
+      EXPECT_TRUE(keys.insert(*symbolic).second) << name << ": symbolic form has the same key";
+      ++symbolic_forms_;
+      break;
+    }
+    const std::optional<std::string> respecialized =
+        StoredAndFoundLocally(*exact, name + " respecialized");
+    EXPECT_TRUE(respecialized.has_value());
+    EXPECT_TRUE(keys.insert(respecialized.value_or(key)).second)
+        << name << ": respecialized, same key";
+    return true;
+  }
+
+  std::string dir_;
+  std::unique_ptr<ArtifactCache> daemon_;
+  std::unique_ptr<Client> client_;
+  int agreed_ = 0;          // requests both sides keyed alike
+  int symbolic_forms_ = 0;  // graphs that lowered made symbolic
+  int fixed_ = 0;           // static graphs whose arguments bake in their sizes
+};
+
+// Static public graphs: as traced, made symbolic for a new batch size, and
+// respecialized to it exactly. A graph whose traced arguments bake in its
+// sizes (an expand to [2, ...], a view to 2048 elements) has no other
+// form; its dynamic trace stands in for it (the next test).
+TEST_F(KeyAgreementTest, StaticWorkloadsTheirSymbolicAndRespecializedForms) {
+  std::vector<std::string> paths = GraphFiles("tests/workloads");
+  ASSERT_GE(paths.size(), 12u) << "the traced workloads are missing from the runfiles";
+  for (const char* example : {"examples/f.json", "examples/keep_product.json",
+                              "examples/tail.json"}) {
+    paths.push_back(example);
+  }
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    auto graph = ReadGraphFile(path);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    const std::optional<std::string> key = StoredAndFoundLocally(*graph, path);
+    ASSERT_TRUE(key.has_value());
+    if (!RespecializedForms(*graph, path, *key, /*symbol_size=*/3, /*grow=*/5)) {
+      const std::string dynamic =
+          absl::StrCat("tests/workloads/dynamic/", path.substr(path.rfind('/') + 1));
+      EXPECT_TRUE(ReadGraphFile(dynamic).ok())
+          << path << " has no respecialized form and no dynamic trace " << dynamic;
+      ++fixed_;
+    }
+  }
+  EXPECT_LE(fixed_, 3) << "most graphs re-type for a new batch size";
+  EXPECT_EQ(symbolic_forms_, static_cast<int>(paths.size()) - fixed_);
+  EXPECT_EQ(agreed_, 2 * (static_cast<int>(paths.size()) + 2 * symbolic_forms_));
+}
+
+// Symbolic public graphs (traced with a dynamic batch or sequence dim): as
+// traced, at size 1 (the client's static specialization), and at a size
+// their own guards cover.
+TEST_F(KeyAgreementTest, DynamicWorkloadsAndTheirSizeOneSpecializations) {
+  std::vector<std::string> paths = GraphFiles("tests/workloads/dynamic");
+  int respecialized = 0;
+  ASSERT_GE(paths.size(), 14u) << "the dynamic workloads are missing from the runfiles";
+  paths.push_back("examples/tail_dynamic.json");
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    auto graph = ReadGraphFile(path);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    const std::optional<std::string> key = StoredAndFoundLocally(*graph, path);
+    ASSERT_TRUE(key.has_value());
+    const Inputs at_one(*graph, SizesOf(*graph, 1, 0));
+    const std::optional<kiln::v1::Graph> specialized =
+        SmallSizeSpecialization(*graph, at_one.views());
+    ASSERT_TRUE(specialized.has_value());
+    const std::optional<std::string> at_one_key =
+        StoredAndFoundLocally(*specialized, path + " at size 1");
+    ASSERT_TRUE(at_one_key.has_value());
+    EXPECT_NE(*at_one_key, *key);
+    const Inputs at_three(*graph, SizesOf(*graph, 3, 0));
+    EXPECT_FALSE(SmallSizeSpecialization(*graph, at_three.views()).has_value())
+        << "size 3 is the symbolic artifact's";
+    // Respecialized: re-typed for a new static size of the other dims
+    // (the symbols kept), or, when those dims are baked in, at its
+    // symbols' exact values.
+    if (RespecializedForms(*graph, path, *key, /*symbol_size=*/5, /*grow=*/3)) {
+      ++respecialized;
+    } else {
+      EXPECT_TRUE(RespecializedForms(*graph, path, *key, /*symbol_size=*/5, /*grow=*/0)) << path;
+    }
+  }
+  EXPECT_GT(respecialized, 0);
+  EXPECT_EQ(agreed_, 2 * (3 * static_cast<int>(paths.size()) + symbolic_forms_));
+}
+
+}  // namespace
+}  // namespace kiln
