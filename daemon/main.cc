@@ -152,18 +152,6 @@ absl::Status Serve() {
   ArtifactCache::Options options;
   options.compile_threads = std::max(1, absl::GetFlag(FLAGS_compile_jobs));
   ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler, MakeCompiler(cache_dir, options.compile_threads));
-  // Start a worker now so that the first real compile does not wait for it.
-  Compiler* const warm = compiler.get();
-  // Joined on every way out of Serve (an early error return too).
-  struct JoinOnExit {
-    std::thread thread;
-    ~JoinOnExit() {
-      if (thread.joinable()) thread.join();
-    }
-  } warm_up{std::thread([warm] {
-    const absl::Status warmed = warm->WarmUp();
-    if (!warmed.ok()) KILN_LOG(WARNING) << "compiler warm-up failed: " << warmed;
-  })};
   // Same-host clients find hits through this without a round trip.
   LocalIndex index(cache_dir);
   kiln::v1::CacheDescriptor descriptor;
@@ -179,8 +167,21 @@ absl::Status Serve() {
                     << "); removing it: clients ask kilnd until it is rebuilt";
     RETURN_IF_ERROR(RemoveRecursively(cache_dir + "/index"));
   }
+  Compiler* const warm = compiler.get();
   ArtifactCache cache(std::move(store), ObjectDirectory(cache_dir + "/objects"), index,
                       std::move(compiler), toolchain, options);
+  // Start a worker now so that the first real compile does not wait for it.
+  // Declared after `cache`, which owns the compiler: joined before the
+  // compiler is destroyed, on every way out of Serve.
+  struct JoinOnExit {
+    std::thread thread;
+    ~JoinOnExit() {
+      if (thread.joinable()) thread.join();
+    }
+  } warm_up{std::thread([warm] {
+    const absl::Status warmed = warm->WarmUp();
+    if (!warmed.ok()) KILN_LOG(WARNING) << "compiler warm-up failed: " << warmed;
+  })};
   KilnService::Options service_options;
   service_options.auto_started = absl::GetFlag(FLAGS_daemonize);
   service_options.protocol_version = absl::GetFlag(FLAGS_testonly_protocol_version);
