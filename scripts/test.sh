@@ -76,13 +76,7 @@ if [[ "${KILN_SANITIZERS:-1}" != "0" ]]; then
   }
   # ASan+UBSan: every unit and end-to-end suite but the op cases and the
   # traced workloads (their eager comparisons are the default run's job).
-  # Left out until fixed (docs/RELIABILITY.md, "ASan and UBSan"): the cases
-  # where kilnd exits with a compile still running, which UBSan shows
-  # calling into a WorkerCompiler that is being destroyed.
-  drain_cases=RestartTest.QueuedCompilesDuringADrainAreAnsweredByTheNextDaemon
-  drain_cases+=:RestartTest.ACompileThatOutlivesTheDrainIsStoredAndAnsweredOnRetry
-  drain_cases+=:EndToEndTest.CliAdminCommandsListShowAndEvict
-  sanitizer_run asan --test_filter="-$drain_cases" //common:all //cache:all //codegen:all //codegen/compile:all \
+  sanitizer_run asan //common:all //cache:all //codegen:all //codegen/compile:all \
     //daemon:all //client:all //tests:e2e_test //tests:restart_test \
     //tests:hostile_user_test //tests/ops:compare_test //tests/fuzz:all
   # TSan: the tests whose threads share memory in one process.
