@@ -12,7 +12,8 @@ bazel build -c opt --ui_event_filters=-info,-stdout --noshow_progress \
 
 work=$(mktemp -d /tmp/kiln-demo-XXXXXX)
 export KILN_SOCKET="$work/run/kilnd.sock" KILN_CACHE_DIR="$work/cache"
-kiln=bazel-bin/tools/kiln/kiln
+bin=bazel-out/k8-opt/bin  # not bazel-bin: that follows whichever build ran last
+kiln=$bin/tools/kiln/kiln
 cleanup() {
   [[ -n "${daemon_pid:-}" ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
   rm -rf "$work"
@@ -22,7 +23,7 @@ trap cleanup EXIT
 echo
 echo "== 1. kilnd on an empty cache ($KILN_CACHE_DIR)"
 mkdir -m 700 -p "$work/run"
-bazel-bin/daemon/kilnd --log_level=warning &
+$bin/daemon/kilnd --log_level=warning &
 daemon_pid=$!
 until $kiln stats --start=false >/dev/null 2>&1; do sleep 0.02; done
 $kiln stats

@@ -54,6 +54,16 @@ bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"
 bazel_status=${PIPESTATUS[0]}
 read -r passed failed < <(count_cases "$log" bazel-testlogs)
 
+# The suite in BUILD.bazel (//:tests) must name every test: one more case.
+unlisted=$(comm -23 <(bazel query 'tests(//...)' 2>/dev/null | sort) \
+                    <(bazel query 'tests(//:tests)' 2>/dev/null | sort))
+if [[ -n "$unlisted" ]]; then
+  echo "BUILD.bazel: //:tests does not name these tests: $unlisted" >&2
+  failed=$((failed + 1)) bazel_status=1
+else
+  passed=$((passed + 1))
+fi
+
 # ---------------------------------------------------------------------------
 # Sanitizers and fuzzing (docs/RELIABILITY.md; owner: the reliability work).
 # Bounded forms only: ASan+UBSan over the unit and end-to-end tests, TSan
