@@ -9,6 +9,7 @@ packages=(
   libprotobuf-dev protobuf-compiler     # Protocol Buffers 3.21
   librocksdb-dev libabsl-dev libgtest-dev libgmock-dev libssl-dev
   clang-19 lld-19                       # the compiler artifacts are built with
+  clang-format-19                       # scripts/format.sh (the test command checks formatting)
   llvm-19-dev libclang-19-dev libclang-cpp19-dev liblld-19-dev  # the in-process worker
   libopenblas-dev                       # GEMM in the client runtime
   libclang-rt-19-dev                    # ASan/UBSan/TSan and libFuzzer runtimes (--config=asan/tsan/fuzz)
