@@ -53,7 +53,10 @@ std::function<bool(const std::string&)> KindFilter(const std::string& kind) {
     return name.find('/') == std::string::npos && absl::StartsWith(name, prefix) &&
            absl::EndsWith(name, suffix);
   };
-  if (kind == "object") return [](const std::string& p) { return absl::StartsWith(p, "objects/") && absl::EndsWith(p, ".so"); };
+  if (kind == "object")
+    return [](const std::string& p) {
+      return absl::StartsWith(p, "objects/") && absl::EndsWith(p, ".so");
+    };
   if (kind == "sst") return [=](const std::string& p) { return in_db(p, "", ".sst"); };
   if (kind == "wal") return [=](const std::string& p) { return in_db(p, "", ".log"); };
   if (kind == "manifest") return [=](const std::string& p) { return in_db(p, "MANIFEST-", ""); };
@@ -83,7 +86,8 @@ absl::Status FlipBytes(const std::string& path, int count, std::mt19937& random)
       unsigned char byte;
       if (pread(fd, &byte, 1, at) != 1) continue;
       byte ^= static_cast<unsigned char>(std::uniform_int_distribution<int>(1, 255)(random));
-      if (pwrite(fd, &byte, 1, at) != 1) status = absl::InternalError(absl::StrCat("cannot write ", path));
+      if (pwrite(fd, &byte, 1, at) != 1)
+        status = absl::InternalError(absl::StrCat("cannot write ", path));
     }
     close(fd);
   }
@@ -101,8 +105,8 @@ bool HasWarningsOrErrors(const std::string& log) {
 }  // namespace
 
 std::vector<std::string> FileKinds() {
-  return {"object", "sst", "wal", "manifest", "current", "options", "identity", "index",
-          "descriptor"};
+  return {"object",  "sst",      "wal",   "manifest",  "current",
+          "options", "identity", "index", "descriptor"};
 }
 
 std::string BitFlipsReport::Json() const {
@@ -111,7 +115,8 @@ std::string BitFlipsReport::Json() const {
     kinds_json.push_back(absl::StrFormat(
         "%s: {\"trials\": %d, \"absent\": %d, \"detected\": %d, \"harmless\": %d, \"wrong\": %d, "
         "\"crash\": %d, \"unhealed\": %d}",
-        JsonString(kind), f.trials, f.absent, f.detected, f.harmless, f.wrong, f.crash, f.unhealed));
+        JsonString(kind), f.trials, f.absent, f.detected, f.harmless, f.wrong, f.crash,
+        f.unhealed));
   }
   for (const std::string& violation : violations) quoted.push_back(JsonString(violation));
   return absl::StrFormat(
@@ -120,15 +125,16 @@ std::string BitFlipsReport::Json() const {
 }
 
 std::string BitFlipsReport::Text() const {
-  std::string text = absl::StrFormat("bit_flips in %.1f s\n  %-11s %6s %8s %8s %5s %5s %8s\n",
-                                     seconds, "kind", "trials", "detected", "harmless", "wrong",
-                                     "crash", "unhealed");
+  std::string text =
+      absl::StrFormat("bit_flips in %.1f s\n  %-11s %6s %8s %8s %5s %5s %8s\n", seconds, "kind",
+                      "trials", "detected", "harmless", "wrong", "crash", "unhealed");
   for (const auto& [kind, f] : kinds) {
     absl::StrAppendFormat(&text, "  %-11s %6d %8d %8d %5d %5d %8d%s\n", kind, f.trials, f.detected,
                           f.harmless, f.wrong, f.crash, f.unhealed,
                           f.absent > 0 ? absl::StrCat(" (", f.absent, " with no such file)") : "");
   }
-  for (const std::string& violation : violations) absl::StrAppend(&text, "  VIOLATION ", violation, "\n");
+  for (const std::string& violation : violations)
+    absl::StrAppend(&text, "  VIOLATION ", violation, "\n");
   return text;
 }
 
@@ -175,8 +181,8 @@ absl::StatusOr<BitFlipsReport> RunBitFlips(const BitFlipsOptions& options) {
       DaemonProcess& kilnd = **daemon;
       auto copied = RunProcess({"cp", "-a", pristine_cache, kilnd.cache_dir()}, absl::Minutes(1));
       if (!copied.ok() || copied->exit_code != 0) {
-        return absl::InternalError(absl::StrCat("cannot copy the cache: ",
-                                                copied.ok() ? copied->output : copied.status().ToString()));
+        return absl::InternalError(absl::StrCat(
+            "cannot copy the cache: ", copied.ok() ? copied->output : copied.status().ToString()));
       }
       std::vector<std::string> files;
       ListFiles(kilnd.cache_dir(), "", KindFilter(kind), files);
@@ -185,16 +191,19 @@ absl::StatusOr<BitFlipsReport> RunBitFlips(const BitFlipsOptions& options) {
         continue;
       }
       ++figures.trials;
-      const std::string file = files[std::uniform_int_distribution<size_t>(0, files.size() - 1)(random)];
+      const std::string file =
+          files[std::uniform_int_distribution<size_t>(0, files.size() - 1)(random)];
       const int bytes = std::uniform_int_distribution<int>(1, options.max_bytes_per_flip)(random);
-      if (absl::Status flipped = FlipBytes(kilnd.cache_dir() + "/" + file, bytes, random); !flipped.ok()) {
+      if (absl::Status flipped = FlipBytes(kilnd.cache_dir() + "/" + file, bytes, random);
+          !flipped.ok()) {
         return flipped;
       }
 
       bool wrong = false, crash = false, unhealed = false, detected = false;
       auto violation = [&](bool& flag, const std::string& what) {
         flag = true;
-        report.violations.push_back(absl::StrCat(label, " (", bytes, " bytes of ", file, "): ", what));
+        report.violations.push_back(
+            absl::StrCat(label, " (", bytes, " bytes of ", file, "): ", what));
       };
       // Pass 1: correct, or a clear error and then correct.
       if (absl::Status started = kilnd.Start(); !started.ok()) {
@@ -210,7 +219,8 @@ absl::StatusOr<BitFlipsReport> RunBitFlips(const BitFlipsOptions& options) {
           }
           if (run.verdict == Verdict::kWrong) violation(wrong, absl::StrCat("WRONG ", run.detail));
           if (run.verdict == Verdict::kError) {
-            violation(unhealed, absl::StrCat(workload.name, " fails twice: ", run.error.ToString()));
+            violation(unhealed,
+                      absl::StrCat(workload.name, " fails twice: ", run.error.ToString()));
           }
           if (!run.cache_hit) detected = true;  // lost, and compiled again
         }
@@ -218,21 +228,25 @@ absl::StatusOr<BitFlipsReport> RunBitFlips(const BitFlipsOptions& options) {
           detected |= stats->compiles() > 0 || stats->corrupt_blobs() > 0 ||
                       stats->corrupt_entries() > 0 || stats->unreadable_ranges() > 0;
         }
-        if (!kilnd.Alive()) violation(crash, absl::StrCat("kilnd died, status ", kilnd.exit_status()));
+        if (!kilnd.Alive())
+          violation(crash, absl::StrCat("kilnd died, status ", kilnd.exit_status()));
         detected |= HasWarningsOrErrors(kilnd.LogSince(0));
         // A restart brings no damage back: every graph a hit, correct.
         if (kilnd.Alive()) {
           const int status = kilnd.Kill(SIGTERM);
-          if (status != 0) violation(crash, absl::StrCat("kilnd exited with ", status, " on SIGTERM"));
+          if (status != 0)
+            violation(crash, absl::StrCat("kilnd exited with ", status, " on SIGTERM"));
         }
         if (absl::Status restarted = kilnd.Start(); !restarted.ok()) {
           violation(crash, absl::StrCat("kilnd does not restart: ", restarted.ToString()));
         } else if (auto again = kilnd.Connect(); again.ok()) {
           for (const Workload& workload : all) {
             const RunResult run = RunAndCheck(again->get(), workload, 1);
-            if (run.verdict == Verdict::kWrong) violation(wrong, absl::StrCat("WRONG ", run.detail));
+            if (run.verdict == Verdict::kWrong)
+              violation(wrong, absl::StrCat("WRONG ", run.detail));
             if (run.verdict == Verdict::kError) {
-              violation(unhealed, absl::StrCat("after a restart ", workload.name, ": ", run.error.ToString()));
+              violation(unhealed, absl::StrCat("after a restart ", workload.name, ": ",
+                                               run.error.ToString()));
             }
           }
           auto stats = (*again)->Stats();
@@ -249,8 +263,11 @@ absl::StatusOr<BitFlipsReport> RunBitFlips(const BitFlipsOptions& options) {
       if (!wrong && !crash && !unhealed) ++(detected ? figures.detected : figures.harmless);
       if (options.common.verbose) {
         std::cerr << absl::StrFormat("%s: %d bytes of %s: %s\n", label, bytes, file,
-                                     wrong ? "WRONG" : crash ? "CRASH" : unhealed ? "UNHEALED"
-                                     : detected ? "detected" : "harmless");
+                                     wrong      ? "WRONG"
+                                     : crash    ? "CRASH"
+                                     : unhealed ? "UNHEALED"
+                                     : detected ? "detected"
+                                                : "harmless");
       }
     }
   }

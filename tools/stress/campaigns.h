@@ -19,7 +19,7 @@ struct CommonOptions {
   std::string kilnd;         // the kilnd binary (FindKilnd)
   std::string examples_dir;  // examples/*.json
   uint32_t seed = 1;
-  bool verbose = false;      // a line per round / trial / batch on stderr
+  bool verbose = false;  // a line per round / trial / batch on stderr
 };
 
 // kill -9 rounds: concurrent clients compile distinct and identical graphs
@@ -89,7 +89,7 @@ struct MalformedReport {
   int64_t requests = 0, raw_calls = 0;
   std::map<std::string, int64_t> by_code;      // "INVALID_ARGUMENT" -> count
   std::map<std::string, int64_t> by_mutation;  // "dangling_input" -> count
-  int64_t accepted_valid = 0;  // a mutation that left a valid graph, compiled
+  int64_t accepted_valid = 0;                  // a mutation that left a valid graph, compiled
   // kilnd's RSS after the warm-up, the largest once a batch settled (what
   // the limit applies to), the largest sampled at all, and at the end.
   int64_t rss_start_kib = 0, rss_max_kib = 0, rss_peak_kib = 0, rss_end_kib = 0;

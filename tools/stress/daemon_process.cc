@@ -63,7 +63,8 @@ absl::Status DaemonProcess::Start(const std::vector<std::string>& extra_flags) {
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   const int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log < 0) return absl::InternalError(absl::StrCat("cannot open ", log_path_));
-  const absl::StatusOr<pid_t> pid = SpawnProcess(argv, {{log, STDOUT_FILENO}, {log, STDERR_FILENO}});
+  const absl::StatusOr<pid_t> pid =
+      SpawnProcess(argv, {{log, STDOUT_FILENO}, {log, STDERR_FILENO}});
   close(log);
   if (!pid.ok()) return pid.status();
   pid_ = *pid;
@@ -73,8 +74,8 @@ absl::Status DaemonProcess::Start(const std::vector<std::string>& extra_flags) {
     if (Connect().ok()) return absl::OkStatus();
     if (!Alive()) {
       const std::string tail = LogSince(LogSize() > 2000 ? LogSize() - 2000 : 0);
-      return absl::InternalError(
-          absl::StrCat("kilnd exited at start with status ", exit_status_, "; its log ends: ", tail));
+      return absl::InternalError(absl::StrCat("kilnd exited at start with status ", exit_status_,
+                                              "; its log ends: ", tail));
     }
     absl::SleepFor(absl::Milliseconds(10));
   }

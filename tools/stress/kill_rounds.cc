@@ -37,7 +37,8 @@ std::string KillRoundsReport::Text() const {
       "  corrupt entries: %d, wrong results: %d, kilnd max RSS %d KiB\n",
       rounds, kilnd_kills, worker_kills, seconds, runs_correct, runs_failed_during_kill,
       entries_checked, entries_listed_last, corrupt_entries, wrong_results, max_rss_kib);
-  for (const std::string& violation : violations) absl::StrAppend(&text, "  VIOLATION ", violation, "\n");
+  for (const std::string& violation : violations)
+    absl::StrAppend(&text, "  VIOLATION ", violation, "\n");
   return text;
 }
 
@@ -115,7 +116,8 @@ absl::StatusOr<KillRoundsReport> RunKillRounds(const KillRoundsOptions& options)
     const bool kill_worker = !workers.empty() && std::uniform_int_distribution<int>(0, 1)(random);
     std::string what;
     if (kill_worker) {
-      const pid_t worker = workers[std::uniform_int_distribution<size_t>(0, workers.size() - 1)(random)];
+      const pid_t worker =
+          workers[std::uniform_int_distribution<size_t>(0, workers.size() - 1)(random)];
       kill(worker, SIGKILL);
       ++report.worker_kills;
       what = absl::StrCat("worker ", worker);
@@ -132,8 +134,8 @@ absl::StatusOr<KillRoundsReport> RunKillRounds(const KillRoundsOptions& options)
       if (absl::Status restarted = kilnd.Start(flags); !restarted.ok()) {
         stop = true;
         for (std::thread& thread : clients) thread.join();
-        report.violations.push_back(absl::StrCat("round ", round, ": kilnd does not restart: ",
-                                                 restarted.ToString()));
+        report.violations.push_back(
+            absl::StrCat("round ", round, ": kilnd does not restart: ", restarted.ToString()));
         break;
       }
       absl::SleepFor(options.run_after_restart);
@@ -158,10 +160,10 @@ absl::StatusOr<KillRoundsReport> RunKillRounds(const KillRoundsOptions& options)
       report.violations.push_back(absl::StrCat("round ", round, ": ", problem));
     }
     if (audit.corrupt_blobs + audit.corrupt_entries + audit.unreadable_ranges > 0) {
-      report.violations.push_back(absl::StrCat(
-          "round ", round, ": kilnd found damage after a kill: ", audit.corrupt_blobs,
-          " corrupt blobs, ", audit.corrupt_entries, " corrupt entries, ", audit.unreadable_ranges,
-          " unreadable ranges"));
+      report.violations.push_back(
+          absl::StrCat("round ", round, ": kilnd found damage after a kill: ", audit.corrupt_blobs,
+                       " corrupt blobs, ", audit.corrupt_entries, " corrupt entries, ",
+                       audit.unreadable_ranges, " unreadable ranges"));
     }
     if (options.common.verbose) {
       std::cerr << absl::StrFormat(

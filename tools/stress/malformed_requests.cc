@@ -1,9 +1,9 @@
 // Malformed requests (campaigns.h).
-#include <iostream>
-#include <set>
-
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+
+#include <iostream>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -56,8 +56,8 @@ const Mutation kMutations[] = {
      }},
     {"huge_size", false,
      [](Graph& g, Random& r) {
-       g.mutable_inputs(0)->mutable_type()->mutable_sizes(0)->set_constant(
-           (int64_t{1} << 41) + Pick(r, 1000));
+       g.mutable_inputs(0)->mutable_type()->mutable_sizes(0)->set_constant((int64_t{1} << 41) +
+                                                                           Pick(r, 1000));
      }},
     {"huge_product", false,
      [](Graph& g, Random&) {
@@ -76,7 +76,8 @@ const Mutation kMutations[] = {
      [](Graph& g, Random& r) { AnyNode(g, r).set_op("aten.frobnicate.default"); }},
     {"not_an_op", false, [](Graph& g, Random& r) { AnyNode(g, r).set_op("frobnicate"); }},
     {"empty_op", false, [](Graph& g, Random& r) { AnyNode(g, r).clear_op(); }},
-    {"extra_operand", false, [](Graph& g, Random& r) { AnyNode(g, r).add_inputs(g.inputs(0).value()); }},
+    {"extra_operand", false,
+     [](Graph& g, Random& r) { AnyNode(g, r).add_inputs(g.inputs(0).value()); }},
     {"missing_operand", false, [](Graph& g, Random& r) { AnyNode(g, r).clear_inputs(); }},
     {"missing_result", false, [](Graph& g, Random& r) { AnyNode(g, r).clear_outputs(); }},
     {"missing_result_type", false, [](Graph& g, Random& r) { AnyNode(g, r).clear_output_types(); }},
@@ -88,7 +89,8 @@ const Mutation kMutations[] = {
      [](Graph& g, Random&) { g.mutable_inputs(0)->mutable_type()->clear_dtype(); }},
     {"unknown_dtype", false,
      [](Graph& g, Random& r) {
-       g.mutable_inputs(0)->mutable_type()->set_dtype(static_cast<kiln::v1::DType>(50 + Pick(r, 50)));
+       g.mutable_inputs(0)->mutable_type()->set_dtype(
+           static_cast<kiln::v1::DType>(50 + Pick(r, 50)));
      }},
     {"no_inputs_type", false, [](Graph& g, Random&) { g.mutable_inputs(0)->clear_type(); }},
     {"no_outputs", false, [](Graph& g, Random&) { g.clear_outputs(); }},
@@ -203,7 +205,8 @@ bool Expected(absl::StatusCode code) {
 std::string MalformedReport::Json() const {
   auto map_json = [](const std::map<std::string, int64_t>& map) {
     std::vector<std::string> parts;
-    for (const auto& [name, count] : map) parts.push_back(absl::StrCat(JsonString(name), ": ", count));
+    for (const auto& [name, count] : map)
+      parts.push_back(absl::StrCat(JsonString(name), ": ", count));
     return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
   };
   std::vector<std::string> quoted;
@@ -211,7 +214,8 @@ std::string MalformedReport::Json() const {
   return absl::StrFormat(
       "{\"campaign\": \"malformed_requests\", \"requests\": %d, \"raw_calls\": %d, "
       "\"by_code\": %s, \"by_mutation\": %s, \"accepted_valid\": %d, \"rss_start_kib\": %d, "
-      "\"rss_max_kib\": %d, \"rss_peak_kib\": %d, \"rss_end_kib\": %d, \"seconds\": %.1f, \"violations\": [%s]}",
+      "\"rss_max_kib\": %d, \"rss_peak_kib\": %d, \"rss_end_kib\": %d, \"seconds\": %.1f, "
+      "\"violations\": [%s]}",
       requests, raw_calls, map_json(by_code), map_json(by_mutation), accepted_valid, rss_start_kib,
       rss_max_kib, rss_peak_kib, rss_end_kib, seconds, absl::StrJoin(quoted, ", "));
 }
@@ -228,7 +232,8 @@ std::string MalformedReport::Text() const {
   absl::StrAppend(&text, "\n  mutations:");
   for (const auto& [name, count] : by_mutation) absl::StrAppend(&text, " ", name, " ", count);
   absl::StrAppend(&text, "\n");
-  for (const std::string& violation : violations) absl::StrAppend(&text, "  VIOLATION ", violation, "\n");
+  for (const std::string& violation : violations)
+    absl::StrAppend(&text, "  VIOLATION ", violation, "\n");
   return text;
 }
 
@@ -251,7 +256,8 @@ absl::StatusOr<MalformedReport> RunMalformedRequests(const MalformedOptions& opt
   // what the refusals cost, not the first compiles.
   for (const Workload& base : bases) {
     if (auto compiled = (*client)->Compile(base.Request()); !compiled.ok()) {
-      return absl::InternalError(absl::StrCat("cannot compile ", base.name, ": ", compiled.status().ToString()));
+      return absl::InternalError(
+          absl::StrCat("cannot compile ", base.name, ": ", compiled.status().ToString()));
     }
   }
   report.rss_start_kib = report.rss_max_kib = report.rss_peak_kib = kilnd.RssKib();
@@ -302,8 +308,9 @@ absl::StatusOr<MalformedReport> RunMalformedRequests(const MalformedOptions& opt
     if (answer.ok() && may_stay_valid) {
       ++report.accepted_valid;
     } else if (!Expected(code)) {
-      report.violations.push_back(absl::StrCat("request ", i, " (", name, " of ", base.name,
-                                               "): ", answer.ok() ? "accepted" : answer.status().ToString().substr(0, 300)));
+      report.violations.push_back(absl::StrCat(
+          "request ", i, " (", name, " of ", base.name,
+          "): ", answer.ok() ? "accepted" : answer.status().ToString().substr(0, 300)));
     }
     if ((i + 1) % options.batch == 0) alive = after_batch(i + 1);
   }
@@ -311,7 +318,8 @@ absl::StatusOr<MalformedReport> RunMalformedRequests(const MalformedOptions& opt
 
   // Raw gRPC: bytes that are a damaged request or no message at all, on
   // Compile and Lookup, with and without the version metadata.
-  auto channel = grpc::CreateChannel("unix:" + kilnd.socket_path(), grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel("unix:" + kilnd.socket_path(), grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
   for (int i = 0; i < options.raw_calls && alive; ++i) {
     std::string bytes;
@@ -324,13 +332,15 @@ absl::StatusOr<MalformedReport> RunMalformedRequests(const MalformedOptions& opt
       if (shape == 1) {
         bytes.resize(Pick(random, bytes.size()));  // truncated
       } else if (shape == 2) {
-        for (int k = 0; k < 1 + Pick(random, 8); ++k) bytes[Pick(random, bytes.size())] ^= 1 + Pick(random, 255);
+        for (int k = 0; k < 1 + Pick(random, 8); ++k)
+          bytes[Pick(random, bytes.size())] ^= 1 + Pick(random, 255);
       } else {
         bytes.insert(Pick(random, bytes.size()), std::string(1 + Pick(random, 64), '\xff'));
       }
     }
     const bool with_versions = Pick(random, 2) == 0;
-    const std::string method = Pick(random, 4) == 0 ? "/kiln.v1.Kiln/Lookup" : "/kiln.v1.Kiln/Compile";
+    const std::string method =
+        Pick(random, 4) == 0 ? "/kiln.v1.Kiln/Lookup" : "/kiln.v1.Kiln/Compile";
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
     if (with_versions) {
@@ -341,14 +351,14 @@ absl::StatusOr<MalformedReport> RunMalformedRequests(const MalformedOptions& opt
     grpc::ByteBuffer request(&slice, 1), response;
     absl::Notification done;
     grpc::Status status;
-    stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
-                   [&](grpc::Status s) {
-                     status = std::move(s);
-                     done.Notify();
-                   });
+    stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+      status = std::move(s);
+      done.Notify();
+    });
     done.WaitForNotification();
     ++report.raw_calls;
-    const std::string code = absl::StrCat("raw ", absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
+    const std::string code = absl::StrCat(
+        "raw ", absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
     ++report.by_code[code];
     // gRPC's own answer to bytes that do not parse: its callback server
     // fails the call with UNIMPLEMENTED and no message before any handler
@@ -358,18 +368,21 @@ absl::StatusOr<MalformedReport> RunMalformedRequests(const MalformedOptions& opt
     const grpc::StatusCode c = status.error_code();
     const bool parse_failure =
         c == grpc::StatusCode::UNIMPLEMENTED && status.error_message().empty();
-    const bool refused = c == grpc::StatusCode::INVALID_ARGUMENT || c == grpc::StatusCode::UNIMPLEMENTED ||
+    const bool refused = c == grpc::StatusCode::INVALID_ARGUMENT ||
+                         c == grpc::StatusCode::UNIMPLEMENTED ||
                          c == grpc::StatusCode::FAILED_PRECONDITION ||
                          (c == grpc::StatusCode::NOT_FOUND && method == "/kiln.v1.Kiln/Lookup");
     if (status.ok() && shape != 0 && with_versions) {
       ++report.accepted_valid;
     } else if (!parse_failure && !refused) {
-      report.violations.push_back(absl::StrCat("raw call ", i, " (", bytes.size(), " bytes, shape ", shape,
-                                               with_versions ? ", versions" : ", no versions", ") on ", method, ": ",
-                                               c, " ", status.error_message().substr(0, 200)));
+      report.violations.push_back(
+          absl::StrCat("raw call ", i, " (", bytes.size(), " bytes, shape ", shape,
+                       with_versions ? ", versions" : ", no versions", ") on ", method, ": ", c,
+                       " ", status.error_message().substr(0, 200)));
     }
     if (!with_versions && c != grpc::StatusCode::FAILED_PRECONDITION && !parse_failure) {
-      report.violations.push_back(absl::StrCat("raw call ", i, " without versions was not refused: ", c, " ",
+      report.violations.push_back(absl::StrCat("raw call ", i,
+                                               " without versions was not refused: ", c, " ",
                                                status.error_message().substr(0, 200)));
     }
     if ((i + 1) % options.batch == 0) alive = after_batch(report.requests + i + 1);
@@ -379,12 +392,14 @@ absl::StatusOr<MalformedReport> RunMalformedRequests(const MalformedOptions& opt
   if (alive) {
     const RunResult run = RunAndCheck(client->get(), bases[0], 7);
     if (run.verdict != Verdict::kCorrect) {
-      report.violations.push_back(absl::StrCat("a valid request afterwards: ", run.error.ToString(), run.detail));
+      report.violations.push_back(
+          absl::StrCat("a valid request afterwards: ", run.error.ToString(), run.detail));
     }
   }
   report.rss_end_kib = kilnd.RssKib();
   if (report.rss_max_kib - report.rss_start_kib > options.max_rss_growth_kib) {
-    report.violations.push_back(absl::StrCat("kilnd's RSS grew by ", report.rss_max_kib - report.rss_start_kib,
+    report.violations.push_back(absl::StrCat("kilnd's RSS grew by ",
+                                             report.rss_max_kib - report.rss_start_kib,
                                              " KiB (limit ", options.max_rss_growth_kib, ")"));
   }
   report.seconds = absl::ToDoubleSeconds(absl::Now() - start);

@@ -8,10 +8,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "client/compiled_graph.h"
 #include "client/graph_file.h"
 #include "client/tensor.h"
@@ -49,9 +49,9 @@ int64_t AddNode(kiln::v1::Graph& graph, int64_t& next_id, const std::string& op,
 
 bool ReferenceKnows(const kiln::v1::Graph& graph) {
   static const std::set<std::string> kOps = {
-      "aten.add.Tensor",     "aten.sub.Tensor",       "aten.mul.Tensor",
-      "aten.div.Tensor",     "aten.mm.default",       "aten.permute.default",
-      "aten.relu.default",   "aten.t.default",        "aten.transpose.int"};
+      "aten.add.Tensor",   "aten.sub.Tensor", "aten.mul.Tensor",
+      "aten.div.Tensor",   "aten.mm.default", "aten.permute.default",
+      "aten.relu.default", "aten.t.default",  "aten.transpose.int"};
   for (const auto& input : graph.inputs()) {
     for (const auto& dim : input.type().sizes()) {
       if (dim.has_symbol()) return false;
@@ -70,8 +70,7 @@ absl::StatusOr<std::vector<RefTensor>> Expected(const Workload& workload, uint32
                                                 const std::vector<RefTensor>& inputs) {
   static absl::Mutex mutex(absl::kConstInit);
   static auto* known = new absl::flat_hash_map<std::string, std::vector<RefTensor>>();
-  const std::string memo_key =
-      absl::StrCat(seed, ":", workload.Request().SerializeAsString());
+  const std::string memo_key = absl::StrCat(seed, ":", workload.Request().SerializeAsString());
   {
     absl::MutexLock lock(&mutex);
     if (auto it = known->find(memo_key); it != known->end()) return it->second;
@@ -112,7 +111,8 @@ absl::StatusOr<std::vector<Workload>> ExampleWorkloads(const std::string& exampl
     if (!ReferenceKnows(*graph)) continue;
     workloads.push_back({file.substr(0, file.size() - 5), *std::move(graph), {}});
   }
-  if (workloads.empty()) return absl::NotFoundError(absl::StrCat("no usable graph in ", examples_dir));
+  if (workloads.empty())
+    return absl::NotFoundError(absl::StrCat("no usable graph in ", examples_dir));
   return workloads;
 }
 
@@ -134,13 +134,27 @@ Workload PointwiseWorkload(std::mt19937& random, const std::string& salt) {
   std::uniform_real_distribution<double> scalar(0.5, 2.0);
   for (int i = 0; i < depth; ++i) {
     switch (std::uniform_int_distribution<int>(0, 6)(random)) {
-      case 0: last = AddNode(graph, next_id, "aten.add.Tensor", {last}, sizes, scalar(random)); break;
-      case 1: last = AddNode(graph, next_id, "aten.sub.Tensor", {last}, sizes, scalar(random)); break;
-      case 2: last = AddNode(graph, next_id, "aten.mul.Tensor", {last}, sizes, scalar(random)); break;
-      case 3: last = AddNode(graph, next_id, "aten.div.Tensor", {last}, sizes, scalar(random)); break;
-      case 4: last = AddNode(graph, next_id, "aten.relu.default", {last}, sizes); break;
-      case 5: last = AddNode(graph, next_id, "aten.add.Tensor", {last, 0}, sizes); break;
-      default: last = AddNode(graph, next_id, "aten.mul.Tensor", {last, 0}, sizes); break;
+      case 0:
+        last = AddNode(graph, next_id, "aten.add.Tensor", {last}, sizes, scalar(random));
+        break;
+      case 1:
+        last = AddNode(graph, next_id, "aten.sub.Tensor", {last}, sizes, scalar(random));
+        break;
+      case 2:
+        last = AddNode(graph, next_id, "aten.mul.Tensor", {last}, sizes, scalar(random));
+        break;
+      case 3:
+        last = AddNode(graph, next_id, "aten.div.Tensor", {last}, sizes, scalar(random));
+        break;
+      case 4:
+        last = AddNode(graph, next_id, "aten.relu.default", {last}, sizes);
+        break;
+      case 5:
+        last = AddNode(graph, next_id, "aten.add.Tensor", {last, 0}, sizes);
+        break;
+      default:
+        last = AddNode(graph, next_id, "aten.mul.Tensor", {last, 0}, sizes);
+        break;
     }
   }
   graph.add_outputs(last);

@@ -41,8 +41,8 @@ enum class Verdict { kCorrect, kWrong, kError };
 
 struct RunResult {
   Verdict verdict = Verdict::kError;
-  absl::Status error;   // kError: why
-  std::string detail;   // kWrong: the first element that differs
+  absl::Status error;  // kError: why
+  std::string detail;  // kWrong: the first element that differs
   bool cache_hit = false;
   std::string key;
 };
@@ -56,12 +56,12 @@ RunResult RunAndCheck(Client* client, const Workload& workload, uint32_t seed);
 // What a store holds, checked entry by entry against the workloads that
 // could have made its entries.
 struct StoreAudit {
-  int64_t listed = 0;       // entries List returned
-  int64_t verified = 0;     // found by Lookup, loaded from kilnd's answer, run and correct
-  int64_t corrupt = 0;      // a Lookup or load error, or a listed key no workload explains
-  int64_t wrong = 0;        // loaded and run, but a wrong result
+  int64_t listed = 0;    // entries List returned
+  int64_t verified = 0;  // found by Lookup, loaded from kilnd's answer, run and correct
+  int64_t corrupt = 0;   // a Lookup or load error, or a listed key no workload explains
+  int64_t wrong = 0;     // loaded and run, but a wrong result
   int64_t corrupt_blobs = 0, corrupt_entries = 0, unreadable_ranges = 0;  // kilnd's stats
-  std::vector<std::string> problems;  // one line each
+  std::vector<std::string> problems;                                      // one line each
 };
 // Lists the store, looks every workload up (never compiling), loads each
 // hit from kilnd's answer (digest and ABI checks), runs it against the
