@@ -190,6 +190,14 @@ std::string GuardsDigest(const kiln::v1::Guards& guards) {
 std::string OptionsDigest(const kiln::v1::CompileOptions& options) {
   Encoder out;
   out.String(options.salt());
+  // Encoded only when not native, so that every key made before targets
+  // existed (all native) stays the same and kKeyFormatVersion need not
+  // change. Still injective: the salt's length prefix fixes where it ends,
+  // so bytes after it can only be a target's.
+  if (options.target() != kiln::v1::TARGET_NATIVE) {
+    out.Tag('t');
+    out.Int(options.target());
+  }
   return out.Digest();
 }
 

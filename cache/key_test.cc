@@ -7,6 +7,7 @@
 #include "codegen/guards.h"
 #include "codegen/pipeline.h"
 #include "common/files.h"
+#include "common/sha256.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -58,6 +59,10 @@ TEST(CacheKeyTest, EveryInputChangesTheKey) {
       {"triple", [](CodegenInputs& in) { in.toolchain.set_target_triple("aarch64"); }},
       {"cpu", [](CodegenInputs& in) { in.toolchain.set_cpu("skylake-avx512"); }},
       {"cpu features", [](CodegenInputs& in) { in.toolchain.add_cpu_features("+amx-tile"); }},
+      {"target x86-64-v3",
+       [](CodegenInputs& in) { in.options.set_target(kiln::v1::TARGET_X86_64_V3); }},
+      {"target x86-64-v4",
+       [](CodegenInputs& in) { in.options.set_target(kiln::v1::TARGET_X86_64_V4); }},
   };
   for (const auto& [what, change] : changes) {
     CodegenInputs changed = base;
@@ -65,6 +70,41 @@ TEST(CacheKeyTest, EveryInputChangesTheKey) {
     EXPECT_NE(ComputeCacheKey(changed).key, base_key) << what << " did not change the key";
   }
   EXPECT_EQ(ComputeCacheKey(base).key, base_key);
+}
+
+TEST(CacheKeyTest, EachTargetHasItsOwnKeyAndNativeKeysAreThoseBeforeTargets) {
+  CodegenInputs inputs = InputsFor(LoadExample("f"));
+  const CacheKey unset = ComputeCacheKey(inputs);
+  // Options as encoded before targets existed: the empty salt's length
+  // prefix alone. Native entries stored then are still found.
+  EXPECT_EQ(unset.components.options(), Sha256Hex(std::string(8, '\0')));
+  inputs.options.set_target(kiln::v1::TARGET_NATIVE);
+  EXPECT_EQ(ComputeCacheKey(inputs).key, unset.key) << "an unset target is native";
+  inputs.options.set_target(kiln::v1::TARGET_X86_64_V3);
+  const std::string v3 = ComputeCacheKey(inputs).key;
+  inputs.options.set_target(kiln::v1::TARGET_X86_64_V4);
+  const std::string v4 = ComputeCacheKey(inputs).key;
+  EXPECT_NE(v3, unset.key);
+  EXPECT_NE(v4, unset.key);
+  EXPECT_NE(v3, v4);
+}
+
+// A portable target's fingerprint names the level, not the host's CPU
+// (DetectToolchain; compile_test checks that against clang): hosts whose
+// native fingerprints differ agree on the portable key.
+TEST(CacheKeyTest, PortableKeysDoNotDependOnTheHostsCpu) {
+  CodegenInputs zen = InputsFor(LoadExample("f"));
+  zen.toolchain.set_cpu("znver5");
+  CodegenInputs xeon = zen;
+  xeon.toolchain.set_cpu("sapphirerapids");
+  xeon.toolchain.add_cpu_features("+amx-tile");
+  EXPECT_NE(ComputeCacheKey(zen).key, ComputeCacheKey(xeon).key) << "native keys are per CPU";
+  for (CodegenInputs* host : {&zen, &xeon}) {
+    host->options.set_target(kiln::v1::TARGET_X86_64_V3);
+    host->toolchain.set_cpu("x86-64-v3");
+    host->toolchain.clear_cpu_features();
+  }
+  EXPECT_EQ(ComputeCacheKey(zen).key, ComputeCacheKey(xeon).key);
 }
 
 TEST(CacheKeyTest, NamesIdsAndIndependentNodeOrderDoNotChangeTheKey) {

@@ -7,7 +7,8 @@
 //   request.graph   --PrepareGraph-->   canonical graph   --+
 //   request.guards  --ResolveGuards-->  canonical guards  --+--> CodegenInputs
 //   request.options ------------------------------------------+      |
-//   toolchain (kilnd's; a client reads it from the index) ---+  ComputeCacheKey
+//   toolchain of request.options.target (kilnd's;  ----------+  ComputeCacheKey
+//     a client reads them from the cache descriptor)
 //
 // Everything else in the request (want_bytes, repair) says how to answer,
 // not what to build, and stays out of the key.
@@ -17,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "cache/key.h"
 #include "codegen/codegen_inputs.h"
+#include "codegen/compile/target.h"
 #include "proto/service.pb.h"
 
 namespace kiln {
@@ -26,11 +28,22 @@ struct KeyedRequest {
   CacheKey key;
 };
 
-// The codegen inputs and cache key of `request` compiled with `toolchain`.
-// The graph's and the guards' errors as PrepareGraph and ResolveGuards give
-// them (InvalidArgument or Unimplemented naming the node, input or guard).
+// The codegen inputs and cache key of `request` compiled with the toolchain
+// of its target (request.options.target). InvalidArgument for a target that
+// is not IsKnownTarget; FailedPrecondition when `toolchains` lacks it (a
+// descriptor written by an older kilnd); the graph's and the guards' errors
+// as PrepareGraph and ResolveGuards give them (InvalidArgument or
+// Unimplemented naming the node, input or guard).
 absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
-                                        const kiln::v1::Toolchain& toolchain);
+                                        const TargetToolchains& toolchains);
+
+// The toolchains a cache descriptor lists (cache/local_index.h; native's
+// from `toolchain` when the list lacks it), and a
+// descriptor's fields for `toolchains`: the native one in `toolchain` as
+// well, where clients of before targets look.
+TargetToolchains DescriptorToolchains(const kiln::v1::CacheDescriptor& descriptor);
+void SetDescriptorToolchains(const TargetToolchains& toolchains,
+                             kiln::v1::CacheDescriptor& descriptor);
 
 }  // namespace kiln
 

@@ -326,7 +326,7 @@ std::optional<kiln::v1::CompileResponse> Client::FindLocal(
   // Nothing is read from a directory someone else could have written.
   if (!CheckCacheDirectory(options_.cache_dir).ok()) return std::nullopt;
   const LocalIndex index(options_.cache_dir);
-  kiln::v1::Toolchain toolchain;
+  TargetToolchains toolchains;
   {
     // Read until found (a daemon may start after this process), then kept.
     absl::MutexLock lock(&descriptor_mutex_);
@@ -340,11 +340,11 @@ std::optional<kiln::v1::CompileResponse> Client::FindLocal(
       }
     }
     if (!descriptor_.has_value()) return std::nullopt;
-    toolchain = descriptor_->toolchain();
+    toolchains = DescriptorToolchains(*descriptor_);
   }
   // The daemon's key computation (cache/request_key.h): a graph it would
   // refuse is left for it to refuse, with its message.
-  const absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, toolchain);
+  const absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, toolchains);
   if (!keyed.ok()) return std::nullopt;
   auto entry = index.Find(keyed->key.key);
   if (!entry.ok() || !entry->has_value()) return std::nullopt;

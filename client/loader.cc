@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/object_dir.h"
+#include "client/cpu_check.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
 #include "common/trust.h"
@@ -34,6 +35,8 @@ absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
     return absl::InvalidArgumentError(absl::StrCat(
         "artifact digest '", metadata.digest().substr(0, 80), "' is not 64 lowercase hex digits"));
   }
+  // Before any byte is mapped: code for a CPU this one is not dies of SIGILL.
+  RETURN_IF_ERROR(CheckCpuCanRun(metadata, HostCpuFeatures()));
   const std::string relative = ObjectDirectory::RelativePathFor(metadata.digest());
   const std::string path = absl::StrCat(cache_dir, "/", relative);
   ASSIGN_OR_RETURN(const int fd, OpenTrustedBelow(cache_dir, relative, trusted));

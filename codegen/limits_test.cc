@@ -180,7 +180,7 @@ TEST(LongChainsTest, A5000NodeChainCompilesWithClang) {
   auto work = MakeTempDirectory("/tmp/kilnXXXXXX");
   ASSERT_TRUE(work.ok()) << work.status();
   SubprocessCompiler compiler(*work, absl::Seconds(240));
-  auto object = compiler.Compile(code->source);
+  auto object = compiler.Compile(code->source, kiln::v1::TARGET_NATIVE);
   EXPECT_TRUE(object.ok()) << object.status();
 }
 

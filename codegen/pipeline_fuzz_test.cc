@@ -123,7 +123,7 @@ TEST(PipelineFuzzTest, MutatedGraphsGiveErrorsNotCrashes) {
       EXPECT_NE(code.status().code(), absl::StatusCode::kInternal) << code.status();
       ++accepted;
       if (code.ok() && !inputs.graph.symbols.empty() && symbolic % 8 == 1) {
-        auto object = compiler.Compile(code->source);
+        auto object = compiler.Compile(code->source, kiln::v1::TARGET_NATIVE);
         EXPECT_TRUE(object.ok()) << object.status();
         ++compiled;
       }

@@ -11,7 +11,8 @@ inline constexpr char kKilnVersion[] = "0.1.0";
 
 // Bump on any incompatible change to proto/service.proto's messages or
 // semantics. Client and daemon refuse each other when these differ.
-inline constexpr uint32_t kProtocolVersion = 2;
+// 3: CompileOptions.target (a daemon of 2 would ignore it and compile native).
+inline constexpr uint32_t kProtocolVersion = 3;
 
 // Every RPC carries the client's protocol and ABI versions in these call
 // metadata keys, and kilnd refuses a call whose versions are missing or

@@ -42,12 +42,12 @@ bool IsDeterministicFailure(const absl::Status& status) {
 
 ArtifactCache::ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirectory objects,
                              LocalIndex index, std::unique_ptr<Compiler> compiler,
-                             kiln::v1::Toolchain toolchain, Options options)
+                             TargetToolchains toolchains, Options options)
     : store_(std::move(store)),
       objects_(std::move(objects)),
       index_(std::move(index)),
       compiler_(std::move(compiler)),
-      toolchain_(std::move(toolchain)),
+      toolchains_(std::move(toolchains)),
       options_(options),
       queue_(options.compile_threads) {}
 
@@ -91,7 +91,7 @@ absl::StatusOr<std::optional<kiln::v1::CompileResponse>> ArtifactCache::FindStor
 void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_compile,
                             Done done) {
   const absl::Time received = absl::Now();
-  absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, toolchain_);
+  absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, toolchains_);
   if (!keyed.ok()) return done(keyed.status());
   auto inputs = std::make_shared<CodegenInputs>(std::move(keyed->inputs));
   const CacheKey key = std::move(keyed->key);
@@ -140,7 +140,7 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
     return code.status();
   }
   const double codegen_ms = MillisecondsSince(start);
-  auto object = compiler_->Compile(code->source);
+  auto object = compiler_->Compile(code->source, inputs.options.target());
   if (!object.ok()) {
     ++compile_failures_;
     KILN_LOG(ERROR) << "compile of " << key << " failed: " << object.status();
@@ -155,7 +155,8 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   metadata.set_abi_version(KILN_ABI_VERSION);
   *metadata.mutable_signature() = std::move(code->signature);
   *metadata.mutable_guards() = inputs.guards;
-  *metadata.mutable_toolchain() = toolchain_;
+  *metadata.mutable_toolchain() = inputs.toolchain;  // the target's
+  metadata.set_target(inputs.options.target());
   metadata.set_object_bytes(object->shared_object.size());
   metadata.set_source_bytes(code->source.size());
   metadata.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));

@@ -38,6 +38,7 @@
 #include "cache/store.h"
 #include "codegen/codegen_inputs.h"
 #include "codegen/compile/compiler.h"
+#include "codegen/compile/target.h"
 #include "daemon/compile_queue.h"
 #include "proto/service.pb.h"
 
@@ -64,8 +65,11 @@ class ArtifactCache {
   using Done = std::function<void(absl::StatusOr<kiln::v1::CompileResponse>)>;
 
   // `index` is kept in step with the store for same-host clients' hits.
+  // `toolchains`: the fingerprint of each target requests may ask for
+  // (DetectToolchains); a request for a target it lacks is
+  // FailedPrecondition.
   ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirectory objects, LocalIndex index,
-                std::unique_ptr<Compiler> compiler, kiln::v1::Toolchain toolchain,
+                std::unique_ptr<Compiler> compiler, TargetToolchains toolchains,
                 Options options);
   ~ArtifactCache();
 
@@ -108,7 +112,7 @@ class ArtifactCache {
   const ObjectDirectory objects_;
   const LocalIndex index_;
   const std::unique_ptr<Compiler> compiler_;
-  const kiln::v1::Toolchain toolchain_;
+  const TargetToolchains toolchains_;
   const absl::Time started_ = absl::Now();
   const Options options_;
 

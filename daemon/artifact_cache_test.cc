@@ -32,7 +32,7 @@ class FakeCompiler : public Compiler {
  public:
   explicit FakeCompiler(std::atomic<int>* calls, absl::Status* failure)
       : calls_(calls), failure_(failure) {}
-  absl::StatusOr<CompiledObject> Compile(absl::string_view) override {
+  absl::StatusOr<CompiledObject> Compile(absl::string_view, kiln::v1::Target) override {
     ++*calls_;
     if (!failure_->ok()) return *failure_;
     CompiledObject object;
@@ -59,7 +59,8 @@ class ArtifactCacheTest : public ::testing::Test {
     options.now = [this] { return now_; };
     cache_ = std::make_unique<ArtifactCache>(
         std::make_unique<MemoryStore>(), ObjectDirectory(dir_ + "/objects"), LocalIndex(dir_),
-        std::make_unique<FakeCompiler>(&calls_, &failure_), kiln::v1::Toolchain(), options);
+        std::make_unique<FakeCompiler>(&calls_, &failure_),
+        TargetToolchains{{kiln::v1::TARGET_NATIVE, kiln::v1::Toolchain()}}, options);
   }
   void TearDown() override {
     cache_.reset();

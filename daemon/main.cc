@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "cache/index_reconcile.h"
 #include "cache/local_index.h"
+#include "cache/request_key.h"
 #include "cache/object_dir.h"
 #include "codegen/abi/kiln_abi.h"
 #include "cache/rocksdb_store.h"
@@ -148,7 +149,10 @@ absl::Status Serve() {
   // path (client/loader.h).
   RETURN_IF_ERROR(EnsurePrivateDirectory(cache_dir));
   ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(cache_dir + "/db"));
-  ASSIGN_OR_RETURN(kiln::v1::Toolchain toolchain, DetectToolchain());
+  // Every target's at once (concurrent probes): the descriptor below must
+  // let clients key any of them.
+  ASSIGN_OR_RETURN(TargetToolchains toolchains, DetectToolchains());
+  const kiln::v1::Toolchain& toolchain = toolchains.at(kiln::v1::TARGET_NATIVE);
   ArtifactCache::Options options;
   options.compile_threads = std::max(1, absl::GetFlag(FLAGS_compile_jobs));
   ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler, MakeCompiler(cache_dir, options.compile_threads));
@@ -158,7 +162,7 @@ absl::Status Serve() {
   descriptor.set_protocol_version(kProtocolVersion);
   descriptor.set_abi_version(KILN_ABI_VERSION);
   descriptor.set_kiln_version(kKilnVersion);
-  *descriptor.mutable_toolchain() = toolchain;
+  SetDescriptorToolchains(toolchains, descriptor);
   descriptor.set_machine_id(MachineId());
   RETURN_IF_ERROR(index.WriteDescriptor(descriptor));
   // Before serving: the store may have lost entries its index still names.
@@ -169,7 +173,7 @@ absl::Status Serve() {
   }
   Compiler* const warm = compiler.get();
   ArtifactCache cache(std::move(store), ObjectDirectory(cache_dir + "/objects"), index,
-                      std::move(compiler), toolchain, options);
+                      std::move(compiler), toolchains, options);
   // Start a worker now so that the first real compile does not wait for it.
   // Declared after `cache`, which owns the compiler: joined before the
   // compiler is destroyed, on every way out of Serve.

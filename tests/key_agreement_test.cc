@@ -24,11 +24,13 @@
 #include "cache/local_index.h"
 #include "cache/memory_store.h"
 #include "cache/object_dir.h"
+#include "cache/request_key.h"
 #include "client/client.h"
 #include "client/graph_file.h"
 #include "client/specialization.h"
 #include "client/tensor.h"
 #include "codegen/abi/kiln_abi.h"
+#include "codegen/compile/target.h"
 #include "codegen/retype.h"
 #include "common/files.h"
 #include "common/version.h"
@@ -42,7 +44,7 @@ namespace {
 // the source's own bytes (so distinct graphs get distinct objects).
 class FakeCompiler : public Compiler {
  public:
-  absl::StatusOr<CompiledObject> Compile(absl::string_view source) override {
+  absl::StatusOr<CompiledObject> Compile(absl::string_view source, kiln::v1::Target) override {
     CompiledObject object;
     object.shared_object = std::string(source);
     object.compiler = "fake";
@@ -52,16 +54,26 @@ class FakeCompiler : public Compiler {
 };
 
 // A toolchain with every field set: it enters the key on both sides.
-kiln::v1::Toolchain TestToolchain() {
+kiln::v1::Toolchain TestToolchain(kiln::v1::Target target = kiln::v1::TARGET_NATIVE) {
   kiln::v1::Toolchain toolchain;
   toolchain.set_compiler_version("Debian clang version 19.1.7 (3)");
   toolchain.add_build_ids("0123456789abcdef");
   toolchain.add_flags("-O3");
   toolchain.add_flags("-ffp-contract=off");
   toolchain.set_target_triple("x86_64-pc-linux-gnu");
-  toolchain.set_cpu("skylake-avx512");
-  toolchain.add_cpu_features("+avx512f");
+  if (target == kiln::v1::TARGET_NATIVE) {
+    toolchain.set_cpu("skylake-avx512");
+    toolchain.add_cpu_features("+avx512f");
+  } else {
+    toolchain.set_cpu(TargetName(target));
+  }
   return toolchain;
+}
+
+TargetToolchains TestToolchains() {
+  TargetToolchains toolchains;
+  for (kiln::v1::Target target : AllTargets()) toolchains[target] = TestToolchain(target);
+  return toolchains;
 }
 
 // The graph files in `dir` (not the .ref.json references), sorted.
@@ -133,14 +145,14 @@ class KeyAgreementTest : public ::testing::Test {
     descriptor.set_protocol_version(kProtocolVersion);
     descriptor.set_abi_version(KILN_ABI_VERSION);
     descriptor.set_kiln_version(kKilnVersion);
-    *descriptor.mutable_toolchain() = TestToolchain();
+    SetDescriptorToolchains(TestToolchains(), descriptor);
     descriptor.set_machine_id(MachineId());
     ASSERT_TRUE(LocalIndex(dir_).WriteDescriptor(descriptor).ok());
     ArtifactCache::Options options;
     options.compile_threads = 1;
     daemon_ = std::make_unique<ArtifactCache>(
         std::make_unique<MemoryStore>(), ObjectDirectory(dir_ + "/objects"), LocalIndex(dir_),
-        std::make_unique<FakeCompiler>(), TestToolchain(), options);
+        std::make_unique<FakeCompiler>(), TestToolchains(), options);
     ClientOptions client_options;
     client_options.cache_dir = dir_;
     client_options.socket_path = dir_ + "/no-kilnd.sock";
@@ -310,6 +322,40 @@ TEST_F(KeyAgreementTest, DynamicWorkloadsAndTheirSizeOneSpecializations) {
   }
   EXPECT_GT(respecialized, 0);
   EXPECT_EQ(agreed_, 2 * (3 * static_cast<int>(paths.size()) + symbolic_forms_));
+}
+
+// Each target has its own key, and the client keys each as kilnd does
+// (the descriptor carries every target's toolchain).
+TEST_F(KeyAgreementTest, EveryTargetHasItsOwnKeyOnBothSides) {
+  for (const char* path : {"examples/f.json", "tests/workloads/softmax.json"}) {
+    SCOPED_TRACE(path);
+    auto graph = ReadGraphFile(path);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    std::set<std::string> keys;
+    for (kiln::v1::Target target : AllTargets()) {
+      kiln::v1::CompileRequest request;
+      *request.mutable_graph() = *graph;
+      request.mutable_options()->set_target(target);
+      const absl::StatusOr<kiln::v1::CompileResponse> stored = DaemonCompile(request);
+      ASSERT_TRUE(stored.ok()) << stored.status();
+      EXPECT_EQ(stored->artifact().target(), target);
+      EXPECT_EQ(stored->artifact().toolchain().cpu(), TestToolchain(target).cpu());
+      EXPECT_TRUE(keys.insert(stored->artifact().key()).second) << TargetName(target);
+      const std::optional<kiln::v1::CompileResponse> local = client_->FindLocal(request);
+      ASSERT_TRUE(local.has_value()) << TargetName(target);
+      EXPECT_EQ(local->artifact().key(), stored->artifact().key());
+    }
+  }
+  kiln::v1::CompileRequest unknown;
+  auto graph = ReadGraphFile("examples/f.json");
+  ASSERT_TRUE(graph.ok());
+  *unknown.mutable_graph() = *graph;
+  unknown.mutable_options()->set_target(static_cast<kiln::v1::Target>(7));
+  const absl::StatusOr<kiln::v1::CompileResponse> refused = DaemonCompile(unknown);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            "options.target 7 is not a known target (0 native, 1 x86-64-v3, 2 x86-64-v4)");
+  EXPECT_FALSE(client_->FindLocal(unknown).has_value());
 }
 
 }  // namespace

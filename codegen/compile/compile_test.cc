@@ -21,6 +21,58 @@ TEST(ToolchainTest, DetectsCompilerTargetAndBuildIds) {
   EXPECT_EQ(toolchain->build_ids(0).find("=?"), std::string::npos) << toolchain->build_ids(0);
 }
 
+// A portable target's fingerprint is the level's, not this host's CPU: two
+// hosts with the same compiler key it alike.
+TEST(ToolchainTest, PortableTargetsNameTheirLevelNotTheHostsCpu) {
+  auto toolchains = DetectToolchains();
+  ASSERT_TRUE(toolchains.ok()) << toolchains.status();
+  ASSERT_EQ(toolchains->size(), 3u);
+  const kiln::v1::Toolchain& native = toolchains->at(kiln::v1::TARGET_NATIVE);
+  const kiln::v1::Toolchain& v3 = toolchains->at(kiln::v1::TARGET_X86_64_V3);
+  const kiln::v1::Toolchain& v4 = toolchains->at(kiln::v1::TARGET_X86_64_V4);
+  EXPECT_NE(native.cpu().rfind("x86-64", 0), 0u) << native.cpu();
+  EXPECT_EQ(v3.cpu(), "x86-64-v3");
+  EXPECT_EQ(v4.cpu(), "x86-64-v4");
+  EXPECT_EQ(v3.cpu_features_size(), 0) << "no host feature leaks into a portable fingerprint";
+  EXPECT_EQ(v4.cpu_features_size(), 0);
+  for (const kiln::v1::Toolchain* toolchain : {&v3, &v4}) {
+    EXPECT_EQ(toolchain->compiler_version(), native.compiler_version());
+    EXPECT_EQ(toolchain->build_ids_size(), native.build_ids_size());
+  }
+  auto flags = [](const kiln::v1::Toolchain& toolchain) {
+    return std::vector<std::string>(toolchain.flags().begin(), toolchain.flags().end());
+  };
+  EXPECT_EQ(flags(native), CodegenFlags(kiln::v1::TARGET_NATIVE));
+  EXPECT_EQ(flags(v3), CodegenFlags(kiln::v1::TARGET_X86_64_V3));
+  EXPECT_EQ(CodegenFlags(kiln::v1::TARGET_X86_64_V3)[3], "-march=x86-64-v3");
+  EXPECT_EQ(CodegenFlags(kiln::v1::TARGET_X86_64_V4)[3], "-march=x86-64-v4");
+  EXPECT_EQ(CodegenFlags(kiln::v1::TARGET_X86_64_V4)[4], "-mprefer-vector-width=512");
+  EXPECT_EQ(CodegenFlags(kiln::v1::TARGET_X86_64_V3)[4], "-fPIC") << "256-bit vectors";
+}
+
+TEST(ToolchainTest, NativeFlagsAreThoseOfBeforeTargets) {
+  // Native keys (and so every entry stored before targets) depend on these.
+  EXPECT_EQ(CodegenFlags(), (std::vector<std::string>{
+                                "-std=c++17", "-O3", "-fno-unroll-loops", "-march=native",
+                                "-mprefer-vector-width=512", "-fPIC", "-fvisibility=hidden",
+                                "-fno-math-errno", "-ffreestanding", "-ffp-contract=off",
+                                "-fno-exceptions", "-fno-rtti", "-fno-asynchronous-unwind-tables",
+                                "-nostdlib", "-shared", "-fuse-ld=lld",
+                                "-Wno-unused-command-line-argument"}));
+}
+
+TEST(TargetTest, NamesParseBackAndUnknownOnesAreRefused) {
+  for (kiln::v1::Target target : AllTargets()) {
+    auto parsed = ParseTarget(TargetName(target));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, target);
+  }
+  EXPECT_EQ(ParseTarget("skylake").status().message(),
+            "unknown target 'skylake'; use native, x86-64-v3 or x86-64-v4");
+  EXPECT_FALSE(IsKnownTarget(3));
+  EXPECT_EQ(TargetName(static_cast<kiln::v1::Target>(3)), "target 3");
+}
+
 TEST(ToolchainTest, BuildIdOfANonElfFileIsAnError) {
   auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
   ASSERT_TRUE(dir.ok());
@@ -35,7 +87,7 @@ TEST(SubprocessCompilerTest, CompilesALoadableFreestandingObject) {
   SubprocessCompiler compiler(*dir, absl::Seconds(60));
   auto object = compiler.Compile(
       "extern \"C\" __attribute__((visibility(\"default\"))) int kiln_answer() { return 42; }\n"
-      "int hidden_helper() { return 1; }\n");
+      "int hidden_helper() { return 1; }\n", kiln::v1::TARGET_NATIVE);
   ASSERT_TRUE(object.ok()) << object.status();
   ASSERT_TRUE(WriteFileAtomically(*dir + "/a.so", object->shared_object, 0500).ok());
   void* handle = dlopen((*dir + "/a.so").c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -52,7 +104,7 @@ TEST(SubprocessCompilerTest, InvalidSourceIsAnInternalErrorWithDiagnostics) {
   auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
   ASSERT_TRUE(dir.ok());
   SubprocessCompiler compiler(*dir, absl::Seconds(60));
-  auto object = compiler.Compile("this is not C++;");
+  auto object = compiler.Compile("this is not C++;", kiln::v1::TARGET_NATIVE);
   EXPECT_EQ(object.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(object.status().message().find("error:"), std::string::npos) << object.status();
   RemoveRecursively(*dir).IgnoreError();
@@ -97,11 +149,11 @@ TEST_F(SubprocessCompilerLimitsTest, FullDiskForTheSourceIsResourceExhausted) {
   const std::string tiny = TinyDirectory(0);
   if (tiny.empty()) GTEST_SKIP() << "needs root to mount a tmpfs: " << skip_reason_;
   SubprocessCompiler compiler(tiny, absl::Seconds(60));
-  auto object = compiler.Compile(kAnswerSource);
+  auto object = compiler.Compile(kAnswerSource, kiln::v1::TARGET_NATIVE);
   EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted) << object.status();
   EXPECT_EQ(object.status().message(), "no space left on device in " + tiny);
   ASSERT_TRUE(filesystem_->Empty().ok());
-  EXPECT_TRUE(compiler.Compile(kAnswerSource).ok()) << "space freed, compiles work again";
+  EXPECT_TRUE(compiler.Compile(kAnswerSource, kiln::v1::TARGET_NATIVE).ok()) << "space freed, compiles work again";
 }
 
 // Room for the source and the object, not for the .so: lld, run by the
@@ -110,7 +162,7 @@ TEST_F(SubprocessCompilerLimitsTest, FullDiskForTheLibraryIsResourceExhausted) {
   const std::string tiny = TinyDirectory(8192);
   if (tiny.empty()) GTEST_SKIP() << "needs root to mount a tmpfs: " << skip_reason_;
   SubprocessCompiler compiler(tiny, absl::Seconds(60));
-  auto object = compiler.Compile(kAnswerSource);
+  auto object = compiler.Compile(kAnswerSource, kiln::v1::TARGET_NATIVE);
   EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted) << object.status();
   EXPECT_EQ(object.status().message(), "no space left on device in " + tiny);
 }
@@ -118,12 +170,12 @@ TEST_F(SubprocessCompilerLimitsTest, FullDiskForTheLibraryIsResourceExhausted) {
 TEST_F(SubprocessCompilerLimitsTest, MemoryLimitAppliesToClangAndIsNamed) {
   // Too little address space for clang++ to even map its libraries.
   SubprocessCompiler compiler(dir_, absl::Seconds(60), kDefaultClang, uint64_t{64} << 20);
-  auto object = compiler.Compile(kAnswerSource);
+  auto object = compiler.Compile(kAnswerSource, kiln::v1::TARGET_NATIVE);
   EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted) << object.status();
   EXPECT_EQ(object.status().message(),
             "compile exceeded the compiler's memory limit of 64 MiB (RLIMIT_AS)");
   SubprocessCompiler roomy(dir_, absl::Seconds(60), kDefaultClang, uint64_t{4} << 30);
-  EXPECT_TRUE(roomy.Compile(kAnswerSource).ok()) << "a kernel fits the default limit";
+  EXPECT_TRUE(roomy.Compile(kAnswerSource, kiln::v1::TARGET_NATIVE).ok()) << "a kernel fits the default limit";
 }
 
 TEST_F(SubprocessCompilerLimitsTest, RemovesDirectoriesOfDeadCompilesAtStart) {

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "proto/artifact.pb.h"
 
 namespace kiln {
 
@@ -26,14 +27,16 @@ class Compiler {
  public:
   virtual ~Compiler() = default;
 
-  // Compiles one freestanding translation unit with the toolchain's flags.
-  // Thread-safe. Errors: DeadlineExceeded when the compile outlives its time
+  // Compiles one freestanding translation unit with the flags of `target`
+  // (CodegenFlags(target), toolchain.h). Thread-safe. Errors: DeadlineExceeded when the compile outlives its time
   // limit (the compiler is killed); ResourceExhausted "no space left on
   // device in DIR" when the temporary directory's disk is full, or naming
   // the memory limit the compiler exceeded (resource_limits.h); Internal
   // with the compiler's diagnostics when it fails or crashes (generated code
   // that does not compile is a Kiln bug, never a user error).
-  virtual absl::StatusOr<CompiledObject> Compile(absl::string_view source) = 0;
+  // InvalidArgument for a target that is not IsKnownTarget.
+  virtual absl::StatusOr<CompiledObject> Compile(absl::string_view source,
+                                                 kiln::v1::Target target) = 0;
 
   // Starts ahead of time what a first Compile would wait for; nothing where
   // there is nothing to start.

@@ -20,7 +20,8 @@ class FallbackCompiler : public Compiler {
   FallbackCompiler(std::unique_ptr<Compiler> primary, std::unique_ptr<Compiler> fallback);
 
   // When the fallback fails too, its error, with the primary's appended.
-  absl::StatusOr<CompiledObject> Compile(absl::string_view source) override;
+  absl::StatusOr<CompiledObject> Compile(absl::string_view source,
+                                         kiln::v1::Target target) override;
   absl::Status WarmUp() override { return primary_ ? primary_->WarmUp() : absl::OkStatus(); }
   const char* name() const override { return "worker, else subprocess"; }
 

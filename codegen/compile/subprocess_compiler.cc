@@ -25,17 +25,22 @@ SubprocessCompiler::SubprocessCompiler(std::string work_dir, absl::Duration time
   RemoveStaleEntries(work_dir_, kCompileDirectoryPrefix);
 }
 
-absl::StatusOr<CompiledObject> SubprocessCompiler::Compile(absl::string_view source) {
+absl::StatusOr<CompiledObject> SubprocessCompiler::Compile(absl::string_view source,
+                                                           kiln::v1::Target target) {
+  if (!IsKnownTarget(target)) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot compile for unknown ", TargetName(target)));
+  }
   RETURN_IF_ERROR(MakeDirectories(work_dir_, 0700));
   ASSIGN_OR_RETURN(const std::string dir,
                    MakeTempDirectory(absl::StrCat(work_dir_, "/", kCompileDirectoryPrefix, "XXXXXX")));
-  absl::StatusOr<CompiledObject> result = CompileIn(dir, source);
+  absl::StatusOr<CompiledObject> result = CompileIn(dir, source, target);
   RemoveRecursively(dir).IgnoreError();
   return result;
 }
 
 absl::StatusOr<CompiledObject> SubprocessCompiler::CompileIn(const std::string& dir,
-                                                             absl::string_view source) {
+                                                             absl::string_view source,
+                                                             kiln::v1::Target target) {
   const absl::Time start = absl::Now();
   const std::string source_path = dir + "/kernel.cc";
   const std::string object_path = dir + "/kernel.so";
@@ -43,7 +48,7 @@ absl::StatusOr<CompiledObject> SubprocessCompiler::CompileIn(const std::string& 
   if (absl::IsResourceExhausted(written)) return NoSpaceError(work_dir_);
   RETURN_IF_ERROR(written);
   std::vector<std::string> argv = {clang_};
-  for (const std::string& flag : CodegenFlags()) argv.push_back(flag);
+  for (const std::string& flag : CodegenFlags(target)) argv.push_back(flag);
   for (const std::string& arg : {std::string("-o"), object_path, source_path}) argv.push_back(arg);
   RunOptions options;
   options.timeout = timeout_;

@@ -29,11 +29,13 @@ class SubprocessCompiler : public Compiler {
 
   // Errors, besides those of Compiler::Compile: ResourceExhausted when the
   // disk under `work_dir` is full or clang++ exceeds the memory limit.
-  absl::StatusOr<CompiledObject> Compile(absl::string_view source) override;
+  absl::StatusOr<CompiledObject> Compile(absl::string_view source,
+                                         kiln::v1::Target target) override;
   const char* name() const override { return "subprocess"; }
 
  private:
-  absl::StatusOr<CompiledObject> CompileIn(const std::string& dir, absl::string_view source);
+  absl::StatusOr<CompiledObject> CompileIn(const std::string& dir, absl::string_view source,
+                                           kiln::v1::Target target);
   // The error for a clang++ run that did not succeed.
   absl::Status FailureOf(const ProcessResult& process) const;
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -39,23 +40,24 @@ std::string RealPath(const std::string& path) {
 
 }  // namespace
 
-const std::vector<std::string>& CodegenFlags() {
-  static const auto* const flags = new std::vector<std::string>{
-      // Full unrolling of constant-trip loops made one attention graph
-      // compile for 3 s (post-RA scheduling of the unrolled code); without
-      // it, 80 ms. The vectorizer still interleaves.
-      "-std=c++17", "-O3", "-fno-unroll-loops", "-march=native",
-      // -march=native alone picks 256-bit vectors on AVX-512 machines; 512
-      // bits is worth 1.35-1.45x on exp-bound kernels on Xeons
-      // (measured-floors.md) and costs nothing measurable on Zen 4.
-      "-mprefer-vector-width=512", "-fPIC", "-fvisibility=hidden", "-fno-math-errno",
-      // Artifacts link nothing: without this, clang turns copy loops into
-      // calls to the host's memcpy.
-      "-ffreestanding",
-      "-ffp-contract=off", "-fno-exceptions", "-fno-rtti", "-fno-asynchronous-unwind-tables",
-      "-nostdlib", "-shared", "-fuse-ld=lld", "-Wno-unused-command-line-argument",
-  };
-  return *flags;
+std::vector<std::string> CodegenFlags(kiln::v1::Target target) {
+  // Full unrolling of constant-trip loops made one attention graph compile
+  // for 3 s (post-RA scheduling of the unrolled code); without it, 80 ms.
+  // The vectorizer still interleaves.
+  std::vector<std::string> flags = {"-std=c++17", "-O3", "-fno-unroll-loops"};
+  // In this place for native: its flags (and so its keys) are what they were
+  // before targets existed.
+  for (std::string& flag : TargetFlags(target)) flags.push_back(std::move(flag));
+  for (const char* flag : {
+           "-fPIC", "-fvisibility=hidden", "-fno-math-errno",
+           // Artifacts link nothing: without this, clang turns copy loops
+           // into calls to the host's memcpy.
+           "-ffreestanding", "-ffp-contract=off", "-fno-exceptions", "-fno-rtti",
+           "-fno-asynchronous-unwind-tables", "-nostdlib", "-shared", "-fuse-ld=lld",
+           "-Wno-unused-command-line-argument"}) {
+    flags.push_back(flag);
+  }
+  return flags;
 }
 
 absl::StatusOr<std::string> ElfBuildId(const std::string& path) {
@@ -98,7 +100,12 @@ absl::StatusOr<std::string> ElfBuildId(const std::string& path) {
   return result;
 }
 
-absl::StatusOr<kiln::v1::Toolchain> DetectToolchain(const std::string& clang) {
+absl::StatusOr<kiln::v1::Toolchain> DetectToolchain(const std::string& clang,
+                                                    kiln::v1::Target target) {
+  if (!IsKnownTarget(target)) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown ", TargetName(target)));
+  }
+  const std::vector<std::string> flags = CodegenFlags(target);
   kiln::v1::Toolchain toolchain;
   ASSIGN_OR_RETURN(const ProcessResult version, RunProcess({clang, "--version"}, kProbeTimeout));
   if (version.exit_code != 0) {
@@ -109,7 +116,7 @@ absl::StatusOr<kiln::v1::Toolchain> DetectToolchain(const std::string& clang) {
       std::vector<std::string>(absl::StrSplit(version.output, '\n'))[0])));
 
   std::vector<std::string> probe = {clang};
-  for (const std::string& flag : CodegenFlags()) probe.push_back(flag);
+  for (const std::string& flag : flags) probe.push_back(flag);
   for (const char* arg : {"-###", "-c", "-x", "c++", "/dev/null"}) probe.push_back(arg);
   ASSIGN_OR_RETURN(const ProcessResult driver, RunProcess(probe, kProbeTimeout));
   std::vector<std::string> features;
@@ -128,7 +135,7 @@ absl::StatusOr<kiln::v1::Toolchain> DetectToolchain(const std::string& clang) {
   std::sort(features.begin(), features.end());
   features.erase(std::unique(features.begin(), features.end()), features.end());
   for (const std::string& feature : features) toolchain.add_cpu_features(feature);
-  for (const std::string& flag : CodegenFlags()) toolchain.add_flags(flag);
+  for (const std::string& flag : flags) toolchain.add_flags(flag);
 
   // The driver binary and the libraries that hold the compiler and linker.
   const std::string binary = RealPath(clang);
@@ -140,6 +147,23 @@ absl::StatusOr<kiln::v1::Toolchain> DetectToolchain(const std::string& clang) {
     toolchain.add_build_ids(id.ok() ? absl::StrCat(path, "=", *id) : absl::StrCat(path, "=?"));
   }
   return toolchain;
+}
+
+absl::StatusOr<TargetToolchains> DetectToolchains(const std::string& clang) {
+  const std::vector<kiln::v1::Target>& targets = AllTargets();
+  std::vector<absl::StatusOr<kiln::v1::Toolchain>> detected(targets.size(),
+                                                            absl::UnknownError("not detected"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    threads.emplace_back([&, i] { detected[i] = DetectToolchain(clang, targets[i]); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  TargetToolchains toolchains;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    RETURN_IF_ERROR(detected[i].status());
+    toolchains[targets[i]] = *std::move(detected[i]);
+  }
+  return toolchains;
 }
 
 }  // namespace kiln

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "codegen/compile/target.h"
 #include "proto/artifact.pb.h"
 
 namespace kiln {
@@ -16,16 +17,24 @@ namespace kiln {
 // The clang driver Kiln compiles with (LLVM 19, Debian's clang-19).
 inline constexpr char kDefaultClang[] = "/usr/lib/llvm-19/bin/clang++";
 
-// The exact code-generation flags of every artifact (without input/output).
-// No fast-math: -fno-math-errno changes no value; -ffp-contract=off keeps
-// a*b+c two roundings, as eager's scalar code computes it.
-const std::vector<std::string>& CodegenFlags();
+// The exact code-generation flags of every artifact for `target` (without
+// input/output): TargetFlags(target) among the rest. No fast-math:
+// -fno-math-errno changes no value; -ffp-contract=off keeps a*b+c two
+// roundings, as eager's scalar code computes it.
+std::vector<std::string> CodegenFlags(kiln::v1::Target target = kiln::v1::TARGET_NATIVE);
 
 // Runs `clang --version` and `clang <flags> -###` once to learn the
-// compiler's version, target triple, CPU and features; reads the ELF
-// build-ids of the compiler and the LLVM libraries it loads (not a hash of
-// 130 MB on every start).
-absl::StatusOr<kiln::v1::Toolchain> DetectToolchain(const std::string& clang = kDefaultClang);
+// compiler's version, target triple, CPU and features for `target`; reads
+// the ELF build-ids of the compiler and the LLVM libraries it loads (not a
+// hash of 130 MB on every start). For a portable target the CPU is the
+// level's name ("x86-64-v3") and the features are the level's, whatever
+// the host: two hosts with the same compiler get the same fingerprint.
+absl::StatusOr<kiln::v1::Toolchain> DetectToolchain(
+    const std::string& clang = kDefaultClang, kiln::v1::Target target = kiln::v1::TARGET_NATIVE);
+
+// DetectToolchain for every target, the probes run concurrently (each
+// `clang -###` is a process start).
+absl::StatusOr<TargetToolchains> DetectToolchains(const std::string& clang = kDefaultClang);
 
 // The hex NT_GNU_BUILD_ID note of an ELF file. NotFound if it has none.
 absl::StatusOr<std::string> ElfBuildId(const std::string& path);

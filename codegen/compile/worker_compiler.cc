@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "codegen/compile/stale_files.h"
+#include "codegen/compile/target.h"
 #include "codegen/compile/worker/frame.h"
 #include "codegen/compile/worker/worker.pb.h"
 #include "codegen/compile/worker_channel.h"
@@ -147,28 +148,34 @@ WorkerCompiler::~WorkerCompiler() {
 }
 
 absl::Status WorkerCompiler::WarmUp() {
-  return Compile("extern \"C\" void kiln_warm_up(void) {}\n").status();
+  return Compile("extern \"C\" void kiln_warm_up(void) {}\n", kiln::v1::TARGET_NATIVE).status();
 }
 
-absl::StatusOr<CompiledObject> WorkerCompiler::Compile(absl::string_view source) {
-  Attempt first = CompileOnce(source);
+absl::StatusOr<CompiledObject> WorkerCompiler::Compile(absl::string_view source,
+                                                       kiln::v1::Target target) {
+  if (!IsKnownTarget(target)) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot compile for unknown ", TargetName(target)));
+  }
+  Attempt first = CompileOnce(source, target);
   if (!first.worker_crashed) return std::move(first.result);
   // Once on a fresh worker: a crash is more often the machine's (the OOM
   // killer, a stray kill) than the source's, and one that is the source's
   // crashes clang++ too, which then reports it.
   KILN_LOG(WARNING) << first.result.status().message() << "; retrying on a fresh worker";
-  Attempt second = CompileOnce(source);
+  Attempt second = CompileOnce(source, target);
   if (!second.worker_crashed) return std::move(second.result);
   return absl::UnavailableError(absl::StrCat(second.result.status().message(),
                                              "; the compile was retried once on a fresh worker"));
 }
 
-WorkerCompiler::Attempt WorkerCompiler::CompileOnce(absl::string_view source) {
+WorkerCompiler::Attempt WorkerCompiler::CompileOnce(absl::string_view source,
+                                                    kiln::v1::Target target) {
   absl::StatusOr<Worker> worker = Acquire();
   if (!worker.ok()) return {worker.status()};
   const absl::Time deadline = absl::Now() + options_.timeout;
   worker::CompileRequest request;
   request.set_source(std::string(source));
+  request.set_target(target);
   if (injected_faults_left_.load() > 0 && injected_faults_left_.fetch_sub(1) > 0) {
     request.set_fault(ToProto(options_.injected_fault));
   }

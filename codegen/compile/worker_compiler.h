@@ -100,7 +100,8 @@ class WorkerCompiler : public Compiler {
   // can be started, or when the worker crashed and so did the retry (a
   // caller may fall back to SubprocessCompiler); ResourceExhausted when the
   // disk under temp_root is full or the worker exceeded its memory limit.
-  absl::StatusOr<CompiledObject> Compile(absl::string_view source) override;
+  absl::StatusOr<CompiledObject> Compile(absl::string_view source,
+                                         kiln::v1::Target target) override;
   // Starts a worker (LLVM's initialisation: ~50-90 ms) with a trivial compile.
   absl::Status WarmUp() override;
   const char* name() const override { return "worker"; }
@@ -120,7 +121,7 @@ class WorkerCompiler : public Compiler {
     bool worker_crashed = false;  // died of a signal or exited: worth a retry
   };
 
-  Attempt CompileOnce(absl::string_view source);
+  Attempt CompileOnce(absl::string_view source, kiln::v1::Target target);
   // The result of a compile whose worker hung up or timed out; discards it.
   Attempt LostWorker(Worker worker, const absl::Status& exchange);
 

@@ -5,12 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <map>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/compile/fallback_compiler.h"
+#include "codegen/compile/target.h"
 #include "codegen/compile/subprocess_compiler.h"
 #include "common/tiny_filesystem.h"
 #include "common/files.h"
@@ -99,7 +101,7 @@ class WorkerCompilerTest : public ::testing::Test {
 TEST_F(WorkerCompilerTest, CompilesALoadableFreestandingObject) {
   WorkerCompiler compiler(Options());
   EXPECT_STREQ(compiler.name(), "worker");
-  auto object = compiler.Compile(AnswerSource(42));
+  auto object = compiler.Compile(AnswerSource(42), kiln::v1::TARGET_NATIVE);
   ASSERT_TRUE(object.ok()) << object.status();
   EXPECT_GT(object->compile_ms, 0);
   EXPECT_EQ(LoadAndCallAnswer(*object, "a"), 42);
@@ -114,7 +116,7 @@ TEST_F(WorkerCompilerTest, WarmUpStartsTheWorkerTheFirstCompileUses) {
   EXPECT_EQ(started->workers_started(), 0);
   ASSERT_TRUE(compiler.WarmUp().ok());
   EXPECT_EQ(started->workers_started(), 1);
-  auto object = compiler.Compile(AnswerSource(5));
+  auto object = compiler.Compile(AnswerSource(5), kiln::v1::TARGET_NATIVE);
   ASSERT_TRUE(object.ok()) << object.status();
   EXPECT_EQ(object->compiler, "worker");
   EXPECT_EQ(started->workers_started(), 1);
@@ -123,8 +125,8 @@ TEST_F(WorkerCompilerTest, WarmUpStartsTheWorkerTheFirstCompileUses) {
 TEST_F(WorkerCompilerTest, ProducesTheSameBytesAsTheClangSubprocess) {
   WorkerCompiler worker(Options());
   SubprocessCompiler subprocess(dir_ + "/subprocess", absl::Seconds(60));
-  auto from_worker = worker.Compile(AnswerSource(7));
-  auto from_subprocess = subprocess.Compile(AnswerSource(7));
+  auto from_worker = worker.Compile(AnswerSource(7), kiln::v1::TARGET_NATIVE);
+  auto from_subprocess = subprocess.Compile(AnswerSource(7), kiln::v1::TARGET_NATIVE);
   ASSERT_TRUE(from_worker.ok()) << from_worker.status();
   ASSERT_TRUE(from_subprocess.ok()) << from_subprocess.status();
   EXPECT_TRUE(from_worker->shared_object == from_subprocess->shared_object)
@@ -132,14 +134,38 @@ TEST_F(WorkerCompilerTest, ProducesTheSameBytesAsTheClangSubprocess) {
          "worker/in_process_compiler.cc against `clang++ -###`";
 }
 
+// One worker keeps an invocation per target: each target's bytes are
+// clang++'s for that target, and the targets' vector code differs.
+TEST_F(WorkerCompilerTest, EachTargetProducesTheClangSubprocesssBytesForIt) {
+  constexpr char kLoop[] =
+      "extern \"C\" __attribute__((visibility(\"default\"))) void kiln_scale(\n"
+      "    float* __restrict__ x, int n) { for (int i = 0; i < n; ++i) x[i] = x[i] * 2.0f + 1.0f; }\n";
+  WorkerCompiler worker(Options());
+  SubprocessCompiler subprocess(dir_ + "/subprocess", absl::Seconds(60));
+  std::map<kiln::v1::Target, std::string> objects;
+  for (kiln::v1::Target target : AllTargets()) {
+    auto from_worker = worker.Compile(kLoop, target);
+    auto from_subprocess = subprocess.Compile(kLoop, target);
+    ASSERT_TRUE(from_worker.ok()) << from_worker.status();
+    ASSERT_TRUE(from_subprocess.ok()) << from_subprocess.status();
+    EXPECT_TRUE(from_worker->shared_object == from_subprocess->shared_object) << TargetName(target);
+    objects[target] = from_worker->shared_object;
+  }
+  EXPECT_NE(objects[kiln::v1::TARGET_X86_64_V3], objects[kiln::v1::TARGET_X86_64_V4]);
+  EXPECT_EQ(worker.workers_started(), 1);
+  auto unknown = worker.Compile(kLoop, static_cast<kiln::v1::Target>(9));
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(unknown.status().message(), "cannot compile for unknown target 9");
+}
+
 TEST_F(WorkerCompilerTest, InvalidSourceIsAnInternalErrorWithDiagnostics) {
   WorkerCompiler compiler(Options());
-  auto object = compiler.Compile("this is not C++;");
+  auto object = compiler.Compile("this is not C++;", kiln::v1::TARGET_NATIVE);
   EXPECT_EQ(object.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(object.status().message().find("kernel.cc:1:1: error:"), std::string::npos)
       << object.status();
   // A failed compile leaves the worker usable.
-  ASSERT_TRUE(compiler.Compile(AnswerSource(1)).ok());
+  ASSERT_TRUE(compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE).ok());
   EXPECT_EQ(compiler.workers_started(), 1);
 }
 
@@ -151,7 +177,7 @@ TEST_F(WorkerCompilerTest, CrashIsRetriedOnAFreshWorker) {
     options.injected_fault = WorkerFault::kCrash;
     options.injected_fault_count = 1;
     WorkerCompiler compiler(options);
-    auto object = compiler.Compile(AnswerSource(2));
+    auto object = compiler.Compile(AnswerSource(2), kiln::v1::TARGET_NATIVE);
     ASSERT_TRUE(object.ok()) << object.status();
     EXPECT_EQ(LoadAndCallAnswer(*object, "after_crash"), 2);
     EXPECT_EQ(compiler.workers_started(), 2);
@@ -172,7 +198,7 @@ TEST_F(WorkerCompilerTest, WorkerKilledMidCompileIsRetriedOnAFreshWorker) {
     kill(pid, SIGKILL);
   };
   WorkerCompiler compiler(options);
-  auto object = compiler.Compile(AnswerSource(4));
+  auto object = compiler.Compile(AnswerSource(4), kiln::v1::TARGET_NATIVE);
   ASSERT_TRUE(object.ok()) << object.status();
   EXPECT_EQ(object->compiler, "worker");
   EXPECT_EQ(LoadAndCallAnswer(*object, "after_kill"), 4);
@@ -185,7 +211,7 @@ TEST_F(WorkerCompilerTest, CrashOnTheRetryTooIsUnavailable) {
   options.injected_fault = WorkerFault::kCrash;
   options.injected_fault_count = 2;
   WorkerCompiler compiler(options);
-  auto object = compiler.Compile(AnswerSource(1));
+  auto object = compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE);
   EXPECT_EQ(object.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(object.status().message().find(
                 "compile worker crashed (signal 11); its stderr is in the daemon's log; the "
@@ -193,7 +219,7 @@ TEST_F(WorkerCompilerTest, CrashOnTheRetryTooIsUnavailable) {
             std::string::npos)
       << object.status();
   EXPECT_EQ(compiler.workers_started(), 2);
-  ASSERT_TRUE(compiler.Compile(AnswerSource(1)).ok()) << "the next compile gets a fresh worker";
+  ASSERT_TRUE(compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE).ok()) << "the next compile gets a fresh worker";
 }
 
 // As kilnd holds its compilers: workers that crash twice leave the compile
@@ -206,7 +232,7 @@ TEST_F(WorkerCompilerTest, WorkersThatKeepCrashingFallBackToTheSubprocess) {
   WorkerCompiler* const workers = worker.get();
   FallbackCompiler compiler(std::move(worker),
                             std::make_unique<SubprocessCompiler>(dir_, absl::Seconds(60)));
-  auto object = compiler.Compile(AnswerSource(6));
+  auto object = compiler.Compile(AnswerSource(6), kiln::v1::TARGET_NATIVE);
   ASSERT_TRUE(object.ok()) << object.status();
   EXPECT_EQ(object->compiler, "subprocess");
   EXPECT_EQ(LoadAndCallAnswer(*object, "from_subprocess"), 6);
@@ -219,12 +245,12 @@ TEST_F(WorkerCompilerTest, HangIsDeadlineExceededAndTheNextCompileGetsAFreshWork
   options.injected_fault = WorkerFault::kHang;
   options.injected_fault_count = 1;
   WorkerCompiler compiler(options);
-  auto hung = compiler.Compile(AnswerSource(1));
+  auto hung = compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE);
   EXPECT_EQ(hung.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(hung.status().message().find("did not finish within 2s"), std::string::npos)
       << hung.status();
   EXPECT_EQ(compiler.workers_started(), 1) << "a compile that timed out is not retried";
-  auto object = compiler.Compile(AnswerSource(3));
+  auto object = compiler.Compile(AnswerSource(3), kiln::v1::TARGET_NATIVE);
   ASSERT_TRUE(object.ok()) << object.status();
   EXPECT_EQ(LoadAndCallAnswer(*object, "after_hang"), 3);
   EXPECT_EQ(compiler.workers_started(), 2);
@@ -236,11 +262,11 @@ TEST_F(WorkerCompilerTest, FaultInjectionIsRefusedUnlessEnabled) {
   options.injected_fault = WorkerFault::kCrash;
   options.injected_fault_count = 1;
   WorkerCompiler compiler(options);
-  auto refused = compiler.Compile(AnswerSource(1));
+  auto refused = compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(refused.status().message().find("--allow_fault_injection"), std::string::npos)
       << refused.status();
-  ASSERT_TRUE(compiler.Compile(AnswerSource(1)).ok());
+  ASSERT_TRUE(compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE).ok());
   EXPECT_EQ(compiler.workers_started(), 1);
 }
 
@@ -253,12 +279,12 @@ TEST_F(WorkerCompilerTest, ExceedingTheMemoryLimitIsResourceExhaustedNamingIt) {
   options.injected_fault = WorkerFault::kExceedMemory;
   options.injected_fault_count = 1;
   WorkerCompiler compiler(options);
-  auto object = compiler.Compile(AnswerSource(1));
+  auto object = compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE);
   EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(object.status().message(),
             "compile exceeded the compiler's memory limit of 3 GiB (RLIMIT_AS)");
   EXPECT_EQ(compiler.workers_started(), 1) << "not retried";
-  auto next = compiler.Compile(AnswerSource(8));
+  auto next = compiler.Compile(AnswerSource(8), kiln::v1::TARGET_NATIVE);
   ASSERT_TRUE(next.ok()) << "a normal compile fits the limit: " << next.status();
   EXPECT_EQ(LoadAndCallAnswer(*next, "under_limit"), 8);
 }
@@ -286,13 +312,13 @@ TEST_F(WorkerCompilerTest, FullDiskIsResourceExhaustedNamingTheDirectory) {
   WorkerCompilerOptions options = Options();
   options.temp_root = tiny;
   WorkerCompiler compiler(options);
-  auto object = compiler.Compile(AnswerSource(1));
+  auto object = compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE);
   EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted) << object.status();
   EXPECT_EQ(object.status().message(), "no space left on device in " + tiny);
   EXPECT_EQ(compiler.workers_started(), 1) << "not a crash: not retried";
 
   ASSERT_TRUE((*filesystem)->Empty().ok());
-  EXPECT_TRUE(compiler.Compile(AnswerSource(1)).ok()) << "space freed, compiles work again";
+  EXPECT_TRUE(compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE).ok()) << "space freed, compiles work again";
 }
 
 // With room for the object but not the .so, lld (writing through a shared
@@ -310,7 +336,7 @@ TEST_F(WorkerCompilerTest, LinkerBusErrorOnAFullDiskIsResourceExhausted) {
   WorkerCompiler* const workers = worker.get();
   FallbackCompiler compiler(std::move(worker),
                             std::make_unique<SubprocessCompiler>(tiny, absl::Seconds(60)));
-  auto object = compiler.Compile(AnswerSource(1));
+  auto object = compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE);
   EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted) << object.status();
   EXPECT_EQ(object.status().message(), "no space left on device in " + tiny);
   EXPECT_EQ(workers->workers_started(), 1) << "not a crash: not retried";
@@ -321,7 +347,7 @@ TEST_F(WorkerCompilerTest, FourConcurrentCompilesShareTwoWorkers) {
   std::vector<absl::StatusOr<CompiledObject>> results(4, absl::UnknownError("not run"));
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&, i] { results[i] = compiler.Compile(AnswerSource(100 + i)); });
+    threads.emplace_back([&, i] { results[i] = compiler.Compile(AnswerSource(100 + i), kiln::v1::TARGET_NATIVE); });
   }
   for (std::thread& thread : threads) thread.join();
   for (int i = 0; i < 4; ++i) {
@@ -335,9 +361,9 @@ TEST_F(WorkerCompilerTest, FourConcurrentCompilesShareTwoWorkers) {
 // spawned from a thread owned by the compiler, so they outlive callers.
 TEST_F(WorkerCompilerTest, WorkersOutliveTheThreadThatStartedThem) {
   WorkerCompiler compiler(Options());
-  std::thread([&] { ASSERT_TRUE(compiler.Compile(AnswerSource(1)).ok()); }).join();
+  std::thread([&] { ASSERT_TRUE(compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE).ok()); }).join();
   absl::SleepFor(absl::Milliseconds(200));  // time for a death signal to land
-  ASSERT_TRUE(compiler.Compile(AnswerSource(2)).ok());
+  ASSERT_TRUE(compiler.Compile(AnswerSource(2), kiln::v1::TARGET_NATIVE).ok());
   EXPECT_EQ(compiler.workers_started(), 1);
 }
 
@@ -345,7 +371,7 @@ TEST_F(WorkerCompilerTest, MissingWorkerBinaryIsUnavailable) {
   WorkerCompilerOptions options = Options();
   options.worker_path = dir_ + "/no-such-worker";
   WorkerCompiler compiler(options);
-  auto object = compiler.Compile(AnswerSource(1));
+  auto object = compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE);
   EXPECT_EQ(object.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(object.status().message().find("no-such-worker"), std::string::npos) << object.status();
   EXPECT_TRUE(WorkerDirectories().empty());

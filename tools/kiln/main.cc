@@ -20,6 +20,7 @@
 #include "client/client.h"
 #include "client/compiled_graph.h"
 #include "client/graph_file.h"
+#include "codegen/compile/target.h"
 #include "codegen/compile/toolchain.h"
 #include "codegen/ops/ops_doc.h"
 #include "codegen/pipeline.h"
@@ -45,6 +46,10 @@ ABSL_FLAG(double, rtol, -1, "run --reference: relative tolerance (default: by dt
 ABSL_FLAG(double, atol, -1, "run --reference: absolute tolerance (default: by dtype).");
 ABSL_FLAG(bool, asm, false, "explain: also print the assembly clang generates.");
 ABSL_FLAG(std::string, salt, "", "compile/run: a salt that enters the cache key (forces a compile).");
+ABSL_FLAG(std::string, target, "native",
+          "compile/run/explain: the CPUs to compile for: native (this host's, 512-bit vectors "
+          "where it has AVX-512), x86-64-v3 (AVX2) or x86-64-v4 (AVX-512); a portable level's "
+          "artifacts serve every host with the same compiler. It enters the cache key.");
 
 namespace kiln {
 namespace {
@@ -77,9 +82,11 @@ absl::Status NeedArgs(const Args& args, size_t count, const char* usage) {
   return absl::OkStatus();
 }
 
-kiln::v1::CompileOptions OptionsFromFlags() {
+absl::StatusOr<kiln::v1::CompileOptions> OptionsFromFlags() {
   kiln::v1::CompileOptions options;
   options.set_salt(absl::GetFlag(FLAGS_salt));
+  ASSIGN_OR_RETURN(const kiln::v1::Target target, ParseTarget(absl::GetFlag(FLAGS_target)));
+  options.set_target(target);
   return options;
 }
 
@@ -88,10 +95,11 @@ std::string Short(const std::string& key) { return key.substr(0, 16); }
 absl::Status Compile(const Args& args) {
   RETURN_IF_ERROR(NeedArgs(args, 1, "kiln compile GRAPH.json"));
   ASSIGN_OR_RETURN(kiln::v1::Graph graph, ReadGraphFile(args[0]));
+  ASSIGN_OR_RETURN(const kiln::v1::CompileOptions options, OptionsFromFlags());
   ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
   kiln::v1::CompileRequest request;
   *request.mutable_graph() = graph;
-  *request.mutable_options() = OptionsFromFlags();
+  *request.mutable_options() = options;
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(auto response, client->Compile(request));
   const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
@@ -103,6 +111,8 @@ absl::Status Compile(const Args& args) {
   std::cout << (response.cache_hit() ? "hit " : "compiled ") << response.artifact().key() << "\n"
             << "  object   " << response.object_path() << " ("
             << response.artifact().object_bytes() << " bytes)\n"
+            << "  target   " << TargetName(response.artifact().target()) << " ("
+            << response.artifact().toolchain().cpu() << ")\n"
             << absl::StrFormat("  request  %.2f ms", ms);
   if (!response.cache_hit()) {
     std::cout << absl::StrFormat(" (codegen %.2f ms, compile %.2f ms with the %s compiler)",
@@ -221,6 +231,7 @@ absl::Status Run(const Args& args) {
   RETURN_IF_ERROR(NeedArgs(args, 1, "kiln run GRAPH.json [--inputs=a.bin,...] [--check]"));
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(kiln::v1::Graph graph, ReadGraphFile(args[0]));
+  ASSIGN_OR_RETURN(const kiln::v1::CompileOptions options, OptionsFromFlags());
   std::optional<kiln::v1::Reference> reference;
   if (!absl::GetFlag(FLAGS_reference).empty()) {
     ASSIGN_OR_RETURN(reference, ReadReferenceFile(absl::GetFlag(FLAGS_reference)));
@@ -233,7 +244,7 @@ absl::Status Run(const Args& args) {
   const absl::Time connect_start = absl::Now();
   ASSIGN_OR_RETURN(auto client, ConnectFromFlags(/*lazy=*/true));
   const double connect_ms = absl::ToDoubleMilliseconds(absl::Now() - connect_start);
-  CompiledGraph compiled(client.get(), graph, OptionsFromFlags());
+  CompiledGraph compiled(client.get(), graph, options);
   ASSIGN_OR_RETURN(const auto prepared, compiled.Prepare());
   const absl::Time first_start = absl::Now();
   ASSIGN_OR_RETURN(std::vector<Tensor> outputs, compiled.Run(input_views));
@@ -295,11 +306,13 @@ absl::Status Run(const Args& args) {
 }
 
 absl::Status Explain(const Args& args) {
-  RETURN_IF_ERROR(NeedArgs(args, 1, "kiln explain GRAPH.json [--asm]"));
+  RETURN_IF_ERROR(NeedArgs(args, 1, "kiln explain GRAPH.json [--asm] [--target=...]"));
   ASSIGN_OR_RETURN(kiln::v1::Graph graph, ReadGraphFile(args[0]));
+  ASSIGN_OR_RETURN(const kiln::v1::CompileOptions options, OptionsFromFlags());
   ASSIGN_OR_RETURN(ir::Graph prepared, PrepareGraph(graph));
   CodegenInputs inputs;
   inputs.graph = std::move(prepared);
+  inputs.options = options;
   ASSIGN_OR_RETURN(GeneratedCode code, GenerateCode(inputs, /*keep_stages=*/true));
   for (const auto& [stage, text] : code.stages) {
     std::cout << "== " << stage << " ==\n" << text << "\n";
@@ -309,7 +322,7 @@ absl::Status Explain(const Args& args) {
     const std::string source = dir + "/kernel.cc";
     RETURN_IF_ERROR(WriteFileAtomically(source, code.source, 0600));
     std::vector<std::string> argv = {kDefaultClang};
-    for (const std::string& flag : CodegenFlags()) {
+    for (const std::string& flag : CodegenFlags(options.target())) {
       if (flag != "-shared" && flag != "-nostdlib" && flag != "-fuse-ld=lld") argv.push_back(flag);
     }
     for (const char* arg : {"-S", "-fno-verbose-asm", "-o", "-"}) argv.push_back(arg);
@@ -413,15 +426,16 @@ const std::map<std::string, Command>& Commands() {
   static const auto* const commands = new std::map<std::string, Command>{
       {"compile",
        {"GRAPH.json", "compile (or fetch from the cache); print the key and timings",
-        {"json", "salt", KILN_DAEMON_FLAGS}, "kiln compile examples/f.json", Compile}},
+        {"json", "salt", "target", KILN_DAEMON_FLAGS},
+        "kiln compile examples/f.json --target=x86-64-v3", Compile}},
       {"run",
        {"GRAPH.json", "compile, load and run on random inputs; print outputs and timings",
-        {"inputs", "seed", "repeat", "check", "reference", "rtol", "atol", "salt",
+        {"inputs", "seed", "repeat", "check", "reference", "rtol", "atol", "salt", "target",
          KILN_DAEMON_FLAGS},
         "kiln run examples/f.json --check --repeat=1000", Run}},
       {"explain",
        {"GRAPH.json", "print each codegen stage: graph, loop IR, kernels, buffers, C++",
-        {"asm"}, "kiln explain examples/tail.json --asm", Explain}},
+        {"asm", "target"}, "kiln explain examples/tail.json --asm --target=x86-64-v3", Explain}},
       {"stats", {"", "daemon counters and store totals", {"json", KILN_DAEMON_FLAGS},
                  "kiln stats --json", Stats}},
       {"ls", {"", "list cache entries", {"json", KILN_DAEMON_FLAGS}, "kiln ls", List}},

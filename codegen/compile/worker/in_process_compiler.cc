@@ -16,6 +16,7 @@
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Frontend/Utils.h"
 #include "codegen/compile/resource_limits.h"
+#include "codegen/compile/target.h"
 #include "codegen/compile/toolchain.h"
 #include "common/files.h"
 #include "common/status_macros.h"
@@ -100,11 +101,27 @@ absl::StatusOr<std::unique_ptr<InProcessCompiler>> InProcessCompiler::Create(std
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::InitializeNativeTargetAsmParser();  // inline asm
+  std::unique_ptr<InProcessCompiler> compiler(new InProcessCompiler(std::move(work_dir)));
+  // The default target's flags are checked now: a worker that cannot build
+  // its invocation fails at start, not on a compile.
+  RETURN_IF_ERROR(compiler->InvocationFor(kiln::v1::TARGET_NATIVE).status());
+  return compiler;
+}
 
+InProcessCompiler::InProcessCompiler(std::string work_dir) : work_dir_(std::move(work_dir)) {}
+
+InProcessCompiler::~InProcessCompiler() = default;
+
+absl::StatusOr<const clang::CompilerInvocation*> InProcessCompiler::InvocationFor(
+    kiln::v1::Target target) {
+  if (auto it = invocations_.find(target); it != invocations_.end()) return it->second.get();
+  if (!IsKnownTarget(target)) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot compile for unknown ", TargetName(target)));
+  }
   // argv[0] must be the real driver path: the driver finds the resource
   // directory next to it, and resolves -march=native here, once.
   std::vector<std::string> arguments = {kDefaultClang};
-  for (const std::string& flag : CodegenFlags()) {
+  for (const std::string& flag : CodegenFlags(target)) {
     if (!IsLinkOnlyFlag(flag)) arguments.push_back(flag);
   }
   // The input is replaced by an in-memory buffer per compile; "-" keeps the
@@ -123,8 +140,8 @@ absl::StatusOr<std::unique_ptr<InProcessCompiler>> InProcessCompiler::Create(std
   options.ProbePrecompiled = false;
   std::unique_ptr<clang::CompilerInvocation> invocation = clang::createInvocation(argv, options);
   if (invocation == nullptr) {
-    return absl::InternalError(
-        absl::StrCat("clang rejected the code-generation flags: ", diagnostics));
+    return absl::InternalError(absl::StrCat("clang rejected the code-generation flags for ",
+                                            TargetName(target), ": ", diagnostics));
   }
   // The clang binary skips freeing at exit for speed; a long-lived worker
   // must free, or it leaks each compile's AST and module.
@@ -133,23 +150,21 @@ absl::StatusOr<std::unique_ptr<InProcessCompiler>> InProcessCompiler::Create(std
   invocation->getCodeGenOpts().MainFileName = kSourceName;
   // Diagnostics are returned as text, never written to a terminal.
   invocation->getDiagnosticOpts().ShowColors = false;
-  return std::unique_ptr<InProcessCompiler>(
-      new InProcessCompiler(std::move(work_dir), std::move(invocation)));
+  const clang::CompilerInvocation* result = invocation.get();
+  invocations_[target] = std::move(invocation);
+  return result;
 }
 
-InProcessCompiler::InProcessCompiler(std::string work_dir,
-                                     std::unique_ptr<clang::CompilerInvocation> invocation)
-    : work_dir_(std::move(work_dir)), invocation_(std::move(invocation)) {}
-
-InProcessCompiler::~InProcessCompiler() = default;
-
-absl::StatusOr<std::string> InProcessCompiler::CompileAndLink(const std::string& source) {
-  ASSIGN_OR_RETURN(const std::string object, CompileToObject(source));
+absl::StatusOr<std::string> InProcessCompiler::CompileAndLink(const std::string& source,
+                                                              kiln::v1::Target target) {
+  ASSIGN_OR_RETURN(const std::string object, CompileToObject(source, target));
   return Link(object);
 }
 
-absl::StatusOr<std::string> InProcessCompiler::CompileToObject(const std::string& source) {
-  auto invocation = std::make_shared<clang::CompilerInvocation>(*invocation_);
+absl::StatusOr<std::string> InProcessCompiler::CompileToObject(const std::string& source,
+                                                               kiln::v1::Target target) {
+  ASSIGN_OR_RETURN(const clang::CompilerInvocation* cached, InvocationFor(target));
+  auto invocation = std::make_shared<clang::CompilerInvocation>(*cached);
   // `source` is a std::string, so the buffer is NUL-terminated as clang's
   // lexer requires.
   invocation->getFrontendOpts().Inputs = {clang::FrontendInputFile(

@@ -7,10 +7,12 @@
 #ifndef KILN_CODEGEN_COMPILE_WORKER_IN_PROCESS_COMPILER_H_
 #define KILN_CODEGEN_COMPILE_WORKER_IN_PROCESS_COMPILER_H_
 
+#include <map>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "proto/artifact.pb.h"
 
 namespace clang {
 class CompilerInvocation;
@@ -26,34 +28,39 @@ void ExitOnAllocationFailure(int exit_code);
 
 class InProcessCompiler {
  public:
-  // Builds the clang invocation once, from kDefaultClang + CodegenFlags()
-  // (so artifacts match SubprocessCompiler's), and initialises LLVM's native
-  // target. `work_dir` is a private directory that lld reads the object
-  // from and writes the .so to; each compile removes its files.
-  // Internal if the driver rejects the flags.
+  // Builds the native target's clang invocation, from kDefaultClang +
+  // CodegenFlags() (so artifacts match SubprocessCompiler's), and
+  // initialises LLVM's native target. `work_dir` is a private directory that
+  // lld reads the object from and writes the .so to; each compile removes
+  // its files. Internal if the driver rejects the flags.
   static absl::StatusOr<std::unique_ptr<InProcessCompiler>> Create(std::string work_dir);
 
   ~InProcessCompiler();
 
-  // Compiles one freestanding translation unit and links it with
-  // `ld.lld -shared`. Returns the .so's bytes, or Internal with clang's or
+  // Compiles one freestanding translation unit for `target` and links it
+  // with `ld.lld -shared`. Each target's invocation is built on its first
+  // compile and kept. Returns the .so's bytes, or Internal with clang's or
   // lld's diagnostics, or ResourceExhausted "no space left on device in
   // <parent of work_dir>" when a scratch file does not fit. (On a full disk
   // lld may instead die of SIGBUS: it writes through a shared mapping.)
-  absl::StatusOr<std::string> CompileAndLink(const std::string& source);
+  absl::StatusOr<std::string> CompileAndLink(const std::string& source, kiln::v1::Target target);
 
   // False once lld has reported that it cannot run again in this process
   // (after a fatal error inside lld); the process should then exit.
   bool can_run_again() const { return can_run_again_; }
 
  private:
-  InProcessCompiler(std::string work_dir, std::unique_ptr<clang::CompilerInvocation> invocation);
+  explicit InProcessCompiler(std::string work_dir);
 
-  absl::StatusOr<std::string> CompileToObject(const std::string& source);
+  // The cached invocation for `target`, built on first use.
+  absl::StatusOr<const clang::CompilerInvocation*> InvocationFor(kiln::v1::Target target);
+  absl::StatusOr<std::string> CompileToObject(const std::string& source, kiln::v1::Target target);
   absl::StatusOr<std::string> Link(const std::string& object);
 
   const std::string work_dir_;
-  const std::unique_ptr<clang::CompilerInvocation> invocation_;  // copied per compile
+  // One per target compiled for so far, each copied per compile: the driver
+  // resolves -march=native once, not per compile.
+  std::map<kiln::v1::Target, std::unique_ptr<clang::CompilerInvocation>> invocations_;
   bool can_run_again_ = true;
 };
 

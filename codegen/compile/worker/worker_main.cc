@@ -121,7 +121,7 @@ worker::CompileResponse Handle(const worker::CompileRequest& request, InProcessC
     InjectFault(request.fault());
   }
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::string> library = compiler.CompileAndLink(request.source());
+  absl::StatusOr<std::string> library = compiler.CompileAndLink(request.source(), request.target());
   response.set_compile_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
   if (library.ok()) {
     response.set_shared_object(*std::move(library));
