@@ -2,8 +2,9 @@
 // directory that let a client find an artifact without asking kilnd.
 //
 //   <cache>/descriptor              record of kiln.v1.CacheDescriptor:
-//                                   versions and the toolchain kilnd compiles
-//                                   with (at start)
+//                                   versions and the toolchain fingerprint
+//                                   of each target kilnd compiles for
+//                                   (written at start)
 //   <cache>/index/<k[0:2]>/<key>    record of the entry's
 //                                   kiln.v1.ArtifactMetadata
 //
