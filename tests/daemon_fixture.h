@@ -4,8 +4,6 @@
 #ifndef KILN_TESTS_DAEMON_FIXTURE_H_
 #define KILN_TESTS_DAEMON_FIXTURE_H_
 
-#include <sys/types.h>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,34 +12,41 @@
 #include "client/client.h"
 #include "common/subprocess.h"
 #include "gtest/gtest.h"
+#include "tools/daemon_process/daemon_process.h"
 
 namespace kiln {
 
+// A thin test face on the shared launcher (DaemonProcess): the socket and
+// cache directory under a fresh /tmp/kilnXXXXXX, kilnd's output in
+// root()/kilnd.log (printed when the test has failed).
 class DaemonFixture {
  public:
-  DaemonFixture();  // creates the directories; does not start kilnd
+  DaemonFixture();   // creates the directories; does not start kilnd
   ~DaemonFixture();  // SIGKILLs a running kilnd, removes the directories
 
-  // Starts kilnd and waits until it answers.
-  absl::Status Start(const std::vector<std::string>& extra_flags = {});
-  void Kill(int signal);   // sends `signal` and reaps the process
-  int WaitForExit();       // the exit status (or 128 + signal)
-  bool running() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
+  // Starts kilnd and waits until it answers (a version mismatch counts).
+  absl::Status Start(const std::vector<std::string>& extra_flags = {}) {
+    return process_->Start(extra_flags);
+  }
+  // Sends `signal` and reaps the process.
+  void Kill(int signal) { process_->Kill(signal); }
+  // The exit status (or 128 + signal).
+  int WaitForExit() { return process_->WaitForExit(); }
+  bool running() const { return process_->pid() > 0; }
+  pid_t pid() const { return process_->pid(); }
 
   // A client that never auto-starts a daemon.
-  absl::StatusOr<std::unique_ptr<Client>> Connect() const;
+  absl::StatusOr<std::unique_ptr<Client>> Connect() const { return process_->Connect(); }
   // Runs a binary (the `kiln` CLI, say) with KILN_SOCKET / KILN_CACHE_DIR
   // pointing here.
   absl::StatusOr<ProcessResult> RunTool(std::vector<std::string> argv) const;
 
-  const std::string& socket_path() const { return socket_path_; }
-  const std::string& cache_dir() const { return cache_dir_; }
-  const std::string& root() const { return root_; }
+  const std::string& socket_path() const { return process_->socket_path(); }
+  const std::string& cache_dir() const { return process_->cache_dir(); }
+  const std::string& root() const { return process_->root(); }
 
  private:
-  std::string root_, socket_path_, cache_dir_;
-  pid_t pid_ = -1;
+  std::unique_ptr<DaemonProcess> process_;
 };
 
 // A parameterized suite whose cases share one kilnd and one client, started

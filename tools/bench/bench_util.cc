@@ -212,61 +212,29 @@ absl::StatusOr<KilndBinary> FindKilnd(absl::string_view target) {
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const KilndBinary& kilnd,
                                                       const std::string& directory,
                                                       const std::string& compiler) {
+  DaemonProcess::Options options;
+  options.kilnd = kilnd.path;
+  options.root = directory;
+  options.env = {{"RUNFILES_DIR", kilnd.runfiles_dir}};
+  options.client.client_name = "bench";
   std::unique_ptr<Daemon> daemon(new Daemon);
-  daemon->socket_path_ = directory + "/run/kilnd.sock";
-  daemon->cache_dir_ = directory + "/cache";
-  daemon->log_path_ = directory + "/kilnd.log";
-  RETURN_IF_ERROR(MakeDirectories(directory, 0700));
-  ScopedFd log(open(daemon->log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-  if (log.get() < 0) return absl::InternalError("cannot create " + daemon->log_path_);
-  ASSIGN_OR_RETURN(daemon->pid_,
-                   SpawnProcess({kilnd.path, "--socket=" + daemon->socket_path_,
-                                 "--cache_dir=" + daemon->cache_dir_, "--compiler=" + compiler,
-                                 "--log_level=warning"},
-                                {{log.get(), STDOUT_FILENO}, {log.get(), STDERR_FILENO}},
-                                {{"RUNFILES_DIR", kilnd.runfiles_dir}}));
-  ClientOptions options;
-  options.socket_path = daemon->socket_path_;
-  options.cache_dir = daemon->cache_dir_;
-  options.auto_start = false;
-  options.client_name = "bench";
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline) {
-    auto client = Client::Connect(options);
-    if (client.ok()) {
-      daemon->client_ = std::move(*client);
-      return daemon;
-    }
-    int status;
-    if (waitpid(daemon->pid_, &status, WNOHANG) == daemon->pid_) {
-      daemon->pid_ = -1;
-      return absl::InternalError(absl::StrCat("kilnd --compiler=", compiler, " exited at start; ",
-                                              LogTail(daemon->log_path_)));
-    }
-    absl::SleepFor(absl::Milliseconds(10));
+  ASSIGN_OR_RETURN(daemon->process_, DaemonProcess::Create(std::move(options)));
+  if (absl::Status started = daemon->process_->Start({"--compiler=" + compiler}); !started.ok()) {
+    return absl::Status(started.code(),
+                        absl::StrCat("kilnd --compiler=", compiler, ": ", started.message()));
   }
-  return absl::DeadlineExceededError(
-      absl::StrCat("kilnd did not answer within 30 s; ", LogTail(daemon->log_path_)));
+  ASSIGN_OR_RETURN(daemon->client_, daemon->process_->Connect());
+  return daemon;
 }
 
 absl::Status Daemon::Stop() {
-  if (pid_ < 0) return absl::OkStatus();
+  if (process_ == nullptr || process_->pid() <= 0) return absl::OkStatus();
   client_.reset();
-  kill(pid_, SIGTERM);
-  const pid_t pid = std::exchange(pid_, -1);
-  const absl::Time deadline = absl::Now() + absl::Seconds(15);
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (absl::Now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return absl::InternalError(absl::StrCat("kilnd ignored SIGTERM; ", LogTail(log_path_)));
-    }
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
-  return absl::InternalError(
-      absl::StrCat("kilnd exited with status ", status, " on SIGTERM; ", LogTail(log_path_)));
+  const int status = process_->Stop(absl::Seconds(15));
+  if (status == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("kilnd exited with status ", status,
+                                          " on SIGTERM (137: ignored it for 15 s); ",
+                                          LogTail(log_path())));
 }
 
 // ------------------------------------------------------- files and machine

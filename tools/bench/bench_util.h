@@ -24,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "client/client.h"
 #include "common/subprocess.h"  // SpawnProcess, EnvChanges
+#include "tools/daemon_process/daemon_process.h"
 
 namespace kiln {
 namespace bench {
@@ -152,8 +153,9 @@ struct KilndBinary {
 // NotFound, naming the places looked at and `target`, when no tree has both.
 absl::StatusOr<KilndBinary> FindKilnd(absl::string_view target);
 
-// A private kilnd started by a bench: socket and cache under `directory`,
-// its output in directory/kilnd.log.
+// A private kilnd started by a bench (on the shared launcher,
+// DaemonProcess): socket and cache under `directory`, its output in
+// directory/kilnd.log, RUNFILES_DIR set to kilnd's runfiles tree.
 class Daemon {
  public:
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(const KilndBinary& kilnd,
@@ -166,15 +168,14 @@ class Daemon {
   absl::Status Stop();
 
   Client& client() { return *client_; }
-  pid_t pid() const { return pid_; }
-  const std::string& socket_path() const { return socket_path_; }
-  const std::string& cache_dir() const { return cache_dir_; }
-  const std::string& log_path() const { return log_path_; }
+  pid_t pid() const { return process_->pid(); }
+  const std::string& socket_path() const { return process_->socket_path(); }
+  const std::string& cache_dir() const { return process_->cache_dir(); }
+  const std::string& log_path() const { return process_->log_path(); }
 
  private:
   Daemon() = default;
-  pid_t pid_ = -1;
-  std::string socket_path_, cache_dir_, log_path_;
+  std::unique_ptr<DaemonProcess> process_;
   std::unique_ptr<Client> client_;
 };
 

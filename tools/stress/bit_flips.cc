@@ -16,7 +16,6 @@
 #include "absl/time/clock.h"
 #include "common/subprocess.h"
 #include "tools/stress/campaigns.h"
-#include "tools/stress/daemon_process.h"
 #include "tools/stress/workload.h"
 
 namespace kiln::stress {
@@ -154,7 +153,7 @@ absl::StatusOr<BitFlipsReport> RunBitFlips(const BitFlipsOptions& options) {
 
   // The populated cache every trial starts from: the first graphs in table
   // files (a restart flushes the log it replays), the last ones in the log.
-  auto pristine = DaemonProcess::Create(options.common.kilnd);
+  auto pristine = DaemonProcess::Create(CampaignDaemon(options.common));
   if (!pristine.ok()) return pristine.status();
   for (const std::vector<Workload>* batch : {&flushed, &logged}) {
     if (absl::Status started = (*pristine)->Start(); !started.ok()) return started;
@@ -176,7 +175,7 @@ absl::StatusOr<BitFlipsReport> RunBitFlips(const BitFlipsOptions& options) {
     KindFigures& figures = report.kinds[kind];
     for (int trial = 0; trial < options.flips_per_kind; ++trial) {
       const std::string label = absl::StrCat(kind, " trial ", trial + 1);
-      auto daemon = DaemonProcess::Create(options.common.kilnd);
+      auto daemon = DaemonProcess::Create(CampaignDaemon(options.common));
       if (!daemon.ok()) return daemon.status();
       DaemonProcess& kilnd = **daemon;
       auto copied = RunProcess({"cp", "-a", pristine_cache, kilnd.cache_dir()}, absl::Minutes(1));

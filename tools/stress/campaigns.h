@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "tools/daemon_process/daemon_process.h"
 
 namespace kiln::stress {
 
@@ -21,6 +22,16 @@ struct CommonOptions {
   uint32_t seed = 1;
   bool verbose = false;  // a line per round / trial / batch on stderr
 };
+
+// The private kilnd a campaign starts: `common.kilnd`, with an RPC timeout
+// long enough for the compiles a campaign queues up.
+inline DaemonProcess::Options CampaignDaemon(const CommonOptions& common) {
+  DaemonProcess::Options options;
+  options.kilnd = common.kilnd;
+  options.client.client_name = "kiln-stress";
+  options.client.rpc_timeout = absl::Seconds(150);
+  return options;
+}
 
 // kill -9 rounds: concurrent clients compile distinct and identical graphs
 // while kilnd or one of its compile workers is SIGKILLed at a random time;

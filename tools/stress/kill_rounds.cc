@@ -11,7 +11,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "tools/stress/campaigns.h"
-#include "tools/stress/daemon_process.h"
 #include "tools/stress/workload.h"
 
 namespace kiln::stress {
@@ -53,7 +52,7 @@ absl::StatusOr<KillRoundsReport> RunKillRounds(const KillRoundsOptions& options)
   for (int i = 0; i < 3; ++i) shared.push_back(GeneratedWorkload(random, "shared"));
   std::vector<Workload> submitted = shared;
 
-  auto daemon = DaemonProcess::Create(options.common.kilnd);
+  auto daemon = DaemonProcess::Create(CampaignDaemon(options.common));
   if (!daemon.ok()) return daemon.status();
   DaemonProcess& kilnd = **daemon;
   const std::vector<std::string> flags = {"--compile_jobs=2"};

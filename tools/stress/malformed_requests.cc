@@ -14,7 +14,6 @@
 #include "codegen/abi/kiln_abi.h"
 #include "common/version.h"
 #include "tools/stress/campaigns.h"
-#include "tools/stress/daemon_process.h"
 #include "tools/stress/workload.h"
 
 namespace kiln::stress {
@@ -246,7 +245,7 @@ absl::StatusOr<MalformedReport> RunMalformedRequests(const MalformedOptions& opt
   std::vector<Workload> bases = *examples;
   for (int i = 0; i < 4; ++i) bases.push_back(GeneratedWorkload(random, "malformed-base"));
 
-  auto daemon = DaemonProcess::Create(options.common.kilnd);
+  auto daemon = DaemonProcess::Create(CampaignDaemon(options.common));
   if (!daemon.ok()) return daemon.status();
   DaemonProcess& kilnd = **daemon;
   if (absl::Status started = kilnd.Start(); !started.ok()) return started;

@@ -1,4 +1,4 @@
-#include "tools/stress/daemon_process.h"
+#include "tools/daemon_process/daemon_process.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -7,22 +7,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
-#include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/files.h"
-#include "common/subprocess.h"
 
-namespace kiln::stress {
+namespace kiln {
 namespace {
-
-int DecodeWaitStatus(int status) {
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 // The value of `field` ("PPid:", "VmRSS:") in /proc/PID/status.
 std::string StatusField(pid_t pid, const std::string& field) {
@@ -38,16 +34,25 @@ std::string StatusField(pid_t pid, const std::string& field) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<DaemonProcess>> DaemonProcess::Create(std::string kilnd,
-                                                                     std::string cache_dir) {
+absl::StatusOr<std::unique_ptr<DaemonProcess>> DaemonProcess::Create(Options options) {
   std::unique_ptr<DaemonProcess> daemon(new DaemonProcess());
-  daemon->kilnd_ = std::move(kilnd);
-  auto root = MakeTempDirectory("/tmp/kilnXXXXXX");  // short: socket paths are limited
-  if (!root.ok()) return root.status();
-  daemon->root_ = *root;
+  if (options.root.empty()) {
+    absl::StatusOr<std::string> root = MakeTempDirectory("/tmp/kilnXXXXXX");
+    if (!root.ok()) return root.status();
+    daemon->root_ = *std::move(root);
+  } else {
+    if (absl::Status made = MakeDirectories(options.root, 0700); !made.ok()) return made;
+    daemon->root_ = std::move(options.root);
+  }
+  daemon->kilnd_ = std::move(options.kilnd);
   daemon->socket_path_ = daemon->root_ + "/run/kilnd.sock";
-  daemon->cache_dir_ = cache_dir.empty() ? daemon->root_ + "/cache" : std::move(cache_dir);
+  daemon->cache_dir_ =
+      options.cache_dir.empty() ? daemon->root_ + "/cache" : std::move(options.cache_dir);
   daemon->log_path_ = daemon->root_ + "/kilnd.log";
+  daemon->env_ = std::move(options.env);
+  daemon->client_options_ = std::move(options.client);
+  daemon->client_options_.socket_path = daemon->socket_path_;
+  daemon->client_options_.auto_start = false;
   return daemon;
 }
 
@@ -64,14 +69,17 @@ absl::Status DaemonProcess::Start(const std::vector<std::string>& extra_flags) {
   const int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log < 0) return absl::InternalError(absl::StrCat("cannot open ", log_path_));
   const absl::StatusOr<pid_t> pid =
-      SpawnProcess(argv, {{log, STDOUT_FILENO}, {log, STDERR_FILENO}});
+      SpawnProcess(argv, {{log, STDOUT_FILENO}, {log, STDERR_FILENO}}, env_);
   close(log);
   if (!pid.ok()) return pid.status();
   pid_ = *pid;
   exit_status_ = -1;
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (absl::Now() < deadline) {
-    if (Connect().ok()) return absl::OkStatus();
+    const absl::Status connected = Connect().status();
+    if (connected.ok() || connected.code() == absl::StatusCode::kFailedPrecondition) {
+      return absl::OkStatus();
+    }
     if (!Alive()) {
       const std::string tail = LogSince(LogSize() > 2000 ? LogSize() - 2000 : 0);
       return absl::InternalError(absl::StrCat("kilnd exited at start with status ", exit_status_,
@@ -82,13 +90,34 @@ absl::Status DaemonProcess::Start(const std::vector<std::string>& extra_flags) {
   return absl::DeadlineExceededError("kilnd did not answer within 60 s");
 }
 
+void DaemonProcess::Reaped(int wait_status) {
+  pid_ = -1;
+  exit_status_ = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
+}
+
 int DaemonProcess::Kill(int signal) {
   if (pid_ <= 0) return exit_status_;
   kill(pid_, signal);
+  return WaitForExit();
+}
+
+int DaemonProcess::Stop(absl::Duration grace) {
+  if (pid_ <= 0) return exit_status_;
+  kill(pid_, SIGTERM);
+  const absl::Time deadline = absl::Now() + grace;
+  while (Alive()) {
+    if (absl::Now() > deadline) return Kill(SIGKILL);
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return exit_status_;
+}
+
+int DaemonProcess::WaitForExit() {
+  if (pid_ <= 0) return exit_status_;
   int status = 0;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
-  exit_status_ = DecodeWaitStatus(status);
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  Reaped(status);
   return exit_status_;
 }
 
@@ -96,21 +125,14 @@ bool DaemonProcess::Alive() {
   if (pid_ <= 0) return false;
   int status = 0;
   if (waitpid(pid_, &status, WNOHANG) == pid_) {
-    pid_ = -1;
-    exit_status_ = DecodeWaitStatus(status);
+    Reaped(status);
     return false;
   }
   return true;
 }
 
 absl::StatusOr<std::unique_ptr<Client>> DaemonProcess::Connect() const {
-  ClientOptions options;
-  options.socket_path = socket_path_;
-  options.cache_dir = cache_dir_;
-  options.auto_start = false;
-  options.client_name = "kiln-stress";
-  options.rpc_timeout = absl::Seconds(150);
-  return Client::Connect(options);
+  return Client::Connect(client_options_);
 }
 
 std::vector<pid_t> DaemonProcess::CompileWorkers() const {
@@ -151,13 +173,4 @@ std::string DaemonProcess::LogSince(size_t offset) const {
   return bytes->substr(offset);
 }
 
-std::string FindKilnd(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  for (const std::string& candidate :
-       {std::string("daemon/kilnd"), ExecutablePath() + ".runfiles/kiln/daemon/kilnd"}) {
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "daemon/kilnd";
-}
-
-}  // namespace kiln::stress
+}  // namespace kiln
