@@ -14,24 +14,14 @@
 #include "codegen/compile/fallback_compiler.h"
 #include "codegen/compile/target.h"
 #include "codegen/compile/subprocess_compiler.h"
+#include "common/sanitizers.h"
 #include "common/tiny_filesystem.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
 
-// Under ASan or TSan the worker skips RLIMIT_AS (their shadow memory is
-// terabytes of address space) and their runtimes catch SIGBUS and exit
-// instead of dying of it: the tests of those two behaviours run in the
+// Under ASan or TSan the worker skips RLIMIT_AS and their runtimes catch
+// SIGBUS (common/sanitizers.h): the tests of those two behaviours run in the
 // default build only.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define KILN_SANITIZED 1
-#endif
-#endif
-#ifdef KILN_SANITIZED
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
 constexpr char kSanitizedReason[] =
     "a sanitizer's runtime handles SIGBUS and address-space limits itself; the default build "
     "runs this test";

@@ -27,6 +27,7 @@
 #include "codegen/compile/worker/frame.h"
 #include "codegen/compile/worker/in_process_compiler.h"
 #include "codegen/compile/worker/worker.pb.h"
+#include "common/sanitizers.h"
 
 ABSL_FLAG(int, parent_pid, 0,
           "pid of the process that started this worker; the worker exits if "
@@ -37,17 +38,6 @@ ABSL_FLAG(uint64_t, memory_limit_bytes, 0,
           "address-space limit (RLIMIT_AS) of this worker; a failed allocation exits with "
           "kWorkerOutOfMemoryExitCode (0: no limit)");
 ABSL_FLAG(bool, allow_fault_injection, false, "honour CompileRequest.fault (tests only)");
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define KILN_SANITIZED 1
-#endif
-#endif
-#ifdef KILN_SANITIZED
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
 
 namespace kiln {
 namespace {
