@@ -5,8 +5,7 @@
 
 namespace kiln {
 
-absl::StatusOr<ReconcileResult> ReconcileLocalIndex(ArtifactStore& store,
-                                                    const LocalIndex& index) {
+absl::StatusOr<ReconcileResult> ReconcileLocalIndex(ArtifactStore& store, const LocalIndex& index) {
   ReconcileResult result;
   ASSIGN_OR_RETURN(const std::vector<std::string> keys, index.Keys());
   for (const std::string& key : keys) {

@@ -36,9 +36,7 @@ CodegenInputs InputsFor(const kiln::v1::Graph& graph) {
   return inputs;
 }
 
-std::string KeyOf(const kiln::v1::Graph& graph) {
-  return ComputeCacheKey(InputsFor(graph)).key;
-}
+std::string KeyOf(const kiln::v1::Graph& graph) { return ComputeCacheKey(InputsFor(graph)).key; }
 
 TEST(CacheKeyTest, EveryInputChangesTheKey) {
   const CodegenInputs base = InputsFor(LoadExample("f"));

@@ -88,8 +88,8 @@ absl::StatusOr<std::optional<std::string>> ReadRegularFile(const std::string& pa
       const ssize_t n = read(fd, bytes->data() + done, bytes->size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
-        status = absl::DataLossError(absl::StrCat("cannot read ", path, ": ",
-                                                  n < 0 ? strerror(errno) : "short read"));
+        status = absl::DataLossError(
+            absl::StrCat("cannot read ", path, ": ", n < 0 ? strerror(errno) : "short read"));
         break;
       }
       done += n;

@@ -71,9 +71,9 @@ TEST_F(LocalIndexTest, ARecordUnderAnotherKeysNameIsNotTrusted) {
   ASSERT_TRUE(index.Publish(Entry("aa01")).ok());
   ASSERT_TRUE(MakeDirectories(dir_ + "/index/aa", 0700).ok());
   ASSERT_EQ(rename(index.PathFor("aa01").c_str(), index.PathFor("aa02").c_str()), 0);
-  EXPECT_EQ(index.Find("aa02").status(),
-            absl::DataLossError(index.PathFor("aa02") +
-                                " holds the record of key aa01; not trusted"));
+  EXPECT_EQ(
+      index.Find("aa02").status(),
+      absl::DataLossError(index.PathFor("aa02") + " holds the record of key aa01; not trusted"));
 }
 
 TEST_F(LocalIndexTest, ASymlinkedRecordIsNotFollowed) {

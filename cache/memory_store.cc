@@ -57,7 +57,7 @@ absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> MemoryStore::List() {
 }
 
 absl::StatusOr<std::vector<std::string>> MemoryStore::KeysWithPrefix(const std::string& prefix,
-                                                                    int limit) {
+                                                                     int limit) {
   absl::MutexLock lock(&mutex_);
   std::vector<std::string> keys;
   for (auto it = entries_.lower_bound(prefix);

@@ -17,7 +17,7 @@ class MemoryStore : public ArtifactStore {
   absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) override;
   absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() override;
   absl::StatusOr<std::vector<std::string>> KeysWithPrefix(const std::string& prefix,
-                                                         int limit) override;
+                                                          int limit) override;
   absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) override;
   absl::StatusOr<StoreTotals> Totals() override;
 
@@ -32,7 +32,7 @@ class MemoryStore : public ArtifactStore {
   // damaged entry can be injected and must be parsed on every read.
   std::map<std::string, std::string> entries_ ABSL_GUARDED_BY(mutex_);
   std::map<std::string, std::string> blobs_ ABSL_GUARDED_BY(mutex_);
-  std::map<std::string, std::string> quarantine_ ABSL_GUARDED_BY(mutex_);          // blobs
+  std::map<std::string, std::string> quarantine_ ABSL_GUARDED_BY(mutex_);  // blobs
   std::map<std::string, std::string> quarantined_entries_ ABSL_GUARDED_BY(mutex_);
 };
 

@@ -35,7 +35,8 @@ absl::Status ObjectDirectory::Write(const std::string& digest, absl::string_view
 
 absl::Status ObjectDirectory::Remove(const std::string& digest) const {
   if (unlink(PathFor(digest).c_str()) != 0 && errno != ENOENT) {
-    return absl::InternalError(absl::StrCat("cannot remove ", PathFor(digest), ": ", strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot remove ", PathFor(digest), ": ", strerror(errno)));
   }
   return absl::OkStatus();
 }

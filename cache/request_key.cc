@@ -13,9 +13,9 @@ absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
                                         const TargetToolchains& toolchains) {
   const kiln::v1::Target target = request.options().target();
   if (!IsKnownTarget(target)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.target ", static_cast<int>(target),
-        " is not a known target (0 native, 1 x86-64-v3, 2 x86-64-v4)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.target ", static_cast<int>(target),
+                     " is not a known target (0 native, 1 x86-64-v3, 2 x86-64-v4)"));
   }
   const auto toolchain = toolchains.find(target);
   if (toolchain == toolchains.end()) {
@@ -37,7 +37,8 @@ TargetToolchains DescriptorToolchains(const kiln::v1::CacheDescriptor& descripto
     toolchains[entry.target()] = entry.toolchain();
   }
   // `toolchain` is native's by definition (the one field before targets).
-  if (descriptor.has_toolchain()) toolchains.emplace(kiln::v1::TARGET_NATIVE, descriptor.toolchain());
+  if (descriptor.has_toolchain())
+    toolchains.emplace(kiln::v1::TARGET_NATIVE, descriptor.toolchain());
   return toolchains;
 }
 

@@ -1,4 +1,6 @@
 // RocksDbStore under real damage: bytes flipped in its files on disk.
+#include "cache/rocksdb_store.h"
+
 #include <dirent.h>
 
 #include <random>
@@ -9,7 +11,6 @@
 #include "absl/time/clock.h"
 #include "cache/index_reconcile.h"
 #include "cache/local_index.h"
-#include "cache/rocksdb_store.h"
 #include "common/files.h"
 #include "common/sha256.h"
 #include "gtest/gtest.h"

@@ -61,7 +61,7 @@ class ArtifactStore {
 
   // Keys that start with `prefix`, in order, at most `limit` of them.
   virtual absl::StatusOr<std::vector<std::string>> KeysWithPrefix(const std::string& prefix,
-                                                                 int limit) = 0;
+                                                                  int limit) = 0;
 
   // Removes the entry, and its blob when no other entry references it;
   // returns the digest of the blob removed with it (nullopt when the blob

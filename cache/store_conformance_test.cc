@@ -149,22 +149,22 @@ INSTANTIATE_TEST_SUITE_P(
                 [](ArtifactStore& store, const std::string& key) {
                   static_cast<MemoryStore&>(store).OverwriteEntryForTesting(key, "\xff\xff");
                 }},
-        Backend{"rocksdb",
-                [](const std::string& dir) -> std::unique_ptr<ArtifactStore> {
-                  auto store = RocksDbStore::Open(dir);
-                  EXPECT_TRUE(store.ok()) << store.status();
-                  return store.ok() ? std::move(*store) : nullptr;
-                },
-                [](ArtifactStore& store, const std::string& digest) {
-                  ASSERT_TRUE(static_cast<RocksDbStore&>(store)
-                                  .OverwriteBlobForTesting(digest, "flipped")
-                                  .ok());
-                },
-                [](ArtifactStore& store, const std::string& key) {
-                  ASSERT_TRUE(static_cast<RocksDbStore&>(store)
-                                  .OverwriteEntryForTesting(key, "\xff\xff")
-                                  .ok());
-                }}),
+        Backend{
+            "rocksdb",
+            [](const std::string& dir) -> std::unique_ptr<ArtifactStore> {
+              auto store = RocksDbStore::Open(dir);
+              EXPECT_TRUE(store.ok()) << store.status();
+              return store.ok() ? std::move(*store) : nullptr;
+            },
+            [](ArtifactStore& store, const std::string& digest) {
+              ASSERT_TRUE(static_cast<RocksDbStore&>(store)
+                              .OverwriteBlobForTesting(digest, "flipped")
+                              .ok());
+            },
+            [](ArtifactStore& store, const std::string& key) {
+              ASSERT_TRUE(
+                  static_cast<RocksDbStore&>(store).OverwriteEntryForTesting(key, "\xff\xff").ok());
+            }}),
     [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
 
 TEST(RocksDbStoreTest, PersistsAcrossReopenAndRefusesASecondOpener) {
@@ -194,7 +194,8 @@ TEST(ObjectDirectoryTest, WritesReadOnlyContentAddressedFiles) {
   EXPECT_FALSE(objects.Contains(digest));
   ASSERT_TRUE(objects.Write(digest, "so").ok());
   EXPECT_TRUE(objects.Contains(digest));
-  EXPECT_EQ(objects.PathFor(digest), *dir + "/objects/" + digest.substr(0, 2) + "/" + digest + ".so");
+  EXPECT_EQ(objects.PathFor(digest),
+            *dir + "/objects/" + digest.substr(0, 2) + "/" + digest + ".so");
   EXPECT_EQ(*ReadFile(objects.PathFor(digest)), "so");
   ASSERT_TRUE(objects.Remove(digest).ok());
   EXPECT_FALSE(objects.Contains(digest));

@@ -1,20 +1,19 @@
 #include "client/client.h"
 
 #include <fcntl.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
+#include <grpcpp/create_channel_posix.h>
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-
-#include <grpcpp/create_channel_posix.h>
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "cache/local_index.h"
@@ -46,8 +45,8 @@ absl::StatusOr<ucred> PeerCredentials(int fd, const std::string& socket_path) {
   ucred credentials;
   socklen_t length = sizeof(credentials);
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot read the credentials of kilnd on ", socket_path, ": ", strerror(errno)));
+    return absl::UnavailableError(absl::StrCat("cannot read the credentials of kilnd on ",
+                                               socket_path, ": ", strerror(errno)));
   }
   return credentials;
 }
@@ -56,8 +55,9 @@ absl::StatusOr<ucred> PeerCredentials(int fd, const std::string& socket_path) {
 // byte is sent: gRPC 1.51 shows no peer credentials, so the socket is
 // connected here and handed to gRPC. Such a channel never reconnects; the
 // client makes a new one when it fails. Unavailable when nothing listens.
-absl::StatusOr<std::unique_ptr<kiln::v1::Kiln::Stub>> ConnectStub(
-    const std::string& socket_path, const std::vector<uid_t>& trusted, ucred* peer) {
+absl::StatusOr<std::unique_ptr<kiln::v1::Kiln::Stub>> ConnectStub(const std::string& socket_path,
+                                                                  const std::vector<uid_t>& trusted,
+                                                                  ucred* peer) {
   sockaddr_un address = {};
   address.sun_family = AF_UNIX;
   if (socket_path.size() >= sizeof(address.sun_path)) {
@@ -221,10 +221,9 @@ absl::Status Client::ConnectLocked() {
     return absl::OkStatus();
   }
   const std::string mismatch = absl::StrCat(
-      "version mismatch: kilnd ", hello.daemon_version(), " (pid ", peer.pid,
-      ") on ", socket_path, " speaks protocol ", hello.protocol_version(), " with ABI ",
-      hello.abi_version(), "; this client speaks protocol ", kProtocolVersion, " with ABI ",
-      KILN_ABI_VERSION);
+      "version mismatch: kilnd ", hello.daemon_version(), " (pid ", peer.pid, ") on ", socket_path,
+      " speaks protocol ", hello.protocol_version(), " with ABI ", hello.abi_version(),
+      "; this client speaks protocol ", kProtocolVersion, " with ABI ", KILN_ABI_VERSION);
   // A daemon some client started on demand, as this user, is ours to
   // replace: ask it to drain (it finishes running compiles and stores them),
   // then start one of this version, which waits for the old one's lock.
@@ -288,10 +287,10 @@ absl::Status Client::WaitForDaemon() {
     }
   }
   if (result.code() == absl::StatusCode::kUnavailable) {
-    return absl::UnavailableError(absl::StrCat(
-        "started kilnd, but it did not answer on ", socket_path, " within ",
-        absl::FormatDuration(absl::Now() - start), " (", result.message(), "); see ",
-        options_.cache_dir, "/kilnd.log"));
+    return absl::UnavailableError(
+        absl::StrCat("started kilnd, but it did not answer on ", socket_path, " within ",
+                     absl::FormatDuration(absl::Now() - start), " (", result.message(), "); see ",
+                     options_.cache_dir, "/kilnd.log"));
   }
   return result;
 }

@@ -5,8 +5,8 @@
 // (common/trust.h) and the daemon must run as this user, root, or
 // KILN_DAEMON_UID (SO_PEERCRED), and protocol and ABI versions must match,
 // or the client refuses with a message naming them. A daemon of another
-// version that a client started on demand is asked to drain and replaced. When no daemon listens and auto_start is on,
-// it starts one: posix_spawn (never fork, since gRPC may already run
+// version that a client started on demand is asked to drain and replaced. When no daemon listens
+// and auto_start is on, it starts one: posix_spawn (never fork, since gRPC may already run
 // threads), its own session, stdio to <cache_dir>/kilnd.log, an idle
 // timeout. A lock file in the socket's directory makes racing clients start
 // one daemon between them.
@@ -23,9 +23,8 @@
 #define KILN_CLIENT_CLIENT_H_
 
 #include <memory>
-#include <string>
-
 #include <optional>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -103,7 +102,7 @@ class Client {
   template <typename Request, typename Response, typename Method>
   absl::StatusOr<Response> Rpc(Method method, const Request& request);
 
-  ClientOptions options_;  // paths resolved
+  ClientOptions options_;                             // paths resolved
   const absl::StatusOr<std::vector<uid_t>> trusted_;  // TrustedUids()
   absl::Mutex mutex_;
   std::shared_ptr<kiln::v1::Kiln::Stub> stub_ ABSL_GUARDED_BY(mutex_);

@@ -78,9 +78,8 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
   result.fetch_ms = absl::ToDoubleMilliseconds(fetched - start);
   result.load_ms = absl::ToDoubleMilliseconds(absl::Now() - fetched);
 
-  ASSIGN_OR_RETURN(GuardTable guards,
-                   GuardTable::Create(response.artifact().signature(),
-                                      artifact->metadata.guards(), graph_));
+  ASSIGN_OR_RETURN(GuardTable guards, GuardTable::Create(response.artifact().signature(),
+                                                         artifact->metadata.guards(), graph_));
   auto entry = std::make_unique<Entry>(Entry{std::move(artifact), std::move(guards)});
   if (entry->guards.num_symbols() > 0) {
     ASSIGN_OR_RETURN(ir::Graph canonical, PrepareGraph(graph));
@@ -104,8 +103,8 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
   const int num_symbols = entry->guards.num_symbols();
   const auto bound = symbols.begin() + num_symbols;
   if (num_symbols > 0 && *std::max_element(symbols.begin(), bound) > entry->safe_symbol_value) {
-    RETURN_IF_ERROR(limits::CheckRunTimeSizes(*entry->canonical,
-                                              std::vector<int64_t>(symbols.begin(), bound)));
+    RETURN_IF_ERROR(
+        limits::CheckRunTimeSizes(*entry->canonical, std::vector<int64_t>(symbols.begin(), bound)));
   }
   return entry;
 }
@@ -181,9 +180,8 @@ absl::Status CompiledGraph::CheckOutputs(const Entry& entry, const Symbols& symb
                                          absl::Span<const TensorView> outputs) const {
   const kiln::v1::Signature& signature = entry.artifact->metadata.signature();
   if (static_cast<int>(outputs.size()) != signature.outputs_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("got ", outputs.size(),
-                                                   " output buffers; the graph returns ",
-                                                   signature.outputs_size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "got ", outputs.size(), " output buffers; the graph returns ", signature.outputs_size()));
   }
   for (size_t k = 0; k < outputs.size(); ++k) {
     const TensorView& output = outputs[k];
@@ -198,14 +196,15 @@ absl::Status CompiledGraph::CheckOutputs(const Entry& entry, const Symbols& symb
       expected_stride *= size;
     }
     if (!shape_ok) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "output ", k, " must be a contiguous ", kiln::v1::DType_Name(signature.outputs(k).dtype()),
-          " tensor of the graph's output shape"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("output ", k, " must be a contiguous ",
+                       kiln::v1::DType_Name(signature.outputs(k).dtype()),
+                       " tensor of the graph's output shape"));
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (Overlaps(output, inputs[i])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("output ", k, " overlaps ", entry.guards.input_name(i), "; use separate memory"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "output ", k, " overlaps ", entry.guards.input_name(i), "; use separate memory"));
       }
     }
     for (size_t j = 0; j < k; ++j) {
@@ -236,8 +235,8 @@ absl::Status CompiledGraph::Invoke(const Entry& entry, const Symbols& symbols,
   for (size_t i = 0; i < inputs.size(); ++i) in[i] = inputs[i].data;
   for (size_t k = 0; k < outputs.size(); ++k) out[k] = outputs[k].data;
   const kiln_artifact_info* info = entry.artifact->info;
-  const int64_t scratch =
-      info->scratch_bytes >= 0 ? info->scratch_bytes : entry.artifact->scratch_bytes(symbols.data());
+  const int64_t scratch = info->scratch_bytes >= 0 ? info->scratch_bytes
+                                                   : entry.artifact->scratch_bytes(symbols.data());
   void* const arena = ThreadScratch(scratch);
   if (arena == nullptr && scratch > 0) {
     return absl::ResourceExhaustedError(
@@ -245,8 +244,8 @@ absl::Status CompiledGraph::Invoke(const Entry& entry, const Symbols& symbols,
   }
   const int code = entry.artifact->run(runtime_->table(), symbols.data(), in, out, arena);
   if (code != 0) {
-    return absl::InternalError(absl::StrCat("kernel ", entry.artifact->metadata.key().substr(0, 12),
-                                            " returned ", code));
+    return absl::InternalError(
+        absl::StrCat("kernel ", entry.artifact->metadata.key().substr(0, 12), " returned ", code));
   }
   return absl::OkStatus();
 }

@@ -36,13 +36,13 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
-#include "codegen/ir.h"
 #include "client/client.h"
 #include "client/guard_table.h"
 #include "client/loader.h"
 #include "client/runtime/runtime.h"
 #include "client/specialization.h"
 #include "client/tensor.h"
+#include "codegen/ir.h"
 #include "proto/graph.pb.h"
 
 namespace kiln {

@@ -16,13 +16,16 @@ namespace {
 std::vector<std::pair<std::string, bool>> ProbeCpu() {
   __builtin_cpu_init();
   return {
-      KILN_CPU_FEATURE("sse4.2"),     KILN_CPU_FEATURE("popcnt"),    KILN_CPU_FEATURE("avx"),
-      KILN_CPU_FEATURE("avx2"),       KILN_CPU_FEATURE("bmi"),       KILN_CPU_FEATURE("bmi2"),
-      KILN_CPU_FEATURE("fma"),        KILN_CPU_FEATURE("f16c"),      KILN_CPU_FEATURE("lzcnt"),
-      KILN_CPU_FEATURE("movbe"),      KILN_CPU_FEATURE("avx512f"),   KILN_CPU_FEATURE("avx512bw"),
-      KILN_CPU_FEATURE("avx512cd"),   KILN_CPU_FEATURE("avx512dq"),  KILN_CPU_FEATURE("avx512vl"),
-      KILN_CPU_FEATURE("avx512vnni"), KILN_CPU_FEATURE("avx512vbmi"),
-      KILN_CPU_FEATURE("avx512ifma"), KILN_CPU_FEATURE("avx512bf16"),
+      KILN_CPU_FEATURE("sse4.2"),     KILN_CPU_FEATURE("popcnt"),
+      KILN_CPU_FEATURE("avx"),        KILN_CPU_FEATURE("avx2"),
+      KILN_CPU_FEATURE("bmi"),        KILN_CPU_FEATURE("bmi2"),
+      KILN_CPU_FEATURE("fma"),        KILN_CPU_FEATURE("f16c"),
+      KILN_CPU_FEATURE("lzcnt"),      KILN_CPU_FEATURE("movbe"),
+      KILN_CPU_FEATURE("avx512f"),    KILN_CPU_FEATURE("avx512bw"),
+      KILN_CPU_FEATURE("avx512cd"),   KILN_CPU_FEATURE("avx512dq"),
+      KILN_CPU_FEATURE("avx512vl"),   KILN_CPU_FEATURE("avx512vnni"),
+      KILN_CPU_FEATURE("avx512vbmi"), KILN_CPU_FEATURE("avx512ifma"),
+      KILN_CPU_FEATURE("avx512bf16"),
   };
 }
 
@@ -90,13 +93,14 @@ absl::Status CheckCpuCanRun(const kiln::v1::ArtifactMetadata& metadata,
     if (cpu_features.count(feature) == 0) missing.push_back(feature);
   }
   if (missing.empty()) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "artifact ", metadata.key().substr(0, 12), " was compiled for target ",
-      TargetName(metadata.target()),
-      metadata.target() == kiln::v1::TARGET_NATIVE ? absl::StrCat(" (", metadata.toolchain().cpu(), ")")
-                                                   : "",
-      ", and this CPU lacks ", absl::StrJoin(missing, ", "),
-      "; compile it for a target this CPU has (--target=x86-64-v3, or native here)"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("artifact ", metadata.key().substr(0, 12), " was compiled for target ",
+                   TargetName(metadata.target()),
+                   metadata.target() == kiln::v1::TARGET_NATIVE
+                       ? absl::StrCat(" (", metadata.toolchain().cpu(), ")")
+                       : "",
+                   ", and this CPU lacks ", absl::StrJoin(missing, ", "),
+                   "; compile it for a target this CPU has (--target=x86-64-v3, or native here)"));
 }
 
 }  // namespace kiln

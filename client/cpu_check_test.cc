@@ -12,8 +12,8 @@ kiln::v1::ArtifactMetadata ArtifactFor(kiln::v1::Target target) {
   return metadata;
 }
 
-const std::set<std::string> kHaswell = {"avx", "avx2", "bmi", "bmi2", "f16c", "fma",
-                                        "lzcnt", "movbe", "popcnt", "sse4.2"};
+const std::set<std::string> kHaswell = {"avx", "avx2",  "bmi",   "bmi2",   "f16c",
+                                        "fma", "lzcnt", "movbe", "popcnt", "sse4.2"};
 
 TEST(CpuCheckTest, EachTargetNeedsItsLevelsFeatures) {
   EXPECT_TRUE(RequiredCpuFeatures(ArtifactFor(kiln::v1::TARGET_NATIVE)).empty());
@@ -21,8 +21,7 @@ TEST(CpuCheckTest, EachTargetNeedsItsLevelsFeatures) {
             (std::vector<std::string>{"avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe"}));
   EXPECT_EQ(RequiredCpuFeatures(ArtifactFor(kiln::v1::TARGET_X86_64_V4)),
             (std::vector<std::string>{"avx2", "avx512bw", "avx512cd", "avx512dq", "avx512f",
-                                      "avx512vl", "bmi", "bmi2", "f16c", "fma", "lzcnt",
-                                      "movbe"}));
+                                      "avx512vl", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe"}));
 }
 
 TEST(CpuCheckTest, AnAvx2CpuRunsV3AndRefusesV4NamingTheTargetAndFeatures) {
@@ -53,8 +52,7 @@ TEST(CpuCheckTest, NativeNeedsTheBuildHostsFeatures) {
   for (const char* feature : {"+avx2", "+avx512f", "-amx-tile", "+prfchw", "+movbe"}) {
     metadata.mutable_toolchain()->add_cpu_features(feature);
   }
-  EXPECT_EQ(RequiredCpuFeatures(metadata),
-            (std::vector<std::string>{"avx2", "avx512f", "movbe"}));
+  EXPECT_EQ(RequiredCpuFeatures(metadata), (std::vector<std::string>{"avx2", "avx512f", "movbe"}));
   const absl::Status refused = CheckCpuCanRun(metadata, kHaswell);
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(refused.message().find("target native (znver5), and this CPU lacks avx512f;"),

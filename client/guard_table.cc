@@ -35,9 +35,8 @@ GuardTable::Size ToSize(const kiln::v1::Dim& dim, const kiln::v1::Signature& sig
   return size;
 }
 
-std::vector<GuardTable::Size> ToSizes(
-    const google::protobuf::RepeatedPtrField<kiln::v1::Dim>& dims,
-    const kiln::v1::Signature& signature) {
+std::vector<GuardTable::Size> ToSizes(const google::protobuf::RepeatedPtrField<kiln::v1::Dim>& dims,
+                                      const kiln::v1::Signature& signature) {
   std::vector<GuardTable::Size> sizes;
   for (const kiln::v1::Dim& dim : dims) sizes.push_back(ToSize(dim, signature));
   return sizes;
@@ -49,8 +48,8 @@ absl::StatusOr<GuardTable> GuardTable::Create(const kiln::v1::Signature& signatu
                                               const kiln::v1::Guards& guards,
                                               const kiln::v1::Graph& graph) {
   if (signature.symbols_size() > kMaxSymbols) {
-    return absl::UnimplementedError(absl::StrCat(
-        "the graph has ", signature.symbols_size(), " size symbols; at most ", kMaxSymbols));
+    return absl::UnimplementedError(absl::StrCat("the graph has ", signature.symbols_size(),
+                                                 " size symbols; at most ", kMaxSymbols));
   }
   GuardTable table;
   table.symbol_names_.assign(signature.symbols().begin(), signature.symbols().end());
@@ -72,8 +71,8 @@ absl::StatusOr<GuardTable> GuardTable::Create(const kiln::v1::Signature& signatu
           absl::StrCat("artifact guard relation ", relation.ShortDebugString(), ": ", why));
     };
     if (!relation.has_range() && !relation.has_divisible()) return bad("not a range or divisor");
-    const int symbol = SymbolIndex(
-        signature, relation.has_range() ? relation.range().symbol() : relation.divisible().symbol());
+    const int symbol = SymbolIndex(signature, relation.has_range() ? relation.range().symbol()
+                                                                   : relation.divisible().symbol());
     if (symbol < 0) return bad("names no symbol of the signature");
     Bounds& bounds = table.bounds_[symbol];
     if (relation.has_range()) {

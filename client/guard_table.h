@@ -101,8 +101,7 @@ class GuardTable {
 
   // The error of a symbol out of its bounds, naming the first dim that
   // binds it.
-  std::string BoundsError(int symbol, absl::Span<const TensorView> inputs,
-                          int64_t value) const;
+  std::string BoundsError(int symbol, absl::Span<const TensorView> inputs, int64_t value) const;
 
   std::vector<std::string> input_names_;
   std::vector<std::string> symbol_names_;

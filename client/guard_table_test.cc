@@ -19,7 +19,11 @@ Message Parse(const std::string& text) {
 // x: [s0, 64] (contiguous), y: [s0, 2*t] with strides [1, s0] (a
 // transpose), output [s0, t*s0*2]; s0 in [2, 512] and a multiple of 8.
 constexpr char kSignature[] = R"pb(
-  inputs { dtype: FLOAT32 sizes { symbol: "s0" } sizes { constant: 64 } }
+  inputs {
+    dtype: FLOAT32
+    sizes { symbol: "s0" }
+    sizes { constant: 64 }
+  }
   inputs {
     dtype: FLOAT32
     sizes { symbol: "s0" }
@@ -47,8 +51,9 @@ constexpr char kGraph[] = R"pb(
 class GuardTableTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto table = GuardTable::Create(Parse<kiln::v1::Signature>(kSignature),
-                                    Parse<kiln::v1::Guards>(kGuards), Parse<kiln::v1::Graph>(kGraph));
+    auto table =
+        GuardTable::Create(Parse<kiln::v1::Signature>(kSignature), Parse<kiln::v1::Guards>(kGuards),
+                           Parse<kiln::v1::Graph>(kGraph));
     ASSERT_TRUE(table.ok()) << table.status();
     table_.emplace(*std::move(table));
   }
@@ -130,11 +135,18 @@ TEST_F(GuardTableTest, NamesTheInputAndDimOfEachFailedGuard) {
 
 TEST_F(GuardTableTest, StridesOfSizeOneAndEmptyDimsAreMoot) {
   // A dim of size 1 is only read at index 0, an empty tensor never.
-  auto table = GuardTable::Create(
-      Parse<kiln::v1::Signature>(
-          R"pb(inputs { dtype: FLOAT32 sizes { constant: 1 } sizes { constant: 0 } }
-               inputs { dtype: FLOAT32 sizes { constant: 1 } sizes { constant: 4 } })pb"),
-      kiln::v1::Guards(), kiln::v1::Graph());
+  auto table = GuardTable::Create(Parse<kiln::v1::Signature>(
+                                      R"pb(inputs {
+                                             dtype: FLOAT32
+                                             sizes { constant: 1 }
+                                             sizes { constant: 0 }
+                                           }
+                                           inputs {
+                                             dtype: FLOAT32
+                                             sizes { constant: 1 }
+                                             sizes { constant: 4 }
+                                           })pb"),
+                                  kiln::v1::Guards(), kiln::v1::Graph());
   ASSERT_TRUE(table.ok()) << table.status();
   const std::vector<int64_t> empty_sizes = {1, 0}, empty_strides = {7, 7};
   const std::vector<int64_t> row_sizes = {1, 4}, row_strides = {123, 1};
@@ -164,9 +176,10 @@ TEST(GuardTableCreateTest, RefusesWhatCanonicalGuardsNeverHold) {
   const auto create = [&](const std::string& relation) {
     return GuardTable::Create(signature, Parse<kiln::v1::Guards>(relation), {}).status();
   };
-  EXPECT_EQ(create(R"pb(relations { equal { lhs: "s0" rhs: "t" } })pb"),
-            absl::InternalError(
-                "artifact guard relation equal { lhs: \"s0\" rhs: \"t\" }: not a range or divisor"));
+  EXPECT_EQ(
+      create(R"pb(relations { equal { lhs: "s0" rhs: "t" } })pb"),
+      absl::InternalError(
+          "artifact guard relation equal { lhs: \"s0\" rhs: \"t\" }: not a range or divisor"));
   EXPECT_EQ(create(R"pb(relations { divisible { symbol: "u" divisor: 2 } })pb"),
             absl::InternalError("artifact guard relation divisible { symbol: \"u\" divisor: 2 }: "
                                 "names no symbol of the signature"));

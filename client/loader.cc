@@ -69,17 +69,17 @@ absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
   }
   artifact->info = info();
   if (artifact->info->abi_version != KILN_ABI_VERSION) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "artifact ", path, " has ABI version ", artifact->info->abi_version,
-        "; this client runs ABI version ", KILN_ABI_VERSION));
+    return absl::FailedPreconditionError(
+        absl::StrCat("artifact ", path, " has ABI version ", artifact->info->abi_version,
+                     "; this client runs ABI version ", KILN_ABI_VERSION));
   }
   const kiln::v1::Signature& signature = metadata.signature();
   if (artifact->info->num_inputs != static_cast<uint32_t>(signature.inputs_size()) ||
       artifact->info->num_outputs != static_cast<uint32_t>(signature.outputs_size())) {
-    return absl::InternalError(absl::StrCat("artifact ", path, " takes ", artifact->info->num_inputs,
-                                            " inputs and ", artifact->info->num_outputs,
-                                            " outputs; its metadata says ", signature.inputs_size(),
-                                            " and ", signature.outputs_size()));
+    return absl::InternalError(
+        absl::StrCat("artifact ", path, " takes ", artifact->info->num_inputs, " inputs and ",
+                     artifact->info->num_outputs, " outputs; its metadata says ",
+                     signature.inputs_size(), " and ", signature.outputs_size()));
   }
   return std::shared_ptr<const LoadedArtifact>(std::move(artifact));
 }

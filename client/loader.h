@@ -41,7 +41,8 @@ struct LoadedArtifact {
 // not match the digest; FailedPrecondition when a file or directory on the
 // way is not trusted, the artifact's ABI version differs from this
 // client's, or this CPU lacks a feature the artifact's target needs
-// (client/cpu_check.h; checked before the file is opened); InvalidArgument when the digest is not 64 hex digits.
+// (client/cpu_check.h; checked before the file is opened); InvalidArgument when the digest is not
+// 64 hex digits.
 absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
     const std::string& cache_dir, const kiln::v1::ArtifactMetadata& metadata,
     const std::vector<uid_t>& trusted);

@@ -66,12 +66,26 @@ std::string Plan(const kiln::v1::Graph& graph, const Inputs& inputs) {
 constexpr char kGraph[] = R"pb(
   inputs {
     value: 0
-    type { dtype: FLOAT32 sizes { constant: 4 } sizes { constant: 4 } }
+    type {
+      dtype: FLOAT32
+      sizes { constant: 4 }
+      sizes { constant: 4 }
+    }
   }
-  inputs { value: 1 type { dtype: FLOAT32 sizes { constant: 4 } } }
+  inputs {
+    value: 1
+    type {
+      dtype: FLOAT32
+      sizes { constant: 4 }
+    }
+  }
   inputs {
     value: 2
-    type { dtype: FLOAT32 sizes { symbol: "s" } sizes { constant: 8 } }
+    type {
+      dtype: FLOAT32
+      sizes { symbol: "s" }
+      sizes { constant: 8 }
+    }
   }
 )pb";
 
@@ -81,8 +95,7 @@ TEST(PlanRespecializationTest, ChangedDimsTurnSymbolicOnePerSizePair) {
   EXPECT_EQ(Plan(graph, Inputs({{6, 6}, {6}, {3, 8}})),
             "[d4_6, d4_6] [d4_6] [s, 8] | [6, 6] [6] [3, 8]");
   // A square input grown in one dim keeps its dims apart.
-  EXPECT_EQ(Plan(graph, Inputs({{4, 6}, {4}, {3, 8}})),
-            "[4, d4_6] [4] [s, 8] | [4, 6] [4] [3, 8]");
+  EXPECT_EQ(Plan(graph, Inputs({{4, 6}, {4}, {3, 8}})), "[4, d4_6] [4] [s, 8] | [4, 6] [4] [3, 8]");
 }
 
 TEST(PlanRespecializationTest, TwoNewSymbolsFallBackOneAtATime) {
@@ -97,7 +110,13 @@ TEST(PlanRespecializationTest, SizesBelowTwoStayExact) {
   EXPECT_EQ(Plan(graph, Inputs({{1, 4}, {0}, {3, 8}})), "[1, 4] [0] [3, 8]");
   // An old size of 1 is no size to grow from either.
   const kiln::v1::Graph one = Parse(R"pb(
-    inputs { value: 0 type { dtype: FLOAT32 sizes { constant: 1 } } }
+    inputs {
+      value: 0
+      type {
+        dtype: FLOAT32
+        sizes { constant: 1 }
+      }
+    }
   )pb");
   EXPECT_EQ(Plan(one, Inputs(std::vector<std::vector<int64_t>>{{5}})), "[5]");
 }

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -15,13 +15,18 @@ namespace kiln {
 int64_t ElementSize(DType dtype) {
   switch (dtype) {
     case kiln::v1::FLOAT64:
-    case kiln::v1::INT64: return 8;
+    case kiln::v1::INT64:
+      return 8;
     case kiln::v1::FLOAT32:
-    case kiln::v1::INT32: return 4;
+    case kiln::v1::INT32:
+      return 4;
     case kiln::v1::FLOAT16:
-    case kiln::v1::BFLOAT16: return 2;
-    case kiln::v1::BOOL: return 1;
-    default: return 0;
+    case kiln::v1::BFLOAT16:
+      return 2;
+    case kiln::v1::BOOL:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -78,9 +83,8 @@ absl::StatusOr<int64_t> ContiguousBytes(DType dtype, absl::Span<const int64_t> s
           absl::StrCat("a tensor of sizes [", absl::StrJoin(sizes, ", "), "] has a negative size"));
     }
     if (__builtin_mul_overflow(bytes, size, &bytes)) {
-      return absl::InvalidArgumentError(absl::StrCat("a tensor of sizes [",
-                                                     absl::StrJoin(sizes, ", "),
-                                                     "] holds more than 2^63 bytes"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a tensor of sizes [", absl::StrJoin(sizes, ", "), "] holds more than 2^63 bytes"));
     }
   }
   return bytes;
@@ -92,9 +96,9 @@ absl::StatusOr<Tensor> Tensor::Empty(DType dtype, std::vector<int64_t> sizes) {
   tensor.dtype_ = dtype;
   tensor.buffer_.reset(AllocateAligned(static_cast<size_t>(bytes)));
   if (tensor.buffer_ == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot allocate ", bytes, " bytes for a tensor of sizes [",
-                     absl::StrJoin(sizes, ", "), "]"));
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes,
+                                                     " bytes for a tensor of sizes [",
+                                                     absl::StrJoin(sizes, ", "), "]"));
   }
   tensor.sizes_ = std::move(sizes);
   tensor.strides_ = ContiguousStrides(tensor.sizes_);
@@ -111,9 +115,7 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> sizes) {
   memset(buffer_.get(), 0, static_cast<size_t>(NumBytes()));
 }
 
-TensorView Tensor::view() const {
-  return TensorView{buffer_.get(), dtype_, sizes_, strides_};
-}
+TensorView Tensor::view() const { return TensorView{buffer_.get(), dtype_, sizes_, strides_}; }
 
 int64_t Tensor::NumElements() const {
   int64_t count = 1;

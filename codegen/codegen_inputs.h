@@ -13,10 +13,10 @@
 namespace kiln {
 
 struct CodegenInputs {
-  ir::Graph graph;                    // canonical (PrepareGraph)
-  kiln::v1::Guards guards;            // canonical (ResolveGuards)
+  ir::Graph graph;          // canonical (PrepareGraph)
+  kiln::v1::Guards guards;  // canonical (ResolveGuards)
   kiln::v1::CompileOptions options;
-  kiln::v1::Toolchain toolchain;      // the compiler that will build it
+  kiln::v1::Toolchain toolchain;  // the compiler that will build it
 };
 
 }  // namespace kiln

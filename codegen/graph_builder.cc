@@ -10,7 +10,8 @@ absl::StatusOr<std::vector<int>> GraphBuilder::AddNode(const std::string& op_nam
                                                        std::vector<int> inputs,
                                                        std::map<std::string, ir::ArgValue> args) {
   const ops::OpDef* op = ops::OpTable::Get().Find(op_name);
-  if (op == nullptr) return absl::InternalError(absl::StrCat("decomposition uses unknown ", op_name));
+  if (op == nullptr)
+    return absl::InternalError(absl::StrCat("decomposition uses unknown ", op_name));
   ir::Node node;
   node.op = op_name;
   node.inputs = std::move(inputs);
@@ -18,8 +19,8 @@ absl::StatusOr<std::vector<int>> GraphBuilder::AddNode(const std::string& op_nam
   node.name = absl::StrCat(prefix_, "/", op_name.substr(5, op_name.rfind('.') - 5));
   auto filled = ops::WithDefaults(node, *op);
   if (!filled.ok()) {
-    return absl::InternalError(absl::StrCat("decomposition builds a bad ", op_name, ": ",
-                                            filled.status().message()));
+    return absl::InternalError(
+        absl::StrCat("decomposition builds a bad ", op_name, ": ", filled.status().message()));
   }
   ops::InputTypes types;
   for (int input : filled->inputs) types.push_back(&graph_.values[input]);
@@ -29,7 +30,8 @@ absl::StatusOr<std::vector<int>> GraphBuilder::AddNode(const std::string& op_nam
                         absl::StrCat(node.name, ": ", results.status().message()));
   }
   const int index = static_cast<int>(graph_.nodes.size());
-  for (ir::TensorType& type : *results) filled->outputs.push_back(graph_.AddValue(std::move(type), index));
+  for (ir::TensorType& type : *results)
+    filled->outputs.push_back(graph_.AddValue(std::move(type), index));
   std::vector<int> outputs = filled->outputs;
   graph_.nodes.push_back(*std::move(filled));
   return outputs;

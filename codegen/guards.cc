@@ -46,9 +46,10 @@ absl::StatusOr<kiln::v1::Guards> ResolveGuards(const ir::Graph& graph,
   }
   for (int i = 0; i < exact.inputs_size(); ++i) {
     if (!google::protobuf::util::MessageDifferencer::Equals(requested.inputs(i), exact.inputs(i))) {
-      return absl::UnimplementedError(absl::StrCat(
-          "guards for input ", i, " differ from its type in the graph; only exact guards are "
-          "supported until dynamic shapes land"));
+      return absl::UnimplementedError(
+          absl::StrCat("guards for input ", i,
+                       " differ from its type in the graph; only exact guards are "
+                       "supported until dynamic shapes land"));
     }
   }
   google::protobuf::util::MessageDifferencer relations;

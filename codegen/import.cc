@@ -12,16 +12,25 @@ namespace {
 
 absl::StatusOr<ir::DType> ImportDType(kiln::v1::DType dtype) {
   switch (dtype) {
-    case kiln::v1::FLOAT32: return ir::DType::kFloat32;
-    case kiln::v1::FLOAT64: return ir::DType::kFloat64;
-    case kiln::v1::FLOAT16: return ir::DType::kFloat16;
-    case kiln::v1::BFLOAT16: return ir::DType::kBFloat16;
-    case kiln::v1::INT64: return ir::DType::kInt64;
-    case kiln::v1::INT32: return ir::DType::kInt32;
-    case kiln::v1::BOOL: return ir::DType::kBool;
-    default: break;
+    case kiln::v1::FLOAT32:
+      return ir::DType::kFloat32;
+    case kiln::v1::FLOAT64:
+      return ir::DType::kFloat64;
+    case kiln::v1::FLOAT16:
+      return ir::DType::kFloat16;
+    case kiln::v1::BFLOAT16:
+      return ir::DType::kBFloat16;
+    case kiln::v1::INT64:
+      return ir::DType::kInt64;
+    case kiln::v1::INT32:
+      return ir::DType::kInt32;
+    case kiln::v1::BOOL:
+      return ir::DType::kBool;
+    default:
+      break;
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown or unset dtype ", static_cast<int>(dtype)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown or unset dtype ", static_cast<int>(dtype)));
 }
 
 // The index of symbol `name` in `graph`, added if new; InvalidArgument past
@@ -94,24 +103,28 @@ absl::StatusOr<ir::ArgValue> ImportArgument(const kiln::v1::Argument& arg, ir::G
       RETURN_IF_ERROR(CheckListLength(arg.sym_int_list().values_size(), arg.name()));
       break;
     case A::kStringValue:
-      RETURN_IF_ERROR(limits::CheckNameLength(arg.string_value(),
-                                              absl::StrCat("argument '", arg.name(), "'")));
+      RETURN_IF_ERROR(
+          limits::CheckNameLength(arg.string_value(), absl::StrCat("argument '", arg.name(), "'")));
       break;
-    default: break;
+    default:
+      break;
   }
   switch (arg.value_case()) {
-    case A::kIntValue: return ir::ArgValue(arg.int_value());
-    case A::kFloatValue: return ir::ArgValue(arg.float_value());
-    case A::kBoolValue: return ir::ArgValue(arg.bool_value());
+    case A::kIntValue:
+      return ir::ArgValue(arg.int_value());
+    case A::kFloatValue:
+      return ir::ArgValue(arg.float_value());
+    case A::kBoolValue:
+      return ir::ArgValue(arg.bool_value());
     case A::kIntList:
-      return ir::ArgValue(std::vector<int64_t>(arg.int_list().values().begin(),
-                                               arg.int_list().values().end()));
+      return ir::ArgValue(
+          std::vector<int64_t>(arg.int_list().values().begin(), arg.int_list().values().end()));
     case A::kFloatList:
-      return ir::ArgValue(std::vector<double>(arg.float_list().values().begin(),
-                                              arg.float_list().values().end()));
+      return ir::ArgValue(
+          std::vector<double>(arg.float_list().values().begin(), arg.float_list().values().end()));
     case A::kBoolList:
-      return ir::ArgValue(std::vector<bool>(arg.bool_list().values().begin(),
-                                            arg.bool_list().values().end()));
+      return ir::ArgValue(
+          std::vector<bool>(arg.bool_list().values().begin(), arg.bool_list().values().end()));
     case A::kSymInt: {
       ASSIGN_OR_RETURN(ir::SymExpr expr, ImportSymExpr(arg.sym_int(), graph));
       return ir::ArgValue(std::move(expr));
@@ -128,9 +141,12 @@ absl::StatusOr<ir::ArgValue> ImportArgument(const kiln::v1::Argument& arg, ir::G
       ASSIGN_OR_RETURN(ir::DType dtype, ImportDType(arg.dtype_value()));
       return ir::ArgValue(dtype);
     }
-    case A::kStringValue: return ir::ArgValue(arg.string_value());
-    case A::kNone: return ir::ArgValue(ir::None{});
-    case A::VALUE_NOT_SET: break;
+    case A::kStringValue:
+      return ir::ArgValue(arg.string_value());
+    case A::kNone:
+      return ir::ArgValue(ir::None{});
+    case A::VALUE_NOT_SET:
+      break;
   }
   return absl::InvalidArgumentError(absl::StrCat("argument '", arg.name(), "' has no value"));
 }
@@ -161,8 +177,8 @@ absl::Status ImportRelations(const kiln::v1::Graph& proto, ir::Graph& graph) {
   auto symbol = [&](const std::string& name, int r) -> absl::StatusOr<int> {
     auto it = std::find(graph.symbols.begin(), graph.symbols.end(), name);
     if (it == graph.symbols.end() || !in_inputs[it - graph.symbols.begin()]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "relation ", r, " names symbol '", name, "', which no input size uses"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("relation ", r, " names symbol '", name, "', which no input size uses"));
     }
     return static_cast<int>(it - graph.symbols.begin());
   };
@@ -189,9 +205,10 @@ absl::Status ImportRelations(const kiln::v1::Graph& proto, ir::Graph& graph) {
     if (relation.has_range()) {
       const auto& range = relation.range();
       ASSIGN_OR_RETURN(const int s, symbol(range.symbol(), r));
-      if (range.max() < 0 || (range.max() != 0 && range.max() < std::max<int64_t>(range.min(), 2))) {
-        return absl::InvalidArgumentError(absl::StrCat("relation ", r, ": ", range.min(), " <= ",
-                                                       range.symbol(), " <= ", range.max(),
+      if (range.max() < 0 ||
+          (range.max() != 0 && range.max() < std::max<int64_t>(range.min(), 2))) {
+        return absl::InvalidArgumentError(absl::StrCat("relation ", r, ": ", range.min(),
+                                                       " <= ", range.symbol(), " <= ", range.max(),
                                                        " admits no size >= 2"));
       }
       ir::SymbolBounds& bounds = graph.bounds[find(s)];
@@ -211,8 +228,8 @@ absl::Status ImportRelations(const kiln::v1::Graph& proto, ir::Graph& graph) {
       int64_t lcm;
       if (__builtin_mul_overflow(bounds.divisor / Gcd(bounds.divisor, divisible.divisor()),
                                  divisible.divisor(), &lcm)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "relation ", r, ": the divisors of '", divisible.symbol(), "' overflow 64 bits"));
+        return absl::InvalidArgumentError(absl::StrCat("relation ", r, ": the divisors of '",
+                                                       divisible.symbol(), "' overflow 64 bits"));
       }
       bounds.divisor = lcm;
     }
@@ -249,9 +266,8 @@ absl::Status CheckSymbolsAreBound(const ir::Graph& graph) {
     for (const auto& term : expr.terms) {
       for (int symbol : term.symbols) {
         if (!bound[symbol]) {
-          return absl::InvalidArgumentError(absl::StrCat(where, " names symbol '",
-                                                         graph.symbols[symbol],
-                                                         "', which no input size uses"));
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, " names symbol '", graph.symbols[symbol], "', which no input size uses"));
         }
       }
     }
@@ -281,7 +297,8 @@ absl::Status CheckCountsAndNames(const kiln::v1::Graph& proto) {
   using limits::CheckCount;
   using limits::CheckNameLength;
   RETURN_IF_ERROR(CheckNameLength(proto.name(), "the graph name"));
-  RETURN_IF_ERROR(CheckCount(proto.nodes_size(), limits::kMaxNodes, "kMaxNodes", "the graph's nodes"));
+  RETURN_IF_ERROR(
+      CheckCount(proto.nodes_size(), limits::kMaxNodes, "kMaxNodes", "the graph's nodes"));
   RETURN_IF_ERROR(
       CheckCount(proto.inputs_size(), limits::kMaxInputs, "kMaxInputs", "the graph's inputs"));
   RETURN_IF_ERROR(
@@ -298,8 +315,7 @@ absl::Status CheckCountsAndNames(const kiln::v1::Graph& proto) {
     RETURN_IF_ERROR(CheckCount(node.outputs_size(), limits::kMaxResultsPerNode,
                                "kMaxResultsPerNode", absl::StrCat("node ", n, "'s results")));
     for (const kiln::v1::Argument& arg : node.args()) {
-      RETURN_IF_ERROR(
-          CheckNameLength(arg.name(), absl::StrCat("node ", n, "'s argument name")));
+      RETURN_IF_ERROR(CheckNameLength(arg.name(), absl::StrCat("node ", n, "'s argument name")));
     }
   }
   for (int r = 0; r < proto.relations_size(); ++r) {
@@ -348,8 +364,8 @@ absl::StatusOr<ir::TensorType> ImportTensorType(const kiln::v1::TensorType& type
     if (ContiguousStridesFit(result.sizes)) result.strides = ir::ContiguousStrides(result.sizes);
   } else {
     if (type.strides_size() != type.sizes_size()) {
-      return absl::InvalidArgumentError(absl::StrCat("has ", type.sizes_size(), " sizes but ",
-                                                     type.strides_size(), " strides"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("has ", type.sizes_size(), " sizes but ", type.strides_size(), " strides"));
     }
     for (const auto& dim : type.strides()) {
       ASSIGN_OR_RETURN(ir::Dim converted, ImportDim(dim, graph));
@@ -408,9 +424,10 @@ absl::StatusOr<ir::Graph> ImportGraph(const kiln::v1::Graph& proto) {
         for (int later = n; later < proto.nodes_size(); ++later) {
           const auto& outputs = proto.nodes(later).outputs();
           if (std::find(outputs.begin(), outputs.end(), id) != outputs.end()) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                where, " uses value ", id, " before ", NodeLabelFromProto(proto.nodes(later), later),
-                " defines it (a cycle, or nodes not in topological order)"));
+            return absl::InvalidArgumentError(
+                absl::StrCat(where, " uses value ", id, " before ",
+                             NodeLabelFromProto(proto.nodes(later), later),
+                             " defines it (a cycle, or nodes not in topological order)"));
           }
         }
         return absl::InvalidArgumentError(
@@ -436,9 +453,9 @@ absl::StatusOr<ir::Graph> ImportGraph(const kiln::v1::Graph& proto) {
       return absl::InvalidArgumentError(absl::StrCat(where, " defines no output value"));
     }
     if (node_proto.output_types_size() != node_proto.outputs_size()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, " has ", node_proto.outputs_size(),
-                                                     " outputs but ", node_proto.output_types_size(),
-                                                     " output types"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " has ", node_proto.outputs_size(), " outputs but ",
+                       node_proto.output_types_size(), " output types"));
     }
     const int node_index = static_cast<int>(graph.nodes.size());
     for (int k = 0; k < node_proto.outputs_size(); ++k) {
@@ -470,13 +487,20 @@ absl::StatusOr<ir::Graph> ImportGraph(const kiln::v1::Graph& proto) {
 
 kiln::v1::DType ExportDType(ir::DType dtype) {
   switch (dtype) {
-    case ir::DType::kFloat32: return kiln::v1::FLOAT32;
-    case ir::DType::kFloat64: return kiln::v1::FLOAT64;
-    case ir::DType::kFloat16: return kiln::v1::FLOAT16;
-    case ir::DType::kBFloat16: return kiln::v1::BFLOAT16;
-    case ir::DType::kInt64: return kiln::v1::INT64;
-    case ir::DType::kInt32: return kiln::v1::INT32;
-    case ir::DType::kBool: return kiln::v1::BOOL;
+    case ir::DType::kFloat32:
+      return kiln::v1::FLOAT32;
+    case ir::DType::kFloat64:
+      return kiln::v1::FLOAT64;
+    case ir::DType::kFloat16:
+      return kiln::v1::FLOAT16;
+    case ir::DType::kBFloat16:
+      return kiln::v1::BFLOAT16;
+    case ir::DType::kInt64:
+      return kiln::v1::INT64;
+    case ir::DType::kInt32:
+      return kiln::v1::INT32;
+    case ir::DType::kBool:
+      return kiln::v1::BOOL;
   }
   return kiln::v1::DTYPE_UNSPECIFIED;
 }

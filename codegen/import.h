@@ -18,8 +18,7 @@ absl::StatusOr<ir::Graph> ImportGraph(const kiln::v1::Graph& graph);
 // The declared type, converted. Symbols are looked up (or added) in `graph`.
 // Callers hold the result to limits::CheckTensorType: contiguous strides
 // that would overflow int64 are left empty, for that check to refuse.
-absl::StatusOr<ir::TensorType> ImportTensorType(const kiln::v1::TensorType& type,
-                                                ir::Graph& graph);
+absl::StatusOr<ir::TensorType> ImportTensorType(const kiln::v1::TensorType& type, ir::Graph& graph);
 
 kiln::v1::TensorType ExportTensorType(const ir::TensorType& type, const ir::Graph& graph);
 kiln::v1::DType ExportDType(ir::DType dtype);

@@ -10,13 +10,20 @@ namespace kiln::ir {
 
 const char* DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-    case DType::kFloat16: return "float16";
-    case DType::kBFloat16: return "bfloat16";
-    case DType::kInt64: return "int64";
-    case DType::kInt32: return "int32";
-    case DType::kBool: return "bool";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
+    case DType::kInt64:
+      return "int64";
+    case DType::kInt32:
+      return "int32";
+    case DType::kBool:
+      return "bool";
   }
   return "?";
 }
@@ -24,12 +31,16 @@ const char* DTypeName(DType dtype) {
 int64_t DTypeSize(DType dtype) {
   switch (dtype) {
     case DType::kFloat64:
-    case DType::kInt64: return 8;
+    case DType::kInt64:
+      return 8;
     case DType::kFloat32:
-    case DType::kInt32: return 4;
+    case DType::kInt32:
+      return 4;
     case DType::kFloat16:
-    case DType::kBFloat16: return 2;
-    case DType::kBool: return 1;
+    case DType::kBFloat16:
+      return 2;
+    case DType::kBool:
+      return 1;
   }
   return 0;
 }
@@ -66,13 +77,13 @@ int64_t SaturatingAdd(int64_t a, int64_t b) {
 // Sorts and merges terms, dropping zero ones.
 SymExpr Canonical(std::vector<SymExpr::Term> terms) {
   for (auto& term : terms) std::sort(term.symbols.begin(), term.symbols.end());
-  std::sort(terms.begin(), terms.end(), [](const SymExpr::Term& a, const SymExpr::Term& b) {
-    return a.symbols < b.symbols;
-  });
+  std::sort(terms.begin(), terms.end(),
+            [](const SymExpr::Term& a, const SymExpr::Term& b) { return a.symbols < b.symbols; });
   SymExpr result;
   for (auto& term : terms) {
     if (!result.terms.empty() && result.terms.back().symbols == term.symbols) {
-      result.terms.back().coefficient = SaturatingAdd(result.terms.back().coefficient, term.coefficient);
+      result.terms.back().coefficient =
+          SaturatingAdd(result.terms.back().coefficient, term.coefficient);
     } else {
       result.terms.push_back(std::move(term));
     }
@@ -240,9 +251,8 @@ std::string DimString(const Dim& dim, const Graph& graph) {
 }
 
 std::string DimsString(const std::vector<Dim>& dims, const Graph& graph) {
-  return absl::StrJoin(dims, ", ", [&](std::string* out, const Dim& dim) {
-    out->append(DimString(dim, graph));
-  });
+  return absl::StrJoin(
+      dims, ", ", [&](std::string* out, const Dim& dim) { out->append(DimString(dim, graph)); });
 }
 
 std::string SymExprString(const SymExpr& expr, const Graph& graph) {
@@ -290,16 +300,19 @@ std::string ToString(const ArgValue& value, const Graph& graph) {
       return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
     }
     std::string operator()(const std::vector<bool>& v) const {
-      return absl::StrCat("[", absl::StrJoin(v, ", ", [](std::string* out, bool b) {
-                            out->append(b ? "True" : "False");
-                          }),
-                          "]");
+      return absl::StrCat(
+          "[",
+          absl::StrJoin(v, ", ",
+                        [](std::string* out, bool b) { out->append(b ? "True" : "False"); }),
+          "]");
     }
     std::string operator()(const SymExpr& v) const { return SymExprString(v, graph); }
     std::string operator()(const std::vector<SymExpr>& v) const {
-      return absl::StrCat("[", absl::StrJoin(v, ", ", [&](std::string* out, const SymExpr& e) {
-                            out->append(SymExprString(e, graph));
-                          }),
+      return absl::StrCat("[",
+                          absl::StrJoin(v, ", ",
+                                        [&](std::string* out, const SymExpr& e) {
+                                          out->append(SymExprString(e, graph));
+                                        }),
                           "]");
     }
     std::string operator()(DType v) const { return DTypeName(v); }
@@ -321,8 +334,7 @@ std::string ToString(const Graph& graph) {
   }
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const int value = graph.inputs[i];
-    absl::StrAppend(&text, "%", value, " = input ", i, " : ",
-                    ToString(graph.values[value], graph));
+    absl::StrAppend(&text, "%", value, " = input ", i, " : ", ToString(graph.values[value], graph));
     if (i < graph.input_names.size() && !graph.input_names[i].empty()) {
       absl::StrAppend(&text, "  # ", graph.input_names[i]);
     }
@@ -343,9 +355,9 @@ std::string ToString(const Graph& graph) {
     if (!node.name.empty()) absl::StrAppend(&text, "  # ", node.name);
     text += "\n";
   }
-  absl::StrAppend(&text, "return (", absl::StrJoin(graph.outputs, ", ", [](std::string* out, int v) {
-                    absl::StrAppend(out, "%", v);
-                  }),
+  absl::StrAppend(&text, "return (",
+                  absl::StrJoin(graph.outputs, ", ",
+                                [](std::string* out, int v) { absl::StrAppend(out, "%", v); }),
                   ")\n");
   return text;
 }

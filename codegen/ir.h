@@ -114,9 +114,9 @@ struct None {};
 
 // A typed scalar or list argument. The alternatives' order is part of the
 // cache key encoding (cache/key.cc): append only.
-using ArgValue = std::variant<None, int64_t, double, bool, std::vector<int64_t>,
-                              std::vector<double>, std::vector<bool>, SymExpr,
-                              std::vector<SymExpr>, DType, std::string>;
+using ArgValue =
+    std::variant<None, int64_t, double, bool, std::vector<int64_t>, std::vector<double>,
+                 std::vector<bool>, SymExpr, std::vector<SymExpr>, DType, std::string>;
 
 struct Node {
   std::string op;           // "aten.mm.default"
@@ -141,13 +141,13 @@ struct Graph {
   std::vector<TensorType> values;  // type of each value
   // Node index that defines each value, or -1 for a graph input.
   std::vector<int> producer;
-  std::vector<int> inputs;   // value indices, in input order (0..n-1)
+  std::vector<int> inputs;               // value indices, in input order (0..n-1)
   std::vector<std::string> input_names;  // for humans only
-  std::vector<Node> nodes;   // topological order
-  std::vector<int> outputs;  // value indices, in output order
-  std::vector<std::string> symbols;  // symbol names by index
-  std::vector<SymbolBounds> bounds;  // by symbol index, as long as `symbols`
-  std::string name;          // for humans only
+  std::vector<Node> nodes;               // topological order
+  std::vector<int> outputs;              // value indices, in output order
+  std::vector<std::string> symbols;      // symbol names by index
+  std::vector<SymbolBounds> bounds;      // by symbol index, as long as `symbols`
+  std::string name;                      // for humans only
 
   // Adds a value produced by `node` (-1 for an input) and returns its index.
   int AddValue(TensorType type, int node);
@@ -172,7 +172,8 @@ Graph WithInputsOf(const Graph& graph, std::vector<int>& new_value);
 template <typename Fn>
 void ForEachSymbolUse(Graph& graph, Fn fn) {
   auto in_expr = [&](SymExpr& expr) {
-    for (auto& term : expr.terms) for (int& symbol : term.symbols) fn(symbol);
+    for (auto& term : expr.terms)
+      for (int& symbol : term.symbols) fn(symbol);
   };
   for (TensorType& type : graph.values) {
     for (Dim& dim : type.sizes) {

@@ -40,15 +40,15 @@ std::optional<int64_t> SpannedElements(const std::vector<ir::Dim>& sizes, DimVal
 absl::Status CheckElementsAndBytes(std::optional<int64_t> elements, ir::DType dtype,
                                    const std::string& what) {
   if (!elements || *elements > kMaxTensorElements) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " has ", CountText(elements),
-                                                   " elements, over the limit kMaxTensorElements = ",
-                                                   kMaxTensorElements));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has ", CountText(elements),
+                     " elements, over the limit kMaxTensorElements = ", kMaxTensorElements));
   }
   const std::optional<int64_t> bytes = CheckedMul(*elements, ir::DTypeSize(dtype));
   if (!bytes || *bytes > kMaxTensorBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " has ", CountText(bytes),
-                                                   " bytes, over the limit kMaxTensorBytes = ",
-                                                   kMaxTensorBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has ", CountText(bytes),
+                     " bytes, over the limit kMaxTensorBytes = ", kMaxTensorBytes));
   }
   return absl::OkStatus();
 }
@@ -86,9 +86,8 @@ std::optional<int64_t> StorageExtent(const ir::TensorType& type) {
 
 absl::Status CheckNameLength(const std::string& name, const std::string& what) {
   if (static_cast<int64_t>(name.size()) <= kMaxNameLength) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(what, " is ", name.size(),
-                                                 " bytes long, over the limit kMaxNameLength = ",
-                                                 kMaxNameLength));
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, " is ", name.size(), " bytes long, over the limit kMaxNameLength = ", kMaxNameLength));
 }
 
 absl::Status CheckCount(int64_t count, int64_t limit, const char* limit_name,
@@ -111,9 +110,9 @@ absl::Status CheckSymExpr(const ir::SymExpr& expr, const std::string& where) {
                        ", over the limit kMaxTensorElements = ", kMaxTensorElements));
     }
     if (static_cast<int64_t>(term.symbols.size()) > kMaxSymbolsPerProduct) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, " multiplies ", term.symbols.size(), " symbols: at 2 each, over the limit ",
-          "kMaxTensorElements = ", kMaxTensorElements));
+      return absl::InvalidArgumentError(absl::StrCat(where, " multiplies ", term.symbols.size(),
+                                                     " symbols: at 2 each, over the limit ",
+                                                     "kMaxTensorElements = ", kMaxTensorElements));
     }
   }
   return absl::OkStatus();
@@ -185,9 +184,9 @@ absl::Status CheckRunTimeSizes(const ir::Graph& graph, const std::vector<int64_t
     for (size_t d = 0; d < type.sizes.size(); ++d) {
       const std::optional<int64_t> size = value(type.sizes[d]);
       if (!size || *size > kMaxTensorElements) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": dim ", d, " of ", bound(type), " is ", CountText(size),
-            ", over the limit kMaxTensorElements = ", kMaxTensorElements));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": dim ", d, " of ", bound(type), " is ", CountText(size),
+                         ", over the limit kMaxTensorElements = ", kMaxTensorElements));
       }
     }
     return CheckElementsAndBytes(SpannedElements(type.sizes, value), type.dtype,
@@ -202,8 +201,8 @@ absl::Status CheckRunTimeSizes(const ir::Graph& graph, const std::vector<int64_t
     const ir::Node& node = graph.nodes[n];
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       const absl::Status status =
-          check(node.outputs[k], absl::StrCat("node ", n, " '", node.name, "' (", node.op,
-                                              ") result ", k));
+          check(node.outputs[k],
+                absl::StrCat("node ", n, " '", node.name, "' (", node.op, ") result ", k));
       if (!status.ok()) return status;
     }
   }

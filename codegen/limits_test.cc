@@ -40,8 +40,8 @@ class GraphMaker {
     return next_++;
   }
   // A node of one result; returns its value id.
-  int Node(const std::string& op, const std::vector<int>& inputs,
-           const kiln::v1::TensorType& type, const std::vector<kiln::v1::Argument>& args = {}) {
+  int Node(const std::string& op, const std::vector<int>& inputs, const kiln::v1::TensorType& type,
+           const std::vector<kiln::v1::Argument>& args = {}) {
     kiln::v1::Node* node = graph_.add_nodes();
     node->set_op(op);
     node->set_name(absl::StrCat("n", graph_.nodes_size() - 1));
@@ -94,8 +94,8 @@ kiln::v1::Graph ReshapeChain(int length) {
   GraphMaker maker;
   int value = maker.Input(Type({8, 16}));
   for (int n = 0; n < length; ++n) {
-    const std::vector<int64_t> sizes = n % 2 ? std::vector<int64_t>{8, 16}
-                                             : std::vector<int64_t>{128};
+    const std::vector<int64_t> sizes =
+        n % 2 ? std::vector<int64_t>{8, 16} : std::vector<int64_t>{128};
     value = maker.Node("aten.view.default", {value}, Type(sizes), {IntList("size", sizes)});
   }
   const kiln::v1::TensorType last = length % 2 ? Type({128}) : Type({8, 16});
@@ -280,8 +280,9 @@ TEST(LimitsTest, ListLengthsAndResultsPerNode) {
   for (int i = 0; i < limits::kMaxListLength; ++i) {
     graph.mutable_nodes(0)->mutable_args(0)->mutable_int_list()->add_values(1);
   }
-  ExpectRefused(Prepare(graph), "node 0 'n0' (aten.expand.default): argument 'size' has 4098, "
-                                "over the limit kMaxListLength = 4096");
+  ExpectRefused(Prepare(graph),
+                "node 0 'n0' (aten.expand.default): argument 'size' has 4098, "
+                "over the limit kMaxListLength = 4096");
 
   graph = PointwiseChain(1);
   for (int k = 0; k < limits::kMaxResultsPerNode; ++k) graph.mutable_nodes(0)->add_outputs(100 + k);
@@ -295,8 +296,7 @@ TEST(LimitsTest, ListLengthsAndResultsPerNode) {
   dim.set_name("dim");
   dim.set_int_value(0);
   graph = maker.Finish(maker.Node("aten.unbind.int", {x}, Type({2}), {dim}));
-  ExpectRefused(Prepare(graph),
-                "the unbind has 1048576, over the limit kMaxResultsPerNode = 4096");
+  ExpectRefused(Prepare(graph), "the unbind has 1048576, over the limit kMaxResultsPerNode = 4096");
 }
 
 TEST(LimitsTest, SymbolsAndRelations) {
@@ -309,8 +309,7 @@ TEST(LimitsTest, SymbolsAndRelations) {
     input->mutable_type()->set_dtype(kiln::v1::FLOAT32);
     input->mutable_type()->add_sizes()->set_symbol(absl::StrCat("s", i));
   }
-  ExpectRefused(Prepare(graph),
-                "the graph's symbols has 1025, over the limit kMaxSymbols = 1024");
+  ExpectRefused(Prepare(graph), "the graph's symbols has 1025, over the limit kMaxSymbols = 1024");
 
   graph = maker.Finish(x);
   for (int r = 0; r <= limits::kMaxRelations; ++r) graph.add_relations();

@@ -109,8 +109,7 @@ std::string ToString(const LoopProgram& program, const Graph& graph) {
                                       [&](std::string* out, const Dim& size) {
                                         out->append(ToString(SymExpr::Of(size), graph));
                                       }),
-                        "] of ",
-                        ExprString(definition, definition.root));
+                        "] of ", ExprString(definition, definition.root));
         break;
       case Definition::Kind::kAlias:
         absl::StrAppend(&text, "alias %", definition.source, " strides [",
@@ -124,16 +123,18 @@ std::string ToString(const LoopProgram& program, const Graph& graph) {
         absl::StrAppend(&text, "view %", definition.source, " ", definition.map.ToString());
         break;
       case Definition::Kind::kConcat:
-        absl::StrAppend(&text, "concat along ", definition.axis, " (",
-                        absl::StrJoin(definition.operands, ", ",
-                                      [](std::string* out, int v) { absl::StrAppend(out, "%", v); }),
-                        ")");
+        absl::StrAppend(
+            &text, "concat along ", definition.axis, " (",
+            absl::StrJoin(definition.operands, ", ",
+                          [](std::string* out, int v) { absl::StrAppend(out, "%", v); }),
+            ")");
         break;
       case Definition::Kind::kExtern:
-        absl::StrAppend(&text, "extern ", definition.function, "(",
-                        absl::StrJoin(definition.operands, ", ",
-                                      [](std::string* out, int v) { absl::StrAppend(out, "%", v); }),
-                        ")");
+        absl::StrAppend(
+            &text, "extern ", definition.function, "(",
+            absl::StrJoin(definition.operands, ", ",
+                          [](std::string* out, int v) { absl::StrAppend(out, "%", v); }),
+            ")");
         break;
     }
     text += "\n";

@@ -37,8 +37,7 @@ struct GeneratedCode {
   std::vector<std::pair<std::string, std::string>> stages;
 };
 
-absl::StatusOr<GeneratedCode> GenerateCode(const CodegenInputs& inputs,
-                                           bool keep_stages = false);
+absl::StatusOr<GeneratedCode> GenerateCode(const CodegenInputs& inputs, bool keep_stages = false);
 
 }  // namespace kiln
 

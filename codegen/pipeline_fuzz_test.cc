@@ -16,10 +16,22 @@ namespace kiln {
 namespace {
 
 constexpr const char* kOps[] = {
-    "aten.add.Tensor", "aten.mul.Tensor", "aten.relu.default", "aten.mm.default",
-    "aten.permute.default", "aten.sum.dim_IntList", "aten._softmax.default", "aten.view.default",
-    "aten.expand.default", "aten.bmm.default", "aten.native_layer_norm.default",
-    "aten.slice.Tensor", "aten.select.int", "aten.where.self", "aten.amax.default", "bogus",
+    "aten.add.Tensor",
+    "aten.mul.Tensor",
+    "aten.relu.default",
+    "aten.mm.default",
+    "aten.permute.default",
+    "aten.sum.dim_IntList",
+    "aten._softmax.default",
+    "aten.view.default",
+    "aten.expand.default",
+    "aten.bmm.default",
+    "aten.native_layer_norm.default",
+    "aten.slice.Tensor",
+    "aten.select.int",
+    "aten.where.self",
+    "aten.amax.default",
+    "bogus",
 };
 
 void Mutate(kiln::v1::Graph& graph, std::mt19937& random) {
@@ -28,11 +40,15 @@ void Mutate(kiln::v1::Graph& graph, std::mt19937& random) {
   if (graph.nodes_size() == 0) return;
   kiln::v1::Node& node = *graph.mutable_nodes(pick(graph.nodes_size()));
   switch (pick(9)) {
-    case 0: node.set_op(kOps[pick(sizeof(kOps) / sizeof(kOps[0]))]); break;
+    case 0:
+      node.set_op(kOps[pick(sizeof(kOps) / sizeof(kOps[0]))]);
+      break;
     case 1:
       if (node.inputs_size() > 0) node.set_inputs(pick(node.inputs_size()), value());
       break;
-    case 2: node.add_inputs(pick(6)); break;
+    case 2:
+      node.add_inputs(pick(6));
+      break;
     case 3: {
       auto* arg = node.add_args();
       const char* names[] = {"dim", "dims", "other", "size", "keepdim", "alpha", "start", "index"};
@@ -51,12 +67,18 @@ void Mutate(kiln::v1::Graph& graph, std::mt19937& random) {
       break;
     case 5:
       if (graph.inputs_size() > 0 && graph.inputs(0).type().sizes_size() > 0) {
-        graph.mutable_inputs(0)->mutable_type()->mutable_sizes(pick(2) % graph.inputs(0).type().sizes_size())
+        graph.mutable_inputs(0)
+            ->mutable_type()
+            ->mutable_sizes(pick(2) % graph.inputs(0).type().sizes_size())
             ->set_constant(value() + 1);
       }
       break;
-    case 6: graph.add_outputs(pick(8)); break;
-    case 7: node.clear_args(); break;
+    case 6:
+      graph.add_outputs(pick(8));
+      break;
+    case 7:
+      node.clear_args();
+      break;
     case 8: {  // a size list naming a symbol
       auto* arg = node.add_args();
       arg->set_name(random() % 2 ? "size" : "stride");

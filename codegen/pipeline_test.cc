@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/substitute.h"
-
 #include "codegen/guards.h"
 #include "codegen/retype.h"
 #include "common/files.h"
@@ -85,9 +84,10 @@ TEST(PipelineTest, SourceIsDeterministicAndIgnoresNamesAndIds) {
 TEST(PipelineTest, ErrorsNameTheNode) {
   kiln::v1::Graph unknown = LoadExample("f");
   unknown.mutable_nodes(2)->set_op("aten.frobnicate.default");
-  EXPECT_EQ(PrepareGraph(unknown).status(),
-            absl::UnimplementedError("node 2 'add' (aten.frobnicate.default): op "
-                                     "'aten.frobnicate.default' is not supported (see docs/OPS.md)"));
+  EXPECT_EQ(
+      PrepareGraph(unknown).status(),
+      absl::UnimplementedError("node 2 'add' (aten.frobnicate.default): op "
+                               "'aten.frobnicate.default' is not supported (see docs/OPS.md)"));
 
   kiln::v1::Graph malformed = LoadExample("f");
   malformed.mutable_nodes(2)->set_op("add");
@@ -97,9 +97,9 @@ TEST(PipelineTest, ErrorsNameTheNode) {
 
   kiln::v1::Graph arity = LoadExample("f");
   arity.mutable_nodes(1)->mutable_inputs()->RemoveLast();
-  EXPECT_EQ(PrepareGraph(arity).status(),
-            absl::InvalidArgumentError(
-                "node 1 'mm' (aten.mm.default): expects 2 tensor inputs, got 1"));
+  EXPECT_EQ(
+      PrepareGraph(arity).status(),
+      absl::InvalidArgumentError("node 1 'mm' (aten.mm.default): expects 2 tensor inputs, got 1"));
 
   kiln::v1::Graph shape = LoadExample("f");
   shape.mutable_nodes(3)->mutable_output_types(0)->mutable_sizes(0)->set_constant(32);
@@ -234,7 +234,8 @@ TEST(PipelineTest, LinearPairsRunTransposedAtSmallBatches) {
   const std::string core = Stage(Generate(LinearPair(16, 64, 128, 32)), "core graph");
   EXPECT_NE(core.find("float32[128, 16] = kiln.mm.default(%1, %"), std::string::npos) << core;
   EXPECT_NE(core.find("float32[128, 16]{strides 1, 0} = aten.t.default(%"), std::string::npos)
-      << "the bias, broadcast along the batch\n" << core;
+      << "the bias, broadcast along the batch\n"
+      << core;
   EXPECT_NE(core.find("float32[128, 16] = aten.gelu.default(%"), std::string::npos) << core;
   EXPECT_NE(core.find("float32[32, 16] = kiln.mm.default(%3, %"), std::string::npos) << core;
   EXPECT_NE(core.find("float32[16, 32]{strides 1, 16} = aten.t.default(%"), std::string::npos)
@@ -250,23 +251,24 @@ TEST(PipelineTest, LinearPairsStayAsWrittenWhereTransposingWouldNotPay) {
     EXPECT_EQ(kept.find("kiln.mm.default(%1, %"), std::string::npos) << batch << "\n" << kept;
     EXPECT_NE(kept.find(absl::StrCat("float32[", batch, ", 128] = kiln.mm.default(%0, %")),
               std::string::npos)
-        << batch << "\n" << kept;
+        << batch << "\n"
+        << kept;
   }
   EXPECT_TRUE(Transposed(LinearPair(256, 256, 1024, 256)));
   EXPECT_FALSE(Transposed(LinearPair(257, 256, 1024, 256)));
 
   const std::string symbolic = R"({"symbol": "B"})";
   EXPECT_FALSE(Transposed(LinearPair(symbolic, 64, 128, 32)));
-  EXPECT_TRUE(Transposed(
-      LinearPair(symbolic, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 32}}])")));
-  EXPECT_FALSE(Transposed(
-      LinearPair(symbolic, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 33}}])")));
+  EXPECT_TRUE(
+      Transposed(LinearPair(symbolic, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 32}}])")));
+  EXPECT_FALSE(
+      Transposed(LinearPair(symbolic, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 33}}])")));
   // A batch of 2B counts as twice B's bound.
   const std::string twice = R"({"symbol": "B", "multiplier": 2})";
-  EXPECT_TRUE(Transposed(
-      LinearPair(twice, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 16}}])")));
-  EXPECT_FALSE(Transposed(
-      LinearPair(twice, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 17}}])")));
+  EXPECT_TRUE(
+      Transposed(LinearPair(twice, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 16}}])")));
+  EXPECT_FALSE(
+      Transposed(LinearPair(twice, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 17}}])")));
   const std::string core = Stage(
       Generate(LinearPair(symbolic, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 8}}])")),
       "core graph");
@@ -344,13 +346,15 @@ TEST(PipelineTest, SymbolicReshapesRegroupAroundSymbolsWithoutCopies) {
 // symbol whole: Unimplemented, naming the node. A -1 next to a merged symbol
 // is inferred: view(x: [16, B, 64], [-1, 64]) is [16*B, 64].
 TEST(PipelineTest, SymbolicReshapesInferOrRefuseByTheirProducts) {
-  auto view = [](const std::string& sizes, const std::string& target,
-                 const std::string& result) {
+  auto view = [](const std::string& sizes, const std::string& target, const std::string& result) {
     const std::string json = R"({"name": "v", "inputs": [{"value": 0, "name": "x",
-        "type": {"dtype": "FLOAT32", "sizes": )" + sizes + R"(}}],
+        "type": {"dtype": "FLOAT32", "sizes": )" +
+                             sizes + R"(}}],
       "nodes": [{"name": "view", "op": "aten.view.default", "inputs": [0], "outputs": [1],
-        "args": [{"name": "size", )" + target + R"(}],
-        "outputTypes": [{"dtype": "FLOAT32", "sizes": )" + result + R"(}]}],
+        "args": [{"name": "size", )" +
+                             target + R"(}],
+        "outputTypes": [{"dtype": "FLOAT32", "sizes": )" +
+                             result + R"(}]}],
       "outputs": [1]})";
     return ParseGraph(json);
   };
@@ -466,7 +470,8 @@ kiln::v1::Graph SymbolicAdd(const std::string& relations_json) {
       {"value": 1, "name": "y", "type": {"dtype": "FLOAT32", "sizes": [{"symbol": "b"}, {"constant": 64}]}}],
     "nodes": [{"name": "add", "op": "aten.add.Tensor", "inputs": [0, 1], "outputs": [2],
       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "a"}, {"constant": 64}]}]}],
-    "outputs": [2], "relations": )" + relations_json + "}";
+    "outputs": [2], "relations": )" +
+                           relations_json + "}";
   return ParseGraph(json);
 }
 
@@ -501,7 +506,8 @@ TEST(PipelineTest, BadRelationsAreNamed) {
   EXPECT_EQ(PrepareGraph(SymbolicAdd(R"([{"equal": {"lhs": "a", "rhs": "c"}}])")).status(),
             absl::InvalidArgumentError("relation 0 names symbol 'c', which no input size uses"));
   EXPECT_EQ(PrepareGraph(SymbolicAdd(R"([{"equal": {"lhs": "a", "rhs": "b"}},
-      {"range": {"symbol": "a", "min": 5, "max": 3}}])")).status(),
+      {"range": {"symbol": "a", "min": 5, "max": 3}}])"))
+                .status(),
             absl::InvalidArgumentError("relation 1: 5 <= a <= 3 admits no size >= 2"));
   EXPECT_EQ(PrepareGraph(SymbolicAdd(R"([{"divisible": {"symbol": "a", "divisor": 0}}])")).status(),
             absl::InvalidArgumentError("relation 0: a % 0 == 0 needs a positive divisor"));
@@ -529,8 +535,9 @@ TEST(PipelineTest, SpecializingASymbolFixesItsEqualsAndDropsTheirRelations) {
   auto exact = Retype(graph, {{eight, sixty_four}, {eight, sixty_four}});
   ASSERT_TRUE(exact.ok()) << exact.status();
   EXPECT_EQ(exact->relations_size(), 0);
-  auto same = Retype(graph, {{graph.inputs(0).type().sizes().begin(), graph.inputs(0).type().sizes().end()},
-                             {graph.inputs(1).type().sizes().begin(), graph.inputs(1).type().sizes().end()}});
+  auto same = Retype(
+      graph, {{graph.inputs(0).type().sizes().begin(), graph.inputs(0).type().sizes().end()},
+              {graph.inputs(1).type().sizes().begin(), graph.inputs(1).type().sizes().end()}});
   ASSERT_TRUE(same.ok()) << same.status();
   EXPECT_EQ(same->relations_size(), 2);
 }

@@ -54,8 +54,8 @@ void FixSymbolicArguments(kiln::v1::Graph& graph, const std::map<std::string, in
           // Saturates rather than overflow (found by fuzzing): the importer
           // refuses any coefficient past limits::kMaxTensorElements.
           const int64_t a = term.coefficient(), b = value->second;
-          term.set_coefficient(limits::CheckedMul(a, b).value_or(
-              (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX));
+          term.set_coefficient(
+              limits::CheckedMul(a, b).value_or((a < 0) != (b < 0) ? INT64_MIN : INT64_MAX));
           it = symbols->erase(it);
         }
       }
@@ -199,8 +199,8 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
     // checks first (found by fuzzing: aten.mm with no inputs read past them).
     const int num_inputs = static_cast<int>(node.inputs.size());
     if (absl::StartsWith(node.op, "kiln.")) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(NodeLabel(ir_graph, n), ": '", node.op, "' is internal to Kiln, not an ATen op"));
+      return absl::InvalidArgumentError(absl::StrCat(NodeLabel(ir_graph, n), ": '", node.op,
+                                                     "' is internal to Kiln, not an ATen op"));
     }
     if (num_inputs < op->min_inputs || num_inputs > op->max_inputs) {
       return absl::InvalidArgumentError(absl::StrCat(NodeLabel(ir_graph, n), ": expects ",

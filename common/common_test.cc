@@ -12,8 +12,7 @@ TEST(Sha256Test, KnownVectors) {
   Sha256 hasher;
   hasher.Update("a");
   hasher.Update("bc");
-  EXPECT_EQ(hasher.HexDigest(),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(hasher.HexDigest(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST(FilesTest, AtomicWriteThenRead) {
@@ -39,8 +38,7 @@ TEST(FilesTest, PrivateDirectoryRefusesOpenMode) {
   chmod(sock_dir.c_str(), 0755);
   const absl::Status status = EnsurePrivateDirectory(sock_dir);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(status.message().find("open to other users (mode 0755)"), std::string::npos)
-      << status;
+  EXPECT_NE(status.message().find("open to other users (mode 0755)"), std::string::npos) << status;
   RemoveRecursively(*dir).IgnoreError();
 }
 

@@ -52,8 +52,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return contents;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes,
-                                 mode_t mode) {
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes, mode_t mode) {
   std::string temp = path + ".tmpXXXXXX";
   const int fd = mkostemp(temp.data(), O_CLOEXEC);
   if (fd < 0) return ErrnoError("cannot create", temp);
@@ -112,14 +111,14 @@ absl::Status EnsurePrivateDirectory(const std::string& path) {
         absl::StrCat(path, " is not a directory (a symlink or file?); remove it"));
   }
   if (info.st_uid != geteuid()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, " is owned by uid ", info.st_uid, ", not by this user (uid ", geteuid(),
-        "); remove it or choose another location"));
+    return absl::FailedPreconditionError(absl::StrCat(path, " is owned by uid ", info.st_uid,
+                                                      ", not by this user (uid ", geteuid(),
+                                                      "); remove it or choose another location"));
   }
   if ((info.st_mode & 077) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " is open to other users (mode ", absl::StrFormat("%04o", info.st_mode & 07777),
-                     "); run: chmod 700 ", path));
+    return absl::FailedPreconditionError(absl::StrCat(path, " is open to other users (mode ",
+                                                      absl::StrFormat("%04o", info.st_mode & 07777),
+                                                      "); run: chmod 700 ", path));
   }
   return absl::OkStatus();
 }
@@ -137,8 +136,8 @@ absl::Status RemoveRecursively(const std::string& path) {
   }
   const int result = nftw(
       path.c_str(),
-      [](const char* file, const struct stat*, int, struct FTW*) { return ::remove(file); },
-      16, FTW_DEPTH | FTW_PHYS);
+      [](const char* file, const struct stat*, int, struct FTW*) { return ::remove(file); }, 16,
+      FTW_DEPTH | FTW_PHYS);
   if (result != 0) return ErrnoError("cannot remove", path);
   return absl::OkStatus();
 }

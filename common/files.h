@@ -17,8 +17,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 // Writes `bytes` to a temporary file in the same directory, fsyncs it, sets
 // `mode`, and renames it over `path`: readers see the old file or the whole
 // new one, never a partial write.
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes,
-                                 mode_t mode);
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes, mode_t mode);
 
 // mkdir -p with `mode` for the directories it creates.
 absl::Status MakeDirectories(const std::string& path, mode_t mode);

@@ -14,20 +14,23 @@ std::atomic<int> min_severity{static_cast<int>(LogSeverity::kInfo)};
 
 const char* SeverityLetter(LogSeverity severity) {
   switch (severity) {
-    case LogSeverity::kDebug: return "D";
-    case LogSeverity::kInfo: return "I";
-    case LogSeverity::kWarning: return "W";
-    case LogSeverity::kError: return "E";
-    case LogSeverity::kFatal: return "F";
+    case LogSeverity::kDebug:
+      return "D";
+    case LogSeverity::kInfo:
+      return "I";
+    case LogSeverity::kWarning:
+      return "W";
+    case LogSeverity::kError:
+      return "E";
+    case LogSeverity::kFatal:
+      return "F";
   }
   return "?";
 }
 
 }  // namespace
 
-void SetMinLogSeverity(LogSeverity severity) {
-  min_severity.store(static_cast<int>(severity));
-}
+void SetMinLogSeverity(LogSeverity severity) { min_severity.store(static_cast<int>(severity)); }
 
 LogSeverity MinLogSeverity() {
   return static_cast<LogSeverity>(min_severity.load(std::memory_order_relaxed));
@@ -50,8 +53,7 @@ bool ParseLogSeverity(const std::string& text, LogSeverity* severity) {
   return false;
 }
 
-LogMessage::LogMessage(LogSeverity severity, const char* file, int line)
-    : severity_(severity) {
+LogMessage::LogMessage(LogSeverity severity, const char* file, int line) : severity_(severity) {
   timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   tm local;
@@ -59,9 +61,8 @@ LogMessage::LogMessage(LogSeverity severity, const char* file, int line)
   char stamp[32];
   strftime(stamp, sizeof(stamp), "%m%d %H:%M:%S", &local);
   const char* base = strrchr(file, '/');
-  stream_ << SeverityLetter(severity) << stamp << "."
-          << (now.tv_nsec / 1000000) << " " << getpid() << " "
-          << (base ? base + 1 : file) << ":" << line << "] ";
+  stream_ << SeverityLetter(severity) << stamp << "." << (now.tv_nsec / 1000000) << " " << getpid()
+          << " " << (base ? base + 1 : file) << ":" << line << "] ";
 }
 
 LogMessage::~LogMessage() {

@@ -43,18 +43,16 @@ struct LogVoidify {
 #define KILN_SEVERITY_ERROR ::kiln::LogSeverity::kError
 #define KILN_SEVERITY_FATAL ::kiln::LogSeverity::kFatal
 
-#define KILN_LOG(severity)                                       \
-  (KILN_SEVERITY_##severity < ::kiln::MinLogSeverity())          \
-      ? (void)0                                                  \
-      : ::kiln::LogVoidify() &                                   \
+#define KILN_LOG(severity)                              \
+  (KILN_SEVERITY_##severity < ::kiln::MinLogSeverity()) \
+      ? (void)0                                         \
+      : ::kiln::LogVoidify() &                          \
             ::kiln::LogMessage(KILN_SEVERITY_##severity, __FILE__, __LINE__).stream()
 
-#define KILN_CHECK(condition)                                               \
-  (condition) ? (void)0                                                     \
-              : ::kiln::LogVoidify() &                                      \
-                    ::kiln::LogMessage(::kiln::LogSeverity::kFatal, __FILE__, \
-                                       __LINE__)                            \
-                            .stream()                                       \
+#define KILN_CHECK(condition)                                                                    \
+  (condition) ? (void)0                                                                          \
+              : ::kiln::LogVoidify() &                                                           \
+                    ::kiln::LogMessage(::kiln::LogSeverity::kFatal, __FILE__, __LINE__).stream() \
                         << "Check failed: " #condition " "
 
 #endif  // KILN_COMMON_LOGGING_H_

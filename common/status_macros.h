@@ -10,10 +10,10 @@
 #define KILN_CONCAT_(a, b) KILN_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                           \
-  do {                                                  \
-    const ::absl::Status kiln_status_ = (expr);         \
-    if (!kiln_status_.ok()) return kiln_status_;        \
+#define RETURN_IF_ERROR(expr)                    \
+  do {                                           \
+    const ::absl::Status kiln_status_ = (expr);  \
+    if (!kiln_status_.ok()) return kiln_status_; \
   } while (0)
 
 // `ASSIGN_OR_RETURN(auto x, StatusOrExpr());` declares and assigns x, or
@@ -21,8 +21,8 @@
 #define ASSIGN_OR_RETURN(lhs, expr) \
   KILN_ASSIGN_OR_RETURN_IMPL_(KILN_CONCAT_(kiln_statusor_, __LINE__), lhs, expr)
 
-#define KILN_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
-  auto statusor = (expr);                                \
+#define KILN_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)   \
+  auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
 

@@ -84,9 +84,9 @@ absl::StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv,
                                    const SpawnOptions& options) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  const bool stdin_redirected =
-      std::any_of(options.redirects.begin(), options.redirects.end(),
-                  [](const std::pair<int, int>& redirect) { return redirect.second == STDIN_FILENO; });
+  const bool stdin_redirected = std::any_of(
+      options.redirects.begin(), options.redirects.end(),
+      [](const std::pair<int, int>& redirect) { return redirect.second == STDIN_FILENO; });
   if (!stdin_redirected) {
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   }

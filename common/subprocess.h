@@ -18,9 +18,9 @@
 namespace kiln {
 
 struct ProcessResult {
-  int exit_code = -1;    // valid when exited normally
-  int signal = 0;        // the signal that killed it, or 0
-  std::string output;    // stdout and stderr, interleaved
+  int exit_code = -1;  // valid when exited normally
+  int signal = 0;      // the signal that killed it, or 0
+  std::string output;  // stdout and stderr, interleaved
 };
 
 // Environment changes for a child: name -> value, or nullopt to unset.

@@ -151,8 +151,8 @@ TEST(SpawnProcessTest, StdinIsDevNullUnlessRedirected) {
   ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
   const auto stdin_target = [](const Child& child) {
     char target[256];
-    const ssize_t n = readlink(absl::StrCat("/proc/", child.pid(), "/fd/0").c_str(), target,
-                               sizeof(target));
+    const ssize_t n =
+        readlink(absl::StrCat("/proc/", child.pid(), "/fd/0").c_str(), target, sizeof(target));
     return n > 0 ? std::string(target, n) : std::string("?");
   };
   {

@@ -21,7 +21,7 @@ absl::Status Errno(absl::string_view what) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TinyFilesystem>> TinyFilesystem::Mount(const std::string& dir,
-                                                                       size_t bytes) {
+                                                                      size_t bytes) {
   if (unshare(CLONE_NEWNS) != 0) return Errno("unshare(CLONE_NEWNS)");
   // Without this, a mount under a shared mount (systemd's default for /)
   // would propagate back to the machine's namespace.

@@ -22,23 +22,21 @@ namespace {
 
 std::string Mode(mode_t mode) { return absl::StrFormat("%04o", mode & 07777); }
 
-std::string Uids(const std::vector<uid_t>& trusted) {
-  return absl::StrJoin(trusted, ", ");
-}
+std::string Uids(const std::vector<uid_t>& trusted) { return absl::StrJoin(trusted, ", "); }
 
 // The rule for one file, directory or symlink. `ancestor`: a directory
 // above the path being checked, which may be world-writable when sticky.
 absl::Status CheckOne(const struct stat& info, const std::string& component,
                       const std::string& what, const std::string& path, bool ancestor,
                       const std::vector<uid_t>& trusted) {
-  const std::string subject =
-      component == path ? absl::StrCat(what, " ", path)
-                        : absl::StrCat(what, " ", path, ": its directory ", component);
+  const std::string subject = component == path
+                                  ? absl::StrCat(what, " ", path)
+                                  : absl::StrCat(what, " ", path, ": its directory ", component);
   if (std::find(trusted.begin(), trusted.end(), info.st_uid) == trusted.end()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "refusing ", subject, " is owned by uid ", info.st_uid,
-        ", which is not this user or root (trusted uids: ", Uids(trusted),
-        "); someone else may have planted it. Remove it or choose another location"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("refusing ", subject, " is owned by uid ", info.st_uid,
+                     ", which is not this user or root (trusted uids: ", Uids(trusted),
+                     "); someone else may have planted it. Remove it or choose another location"));
   }
   if (S_ISLNK(info.st_mode)) {
     if (!ancestor) {
@@ -49,9 +47,9 @@ absl::Status CheckOne(const struct stat& info, const std::string& component,
   }
   const bool sticky_directory = S_ISDIR(info.st_mode) && (info.st_mode & S_ISVTX) != 0;
   if ((info.st_mode & 022) != 0 && !(ancestor && sticky_directory)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "refusing ", subject, " is writable by other users (mode ", Mode(info.st_mode),
-        "); run: chmod go-w ", component));
+    return absl::FailedPreconditionError(
+        absl::StrCat("refusing ", subject, " is writable by other users (mode ", Mode(info.st_mode),
+                     "); run: chmod go-w ", component));
   }
   return absl::OkStatus();
 }
@@ -146,23 +144,21 @@ absl::StatusOr<int> OpenTrustedBelow(const std::string& root, const std::string&
     const bool last = i + 1 == parts.size();
     if (parts[i] == "..") {
       close(fd);
-      return absl::InvalidArgumentError(absl::StrCat("refusing to open ", relative,
-                                                     " below ", root, ": it climbs out with .."));
+      return absl::InvalidArgumentError(
+          absl::StrCat("refusing to open ", relative, " below ", root, ": it climbs out with .."));
     }
     absl::StrAppend(&path, "/", parts[i]);
-    const int next =
-        openat(fd, parts[i].c_str(),
-               // O_NONBLOCK: a FIFO planted in place of a file must not hang the open.
-               O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK : O_DIRECTORY));
+    const int next = openat(fd, parts[i].c_str(),
+                            // O_NONBLOCK: a FIFO planted in place of a file must not hang the open.
+                            O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK : O_DIRECTORY));
     const int error = errno;
     close(fd);
     if (next < 0) {
       const std::string message = absl::StrCat("cannot open ", path, ": ", strerror(error));
       if (error == ENOENT) return absl::NotFoundError(message);
       if (error == ELOOP || error == ENOTDIR) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("refusing ", path, ": a symlink where Kiln expects a ",
-                         last ? "file" : "directory"));
+        return absl::FailedPreconditionError(absl::StrCat(
+            "refusing ", path, ": a symlink where Kiln expects a ", last ? "file" : "directory"));
       }
       return absl::FailedPreconditionError(message);
     }
@@ -170,8 +166,8 @@ absl::StatusOr<int> OpenTrustedBelow(const std::string& root, const std::string&
     absl::Status trusted_here = CheckTrustedDescriptor(fd, path, trusted);
     struct stat info;
     if (trusted_here.ok() && last && (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))) {
-      trusted_here = absl::FailedPreconditionError(
-          absl::StrCat("refusing ", path, ": not a regular file"));
+      trusted_here =
+          absl::FailedPreconditionError(absl::StrCat("refusing ", path, ": not a regular file"));
     }
     if (!trusted_here.ok()) {
       close(fd);

@@ -53,8 +53,8 @@ TEST_F(TrustTest, RefusesADirectoryOwnedBySomeoneElse) {
   ASSERT_EQ(chown(planted.c_str(), kStranger, kStranger), 0);
   const absl::Status status = CheckTrustedPath(planted, "socket directory", trusted_);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(status.message(), HasSubstr("refusing socket directory " + planted +
-                                          " is owned by uid 54321"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("refusing socket directory " + planted + " is owned by uid 54321"));
   // ... and everything below it, whoever owns that.
   const std::string inner = planted + "/inner";
   ASSERT_EQ(mkdir(inner.c_str(), 0700), 0);

@@ -12,7 +12,9 @@
 namespace kiln {
 namespace {
 
-double MillisecondsSince(absl::Time start) { return absl::ToDoubleMilliseconds(absl::Now() - start); }
+double MillisecondsSince(absl::Time start) {
+  return absl::ToDoubleMilliseconds(absl::Now() - start);
+}
 
 // An Internal error that reports the compiler process dying rather than the
 // compiler rejecting the source (compiler.h gives both the same code).
@@ -105,7 +107,8 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
   }
   ++misses_;
   if (!allow_compile) {
-    return done(absl::NotFoundError(absl::StrCat("no artifact for this graph (key ", key.key, ")")));
+    return done(
+        absl::NotFoundError(absl::StrCat("no artifact for this graph (key ", key.key, ")")));
   }
   if (std::optional<absl::Status> failure = RememberedFailure(key.key)) {
     ++failures_replayed_;
@@ -270,8 +273,8 @@ void ArtifactCache::RememberIfDeterministic(const std::string& key, const absl::
   }
   failures_[key] = Failure{failure, now + options_.remember_failures_for};
   KILN_LOG(INFO) << "remembering the failure of " << key.substr(0, 12) << " for "
-                 << absl::FormatDuration(options_.remember_failures_for)
-                 << " (`kiln evict " << key.substr(0, 12) << "` forgets it)";
+                 << absl::FormatDuration(options_.remember_failures_for) << " (`kiln evict "
+                 << key.substr(0, 12) << "` forgets it)";
 }
 
 std::vector<std::string> ArtifactCache::RememberedKeysWithPrefix(const std::string& prefix) {

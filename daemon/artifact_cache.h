@@ -69,8 +69,7 @@ class ArtifactCache {
   // (DetectToolchains); a request for a target it lacks is
   // FailedPrecondition.
   ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirectory objects, LocalIndex index,
-                std::unique_ptr<Compiler> compiler, TargetToolchains toolchains,
-                Options options);
+                std::unique_ptr<Compiler> compiler, TargetToolchains toolchains, Options options);
   ~ArtifactCache();
 
   // Answers at once on a hit (on the calling thread); on a miss compiles on

@@ -53,7 +53,8 @@ class ArtifactCacheTest : public ::testing::Test {
     auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
     ASSERT_TRUE(dir.ok());
     dir_ = *dir;
-    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(kReluGraph, request_.mutable_graph()).ok());
+    ASSERT_TRUE(
+        google::protobuf::util::JsonStringToMessage(kReluGraph, request_.mutable_graph()).ok());
     ArtifactCache::Options options;
     options.compile_threads = 1;
     options.now = [this] { return now_; };

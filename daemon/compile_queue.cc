@@ -8,8 +8,7 @@ namespace kiln {
 CompileQueue::CompileQueue(int threads) : CompileQueue(Options{threads}) {}
 
 CompileQueue::CompileQueue(Options options)
-    : options_(options),
-      heavy_thread_limit_(std::max(1, options.threads - 1)) {
+    : options_(options), heavy_thread_limit_(std::max(1, options.threads - 1)) {
   for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { RunLoop(); });
 }
 
@@ -38,8 +37,7 @@ bool CompileQueue::Submit(const std::string& key, Work work, Callback done) {
   return Submit(key, std::move(work), std::move(done), JobOptions());
 }
 
-bool CompileQueue::Submit(const std::string& key, Work work, Callback done,
-                          JobOptions options) {
+bool CompileQueue::Submit(const std::string& key, Work work, Callback done, JobOptions options) {
   {
     absl::MutexLock lock(&mutex_);
     if (!shutting_down_) {

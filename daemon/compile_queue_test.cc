@@ -17,16 +17,20 @@ TEST(CompileQueueTest, ShutdownRefusesQueuedJobsAndFinishesRunningOnes) {
   absl::Notification started, release;
   std::atomic<int> finished{0}, refused{0};
   CompileQueue queue(1);
-  queue.Submit("running", [&]() -> CompileQueue::Result {
-    started.Notify();
-    release.WaitForNotification();
-    return kiln::v1::CompileResponse();
-  }, [&](CompileQueue::Result result) { finished += result.ok(); });
+  queue.Submit(
+      "running",
+      [&]() -> CompileQueue::Result {
+        started.Notify();
+        release.WaitForNotification();
+        return kiln::v1::CompileResponse();
+      },
+      [&](CompileQueue::Result result) { finished += result.ok(); });
   started.WaitForNotification();
-  queue.Submit("queued", [] { return CompileQueue::Result(kiln::v1::CompileResponse()); },
-               [&](CompileQueue::Result result) {
-                 refused += result.status().code() == absl::StatusCode::kUnavailable;
-               });
+  queue.Submit(
+      "queued", [] { return CompileQueue::Result(kiln::v1::CompileResponse()); },
+      [&](CompileQueue::Result result) {
+        refused += result.status().code() == absl::StatusCode::kUnavailable;
+      });
   queue.Shutdown();
   EXPECT_EQ(refused, 1);
   release.Notify();
@@ -66,18 +70,20 @@ TEST(CompileQueueTest, IdenticalConcurrentKeysRunOnce) {
 TEST(CompileQueueTest, ErrorsReachEveryWaiterAndShutdownRefusesNewWork) {
   CompileQueue queue(1);
   absl::Notification finished;
-  queue.Submit("k", [] { return CompileQueue::Result(absl::InternalError("boom")); },
-               [&](CompileQueue::Result result) {
-                 EXPECT_EQ(result.status(), absl::InternalError("boom"));
-                 finished.Notify();
-               });
+  queue.Submit(
+      "k", [] { return CompileQueue::Result(absl::InternalError("boom")); },
+      [&](CompileQueue::Result result) {
+        EXPECT_EQ(result.status(), absl::InternalError("boom"));
+        finished.Notify();
+      });
   finished.WaitForNotification();
   queue.Shutdown();
   bool refused = false;
-  queue.Submit("k2", [] { return CompileQueue::Result(kiln::v1::CompileResponse()); },
-               [&](CompileQueue::Result result) {
-                 refused = result.status().code() == absl::StatusCode::kUnavailable;
-               });
+  queue.Submit(
+      "k2", [] { return CompileQueue::Result(kiln::v1::CompileResponse()); },
+      [&](CompileQueue::Result result) {
+        refused = result.status().code() == absl::StatusCode::kUnavailable;
+      });
   EXPECT_TRUE(refused);
 }
 

@@ -1,6 +1,7 @@
 // kilnd: the Kiln daemon. Flags, logging, then serve until SIGTERM/SIGINT or
 // the idle timeout.
 #include <fcntl.h>
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -13,8 +14,6 @@
 #include <memory>
 #include <thread>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -23,10 +22,10 @@
 #include "absl/strings/str_cat.h"
 #include "cache/index_reconcile.h"
 #include "cache/local_index.h"
-#include "cache/request_key.h"
 #include "cache/object_dir.h"
-#include "codegen/abi/kiln_abi.h"
+#include "cache/request_key.h"
 #include "cache/rocksdb_store.h"
+#include "codegen/abi/kiln_abi.h"
 #include "codegen/compile/fallback_compiler.h"
 #include "codegen/compile/subprocess_compiler.h"
 #include "codegen/compile/toolchain.h"
@@ -99,8 +98,8 @@ absl::Status WaitForLock(const std::string& path, absl::Duration patience) {
 absl::StatusOr<std::unique_ptr<Compiler>> MakeCompiler(const std::string& cache_dir, int jobs) {
   const absl::Duration timeout = absl::GetFlag(FLAGS_compile_timeout);
   const uint64_t memory_limit = absl::GetFlag(FLAGS_compile_memory_limit_mb) << 20;
-  auto subprocess = std::make_unique<SubprocessCompiler>(cache_dir + "/tmp", timeout,
-                                                         kDefaultClang, memory_limit);
+  auto subprocess = std::make_unique<SubprocessCompiler>(cache_dir + "/tmp", timeout, kDefaultClang,
+                                                         memory_limit);
   const std::string choice = absl::GetFlag(FLAGS_compiler);
   if (choice == "subprocess") return subprocess;
   if (choice != "worker") {
@@ -128,8 +127,8 @@ absl::StatusOr<std::unique_ptr<Compiler>> MakeCompiler(const std::string& cache_
 absl::Status Serve() {
   LogSeverity severity;
   if (!ParseLogSeverity(absl::GetFlag(FLAGS_log_level), &severity)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--log_level=", absl::GetFlag(FLAGS_log_level), " is not one of debug, info, warning, error"));
+    return absl::InvalidArgumentError(absl::StrCat("--log_level=", absl::GetFlag(FLAGS_log_level),
+                                                   " is not one of debug, info, warning, error"));
   }
   SetMinLogSeverity(severity);
   std::string socket = absl::GetFlag(FLAGS_socket);
@@ -155,7 +154,8 @@ absl::Status Serve() {
   const kiln::v1::Toolchain& toolchain = toolchains.at(kiln::v1::TARGET_NATIVE);
   ArtifactCache::Options options;
   options.compile_threads = std::max(1, absl::GetFlag(FLAGS_compile_jobs));
-  ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler, MakeCompiler(cache_dir, options.compile_threads));
+  ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler,
+                   MakeCompiler(cache_dir, options.compile_threads));
   // Same-host clients find hits through this without a round trip.
   LocalIndex index(cache_dir);
   kiln::v1::CacheDescriptor descriptor;

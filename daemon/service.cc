@@ -70,8 +70,8 @@ grpc::Status KilnService::Admit(const grpc::CallbackServerContext* context) {
       grpc::StatusCode::FAILED_PRECONDITION,
       absl::StrCat("version mismatch: the call carries protocol ", protocol.substr(0, 20),
                    " with artifact ABI ", abi.substr(0, 20), "; this kilnd (", kKilnVersion,
-                   ", pid ", getpid(), ") speaks protocol ", options_.protocol_version, " with ABI ",
-                   KILN_ABI_VERSION, ". Use a client of the same Kiln version"));
+                   ", pid ", getpid(), ") speaks protocol ", options_.protocol_version,
+                   " with ABI ", KILN_ABI_VERSION, ". Use a client of the same Kiln version"));
 }
 
 grpc::ServerUnaryReactor* KilnService::CompileOrLookup(grpc::CallbackServerContext* context,

@@ -54,6 +54,13 @@ bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"
 bazel_status=${PIPESTATUS[0]}
 read -r passed failed < <(count_cases "$log" bazel-testlogs)
 
+# Formatting (scripts/format.sh, clang-format-19): one more case.
+if scripts/format.sh --check; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)) bazel_status=1
+fi
+
 # The suite in BUILD.bazel (//:tests) must name every test: one more case.
 unlisted=$(comm -23 <(bazel query 'tests(//...)' 2>/dev/null | sort) \
                     <(bazel query 'tests(//:tests)' 2>/dev/null | sort))

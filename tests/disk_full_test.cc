@@ -40,7 +40,8 @@ TEST(DiskFullTest, HitsKeepWorkingAndMissesSayNoSpaceLeft) {
   EXPECT_TRUE(hit->cache_hit());
   auto miss = (*client)->Compile(Request("while full"));
   EXPECT_EQ(miss.status().code(), absl::StatusCode::kResourceExhausted) << miss.status();
-  EXPECT_THAT(miss.status().message(), HasSubstr("no space left on device in " + daemon.cache_dir()));
+  EXPECT_THAT(miss.status().message(),
+              HasSubstr("no space left on device in " + daemon.cache_dir()));
   // Not remembered as the graph's failure: with room again, it compiles.
   ASSERT_TRUE((*disk)->Empty().ok());
   auto after = (*client)->Compile(Request("while full"));

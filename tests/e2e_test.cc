@@ -1,4 +1,6 @@
 // End to end: a real kilnd, real client processes, real artifacts.
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -13,14 +15,11 @@
 #include "cache/local_index.h"
 #include "client/compiled_graph.h"
 #include "client/graph_file.h"
-#include "proto/artifact.pb.h"
 #include "common/files.h"
 #include "common/version.h"
-#include <google/protobuf/util/json_util.h>
-#include <grpcpp/grpcpp.h>
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/artifact.pb.h"
 #include "tests/daemon_fixture.h"
 
 namespace kiln {
@@ -105,14 +104,16 @@ class EndToEndTest : public ::testing::Test {
 };
 
 TEST_F(EndToEndTest, ColdCompileInOneProcessThenAHitInAFreshProcess) {
-  auto first = daemon_.RunTool({kKilnCliPath, "run", "examples/f.json", "--check", "--start=false"});
+  auto first =
+      daemon_.RunTool({kKilnCliPath, "run", "examples/f.json", "--check", "--start=false"});
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->exit_code, 0) << first->output;
   EXPECT_THAT(first->output, HasSubstr("(compiled)"));
   EXPECT_THAT(first->output, HasSubstr("check    output 0 matches the reference"));
   EXPECT_EQ(Stats().compiles(), 1);
 
-  auto second = daemon_.RunTool({kKilnCliPath, "run", "examples/f.json", "--check", "--start=false"});
+  auto second =
+      daemon_.RunTool({kKilnCliPath, "run", "examples/f.json", "--check", "--start=false"});
   ASSERT_TRUE(second.ok());
   ASSERT_EQ(second->exit_code, 0) << second->output;
   EXPECT_THAT(second->output, HasSubstr("(cache hit, local index)"));
@@ -145,7 +146,8 @@ TEST_F(EndToEndTest, EdgeValuesMatchEagerBitForBit) {
 
   // Eager keeps the sign of -0.0 and propagates NaN: neither x > 0 ? x : 0
   // nor fmaxf(x, 0) does both.
-  const std::vector<float> relu = RunVector(client->get(), PointwiseGraph(3, false), {-0.0f, nan, -inf});
+  const std::vector<float> relu =
+      RunVector(client->get(), PointwiseGraph(3, false), {-0.0f, nan, -inf});
   ASSERT_EQ(relu.size(), 3u);
   EXPECT_EQ(Bits(relu[0]), Bits(-0.0f));
   EXPECT_TRUE(std::isnan(relu[1]));
@@ -162,9 +164,9 @@ TEST_F(EndToEndTest, BadInputGetsASpecificErrorAndTheDaemonKeepsServing) {
   };
   kiln::v1::Graph unknown = Example("f");
   unknown.mutable_nodes(3)->set_op("aten.frobnicate.default");
-  EXPECT_EQ(compile(unknown),
-            absl::UnimplementedError("node 3 'relu' (aten.frobnicate.default): op "
-                                     "'aten.frobnicate.default' is not supported (see docs/OPS.md)"));
+  EXPECT_EQ(compile(unknown), absl::UnimplementedError(
+                                  "node 3 'relu' (aten.frobnicate.default): op "
+                                  "'aten.frobnicate.default' is not supported (see docs/OPS.md)"));
   kiln::v1::Graph mismatch = Example("f");
   mismatch.mutable_inputs(0)->mutable_type()->mutable_sizes(1)->set_constant(32);
   EXPECT_EQ(compile(mismatch).code(), absl::StatusCode::kInvalidArgument);
@@ -176,7 +178,8 @@ TEST_F(EndToEndTest, BadInputGetsASpecificErrorAndTheDaemonKeepsServing) {
 
   // Malformed JSON never reaches the daemon: the CLI names the file.
   ASSERT_TRUE(WriteFileAtomically(daemon_.root() + "/bad.json", "{\"nodes\": [", 0600).ok());
-  auto bad = daemon_.RunTool({kKilnCliPath, "compile", daemon_.root() + "/bad.json", "--start=false"});
+  auto bad =
+      daemon_.RunTool({kKilnCliPath, "compile", daemon_.root() + "/bad.json", "--start=false"});
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(bad->exit_code, 1);
   EXPECT_THAT(bad->output, HasSubstr("kiln compile: " + daemon_.root() +
@@ -261,8 +264,7 @@ TEST_F(EndToEndTest, StaticGuardsAndOutputBuffersAreChecked) {
   Tensor x(kiln::v1::FLOAT32, {64, 64}), wrong_rank(kiln::v1::FLOAT32, {64});
   ASSERT_TRUE(f.Run({x.view()}).ok());
   EXPECT_EQ(f.Run({wrong_rank.view()}).status(),
-            absl::FailedPreconditionError(
-                "input 0 'x' has rank 1; the graph expects 2"));
+            absl::FailedPreconditionError("input 0 'x' has rank 1; the graph expects 2"));
   Tensor out(kiln::v1::FLOAT32, {64, 64});
   EXPECT_TRUE(f.Run({x.view()}, {out.view()}).ok());
   EXPECT_EQ(f.Run({x.view()}, {x.view()}),
@@ -321,7 +323,9 @@ TEST_F(EndToEndTest, TwoChangedDimsThatCannotBothBeSymbolicKeepOne) {
        "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"constant": 12}]}]},
       {"name": "relu", "op": "aten.relu.default", "inputs": [1], "outputs": [2],
        "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"constant": 12}]}]}],
-    "outputs": [2]})", &graph).ok());
+    "outputs": [2]})",
+                                                          &graph)
+                  .ok());
   CompiledGraph flat(client->get(), graph);
   for (auto [a, b, compiles] : std::vector<std::array<int64_t, 3>>{
            {2, 6, 1}, {5, 9, 2}, {7, 9, 2}, {11, 9, 2}, {5, 3, 3}}) {
@@ -346,8 +350,8 @@ TEST_F(EndToEndTest, SocketIsPrivateAndVersionsAreChecked) {
 
   // Hello answers any client with the daemon's own versions; every other
   // call must carry matching ones, Hello or not.
-  auto channel = grpc::CreateChannel("unix:" + daemon_.socket_path(),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel("unix:" + daemon_.socket_path(), grpc::InsecureChannelCredentials());
   auto stub = kiln::v1::Kiln::NewStub(channel);
   {
     grpc::ClientContext context;
@@ -409,12 +413,12 @@ TEST_F(EndToEndTest, KillDuringACompileLeavesAStoreThatServesAgain) {
 }
 
 TEST_F(EndToEndTest, SameHostHitsNeedNoDaemonAndEvictionReachesThem) {
-  ASSERT_EQ(daemon_.RunTool({kKilnCliPath, "compile", "examples/tail.json", "--start=false"})
-                ->exit_code,
-            0);
+  ASSERT_EQ(
+      daemon_.RunTool({kKilnCliPath, "compile", "examples/tail.json", "--start=false"})->exit_code,
+      0);
   daemon_.Kill(SIGTERM);
-  auto hit = daemon_.RunTool({kKilnCliPath, "run", "examples/tail.json", "--check", "--repeat=1",
-                              "--start=false"});
+  auto hit = daemon_.RunTool(
+      {kKilnCliPath, "run", "examples/tail.json", "--check", "--repeat=1", "--start=false"});
   ASSERT_EQ(hit->exit_code, 0) << hit->output;
   EXPECT_THAT(hit->output, HasSubstr("(cache hit, local index)"));
 
@@ -422,8 +426,8 @@ TEST_F(EndToEndTest, SameHostHitsNeedNoDaemonAndEvictionReachesThem) {
   auto client = daemon_.Connect();
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE((*client)->Evict((*client)->List()->entries(0).key()).ok());
-  auto miss = daemon_.RunTool({kKilnCliPath, "run", "examples/tail.json", "--repeat=1",
-                               "--start=false"});
+  auto miss =
+      daemon_.RunTool({kKilnCliPath, "run", "examples/tail.json", "--repeat=1", "--start=false"});
   EXPECT_THAT(miss->output, HasSubstr("(compiled)")) << "an evicted entry is not found locally";
 }
 
@@ -527,9 +531,9 @@ TEST_F(EndToEndTest, AClientReconnectsWhenTheDaemonRestarts) {
 }
 
 TEST_F(EndToEndTest, TheLocalIndexOfAnotherHostIsIgnored) {
-  ASSERT_EQ(daemon_.RunTool({kKilnCliPath, "compile", "examples/tail.json", "--start=false"})
-                ->exit_code,
-            0);
+  ASSERT_EQ(
+      daemon_.RunTool({kKilnCliPath, "compile", "examples/tail.json", "--start=false"})->exit_code,
+      0);
   // As if the cache directory were shared (NFS) with a kilnd on another
   // machine: its artifacts may be for another CPU.
   const std::string path = daemon_.cache_dir() + "/descriptor";
@@ -539,8 +543,8 @@ TEST_F(EndToEndTest, TheLocalIndexOfAnotherHostIsIgnored) {
   (*descriptor)->set_machine_id("another-host");
   chmod(path.c_str(), 0644);
   ASSERT_TRUE(index.WriteDescriptor(**descriptor).ok());
-  auto run = daemon_.RunTool({kKilnCliPath, "run", "examples/tail.json", "--repeat=1",
-                              "--start=false"});
+  auto run =
+      daemon_.RunTool({kKilnCliPath, "run", "examples/tail.json", "--repeat=1", "--start=false"});
   ASSERT_EQ(run->exit_code, 0) << run->output;
   EXPECT_THAT(run->output, HasSubstr("(cache hit)")) << "through kilnd, not the index";
 }
@@ -567,12 +571,14 @@ TEST_F(EndToEndTest, EachCommandsHelpListsItsFlagsDefaultsEnvironmentAndAnExampl
   EXPECT_THAT(top->output, HasSubstr("  explain GRAPH.json  print each codegen stage"));
   EXPECT_THAT(top->output, HasSubstr("KILN_CACHE_DIR"));
   auto daemon = daemon_.RunTool({kKilndPath, "--help"});
-  EXPECT_THAT(daemon->output, HasSubstr("--compile_jobs (Compiles that may run at once.); default: 2"));
+  EXPECT_THAT(daemon->output,
+              HasSubstr("--compile_jobs (Compiles that may run at once.); default: 2"));
   EXPECT_THAT(daemon->output, Not(HasSubstr("No flags matched")));
 }
 
 TEST_F(EndToEndTest, CliAdminCommandsListShowAndEvict) {
-  ASSERT_EQ(daemon_.RunTool({kKilnCliPath, "compile", "examples/f.json", "--start=false"})->exit_code, 0);
+  ASSERT_EQ(
+      daemon_.RunTool({kKilnCliPath, "compile", "examples/f.json", "--start=false"})->exit_code, 0);
   auto client = daemon_.Connect();
   ASSERT_TRUE(client.ok());
   const std::string key = (*client)->List()->entries(0).key();

@@ -115,7 +115,8 @@ class HostileUserTest : public ::testing::Test {
     if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
     const passwd* stranger = getpwnam(kStrangerName);
     if (stranger == nullptr) {
-      GTEST_SKIP() << "no user " << kStrangerName << ": scripts/test.sh creates it when run as root";
+      GTEST_SKIP() << "no user " << kStrangerName
+                   << ": scripts/test.sh creates it when run as root";
     }
     stranger_ = stranger->pw_uid;
     // Stands for /tmp: sticky and open to all, so the stranger can plant.
@@ -184,13 +185,14 @@ TEST_F(HostileUserTest, ADaemonRunningAsAnotherUserIsRefused) {
 // was loaded.
 std::string BuildPlantedObject(const std::string& dir, const std::string& marker) {
   const std::string source = dir + "/planted.c";
-  EXPECT_TRUE(WriteFileAtomically(source,
-                                  absl::StrCat("#include <fcntl.h>\n"
-                                               "__attribute__((constructor)) static void run(void) {"
-                                               " open(\"",
-                                               marker, "\", O_CREAT | O_WRONLY, 0600); }\n"),
-                                  0600)
-                  .ok());
+  EXPECT_TRUE(
+      WriteFileAtomically(source,
+                          absl::StrCat("#include <fcntl.h>\n"
+                                       "__attribute__((constructor)) static void run(void) {"
+                                       " open(\"",
+                                       marker, "\", O_CREAT | O_WRONLY, 0600); }\n"),
+                          0600)
+          .ok());
   const std::string object = dir + "/planted.so";
   auto built = RunProcess({"/usr/bin/clang-19", "-shared", "-fPIC", "-o", object, source},
                           absl::Seconds(60));
@@ -228,8 +230,8 @@ void PlantCache(const std::string& cache_dir, const kiln::v1::Graph& graph,
 }
 
 void ChownTree(const std::string& path, uid_t uid) {
-  auto result = RunProcess({"/bin/chown", "-R", absl::StrCat(uid, ":", uid), path},
-                           absl::Seconds(30));
+  auto result =
+      RunProcess({"/bin/chown", "-R", absl::StrCat(uid, ":", uid), path}, absl::Seconds(30));
   ASSERT_TRUE(result.ok() && result->exit_code == 0);
 }
 
@@ -261,9 +263,9 @@ TEST_F(HostileUserTest, APlantedCacheIsNeverLoaded) {
   response.mutable_artifact()->set_digest(Sha256Hex(object));
   auto loaded = client->Load(response, Client::Source::kLocalIndex);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(loaded.status().message(), HasSubstr(absl::StrCat(
-                                             "refusing cache directory ", cache_dir,
-                                             " is owned by uid ", stranger_)));
+  EXPECT_THAT(loaded.status().message(),
+              HasSubstr(absl::StrCat("refusing cache directory ", cache_dir, " is owned by uid ",
+                                     stranger_)));
   EXPECT_NE(access(marker.c_str(), F_OK), 0) << "the planted object's code ran";
 
   // Ours again, but left open to everyone: as bad.

@@ -100,8 +100,7 @@ class Inputs {
       : sizes_(std::move(sizes)) {
     for (size_t i = 0; i < sizes_.size(); ++i) {
       strides_.push_back(ContiguousStrides(sizes_[i]));
-      views_.push_back(
-          TensorView{nullptr, graph.inputs(i).type().dtype(), sizes_[i], strides_[i]});
+      views_.push_back(TensorView{nullptr, graph.inputs(i).type().dtype(), sizes_[i], strides_[i]});
     }
   }
   Inputs(const Inputs&) = delete;  // the views point into this object
@@ -165,8 +164,7 @@ class KeyAgreementTest : public ::testing::Test {
   }
 
   // The daemon's answer to a Compile of `request`.
-  absl::StatusOr<kiln::v1::CompileResponse> DaemonCompile(
-      const kiln::v1::CompileRequest& request) {
+  absl::StatusOr<kiln::v1::CompileResponse> DaemonCompile(const kiln::v1::CompileRequest& request) {
     absl::Notification finished;
     absl::StatusOr<kiln::v1::CompileResponse> result = absl::UnknownError("not called");
     daemon_->Compile(request, /*allow_compile=*/true,
@@ -204,8 +202,8 @@ class KeyAgreementTest : public ::testing::Test {
       }
       const std::optional<kiln::v1::CompileResponse> local = client_->FindLocal(request);
       if (!local.has_value()) {
-        ADD_FAILURE() << "the client's local path computes another key than the daemon's "
-                      << key << " (salt '" << salt << "')";
+        ADD_FAILURE() << "the client's local path computes another key than the daemon's " << key
+                      << " (salt '" << salt << "')";
         continue;
       }
       EXPECT_EQ(local->artifact().key(), key);
@@ -263,8 +261,8 @@ class KeyAgreementTest : public ::testing::Test {
 TEST_F(KeyAgreementTest, StaticWorkloadsTheirSymbolicAndRespecializedForms) {
   std::vector<std::string> paths = GraphFiles("tests/workloads");
   ASSERT_GE(paths.size(), 12u) << "the traced workloads are missing from the runfiles";
-  for (const char* example : {"examples/f.json", "examples/keep_product.json",
-                              "examples/tail.json"}) {
+  for (const char* example :
+       {"examples/f.json", "examples/keep_product.json", "examples/tail.json"}) {
     paths.push_back(example);
   }
   for (const std::string& path : paths) {

@@ -66,11 +66,12 @@ TEST_F(RestartTest, QueuedCompilesDuringADrainAreAnsweredByTheNextDaemon) {
 
   // One compile runs, the others queue behind it; then SIGTERM.
   constexpr int kCompiles = 4;
-  std::vector<absl::StatusOr<kiln::v1::CompileResponse>> results(
-      kCompiles, absl::UnknownError("not run"));
+  std::vector<absl::StatusOr<kiln::v1::CompileResponse>> results(kCompiles,
+                                                                 absl::UnknownError("not run"));
   std::vector<std::thread> threads;
   for (int i = 0; i < kCompiles; ++i) {
-    threads.emplace_back([&, i] { results[i] = client->Compile(Request(absl::StrCat("drain", i))); });
+    threads.emplace_back(
+        [&, i] { results[i] = client->Compile(Request(absl::StrCat("drain", i))); });
   }
   absl::SleepFor(absl::Milliseconds(20));
   kill(old_pid, SIGTERM);
@@ -138,8 +139,7 @@ TEST_F(RestartTest, AnAutoStartedDaemonOfAnotherVersionIsDrainedAndReplaced) {
   }
   // Without auto-start the client may not replace it, and says what to do.
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(refused.status().message(),
-              HasSubstr("speaks protocol 1 with ABI"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("speaks protocol 1 with ABI"));
   EXPECT_THAT(refused.status().message(), HasSubstr("Stop that kilnd (kill "));
 
   std::unique_ptr<Client> client = AutoStartingClient();

@@ -78,9 +78,11 @@ TEST_F(TargetTest, EachTargetCompilesRunsAndHasItsOwnKeyAndRegisters) {
       ASSERT_EQ(key.size(), 64u) << compiled;
       EXPECT_TRUE(keys.insert(key).second) << "another target has key " << key;
       EXPECT_THAT(Field(compiled, "  target"), HasSubstr(target));
-      const std::string object = Field(compiled, "  object").substr(0, Field(compiled, "  object").find(' '));
+      const std::string object =
+          Field(compiled, "  object").substr(0, Field(compiled, "  object").find(' '));
 
-      auto disassembly = RunProcess({kObjdump, "-d", "--no-show-raw-insn", object}, absl::Minutes(1));
+      auto disassembly =
+          RunProcess({kObjdump, "-d", "--no-show-raw-insn", object}, absl::Minutes(1));
       ASSERT_TRUE(disassembly.ok() && disassembly->exit_code == 0) << object;
       const std::string& code = disassembly->output;
       if (std::string(target) == "x86-64-v3") {

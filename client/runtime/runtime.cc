@@ -61,8 +61,8 @@ struct Operand {
 };
 
 template <typename T>
-Operand<T> MakeOperand(const T* data, long long rows, long long cols, long long row,
-                       long long col, int slot, bool prefer_row_major = false) {
+Operand<T> MakeOperand(const T* data, long long rows, long long cols, long long row, long long col,
+                       int slot, bool prefer_row_major = false) {
   if ((col == 1 || cols == 1) && row >= std::max(1LL, cols)) {
     return {data, CblasNoTrans, static_cast<blasint>(std::max(1LL, row))};
   }
@@ -138,17 +138,16 @@ void Gemm(void* context, long long m, long long n, long long k, T alpha, const T
 // element, each one single-threaded GEMM; otherwise one Gemm per element,
 // each split as Gemm sees fit.
 template <typename T>
-void BatchedGemm(void* context, long long batch, long long m, long long n, long long k,
-                 const T* a, long long a_batch, long long a_row, long long a_col, const T* b,
-                 long long b_batch, long long b_row, long long b_col, T* c, long long c_batch,
-                 long long c_row) {
+void BatchedGemm(void* context, long long batch, long long m, long long n, long long k, const T* a,
+                 long long a_batch, long long a_row, long long a_col, const T* b, long long b_batch,
+                 long long b_row, long long b_col, T* c, long long c_batch, long long c_row) {
   auto* pool = static_cast<ThreadPool*>(context);
   if (batch <= 0 || m <= 0 || n <= 0) return;
   if (batch < 2 || pool->threads() == 1 || m * n * k >= kParallelGemmWork ||
       batch * m * n * k < kParallelGemmWork / 4) {
     for (long long i = 0; i < batch; ++i) {
-      Gemm<T>(context, m, n, k, T(1), a + i * a_batch, a_row, a_col, b + i * b_batch, b_row,
-              b_col, T(0), c + i * c_batch, c_row);
+      Gemm<T>(context, m, n, k, T(1), a + i * a_batch, a_row, a_col, b + i * b_batch, b_row, b_col,
+              T(0), c + i * c_batch, c_row);
     }
     return;
   }
@@ -194,9 +193,8 @@ void SyrkF32(void* context, long long n, long long k, const float* a, long long 
           rest.data += left.transpose == CblasNoTrans ? end * left.leading : end;
           // C[begin:end, end:n] = A[begin:end] . A[end:n]^T
           const CBLAS_TRANSPOSE flip = rest.transpose == CblasNoTrans ? CblasTrans : CblasNoTrans;
-          cblas_sgemm(CblasRowMajor, rows.transpose, flip, end - begin, n - end, k, 1.0f,
-                      rows.data, rows.leading, rest.data, rest.leading, 0.0f,
-                      c + begin * c_row + end, c_row);
+          cblas_sgemm(CblasRowMajor, rows.transpose, flip, end - begin, n - end, k, 1.0f, rows.data,
+                      rows.leading, rest.data, rest.leading, 0.0f, c + begin * c_row + end, c_row);
         }
       }
     });
@@ -286,7 +284,8 @@ Runtime::Runtime(int threads) : pool_(threads > 0 ? threads : DefaultThreads()) 
   table_.bmm_f64 = BatchedGemm<double>;
   // glibc's libm: the one source of transcendentals (see kiln_abi.h).
   static_assert(KILN_MATH_COUNT <= 8, "grow math_f32/math_f64");
-  float (*const f32[KILN_MATH_COUNT])(float) = {expf, expm1f, logf, log1pf, tanhf, erff, sinf, cosf};
+  float (*const f32[KILN_MATH_COUNT])(float) = {expf,  expm1f, logf, log1pf,
+                                                tanhf, erff,   sinf, cosf};
   double (*const f64[KILN_MATH_COUNT])(double) = {exp, expm1, log, log1p, tanh, erf, sin, cos};
   for (int i = 0; i < KILN_MATH_COUNT; ++i) {
     table_.math_f32[i] = f32[i];

@@ -16,7 +16,8 @@ std::vector<float> Reference(int m, int n, int k, const float* a, int a_row, int
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
       double sum = 0;
-      for (int p = 0; p < k; ++p) sum += double(a[i * a_row + p * a_col]) * b[p * b_row + j * b_col];
+      for (int p = 0; p < k; ++p)
+        sum += double(a[i * a_row + p * a_col]) * b[p * b_row + j * b_col];
       c[i * n + j] = static_cast<float>(sum);
     }
   return c;
@@ -29,10 +30,8 @@ TEST_P(GemmTest, AnyStridesMatchTheReference) {
   // Big enough to split across threads: by rows (m >= n), then by columns
   // (the last with B deep enough that each chunk packs a transposed B
   // row-major); and small enough that a transposed B is packed whole.
-  for (const auto& [m, n, k] : {std::tuple<int, int, int>{70, 50, 600},
-                                {20, 300, 600},
-                                {40, 100, 600},
-                                {12, 40, 30}}) {
+  for (const auto& [m, n, k] :
+       {std::tuple<int, int, int>{70, 50, 600}, {20, 300, 600}, {40, 100, 600}, {12, 40, 30}}) {
     std::vector<float> a(m * k * 2), b(k * n * 2);
     for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
     for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) - 5;
@@ -62,7 +61,8 @@ TEST_P(GemmTest, SyrkIsASymmetricProduct) {
       const int row = transposed ? 1 : k, col = transposed ? n : 1;
       std::vector<float> c(n * n, -1);
       runtime.table()->syrk_f32(runtime.table()->context, n, k, a.data(), row, col, c.data(), n);
-      const std::vector<float> expected = Reference(n, n, k, a.data(), row, col, a.data(), col, row);
+      const std::vector<float> expected =
+          Reference(n, n, k, a.data(), row, col, a.data(), col, row);
       for (int i = 0; i < n * n; ++i) ASSERT_NEAR(c[i], expected[i], 1e-2) << n << " " << i;
     }
   }

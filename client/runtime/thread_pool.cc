@@ -63,8 +63,8 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, Body body) {
   inside_pool_loop = false;
   {
     absl::MutexLock lock(&mutex_);
-    mutex_.Await(absl::Condition(
-        +[](Batch* batch) { return batch->finished == batch->chunks; }, &batch_));
+    mutex_.Await(
+        absl::Condition(+[](Batch* batch) { return batch->finished == batch->chunks; }, &batch_));
     batch_.body = nullptr;
   }
   call_mutex_.Unlock();

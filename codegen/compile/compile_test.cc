@@ -2,9 +2,9 @@
 #include <unistd.h>
 
 #include "codegen/compile/subprocess_compiler.h"
-#include "common/tiny_filesystem.h"
 #include "codegen/compile/toolchain.h"
 #include "common/files.h"
+#include "common/tiny_filesystem.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -52,13 +52,13 @@ TEST(ToolchainTest, PortableTargetsNameTheirLevelNotTheHostsCpu) {
 
 TEST(ToolchainTest, NativeFlagsAreThoseOfBeforeTargets) {
   // Native keys (and so every entry stored before targets) depend on these.
-  EXPECT_EQ(CodegenFlags(), (std::vector<std::string>{
-                                "-std=c++17", "-O3", "-fno-unroll-loops", "-march=native",
-                                "-mprefer-vector-width=512", "-fPIC", "-fvisibility=hidden",
-                                "-fno-math-errno", "-ffreestanding", "-ffp-contract=off",
-                                "-fno-exceptions", "-fno-rtti", "-fno-asynchronous-unwind-tables",
-                                "-nostdlib", "-shared", "-fuse-ld=lld",
-                                "-Wno-unused-command-line-argument"}));
+  EXPECT_EQ(
+      CodegenFlags(),
+      (std::vector<std::string>{
+          "-std=c++17", "-O3", "-fno-unroll-loops", "-march=native", "-mprefer-vector-width=512",
+          "-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-ffreestanding", "-ffp-contract=off",
+          "-fno-exceptions", "-fno-rtti", "-fno-asynchronous-unwind-tables", "-nostdlib", "-shared",
+          "-fuse-ld=lld", "-Wno-unused-command-line-argument"}));
 }
 
 TEST(TargetTest, NamesParseBackAndUnknownOnesAreRefused) {
@@ -87,7 +87,8 @@ TEST(SubprocessCompilerTest, CompilesALoadableFreestandingObject) {
   SubprocessCompiler compiler(*dir, absl::Seconds(60));
   auto object = compiler.Compile(
       "extern \"C\" __attribute__((visibility(\"default\"))) int kiln_answer() { return 42; }\n"
-      "int hidden_helper() { return 1; }\n", kiln::v1::TARGET_NATIVE);
+      "int hidden_helper() { return 1; }\n",
+      kiln::v1::TARGET_NATIVE);
   ASSERT_TRUE(object.ok()) << object.status();
   ASSERT_TRUE(WriteFileAtomically(*dir + "/a.so", object->shared_object, 0500).ok());
   void* handle = dlopen((*dir + "/a.so").c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -153,7 +154,8 @@ TEST_F(SubprocessCompilerLimitsTest, FullDiskForTheSourceIsResourceExhausted) {
   EXPECT_EQ(object.status().code(), absl::StatusCode::kResourceExhausted) << object.status();
   EXPECT_EQ(object.status().message(), "no space left on device in " + tiny);
   ASSERT_TRUE(filesystem_->Empty().ok());
-  EXPECT_TRUE(compiler.Compile(kAnswerSource, kiln::v1::TARGET_NATIVE).ok()) << "space freed, compiles work again";
+  EXPECT_TRUE(compiler.Compile(kAnswerSource, kiln::v1::TARGET_NATIVE).ok())
+      << "space freed, compiles work again";
 }
 
 // Room for the source and the object, not for the .so: lld, run by the
@@ -175,7 +177,8 @@ TEST_F(SubprocessCompilerLimitsTest, MemoryLimitAppliesToClangAndIsNamed) {
   EXPECT_EQ(object.status().message(),
             "compile exceeded the compiler's memory limit of 64 MiB (RLIMIT_AS)");
   SubprocessCompiler roomy(dir_, absl::Seconds(60), kDefaultClang, uint64_t{4} << 30);
-  EXPECT_TRUE(roomy.Compile(kAnswerSource, kiln::v1::TARGET_NATIVE).ok()) << "a kernel fits the default limit";
+  EXPECT_TRUE(roomy.Compile(kAnswerSource, kiln::v1::TARGET_NATIVE).ok())
+      << "a kernel fits the default limit";
 }
 
 TEST_F(SubprocessCompilerLimitsTest, RemovesDirectoriesOfDeadCompilesAtStart) {

@@ -28,13 +28,12 @@ class Compiler {
   virtual ~Compiler() = default;
 
   // Compiles one freestanding translation unit with the flags of `target`
-  // (CodegenFlags(target), toolchain.h). Thread-safe. Errors: DeadlineExceeded when the compile outlives its time
-  // limit (the compiler is killed); ResourceExhausted "no space left on
-  // device in DIR" when the temporary directory's disk is full, or naming
-  // the memory limit the compiler exceeded (resource_limits.h); Internal
-  // with the compiler's diagnostics when it fails or crashes (generated code
-  // that does not compile is a Kiln bug, never a user error).
-  // InvalidArgument for a target that is not IsKnownTarget.
+  // (CodegenFlags(target), toolchain.h). Thread-safe. Errors: DeadlineExceeded when the compile
+  // outlives its time limit (the compiler is killed); ResourceExhausted "no space left on device in
+  // DIR" when the temporary directory's disk is full, or naming the memory limit the compiler
+  // exceeded (resource_limits.h); Internal with the compiler's diagnostics when it fails or crashes
+  // (generated code that does not compile is a Kiln bug, never a user error). InvalidArgument for a
+  // target that is not IsKnownTarget.
   virtual absl::StatusOr<CompiledObject> Compile(absl::string_view source,
                                                  kiln::v1::Target target) = 0;
 

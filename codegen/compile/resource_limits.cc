@@ -53,8 +53,9 @@ bool MentionsNoSpace(absl::string_view output) {
 }
 
 bool MentionsOutOfMemory(absl::string_view output) {
-  return ContainsAny(output, {"LLVM ERROR: out of memory", "Allocation failed", "std::bad_alloc",
-                              "Cannot allocate memory", "failed to map segment from shared object"});
+  return ContainsAny(output,
+                     {"LLVM ERROR: out of memory", "Allocation failed", "std::bad_alloc",
+                      "Cannot allocate memory", "failed to map segment from shared object"});
 }
 
 bool IsNearlyFull(const std::string& dir) {

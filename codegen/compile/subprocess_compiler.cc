@@ -28,11 +28,12 @@ SubprocessCompiler::SubprocessCompiler(std::string work_dir, absl::Duration time
 absl::StatusOr<CompiledObject> SubprocessCompiler::Compile(absl::string_view source,
                                                            kiln::v1::Target target) {
   if (!IsKnownTarget(target)) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot compile for unknown ", TargetName(target)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot compile for unknown ", TargetName(target)));
   }
   RETURN_IF_ERROR(MakeDirectories(work_dir_, 0700));
-  ASSIGN_OR_RETURN(const std::string dir,
-                   MakeTempDirectory(absl::StrCat(work_dir_, "/", kCompileDirectoryPrefix, "XXXXXX")));
+  ASSIGN_OR_RETURN(const std::string dir, MakeTempDirectory(absl::StrCat(
+                                              work_dir_, "/", kCompileDirectoryPrefix, "XXXXXX")));
   absl::StatusOr<CompiledObject> result = CompileIn(dir, source, target);
   RemoveRecursively(dir).IgnoreError();
   return result;
@@ -68,18 +69,17 @@ absl::StatusOr<CompiledObject> SubprocessCompiler::CompileIn(const std::string& 
 absl::Status SubprocessCompiler::FailureOf(const ProcessResult& process) const {
   // lld writes through a shared mapping: on a full disk it dies of SIGBUS
   // ("Bus error" from the driver) rather than report ENOSPC.
-  const bool bus_error =
-      process.signal == SIGBUS || absl::StrContains(process.output, "Bus error");
+  const bool bus_error = process.signal == SIGBUS || absl::StrContains(process.output, "Bus error");
   if (MentionsNoSpace(process.output) || (bus_error && IsNearlyFull(work_dir_))) {
     return NoSpaceError(work_dir_);
   }
   if (memory_limit_bytes_ > 0 && MentionsOutOfMemory(process.output)) {
     return MemoryLimitError(memory_limit_bytes_);
   }
-  return absl::InternalError(absl::StrCat(
-      "clang++ failed (", process.signal ? absl::StrCat("signal ", process.signal)
-                                         : absl::StrCat("exit ", process.exit_code),
-      "): ", process.output.substr(0, 4000)));
+  return absl::InternalError(absl::StrCat("clang++ failed (",
+                                          process.signal ? absl::StrCat("signal ", process.signal)
+                                                         : absl::StrCat("exit ", process.exit_code),
+                                          "): ", process.output.substr(0, 4000)));
 }
 
 }  // namespace kiln

@@ -2,8 +2,8 @@
 
 #include <elf.h>
 #include <fcntl.h>
-#include <unistd.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -48,13 +48,12 @@ std::vector<std::string> CodegenFlags(kiln::v1::Target target) {
   // In this place for native: its flags (and so its keys) are what they were
   // before targets existed.
   for (std::string& flag : TargetFlags(target)) flags.push_back(std::move(flag));
-  for (const char* flag : {
-           "-fPIC", "-fvisibility=hidden", "-fno-math-errno",
-           // Artifacts link nothing: without this, clang turns copy loops
-           // into calls to the host's memcpy.
-           "-ffreestanding", "-ffp-contract=off", "-fno-exceptions", "-fno-rtti",
-           "-fno-asynchronous-unwind-tables", "-nostdlib", "-shared", "-fuse-ld=lld",
-           "-Wno-unused-command-line-argument"}) {
+  for (const char* flag : {"-fPIC", "-fvisibility=hidden", "-fno-math-errno",
+                           // Artifacts link nothing: without this, clang turns copy loops
+                           // into calls to the host's memcpy.
+                           "-ffreestanding", "-ffp-contract=off", "-fno-exceptions", "-fno-rtti",
+                           "-fno-asynchronous-unwind-tables", "-nostdlib", "-shared",
+                           "-fuse-ld=lld", "-Wno-unused-command-line-argument"}) {
     flags.push_back(flag);
   }
   return flags;
@@ -109,8 +108,8 @@ absl::StatusOr<kiln::v1::Toolchain> DetectToolchain(const std::string& clang,
   kiln::v1::Toolchain toolchain;
   ASSIGN_OR_RETURN(const ProcessResult version, RunProcess({clang, "--version"}, kProbeTimeout));
   if (version.exit_code != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        clang, " --version failed; install clang-19 (scripts/install-deps.sh)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(clang, " --version failed; install clang-19 (scripts/install-deps.sh)"));
   }
   toolchain.set_compiler_version(std::string(absl::StripAsciiWhitespace(
       std::vector<std::string>(absl::StrSplit(version.output, '\n'))[0])));

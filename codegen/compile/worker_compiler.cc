@@ -154,7 +154,8 @@ absl::Status WorkerCompiler::WarmUp() {
 absl::StatusOr<CompiledObject> WorkerCompiler::Compile(absl::string_view source,
                                                        kiln::v1::Target target) {
   if (!IsKnownTarget(target)) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot compile for unknown ", TargetName(target)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot compile for unknown ", TargetName(target)));
   }
   Attempt first = CompileOnce(source, target);
   if (!first.worker_crashed) return std::move(first.result);
@@ -285,8 +286,9 @@ int WorkerCompiler::Discard(Worker worker) {
 
 absl::StatusOr<WorkerCompiler::Worker> WorkerCompiler::Start() {
   Worker worker;
-  ASSIGN_OR_RETURN(worker.work_dir, MakeTempDirectory(absl::StrCat(
-                                        options_.temp_root, "/", kWorkerDirectoryPrefix, "XXXXXX")));
+  ASSIGN_OR_RETURN(
+      worker.work_dir,
+      MakeTempDirectory(absl::StrCat(options_.temp_root, "/", kWorkerDirectoryPrefix, "XXXXXX")));
   // CLOEXEC, so that a worker started concurrently by another thread does
   // not inherit this one's channel (a crash would then never read as EOF).
   int sockets[2];

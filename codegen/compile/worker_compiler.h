@@ -70,7 +70,7 @@ struct WorkerCompilerOptions {
   // worker's LLVM initialisation included); waiting for a free worker is
   // not counted.
   absl::Duration timeout = absl::Seconds(60);
-  int log_fd = -1;                     // workers' stderr; -1 inherits ours
+  int log_fd = -1;  // workers' stderr; -1 inherits ours
   // Each worker gets a private kiln-worker* directory here. The constructor
   // removes kiln-worker* entries left by a killed process: no other live
   // WorkerCompiler may use the same temp_root.

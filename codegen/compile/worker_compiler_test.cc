@@ -12,11 +12,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/compile/fallback_compiler.h"
-#include "codegen/compile/target.h"
 #include "codegen/compile/subprocess_compiler.h"
+#include "codegen/compile/target.h"
+#include "common/files.h"
 #include "common/sanitizers.h"
 #include "common/tiny_filesystem.h"
-#include "common/files.h"
 #include "gtest/gtest.h"
 
 // Under ASan or TSan the worker skips RLIMIT_AS and their runtimes catch
@@ -129,7 +129,8 @@ TEST_F(WorkerCompilerTest, ProducesTheSameBytesAsTheClangSubprocess) {
 TEST_F(WorkerCompilerTest, EachTargetProducesTheClangSubprocesssBytesForIt) {
   constexpr char kLoop[] =
       "extern \"C\" __attribute__((visibility(\"default\"))) void kiln_scale(\n"
-      "    float* __restrict__ x, int n) { for (int i = 0; i < n; ++i) x[i] = x[i] * 2.0f + 1.0f; }\n";
+      "    float* __restrict__ x, int n) { for (int i = 0; i < n; ++i) x[i] = x[i] * 2.0f + 1.0f; "
+      "}\n";
   WorkerCompiler worker(Options());
   SubprocessCompiler subprocess(dir_ + "/subprocess", absl::Seconds(60));
   std::map<kiln::v1::Target, std::string> objects;
@@ -209,7 +210,8 @@ TEST_F(WorkerCompilerTest, CrashOnTheRetryTooIsUnavailable) {
             std::string::npos)
       << object.status();
   EXPECT_EQ(compiler.workers_started(), 2);
-  ASSERT_TRUE(compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE).ok()) << "the next compile gets a fresh worker";
+  ASSERT_TRUE(compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE).ok())
+      << "the next compile gets a fresh worker";
 }
 
 // As kilnd holds its compilers: workers that crash twice leave the compile
@@ -308,7 +310,8 @@ TEST_F(WorkerCompilerTest, FullDiskIsResourceExhaustedNamingTheDirectory) {
   EXPECT_EQ(compiler.workers_started(), 1) << "not a crash: not retried";
 
   ASSERT_TRUE((*filesystem)->Empty().ok());
-  EXPECT_TRUE(compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE).ok()) << "space freed, compiles work again";
+  EXPECT_TRUE(compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE).ok())
+      << "space freed, compiles work again";
 }
 
 // With room for the object but not the .so, lld (writing through a shared
@@ -337,7 +340,8 @@ TEST_F(WorkerCompilerTest, FourConcurrentCompilesShareTwoWorkers) {
   std::vector<absl::StatusOr<CompiledObject>> results(4, absl::UnknownError("not run"));
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&, i] { results[i] = compiler.Compile(AnswerSource(100 + i), kiln::v1::TARGET_NATIVE); });
+    threads.emplace_back(
+        [&, i] { results[i] = compiler.Compile(AnswerSource(100 + i), kiln::v1::TARGET_NATIVE); });
   }
   for (std::thread& thread : threads) thread.join();
   for (int i = 0; i < 4; ++i) {
@@ -351,7 +355,9 @@ TEST_F(WorkerCompilerTest, FourConcurrentCompilesShareTwoWorkers) {
 // spawned from a thread owned by the compiler, so they outlive callers.
 TEST_F(WorkerCompilerTest, WorkersOutliveTheThreadThatStartedThem) {
   WorkerCompiler compiler(Options());
-  std::thread([&] { ASSERT_TRUE(compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE).ok()); }).join();
+  std::thread([&] {
+    ASSERT_TRUE(compiler.Compile(AnswerSource(1), kiln::v1::TARGET_NATIVE).ok());
+  }).join();
   absl::SleepFor(absl::Milliseconds(200));  // time for a death signal to land
   ASSERT_TRUE(compiler.Compile(AnswerSource(2), kiln::v1::TARGET_NATIVE).ok());
   EXPECT_EQ(compiler.workers_started(), 1);

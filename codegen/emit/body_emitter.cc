@@ -120,16 +120,17 @@ absl::StatusOr<BodyEmitter::Step> BodyEmitter::ExpressionStep(Task& task) {
     case ir::Expr::Kind::kConstant:
       return Step{EmitLiteral(expr.constant, expr.dtype), std::nullopt};
     case ir::Expr::Kind::kSize:
-      return Step{Bind(expr.dtype, absl::StrCat("(", StorageCType(expr.dtype), ")", SymC(expr.size))),
-                  std::nullopt};
+      return Step{
+          Bind(expr.dtype, absl::StrCat("(", StorageCType(expr.dtype), ")", SymC(expr.size))),
+          std::nullopt};
     case ir::Expr::Kind::kIndex: {
       Linear linear;
       linear.constant = ir::SymExpr::Constant(map.offsets[expr.variable]);
       for (int64_t coefficient : map.coefficients[expr.variable]) {
         linear.coefficients.push_back(ir::SymExpr::Constant(coefficient));
       }
-      return Step{Bind(expr.dtype, absl::StrCat("(", StorageCType(expr.dtype), ")(",
-                                                linear.ToString(), ")")),
+      return Step{Bind(expr.dtype,
+                       absl::StrCat("(", StorageCType(expr.dtype), ")(", linear.ToString(), ")")),
                   std::nullopt};
     }
     case ir::Expr::Kind::kCall: {

@@ -117,8 +117,8 @@ class BodyEmitter {
     std::optional<std::string> name;
     std::optional<Task> child;
   };
-  using ExpressionKey = std::tuple<int, int, int, std::vector<std::vector<int64_t>>,
-                                   std::vector<int64_t>>;
+  using ExpressionKey =
+      std::tuple<int, int, int, std::vector<std::vector<int64_t>>, std::vector<int64_t>>;
   static ExpressionKey KeyOf(const Task& task);
 
   absl::StatusOr<std::string> Run(Task root);

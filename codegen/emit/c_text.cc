@@ -37,7 +37,8 @@ Layout MemoryLayout(const ir::Graph& graph, const ir::LoopProgram& program, int 
     return layout;
   }
   const ir::TensorType& type = graph.values[value];
-  layout.strides = definition.kind == Kind::kInput ? type.strides : ir::ContiguousStrides(type.sizes);
+  layout.strides =
+      definition.kind == Kind::kInput ? type.strides : ir::ContiguousStrides(type.sizes);
   return layout;
 }
 
@@ -97,7 +98,8 @@ int WrittenStorage(const Kernel& kernel, const BufferPlan& plan) {
   if (kernel.kind != Kernel::Kind::kCopy) return plan.storage_of[kernel.value];
   // An output written by a copy has a storage of its own (the only one of its index).
   for (size_t s = 0; s < plan.storages.size(); ++s) {
-    if (plan.storages[s].kind == Storage::Kind::kOutput && plan.storages[s].index == kernel.output) {
+    if (plan.storages[s].kind == Storage::Kind::kOutput &&
+        plan.storages[s].index == kernel.output) {
       return s;
     }
   }
@@ -105,7 +107,8 @@ int WrittenStorage(const Kernel& kernel, const BufferPlan& plan) {
 }
 
 std::string LoopHeader(int variable, const std::string& extent, const std::string& indent) {
-  if (extent == "1") return absl::StrCat(indent, "{\n", indent, "  const kiln_int64 i", variable, " = 0;\n");
+  if (extent == "1")
+    return absl::StrCat(indent, "{\n", indent, "  const kiln_int64 i", variable, " = 0;\n");
   return absl::StrCat(indent, "for (kiln_int64 i", variable, " = 0; i", variable, " < ", extent,
                       "; ++i", variable, ") {\n");
 }

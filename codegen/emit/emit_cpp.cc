@@ -78,13 +78,13 @@ absl::Status EmitLoopKernel(const Kernel& kernel, int first_dim, std::string ind
     text += LoopHeader(d, Extent(type.sizes[d]), indent);
     indent += "  ";
   }
-  const std::string target = absl::StrCat(
-      out, "[",
-      ForStorage(Offset(Layout{ir::ContiguousStrides(type.sizes), ir::SymExpr()},
-                        ir::AffineMap::Identity(rank)),
-                 in.plan.storages[written_storage], first_dim)
-          .ToString(),
-      "]");
+  const std::string target =
+      absl::StrCat(out, "[",
+                   ForStorage(Offset(Layout{ir::ContiguousStrides(type.sizes), ir::SymExpr()},
+                                     ir::AffineMap::Identity(rank)),
+                              in.plan.storages[written_storage], first_dim)
+                       .ToString(),
+                   "]");
   const KernelSite site{kernel, first_dim, indent, target};
   if (kernel.kind == Kernel::Kind::kReduction) {
     RETURN_IF_ERROR(EmitReductionBody(site, function));
@@ -144,7 +144,8 @@ RowBuffers DeclareRowBuffers(const FunctionWriter& function, const std::string& 
     const char* ctype = StorageCType(dtype);
     if (!slot.is_symbolic()) {
       absl::StrAppend(&buffers.stack, indent, ctype, " row", storage, "[",
-                      slot.bytes.constant() / ir::DTypeSize(dtype), "] __attribute__((aligned(64)));\n");
+                      slot.bytes.constant() / ir::DTypeSize(dtype),
+                      "] __attribute__((aligned(64)));\n");
       continue;
     }
     absl::StrAppend(&declarations, "  ", ctype, "* __restrict__ const row", storage, " = (", ctype,
@@ -215,10 +216,9 @@ absl::StatusOr<EmittedFunction> EmitGroup(int index, const KernelGroup& group,
     unpacked.push_back(absl::StrCat("c->p", p));
   }
   EmittedFunction emitted;
-  emitted.definition =
-      absl::StrCat("static void ", name, "(", absl::StrJoin(declarations, ", "),
-                   ") {\n  (void)rt;\n  (void)symbols;\n  (void)begin;\n  (void)end;\n", body,
-                   "}\n\n");
+  emitted.definition = absl::StrCat(
+      "static void ", name, "(", absl::StrJoin(declarations, ", "),
+      ") {\n  (void)rt;\n  (void)symbols;\n  (void)begin;\n  (void)end;\n", body, "}\n\n");
   const ir::Dim rows_dim = outer > 0 ? type.sizes[0] : ir::Dim::Constant(1);
   // Symbolic work may be large: parallel_for runs it inline when it is not.
   const bool parallel =
@@ -226,16 +226,16 @@ absl::StatusOr<EmittedFunction> EmitGroup(int index, const KernelGroup& group,
       (rows_dim.is_symbolic() || !row_work.is_constant() ||
        (rows_dim.constant >= 2 && rows_dim.constant * row_work.constant() >= kParallelWork));
   if (!parallel) {
-    emitted.call = absl::StrCat("  ", name, "(rt, symbols, 0, ", Extent(rows_dim),
-                                arguments.empty() ? "" : ", ", absl::StrJoin(arguments, ", "),
-                                ");\n");
+    emitted.call =
+        absl::StrCat("  ", name, "(rt, symbols, 0, ", Extent(rows_dim),
+                     arguments.empty() ? "" : ", ", absl::StrJoin(arguments, ", "), ");\n");
     return emitted;
   }
-  const std::string grain =
-      row_work.is_constant()
-          ? absl::StrCat(std::max<int64_t>(1, kChunkWork / std::max<int64_t>(1, row_work.constant())))
-          : absl::StrCat("(", kChunkWork, " / ", SymC(row_work), " > 0 ? ", kChunkWork, " / ",
-                         SymC(row_work), " : 1)");
+  const std::string grain = row_work.is_constant()
+                                ? absl::StrCat(std::max<int64_t>(
+                                      1, kChunkWork / std::max<int64_t>(1, row_work.constant())))
+                                : absl::StrCat("(", kChunkWork, " / ", SymC(row_work), " > 0 ? ",
+                                               kChunkWork, " / ", SymC(row_work), " : 1)");
   absl::StrAppend(&emitted.definition, "typedef struct { ", absl::StrJoin(fields, " "), " } ", name,
                   "_closure;\n", "static void ", name,
                   "_chunk(void* closure, kiln_int64 begin, kiln_int64 end) {\n", "  const ", name,
@@ -284,8 +284,8 @@ absl::StatusOr<EmittedFunction> EmitConcat(int index, const Kernel& kernel, cons
   for (size_t p = 0; p < function.parameters().size(); ++p) {
     const int storage = function.parameters()[p];
     const ir::DType dtype = StorageDType(in.graph, in.plan.storages[storage]);
-    declarations.push_back(absl::StrCat(p == 0 ? "" : "const ", StorageCType(dtype),
-                                        "* __restrict__ p", p));
+    declarations.push_back(
+        absl::StrCat(p == 0 ? "" : "const ", StorageCType(dtype), "* __restrict__ p", p));
     arguments.push_back(StorageName(storage));
   }
   const std::string name = absl::StrCat("kiln_group_", index);
@@ -319,7 +319,8 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInput
     const Linear offset = Offset(MemoryLayout(graph, program, access.value), access.map);
     return absl::StrCat(StorageName(plan.storage_of[access.value]), " + ", SymC(offset.constant),
                         ", ", batched ? absl::StrCat(SymC(offset.coefficients[0]), ", ") : "",
-                        SymC(offset.coefficients[first]), ", ", SymC(offset.coefficients[first + 1]));
+                        SymC(offset.coefficients[first]), ", ",
+                        SymC(offset.coefficients[first + 1]));
   };
   // x @ x.T: one operand read twice, transposed the second time. A
   // symmetric rank-k update does half the multiplies.
@@ -375,12 +376,16 @@ StorageDeclarations DeclareStorages(const ir::Graph& graph, const BufferPlan& pl
     const bool input = storage.kind == Storage::Kind::kInput;
     std::string address;
     switch (storage.kind) {
-      case Storage::Kind::kInput: address = absl::StrCat("inputs[", storage.index, "]"); break;
-      case Storage::Kind::kOutput: address = absl::StrCat("outputs[", storage.index, "]"); break;
+      case Storage::Kind::kInput:
+        address = absl::StrCat("inputs[", storage.index, "]");
+        break;
+      case Storage::Kind::kOutput:
+        address = absl::StrCat("outputs[", storage.index, "]");
+        break;
       case Storage::Kind::kScratch:
-        address = absl::StrCat("(char*)scratch + ", storage.is_symbolic()
-                                                         ? slot_offsets[storage.slot]
-                                                         : absl::StrCat(storage.offset));
+        address =
+            absl::StrCat("(char*)scratch + ", storage.is_symbolic() ? slot_offsets[storage.slot]
+                                                                    : absl::StrCat(storage.offset));
         break;
       case Storage::Kind::kRow:
         break;
@@ -423,16 +428,18 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
     if (!absl::ascii_isalnum(c) && c != '_' && c != '-' && c != '.' && c != ' ') c = '_';
   }
   return absl::StrCat(
-      "// Generated by Kiln. Graph: ", name,
-      ". Do not edit.\n", kKilnAbiHeaderText, kPrelude, kKilnMathText, "\n", kernels,
+      "// Generated by Kiln. Graph: ", name, ". Do not edit.\n", kKilnAbiHeaderText, kPrelude,
+      kKilnMathText, "\n", kernels,
       "KILN_EXPORT const kiln_artifact_info* kiln_info(void) {\n"
       "  static const kiln_artifact_info info = {KILN_ABI_VERSION, ",
       graph.inputs.size(), ", ", graph.outputs.size(), ", ", graph.symbols.size(), ", ",
       plan.symbolic_scratch ? -1 : plan.scratch_bytes, "};\n  return &info;\n}\n\n",
       "KILN_EXPORT kiln_int64 kiln_scratch_bytes(const kiln_int64* symbols) {\n"
-      "  (void)symbols;\n  return ", storages.scratch_bytes, ";\n}\n\n",
+      "  (void)symbols;\n  return ",
+      storages.scratch_bytes, ";\n}\n\n",
       "KILN_EXPORT kiln_int32 kiln_run(const kiln_runtime* rt, const kiln_int64* symbols,\n"
-      "                                void* const* inputs, void* const* outputs, void* scratch) {\n"
+      "                                void* const* inputs, void* const* outputs, void* scratch) "
+      "{\n"
       "  (void)rt;\n  (void)symbols;\n  (void)inputs;\n  (void)scratch;\n",
       storages.text, calls, "  return 0;\n}\n");
 }

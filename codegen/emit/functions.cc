@@ -123,13 +123,16 @@ constexpr Polynomial kPolynomials[] = {
 
 std::string EmitLiteral(double value, ir::DType dtype) {
   switch (dtype) {
-    case ir::DType::kBool: return value != 0 ? "true" : "false";
+    case ir::DType::kBool:
+      return value != 0 ? "true" : "false";
     case ir::DType::kInt64:
       if (value <= -9.2233720368547758e18) return "(-9223372036854775807LL - 1)";
       if (value >= 9.2233720368547758e18) return "9223372036854775807LL";
       return absl::StrCat(static_cast<int64_t>(value), "LL");
-    case ir::DType::kInt32: return absl::StrCat(static_cast<int32_t>(value));
-    default: break;
+    case ir::DType::kInt32:
+      return absl::StrCat(static_cast<int32_t>(value));
+    default:
+      break;
   }
   const bool single = dtype != ir::DType::kFloat64;
   if (std::isnan(value)) return single ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
@@ -142,13 +145,20 @@ std::string EmitLiteral(double value, ir::DType dtype) {
 
 const char* StorageCType(ir::DType dtype) {
   switch (dtype) {
-    case ir::DType::kFloat32: return "float";
-    case ir::DType::kFloat64: return "double";
-    case ir::DType::kInt64: return "long long";
-    case ir::DType::kInt32: return "int";
-    case ir::DType::kBool: return "bool";
-    case ir::DType::kFloat16: return "_Float16";
-    case ir::DType::kBFloat16: return "kiln_bf16";
+    case ir::DType::kFloat32:
+      return "float";
+    case ir::DType::kFloat64:
+      return "double";
+    case ir::DType::kInt64:
+      return "long long";
+    case ir::DType::kInt32:
+      return "int";
+    case ir::DType::kBool:
+      return "bool";
+    case ir::DType::kFloat16:
+      return "_Float16";
+    case ir::DType::kBFloat16:
+      return "kiln_bf16";
   }
   return "void";
 }

@@ -19,8 +19,7 @@ namespace kiln {
 // The C expression for `function` applied to the named operands, computing
 // in `dtype`. NotFound for a function the table does not have.
 absl::StatusOr<std::string> EmitFunction(const std::string& function,
-                                         const std::vector<std::string>& operands,
-                                         ir::DType dtype);
+                                         const std::vector<std::string>& operands, ir::DType dtype);
 
 bool HasFunction(const std::string& function);
 

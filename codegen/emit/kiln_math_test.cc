@@ -34,8 +34,8 @@ int64_t MaxUlp(F f, R reference, float low, float high, int step) {
   auto check = [&](float x) {
     const float want = static_cast<float>(reference(static_cast<double>(x)));
     const int64_t ulp = UlpDistance(f(x), want);
-    EXPECT_LE(ulp, 4) << "x = " << x << " (" << std::hexfloat << x << "): got " << f(x)
-                      << ", want " << want;
+    EXPECT_LE(ulp, 4) << "x = " << x << " (" << std::hexfloat << x << "): got " << f(x) << ", want "
+                      << want;
     worst = std::max(worst, ulp);
   };
   for (float x : {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
@@ -56,8 +56,7 @@ int64_t MaxUlp(F f, R reference, float low, float high, int step) {
 }
 
 TEST(KilnMathTest, ExpWithinOneUlp) {
-  const int64_t worst =
-      MaxUlp(kiln_expf, [](double x) { return std::exp(x); }, -1e30f, 1e30f, 97);
+  const int64_t worst = MaxUlp(kiln_expf, [](double x) { return std::exp(x); }, -1e30f, 1e30f, 97);
   EXPECT_LE(worst, 1);
   EXPECT_TRUE(std::isnan(kiln_expf(NAN)));
   EXPECT_EQ(kiln_expf(-INFINITY), 0.0f);
@@ -96,9 +95,8 @@ TEST(KilnMathTest, NonpositiveExpIsExpBitForBit) {
 }
 
 TEST(KilnMathTest, LogWithinOneUlp) {
-  const int64_t worst =
-      MaxUlp(kiln_logf, [](double x) { return std::log(x); }, 0.0f,
-             std::numeric_limits<float>::max(), 13);
+  const int64_t worst = MaxUlp(
+      kiln_logf, [](double x) { return std::log(x); }, 0.0f, std::numeric_limits<float>::max(), 13);
   EXPECT_LE(worst, 1);
   EXPECT_EQ(kiln_logf(0.0f), -INFINITY);
   EXPECT_EQ(kiln_logf(-0.0f), -INFINITY);

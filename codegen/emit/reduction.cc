@@ -30,15 +30,15 @@ absl::StatusOr<Combiner> CombinerFor(const std::string& name, ir::DType accumula
   // the last levels of the tree) are selects, not branches (attention's
   // softmax without its GEMMs: 109 -> 90 us).
   if (name == "max") {
-    return Combiner{boolean ? 0.0 : -INFINITY,
-                    floating ? "((({a} != {a}) | ({a} > {b})) ? {a} : {b})"
-                             : "({a} > {b} ? {a} : {b})"};
+    return Combiner{boolean ? 0.0 : -INFINITY, floating
+                                                   ? "((({a} != {a}) | ({a} > {b})) ? {a} : {b})"
+                                                   : "({a} > {b} ? {a} : {b})"};
   }
   if (name == "max_nan_unspecified") return Combiner{-INFINITY, "({a} > {b} ? {a} : {b})"};
   if (name == "min") {
-    return Combiner{boolean ? 1.0 : INFINITY,
-                    floating ? "((({a} != {a}) | ({a} < {b})) ? {a} : {b})"
-                             : "({a} < {b} ? {a} : {b})"};
+    return Combiner{boolean ? 1.0 : INFINITY, floating
+                                                  ? "((({a} != {a}) | ({a} < {b})) ? {a} : {b})"
+                                                  : "({a} < {b} ? {a} : {b})"};
   }
   return absl::InternalError(absl::StrCat("unknown combiner ", name));
 }
@@ -64,16 +64,18 @@ std::string LaneTree(const Combiner& combiner, const char* acc_type, int num_lan
                   "  __builtin_memcpy(l16, lanes, sizeof(l16));\n");
   for (int vectors = num_lanes / 16; vectors > 1; vectors /= 2) {
     for (int k = 0; k < vectors / 2; ++k) {
-      absl::StrAppend(&tree, indent, "  l16[", k, "] = ",
-                      Step(combiner, absl::StrCat("l16[", k, "]"),
-                           absl::StrCat("l16[", k + vectors / 2, "]")),
-                      ";\n");
+      absl::StrAppend(
+          &tree, indent, "  l16[", k, "] = ",
+          Step(combiner, absl::StrCat("l16[", k, "]"), absl::StrCat("l16[", k + vectors / 2, "]")),
+          ";\n");
     }
   }
-  absl::StrAppend(&tree, indent, "  const kiln_lanes8 l8 = ", Step(combiner, "l16[0].lo", "l16[0].hi"),
+  absl::StrAppend(&tree, indent,
+                  "  const kiln_lanes8 l8 = ", Step(combiner, "l16[0].lo", "l16[0].hi"), ";\n");
+  absl::StrAppend(&tree, indent, "  const kiln_lanes4 l4 = ", Step(combiner, "l8.lo", "l8.hi"),
                   ";\n");
-  absl::StrAppend(&tree, indent, "  const kiln_lanes4 l4 = ", Step(combiner, "l8.lo", "l8.hi"), ";\n");
-  absl::StrAppend(&tree, indent, "  const kiln_lanes2 l2 = ", Step(combiner, "l4.lo", "l4.hi"), ";\n");
+  absl::StrAppend(&tree, indent, "  const kiln_lanes2 l2 = ", Step(combiner, "l4.lo", "l4.hi"),
+                  ";\n");
   absl::StrAppend(&tree, indent, "  lanes[0] = ", Step(combiner, "l2.x", "l2.y"), ";\n", indent,
                   "}\n");
   return tree;
@@ -159,8 +161,8 @@ class ReductionEmitter {
   // -> eager's).
   absl::Status EmitLanedInnermost(const std::string& loop_indent) {
     std::string& text = function_.text();
-    absl::StrAppend(&text, loop_indent, "for (int k = 0; k < ", num_lanes_, "; ++k) lanes[k] = ",
-                    init_, ";\n");
+    absl::StrAppend(&text, loop_indent, "for (int k = 0; k < ", num_lanes_,
+                    "; ++k) lanes[k] = ", init_, ";\n");
     absl::StrAppend(&text, loop_indent, "kiln_int64 chunk = 0;\n", loop_indent, "for (; chunk + ",
                     num_lanes_, " <= ", Extent(inner_), "; chunk += ", num_lanes_, ") {\n",
                     loop_indent,
@@ -168,8 +170,9 @@ class ReductionEmitter {
                     "  for (int k = 0; k < ", num_lanes_, "; ++k) {\n", loop_indent,
                     "    const kiln_int64 i", last(), " = chunk + k;\n");
     RETURN_IF_ERROR(Fold(loop_indent + "    ", "lanes[k]"));
-    absl::StrAppend(&text, loop_indent, "  }\n", loop_indent, "}\n", loop_indent, "for (kiln_int64 i",
-                    last(), " = chunk; i", last(), " < ", Extent(inner_), "; ++i", last(), ") {\n");
+    absl::StrAppend(&text, loop_indent, "  }\n", loop_indent, "}\n", loop_indent,
+                    "for (kiln_int64 i", last(), " = chunk; i", last(), " < ", Extent(inner_),
+                    "; ++i", last(), ") {\n");
     RETURN_IF_ERROR(Fold(loop_indent + "  ", "acc"));
     absl::StrAppend(&text, loop_indent, "}\n");
     absl::StrAppend(&text, LaneTree(combiner_, acc_type_, num_lanes_, loop_indent));
@@ -216,7 +219,7 @@ class ReductionEmitter {
   const int reductions_;
   const ir::DType accumulate_;
   const char* const acc_type_;
-  const bool arg_;  // argmax / argmin: the position, not the value
+  const bool arg_;       // argmax / argmin: the position, not the value
   const ir::Dim inner_;  // the innermost reduced dim
   const int num_lanes_;
   const bool lanes_;  // whether the innermost reduced dim runs in lanes

@@ -47,8 +47,8 @@ absl::StatusOr<int> ByCount(GraphBuilder& b, const char* op, int x, const ir::Sy
   if (count.is_constant()) {
     return b.Add(op, {x}, {{"other", static_cast<double>(count.constant())}});
   }
-  ASSIGN_OR_RETURN(const int size, b.Add("kiln.size.default", {},
-                                         {{"size", count}, {"dtype", b.type(x).dtype}}));
+  ASSIGN_OR_RETURN(const int size,
+                   b.Add("kiln.size.default", {}, {{"size", count}, {"dtype", b.type(x).dtype}}));
   return b.Add(op, {x, size});
 }
 

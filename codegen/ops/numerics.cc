@@ -21,11 +21,16 @@ std::optional<int> UlpBoundFor(const std::string& function, ir::DType dtype) {
   for (const UlpBound& bound : UlpBounds()) {
     if (bound.function != function) continue;
     switch (dtype) {
-      case ir::DType::kFloat32: return bound.float32;
-      case ir::DType::kFloat64: return bound.float64;
-      case ir::DType::kFloat16: return bound.float16;
-      case ir::DType::kBFloat16: return bound.bfloat16;
-      default: return std::nullopt;
+      case ir::DType::kFloat32:
+        return bound.float32;
+      case ir::DType::kFloat64:
+        return bound.float64;
+      case ir::DType::kFloat16:
+        return bound.float16;
+      case ir::DType::kBFloat16:
+        return bound.bfloat16;
+      default:
+        return std::nullopt;
     }
   }
   return std::nullopt;

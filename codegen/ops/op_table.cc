@@ -113,14 +113,17 @@ namespace {
 
 bool Matches(ArgKind kind, const ir::ArgValue& value) {
   switch (kind) {
-    case ArgKind::kInt: return std::holds_alternative<int64_t>(value);
+    case ArgKind::kInt:
+      return std::holds_alternative<int64_t>(value);
     case ArgKind::kFloat:
       return std::holds_alternative<double>(value) || std::holds_alternative<int64_t>(value);
     case ArgKind::kScalar:
       return std::holds_alternative<double>(value) || std::holds_alternative<int64_t>(value) ||
              std::holds_alternative<bool>(value);
-    case ArgKind::kBool: return std::holds_alternative<bool>(value);
-    case ArgKind::kIntList: return std::holds_alternative<std::vector<int64_t>>(value);
+    case ArgKind::kBool:
+      return std::holds_alternative<bool>(value);
+    case ArgKind::kIntList:
+      return std::holds_alternative<std::vector<int64_t>>(value);
     case ArgKind::kSizeList:
       return std::holds_alternative<std::vector<int64_t>>(value) ||
              std::holds_alternative<std::vector<ir::SymExpr>>(value);
@@ -129,9 +132,12 @@ bool Matches(ArgKind kind, const ir::ArgValue& value) {
     case ArgKind::kScalarOrSize:
       return std::holds_alternative<double>(value) || std::holds_alternative<int64_t>(value) ||
              std::holds_alternative<bool>(value) || std::holds_alternative<ir::SymExpr>(value);
-    case ArgKind::kBoolList: return std::holds_alternative<std::vector<bool>>(value);
-    case ArgKind::kDType: return std::holds_alternative<ir::DType>(value);
-    case ArgKind::kString: return std::holds_alternative<std::string>(value);
+    case ArgKind::kBoolList:
+      return std::holds_alternative<std::vector<bool>>(value);
+    case ArgKind::kDType:
+      return std::holds_alternative<ir::DType>(value);
+    case ArgKind::kString:
+      return std::holds_alternative<std::string>(value);
     case ArgKind::kOptionalTensor:
       return std::holds_alternative<ir::None>(value) || std::holds_alternative<bool>(value);
   }
@@ -140,18 +146,30 @@ bool Matches(ArgKind kind, const ir::ArgValue& value) {
 
 const char* KindName(ArgKind kind) {
   switch (kind) {
-    case ArgKind::kInt: return "an int";
-    case ArgKind::kFloat: return "a float";
-    case ArgKind::kScalar: return "a scalar";
-    case ArgKind::kBool: return "a bool";
-    case ArgKind::kIntList: return "an int list";
-    case ArgKind::kSizeList: return "a size list";
-    case ArgKind::kSize: return "a size";
-    case ArgKind::kScalarOrSize: return "a scalar or a size";
-    case ArgKind::kBoolList: return "a bool list";
-    case ArgKind::kDType: return "a dtype";
-    case ArgKind::kString: return "a string";
-    case ArgKind::kOptionalTensor: return "none (an absent optional tensor)";
+    case ArgKind::kInt:
+      return "an int";
+    case ArgKind::kFloat:
+      return "a float";
+    case ArgKind::kScalar:
+      return "a scalar";
+    case ArgKind::kBool:
+      return "a bool";
+    case ArgKind::kIntList:
+      return "an int list";
+    case ArgKind::kSizeList:
+      return "a size list";
+    case ArgKind::kSize:
+      return "a size";
+    case ArgKind::kScalarOrSize:
+      return "a scalar or a size";
+    case ArgKind::kBoolList:
+      return "a bool list";
+    case ArgKind::kDType:
+      return "a dtype";
+    case ArgKind::kString:
+      return "a string";
+    case ArgKind::kOptionalTensor:
+      return "none (an absent optional tensor)";
   }
   return "?";
 }
@@ -166,8 +184,8 @@ absl::StatusOr<ir::Node> WithDefaults(const ir::Node& node, const OpDef& op) {
     if (spec == op.args.end()) {
       return absl::InvalidArgumentError(absl::StrCat("unknown argument '", name, "'"));
     }
-    const bool none_allowed = spec->default_value.has_value() &&
-                              std::holds_alternative<ir::None>(*spec->default_value);
+    const bool none_allowed =
+        spec->default_value.has_value() && std::holds_alternative<ir::None>(*spec->default_value);
     if (!Matches(spec->kind, value) && !(none_allowed && std::holds_alternative<ir::None>(value))) {
       return absl::InvalidArgumentError(
           absl::StrCat("argument '", name, "' must be ", KindName(spec->kind)));
@@ -206,9 +224,8 @@ absl::Status CheckDTypes(const InputTypes& inputs, const std::vector<ir::DType>&
 }
 
 void AddComposite(OpTable& table, const std::string& op, int min_inputs, int max_inputs,
-                  std::vector<ArgSpec> args, Decomposition decompose,
-                  std::vector<ir::DType> dtypes, std::vector<ir::DType> refused,
-                  std::string family) {
+                  std::vector<ArgSpec> args, Decomposition decompose, std::vector<ir::DType> dtypes,
+                  std::vector<ir::DType> refused, std::string family) {
   OpDef def;
   def.name = op;
   def.family = std::move(family);

@@ -135,9 +135,8 @@ using Decomposition =
 // result types are those of the decomposition, built on a scratch graph.
 // Input dtypes are checked with CheckDTypes.
 void AddComposite(OpTable& table, const std::string& op, int min_inputs, int max_inputs,
-                  std::vector<ArgSpec> args, Decomposition decompose,
-                  std::vector<ir::DType> dtypes, std::vector<ir::DType> refused = {},
-                  std::string family = "composite");
+                  std::vector<ArgSpec> args, Decomposition decompose, std::vector<ir::DType> dtypes,
+                  std::vector<ir::DType> refused = {}, std::string family = "composite");
 
 }  // namespace kiln::ops
 

@@ -63,10 +63,10 @@ std::string OpsMarkdown() {
                   "| --- | --- | --- | --- | --- |\n");
   for (const auto& [name, op] : OpTable::Get().ops()) {
     // cat and stack take a list: "1 or more".
-    const std::string inputs =
-        op.min_inputs == op.max_inputs ? absl::StrCat(op.min_inputs)
-        : op.max_inputs >= (1 << 16)   ? absl::StrCat(op.min_inputs, " or more")
-                                       : absl::StrCat(op.min_inputs, "–", op.max_inputs);
+    const std::string inputs = op.min_inputs == op.max_inputs ? absl::StrCat(op.min_inputs)
+                               : op.max_inputs >= (1 << 16)
+                                   ? absl::StrCat(op.min_inputs, " or more")
+                                   : absl::StrCat(op.min_inputs, "–", op.max_inputs);
     std::vector<std::string> args;
     for (const ArgSpec& arg : op.args) args.push_back(ArgText(arg));
     std::vector<std::string> dtypes;

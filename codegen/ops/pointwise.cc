@@ -453,17 +453,17 @@ void RegisterPointwiseOps(OpTable& table) {
                        }});
   // masked_fill.Tensor: the value is a 0-dim tensor, converted to self's
   // dtype (no promotion).
-  AddPointwise(table,
-               {"aten.masked_fill.Tensor",
-                3,
-                3,
-                {},
-                Result::kFirst,
-                "",
-                [](ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
-                   Types types) -> absl::StatusOr<int> {
-                  return b.Call("where", {operands[1], operands[2], operands[0]}, types.compute);
-                }});
+  AddPointwise(table, {"aten.masked_fill.Tensor",
+                       3,
+                       3,
+                       {},
+                       Result::kFirst,
+                       "",
+                       [](ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
+                          Types types) -> absl::StatusOr<int> {
+                         return b.Call("where", {operands[1], operands[2], operands[0]},
+                                       types.compute);
+                       }});
   const ArgSpec min{"min", ArgKind::kScalar, ir::ArgValue(ir::None{})};
   const ArgSpec max{"max", ArgKind::kScalar, ir::ArgValue(ir::None{})};
   AddPointwise(table, {"aten.clamp.default",
@@ -498,23 +498,22 @@ void RegisterPointwiseOps(OpTable& table) {
                        {"max"}});
 
   // Backward ops that are pointwise.
-  AddPointwise(
-      table,
-      {"aten.threshold_backward.default",
-       2,
-       2,
-       {{"threshold", ArgKind::kScalar, std::nullopt}},
-       Result::kPromoted,
-       "",
-       [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
-          Types types) -> absl::StatusOr<int> {
-         // self <= threshold ? 0 : grad (a NaN self keeps grad).
-         const int threshold = ScalarConstant(b, node, "threshold", types);
-         const int drop = b.Call("le", {operands[1], threshold}, DType::kBool);
-         return b.Call("where", {drop, b.Constant(0, types.compute), operands[0]}, types.compute);
-       },
-       kNoBool,
-       {DType::kBool}});
+  AddPointwise(table, {"aten.threshold_backward.default",
+                       2,
+                       2,
+                       {{"threshold", ArgKind::kScalar, std::nullopt}},
+                       Result::kPromoted,
+                       "",
+                       [](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+                          Types types) -> absl::StatusOr<int> {
+                         // self <= threshold ? 0 : grad (a NaN self keeps grad).
+                         const int threshold = ScalarConstant(b, node, "threshold", types);
+                         const int drop = b.Call("le", {operands[1], threshold}, DType::kBool);
+                         return b.Call("where", {drop, b.Constant(0, types.compute), operands[0]},
+                                       types.compute);
+                       },
+                       kNoBool,
+                       {DType::kBool}});
   // gelu_backward(grad, self): grad * d/dx gelu(self), in eager's order of
   // operations (GeluKernel.cpp).
   AddPointwise(

@@ -24,10 +24,14 @@ namespace {
 int FloatRank(DType dtype) {
   switch (dtype) {
     case DType::kFloat16:
-    case DType::kBFloat16: return 1;
-    case DType::kFloat32: return 2;
-    case DType::kFloat64: return 3;
-    default: return 0;
+    case DType::kBFloat16:
+      return 1;
+    case DType::kFloat32:
+      return 2;
+    case DType::kFloat64:
+      return 3;
+    default:
+      return 0;
   }
 }
 
@@ -74,8 +78,10 @@ DType ToFloating(DType dtype) { return ir::IsFloatingPoint(dtype) ? dtype : DTyp
 double RoundScalar(double value, DType dtype) {
   const float single = static_cast<float>(value);
   switch (dtype) {
-    case DType::kFloat32: return single;
-    case DType::kFloat16: return static_cast<float>(static_cast<_Float16>(single));
+    case DType::kFloat32:
+      return single;
+    case DType::kFloat16:
+      return static_cast<float>(static_cast<_Float16>(single));
     case DType::kBFloat16: {
       if (std::isnan(single)) return single;
       uint32_t bits;
@@ -85,7 +91,8 @@ double RoundScalar(double value, DType dtype) {
       std::memcpy(&rounded, &bits, sizeof(rounded));
       return rounded;
     }
-    default: return value;
+    default:
+      return value;
   }
 }
 

@@ -135,8 +135,8 @@ absl::StatusOr<View> Expand(const ir::Node& node, const ir::TensorType& source) 
             "expanding dim ", d, " of size ", ir::ToString(ir::SymExpr::Of(have), ir::Graph()),
             " to ", ir::ToString(ir::SymExpr::Of(want), ir::Graph())));
       }
-      return absl::InvalidArgumentError(absl::StrCat("cannot expand dim ", d, " of size ",
-                                                     have.constant, " to ", want.constant));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot expand dim ", d, " of size ", have.constant, " to ", want.constant));
     }
     sizes[d] = want;
     if (s >= 0 && have == want) source_dim[d] = s;  // expanded dims read coordinate 0
@@ -428,13 +428,14 @@ absl::StatusOr<std::vector<Dim>> ReshapeSymbolic(const ir::TensorType& type,
       if (infer >= 0) return absl::InvalidArgumentError("only one dim may be -1");
       infer = static_cast<int>(d);
     } else if (!size[d].IsDim() || size[d] == 0) {
-      return absl::UnimplementedError(absl::StrCat("a reshape of symbolic sizes to size ",
-                                                   ir::ToString(size[d], ir::Graph())));
+      return absl::UnimplementedError(
+          absl::StrCat("a reshape of symbolic sizes to size ", ir::ToString(size[d], ir::Graph())));
     } else {
       known = known * size[d];
     }
   }
-  if (total.terms.size() != 1) return absl::UnimplementedError("a reshape of an empty symbolic tensor");
+  if (total.terms.size() != 1)
+    return absl::UnimplementedError("a reshape of an empty symbolic tensor");
   std::vector<Dim> dims;
   for (size_t d = 0; d < size.size(); ++d) {
     if (static_cast<int>(d) != infer) {
@@ -478,8 +479,8 @@ absl::StatusOr<std::vector<Dim>> ReshapeSymbolic(const ir::TensorType& type,
 // The sizes of a reshape of `type` to `size` (one entry may be -1).
 absl::StatusOr<std::vector<Dim>> ReshapeDims(const ir::TensorType& type,
                                              const std::vector<ir::SymExpr>& size) {
-  const bool constant_size = std::all_of(size.begin(), size.end(),
-                                         [](const ir::SymExpr& s) { return s.is_constant(); });
+  const bool constant_size =
+      std::all_of(size.begin(), size.end(), [](const ir::SymExpr& s) { return s.is_constant(); });
   if (!type.is_static() || !constant_size) return ReshapeSymbolic(type, size);
   std::vector<int64_t> constants;
   for (const ir::SymExpr& s : size) constants.push_back(s.constant());
@@ -651,10 +652,10 @@ absl::StatusOr<std::vector<int>> DecomposeReshape(GraphBuilder& builder, const i
   if (!offset.is_constant()) {
     return absl::UnimplementedError("a view at a symbolic storage offset");
   }
-  ASSIGN_OR_RETURN(const int alias, builder.Add("kiln.alias.default", {source},
-                                                {{"size", sizes},
-                                                 {"stride", strides},
-                                                 {"storage_offset", offset.constant()}}));
+  ASSIGN_OR_RETURN(
+      const int alias,
+      builder.Add("kiln.alias.default", {source},
+                  {{"size", sizes}, {"stride", strides}, {"storage_offset", offset.constant()}}));
   return std::vector<int>{alias};
 }
 

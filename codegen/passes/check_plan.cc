@@ -57,7 +57,7 @@ class GroupScratch {
 
   const BufferPlan& plan_;
   std::set<int> seen_;
-  std::map<int, int> slots_;            // slot -> the storage using it
+  std::map<int, int> slots_;              // slot -> the storage using it
   std::map<int64_t, int64_t> intervals_;  // static slices: begin -> end
 };
 
@@ -77,8 +77,8 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
     if (schedule.groups[group].begin == static_cast<int>(k)) touched.Clear();
     for (const Access& access : kernel.reads) {
       if (!available[plan.alias_root[access.value]]) {
-        return absl::InternalError(absl::StrCat("kernel ", k, " reads %", access.value,
-                                                " before any kernel writes it"));
+        return absl::InternalError(
+            absl::StrCat("kernel ", k, " reads %", access.value, " before any kernel writes it"));
       }
       if (plan.storage_of[access.value] < 0) {
         return absl::InternalError(absl::StrCat("realized %", access.value, " has no storage"));
@@ -89,8 +89,8 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
       output_holds[kernel.output] = kernel.value;
     } else {
       if (plan.storage_of[kernel.value] < 0) {
-        return absl::InternalError(absl::StrCat("kernel ", k, " writes %", kernel.value,
-                                                ", which has no storage"));
+        return absl::InternalError(
+            absl::StrCat("kernel ", k, " writes %", kernel.value, ", which has no storage"));
       }
       available[kernel.value] = true;
       RETURN_IF_ERROR(touched.Touch(plan.storage_of[kernel.value], group));
@@ -112,17 +112,17 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
     const ir::SymExpr::Term& slot = plan.slots[storage.slot].terms.at(0);
     const ir::SymExpr::Term& need = storage.bytes.terms.at(0);
     if (slot.symbols != need.symbols || slot.coefficient < need.coefficient) {
-      return absl::InternalError(absl::StrCat("a scratch slice is larger than its slot ",
-                                              storage.slot));
+      return absl::InternalError(
+          absl::StrCat("a scratch slice is larger than its slot ", storage.slot));
     }
   }
   for (size_t k = 0; k < output_holds.size(); ++k) {
     // An in-order alias output is held as the value it aliases, which must
     // fill the output exactly.
     const int output = graph.outputs[k];
-    const bool held_as_alias = output_holds[k] >= 0 && output_holds[k] == plan.alias_root[output] &&
-                               ir::SameElementCount(graph.values[output_holds[k]],
-                                                    graph.values[output]);
+    const bool held_as_alias =
+        output_holds[k] >= 0 && output_holds[k] == plan.alias_root[output] &&
+        ir::SameElementCount(graph.values[output_holds[k]], graph.values[output]);
     if (output_holds[k] != output && !held_as_alias) {
       return absl::InternalError(absl::StrCat("output ", k, " ends holding %", output_holds[k],
                                               ", not %", graph.outputs[k]));

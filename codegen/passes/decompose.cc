@@ -33,8 +33,9 @@ absl::StatusOr<bool> DecomposeOnce(const ir::Graph& graph, ir::Graph& result) {
       builder.set_name_prefix(node.name.empty() ? node.op : node.name);
       auto replacement = op->decompose(builder, node);
       if (!replacement.ok()) {
-        return absl::Status(replacement.status().code(),
-                            absl::StrCat(NodeLabel(graph, n), ": ", replacement.status().message()));
+        return absl::Status(
+            replacement.status().code(),
+            absl::StrCat(NodeLabel(graph, n), ": ", replacement.status().message()));
       }
       if (replacement->size() != node.outputs.size()) {
         return absl::InternalError(absl::StrCat(NodeLabel(graph, n), ": decomposition returns ",
@@ -44,9 +45,9 @@ absl::StatusOr<bool> DecomposeOnce(const ir::Graph& graph, ir::Graph& result) {
         const ir::TensorType& declared = graph.values[node.outputs[k]];
         const ir::TensorType& built = result.values[(*replacement)[k]];
         if (declared.dtype != built.dtype || declared.sizes != built.sizes) {
-          return absl::InternalError(absl::StrCat(NodeLabel(graph, n), ": decomposition result ",
-                                                  k, " is ", ir::ToString(built, result),
-                                                  ", not ", ir::ToString(declared, graph)));
+          return absl::InternalError(absl::StrCat(NodeLabel(graph, n), ": decomposition result ", k,
+                                                  " is ", ir::ToString(built, result), ", not ",
+                                                  ir::ToString(declared, graph)));
         }
         new_value[node.outputs[k]] = (*replacement)[k];
       }

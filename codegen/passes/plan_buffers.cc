@@ -111,10 +111,9 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
       // may read the value being overwritten (this one reads it: one reader).
       if (group_readers[read] > 1) continue;
       if (read_type.dtype != type.dtype || read_type.sizes != type.sizes) continue;
-      const bool identity_only =
-          std::all_of(kernel.reads.begin(), kernel.reads.end(), [&](const Access& access) {
-            return access.value != read || access.map.IsIdentity();
-          });
+      const bool identity_only = std::all_of(
+          kernel.reads.begin(), kernel.reads.end(),
+          [&](const Access& access) { return access.value != read || access.map.IsIdentity(); });
       if (!identity_only) continue;
       if (read_storage < 0) new_storage(Storage::Kind::kScratch, -1, read);
       int target = plan.storage_of[written];
@@ -216,7 +215,7 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
   struct Slot {
     std::vector<int> symbols;  // the unit: bytes are coefficient * these
     int64_t coefficient = 0;
-    int end = -1;              // the last group any of its slices is live in
+    int end = -1;  // the last group any of its slices is live in
   };
   std::vector<Slot> slots;
   for (const Interval& interval : symbolic_intervals) {
@@ -273,8 +272,12 @@ std::string ToString(const BufferPlan& plan) {
   for (const Storage& storage : plan.storages) {
     if (storage.values.empty()) continue;
     switch (storage.kind) {
-      case Storage::Kind::kInput: absl::StrAppend(&text, "input ", storage.index); break;
-      case Storage::Kind::kOutput: absl::StrAppend(&text, "output ", storage.index); break;
+      case Storage::Kind::kInput:
+        absl::StrAppend(&text, "input ", storage.index);
+        break;
+      case Storage::Kind::kOutput:
+        absl::StrAppend(&text, "output ", storage.index);
+        break;
       case Storage::Kind::kScratch:
         if (storage.is_symbolic()) {
           absl::StrAppend(&text, "scratch slot ", storage.slot, " (placed at run time)");
@@ -288,9 +291,8 @@ std::string ToString(const BufferPlan& plan) {
         break;
     }
     absl::StrAppend(&text, ": ", ir::ToString(storage.bytes, ir::Graph()), " bytes, holds ",
-                    absl::StrJoin(storage.values, ", ", [](std::string* out, int v) {
-                      absl::StrAppend(out, "%", v);
-                    }),
+                    absl::StrJoin(storage.values, ", ",
+                                  [](std::string* out, int v) { absl::StrAppend(out, "%", v); }),
                     "\n");
   }
   absl::StrAppend(&text, "scratch arena: ", plan.scratch_bytes, " bytes\n");

@@ -30,10 +30,10 @@ struct Storage {
   // in the runtime's per-thread scratch when its length is symbolic.
   enum class Kind { kInput, kOutput, kScratch, kRow };
   Kind kind = Kind::kScratch;
-  int index = -1;       // kInput / kOutput: position; kRow: the group
-  int64_t offset = 0;   // kScratch: byte offset in the arena (static slices)
-  ir::SymExpr bytes;    // size: symbolic when the value's sizes are
-  int slot = -1;        // symbolic kScratch: its run-time slot (BufferPlan::slots)
+  int index = -1;      // kInput / kOutput: position; kRow: the group
+  int64_t offset = 0;  // kScratch: byte offset in the arena (static slices)
+  ir::SymExpr bytes;   // size: symbolic when the value's sizes are
+  int slot = -1;       // symbolic kScratch: its run-time slot (BufferPlan::slots)
 
   bool is_symbolic() const { return !bytes.is_constant(); }
   std::vector<int> values;  // the values it holds, in order

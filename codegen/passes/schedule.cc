@@ -28,8 +28,9 @@ class ReadCollector {
     while (!stack.empty()) {
       Access access = std::move(stack.back());
       stack.pop_back();
-      if (!seen_.insert({access.value, access.map.num_variables, access.map.coefficients,
-                         access.map.offsets})
+      if (!seen_
+               .insert({access.value, access.map.num_variables, access.map.coefficients,
+                        access.map.offsets})
                .second) {
         continue;
       }
@@ -90,7 +91,8 @@ bool RowLocal(const ir::AffineMap& map, int outer) {
 void GroupKernels(const ir::Graph& graph, const ir::LoopProgram& program, Schedule& schedule) {
   // Reading an alias reads the memory of the value it aliases.
   auto root = [&](int value) {
-    while (program.definitions[value].kind == Kind::kAlias) value = program.definitions[value].source;
+    while (program.definitions[value].kind == Kind::kAlias)
+      value = program.definitions[value].source;
     return value;
   };
   std::vector<int> written_by(graph.values.size(), -1);
@@ -206,8 +208,8 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     } else if (definition.kind == Kind::kExtern) {
       kernel.kind = Kernel::Kind::kExtern;
       for (int operand : definition.operands) {
-        kernel.reads.push_back(ResolveViews(
-            program, operand, ir::AffineMap::Identity(graph.values[operand].rank())));
+        kernel.reads.push_back(
+            ResolveViews(program, operand, ir::AffineMap::Identity(graph.values[operand].rank())));
       }
     } else {
       ReadCollector reads(program, schedule.realized);
@@ -280,10 +282,9 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
           stack.pop_back();
           for (const ir::Expr& expr : program.definitions[v].exprs) {
             if (expr.kind != ir::Expr::Kind::kLoad) continue;
-            const int base =
-                ResolveViews(program, expr.value,
-                             ir::AffineMap::Identity(graph.values[expr.value].rank()))
-                    .value;
+            const int base = ResolveViews(program, expr.value,
+                                          ir::AffineMap::Identity(graph.values[expr.value].rank()))
+                                 .value;
             if (schedule.realized[base] || seen[base]) continue;
             seen[base] = true;
             inlined.push_back(base);
@@ -291,12 +292,12 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
           }
         }
         std::sort(inlined.begin(), inlined.end());
-        absl::StrAppend(&text, "kernel ", k,
-                        kernel.kind == Kernel::Kind::kReduction
-                            ? absl::StrCat(": ", program.definitions[kernel.value].combiner,
-                                           " reduction %")
-                            : std::string(": pointwise %"),
-                        kernel.value, " ", ir::ToString(type, graph));
+        absl::StrAppend(
+            &text, "kernel ", k,
+            kernel.kind == Kernel::Kind::kReduction
+                ? absl::StrCat(": ", program.definitions[kernel.value].combiner, " reduction %")
+                : std::string(": pointwise %"),
+            kernel.value, " ", ir::ToString(type, graph));
         if (!inlined.empty()) {
           absl::StrAppend(&text, ", fused with ",
                           absl::StrJoin(inlined, ", ", [](std::string* out, int v) {
@@ -306,8 +307,9 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
         break;
       }
       case Kernel::Kind::kExtern:
-        absl::StrAppend(&text, "kernel ", k, ": extern ", program.definitions[kernel.value].function,
-                        " -> %", kernel.value, " ", ir::ToString(type, graph));
+        absl::StrAppend(&text, "kernel ", k, ": extern ",
+                        program.definitions[kernel.value].function, " -> %", kernel.value, " ",
+                        ir::ToString(type, graph));
         break;
       case Kernel::Kind::kCopy:
         absl::StrAppend(&text, "kernel ", k, ": copy %", kernel.value, " -> output ",

@@ -6,10 +6,9 @@
 // results, aliases (and the values extern calls and aliases read through),
 // pointwise values that are graph outputs or have more than one consumer.
 // Everything else is inlined, so a pointwise chain ends up as one loop, and
-// the pointwise producers of a reduction end up in its body. Kernels are listed in execution order, each
-// with every realized value it reads (views and inlined producers resolved),
-// and a copy kernel for each graph output that no kernel writes itself (an
-// input, a view, or a value returned twice).
+// the pointwise producers of a reduction end up in its body. Kernels are listed in execution order,
+// each with every realized value it reads (views and inlined producers resolved), and a copy kernel
+// for each graph output that no kernel writes itself (an input, a view, or a value returned twice).
 #ifndef KILN_CODEGEN_PASSES_SCHEDULE_H_
 #define KILN_CODEGEN_PASSES_SCHEDULE_H_
 

@@ -170,8 +170,8 @@ absl::Status RewriteNode(const ir::Graph& graph, int n, const Pair& pair, GraphB
   const ir::TensorType& got = builder.type(transposed[output]);
   if (got.dtype != want.dtype || got.rank() != 2 || got.sizes[0] != want.sizes[1] ||
       got.sizes[1] != want.sizes[0]) {
-    return absl::InternalError(absl::StrCat("got ", ir::ToString(got, builder.graph()),
-                                            " for ", ir::ToString(want, graph)));
+    return absl::InternalError(absl::StrCat("got ", ir::ToString(got, builder.graph()), " for ",
+                                            ir::ToString(want, graph)));
   }
   return absl::OkStatus();
 }
@@ -215,8 +215,8 @@ absl::StatusOr<ir::Graph> TransposeLinearPairs(const ir::Graph& graph) {
       result.AppendCopy(graph, graph.nodes[n], new_value);
       continue;
     }
-    const absl::Status rewritten = RewriteNode(graph, n, pairs[pair_of[n]], builder, new_value,
-                                               transposed);
+    const absl::Status rewritten =
+        RewriteNode(graph, n, pairs[pair_of[n]], builder, new_value, transposed);
     if (!rewritten.ok()) {
       return absl::InternalError(
           absl::StrCat(NodeLabel(graph, n), ": in transposed space: ", rewritten.message()));

@@ -34,16 +34,16 @@ absl::Status VerifyNode(const ir::Graph& graph, int index) {
   }
   const int num_inputs = static_cast<int>(node.inputs.size());
   if (num_inputs < op->min_inputs || num_inputs > op->max_inputs) {
-    const std::string expected =
-        op->min_inputs == op->max_inputs
-            ? absl::StrCat(op->min_inputs)
-            : absl::StrCat(op->min_inputs, " to ", op->max_inputs);
-    return absl::InvalidArgumentError(absl::StrCat(where, ": expects ", expected,
-                                                   " tensor inputs, got ", num_inputs));
+    const std::string expected = op->min_inputs == op->max_inputs
+                                     ? absl::StrCat(op->min_inputs)
+                                     : absl::StrCat(op->min_inputs, " to ", op->max_inputs);
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": expects ", expected, " tensor inputs, got ", num_inputs));
   }
   auto filled = ops::WithDefaults(node, *op);
   if (!filled.ok()) {
-    return absl::Status(filled.status().code(), absl::StrCat(where, ": ", filled.status().message()));
+    return absl::Status(filled.status().code(),
+                        absl::StrCat(where, ": ", filled.status().message()));
   }
   ops::InputTypes inputs;
   for (int input : node.inputs) inputs.push_back(&graph.values[input]);
@@ -60,9 +60,9 @@ absl::Status VerifyNode(const ir::Graph& graph, int index) {
     const ir::TensorType& declared = graph.values[node.outputs[k]];
     const ir::TensorType& expected = (*implied)[k];
     if (declared.dtype != expected.dtype || declared.sizes != expected.sizes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": result ", k, " is declared ", ShapeString(declared, graph),
-          " but its inputs imply ", ShapeString(expected, graph)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": result ", k, " is declared ", ShapeString(declared, graph),
+                       " but its inputs imply ", ShapeString(expected, graph)));
     }
   }
   return absl::OkStatus();

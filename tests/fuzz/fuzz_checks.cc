@@ -27,8 +27,8 @@ void Check(bool condition, const std::string& what) {
 }
 
 void CompileLikeKilnd(const kiln::v1::CompileRequest& request) {
-  const absl::StatusCode kUserErrors[] = {
-      absl::StatusCode::kInvalidArgument, absl::StatusCode::kUnimplemented};
+  const absl::StatusCode kUserErrors[] = {absl::StatusCode::kInvalidArgument,
+                                          absl::StatusCode::kUnimplemented};
   // As daemon/artifact_cache.cc Compile, up to the store lookup.
   absl::StatusOr<ir::Graph> graph = PrepareGraph(request.graph());
   CheckCode(graph.status(), kUserErrors, "PrepareGraph");

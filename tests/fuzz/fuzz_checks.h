@@ -4,10 +4,10 @@
 #define KILN_TESTS_FUZZ_FUZZ_CHECKS_H_
 
 #include <cstdint>
-#include "absl/types/span.h"
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "proto/service.pb.h"
 
 namespace kiln::fuzz {

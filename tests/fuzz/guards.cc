@@ -15,13 +15,14 @@
 // The guard table itself (CompiledGraph::CheckGuards) is private to a
 // CompiledGraph loaded from a real artifact, so it is not reachable here;
 // e2e_test covers it with a daemon.
+#include "codegen/guards.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "codegen/guards.h"
 #include "codegen/limits.h"
 #include "codegen/pipeline.h"
 #include "codegen/retype.h"
@@ -37,10 +38,14 @@ const absl::StatusCode kUserErrors[] = {absl::StatusCode::kInvalidArgument,
 int64_t ScriptedSize(ByteReader& script, int64_t declared) {
   const uint8_t op = script.Byte();
   switch (op % 4) {
-    case 0: return declared;
-    case 1: return op >> 2;  // 0..63
-    case 2: return static_cast<int64_t>(script.Uint64());
-    default: return declared + (op >> 2) - 32;
+    case 0:
+      return declared;
+    case 1:
+      return op >> 2;  // 0..63
+    case 2:
+      return static_cast<int64_t>(script.Uint64());
+    default:
+      return declared + (op >> 2) - 32;
   }
 }
 

@@ -9,6 +9,8 @@
 // The file is read back as an index entry (Find) and as the cache
 // descriptor (ReadDescriptor). A record is trusted (OK) or refused with
 // DataLoss / FailedPrecondition; a trusted entry names its own key.
+#include "cache/local_index.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,7 +19,6 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "cache/local_index.h"
 #include "common/files.h"
 #include "common/sha256.h"
 #include "tests/fuzz/fuzz_checks.h"
@@ -31,8 +32,8 @@ const std::string kKey(64, 'a');
 // writes), made once per process.
 const std::string& CacheDir() {
   static const std::string* dir = [] {
-    std::string pattern = access("/dev/shm", W_OK) == 0 ? "/dev/shm/kiln-fuzz-XXXXXX"
-                                                         : "/tmp/kiln-fuzz-XXXXXX";
+    std::string pattern =
+        access("/dev/shm", W_OK) == 0 ? "/dev/shm/kiln-fuzz-XXXXXX" : "/tmp/kiln-fuzz-XXXXXX";
     Check(mkdtemp(pattern.data()) != nullptr, "cannot make a temporary directory");
     Check(mkdir((pattern + "/index").c_str(), 0700) == 0, "mkdir index");
     Check(mkdir((pattern + "/index/aa").c_str(), 0700) == 0, "mkdir index/aa");
@@ -66,15 +67,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Write(CacheDir() + "/descriptor", record);
 
   const auto entry = index.Find(kKey);
-  CheckCode(entry.status(),
-            {absl::StatusCode::kDataLoss, absl::StatusCode::kFailedPrecondition}, "Find");
+  CheckCode(entry.status(), {absl::StatusCode::kDataLoss, absl::StatusCode::kFailedPrecondition},
+            "Find");
   if (entry.ok()) {
     Check(entry->has_value(), "Find of a written record found nothing");
     Check((*entry)->key() == kKey, "Find trusted the record of another key");
   }
   const auto descriptor = index.ReadDescriptor();
   CheckCode(descriptor.status(),
-            {absl::StatusCode::kDataLoss, absl::StatusCode::kFailedPrecondition},
-            "ReadDescriptor");
+            {absl::StatusCode::kDataLoss, absl::StatusCode::kFailedPrecondition}, "ReadDescriptor");
   return 0;
 }

@@ -26,7 +26,8 @@ namespace {
 // traced workloads share names.
 std::string SeedName(const std::string& path) {
   const size_t slash = path.rfind('/');
-  const size_t parent = slash == 0 || slash == std::string::npos ? 0 : path.rfind('/', slash - 1) + 1;
+  const size_t parent =
+      slash == 0 || slash == std::string::npos ? 0 : path.rfind('/', slash - 1) + 1;
   std::string name = path.substr(parent);
   name = name.substr(0, name.rfind('.'));
   name[name.find('/')] = '-';
@@ -88,7 +89,8 @@ void Seeds(const std::string& out, const std::string& path) {
   metadata.set_key(std::string(64, 'a'));
   metadata.set_digest(Sha256Hex(name));
   metadata.set_abi_version(1);
-  for (const auto& input : graph->inputs()) *metadata.mutable_signature()->add_inputs() = input.type();
+  for (const auto& input : graph->inputs())
+    *metadata.mutable_signature()->add_inputs() = input.type();
   *metadata.mutable_guards() = guards;
   metadata.set_graph_name(graph->name());
   metadata.set_compiler("worker");
@@ -97,7 +99,8 @@ void Seeds(const std::string& out, const std::string& path) {
   // Local index: the payload wrapped by the target (mode 3), and the whole
   // record as kilnd writes it (mode 0).
   Put(out + "/local_index", name + "-wrapped", "\x03" + metadata.SerializeAsString());
-  Put(out + "/local_index", name + "-record", std::string(1, '\0') + Record("1", metadata.SerializeAsString()));
+  Put(out + "/local_index", name + "-record",
+      std::string(1, '\0') + Record("1", metadata.SerializeAsString()));
 }
 
 void HandMade(const std::string& out) {
@@ -106,18 +109,26 @@ void HandMade(const std::string& out) {
       R"({"inputs":[{"name":"x","type":{"dtype":"FLOAT32","sizes":[{"constant":"4"}]}}],)"
       R"("nodes":[{"id":1,"op":"aten.add.Tensor","inputs":["0","0"]}],"outputs":["1"]})");
   Put(out + "/graph_json", "hand-deep.json", std::string(5000, '[') + std::string(5000, ']'));
-  Put(out + "/graph_json", "hand-deep-object.json",
-      [] { std::string s; for (int i = 0; i < 2000; ++i) s += R"({"a":)"; return s + "1" + std::string(2000, '}'); }());
+  Put(out + "/graph_json", "hand-deep-object.json", [] {
+    std::string s;
+    for (int i = 0; i < 2000; ++i) s += R"({"a":)";
+    return s + "1" + std::string(2000, '}');
+  }());
   Put(out + "/compile_request", "hand-empty", "");
   Put(out + "/local_index", "hand-empty", std::string(1, '\0'));
-  Put(out + "/local_index", "hand-header-only", std::string(1, '\0') + "kiln-index 1 0 " + std::string(64, '0') + "\n");
-  Put(out + "/local_index", "hand-huge-length", std::string(1, '\0') + "kiln-index 1 99999999999999999999999 x\n");
-  Put(out + "/local_index", "hand-other-key", "\x03" + [] {
-    kiln::v1::ArtifactMetadata other;
-    other.set_key(std::string(64, 'b'));
-    return other.SerializeAsString();
-  }());
-  Put(out + "/local_index", "hand-version-2", "\x01" "payload");
+  Put(out + "/local_index", "hand-header-only",
+      std::string(1, '\0') + "kiln-index 1 0 " + std::string(64, '0') + "\n");
+  Put(out + "/local_index", "hand-huge-length",
+      std::string(1, '\0') + "kiln-index 1 99999999999999999999999 x\n");
+  Put(
+      out + "/local_index", "hand-other-key", "\x03" + [] {
+        kiln::v1::ArtifactMetadata other;
+        other.set_key(std::string(64, 'b'));
+        return other.SerializeAsString();
+      }());
+  Put(out + "/local_index", "hand-version-2",
+      "\x01"
+      "payload");
   Put(out + "/store_entry", "hand-empty", "");
 }
 
@@ -130,7 +141,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string out = argv[1];
-  for (const char* target : {"graph_json", "compile_request", "guards", "local_index", "store_entry"}) {
+  for (const char* target :
+       {"graph_json", "compile_request", "guards", "local_index", "store_entry"}) {
     if (!kiln::MakeDirectories(absl::StrCat(out, "/", target), 0755).ok()) return 1;
   }
   for (int i = 2; i < argc; ++i) kiln::Seeds(out, argv[i]);

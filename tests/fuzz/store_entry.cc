@@ -24,12 +24,14 @@
 namespace kiln::fuzz {
 namespace {
 
-constexpr char kBlob[] = "\x7f" "ELF not really";
+constexpr char kBlob[] =
+    "\x7f"
+    "ELF not really";
 
 ArtifactStore& Rocks() {
   static RocksDbStore* store = [] {
-    std::string pattern = access("/dev/shm", W_OK) == 0 ? "/dev/shm/kiln-fuzz-XXXXXX"
-                                                         : "/tmp/kiln-fuzz-XXXXXX";
+    std::string pattern =
+        access("/dev/shm", W_OK) == 0 ? "/dev/shm/kiln-fuzz-XXXXXX" : "/tmp/kiln-fuzz-XXXXXX";
     Check(mkdtemp(pattern.data()) != nullptr, "cannot make a temporary directory");
     static std::string directory = pattern;
     std::atexit([] { RemoveRecursively(directory).IgnoreError(); });

@@ -17,11 +17,16 @@ struct Format {
 
 Format FormatOf(DType dtype) {
   switch (dtype) {
-    case kiln::v1::FLOAT64: return {64, 52};
-    case kiln::v1::FLOAT32: return {32, 23};
-    case kiln::v1::FLOAT16: return {16, 10};
-    case kiln::v1::BFLOAT16: return {16, 7};
-    default: return {0, 0};
+    case kiln::v1::FLOAT64:
+      return {64, 52};
+    case kiln::v1::FLOAT32:
+      return {32, 23};
+    case kiln::v1::FLOAT16:
+      return {16, 10};
+    case kiln::v1::BFLOAT16:
+      return {16, 7};
+    default:
+      return {0, 0};
   }
 }
 
@@ -54,10 +59,14 @@ absl::Status SameShape(const std::string& what, const Tensor& got, const Tensor&
 
 uint64_t ElementBits(const Tensor& tensor, int64_t i) {
   switch (ElementSize(tensor.dtype())) {
-    case 1: return tensor.data<uint8_t>()[i];
-    case 2: return tensor.data<uint16_t>()[i];
-    case 4: return tensor.data<uint32_t>()[i];
-    default: return tensor.data<uint64_t>()[i];
+    case 1:
+      return tensor.data<uint8_t>()[i];
+    case 2:
+      return tensor.data<uint16_t>()[i];
+    case 4:
+      return tensor.data<uint32_t>()[i];
+    default:
+      return tensor.data<uint64_t>()[i];
   }
 }
 

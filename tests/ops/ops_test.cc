@@ -84,11 +84,16 @@ std::string TestName(const ::testing::TestParamInfo<int>& info) {
 
 std::optional<int> UlpBound(const std::string& function, DType dtype) {
   switch (dtype) {
-    case kiln::v1::FLOAT32: return ops::UlpBoundFor(function, ir::DType::kFloat32);
-    case kiln::v1::FLOAT64: return ops::UlpBoundFor(function, ir::DType::kFloat64);
-    case kiln::v1::FLOAT16: return ops::UlpBoundFor(function, ir::DType::kFloat16);
-    case kiln::v1::BFLOAT16: return ops::UlpBoundFor(function, ir::DType::kBFloat16);
-    default: return std::nullopt;
+    case kiln::v1::FLOAT32:
+      return ops::UlpBoundFor(function, ir::DType::kFloat32);
+    case kiln::v1::FLOAT64:
+      return ops::UlpBoundFor(function, ir::DType::kFloat64);
+    case kiln::v1::FLOAT16:
+      return ops::UlpBoundFor(function, ir::DType::kFloat16);
+    case kiln::v1::BFLOAT16:
+      return ops::UlpBoundFor(function, ir::DType::kBFloat16);
+    default:
+      return std::nullopt;
   }
 }
 
@@ -117,7 +122,8 @@ absl::Status CheckOutput(const OpCase& one, const std::string& what, const Tenso
   auto want = ToTensor(want_data);
   if (!want.ok()) return want.status();
   switch (one.check()) {
-    case OpCase::BIT_EXACT: return CompareBits(what, got, *want);
+    case OpCase::BIT_EXACT:
+      return CompareBits(what, got, *want);
     case OpCase::ULP: {
       const std::optional<int> bound = UlpBound(one.function(), got.dtype());
       if (!bound.has_value()) {

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/compiled_graph.h"
-#include "client/runtime/runtime.h"
 #include "client/graph_file.h"
+#include "client/runtime/runtime.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_fixture.h"
 #include "tools/reference/tensor_data.h"
@@ -30,7 +30,6 @@ constexpr char kTraced[] = "tests/workloads/";
 
 class WorkloadsTest : public SharedDaemonTest<std::string> {
  protected:
-
   // Compiles and runs `name` on its reference inputs; checks the outputs.
   static void RunAndCompare(const std::string& name, const std::string& reference_suffix = "",
                             CompiledGraph* reuse = nullptr) {
@@ -95,9 +94,8 @@ TEST_P(DynamicWorkloadsTest, OneArtifactServesEverySize) {
 INSTANTIATE_TEST_SUITE_P(Public, DynamicWorkloadsTest,
                          ::testing::Values("attention", "attention_seq", "f", "gelu", "gelu_tanh",
                                            "keep_product", "layer_norm", "loss_grad", "mlp",
-                                           "softmax", "tail",
-                                           "transformer_layer", "transformer_layer_batch",
-                                           "transformer_layer_both"));
+                                           "softmax", "tail", "transformer_layer",
+                                           "transformer_layer_batch", "transformer_layer_both"));
 
 // Buffer planning's promise: with preallocated outputs, a steady-state Run
 // allocates nothing — no scratch (the thread's arena is reused), no packed

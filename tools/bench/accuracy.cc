@@ -50,11 +50,16 @@ absl::StatusOr<int64_t> OwnLength(const ir::Graph& graph, const ir::Definition& 
 
 double Epsilon(kiln::v1::DType dtype) {
   switch (dtype) {
-    case kiln::v1::FLOAT32: return std::ldexp(1.0, -23);
-    case kiln::v1::FLOAT64: return std::ldexp(1.0, -52);
-    case kiln::v1::FLOAT16: return std::ldexp(1.0, -10);
-    case kiln::v1::BFLOAT16: return std::ldexp(1.0, -7);
-    default: return 0;  // integers and bool: exact
+    case kiln::v1::FLOAT32:
+      return std::ldexp(1.0, -23);
+    case kiln::v1::FLOAT64:
+      return std::ldexp(1.0, -52);
+    case kiln::v1::FLOAT16:
+      return std::ldexp(1.0, -10);
+    case kiln::v1::BFLOAT16:
+      return std::ldexp(1.0, -7);
+    default:
+      return 0;  // integers and bool: exact
   }
 }
 
@@ -104,7 +109,8 @@ std::string Accuracy::ToString() const {
 }
 
 double ToleranceBound(kiln::v1::DType dtype, int64_t reduction_length) {
-  return kToleranceFactor * Epsilon(dtype) * std::sqrt(double(std::max<int64_t>(1, reduction_length)));
+  return kToleranceFactor * Epsilon(dtype) *
+         std::sqrt(double(std::max<int64_t>(1, reduction_length)));
 }
 
 std::vector<double> ToDoubles(const Tensor& tensor) {
@@ -144,7 +150,7 @@ Accuracy Measure(Element element, int64_t count, kiln::v1::DType dtype,
     } else {
       const double error = std::abs(a - b);
       const double denominator = std::abs(b) + scale;
-      const double relative = error == 0 ? 0
+      const double relative = error == 0        ? 0
                               : denominator > 0 ? error / denominator
                                                 : std::numeric_limits<double>::infinity();
       accuracy.max_abs_err = std::max(accuracy.max_abs_err, error);
@@ -163,8 +169,8 @@ Accuracy Measure(Element element, int64_t count, kiln::v1::DType dtype,
 
 Accuracy MeasureAccuracy(const Tensor& got, const std::vector<double>& reference,
                          int64_t reduction_length) {
-  return Measure([&](int64_t i) { return ElementAsDouble(got, i); }, got.NumElements(),
-                 got.dtype(), reference, reduction_length);
+  return Measure([&](int64_t i) { return ElementAsDouble(got, i); }, got.NumElements(), got.dtype(),
+                 reference, reduction_length);
 }
 
 Accuracy MeasureAccuracy(const float* got, const std::vector<double>& reference,

@@ -112,9 +112,8 @@ absl::StatusOr<int64_t> CpuTicks(pid_t pid) {
   // "PID (COMM) STATE PPID ...": utime and stime are fields 14 and 15, the
   // 12th and 13th after the closing parenthesis.
   const size_t comm_end = stat.rfind(')');
-  const std::vector<std::string> rest =
-      absl::StrSplit(stat.substr(comm_end == std::string::npos ? 0 : comm_end + 1), ' ',
-                     absl::SkipEmpty());
+  const std::vector<std::string> rest = absl::StrSplit(
+      stat.substr(comm_end == std::string::npos ? 0 : comm_end + 1), ' ', absl::SkipEmpty());
   int64_t utime, stime;
   if (rest.size() < 13 || !absl::SimpleAtoi(rest[11], &utime) ||
       !absl::SimpleAtoi(rest[12], &stime)) {
@@ -204,9 +203,9 @@ absl::StatusOr<KilndBinary> FindKilnd(absl::string_view target) {
       return KilndBinary{kilnd, root};
     }
   }
-  return absl::NotFoundError(absl::StrCat(
-      "no runfiles tree with both ", kKilnd, " and ", kWorker, " (looked in ",
-      absl::StrJoin(roots, ", "), "); run with `bazel run -c opt ", target, "`"));
+  return absl::NotFoundError(absl::StrCat("no runfiles tree with both ", kKilnd, " and ", kWorker,
+                                          " (looked in ", absl::StrJoin(roots, ", "),
+                                          "); run with `bazel run -c opt ", target, "`"));
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const KilndBinary& kilnd,

@@ -91,8 +91,8 @@ using bench::NowNs;
 using bench::NumberField;
 using bench::ParseFields;
 using bench::ProcStatusKb;
-using bench::Reap;
 using bench::ReadToEof;
+using bench::Reap;
 using bench::Runfile;
 using bench::Samples;
 using bench::ScopedFd;
@@ -203,8 +203,7 @@ absl::Status RunChild(const std::string& mode) {
       (connect - start) / 1e6);
   RETURN_IF_ERROR(CheckOutput(x, out).status());
   if (mode == "smaps") {
-    ASSIGN_OR_RETURN(const std::string memory,
-                     ArtifactMemory(options.cache_dir + "/objects/"));
+    ASSIGN_OR_RETURN(const std::string memory, ArtifactMemory(options.cache_dir + "/objects/"));
     absl::StrAppend(&report, " ", memory);
   }
   RETURN_IF_ERROR(WriteAll(kReportFd, report + "\n"));

@@ -36,8 +36,8 @@ struct Shape {
   const char* where;
 };
 constexpr Shape kShapes[] = {
-    {8, 8, 8, "small ladder"},       {16, 16, 16, "small ladder"},
-    {32, 64, 32, "small ladder"},    {64, 64, 64, "f (examples/f.json)"},
+    {8, 8, 8, "small ladder"},        {16, 16, 16, "small ladder"},
+    {32, 64, 32, "small ladder"},     {64, 64, 64, "f (examples/f.json)"},
     {128, 128, 32, "attention q.kT"}, {128, 32, 128, "attention p.v"},
     {64, 1024, 256, "mlp, Linear 1"}, {64, 256, 1024, "mlp, Linear 2"},
 };
@@ -47,7 +47,7 @@ struct PairShape {
   int64_t batch, in, hidden;
 };
 constexpr PairShape kPairs[] = {
-    {16, 64, 128},  {32, 64, 128},  {64, 64, 128},  {128, 64, 128},  {256, 64, 128},
+    {16, 64, 128},   {32, 64, 128},   {64, 64, 128},    {128, 64, 128},   {256, 64, 128},
     {16, 256, 1024}, {64, 256, 1024}, {256, 256, 1024}, {512, 256, 1024},
 };
 
@@ -109,8 +109,8 @@ int Main() {
       for (size_t i = 0; i < b.size(); ++i) b[i] = float(i % 5) - 2;
       const double flops = 2.0 * s.m * s.n * s.k;
       const int calls = std::max(9, int(absl::GetFlag(FLAGS_batch_ms) * 1e6 / (flops / 50.0)));
-      const std::vector<double> want = round == 0 ? Product64(a, b, s.m, s.n, s.k)
-                                                  : std::vector<double>();
+      const std::vector<double> want =
+          round == 0 ? Product64(a, b, s.m, s.n, s.k) : std::vector<double>();
       const std::vector<float> b_t = Transposed(b, s.k, s.n);  // n x k, read transposed
       auto time = [&](const char* variant, auto&& fn) {
         const std::string name = absl::StrCat("gemm_", s.m, "x", s.n, "x", s.k, "_", variant);
@@ -132,7 +132,8 @@ int Main() {
         rt->gemm_f32(rt->context, s.m, s.n, s.k, 1.0f, a.data(), s.k, 1, b_t.data(), 1, s.k, 0.0f,
                      c.data(), s.n);
       });
-      if (s.n <= 1024) time("loop", [&] { KilnBenchGemmLoop(a.data(), b.data(), c.data(), s.m, s.n, s.k); });
+      if (s.n <= 1024)
+        time("loop", [&] { KilnBenchGemmLoop(a.data(), b.data(), c.data(), s.m, s.n, s.k); });
     }
     for (const PairShape& p : kPairs) {
       std::vector<float> x(p.batch * p.in), w1(p.hidden * p.in), w2(p.in * p.hidden),
@@ -152,7 +153,8 @@ int Main() {
         want.assign(p.batch * p.in, 0.0);
         for (int64_t i = 0; i < p.batch; ++i) {
           for (int64_t h = 0; h < p.hidden; ++h) {
-            for (int64_t j = 0; j < p.in; ++j) want[i * p.in + j] += g64[i * p.hidden + h] * w2_t[h * p.in + j];
+            for (int64_t j = 0; j < p.in; ++j)
+              want[i * p.in + j] += g64[i * p.hidden + h] * w2_t[h * p.in + j];
           }
         }
       }
@@ -188,7 +190,8 @@ int Main() {
   printf("%-16s %-22s %26s %26s %26s\n", "m x n x k", "where", "OpenBLAS, B row-major",
          "OpenBLAS, B transposed", "loop (FMA, widest vectors)");
   for (const Shape& s : kShapes) {
-    std::string line = absl::StrFormat("%-16s %-22s", absl::StrCat(s.m, "x", s.n, "x", s.k), s.where);
+    std::string line =
+        absl::StrFormat("%-16s %-22s", absl::StrCat(s.m, "x", s.n, "x", s.k), s.where);
     for (const char* variant : {"blas", "blas_bt", "loop"}) {
       const std::optional<Summary> summary = Summarize(samples, key(s, variant));
       keys.push_back(key(s, variant));
@@ -199,10 +202,11 @@ int Main() {
     printf("%s\n", line.c_str());
   }
   printf("(us per call, min/median/max over %d rounds)\n", absl::GetFlag(FLAGS_repetitions));
-  printf("\nLinear pairs, both products: as written (x . W1T, then . W2T) vs transposed "
-         "(W1 . xT, then W2 . GT)\n");
-  printf("%-10s %-8s %-8s %26s %26s %8s\n", "batch", "in", "hidden", "as written",
-         "transposed", "ratio");
+  printf(
+      "\nLinear pairs, both products: as written (x . W1T, then . W2T) vs transposed "
+      "(W1 . xT, then W2 . GT)\n");
+  printf("%-10s %-8s %-8s %26s %26s %8s\n", "batch", "in", "hidden", "as written", "transposed",
+         "ratio");
   for (const PairShape& p : kPairs) {
     const std::string name = absl::StrCat("pair_", p.batch, "x", p.in, "x", p.hidden);
     std::string line = absl::StrFormat("%-10d %-8d %-8d", p.batch, p.in, p.hidden);
@@ -217,15 +221,17 @@ int Main() {
                                                        summary->median, summary->max)
                                      : absl::StrFormat(" %26s", "-"));
     }
-    absl::StrAppend(&line, medians[1] > 0 ? absl::StrFormat(" %8.2f", medians[0] / medians[1]) : "");
+    absl::StrAppend(&line,
+                    medians[1] > 0 ? absl::StrFormat(" %8.2f", medians[0] / medians[1]) : "");
     printf("%s\n", line.c_str());
   }
   double worst_rel = 0;
   for (const std::string& key : accuracy_keys) {
     if (absl::EndsWith(key, "_max_rel_err")) worst_rel = std::max(worst_rel, samples[key][0]);
   }
-  printf("\nEvery result against float64: worst max_rel_err %.3g (bound 16 eps sqrt(K)); %zu wrong\n",
-         worst_rel, wrong.size());
+  printf(
+      "\nEvery result against float64: worst max_rel_err %.3g (bound 16 eps sqrt(K)); %zu wrong\n",
+      worst_rel, wrong.size());
   keys.insert(keys.end(), accuracy_keys.begin(), accuracy_keys.end());
   if (absl::GetFlag(FLAGS_json)) {
     printf("%s\n", JsonLine(samples, keys, {{"cpu", CpuModel()}, {"load", LoadAverage()}}).c_str());

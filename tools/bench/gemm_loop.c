@@ -25,15 +25,15 @@ static inline __attribute__((always_inline)) void GemmLoop(const float* __restri
 }
 
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) KILN_PREFER_512 static void
-GemmLoopAvx512(const float* __restrict a, const float* __restrict b, float* __restrict c,
-               int64_t m, int64_t n, int64_t k) {
+GemmLoopAvx512(const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t m,
+               int64_t n, int64_t k) {
   GemmLoop(a, b, c, m, n, k);
 }
 
 __attribute__((target("avx2,fma"))) static void GemmLoopAvx2(const float* __restrict a,
-                                                               const float* __restrict b,
-                                                               float* __restrict c, int64_t m,
-                                                               int64_t n, int64_t k) {
+                                                             const float* __restrict b,
+                                                             float* __restrict c, int64_t m,
+                                                             int64_t n, int64_t k) {
   GemmLoop(a, b, c, m, n, k);
 }
 

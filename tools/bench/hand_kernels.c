@@ -17,13 +17,13 @@
 #define KILN_PREFER_512 __attribute__((target("prefer-vector-width=512")))
 #endif
 
-KILN_AVX512 KILN_PREFER_512 static void CopyAvx512(
-    const float* __restrict x, float* __restrict y, int64_t n) {
+KILN_AVX512 KILN_PREFER_512 static void CopyAvx512(const float* __restrict x, float* __restrict y,
+                                                   int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i];
 }
 
 __attribute__((target("avx2,fma"))) static void CopyAvx2(const float* __restrict x,
-                                                           float* __restrict y, int64_t n) {
+                                                         float* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i];
 }
 
@@ -90,13 +90,12 @@ KILN_AVX512 static inline __m512 Exp16(__m512 x, int scalef) {
   p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
   if (scalef) return _mm512_scalef_ps(p, k);
   const __m512i biased = _mm512_slli_epi32(
-      _mm512_add_epi32(_mm512_castps_si512(shifted), _mm512_set1_epi32(64 + 127 - 0x4b400000)),
-      23);
+      _mm512_add_epi32(_mm512_castps_si512(shifted), _mm512_set1_epi32(64 + 127 - 0x4b400000)), 23);
   return _mm512_mul_ps(_mm512_mul_ps(p, _mm512_castsi512_ps(biased)), _mm512_set1_ps(0x1p-64f));
 }
 
-KILN_AVX512 void KilnBenchSoftmaxRows(const float* __restrict x, float* __restrict y,
-                                      int64_t rows, int64_t cols, int scalef) {
+KILN_AVX512 void KilnBenchSoftmaxRows(const float* __restrict x, float* __restrict y, int64_t rows,
+                                      int64_t cols, int scalef) {
   for (int64_t row = 0; row < rows; ++row) {
     const float* in = x + row * cols;
     float* out = y + row * cols;

@@ -97,8 +97,8 @@ constexpr char kTraced[] = "tools/bench/traced/";
 constexpr int kMaxCalls = 5000;
 
 // The graphs, as traced into tools/bench/traced/NAME{,.ref}.json.
-constexpr const char* kGraphs[] = {"tail",      "f_1024", "softmax",   "layer_norm",
-                                   "gelu",      "mlp",    "attention", "transformer_layer"};
+constexpr const char* kGraphs[] = {"tail", "f_1024", "softmax",   "layer_norm",
+                                   "gelu", "mlp",    "attention", "transformer_layer"};
 constexpr char kCompiledGraph[] = "transformer_layer";  // the cold-compile figure's graph
 
 struct Measure {
@@ -143,10 +143,12 @@ struct EagerConfig {
   // Only the tail's allocating variant runs here.
   bool fresh_heap = false;
 };
-constexpr EagerConfig kEagerConfigs[] = {
-    {"eager", 1, true},         {"eager_default", 1, false},
-    {"eager", 2, true},         {"eager_default", 2, false},
-    {"eager_fresh_heap", 1, true, true}, {"eager_fresh_heap", 2, true, true}};
+constexpr EagerConfig kEagerConfigs[] = {{"eager", 1, true},
+                                         {"eager_default", 1, false},
+                                         {"eager", 2, true},
+                                         {"eager_default", 2, false},
+                                         {"eager_fresh_heap", 1, true, true},
+                                         {"eager_fresh_heap", 2, true, true}};
 
 // --graphs, or every graph.
 std::vector<std::string> SelectedGraphs() {
@@ -155,7 +157,9 @@ std::vector<std::string> SelectedGraphs() {
   return graphs;
 }
 
-std::string ThreadSuffix(int threads) { return threads == 1 ? "" : absl::StrCat("_", threads, "t"); }
+std::string ThreadSuffix(int threads) {
+  return threads == 1 ? "" : absl::StrCat("_", threads, "t");
+}
 
 // ---------------------------------------------------------------- the sides
 
@@ -175,7 +179,7 @@ struct KilnGraph {
   std::unique_ptr<CompiledGraph> compiled[2];
   std::vector<Tensor> outputs[2];
   std::vector<TensorView> output_views[2];
-  std::string error;  // non-empty: wrong or failed; no Kiln figures
+  std::string error;       // non-empty: wrong or failed; no Kiln figures
   bool hand = false;       // hand-written baselines exist for it and matched eager
   std::string hand_error;  // why a baseline that exists was left out
   // Calls per batch of each side (by batch name), set by the warm-up round
@@ -226,9 +230,8 @@ std::vector<std::pair<std::string, std::function<void()>>> HandBaselines(KilnGra
   if (graph.name == "softmax") {
     const int64_t cols = graph.inputs[0].sizes().back();
     for (int scalef : {1, 0}) {
-      baselines.emplace_back(scalef ? "scalef" : "kiln_math", [=] {
-        KilnBenchSoftmaxRows(x, y, n / cols, cols, scalef);
-      });
+      baselines.emplace_back(scalef ? "scalef" : "kiln_math",
+                             [=] { KilnBenchSoftmaxRows(x, y, n / cols, cols, scalef); });
     }
   } else if (graph.name == "tail") {
     CompiledGraph* compiled = graph.compiled[0].get();
@@ -285,12 +288,12 @@ absl::StatusOr<std::unique_ptr<KilnGraph>> LoadKilnGraph(const std::string& name
   }
   for (const Tensor& input : graph->inputs) graph->input_views.push_back(input.view());
   for (int t = 0; t < 2; ++t) {
-    graph->compiled[t] = std::make_unique<CompiledGraph>(&client, proto,
-                                                         kiln::v1::CompileOptions(), runtimes[t]);
+    graph->compiled[t] =
+        std::make_unique<CompiledGraph>(&client, proto, kiln::v1::CompileOptions(), runtimes[t]);
     // Zero-filled by the constructor: the pages exist before the first call.
     for (const auto& data : graph->reference.outputs()) {
-      graph->outputs[t].emplace_back(data.dtype(),
-                                     std::vector<int64_t>(data.sizes().begin(), data.sizes().end()));
+      graph->outputs[t].emplace_back(
+          data.dtype(), std::vector<int64_t>(data.sizes().begin(), data.sizes().end()));
     }
     for (const Tensor& output : graph->outputs[t]) graph->output_views[t].push_back(output.view());
   }
@@ -407,8 +410,8 @@ void CheckEagerAccuracy(EagerSide& side, const std::string& side_name,
 
 absl::StatusOr<std::vector<EagerSide>> StartEager(
     const std::string& python, const std::string& script, const std::string& workloads,
-    const std::string& traced, const std::vector<std::unique_ptr<KilnGraph>>& graphs,
-    Fields& facts, Samples& samples) {
+    const std::string& traced, const std::vector<std::unique_ptr<KilnGraph>>& graphs, Fields& facts,
+    Samples& samples) {
   std::vector<EagerSide> sides;
   for (const EagerConfig& config : kEagerConfigs) {
     std::vector<std::string> argv = {python, script, workloads, traced};
@@ -417,13 +420,11 @@ absl::StatusOr<std::vector<EagerSide>> StartEager(
     }
     if (argv.size() == 4) continue;  // no graph for it
     const std::string threads = absl::StrCat(config.threads);
-    EnvChanges env = {{"OPENBLAS_NUM_THREADS", threads},
-                             {"OMP_NUM_THREADS", threads},
-                             {"KILN_NUM_THREADS", std::nullopt},
-                             {"OMP_WAIT_POLICY", std::nullopt},
-                             {"ATEN_CPU_CAPABILITY", std::nullopt},
-                             {"MALLOC_MMAP_THRESHOLD_", std::nullopt},
-                             {"MALLOC_TRIM_THRESHOLD_", std::nullopt}};
+    EnvChanges env = {
+        {"OPENBLAS_NUM_THREADS", threads},       {"OMP_NUM_THREADS", threads},
+        {"KILN_NUM_THREADS", std::nullopt},      {"OMP_WAIT_POLICY", std::nullopt},
+        {"ATEN_CPU_CAPABILITY", std::nullopt},   {"MALLOC_MMAP_THRESHOLD_", std::nullopt},
+        {"MALLOC_TRIM_THRESHOLD_", std::nullopt}};
     if (config.threads > 1) env["OMP_WAIT_POLICY"] = "PASSIVE";
     // ATen takes the variable on trust: avx512 on a CPU without it dies of
     // an illegal instruction. There, "eager" is the default dispatch too.
@@ -609,8 +610,7 @@ void RecordMeasures(const KilnGraph& graph, const RoundBatches& batches, Samples
       if (measure.out) {
         const Batch* copy = find(BatchName("copy", "loop", threads));
         if (copy != nullptr && kiln != nullptr) {
-          samples["copy_bandwidth_fraction" + suffix].push_back(copy->median_ns /
-                                                                kiln->median_ns);
+          samples["copy_bandwidth_fraction" + suffix].push_back(copy->median_ns / kiln->median_ns);
           samples["copy" + suffix + "_us"].push_back(copy->median_ns / 1e3);
           // Bytes read + written per call, over the time.
           const double bytes = 2.0 * graph.inputs[0].NumBytes();
@@ -639,7 +639,8 @@ void RecordMeasures(const KilnGraph& graph, const RoundBatches& batches, Samples
     const Batch* streaming = hand("tail_2048_out_streaming", "streaming");
     const Batch* eager_out = find(BatchName("eager", "out", 1));
     if (streaming != nullptr && eager_out != nullptr) {
-      samples["tail_2048_out_streaming_speedup"].push_back(eager_out->median_ns / streaming->median_ns);
+      samples["tail_2048_out_streaming_speedup"].push_back(eager_out->median_ns /
+                                                           streaming->median_ns);
     }
     hand("tail_2048_out_kiln_then_sum", "kiln_then_sum", false);
     hand("tail_2048_out_streaming_then_sum", "streaming_then_sum", false);
@@ -723,29 +724,30 @@ std::string Verdict(const Samples& samples, const std::string& key, double targe
 }
 
 void PrintTable(const Samples& samples, const Fields& facts) {
-  absl::PrintF("\nKiln kernels vs eager PyTorch (float32; times are medians over rounds of "
-               "per-batch medians)\n");
+  absl::PrintF(
+      "\nKiln kernels vs eager PyTorch (float32; times are medians over rounds of "
+      "per-batch medians)\n");
   for (const auto& [key, value] : facts) absl::PrintF("  %-24s %s\n", key, value);
   // Times in us; "pre": Kiln into preallocated outputs; "AVX2": eager with
   // Debian's default dispatch; speedups are eager / Kiln, per round.
-  absl::PrintF("\n%-22s %3s %9s %9s %9s %9s  %-19s %7s %7s  %-13s %s\n", "measure", "thr",
-               "kiln", "kiln pre", "eager", "eager AVX2", "speedup min/med/max", "vs AVX2",
-               "pre vs", "minflt k/e", "target (1 thread)");
+  absl::PrintF("\n%-22s %3s %9s %9s %9s %9s  %-19s %7s %7s  %-13s %s\n", "measure", "thr", "kiln",
+               "kiln pre", "eager", "eager AVX2", "speedup min/med/max", "vs AVX2", "pre vs",
+               "minflt k/e", "target (1 thread)");
   for (const Measure& measure : kMeasures) {
     for (int threads = 1; threads <= 2; ++threads) {
       const std::string suffix = ThreadSuffix(threads);
       const std::string key = measure.key;
-      absl::PrintF(
-          "%-22s %3d %9s %9s %9s %9s  %-19s %7s %7s  %-13s %s\n",
-          threads == 1 ? key : "", threads, Cell(samples, key + "_kiln" + suffix + "_us"),
-          measure.out ? "(same)" : Cell(samples, key + "_kiln_prealloc" + suffix + "_us"),
-          Cell(samples, key + "_eager" + suffix + "_us"),
-          Cell(samples, key + "_eager_default" + suffix + "_us"), Range(samples, key + suffix),
-          Cell(samples, key + "_vs_default" + suffix, "%.2f"),
-          measure.out ? "" : Cell(samples, key + "_prealloc" + suffix, "%.2f"),
-          absl::StrCat(Cell(samples, key + "_kiln" + suffix + "_minflt", "%.3g"), "/",
-                       Cell(samples, key + "_eager" + suffix + "_minflt", "%.3g")),
-          threads == 1 ? Verdict(samples, key, measure.target, false) : "");
+      absl::PrintF("%-22s %3d %9s %9s %9s %9s  %-19s %7s %7s  %-13s %s\n", threads == 1 ? key : "",
+                   threads, Cell(samples, key + "_kiln" + suffix + "_us"),
+                   measure.out ? "(same)" : Cell(samples, key + "_kiln_prealloc" + suffix + "_us"),
+                   Cell(samples, key + "_eager" + suffix + "_us"),
+                   Cell(samples, key + "_eager_default" + suffix + "_us"),
+                   Range(samples, key + suffix),
+                   Cell(samples, key + "_vs_default" + suffix, "%.2f"),
+                   measure.out ? "" : Cell(samples, key + "_prealloc" + suffix, "%.2f"),
+                   absl::StrCat(Cell(samples, key + "_kiln" + suffix + "_minflt", "%.3g"), "/",
+                                Cell(samples, key + "_eager" + suffix + "_minflt", "%.3g")),
+                   threads == 1 ? Verdict(samples, key, measure.target, false) : "");
     }
     absl::PrintF("  %s\n", measure.what);
   }
@@ -803,8 +805,7 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
   ASSIGN_OR_RETURN(const bench::KilndBinary kilnd, bench::FindKilnd(kTarget));
   ASSIGN_OR_RETURN(const std::string eager_script,
                    Runfile("tools/bench/eager_kernels.py", kTarget));
-  ASSIGN_OR_RETURN(const std::string workloads,
-                   Runfile("tests/workloads/workloads.py", kTarget));
+  ASSIGN_OR_RETURN(const std::string workloads, Runfile("tests/workloads/workloads.py", kTarget));
   ASSIGN_OR_RETURN(const std::string traced_tail, Runfile("tools/bench/traced/tail.json", kTarget));
   const std::string traced = Dirname(traced_tail);
 
@@ -864,8 +865,8 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
   for (int round = -1; round < rounds; ++round) {
     absl::FPrintF(stderr, "kernels: round %d of %d%s...\n", round + 1, rounds,
                   round < 0 ? " (warm-up, sizes the batches)" : "");
-    RETURN_IF_ERROR(TimeColdCompile(daemon->client(), compiled_graph, round,
-                                    round < 0 ? nullptr : &samples));
+    RETURN_IF_ERROR(
+        TimeColdCompile(daemon->client(), compiled_graph, round, round < 0 ? nullptr : &samples));
     for (auto& graph : graphs) {
       RoundBatches batches;
       RETURN_IF_ERROR(TimeGraph(*graph, eager, runtimes, min_calls, round, batches));
@@ -893,10 +894,9 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
     // After the eager processes and kilnd (with its compile worker) were
     // reaped: their CPU time is in RUSAGE_CHILDREN.
     const CpuTimes cpu_after = SystemCpuTimes();
-    const double capacity = (NowNs() - run_start) / 1e9 * sysconf(_SC_CLK_TCK) *
-                            sysconf(_SC_NPROCESSORS_ONLN);
-    const int64_t others =
-        (cpu_after.busy - cpu_before.busy) - (OwnCpuTicks() - own_before);
+    const double capacity =
+        (NowNs() - run_start) / 1e9 * sysconf(_SC_CLK_TCK) * sysconf(_SC_NPROCESSORS_ONLN);
+    const int64_t others = (cpu_after.busy - cpu_before.busy) - (OwnCpuTicks() - own_before);
     facts["other_cpu_share"] = absl::StrFormat("%.2f", std::max<int64_t>(0, others) / capacity);
     facts["steal_share"] = absl::StrFormat("%.3f", (cpu_after.steal - cpu_before.steal) / capacity);
   }

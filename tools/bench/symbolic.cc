@@ -77,12 +77,12 @@ absl::StatusOr<std::unique_ptr<Case>> LoadCase(const std::string& workload, cons
   auto result = std::make_unique<Case>();
   const std::string base = absl::StrCat("tests/workloads/dynamic/", workload);
   ASSIGN_OR_RETURN(const std::string graph_path, Runfile(base + ".json", kTarget));
-  ASSIGN_OR_RETURN(const std::string ref_path, Runfile(absl::StrCat(base, ".ref", size, ".json"),
-                                                       kTarget));
+  ASSIGN_OR_RETURN(const std::string ref_path,
+                   Runfile(absl::StrCat(base, ".ref", size, ".json"), kTarget));
   ASSIGN_OR_RETURN(const kiln::v1::Graph symbolic, ReadGraphFile(graph_path));
-  ASSIGN_OR_RETURN(const std::string ref64_path,
-                   Runfile(absl::StrCat("tools/bench/dynamic64/", workload, ".ref64", size, ".json"),
-                           kTarget));
+  ASSIGN_OR_RETURN(
+      const std::string ref64_path,
+      Runfile(absl::StrCat("tools/bench/dynamic64/", workload, ".ref64", size, ".json"), kTarget));
   ASSIGN_OR_RETURN(const kiln::v1::Reference reference, ReadReferenceFile(ref_path));
   ASSIGN_OR_RETURN(const kiln::v1::Reference reference64, ReadReferenceFile(ref64_path));
   for (const auto& data : reference.inputs()) {
@@ -94,7 +94,8 @@ absl::StatusOr<std::unique_ptr<Case>> LoadCase(const std::string& workload, cons
   for (const Tensor& input : result->inputs) sizes.push_back(input.sizes());
   const auto values = SymbolValues(symbolic, sizes);
   result->name = workload;
-  for (const auto& [symbol, value] : values) absl::StrAppend(&result->name, " ", symbol, "=", value);
+  for (const auto& [symbol, value] : values)
+    absl::StrAppend(&result->name, " ", symbol, "=", value);
   const kiln::v1::Graph graphs[2] = {symbolic, Specialize(symbolic, values)};
   ASSIGN_OR_RETURN(const std::vector<int64_t> lengths, ReductionLengths(graphs[1]));
   if (reference64.outputs_size() != static_cast<int>(lengths.size())) {
@@ -102,8 +103,8 @@ absl::StatusOr<std::unique_ptr<Case>> LoadCase(const std::string& workload, cons
                                             " outputs; the graph ", lengths.size()));
   }
   for (int k = 0; k < 2; ++k) {
-    result->compiled[k] = std::make_unique<CompiledGraph>(&client, graphs[k],
-                                                          kiln::v1::CompileOptions(), &runtime);
+    result->compiled[k] =
+        std::make_unique<CompiledGraph>(&client, graphs[k], kiln::v1::CompileOptions(), &runtime);
     ASSIGN_OR_RETURN(result->outputs[k], result->compiled[k]->Run(result->input_views));
     for (int o = 0; o < reference64.outputs_size(); ++o) {
       ASSIGN_OR_RETURN(const Tensor want, ToTensor(reference64.outputs(o)));
@@ -188,8 +189,7 @@ absl::Status Run() {
 }  // namespace kiln::bench
 
 int main(int argc, char** argv) {
-  kiln::bench::PinThreadsOrReexecute(argv, {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"},
-                                     "symbolic");
+  kiln::bench::PinThreadsOrReexecute(argv, {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}, "symbolic");
   absl::SetProgramUsageMessage(
       "Times artifacts with symbolic sizes against static ones of the same graphs.");
   absl::ParseCommandLine(argc, argv);

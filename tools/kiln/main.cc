@@ -1,4 +1,6 @@
 // kiln: the Kiln command-line tool (compile, run, explain; cache admin).
+#include <google/protobuf/util/json_util.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -6,8 +8,6 @@
 #include <iostream>
 #include <map>
 #include <random>
-
-#include <google/protobuf/util/json_util.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -31,7 +31,8 @@
 #include "tools/reference/tensor_data.h"
 
 ABSL_FLAG(bool, json, false, "Print machine-readable JSON (stats, ls, show, compile).");
-ABSL_FLAG(std::string, socket, "", "kilnd's socket (default: $KILN_SOCKET or the per-user default).");
+ABSL_FLAG(std::string, socket, "",
+          "kilnd's socket (default: $KILN_SOCKET or the per-user default).");
 ABSL_FLAG(std::string, cache_dir, "", "Cache directory for an auto-started kilnd.");
 ABSL_FLAG(bool, start, true, "Start kilnd when none is running.");
 ABSL_FLAG(std::string, inputs, "",
@@ -45,7 +46,8 @@ ABSL_FLAG(std::string, reference, "",
 ABSL_FLAG(double, rtol, -1, "run --reference: relative tolerance (default: by dtype).");
 ABSL_FLAG(double, atol, -1, "run --reference: absolute tolerance (default: by dtype).");
 ABSL_FLAG(bool, asm, false, "explain: also print the assembly clang generates.");
-ABSL_FLAG(std::string, salt, "", "compile/run: a salt that enters the cache key (forces a compile).");
+ABSL_FLAG(std::string, salt, "",
+          "compile/run: a salt that enters the cache key (forces a compile).");
 ABSL_FLAG(std::string, target, "native",
           "compile/run/explain: the CPUs to compile for: native (this host's, 512-bit vectors "
           "where it has AVX-512), x86-64-v3 (AVX2) or x86-64-v4 (AVX-512); a portable level's "
@@ -109,8 +111,8 @@ absl::Status Compile(const Args& args) {
   }
   const auto& timings = response.artifact().timings();
   std::cout << (response.cache_hit() ? "hit " : "compiled ") << response.artifact().key() << "\n"
-            << "  object   " << response.object_path() << " ("
-            << response.artifact().object_bytes() << " bytes)\n"
+            << "  object   " << response.object_path() << " (" << response.artifact().object_bytes()
+            << " bytes)\n"
             << "  target   " << TargetName(response.artifact().target()) << " ("
             << response.artifact().toolchain().cpu() << ")\n"
             << absl::StrFormat("  request  %.2f ms", ms);
@@ -129,7 +131,8 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph,
   if (reference != nullptr) {
     if (reference->inputs_size() != graph.inputs_size()) {
       return absl::InvalidArgumentError(absl::StrCat("the reference has ", reference->inputs_size(),
-                                                     " inputs; the graph has ", graph.inputs_size()));
+                                                     " inputs; the graph has ",
+                                                     graph.inputs_size()));
     }
     std::vector<Tensor> inputs;
     for (const auto& data : reference->inputs()) {
@@ -138,14 +141,12 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph,
     }
     return inputs;
   }
-  const std::vector<std::string> files =
-      absl::GetFlag(FLAGS_inputs).empty()
-          ? std::vector<std::string>()
-          : absl::StrSplit(absl::GetFlag(FLAGS_inputs), ',');
+  const std::vector<std::string> files = absl::GetFlag(FLAGS_inputs).empty()
+                                             ? std::vector<std::string>()
+                                             : absl::StrSplit(absl::GetFlag(FLAGS_inputs), ',');
   if (!files.empty() && static_cast<int>(files.size()) != graph.inputs_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("--inputs names ", files.size(),
-                                                   " files; the graph has ", graph.inputs_size(),
-                                                   " inputs"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--inputs names ", files.size(), " files; the graph has ", graph.inputs_size(), " inputs"));
   }
   std::mt19937 random(absl::GetFlag(FLAGS_seed));
   std::normal_distribution<double> normal;
@@ -160,13 +161,13 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph,
     if (type.dtype() != kiln::v1::FLOAT32 && type.dtype() != kiln::v1::FLOAT64) {
       return absl::UnimplementedError(absl::StrCat("input ", i, ": run makes float inputs only"));
     }
-    ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(type.dtype(), sizes));  // every byte written below
+    ASSIGN_OR_RETURN(Tensor tensor,
+                     Tensor::Empty(type.dtype(), sizes));  // every byte written below
     if (!files.empty()) {
       ASSIGN_OR_RETURN(const std::string bytes, ReadFile(files[i]));
       if (static_cast<int64_t>(bytes.size()) != tensor.NumBytes()) {
-        return absl::InvalidArgumentError(absl::StrCat(files[i], " has ", bytes.size(),
-                                                       " bytes; input ", i, " needs ",
-                                                       tensor.NumBytes()));
+        return absl::InvalidArgumentError(absl::StrCat(
+            files[i], " has ", bytes.size(), " bytes; input ", i, " needs ", tensor.NumBytes()));
       }
       std::copy(bytes.begin(), bytes.end(), tensor.data<char>());
     } else {
@@ -205,7 +206,8 @@ absl::Status Check(const kiln::v1::Graph& graph, const std::vector<Tensor>& inpu
   std::vector<RefTensor> reference_inputs;
   for (const Tensor& input : inputs) {
     RefTensor ref{input.sizes(), {}};
-    for (int64_t i = 0; i < input.NumElements(); ++i) ref.values.push_back(ElementAsDouble(input, i));
+    for (int64_t i = 0; i < input.NumElements(); ++i)
+      ref.values.push_back(ElementAsDouble(input, i));
     reference_inputs.push_back(std::move(ref));
   }
   ASSIGN_OR_RETURN(const auto expected, EvaluateReference(prepared, reference_inputs));
@@ -216,8 +218,9 @@ absl::Status Check(const kiln::v1::Graph& graph, const std::vector<Tensor>& inpu
       const bool same_special = (std::isnan(got) && std::isnan(want)) || got == want;
       const double error = std::abs(got - want);
       if (!same_special && !(error <= 1e-4 + 1e-4 * std::abs(want))) {
-        return absl::InternalError(absl::StrFormat(
-            "check failed: output %d element %d is %.9g, the reference says %.9g", k, i, got, want));
+        return absl::InternalError(
+            absl::StrFormat("check failed: output %d element %d is %.9g, the reference says %.9g",
+                            k, i, got, want));
       }
       if (!std::isnan(error)) worst = std::max(worst, error);
     }
@@ -265,7 +268,9 @@ absl::Status Run(const Args& args) {
   ASSIGN_OR_RETURN(const auto artifact, compiled.artifact());
   std::cout << "graph    " << (graph.name().empty() ? args[0] : graph.name()) << " -> "
             << Short(artifact.key()) << " ("
-            << (prepared.local ? "cache hit, local index" : prepared.cache_hit ? "cache hit" : "compiled")
+            << (prepared.local       ? "cache hit, local index"
+                : prepared.cache_hit ? "cache hit"
+                                     : "compiled")
             << ")\n";
   for (size_t k = 0; k < outputs.size(); ++k) {
     std::cout << "output " << k << " " << Summary(outputs[k]) << "\n";
@@ -280,17 +285,18 @@ absl::Status Run(const Args& args) {
       "client to first result %.2f ms\n",
       connect_ms, prepared.fetch_ms, prepared.load_ms, first_call_us, to_first_result_ms);
   if (!warm_us.empty()) {
-    std::cout << absl::StrFormat("warm     min %.2f us, median %.2f us, max %.2f us over %d calls\n",
-                                 warm_us.front(), warm_us[warm_us.size() / 2], warm_us.back(),
-                                 warm_us.size());
+    std::cout << absl::StrFormat(
+        "warm     min %.2f us, median %.2f us, max %.2f us over %d calls\n", warm_us.front(),
+        warm_us[warm_us.size() / 2], warm_us.back(), warm_us.size());
   }
   std::cout << absl::StrFormat("process  %.2f ms from start of `kiln run` to first result\n",
                                absl::ToDoubleMilliseconds(first_end - start));
   if (absl::GetFlag(FLAGS_check)) RETURN_IF_ERROR(Check(graph, inputs, outputs));
   if (reference.has_value()) {
     if (reference->outputs_size() != static_cast<int>(outputs.size())) {
-      return absl::InvalidArgumentError(absl::StrCat("the reference has ", reference->outputs_size(),
-                                                     " outputs; the graph returns ", outputs.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the reference has ", reference->outputs_size(),
+                       " outputs; the graph returns ", outputs.size()));
     }
     for (size_t k = 0; k < outputs.size(); ++k) {
       Tolerance tolerance = DefaultTolerance(outputs[k].dtype());
@@ -352,11 +358,11 @@ absl::Status Stats(const Args& args) {
       "failures  %d remembered, %d retries answered from memory (`kiln evict KEY` forgets one)\n"
       "store     %d entries, %d blobs, %d bytes\n"
       "damage    %d corrupt blobs and %d corrupt entries quarantined (each compiles again)\n",
-      daemon.daemon_version(), daemon.pid(), client->socket_path(),
-      stats.uptime_ms() / 1000.0, stats.hits(), stats.misses(), stats.coalesced(), stats.compiles(),
-      stats.compile_failures(), stats.compile_ms_total(), stats.remembered_failures(),
-      stats.failures_replayed(), stats.entries(), stats.blobs(), stats.bytes_stored(),
-      stats.corrupt_blobs(), stats.corrupt_entries());
+      daemon.daemon_version(), daemon.pid(), client->socket_path(), stats.uptime_ms() / 1000.0,
+      stats.hits(), stats.misses(), stats.coalesced(), stats.compiles(), stats.compile_failures(),
+      stats.compile_ms_total(), stats.remembered_failures(), stats.failures_replayed(),
+      stats.entries(), stats.blobs(), stats.bytes_stored(), stats.corrupt_blobs(),
+      stats.corrupt_entries());
   if (stats.unreadable_ranges() > 0) {
     std::cout << absl::StrFormat(
         "          %d damaged stretches of the store could not be counted: the store counts\n"
@@ -374,8 +380,8 @@ absl::Status List(const Args& args) {
     std::cout << ToJson(list) << "\n";
     return absl::OkStatus();
   }
-  std::cout << absl::StrFormat("%-16s  %-20s  %8s  %10s  %s\n", "KEY", "GRAPH", "BYTES",
-                               "COMPILE", "CREATED");
+  std::cout << absl::StrFormat("%-16s  %-20s  %8s  %10s  %s\n", "KEY", "GRAPH", "BYTES", "COMPILE",
+                               "CREATED");
   for (const auto& entry : list.entries()) {
     std::cout << absl::StrFormat(
         "%-16s  %-20s  %8d  %7.1f ms  %s\n", Short(entry.key()),
@@ -425,27 +431,44 @@ struct Command {
 const std::map<std::string, Command>& Commands() {
   static const auto* const commands = new std::map<std::string, Command>{
       {"compile",
-       {"GRAPH.json", "compile (or fetch from the cache); print the key and timings",
+       {"GRAPH.json",
+        "compile (or fetch from the cache); print the key and timings",
         {"json", "salt", "target", KILN_DAEMON_FLAGS},
-        "kiln compile examples/f.json --target=x86-64-v3", Compile}},
+        "kiln compile examples/f.json --target=x86-64-v3",
+        Compile}},
       {"run",
-       {"GRAPH.json", "compile, load and run on random inputs; print outputs and timings",
+       {"GRAPH.json",
+        "compile, load and run on random inputs; print outputs and timings",
         {"inputs", "seed", "repeat", "check", "reference", "rtol", "atol", "salt", "target",
          KILN_DAEMON_FLAGS},
-        "kiln run examples/f.json --check --repeat=1000", Run}},
+        "kiln run examples/f.json --check --repeat=1000",
+        Run}},
       {"explain",
-       {"GRAPH.json", "print each codegen stage: graph, loop IR, kernels, buffers, C++",
-        {"asm", "target"}, "kiln explain examples/tail.json --asm --target=x86-64-v3", Explain}},
-      {"stats", {"", "daemon counters and store totals", {"json", KILN_DAEMON_FLAGS},
-                 "kiln stats --json", Stats}},
+       {"GRAPH.json",
+        "print each codegen stage: graph, loop IR, kernels, buffers, C++",
+        {"asm", "target"},
+        "kiln explain examples/tail.json --asm --target=x86-64-v3",
+        Explain}},
+      {"stats",
+       {"",
+        "daemon counters and store totals",
+        {"json", KILN_DAEMON_FLAGS},
+        "kiln stats --json",
+        Stats}},
       {"ls", {"", "list cache entries", {"json", KILN_DAEMON_FLAGS}, "kiln ls", List}},
       {"ops", {"", "the supported ops, as Markdown (docs/OPS.md)", {}, "kiln ops > ops.md", Ops}},
       {"show",
-       {"KEY", "one entry's metadata (a unique key prefix will do)", {KILN_DAEMON_FLAGS},
-        "kiln show 3f2a9c", Show}},
+       {"KEY",
+        "one entry's metadata (a unique key prefix will do)",
+        {KILN_DAEMON_FLAGS},
+        "kiln show 3f2a9c",
+        Show}},
       {"evict",
-       {"KEY", "remove an entry, or forget its remembered compile failure", {KILN_DAEMON_FLAGS},
-        "kiln evict 3f2a9c", Evict}},
+       {"KEY",
+        "remove an entry, or forget its remembered compile failure",
+        {KILN_DAEMON_FLAGS},
+        "kiln evict 3f2a9c",
+        Evict}},
   };
   return *commands;
 }
@@ -485,9 +508,9 @@ std::string CommandUsage(const std::string& name, const Command& command) {
   if (!command.flags.empty()) absl::StrAppend(&usage, "\nFlags:\n");
   for (const char* flag_name : command.flags) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(flag_name);
-    absl::StrAppend(&usage, "  --", flag_name, " (default: ",
-                    flag->DefaultValue().empty() ? "\"\"" : flag->DefaultValue(), ")\n      ",
-                    flag->Help(), "\n");
+    absl::StrAppend(&usage, "  --", flag_name,
+                    " (default: ", flag->DefaultValue().empty() ? "\"\"" : flag->DefaultValue(),
+                    ")\n      ", flag->Help(), "\n");
   }
   absl::StrAppend(&usage, "\nExample:\n  ", command.example, "\n\n", kEnvironment);
   return usage;
@@ -497,8 +520,7 @@ std::string CommandUsage(const std::string& name, const Command& command) {
 // flags are parsed, so that each command lists its own flags.
 bool PrintedHelp(int argc, char** argv) {
   const std::string command = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
-  const bool asked = command == "help" ||
-                     std::any_of(argv + 1, argv + argc, [](const char* arg) {
+  const bool asked = command == "help" || std::any_of(argv + 1, argv + argc, [](const char* arg) {
                        return std::string(arg) == "--help" || std::string(arg) == "-h";
                      });
   if (!asked) return false;

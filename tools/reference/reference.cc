@@ -64,7 +64,8 @@ absl::StatusOr<std::vector<RefTensor>> EvaluateReference(const ir::Graph& graph,
   for (const ir::Node& node : graph.nodes) {
     const RefTensor& x = values[node.inputs[0]];
     RefTensor& out = values[node.outputs[0]];
-    for (const ir::Dim& dim : graph.values[node.outputs[0]].sizes) out.sizes.push_back(dim.constant);
+    for (const ir::Dim& dim : graph.values[node.outputs[0]].sizes)
+      out.sizes.push_back(dim.constant);
     out.values.assign(Count(out.sizes), 0);
     const std::string& op = node.op;
     if (op == "aten.mm.default") {

@@ -41,9 +41,9 @@ absl::StatusOr<kiln::v1::Reference> ReadReferenceFile(const std::string& path) {
 }
 
 absl::StatusOr<Tensor> ToTensor(const kiln::v1::TensorData& data) {
-  ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(data.dtype(), std::vector<int64_t>(
-                                                                  data.sizes().begin(),
-                                                                  data.sizes().end())));
+  ASSIGN_OR_RETURN(
+      Tensor tensor,
+      Tensor::Empty(data.dtype(), std::vector<int64_t>(data.sizes().begin(), data.sizes().end())));
   if (static_cast<int64_t>(data.data().size()) != tensor.NumBytes()) {
     return absl::InvalidArgumentError(absl::StrCat("tensor data has ", data.data().size(),
                                                    " bytes; its shape needs ", tensor.NumBytes()));
@@ -54,24 +54,37 @@ absl::StatusOr<Tensor> ToTensor(const kiln::v1::TensorData& data) {
 
 Tolerance DefaultTolerance(DType dtype) {
   switch (dtype) {
-    case kiln::v1::FLOAT32: return {1.3e-6, 1e-5};
-    case kiln::v1::FLOAT64: return {1e-7, 1e-7};
-    case kiln::v1::FLOAT16: return {1e-3, 1e-5};
-    case kiln::v1::BFLOAT16: return {1.6e-2, 1e-5};
-    default: return {0, 0};
+    case kiln::v1::FLOAT32:
+      return {1.3e-6, 1e-5};
+    case kiln::v1::FLOAT64:
+      return {1e-7, 1e-7};
+    case kiln::v1::FLOAT16:
+      return {1e-3, 1e-5};
+    case kiln::v1::BFLOAT16:
+      return {1.6e-2, 1e-5};
+    default:
+      return {0, 0};
   }
 }
 
 double ElementAsDouble(const Tensor& tensor, int64_t i) {
   switch (tensor.dtype()) {
-    case kiln::v1::FLOAT32: return tensor.data<float>()[i];
-    case kiln::v1::FLOAT64: return tensor.data<double>()[i];
-    case kiln::v1::FLOAT16: return HalfToFloat(tensor.data<uint16_t>()[i]);
-    case kiln::v1::BFLOAT16: return BFloat16ToFloat(tensor.data<uint16_t>()[i]);
-    case kiln::v1::INT64: return static_cast<double>(tensor.data<int64_t>()[i]);
-    case kiln::v1::INT32: return tensor.data<int32_t>()[i];
-    case kiln::v1::BOOL: return tensor.data<uint8_t>()[i];
-    default: return NAN;
+    case kiln::v1::FLOAT32:
+      return tensor.data<float>()[i];
+    case kiln::v1::FLOAT64:
+      return tensor.data<double>()[i];
+    case kiln::v1::FLOAT16:
+      return HalfToFloat(tensor.data<uint16_t>()[i]);
+    case kiln::v1::BFLOAT16:
+      return BFloat16ToFloat(tensor.data<uint16_t>()[i]);
+    case kiln::v1::INT64:
+      return static_cast<double>(tensor.data<int64_t>()[i]);
+    case kiln::v1::INT32:
+      return tensor.data<int32_t>()[i];
+    case kiln::v1::BOOL:
+      return tensor.data<uint8_t>()[i];
+    default:
+      return NAN;
   }
 }
 

@@ -1,6 +1,6 @@
 // Length-prefixed framing of the compile-worker protocol (grammar at the top
-// of worker.proto), and the worker's out-of-memory exit code. Header-only and free of LLVM: both the worker and
-// WorkerCompiler (in kilnd) use it. Thread-safe (pure functions).
+// of worker.proto), and the worker's out-of-memory exit code. Header-only and free of LLVM: both
+// the worker and WorkerCompiler (in kilnd) use it. Thread-safe (pure functions).
 #ifndef KILN_CODEGEN_COMPILE_WORKER_FRAME_H_
 #define KILN_CODEGEN_COMPILE_WORKER_FRAME_H_
 

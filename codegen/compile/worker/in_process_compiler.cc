@@ -93,8 +93,8 @@ int out_of_memory_exit_code = 1;
 void ExitOnAllocationFailure(int exit_code) {
   out_of_memory_exit_code = exit_code;
   std::set_new_handler(ExitOutOfMemory);
-  llvm::install_bad_alloc_error_handler(
-      [](void*, const char*, bool) { ExitOutOfMemory(); }, nullptr);
+  llvm::install_bad_alloc_error_handler([](void*, const char*, bool) { ExitOutOfMemory(); },
+                                        nullptr);
 }
 
 absl::StatusOr<std::unique_ptr<InProcessCompiler>> InProcessCompiler::Create(std::string work_dir) {
@@ -116,7 +116,8 @@ absl::StatusOr<const clang::CompilerInvocation*> InProcessCompiler::InvocationFo
     kiln::v1::Target target) {
   if (auto it = invocations_.find(target); it != invocations_.end()) return it->second.get();
   if (!IsKnownTarget(target)) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot compile for unknown ", TargetName(target)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot compile for unknown ", TargetName(target)));
   }
   // argv[0] must be the real driver path: the driver finds the resource
   // directory next to it, and resolves -march=native here, once.

@@ -185,7 +185,8 @@ int main(int argc, char** argv) {
   kiln::ExitOnAllocationFailure(kiln::kWorkerOutOfMemoryExitCode);
   // Not under ASan or TSan (--config=asan/tsan): their shadow memory is
   // terabytes of address space, so no RLIMIT_AS could be honoured.
-  if (const uint64_t limit = absl::GetFlag(FLAGS_memory_limit_bytes); limit > 0 && !kiln::kSanitized) {
+  if (const uint64_t limit = absl::GetFlag(FLAGS_memory_limit_bytes);
+      limit > 0 && !kiln::kSanitized) {
     const rlimit address_space = {limit, limit};
     if (setrlimit(RLIMIT_AS, &address_space) != 0) {
       fprintf(stderr, "kiln-compile-worker: cannot set RLIMIT_AS: %s\n", strerror(errno));
