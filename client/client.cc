@@ -325,25 +325,25 @@ std::optional<kiln::v1::CompileResponse> Client::FindLocal(
   // Nothing is read from a directory someone else could have written.
   if (!CheckCacheDirectory(options_.cache_dir).ok()) return std::nullopt;
   const LocalIndex index(options_.cache_dir);
-  TargetToolchains toolchains;
+  std::shared_ptr<const TargetToolchains> toolchains;
   {
     // Read until found (a daemon may start after this process), then kept.
     absl::MutexLock lock(&descriptor_mutex_);
-    if (!descriptor_.has_value()) {
+    if (toolchains_ == nullptr) {
       auto descriptor = index.ReadDescriptor();
       if (descriptor.ok() && descriptor->has_value() &&
           (*descriptor)->protocol_version() == kProtocolVersion &&
           (*descriptor)->abi_version() == KILN_ABI_VERSION &&
           (*descriptor)->machine_id() == MachineId()) {
-        descriptor_ = **descriptor;
+        toolchains_ = std::make_shared<const TargetToolchains>(DescriptorToolchains(**descriptor));
       }
     }
-    if (!descriptor_.has_value()) return std::nullopt;
-    toolchains = DescriptorToolchains(*descriptor_);
+    if (toolchains_ == nullptr) return std::nullopt;
+    toolchains = toolchains_;
   }
   // The daemon's key computation (cache/request_key.h): a graph it would
   // refuse is left for it to refuse, with its message.
-  const absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, toolchains);
+  const absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, *toolchains);
   if (!keyed.ok()) return std::nullopt;
   auto entry = index.Find(keyed->key.key);
   if (!entry.ok() || !entry->has_value()) return std::nullopt;

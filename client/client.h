@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "cache/request_key.h"
 #include "client/loader.h"
 #include "proto/service.grpc.pb.h"
 
@@ -110,7 +111,9 @@ class Client {
   // The daemon's cache descriptor once found (its own mutex: local hits do
   // not wait behind a connection attempt).
   absl::Mutex descriptor_mutex_;
-  std::optional<kiln::v1::CacheDescriptor> descriptor_ ABSL_GUARDED_BY(descriptor_mutex_);
+  // The toolchain of each target, from the daemon's cache descriptor
+  // (parsed once; shared so that a lookup does not copy it under the lock).
+  std::shared_ptr<const TargetToolchains> toolchains_ ABSL_GUARDED_BY(descriptor_mutex_);
   std::vector<std::string> trusted_dirs_ ABSL_GUARDED_BY(descriptor_mutex_);
 };
 
