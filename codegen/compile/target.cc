@@ -46,9 +46,8 @@ std::vector<std::string> TargetFlags(kiln::v1::Target target) {
     case kiln::v1::TARGET_X86_64_V4:
       return {"-march=x86-64-v4", "-mprefer-vector-width=512"};
     default:
-      // -march=native alone picks 256-bit vectors on AVX-512 machines; 512
-      // bits is worth 1.35-1.45x on exp-bound kernels on Xeons
-      // (measured-floors.md) and costs nothing measurable on Zen 4.
+      // -march=native alone picks 256-bit vectors on AVX-512 machines;
+      // 512-bit ones pay on exp-bound kernels (docs/ARCHITECTURE.md).
       return {"-march=native", "-mprefer-vector-width=512"};
   }
 }
