@@ -201,21 +201,6 @@ std::string OptionsDigest(const kiln::v1::CompileOptions& options) {
   return out.Digest();
 }
 
-std::string ToolchainDigest(const kiln::v1::Toolchain& toolchain) {
-  Encoder out;
-  out.String(toolchain.compiler_version());
-  auto strings = [&](const auto& list) {
-    out.Int(list.size());
-    for (const std::string& item : list) out.String(item);
-  };
-  strings(toolchain.build_ids());
-  strings(toolchain.flags());  // order matters to the compiler
-  out.String(toolchain.target_triple());
-  out.String(toolchain.cpu());
-  strings(toolchain.cpu_features());  // sorted at detection
-  return out.Digest();
-}
-
 std::string CodegenVersionDigest() {
   Encoder out;
   out.Int(kCodegenVersion);
@@ -234,7 +219,7 @@ CacheKey ComputeCacheKey(const CodegenInputs& inputs) {
   components.set_graph(GraphDigest(inputs.graph));
   components.set_guards(GuardsDigest(inputs.guards));
   components.set_options(OptionsDigest(inputs.options));
-  components.set_toolchain(ToolchainDigest(inputs.toolchain));
+  components.set_toolchain(inputs.toolchain_digest);
   components.set_codegen_version(CodegenVersionDigest());
   Encoder key;
   for (const std::string* digest :
@@ -244,6 +229,21 @@ CacheKey ComputeCacheKey(const CodegenInputs& inputs) {
   }
   result.key = key.Digest();
   return result;
+}
+
+std::string ToolchainDigest(const kiln::v1::Toolchain& toolchain) {
+  Encoder out;
+  out.String(toolchain.compiler_version());
+  auto strings = [&](const auto& list) {
+    out.Int(list.size());
+    for (const std::string& item : list) out.String(item);
+  };
+  strings(toolchain.build_ids());
+  strings(toolchain.flags());  // order matters to the compiler
+  out.String(toolchain.target_triple());
+  out.String(toolchain.cpu());
+  strings(toolchain.cpu_features());  // sorted at detection
+  return out.Digest();
 }
 
 }  // namespace kiln

@@ -29,6 +29,11 @@ struct CacheKey {
 
 CacheKey ComputeCacheKey(const CodegenInputs& inputs);
 
+// The key's toolchain component: SHA-256 (hex) of every field of the
+// fingerprint. Computed once per toolchain (kilnd at start), so that keying
+// a request needs only the digest.
+std::string ToolchainDigest(const kiln::v1::Toolchain& toolchain);
+
 }  // namespace kiln
 
 #endif  // KILN_CACHE_KEY_H_

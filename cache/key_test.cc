@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <functional>
+#include <set>
 
 #include "codegen/guards.h"
 #include "codegen/pipeline.h"
@@ -21,18 +22,24 @@ kiln::v1::Graph LoadExample(const std::string& name) {
   return graph;
 }
 
+kiln::v1::Toolchain TestToolchain() {
+  kiln::v1::Toolchain toolchain;
+  toolchain.set_compiler_version("clang 19");
+  toolchain.add_flags("-O3");
+  toolchain.set_target_triple("x86_64-pc-linux-gnu");
+  toolchain.set_cpu("znver4");
+  toolchain.add_cpu_features("+avx512f");
+  toolchain.add_build_ids("clang=abc");
+  return toolchain;
+}
+
 CodegenInputs InputsFor(const kiln::v1::Graph& graph) {
   auto prepared = PrepareGraph(graph);
   EXPECT_TRUE(prepared.ok()) << prepared.status();
   CodegenInputs inputs;
   inputs.graph = *prepared;
   inputs.guards = ExactGuards(inputs.graph);
-  inputs.toolchain.set_compiler_version("clang 19");
-  inputs.toolchain.add_flags("-O3");
-  inputs.toolchain.set_target_triple("x86_64-pc-linux-gnu");
-  inputs.toolchain.set_cpu("znver4");
-  inputs.toolchain.add_cpu_features("+avx512f");
-  inputs.toolchain.add_build_ids("clang=abc");
+  inputs.toolchain_digest = ToolchainDigest(TestToolchain());
   return inputs;
 }
 
@@ -51,12 +58,7 @@ TEST(CacheKeyTest, EveryInputChangesTheKey) {
       {"guard relation",
        [](CodegenInputs& in) { in.guards.add_relations()->mutable_range()->set_symbol("s0"); }},
       {"salt", [](CodegenInputs& in) { in.options.set_salt("x"); }},
-      {"compiler", [](CodegenInputs& in) { in.toolchain.set_compiler_version("clang 20"); }},
-      {"build id", [](CodegenInputs& in) { in.toolchain.set_build_ids(0, "clang=abd"); }},
-      {"flags", [](CodegenInputs& in) { in.toolchain.add_flags("-ffast-math"); }},
-      {"triple", [](CodegenInputs& in) { in.toolchain.set_target_triple("aarch64"); }},
-      {"cpu", [](CodegenInputs& in) { in.toolchain.set_cpu("skylake-avx512"); }},
-      {"cpu features", [](CodegenInputs& in) { in.toolchain.add_cpu_features("+amx-tile"); }},
+      {"toolchain", [](CodegenInputs& in) { in.toolchain_digest = std::string(64, '0'); }},
       {"target x86-64-v3",
        [](CodegenInputs& in) { in.options.set_target(kiln::v1::TARGET_X86_64_V3); }},
       {"target x86-64-v4",
@@ -68,6 +70,37 @@ TEST(CacheKeyTest, EveryInputChangesTheKey) {
     EXPECT_NE(ComputeCacheKey(changed).key, base_key) << what << " did not change the key";
   }
   EXPECT_EQ(ComputeCacheKey(base).key, base_key);
+}
+
+TEST(CacheKeyTest, EveryToolchainFieldChangesItsDigest) {
+  const std::string base = ToolchainDigest(TestToolchain());
+  const std::vector<std::pair<std::string, std::function<void(kiln::v1::Toolchain&)>>> changes = {
+      {"compiler", [](kiln::v1::Toolchain& t) { t.set_compiler_version("clang 20"); }},
+      {"build id", [](kiln::v1::Toolchain& t) { t.set_build_ids(0, "clang=abd"); }},
+      {"flags", [](kiln::v1::Toolchain& t) { t.add_flags("-ffast-math"); }},
+      {"flag order",
+       [](kiln::v1::Toolchain& t) {
+         t.add_flags("-fPIC");
+         t.mutable_flags()->SwapElements(0, 1);
+       }},
+      {"triple", [](kiln::v1::Toolchain& t) { t.set_target_triple("aarch64"); }},
+      {"cpu", [](kiln::v1::Toolchain& t) { t.set_cpu("skylake-avx512"); }},
+      {"cpu features", [](kiln::v1::Toolchain& t) { t.add_cpu_features("+amx-tile"); }},
+      // Lengths prefix every string: bytes moved between fields differ.
+      {"bytes moved between fields",
+       [](kiln::v1::Toolchain& t) {
+         t.set_compiler_version("clang 19-O3");
+         t.set_flags(0, "");
+       }},
+  };
+  std::set<std::string> digests = {base};
+  for (const auto& [what, change] : changes) {
+    kiln::v1::Toolchain changed = TestToolchain();
+    change(changed);
+    EXPECT_TRUE(digests.insert(ToolchainDigest(changed)).second)
+        << what << " did not change the digest";
+  }
+  EXPECT_EQ(ToolchainDigest(TestToolchain()), base);
 }
 
 TEST(CacheKeyTest, EachTargetHasItsOwnKeyAndNativeKeysAreThoseBeforeTargets) {
@@ -91,17 +124,24 @@ TEST(CacheKeyTest, EachTargetHasItsOwnKeyAndNativeKeysAreThoseBeforeTargets) {
 // (DetectToolchain; compile_test checks that against clang): hosts whose
 // native fingerprints differ agree on the portable key.
 TEST(CacheKeyTest, PortableKeysDoNotDependOnTheHostsCpu) {
+  kiln::v1::Toolchain zen_toolchain = TestToolchain();
+  zen_toolchain.set_cpu("znver5");
+  kiln::v1::Toolchain xeon_toolchain = zen_toolchain;
+  xeon_toolchain.set_cpu("sapphirerapids");
+  xeon_toolchain.add_cpu_features("+amx-tile");
   CodegenInputs zen = InputsFor(LoadExample("f"));
-  zen.toolchain.set_cpu("znver5");
+  zen.toolchain_digest = ToolchainDigest(zen_toolchain);
   CodegenInputs xeon = zen;
-  xeon.toolchain.set_cpu("sapphirerapids");
-  xeon.toolchain.add_cpu_features("+amx-tile");
+  xeon.toolchain_digest = ToolchainDigest(xeon_toolchain);
   EXPECT_NE(ComputeCacheKey(zen).key, ComputeCacheKey(xeon).key) << "native keys are per CPU";
-  for (CodegenInputs* host : {&zen, &xeon}) {
-    host->options.set_target(kiln::v1::TARGET_X86_64_V3);
-    host->toolchain.set_cpu("x86-64-v3");
-    host->toolchain.clear_cpu_features();
+  for (kiln::v1::Toolchain* host : {&zen_toolchain, &xeon_toolchain}) {
+    host->set_cpu("x86-64-v3");
+    host->clear_cpu_features();
   }
+  zen.options.set_target(kiln::v1::TARGET_X86_64_V3);
+  zen.toolchain_digest = ToolchainDigest(zen_toolchain);
+  xeon.options.set_target(kiln::v1::TARGET_X86_64_V3);
+  xeon.toolchain_digest = ToolchainDigest(xeon_toolchain);
   EXPECT_EQ(ComputeCacheKey(zen).key, ComputeCacheKey(xeon).key);
 }
 

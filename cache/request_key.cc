@@ -10,7 +10,7 @@
 namespace kiln {
 
 absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
-                                        const TargetToolchains& toolchains) {
+                                        const ToolchainDigests& toolchains) {
   const kiln::v1::Target target = request.options().target();
   if (!IsKnownTarget(target)) {
     return absl::InvalidArgumentError(
@@ -26,30 +26,32 @@ absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
   ASSIGN_OR_RETURN(keyed.inputs.graph, PrepareGraph(request.graph()));
   ASSIGN_OR_RETURN(keyed.inputs.guards, ResolveGuards(keyed.inputs.graph, request.guards()));
   keyed.inputs.options = request.options();
-  keyed.inputs.toolchain = toolchain->second;
+  keyed.inputs.toolchain_digest = toolchain->second;
   keyed.key = ComputeCacheKey(keyed.inputs);
   return keyed;
 }
 
-TargetToolchains DescriptorToolchains(const kiln::v1::CacheDescriptor& descriptor) {
-  TargetToolchains toolchains;
-  for (const kiln::v1::TargetToolchain& entry : descriptor.target_toolchains()) {
-    toolchains[entry.target()] = entry.toolchain();
-  }
-  // `toolchain` is native's by definition (the one field before targets).
-  if (descriptor.has_toolchain())
-    toolchains.emplace(kiln::v1::TARGET_NATIVE, descriptor.toolchain());
-  return toolchains;
+ToolchainDigests DigestToolchains(const TargetToolchains& toolchains) {
+  ToolchainDigests digests;
+  for (const auto& [target, toolchain] : toolchains) digests[target] = ToolchainDigest(toolchain);
+  return digests;
 }
 
-void SetDescriptorToolchains(const TargetToolchains& toolchains,
-                             kiln::v1::CacheDescriptor& descriptor) {
-  descriptor.clear_target_toolchains();
-  for (const auto& [target, toolchain] : toolchains) {
-    kiln::v1::TargetToolchain* entry = descriptor.add_target_toolchains();
+ToolchainDigests DescriptorToolchainDigests(const kiln::v1::CacheDescriptor& descriptor) {
+  ToolchainDigests digests;
+  for (const kiln::v1::TargetToolchainDigest& entry : descriptor.toolchain_digests()) {
+    digests[entry.target()] = entry.digest();
+  }
+  return digests;
+}
+
+void SetDescriptorToolchainDigests(const ToolchainDigests& toolchains,
+                                   kiln::v1::CacheDescriptor& descriptor) {
+  descriptor.clear_toolchain_digests();
+  for (const auto& [target, digest] : toolchains) {
+    kiln::v1::TargetToolchainDigest* entry = descriptor.add_toolchain_digests();
     entry->set_target(target);
-    *entry->mutable_toolchain() = toolchain;
-    if (target == kiln::v1::TARGET_NATIVE) *descriptor.mutable_toolchain() = toolchain;
+    entry->set_digest(digest);
   }
 }
 

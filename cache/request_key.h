@@ -7,13 +7,16 @@
 //   request.graph   --PrepareGraph-->   canonical graph   --+
 //   request.guards  --ResolveGuards-->  canonical guards  --+--> CodegenInputs
 //   request.options ------------------------------------------+      |
-//   toolchain of request.options.target (kilnd's;  ----------+  ComputeCacheKey
-//     a client reads them from the cache descriptor)
+//   toolchain digest of request.options.target  -------------+  ComputeCacheKey
+//     (kilnd's; a client reads them from the cache descriptor)
 //
 // Everything else in the request (want_bytes, repair) says how to answer,
 // not what to build, and stays out of the key.
 #ifndef KILN_CACHE_REQUEST_KEY_H_
 #define KILN_CACHE_REQUEST_KEY_H_
+
+#include <map>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "cache/key.h"
@@ -22,6 +25,9 @@
 #include "proto/service.pb.h"
 
 namespace kiln {
+
+// The toolchain digest (ToolchainDigest, cache/key.h) of each target.
+using ToolchainDigests = std::map<kiln::v1::Target, std::string>;
 
 struct KeyedRequest {
   CodegenInputs inputs;  // what GenerateCode compiles on a miss
@@ -35,15 +41,15 @@ struct KeyedRequest {
 // as PrepareGraph and ResolveGuards give them (InvalidArgument or
 // Unimplemented naming the node, input or guard).
 absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
-                                        const TargetToolchains& toolchains);
+                                        const ToolchainDigests& toolchains);
 
-// The toolchains a cache descriptor lists (cache/local_index.h; native's
-// from `toolchain` when the list lacks it), and a
-// descriptor's fields for `toolchains`: the native one in `toolchain` as
-// well, where clients of before targets look.
-TargetToolchains DescriptorToolchains(const kiln::v1::CacheDescriptor& descriptor);
-void SetDescriptorToolchains(const TargetToolchains& toolchains,
-                             kiln::v1::CacheDescriptor& descriptor);
+ToolchainDigests DigestToolchains(const TargetToolchains& toolchains);
+
+// The digests a cache descriptor lists (cache/local_index.h), and a
+// descriptor's list for `toolchains`.
+ToolchainDigests DescriptorToolchainDigests(const kiln::v1::CacheDescriptor& descriptor);
+void SetDescriptorToolchainDigests(const ToolchainDigests& toolchains,
+                                   kiln::v1::CacheDescriptor& descriptor);
 
 }  // namespace kiln
 

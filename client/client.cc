@@ -325,7 +325,7 @@ std::optional<kiln::v1::CompileResponse> Client::FindLocal(
   // Nothing is read from a directory someone else could have written.
   if (!CheckCacheDirectory(options_.cache_dir).ok()) return std::nullopt;
   const LocalIndex index(options_.cache_dir);
-  std::shared_ptr<const TargetToolchains> toolchains;
+  std::shared_ptr<const ToolchainDigests> toolchains;
   {
     // Read until found (a daemon may start after this process), then kept.
     absl::MutexLock lock(&descriptor_mutex_);
@@ -335,7 +335,8 @@ std::optional<kiln::v1::CompileResponse> Client::FindLocal(
           (*descriptor)->protocol_version() == kProtocolVersion &&
           (*descriptor)->abi_version() == KILN_ABI_VERSION &&
           (*descriptor)->machine_id() == MachineId()) {
-        toolchains_ = std::make_shared<const TargetToolchains>(DescriptorToolchains(**descriptor));
+        toolchains_ =
+            std::make_shared<const ToolchainDigests>(DescriptorToolchainDigests(**descriptor));
       }
     }
     if (toolchains_ == nullptr) return std::nullopt;

@@ -111,9 +111,9 @@ class Client {
   // The daemon's cache descriptor once found (its own mutex: local hits do
   // not wait behind a connection attempt).
   absl::Mutex descriptor_mutex_;
-  // The toolchain of each target, from the daemon's cache descriptor
+  // The toolchain digest of each target, from the daemon's cache descriptor
   // (parsed once; shared so that a lookup does not copy it under the lock).
-  std::shared_ptr<const TargetToolchains> toolchains_ ABSL_GUARDED_BY(descriptor_mutex_);
+  std::shared_ptr<const ToolchainDigests> toolchains_ ABSL_GUARDED_BY(descriptor_mutex_);
   std::vector<std::string> trusted_dirs_ ABSL_GUARDED_BY(descriptor_mutex_);
 };
 

@@ -5,6 +5,8 @@
 #ifndef KILN_CODEGEN_CODEGEN_INPUTS_H_
 #define KILN_CODEGEN_CODEGEN_INPUTS_H_
 
+#include <string>
+
 #include "codegen/ir.h"
 #include "proto/artifact.pb.h"
 #include "proto/guards.pb.h"
@@ -16,7 +18,9 @@ struct CodegenInputs {
   ir::Graph graph;          // canonical (PrepareGraph)
   kiln::v1::Guards guards;  // canonical (ResolveGuards)
   kiln::v1::CompileOptions options;
-  kiln::v1::Toolchain toolchain;  // the compiler that will build it
+  // The compiler that will build it: ToolchainDigest (cache/key.h) of its
+  // fingerprint (codegen/compile/toolchain.h).
+  std::string toolchain_digest;
 };
 
 }  // namespace kiln

@@ -50,6 +50,7 @@ ArtifactCache::ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirecto
       index_(std::move(index)),
       compiler_(std::move(compiler)),
       toolchains_(std::move(toolchains)),
+      toolchain_digests_(DigestToolchains(toolchains_)),
       options_(options),
       queue_(options.compile_threads) {}
 
@@ -93,7 +94,7 @@ absl::StatusOr<std::optional<kiln::v1::CompileResponse>> ArtifactCache::FindStor
 void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_compile,
                             Done done) {
   const absl::Time received = absl::Now();
-  absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, toolchains_);
+  absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, toolchain_digests_);
   if (!keyed.ok()) return done(keyed.status());
   auto inputs = std::make_shared<CodegenInputs>(std::move(keyed->inputs));
   const CacheKey key = std::move(keyed->key);
@@ -158,7 +159,7 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   metadata.set_abi_version(KILN_ABI_VERSION);
   *metadata.mutable_signature() = std::move(code->signature);
   *metadata.mutable_guards() = inputs.guards;
-  *metadata.mutable_toolchain() = inputs.toolchain;  // the target's
+  *metadata.mutable_toolchain() = toolchains_.at(inputs.options.target());
   metadata.set_target(inputs.options.target());
   metadata.set_object_bytes(object->shared_object.size());
   metadata.set_source_bytes(code->source.size());

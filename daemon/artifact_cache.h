@@ -35,6 +35,7 @@
 #include "absl/time/time.h"
 #include "cache/local_index.h"
 #include "cache/object_dir.h"
+#include "cache/request_key.h"
 #include "cache/store.h"
 #include "codegen/codegen_inputs.h"
 #include "codegen/compile/compiler.h"
@@ -112,6 +113,7 @@ class ArtifactCache {
   const LocalIndex index_;
   const std::unique_ptr<Compiler> compiler_;
   const TargetToolchains toolchains_;
+  const ToolchainDigests toolchain_digests_;  // their key components
   const absl::Time started_ = absl::Now();
   const Options options_;
 

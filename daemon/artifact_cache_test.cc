@@ -7,10 +7,8 @@
 #include <atomic>
 
 #include "absl/synchronization/notification.h"
-#include "cache/key.h"
 #include "cache/memory_store.h"
-#include "codegen/guards.h"
-#include "codegen/pipeline.h"
+#include "cache/request_key.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
 
@@ -49,6 +47,10 @@ class FakeCompiler : public Compiler {
 
 class ArtifactCacheTest : public ::testing::Test {
  protected:
+  static TargetToolchains Toolchains() {
+    return {{kiln::v1::TARGET_NATIVE, kiln::v1::Toolchain()}};
+  }
+
   void SetUp() override {
     auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
     ASSERT_TRUE(dir.ok());
@@ -60,8 +62,7 @@ class ArtifactCacheTest : public ::testing::Test {
     options.now = [this] { return now_; };
     cache_ = std::make_unique<ArtifactCache>(
         std::make_unique<MemoryStore>(), ObjectDirectory(dir_ + "/objects"), LocalIndex(dir_),
-        std::make_unique<FakeCompiler>(&calls_, &failure_),
-        TargetToolchains{{kiln::v1::TARGET_NATIVE, kiln::v1::Toolchain()}}, options);
+        std::make_unique<FakeCompiler>(&calls_, &failure_), Toolchains(), options);
   }
   void TearDown() override {
     cache_.reset();
@@ -82,15 +83,9 @@ class ArtifactCacheTest : public ::testing::Test {
 
   // The key the cache computes for request_, as the client would.
   std::string Key() {
-    auto graph = PrepareGraph(request_.graph());
-    EXPECT_TRUE(graph.ok()) << graph.status();
-    auto guards = ResolveGuards(*graph, request_.guards());
-    EXPECT_TRUE(guards.ok()) << guards.status();
-    CodegenInputs inputs;
-    inputs.graph = *std::move(graph);
-    inputs.guards = *std::move(guards);
-    inputs.options = request_.options();
-    return ComputeCacheKey(inputs).key;
+    auto keyed = KeyRequest(request_, DigestToolchains(Toolchains()));
+    EXPECT_TRUE(keyed.ok()) << keyed.status();
+    return keyed->key.key;
   }
 
   std::string dir_;

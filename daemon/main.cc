@@ -162,7 +162,7 @@ absl::Status Serve() {
   descriptor.set_protocol_version(kProtocolVersion);
   descriptor.set_abi_version(KILN_ABI_VERSION);
   descriptor.set_kiln_version(kKilnVersion);
-  SetDescriptorToolchains(toolchains, descriptor);
+  SetDescriptorToolchainDigests(DigestToolchains(toolchains), descriptor);
   descriptor.set_machine_id(MachineId());
   RETURN_IF_ERROR(index.WriteDescriptor(descriptor));
   // Before serving: the store may have lost entries its index still names.

@@ -209,7 +209,9 @@ void PlantCache(const std::string& cache_dir, const kiln::v1::Graph& graph,
   descriptor.set_protocol_version(kProtocolVersion);
   descriptor.set_abi_version(KILN_ABI_VERSION);
   descriptor.set_machine_id(MachineId());
-  descriptor.mutable_toolchain()->set_compiler_version("planted");
+  kiln::v1::TargetToolchainDigest* planted = descriptor.add_toolchain_digests();
+  planted->set_target(kiln::v1::TARGET_NATIVE);
+  planted->set_digest(std::string(64, 'a'));
   ASSERT_TRUE(index.WriteDescriptor(descriptor).ok());
 
   auto prepared = PrepareGraph(graph);
@@ -219,7 +221,7 @@ void PlantCache(const std::string& cache_dir, const kiln::v1::Graph& graph,
   CodegenInputs inputs;
   inputs.graph = *std::move(prepared);
   inputs.guards = *std::move(guards);
-  inputs.toolchain = descriptor.toolchain();
+  inputs.toolchain_digest = planted->digest();
   kiln::v1::ArtifactMetadata metadata;
   metadata.set_key(ComputeCacheKey(inputs).key);
   metadata.set_digest(Sha256Hex(object));

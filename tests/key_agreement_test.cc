@@ -144,7 +144,7 @@ class KeyAgreementTest : public ::testing::Test {
     descriptor.set_protocol_version(kProtocolVersion);
     descriptor.set_abi_version(KILN_ABI_VERSION);
     descriptor.set_kiln_version(kKilnVersion);
-    SetDescriptorToolchains(TestToolchains(), descriptor);
+    SetDescriptorToolchainDigests(DigestToolchains(TestToolchains()), descriptor);
     descriptor.set_machine_id(MachineId());
     ASSERT_TRUE(LocalIndex(dir_).WriteDescriptor(descriptor).ok());
     ArtifactCache::Options options;
@@ -323,7 +323,7 @@ TEST_F(KeyAgreementTest, DynamicWorkloadsAndTheirSizeOneSpecializations) {
 }
 
 // Each target has its own key, and the client keys each as kilnd does
-// (the descriptor carries every target's toolchain).
+// (the descriptor carries every target's toolchain digest).
 TEST_F(KeyAgreementTest, EveryTargetHasItsOwnKeyOnBothSides) {
   for (const char* path : {"examples/f.json", "tests/workloads/softmax.json"}) {
     SCOPED_TRACE(path);
