@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/abi/kiln_abi.h"
-#include "codegen/pipeline.h"
+#include "codegen/version.h"
 #include "common/sha256.h"
 
 namespace kiln {

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "codegen/guards.h"
-#include "codegen/pipeline.h"
+#include "codegen/prepare.h"
 #include "common/files.h"
 #include "common/sha256.h"
 #include "gtest/gtest.h"

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/guards.h"
-#include "codegen/pipeline.h"
+#include "codegen/prepare.h"
 #include "common/status_macros.h"
 
 namespace kiln {

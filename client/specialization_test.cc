@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "client/graph_file.h"
 #include "codegen/retype.h"
+#include "common/graph_file.h"
 #include "gtest/gtest.h"
 
 namespace kiln {

@@ -3,23 +3,15 @@
 #include "codegen/emit/emit_cpp.h"
 #include "codegen/import.h"
 #include "codegen/loop_ir.h"
-#include "codegen/passes/canonicalize.h"
 #include "codegen/passes/check_plan.h"
 #include "codegen/passes/decompose.h"
 #include "codegen/passes/lower.h"
 #include "codegen/passes/plan_buffers.h"
 #include "codegen/passes/schedule.h"
 #include "codegen/passes/transpose_linear.h"
-#include "codegen/passes/verify.h"
 #include "common/status_macros.h"
 
 namespace kiln {
-
-absl::StatusOr<ir::Graph> PrepareGraph(const kiln::v1::Graph& graph) {
-  ASSIGN_OR_RETURN(ir::Graph imported, ImportGraph(graph));
-  RETURN_IF_ERROR(VerifyGraph(imported));
-  return Canonicalize(imported);
-}
 
 absl::StatusOr<GeneratedCode> GenerateCode(const CodegenInputs& inputs, bool keep_stages) {
   // Today only the graph shapes the code: the guards are its exact input

@@ -4,9 +4,11 @@
 //   decompose -> transpose linear pairs -> lower -> schedule -> plan buffers
 //     -> check plan -> emit                 (GenerateCode)
 //
-// PrepareGraph runs before the cache key is computed (the key hashes the
-// canonical graph); GenerateCode runs only on a miss. Both are pure
-// functions of their inputs: same inputs, byte-identical source.
+// PrepareGraph (codegen/prepare.h, its own target: clients link it) runs
+// before the cache key is computed (the key hashes the canonical graph);
+// GenerateCode runs only on a miss, in kilnd. Both are pure functions of
+// their inputs: same inputs, byte-identical source. The codegen version is
+// in codegen/version.h.
 #ifndef KILN_CODEGEN_PIPELINE_H_
 #define KILN_CODEGEN_PIPELINE_H_
 
@@ -17,18 +19,10 @@
 #include "absl/status/statusor.h"
 #include "codegen/codegen_inputs.h"
 #include "codegen/ir.h"
+#include "codegen/prepare.h"
 #include "proto/artifact.pb.h"
-#include "proto/graph.pb.h"
 
 namespace kiln {
-
-// Incremented whenever generated code changes for the same inputs. Part of
-// every cache key.
-inline constexpr int kCodegenVersion = 20;
-
-// Wire graph -> verified, canonical IR. InvalidArgument / Unimplemented name
-// the offending node.
-absl::StatusOr<ir::Graph> PrepareGraph(const kiln::v1::Graph& graph);
 
 struct GeneratedCode {
   std::string source;

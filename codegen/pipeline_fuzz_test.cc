@@ -5,11 +5,11 @@
 #include <iostream>
 #include <random>
 
-#include "client/graph_file.h"
 #include "codegen/compile/subprocess_compiler.h"
 #include "codegen/pipeline.h"
 #include "codegen/retype.h"
 #include "common/files.h"
+#include "common/graph_file.h"
 #include "gtest/gtest.h"
 
 namespace kiln {

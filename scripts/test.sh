@@ -71,6 +71,17 @@ else
   passed=$((passed + 1))
 fi
 
+# The client links neither GenerateCode (passes, emitter) nor RocksDB: one
+# more case (a Python extension links the client).
+leak=$(bazel query 'somepath(//client:client, //codegen:pipeline + //third_party/system:rocksdb)' \
+         2>/dev/null) || leak="(bazel query failed)"
+if [[ -n "$leak" ]]; then
+  echo "BUILD.bazel: //client:client must not depend on //codegen:pipeline or RocksDB:" $leak >&2
+  failed=$((failed + 1)) bazel_status=1
+else
+  passed=$((passed + 1))
+fi
+
 # ---------------------------------------------------------------------------
 # Sanitizers and fuzzing (docs/RELIABILITY.md; owner: the reliability work).
 # Bounded forms only: ASan+UBSan over the unit and end-to-end tests, TSan

@@ -3,8 +3,8 @@
 #include <sys/stat.h>
 
 #include "client/client.h"
-#include "client/graph_file.h"
 #include "common/files.h"
+#include "common/graph_file.h"
 #include "common/tiny_filesystem.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

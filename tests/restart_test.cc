@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
-#include "client/graph_file.h"
+#include "common/graph_file.h"
 #include "common/subprocess.h"
 #include "common/version.h"
 #include "gmock/gmock.h"

@@ -29,6 +29,7 @@ def kiln_fuzz_target(name, deps, size = "small"):
     cc_test(
         name = name + "_replay_test",
         size = size,
+        visibility = ["//:__pkg__"],
         args = ["tests/fuzz/corpus/" + name],
         data = native.glob(["corpus/" + name + "/**"]),
         deps = [

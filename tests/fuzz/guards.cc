@@ -24,7 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/limits.h"
-#include "codegen/pipeline.h"
+#include "codegen/prepare.h"
 #include "codegen/retype.h"
 #include "tests/fuzz/fuzz_checks.h"
 

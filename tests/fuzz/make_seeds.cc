@@ -12,10 +12,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "client/graph_file.h"
 #include "codegen/guards.h"
-#include "codegen/pipeline.h"
+#include "codegen/prepare.h"
 #include "common/files.h"
+#include "common/graph_file.h"
 #include "common/sha256.h"
 #include "proto/service.pb.h"
 

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/compiled_graph.h"
-#include "client/graph_file.h"
 #include "client/runtime/runtime.h"
+#include "common/graph_file.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_fixture.h"
 #include "tools/reference/tensor_data.h"

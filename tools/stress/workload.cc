@@ -13,9 +13,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "client/compiled_graph.h"
-#include "client/graph_file.h"
 #include "client/tensor.h"
-#include "codegen/pipeline.h"
+#include "codegen/prepare.h"
+#include "common/graph_file.h"
 #include "tools/reference/reference.h"
 #include "tools/reference/tensor_data.h"
 

@@ -1,4 +1,4 @@
-#include "client/graph_file.h"
+#include "common/graph_file.h"
 
 #include <google/protobuf/util/json_util.h>
 

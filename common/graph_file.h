@@ -1,6 +1,6 @@
 // Graph files: the protobuf JSON mapping of kiln.v1.Graph (see examples/).
-#ifndef KILN_CLIENT_GRAPH_FILE_H_
-#define KILN_CLIENT_GRAPH_FILE_H_
+#ifndef KILN_COMMON_GRAPH_FILE_H_
+#define KILN_COMMON_GRAPH_FILE_H_
 
 #include <string>
 
@@ -16,4 +16,4 @@ absl::StatusOr<kiln::v1::Graph> ParseGraphJson(const std::string& json, const st
 
 }  // namespace kiln
 
-#endif  // KILN_CLIENT_GRAPH_FILE_H_
+#endif  // KILN_COMMON_GRAPH_FILE_H_
