@@ -24,10 +24,27 @@ absl::StatusOr<ReconcileResult> ReconcileLocalIndex(ArtifactStore& store, const 
       ++result.lost;
     }
   }
+  // Aliases of keys no longer indexed, or that cannot be trusted.
+  ASSIGN_OR_RETURN(const std::vector<std::string> aliases, index.AliasDigests());
+  for (const std::string& digest : aliases) {
+    const auto key = index.FindAlias(digest);
+    bool live = false;
+    if (key.ok() && key->has_value()) {
+      const auto record = index.Find(**key);
+      live = record.ok() && record->has_value();
+    }
+    if (live) continue;
+    RETURN_IF_ERROR(index.RemoveAlias(digest));
+    ++result.stale_aliases;
+  }
   if (result.lost > 0 || result.damaged > 0) {
     KILN_LOG(WARNING) << "local index: removed " << result.lost
                       << " records of entries the store does not have and " << result.damaged
                       << " damaged records (of " << result.checked << ")";
+  }
+  if (result.stale_aliases > 0) {
+    KILN_LOG(INFO) << "local index: removed " << result.stale_aliases
+                   << " request aliases of keys no longer indexed";
   }
   return result;
 }

@@ -15,13 +15,15 @@
 namespace kiln {
 
 struct ReconcileResult {
-  int64_t checked = 0;  // index files read
-  int64_t lost = 0;     // removed: the store has no such entry, or another blob for it
-  int64_t damaged = 0;  // removed: the record could not be trusted
+  int64_t checked = 0;        // index files read
+  int64_t lost = 0;           // removed: the store has no such entry, or another blob for it
+  int64_t damaged = 0;        // removed: the record could not be trusted
+  int64_t stale_aliases = 0;  // removed: request aliases of keys not indexed, or untrusted
 };
 
 // Removes every index file whose record fails its checks or whose entry the
-// store lacks (or holds with another digest); logs what it removed. Errors
+// store lacks (or holds with another digest), then every request alias
+// whose key is no longer indexed; logs what it removed. Errors
 // when the store cannot answer or a file cannot be removed — the caller
 // must then not serve that index (kilnd removes the whole index directory).
 absl::StatusOr<ReconcileResult> ReconcileLocalIndex(ArtifactStore& store, const LocalIndex& index);

@@ -201,13 +201,6 @@ std::string OptionsDigest(const kiln::v1::CompileOptions& options) {
   return out.Digest();
 }
 
-std::string CodegenVersionDigest() {
-  Encoder out;
-  out.Int(kCodegenVersion);
-  out.Int(KILN_ABI_VERSION);
-  return out.Digest();
-}
-
 }  // namespace
 
 CacheKey ComputeCacheKey(const CodegenInputs& inputs) {
@@ -243,6 +236,13 @@ std::string ToolchainDigest(const kiln::v1::Toolchain& toolchain) {
   out.String(toolchain.target_triple());
   out.String(toolchain.cpu());
   strings(toolchain.cpu_features());  // sorted at detection
+  return out.Digest();
+}
+
+std::string CodegenVersionDigest() {
+  Encoder out;
+  out.Int(kCodegenVersion);
+  out.Int(KILN_ABI_VERSION);
   return out.Digest();
 }
 

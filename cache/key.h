@@ -34,6 +34,9 @@ CacheKey ComputeCacheKey(const CodegenInputs& inputs);
 // a request needs only the digest.
 std::string ToolchainDigest(const kiln::v1::Toolchain& toolchain);
 
+// The key's codegen-version component (kCodegenVersion and the ABI version).
+std::string CodegenVersionDigest();
+
 }  // namespace kiln
 
 #endif  // KILN_CACHE_KEY_H_

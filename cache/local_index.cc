@@ -113,6 +113,46 @@ absl::StatusOr<std::optional<Message>> ReadRecord(const std::string& path) {
   return message;
 }
 
+// The names of the record files in the shards below `root`.
+absl::StatusOr<std::vector<std::string>> ListRecords(const std::string& root) {
+  std::vector<std::string> names;
+  DIR* shards = opendir(root.c_str());
+  if (shards == nullptr) {
+    if (errno == ENOENT) return names;
+    return absl::InternalError(absl::StrCat("cannot list ", root, ": ", strerror(errno)));
+  }
+  while (const dirent* shard = readdir(shards)) {
+    if (shard->d_name[0] == '.') continue;
+    const std::string shard_path = absl::StrCat(root, "/", shard->d_name);
+    DIR* files = opendir(shard_path.c_str());
+    if (files == nullptr) continue;  // not a directory: no record lives there
+    while (const dirent* file = readdir(files)) {
+      const absl::string_view name = file->d_name;
+      // Skips "." and "..", and a temporary file of an interrupted write.
+      if (name.find('.') == absl::string_view::npos) names.emplace_back(name);
+    }
+    closedir(files);
+  }
+  closedir(shards);
+  return names;
+}
+
+// Writes `payload` as the record at `path` unless a regular file is there
+// (lstat: a symlink planted there is replaced, as rename replaces the link).
+absl::Status PublishRecord(const std::string& path, const std::string& payload) {
+  struct stat info;
+  if (lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) return absl::OkStatus();
+  RETURN_IF_ERROR(MakeDirectories(Dirname(path), 0700));
+  return WriteFileAtomically(path, EncodeRecord(payload), 0444);
+}
+
+absl::Status RemoveRecord(const std::string& path) {
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return absl::InternalError(absl::StrCat("cannot remove ", path, ": ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string MachineId() {
@@ -127,6 +167,10 @@ std::string LocalIndex::PathFor(const std::string& key) const {
   return absl::StrCat(cache_dir_, "/index/", key.substr(0, 2), "/", key);
 }
 
+std::string LocalIndex::AliasPathFor(const std::string& request_digest) const {
+  return absl::StrCat(cache_dir_, "/requests/", request_digest.substr(0, 2), "/", request_digest);
+}
+
 absl::Status LocalIndex::WriteDescriptor(const kiln::v1::CacheDescriptor& descriptor) const {
   return WriteFileAtomically(cache_dir_ + "/descriptor",
                              EncodeRecord(descriptor.SerializeAsString()), 0444);
@@ -137,20 +181,10 @@ absl::StatusOr<std::optional<kiln::v1::CacheDescriptor>> LocalIndex::ReadDescrip
 }
 
 absl::Status LocalIndex::Publish(const kiln::v1::ArtifactMetadata& metadata) const {
-  const std::string path = PathFor(metadata.key());
-  struct stat info;
-  // lstat: a symlink planted here is replaced (rename replaces the link).
-  if (lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) return absl::OkStatus();
-  RETURN_IF_ERROR(MakeDirectories(Dirname(path), 0700));
-  return WriteFileAtomically(path, EncodeRecord(metadata.SerializeAsString()), 0444);
+  return PublishRecord(PathFor(metadata.key()), metadata.SerializeAsString());
 }
 
-absl::Status LocalIndex::Remove(const std::string& key) const {
-  if (unlink(PathFor(key).c_str()) != 0 && errno != ENOENT) {
-    return absl::InternalError(absl::StrCat("cannot remove ", PathFor(key), ": ", strerror(errno)));
-  }
-  return absl::OkStatus();
-}
+absl::Status LocalIndex::Remove(const std::string& key) const { return RemoveRecord(PathFor(key)); }
 
 absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> LocalIndex::Find(
     const std::string& key) const {
@@ -166,27 +200,35 @@ absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> LocalIndex::Find(
 }
 
 absl::StatusOr<std::vector<std::string>> LocalIndex::Keys() const {
-  std::vector<std::string> keys;
-  const std::string root = cache_dir_ + "/index";
-  DIR* shards = opendir(root.c_str());
-  if (shards == nullptr) {
-    if (errno == ENOENT) return keys;
-    return absl::InternalError(absl::StrCat("cannot list ", root, ": ", strerror(errno)));
+  return ListRecords(cache_dir_ + "/index");
+}
+
+absl::Status LocalIndex::PublishAlias(const std::string& request_digest,
+                                      const std::string& key) const {
+  kiln::v1::RequestAlias alias;
+  alias.set_request_digest(request_digest);
+  alias.set_key(key);
+  return PublishRecord(AliasPathFor(request_digest), alias.SerializeAsString());
+}
+
+absl::Status LocalIndex::RemoveAlias(const std::string& request_digest) const {
+  return RemoveRecord(AliasPathFor(request_digest));
+}
+
+absl::StatusOr<std::optional<std::string>> LocalIndex::FindAlias(
+    const std::string& request_digest) const {
+  const std::string path = AliasPathFor(request_digest);
+  ASSIGN_OR_RETURN(auto alias, ReadRecord<kiln::v1::RequestAlias>(path));
+  if (!alias.has_value()) return std::nullopt;
+  if (alias->request_digest() != request_digest) {
+    return absl::DataLossError(absl::StrCat(path, " holds the alias of request ",
+                                            alias->request_digest(), "; not trusted"));
   }
-  while (const dirent* shard = readdir(shards)) {
-    if (shard->d_name[0] == '.') continue;
-    const std::string shard_path = absl::StrCat(root, "/", shard->d_name);
-    DIR* files = opendir(shard_path.c_str());
-    if (files == nullptr) continue;  // not a directory: no record lives there
-    while (const dirent* file = readdir(files)) {
-      const absl::string_view name = file->d_name;
-      // Skips "." and "..", and a temporary file of an interrupted write.
-      if (name.find('.') == absl::string_view::npos) keys.emplace_back(name);
-    }
-    closedir(files);
-  }
-  closedir(shards);
-  return keys;
+  return alias->key();
+}
+
+absl::StatusOr<std::vector<std::string>> LocalIndex::AliasDigests() const {
+  return ListRecords(cache_dir_ + "/requests");
 }
 
 }  // namespace kiln

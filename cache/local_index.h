@@ -7,6 +7,9 @@
 //                                   (written at start)
 //   <cache>/index/<k[0:2]>/<key>    record of the entry's
 //                                   kiln.v1.ArtifactMetadata
+//   <cache>/requests/<d[0:2]>/<d>   record of kiln.v1.RequestAlias: the key
+//                                   of a request kilnd answered, by its
+//                                   RequestDigest (cache/request_key.h)
 //
 // Every file is one record, so that metadata the loader trusts (signature,
 // scratch size) is never read from a damaged file:
@@ -26,7 +29,9 @@
 //
 // kilnd is the only writer (atomic renames, mode 0444); an index file is
 // published after its object file and the store entry exist, and removed
-// when the entry is evicted or lost. Readers verify the object's digest
+// when the entry is evicted or lost. An alias is published once its key's
+// index file exists and only ever names that key; one whose key is gone is
+// a miss like any other (kilnd removes such aliases at start). Readers verify the object's digest
 // anyway, and fall back to the daemon on any miss or doubt. The cache
 // directory is private to the user, as the socket's is.
 #ifndef KILN_CACHE_LOCAL_INDEX_H_
@@ -64,7 +69,17 @@ class LocalIndex {
   // The keys of every index file, in no particular order.
   absl::StatusOr<std::vector<std::string>> Keys() const;
 
+  // Writes the alias of `request_digest` unless a regular file is there.
+  absl::Status PublishAlias(const std::string& request_digest, const std::string& key) const;
+  absl::Status RemoveAlias(const std::string& request_digest) const;
+  // The key `request_digest` is an alias of; nullopt when it has none, or
+  // an error for a record that cannot be trusted.
+  absl::StatusOr<std::optional<std::string>> FindAlias(const std::string& request_digest) const;
+  // The request digests of every alias, in no particular order.
+  absl::StatusOr<std::vector<std::string>> AliasDigests() const;
+
   std::string PathFor(const std::string& key) const;
+  std::string AliasPathFor(const std::string& request_digest) const;
 
  private:
   const std::string cache_dir_;

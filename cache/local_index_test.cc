@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include "absl/strings/str_cat.h"
 #include "cache/index_reconcile.h"
 #include "cache/memory_store.h"
 #include "common/files.h"
@@ -90,6 +91,28 @@ TEST_F(LocalIndexTest, ASymlinkedRecordIsNotFollowed) {
   EXPECT_TRUE(index.Find("aa01")->has_value());
 }
 
+TEST_F(LocalIndexTest, AnAliasNamesItsKeyAndOnlyUnderItsOwnDigest) {
+  LocalIndex index(dir_);
+  const std::string request = Sha256Hex("request"), other = Sha256Hex("other");
+  ASSERT_TRUE(index.PublishAlias(request, "aa01").ok());
+  EXPECT_EQ(*index.FindAlias(request), "aa01");
+  EXPECT_EQ(*index.FindAlias(other), std::nullopt);
+  EXPECT_EQ(*index.AliasDigests(), std::vector<std::string>{request});
+  EXPECT_TRUE(index.Keys()->empty()) << "aliases are not entries";
+
+  ASSERT_TRUE(MakeDirectories(Dirname(index.AliasPathFor(other)), 0700).ok());
+  ASSERT_EQ(rename(index.AliasPathFor(request).c_str(), index.AliasPathFor(other).c_str()), 0);
+  EXPECT_EQ(
+      index.FindAlias(other).status(),
+      absl::DataLossError(absl::StrCat(index.AliasPathFor(other), " holds the alias of request ",
+                                       request, "; not trusted")));
+  std::string bytes = *ReadFile(index.AliasPathFor(other));
+  bytes.back() ^= 0x01;
+  ASSERT_TRUE(WriteFileAtomically(index.AliasPathFor(other), bytes, 0444).ok());
+  EXPECT_EQ(index.FindAlias(other).status(),
+            absl::DataLossError(index.AliasPathFor(other) + " fails its checksum; not trusted"));
+}
+
 TEST_F(LocalIndexTest, ReconcileRemovesDamagedAndLostRecords) {
   MemoryStore store;
   LocalIndex index(dir_);
@@ -114,6 +137,29 @@ TEST_F(LocalIndexTest, ReconcileRemovesDamagedAndLostRecords) {
   EXPECT_TRUE(index.Find("aa01")->has_value());
   EXPECT_EQ(*index.Find("aa02"), std::nullopt);
   EXPECT_EQ(*index.Find("bb01"), std::nullopt);
+}
+
+TEST_F(LocalIndexTest, ReconcileRemovesAliasesOfKeysNoLongerIndexed) {
+  MemoryStore store;
+  LocalIndex index(dir_);
+  kiln::v1::ArtifactMetadata kept = Entry("aa01");
+  kept.set_digest(Sha256Hex("blob"));
+  ASSERT_TRUE(store.Put(kept, "blob").ok());
+  ASSERT_TRUE(index.Publish(kept).ok());
+  ASSERT_TRUE(index.PublishAlias(Sha256Hex("a"), "aa01").ok());
+  ASSERT_TRUE(index.PublishAlias(Sha256Hex("b"), "aa01").ok());
+  ASSERT_TRUE(index.PublishAlias(Sha256Hex("c"), "cc01").ok());  // evicted since
+  const std::string damaged = index.AliasPathFor(Sha256Hex("b"));
+  std::string bytes = *ReadFile(damaged);
+  bytes.back() ^= 0x01;
+  ASSERT_TRUE(WriteFileAtomically(damaged, bytes, 0444).ok());
+
+  auto result = ReconcileLocalIndex(store, index);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->stale_aliases, 2);
+  EXPECT_EQ(*index.FindAlias(Sha256Hex("a")), "aa01");
+  EXPECT_EQ(*index.FindAlias(Sha256Hex("b")), std::nullopt);
+  EXPECT_EQ(*index.FindAlias(Sha256Hex("c")), std::nullopt);
 }
 
 }  // namespace

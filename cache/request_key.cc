@@ -1,16 +1,24 @@
 #include "cache/request_key.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/guards.h"
 #include "codegen/prepare.h"
+#include "common/sha256.h"
 #include "common/status_macros.h"
 
 namespace kiln {
 
-absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
-                                        const ToolchainDigests& toolchains) {
+namespace {
+
+// The toolchain digest of `request`'s target.
+absl::StatusOr<std::string> TargetToolchainDigest(const kiln::v1::CompileRequest& request,
+                                                  const ToolchainDigests& toolchains) {
   const kiln::v1::Target target = request.options().target();
   if (!IsKnownTarget(target)) {
     return absl::InvalidArgumentError(
@@ -22,11 +30,49 @@ absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
     return absl::FailedPreconditionError(
         absl::StrCat("no toolchain detected for target ", TargetName(target)));
   }
+  return toolchain->second;
+}
+
+// Length-prefixed, so that no two field sequences hash the same bytes.
+void HashField(Sha256& hasher, absl::string_view bytes) {
+  const uint64_t length = bytes.size();
+  hasher.Update(absl::string_view(reinterpret_cast<const char*>(&length), sizeof(length)));
+  hasher.Update(bytes);
+}
+
+std::string DeterministicBytes(const google::protobuf::MessageLite& message) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&out);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RequestDigest(const kiln::v1::CompileRequest& request,
+                                          const ToolchainDigests& toolchains) {
+  ASSIGN_OR_RETURN(const std::string toolchain, TargetToolchainDigest(request, toolchains));
+  Sha256 hasher;
+  HashField(hasher, absl::StrCat("kiln-request-digest 1 key-format ", kKeyFormatVersion));
+  HashField(hasher, toolchain);
+  HashField(hasher, CodegenVersionDigest());
+  HashField(hasher, DeterministicBytes(request.graph()));
+  HashField(hasher, DeterministicBytes(request.guards()));
+  HashField(hasher, DeterministicBytes(request.options()));
+  return hasher.HexDigest();
+}
+
+absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
+                                        const ToolchainDigests& toolchains) {
   KeyedRequest keyed;
+  ASSIGN_OR_RETURN(keyed.inputs.toolchain_digest, TargetToolchainDigest(request, toolchains));
   ASSIGN_OR_RETURN(keyed.inputs.graph, PrepareGraph(request.graph()));
   ASSIGN_OR_RETURN(keyed.inputs.guards, ResolveGuards(keyed.inputs.graph, request.guards()));
   keyed.inputs.options = request.options();
-  keyed.inputs.toolchain_digest = toolchain->second;
   keyed.key = ComputeCacheKey(keyed.inputs);
   return keyed;
 }

@@ -43,6 +43,18 @@ struct KeyedRequest {
 absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
                                         const ToolchainDigests& toolchains);
 
+// What `request` asks for, as SHA-256 (hex) of the exact bytes of its graph,
+// guards and options (deterministic serialization), with its target's
+// toolchain digest, the codegen version and the key's format version:
+// cheap, as it prepares nothing.
+// Not a key: requests that differ only in names or node order have other
+// digests and one key. kilnd records each answered request's digest with
+// its key (LocalIndex::PublishAlias), so that a fresh process that sends
+// the same request again finds the key without preparing the graph. Errors
+// as KeyRequest's for the target.
+absl::StatusOr<std::string> RequestDigest(const kiln::v1::CompileRequest& request,
+                                          const ToolchainDigests& toolchains);
+
 ToolchainDigests DigestToolchains(const TargetToolchains& toolchains);
 
 // The digests a cache descriptor lists (cache/local_index.h), and a

@@ -214,7 +214,14 @@ absl::Status Client::ConnectLocked() {
   ucred peer;
   ASSIGN_OR_RETURN(std::unique_ptr<kiln::v1::Kiln::Stub> stub,
                    ConnectStub(socket_path, *trusted_, &peer));
-  ASSIGN_OR_RETURN(kiln::v1::HelloResponse hello, Hello(*stub, options_.client_name));
+  absl::StatusOr<kiln::v1::HelloResponse> answered = Hello(*stub, options_.client_name);
+  if (answered.status().code() == absl::StatusCode::kCancelled) {
+    // A draining kilnd cancels calls that reach it after its listener
+    // closed: as good as nobody listening (its successor will).
+    return absl::UnavailableError(
+        absl::StrCat("kilnd on ", socket_path, " is shutting down: ", answered.status().message()));
+  }
+  ASSIGN_OR_RETURN(kiln::v1::HelloResponse hello, std::move(answered));
   if (hello.protocol_version() == kProtocolVersion && hello.abi_version() == KILN_ABI_VERSION) {
     hello_ = std::move(hello);
     stub_ = std::move(stub);
@@ -342,11 +349,21 @@ std::optional<kiln::v1::CompileResponse> Client::FindLocal(
     if (toolchains_ == nullptr) return std::nullopt;
     toolchains = toolchains_;
   }
-  // The daemon's key computation (cache/request_key.h): a graph it would
-  // refuse is left for it to refuse, with its message.
-  const absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, *toolchains);
-  if (!keyed.ok()) return std::nullopt;
-  auto entry = index.Find(keyed->key.key);
+  // A request kilnd has answered before names its key (an alias), and
+  // nothing needs preparing; otherwise the daemon's key computation
+  // (cache/request_key.h): a graph it would refuse is left for it to
+  // refuse, with its message.
+  std::optional<std::string> key;
+  if (const absl::StatusOr<std::string> digest = RequestDigest(request, *toolchains); digest.ok()) {
+    absl::StatusOr<std::optional<std::string>> alias = index.FindAlias(*digest);
+    if (alias.ok()) key = *std::move(alias);
+  }
+  if (!key.has_value()) {
+    absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, *toolchains);
+    if (!keyed.ok()) return std::nullopt;
+    key = std::move(keyed->key.key);
+  }
+  auto entry = index.Find(*key);
   if (!entry.ok() || !entry->has_value()) return std::nullopt;
   kiln::v1::CompileResponse response;
   response.set_object_path(
@@ -373,22 +390,24 @@ absl::StatusOr<Response> Call(kiln::v1::Kiln::Stub& stub, Method method, const R
 
 template <typename Request, typename Response, typename Method>
 absl::StatusOr<Response> Client::Rpc(Method method, const Request& request) {
-  ASSIGN_OR_RETURN(std::shared_ptr<kiln::v1::Kiln::Stub> stub, Stub());
-  absl::StatusOr<Response> response =
-      Call<Request, Response>(*stub, method, request, options_.rpc_timeout);
-  const absl::StatusCode code = response.status().code();
-  if (code != absl::StatusCode::kUnavailable && code != absl::StatusCode::kCancelled) {
-    return response;
-  }
-  // The daemon went away (idle timeout, a restart: a draining daemon refuses
-  // queued compiles and cancels what outlives its drain, after storing it):
-  // connect again, starting one if allowed, and retry once.
-  {
+  // The daemon may go away under a call (idle timeout, a restart: a
+  // draining daemon refuses queued compiles and cancels what outlives its
+  // drain, after storing it), or a reconnect may reach it in the moment
+  // before its listener closes: connect again — waiting for its successor,
+  // starting one if allowed — and retry. Every call is idempotent.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    ASSIGN_OR_RETURN(std::shared_ptr<kiln::v1::Kiln::Stub> stub, Stub());
+    absl::StatusOr<Response> response =
+        Call<Request, Response>(*stub, method, request, options_.rpc_timeout);
+    const absl::StatusCode code = response.status().code();
+    if ((code != absl::StatusCode::kUnavailable && code != absl::StatusCode::kCancelled) ||
+        attempt == kAttempts) {
+      return response;
+    }
     absl::MutexLock lock(&mutex_);
     if (stub_ == stub) stub_.reset();
   }
-  ASSIGN_OR_RETURN(stub, Stub());
-  return Call<Request, Response>(*stub, method, request, options_.rpc_timeout);
 }
 
 absl::StatusOr<kiln::v1::CompileResponse> Client::Compile(const kiln::v1::CompileRequest& request) {

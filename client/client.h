@@ -98,8 +98,8 @@ class Client {
   // The connected stub, connecting (and auto-starting) on first use.
   // Shared: a reconnect may replace it while another thread's call runs.
   absl::StatusOr<std::shared_ptr<kiln::v1::Kiln::Stub>> Stub();
-  // One RPC; on Unavailable, reconnects (auto-starting kilnd) and retries
-  // once.
+  // One RPC; on Unavailable or Cancelled (kilnd went away), reconnects
+  // (auto-starting kilnd) and retries, three attempts in all.
   template <typename Request, typename Response, typename Method>
   absl::StatusOr<Response> Rpc(Method method, const Request& request);
 

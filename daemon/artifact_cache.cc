@@ -98,6 +98,22 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
   if (!keyed.ok()) return done(keyed.status());
   auto inputs = std::make_shared<CodegenInputs>(std::move(keyed->inputs));
   const CacheKey key = std::move(keyed->key);
+  // Once answered, the next process that sends this request finds its key
+  // without preparing the graph (local_index.h). Written only the first
+  // time, and before the reply, so that it never outlives the cache.
+  absl::StatusOr<std::string> request_digest = RequestDigest(request, toolchain_digests_);
+  if (request_digest.ok()) {
+    done = [this, request_digest = *std::move(request_digest), key = key.key,
+            done = std::move(done)](absl::StatusOr<kiln::v1::CompileResponse> response) {
+      if (response.ok()) {
+        const absl::Status published = index_.PublishAlias(request_digest, key);
+        if (!published.ok()) {
+          KILN_LOG(WARNING) << "cannot index a request of " << key << ": " << published;
+        }
+      }
+      done(std::move(response));
+    };
+  }
   const bool want_bytes = request.want_bytes();
 
   auto stored = FindStored(key.key, want_bytes, request.repair());

@@ -228,12 +228,16 @@ absl::Status Serve() {
         break;
       }
     }
+    // New clients find no socket and wait for the lock's next holder;
+    // gRPC would otherwise accept their connections and cancel their calls
+    // for the whole drain. (No successor binds before this process exits:
+    // the lock is held until then.)
+    unlink(socket.c_str());
     cache.Shutdown();  // no new compiles; running ones finish
     server->Shutdown(absl::ToChronoTime(absl::Now() + absl::GetFlag(FLAGS_drain_timeout)));
   });
   server->Wait();
   supervisor.join();
-  unlink(socket.c_str());
   KILN_LOG(INFO) << "kilnd stopped";
   return absl::OkStatus();
 }

@@ -200,6 +200,20 @@ class KeyAgreementTest : public ::testing::Test {
       } else {
         EXPECT_NE(key, *unsalted) << "the salt is part of the key";
       }
+      // The daemon's alias of this exact request names its key.
+      const absl::StatusOr<std::string> digest =
+          RequestDigest(request, DigestToolchains(TestToolchains()));
+      if (!digest.ok()) {
+        ADD_FAILURE() << digest.status();
+        continue;
+      }
+      const LocalIndex index(dir_);
+      EXPECT_EQ(*index.FindAlias(*digest), key);
+      const std::optional<kiln::v1::CompileResponse> aliased = client_->FindLocal(request);
+      EXPECT_TRUE(aliased.has_value()) << "the client computes another request digest";
+      if (aliased.has_value()) EXPECT_EQ(aliased->artifact().key(), key);
+      // Without the alias, the client keys the request itself.
+      EXPECT_TRUE(index.RemoveAlias(*digest).ok());
       const std::optional<kiln::v1::CompileResponse> local = client_->FindLocal(request);
       if (!local.has_value()) {
         ADD_FAILURE() << "the client's local path computes another key than the daemon's " << key
