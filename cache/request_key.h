@@ -10,7 +10,7 @@
 //   toolchain digest of request.options.target  -------------+  ComputeCacheKey
 //     (kilnd's; a client reads them from the cache descriptor)
 //
-// Everything else in the request (want_bytes, repair) says how to answer,
+// Everything else in the request (want_bytes, repair, priority) says how to answer,
 // not what to build, and stays out of the key.
 #ifndef KILN_CACHE_REQUEST_KEY_H_
 #define KILN_CACHE_REQUEST_KEY_H_

@@ -135,6 +135,9 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
   // thread of their own (daemon/compile_queue.h).
   CompileQueue::JobOptions job;
   job.cost = static_cast<int64_t>(inputs->graph.nodes.size());
+  job.priority = request.priority() == kiln::v1::CompileRequest::PRIORITY_WARMUP
+                     ? CompileQueue::kBackground
+                     : CompileQueue::kInteractive;
   // A request that wants the bytes inline joins only jobs that fetch them.
   const bool joined = queue_.Submit(
       want_bytes ? key.key + "+bytes" : key.key,

@@ -1,0 +1,169 @@
+#include "client/warmup_plan.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "common/graph_file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+
+class WarmupPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = MakeTempDirectory("/tmp/kiln-planXXXXXX");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+    auto graph = ReadGraphFile("examples/tail_dynamic.json");  // x: [s0, 64]
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    graph_ = *graph;
+    WriteGraph("tail.json", graph_);
+  }
+  void TearDown() override { RemoveRecursively(dir_).IgnoreError(); }
+
+  void WriteGraph(const std::string& name, const kiln::v1::Graph& graph) {
+    std::string json;
+    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(graph, &json).ok());
+    ASSERT_TRUE(WriteFileAtomically(dir_ + "/" + name, json, 0644).ok());
+  }
+
+  absl::StatusOr<std::vector<WarmupCompile>> Expand(const std::string& json) {
+    const std::string path = dir_ + "/plan.json";
+    EXPECT_TRUE(WriteFileAtomically(path, json, 0644).ok());
+    auto plan = ReadWarmupPlan(path);
+    if (!plan.ok()) return plan.status();
+    return ExpandWarmupPlan(*plan, dir_);
+  }
+
+  static bool IsStatic(const kiln::v1::Graph& graph) {
+    for (const auto& input : graph.inputs()) {
+      for (const auto& dim : input.type().sizes()) {
+        if (dim.kind_case() != kiln::v1::Dim::kConstant) return false;
+      }
+    }
+    return true;
+  }
+
+  std::string dir_;
+  kiln::v1::Graph graph_;
+};
+
+TEST_F(WarmupPlanTest, SizesAreTheUnionOfTheListAndTheRulesSorted) {
+  kiln::v1::SymbolSizes sizes;
+  sizes.add_sizes(48);
+  sizes.add_sizes(3);
+  sizes.mutable_powers_of_two()->set_from(3);
+  sizes.mutable_powers_of_two()->set_to(40);
+  sizes.mutable_multiples()->set_of(16);
+  sizes.mutable_multiples()->set_up_to(64);
+  EXPECT_EQ(*ExpandSizes(sizes), (std::vector<int64_t>{3, 4, 8, 16, 32, 48, 64}));
+}
+
+TEST_F(WarmupPlanTest, EmptyInvertedAndNonPositiveSizesAreRefused) {
+  kiln::v1::SymbolSizes sizes;
+  EXPECT_EQ(ExpandSizes(sizes).status(),
+            absl::InvalidArgumentError("no sizes: give `sizes`, `powersOfTwo` or `multiples`"));
+  sizes.mutable_powers_of_two()->set_from(64);
+  sizes.mutable_powers_of_two()->set_to(8);
+  EXPECT_EQ(ExpandSizes(sizes).status(),
+            absl::InvalidArgumentError(
+                "powersOfTwo from 64 to 8 is empty (needs 1 <= from <= to)"));
+  sizes.Clear();
+  sizes.mutable_multiples()->set_of(0);
+  sizes.mutable_multiples()->set_up_to(8);
+  EXPECT_THAT(ExpandSizes(sizes).status().message(), HasSubstr("multiples of 0 up to 8 is empty"));
+  sizes.Clear();
+  sizes.add_sizes(0);
+  EXPECT_EQ(ExpandSizes(sizes).status(), absl::InvalidArgumentError("size 0 is below 1"));
+}
+
+TEST_F(WarmupPlanTest, StaticBucketsAreTheGraphSpecializedToEachSize) {
+  auto compiles = Expand(R"({"graphs": [{"graph": "tail.json",
+      "symbols": [{"symbol": "s0", "powersOfTwo": {"from": 1, "to": 8}}]}]})");
+  ASSERT_TRUE(compiles.ok()) << compiles.status();
+  ASSERT_EQ(compiles->size(), 4);
+  const int64_t expected[] = {1, 2, 4, 8};
+  for (int i = 0; i < 4; ++i) {
+    const WarmupCompile& compile = (*compiles)[i];
+    EXPECT_EQ(compile.name, absl::StrCat("graphs[0] tail.json s0=", expected[i]));
+    const kiln::v1::Graph& graph = compile.request.graph();
+    ASSERT_TRUE(IsStatic(graph)) << compile.name;
+    EXPECT_EQ(graph.inputs(0).type().sizes(0).constant(), expected[i]);
+    EXPECT_EQ(compile.request.priority(), kiln::v1::CompileRequest::PRIORITY_WARMUP);
+    EXPECT_EQ(compile.buckets.size(), 1);
+  }
+}
+
+TEST_F(WarmupPlanTest, SymbolicBucketsShareTheSymbolicArtifactButSizeOneIsStatic) {
+  auto compiles = Expand(R"({"graphs": [{"graph": "tail.json", "serve": "SERVE_SYMBOLIC",
+      "target": "TARGET_X86_64_V3", "symbols": [{"symbol": "s0", "sizes": ["1", "16", "32"]}]}]})");
+  ASSERT_TRUE(compiles.ok()) << compiles.status();
+  ASSERT_EQ(compiles->size(), 2);
+  EXPECT_EQ((*compiles)[0].name, "graphs[0] tail.json s0=1");
+  EXPECT_TRUE(IsStatic((*compiles)[0].request.graph()));
+  EXPECT_EQ((*compiles)[1].name, "graphs[0] tail.json symbolic");
+  EXPECT_EQ((*compiles)[1].buckets.size(), 2);
+  EXPECT_EQ((*compiles)[1].request.graph().SerializeAsString(), graph_.SerializeAsString())
+      << "the graph as traced";
+  EXPECT_EQ((*compiles)[1].request.options().target(), kiln::v1::TARGET_X86_64_V3);
+}
+
+TEST_F(WarmupPlanTest, ErrorsNameThePlanEntry) {
+  EXPECT_EQ(Expand(R"({"graphs": []})").status(),
+            absl::InvalidArgumentError("the plan lists no graphs"));
+  auto missing = Expand(R"({"graphs": [{"graph": "gone.json",
+      "symbols": [{"symbol": "s0", "sizes": ["2"]}]}]})");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("graphs[0] gone.json: "));
+  EXPECT_EQ(Expand(R"({"graphs": [{"graph": "tail.json", "symbols": [{"symbol": "s0",
+      "sizes": ["2"]}]}, {"graph": "tail.json", "symbols": [{"symbol": "B", "sizes": ["2"]}]}]})")
+                .status(),
+            absl::InvalidArgumentError("graphs[1] tail.json symbol 'B': not a symbolic dim of the "
+                                       "graph's inputs (its symbols: s0)"));
+  EXPECT_EQ(Expand(R"({"graphs": [{"graph": "tail.json", "symbols": [{"symbol": "s0",
+      "sizes": ["2"]}, {"symbol": "s0", "sizes": ["4"]}]}]})")
+                .status(),
+            absl::InvalidArgumentError("graphs[0] tail.json symbol 's0': listed twice"));
+  EXPECT_EQ(Expand(R"({"graphs": [{"graph": "tail.json", "symbols": [{"symbol": "s0"}]}]})")
+                .status(),
+            absl::InvalidArgumentError("graphs[0] tail.json symbol 's0': no sizes: give `sizes`, "
+                                       "`powersOfTwo` or `multiples`"));
+  EXPECT_EQ(Expand(R"({"graphs": [{"graph": "tail.json"}]})").status(),
+            absl::InvalidArgumentError("graphs[0] tail.json: lists no symbol sizes"));
+  EXPECT_THAT(Expand(R"({"graphs": [{"graph": "tail.json", "bucket": 3}]})").status().message(),
+              HasSubstr("plan.json: not a Kiln warmup plan (protobuf JSON)"));
+}
+
+TEST_F(WarmupPlanTest, ASymbolicBucketMustKeepTheGraphsRelationsAStaticOneNeedNot) {
+  kiln::v1::Graph bounded = graph_;
+  auto* range = bounded.add_relations()->mutable_range();
+  range->set_symbol("s0");
+  range->set_min(2);
+  range->set_max(64);
+  auto* divisible = bounded.add_relations()->mutable_divisible();
+  divisible->set_symbol("s0");
+  divisible->set_divisor(8);
+  WriteGraph("bounded.json", bounded);
+  EXPECT_EQ(Expand(R"({"graphs": [{"graph": "bounded.json", "serve": "SERVE_SYMBOLIC",
+      "symbols": [{"symbol": "s0", "sizes": ["16", "128"]}]}]})")
+                .status(),
+            absl::InvalidArgumentError("graphs[0] bounded.json bucket s0=128: breaks the graph's "
+                                       "relation 2 <= s0 <= 64; make it a static bucket"));
+  EXPECT_EQ(Expand(R"({"graphs": [{"graph": "bounded.json", "serve": "SERVE_SYMBOLIC",
+      "symbols": [{"symbol": "s0", "sizes": ["12"]}]}]})")
+                .status(),
+            absl::InvalidArgumentError("graphs[0] bounded.json bucket s0=12: breaks the graph's "
+                                       "relation s0 % 8 == 0; make it a static bucket"));
+  auto compiles = Expand(R"({"graphs": [{"graph": "bounded.json",
+      "symbols": [{"symbol": "s0", "sizes": ["12", "128"]}]}]})");
+  ASSERT_TRUE(compiles.ok()) << compiles.status();
+  EXPECT_EQ(compiles->size(), 2);
+}
+
+}  // namespace
+}  // namespace kiln
