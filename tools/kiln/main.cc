@@ -1,5 +1,6 @@
 // kiln: the Kiln command-line tool (compile, run, explain; cache admin).
 #include <google/protobuf/util/json_util.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -27,10 +28,12 @@
 #include "common/graph_file.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "tools/kiln/warmup.h"
 #include "tools/reference/reference.h"
 #include "tools/reference/tensor_data.h"
 
-ABSL_FLAG(bool, json, false, "Print machine-readable JSON (stats, ls, show, compile).");
+ABSL_FLAG(bool, json, false,
+          "Print machine-readable JSON (stats, ls, show, compile; warmup: a summary object).");
 ABSL_FLAG(std::string, socket, "",
           "kilnd's socket (default: $KILN_SOCKET or the per-user default).");
 ABSL_FLAG(std::string, cache_dir, "", "Cache directory for an auto-started kilnd.");
@@ -48,6 +51,9 @@ ABSL_FLAG(double, atol, -1, "run --reference: absolute tolerance (default: by dt
 ABSL_FLAG(bool, asm, false, "explain: also print the assembly clang generates.");
 ABSL_FLAG(std::string, salt, "",
           "compile/run: a salt that enters the cache key (forces a compile).");
+ABSL_FLAG(int, jobs, 8,
+          "warmup: compile requests in flight at once (kilnd's --compile_jobs bounds how many "
+          "compile).");
 ABSL_FLAG(std::string, target, "native",
           "compile/run/explain: the CPUs to compile for: native (this host's, 512-bit vectors "
           "where it has AVX-512), x86-64-v3 (AVX2) or x86-64-v4 (AVX-512); a portable level's "
@@ -411,6 +417,16 @@ absl::Status Evict(const Args& args) {
   return absl::OkStatus();
 }
 
+absl::Status Warmup(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 1, "kiln warmup PLAN.json"));
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  WarmupOptions options;
+  options.jobs = absl::GetFlag(FLAGS_jobs);
+  options.json = absl::GetFlag(FLAGS_json);
+  options.terminal = isatty(STDERR_FILENO);
+  return RunWarmup(args[0], *client, options, std::cout, std::cerr);
+}
+
 absl::Status Ops(const Args& args) {
   RETURN_IF_ERROR(NeedArgs(args, 0, "kiln ops"));
   std::cout << ops::OpsMarkdown();
@@ -457,6 +473,12 @@ const std::map<std::string, Command>& Commands() {
         Stats}},
       {"ls", {"", "list cache entries", {"json", KILN_DAEMON_FLAGS}, "kiln ls", List}},
       {"ops", {"", "the supported ops, as Markdown (docs/OPS.md)", {}, "kiln ops > ops.md", Ops}},
+      {"warmup",
+       {"PLAN.json",
+        "compile every bucket of a warmup plan ahead of traffic (docs/WARMUP.md)",
+        {"jobs", "json", KILN_DAEMON_FLAGS},
+        "kiln warmup examples/warmup.json --jobs=4",
+        Warmup}},
       {"show",
        {"KEY",
         "one entry's metadata (a unique key prefix will do)",
