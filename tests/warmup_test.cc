@@ -1,11 +1,16 @@
 // `kiln warmup` through a real kilnd: a plan warmed, then re-run as all
 // hits; a warmed bucket is a local hit for a serving process; failures are
 // listed with their reasons; progress on a terminal and the JSON summary.
+#include "tools/kiln/warmup.h"
+
 #include <google/protobuf/util/json_util.h>
+#include <signal.h>
 
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "client/client.h"
 #include "client/compiled_graph.h"
 #include "client/warmup_plan.h"
@@ -15,7 +20,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_fixture.h"
-#include "tools/kiln/warmup.h"
 
 namespace kiln {
 namespace {
@@ -113,9 +117,81 @@ TEST_F(WarmupTest, FailuresAreListedWithTheirReasons) {
   std::string out, progress;
   const absl::Status status = Warm(out, progress);
   EXPECT_EQ(status.code(), absl::StatusCode::kAborted);
-  EXPECT_THAT(status.message(), HasSubstr("1 of 2 compiles failed:\n  graphs[1] broken.json s0=2: "));
+  EXPECT_THAT(status.message(),
+              HasSubstr("1 of 2 compiles failed:\n  graphs[1] broken.json s0=2: "));
   EXPECT_THAT(status.message(), HasSubstr("aten.no_such_op.default"));
   EXPECT_THAT(out, HasSubstr("\"compiled\": 1, \"failed\": 1"));
+}
+
+// Sixteen static buckets of a graph whose compiles take a while each.
+constexpr char kLongPlan[] = R"({"graphs": [{"graph": "tail.json",
+    "symbols": [{"symbol": "s0", "multiples": {"of": 3, "upTo": 48}}]}]})";
+
+TEST_F(WarmupTest, AnInteractiveMissIsServedWhileAWarmupRuns) {
+  daemon_.Kill(SIGKILL);
+  ASSERT_TRUE(daemon_.Start({"--compile_jobs=2"}).ok());
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  client_ = *std::move(client);
+  ASSERT_TRUE(WriteFileAtomically(plan_, kLongPlan, 0644).ok());
+  absl::Notification warmed;
+  std::string out, progress;
+  absl::Status warmup = absl::UnknownError("not run");
+  std::thread thread([&] {
+    warmup = Warm(out, progress);
+    warmed.Notify();
+  });
+  // Once the warmup has compiles queued, an interactive miss: warmup jobs
+  // may hold one of the two threads at most, so it runs at once.
+  while (true) {
+    auto stats = client_->Stats();
+    ASSERT_TRUE(stats.ok());
+    if (stats->compiles() > 0) break;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  auto graph = ReadGraphFile("examples/f.json");
+  ASSERT_TRUE(graph.ok());
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = *graph;
+  request.mutable_options()->set_salt("interactive");
+  auto miss = client_->Compile(request);
+  const bool warmup_still_running = !warmed.HasBeenNotified();
+  thread.join();
+  ASSERT_TRUE(miss.ok()) << miss.status();
+  EXPECT_FALSE(miss->cache_hit());
+  EXPECT_TRUE(warmup_still_running) << "the miss waited for the whole warmup";
+  EXPECT_TRUE(warmup.ok()) << warmup;
+  EXPECT_THAT(out, HasSubstr("\"compiled\": 16, \"failed\": 0"));
+}
+
+TEST_F(WarmupTest, AWarmupFinishesAcrossADaemonRestart) {
+  daemon_.Kill(SIGKILL);
+  ASSERT_TRUE(daemon_.Start({"--compile_jobs=1"}).ok());
+  const pid_t old_pid = daemon_.pid();
+  ClientOptions options;  // as a user's CLI: starts kilnd when none answers
+  options.socket_path = daemon_.socket_path();
+  options.cache_dir = daemon_.cache_dir();
+  options.daemon_path = kKilndPath;
+  client_ = Client::Open(options);
+  ASSERT_TRUE(WriteFileAtomically(plan_, kLongPlan, 0644).ok());
+  std::string out, progress;
+  absl::Status warmup = absl::UnknownError("not run");
+  std::thread thread([&] { warmup = Warm(out, progress); });
+  while (true) {
+    auto stats = client_->Stats();
+    ASSERT_TRUE(stats.ok());
+    if (stats->compiles() > 0) break;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  kill(old_pid, SIGTERM);  // an upgrade, say: queued compiles are refused
+  thread.join();
+  EXPECT_EQ(daemon_.WaitForExit(), 0);
+  auto hello = client_->daemon();
+  ASSERT_TRUE(hello.ok()) << hello.status();
+  EXPECT_NE(hello->pid(), old_pid);
+  kill(hello->pid(), SIGKILL);  // nobody's child: stopped here
+  EXPECT_TRUE(warmup.ok()) << warmup;
+  EXPECT_THAT(out, HasSubstr("\"failed\": 0, \"cancelled\": 0"));
 }
 
 TEST_F(WarmupTest, TheCommandLineSaysWhatItDid) {
@@ -124,10 +200,12 @@ TEST_F(WarmupTest, TheCommandLineSaysWhatItDid) {
   EXPECT_EQ(cli->exit_code, 0) << cli->output;
   EXPECT_THAT(cli->output,
               HasSubstr("warmed 6 buckets with 5 compiles: 0 hits, 5 compiled, 0 failed in "));
-  cli = daemon_.RunTool({kKilnCliPath, "warmup", daemon_.root() + "/missing.json", "--start=false"});
+  cli =
+      daemon_.RunTool({kKilnCliPath, "warmup", daemon_.root() + "/missing.json", "--start=false"});
   ASSERT_TRUE(cli.ok()) << cli.status();
   EXPECT_EQ(cli->exit_code, 1);
-  EXPECT_THAT(cli->output, HasSubstr("kiln warmup: cannot open " + daemon_.root() + "/missing.json"));
+  EXPECT_THAT(cli->output,
+              HasSubstr("kiln warmup: cannot open " + daemon_.root() + "/missing.json"));
 }
 
 }  // namespace
