@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "client/warmup_plan.h"
 #include "codegen/limits.h"
 #include "codegen/prepare.h"
 #include "codegen/retype.h"
@@ -37,13 +39,57 @@ CompiledGraph::CompiledGraph(Client* client, kiln::v1::Graph graph,
 absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Prepare() {
   {
     absl::ReaderMutexLock lock(&mutex_);
-    if (!entries_.empty()) {
+    if (given_ != nullptr) {
       PrepareResult result;
       result.already_loaded = true;
       return result;
     }
   }
   return Load(graph_);
+}
+
+absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
+    const kiln::v1::WarmupGraph& buckets) {
+  ASSIGN_OR_RETURN(const std::vector<WarmupCompile> compiles,
+                   ExpandWarmupGraph(graph_, buckets, graph_.name()));
+  WarmupResult result;
+  for (const WarmupCompile& compile : compiles) {
+    absl::StatusOr<PrepareResult> loaded = Load(compile.request.graph());
+    if (!loaded.ok()) {
+      return absl::Status(loaded.status().code(),
+                          absl::StrCat(compile.name, ": ", loaded.status().message()));
+    }
+    if (loaded->loaded) {
+      ++result.entries;
+      result.local += loaded->local;
+      absl::MutexLock lock(&mutex_);
+      ++warmed_entries_;
+    }
+    for (const std::map<std::string, int64_t>& bucket : compile.buckets) {
+      std::vector<Tensor> inputs;
+      std::vector<TensorView> views;
+      for (const kiln::v1::Input& input : graph_.inputs()) {
+        std::vector<int64_t> sizes;
+        for (const kiln::v1::Dim& dim : input.type().sizes()) {
+          sizes.push_back(dim.kind_case() == kiln::v1::Dim::kSymbol
+                              ? bucket.at(dim.symbol()) * std::max<int64_t>(dim.multiplier(), 1)
+                              : dim.constant());
+        }
+        ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(input.type().dtype(), std::move(sizes)));
+        std::memset(tensor.view().data, 0, tensor.NumBytes());
+        inputs.push_back(std::move(tensor));
+        views.push_back(inputs.back().view());
+      }
+      const absl::StatusOr<std::vector<Tensor>> ran = Run(views);
+      if (!ran.ok()) {
+        return absl::Status(
+            ran.status().code(),
+            absl::StrCat(compile.name, ": running bucket: ", ran.status().message()));
+      }
+      ++result.buckets;
+    }
+  }
+  return result;
 }
 
 absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1::Graph& graph) {
@@ -88,10 +134,22 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
   }
   absl::MutexLock lock(&mutex_);
   // Another thread may have loaded the same artifact meanwhile.
+  const Entry* present = nullptr;
   for (const auto& existing : entries_) {
-    if (existing->artifact->metadata.key() == entry->artifact->metadata.key()) return result;
+    if (existing->artifact->metadata.key() == entry->artifact->metadata.key()) {
+      present = existing.get();
+    }
   }
-  entries_.push_back(std::move(entry));
+  if (present == nullptr) {
+    auto position = entries_.end();
+    if (entry->guards.num_symbols() == 0) {
+      position = std::find_if(entries_.begin(), entries_.end(),
+                              [](const auto& other) { return other->guards.num_symbols() > 0; });
+    }
+    present = entries_.insert(position, std::move(entry))->get();
+    result.loaded = true;
+  }
+  if (&graph == &graph_) given_ = present;
   return result;
 }
 
@@ -119,10 +177,10 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindGuardedEntry(
     }
     // The complaint of the graph as given (the first entry), as the
     // caller's error if nothing fits.
-    if (entries_.empty()) {
+    if (given_ == nullptr) {
       miss = absl::NotFoundError("not loaded");
     } else {
-      entries_.front()->guards.Check(inputs, symbols, &miss);
+      given_->guards.Check(inputs, symbols, &miss);
     }
   }
   if (miss.code() == absl::StatusCode::kNotFound) {
@@ -136,7 +194,7 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindGuardedEntry(
   } else {
     {
       absl::ReaderMutexLock lock(&mutex_);
-      RETURN_IF_ERROR(CheckRecompileLimit(entries_.size(), miss));
+      RETURN_IF_ERROR(CheckRecompileLimit(entries_.size() - warmed_entries_, miss));
     }
     const absl::Status respecialized = Respecialize(inputs);
     if (!respecialized.ok()) return miss;
@@ -295,10 +353,17 @@ absl::StatusOr<CompiledGraph::DirectCall> CompiledGraph::DirectCallForBenchmark(
   return DirectCall{entry->artifact->run, runtime_->table(), arena};
 }
 
+absl::StatusOr<kiln::v1::ArtifactMetadata> CompiledGraph::ArtifactFor(
+    absl::Span<const TensorView> inputs) {
+  Symbols symbols;
+  ASSIGN_OR_RETURN(const Entry* entry, FindEntry(inputs, symbols));
+  return entry->artifact->metadata;
+}
+
 absl::StatusOr<kiln::v1::ArtifactMetadata> CompiledGraph::artifact() const {
   absl::ReaderMutexLock lock(&mutex_);
-  if (entries_.empty()) return absl::FailedPreconditionError("not compiled yet: call Prepare");
-  return entries_.front()->artifact->metadata;
+  if (given_ == nullptr) return absl::FailedPreconditionError("not compiled yet: call Prepare");
+  return given_->artifact->metadata;
 }
 
 }  // namespace kiln

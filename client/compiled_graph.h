@@ -44,6 +44,7 @@
 #include "client/tensor.h"
 #include "codegen/ir.h"
 #include "proto/graph.pb.h"
+#include "proto/warmup.pb.h"
 
 namespace kiln {
 
@@ -58,10 +59,26 @@ class CompiledGraph {
     bool local = false;           // found in the local index: no round trip
     double fetch_ms = 0;          // the Compile RPC
     double load_ms = 0;           // digest check + dlopen
+    bool loaded = false;          // a new entry (not one another thread loaded meanwhile)
   };
   // Fetches (compiling on a miss) and loads the artifact now rather than on
   // the first Run: warm-up before traffic arrives.
   absl::StatusOr<PrepareResult> Prepare();
+
+  struct WarmupResult {
+    int buckets = 0;  // buckets run once
+    int entries = 0;  // artifacts loaded for them
+    int local = 0;    // of those, found in the local index (no round trip)
+  };
+  // Makes every bucket of `buckets` (a warmup plan entry for this graph,
+  // client/warmup_plan.h; its `graph` and `target` are not read: this
+  // graph and its options apply) ready before traffic: fetches and loads
+  // each bucket's artifact (compiling misses through kilnd) and runs it
+  // once on zero inputs of the bucket's sizes on the calling thread, so
+  // that the first real call on this thread does no RPC, no dlopen and no
+  // first touch of its scratch. Warmed entries do not count against the
+  // specialization limit. Errors name the bucket.
+  absl::StatusOr<WarmupResult> Warmup(const kiln::v1::WarmupGraph& buckets);
 
   // Runs with outputs allocated here.
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs);
@@ -79,7 +96,10 @@ class CompiledGraph {
   };
   absl::StatusOr<DirectCall> DirectCallForBenchmark(absl::Span<const TensorView> inputs);
 
-  // The metadata of the loaded artifact (after Prepare or a Run).
+  // The metadata of the artifact Run would call for `inputs` (loading or
+  // specializing one as Run would).
+  absl::StatusOr<kiln::v1::ArtifactMetadata> ArtifactFor(absl::Span<const TensorView> inputs);
+  // The metadata of the graph's own artifact (after Prepare or a Run).
   absl::StatusOr<kiln::v1::ArtifactMetadata> artifact() const;
   const kiln::v1::Graph& graph() const { return graph_; }
 
@@ -123,7 +143,12 @@ class CompiledGraph {
   Runtime* const runtime_;
 
   mutable absl::Mutex mutex_;
+  // Static entries first: an input whose sizes a static bucket has runs
+  // that bucket's artifact rather than a symbolic one that also fits.
   std::vector<std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mutex_);
+  int warmed_entries_ ABSL_GUARDED_BY(mutex_) = 0;  // loaded by Warmup
+  // The entry of the graph as given (Prepare): its guards explain a miss.
+  const Entry* given_ ABSL_GUARDED_BY(mutex_) = nullptr;
   // Input sizes for which no specialization could be made.
   absl::flat_hash_set<std::string> unfixable_ ABSL_GUARDED_BY(mutex_);
 };

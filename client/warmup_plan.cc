@@ -106,7 +106,18 @@ absl::Status ExpandEntry(const kiln::v1::WarmupGraph& entry, const std::string& 
                             : absl::StatusCode::kNotFound,
                         absl::StrCat(label, ": ", graph.status().message()));
   }
-  const std::set<std::string> symbols = InputSymbols(*graph);
+  ASSIGN_OR_RETURN(std::vector<WarmupCompile> expanded, ExpandWarmupGraph(*graph, entry, label));
+  for (WarmupCompile& compile : expanded) compiles.push_back(std::move(compile));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<WarmupCompile>> ExpandWarmupGraph(const kiln::v1::Graph& graph,
+                                                             const kiln::v1::WarmupGraph& entry,
+                                                             const std::string& label) {
+  std::vector<WarmupCompile> compiles;
+  const std::set<std::string> symbols = InputSymbols(graph);
   std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;
   for (const kiln::v1::SymbolSizes& symbol : entry.symbols()) {
     const std::string where = absl::StrCat(label, " symbol '", symbol.symbol(), "'");
@@ -120,7 +131,8 @@ absl::Status ExpandEntry(const kiln::v1::WarmupGraph& entry, const std::string& 
       if (seen == symbol.symbol()) return absl::InvalidArgumentError(where + ": listed twice");
     }
     absl::StatusOr<std::vector<int64_t>> values = ExpandSizes(symbol);
-    if (!values.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", values.status().message()));
+    if (!values.ok())
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", values.status().message()));
     sizes.emplace_back(symbol.symbol(), *std::move(values));
   }
   if (sizes.empty()) {
@@ -128,7 +140,7 @@ absl::Status ExpandEntry(const kiln::v1::WarmupGraph& entry, const std::string& 
   }
 
   const bool symbolic_serves = entry.serve() == kiln::v1::WarmupGraph::SERVE_SYMBOLIC;
-  WarmupCompile symbolic{absl::StrCat(label, " symbolic"), {}, WarmupRequest(*graph, entry)};
+  WarmupCompile symbolic{absl::StrCat(label, " symbolic"), {}, WarmupRequest(graph, entry)};
   for (const std::map<std::string, int64_t>& bucket : CrossProduct(sizes)) {
     // Symbols are >= 2: a size of 1 is its own specialization, made as a
     // serving process makes it (client/specialization.h, step 1).
@@ -137,27 +149,24 @@ absl::Status ExpandEntry(const kiln::v1::WarmupGraph& entry, const std::string& 
       if (value < 2) small[symbol] = value;
     }
     const bool served_symbolically = symbolic_serves && small.empty();
-    const std::string broken = BrokenRelation(*graph, bucket, served_symbolically);
+    const std::string broken = BrokenRelation(graph, bucket, served_symbolically);
     if (!broken.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(label, " bucket ", BucketText(bucket),
-                                                     ": breaks the graph's relation ", broken,
-                                                     served_symbolically
-                                                         ? "; make it a static bucket"
-                                                         : ""));
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, " bucket ", BucketText(bucket), ": breaks the graph's relation ",
+                       broken, served_symbolically ? "; make it a static bucket" : ""));
     }
     if (served_symbolically) {
       symbolic.buckets.push_back(bucket);
       continue;
     }
     const std::map<std::string, int64_t>& fixed = symbolic_serves ? small : bucket;
-    compiles.push_back(WarmupCompile{absl::StrCat(label, " ", BucketText(bucket)), {bucket},
-                                     WarmupRequest(Specialize(*graph, fixed), entry)});
+    compiles.push_back(WarmupCompile{absl::StrCat(label, " ", BucketText(bucket)),
+                                     {bucket},
+                                     WarmupRequest(Specialize(graph, fixed), entry)});
   }
   if (!symbolic.buckets.empty()) compiles.push_back(std::move(symbolic));
-  return absl::OkStatus();
+  return compiles;
 }
-
-}  // namespace
 
 absl::StatusOr<kiln::v1::WarmupPlan> ReadWarmupPlan(const std::string& path) {
   ASSIGN_OR_RETURN(const std::string json, ReadFile(path));
@@ -176,7 +185,8 @@ absl::StatusOr<std::vector<int64_t>> ExpandSizes(const kiln::v1::SymbolSizes& si
     const auto& rule = sizes.powers_of_two();
     if (rule.from() < 1 || rule.to() < rule.from()) {
       return absl::InvalidArgumentError(absl::StrCat("powersOfTwo from ", rule.from(), " to ",
-                                                     rule.to(), " is empty (needs 1 <= from <= to)"));
+                                                     rule.to(),
+                                                     " is empty (needs 1 <= from <= to)"));
     }
     for (int64_t value = 1; value <= rule.to(); value *= 2) {
       if (value >= rule.from()) values.insert(value);

@@ -44,6 +44,12 @@ struct WarmupCompile {
 absl::StatusOr<std::vector<WarmupCompile>> ExpandWarmupPlan(const kiln::v1::WarmupPlan& plan,
                                                             const std::string& plan_dir);
 
+// The compiles of one plan entry for `graph` (entry.graph is not read),
+// named after `label`; errors as ExpandWarmupPlan's.
+absl::StatusOr<std::vector<WarmupCompile>> ExpandWarmupGraph(const kiln::v1::Graph& graph,
+                                                             const kiln::v1::WarmupGraph& entry,
+                                                             const std::string& label);
+
 // The sizes of one SymbolSizes (list and rules, sorted, without repeats);
 // InvalidArgument for an empty or inverted rule or a size below 1.
 absl::StatusOr<std::vector<int64_t>> ExpandSizes(const kiln::v1::SymbolSizes& sizes);

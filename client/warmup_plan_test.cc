@@ -70,9 +70,9 @@ TEST_F(WarmupPlanTest, EmptyInvertedAndNonPositiveSizesAreRefused) {
             absl::InvalidArgumentError("no sizes: give `sizes`, `powersOfTwo` or `multiples`"));
   sizes.mutable_powers_of_two()->set_from(64);
   sizes.mutable_powers_of_two()->set_to(8);
-  EXPECT_EQ(ExpandSizes(sizes).status(),
-            absl::InvalidArgumentError(
-                "powersOfTwo from 64 to 8 is empty (needs 1 <= from <= to)"));
+  EXPECT_EQ(
+      ExpandSizes(sizes).status(),
+      absl::InvalidArgumentError("powersOfTwo from 64 to 8 is empty (needs 1 <= from <= to)"));
   sizes.Clear();
   sizes.mutable_multiples()->set_of(0);
   sizes.mutable_multiples()->set_up_to(8);
@@ -129,10 +129,10 @@ TEST_F(WarmupPlanTest, ErrorsNameThePlanEntry) {
       "sizes": ["2"]}, {"symbol": "s0", "sizes": ["4"]}]}]})")
                 .status(),
             absl::InvalidArgumentError("graphs[0] tail.json symbol 's0': listed twice"));
-  EXPECT_EQ(Expand(R"({"graphs": [{"graph": "tail.json", "symbols": [{"symbol": "s0"}]}]})")
-                .status(),
-            absl::InvalidArgumentError("graphs[0] tail.json symbol 's0': no sizes: give `sizes`, "
-                                       "`powersOfTwo` or `multiples`"));
+  EXPECT_EQ(
+      Expand(R"({"graphs": [{"graph": "tail.json", "symbols": [{"symbol": "s0"}]}]})").status(),
+      absl::InvalidArgumentError("graphs[0] tail.json symbol 's0': no sizes: give `sizes`, "
+                                 "`powersOfTwo` or `multiples`"));
   EXPECT_EQ(Expand(R"({"graphs": [{"graph": "tail.json"}]})").status(),
             absl::InvalidArgumentError("graphs[0] tail.json: lists no symbol sizes"));
   EXPECT_THAT(Expand(R"({"graphs": [{"graph": "tail.json", "bucket": 3}]})").status().message(),

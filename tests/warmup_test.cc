@@ -13,6 +13,7 @@
 #include "absl/synchronization/notification.h"
 #include "client/client.h"
 #include "client/compiled_graph.h"
+#include "client/tensor.h"
 #include "client/warmup_plan.h"
 #include "codegen/retype.h"
 #include "common/files.h"
@@ -100,6 +101,47 @@ TEST_F(WarmupTest, AWarmedBucketIsALocalHitForAServingProcess) {
     ASSERT_TRUE(prepared.ok()) << prepared.status();
     EXPECT_TRUE(prepared->local) << "found in the local index, with no kilnd to ask";
   }
+}
+
+TEST_F(WarmupTest, AServingProcessWarmsItsBucketsAndRunsExactOnesBeforeTheSymbolic) {
+  std::string out, progress;
+  ASSERT_TRUE(Warm(out, progress).ok()) << out;
+  daemon_.Kill(SIGKILL);  // every bucket is in the local index: no kilnd needed
+  auto graph = ReadGraphFile("examples/tail_dynamic.json");
+  ASSERT_TRUE(graph.ok());
+  ClientOptions options;
+  options.socket_path = daemon_.socket_path();
+  options.cache_dir = daemon_.cache_dir();
+  options.auto_start = false;
+  std::unique_ptr<Client> serving = Client::Open(options);
+  CompiledGraph compiled(serving.get(), *graph);
+  ASSERT_TRUE(compiled.Prepare().ok());  // the symbolic artifact
+  auto plan = ReadWarmupPlan(plan_);
+  ASSERT_TRUE(plan.ok());
+  auto warmed = compiled.Warmup(plan->graphs(0));  // static s0 = 1, 2, 4, 8
+  ASSERT_TRUE(warmed.ok()) << warmed.status();
+  EXPECT_EQ(warmed->buckets, 4);
+  EXPECT_EQ(warmed->entries, 4);
+  EXPECT_EQ(warmed->local, 4);
+  warmed = compiled.Warmup(plan->graphs(1));  // s0 = 16, 32 on the symbolic artifact
+  ASSERT_TRUE(warmed.ok()) << warmed.status();
+  EXPECT_EQ(warmed->buckets, 2);
+  EXPECT_EQ(warmed->entries, 0) << "Prepare loaded it";
+  // s0 = 4 has a static bucket: its own artifact runs, though the symbolic
+  // one passes too; s0 = 16 and 5 run the symbolic one.
+  auto key_at = [&](int64_t rows) -> std::string {
+    Tensor x(kiln::v1::FLOAT32, {rows, 64});
+    const TensorView inputs[] = {x.view()};
+    EXPECT_TRUE(compiled.Run(inputs).ok());
+    auto artifact = compiled.ArtifactFor(inputs);
+    EXPECT_TRUE(artifact.ok()) << artifact.status();
+    return artifact.ok() ? artifact->key() : "";
+  };
+  const std::string symbolic = compiled.artifact()->key();
+  EXPECT_EQ(key_at(16), symbolic);
+  EXPECT_EQ(key_at(5), symbolic);
+  EXPECT_NE(key_at(4), symbolic);
+  EXPECT_NE(key_at(4), key_at(8));
 }
 
 TEST_F(WarmupTest, FailuresAreListedWithTheirReasons) {
