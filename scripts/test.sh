@@ -11,13 +11,6 @@ if [[ $(id -u) -eq 0 ]] && ! getent passwd kiln-stranger >/dev/null; then
   useradd --system --no-create-home --shell /usr/sbin/nologin kiln-stranger
 fi
 
-# The reference workloads are a copy (tests/workloads/workloads.py); say when
-# the shared original beside the checkout has moved on.
-shared=../shared/workloads/workloads.py
-if [[ -f $shared ]] && ! cmp -s "$shared" tests/workloads/workloads.py; then
-  echo "warning: tests/workloads/workloads.py differs from $shared: copy it over" >&2
-fi
-
 # Counts test cases from each target's JUnit XML (in TESTLOGS, the
 # bazel-testlogs of the config that ran); a target that failed without one
 # (build failure, crash, timeout) counts as one failure. Prints "PASSED FAILED".
