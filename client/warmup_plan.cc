@@ -1,7 +1,5 @@
 #include "client/warmup_plan.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -169,13 +167,8 @@ absl::StatusOr<std::vector<WarmupCompile>> ExpandWarmupGraph(const kiln::v1::Gra
 }
 
 absl::StatusOr<kiln::v1::WarmupPlan> ReadWarmupPlan(const std::string& path) {
-  ASSIGN_OR_RETURN(const std::string json, ReadFile(path));
   kiln::v1::WarmupPlan plan;
-  const auto status = google::protobuf::util::JsonStringToMessage(json, &plan);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": not a Kiln warmup plan (protobuf JSON): ", status.message().as_string()));
-  }
+  RETURN_IF_ERROR(ReadJsonFile(path, "a Kiln warmup plan", plan));
   return plan;
 }
 

@@ -113,6 +113,16 @@ TEST_F(WarmupPlanTest, SymbolicBucketsShareTheSymbolicArtifactButSizeOneIsStatic
   EXPECT_EQ((*compiles)[1].request.options().target(), kiln::v1::TARGET_X86_64_V3);
 }
 
+TEST_F(WarmupPlanTest, TheExamplePlanExpands) {
+  auto plan = ReadWarmupPlan("examples/plans/warmup.json");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto compiles = ExpandWarmupPlan(*plan, "examples/plans");
+  ASSERT_TRUE(compiles.ok()) << compiles.status();
+  ASSERT_EQ(compiles->size(), 8) << "s0 = 1 ... 64 static, and the symbolic artifact";
+  EXPECT_EQ(compiles->back().name, "graphs[1] ../tail_dynamic.json symbolic");
+  EXPECT_EQ(compiles->back().buckets.size(), 10);
+}
+
 TEST_F(WarmupPlanTest, ErrorsNameThePlanEntry) {
   EXPECT_EQ(Expand(R"({"graphs": []})").status(),
             absl::InvalidArgumentError("the plan lists no graphs"));

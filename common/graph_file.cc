@@ -8,19 +8,32 @@
 
 namespace kiln {
 
-absl::StatusOr<kiln::v1::Graph> ParseGraphJson(const std::string& json, const std::string& origin) {
-  kiln::v1::Graph graph;
-  const auto status = google::protobuf::util::JsonStringToMessage(json, &graph);
+absl::Status ParseJsonMessage(const std::string& json, const std::string& origin,
+                              const std::string& what, google::protobuf::Message& message) {
+  const auto status = google::protobuf::util::JsonStringToMessage(json, &message);
   if (!status.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": not a Kiln graph (protobuf JSON): ", status.message().as_string()));
+        absl::StrCat(origin, ": not ", what, " (protobuf JSON): ", status.message().as_string()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ReadJsonFile(const std::string& path, const std::string& what,
+                          google::protobuf::Message& message) {
+  ASSIGN_OR_RETURN(const std::string json, ReadFile(path));
+  return ParseJsonMessage(json, path, what, message);
+}
+
+absl::StatusOr<kiln::v1::Graph> ParseGraphJson(const std::string& json, const std::string& origin) {
+  kiln::v1::Graph graph;
+  RETURN_IF_ERROR(ParseJsonMessage(json, origin, "a Kiln graph", graph));
   return graph;
 }
 
 absl::StatusOr<kiln::v1::Graph> ReadGraphFile(const std::string& path) {
-  ASSIGN_OR_RETURN(const std::string json, ReadFile(path));
-  return ParseGraphJson(json, path);
+  kiln::v1::Graph graph;
+  RETURN_IF_ERROR(ReadJsonFile(path, "a Kiln graph", graph));
+  return graph;
 }
 
 }  // namespace kiln

@@ -1,6 +1,9 @@
-// Graph files: the protobuf JSON mapping of kiln.v1.Graph (see examples/).
+// Graph files: the protobuf JSON mapping of kiln.v1.Graph (see examples/),
+// and the JSON files of Kiln's other messages (warmup plans, references).
 #ifndef KILN_COMMON_GRAPH_FILE_H_
 #define KILN_COMMON_GRAPH_FILE_H_
+
+#include <google/protobuf/message.h>
 
 #include <string>
 
@@ -13,6 +16,14 @@ namespace kiln {
 // JSON or unknown fields; NotFound when the file does not exist.
 absl::StatusOr<kiln::v1::Graph> ReadGraphFile(const std::string& path);
 absl::StatusOr<kiln::v1::Graph> ParseGraphJson(const std::string& json, const std::string& origin);
+
+// `json` into `message`; InvalidArgument "ORIGIN: not WHAT (protobuf JSON):
+// the parser's complaint".
+absl::Status ParseJsonMessage(const std::string& json, const std::string& origin,
+                              const std::string& what, google::protobuf::Message& message);
+// The same for the file at `path`; NotFound when it does not exist.
+absl::Status ReadJsonFile(const std::string& path, const std::string& what,
+                          google::protobuf::Message& message);
 
 }  // namespace kiln
 

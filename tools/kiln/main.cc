@@ -477,7 +477,7 @@ const std::map<std::string, Command>& Commands() {
        {"PLAN.json",
         "compile every bucket of a warmup plan ahead of traffic (docs/WARMUP.md)",
         {"jobs", "json", KILN_DAEMON_FLAGS},
-        "kiln warmup examples/warmup.json --jobs=4",
+        "kiln warmup examples/plans/warmup.json --jobs=4",
         Warmup}},
       {"show",
        {"KEY",

@@ -8,8 +8,8 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/warmup_plan.h"
@@ -126,8 +126,7 @@ absl::Status RunWarmup(const std::string& plan_path, Client& client, const Warmu
     std::string failures;
     for (const auto& [name, reason] : tally.failures) {
       absl::StrAppend(&failures, failures.empty() ? "" : ", ", "{\"compile\": \"",
-                      absl::CHexEscape(name), "\", \"error\": \"", absl::CHexEscape(reason),
-                      "\"}");
+                      absl::CHexEscape(name), "\", \"error\": \"", absl::CHexEscape(reason), "\"}");
     }
     out << absl::StrFormat(
         "{\"plan\": \"%s\", \"buckets\": %d, \"compiles\": %d, \"hits\": %d, \"compiled\": %d, "

@@ -1,7 +1,5 @@
 #include "tools/reference/tensor_data.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <cmath>
 #include <cstring>
 
@@ -9,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/files.h"
+#include "common/graph_file.h"
 #include "common/status_macros.h"
 
 namespace kiln {
@@ -30,13 +29,8 @@ float BFloat16ToFloat(uint16_t h) {
 }  // namespace
 
 absl::StatusOr<kiln::v1::Reference> ReadReferenceFile(const std::string& path) {
-  ASSIGN_OR_RETURN(const std::string json, ReadFile(path));
   kiln::v1::Reference reference;
-  const auto status = google::protobuf::util::JsonStringToMessage(json, &reference);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a Kiln reference file: ", status.message().as_string()));
-  }
+  RETURN_IF_ERROR(ReadJsonFile(path, "a Kiln reference file", reference));
   return reference;
 }
 
