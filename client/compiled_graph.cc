@@ -48,6 +48,11 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Prepare() {
   return Load(graph_);
 }
 
+void CompiledGraph::set_specialization_limit(size_t limit) {
+  absl::MutexLock lock(&mutex_);
+  specialization_limit_ = limit;
+}
+
 absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
     const kiln::v1::WarmupGraph& buckets) {
   ASSIGN_OR_RETURN(const std::vector<WarmupCompile> compiles,
@@ -188,13 +193,14 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindGuardedEntry(
     return FindGuardedEntry(inputs, symbols);
   }
   // A symbolic graph at size 0 or 1 gets its static specialization; other
-  // sizes than any entry covers a new one, within the recompile limit.
+  // sizes than any entry covers a new one, within the specialization limit.
   if (std::optional<kiln::v1::Graph> small = SmallSizeSpecialization(graph_, inputs)) {
     RETURN_IF_ERROR(Load(*small).status());
   } else {
     {
       absl::ReaderMutexLock lock(&mutex_);
-      RETURN_IF_ERROR(CheckRecompileLimit(entries_.size() - warmed_entries_, miss));
+      RETURN_IF_ERROR(
+          CheckSpecializationLimit(entries_.size() - warmed_entries_, specialization_limit_, miss));
     }
     const absl::Status respecialized = Respecialize(inputs);
     if (!respecialized.ok()) return miss;

@@ -15,7 +15,8 @@
 // made symbolic — one artifact for every later size — or, if that cannot
 // be lowered, one changed dim symbolic at a time and the rest exact, or
 // else the exact sizes; at most
-// kMaxSpecializations entries (then FailedPrecondition naming the dim). That
+// the specialization limit (8 by default, set_specialization_limit; warmed
+// buckets do not count), then FailedPrecondition naming the dim. That
 // policy is client/specialization.h; this class fetches, loads and invokes.
 //
 // Ownership: inputs and preallocated outputs belong to the caller; outputs
@@ -106,7 +107,10 @@ class CompiledGraph {
   // See client/guard_table.h and client/specialization.h.
   using Size = GuardTable::Size;
   static constexpr int kMaxSymbols = GuardTable::kMaxSymbols;
-  static constexpr size_t kMaxSpecializations = kiln::kMaxSpecializations;
+  // The most entries this graph holds besides warmed buckets: its own and
+  // the specializations Run makes (kDefaultSpecializationLimit unless set).
+  // Part of no key.
+  void set_specialization_limit(size_t limit);
   using Symbols = GuardTable::Symbols;
 
  private:
@@ -147,6 +151,7 @@ class CompiledGraph {
   // that bucket's artifact rather than a symbolic one that also fits.
   std::vector<std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mutex_);
   int warmed_entries_ ABSL_GUARDED_BY(mutex_) = 0;  // loaded by Warmup
+  size_t specialization_limit_ ABSL_GUARDED_BY(mutex_) = kDefaultSpecializationLimit;
   // The entry of the graph as given (Prepare): its guards explain a miss.
   const Entry* given_ ABSL_GUARDED_BY(mutex_) = nullptr;
   // Input sizes for which no specialization could be made.

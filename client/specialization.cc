@@ -20,11 +20,12 @@ std::optional<kiln::v1::Graph> SmallSizeSpecialization(const kiln::v1::Graph& gr
   return Specialize(graph, std::move(values));
 }
 
-absl::Status CheckRecompileLimit(size_t entries, const absl::Status& miss) {
-  if (entries < kMaxSpecializations) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(miss.message(), "; and the recompile limit (",
-                                                    kMaxSpecializations,
-                                                    " specializations) is reached"));
+absl::Status CheckSpecializationLimit(size_t entries, size_t limit, const absl::Status& miss) {
+  if (entries < limit) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      miss.message(), "; and the specialization limit (", limit,
+      ") is reached: add these sizes as a bucket of a warmup plan (docs/WARMUP.md) or raise the "
+      "limit (CompiledGraph::set_specialization_limit)"));
 }
 
 absl::StatusOr<Respecialization> PlanRespecialization(const kiln::v1::Graph& graph,

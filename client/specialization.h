@@ -4,8 +4,8 @@
 //   1. A symbolic graph run with a symbol at 0 or 1 (symbolic dims are >= 2,
 //      as in PyTorch): the graph with those symbols made constant
 //      (SmallSizeSpecialization, codegen/retype.h Specialize).
-//   2. Otherwise, within the recompile limit (CheckRecompileLimit), the
-//      graph re-typed for the new sizes (PlanRespecialization, then
+//   2. Otherwise, within the specialization limit
+//      (CheckSpecializationLimit), the graph re-typed for the new sizes (PlanRespecialization, then
 //      codegen/retype.h Retype on each candidate, best first):
 //        a. every changed dim symbolic — one symbol per (old size, new size)
 //           pair, so inputs that agreed still agree and a square input grown
@@ -34,17 +34,19 @@
 
 namespace kiln {
 
-// At most this many entries (specializations) per CompiledGraph.
-inline constexpr size_t kMaxSpecializations = 8;
+// The most entries a CompiledGraph holds besides warmed buckets, by default
+// (torch.compile's cache size limit is 8 too).
+inline constexpr size_t kDefaultSpecializationLimit = 8;
 
 // Step 1: `graph` with every symbol that `inputs` give a value below 2 made
 // that constant; nullopt when no symbol is below 2.
 std::optional<kiln::v1::Graph> SmallSizeSpecialization(const kiln::v1::Graph& graph,
                                                        absl::Span<const TensorView> inputs);
 
-// OK while `entries` is below the recompile limit; otherwise `miss` (why
-// the inputs fit no entry) with the limit added, as FailedPrecondition.
-absl::Status CheckRecompileLimit(size_t entries, const absl::Status& miss);
+// OK while `entries` is below `limit`; otherwise `miss` (why the inputs fit
+// no entry, naming the input and the dim) with the limit and what to do
+// about it, as FailedPrecondition.
+absl::Status CheckSpecializationLimit(size_t entries, size_t limit, const absl::Status& miss);
 
 // Per input, its dims: the sizes Retype takes.
 using InputDims = std::vector<std::vector<kiln::v1::Dim>>;

@@ -1,5 +1,5 @@
 // The respecialization policy on graph protos: which dims turn symbolic,
-// the one-at-a-time fallback, size-1 specializations, the recompile limit.
+// the one-at-a-time fallback, size-1 specializations, the specialization limit.
 #include "client/specialization.h"
 
 #include <google/protobuf/text_format.h>
@@ -163,14 +163,17 @@ TEST(SmallSizeSpecializationTest, SymbolsBelowTwoBecomeConstant) {
   }
 }
 
-TEST(CheckRecompileLimitTest, RefusesTheNinthEntryWithTheMiss) {
+TEST(CheckSpecializationLimitTest, RefusesPastTheLimitWithTheMissAndWhatToDo) {
   const absl::Status miss =
       absl::FailedPreconditionError("input 0 'x': dim 0 has size 5; the graph was compiled for 4");
-  EXPECT_TRUE(CheckRecompileLimit(kMaxSpecializations - 1, miss).ok());
-  EXPECT_EQ(CheckRecompileLimit(kMaxSpecializations, miss),
+  EXPECT_TRUE(CheckSpecializationLimit(7, 8, miss).ok());
+  EXPECT_TRUE(CheckSpecializationLimit(2, 3, miss).ok());
+  EXPECT_EQ(CheckSpecializationLimit(3, 3, miss),
             absl::FailedPreconditionError(
-                "input 0 'x': dim 0 has size 5; the graph was compiled for 4; and the recompile "
-                "limit (8 specializations) is reached"));
+                "input 0 'x': dim 0 has size 5; the graph was compiled for 4; and the "
+                "specialization limit (3) is reached: add these sizes as a bucket of a warmup "
+                "plan (docs/WARMUP.md) or raise the limit "
+                "(CompiledGraph::set_specialization_limit)"));
 }
 
 }  // namespace

@@ -509,13 +509,15 @@ TEST_F(EndToEndTest, RelationsAreCheckedInProcessAndABreachGetsItsOwnSpecializat
   ASSERT_TRUE(metadata.ok());
   EXPECT_EQ(metadata->guards().relations_size(), 2);
   // Each breach (not a multiple of 4, or above 64) gets an exact version,
-  // up to the recompile limit; then the error names the relation.
+  // up to the specialization limit; then the error names the relation.
   for (int64_t rows : {10, 128, 14, 18, 22, 26, 30}) ASSERT_TRUE(run(rows).ok()) << rows;
   EXPECT_EQ(Stats().compiles(), 8);
   EXPECT_EQ(run(34), absl::FailedPreconditionError(
                          "input 0 'x': dim 0 has size 34, so s0 = 34; the graph's relations "
-                         "require 2 <= s0 <= 64 and s0 % 4 == 0; and the recompile limit (8 "
-                         "specializations) is reached"));
+                         "require 2 <= s0 <= 64 and s0 % 4 == 0; and the specialization limit "
+                         "(8) is reached: add these sizes as a bucket of a warmup plan "
+                         "(docs/WARMUP.md) or raise the limit "
+                         "(CompiledGraph::set_specialization_limit)"));
   ASSERT_TRUE(run(16).ok()) << "sizes within the relations still run";
 }
 

@@ -144,6 +144,43 @@ TEST_F(WarmupTest, AServingProcessWarmsItsBucketsAndRunsExactOnesBeforeTheSymbol
   EXPECT_NE(key_at(4), key_at(8));
 }
 
+TEST_F(WarmupTest, TheSpecializationLimitIsAnOptionAndWarmedBucketsDoNotCount) {
+  // s0 <= 64: a larger size needs a specialization of its own.
+  auto graph = ReadGraphFile("examples/tail_dynamic.json");
+  ASSERT_TRUE(graph.ok());
+  auto* range = graph->add_relations()->mutable_range();
+  range->set_symbol("s0");
+  range->set_min(2);
+  range->set_max(64);
+  kiln::v1::WarmupGraph buckets;
+  auto* sizes = buckets.add_symbols();
+  sizes->set_symbol("s0");
+  for (int64_t size : {2, 4, 8}) sizes->add_sizes(size);
+  auto run_at = [](CompiledGraph& compiled, int64_t rows) {
+    Tensor x(kiln::v1::FLOAT32, {rows, 64});
+    const TensorView inputs[] = {x.view()};
+    return compiled.Run(inputs).status();
+  };
+
+  CompiledGraph limited(client_.get(), *graph);
+  limited.set_specialization_limit(1);
+  ASSERT_TRUE(run_at(limited, 16).ok());
+  const absl::Status refused = run_at(limited, 128);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.message(), HasSubstr("input 0 'x': dim 0 has size 128"));
+  EXPECT_THAT(refused.message(),
+              HasSubstr("the specialization limit (1) is reached: add these sizes as a bucket of "
+                        "a warmup plan (docs/WARMUP.md) or raise the limit"));
+
+  CompiledGraph warmed(client_.get(), *graph);
+  warmed.set_specialization_limit(2);
+  ASSERT_TRUE(warmed.Prepare().ok());
+  auto result = warmed.Warmup(buckets);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->entries, 3);
+  EXPECT_TRUE(run_at(warmed, 128).ok()) << "three warmed buckets, and room for one more";
+}
+
 TEST_F(WarmupTest, FailuresAreListedWithTheirReasons) {
   auto graph = ReadGraphFile("examples/tail_dynamic.json");
   ASSERT_TRUE(graph.ok());
