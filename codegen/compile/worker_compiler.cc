@@ -148,7 +148,19 @@ WorkerCompiler::~WorkerCompiler() {
 }
 
 absl::Status WorkerCompiler::WarmUp() {
-  return Compile("extern \"C\" void kiln_warm_up(void) {}\n", kiln::v1::TARGET_NATIVE).status();
+  // Every worker at once: a miss that arrives while another compile runs
+  // (a warmup's, say) must not pay a new worker's LLVM initialisation.
+  std::vector<absl::Status> results(options_.jobs);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < options_.jobs; ++i) {
+    threads.emplace_back([this, &results, i] {
+      results[i] =
+          Compile("extern \"C\" void kiln_warm_up(void) {}\n", kiln::v1::TARGET_NATIVE).status();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const absl::Status& result : results) RETURN_IF_ERROR(result);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<CompiledObject> WorkerCompiler::Compile(absl::string_view source,

@@ -1,0 +1,232 @@
+// //tools/bench:warmup — shape-bucket warmup (docs/WARMUP.md) on the public
+// transformer layer traced with sequence S and batch B symbolic
+// (//tests/workloads:traced_dynamic), 24 static buckets: B in {1, 2, 4, 8,
+// 16, 32} x S in {16, 32, 64, 128}. On a private kilnd with an empty cache:
+//   warmup_cold_s, compile_sum_s   `kiln warmup`'s code path (RunWarmup),
+//                                  and the sum of kilnd's compile times;
+//   warmup_rerun_ms                the same plan again: all hits;
+//   first_call_ratio               per bucket, after CompiledGraph::Warmup,
+//                                  the first Run over the median warm Run;
+//   dispatch_ns_24_buckets         Run minus the kernel called directly,
+//                                  with all 24 buckets loaded (buckets
+//                                  whose kernel takes under 100 us);
+//   interactive_miss_ms_idle,      a cold compile of f, alone and while a
+//   interactive_miss_ms_during_warmup  cold warmup runs (a second cache),
+//                                  each kilnd past its start-up warm-up.
+// padded_vs_exact is null: padding to a bucket is not built yet.
+#include <sstream>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/notification.h"
+#include "client/compiled_graph.h"
+#include "client/warmup_plan.h"
+#include "common/files.h"
+#include "common/graph_file.h"
+#include "common/status_macros.h"
+#include "tools/bench/bench_util.h"
+#include "tools/kiln/warmup.h"
+
+ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
+ABSL_FLAG(int, repetitions, 5, "Rounds of the re-run, the interactive misses and dispatch.");
+
+namespace kiln::bench {
+namespace {
+
+constexpr char kTarget[] = "//tools/bench:warmup";
+constexpr char kGraph[] = "tests/workloads/dynamic/transformer_layer_both.json";
+constexpr char kPlan[] = R"({"graphs": [{"graph": "layer.json", "symbols": [
+    {"symbol": "B", "powersOfTwo": {"from": 1, "to": 32}},
+    {"symbol": "S", "powersOfTwo": {"from": 16, "to": 128}}]}]})";
+
+absl::Status Warm(Client& client, const std::string& plan) {
+  WarmupOptions options;
+  options.json = true;
+  std::ostringstream out, progress;
+  return RunWarmup(plan, client, options, out, progress);
+}
+
+// A cold compile of f (a fresh salt), in ms.
+absl::StatusOr<double> InteractiveMiss(Client& client, const kiln::v1::Graph& f, int salt) {
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = f;
+  request.mutable_options()->set_salt(absl::StrCat("interactive-", salt));
+  const int64_t start = NowNs();
+  ASSIGN_OR_RETURN(const kiln::v1::CompileResponse response, client.Compile(request));
+  if (response.cache_hit()) return absl::InternalError("a salted compile hit");
+  return (NowNs() - start) / 1e6;
+}
+
+// Until kilnd's start-up warm-up has started its compile workers (one per
+// compile job): a daemon that has just started is not what is measured.
+absl::Status WaitForWorkers(const Daemon& daemon) {
+  for (int i = 0; i < 1000; ++i) {
+    if (ChildrenNamed(daemon.pid(), "kiln-compile-wo").size() >= 2) return absl::OkStatus();
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return absl::DeadlineExceededError("kilnd started fewer than 2 compile workers in 10 s");
+}
+
+absl::Status Run() {
+  const int rounds = absl::GetFlag(FLAGS_repetitions);
+  ASSIGN_OR_RETURN(const KilndBinary kilnd, FindKilnd(kTarget));
+  ASSIGN_OR_RETURN(const std::string graph_path, Runfile(kGraph, kTarget));
+  ASSIGN_OR_RETURN(const std::string f_path, Runfile("examples/f.json", kTarget));
+  ASSIGN_OR_RETURN(const kiln::v1::Graph graph, ReadGraphFile(graph_path));
+  ASSIGN_OR_RETURN(const kiln::v1::Graph f, ReadGraphFile(f_path));
+  ASSIGN_OR_RETURN(ScratchDirectory root, ScratchDirectory::Make());
+  ASSIGN_OR_RETURN(const std::string layer_json, ReadFile(graph_path));
+  RETURN_IF_ERROR(WriteFileAtomically(root.path() + "/layer.json", layer_json, 0644));
+  const std::string plan = root.path() + "/plan.json";
+  RETURN_IF_ERROR(WriteFileAtomically(plan, kPlan, 0644));
+  Samples samples;
+  Fields facts = {{"cpus", absl::StrCat(std::thread::hardware_concurrency())}};
+
+  fprintf(stderr, "warmup: cold warmup of 24 buckets...\n");
+  ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon,
+                   Daemon::Start(kilnd, root.path() + "/a", "worker"));
+  RETURN_IF_ERROR(WaitForWorkers(*daemon));
+  Client& client = daemon->client();
+  int64_t start = NowNs();
+  RETURN_IF_ERROR(Warm(client, plan));
+  samples["warmup_cold_s"].push_back((NowNs() - start) / 1e9);
+  ASSIGN_OR_RETURN(const kiln::v1::StatsResponse stats, client.Stats());
+  samples["compile_sum_s"].push_back(stats.compile_ms_total() / 1e3);
+  for (int round = 0; round < rounds; ++round) {
+    start = NowNs();
+    RETURN_IF_ERROR(Warm(client, plan));
+    samples["warmup_rerun_ms"].push_back((NowNs() - start) / 1e6);
+  }
+
+  fprintf(stderr, "warmup: first calls after CompiledGraph::Warmup...\n");
+  ASSIGN_OR_RETURN(const kiln::v1::WarmupPlan parsed, ReadWarmupPlan(plan));
+  CompiledGraph compiled(&client, graph);
+  ASSIGN_OR_RETURN(const CompiledGraph::WarmupResult warmed, compiled.Warmup(parsed.graphs(0)));
+  if (warmed.entries != 24) {
+    return absl::InternalError(absl::StrCat("Warmup loaded ", warmed.entries, " buckets, not 24"));
+  }
+  std::vector<std::vector<Tensor>> bucket_inputs;
+  for (int64_t b = 1; b <= 32; b *= 2) {
+    for (int64_t s = 16; s <= 128; s *= 2) {
+      std::vector<Tensor> inputs;
+      for (const kiln::v1::Input& input : graph.inputs()) {
+        std::vector<int64_t> sizes;
+        for (const kiln::v1::Dim& dim : input.type().sizes()) {
+          sizes.push_back(dim.kind_case() != kiln::v1::Dim::kSymbol ? dim.constant()
+                          : dim.symbol() == "B"                     ? b
+                                                                    : s);
+        }
+        inputs.emplace_back(input.type().dtype(), std::move(sizes));
+      }
+      bucket_inputs.push_back(std::move(inputs));
+    }
+  }
+  for (const std::vector<Tensor>& inputs : bucket_inputs) {
+    std::vector<TensorView> views;
+    for (const Tensor& tensor : inputs) views.push_back(tensor.view());
+    ASSIGN_OR_RETURN(std::vector<Tensor> outputs, compiled.Run(views));  // outputs to reuse
+    std::vector<TensorView> output_views;
+    for (const Tensor& tensor : outputs) output_views.push_back(tensor.view());
+    // The first call above allocated the outputs; time the first call into
+    // them as a serving loop would, against the median of later ones.
+    CompiledGraph fresh(&client, graph);
+    RETURN_IF_ERROR(fresh.Warmup(parsed.graphs(0)).status());
+    start = NowNs();
+    RETURN_IF_ERROR(fresh.Run(views, output_views));
+    const double first_ns = NowNs() - start;
+    bool ok = true;
+    const Batch warm = TimeBatch(200, [&] { ok &= fresh.Run(views, output_views).ok(); });
+    if (!ok) return absl::InternalError("a warm Run failed");
+    samples["first_call_ratio"].push_back(first_ns / warm.median_ns);
+    samples["first_call_us"].push_back(first_ns / 1e3);
+    samples["warm_call_us"].push_back(warm.median_ns / 1e3);
+
+    // Dispatch where it can be told from the kernel's own noise.
+    if (warm.median_ns > 100e3) continue;
+    ASSIGN_OR_RETURN(const CompiledGraph::DirectCall direct, fresh.DirectCallForBenchmark(views));
+    std::vector<void*> input_pointers, output_pointers;
+    for (const TensorView& view : views) input_pointers.push_back(view.data);
+    for (const TensorView& view : output_views) output_pointers.push_back(view.data);
+    std::vector<double> direct_ns(2000), run_ns(2000);
+    int code = 0;
+    for (int i = 0; i < 2000; ++i) {
+      const int64_t t0 = NowNs();
+      code |= direct.run(direct.runtime, nullptr, input_pointers.data(), output_pointers.data(),
+                         direct.scratch);
+      const int64_t t1 = NowNs();
+      ok &= fresh.Run(views, output_views).ok();
+      direct_ns[i] = t1 - t0;
+      run_ns[i] = NowNs() - t1;
+    }
+    if (code != 0 || !ok) return absl::InternalError("a call failed in the dispatch phase");
+    samples["dispatch_ns_24_buckets"].push_back(Median(run_ns) - Median(direct_ns));
+  }
+
+  fprintf(stderr, "warmup: interactive misses, idle and during a cold warmup...\n");
+  for (int round = 0; round < rounds; ++round) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Daemon> other,
+                     Daemon::Start(kilnd, absl::StrCat(root.path(), "/b", round), "worker"));
+    RETURN_IF_ERROR(WaitForWorkers(*other));
+    // The first compile may still meet a worker's start-up warm-up; the
+    // second is the idle figure, on this same kilnd.
+    RETURN_IF_ERROR(InteractiveMiss(other->client(), f, 3 * round).status());
+    ASSIGN_OR_RETURN(const double idle, InteractiveMiss(other->client(), f, 3 * round + 1));
+    samples["interactive_miss_ms_idle"].push_back(idle);
+    absl::Status warmup = absl::UnknownError("not run");
+    std::thread thread([&] { warmup = Warm(other->client(), plan); });
+    while (true) {  // once compiles are running
+      ASSIGN_OR_RETURN(const kiln::v1::StatsResponse busy, other->client().Stats());
+      if (busy.compiles() > 2) break;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    absl::StatusOr<double> during = InteractiveMiss(other->client(), f, 3 * round + 2);
+    thread.join();
+    RETURN_IF_ERROR(warmup);
+    RETURN_IF_ERROR(during.status());
+    samples["interactive_miss_ms_during_warmup"].push_back(*during);
+  }
+  facts["padded_vs_exact"] = "null: padding to a bucket is not built yet";
+
+  const std::vector<std::pair<std::string, std::string>> figures = {
+      {"warmup_cold_s", "24 buckets on an empty cache, kiln warmup's code path"},
+      {"compile_sum_s", "  sum of kilnd's compile times (over warmup_cold_s: core use)"},
+      {"warmup_rerun_ms", "the same plan again: all hits (target <= 200)"},
+      {"first_call_ratio", "per bucket: first Run after Warmup / median warm Run (target <= 2)"},
+      {"first_call_us", "  the first Run"},
+      {"warm_call_us", "  the median warm Run"},
+      {"dispatch_ns_24_buckets", "Run minus the direct call, 24 loaded; buckets under 100 us"},
+      {"interactive_miss_ms_idle", "cold compile of f, kilnd idle"},
+      {"interactive_miss_ms_during_warmup", "the same during a cold warmup (target <= 2x idle)"},
+  };
+  printf("\nKiln warmup: transformer layer, 24 static buckets (B 1..32 x S 16..128)\n\n");
+  printf("%-36s %10s %10s %10s  %s\n", "figure", "min", "median", "max", "meaning");
+  std::vector<std::string> keys;
+  for (const auto& [key, meaning] : figures) {
+    keys.push_back(key);
+    const std::optional<Summary> summary = Summarize(samples, key);
+    if (!summary.has_value()) continue;
+    printf("%-36s %10.4g %10.4g %10.4g  %s\n", key.c_str(), summary->min, summary->median,
+           summary->max, meaning.c_str());
+  }
+  if (absl::GetFlag(FLAGS_json)) printf("%s\n", JsonLine(samples, keys, facts).c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kiln::bench
+
+int main(int argc, char** argv) {
+  kiln::bench::PinThreadsOrReexecute(argv, {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}, "warmup");
+  absl::SetProgramUsageMessage("Measures shape-bucket warmup (docs/WARMUP.md).");
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = kiln::bench::Run();
+  if (!status.ok()) {
+    fprintf(stderr, "warmup: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
