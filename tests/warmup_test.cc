@@ -3,8 +3,11 @@
 // listed with their reasons; progress on a terminal and the JSON summary.
 #include "tools/kiln/warmup.h"
 
+#include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <sstream>
 #include <thread>
@@ -18,6 +21,7 @@
 #include "codegen/retype.h"
 #include "common/files.h"
 #include "common/graph_file.h"
+#include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_fixture.h"
@@ -271,6 +275,47 @@ TEST_F(WarmupTest, AWarmupFinishesAcrossADaemonRestart) {
   kill(hello->pid(), SIGKILL);  // nobody's child: stopped here
   EXPECT_TRUE(warmup.ok()) << warmup;
   EXPECT_THAT(out, HasSubstr("\"failed\": 0, \"cancelled\": 0"));
+}
+
+TEST_F(WarmupTest, CtrlCStopsSendingAndKeepsWhatFinished) {
+  daemon_.Kill(SIGKILL);
+  ASSERT_TRUE(daemon_.Start({"--compile_jobs=1"}).ok());
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  client_ = *std::move(client);
+  ASSERT_TRUE(WriteFileAtomically(plan_, kLongPlan, 0644).ok());
+  const std::string log = daemon_.root() + "/cli.log";
+  const int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(log_fd, 0);
+  auto cli = SpawnProcess({kKilnCliPath, "warmup", plan_, "--jobs=1", "--start=false",
+                           "--socket=" + daemon_.socket_path()},
+                          {{log_fd, STDOUT_FILENO}, {log_fd, STDERR_FILENO}});
+  close(log_fd);
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  while (true) {  // once the first compile is done
+    auto stats = client_->Stats();
+    ASSERT_TRUE(stats.ok());
+    if (stats->compiles() > 0) break;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  kill(*cli, SIGINT);
+  int status = 0;
+  ASSERT_EQ(waitpid(*cli, &status, 0), *cli);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const std::string output = ReadFile(log).value_or("");
+  EXPECT_THAT(output, HasSubstr("compiles not sent"));
+  EXPECT_THAT(output, HasSubstr("cancelled"));
+  auto stats = client_->Stats();
+  ASSERT_TRUE(stats.ok());
+  const int64_t finished = stats->compiles();
+  EXPECT_GE(finished, 1);
+  EXPECT_LT(finished, 16) << "the interrupt came too late to cancel anything";
+  // What finished stays cached: the full run compiles only the rest.
+  std::string out, progress;
+  ASSERT_TRUE(Warm(out, progress).ok()) << out;
+  EXPECT_THAT(out,
+              HasSubstr(absl::StrCat("\"hits\": ", finished, ", \"compiled\": ", 16 - finished)));
 }
 
 TEST_F(WarmupTest, TheCommandLineSaysWhatItDid) {

@@ -14,6 +14,8 @@
 //   interactive_miss_ms_during_warmup  cold warmup runs (a second cache),
 //                                  each kilnd past its start-up warm-up.
 // padded_vs_exact is null: padding to a bucket is not built yet.
+#include "tools/kiln/warmup.h"
+
 #include <sstream>
 #include <thread>
 
@@ -29,7 +31,6 @@
 #include "common/graph_file.h"
 #include "common/status_macros.h"
 #include "tools/bench/bench_util.h"
-#include "tools/kiln/warmup.h"
 
 ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
 ABSL_FLAG(int, repetitions, 5, "Rounds of the re-run, the interactive misses and dispatch.");
