@@ -64,6 +64,30 @@ class WarmupTest : public ::testing::Test {
     return status;
   }
 
+  // A kilnd started afresh with `flags`, and the long plan below.
+  void RestartWithLongPlan(const std::vector<std::string>& flags) {
+    daemon_.Kill(SIGKILL);
+    ASSERT_TRUE(daemon_.Start(flags).ok());
+    auto client = daemon_.Connect();
+    ASSERT_TRUE(client.ok());
+    client_ = *std::move(client);
+    ASSERT_TRUE(WriteFileAtomically(plan_, kLongPlan, 0644).ok());
+  }
+
+  // Until kilnd has started `count` compiles.
+  void WaitForCompiles(Client& client, int64_t count) {
+    while (true) {
+      auto stats = client.Stats();
+      ASSERT_TRUE(stats.ok()) << stats.status();
+      if (stats->compiles() >= count) return;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  }
+
+  // Sixteen static buckets of a graph whose compiles take a while each.
+  static constexpr char kLongPlan[] = R"({"graphs": [{"graph": "tail.json",
+      "symbols": [{"symbol": "s0", "multiples": {"of": 3, "upTo": 48}}]}]})";
+
   DaemonFixture daemon_;
   std::unique_ptr<Client> client_;
   std::string plan_;
@@ -206,17 +230,8 @@ TEST_F(WarmupTest, FailuresAreListedWithTheirReasons) {
   EXPECT_THAT(out, HasSubstr("\"compiled\": 1, \"failed\": 1"));
 }
 
-// Sixteen static buckets of a graph whose compiles take a while each.
-constexpr char kLongPlan[] = R"({"graphs": [{"graph": "tail.json",
-    "symbols": [{"symbol": "s0", "multiples": {"of": 3, "upTo": 48}}]}]})";
-
 TEST_F(WarmupTest, AnInteractiveMissIsServedWhileAWarmupRuns) {
-  daemon_.Kill(SIGKILL);
-  ASSERT_TRUE(daemon_.Start({"--compile_jobs=2"}).ok());
-  auto client = daemon_.Connect();
-  ASSERT_TRUE(client.ok());
-  client_ = *std::move(client);
-  ASSERT_TRUE(WriteFileAtomically(plan_, kLongPlan, 0644).ok());
+  RestartWithLongPlan({"--compile_jobs=2"});
   absl::Notification warmed;
   std::string out, progress;
   absl::Status warmup = absl::UnknownError("not run");
@@ -226,12 +241,7 @@ TEST_F(WarmupTest, AnInteractiveMissIsServedWhileAWarmupRuns) {
   });
   // Once the warmup has compiles queued, an interactive miss: warmup jobs
   // may hold one of the two threads at most, so it runs at once.
-  while (true) {
-    auto stats = client_->Stats();
-    ASSERT_TRUE(stats.ok());
-    if (stats->compiles() > 0) break;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  WaitForCompiles(*client_, 1);
   auto graph = ReadGraphFile("examples/f.json");
   ASSERT_TRUE(graph.ok());
   kiln::v1::CompileRequest request;
@@ -248,24 +258,17 @@ TEST_F(WarmupTest, AnInteractiveMissIsServedWhileAWarmupRuns) {
 }
 
 TEST_F(WarmupTest, AWarmupFinishesAcrossADaemonRestart) {
-  daemon_.Kill(SIGKILL);
-  ASSERT_TRUE(daemon_.Start({"--compile_jobs=1"}).ok());
+  RestartWithLongPlan({"--compile_jobs=1"});
   const pid_t old_pid = daemon_.pid();
   ClientOptions options;  // as a user's CLI: starts kilnd when none answers
   options.socket_path = daemon_.socket_path();
   options.cache_dir = daemon_.cache_dir();
   options.daemon_path = kKilndPath;
   client_ = Client::Open(options);
-  ASSERT_TRUE(WriteFileAtomically(plan_, kLongPlan, 0644).ok());
   std::string out, progress;
   absl::Status warmup = absl::UnknownError("not run");
   std::thread thread([&] { warmup = Warm(out, progress); });
-  while (true) {
-    auto stats = client_->Stats();
-    ASSERT_TRUE(stats.ok());
-    if (stats->compiles() > 0) break;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  WaitForCompiles(*client_, 1);
   kill(old_pid, SIGTERM);  // an upgrade, say: queued compiles are refused
   thread.join();
   EXPECT_EQ(daemon_.WaitForExit(), 0);
@@ -278,12 +281,7 @@ TEST_F(WarmupTest, AWarmupFinishesAcrossADaemonRestart) {
 }
 
 TEST_F(WarmupTest, CtrlCStopsSendingAndKeepsWhatFinished) {
-  daemon_.Kill(SIGKILL);
-  ASSERT_TRUE(daemon_.Start({"--compile_jobs=1"}).ok());
-  auto client = daemon_.Connect();
-  ASSERT_TRUE(client.ok());
-  client_ = *std::move(client);
-  ASSERT_TRUE(WriteFileAtomically(plan_, kLongPlan, 0644).ok());
+  RestartWithLongPlan({"--compile_jobs=1"});
   const std::string log = daemon_.root() + "/cli.log";
   const int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   ASSERT_GE(log_fd, 0);
@@ -292,12 +290,7 @@ TEST_F(WarmupTest, CtrlCStopsSendingAndKeepsWhatFinished) {
                           {{log_fd, STDOUT_FILENO}, {log_fd, STDERR_FILENO}});
   close(log_fd);
   ASSERT_TRUE(cli.ok()) << cli.status();
-  while (true) {  // once the first compile is done
-    auto stats = client_->Stats();
-    ASSERT_TRUE(stats.ok());
-    if (stats->compiles() > 0) break;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  WaitForCompiles(*client_, 1);
   kill(*cli, SIGINT);
   int status = 0;
   ASSERT_EQ(waitpid(*cli, &status, 0), *cli);
