@@ -24,6 +24,36 @@ void* ThreadScratch(int64_t bytes) {
   return arena.Get(bytes);
 }
 
+// FNV-1a over each input's rank and sizes: where static entries are filed
+// (no allocation, as Run must not allocate).
+class SizesHash {
+ public:
+  void Add(int64_t value) { hash_ = (hash_ ^ static_cast<uint64_t>(value)) * 1099511628211ull; }
+  uint64_t value() const { return hash_; }
+
+ private:
+  uint64_t hash_ = 14695981039346656037ull;
+};
+
+uint64_t HashOfSizes(absl::Span<const TensorView> inputs) {
+  SizesHash hash;
+  for (const TensorView& input : inputs) {
+    hash.Add(input.rank());
+    for (int64_t size : input.sizes) hash.Add(size);
+  }
+  return hash.value();
+}
+
+// The same for a static artifact's inputs.
+uint64_t HashOfSizes(const kiln::v1::Signature& signature) {
+  SizesHash hash;
+  for (const kiln::v1::TensorType& input : signature.inputs()) {
+    hash.Add(input.sizes_size());
+    for (const kiln::v1::Dim& dim : input.sizes()) hash.Add(dim.constant());
+  }
+  return hash.value();
+}
+
 bool Overlaps(const TensorView& a, const TensorView& b) {
   const auto [a_begin, a_end] = a.ByteRange();
   const auto [b_begin, b_end] = b.ByteRange();
@@ -152,6 +182,9 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
                               [](const auto& other) { return other->guards.num_symbols() > 0; });
     }
     present = entries_.insert(position, std::move(entry))->get();
+    if (present->guards.num_symbols() == 0) {
+      static_by_sizes_[HashOfSizes(present->artifact->metadata.signature())].push_back(present);
+    }
     result.loaded = true;
   }
   if (&graph == &graph_) given_ = present;
@@ -177,8 +210,17 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindGuardedEntry(
   absl::Status miss;
   {
     absl::ReaderMutexLock lock(&mutex_);
+    // Static entries by their sizes, before any symbolic one: a bucket's
+    // own artifact runs even where a symbolic one would pass.
+    if (const auto it = static_by_sizes_.find(HashOfSizes(inputs)); it != static_by_sizes_.end()) {
+      for (const Entry* entry : it->second) {
+        if (entry->guards.Check(inputs, symbols)) return entry;
+      }
+    }
     for (const auto& entry : entries_) {
-      if (entry->guards.Check(inputs, symbols)) return entry.get();
+      if (entry->guards.num_symbols() > 0 && entry->guards.Check(inputs, symbols)) {
+        return entry.get();
+      }
     }
     // The complaint of the graph as given (the first entry), as the
     // caller's error if nothing fits.

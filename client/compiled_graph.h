@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -150,6 +151,9 @@ class CompiledGraph {
   // Static entries first: an input whose sizes a static bucket has runs
   // that bucket's artifact rather than a symbolic one that also fits.
   std::vector<std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mutex_);
+  // Every static entry, by a hash of its input sizes: found in one lookup
+  // however many buckets are loaded.
+  absl::flat_hash_map<uint64_t, std::vector<const Entry*>> static_by_sizes_ ABSL_GUARDED_BY(mutex_);
   int warmed_entries_ ABSL_GUARDED_BY(mutex_) = 0;  // loaded by Warmup
   size_t specialization_limit_ ABSL_GUARDED_BY(mutex_) = kDefaultSpecializationLimit;
   // The entry of the graph as given (Prepare): its guards explain a miss.
