@@ -89,7 +89,9 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
                    ExpandWarmupGraph(graph_, buckets, graph_.name()));
   WarmupResult result;
   for (const WarmupCompile& compile : compiles) {
-    absl::StatusOr<PrepareResult> loaded = Load(compile.request.graph());
+    // The symbolic compile is this graph itself: Prepare loads it once.
+    absl::StatusOr<PrepareResult> loaded =
+        compile.symbolic ? Prepare() : Load(compile.request.graph());
     if (!loaded.ok()) {
       return absl::Status(loaded.status().code(),
                           absl::StrCat(compile.name, ": ", loaded.status().message()));
@@ -103,14 +105,10 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
     for (const std::map<std::string, int64_t>& bucket : compile.buckets) {
       std::vector<Tensor> inputs;
       std::vector<TensorView> views;
-      for (const kiln::v1::Input& input : graph_.inputs()) {
-        std::vector<int64_t> sizes;
-        for (const kiln::v1::Dim& dim : input.type().sizes()) {
-          sizes.push_back(dim.kind_case() == kiln::v1::Dim::kSymbol
-                              ? bucket.at(dim.symbol()) * std::max<int64_t>(dim.multiplier(), 1)
-                              : dim.constant());
-        }
-        ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(input.type().dtype(), std::move(sizes)));
+      std::vector<std::vector<int64_t>> sizes = BucketInputSizes(graph_, bucket);
+      for (int i = 0; i < graph_.inputs_size(); ++i) {
+        ASSIGN_OR_RETURN(Tensor tensor,
+                         Tensor::Empty(graph_.inputs(i).type().dtype(), std::move(sizes[i])));
         std::memset(tensor.view().data, 0, tensor.NumBytes());
         inputs.push_back(std::move(tensor));
         views.push_back(inputs.back().view());

@@ -138,7 +138,10 @@ absl::StatusOr<std::vector<WarmupCompile>> ExpandWarmupGraph(const kiln::v1::Gra
   }
 
   const bool symbolic_serves = entry.serve() == kiln::v1::WarmupGraph::SERVE_SYMBOLIC;
-  WarmupCompile symbolic{absl::StrCat(label, " symbolic"), {}, WarmupRequest(graph, entry)};
+  WarmupCompile symbolic{absl::StrCat(label, " symbolic"),
+                         {},
+                         WarmupRequest(graph, entry),
+                         /*symbolic=*/true};
   for (const std::map<std::string, int64_t>& bucket : CrossProduct(sizes)) {
     // Symbols are >= 2: a size of 1 is its own specialization, made as a
     // serving process makes it (client/specialization.h, step 1).
@@ -164,6 +167,20 @@ absl::StatusOr<std::vector<WarmupCompile>> ExpandWarmupGraph(const kiln::v1::Gra
   }
   if (!symbolic.buckets.empty()) compiles.push_back(std::move(symbolic));
   return compiles;
+}
+
+std::vector<std::vector<int64_t>> BucketInputSizes(const kiln::v1::Graph& graph,
+                                                   const std::map<std::string, int64_t>& bucket) {
+  std::vector<std::vector<int64_t>> sizes;
+  for (const kiln::v1::Input& input : graph.inputs()) {
+    std::vector<int64_t>& dims = sizes.emplace_back();
+    for (const kiln::v1::Dim& dim : input.type().sizes()) {
+      dims.push_back(dim.kind_case() == kiln::v1::Dim::kSymbol
+                         ? bucket.at(dim.symbol()) * std::max<int64_t>(dim.multiplier(), 1)
+                         : dim.constant());
+    }
+  }
+  return sizes;
 }
 
 absl::StatusOr<kiln::v1::WarmupPlan> ReadWarmupPlan(const std::string& path) {

@@ -32,7 +32,13 @@ struct WarmupCompile {
   // Symbol sizes of each bucket it serves (one for a static bucket).
   std::vector<std::map<std::string, int64_t>> buckets;
   kiln::v1::CompileRequest request;  // priority PRIORITY_WARMUP
+  bool symbolic = false;             // the graph as traced, serving its buckets
 };
+
+// Per input of `graph`, its sizes in `bucket` (symbol sizes; every symbol
+// of the inputs must have one).
+std::vector<std::vector<int64_t>> BucketInputSizes(const kiln::v1::Graph& graph,
+                                                   const std::map<std::string, int64_t>& bucket);
 
 // Every compile `plan` needs, graph files read relative to `plan_dir`, in
 // plan order. Errors name the entry (graphs[i], its file and symbol):

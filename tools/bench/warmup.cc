@@ -115,15 +115,10 @@ absl::Status Run() {
   std::vector<std::vector<Tensor>> bucket_inputs;
   for (int64_t b = 1; b <= 32; b *= 2) {
     for (int64_t s = 16; s <= 128; s *= 2) {
+      std::vector<std::vector<int64_t>> sizes = BucketInputSizes(graph, {{"B", b}, {"S", s}});
       std::vector<Tensor> inputs;
-      for (const kiln::v1::Input& input : graph.inputs()) {
-        std::vector<int64_t> sizes;
-        for (const kiln::v1::Dim& dim : input.type().sizes()) {
-          sizes.push_back(dim.kind_case() != kiln::v1::Dim::kSymbol ? dim.constant()
-                          : dim.symbol() == "B"                     ? b
-                                                                    : s);
-        }
-        inputs.emplace_back(input.type().dtype(), std::move(sizes));
+      for (int i = 0; i < graph.inputs_size(); ++i) {
+        inputs.emplace_back(graph.inputs(i).type().dtype(), std::move(sizes[i]));
       }
       bucket_inputs.push_back(std::move(inputs));
     }
