@@ -21,6 +21,7 @@
 #include "cache/request_key.h"
 #include "codegen/abi/kiln_abi.h"
 #include "common/files.h"
+#include "common/logging.h"
 #include "common/paths.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
@@ -184,6 +185,14 @@ absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket
 Client::Client(ClientOptions options) : options_(std::move(options)), trusted_(TrustedUids()) {
   if (options_.socket_path.empty()) options_.socket_path = DefaultSocketPath();
   if (options_.cache_dir.empty()) options_.cache_dir = DefaultCacheDir();
+}
+
+Client::~Client() {
+  {
+    absl::MutexLock lock(&traffic_mutex_);
+    stopping_ = true;
+  }
+  if (traffic_reporter_.joinable()) traffic_reporter_.join();
 }
 
 std::unique_ptr<Client> Client::Open(ClientOptions options) {
@@ -444,6 +453,59 @@ absl::StatusOr<std::string> Client::Evict(const std::string& key) {
   ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::EvictRequest, kiln::v1::EvictResponse>(
                                       &kiln::v1::Kiln::Stub::Evict, request)));
   return response.key();
+}
+
+absl::StatusOr<kiln::v1::TrafficHistogram> Client::Traffic(const std::string& graph_digest) {
+  kiln::v1::GetTrafficRequest request;
+  request.set_graph_digest(graph_digest);
+  ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::GetTrafficRequest, kiln::v1::GetTrafficResponse>(
+                                      &kiln::v1::Kiln::Stub::GetTraffic, request)));
+  return response.histogram();
+}
+
+void Client::AddTrafficSource(TrafficRecorder* recorder) {
+  if (options_.traffic_report_interval <= absl::ZeroDuration()) return;
+  absl::MutexLock lock(&traffic_mutex_);
+  traffic_sources_.push_back(recorder);
+  if (!traffic_reporter_.joinable())
+    traffic_reporter_ = std::thread([this] { ReportTrafficLoop(); });
+}
+
+void Client::RemoveTrafficSource(TrafficRecorder* recorder) {
+  {
+    absl::MutexLock lock(&traffic_mutex_);
+    const auto it = std::find(traffic_sources_.begin(), traffic_sources_.end(), recorder);
+    if (it == traffic_sources_.end()) return;
+    traffic_sources_.erase(it);
+  }
+  SendTraffic(recorder);
+}
+
+void Client::SendTraffic(TrafficRecorder* recorder) {
+  std::shared_ptr<kiln::v1::Kiln::Stub> stub;
+  {
+    absl::MutexLock lock(&mutex_);
+    stub = stub_;
+  }
+  if (stub == nullptr) return;
+  kiln::v1::TrafficReport report;
+  *report.mutable_histogram() = recorder->TakeNew();
+  if (report.histogram().rows_size() == 0 && report.histogram().other_calls() == 0) return;
+  report.set_graph_digest(recorder->graph_digest());
+  // Best effort: counts a daemon did not take are not worth a retry.
+  const auto sent = Call<kiln::v1::TrafficReport, kiln::v1::TrafficReportResponse>(
+      *stub, &kiln::v1::Kiln::Stub::ReportTraffic, report, absl::Seconds(2));
+  if (!sent.ok()) KILN_LOG(WARNING) << "traffic report not sent: " << sent.status();
+}
+
+void Client::ReportTrafficLoop() {
+  absl::MutexLock lock(&traffic_mutex_);
+  while (!stopping_) {
+    traffic_mutex_.AwaitWithTimeout(absl::Condition(&stopping_), options_.traffic_report_interval);
+    if (stopping_) return;
+    // Sources are removed under this lock, so each stays alive while sent.
+    for (TrafficRecorder* recorder : traffic_sources_) SendTraffic(recorder);
+  }
 }
 
 }  // namespace kiln

@@ -18,6 +18,11 @@
 //
 // Objects are loaded only from a trusted cache directory (client/loader.h).
 //
+// Recorded traffic (client/traffic.h): CompiledGraphs register their
+// recorders, and every traffic_report_interval a thread sends what they
+// counted since to kilnd — only while this client is connected anyway: a
+// process that only hits locally never connects for it.
+//
 // A Client is thread-safe; share one per process.
 #ifndef KILN_CLIENT_CLIENT_H_
 #define KILN_CLIENT_CLIENT_H_
@@ -25,6 +30,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -32,6 +39,7 @@
 #include "absl/time/time.h"
 #include "cache/request_key.h"
 #include "client/loader.h"
+#include "client/traffic.h"
 #include "proto/service.grpc.pb.h"
 
 namespace kiln {
@@ -47,6 +55,8 @@ struct ClientOptions {
   absl::Duration start_timeout = absl::Seconds(20);
   absl::Duration rpc_timeout = absl::Minutes(5);  // a cold compile can take a while
   std::string client_name = "libkiln";
+  // How often recorded traffic is sent (while connected); zero: never.
+  absl::Duration traffic_report_interval = absl::Seconds(30);
 };
 
 class Client {
@@ -57,6 +67,7 @@ class Client {
   // Connects (and auto-starts kilnd) on the first call that needs the
   // daemon, returning its error from that call.
   static std::unique_ptr<Client> Open(ClientOptions options = {});
+  ~Client();
 
   // The artifact for `request` from the local index, without a round trip;
   // nullopt when the index cannot answer (a miss, no index yet, another
@@ -78,6 +89,15 @@ class Client {
   absl::StatusOr<kiln::v1::ListResponse> List();
   absl::StatusOr<kiln::v1::ArtifactMetadata> Show(const std::string& key);
   absl::StatusOr<std::string> Evict(const std::string& key);  // returns the full key
+  // What serving processes reported running the graph of this GraphDigest
+  // at (empty when nothing was).
+  absl::StatusOr<kiln::v1::TrafficHistogram> Traffic(const std::string& graph_digest);
+
+  // A recorder whose counts this client sends to kilnd (see above), until
+  // it is removed; removing sends its last counts if connected. The
+  // recorder must outlive its registration.
+  void AddTrafficSource(TrafficRecorder* recorder);
+  void RemoveTrafficSource(TrafficRecorder* recorder);
 
   // The daemon's handshake (connects first if needed).
   absl::StatusOr<kiln::v1::HelloResponse> daemon();
@@ -102,6 +122,9 @@ class Client {
   // (auto-starting kilnd) and retries, three attempts in all.
   template <typename Request, typename Response, typename Method>
   absl::StatusOr<Response> Rpc(Method method, const Request& request);
+  // Sends `recorder`'s new counts if connected (never connects).
+  void SendTraffic(TrafficRecorder* recorder);
+  void ReportTrafficLoop();
 
   ClientOptions options_;                             // paths resolved
   const absl::StatusOr<std::vector<uid_t>> trusted_;  // TrustedUids()
@@ -115,6 +138,11 @@ class Client {
   // (parsed once; shared so that a lookup does not copy it under the lock).
   std::shared_ptr<const ToolchainDigests> toolchains_ ABSL_GUARDED_BY(descriptor_mutex_);
   std::vector<std::string> trusted_dirs_ ABSL_GUARDED_BY(descriptor_mutex_);
+
+  absl::Mutex traffic_mutex_;
+  std::vector<TrafficRecorder*> traffic_sources_ ABSL_GUARDED_BY(traffic_mutex_);
+  bool stopping_ ABSL_GUARDED_BY(traffic_mutex_) = false;
+  std::thread traffic_reporter_;  // started with the first source
 };
 
 }  // namespace kiln

@@ -17,10 +17,21 @@ namespace {
 
 constexpr int kMaxStackTensors = 16;
 
+// Bumped by UnloadIdle: each thread trims its scratch on its next call.
+std::atomic<uint64_t> scratch_trim_epoch{0};
+
 // This thread's scratch arena, grown as needed and reused across calls so a
 // steady-state Run allocates nothing; nullptr when the memory is not there.
+// After an UnloadIdle, an arena more than twice what the call needs is
+// given back first.
 void* ThreadScratch(int64_t bytes) {
   thread_local GrowingBuffer arena;
+  thread_local uint64_t trimmed_at = 0;
+  const uint64_t epoch = scratch_trim_epoch.load(std::memory_order_relaxed);
+  if (trimmed_at != epoch) {
+    trimmed_at = epoch;
+    if (arena.size() > 2 * bytes) arena.Release();
+  }
   return arena.Get(bytes);
 }
 
@@ -64,7 +75,28 @@ bool Overlaps(const TensorView& a, const TensorView& b) {
 
 CompiledGraph::CompiledGraph(Client* client, kiln::v1::Graph graph,
                              kiln::v1::CompileOptions options, Runtime* runtime)
-    : client_(client), graph_(std::move(graph)), options_(std::move(options)), runtime_(runtime) {}
+    : client_(client), graph_(std::move(graph)), options_(std::move(options)), runtime_(runtime) {
+  client_->AddTrafficSource(&traffic_);
+}
+
+CompiledGraph::~CompiledGraph() {
+  std::thread background;
+  {
+    absl::MutexLock lock(&background_mutex_);
+    stopping_ = true;
+    background = std::move(background_);
+  }
+  if (background.joinable()) background.join();
+  client_->RemoveTrafficSource(&traffic_);
+}
+
+CompiledGraph::EntryUse CompiledGraph::Use(const Entry* entry) {
+  entry->in_flight.fetch_add(1, std::memory_order_relaxed);
+  if (!entry->used.load(std::memory_order_relaxed)) {
+    entry->used.store(true, std::memory_order_relaxed);
+  }
+  return EntryUse(entry);
+}
 
 absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Prepare() {
   {
@@ -75,7 +107,7 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Prepare() {
       return result;
     }
   }
-  return Load(graph_);
+  return Load(graph_, {});
 }
 
 void CompiledGraph::set_specialization_limit(size_t limit) {
@@ -83,15 +115,141 @@ void CompiledGraph::set_specialization_limit(size_t limit) {
   specialization_limit_ = limit;
 }
 
+void CompiledGraph::set_background_specialization(bool on) {
+  absl::MutexLock lock(&mutex_);
+  background_specialization_ = on;
+}
+
+void CompiledGraph::set_unload_after(absl::Duration idle) {
+  absl::MutexLock lock(&background_mutex_);
+  unload_after_ = idle;
+  if (idle > absl::ZeroDuration()) StartBackgroundThread();
+}
+
+int CompiledGraph::loaded_entries() const {
+  absl::ReaderMutexLock lock(&mutex_);
+  return static_cast<int>(entries_.size());
+}
+
+int CompiledGraph::UnloadIdle() {
+  std::vector<std::unique_ptr<Entry>> freed;  // dlclosed outside the lock
+  int unloaded = 0;
+  {
+    absl::MutexLock lock(&mutex_);
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      Entry& entry = **it;
+      if (entry.used.exchange(false, std::memory_order_relaxed)) {
+        ++it;
+        continue;
+      }
+      if (entry.guards.num_symbols() == 0) {
+        std::vector<const Entry*>& filed = static_by_sizes_[entry.sizes_hash];
+        filed.erase(std::find(filed.begin(), filed.end(), &entry));
+        if (filed.empty()) static_by_sizes_.erase(entry.sizes_hash);
+        if (entry.source != nullptr) unloaded_[entry.sizes_hash] = {entry.source, entry.warmed};
+      }
+      if (given_ == &entry) given_ = nullptr;
+      retired_.push_back(std::move(*it));
+      it = entries_.erase(it);
+      ++unloaded;
+    }
+    // A call finds an entry and marks it in flight under this mutex: once
+    // out of the tables, an entry at zero has no call left.
+    for (auto it = retired_.begin(); it != retired_.end();) {
+      if ((*it)->in_flight.load(std::memory_order_acquire) == 0) {
+        freed.push_back(std::move(*it));
+        it = retired_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  scratch_trim_epoch.fetch_add(1, std::memory_order_relaxed);
+  return unloaded;
+}
+
+void CompiledGraph::StartBackgroundThread() {
+  if (!background_.joinable() && !stopping_)
+    background_ = std::thread([this] { BackgroundLoop(); });
+}
+
+void CompiledGraph::BackgroundLoop() {
+  absl::MutexLock lock(&background_mutex_);
+  absl::Time next_sweep = absl::InfiniteFuture();
+  while (!stopping_) {
+    if (!background_queue_.empty()) {
+      const std::vector<std::vector<int64_t>> sizes = std::move(background_queue_.front());
+      background_queue_.pop_front();
+      background_mutex_.Unlock();
+      // On failure the symbolic entry goes on serving these sizes.
+      SpecializeExactly(sizes).IgnoreError();
+      background_mutex_.Lock();
+      continue;
+    }
+    if (unload_after_ > absl::ZeroDuration()) {
+      if (next_sweep == absl::InfiniteFuture()) next_sweep = absl::Now() + unload_after_;
+      if (absl::Now() >= next_sweep) {
+        background_mutex_.Unlock();
+        UnloadIdle();
+        background_mutex_.Lock();
+        next_sweep = absl::Now() + unload_after_;
+        continue;
+      }
+    } else {
+      next_sweep = absl::InfiniteFuture();
+    }
+    auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(background_mutex_) {
+      return stopping_ || !background_queue_.empty();
+    };
+    background_mutex_.AwaitWithDeadline(absl::Condition(&wake), next_sweep);
+  }
+}
+
+void CompiledGraph::SpecializeInBackground(absl::Span<const TensorView> inputs,
+                                           uint64_t sizes_hash) {
+  {
+    absl::MutexLock lock(&mutex_);
+    if (!background_tried_.insert(sizes_hash).second) return;
+    size_t counted = 0;
+    for (const auto& entry : entries_) counted += !entry->warmed;
+    if (counted >= specialization_limit_) return;
+  }
+  std::vector<std::vector<int64_t>> sizes;
+  for (const TensorView& input : inputs) sizes.emplace_back(input.sizes.begin(), input.sizes.end());
+  absl::MutexLock lock(&background_mutex_);
+  background_queue_.push_back(std::move(sizes));
+  StartBackgroundThread();
+}
+
+absl::Status CompiledGraph::SpecializeExactly(const std::vector<std::vector<int64_t>>& sizes) {
+  kiln::v1::Graph exact;
+  if (!SymbolValues(graph_, sizes).empty()) {
+    // The graph as traced is symbolic: the same specialization a warmup
+    // bucket of these sizes makes, so it may already be a hit.
+    exact = Specialize(graph_, SymbolValues(graph_, sizes));
+  } else {
+    InputDims dims(sizes.size());
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      for (int64_t size : sizes[i]) dims[i].emplace_back().set_constant(size);
+    }
+    ASSIGN_OR_RETURN(exact, Retype(graph_, dims));
+  }
+  return Load(exact, {.priority = kiln::v1::CompileRequest::PRIORITY_WARMUP}).status();
+}
+
 absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
     const kiln::v1::WarmupGraph& buckets) {
   ASSIGN_OR_RETURN(const std::vector<WarmupCompile> compiles,
                    ExpandWarmupGraph(graph_, buckets, graph_.name()));
   WarmupResult result;
+  ASSIGN_OR_RETURN(std::vector<PaddableSymbol> paddable, PaddableSymbols(graph_, buckets));
+  for (const PaddableSymbol& symbol : paddable) result.padded_symbols.push_back(symbol.name);
   for (const WarmupCompile& compile : compiles) {
     // The symbolic compile is this graph itself: Prepare loads it once.
     absl::StatusOr<PrepareResult> loaded =
-        compile.symbolic ? Prepare() : Load(compile.request.graph());
+        compile.symbolic ? Prepare()
+                         : Load(compile.request.graph(),
+                                {.warmed = true, .priority = compile.request.priority()});
     if (!loaded.ok()) {
       return absl::Status(loaded.status().code(),
                           absl::StrCat(compile.name, ": ", loaded.status().message()));
@@ -99,8 +257,6 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
     if (loaded->loaded) {
       ++result.entries;
       result.local += loaded->local;
-      absl::MutexLock lock(&mutex_);
-      ++warmed_entries_;
     }
     for (const std::map<std::string, int64_t>& bucket : compile.buckets) {
       std::vector<Tensor> inputs;
@@ -113,7 +269,7 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
         inputs.push_back(std::move(tensor));
         views.push_back(inputs.back().view());
       }
-      const absl::StatusOr<std::vector<Tensor>> ran = Run(views);
+      const absl::StatusOr<std::vector<Tensor>> ran = RunAllocating(views, /*record=*/false);
       if (!ran.ok()) {
         return absl::Status(
             ran.status().code(),
@@ -122,14 +278,29 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
       ++result.buckets;
     }
   }
+  absl::MutexLock lock(&mutex_);
+  for (PaddableSymbol& symbol : paddable) {
+    auto present = std::find_if(paddable_.begin(), paddable_.end(),
+                                [&](const PaddableSymbol& p) { return p.name == symbol.name; });
+    if (present == paddable_.end()) {
+      paddable_.push_back(std::move(symbol));
+    } else {
+      std::vector<int64_t> merged;
+      std::set_union(present->buckets.begin(), present->buckets.end(), symbol.buckets.begin(),
+                     symbol.buckets.end(), std::back_inserter(merged));
+      present->buckets = std::move(merged);
+    }
+  }
   return result;
 }
 
-absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1::Graph& graph) {
+absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1::Graph& graph,
+                                                                 LoadOptions options) {
   PrepareResult result;
   kiln::v1::CompileRequest request;
   *request.mutable_graph() = graph;
   *request.mutable_options() = options_;
+  request.set_priority(options.priority);
   const absl::Time start = absl::Now();
   // A same-host hit first (no round trip); anything doubtful goes to kilnd.
   std::optional<kiln::v1::CompileResponse> local = client_->FindLocal(request);
@@ -159,11 +330,15 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
 
   ASSIGN_OR_RETURN(GuardTable guards, GuardTable::Create(response.artifact().signature(),
                                                          artifact->metadata.guards(), graph_));
-  auto entry = std::make_unique<Entry>(Entry{std::move(artifact), std::move(guards)});
+  auto entry = std::make_unique<Entry>(std::move(artifact), std::move(guards));
+  entry->warmed = options.warmed;
   if (entry->guards.num_symbols() > 0) {
     ASSIGN_OR_RETURN(ir::Graph canonical, PrepareGraph(graph));
     entry->safe_symbol_value = limits::LargestSafeSymbolValue(canonical);
     entry->canonical = std::make_shared<const ir::Graph>(std::move(canonical));
+  } else {
+    entry->sizes_hash = HashOfSizes(entry->artifact->metadata.signature());
+    if (&graph != &graph_) entry->source = std::make_shared<const kiln::v1::Graph>(graph);
   }
   absl::MutexLock lock(&mutex_);
   // Another thread may have loaded the same artifact meanwhile.
@@ -178,20 +353,19 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
     if (entry->guards.num_symbols() == 0) {
       position = std::find_if(entries_.begin(), entries_.end(),
                               [](const auto& other) { return other->guards.num_symbols() > 0; });
+      static_by_sizes_[entry->sizes_hash].push_back(entry.get());
+      unloaded_.erase(entry->sizes_hash);
     }
     present = entries_.insert(position, std::move(entry))->get();
-    if (present->guards.num_symbols() == 0) {
-      static_by_sizes_[HashOfSizes(present->artifact->metadata.signature())].push_back(present);
-    }
     result.loaded = true;
   }
   if (&graph == &graph_) given_ = present;
   return result;
 }
 
-absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
-    absl::Span<const TensorView> inputs, Symbols& symbols) {
-  ASSIGN_OR_RETURN(const Entry* entry, FindGuardedEntry(inputs, symbols));
+absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindEntry(
+    absl::Span<const TensorView> inputs, uint64_t sizes_hash, Symbols& symbols) {
+  ASSIGN_OR_RETURN(EntryUse entry, FindGuardedEntry(inputs, sizes_hash, symbols));
   // Sizes from symbols are products the artifact computes in int64: hold
   // them to the limits before it does (and before outputs are allocated).
   const int num_symbols = entry->guards.num_symbols();
@@ -203,51 +377,77 @@ absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindEntry(
   return entry;
 }
 
-absl::StatusOr<const CompiledGraph::Entry*> CompiledGraph::FindGuardedEntry(
-    absl::Span<const TensorView> inputs, Symbols& symbols) {
+absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
+    absl::Span<const TensorView> inputs, uint64_t sizes_hash, Symbols& symbols) {
   absl::Status miss;
+  std::shared_ptr<const kiln::v1::Graph> unloaded;
+  bool warmed = false;
   {
-    absl::ReaderMutexLock lock(&mutex_);
-    // Static entries by their sizes, before any symbolic one: a bucket's
-    // own artifact runs even where a symbolic one would pass.
-    if (const auto it = static_by_sizes_.find(HashOfSizes(inputs)); it != static_by_sizes_.end()) {
-      for (const Entry* entry : it->second) {
-        if (entry->guards.Check(inputs, symbols)) return entry;
+    std::optional<EntryUse> symbolic;
+    {
+      absl::ReaderMutexLock lock(&mutex_);
+      // Static entries by their sizes, before any symbolic one: a bucket's
+      // own artifact runs even where a symbolic one would pass.
+      if (const auto it = static_by_sizes_.find(sizes_hash); it != static_by_sizes_.end()) {
+        for (const Entry* entry : it->second) {
+          if (entry->guards.Check(inputs, symbols)) return Use(entry);
+        }
+      }
+      for (const auto& entry : entries_) {
+        if (entry->guards.num_symbols() > 0 && entry->guards.Check(inputs, symbols)) {
+          symbolic.emplace(Use(entry.get()));
+          break;
+        }
+      }
+      if (symbolic.has_value() &&
+          (!background_specialization_ || background_tried_.contains(sizes_hash))) {
+        return std::move(*symbolic);
+      }
+      if (!symbolic.has_value()) {
+        if (const auto it = unloaded_.find(sizes_hash); it != unloaded_.end()) {
+          std::tie(unloaded, warmed) = it->second;
+        }
+        // The complaint of the graph as given, as the caller's error if
+        // nothing fits.
+        if (given_ == nullptr) {
+          miss = absl::NotFoundError("not loaded");
+        } else {
+          given_->guards.Check(inputs, symbols, &miss);
+        }
       }
     }
-    for (const auto& entry : entries_) {
-      if (entry->guards.num_symbols() > 0 && entry->guards.Check(inputs, symbols)) {
-        return entry.get();
-      }
+    if (symbolic.has_value()) {
+      // The symbolic entry serves this call; the exact one compiles meanwhile.
+      SpecializeInBackground(inputs, sizes_hash);
+      return std::move(*symbolic);
     }
-    // The complaint of the graph as given (the first entry), as the
-    // caller's error if nothing fits.
-    if (given_ == nullptr) {
-      miss = absl::NotFoundError("not loaded");
-    } else {
-      given_->guards.Check(inputs, symbols, &miss);
-    }
+  }
+  if (unloaded != nullptr) {
+    // A static entry UnloadIdle removed: the same graph again.
+    RETURN_IF_ERROR(Load(*unloaded, {.warmed = warmed}).status());
+    return FindGuardedEntry(inputs, sizes_hash, symbols);
   }
   if (miss.code() == absl::StatusCode::kNotFound) {
     RETURN_IF_ERROR(Prepare().status());
-    return FindGuardedEntry(inputs, symbols);
+    return FindGuardedEntry(inputs, sizes_hash, symbols);
   }
   // A symbolic graph at size 0 or 1 gets its static specialization; other
   // sizes than any entry covers a new one, within the specialization limit.
   if (std::optional<kiln::v1::Graph> small = SmallSizeSpecialization(graph_, inputs)) {
-    RETURN_IF_ERROR(Load(*small).status());
+    RETURN_IF_ERROR(Load(*small, {}).status());
   } else {
     {
       absl::ReaderMutexLock lock(&mutex_);
-      RETURN_IF_ERROR(
-          CheckSpecializationLimit(entries_.size() - warmed_entries_, specialization_limit_, miss));
+      size_t counted = 0;
+      for (const auto& entry : entries_) counted += !entry->warmed;
+      RETURN_IF_ERROR(CheckSpecializationLimit(counted, specialization_limit_, miss));
     }
     const absl::Status respecialized = Respecialize(inputs);
     if (!respecialized.ok()) return miss;
   }
   absl::ReaderMutexLock lock(&mutex_);
   for (const auto& entry : entries_) {
-    if (entry->guards.Check(inputs, symbols)) return entry.get();
+    if (entry->guards.Check(inputs, symbols)) return Use(entry.get());
   }
   return miss;
 }
@@ -272,7 +472,7 @@ absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
   };
   for (const InputDims& sizes : plan.candidates) {
     auto retyped = Retype(graph_, sizes);
-    if (retyped.ok() && Load(*retyped).ok() && fits()) return absl::OkStatus();
+    if (retyped.ok() && Load(*retyped, {}).ok() && fits()) return absl::OkStatus();
   }
   absl::MutexLock lock(&mutex_);
   unfixable_.insert(plan.sizes_key);
@@ -356,15 +556,30 @@ absl::Status CompiledGraph::Invoke(const Entry& entry, const Symbols& symbols,
 
 absl::Status CompiledGraph::Run(absl::Span<const TensorView> inputs,
                                 absl::Span<const TensorView> outputs) {
+  const uint64_t hash = HashOfSizes(inputs);
+  traffic_.Record(hash, inputs);
+  if (std::optional<PaddedShape> padded = PaddedShapeFor(inputs, hash)) {
+    return RunPadded(inputs, *padded, outputs).status();
+  }
   Symbols symbols;
-  ASSIGN_OR_RETURN(const Entry* entry, FindEntry(inputs, symbols));
+  ASSIGN_OR_RETURN(const EntryUse entry, FindEntry(inputs, hash, symbols));
   RETURN_IF_ERROR(CheckOutputs(*entry, symbols, inputs, outputs));
   return Invoke(*entry, symbols, inputs, outputs);
 }
 
 absl::StatusOr<std::vector<Tensor>> CompiledGraph::Run(absl::Span<const TensorView> inputs) {
+  return RunAllocating(inputs, /*record=*/true);
+}
+
+absl::StatusOr<std::vector<Tensor>> CompiledGraph::RunAllocating(
+    absl::Span<const TensorView> inputs, bool record) {
+  const uint64_t hash = HashOfSizes(inputs);
+  if (record) traffic_.Record(hash, inputs);
+  if (std::optional<PaddedShape> padded = PaddedShapeFor(inputs, hash)) {
+    return RunPadded(inputs, *padded, {});
+  }
   Symbols symbols;
-  ASSIGN_OR_RETURN(const Entry* entry, FindEntry(inputs, symbols));
+  ASSIGN_OR_RETURN(const EntryUse entry, FindEntry(inputs, hash, symbols));
   const kiln::v1::Signature& signature = entry->artifact->metadata.signature();
   std::vector<Tensor> outputs;
   std::vector<TensorView> views;
@@ -385,10 +600,75 @@ absl::StatusOr<std::vector<Tensor>> CompiledGraph::Run(absl::Span<const TensorVi
   return outputs;
 }
 
+std::optional<PaddedShape> CompiledGraph::PaddedShapeFor(absl::Span<const TensorView> inputs,
+                                                         uint64_t sizes_hash) {
+  absl::ReaderMutexLock lock(&mutex_);
+  if (paddable_.empty() || static_by_sizes_.contains(sizes_hash)) return std::nullopt;
+  std::optional<PaddedShape> shape = PadShape(paddable_, inputs);
+  if (!shape.has_value()) return std::nullopt;
+  // Only onto a bucket that is loaded (or was, and loads again).
+  SizesHash padded;
+  for (const std::vector<int64_t>& sizes : shape->input_sizes) {
+    padded.Add(static_cast<int64_t>(sizes.size()));
+    for (int64_t size : sizes) padded.Add(size);
+  }
+  if (!static_by_sizes_.contains(padded.value()) && !unloaded_.contains(padded.value())) {
+    return std::nullopt;
+  }
+  return shape;
+}
+
+absl::StatusOr<std::vector<Tensor>> CompiledGraph::RunPadded(absl::Span<const TensorView> inputs,
+                                                             const PaddedShape& shape,
+                                                             absl::Span<const TensorView> outputs) {
+  std::vector<Tensor> padded_inputs;
+  std::vector<TensorView> padded_views;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ASSIGN_OR_RETURN(Tensor padded, Tensor::Empty(inputs[i].dtype, shape.input_sizes[i]));
+    if (padded.sizes() != std::vector<int64_t>(inputs[i].sizes.begin(), inputs[i].sizes.end())) {
+      std::memset(padded.view().data, 0, padded.NumBytes());
+    }
+    CopyLeadingRegion(inputs[i], padded.view());
+    padded_inputs.push_back(std::move(padded));
+    padded_views.push_back(padded_inputs.back().view());
+  }
+  ASSIGN_OR_RETURN(std::vector<Tensor> padded_outputs,
+                   RunAllocating(padded_views, /*record=*/false));
+  std::vector<PaddableSymbol> symbols;
+  {
+    absl::ReaderMutexLock lock(&mutex_);
+    symbols = paddable_;
+  }
+  if (!outputs.empty() && outputs.size() != padded_outputs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "got ", outputs.size(), " output buffers; the graph returns ", padded_outputs.size()));
+  }
+  std::vector<Tensor> results;
+  for (size_t k = 0; k < padded_outputs.size(); ++k) {
+    const std::vector<int64_t> sizes =
+        UnpaddedOutputSizes(symbols, shape, static_cast<int>(k), padded_outputs[k].sizes());
+    if (outputs.empty()) {
+      ASSIGN_OR_RETURN(Tensor output, Tensor::Empty(padded_outputs[k].dtype(), sizes));
+      CopyLeadingRegion(padded_outputs[k].view(), output.view());
+      results.push_back(std::move(output));
+      continue;
+    }
+    const TensorView& output = outputs[k];
+    if (output.dtype != padded_outputs[k].dtype() ||
+        std::vector<int64_t>(output.sizes.begin(), output.sizes.end()) != sizes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output ", k, " must be a contiguous ", kiln::v1::DType_Name(padded_outputs[k].dtype()),
+          " tensor of the graph's output shape"));
+    }
+    CopyLeadingRegion(padded_outputs[k].view(), output);
+  }
+  return results;
+}
+
 absl::StatusOr<CompiledGraph::DirectCall> CompiledGraph::DirectCallForBenchmark(
     absl::Span<const TensorView> inputs) {
   Symbols symbols;
-  ASSIGN_OR_RETURN(const Entry* entry, FindEntry(inputs, symbols));
+  ASSIGN_OR_RETURN(const EntryUse entry, FindEntry(inputs, HashOfSizes(inputs), symbols));
   if (entry->guards.num_symbols() > 0) {
     return absl::UnimplementedError("direct calls are for static graphs");
   }
@@ -402,7 +682,7 @@ absl::StatusOr<CompiledGraph::DirectCall> CompiledGraph::DirectCallForBenchmark(
 absl::StatusOr<kiln::v1::ArtifactMetadata> CompiledGraph::ArtifactFor(
     absl::Span<const TensorView> inputs) {
   Symbols symbols;
-  ASSIGN_OR_RETURN(const Entry* entry, FindEntry(inputs, symbols));
+  ASSIGN_OR_RETURN(const EntryUse entry, FindEntry(inputs, HashOfSizes(inputs), symbols));
   return entry->artifact->metadata;
 }
 

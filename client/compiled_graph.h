@@ -6,7 +6,8 @@
 // strides, constant sizes, and symbolic sizes bound consistently, each
 // symbol >= 2 and within the graph's relations (ranges, divisibility) — and
 // calls its kernel directly: no RPC, no allocation when the outputs are
-// preallocated.
+// preallocated. Static entries (warmed buckets) are found by a hash of the
+// input sizes, before any symbolic one.
 // The first Run (or Prepare) fetches the artifact (a same-host hit needs no
 // round trip) and loads it. A symbolic graph run at size 0 or 1 gets a
 // static specialization of its own, compiled on first use (as in PyTorch,
@@ -19,6 +20,19 @@
 // buckets do not count), then FailedPrecondition naming the dim. That
 // policy is client/specialization.h; this class fetches, loads and invokes.
 //
+// Options for serving (docs/WARMUP.md):
+//   - Warmup: buckets loaded and run once before traffic; a bucket's
+//     symbol marked paddable lets a call between buckets run the next
+//     larger one, padded (client/bucket_padding.h).
+//   - set_background_specialization: sizes only a symbolic entry serves run
+//     it at once while their exact specialization compiles in the
+//     background; later calls run the exact one.
+//   - set_unload_after: entries no call used for that long are unloaded
+//     (dlclosed once no call runs them) and threads' scratch trimmed; a
+//     later call loads them again.
+// Every Run counts its input sizes in a bounded histogram that the Client
+// sends to kilnd (client/traffic.h) for `kiln warmup --suggest`.
+//
 // Ownership: inputs and preallocated outputs belong to the caller; outputs
 // must be contiguous, have the signature's dtype and sizes, and must not
 // overlap an input or each other (artifacts assume no aliasing). Outputs
@@ -29,7 +43,12 @@
 #ifndef KILN_CLIENT_COMPILED_GRAPH_H_
 #define KILN_CLIENT_COMPILED_GRAPH_H_
 
+#include <atomic>
+#include <deque>
 #include <memory>
+#include <optional>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -38,12 +57,14 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "client/bucket_padding.h"
 #include "client/client.h"
 #include "client/guard_table.h"
 #include "client/loader.h"
 #include "client/runtime/runtime.h"
 #include "client/specialization.h"
 #include "client/tensor.h"
+#include "client/traffic.h"
 #include "codegen/ir.h"
 #include "proto/graph.pb.h"
 #include "proto/warmup.pb.h"
@@ -54,6 +75,8 @@ class CompiledGraph {
  public:
   CompiledGraph(Client* client, kiln::v1::Graph graph, kiln::v1::CompileOptions options = {},
                 Runtime* runtime = &Runtime::Default());
+  // Waits for a background compile in progress.
+  ~CompiledGraph();
 
   struct PrepareResult {
     bool already_loaded = false;  // an earlier Prepare or Run did the work
@@ -68,9 +91,10 @@ class CompiledGraph {
   absl::StatusOr<PrepareResult> Prepare();
 
   struct WarmupResult {
-    int buckets = 0;  // buckets run once
-    int entries = 0;  // artifacts loaded for them
-    int local = 0;    // of those, found in the local index (no round trip)
+    int buckets = 0;                          // buckets run once
+    int entries = 0;                          // artifacts loaded for them
+    int local = 0;                            // of those, found in the local index (no round trip)
+    std::vector<std::string> padded_symbols;  // paddable symbols the graph allows
   };
   // Makes every bucket of `buckets` (a warmup plan entry for this graph,
   // client/warmup_plan.h; its `graph` and `target` are not read: this
@@ -79,7 +103,10 @@ class CompiledGraph {
   // once on zero inputs of the bucket's sizes on the calling thread, so
   // that the first real call on this thread does no RPC, no dlopen and no
   // first touch of its scratch. Warmed entries do not count against the
-  // specialization limit. Errors name the bucket.
+  // specialization limit. Errors name the bucket. A symbol marked
+  // paddable (static buckets only) lets later calls between its sizes run
+  // the next larger bucket, padded; FailedPrecondition (before anything is
+  // loaded) naming the node when the graph mixes positions along it.
   absl::StatusOr<WarmupResult> Warmup(const kiln::v1::WarmupGraph& buckets);
 
   // Runs with outputs allocated here.
@@ -90,7 +117,8 @@ class CompiledGraph {
   absl::Status Run(absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
 
   // The kernel entry point and the arguments Run would pass it, for
-  // measuring Run's own overhead (dispatch) against a direct call.
+  // measuring Run's own overhead (dispatch) against a direct call. Valid
+  // until an UnloadIdle.
   struct DirectCall {
     kiln_run_fn run;
     const kiln_runtime* runtime;
@@ -114,8 +142,27 @@ class CompiledGraph {
   void set_specialization_limit(size_t limit);
   using Symbols = GuardTable::Symbols;
 
+  // Sizes that a symbolic entry serves but no static one get their exact
+  // specialization compiled in the background (at warmup priority, within
+  // the specialization limit); the symbolic entry serves them meanwhile.
+  // Off by default.
+  void set_background_specialization(bool on);
+  // Unloads entries no call has used for `idle` (checked every `idle`, so
+  // within twice that) on a background thread; zero (the default) never.
+  void set_unload_after(absl::Duration idle);
+  // Unloads the entries no call used since the previous UnloadIdle (or
+  // their load), and has every thread trim its scratch on its next call to
+  // what that call needs. Returns how many were unloaded. A later call
+  // loads an entry again (a static one by the graph it was loaded from).
+  int UnloadIdle();
+  // Entries loaded now.
+  int loaded_entries() const;
+
  private:
   struct Entry {
+    Entry(std::shared_ptr<const LoadedArtifact> artifact, GuardTable guards)
+        : artifact(std::move(artifact)), guards(std::move(guards)) {}
+
     std::shared_ptr<const LoadedArtifact> artifact;
     GuardTable guards;
     // Symbolic entries: the canonical graph, and the symbol value up to
@@ -123,19 +170,68 @@ class CompiledGraph {
     // only above it, on the calls that need it).
     std::shared_ptr<const ir::Graph> canonical;
     int64_t safe_symbol_value = 0;
+    // Static entries: the hash of their input sizes, and the graph they
+    // were loaded from (to load them again after UnloadIdle).
+    uint64_t sizes_hash = 0;
+    std::shared_ptr<const kiln::v1::Graph> source;
+    bool warmed = false;  // loaded by Warmup: not counted against the limit
+    // Calls that found this entry and have not returned: an unloaded entry
+    // is freed only at zero.
+    mutable std::atomic<int> in_flight{0};
+    // Set by each call, cleared by each UnloadIdle.
+    mutable std::atomic<bool> used{true};
   };
 
+  // An entry a call is running: it stays loaded while this lives.
+  class EntryUse {
+   public:
+    explicit EntryUse(const Entry* entry) : entry_(entry) {}
+    EntryUse(EntryUse&& other) : entry_(std::exchange(other.entry_, nullptr)) {}
+    EntryUse& operator=(EntryUse&&) = delete;
+    ~EntryUse() {
+      if (entry_ != nullptr) entry_->in_flight.fetch_sub(1, std::memory_order_release);
+    }
+    const Entry& operator*() const { return *entry_; }
+    const Entry* operator->() const { return entry_; }
+
+   private:
+    const Entry* entry_;
+  };
+  // Marks `entry` used and in flight (under mutex_, so that UnloadIdle sees it).
+  static EntryUse Use(const Entry* entry);
+
+  struct LoadOptions {
+    bool warmed = false;
+    kiln::v1::CompileRequest::Priority priority = kiln::v1::CompileRequest::PRIORITY_INTERACTIVE;
+  };
   // Fetches and loads the artifact of `graph` (this graph, or a
   // specialization of it) into a new entry.
-  absl::StatusOr<PrepareResult> Load(const kiln::v1::Graph& graph);
+  absl::StatusOr<PrepareResult> Load(const kiln::v1::Graph& graph, LoadOptions options);
   // The entry whose guards `inputs` pass, binding its symbols, loading or
   // specializing one when none does; then the sizes the symbols give are
   // checked against codegen/limits.h.
-  absl::StatusOr<const Entry*> FindEntry(absl::Span<const TensorView> inputs, Symbols& symbols);
-  absl::StatusOr<const Entry*> FindGuardedEntry(absl::Span<const TensorView> inputs,
-                                                Symbols& symbols);
+  absl::StatusOr<EntryUse> FindEntry(absl::Span<const TensorView> inputs, uint64_t sizes_hash,
+                                     Symbols& symbols);
+  absl::StatusOr<EntryUse> FindGuardedEntry(absl::Span<const TensorView> inputs,
+                                            uint64_t sizes_hash, Symbols& symbols);
   // Loads an entry for `inputs`' sizes (client/specialization.h).
   absl::Status Respecialize(absl::Span<const TensorView> inputs);
+  // Queues the exact specialization of `inputs`' sizes for the background
+  // thread, once per sizes and within the limit.
+  void SpecializeInBackground(absl::Span<const TensorView> inputs, uint64_t sizes_hash);
+  absl::Status SpecializeExactly(const std::vector<std::vector<int64_t>>& sizes);
+  void StartBackgroundThread() ABSL_EXCLUSIVE_LOCKS_REQUIRED(background_mutex_);
+  void BackgroundLoop();
+  // The padded call for `inputs` when a paddable symbol lies between
+  // buckets and the padded sizes have a static entry; nullopt otherwise.
+  std::optional<PaddedShape> PaddedShapeFor(absl::Span<const TensorView> inputs,
+                                            uint64_t sizes_hash);
+  absl::StatusOr<std::vector<Tensor>> RunPadded(absl::Span<const TensorView> inputs,
+                                                const PaddedShape& shape,
+                                                absl::Span<const TensorView> outputs);
+  // Run without counting the call as traffic (Warmup's own calls).
+  absl::StatusOr<std::vector<Tensor>> RunAllocating(absl::Span<const TensorView> inputs,
+                                                    bool record);
   absl::Status CheckOutputs(const Entry& entry, const Symbols& symbols,
                             absl::Span<const TensorView> inputs,
                             absl::Span<const TensorView> outputs) const;
@@ -146,6 +242,7 @@ class CompiledGraph {
   const kiln::v1::Graph graph_;
   const kiln::v1::CompileOptions options_;
   Runtime* const runtime_;
+  TrafficRecorder traffic_{&graph_};
 
   mutable absl::Mutex mutex_;
   // Static entries first: an input whose sizes a static bucket has runs
@@ -154,12 +251,28 @@ class CompiledGraph {
   // Every static entry, by a hash of its input sizes: found in one lookup
   // however many buckets are loaded.
   absl::flat_hash_map<uint64_t, std::vector<const Entry*>> static_by_sizes_ ABSL_GUARDED_BY(mutex_);
-  int warmed_entries_ ABSL_GUARDED_BY(mutex_) = 0;  // loaded by Warmup
   size_t specialization_limit_ ABSL_GUARDED_BY(mutex_) = kDefaultSpecializationLimit;
   // The entry of the graph as given (Prepare): its guards explain a miss.
   const Entry* given_ ABSL_GUARDED_BY(mutex_) = nullptr;
   // Input sizes for which no specialization could be made.
   absl::flat_hash_set<std::string> unfixable_ ABSL_GUARDED_BY(mutex_);
+  // Static entries UnloadIdle removed, by sizes hash: the graph to load
+  // again and whether it was warmed.
+  absl::flat_hash_map<uint64_t, std::pair<std::shared_ptr<const kiln::v1::Graph>, bool>> unloaded_
+      ABSL_GUARDED_BY(mutex_);
+  // Unloaded entries a call may still run.
+  std::vector<std::unique_ptr<Entry>> retired_ ABSL_GUARDED_BY(mutex_);
+  std::vector<PaddableSymbol> paddable_ ABSL_GUARDED_BY(mutex_);
+  bool background_specialization_ ABSL_GUARDED_BY(mutex_) = false;
+  // Sizes (by hash) already queued for a background specialization.
+  absl::flat_hash_set<uint64_t> background_tried_ ABSL_GUARDED_BY(mutex_);
+
+  absl::Mutex background_mutex_ ABSL_ACQUIRED_AFTER(mutex_);
+  std::deque<std::vector<std::vector<int64_t>>> background_queue_
+      ABSL_GUARDED_BY(background_mutex_);
+  absl::Duration unload_after_ ABSL_GUARDED_BY(background_mutex_) = absl::ZeroDuration();
+  bool stopping_ ABSL_GUARDED_BY(background_mutex_) = false;
+  std::thread background_ ABSL_GUARDED_BY(background_mutex_);
 };
 
 }  // namespace kiln

@@ -28,6 +28,10 @@ struct FileCloser {
 
 }  // namespace
 
+LoadedArtifact::~LoadedArtifact() {
+  if (handle != nullptr) dlclose(handle);
+}
+
 absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
     const std::string& cache_dir, const kiln::v1::ArtifactMetadata& metadata,
     const std::vector<uid_t>& trusted) {
@@ -53,12 +57,13 @@ absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
                                             ". Run `kiln evict ", metadata.key().substr(0, 12),
                                             "` and compile again"));
   }
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
+  auto artifact = std::make_shared<LoadedArtifact>();
+  artifact->handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (artifact->handle == nullptr) {
     return absl::InternalError(absl::StrCat("cannot dlopen ", path, ": ", dlerror()));
   }
-  auto artifact = std::make_shared<LoadedArtifact>();
   artifact->metadata = metadata;
+  void* const handle = artifact->handle;
   auto info = reinterpret_cast<kiln_info_fn>(dlsym(handle, "kiln_info"));
   artifact->run = reinterpret_cast<kiln_run_fn>(dlsym(handle, "kiln_run"));
   artifact->scratch_bytes =

@@ -11,9 +11,9 @@
 // rename and only ever the same bytes), so what dlopen maps is what was
 // hashed. dlopen through /proc/self/fd/N would not do: glibc treats a
 // reused fd number as an already-loaded object. Then checks the ABI version
-// and that the entry points agree with the signature. Artifacts are never
-// dlclosed: a kernel may still be running on the pool, and their pages are
-// shared and small.
+// and that the entry points agree with the signature. The object is
+// dlclosed when the last reference to its LoadedArtifact goes: holders
+// keep one while any kernel of it may run.
 #ifndef KILN_CLIENT_LOADER_H_
 #define KILN_CLIENT_LOADER_H_
 
@@ -30,6 +30,12 @@
 namespace kiln {
 
 struct LoadedArtifact {
+  LoadedArtifact() = default;
+  LoadedArtifact(const LoadedArtifact&) = delete;
+  LoadedArtifact& operator=(const LoadedArtifact&) = delete;
+  ~LoadedArtifact();
+
+  void* handle = nullptr;  // dlopen's
   kiln::v1::ArtifactMetadata metadata;
   const kiln_artifact_info* info = nullptr;
   kiln_run_fn run = nullptr;

@@ -189,7 +189,8 @@ absl::Status Serve() {
   KilnService::Options service_options;
   service_options.auto_started = absl::GetFlag(FLAGS_daemonize);
   service_options.protocol_version = absl::GetFlag(FLAGS_testonly_protocol_version);
-  KilnService service(&cache, cache_dir, service_options);
+  TrafficStore traffic(cache_dir + "/traffic");
+  KilnService service(&cache, &traffic, cache_dir, service_options);
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());

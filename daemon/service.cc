@@ -14,8 +14,9 @@ grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-KilnService::KilnService(ArtifactCache* cache, std::string cache_dir, Options options)
-    : cache_(cache), cache_dir_(std::move(cache_dir)), options_(options) {
+KilnService::KilnService(ArtifactCache* cache, TrafficStore* traffic, std::string cache_dir,
+                         Options options)
+    : cache_(cache), traffic_(traffic), cache_dir_(std::move(cache_dir)), options_(options) {
   Touch();
 }
 
@@ -145,6 +146,26 @@ grpc::ServerUnaryReactor* KilnService::Evict(grpc::CallbackServerContext* contex
   }
   auto result = cache_->Evict(request->key());
   if (result.ok()) response->set_key(*result);
+  return Finish(context, ToGrpc(result.status()));
+}
+
+grpc::ServerUnaryReactor* KilnService::ReportTraffic(grpc::CallbackServerContext* context,
+                                                     const kiln::v1::TrafficReport* request,
+                                                     kiln::v1::TrafficReportResponse*) {
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
+  return Finish(context, ToGrpc(traffic_->Add(*request)));
+}
+
+grpc::ServerUnaryReactor* KilnService::GetTraffic(grpc::CallbackServerContext* context,
+                                                  const kiln::v1::GetTrafficRequest* request,
+                                                  kiln::v1::GetTrafficResponse* response) {
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
+  auto result = traffic_->Get(request->graph_digest());
+  if (result.ok()) *response->mutable_histogram() = *std::move(result);
   return Finish(context, ToGrpc(result.status()));
 }
 

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "common/version.h"
 #include "daemon/artifact_cache.h"
+#include "daemon/traffic_store.h"
 #include "proto/service.grpc.pb.h"
 
 namespace kiln {
@@ -23,7 +24,7 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
     // The protocol spoken: tests set another to stand in for an older kilnd.
     uint32_t protocol_version = kProtocolVersion;
   };
-  KilnService(ArtifactCache* cache, std::string cache_dir, Options options);
+  KilnService(ArtifactCache* cache, TrafficStore* traffic, std::string cache_dir, Options options);
 
   grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext* context,
                                   const kiln::v1::HelloRequest* request,
@@ -46,6 +47,12 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
   grpc::ServerUnaryReactor* Evict(grpc::CallbackServerContext* context,
                                   const kiln::v1::EvictRequest* request,
                                   kiln::v1::EvictResponse* response) override;
+  grpc::ServerUnaryReactor* ReportTraffic(grpc::CallbackServerContext* context,
+                                          const kiln::v1::TrafficReport* request,
+                                          kiln::v1::TrafficReportResponse* response) override;
+  grpc::ServerUnaryReactor* GetTraffic(grpc::CallbackServerContext* context,
+                                       const kiln::v1::GetTrafficRequest* request,
+                                       kiln::v1::GetTrafficResponse* response) override;
 
   // When the last RPC arrived or finished, and whether a compile or lookup
   // is still being answered (for the idle timeout).
@@ -65,6 +72,7 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
                                           const grpc::Status& status);
 
   ArtifactCache* const cache_;
+  TrafficStore* const traffic_;
   const std::string cache_dir_;
   const Options options_;
   std::atomic<int64_t> last_activity_ns_;

@@ -28,6 +28,13 @@ class GrowingBuffer {
   GrowingBuffer& operator=(const GrowingBuffer&) = delete;
   ~GrowingBuffer() { free(block_); }
   void* Get(int64_t bytes);
+  int64_t size() const { return size_; }
+  // Gives the memory back; the next Get allocates afresh.
+  void Release() {
+    free(block_);
+    block_ = nullptr;
+    size_ = 0;
+  }
 
  private:
   char* block_ = nullptr;

@@ -54,6 +54,11 @@ ABSL_FLAG(std::string, salt, "",
 ABSL_FLAG(int, jobs, 8,
           "warmup: compile requests in flight at once (kilnd's --compile_jobs bounds how many "
           "compile).");
+ABSL_FLAG(bool, suggest, false,
+          "warmup: take a GRAPH.json and print a plan for it from the input sizes serving "
+          "processes recorded (docs/WARMUP.md).");
+ABSL_FLAG(double, share, 0.99, "warmup --suggest: the share of recorded calls to cover.");
+ABSL_FLAG(int, max_buckets, 24, "warmup --suggest: the most buckets to suggest.");
 ABSL_FLAG(std::string, target, "native",
           "compile/run/explain: the CPUs to compile for: native (this host's, 512-bit vectors "
           "where it has AVX-512), x86-64-v3 (AVX2) or x86-64-v4 (AVX-512); a portable level's "
@@ -418,6 +423,14 @@ absl::Status Evict(const Args& args) {
 }
 
 absl::Status Warmup(const Args& args) {
+  if (absl::GetFlag(FLAGS_suggest)) {
+    RETURN_IF_ERROR(NeedArgs(args, 1, "kiln warmup --suggest GRAPH.json"));
+    ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+    SuggestOptions options;
+    options.share = absl::GetFlag(FLAGS_share);
+    options.max_buckets = absl::GetFlag(FLAGS_max_buckets);
+    return SuggestWarmup(args[0], *client, options, std::cout, std::cerr);
+  }
   RETURN_IF_ERROR(NeedArgs(args, 1, "kiln warmup PLAN.json"));
   ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
   WarmupOptions options;
@@ -474,9 +487,10 @@ const std::map<std::string, Command>& Commands() {
       {"ls", {"", "list cache entries", {"json", KILN_DAEMON_FLAGS}, "kiln ls", List}},
       {"ops", {"", "the supported ops, as Markdown (docs/OPS.md)", {}, "kiln ops > ops.md", Ops}},
       {"warmup",
-       {"PLAN.json",
-        "compile every bucket of a warmup plan ahead of traffic (docs/WARMUP.md)",
-        {"jobs", "json", KILN_DAEMON_FLAGS},
+       {"PLAN.json | --suggest GRAPH.json",
+        "compile every bucket of a warmup plan ahead of traffic, or suggest a plan from "
+        "recorded traffic (docs/WARMUP.md)",
+        {"jobs", "json", "suggest", "share", "max_buckets", KILN_DAEMON_FLAGS},
         "kiln warmup examples/plans/warmup.json --jobs=4",
         Warmup}},
       {"show",

@@ -12,9 +12,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "client/traffic.h"
 #include "client/warmup_plan.h"
+#include "client/warmup_suggest.h"
 #include "common/files.h"
+#include "common/graph_file.h"
 #include "common/status_macros.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace kiln {
 namespace {
@@ -150,6 +154,45 @@ absl::Status RunWarmup(const std::string& plan_path, Client& client, const Warmu
   if (skipped > 0) lines.push_back(absl::StrCat("interrupted: ", skipped, " compiles not sent"));
   const std::string message = absl::StrJoin(lines, "\n");
   return absl::AbortedError(message);
+}
+
+absl::Status SuggestWarmup(const std::string& graph_path, Client& client,
+                           const SuggestOptions& options, std::ostream& out, std::ostream& info) {
+  ASSIGN_OR_RETURN(const kiln::v1::Graph graph, ReadGraphFile(graph_path));
+  const std::string digest = GraphDigest(graph);
+  ASSIGN_OR_RETURN(const kiln::v1::TrafficHistogram traffic, client.Traffic(digest));
+  if (traffic.rows_size() == 0 && traffic.other_calls() == 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "kilnd has no recorded traffic for ", graph_path, " (graph digest ", digest.substr(0, 12),
+        "): serving processes record the sizes they run a CompiledGraph of this graph at, and "
+        "send them while connected to this kilnd"));
+  }
+  ASSIGN_OR_RETURN(const WarmupSuggestion suggestion,
+                   SuggestWarmupPlan(graph, traffic, options.share, options.max_buckets));
+  kiln::v1::WarmupPlan plan;
+  kiln::v1::WarmupGraph* entry = plan.add_graphs();
+  *entry = suggestion.entry;
+  entry->set_graph(graph_path);
+  std::string json;
+  google::protobuf::util::JsonPrintOptions print;
+  print.add_whitespace = true;
+  if (!google::protobuf::util::MessageToJsonString(plan, &json, print).ok()) {
+    return absl::InternalError("cannot print the plan as JSON");
+  }
+  out << json;
+  const double covered =
+      100.0 * suggestion.covered_calls / std::max<int64_t>(suggestion.total_calls, 1);
+  info << absl::StrFormat("%d buckets cover %.1f%% of %d recorded calls", suggestion.buckets,
+                          covered, suggestion.total_calls);
+  if (suggestion.covered_calls < options.share * suggestion.total_calls) {
+    info << absl::StrFormat(" (%.1f%% wanted: allow more than %d buckets with --max_buckets)",
+                            100 * options.share, options.max_buckets);
+  }
+  if (suggestion.unmatched_calls > 0) {
+    info << "; " << suggestion.unmatched_calls << " calls at sizes the graph does not fit";
+  }
+  info << "\n";
+  return absl::OkStatus();
 }
 
 }  // namespace kiln

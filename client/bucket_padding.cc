@@ -1,0 +1,141 @@
+#include "client/bucket_padding.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "client/warmup_plan.h"
+#include "codegen/padding.h"
+#include "codegen/prepare.h"
+#include "common/status_macros.h"
+
+namespace kiln {
+namespace {
+
+bool IsContiguous(const TensorView& view) {
+  int64_t expected = 1;
+  for (int d = static_cast<int>(view.rank()) - 1; d >= 0; --d) {
+    if (view.sizes[d] != 1 && view.strides[d] != expected) return false;
+    expected *= view.sizes[d];
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<PaddableSymbol>> PaddableSymbols(const kiln::v1::Graph& graph,
+                                                            const kiln::v1::WarmupGraph& entry) {
+  std::vector<PaddableSymbol> result;
+  std::optional<ir::Graph> canonical;
+  for (const kiln::v1::SymbolSizes& sizes : entry.symbols()) {
+    if (!sizes.paddable()) continue;
+    if (entry.serve() != kiln::v1::WarmupGraph::SERVE_STATIC) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "symbol ", sizes.symbol(), " is paddable, which needs static buckets (SERVE_STATIC)"));
+    }
+    if (!canonical.has_value()) {
+      ASSIGN_OR_RETURN(canonical, PrepareGraph(graph));
+    }
+    // The canonical graph names symbols by first use: find this one's
+    // index through the first input dim that names it.
+    int index = -1;
+    for (int i = 0; i < graph.inputs_size() && index < 0; ++i) {
+      const auto& dims = graph.inputs(i).type().sizes();
+      for (int d = 0; d < dims.size() && index < 0; ++d) {
+        if (dims[d].symbol() == sizes.symbol()) {
+          index = canonical->values[canonical->inputs[i]].sizes[d].symbol;
+        }
+      }
+    }
+    if (index < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("symbol ", sizes.symbol(), " names no dim of the graph's inputs"));
+    }
+    absl::StatusOr<PaddedDims> dims = PaddableDims(*canonical, index);
+    if (!dims.ok()) {
+      return absl::Status(
+          dims.status().code(),
+          absl::StrCat("symbol ", sizes.symbol(), " is not paddable: ", dims.status().message()));
+    }
+    ASSIGN_OR_RETURN(std::vector<int64_t> buckets, ExpandSizes(sizes));
+    result.push_back(PaddableSymbol{sizes.symbol(), std::move(dims->inputs),
+                                    std::move(dims->outputs), std::move(buckets)});
+  }
+  return result;
+}
+
+std::optional<PaddedShape> PadShape(absl::Span<const PaddableSymbol> symbols,
+                                    absl::Span<const TensorView> inputs) {
+  PaddedShape shape;
+  for (const TensorView& input : inputs) {
+    if (!IsContiguous(input)) return std::nullopt;
+    shape.input_sizes.emplace_back(input.sizes.begin(), input.sizes.end());
+  }
+  bool padded = false;
+  for (const PaddableSymbol& symbol : symbols) {
+    int64_t value = -1;
+    for (size_t i = 0; i < inputs.size() && i < symbol.input_dims.size(); ++i) {
+      const int d = symbol.input_dims[i];
+      if (d < 0 || d >= inputs[i].rank()) continue;
+      if (value >= 0 && inputs[i].sizes[d] != value) return std::nullopt;
+      value = inputs[i].sizes[d];
+    }
+    const auto bucket = std::lower_bound(symbol.buckets.begin(), symbol.buckets.end(), value);
+    if (value < 0 || bucket == symbol.buckets.end()) return std::nullopt;
+    padded |= *bucket != value;
+    for (size_t i = 0; i < inputs.size() && i < symbol.input_dims.size(); ++i) {
+      const int d = symbol.input_dims[i];
+      if (d >= 0 && d < inputs[i].rank()) shape.input_sizes[i][d] = *bucket;
+    }
+    shape.values.push_back(value);
+    shape.bucket_values.push_back(*bucket);
+  }
+  if (!padded) return std::nullopt;
+  return shape;
+}
+
+std::vector<int64_t> UnpaddedOutputSizes(absl::Span<const PaddableSymbol> symbols,
+                                         const PaddedShape& shape, int k,
+                                         std::vector<int64_t> bucket_sizes) {
+  for (size_t s = 0; s < symbols.size(); ++s) {
+    const int d = symbols[s].output_dims[k];
+    if (d < 0) continue;
+    // The symbol is the dim's outermost factor: its size is value * inner.
+    bucket_sizes[d] = bucket_sizes[d] / shape.bucket_values[s] * shape.values[s];
+  }
+  return bucket_sizes;
+}
+
+void CopyLeadingRegion(const TensorView& from, const TensorView& to) {
+  const int rank = static_cast<int>(from.rank());
+  const int64_t element = ElementSize(from.dtype);
+  std::vector<int64_t> region(rank);
+  for (int d = 0; d < rank; ++d) region[d] = std::min(from.sizes[d], to.sizes[d]);
+  for (int64_t size : region) {
+    if (size == 0) return;
+  }
+  // The innermost dims both tensors have whole make one run of bytes.
+  int inner = rank;
+  int64_t run = element;
+  while (inner > 0 && from.sizes[inner - 1] == to.sizes[inner - 1]) {
+    run *= from.sizes[--inner];
+  }
+  if (inner > 0) run *= region[--inner];
+  // Odometer over the dims outside the run.
+  std::vector<int64_t> index(inner, 0);
+  const char* source = static_cast<const char*>(from.data);
+  char* target = static_cast<char*>(to.data);
+  while (true) {
+    int64_t from_offset = 0, to_offset = 0;
+    for (int d = 0; d < inner; ++d) {
+      from_offset += index[d] * from.strides[d];
+      to_offset += index[d] * to.strides[d];
+    }
+    std::memcpy(target + to_offset * element, source + from_offset * element, run);
+    int d = inner - 1;
+    while (d >= 0 && ++index[d] == region[d]) index[d--] = 0;
+    if (d < 0) return;
+  }
+}
+
+}  // namespace kiln
