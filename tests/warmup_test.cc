@@ -9,14 +9,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "client/client.h"
 #include "client/compiled_graph.h"
 #include "client/tensor.h"
+#include "client/traffic.h"
 #include "client/warmup_plan.h"
 #include "codegen/retype.h"
 #include "common/files.h"
@@ -30,6 +35,37 @@ namespace kiln {
 namespace {
 
 using ::testing::HasSubstr;
+
+// relu(x + 1) normalized by its row sum: what tail computes, in double.
+void ExpectTailOf(const Tensor& x, const Tensor& out) {
+  const int64_t rows = x.sizes()[0];
+  ASSERT_EQ(out.sizes(), (std::vector<int64_t>{rows, 64}));
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int c = 0; c < 64; ++c) sum += std::max(0.0f, x.data<float>()[r * 64 + c] + 1);
+    for (int c = 0; c < 64; ++c) {
+      const double want = std::max(0.0f, x.data<float>()[r * 64 + c] + 1) / sum;
+      ASSERT_NEAR(out.data<float>()[r * 64 + c], want, 1e-6) << "row " << r << " column " << c;
+    }
+  }
+}
+
+Tensor TailInput(int64_t rows) {
+  Tensor x(kiln::v1::FLOAT32, {rows, 64});
+  for (int64_t i = 0; i < rows * 64; ++i) x.data<float>()[i] = static_cast<float>(i % 7) - 2.5f;
+  return x;
+}
+
+// Objects of the cache directory `cache_dir` this process has mapped.
+int MappedObjects(const std::string& cache_dir) {
+  const std::string maps = ReadFile("/proc/self/maps").value_or("");
+  std::set<std::string> objects;
+  for (absl::string_view line : absl::StrSplit(maps, '\n')) {
+    const size_t at = line.find(cache_dir + "/objects/");
+    if (at != absl::string_view::npos) objects.insert(std::string(line.substr(at)));
+  }
+  return static_cast<int>(objects.size());
+}
 
 // Static buckets s0 = 1, 2, 4, 8, and 16 and 32 served by the symbolic
 // artifact: five compiles for six buckets.
@@ -323,6 +359,218 @@ TEST_F(WarmupTest, TheCommandLineSaysWhatItDid) {
   EXPECT_EQ(cli->exit_code, 1);
   EXPECT_THAT(cli->output,
               HasSubstr("kiln warmup: cannot open " + daemon_.root() + "/missing.json"));
+}
+
+TEST_F(WarmupTest, AMissTheSymbolicArtifactServesRunsItWhileTheExactOneCompiles) {
+  auto graph = ReadGraphFile("examples/tail_dynamic.json");
+  ASSERT_TRUE(graph.ok());
+  CompiledGraph compiled(client_.get(), *graph);
+  compiled.set_background_specialization(true);
+  ASSERT_TRUE(compiled.Prepare().ok());
+  const std::string symbolic = compiled.artifact()->key();
+  // kilnd stopped: a call that waited for a compile would never return.
+  ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
+  const Tensor x = TailInput(5);
+  const TensorView inputs[] = {x.view()};
+  auto out = compiled.Run(inputs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTailOf(x, (*out)[0]);
+  auto serving = compiled.ArtifactFor(inputs);
+  ASSERT_TRUE(serving.ok());
+  EXPECT_EQ(serving->key(), symbolic);
+  ASSERT_EQ(kill(daemon_.pid(), SIGCONT), 0);
+
+  // The exact specialization (the one a warmup bucket s0 = 5 gets) takes
+  // over once loaded.
+  CompiledGraph bucket(client_.get(), Specialize(*graph, {{"s0", 5}}));
+  ASSERT_TRUE(bucket.Prepare().ok());
+  const std::string exact = bucket.artifact()->key();
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (compiled.ArtifactFor(inputs)->key() != exact && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(compiled.ArtifactFor(inputs)->key(), exact);
+  out = compiled.Run(inputs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTailOf(x, (*out)[0]);
+  auto stats = client_->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->compiles(), 2) << "the symbolic artifact and s0 = 5, once";
+}
+
+TEST_F(WarmupTest, ABatchBetweenBucketsRunsTheNextBucketPadded) {
+  auto graph = ReadGraphFile("examples/tail_dynamic.json");
+  ASSERT_TRUE(graph.ok());
+  kiln::v1::WarmupGraph buckets;
+  auto* sizes = buckets.add_symbols();
+  sizes->set_symbol("s0");
+  sizes->set_paddable(true);
+  for (int64_t size : {2, 4, 8}) sizes->add_sizes(size);
+  CompiledGraph compiled(client_.get(), *graph);
+  auto warmed = compiled.Warmup(buckets);
+  ASSERT_TRUE(warmed.ok()) << warmed.status();
+  EXPECT_EQ(warmed->padded_symbols, std::vector<std::string>{"s0"});
+  ASSERT_TRUE(client_->Stats().ok());
+  const int64_t compiles = client_->Stats()->compiles();
+  // 3 and 5 run the buckets 4 and 8, into outputs Run allocates or the
+  // caller's; nothing compiles.
+  for (int64_t rows : {3, 5, 7}) {
+    const Tensor x = TailInput(rows);
+    const TensorView inputs[] = {x.view()};
+    auto out = compiled.Run(inputs);
+    ASSERT_TRUE(out.ok()) << rows << ": " << out.status();
+    ExpectTailOf(x, (*out)[0]);
+    Tensor into(kiln::v1::FLOAT32, {rows, 64});
+    const TensorView outputs[] = {into.view()};
+    ASSERT_TRUE(compiled.Run(inputs, outputs).ok());
+    ExpectTailOf(x, into);
+    Tensor wrong(kiln::v1::FLOAT32, {8, 64});
+    const TensorView wrong_outputs[] = {wrong.view()};
+    EXPECT_EQ(compiled.Run(inputs, wrong_outputs).code(), absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(client_->Stats()->compiles(), compiles);
+  // Past the largest bucket: no padding, the graph's own specialization.
+  const Tensor x = TailInput(9);
+  const TensorView inputs[] = {x.view()};
+  auto out = compiled.Run(inputs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTailOf(x, (*out)[0]);
+  EXPECT_EQ(client_->Stats()->compiles(), compiles + 1);
+}
+
+TEST_F(WarmupTest, IdleEntriesAreUnloadedAndLoadAgain) {
+  auto graph = ReadGraphFile("examples/tail_dynamic.json");
+  ASSERT_TRUE(graph.ok());
+  kiln::v1::WarmupGraph buckets;
+  auto* sizes = buckets.add_symbols();
+  sizes->set_symbol("s0");
+  for (int64_t size : {2, 4, 8}) sizes->add_sizes(size);
+  const int mapped_before = MappedObjects(daemon_.cache_dir());
+  {
+    CompiledGraph compiled(client_.get(), *graph);
+    ASSERT_TRUE(compiled.Warmup(buckets).ok());
+    ASSERT_EQ(compiled.loaded_entries(), 3);
+    EXPECT_EQ(MappedObjects(daemon_.cache_dir()), mapped_before + 3);
+    EXPECT_EQ(compiled.UnloadIdle(), 0) << "every entry was used since it was loaded";
+    const Tensor four = TailInput(4);
+    const TensorView at_four[] = {four.view()};
+    ASSERT_TRUE(compiled.Run(at_four).ok());
+    EXPECT_EQ(compiled.UnloadIdle(), 2) << "2 and 8 were not used since";
+    EXPECT_EQ(compiled.loaded_entries(), 1);
+    EXPECT_EQ(MappedObjects(daemon_.cache_dir()), mapped_before + 1) << "dlclosed";
+    // A call at 8 loads its bucket again, from the local index: no compile,
+    // and 8 is still a warmed bucket (not counted against the limit).
+    const Tensor eight = TailInput(8);
+    const TensorView at_eight[] = {eight.view()};
+    auto out = compiled.Run(at_eight);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectTailOf(eight, (*out)[0]);
+    EXPECT_EQ(compiled.loaded_entries(), 2);
+    EXPECT_EQ(client_->Stats()->compiles(), 3);
+
+    // Calls racing the unloading: each finds an entry, or loads it again.
+    compiled.set_unload_after(absl::Milliseconds(1));
+    std::atomic<bool> stop{false};
+    std::thread caller([&] {
+      while (!stop) {
+        auto ran = compiled.Run(at_eight);
+        ASSERT_TRUE(ran.ok()) << ran.status();
+        ExpectTailOf(eight, (*ran)[0]);
+      }
+    });
+    absl::SleepFor(absl::Milliseconds(300));
+    stop = true;
+    caller.join();
+  }
+  EXPECT_EQ(MappedObjects(daemon_.cache_dir()), mapped_before);
+}
+
+TEST_F(WarmupTest, RecordedTrafficSuggestsAPlan) {
+  ASSERT_TRUE(WriteFileAtomically(daemon_.root() + "/tail.json",
+                                  ReadFile("examples/tail_dynamic.json").value_or(""), 0644)
+                  .ok());
+  auto graph = ReadGraphFile(daemon_.root() + "/tail.json");
+  ASSERT_TRUE(graph.ok());
+  auto run_at = [](CompiledGraph& compiled, int64_t rows, int calls) {
+    const Tensor x = TailInput(rows);
+    const TensorView inputs[] = {x.view()};
+    for (int i = 0; i < calls; ++i) ASSERT_TRUE(compiled.Run(inputs).ok());
+  };
+  {
+    // A serving process connected to kilnd: its counts go when the
+    // CompiledGraph does.
+    CompiledGraph compiled(client_.get(), *graph);
+    run_at(compiled, 4, 100);
+    run_at(compiled, 8, 50);
+    run_at(compiled, 16, 5);
+    run_at(compiled, 3, 1);
+  }
+  auto traffic = client_->Traffic(GraphDigest(*graph));
+  ASSERT_TRUE(traffic.ok()) << traffic.status();
+  ASSERT_EQ(traffic->rows_size(), 4);
+  {
+    // One that only hits locally never connects, so sends nothing.
+    ClientOptions options;
+    options.socket_path = daemon_.socket_path();
+    options.cache_dir = daemon_.cache_dir();
+    options.auto_start = false;
+    std::unique_ptr<Client> local = Client::Open(options);
+    CompiledGraph compiled(local.get(), *graph);
+    run_at(compiled, 4, 1000);
+  }
+  {
+    // A long-lived one sends every traffic_report_interval.
+    ClientOptions options;
+    options.socket_path = daemon_.socket_path();
+    options.auto_start = false;
+    options.traffic_report_interval = absl::Milliseconds(20);
+    auto connected = Client::Connect(options);
+    ASSERT_TRUE(connected.ok());
+    CompiledGraph compiled(connected->get(), *graph);
+    run_at(compiled, 4, 10);
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    int64_t at_four = 0;
+    while (at_four != 110 && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+      traffic = client_->Traffic(GraphDigest(*graph));
+      ASSERT_TRUE(traffic.ok());
+      for (const auto& row : traffic->rows()) {
+        if (row.sizes(0) == 4) at_four = row.calls();
+      }
+    }
+    EXPECT_EQ(at_four, 110) << "100 + 10: the local-only process sent nothing";
+  }
+
+  // 4 and 8 cover 160 of 166 calls (96.4%); with 16, 165 (99.4%).
+  auto cli = daemon_.RunTool({kKilnCliPath, "warmup", "--suggest", daemon_.root() + "/tail.json",
+                              "--share=0.9", "--start=false"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_EQ(cli->exit_code, 0) << cli->output;
+  EXPECT_THAT(cli->output, HasSubstr("2 buckets cover 96.4% of 166 recorded calls"));
+  const size_t plan_start = cli->output.find('{');
+  ASSERT_NE(plan_start, std::string::npos) << cli->output;
+  kiln::v1::WarmupPlan plan;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(
+                  cli->output.substr(plan_start, cli->output.rfind('}') + 1 - plan_start), &plan)
+                  .ok())
+      << cli->output;
+  ASSERT_EQ(plan.graphs_size(), 1);
+  EXPECT_EQ(plan.graphs(0).graph(), daemon_.root() + "/tail.json");
+  ASSERT_EQ(plan.graphs(0).symbols_size(), 1);
+  EXPECT_EQ(plan.graphs(0).symbols(0).symbol(), "s0");
+  EXPECT_THAT(std::vector<int64_t>(plan.graphs(0).symbols(0).sizes().begin(),
+                                   plan.graphs(0).symbols(0).sizes().end()),
+              ::testing::ElementsAre(4, 8));
+
+  cli = daemon_.RunTool({kKilnCliPath, "warmup", "--suggest", daemon_.root() + "/tail.json",
+                         "--share=0.999", "--max_buckets=3", "--start=false"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_THAT(cli->output, HasSubstr("3 buckets cover 99.4% of 166 recorded calls (99.9% wanted: "
+                                     "allow more than 3 buckets with --max_buckets)"));
+  cli = daemon_.RunTool({kKilnCliPath, "warmup", "--suggest", "examples/f.json", "--start=false"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_EQ(cli->exit_code, 1);
+  EXPECT_THAT(cli->output, HasSubstr("kilnd has no recorded traffic for examples/f.json"));
 }
 
 }  // namespace
