@@ -7,6 +7,7 @@
 #include "client/compiled_graph.h"
 #include "client/runtime/runtime.h"
 #include "common/graph_file.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_fixture.h"
 #include "tools/reference/tensor_data.h"
@@ -126,6 +127,41 @@ TEST_F(WorkloadsTest, SteadyStateRunsAllocateNothing) {
       EXPECT_EQ(allocations_on_this_thread - before, 0);
     }
   }
+}
+
+// The transformer layer (src: [S, B, 64]) never mixes positions along its
+// batch: a batch between warmed buckets runs the next larger one, padded,
+// and matches eager. Its sequence dim is refused: softmax sums over it.
+TEST_F(WorkloadsTest, TheTransformerLayerPadsItsBatchButNotItsSequence) {
+  const std::string name = "dynamic/transformer_layer_both";
+  auto graph = ReadGraphFile(absl::StrCat(kTraced, name, ".json"));
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto buckets = [](bool pad_sequence) {
+    kiln::v1::WarmupGraph entry;
+    auto* batch = entry.add_symbols();
+    batch->set_symbol("B");
+    batch->set_paddable(!pad_sequence);
+    for (int64_t size : {2, 4}) batch->add_sizes(size);
+    auto* sequence = entry.add_symbols();
+    sequence->set_symbol("S");
+    sequence->set_paddable(pad_sequence);
+    sequence->add_sizes(3);
+    return entry;
+  };
+  CompiledGraph compiled(client_, *graph);
+  const absl::StatusOr<CompiledGraph::WarmupResult> refused = compiled.Warmup(buckets(true));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("symbol S is not paddable: node "));
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("(aten._softmax.default, '_softmax'): reduces over dim 2"));
+  const int64_t before = client_->Stats()->compiles();
+  auto warmed = compiled.Warmup(buckets(false));
+  ASSERT_TRUE(warmed.ok()) << warmed.status();
+  EXPECT_EQ(warmed->padded_symbols, std::vector<std::string>{"B"});
+  EXPECT_EQ(client_->Stats()->compiles() - before, 2) << "S = 3 with B = 2 and 4";
+  RunAndCompare(name, ".3", &compiled);  // S = B = 3: B padded to 4
+  EXPECT_EQ(client_->Stats()->compiles() - before, 2) << "the padded call compiled nothing";
 }
 
 TEST_F(WorkloadsTest, OtherWeightsReuseTheArtifact) {
