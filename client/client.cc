@@ -477,6 +477,9 @@ void Client::RemoveTrafficSource(TrafficRecorder* recorder) {
     const auto it = std::find(traffic_sources_.begin(), traffic_sources_.end(), recorder);
     if (it == traffic_sources_.end()) return;
     traffic_sources_.erase(it);
+    // The reporter may be sending this one's counts: wait for it.
+    traffic_mutex_.Await(absl::Condition(
+        +[](bool* reporting) { return !*reporting; }, &traffic_reporting_));
   }
   SendTraffic(recorder);
 }
@@ -503,8 +506,14 @@ void Client::ReportTrafficLoop() {
   while (!stopping_) {
     traffic_mutex_.AwaitWithTimeout(absl::Condition(&stopping_), options_.traffic_report_interval);
     if (stopping_) return;
-    // Sources are removed under this lock, so each stays alive while sent.
-    for (TrafficRecorder* recorder : traffic_sources_) SendTraffic(recorder);
+    // Sent without the lock (a new CompiledGraph does not wait for an
+    // RPC); one being removed waits until traffic_reporting_ clears.
+    const std::vector<TrafficRecorder*> sources = traffic_sources_;
+    traffic_reporting_ = true;
+    traffic_mutex_.Unlock();
+    for (TrafficRecorder* recorder : sources) SendTraffic(recorder);
+    traffic_mutex_.Lock();
+    traffic_reporting_ = false;
   }
 }
 

@@ -141,6 +141,7 @@ class Client {
 
   absl::Mutex traffic_mutex_;
   std::vector<TrafficRecorder*> traffic_sources_ ABSL_GUARDED_BY(traffic_mutex_);
+  bool traffic_reporting_ ABSL_GUARDED_BY(traffic_mutex_) = false;  // sending, unlocked
   bool stopping_ ABSL_GUARDED_BY(traffic_mutex_) = false;
   std::thread traffic_reporter_;  // started with the first source
 };

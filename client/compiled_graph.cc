@@ -1,5 +1,7 @@
 #include "client/compiled_graph.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include "codegen/limits.h"
 #include "codegen/prepare.h"
 #include "codegen/retype.h"
+#include "common/graph_file.h"
 #include "common/status_macros.h"
 
 namespace kiln {
@@ -165,6 +168,10 @@ int CompiledGraph::UnloadIdle() {
     }
   }
   scratch_trim_epoch.fetch_add(1, std::memory_order_relaxed);
+  if (!freed.empty()) {
+    freed.clear();
+    malloc_trim(0);  // what the unloaded entries held, back to the system
+  }
   return unloaded;
 }
 
@@ -237,11 +244,47 @@ absl::Status CompiledGraph::SpecializeExactly(const std::vector<std::vector<int6
   return Load(exact, {.priority = kiln::v1::CompileRequest::PRIORITY_WARMUP}).status();
 }
 
+absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(const kiln::v1::WarmupPlan& plan,
+                                                                  const std::string& plan_dir,
+                                                                  const WarmupProgress& progress) {
+  WarmupResult result;
+  bool found = false;
+  for (int i = 0; i < plan.graphs_size(); ++i) {
+    const kiln::v1::WarmupGraph& entry = plan.graphs(i);
+    const std::string path = entry.graph().empty() || entry.graph()[0] == '/'
+                                 ? entry.graph()
+                                 : plan_dir + "/" + entry.graph();
+    const absl::StatusOr<kiln::v1::Graph> graph = ReadGraphFile(path);
+    if (!graph.ok()) {
+      return absl::Status(graph.status().code(), absl::StrCat("graphs[", i, "] ", entry.graph(),
+                                                              ": ", graph.status().message()));
+    }
+    if (GraphDigest(*graph) != traffic_.graph_digest()) continue;
+    found = true;
+    ASSIGN_OR_RETURN(const WarmupResult warmed, Warmup(entry, progress));
+    result.buckets += warmed.buckets;
+    result.entries += warmed.entries;
+    result.local += warmed.local;
+    for (const std::string& symbol : warmed.padded_symbols) {
+      if (std::find(result.padded_symbols.begin(), result.padded_symbols.end(), symbol) ==
+          result.padded_symbols.end()) {
+        result.padded_symbols.push_back(symbol);
+      }
+    }
+  }
+  if (!found) {
+    return absl::NotFoundError(absl::StrCat("no entry of the plan is for this graph (",
+                                            graph_.name(), "): none of its graph files holds it"));
+  }
+  return result;
+}
+
 absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
-    const kiln::v1::WarmupGraph& buckets) {
+    const kiln::v1::WarmupGraph& buckets, const WarmupProgress& progress) {
   ASSIGN_OR_RETURN(const std::vector<WarmupCompile> compiles,
                    ExpandWarmupGraph(graph_, buckets, graph_.name()));
   WarmupResult result;
+  int done = 0;
   ASSIGN_OR_RETURN(std::vector<PaddableSymbol> paddable, PaddableSymbols(graph_, buckets));
   for (const PaddableSymbol& symbol : paddable) result.padded_symbols.push_back(symbol.name);
   for (const WarmupCompile& compile : compiles) {
@@ -277,6 +320,7 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
       }
       ++result.buckets;
     }
+    if (progress) progress(++done, static_cast<int>(compiles.size()), compile.name);
   }
   absl::MutexLock lock(&mutex_);
   for (PaddableSymbol& symbol : paddable) {
@@ -291,6 +335,7 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
       present->buckets = std::move(merged);
     }
   }
+  has_paddable_.store(!paddable_.empty(), std::memory_order_release);
   return result;
 }
 
@@ -602,8 +647,9 @@ absl::StatusOr<std::vector<Tensor>> CompiledGraph::RunAllocating(
 
 std::optional<PaddedShape> CompiledGraph::PaddedShapeFor(absl::Span<const TensorView> inputs,
                                                          uint64_t sizes_hash) {
+  if (!has_paddable_.load(std::memory_order_acquire)) return std::nullopt;
   absl::ReaderMutexLock lock(&mutex_);
-  if (paddable_.empty() || static_by_sizes_.contains(sizes_hash)) return std::nullopt;
+  if (static_by_sizes_.contains(sizes_hash)) return std::nullopt;
   std::optional<PaddedShape> shape = PadShape(paddable_, inputs);
   if (!shape.has_value()) return std::nullopt;
   // Only onto a bucket that is loaded (or was, and loads again).

@@ -45,6 +45,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -107,7 +108,15 @@ class CompiledGraph {
   // paddable (static buckets only) lets later calls between its sizes run
   // the next larger bucket, padded; FailedPrecondition (before anything is
   // loaded) naming the node when the graph mixes positions along it.
-  absl::StatusOr<WarmupResult> Warmup(const kiln::v1::WarmupGraph& buckets);
+  // `progress`, if given, is called on the calling thread after each
+  // compile's buckets have run: (done, total, the compile's name).
+  using WarmupProgress = std::function<void(int done, int total, const std::string& name)>;
+  absl::StatusOr<WarmupResult> Warmup(const kiln::v1::WarmupGraph& buckets,
+                                      const WarmupProgress& progress = nullptr);
+  // Every entry of `plan` (graph files read relative to `plan_dir`) whose
+  // graph file holds this graph (GraphDigest); NotFound when none does.
+  absl::StatusOr<WarmupResult> Warmup(const kiln::v1::WarmupPlan& plan, const std::string& plan_dir,
+                                      const WarmupProgress& progress = nullptr);
 
   // Runs with outputs allocated here.
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs);
@@ -263,6 +272,7 @@ class CompiledGraph {
   // Unloaded entries a call may still run.
   std::vector<std::unique_ptr<Entry>> retired_ ABSL_GUARDED_BY(mutex_);
   std::vector<PaddableSymbol> paddable_ ABSL_GUARDED_BY(mutex_);
+  std::atomic<bool> has_paddable_{false};  // !paddable_.empty(), read without the lock
   bool background_specialization_ ABSL_GUARDED_BY(mutex_) = false;
   // Sizes (by hash) already queued for a background specialization.
   absl::flat_hash_set<uint64_t> background_tried_ ABSL_GUARDED_BY(mutex_);

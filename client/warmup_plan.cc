@@ -1,6 +1,7 @@
 #include "client/warmup_plan.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <utility>
@@ -171,12 +172,31 @@ absl::StatusOr<std::vector<WarmupCompile>> ExpandWarmupGraph(const kiln::v1::Gra
 
 std::vector<std::vector<int64_t>> BucketInputSizes(const kiln::v1::Graph& graph,
                                                    const std::map<std::string, int64_t>& bucket) {
+  // A symbol the bucket does not list: the value of one stated equal to
+  // it, else the smallest its relations allow.
+  auto value_of = [&](const std::string& symbol) {
+    if (const auto it = bucket.find(symbol); it != bucket.end()) return it->second;
+    int64_t least = 2, divisor = 1;
+    for (const kiln::v1::SymbolRelation& relation : graph.relations()) {
+      if (relation.has_equal()) {
+        const std::string& lhs = relation.equal().lhs();
+        const std::string& rhs = relation.equal().rhs();
+        const auto it = bucket.find(lhs == symbol ? rhs : rhs == symbol ? lhs : symbol);
+        if (it != bucket.end()) return it->second;
+      } else if (relation.has_range() && relation.range().symbol() == symbol) {
+        least = std::max(least, relation.range().min());
+      } else if (relation.has_divisible() && relation.divisible().symbol() == symbol) {
+        divisor = std::lcm(divisor, std::max<int64_t>(relation.divisible().divisor(), 1));
+      }
+    }
+    return (least + divisor - 1) / divisor * divisor;
+  };
   std::vector<std::vector<int64_t>> sizes;
   for (const kiln::v1::Input& input : graph.inputs()) {
     std::vector<int64_t>& dims = sizes.emplace_back();
     for (const kiln::v1::Dim& dim : input.type().sizes()) {
       dims.push_back(dim.kind_case() == kiln::v1::Dim::kSymbol
-                         ? bucket.at(dim.symbol()) * std::max<int64_t>(dim.multiplier(), 1)
+                         ? value_of(dim.symbol()) * std::max<int64_t>(dim.multiplier(), 1)
                          : dim.constant());
     }
   }

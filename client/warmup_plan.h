@@ -35,8 +35,9 @@ struct WarmupCompile {
   bool symbolic = false;             // the graph as traced, serving its buckets
 };
 
-// Per input of `graph`, its sizes in `bucket` (symbol sizes; every symbol
-// of the inputs must have one).
+// Per input of `graph`, its sizes in `bucket` (symbol sizes). A symbol the
+// bucket does not list takes the value of a symbol stated equal to it, else
+// the smallest value the graph's relations allow (>= 2).
 std::vector<std::vector<int64_t>> BucketInputSizes(const kiln::v1::Graph& graph,
                                                    const std::map<std::string, int64_t>& bucket);
 

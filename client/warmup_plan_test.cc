@@ -53,6 +53,27 @@ class WarmupPlanTest : public ::testing::Test {
   kiln::v1::Graph graph_;
 };
 
+// Two inputs x: [a, 64] and y: [b, 64] with a == b, and a third z: [c, 8]
+// with 10 <= c and c % 4 == 0: a bucket listing only `a` runs them at
+// a, a and 12.
+TEST_F(WarmupPlanTest, BucketInputSizesFillSymbolsTheBucketDoesNotList) {
+  kiln::v1::Graph graph;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(R"({"inputs": [
+      {"value": 0, "name": "x", "type": {"sizes": [{"symbol": "a"}, {"constant": 64}]}},
+      {"value": 1, "name": "y", "type": {"sizes": [{"symbol": "b"}, {"constant": 64}]}},
+      {"value": 2, "name": "z", "type": {"sizes": [{"symbol": "c", "multiplier": 2},
+                                                   {"constant": 8}]}}],
+    "relations": [{"equal": {"lhs": "a", "rhs": "b"}},
+                  {"range": {"symbol": "c", "min": 10}},
+                  {"divisible": {"symbol": "c", "divisor": 4}}]})",
+                                                          &graph)
+                  .ok());
+  EXPECT_EQ(BucketInputSizes(graph, {{"a", 5}}),
+            (std::vector<std::vector<int64_t>>{{5, 64}, {5, 64}, {24, 8}}));
+  EXPECT_EQ(BucketInputSizes(graph, {{"b", 3}, {"c", 4}}),
+            (std::vector<std::vector<int64_t>>{{3, 64}, {3, 64}, {8, 8}}));
+}
+
 TEST_F(WarmupPlanTest, SizesAreTheUnionOfTheListAndTheRulesSorted) {
   kiln::v1::SymbolSizes sizes;
   sizes.add_sizes(48);

@@ -182,15 +182,29 @@ TEST_F(WarmupTest, AServingProcessWarmsItsBucketsAndRunsExactOnesBeforeTheSymbol
   ASSERT_TRUE(compiled.Prepare().ok());  // the symbolic artifact
   auto plan = ReadWarmupPlan(plan_);
   ASSERT_TRUE(plan.ok());
-  auto warmed = compiled.Warmup(plan->graphs(0));  // static s0 = 1, 2, 4, 8
+  std::vector<std::string> progress_lines;
+  auto warmed = compiled.Warmup(  // static s0 = 1, 2, 4, 8
+      plan->graphs(0), [&](int done, int total, const std::string& name) {
+        progress_lines.push_back(absl::StrCat(done, "/", total, " ", name));
+      });
   ASSERT_TRUE(warmed.ok()) << warmed.status();
   EXPECT_EQ(warmed->buckets, 4);
   EXPECT_EQ(warmed->entries, 4);
   EXPECT_EQ(warmed->local, 4);
+  EXPECT_THAT(progress_lines,
+              ::testing::ElementsAre("1/4 tail_dynamic s0=1", "2/4 tail_dynamic s0=2",
+                                     "3/4 tail_dynamic s0=4", "4/4 tail_dynamic s0=8"));
   warmed = compiled.Warmup(plan->graphs(1));  // s0 = 16, 32 on the symbolic artifact
   ASSERT_TRUE(warmed.ok()) << warmed.status();
   EXPECT_EQ(warmed->buckets, 2);
   EXPECT_EQ(warmed->entries, 0) << "Prepare loaded it";
+  // The whole plan (both entries name this graph's file): all loaded.
+  warmed = compiled.Warmup(*plan, daemon_.root());
+  ASSERT_TRUE(warmed.ok()) << warmed.status();
+  EXPECT_EQ(warmed->buckets, 6);
+  EXPECT_EQ(warmed->entries, 0);
+  CompiledGraph other(serving.get(), Specialize(*graph, {{"s0", 3}}));
+  EXPECT_EQ(other.Warmup(*plan, daemon_.root()).status().code(), absl::StatusCode::kNotFound);
   // s0 = 4 has a static bucket: its own artifact runs, though the symbolic
   // one passes too; s0 = 16 and 5 run the symbolic one.
   auto key_at = [&](int64_t rows) -> std::string {
@@ -353,6 +367,15 @@ TEST_F(WarmupTest, TheCommandLineSaysWhatItDid) {
   EXPECT_EQ(cli->exit_code, 0) << cli->output;
   EXPECT_THAT(cli->output,
               HasSubstr("warmed 6 buckets with 5 compiles: 0 hits, 5 compiled, 0 failed in "));
+  EXPECT_EQ(cli->output.find('\r'), std::string::npos) << "no bar redrawn off a terminal";
+  // On a pseudo-terminal (script(1)): the bar, redrawn in place.
+  cli = daemon_.RunTool({"/usr/bin/script", "-qec",
+                         absl::StrCat(kKilnCliPath, " warmup ", plan_, " --start=false"),
+                         "/dev/null"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_EQ(cli->exit_code, 0) << cli->output;
+  EXPECT_THAT(cli->output,
+              HasSubstr("\r[########################] warmup 5/5: 5 hits, 0 compiled"));
   cli =
       daemon_.RunTool({kKilnCliPath, "warmup", daemon_.root() + "/missing.json", "--start=false"});
   ASSERT_TRUE(cli.ok()) << cli.status();

@@ -14,9 +14,18 @@
 //                                  whose kernel takes under 100 us);
 //   interactive_miss_ms_idle,      a cold compile of f, alone and while a
 //   interactive_miss_ms_during_warmup  cold warmup runs (a second cache),
-//                                  each kilnd past its start-up warm-up.
-// padded_vs_exact is null: padding to a bucket is not built yet.
+//                                  each kilnd past its start-up warm-up;
+//   padded_vs_exact                B = 5, S = 64 padded to the B = 8 bucket
+//                                  (B marked paddable) over B = 8 exactly
+//                                  (padded_vs_symbolic: over B = 5 on the
+//                                  symbolic artifact);
+//   rss_*                          this process's RSS as one CompiledGraph
+//                                  runs 1,000 distinct shapes on its
+//                                  symbolic artifact, then after UnloadIdle
+//                                  and after the next call (scratch trimmed).
 #include "tools/kiln/warmup.h"
+
+#include <unistd.h>
 
 #include <sstream>
 #include <thread>
@@ -74,6 +83,86 @@ absl::Status WaitForWorkers(const Daemon& daemon) {
   return absl::DeadlineExceededError("kilnd started fewer than 2 compile workers in 10 s");
 }
 
+// This process's resident memory, in MB.
+absl::StatusOr<double> RssMb() {
+  ASSIGN_OR_RETURN(const double kb, ProcStatusKb(getpid(), "VmRSS"));
+  return kb / 1024;
+}
+
+// Inputs of the layer at batch `b` and sequence `s`, zero-filled.
+std::vector<Tensor> LayerInputs(const kiln::v1::Graph& graph, int64_t b, int64_t s) {
+  std::vector<std::vector<int64_t>> sizes = BucketInputSizes(graph, {{"B", b}, {"S", s}});
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < graph.inputs_size(); ++i) {
+    inputs.emplace_back(graph.inputs(i).type().dtype(), std::move(sizes[i]));
+  }
+  return inputs;
+}
+
+std::vector<TensorView> Views(const std::vector<Tensor>& tensors) {
+  std::vector<TensorView> views;
+  for (const Tensor& tensor : tensors) views.push_back(tensor.view());
+  return views;
+}
+
+// The median Run of `compiled` at `inputs`, in us.
+absl::StatusOr<double> MedianRunUs(CompiledGraph& compiled, const std::vector<Tensor>& inputs) {
+  const std::vector<TensorView> views = Views(inputs);
+  ASSIGN_OR_RETURN(const std::vector<Tensor> outputs, compiled.Run(views));
+  const std::vector<TensorView> output_views = Views(outputs);
+  bool ok = true;
+  const Batch batch = TimeBatch(200, [&] { ok &= compiled.Run(views, output_views).ok(); });
+  if (!ok) return absl::InternalError("a timed Run failed");
+  return batch.median_ns / 1e3;
+}
+
+// Padding B = 5 up to the warmed B = 8 bucket (S = 64), against that bucket
+// run exactly and against B = 5 on the symbolic artifact.
+absl::Status MeasurePadding(Client& client, const kiln::v1::Graph& graph,
+                            kiln::v1::WarmupGraph buckets, int rounds, Samples& samples) {
+  for (kiln::v1::SymbolSizes& sizes : *buckets.mutable_symbols()) {
+    sizes.set_paddable(sizes.symbol() == "B");
+  }
+  CompiledGraph padded(&client, graph);
+  RETURN_IF_ERROR(padded.Warmup(buckets).status());
+  CompiledGraph symbolic(&client, graph);
+  RETURN_IF_ERROR(symbolic.Prepare().status());
+  const std::vector<Tensor> five = LayerInputs(graph, 5, 64), eight = LayerInputs(graph, 8, 64);
+  for (int round = 0; round < rounds; ++round) {
+    ASSIGN_OR_RETURN(const double padded_us, MedianRunUs(padded, five));
+    ASSIGN_OR_RETURN(const double exact_us, MedianRunUs(padded, eight));
+    ASSIGN_OR_RETURN(const double symbolic_us, MedianRunUs(symbolic, five));
+    samples["padded_vs_exact"].push_back(padded_us / exact_us);
+    samples["padded_vs_symbolic"].push_back(padded_us / symbolic_us);
+    samples["padded_us"].push_back(padded_us);
+  }
+  return absl::OkStatus();
+}
+
+// A long-lived worker: 1,000 distinct shapes through one symbolic artifact,
+// then its entries unloaded and its scratch trimmed.
+absl::Status MeasureLongLived(Client& client, const kiln::v1::Graph& graph, Samples& samples) {
+  CompiledGraph compiled(&client, graph);
+  RETURN_IF_ERROR(compiled.Prepare().status());
+  RETURN_IF_ERROR(compiled.Run(Views(LayerInputs(graph, 2, 2))).status());
+  ASSIGN_OR_RETURN(const double before, RssMb());
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t s = 2 + i % 40, b = 2 + i / 40;  // up to S = 41, B = 26
+    RETURN_IF_ERROR(compiled.Run(Views(LayerInputs(graph, b, s))).status());
+  }
+  ASSIGN_OR_RETURN(const double after, RssMb());
+  compiled.UnloadIdle();  // marks: every entry was used since loading
+  if (compiled.UnloadIdle() != 1) return absl::InternalError("UnloadIdle left the artifact");
+  ASSIGN_OR_RETURN(const double unloaded, RssMb());
+  RETURN_IF_ERROR(compiled.Run(Views(LayerInputs(graph, 2, 2))).status());
+  ASSIGN_OR_RETURN(const double trimmed, RssMb());
+  samples["rss_mb_before"].push_back(before);
+  samples["rss_mb_after_1000_shapes"].push_back(after);
+  samples["rss_mb_after_unload"].push_back(unloaded);
+  samples["rss_mb_after_next_call"].push_back(trimmed);
+  return absl::OkStatus();
+}
+
 absl::Status Run() {
   const int rounds = absl::GetFlag(FLAGS_repetitions);
   ASSIGN_OR_RETURN(const KilndBinary kilnd, FindKilnd(kTarget));
@@ -104,6 +193,10 @@ absl::Status Run() {
     RETURN_IF_ERROR(Warm(client, plan));
     samples["warmup_rerun_ms"].push_back((NowNs() - start) / 1e6);
   }
+
+  // Before the phases below grow this process's heap.
+  fprintf(stderr, "warmup: 1,000 shapes in a long-lived worker...\n");
+  RETURN_IF_ERROR(MeasureLongLived(client, graph, samples));
 
   fprintf(stderr, "warmup: first calls after CompiledGraph::Warmup...\n");
   ASSIGN_OR_RETURN(const kiln::v1::WarmupPlan parsed, ReadWarmupPlan(plan));
@@ -197,7 +290,9 @@ absl::Status Run() {
     RETURN_IF_ERROR(during.status());
     samples["interactive_miss_ms_during_warmup"].push_back(*during);
   }
-  facts["padded_vs_exact"] = "null: padding to a bucket is not built yet";
+
+  fprintf(stderr, "warmup: padding...\n");
+  RETURN_IF_ERROR(MeasurePadding(client, graph, parsed.graphs(0), rounds, samples));
 
   const std::vector<std::pair<std::string, std::string>> figures = {
       {"warmup_cold_s", "24 buckets on an empty cache, kiln warmup's code path"},
@@ -210,6 +305,13 @@ absl::Status Run() {
       {"dispatch_ns_24_buckets", "Run minus the direct call, 24 loaded; buckets under 100 us"},
       {"interactive_miss_ms_idle", "cold compile of f, kilnd idle"},
       {"interactive_miss_ms_during_warmup", "the same during a cold warmup (target <= 2x idle)"},
+      {"padded_vs_exact", "B=5 S=64 padded to the B=8 bucket / B=8 exactly"},
+      {"padded_vs_symbolic", "  / B=5 on the symbolic artifact"},
+      {"padded_us", "  the padded Run"},
+      {"rss_mb_before", "process RSS, symbolic artifact loaded"},
+      {"rss_mb_after_1000_shapes", "  after 1,000 distinct (B, S) on it"},
+      {"rss_mb_after_unload", "  after UnloadIdle"},
+      {"rss_mb_after_next_call", "  after the next (small) call: scratch trimmed"},
   };
   printf("\nKiln warmup: transformer layer, 24 static buckets (B 1..32 x S 16..128)\n\n");
   printf("%-36s %10s %10s %10s  %s\n", "figure", "min", "median", "max", "meaning");
