@@ -11,8 +11,7 @@ namespace kiln {
 namespace {
 
 // __builtin_cpu_supports takes only a string literal, hence the macro.
-#define KILN_CPU_FEATURE(name) \
-  { name, static_cast<bool>(__builtin_cpu_supports(name)) }
+#define KILN_CPU_FEATURE(name) {name, static_cast<bool>(__builtin_cpu_supports(name))}
 
 std::vector<std::pair<std::string, bool>> ProbeCpu() {
   __builtin_cpu_init();
