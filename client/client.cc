@@ -478,8 +478,8 @@ void Client::RemoveTrafficSource(TrafficRecorder* recorder) {
     if (it == traffic_sources_.end()) return;
     traffic_sources_.erase(it);
     // The reporter may be sending this one's counts: wait for it.
-    traffic_mutex_.Await(absl::Condition(
-        +[](bool* reporting) { return !*reporting; }, &traffic_reporting_));
+    traffic_mutex_.Await(
+        absl::Condition(+[](bool* reporting) { return !*reporting; }, &traffic_reporting_));
   }
   SendTraffic(recorder);
 }
