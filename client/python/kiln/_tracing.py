@@ -1,0 +1,508 @@
+"""Traces a PyTorch function or nn.Module with make_fx into Kiln graph JSON
+(a kiln.v1.Graph in protobuf JSON), and computes eager references (a
+kiln.v1.Reference: the inputs traced with and eager PyTorch's outputs).
+
+Used in process by kiln.compile (trace_graph) and by the command line
+tools/trace/kiln_trace.py (trace, sized_references), whose genrules trace the
+public workloads at build time. Graphs Kiln cannot take raise TraceError,
+whose message names the node.
+
+What it does to make_fx's graph (PyTorch 1.13):
+  - weights and buffers (get_attr constants) become graph inputs after the
+    function's own inputs, so two models with the same architecture and
+    different weights share one artifact;
+  - in-place ops on intermediates (relu_, add_) are replaced by their
+    out-of-place forms; mutating a graph input is refused;
+  - dead nodes (detach, empty, unused results) are dropped;
+  - --symbolic NAME:DIM,... (`symbolic`: [(NAME, DIM[, SYMBOL])]) marks
+    input dims symbolic: the function is traced again with each symbol one
+    larger, and a traced size that is baked into a view argument is refused,
+    naming the node;
+  - --relation "s0 % 8 == 0" (also "2 <= s0 <= 512", "s0 <= 512",
+    "s0 >= 16", "a == b"; parse_relation reads them into `relations`) adds
+    what the symbolic sizes promise to the graph.
+Only Debian's python3-torch is needed (no pip).
+"""
+import base64
+import itertools
+import math
+import operator
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+DTYPES = {
+    torch.float32: "FLOAT32", torch.float64: "FLOAT64", torch.float16: "FLOAT16",
+    torch.bfloat16: "BFLOAT16", torch.int64: "INT64", torch.int32: "INT32", torch.bool: "BOOL",
+}
+# Arguments that never change what Kiln computes on the CPU.
+IGNORED_ARGS = {"layout", "device", "pin_memory", "memory_format", "non_blocking"}
+
+
+class TraceError(Exception):
+    """A graph Kiln cannot take, with a message naming the node."""
+
+
+def tensor_type(t, symbols=None):
+    """TensorType JSON of a tensor; `symbols` maps dim index -> symbol name."""
+    symbols = symbols or {}
+    sizes = [{"symbol": symbols[d]} if d in symbols else {"constant": int(s)}
+             for d, s in enumerate(t.shape)]
+    result = {"dtype": DTYPES[t.dtype], "sizes": sizes}
+    if not symbols:
+        result["strides"] = [{"constant": int(s)} for s in t.stride()]
+    if t.requires_grad:
+        result["requiresGrad"] = True
+    return result
+
+
+def tensor_data(t):
+    t = t.detach().contiguous()
+    if t.dtype == torch.bfloat16:
+        raw = t.view(torch.int16).numpy().tobytes()
+    else:
+        raw = t.numpy().tobytes()
+    return {"dtype": DTYPES[t.dtype], "sizes": [int(s) for s in t.shape],
+            "data": base64.b64encode(raw).decode()}
+
+
+def scalar_arg(name, value):
+    """An Argument JSON for a non-tensor value."""
+    if value is None:
+        return {"name": name, "none": True}
+    if isinstance(value, bool):
+        return {"name": name, "boolValue": value}
+    if isinstance(value, int):
+        return {"name": name, "intValue": str(value)}
+    if isinstance(value, float):
+        return {"name": name, "floatValue": value if value == value and abs(value) != float("inf")
+                else ("NaN" if value != value else ("Infinity" if value > 0 else "-Infinity"))}
+    if isinstance(value, torch.dtype):
+        return {"name": name, "dtypeValue": DTYPES[value]}
+    if isinstance(value, str):
+        return {"name": name, "stringValue": value}
+    if isinstance(value, (list, tuple)):
+        if all(isinstance(v, bool) for v in value) and value:
+            return {"name": name, "boolList": {"values": list(value)}}
+        if all(isinstance(v, int) for v in value):
+            return {"name": name, "intList": {"values": [str(v) for v in value]}}
+        if all(isinstance(v, (int, float)) for v in value):
+            return {"name": name, "floatList": {"values": [float(v) for v in value]}}
+    if isinstance(value, torch.device):
+        return None
+    raise TraceError(f"argument {name}={value!r} of type {type(value).__name__} is not supported")
+
+
+def functionalize(gm):
+    """Replaces in-place ops on intermediates by out-of-place ones."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or not hasattr(node.target, "_schema"):
+            continue
+        schema = node.target._schema
+        if not schema.name.endswith("_") or not node.args:
+            continue
+        mutated = node.args[0]
+        if mutated.op in ("placeholder", "get_attr"):
+            raise TraceError(f"node '{node.name}' ({node.target}) mutates graph input "
+                             f"'{mutated.name}' in place: Unimplemented")
+        base = schema.name.split("::")[1][:-1]
+        packet = getattr(torch.ops.aten, base, None)
+        overload = getattr(packet, schema.overload_name or "default", None) if packet else None
+        if overload is None:
+            raise TraceError(f"node '{node.name}': no out-of-place form of {node.target}")
+        with graph.inserting_after(node):
+            replacement = graph.call_function(overload, node.args, node.kwargs)
+        # Later users of the mutated tensor see the new value; the in-place
+        # node's own result is the same tensor.
+        order = {n: i for i, n in enumerate(graph.nodes)}
+        for user in list(mutated.users):
+            if user is not node and user is not replacement and order[user] > order[node]:
+                user.replace_input_with(mutated, replacement)
+        node.replace_all_uses_with(replacement)
+        graph.erase_node(node)
+    graph.lint()
+
+
+def lift_constants(gm):
+    """get_attr tensors -> new placeholders after the existing ones."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    lifted = []
+    for node in list(graph.nodes):
+        if node.op != "get_attr":
+            continue
+        value = getattr(gm, node.target)
+        with graph.inserting_after(placeholders[-1] if placeholders else next(iter(graph.nodes))):
+            placeholder = graph.placeholder(node.target.strip("_") or "weight")
+        placeholders.append(placeholder)
+        node.replace_all_uses_with(placeholder)
+        graph.erase_node(node)
+        lifted.append(value.detach())
+    return lifted
+
+
+def node_results(gm, inputs):
+    """Runs the graph eagerly and returns {node: result}."""
+    results = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n):
+            value = super().run_node(n)
+            results[n] = value
+            return value
+
+    Recorder(gm).run(*inputs)
+    return results
+
+
+def to_kiln(gm, inputs, name, symbols=None):
+    """The Kiln graph JSON of a make_fx graph module."""
+    symbols = symbols or {}
+    results = node_results(gm, inputs)
+    ids = {}
+    graph = {"name": name, "inputs": [], "nodes": [], "outputs": []}
+    next_id = 0
+    for index, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
+        ids[node] = next_id
+        graph["inputs"].append({"value": next_id, "name": node.name,
+                                "type": tensor_type(results[node], symbols.get(index))})
+        next_id += 1
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is operator.getitem:
+            source, index = node.args
+            ids[node] = ids[source][index]
+            continue
+        if not hasattr(node.target, "_schema"):
+            raise TraceError(f"node '{node.name}' calls {node.target}, not an ATen op")
+        schema = node.target._schema
+        op_name = str(node.target)
+        kiln_node = {"name": node.name, "op": op_name, "inputs": [], "args": [],
+                     "outputs": [], "outputTypes": []}
+        bound = {}
+        for position, value in enumerate(node.args):
+            bound[schema.arguments[position].name] = value
+        bound.update(node.kwargs)
+        for argument in schema.arguments:
+            if argument.name not in bound or argument.name in IGNORED_ARGS:
+                continue
+            value = bound[argument.name]
+            type_text = str(argument.type)
+            if isinstance(value, torch.fx.Node):
+                kiln_node["inputs"].append(ids[value])
+            elif isinstance(value, (list, tuple)) and value and all(
+                    isinstance(v, torch.fx.Node) for v in value):
+                kiln_node["inputs"].extend(ids[v] for v in value)
+            elif value is None and "Tensor" in type_text:
+                kiln_node["args"].append({"name": argument.name, "none": True})
+            else:
+                arg = scalar_arg(argument.name, value)
+                if arg is not None:
+                    kiln_node["args"].append(arg)
+        result = results[node]
+        tensors = list(result) if isinstance(result, (tuple, list)) else [result]
+        node_ids = []
+        for tensor in tensors:
+            kiln_node["outputs"].append(next_id)
+            kiln_node["outputTypes"].append(tensor_type(tensor))
+            node_ids.append(next_id)
+            next_id += 1
+        ids[node] = node_ids if isinstance(result, (tuple, list)) else node_ids[0]
+        graph["nodes"].append(kiln_node)
+    output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    outputs = list(output) if isinstance(output, (tuple, list)) else [output]
+    graph["outputs"] = [ids[o] for o in outputs]
+    return graph
+
+
+def trace_graph(fn, inputs, name, symbolic=None, relations=None):
+    """(graph JSON dict, lifted) for fn(*inputs) without computing a reference:
+    `lifted` are the weights and buffers lifted into graph inputs after `inputs`
+    (detached tensors sharing the module's storage, so in-place updates are seen).
+    `symbolic` and `relations` are as for trace. Raises TraceError for a
+    graph Kiln cannot take."""
+    graph, lifted, _ = _trace_graph(fn, inputs, name, symbolic, relations)
+    return graph, lifted
+
+
+def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=None):
+    """trace_graph, plus the graph module that computes the graph's outputs
+    from list(inputs) + lifted. With `weights_seed`, the lifted weights are
+    replaced by other random values of the same shapes."""
+    half = any(t.dtype == torch.float16 for t in inputs)
+    gm = make_fx(fn, tracing_mode="fake" if half else "real")(*inputs)
+    functionalize(gm)
+    lifted = lift_constants(gm)
+    if weights_seed is not None:
+        generator = torch.Generator().manual_seed(weights_seed)
+        # Same scale as the originals, so activations stay in range.
+        lifted = [(torch.randn(w.shape, generator=generator) * w.float().std() + w.float().mean())
+                  .to(w.dtype) if w.is_floating_point() and w.numel() > 1 else w for w in lifted]
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    all_inputs = list(inputs) + lifted
+    graph = to_kiln_half(gm, all_inputs, name) if half else to_kiln(gm, all_inputs, name)
+    if symbolic:
+        mark_symbolic(fn, inputs, graph, symbolic, name)
+    if relations:
+        graph["relations"] = relations
+    return graph, lifted, gm
+
+
+def trace(fn, inputs, name, symbolic=None, weights_seed=None, relations=None):
+    """(graph JSON, reference JSON) for fn(*inputs): trace_graph, and eager
+    PyTorch's outputs on the inputs and lifted weights. With `weights_seed`,
+    the lifted weights are replaced by other random values of the same
+    shapes. `symbolic` lists (input name, dim[, symbol]) to make symbolic
+    (mark_symbolic); `relations` (SymbolRelation JSON) go into the graph as
+    they are."""
+    graph, lifted, gm = _trace_graph(fn, inputs, name, symbolic, relations, weights_seed)
+    half = any(t.dtype == torch.float16 for t in inputs)
+    all_inputs = list(inputs) + lifted
+    if half:
+        # Debian's torch 1.13 has almost no float16 CPU kernels: the
+        # reference is float32 math on the same values, rounded back.
+        as_float = [t.float() if t.dtype == torch.float16 else t for t in all_inputs]
+        outputs = gm(*as_float)
+        outputs = [o.half() if o.dtype == torch.float32 else o
+                   for o in (outputs if isinstance(outputs, (tuple, list)) else [outputs])]
+    else:
+        outputs = gm(*all_inputs)
+        outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+    with open("/proc/self/maps") as maps:
+        blas = next((line.split()[-1] for line in maps if "libblas" in line), "none")
+    reference = {"inputs": [tensor_data(t) for t in all_inputs],
+                 "outputs": [tensor_data(o) for o in outputs],
+                 "provenance": f"torch {torch.__version__}, blas {blas}"
+                               + (", float16 reference from float32 math" if half else "")}
+    return graph, reference
+
+
+def to_kiln_half(gm, inputs, name):
+    """The graph of a float16 trace: its types come from fake tensors, since
+    the real float16 kernels are missing."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode() as mode:  # every input goes through from_tensor
+        fakes = [mode.from_tensor(t) for t in inputs]
+        return to_kiln(gm, fakes, name)
+
+
+# Ops whose `size` argument may say -1 for "whatever the element count
+# implies" (expand: "keep this dim"), or name symbols.
+RESHAPES = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
+            "aten._reshape_alias.default", "aten.expand.default"}
+
+
+def monomial(base, grown, values):
+    """A size seen as `base` at the traced sizes and as grown[s] when only
+    symbol s grew by one, as a SymExpr term {coefficient, symbols}: a
+    constant, or coefficient * a product of powers (up to 3) of the symbols
+    it moved with (n * n for a mean over [n, n]). None when it is no such
+    product."""
+    moved = [s for s in values if grown[s] != base]
+    if not moved:
+        return {"coefficient": str(base)}
+    for powers in itertools.product(range(1, 4), repeat=len(moved)):
+        at = dict(zip(moved, powers))
+        product = math.prod(values[s] ** at[s] for s in moved)
+        if product == 0 or base % product != 0:
+            continue
+        k = base // product
+        if all(grown[s] == k * (product // values[s] ** at[s]) * (values[s] + 1) ** at[s]
+               for s in moved):
+            return {"coefficient": str(k),
+                    "symbols": [s for s in moved for _ in range(at[s])]}
+    return None
+
+
+def relax_scalar_argument(node, twins, values):
+    """Scalar arguments that differ between the traces (a mean's backward
+    divides by the element count) become symbolic sizes when they are whole
+    numbers that move as a product of symbols."""
+    for i, arg in enumerate(node["args"]):
+        others = [twin["args"][i] for twin in twins.values()]
+        if all(other == arg for other in others):
+            continue
+        key = "intValue" if "intValue" in arg else "floatValue" if "floatValue" in arg else None
+        if key is None or any(key not in other for other in others):
+            continue
+        base = float(arg[key])
+        grown = {s: float(twin["args"][i][key]) for s, twin in twins.items()}
+        if any(v != int(v) for v in [base, *grown.values()]):
+            continue
+        term = monomial(int(base), {s: int(v) for s, v in grown.items()}, values)
+        if term is None or "symbols" not in term:
+            continue
+        symbolic = {"name": arg["name"], "symInt": {"terms": [term]}}
+        for other in [arg, *others]:
+            other.clear()
+            other.update(symbolic)
+
+
+def relax_size_argument(node, twins, values):
+    """A reshape whose size list differs between the traces: when only its
+    leading entry does, that entry becomes -1 (Kiln infers it); otherwise,
+    and always for expand (whose -1 means "keep", not "infer"), each entry
+    names the symbols it moves with (a symbolic size list). _reshape_alias's
+    strides are dropped when they differ: Kiln derives a view's strides
+    itself."""
+    def drop(i):
+        del node["args"][i]
+        for twin in twins.values():
+            del twin["args"][i]
+    if node["op"] == "aten._reshape_alias.default":
+        for i in reversed(range(len(node["args"]))):
+            if node["args"][i]["name"] == "stride" and any(
+                    twin["args"][i] != node["args"][i] for twin in twins.values()):
+                drop(i)
+    for i, arg in enumerate(node["args"]):
+        others = {s: twin["args"][i] for s, twin in twins.items()}
+        if all(other == arg for other in others.values()):
+            continue
+        if arg["name"] != "size" or "intList" not in arg or any(
+                "intList" not in other or
+                len(other["intList"]["values"]) != len(arg["intList"]["values"])
+                for other in others.values()):
+            continue
+        entries = [int(v) for v in arg["intList"]["values"]]
+        grown = {s: [int(v) for v in other["intList"]["values"]] for s, other in others.items()}
+        differing = {d for d in range(len(entries)) for s in grown if grown[s][d] != entries[d]}
+        if differing == {0} and node["op"] != "aten.expand.default" and -1 not in entries:
+            for other in [arg, *others.values()]:
+                other["intList"]["values"][0] = "-1"
+            continue
+        terms = [monomial(entries[d], {s: grown[s][d] for s in grown}, values)
+                 for d in range(len(entries))]
+        if None in terms:
+            return  # left differing: reported as baked in
+        del arg["intList"]
+        arg["symIntList"] = {"values": [{"terms": [term]} for term in terms]}
+        for other in others.values():
+            other.clear()
+            other.update(arg)
+
+
+def mark_symbolic(fn, inputs, graph, symbolic, name):
+    """Makes the listed input dims symbolic, refusing baked-in sizes. One
+    more trace per symbol, with only that symbol's dims one larger, tells
+    which symbols each size moves with (S * B from S, B, 2 * S)."""
+    names = {node["name"]: i for i, node in enumerate(graph["inputs"])}
+    marks = {}  # (input position, dim) -> symbol
+    values = {}  # symbol -> traced size
+    for index, (input_name, dim, *symbol) in enumerate(symbolic):
+        position = names.get(input_name, names.get(input_name + "_1"))
+        if position is None:
+            raise TraceError(f"--symbolic names input '{input_name}', which the graph lacks")
+        symbol = symbol[0] if symbol else f"s{index}"
+        size = inputs[position].shape[dim]
+        if size < 2:
+            raise TraceError(f"symbol '{symbol}' is traced at size {size}: trace symbolic dims "
+                             f"at 2 or more (1 broadcasts, and Kiln specializes it apart)")
+        if values.setdefault(symbol, size) != size:
+            raise TraceError(f"symbol '{symbol}' is traced at sizes {values[symbol]} and {size}")
+        marks[(position, dim)] = symbol
+    twins = {}
+    for symbol in values:
+        grown = [t.clone() for t in inputs]
+        for (position, dim), marked in marks.items():
+            if marked == symbol:
+                sizes = list(grown[position].shape)
+                sizes[dim] += 1
+                grown[position] = torch.zeros(sizes, dtype=inputs[position].dtype,
+                                              requires_grad=inputs[position].requires_grad)
+        try:
+            twins[symbol], _ = trace_graph(fn, grown, name)
+        except TraceError:
+            raise
+        except Exception as error:  # torch's own shape checks
+            raise TraceError(f"growing only '{symbol}' fails ({error}): the function ties it to "
+                             f"another dim; give those dims one symbol") from error
+        def shape(g):
+            return [(n["op"], [len(t["sizes"]) for t in n["outputTypes"]]) for n in g["nodes"]]
+        if shape(twins[symbol]) != shape(graph):
+            raise TraceError(f"growing '{symbol}' traces other ops: the function branches on "
+                             f"its size; trace that dim static")
+    for n, node in enumerate(graph["nodes"]):
+        node_twins = {s: twin["nodes"][n] for s, twin in twins.items()}
+        if node["op"] in RESHAPES:
+            relax_size_argument(node, node_twins, values)
+        else:
+            relax_scalar_argument(node, node_twins, values)
+        for twin in node_twins.values():
+            if node["args"] != twin["args"]:
+                raise TraceError(
+                    f"node '{node['name']}' ({node['op']}) has a symbolic size baked into an "
+                    f"argument ({node['args']} vs {twin['args']} at another size): retrace "
+                    f"with that dim static, or write the view with -1")
+        for k, types in enumerate(node["outputTypes"]):
+            for dim, size in enumerate(types["sizes"]):
+                base = int(size["constant"])
+                term = monomial(base, {s: int(twin["outputTypes"][k]["sizes"][dim]["constant"])
+                                       for s, twin in node_twins.items()}, values)
+                if term is None:
+                    raise TraceError(f"node '{node['name']}': dim {dim} depends on a "
+                                     f"symbolic size in a way Kiln cannot express")
+                if "symbols" not in term:
+                    continue
+                types["sizes"][dim] = {"symbol": term["symbols"][0]}
+                if term["coefficient"] != "1":
+                    types["sizes"][dim]["multiplier"] = term["coefficient"]
+                if len(term["symbols"]) > 1:
+                    types["sizes"][dim]["times"] = term["symbols"][1:]
+            types.pop("strides", None)
+    for (position, dim), symbol in marks.items():
+        graph["inputs"][position]["type"]["sizes"][dim] = {"symbol": symbol}
+        graph["inputs"][position]["type"].pop("strides", None)
+
+
+def sized_references(fn, inputs, symbolic, sizes, name):
+    """{size: reference JSON} with every symbolic dim resized to `size`:
+    fresh random inputs (seeded), the traced weights, eager's outputs."""
+    gm = make_fx(fn)(*inputs)
+    functionalize(gm)
+    lifted = lift_constants(gm)
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    generator = torch.Generator().manual_seed(1)
+    result = {}
+    for size in sizes:
+        resized = []
+        for position, tensor in enumerate(inputs):
+            shape = list(tensor.shape)
+            for input_name, dim, *_ in symbolic:
+                if names[position] in (input_name, input_name + "_1"):
+                    shape[dim] = size
+            if list(tensor.shape) == shape:
+                resized.append(tensor)
+            elif tensor.is_floating_point():
+                resized.append(torch.randn(shape, generator=generator).to(tensor.dtype)
+                               .requires_grad_(tensor.requires_grad))
+            else:
+                resized.append(torch.zeros(shape, dtype=tensor.dtype))
+        outputs = fn(*resized)
+        outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        result[size] = {"inputs": [tensor_data(t) for t in resized + lifted],
+                        "outputs": [tensor_data(o) for o in outputs],
+                        "provenance": f"torch {torch.__version__}, {name} at size {size}"}
+    return result
+
+
+def parse_relation(text):
+    """A kiln.v1.SymbolRelation (JSON) from "s0 % 8 == 0", "2 <= s0 <= 512",
+    "s0 <= 512", "s0 >= 16" or "a == b"; ValueError otherwise."""
+    tokens = text.replace("%", " % ").replace("<=", " <= ").replace(">=", " >= ") \
+                 .replace("==", " == ").split()
+    def number(token):
+        return token.lstrip("-").isdigit()
+    if len(tokens) == 5 and tokens[1] == "%" and tokens[3:] == ["==", "0"] and number(tokens[2]):
+        return {"divisible": {"symbol": tokens[0], "divisor": tokens[2]}}
+    if len(tokens) == 3 and tokens[1] == "==" and not number(tokens[0]) and not number(tokens[2]):
+        return {"equal": {"lhs": tokens[0], "rhs": tokens[2]}}
+    if len(tokens) == 5 and tokens[1] == tokens[3] == "<=" and number(tokens[0]) and number(tokens[4]):
+        return {"range": {"symbol": tokens[2], "min": tokens[0], "max": tokens[4]}}
+    if len(tokens) == 3 and tokens[1] in ("<=", ">=") and number(tokens[2]):
+        bound = "max" if tokens[1] == "<=" else "min"
+        return {"range": {"symbol": tokens[0], bound: tokens[2]}}
+    raise ValueError(f"cannot read relation '{text}': want 'S % N == 0', 'LO <= S <= HI', "
+                     "'S <= HI', 'S >= LO' or 'A == B'")
