@@ -45,6 +45,7 @@ struct PaddedShape {
   // bucket's (equal when that symbol needs no padding).
   std::vector<int64_t> values;
   std::vector<int64_t> bucket_values;
+  size_t num_outputs = 0;  // the bucket's (filled in by the caller)
 };
 
 // The shape `inputs` pad up to, or nullopt when padding does not apply: no

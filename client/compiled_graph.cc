@@ -312,7 +312,7 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
         inputs.push_back(std::move(tensor));
         views.push_back(inputs.back().view());
       }
-      const absl::StatusOr<std::vector<Tensor>> ran = RunAllocating(views, /*record=*/false);
+      const absl::StatusOr<std::vector<Tensor>> ran = RunIntoTensors(views, /*record=*/false);
       if (!ran.ok()) {
         return absl::Status(
             ran.status().code(),
@@ -604,7 +604,22 @@ absl::Status CompiledGraph::Run(absl::Span<const TensorView> inputs,
   const uint64_t hash = HashOfSizes(inputs);
   traffic_.Record(hash, inputs);
   if (std::optional<PaddedShape> padded = PaddedShapeFor(inputs, hash)) {
-    return RunPadded(inputs, *padded, outputs).status();
+    if (outputs.size() != padded->num_outputs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "got ", outputs.size(), " output buffers; the graph returns ", padded->num_outputs));
+    }
+    return RunPadded(
+        inputs, *padded,
+        [&](int k, DType dtype, absl::Span<const int64_t> sizes) -> absl::StatusOr<TensorView> {
+          const TensorView& output = outputs[k];
+          if (output.dtype != dtype ||
+              !std::equal(sizes.begin(), sizes.end(), output.sizes.begin(), output.sizes.end())) {
+            return absl::InvalidArgumentError(absl::StrCat("output ", k, " must be a contiguous ",
+                                                           kiln::v1::DType_Name(dtype),
+                                                           " tensor of the graph's output shape"));
+          }
+          return output;
+        });
   }
   Symbols symbols;
   ASSIGN_OR_RETURN(const EntryUse entry, FindEntry(inputs, hash, symbols));
@@ -613,36 +628,66 @@ absl::Status CompiledGraph::Run(absl::Span<const TensorView> inputs,
 }
 
 absl::StatusOr<std::vector<Tensor>> CompiledGraph::Run(absl::Span<const TensorView> inputs) {
-  return RunAllocating(inputs, /*record=*/true);
+  return RunIntoTensors(inputs, /*record=*/true);
 }
 
-absl::StatusOr<std::vector<Tensor>> CompiledGraph::RunAllocating(
+absl::Status CompiledGraph::Run(absl::Span<const TensorView> inputs, OutputAllocator allocate) {
+  return RunAllocating(inputs, allocate, /*record=*/true);
+}
+
+absl::StatusOr<std::vector<Tensor>> CompiledGraph::RunIntoTensors(
     absl::Span<const TensorView> inputs, bool record) {
+  std::vector<Tensor> outputs;
+  RETURN_IF_ERROR(RunAllocating(
+      inputs,
+      [&](int, DType dtype, absl::Span<const int64_t> sizes) -> absl::StatusOr<TensorView> {
+        ASSIGN_OR_RETURN(Tensor output,
+                         Tensor::Empty(dtype, std::vector<int64_t>(sizes.begin(), sizes.end())));
+        outputs.push_back(std::move(output));
+        return outputs.back().view();
+      },
+      record));
+  return outputs;
+}
+
+absl::Status CompiledGraph::RunAllocating(absl::Span<const TensorView> inputs,
+                                          OutputAllocator allocate, bool record) {
   const uint64_t hash = HashOfSizes(inputs);
   if (record) traffic_.Record(hash, inputs);
   if (std::optional<PaddedShape> padded = PaddedShapeFor(inputs, hash)) {
-    return RunPadded(inputs, *padded, {});
+    return RunPadded(inputs, *padded, allocate);
   }
   Symbols symbols;
   ASSIGN_OR_RETURN(const EntryUse entry, FindEntry(inputs, hash, symbols));
   const kiln::v1::Signature& signature = entry->artifact->metadata.signature();
-  std::vector<Tensor> outputs;
-  std::vector<TensorView> views;
+  TensorView stack_views[kMaxStackTensors];
+  std::vector<TensorView> heap_views;
+  absl::Span<TensorView> views(stack_views, signature.outputs_size());
+  if (signature.outputs_size() > kMaxStackTensors) {
+    heap_views.resize(signature.outputs_size());
+    views = absl::MakeSpan(heap_views);
+  }
+  // Each output's sizes, until `allocate` has taken them.
+  int64_t stack_sizes[8];
+  std::vector<int64_t> heap_sizes;
   for (int k = 0; k < signature.outputs_size(); ++k) {
-    std::vector<int64_t> sizes;
-    for (const Size& size : entry->guards.output_sizes(k)) {
-      sizes.push_back(size.Evaluate(symbols));
-      if (sizes.back() < 0) {
+    const std::vector<Size>& dims = entry->guards.output_sizes(k);
+    int64_t* sizes = stack_sizes;
+    if (dims.size() > std::size(stack_sizes)) {
+      heap_sizes.resize(dims.size());
+      sizes = heap_sizes.data();
+    }
+    for (size_t d = 0; d < dims.size(); ++d) {
+      sizes[d] = dims[d].Evaluate(symbols);
+      if (sizes[d] < 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("output ", k, " would have more than 2^63 elements for these inputs"));
       }
     }
-    ASSIGN_OR_RETURN(Tensor output, Tensor::Empty(signature.outputs(k).dtype(), std::move(sizes)));
-    outputs.push_back(std::move(output));
+    ASSIGN_OR_RETURN(views[k], allocate(k, signature.outputs(k).dtype(),
+                                        absl::MakeConstSpan(sizes, dims.size())));
   }
-  for (const Tensor& output : outputs) views.push_back(output.view());
-  RETURN_IF_ERROR(Invoke(*entry, symbols, inputs, views));
-  return outputs;
+  return Invoke(*entry, symbols, inputs, views);
 }
 
 std::optional<PaddedShape> CompiledGraph::PaddedShapeFor(absl::Span<const TensorView> inputs,
@@ -658,15 +703,19 @@ std::optional<PaddedShape> CompiledGraph::PaddedShapeFor(absl::Span<const Tensor
     padded.Add(static_cast<int64_t>(sizes.size()));
     for (int64_t size : sizes) padded.Add(size);
   }
-  if (!static_by_sizes_.contains(padded.value()) && !unloaded_.contains(padded.value())) {
+  const auto bucket = static_by_sizes_.find(padded.value());
+  if (bucket != static_by_sizes_.end()) {
+    shape->num_outputs = bucket->second.front()->artifact->metadata.signature().outputs_size();
+  } else if (const auto unloaded = unloaded_.find(padded.value()); unloaded != unloaded_.end()) {
+    shape->num_outputs = unloaded->second.first->outputs_size();
+  } else {
     return std::nullopt;
   }
   return shape;
 }
 
-absl::StatusOr<std::vector<Tensor>> CompiledGraph::RunPadded(absl::Span<const TensorView> inputs,
-                                                             const PaddedShape& shape,
-                                                             absl::Span<const TensorView> outputs) {
+absl::Status CompiledGraph::RunPadded(absl::Span<const TensorView> inputs, const PaddedShape& shape,
+                                      OutputAllocator allocate) {
   std::vector<Tensor> padded_inputs;
   std::vector<TensorView> padded_views;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -678,37 +727,21 @@ absl::StatusOr<std::vector<Tensor>> CompiledGraph::RunPadded(absl::Span<const Te
     padded_inputs.push_back(std::move(padded));
     padded_views.push_back(padded_inputs.back().view());
   }
-  ASSIGN_OR_RETURN(std::vector<Tensor> padded_outputs,
-                   RunAllocating(padded_views, /*record=*/false));
+  ASSIGN_OR_RETURN(const std::vector<Tensor> padded_outputs,
+                   RunIntoTensors(padded_views, /*record=*/false));
   std::vector<PaddableSymbol> symbols;
   {
     absl::ReaderMutexLock lock(&mutex_);
     symbols = paddable_;
   }
-  if (!outputs.empty() && outputs.size() != padded_outputs.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "got ", outputs.size(), " output buffers; the graph returns ", padded_outputs.size()));
-  }
-  std::vector<Tensor> results;
   for (size_t k = 0; k < padded_outputs.size(); ++k) {
     const std::vector<int64_t> sizes =
         UnpaddedOutputSizes(symbols, shape, static_cast<int>(k), padded_outputs[k].sizes());
-    if (outputs.empty()) {
-      ASSIGN_OR_RETURN(Tensor output, Tensor::Empty(padded_outputs[k].dtype(), sizes));
-      CopyLeadingRegion(padded_outputs[k].view(), output.view());
-      results.push_back(std::move(output));
-      continue;
-    }
-    const TensorView& output = outputs[k];
-    if (output.dtype != padded_outputs[k].dtype() ||
-        std::vector<int64_t>(output.sizes.begin(), output.sizes.end()) != sizes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "output ", k, " must be a contiguous ", kiln::v1::DType_Name(padded_outputs[k].dtype()),
-          " tensor of the graph's output shape"));
-    }
+    ASSIGN_OR_RETURN(const TensorView output,
+                     allocate(static_cast<int>(k), padded_outputs[k].dtype(), sizes));
     CopyLeadingRegion(padded_outputs[k].view(), output);
   }
-  return results;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<CompiledGraph::DirectCall> CompiledGraph::DirectCallForBenchmark(

@@ -55,6 +55,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
@@ -120,6 +121,12 @@ class CompiledGraph {
 
   // Runs with outputs allocated here.
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs);
+  // Runs with outputs from `allocate`: given output k's dtype and sizes, it
+  // returns contiguous memory for them (a torch.empty, say) that stays
+  // valid until Run returns, or an error Run returns.
+  using OutputAllocator = absl::FunctionRef<absl::StatusOr<TensorView>(
+      int k, DType dtype, absl::Span<const int64_t> sizes)>;
+  absl::Status Run(absl::Span<const TensorView> inputs, OutputAllocator allocate);
   // Runs into caller-allocated outputs. FailedPrecondition when an input
   // does not match the compiled guards (naming the input and the dim),
   // InvalidArgument for a bad output buffer.
@@ -235,12 +242,13 @@ class CompiledGraph {
   // buckets and the padded sizes have a static entry; nullopt otherwise.
   std::optional<PaddedShape> PaddedShapeFor(absl::Span<const TensorView> inputs,
                                             uint64_t sizes_hash);
-  absl::StatusOr<std::vector<Tensor>> RunPadded(absl::Span<const TensorView> inputs,
-                                                const PaddedShape& shape,
-                                                absl::Span<const TensorView> outputs);
-  // Run without counting the call as traffic (Warmup's own calls).
-  absl::StatusOr<std::vector<Tensor>> RunAllocating(absl::Span<const TensorView> inputs,
-                                                    bool record);
+  absl::Status RunPadded(absl::Span<const TensorView> inputs, const PaddedShape& shape,
+                         OutputAllocator allocate);
+  // Run, counting the call as traffic or not (Warmup's own calls).
+  absl::Status RunAllocating(absl::Span<const TensorView> inputs, OutputAllocator allocate,
+                             bool record);
+  absl::StatusOr<std::vector<Tensor>> RunIntoTensors(absl::Span<const TensorView> inputs,
+                                                     bool record);
   absl::Status CheckOutputs(const Entry& entry, const Symbols& symbols,
                             absl::Span<const TensorView> inputs,
                             absl::Span<const TensorView> outputs) const;

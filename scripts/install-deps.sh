@@ -16,6 +16,8 @@ packages=(
 )
 if [[ "${1:-}" == "--with-torch" ]]; then
   packages+=(python3-torch)             # eager baselines (benchmarks, tracer)
+  packages+=(libtorch-dev pybind11-dev) # the Python package's extension (client/python)
+  packages+=(python3-pytest)            # its tests
 fi
 
 missing=()

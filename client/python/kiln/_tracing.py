@@ -392,9 +392,14 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
     marks = {}  # (input position, dim) -> symbol
     values = {}  # symbol -> traced size
     for index, (input_name, dim, *symbol) in enumerate(symbolic):
-        position = names.get(input_name, names.get(input_name + "_1"))
+        # An input by name (the command line's INPUT:DIM) or by position
+        # (kiln.compile's dynamic=).
+        if isinstance(input_name, int):
+            position = input_name if 0 <= input_name < len(inputs) else None
+        else:
+            position = names.get(input_name, names.get(input_name + "_1"))
         if position is None:
-            raise TraceError(f"--symbolic names input '{input_name}', which the graph lacks")
+            raise TraceError(f"the symbolic dims name input '{input_name}', which the graph lacks")
         symbol = symbol[0] if symbol else f"s{index}"
         size = inputs[position].shape[dim]
         if size < 2:

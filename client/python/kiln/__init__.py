@@ -1,0 +1,324 @@
+"""Kiln from Python: compile PyTorch functions and modules through kilnd.
+
+    import kiln
+    layer = kiln.compile(model, [x], dynamic={0: {1: "B"}})   # traced, compiled, cached
+    y = layer(x)                                              # runs the kernel in-process
+
+A compiled callable takes and returns torch.Tensors without copying them;
+its guards are checked in C++ and the GIL is released while the kernel runs.
+The first call fetches the artifact: from the local index with no round
+trip when kilnd has compiled it before, else through kilnd (docs/PYTHON.md).
+
+Importing kiln loads nothing but this file: the C++ extension (and with it
+the client library) loads on first use, so tools that only trace stay light.
+"""
+import json
+import os
+import re
+import threading
+import warnings
+
+__all__ = [
+    "compile",
+    "save",
+    "load",
+    "backend",
+    "stats",
+    "KilnError",
+    "UnsupportedOpError",
+    "GuardError",
+    "DaemonUnavailable",
+]
+
+
+class KilnError(RuntimeError):
+    """An error the Kiln client or kilnd reported; its message says what to do."""
+
+
+class UnsupportedOpError(KilnError):
+    """The graph uses an op (or dtype) Kiln does not compile. `ops` lists the
+    ATen ops the message names."""
+
+    def __init__(self, message=""):
+        super().__init__(message)
+        self.ops = sorted(set(re.findall(r"aten\.[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)?", message)))
+
+
+class GuardError(KilnError):
+    """The inputs do not match what the graph was compiled for (the message
+    names the input and the dim), and no specialization can serve them."""
+
+
+class DaemonUnavailable(KilnError):
+    """No kilnd answered, and the artifact is not in the local index."""
+
+
+_native_module = None
+_client = None
+_lock = threading.Lock()
+_counters = {"eager_fallbacks": 0}
+
+
+def _native():
+    """The C++ extension, loaded on first use: next to this file when the
+    package is installed with it, else from the Bazel output tree of the
+    checkout this file is in."""
+    global _native_module
+    if _native_module is None:
+        import importlib.util
+        import torch  # noqa: F401  (libtorch first: the extension links against it)
+        here = os.path.dirname(os.path.abspath(__file__))
+        candidates = [os.path.join(here, "_kiln.so"),
+                      os.path.join(here, "..", "..", "..", "bazel-bin", "client", "python", "kiln",
+                                   "_kiln.so")]
+        path = next((p for p in candidates if os.path.exists(p)), None)
+        if path is None:
+            raise ImportError("kiln's C++ extension is not built: run "
+                              "`bazel build -c opt //client/python:kiln/_kiln.so //:kilnd` "
+                              "in the Kiln checkout")
+        spec = importlib.util.spec_from_file_location("kiln._kiln", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _native_module = module
+    return _native_module
+
+
+def _kilnd_path():
+    """The kilnd a client auto-starts: $KILN_DAEMON, else the one built in
+    this checkout, else the C++ client's own search (PATH)."""
+    if os.environ.get("KILN_DAEMON"):
+        return os.environ["KILN_DAEMON"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in (os.path.join(here, "kilnd"),
+                 os.path.join(here, "..", "..", "..", "daemon", "kilnd"),  # Bazel runfiles
+                 os.path.join(here, "..", "..", "..", "bazel-bin", "daemon", "kilnd")):
+        if os.path.isfile(path):
+            return os.path.realpath(path)
+    return ""
+
+
+def _default_client():
+    global _client
+    with _lock:
+        if _client is None:
+            _client = _native().Client(daemon_path=_kilnd_path())
+        return _client
+
+
+class Compiled:
+    """A compiled function or module: call it like the original."""
+
+    def __init__(self, native, lifted, single, fn, fallback, graph):
+        self._native = native
+        self._lifted = lifted
+        self._single = single
+        self._fn = fn
+        self._fallback = fallback
+        self._graph = graph
+        self._warned = False
+
+    def __call__(self, *args):
+        try:
+            outputs = self._native(*args, *self._lifted)
+        except (DaemonUnavailable, UnsupportedOpError) as error:
+            if self._fallback != "eager":
+                raise
+            return self._eager(args, error)
+        return outputs[0] if self._single else tuple(outputs)
+
+    def _eager(self, args, error):
+        with _lock:
+            _counters["eager_fallbacks"] += 1
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"kiln: running {self._graph.get('name', 'the graph')} eagerly: {error}",
+                          RuntimeWarning, stacklevel=3)
+        return self._fn(*args)
+
+    def prepare(self):
+        """Fetches (compiling on a miss) and loads the artifact now."""
+        return self._native.prepare()
+
+    def warmup(self, buckets, progress=False):
+        """Compiles, loads and runs once each bucket of `buckets`: a warmup
+        plan entry ({"symbols": [{"symbol": "B", "sizes": [1, 2, 4]}], ...},
+        docs/WARMUP.md) for this graph. With `progress`, prints a line per
+        compile to stderr."""
+        report = None
+        if progress:
+            import sys
+
+            def report(done, total, name):
+                print(f"kiln warmup {done}/{total}: {name}", file=sys.stderr)
+        return self._native.warmup(json.dumps(buckets), report)
+
+    def artifact(self):
+        """The metadata of the graph's own artifact (after a call or prepare)."""
+        return self._native.artifact()
+
+
+class _Eager:
+    """What compile returns with fallback="eager" when compiling failed."""
+
+    def __init__(self, fn, error):
+        self._fn = fn
+        self._error = error
+        self._warned = False
+
+    def __call__(self, *args):
+        with _lock:
+            _counters["eager_fallbacks"] += 1
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"kiln: running eagerly: {self._error}", RuntimeWarning, stacklevel=2)
+        return self._fn(*args)
+
+
+def _symbolic(dynamic):
+    """compile's `dynamic` ({input position: dim, [dims] or {dim: symbol}})
+    as the tracer's [(input position, dim, symbol), ...]."""
+    marks = []
+    for position, dims in (dynamic or {}).items():
+        if isinstance(dims, int):
+            dims = [dims]
+        if isinstance(dims, dict):
+            marks.extend((position, dim, symbol) for dim, symbol in dims.items())
+        else:
+            marks.extend((position, dim, f"s{position}_{dim}") for dim in dims)
+    return marks
+
+
+def compile(fn, example_inputs, *, dynamic=None, relations=None, fallback="raise", name=None,
+            target="native"):
+    """Traces `fn` (a function or nn.Module) on `example_inputs` and returns a
+    callable that runs Kiln's compiled kernels.
+
+    dynamic:   input dims that vary: {0: 0} (input 0's dim 0), {0: [0, 1]},
+               or {0: {1: "B"}, 1: {0: "B"}} to name a symbol shared by dims.
+    relations: what symbolic sizes promise, e.g. ["B % 8 == 0", "2 <= B <= 64"].
+    fallback:  "raise" (the default) raises KilnError subclasses; "eager"
+               runs `fn` instead when it cannot be compiled or kilnd is
+               unreachable with no local artifact (warns once, counted in
+               kiln.stats()).
+    target:    "native", "x86-64-v3" or "x86-64-v4" (docs/ARCHITECTURE.md).
+
+    Parameters and buffers of a module become graph inputs; each call passes
+    the module's tensors, so in-place weight updates are seen.
+    """
+    if fallback not in ("raise", "eager"):
+        raise ValueError(f"fallback is 'raise' or 'eager', not {fallback!r}")
+    from . import _tracing
+    name = name or getattr(fn, "__name__", None) or type(fn).__name__
+    try:
+        relation_json = [_tracing.parse_relation(text) for text in relations or []]
+        graph, lifted = _tracing.trace_graph(fn, list(example_inputs), name,
+                                             _symbolic(dynamic), relation_json)
+        native = _native().CompiledGraph(_default_client(), json.dumps(graph), target)
+        native.prepare()  # compile errors surface here, not at the first call
+    except (_tracing.TraceError, UnsupportedOpError, DaemonUnavailable) as error:
+        if fallback == "eager":
+            return _Eager(fn, error)
+        if isinstance(error, _tracing.TraceError):
+            raise UnsupportedOpError(str(error)) from error
+        raise
+    return Compiled(native, lifted, len(graph["outputs"]) == 1, fn, fallback, graph)
+
+
+def backend(gm, example_inputs):
+    """A torch.compile backend: `torch.compile(model, backend=kiln.backend)`
+    in PyTorch 2.x. Dynamo hands backends torch-level fx.GraphModules; this
+    re-traces one to ATen (make_fx) and compiles it. Works as well on
+    GraphModules from torch.fx.symbolic_trace or make_fx. Training through
+    autograd is not in scope: inputs that require grad outside no_grad or
+    inference_mode are refused."""
+    import torch
+    if torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in example_inputs):
+        raise KilnError("an example input requires grad: Kiln does not record autograd; compile "
+                        "and call under torch.no_grad() or torch.inference_mode()")
+    compiled = compile(gm, example_inputs, name=type(gm).__name__)
+    output = next(node for node in gm.graph.nodes if node.op == "output").args[0]
+    compiled._single = not isinstance(output, (tuple, list))
+    return compiled
+
+
+_PACKAGE_FORMAT = "kiln-package-1"
+
+
+def _weight_names(fn, lifted):
+    """For each lifted tensor, the name of the module parameter or buffer it
+    is (shares storage with), or None for a constant."""
+    if not hasattr(fn, "named_parameters"):
+        return [None] * len(lifted)
+    import itertools
+    by_storage = {(t.data_ptr(), tuple(t.shape)): name for name, t in itertools.chain(
+        fn.named_parameters(), fn.named_buffers())}
+    return [by_storage.get((t.data_ptr(), tuple(t.shape))) for t in lifted]
+
+
+def _module_tensor(module, name):
+    for part in name.split("."):
+        module = getattr(module, part)
+    return module.detach()
+
+
+def save(fn, example_inputs, path, *, dynamic=None, relations=None, buckets=None, name=None):
+    """Traces `fn` and writes a package to `path` for kiln.load: the graph
+    (with its symbolic dims and relations), its weights, and optionally a
+    warmup plan entry (`buckets`, as in Compiled.warmup). Nothing is compiled
+    here. (`kiln export` is the admin CLI's cache bundle: another thing.)"""
+    import torch
+    from . import _tracing
+    name = name or getattr(fn, "__name__", None) or type(fn).__name__
+    relation_json = [_tracing.parse_relation(text) for text in relations or []]
+    graph, lifted = _tracing.trace_graph(fn, list(example_inputs), name, _symbolic(dynamic),
+                                         relation_json)
+    torch.save({"format": _PACKAGE_FORMAT,
+                "graph": json.dumps(graph),
+                "buckets": json.dumps(buckets) if buckets is not None else None,
+                "weight_names": _weight_names(fn, lifted),
+                "weights": lifted,
+                "single": len(graph["outputs"]) == 1}, path)
+
+
+def load(path, module=None, *, fallback="raise", target="native", warmup=False):
+    """A package written by kiln.save, ready to call, without tracing: a
+    fresh process pays a cache hit (no round trip when kilnd compiled it
+    before), not a trace or a compile. With `module`, its current parameters
+    and buffers are the weights (in-place updates are seen); else the saved
+    ones. With `warmup`, the package's buckets are warmed too."""
+    import torch
+    package = torch.load(path)
+    if not isinstance(package, dict) or package.get("format") != _PACKAGE_FORMAT:
+        raise ValueError(f"{path} is not a Kiln package (kiln.save writes them)")
+    weights = [_module_tensor(module, name) if module is not None and name else saved
+               for name, saved in zip(package["weight_names"], package["weights"])]
+    graph = json.loads(package["graph"])
+    try:
+        native = _native().CompiledGraph(_default_client(), package["graph"], target)
+        native.prepare()
+    except (UnsupportedOpError, DaemonUnavailable) as error:
+        if fallback == "eager" and module is not None:
+            return _Eager(module, error)
+        raise
+    compiled = Compiled(native, weights, package["single"], module, fallback, graph)
+    if warmup and package["buckets"]:
+        compiled.warmup(json.loads(package["buckets"]))
+    return compiled
+
+
+def _numbers(message):
+    """A message from the extension (protobuf JSON, int64s as strings) with
+    its integers as ints."""
+    return {key: int(value) if isinstance(value, str) and value.lstrip("-").isdigit() else value
+            for key, value in message.items()}
+
+
+def stats():
+    """kilnd's counters (when it answers) and this process's own."""
+    result = {"process": dict(_counters)}
+    if _native_module is not None or _client is not None:
+        try:
+            result["daemon"] = _numbers(_default_client().stats())
+        except KilnError as error:
+            result["daemon_error"] = str(error)
+    return result

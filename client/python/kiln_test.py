@@ -1,0 +1,250 @@
+"""The Python package through a real kilnd: compile, call, errors, fallback.
+
+Runs under pytest (Debian's python3-pytest); each test case is counted by
+the test command through the JUnit XML written to $XML_OUTPUT_FILE.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import kiln  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def private_kilnd():
+    """A kilnd of this test's own, auto-started by the package's client on a
+    short socket path, and stopped at the end."""
+    root = tempfile.mkdtemp(prefix="kpy", dir="/tmp")
+    os.environ["KILN_SOCKET"] = os.path.join(root, "s")
+    os.environ["KILN_CACHE_DIR"] = os.path.join(root, "cache")
+    yield root
+    try:
+        os.kill(int(kiln._default_client().daemon()["pid"]), signal.SIGTERM)
+    except (kiln.KilnError, ProcessLookupError):
+        pass
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def compiles():
+    return kiln.stats()["daemon"]["compiles"]
+
+
+def f(x):
+    return torch.relu(x @ x.T + 1.0)
+
+
+def test_a_function_matches_eager():
+    x = torch.randn(64, 64)
+    compiled = kiln.compile(f, [x])
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x), f(x))
+    y = torch.randn(64, 64)
+    torch.testing.assert_close(compiled(y), f(y))
+
+
+def test_a_module_sees_in_place_weight_updates():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
+    x = torch.randn(5, 16)
+    with torch.no_grad():
+        compiled = kiln.compile(model, [x])
+        torch.testing.assert_close(compiled(x), model(x))
+        model[0].weight.mul_(2.0)
+        model[2].bias.add_(1.0)
+        torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_tuple_outputs_come_back_as_a_tuple():
+    def two(x):
+        return x + 1, x * 2
+    x = torch.randn(3, 4)
+    plus, times = kiln.compile(two, [x])(x)
+    torch.testing.assert_close(plus, x + 1)
+    torch.testing.assert_close(times, x * 2)
+
+
+def test_a_dynamic_batch_compiles_once_for_every_size():
+    def layer(x):
+        return torch.softmax(x * 3.0, dim=-1)
+    compiled = kiln.compile(layer, [torch.randn(4, 32)], dynamic={0: {0: "B"}})
+    before = compiles()
+    for batch in (2, 7, 33, 4):
+        x = torch.randn(batch, 32)
+        torch.testing.assert_close(compiled(x), layer(x))
+    assert compiles() == before, "one symbolic artifact serves every batch >= 2"
+
+
+def test_a_wrong_shape_is_a_guard_error_naming_the_input_and_dim():
+    compiled = kiln.compile(f, [torch.randn(8, 8)])
+    compiled.artifact()  # loaded
+    with pytest.raises(kiln.GuardError) as raised:
+        compiled(torch.randn(8, 8, dtype=torch.float64))
+    assert "input 0" in str(raised.value)
+
+
+def test_inputs_that_require_grad_need_no_grad():
+    x = torch.randn(4, 4, requires_grad=True)
+    compiled = kiln.compile(lambda t: t * 2, [x.detach()])
+    with pytest.raises(kiln.KilnError, match="requires grad.*torch.no_grad"):
+        compiled(x)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), x * 2)
+
+
+def test_a_non_tensor_input_is_a_type_error():
+    compiled = kiln.compile(lambda t: t + 1, [torch.randn(3)])
+    with pytest.raises(TypeError, match="input 0 is a list, not a torch.Tensor"):
+        compiled([1.0, 2.0, 3.0])
+
+
+def test_an_unsupported_op_names_it():
+    def running(x):
+        return torch.cumsum(x, 0)
+    with pytest.raises(kiln.UnsupportedOpError) as raised:
+        kiln.compile(running, [torch.randn(8)])
+    assert "aten.cumsum.default" in raised.value.ops
+
+
+def test_fallback_eager_runs_what_cannot_compile_and_warns_once():
+    def running(x):
+        return torch.cumsum(x, 0)
+    before = kiln.stats()["process"]["eager_fallbacks"]
+    compiled = kiln.compile(running, [torch.randn(8)], fallback="eager")
+    x = torch.randn(8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.testing.assert_close(compiled(x), torch.cumsum(x, 0))
+        torch.testing.assert_close(compiled(x), torch.cumsum(x, 0))
+    assert len([w for w in caught if "kiln" in str(w.message)]) == 1
+    assert kiln.stats()["process"]["eager_fallbacks"] == before + 2
+
+
+def test_importing_kiln_loads_no_extension():
+    # A fresh interpreter: `import kiln` alone maps neither the extension
+    # nor the client library.
+    code = ("import sys; sys.path.insert(0, %r); import kiln; "
+            "maps = open('/proc/self/maps').read(); "
+            "print('_kiln' in maps, 'grpc' in maps)" % HERE)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def run_python(code, **env):
+    """`code` in a fresh interpreter with this test's environment plus `env`."""
+    out = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, %r)\n" % HERE + code],
+                         capture_output=True, text=True, env={**os.environ, **env})
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_a_saved_package_loads_in_a_fresh_process_with_no_trace_and_no_compile(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()).eval()
+    x = torch.randn(4, 16)
+    package = str(tmp_path / "model.kiln")
+    kiln.save(model, [x], package, dynamic={0: {0: "B"}})
+    with torch.no_grad():
+        kiln.load(package, model)(x)  # compiled once, here
+        want = model(torch.ones(3, 16))
+    before = kiln.stats()["daemon"]
+    torch.save(want, str(tmp_path / "want.pt"))
+    out = run_python(f"""
+import torch, kiln, kiln._tracing
+traced = []
+kiln._tracing.trace_graph = lambda *a, **k: traced.append(1)
+with torch.no_grad():
+    y = kiln.load({package!r})(torch.ones(3, 16))
+torch.testing.assert_close(y, torch.load({str(tmp_path / "want.pt")!r}))
+print(len(traced))
+""")
+    assert out.split() == ["0"], "no trace"
+    after = kiln.stats()["daemon"]
+    assert after["compiles"] == before["compiles"], "no compile"
+    assert after["hits"] == before["hits"], "a local hit: no round trip"
+
+
+def test_kiln_load_refuses_a_file_that_is_not_a_package(tmp_path):
+    path = str(tmp_path / "other.pt")
+    torch.save({"weights": []}, path)
+    with pytest.raises(ValueError, match="is not a Kiln package"):
+        kiln.load(path)
+
+
+def test_backend_takes_symbolic_trace_and_make_fx_graph_modules():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return (torch.tanh(self.linear(x)) * 2.0,)
+
+    block = Block()
+    x = torch.randn(5, 8)
+    with torch.no_grad():
+        for gm in (torch.fx.symbolic_trace(block), make_fx(block)(x)):
+            compiled = kiln.backend(gm, [x])
+            result = compiled(x)
+            assert isinstance(result, tuple) and len(result) == 1
+            torch.testing.assert_close(result[0], block(x)[0])
+    with pytest.raises(kiln.KilnError, match="requires grad"):
+        kiln.backend(torch.fx.symbolic_trace(block), [torch.randn(5, 8, requires_grad=True)])
+
+
+def test_many_threads_call_one_compiled_module():
+    import threading
+    x = torch.randn(32, 32)
+    compiled = kiln.compile(f, [x])
+    inputs = [torch.randn(32, 32) for _ in range(8)]
+    errors = []
+
+    def call(t):
+        try:
+            for _ in range(50):
+                torch.testing.assert_close(compiled(t), f(t))
+        except Exception as error:  # noqa: BLE001 (reported below)
+            errors.append(error)
+
+    threads = [threading.Thread(target=call, args=(t,)) for t in inputs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+
+
+def test_no_daemon_is_daemon_unavailable_or_eager_with_fallback(tmp_path):
+    out = run_python("""
+import torch, kiln, warnings
+f = lambda x: x * 3 + 1
+try:
+    kiln.compile(f, [torch.randn(4)])
+    print("compiled")
+except kiln.DaemonUnavailable as error:
+    print("unavailable")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    eager = kiln.compile(f, [torch.randn(4)], fallback="eager")
+    torch.testing.assert_close(eager(torch.ones(4)), torch.full((4,), 4.0))
+print(len(caught), kiln.stats()["process"]["eager_fallbacks"])
+""", KILN_SOCKET=str(tmp_path / "none.sock"), KILN_CACHE_DIR=str(tmp_path / "cache"),
+                     KILN_DAEMON=str(tmp_path / "no-kilnd"))
+    assert out.split() == ["unavailable", "1", "1"]
+
+
+if __name__ == "__main__":
+    args = [__file__, "-q", "-p", "no:cacheprovider"]
+    if os.environ.get("XML_OUTPUT_FILE"):
+        args.append("--junitxml=" + os.environ["XML_OUTPUT_FILE"])
+    sys.exit(pytest.main(args))

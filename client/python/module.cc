@@ -1,0 +1,296 @@
+// kiln._kiln: the C++ half of the Python package (client/python/kiln/).
+//
+// A thin layer over the C++ client: torch.Tensors go in and out without a
+// copy (a TensorView of each input's memory; outputs are torch.empty
+// tensors the kernel writes), guards are checked in C++, and the GIL is
+// released for the whole Run. Errors become the package's exceptions, each
+// carrying the client's message.
+#include <ATen/ATen.h>
+#include <google/protobuf/util/json_util.h>
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "client/client.h"
+#include "client/compiled_graph.h"
+#include "client/tensor.h"
+#include "common/graph_file.h"
+
+namespace py = pybind11;
+
+namespace kiln::python {
+namespace {
+
+// The package's exception types (defined in kiln/__init__.py).
+PyObject* kiln_error = nullptr;            // kiln.KilnError(RuntimeError): the base
+PyObject* unsupported_op_error = nullptr;  // Unimplemented: an op or dtype Kiln lacks
+PyObject* guard_error = nullptr;           // FailedPrecondition: inputs the guards refuse
+PyObject* daemon_unavailable = nullptr;    // Unavailable: no kilnd to ask
+
+[[noreturn]] void Raise(const absl::Status& status) {
+  PyObject* type = kiln_error;
+  switch (status.code()) {
+    case absl::StatusCode::kUnimplemented:
+      type = unsupported_op_error;
+      break;
+    case absl::StatusCode::kFailedPrecondition:
+      type = guard_error;
+      break;
+    case absl::StatusCode::kUnavailable:
+      type = daemon_unavailable;
+      break;
+    case absl::StatusCode::kInvalidArgument:
+      type = PyExc_ValueError;
+      break;
+    default:
+      break;
+  }
+  PyErr_SetString(type, std::string(status.message()).c_str());
+  throw py::error_already_set();
+}
+
+template <typename T>
+T ValueOrRaise(absl::StatusOr<T> value) {
+  if (!value.ok()) Raise(value.status());
+  return *std::move(value);
+}
+
+std::optional<DType> ToKiln(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat:
+      return kiln::v1::FLOAT32;
+    case at::kDouble:
+      return kiln::v1::FLOAT64;
+    case at::kHalf:
+      return kiln::v1::FLOAT16;
+    case at::kBFloat16:
+      return kiln::v1::BFLOAT16;
+    case at::kLong:
+      return kiln::v1::INT64;
+    case at::kInt:
+      return kiln::v1::INT32;
+    case at::kBool:
+      return kiln::v1::BOOL;
+    default:
+      return std::nullopt;
+  }
+}
+
+at::ScalarType ToTorch(DType type) {
+  switch (type) {
+    case kiln::v1::FLOAT64:
+      return at::kDouble;
+    case kiln::v1::FLOAT16:
+      return at::kHalf;
+    case kiln::v1::BFLOAT16:
+      return at::kBFloat16;
+    case kiln::v1::INT64:
+      return at::kLong;
+    case kiln::v1::INT32:
+      return at::kInt;
+    case kiln::v1::BOOL:
+      return at::kBool;
+    default:
+      return at::kFloat;
+  }
+}
+
+std::shared_ptr<Client> OpenClient(const std::string& socket_path, const std::string& cache_dir,
+                                   const std::string& daemon_path, bool auto_start) {
+  ClientOptions options;
+  options.socket_path = socket_path;
+  options.cache_dir = cache_dir;
+  options.daemon_path = daemon_path;
+  options.auto_start = auto_start;
+  options.client_name = "kiln-python";
+  return std::shared_ptr<Client>(Client::Open(std::move(options)));
+}
+
+py::dict ToDict(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) {
+    Raise(absl::InternalError("cannot print a message as JSON"));
+  }
+  return py::module_::import("json").attr("loads")(json);
+}
+
+// One graph, compiled on first use; calls run its kernels.
+class PyCompiledGraph {
+ public:
+  PyCompiledGraph(std::shared_ptr<Client> client, const std::string& graph_json,
+                  const std::string& target)
+      : client_(std::move(client)) {
+    kiln::v1::Graph graph;
+    const absl::Status parsed_graph = ParseJsonMessage(graph_json, "graph", "a Kiln graph", graph);
+    if (!parsed_graph.ok()) Raise(parsed_graph);
+    kiln::v1::CompileOptions options;
+    kiln::v1::Target parsed;
+    if (!kiln::v1::Target_Parse(
+            "TARGET_" + absl::StrReplaceAll(absl::AsciiStrToUpper(target), {{"-", "_"}}),
+            &parsed)) {
+      Raise(absl::InvalidArgumentError(
+          absl::StrCat("unknown target '", target, "': native, x86-64-v3 or x86-64-v4")));
+    }
+    options.set_target(parsed);
+    compiled_ = std::make_unique<CompiledGraph>(client_.get(), std::move(graph), options);
+  }
+
+  // compiled(*tensors) -> [tensors]
+  py::list Call(const py::args& args) {
+    const size_t n = args.size();
+    std::vector<TensorView> inputs(n);
+    for (size_t i = 0; i < n; ++i) {
+      PyObject* object = args[i].ptr();
+      if (!THPVariable_Check(object)) {
+        throw py::type_error(
+            absl::StrCat("input ", i, " is a ", Py_TYPE(object)->tp_name, ", not a torch.Tensor"));
+      }
+      const at::Tensor& tensor = THPVariable_Unpack(object);
+      const std::optional<DType> dtype = ToKiln(tensor.scalar_type());
+      if (!dtype.has_value() || !tensor.device().is_cpu() || tensor.layout() != at::kStrided) {
+        throw py::type_error(absl::StrCat("input ", i, " is a ", tensor.toString(),
+                                          ": Kiln runs dense CPU tensors of float32, float64, "
+                                          "float16, bfloat16, int64, int32 or bool"));
+      }
+      if (tensor.requires_grad() && at::GradMode::is_enabled()) {
+        PyErr_SetString(kiln_error,
+                        absl::StrCat("input ", i,
+                                     " requires grad: Kiln does not record autograd; call it "
+                                     "under torch.no_grad() or torch.inference_mode()")
+                            .c_str());
+        throw py::error_already_set();
+      }
+      inputs[i] = TensorView{tensor.data_ptr(), *dtype, tensor.sizes(), tensor.strides()};
+    }
+    std::vector<at::Tensor> outputs;
+    absl::Status status;
+    {
+      py::gil_scoped_release unlocked;
+      status = compiled_->Run(
+          inputs,
+          [&](int, DType dtype, absl::Span<const int64_t> sizes) -> absl::StatusOr<TensorView> {
+            outputs.push_back(at::empty(at::IntArrayRef(sizes.data(), sizes.size()),
+                                        at::TensorOptions().dtype(ToTorch(dtype))));
+            const at::Tensor& output = outputs.back();
+            return TensorView{output.data_ptr(), dtype, output.sizes(), output.strides()};
+          });
+    }
+    if (!status.ok()) Raise(status);
+    py::list result(outputs.size());
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      result[k] = py::reinterpret_steal<py::object>(THPVariable_Wrap(std::move(outputs[k])));
+    }
+    return result;
+  }
+
+  py::dict Prepare() {
+    absl::StatusOr<CompiledGraph::PrepareResult> prepared;
+    {
+      py::gil_scoped_release unlocked;  // errors are raised once it is back
+      prepared = compiled_->Prepare();
+    }
+    const CompiledGraph::PrepareResult result = ValueOrRaise(std::move(prepared));
+    py::dict out;
+    out["cache_hit"] = result.cache_hit;
+    out["local"] = result.local;
+    out["fetch_ms"] = result.fetch_ms;
+    out["load_ms"] = result.load_ms;
+    return out;
+  }
+
+  // warmup(entry_json, progress) with a kiln.v1.WarmupGraph as JSON.
+  py::dict Warmup(const std::string& entry_json, const py::object& progress) {
+    kiln::v1::WarmupGraph entry;
+    const absl::Status parsed =
+        ParseJsonMessage(entry_json, "warmup entry", "a Kiln warmup plan entry", entry);
+    if (!parsed.ok()) Raise(parsed);
+    absl::StatusOr<CompiledGraph::WarmupResult> warmed;
+    {
+      py::gil_scoped_release unlocked;
+      CompiledGraph::WarmupProgress report = nullptr;
+      if (!progress.is_none()) {
+        report = [&](int done, int total, const std::string& name) {
+          py::gil_scoped_acquire locked;
+          try {
+            progress(done, total, name);
+          } catch (py::error_already_set& error) {  // a broken callback does not stop the warmup
+            error.discard_as_unraisable("kiln warmup progress");
+          }
+        };
+      }
+      warmed = compiled_->Warmup(entry, report);
+    }
+    const CompiledGraph::WarmupResult result = ValueOrRaise(std::move(warmed));
+    py::dict out;
+    out["buckets"] = result.buckets;
+    out["entries"] = result.entries;
+    out["local"] = result.local;
+    out["padded_symbols"] = result.padded_symbols;
+    return out;
+  }
+
+  py::dict Artifact() const { return ToDict(ValueOrRaise(compiled_->artifact())); }
+  void SetSpecializationLimit(size_t limit) { compiled_->set_specialization_limit(limit); }
+
+ private:
+  std::shared_ptr<Client> client_;  // outlives compiled_ (declared first)
+  std::unique_ptr<CompiledGraph> compiled_;
+};
+
+}  // namespace
+}  // namespace kiln::python
+
+PYBIND11_MODULE(_kiln, module) {
+  using namespace kiln;
+  using namespace kiln::python;
+  module.doc() = "The C++ half of the kiln package: use `import kiln`.";
+  // The exception types are the package's (kiln/__init__.py), kept alive
+  // for the life of the process.
+  const py::module_ package = py::module_::import("kiln");
+  kiln_error = py::object(package.attr("KilnError")).release().ptr();
+  unsupported_op_error = py::object(package.attr("UnsupportedOpError")).release().ptr();
+  guard_error = py::object(package.attr("GuardError")).release().ptr();
+  daemon_unavailable = py::object(package.attr("DaemonUnavailable")).release().ptr();
+
+  py::class_<Client, std::shared_ptr<Client>>(module, "Client")
+      .def(py::init(&OpenClient), py::arg("socket_path") = "", py::arg("cache_dir") = "",
+           py::arg("daemon_path") = "", py::arg("auto_start") = true)
+      .def("daemon",
+           [](Client& client) {
+             absl::StatusOr<kiln::v1::HelloResponse> hello;
+             {
+               py::gil_scoped_release unlocked;
+               hello = client.daemon();
+             }
+             return ToDict(ValueOrRaise(std::move(hello)));
+           })
+      .def("stats", [](Client& client) {
+        absl::StatusOr<kiln::v1::StatsResponse> stats;
+        {
+          py::gil_scoped_release unlocked;
+          stats = client.Stats();
+        }
+        return ToDict(ValueOrRaise(std::move(stats)));
+      });
+
+  py::class_<PyCompiledGraph>(module, "CompiledGraph")
+      .def(py::init<std::shared_ptr<Client>, const std::string&, const std::string&>(),
+           py::arg("client"), py::arg("graph_json"), py::arg("target") = "native")
+      .def("__call__", &PyCompiledGraph::Call)
+      .def("prepare", &PyCompiledGraph::Prepare)
+      .def("warmup", &PyCompiledGraph::Warmup, py::arg("entry_json"),
+           py::arg("progress") = py::none())
+      .def("artifact", &PyCompiledGraph::Artifact)
+      .def("set_specialization_limit", &PyCompiledGraph::SetSpecializationLimit);
+}
