@@ -498,7 +498,12 @@ void Client::SendTraffic(TrafficRecorder* recorder) {
   // Best effort: counts a daemon did not take are not worth a retry.
   const auto sent = Call<kiln::v1::TrafficReport, kiln::v1::TrafficReportResponse>(
       *stub, &kiln::v1::Kiln::Stub::ReportTraffic, report, absl::Seconds(2));
-  if (!sent.ok()) KILN_LOG(WARNING) << "traffic report not sent: " << sent.status();
+  // A daemon that has gone away (or is going) is no news.
+  const absl::StatusCode code = sent.status().code();
+  if (!sent.ok() && code != absl::StatusCode::kUnavailable &&
+      code != absl::StatusCode::kCancelled) {
+    KILN_LOG(WARNING) << "traffic report not sent: " << sent.status();
+  }
 }
 
 void Client::ReportTrafficLoop() {

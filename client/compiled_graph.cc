@@ -74,7 +74,18 @@ bool Overlaps(const TensorView& a, const TensorView& b) {
   return a_begin < b_end && b_begin < a_end;
 }
 
+// Inputs the guards refused and no specialization serves (not a daemon or
+// cache error): callers can tell (the Python package's GuardError).
+absl::Status MarkedAsGuardMiss(absl::Status status) {
+  if (!status.ok()) status.SetPayload(kGuardMissPayload, absl::Cord());
+  return status;
+}
+
 }  // namespace
+
+bool IsGuardMiss(const absl::Status& status) {
+  return status.GetPayload(kGuardMissPayload).has_value();
+}
 
 CompiledGraph::CompiledGraph(Client* client, kiln::v1::Graph graph,
                              kiln::v1::CompileOptions options, Runtime* runtime)
@@ -485,16 +496,17 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
       absl::ReaderMutexLock lock(&mutex_);
       size_t counted = 0;
       for (const auto& entry : entries_) counted += !entry->warmed;
-      RETURN_IF_ERROR(CheckSpecializationLimit(counted, specialization_limit_, miss));
+      RETURN_IF_ERROR(
+          MarkedAsGuardMiss(CheckSpecializationLimit(counted, specialization_limit_, miss)));
     }
     const absl::Status respecialized = Respecialize(inputs);
-    if (!respecialized.ok()) return miss;
+    if (!respecialized.ok()) return MarkedAsGuardMiss(miss);
   }
   absl::ReaderMutexLock lock(&mutex_);
   for (const auto& entry : entries_) {
     if (entry->guards.Check(inputs, symbols)) return Use(entry.get());
   }
-  return miss;
+  return MarkedAsGuardMiss(miss);
 }
 
 absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {

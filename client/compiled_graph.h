@@ -73,6 +73,11 @@
 
 namespace kiln {
 
+// Whether a Run error is a guard miss: inputs the compiled guards refuse
+// (the message names the input and the dim) and no specialization serves.
+inline constexpr char kGuardMissPayload[] = "kiln.dev/guard-miss";
+bool IsGuardMiss(const absl::Status& status);
+
 class CompiledGraph {
  public:
   CompiledGraph(Client* client, kiln::v1::Graph graph, kiln::v1::CompileOptions options = {},

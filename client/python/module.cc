@@ -12,6 +12,7 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,7 +43,7 @@ PyObject* daemon_unavailable = nullptr;    // Unavailable: no kilnd to ask
       type = unsupported_op_error;
       break;
     case absl::StatusCode::kFailedPrecondition:
-      type = guard_error;
+      if (IsGuardMiss(status)) type = guard_error;
       break;
     case absl::StatusCode::kUnavailable:
       type = daemon_unavailable;
@@ -240,6 +241,27 @@ class PyCompiledGraph {
     return out;
   }
 
+  // The median of `calls` C++ Runs at `tensors` with outputs the client
+  // allocates, in ns: what a Python call's own cost is measured against
+  // (tools/bench/python_bench.py).
+  double MedianCppRunNs(const py::list& tensors, int calls) {
+    std::vector<TensorView> inputs;
+    for (const py::handle& object : tensors) {
+      const at::Tensor& tensor = THPVariable_Unpack(object.ptr());
+      inputs.push_back(TensorView{tensor.data_ptr(), *ToKiln(tensor.scalar_type()), tensor.sizes(),
+                                  tensor.strides()});
+    }
+    std::vector<double> times;
+    py::gil_scoped_release unlocked;
+    for (int i = 0; i < calls; ++i) {
+      const absl::Time start = absl::Now();
+      if (!compiled_->Run(inputs).ok()) return -1;
+      times.push_back(absl::ToDoubleNanoseconds(absl::Now() - start));
+    }
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    return times.empty() ? 0 : times[times.size() / 2];
+  }
+
   py::dict Artifact() const { return ToDict(ValueOrRaise(compiled_->artifact())); }
   void SetSpecializationLimit(size_t limit) { compiled_->set_specialization_limit(limit); }
 
@@ -292,5 +314,6 @@ PYBIND11_MODULE(_kiln, module) {
       .def("warmup", &PyCompiledGraph::Warmup, py::arg("entry_json"),
            py::arg("progress") = py::none())
       .def("artifact", &PyCompiledGraph::Artifact)
+      .def("_median_cpp_run_ns", &PyCompiledGraph::MedianCppRunNs)
       .def("set_specialization_limit", &PyCompiledGraph::SetSpecializationLimit);
 }

@@ -1,0 +1,164 @@
+"""//tools/bench:python — Kiln from Python (docs/PYTHON.md), on a private
+kilnd with an empty cache. Figures, each min/median/max over --repetitions:
+
+  py_call_overhead_us     a Python call of f (relu(x @ x.T + 1), 64x64
+                          float32, outputs allocated) minus the C++ Run of
+                          the same artifact with outputs allocated
+  py_f_speedup            eager f / Kiln's f, both called from Python
+  py_transformer_speedup  the same for the public transformer layer
+                          (16 x 2 x 64)
+  py_fresh_worker_ms      a fresh Python process: from `import torch` done
+                          to the first result of a kiln.load'ed transformer
+                          layer, on a cache hit
+  py_trace_ms             kiln's tracing of the transformer layer (make_fx,
+                          lifting, graph JSON)
+  eager_slowdown_after_import  the eager transformer layer after `import
+                          kiln` and a Kiln call / before, in one process
+
+    bazel run -c opt //tools/bench:python -- --json
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+RUNFILES = os.environ.get("RUNFILES_DIR") or os.path.abspath(__file__ + ".runfiles")
+PACKAGE = next(p for p in (os.path.join(RUNFILES, "kiln", "client", "python"),
+                           os.path.join(os.getcwd(), "client", "python"))
+               if os.path.isdir(os.path.join(p, "kiln")))
+sys.path.insert(0, PACKAGE)
+
+import torch  # noqa: E402
+
+import kiln  # noqa: E402
+from kiln import _tracing  # noqa: E402
+
+
+def median_us(fn, calls):
+    """The median of `calls` timed calls of fn, in microseconds."""
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter_ns()
+        fn()
+        times.append(time.perf_counter_ns() - start)
+    return statistics.median(times) / 1e3
+
+
+def transformer():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128).eval()
+    return layer, torch.randn(16, 2, 64)
+
+
+FRESH_WORKER = """
+import sys, time
+import torch
+ready = time.perf_counter()
+sys.path.insert(0, {package!r})
+import kiln
+with torch.no_grad():
+    y = kiln.load({path!r})(torch.ones(16, 2, 64))
+print(1e3 * (time.perf_counter() - ready), float(y.sum()))
+"""
+
+EAGER_AFTER_IMPORT = """
+import statistics, sys, time
+import torch
+sys.path.insert(0, {package!r})
+torch.manual_seed(0)
+layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128).eval()
+x = torch.randn(16, 2, 64)
+def eager_us():
+    with torch.no_grad():
+        for _ in range(50):
+            layer(x)
+        times = []
+        for _ in range(300):
+            start = time.perf_counter_ns()
+            layer(x)
+            times.append(time.perf_counter_ns() - start)
+    return statistics.median(times) / 1e3
+before = eager_us()
+import kiln
+with torch.no_grad():
+    kiln.compile(lambda t: t + 1, [torch.randn(4)])(torch.randn(4))  # extension, runtime, pool
+after = eager_us()
+print(after / before)
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="a JSON object on the last line")
+    parser.add_argument("--repetitions", type=int, default=5)
+    args = parser.parse_args()
+
+    root = tempfile.mkdtemp(prefix="kbp", dir="/tmp")
+    os.environ["KILN_SOCKET"] = os.path.join(root, "s")
+    os.environ["KILN_CACHE_DIR"] = os.path.join(root, "cache")
+    samples = {key: [] for key in ("py_call_overhead_us", "py_f_speedup", "py_transformer_speedup",
+                                   "py_fresh_worker_ms", "py_trace_ms",
+                                   "eager_slowdown_after_import")}
+    try:
+        with torch.no_grad():
+            def f(t):
+                return torch.relu(t @ t.T + 1.0)
+            x = torch.randn(64, 64)
+            compiled_f = kiln.compile(f, [x])
+            layer, src = transformer()
+            compiled_layer = kiln.compile(layer, [src])
+            package = os.path.join(root, "layer.kiln")
+            kiln.save(layer, [src], package, dynamic={0: {0: "S", 1: "B"}})
+            kiln.load(package)(src)  # compiled here, so fresh workers hit
+            torch.testing.assert_close(compiled_f(x), f(x))
+            torch.testing.assert_close(compiled_layer(src), layer(src), rtol=1e-4, atol=1e-4)
+            for _ in range(args.repetitions):
+                python_us = median_us(lambda: compiled_f(x), 5000)
+                cpp_us = compiled_f._native._median_cpp_run_ns([x], 5000) / 1e3
+                samples["py_call_overhead_us"].append(python_us - cpp_us)
+                samples["py_f_speedup"].append(median_us(lambda: f(x), 2000) / python_us)
+                samples["py_transformer_speedup"].append(
+                    median_us(lambda: layer(src), 500) / median_us(lambda: compiled_layer(src), 500))
+                start = time.perf_counter()
+                _tracing.trace_graph(layer, [src], "layer")
+                samples["py_trace_ms"].append(1e3 * (time.perf_counter() - start))
+        for _ in range(args.repetitions):
+            out = subprocess.run([sys.executable, "-c",
+                                  FRESH_WORKER.format(package=PACKAGE, path=package)],
+                                 capture_output=True, text=True, check=True)
+            samples["py_fresh_worker_ms"].append(float(out.stdout.split()[0]))
+            out = subprocess.run([sys.executable, "-c",
+                                  EAGER_AFTER_IMPORT.format(package=PACKAGE)],
+                                 capture_output=True, text=True, check=True)
+            samples["eager_slowdown_after_import"].append(float(out.stdout.split()[0]))
+    finally:
+        try:
+            os.kill(int(kiln._default_client().daemon()["pid"]), signal.SIGTERM)
+        except (kiln.KilnError, ProcessLookupError):
+            pass
+        shutil.rmtree(root, ignore_errors=True)
+
+    print(f"\nKiln from Python: torch {torch.__version__}, {torch.get_num_threads()} torch "
+          f"threads, {os.cpu_count()} CPUs\n")
+    print(f"{'figure':32} {'min':>10} {'median':>10} {'max':>10}")
+    summary = {}
+    for key, values in samples.items():
+        summary[key] = statistics.median(values)
+        summary[key + "_min"] = min(values)
+        summary[key + "_max"] = max(values)
+        print(f"{key:32} {min(values):10.4g} {statistics.median(values):10.4g} "
+              f"{max(values):10.4g}")
+    summary["torch_threads"] = torch.get_num_threads()
+    summary["cpus"] = os.cpu_count()
+    if args.json:
+        print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
