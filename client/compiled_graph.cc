@@ -262,10 +262,7 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(const kiln::v1
   bool found = false;
   for (int i = 0; i < plan.graphs_size(); ++i) {
     const kiln::v1::WarmupGraph& entry = plan.graphs(i);
-    const std::string path = entry.graph().empty() || entry.graph()[0] == '/'
-                                 ? entry.graph()
-                                 : plan_dir + "/" + entry.graph();
-    const absl::StatusOr<kiln::v1::Graph> graph = ReadGraphFile(path);
+    const absl::StatusOr<kiln::v1::Graph> graph = ReadGraphFile(WarmupGraphPath(entry, plan_dir));
     if (!graph.ok()) {
       return absl::Status(graph.status().code(), absl::StrCat("graphs[", i, "] ", entry.graph(),
                                                               ": ", graph.status().message()));

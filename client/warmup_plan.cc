@@ -1,5 +1,7 @@
 #include "client/warmup_plan.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <numeric>
 #include <optional>
@@ -96,9 +98,7 @@ kiln::v1::CompileRequest WarmupRequest(kiln::v1::Graph graph, const kiln::v1::Wa
 absl::Status ExpandEntry(const kiln::v1::WarmupGraph& entry, const std::string& label,
                          const std::string& plan_dir, std::vector<WarmupCompile>& compiles) {
   if (entry.graph().empty()) return absl::InvalidArgumentError(label + ": names no graph file");
-  const std::string path =
-      entry.graph()[0] == '/' ? entry.graph() : absl::StrCat(plan_dir, "/", entry.graph());
-  absl::StatusOr<kiln::v1::Graph> graph = ReadGraphFile(path);
+  absl::StatusOr<kiln::v1::Graph> graph = ReadGraphFile(WarmupGraphPath(entry, plan_dir));
   if (!graph.ok()) {
     return absl::Status(graph.status().code() == absl::StatusCode::kInvalidArgument
                             ? absl::StatusCode::kInvalidArgument
@@ -201,6 +201,15 @@ std::vector<std::vector<int64_t>> BucketInputSizes(const kiln::v1::Graph& graph,
     }
   }
   return sizes;
+}
+
+std::string WarmupGraphPath(const kiln::v1::WarmupGraph& entry, const std::string& plan_dir) {
+  std::string path = !entry.graph().empty() && entry.graph()[0] == '/'
+                         ? entry.graph()
+                         : absl::StrCat(plan_dir, "/", entry.graph());
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) path += "/graph.json";
+  return path;
 }
 
 absl::StatusOr<kiln::v1::WarmupPlan> ReadWarmupPlan(const std::string& path) {

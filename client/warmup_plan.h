@@ -41,6 +41,11 @@ struct WarmupCompile {
 std::vector<std::vector<int64_t>> BucketInputSizes(const kiln::v1::Graph& graph,
                                                    const std::map<std::string, int64_t>& bucket);
 
+// The graph file of `entry`: its `graph`, relative to `plan_dir` unless
+// absolute; for a package that kiln.save wrote (a directory), the
+// package's graph.json.
+std::string WarmupGraphPath(const kiln::v1::WarmupGraph& entry, const std::string& plan_dir);
+
 // Every compile `plan` needs, graph files read relative to `plan_dir`, in
 // plan order. Errors name the entry (graphs[i], its file and symbol):
 // NotFound for a graph file that cannot be read; InvalidArgument for a

@@ -120,6 +120,22 @@ TEST_F(WarmupPlanTest, StaticBucketsAreTheGraphSpecializedToEachSize) {
   }
 }
 
+// A package kiln.save wrote (a directory) stands for its graph.json.
+TEST_F(WarmupPlanTest, APackageDirectoryStandsForItsGraph) {
+  ASSERT_TRUE(MakeDirectories(dir_ + "/tail.kiln", 0700).ok());
+  WriteGraph("tail.kiln/graph.json", graph_);
+  auto compiles = Expand(R"({"graphs": [{"graph": "tail.kiln",
+      "symbols": [{"symbol": "s0", "sizes": ["2", "4"]}]}]})");
+  ASSERT_TRUE(compiles.ok()) << compiles.status();
+  ASSERT_EQ(compiles->size(), 2);
+  EXPECT_EQ((*compiles)[0].name, "graphs[0] tail.kiln s0=2");
+  kiln::v1::WarmupGraph entry;
+  entry.set_graph("tail.kiln");
+  EXPECT_EQ(WarmupGraphPath(entry, dir_), dir_ + "/tail.kiln/graph.json");
+  entry.set_graph("/abs/f.json");
+  EXPECT_EQ(WarmupGraphPath(entry, dir_), "/abs/f.json");
+}
+
 TEST_F(WarmupPlanTest, SymbolicBucketsShareTheSymbolicArtifactButSizeOneIsStatic) {
   auto compiles = Expand(R"({"graphs": [{"graph": "tail.json", "serve": "SERVE_SYMBOLIC",
       "target": "TARGET_X86_64_V3", "symbols": [{"symbol": "s0", "sizes": ["1", "16", "32"]}]}]})");

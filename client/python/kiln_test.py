@@ -172,11 +172,36 @@ print(len(traced))
     assert after["hits"] == before["hits"], "a local hit: no round trip"
 
 
-def test_kiln_load_refuses_a_file_that_is_not_a_package(tmp_path):
+def test_kiln_load_refuses_what_is_not_a_package(tmp_path):
     path = str(tmp_path / "other.pt")
     torch.save({"weights": []}, path)
     with pytest.raises(ValueError, match="is not a Kiln package"):
         kiln.load(path)
+    os.makedirs(tmp_path / "dir")
+    (tmp_path / "dir" / "graph.json").write_text("{}")
+    torch.save({"weights": []}, str(tmp_path / "dir" / "weights.pt"))
+    with pytest.raises(ValueError, match="is not a Kiln package"):
+        kiln.load(str(tmp_path / "dir"))
+
+
+def test_a_package_with_buckets_is_a_warmup_plan_for_kiln_warmup(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    package = str(tmp_path / "mlp.kiln")
+    buckets = {"symbols": [{"symbol": "B", "sizes": [1, 2, 4]}]}
+    kiln.save(model, [torch.randn(4, 8)], package, dynamic={0: {0: "B"}}, buckets=buckets)
+    kiln._default_client().daemon()  # kilnd is up
+    kiln_cli = os.path.join(HERE, "..", "..", "tools", "kiln", "kiln")
+    out = subprocess.run([kiln_cli, "warmup", os.path.join(package, "plan.json"), "--start=false"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "warmed 3 buckets with 3 compiles: 0 hits, 3 compiled, 0 failed" in out.stdout
+    before = compiles()
+    with torch.no_grad():
+        loaded = kiln.load(package, model, warmup=True)
+        for batch in (1, 2, 4):
+            x = torch.randn(batch, 8)
+            torch.testing.assert_close(loaded(x), model(x))
+    assert compiles() == before + 1, "the symbolic artifact only: the CLI compiled the buckets"
 
 
 def test_backend_takes_symbolic_trace_and_make_fx_graph_modules():

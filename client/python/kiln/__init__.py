@@ -262,22 +262,35 @@ def _module_tensor(module, name):
 
 
 def save(fn, example_inputs, path, *, dynamic=None, relations=None, buckets=None, name=None):
-    """Traces `fn` and writes a package to `path` for kiln.load: the graph
-    (with its symbolic dims and relations), its weights, and optionally a
-    warmup plan entry (`buckets`, as in Compiled.warmup). Nothing is compiled
-    here. (`kiln export` is the admin CLI's cache bundle: another thing.)"""
+    """Traces `fn` and writes a package for kiln.load: a directory with
+
+        graph.json   the graph (kiln.v1.Graph; symbolic dims, relations): what
+                     `kiln compile` and warmup plans read too
+        weights.pt   its weights, and which module attribute each one is
+        plan.json    with `buckets` (a plan entry, as in Compiled.warmup): a
+                     warmup plan for the graph, for `kiln warmup` or load()
+
+    Nothing is compiled here. (`kiln export` is the admin CLI's cache
+    bundle: another thing.)"""
     import torch
     from . import _tracing
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
     relation_json = [_tracing.parse_relation(text) for text in relations or []]
     graph, lifted = _tracing.trace_graph(fn, list(example_inputs), name, _symbolic(dynamic),
                                          relation_json)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "graph.json"), "w") as out:
+        json.dump(graph, out, indent=1)
     torch.save({"format": _PACKAGE_FORMAT,
-                "graph": json.dumps(graph),
-                "buckets": json.dumps(buckets) if buckets is not None else None,
                 "weight_names": _weight_names(fn, lifted),
                 "weights": lifted,
-                "single": len(graph["outputs"]) == 1}, path)
+                "single": len(graph["outputs"]) == 1}, os.path.join(path, "weights.pt"))
+    plan = os.path.join(path, "plan.json")
+    if buckets is not None:
+        with open(plan, "w") as out:
+            json.dump({"graphs": [{**buckets, "graph": "graph.json"}]}, out, indent=1)
+    elif os.path.exists(plan):
+        os.remove(plan)
 
 
 def load(path, module=None, *, fallback="raise", target="native", warmup=False):
@@ -285,24 +298,32 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False):
     fresh process pays a cache hit (no round trip when kilnd compiled it
     before), not a trace or a compile. With `module`, its current parameters
     and buffers are the weights (in-place updates are seen); else the saved
-    ones. With `warmup`, the package's buckets are warmed too."""
+    ones. With `warmup`, the buckets of the package's plan are warmed too."""
     import torch
-    package = torch.load(path)
+    try:
+        with open(os.path.join(path, "graph.json")) as graph_file:
+            graph_json = graph_file.read()
+        package = torch.load(os.path.join(path, "weights.pt"))
+    except (FileNotFoundError, NotADirectoryError) as error:
+        raise ValueError(f"{path} is not a Kiln package (kiln.save writes them): {error}") \
+            from error
     if not isinstance(package, dict) or package.get("format") != _PACKAGE_FORMAT:
         raise ValueError(f"{path} is not a Kiln package (kiln.save writes them)")
     weights = [_module_tensor(module, name) if module is not None and name else saved
                for name, saved in zip(package["weight_names"], package["weights"])]
-    graph = json.loads(package["graph"])
+    graph = json.loads(graph_json)
     try:
-        native = _native().CompiledGraph(_default_client(), package["graph"], target)
+        native = _native().CompiledGraph(_default_client(), graph_json, target)
         native.prepare()
     except (UnsupportedOpError, DaemonUnavailable) as error:
         if fallback == "eager" and module is not None:
             return _Eager(module, error)
         raise
     compiled = Compiled(native, weights, package["single"], module, fallback, graph)
-    if warmup and package["buckets"]:
-        compiled.warmup(json.loads(package["buckets"]))
+    plan = os.path.join(path, "plan.json")
+    if warmup and os.path.exists(plan):
+        with open(plan) as plan_file:
+            compiled.warmup(json.load(plan_file)["graphs"][0])
     return compiled
 
 
