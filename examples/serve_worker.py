@@ -8,7 +8,7 @@ The layer is the public transformer encoder layer (d_model 64, 4 heads),
 saved with its sequence and batch dims symbolic. A worker loads the package
 with kiln.load: no model code, no trace, and on a machine where kilnd has
 compiled it before, no compile and no round trip. Each request is a line
-"SEQ BATCH"; the answer is the sum of the layer's output on a seeded input
+"SEQ BATCH"; the answer is the sum of |output| of the layer on a seeded input
 of that shape. On its first answer the worker says how long it took from
 `import torch` done.
 """
@@ -38,7 +38,7 @@ def serve(path):
         x = torch.randn(seq, batch, 64, generator=torch.Generator().manual_seed(seq * 1000 + batch))
         with torch.no_grad():
             y = layer(x)
-        answer = f"{seq} {batch}: {float(y.sum()):.4f}"
+        answer = f"{seq} {batch}: |y| = {float(y.abs().sum()):.2f}"
         if first:
             first = False
             answer += f"  (first answer {1e3 * (time.perf_counter() - TORCH_READY):.1f} ms " \

@@ -2,13 +2,14 @@
 # Kiln's main job, end to end: start kilnd on a fresh cache, compile
 # examples/f.json (relu(x @ x.T + 1) on 64x64) from one process, then run it
 # from a brand-new process that hits the cache, checking both against a
-# reference and printing the timings.
+# reference and printing the timings; then the same from Python: a saved
+# transformer layer loaded by fresh worker processes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-echo "Building kilnd and kiln (bazel -c opt)..."
+scripts/install-deps.sh --with-torch
+echo "Building kilnd, kiln and the Python package's extension (bazel -c opt)..."
 bazel build -c opt --ui_event_filters=-info,-stdout --noshow_progress \
-  //daemon:kilnd //tools/kiln:kiln
+  //daemon:kilnd //tools/kiln:kiln //client/python:kiln/_kiln.so
 
 work=$(mktemp -d /tmp/kiln-demo-XXXXXX)
 export KILN_SOCKET="$work/run/kilnd.sock" KILN_CACHE_DIR="$work/cache"
@@ -40,5 +41,15 @@ $kiln run examples/f.json --check --start=false
 echo
 echo "== 4. the daemon's counters: one compile (B never had to ask)"
 $kiln stats
+echo
+echo "== 5. Python: kiln.save the transformer encoder layer (traced, not compiled), then"
+echo "      fresh worker processes kiln.load it: the first compiles, the next one hits"
+export PYTHONPATH=$PWD/client/python
+/usr/bin/python3 examples/serve_worker.py --save "$work/layer.kiln"
+for worker in 1 2; do
+  echo "worker $worker:"
+  printf '16 2\n8 3\n' | /usr/bin/python3 examples/serve_worker.py "$work/layer.kiln"
+done
+
 echo
 echo "Explain what was built: $kiln explain examples/f.json"

@@ -83,6 +83,18 @@ def test_a_dynamic_batch_compiles_once_for_every_size():
     assert compiles() == before, "one symbolic artifact serves every batch >= 2"
 
 
+def test_buckets_are_warmed_by_compile():
+    def layer(x):
+        return torch.tanh(x) * 2.0
+    compiled = kiln.compile(layer, [torch.randn(4, 16)], dynamic={0: {0: "B"}},
+                            buckets={"symbols": [{"symbol": "B", "sizes": [1, 3, 5]}]})
+    before = compiles()
+    for batch in (1, 3, 5):
+        x = torch.randn(batch, 16)
+        torch.testing.assert_close(compiled(x), layer(x))
+    assert compiles() == before, "every bucket was compiled and loaded by compile()"
+
+
 def test_a_wrong_shape_is_a_guard_error_naming_the_input_and_dim():
     compiled = kiln.compile(f, [torch.randn(8, 8)])
     compiled.artifact()  # loaded

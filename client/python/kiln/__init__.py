@@ -62,15 +62,16 @@ _counters = {"eager_fallbacks": 0}
 def _native():
     """The C++ extension, loaded on first use: next to this file when the
     package is installed with it, else from the Bazel output tree of the
-    checkout this file is in."""
+    checkout this file is in (the optimized build first)."""
     global _native_module
     if _native_module is None:
         import importlib.util
         import torch  # noqa: F401  (libtorch first: the extension links against it)
         here = os.path.dirname(os.path.abspath(__file__))
-        candidates = [os.path.join(here, "_kiln.so"),
-                      os.path.join(here, "..", "..", "..", "bazel-bin", "client", "python", "kiln",
-                                   "_kiln.so")]
+        built = os.path.join("client", "python", "kiln", "_kiln.so")
+        candidates = [os.path.join(here, "_kiln.so")] + [
+            os.path.join(here, "..", "..", "..", tree, built)
+            for tree in (os.path.join("bazel-out", "k8-opt", "bin"), "bazel-bin")]
         path = next((p for p in candidates if os.path.exists(p)), None)
         if path is None:
             raise ImportError("kiln's C++ extension is not built: run "
@@ -89,9 +90,11 @@ def _kilnd_path():
     if os.environ.get("KILN_DAEMON"):
         return os.environ["KILN_DAEMON"]
     here = os.path.dirname(os.path.abspath(__file__))
+    checkout = os.path.join(here, "..", "..", "..")
     for path in (os.path.join(here, "kilnd"),
-                 os.path.join(here, "..", "..", "..", "daemon", "kilnd"),  # Bazel runfiles
-                 os.path.join(here, "..", "..", "..", "bazel-bin", "daemon", "kilnd")):
+                 os.path.join(checkout, "daemon", "kilnd"),  # Bazel runfiles
+                 os.path.join(checkout, "bazel-out", "k8-opt", "bin", "daemon", "kilnd"),
+                 os.path.join(checkout, "bazel-bin", "daemon", "kilnd")):
         if os.path.isfile(path):
             return os.path.realpath(path)
     return ""
@@ -188,14 +191,16 @@ def _symbolic(dynamic):
     return marks
 
 
-def compile(fn, example_inputs, *, dynamic=None, relations=None, fallback="raise", name=None,
-            target="native"):
+def compile(fn, example_inputs, *, dynamic=None, relations=None, buckets=None, fallback="raise",
+            name=None, target="native"):
     """Traces `fn` (a function or nn.Module) on `example_inputs` and returns a
     callable that runs Kiln's compiled kernels.
 
     dynamic:   input dims that vary: {0: 0} (input 0's dim 0), {0: [0, 1]},
                or {0: {1: "B"}, 1: {0: "B"}} to name a symbol shared by dims.
     relations: what symbolic sizes promise, e.g. ["B % 8 == 0", "2 <= B <= 64"].
+    buckets:   a warmup plan entry ({"symbols": [{"symbol": "B", "sizes": [1, 8]}]})
+               warmed before compile returns (Compiled.warmup).
     fallback:  "raise" (the default) raises KilnError subclasses; "eager"
                runs `fn` instead when it cannot be compiled or kilnd is
                unreachable with no local artifact (warns once, counted in
@@ -221,7 +226,10 @@ def compile(fn, example_inputs, *, dynamic=None, relations=None, fallback="raise
         if isinstance(error, _tracing.TraceError):
             raise UnsupportedOpError(str(error)) from error
         raise
-    return Compiled(native, lifted, len(graph["outputs"]) == 1, fn, fallback, graph)
+    compiled = Compiled(native, lifted, len(graph["outputs"]) == 1, fn, fallback, graph)
+    if buckets is not None:
+        compiled.warmup(buckets)
+    return compiled
 
 
 def backend(gm, example_inputs):
