@@ -185,9 +185,41 @@ absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket
 Client::Client(ClientOptions options) : options_(std::move(options)), trusted_(TrustedUids()) {
   if (options_.socket_path.empty()) options_.socket_path = DefaultSocketPath();
   if (options_.cache_dir.empty()) options_.cache_dir = DefaultCacheDir();
+  RegisterForFork();
+}
+
+// Around fork(): the traffic reporter stopped (a thread waiting on
+// traffic_mutex_ would stay queued on it in the child) and every lock held,
+// so the child sees consistent state; the reporter starts again on both
+// sides.
+void Client::BeforeFork() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  {
+    absl::MutexLock lock(&traffic_mutex_);
+    stopping_ = true;
+  }
+  if (traffic_reporter_.joinable()) traffic_reporter_.join();
+  mutex_.Lock();
+  descriptor_mutex_.Lock();
+  traffic_mutex_.Lock();
+  stopping_ = false;
+}
+
+void Client::AfterForkInParent() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  if (!traffic_sources_.empty()) traffic_reporter_ = std::thread([this] { ReportTrafficLoop(); });
+  traffic_mutex_.Unlock();
+  descriptor_mutex_.Unlock();
+  mutex_.Unlock();
+}
+
+void Client::AfterForkInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // The parent's channel is never used (or destroyed) here: gRPC objects
+  // belong to the process that made them. The next call connects anew.
+  if (stub_ != nullptr) new std::shared_ptr<kiln::v1::Kiln::Stub>(std::move(stub_));
+  AfterForkInParent();
 }
 
 Client::~Client() {
+  UnregisterForFork();
   {
     absl::MutexLock lock(&traffic_mutex_);
     stopping_ = true;

@@ -23,7 +23,10 @@
 // counted since to kilnd — only while this client is connected anyway: a
 // process that only hits locally never connects for it.
 //
-// A Client is thread-safe; share one per process.
+// A Client is thread-safe; share one per process. It survives fork(): the
+// child drops the parent's connection unused and connects afresh when it
+// needs kilnd, and its traffic reporter starts again with the next
+// CompiledGraph (client/fork_aware.h).
 #ifndef KILN_CLIENT_CLIENT_H_
 #define KILN_CLIENT_CLIENT_H_
 
@@ -38,6 +41,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cache/request_key.h"
+#include "client/fork_aware.h"
 #include "client/loader.h"
 #include "client/traffic.h"
 #include "proto/service.grpc.pb.h"
@@ -59,7 +63,7 @@ struct ClientOptions {
   absl::Duration traffic_report_interval = absl::Seconds(30);
 };
 
-class Client {
+class Client final : private ForkAware {
  public:
   // Connects now. Unavailable (with the socket path and what to do) when no
   // daemon can be reached; FailedPrecondition on a version mismatch.
@@ -105,6 +109,9 @@ class Client {
 
  private:
   explicit Client(ClientOptions options);
+  void BeforeFork() override;
+  void AfterForkInParent() override;
+  void AfterForkInChild() override;
   // OK once `dir` has passed CheckTrustedPath (remembered: a trusted
   // directory can only be changed by trusted users).
   absl::Status CheckCacheDirectory(const std::string& dir);

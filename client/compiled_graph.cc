@@ -91,9 +91,11 @@ CompiledGraph::CompiledGraph(Client* client, kiln::v1::Graph graph,
                              kiln::v1::CompileOptions options, Runtime* runtime)
     : client_(client), graph_(std::move(graph)), options_(std::move(options)), runtime_(runtime) {
   client_->AddTrafficSource(&traffic_);
+  RegisterForFork();
 }
 
 CompiledGraph::~CompiledGraph() {
+  UnregisterForFork();
   std::thread background;
   {
     absl::MutexLock lock(&background_mutex_);
@@ -185,6 +187,31 @@ int CompiledGraph::UnloadIdle() {
   }
   return unloaded;
 }
+
+// Around fork(): the background thread stopped (it may finish a compile
+// first: a thread waiting on background_mutex_ would stay queued on it in
+// the child) and both locks held; it starts again on both sides when it
+// has work.
+void CompiledGraph::BeforeFork() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  std::thread background;
+  {
+    absl::MutexLock lock(&background_mutex_);
+    stopping_ = true;
+    background = std::move(background_);
+  }
+  if (background.joinable()) background.join();
+  mutex_.Lock();
+  background_mutex_.Lock();
+  stopping_ = false;
+}
+
+void CompiledGraph::AfterForkInParent() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  if (!background_queue_.empty() || unload_after_ > absl::ZeroDuration()) StartBackgroundThread();
+  background_mutex_.Unlock();
+  mutex_.Unlock();
+}
+
+void CompiledGraph::AfterForkInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS { AfterForkInParent(); }
 
 void CompiledGraph::StartBackgroundThread() {
   if (!background_.joinable() && !stopping_)

@@ -61,6 +61,7 @@
 #include "absl/types/span.h"
 #include "client/bucket_padding.h"
 #include "client/client.h"
+#include "client/fork_aware.h"
 #include "client/guard_table.h"
 #include "client/loader.h"
 #include "client/runtime/runtime.h"
@@ -78,7 +79,7 @@ namespace kiln {
 inline constexpr char kGuardMissPayload[] = "kiln.dev/guard-miss";
 bool IsGuardMiss(const absl::Status& status);
 
-class CompiledGraph {
+class CompiledGraph final : private ForkAware {
  public:
   CompiledGraph(Client* client, kiln::v1::Graph graph, kiln::v1::CompileOptions options = {},
                 Runtime* runtime = &Runtime::Default());
@@ -242,6 +243,10 @@ class CompiledGraph {
   void SpecializeInBackground(absl::Span<const TensorView> inputs, uint64_t sizes_hash);
   absl::Status SpecializeExactly(const std::vector<std::vector<int64_t>>& sizes);
   void StartBackgroundThread() ABSL_EXCLUSIVE_LOCKS_REQUIRED(background_mutex_);
+  // fork(): see client/fork_aware.h.
+  void BeforeFork() override;
+  void AfterForkInParent() override;
+  void AfterForkInChild() override;
   void BackgroundLoop();
   // The padded call for `inputs` when a paddable symbol lies between
   // buckets and the padded sizes have a static entry; nullopt otherwise.

@@ -261,6 +261,39 @@ def test_many_threads_call_one_compiled_module():
     assert errors == []
 
 
+def test_a_module_prepared_before_fork_works_in_the_children():
+    # The parent compiles (so it holds a connection to kilnd) and runs a
+    # GEMM big enough for the pool's workers; children run it, and compile
+    # something new (a connection of their own).
+    x = torch.randn(256, 256)
+    compiled = kiln.compile(f, [x])
+    torch.testing.assert_close(compiled(x), f(x))
+    children = []
+    for child in range(2):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                torch.testing.assert_close(compiled(x), f(x))
+                other = kiln.compile(lambda t: t * 3.0 - float(child), [torch.randn(5)])
+                torch.testing.assert_close(other(torch.ones(5)), torch.full((5,), 3.0 - child))
+                code = 0
+            finally:
+                os._exit(code)
+        children.append(pid)
+    import time
+    deadline = time.monotonic() + 60
+    for pid in children:
+        while (waited := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if waited[0] == 0:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("a child hung: threads or a connection that did not survive fork")
+        assert os.WIFEXITED(waited[1]) and os.WEXITSTATUS(waited[1]) == 0, waited[1]
+    torch.testing.assert_close(compiled(x), f(x))
+
+
 def test_no_daemon_is_daemon_unavailable_or_eager_with_fallback(tmp_path):
     out = run_python("""
 import torch, kiln, warnings

@@ -1,5 +1,8 @@
 #include "client/runtime/runtime.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <tuple>
 #include <vector>
@@ -116,6 +119,34 @@ TEST(ThreadPoolTest, CoversTheRangeOnceAndNestsInline) {
     EXPECT_EQ(end, 5);
   });
   EXPECT_EQ(calls, 1);
+}
+
+// Pre-fork servers: a pool whose workers ran in the parent runs loops in
+// the child, with workers of its own (the parent's did not survive).
+TEST(ThreadPoolTest, AForkedChildRunsParallelLoops) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> sum{0};
+  auto add = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) sum += i;
+  };
+  pool.ParallelFor(1000, 10, add);
+  ASSERT_EQ(sum, 499500);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);  // a hung loop dies of SIGALRM rather than hanging the test
+    sum = 0;
+    pool.ParallelFor(1000, 10, add);
+    pool.ParallelFor(1000, 10, add);
+    _exit(sum == 2 * 499500 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  sum = 0;
+  pool.ParallelFor(1000, 10, add);
+  EXPECT_EQ(sum, 499500) << "the parent's pool still works";
 }
 
 }  // namespace

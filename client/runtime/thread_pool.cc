@@ -11,9 +11,10 @@ thread_local bool inside_pool_loop = false;
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {}
+ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) { RegisterForFork(); }
 
 ThreadPool::~ThreadPool() {
+  UnregisterForFork();
   {
     absl::MutexLock lock(&mutex_);
     stopping_ = true;
@@ -21,6 +22,25 @@ ThreadPool::~ThreadPool() {
   absl::MutexLock lock(&call_mutex_);
   for (std::thread& worker : workers_) worker.join();
 }
+
+// Around fork(): no loop in flight and no workers at all (a worker waiting
+// on mutex_ would stay queued on it in the child, where it does not
+// exist); StartWorkers makes new ones on the next loop, on either side.
+void ThreadPool::BeforeFork() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  call_mutex_.Lock();
+  {
+    absl::MutexLock lock(&mutex_);
+    stopping_ = true;
+  }
+  for (std::thread& worker : workers_) worker.join();
+  workers_.clear();
+  absl::MutexLock lock(&mutex_);
+  stopping_ = false;
+}
+
+void ThreadPool::AfterForkInParent() ABSL_NO_THREAD_SAFETY_ANALYSIS { call_mutex_.Unlock(); }
+
+void ThreadPool::AfterForkInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS { call_mutex_.Unlock(); }
 
 void ThreadPool::StartWorkers() {
   while (static_cast<int>(workers_.size()) + 1 < threads_) {

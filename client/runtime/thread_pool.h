@@ -2,7 +2,8 @@
 // generated kernels and GEMM use, so the cores are never oversubscribed.
 //
 // ParallelFor may be called from any thread, including from inside a loop
-// body (nested calls run inline). Thread-safe.
+// body (nested calls run inline). Thread-safe. Survives fork(): a child
+// starts workers of its own on its first parallel loop.
 #ifndef KILN_CLIENT_RUNTIME_THREAD_POOL_H_
 #define KILN_CLIENT_RUNTIME_THREAD_POOL_H_
 
@@ -14,10 +15,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
+#include "client/fork_aware.h"
 
 namespace kiln {
 
-class ThreadPool {
+class ThreadPool final : private ForkAware {
  public:
   // `threads` counts the calling thread: ThreadPool(1) runs everything inline.
   explicit ThreadPool(int threads);
@@ -34,6 +36,9 @@ class ThreadPool {
   void ParallelFor(int64_t n, int64_t grain, Body body);
 
  private:
+  void BeforeFork() override;
+  void AfterForkInParent() override;
+  void AfterForkInChild() override;
   void WorkerLoop();
   // Starts the worker threads on the first loop that needs them: a process
   // that only runs small kernels never pays for thread creation.

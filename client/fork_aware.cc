@@ -1,0 +1,56 @@
+#include "client/fork_aware.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+
+namespace kiln {
+namespace {
+
+struct Registry {
+  absl::Mutex mutex;  // held from BeforeFork until after the fork
+  std::vector<ForkAware*> objects ABSL_GUARDED_BY(mutex);
+};
+
+Registry& registry() {
+  static Registry* const instance = new Registry;  // never destroyed: forks may come late
+  return *instance;
+}
+
+void Prepare() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  registry().mutex.Lock();
+  for (ForkAware* object : registry().objects) object->BeforeFork();
+}
+
+void InParent() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  auto& objects = registry().objects;
+  for (auto it = objects.rbegin(); it != objects.rend(); ++it) (*it)->AfterForkInParent();
+  registry().mutex.Unlock();
+}
+
+void InChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  auto& objects = registry().objects;
+  for (auto it = objects.rbegin(); it != objects.rend(); ++it) (*it)->AfterForkInChild();
+  registry().mutex.Unlock();
+}
+
+}  // namespace
+
+void ForkAware::RegisterForFork() {
+  static std::once_flag registered;
+  std::call_once(registered, [] { pthread_atfork(Prepare, InParent, InChild); });
+  absl::MutexLock lock(&registry().mutex);
+  registry().objects.push_back(this);
+}
+
+void ForkAware::UnregisterForFork() {
+  absl::MutexLock lock(&registry().mutex);
+  auto& objects = registry().objects;
+  objects.erase(std::find(objects.begin(), objects.end(), this));
+}
+
+}  // namespace kiln
