@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -52,6 +53,12 @@ absl::StatusOr<ucred> PeerCredentials(int fd, const std::string& socket_path) {
   return credentials;
 }
 
+// Whether this process has made a gRPC channel, and whether it is a child
+// forked after its parent had: gRPC's threads and state do not survive
+// fork(), so such a child must not touch gRPC at all.
+std::atomic<bool> grpc_used{false};
+std::atomic<bool> forked_after_grpc{false};
+
 // Connects to the daemon on `socket_path` and checks who it is before a
 // byte is sent: gRPC 1.51 shows no peer credentials, so the socket is
 // connected here and handed to gRPC. Such a channel never reconnects; the
@@ -87,6 +94,7 @@ absl::StatusOr<std::unique_ptr<kiln::v1::Kiln::Stub>> ConnectStub(const std::str
     return credentials.status();
   }
   *peer = *credentials;
+  grpc_used = true;
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(256 << 20);
   arguments.SetMaxSendMessageSize(kMaxRequestBytes);
@@ -213,8 +221,10 @@ void Client::AfterForkInParent() ABSL_NO_THREAD_SAFETY_ANALYSIS {
 
 void Client::AfterForkInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   // The parent's channel is never used (or destroyed) here: gRPC objects
-  // belong to the process that made them. The next call connects anew.
+  // belong to the process that made them. If it made any, gRPC is off
+  // limits here (Stub says so); else the next call connects afresh.
   if (stub_ != nullptr) new std::shared_ptr<kiln::v1::Kiln::Stub>(std::move(stub_));
+  if (grpc_used) forked_after_grpc = true;
   AfterForkInParent();
 }
 
@@ -287,6 +297,13 @@ absl::Status Client::ConnectLocked() {
 }
 
 absl::StatusOr<std::shared_ptr<kiln::v1::Kiln::Stub>> Client::Stub() {
+  if (forked_after_grpc) {
+    return absl::UnavailableError(
+        "this process was forked from one that had connected to kilnd, and gRPC does not "
+        "survive fork(): it can run what is loaded or in the local index, but cannot ask kilnd. "
+        "Prepare before fork from the local index only (warm the buckets with `kiln warmup` "
+        "first), or connect after forking");
+  }
   absl::MutexLock lock(&mutex_);
   if (stub_ != nullptr) return stub_;
   const std::string& socket_path = options_.socket_path;

@@ -23,10 +23,11 @@
 // counted since to kilnd — only while this client is connected anyway: a
 // process that only hits locally never connects for it.
 //
-// A Client is thread-safe; share one per process. It survives fork(): the
-// child drops the parent's connection unused and connects afresh when it
-// needs kilnd, and its traffic reporter starts again with the next
-// CompiledGraph (client/fork_aware.h).
+// A Client is thread-safe; share one per process. It survives fork()
+// (client/fork_aware.h): a child runs what is loaded and finds artifacts
+// in the local index. It connects to kilnd afresh only if its parent never
+// made a gRPC channel — gRPC does not survive fork — else calls that need
+// kilnd are Unavailable, saying so.
 #ifndef KILN_CLIENT_CLIENT_H_
 #define KILN_CLIENT_CLIENT_H_
 

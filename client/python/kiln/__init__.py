@@ -23,6 +23,7 @@ __all__ = [
     "save",
     "load",
     "backend",
+    "explain",
     "stats",
     "KilnError",
     "UnsupportedOpError",
@@ -87,14 +88,18 @@ def _native():
 def _kilnd_path():
     """The kilnd a client auto-starts: $KILN_DAEMON, else the one built in
     this checkout, else the C++ client's own search (PATH)."""
-    if os.environ.get("KILN_DAEMON"):
-        return os.environ["KILN_DAEMON"]
+    return os.environ.get("KILN_DAEMON") or _tool_path("kilnd", "daemon", "kilnd")
+
+
+def _tool_path(name, *built):
+    """A binary of the checkout this package is in: next to this file, in
+    Bazel runfiles, the optimized build, or bazel-bin; "" when none is."""
     here = os.path.dirname(os.path.abspath(__file__))
     checkout = os.path.join(here, "..", "..", "..")
-    for path in (os.path.join(here, "kilnd"),
-                 os.path.join(checkout, "daemon", "kilnd"),  # Bazel runfiles
-                 os.path.join(checkout, "bazel-out", "k8-opt", "bin", "daemon", "kilnd"),
-                 os.path.join(checkout, "bazel-bin", "daemon", "kilnd")):
+    for path in (os.path.join(here, name),
+                 os.path.join(checkout, *built),  # Bazel runfiles
+                 os.path.join(checkout, "bazel-out", "k8-opt", "bin", *built),
+                 os.path.join(checkout, "bazel-bin", *built)):
         if os.path.isfile(path):
             return os.path.realpath(path)
     return ""
@@ -340,6 +345,30 @@ def _numbers(message):
     its integers as ints."""
     return {key: int(value) if isinstance(value, str) and value.lstrip("-").isdigit() else value
             for key, value in message.items()}
+
+
+def explain(compiled):
+    """What Kiln made of a compiled function, as text: its artifact (key,
+    guards, target) and every codegen stage — graph, loop IR, kernels,
+    buffers, generated C++ — from `kiln explain` (the CLI in this checkout,
+    or $KILN_CLI)."""
+    import tempfile
+    if isinstance(compiled, _Eager):
+        return f"running eagerly: {compiled._error}"
+    artifact = compiled.artifact()
+    lines = [f"artifact {artifact.get('key', '')}",
+             f"guards   {json.dumps(artifact.get('guards', {}), sort_keys=True)}"]
+    cli = os.environ.get("KILN_CLI") or _tool_path("kiln", "tools", "kiln", "kiln")
+    if not cli:
+        return "\n".join(lines + ["(no kiln CLI found: build //tools/kiln or set KILN_CLI)"])
+    import subprocess
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as graph_file:
+        json.dump(compiled._graph, graph_file)
+        graph_file.flush()
+        out = subprocess.run([cli, "explain", graph_file.name], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise KilnError(f"kiln explain failed: {out.stderr.strip()}")
+    return "\n".join(lines) + "\n\n" + out.stdout
 
 
 def stats():
