@@ -40,6 +40,8 @@ void HashField(Sha256& hasher, absl::string_view bytes) {
   hasher.Update(bytes);
 }
 
+}  // namespace
+
 std::string DeterministicBytes(const google::protobuf::MessageLite& message) {
   std::string bytes;
   {
@@ -50,8 +52,6 @@ std::string DeterministicBytes(const google::protobuf::MessageLite& message) {
   }
   return bytes;
 }
-
-}  // namespace
 
 absl::StatusOr<std::string> RequestDigest(const kiln::v1::CompileRequest& request,
                                           const ToolchainDigests& toolchains) {

@@ -22,6 +22,7 @@
 #include "cache/key.h"
 #include "codegen/codegen_inputs.h"
 #include "codegen/compile/target.h"
+#include "google/protobuf/message_lite.h"
 #include "proto/service.pb.h"
 
 namespace kiln {
@@ -54,6 +55,10 @@ absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
 // as KeyRequest's for the target.
 absl::StatusOr<std::string> RequestDigest(const kiln::v1::CompileRequest& request,
                                           const ToolchainDigests& toolchains);
+
+// A message's bytes in protobuf's deterministic encoding (map entries
+// sorted): what request digests and traffic's graph digests hash.
+std::string DeterministicBytes(const google::protobuf::MessageLite& message);
 
 ToolchainDigests DigestToolchains(const TargetToolchains& toolchains);
 

@@ -1,8 +1,7 @@
 #include "client/traffic.h"
 
+#include "cache/request_key.h"
 #include "common/sha256.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace kiln {
 namespace {
@@ -19,14 +18,7 @@ constexpr int kProbes = 8;
 }  // namespace
 
 std::string GraphDigest(const kiln::v1::Graph& graph) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    graph.SerializeToCodedStream(&coded);
-  }
-  return Sha256Hex(bytes);
+  return Sha256Hex(DeterministicBytes(graph));
 }
 
 void TrafficRecorder::Record(uint64_t sizes_hash, absl::Span<const TensorView> inputs) {
