@@ -10,8 +10,6 @@
 #include "common/status_macros.h"
 
 namespace kiln {
-namespace {
-
 bool IsContiguous(const TensorView& view) {
   int64_t expected = 1;
   for (int d = static_cast<int>(view.rank()) - 1; d >= 0; --d) {
@@ -20,8 +18,6 @@ bool IsContiguous(const TensorView& view) {
   }
   return true;
 }
-
-}  // namespace
 
 absl::StatusOr<std::vector<PaddableSymbol>> PaddableSymbols(const kiln::v1::Graph& graph,
                                                             const kiln::v1::WarmupGraph& entry) {
@@ -57,6 +53,19 @@ absl::StatusOr<std::vector<PaddableSymbol>> PaddableSymbols(const kiln::v1::Grap
           dims.status().code(),
           absl::StrCat("symbol ", sizes.symbol(), " is not paddable: ", dims.status().message()));
     }
+    // A call's inputs give the symbol's value only where a dim is the
+    // symbol alone.
+    for (int i = 0; i < graph.inputs_size(); ++i) {
+      const int d = dims->inputs[i];
+      if (d < 0) continue;
+      const kiln::v1::Dim& dim = graph.inputs(i).type().sizes(d);
+      if (dim.symbol() != sizes.symbol() || dim.multiplier() > 1) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("symbol ", sizes.symbol(), " is not paddable: input ", i, " '",
+                         graph.inputs(i).name(), "' holds it in dim ", d,
+                         " with another factor; padding needs the symbol alone in each input dim"));
+      }
+    }
     ASSIGN_OR_RETURN(std::vector<int64_t> buckets, ExpandSizes(sizes));
     result.push_back(PaddableSymbol{sizes.symbol(), std::move(dims->inputs),
                                     std::move(dims->outputs), std::move(buckets)});
@@ -89,16 +98,16 @@ std::optional<PaddedShape> PadShape(absl::Span<const PaddableSymbol> symbols,
     }
     shape.values.push_back(value);
     shape.bucket_values.push_back(*bucket);
+    shape.output_dims.push_back(symbol.output_dims);
   }
   if (!padded) return std::nullopt;
   return shape;
 }
 
-std::vector<int64_t> UnpaddedOutputSizes(absl::Span<const PaddableSymbol> symbols,
-                                         const PaddedShape& shape, int k,
+std::vector<int64_t> UnpaddedOutputSizes(const PaddedShape& shape, int k,
                                          std::vector<int64_t> bucket_sizes) {
-  for (size_t s = 0; s < symbols.size(); ++s) {
-    const int d = symbols[s].output_dims[k];
+  for (size_t s = 0; s < shape.output_dims.size(); ++s) {
+    const int d = shape.output_dims[s][k];
     if (d < 0) continue;
     // The symbol is the dim's outermost factor: its size is value * inner.
     bucket_sizes[d] = bucket_sizes[d] / shape.bucket_values[s] * shape.values[s];

@@ -45,8 +45,13 @@ struct PaddedShape {
   // bucket's (equal when that symbol needs no padding).
   std::vector<int64_t> values;
   std::vector<int64_t> bucket_values;
+  // Per padded symbol, its output dims (PaddableSymbol::output_dims).
+  std::vector<std::vector<int>> output_dims;
   size_t num_outputs = 0;  // the bucket's (filled in by the caller)
 };
+
+// Whether `view` is laid out row-major without gaps (size-1 dims aside).
+bool IsContiguous(const TensorView& view);
 
 // The shape `inputs` pad up to, or nullopt when padding does not apply: no
 // symbol needs it, a value is past the largest bucket, inputs disagree on a
@@ -57,8 +62,7 @@ std::optional<PaddedShape> PadShape(absl::Span<const PaddableSymbol> symbols,
 // The sizes of output `k` for the call, given its sizes in the bucket: each
 // dim carrying a padded symbol shrinks by the call's value over the
 // bucket's.
-std::vector<int64_t> UnpaddedOutputSizes(absl::Span<const PaddableSymbol> symbols,
-                                         const PaddedShape& shape, int k,
+std::vector<int64_t> UnpaddedOutputSizes(const PaddedShape& shape, int k,
                                          std::vector<int64_t> bucket_sizes);
 
 // Copies the leading region that both contiguous tensors share (per dim the

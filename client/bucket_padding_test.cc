@@ -85,15 +85,15 @@ TEST(PadShapeTest, OneSymbolAtABucketAndAnotherPadded) {
 }
 
 TEST(UnpaddedOutputSizesTest, TheSymbolsDimShrinksByValueOverBucket) {
-  const PaddableSymbol symbol = SymbolB();
   PaddedShape shape;
   shape.values = {5};
   shape.bucket_values = {8};
+  shape.output_dims = {SymbolB().output_dims};
   // Dim 0 is B * 3 (B outermost) in the bucket: 24 -> 15.
-  EXPECT_EQ(UnpaddedOutputSizes({&symbol, 1}, shape, 0, {24, 7}), (std::vector<int64_t>{15, 7}));
-  EXPECT_EQ(UnpaddedOutputSizes({&symbol, 1}, shape, 0, {8}), (std::vector<int64_t>{5}));
-  const PaddableSymbol absent{"B", {0}, {-1}, {2, 4, 8}};
-  EXPECT_EQ(UnpaddedOutputSizes({&absent, 1}, shape, 0, {24, 7}), (std::vector<int64_t>{24, 7}));
+  EXPECT_EQ(UnpaddedOutputSizes(shape, 0, {24, 7}), (std::vector<int64_t>{15, 7}));
+  EXPECT_EQ(UnpaddedOutputSizes(shape, 0, {8}), (std::vector<int64_t>{5}));
+  shape.output_dims = {{-1}};  // the output does not hold B
+  EXPECT_EQ(UnpaddedOutputSizes(shape, 0, {24, 7}), (std::vector<int64_t>{24, 7}));
 }
 
 // A float tensor filled with 1, 2, 3, ... in memory order.

@@ -1,8 +1,6 @@
 #include "client/client.h"
 
 #include <fcntl.h>
-#include <grpcpp/create_channel_posix.h>
-#include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -28,18 +26,23 @@
 #include "common/subprocess.h"
 #include "common/trust.h"
 #include "common/version.h"
+#include "google/protobuf/message_lite.h"
 
 namespace kiln {
 namespace {
 
-absl::Status FromGrpc(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
-
-void AddVersionMetadata(grpc::ClientContext& context) {
-  context.AddMetadata(kProtocolMetadataKey, absl::StrCat(kProtocolVersion));
-  context.AddMetadata(kAbiMetadataKey, absl::StrCat(KILN_ABI_VERSION));
+// One call of kiln.v1.Kiln's `method` over `transport`.
+template <typename Response>
+absl::StatusOr<Response> Call(Transport& transport, const char* method,
+                              const google::protobuf::MessageLite& request,
+                              absl::Duration timeout) {
+  ASSIGN_OR_RETURN(const std::string bytes,
+                   transport.Call(method, request.SerializeAsString(), timeout));
+  Response response;
+  if (!response.ParseFromString(bytes)) {
+    return absl::InternalError(absl::StrCat("kilnd's answer to ", method, " does not parse"));
+  }
+  return response;
 }
 
 // The uid the peer on `fd` ran as when it listened, and its pid.
@@ -53,9 +56,9 @@ absl::StatusOr<ucred> PeerCredentials(int fd, const std::string& socket_path) {
   return credentials;
 }
 
-// Whether this process has made a gRPC channel, and whether it is a child
-// forked after its parent had: gRPC's threads and state do not survive
-// fork(), so such a child must not touch gRPC at all.
+// Whether this process has made a transport (a gRPC channel), and whether
+// it is a child forked after its parent had: gRPC's threads and state do
+// not survive fork(), so such a child must not touch gRPC at all.
 std::atomic<bool> grpc_used{false};
 std::atomic<bool> forked_after_grpc{false};
 
@@ -63,9 +66,10 @@ std::atomic<bool> forked_after_grpc{false};
 // byte is sent: gRPC 1.51 shows no peer credentials, so the socket is
 // connected here and handed to gRPC. Such a channel never reconnects; the
 // client makes a new one when it fails. Unavailable when nothing listens.
-absl::StatusOr<std::unique_ptr<kiln::v1::Kiln::Stub>> ConnectStub(const std::string& socket_path,
-                                                                  const std::vector<uid_t>& trusted,
-                                                                  ucred* peer) {
+absl::StatusOr<std::unique_ptr<Transport>> ConnectTransport(const std::string& socket_path,
+                                                            const std::vector<uid_t>& trusted,
+                                                            ucred* peer) {
+  ASSIGN_OR_RETURN(const MakeTransportFn make_transport, TransportMaker());
   sockaddr_un address = {};
   address.sun_family = AF_UNIX;
   if (socket_path.size() >= sizeof(address.sun_path)) {
@@ -95,26 +99,17 @@ absl::StatusOr<std::unique_ptr<kiln::v1::Kiln::Stub>> ConnectStub(const std::str
   }
   *peer = *credentials;
   grpc_used = true;
-  grpc::ChannelArguments arguments;
-  arguments.SetMaxReceiveMessageSize(256 << 20);
-  arguments.SetMaxSendMessageSize(kMaxRequestBytes);
-  return kiln::v1::Kiln::NewStub(
-      grpc::CreateCustomInsecureChannelFromFd("kilnd", fd, arguments));  // owns fd now
+  return std::unique_ptr<Transport>(make_transport(fd));  // owns fd now
 }
 
 // One handshake: the daemon's versions, whatever they are.
-absl::StatusOr<kiln::v1::HelloResponse> Hello(kiln::v1::Kiln::Stub& stub,
+absl::StatusOr<kiln::v1::HelloResponse> Hello(Transport& transport,
                                               const std::string& client_name) {
   kiln::v1::HelloRequest request;
   request.set_protocol_version(kProtocolVersion);
   request.set_abi_version(KILN_ABI_VERSION);
   request.set_client(client_name);
-  kiln::v1::HelloResponse response;
-  grpc::ClientContext context;
-  AddVersionMetadata(context);
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
-  RETURN_IF_ERROR(FromGrpc(stub.Hello(&context, request, &response)));
-  return response;
+  return Call<kiln::v1::HelloResponse>(transport, "Hello", request, absl::Seconds(5));
 }
 
 // Whether some kilnd holds the lock beside `socket_path` (serving, draining
@@ -223,7 +218,7 @@ void Client::AfterForkInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   // The parent's channel is never used (or destroyed) here: gRPC objects
   // belong to the process that made them. If it made any, gRPC is off
   // limits here (Stub says so); else the next call connects afresh.
-  if (stub_ != nullptr) new std::shared_ptr<kiln::v1::Kiln::Stub>(std::move(stub_));
+  if (transport_ != nullptr) new std::shared_ptr<Transport>(std::move(transport_));
   if (grpc_used) forked_after_grpc = true;
   AfterForkInParent();
 }
@@ -243,12 +238,12 @@ std::unique_ptr<Client> Client::Open(ClientOptions options) {
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   std::unique_ptr<Client> client = Open(std::move(options));
-  RETURN_IF_ERROR(client->Stub().status());
+  RETURN_IF_ERROR(client->Connection().status());
   return client;
 }
 
 absl::StatusOr<kiln::v1::HelloResponse> Client::daemon() {
-  RETURN_IF_ERROR(Stub().status());
+  RETURN_IF_ERROR(Connection().status());
   absl::MutexLock lock(&mutex_);
   return hello_;
 }
@@ -263,9 +258,9 @@ absl::Status Client::ConnectLocked() {
   }
   RETURN_IF_ERROR(directory);
   ucred peer;
-  ASSIGN_OR_RETURN(std::unique_ptr<kiln::v1::Kiln::Stub> stub,
-                   ConnectStub(socket_path, *trusted_, &peer));
-  absl::StatusOr<kiln::v1::HelloResponse> answered = Hello(*stub, options_.client_name);
+  ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport,
+                   ConnectTransport(socket_path, *trusted_, &peer));
+  absl::StatusOr<kiln::v1::HelloResponse> answered = Hello(*transport, options_.client_name);
   if (answered.status().code() == absl::StatusCode::kCancelled) {
     // A draining kilnd cancels calls that reach it after its listener
     // closed: as good as nobody listening (its successor will).
@@ -275,7 +270,7 @@ absl::Status Client::ConnectLocked() {
   ASSIGN_OR_RETURN(kiln::v1::HelloResponse hello, std::move(answered));
   if (hello.protocol_version() == kProtocolVersion && hello.abi_version() == KILN_ABI_VERSION) {
     hello_ = std::move(hello);
-    stub_ = std::move(stub);
+    transport_ = std::move(transport);
     return absl::OkStatus();
   }
   const std::string mismatch = absl::StrCat(
@@ -296,7 +291,7 @@ absl::Status Client::ConnectLocked() {
   return absl::UnavailableError(absl::StrCat(mismatch, "; asked it to drain"));
 }
 
-absl::StatusOr<std::shared_ptr<kiln::v1::Kiln::Stub>> Client::Stub() {
+absl::StatusOr<std::shared_ptr<Transport>> Client::Connection() {
   if (forked_after_grpc) {
     return absl::UnavailableError(
         "this process was forked from one that had connected to kilnd, and gRPC does not "
@@ -305,10 +300,10 @@ absl::StatusOr<std::shared_ptr<kiln::v1::Kiln::Stub>> Client::Stub() {
         "first), or connect after forking");
   }
   absl::MutexLock lock(&mutex_);
-  if (stub_ != nullptr) return stub_;
+  if (transport_ != nullptr) return transport_;
   const std::string& socket_path = options_.socket_path;
   absl::Status result = ConnectLocked();
-  if (result.ok()) return stub_;
+  if (result.ok()) return transport_;
   if (result.code() != absl::StatusCode::kUnavailable) return result;
   if (!options_.auto_start) {
     return absl::UnavailableError(absl::StrCat("no kilnd is listening on ", socket_path,
@@ -333,7 +328,7 @@ absl::StatusOr<std::shared_ptr<kiln::v1::Kiln::Stub>> Client::Stub() {
   flock(lock_fd, LOCK_UN);
   close(lock_fd);
   RETURN_IF_ERROR(result);
-  return stub_;
+  return transport_;
 }
 
 absl::Status Client::WaitForDaemon() {
@@ -431,23 +426,9 @@ std::optional<kiln::v1::CompileResponse> Client::FindLocal(
   return response;
 }
 
-namespace {
-
-template <typename Request, typename Response, typename Method>
-absl::StatusOr<Response> Call(kiln::v1::Kiln::Stub& stub, Method method, const Request& request,
-                              absl::Duration timeout) {
-  grpc::ClientContext context;
-  AddVersionMetadata(context);
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  Response response;
-  RETURN_IF_ERROR(FromGrpc((stub.*method)(&context, request, &response)));
-  return response;
-}
-
-}  // namespace
-
-template <typename Request, typename Response, typename Method>
-absl::StatusOr<Response> Client::Rpc(Method method, const Request& request) {
+template <typename Response>
+absl::StatusOr<Response> Client::Rpc(const char* method,
+                                     const google::protobuf::MessageLite& request) {
   // The daemon may go away under a call (idle timeout, a restart: a
   // draining daemon refuses queued compiles and cancels what outlives its
   // drain, after storing it), or a reconnect may reach it in the moment
@@ -455,60 +436,53 @@ absl::StatusOr<Response> Client::Rpc(Method method, const Request& request) {
   // starting one if allowed — and retry. Every call is idempotent.
   constexpr int kAttempts = 3;
   for (int attempt = 1;; ++attempt) {
-    ASSIGN_OR_RETURN(std::shared_ptr<kiln::v1::Kiln::Stub> stub, Stub());
+    ASSIGN_OR_RETURN(std::shared_ptr<Transport> transport, Connection());
     absl::StatusOr<Response> response =
-        Call<Request, Response>(*stub, method, request, options_.rpc_timeout);
+        Call<Response>(*transport, method, request, options_.rpc_timeout);
     const absl::StatusCode code = response.status().code();
     if ((code != absl::StatusCode::kUnavailable && code != absl::StatusCode::kCancelled) ||
         attempt == kAttempts) {
       return response;
     }
     absl::MutexLock lock(&mutex_);
-    if (stub_ == stub) stub_.reset();
+    if (transport_ == transport) transport_.reset();
   }
 }
 
 absl::StatusOr<kiln::v1::CompileResponse> Client::Compile(const kiln::v1::CompileRequest& request) {
-  return Rpc<kiln::v1::CompileRequest, kiln::v1::CompileResponse>(&kiln::v1::Kiln::Stub::Compile,
-                                                                  request);
+  return Rpc<kiln::v1::CompileResponse>("Compile", request);
 }
 
 absl::StatusOr<kiln::v1::CompileResponse> Client::Lookup(const kiln::v1::CompileRequest& request) {
-  return Rpc<kiln::v1::CompileRequest, kiln::v1::CompileResponse>(&kiln::v1::Kiln::Stub::Lookup,
-                                                                  request);
+  return Rpc<kiln::v1::CompileResponse>("Lookup", request);
 }
 
 absl::StatusOr<kiln::v1::StatsResponse> Client::Stats() {
-  return Rpc<kiln::v1::StatsRequest, kiln::v1::StatsResponse>(&kiln::v1::Kiln::Stub::Stats,
-                                                              kiln::v1::StatsRequest());
+  return Rpc<kiln::v1::StatsResponse>("Stats", kiln::v1::StatsRequest());
 }
 
 absl::StatusOr<kiln::v1::ListResponse> Client::List() {
-  return Rpc<kiln::v1::ListRequest, kiln::v1::ListResponse>(&kiln::v1::Kiln::Stub::List,
-                                                            kiln::v1::ListRequest());
+  return Rpc<kiln::v1::ListResponse>("List", kiln::v1::ListRequest());
 }
 
 absl::StatusOr<kiln::v1::ArtifactMetadata> Client::Show(const std::string& key) {
   kiln::v1::ShowRequest request;
   request.set_key(key);
-  ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::ShowRequest, kiln::v1::ShowResponse>(
-                                      &kiln::v1::Kiln::Stub::Show, request)));
+  ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::ShowResponse>("Show", request)));
   return response.artifact();
 }
 
 absl::StatusOr<std::string> Client::Evict(const std::string& key) {
   kiln::v1::EvictRequest request;
   request.set_key(key);
-  ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::EvictRequest, kiln::v1::EvictResponse>(
-                                      &kiln::v1::Kiln::Stub::Evict, request)));
+  ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::EvictResponse>("Evict", request)));
   return response.key();
 }
 
 absl::StatusOr<kiln::v1::TrafficHistogram> Client::Traffic(const std::string& graph_digest) {
   kiln::v1::GetTrafficRequest request;
   request.set_graph_digest(graph_digest);
-  ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::GetTrafficRequest, kiln::v1::GetTrafficResponse>(
-                                      &kiln::v1::Kiln::Stub::GetTraffic, request)));
+  ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::GetTrafficResponse>("GetTraffic", request)));
   return response.histogram();
 }
 
@@ -534,19 +508,19 @@ void Client::RemoveTrafficSource(TrafficRecorder* recorder) {
 }
 
 void Client::SendTraffic(TrafficRecorder* recorder) {
-  std::shared_ptr<kiln::v1::Kiln::Stub> stub;
+  std::shared_ptr<Transport> transport;
   {
     absl::MutexLock lock(&mutex_);
-    stub = stub_;
+    transport = transport_;
   }
-  if (stub == nullptr) return;
+  if (transport == nullptr) return;
   kiln::v1::TrafficReport report;
   *report.mutable_histogram() = recorder->TakeNew();
   if (report.histogram().rows_size() == 0 && report.histogram().other_calls() == 0) return;
   report.set_graph_digest(recorder->graph_digest());
   // Best effort: counts a daemon did not take are not worth a retry.
-  const auto sent = Call<kiln::v1::TrafficReport, kiln::v1::TrafficReportResponse>(
-      *stub, &kiln::v1::Kiln::Stub::ReportTraffic, report, absl::Seconds(2));
+  const auto sent =
+      Call<kiln::v1::TrafficReportResponse>(*transport, "ReportTraffic", report, absl::Seconds(2));
   // A daemon that has gone away (or is going) is no news.
   const absl::StatusCode code = sent.status().code();
   if (!sent.ok() && code != absl::StatusCode::kUnavailable &&

@@ -45,7 +45,9 @@
 #include "client/fork_aware.h"
 #include "client/loader.h"
 #include "client/traffic.h"
-#include "proto/service.grpc.pb.h"
+#include "client/transport.h"
+#include "google/protobuf/message_lite.h"
+#include "proto/service.pb.h"
 
 namespace kiln {
 
@@ -123,13 +125,14 @@ class Client final : private ForkAware {
   // start_timeout — or, while a kilnd holds the socket's lock (an old one
   // draining, a new one waiting for it), up to rpc_timeout.
   absl::Status WaitForDaemon() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  // The connected stub, connecting (and auto-starting) on first use.
-  // Shared: a reconnect may replace it while another thread's call runs.
-  absl::StatusOr<std::shared_ptr<kiln::v1::Kiln::Stub>> Stub();
-  // One RPC; on Unavailable or Cancelled (kilnd went away), reconnects
-  // (auto-starting kilnd) and retries, three attempts in all.
-  template <typename Request, typename Response, typename Method>
-  absl::StatusOr<Response> Rpc(Method method, const Request& request);
+  // The connection, made (and kilnd auto-started) on first use. Shared: a
+  // reconnect may replace it while another thread's call runs.
+  absl::StatusOr<std::shared_ptr<Transport>> Connection();
+  // One call of kiln.v1.Kiln's `method`; on Unavailable or Cancelled
+  // (kilnd went away), reconnects (auto-starting kilnd) and retries, three
+  // attempts in all.
+  template <typename Response>
+  absl::StatusOr<Response> Rpc(const char* method, const google::protobuf::MessageLite& request);
   // Sends `recorder`'s new counts if connected (never connects).
   void SendTraffic(TrafficRecorder* recorder);
   void ReportTrafficLoop();
@@ -137,7 +140,7 @@ class Client final : private ForkAware {
   ClientOptions options_;                             // paths resolved
   const absl::StatusOr<std::vector<uid_t>> trusted_;  // TrustedUids()
   absl::Mutex mutex_;
-  std::shared_ptr<kiln::v1::Kiln::Stub> stub_ ABSL_GUARDED_BY(mutex_);
+  std::shared_ptr<Transport> transport_ ABSL_GUARDED_BY(mutex_);
   kiln::v1::HelloResponse hello_ ABSL_GUARDED_BY(mutex_);
   // The daemon's cache descriptor once found (its own mutex: local hits do
   // not wait behind a connection attempt).

@@ -473,7 +473,13 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
           if (entry->guards.Check(inputs, symbols)) return Use(entry);
         }
       }
+      // A static entry UnloadIdle removed comes back before any symbolic
+      // one serves its sizes.
+      if (const auto it = unloaded_.find(sizes_hash); it != unloaded_.end()) {
+        std::tie(unloaded, warmed) = it->second;
+      }
       for (const auto& entry : entries_) {
+        if (unloaded != nullptr) break;
         if (entry->guards.num_symbols() > 0 && entry->guards.Check(inputs, symbols)) {
           symbolic.emplace(Use(entry.get()));
           break;
@@ -484,9 +490,6 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
         return std::move(*symbolic);
       }
       if (!symbolic.has_value()) {
-        if (const auto it = unloaded_.find(sizes_hash); it != unloaded_.end()) {
-          std::tie(unloaded, warmed) = it->second;
-        }
         // The complaint of the graph as given, as the caller's error if
         // nothing fits.
         if (given_ == nullptr) {
@@ -648,11 +651,15 @@ absl::Status CompiledGraph::Run(absl::Span<const TensorView> inputs,
         inputs, *padded,
         [&](int k, DType dtype, absl::Span<const int64_t> sizes) -> absl::StatusOr<TensorView> {
           const TensorView& output = outputs[k];
-          if (output.dtype != dtype ||
+          bool overlaps = false;
+          for (const TensorView& input : inputs) overlaps |= Overlaps(output, input);
+          for (int j = 0; j < k; ++j) overlaps |= Overlaps(output, outputs[j]);
+          if (output.dtype != dtype || !IsContiguous(output) || overlaps ||
               !std::equal(sizes.begin(), sizes.end(), output.sizes.begin(), output.sizes.end())) {
-            return absl::InvalidArgumentError(absl::StrCat("output ", k, " must be a contiguous ",
-                                                           kiln::v1::DType_Name(dtype),
-                                                           " tensor of the graph's output shape"));
+            return absl::InvalidArgumentError(absl::StrCat(
+                "output ", k, " must be a contiguous ", kiln::v1::DType_Name(dtype),
+                " tensor of the graph's output shape, apart from the inputs and the other "
+                "outputs"));
           }
           return output;
         });
@@ -765,14 +772,9 @@ absl::Status CompiledGraph::RunPadded(absl::Span<const TensorView> inputs, const
   }
   ASSIGN_OR_RETURN(const std::vector<Tensor> padded_outputs,
                    RunIntoTensors(padded_views, /*record=*/false));
-  std::vector<PaddableSymbol> symbols;
-  {
-    absl::ReaderMutexLock lock(&mutex_);
-    symbols = paddable_;
-  }
   for (size_t k = 0; k < padded_outputs.size(); ++k) {
     const std::vector<int64_t> sizes =
-        UnpaddedOutputSizes(symbols, shape, static_cast<int>(k), padded_outputs[k].sizes());
+        UnpaddedOutputSizes(shape, static_cast<int>(k), padded_outputs[k].sizes());
     ASSIGN_OR_RETURN(const TensorView output,
                      allocate(static_cast<int>(k), padded_outputs[k].dtype(), sizes));
     CopyLeadingRegion(padded_outputs[k].view(), output);

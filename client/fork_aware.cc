@@ -21,20 +21,21 @@ Registry& registry() {
   return *instance;
 }
 
+// Newest first: an object registers after what it uses (a CompiledGraph
+// after its Client), and its threads may need that to stop.
 void Prepare() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   registry().mutex.Lock();
-  for (ForkAware* object : registry().objects) object->BeforeFork();
+  auto& objects = registry().objects;
+  for (auto it = objects.rbegin(); it != objects.rend(); ++it) (*it)->BeforeFork();
 }
 
 void InParent() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  auto& objects = registry().objects;
-  for (auto it = objects.rbegin(); it != objects.rend(); ++it) (*it)->AfterForkInParent();
+  for (ForkAware* object : registry().objects) object->AfterForkInParent();
   registry().mutex.Unlock();
 }
 
 void InChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  auto& objects = registry().objects;
-  for (auto it = objects.rbegin(); it != objects.rend(); ++it) (*it)->AfterForkInChild();
+  for (ForkAware* object : registry().objects) object->AfterForkInChild();
   registry().mutex.Unlock();
 }
 

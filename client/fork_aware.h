@@ -9,7 +9,12 @@
 // consistent state — and then AfterForkInParent or AfterForkInChild:
 // release the locks and start the threads again. A child also drops the
 // parent's channels unused and connects afresh. Registered through
-// pthread_atfork, so Python's os.fork() runs it too.
+// pthread_atfork, so Python's os.fork() runs it too. BeforeFork runs newest
+// object first (a CompiledGraph's thread may need its Client to finish).
+//
+// Fork while other threads of the program are inside Kiln is not
+// supported: a thread blocked on one of these locks at the fork would stay
+// queued on it in the child. Pre-fork servers fork from one thread.
 #ifndef KILN_CLIENT_FORK_AWARE_H_
 #define KILN_CLIENT_FORK_AWARE_H_
 

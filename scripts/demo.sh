@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh --with-torch
 echo "Building kilnd, kiln and the Python package's extension (bazel -c opt)..."
 bazel build -c opt --ui_event_filters=-info,-stdout --noshow_progress \
-  //daemon:kilnd //tools/kiln:kiln //client/python:kiln/_kiln.so
+  //daemon:kilnd //tools/kiln:kiln //client/python:kiln/_kiln.so \
+  //client/python:kiln/libkiln_grpc.so
 
 work=$(mktemp -d /tmp/kiln-demo-XXXXXX)
 export KILN_SOCKET="$work/run/kilnd.sock" KILN_CACHE_DIR="$work/cache"

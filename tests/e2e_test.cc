@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/artifact.pb.h"
+#include "proto/service.grpc.pb.h"
 #include "tests/daemon_fixture.h"
 
 namespace kiln {

@@ -450,6 +450,12 @@ TEST_F(WarmupTest, ABatchBetweenBucketsRunsTheNextBucketPadded) {
     Tensor wrong(kiln::v1::FLOAT32, {8, 64});
     const TensorView wrong_outputs[] = {wrong.view()};
     EXPECT_EQ(compiled.Run(inputs, wrong_outputs).code(), absl::StatusCode::kInvalidArgument);
+    // The right sizes, transposed in memory: refused, not written past.
+    Tensor storage(kiln::v1::FLOAT32, {64, rows});
+    const int64_t sizes[] = {rows, 64}, strides[] = {1, rows};
+    const TensorView transposed[] = {
+        TensorView{storage.view().data, kiln::v1::FLOAT32, sizes, strides}};
+    EXPECT_EQ(compiled.Run(inputs, transposed).code(), absl::StatusCode::kInvalidArgument);
   }
   EXPECT_EQ(client_->Stats()->compiles(), compiles);
   // Past the largest bucket: no padding, the graph's own specialization.

@@ -148,14 +148,22 @@ def test_fallback_eager_runs_what_cannot_compile_and_warns_once():
     assert kiln.stats()["process"]["eager_fallbacks"] == before + 2
 
 
-def test_importing_kiln_loads_no_extension():
+def test_importing_kiln_loads_no_extension_and_a_local_hit_loads_no_grpc():
     # A fresh interpreter: `import kiln` alone maps neither the extension
-    # nor the client library.
-    code = ("import sys; sys.path.insert(0, %r); import kiln; "
-            "maps = open('/proc/self/maps').read(); "
-            "print('_kiln' in maps, 'grpc' in maps)" % HERE)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False"]
+    # nor the client library; a local hit maps the extension but not gRPC
+    # (nor RocksDB).
+    x = torch.randn(8, 8)
+    kiln.compile(f, [x])  # in the local index now
+    code = """
+import torch
+maps = lambda: open('/proc/self/maps').read()
+import kiln
+print('_kiln' in maps(), 'grpc' in maps())
+with torch.no_grad():
+    y = kiln.compile(lambda x: torch.relu(x @ x.T + 1.0), [torch.ones(8, 8)])(torch.ones(8, 8))
+print('_kiln' in maps(), 'grpc' in maps(), 'rocksdb' in maps(), float(y[0, 0]))
+"""
+    assert run_python(code).split() == ["False", "False", "True", "False", "False", "9.0"]
 
 
 def run_python(code, **env):

@@ -57,32 +57,35 @@ class DaemonUnavailable(KilnError):
 _native_module = None
 _client = None
 _lock = threading.Lock()
+_native_lock = threading.Lock()
 _counters = {"eager_fallbacks": 0}
 
 
 def _native():
     """The C++ extension, loaded on first use: next to this file when the
     package is installed with it, else from the Bazel output tree of the
-    checkout this file is in (the optimized build first)."""
+    checkout this file is in (the optimized build first). It loads gRPC
+    (libkiln_grpc.so, beside it) only when it first needs kilnd."""
     global _native_module
-    if _native_module is None:
-        import importlib.util
-        import torch  # noqa: F401  (libtorch first: the extension links against it)
-        here = os.path.dirname(os.path.abspath(__file__))
-        built = os.path.join("client", "python", "kiln", "_kiln.so")
-        candidates = [os.path.join(here, "_kiln.so")] + [
-            os.path.join(here, "..", "..", "..", tree, built)
-            for tree in (os.path.join("bazel-out", "k8-opt", "bin"), "bazel-bin")]
-        path = next((p for p in candidates if os.path.exists(p)), None)
-        if path is None:
-            raise ImportError("kiln's C++ extension is not built: run "
-                              "`bazel build -c opt //client/python:kiln/_kiln.so //:kilnd` "
-                              "in the Kiln checkout")
-        spec = importlib.util.spec_from_file_location("kiln._kiln", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _native_module = module
-    return _native_module
+    with _native_lock:
+        if _native_module is None:
+            import importlib.util
+            import torch  # noqa: F401  (libtorch first: the extension links against it)
+            here = os.path.dirname(os.path.abspath(__file__))
+            built = os.path.join("client", "python", "kiln", "_kiln.so")
+            candidates = [os.path.join(here, "_kiln.so")] + [
+                os.path.join(here, "..", "..", "..", tree, built)
+                for tree in (os.path.join("bazel-out", "k8-opt", "bin"), "bazel-bin")]
+            path = next((p for p in candidates if os.path.exists(p)), None)
+            if path is None:
+                raise ImportError("kiln's C++ extension is not built: run `bazel build -c opt "
+                                  "//client/python:kiln/_kiln.so //client/python:kiln/"
+                                  "libkiln_grpc.so //:kilnd` in the Kiln checkout")
+            spec = importlib.util.spec_from_file_location("kiln._kiln", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            _native_module = module
+        return _native_module
 
 
 def _kilnd_path():
@@ -225,7 +228,7 @@ def compile(fn, example_inputs, *, dynamic=None, relations=None, buckets=None, f
                                              _symbolic(dynamic), relation_json)
         native = _native().CompiledGraph(_default_client(), json.dumps(graph), target)
         native.prepare()  # compile errors surface here, not at the first call
-    except (_tracing.TraceError, UnsupportedOpError, DaemonUnavailable) as error:
+    except (_tracing.TraceError, KilnError) as error:
         if fallback == "eager":
             return _Eager(fn, error)
         if isinstance(error, _tracing.TraceError):
@@ -313,10 +316,12 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False):
     and buffers are the weights (in-place updates are seen); else the saved
     ones. With `warmup`, the buckets of the package's plan are warmed too."""
     import torch
+    if fallback == "eager" and module is None:
+        raise ValueError('fallback="eager" needs the module to run eagerly: kiln.load(path, module)')
     try:
         with open(os.path.join(path, "graph.json")) as graph_file:
             graph_json = graph_file.read()
-        package = torch.load(os.path.join(path, "weights.pt"))
+        package = torch.load(os.path.join(path, "weights.pt"), weights_only=True)
     except (FileNotFoundError, NotADirectoryError) as error:
         raise ValueError(f"{path} is not a Kiln package (kiln.save writes them): {error}") \
             from error
@@ -328,8 +333,8 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False):
     try:
         native = _native().CompiledGraph(_default_client(), graph_json, target)
         native.prepare()
-    except (UnsupportedOpError, DaemonUnavailable) as error:
-        if fallback == "eager" and module is not None:
+    except KilnError as error:
+        if fallback == "eager":
             return _Eager(module, error)
         raise
     compiled = Compiled(native, weights, package["single"], module, fallback, graph)
