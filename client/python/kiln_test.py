@@ -111,6 +111,14 @@ def test_a_wrong_shape_is_a_guard_error_naming_the_input_and_dim():
     assert "input 0" in str(raised.value)
 
 
+def test_strided_views_run_on_contiguous_copies():
+    compiled = kiln.compile(f, [torch.randn(16, 16)])
+    base = torch.randn(16, 32)
+    for view in (base[:, :16], base[:, ::2], base.T[:16]):
+        assert not view.is_contiguous()
+        torch.testing.assert_close(compiled(view), f(view))
+
+
 def test_inputs_that_require_grad_need_no_grad():
     x = torch.randn(4, 4, requires_grad=True)
     compiled = kiln.compile(lambda t: t * 2, [x.detach()])

@@ -146,6 +146,12 @@ class PyCompiledGraph {
     options.set_target(parsed);
     compiled_ = std::make_unique<CompiledGraph>(client_.get(), std::move(graph), options);
   }
+  // Destroying a CompiledGraph may wait on a background compile or send
+  // its last traffic counts: not while holding up every Python thread.
+  ~PyCompiledGraph() {
+    py::gil_scoped_release unlocked;
+    compiled_.reset();
+  }
 
   // compiled(*tensors) -> [tensors]
   py::list Call(const py::args& args) {

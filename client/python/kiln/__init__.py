@@ -131,6 +131,13 @@ class Compiled:
     def __call__(self, *args):
         try:
             outputs = self._native(*args, *self._lifted)
+        except GuardError:
+            # Strided views (a transpose, a slice) fail the guards, which
+            # expect the traced layout: run on contiguous copies instead.
+            if all(not hasattr(t, "is_contiguous") or t.is_contiguous() for t in args):
+                raise
+            outputs = self._native(*[t.contiguous() if hasattr(t, "contiguous") else t
+                                     for t in args], *self._lifted)
         except (DaemonUnavailable, UnsupportedOpError) as error:
             if self._fallback != "eager":
                 raise
