@@ -125,8 +125,14 @@ class Compiled:
         self._single = single
         self._fn = fn
         self._fallback = fallback
-        self._graph = graph
+        self._graph_or_json = graph  # a dict, or its JSON text (parsed when needed)
         self._warned = False
+
+    @property
+    def _graph(self):
+        if isinstance(self._graph_or_json, str):
+            self._graph_or_json = json.loads(self._graph_or_json)
+        return self._graph_or_json
 
     def __call__(self, *args):
         try:
@@ -336,7 +342,6 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False):
         raise ValueError(f"{path} is not a Kiln package (kiln.save writes them)")
     weights = [_module_tensor(module, name) if module is not None and name else saved
                for name, saved in zip(package["weight_names"], package["weights"])]
-    graph = json.loads(graph_json)
     try:
         native = _native().CompiledGraph(_default_client(), graph_json, target)
         native.prepare()
@@ -344,7 +349,7 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False):
         if fallback == "eager":
             return _Eager(module, error)
         raise
-    compiled = Compiled(native, weights, package["single"], module, fallback, graph)
+    compiled = Compiled(native, weights, package["single"], module, fallback, graph_json)
     plan = os.path.join(path, "plan.json")
     if warmup and os.path.exists(plan):
         with open(plan) as plan_file:
