@@ -58,6 +58,16 @@ uint64_t HashOfSizes(absl::Span<const TensorView> inputs) {
   return hash.value();
 }
 
+// The same for per-input size lists (a padded call's).
+uint64_t HashOfSizes(const std::vector<std::vector<int64_t>>& inputs) {
+  SizesHash hash;
+  for (const std::vector<int64_t>& sizes : inputs) {
+    hash.Add(static_cast<int64_t>(sizes.size()));
+    for (int64_t size : sizes) hash.Add(size);
+  }
+  return hash.value();
+}
+
 // The same for a static artifact's inputs.
 uint64_t HashOfSizes(const kiln::v1::Signature& signature) {
   SizesHash hash;
@@ -140,6 +150,11 @@ void CompiledGraph::set_unload_after(absl::Duration idle) {
   absl::MutexLock lock(&background_mutex_);
   unload_after_ = idle;
   if (idle > absl::ZeroDuration()) StartBackgroundThread();
+}
+
+size_t CompiledGraph::SpecializationCount() const {
+  return std::count_if(entries_.begin(), entries_.end(),
+                       [](const auto& entry) { return !entry->warmed; });
 }
 
 int CompiledGraph::loaded_entries() const {
@@ -255,9 +270,7 @@ void CompiledGraph::SpecializeInBackground(absl::Span<const TensorView> inputs,
   {
     absl::MutexLock lock(&mutex_);
     if (!background_tried_.insert(sizes_hash).second) return;
-    size_t counted = 0;
-    for (const auto& entry : entries_) counted += !entry->warmed;
-    if (counted >= specialization_limit_) return;
+    if (SpecializationCount() >= specialization_limit_) return;
   }
   std::vector<std::vector<int64_t>> sizes;
   for (const TensorView& input : inputs) sizes.emplace_back(input.sizes.begin(), input.sizes.end());
@@ -521,10 +534,8 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
   } else {
     {
       absl::ReaderMutexLock lock(&mutex_);
-      size_t counted = 0;
-      for (const auto& entry : entries_) counted += !entry->warmed;
-      RETURN_IF_ERROR(
-          MarkedAsGuardMiss(CheckSpecializationLimit(counted, specialization_limit_, miss)));
+      RETURN_IF_ERROR(MarkedAsGuardMiss(
+          CheckSpecializationLimit(SpecializationCount(), specialization_limit_, miss)));
     }
     const absl::Status respecialized = Respecialize(inputs);
     if (!respecialized.ok()) return MarkedAsGuardMiss(miss);
@@ -741,15 +752,11 @@ std::optional<PaddedShape> CompiledGraph::PaddedShapeFor(absl::Span<const Tensor
   std::optional<PaddedShape> shape = PadShape(paddable_, inputs);
   if (!shape.has_value()) return std::nullopt;
   // Only onto a bucket that is loaded (or was, and loads again).
-  SizesHash padded;
-  for (const std::vector<int64_t>& sizes : shape->input_sizes) {
-    padded.Add(static_cast<int64_t>(sizes.size()));
-    for (int64_t size : sizes) padded.Add(size);
-  }
-  const auto bucket = static_by_sizes_.find(padded.value());
+  const uint64_t padded = HashOfSizes(shape->input_sizes);
+  const auto bucket = static_by_sizes_.find(padded);
   if (bucket != static_by_sizes_.end()) {
     shape->num_outputs = bucket->second.front()->artifact->metadata.signature().outputs_size();
-  } else if (const auto unloaded = unloaded_.find(padded.value()); unloaded != unloaded_.end()) {
+  } else if (const auto unloaded = unloaded_.find(padded); unloaded != unloaded_.end()) {
     shape->num_outputs = unloaded->second.first->outputs_size();
   } else {
     return std::nullopt;

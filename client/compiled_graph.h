@@ -236,6 +236,8 @@ class CompiledGraph final : private ForkAware {
                                      Symbols& symbols);
   absl::StatusOr<EntryUse> FindGuardedEntry(absl::Span<const TensorView> inputs,
                                             uint64_t sizes_hash, Symbols& symbols);
+  // Entries that count against the specialization limit (all but warmed).
+  size_t SpecializationCount() const ABSL_SHARED_LOCKS_REQUIRED(mutex_);
   // Loads an entry for `inputs`' sizes (client/specialization.h).
   absl::Status Respecialize(absl::Span<const TensorView> inputs);
   // Queues the exact specialization of `inputs`' sizes for the background

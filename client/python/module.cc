@@ -64,44 +64,26 @@ T ValueOrRaise(absl::StatusOr<T> value) {
   return *std::move(value);
 }
 
+// Kiln's dtypes and torch's, pair by pair.
+constexpr std::pair<DType, at::ScalarType> kDTypes[] = {
+    {kiln::v1::FLOAT32, at::kFloat}, {kiln::v1::FLOAT64, at::kDouble},
+    {kiln::v1::FLOAT16, at::kHalf},  {kiln::v1::BFLOAT16, at::kBFloat16},
+    {kiln::v1::INT64, at::kLong},    {kiln::v1::INT32, at::kInt},
+    {kiln::v1::BOOL, at::kBool},
+};
+
 std::optional<DType> ToKiln(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat:
-      return kiln::v1::FLOAT32;
-    case at::kDouble:
-      return kiln::v1::FLOAT64;
-    case at::kHalf:
-      return kiln::v1::FLOAT16;
-    case at::kBFloat16:
-      return kiln::v1::BFLOAT16;
-    case at::kLong:
-      return kiln::v1::INT64;
-    case at::kInt:
-      return kiln::v1::INT32;
-    case at::kBool:
-      return kiln::v1::BOOL;
-    default:
-      return std::nullopt;
+  for (const auto& [kiln_type, torch_type] : kDTypes) {
+    if (torch_type == type) return kiln_type;
   }
+  return std::nullopt;
 }
 
 at::ScalarType ToTorch(DType type) {
-  switch (type) {
-    case kiln::v1::FLOAT64:
-      return at::kDouble;
-    case kiln::v1::FLOAT16:
-      return at::kHalf;
-    case kiln::v1::BFLOAT16:
-      return at::kBFloat16;
-    case kiln::v1::INT64:
-      return at::kLong;
-    case kiln::v1::INT32:
-      return at::kInt;
-    case kiln::v1::BOOL:
-      return at::kBool;
-    default:
-      return at::kFloat;
+  for (const auto& [kiln_type, torch_type] : kDTypes) {
+    if (kiln_type == type) return torch_type;
   }
+  return at::kFloat;  // kDTypes lists every DType an artifact can have
 }
 
 std::shared_ptr<Client> OpenClient(const std::string& socket_path, const std::string& cache_dir,

@@ -71,13 +71,8 @@ def _native():
         if _native_module is None:
             import importlib.util
             import torch  # noqa: F401  (libtorch first: the extension links against it)
-            here = os.path.dirname(os.path.abspath(__file__))
-            built = os.path.join("client", "python", "kiln", "_kiln.so")
-            candidates = [os.path.join(here, "_kiln.so")] + [
-                os.path.join(here, "..", "..", "..", tree, built)
-                for tree in (os.path.join("bazel-out", "k8-opt", "bin"), "bazel-bin")]
-            path = next((p for p in candidates if os.path.exists(p)), None)
-            if path is None:
+            path = _tool_path("_kiln.so", "client", "python", "kiln", "_kiln.so")
+            if not path:
                 raise ImportError("kiln's C++ extension is not built: run `bazel build -c opt "
                                   "//client/python:kiln/_kiln.so //client/python:kiln/"
                                   "libkiln_grpc.so //:kilnd` in the Kiln checkout")
