@@ -886,7 +886,8 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
       RecordMeasures(*graph, batches, samples);
     }
   }
-  eager.clear();  // the Python processes exit
+  eager.clear();   // the Python processes exit
+  graphs.clear();  // CompiledGraphs go before the Client they use
   RETURN_IF_ERROR(daemon->Stop());
 
   facts["load_after"] = bench::LoadAverage();
