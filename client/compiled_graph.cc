@@ -124,6 +124,12 @@ CompiledGraph::EntryUse CompiledGraph::Use(const Entry* entry) {
   return EntryUse(entry);
 }
 
+absl::StatusOr<const ir::Graph*> CompiledGraph::Entry::Canonical() const {
+  absl::call_once(canonical_once, [this] { canonical = PrepareGraph(*graph); });
+  if (!canonical.ok()) return canonical.status();
+  return &*canonical;
+}
+
 absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Prepare() {
   {
     absl::ReaderMutexLock lock(&mutex_);
@@ -425,13 +431,20 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
                                                          artifact->metadata.guards(), graph_));
   auto entry = std::make_unique<Entry>(std::move(artifact), std::move(guards));
   entry->warmed = options.warmed;
-  if (entry->guards.num_symbols() > 0) {
-    ASSIGN_OR_RETURN(ir::Graph canonical, PrepareGraph(graph));
-    entry->safe_symbol_value = limits::LargestSafeSymbolValue(canonical);
-    entry->canonical = std::make_shared<const ir::Graph>(std::move(canonical));
+  if (&graph == &graph_) {
+    entry->graph = &graph_;
   } else {
-    entry->sizes_hash = HashOfSizes(entry->artifact->metadata.signature());
-    if (&graph != &graph_) entry->source = std::make_shared<const kiln::v1::Graph>(graph);
+    entry->source = std::make_shared<const kiln::v1::Graph>(graph);
+    entry->graph = entry->source.get();
+  }
+  const kiln::v1::ArtifactMetadata& metadata = entry->artifact->metadata;
+  if (entry->guards.num_symbols() == 0) {
+    entry->sizes_hash = HashOfSizes(metadata.signature());
+  } else if (metadata.has_safe_symbol_value()) {
+    entry->safe_symbol_value = metadata.safe_symbol_value();
+  } else {  // stored by a kilnd that did not record it
+    ASSIGN_OR_RETURN(const ir::Graph* canonical, entry->Canonical());
+    entry->safe_symbol_value = limits::LargestSafeSymbolValue(*canonical);
   }
   absl::MutexLock lock(&mutex_);
   // Another thread may have loaded the same artifact meanwhile.
@@ -464,8 +477,9 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindEntry(
   const int num_symbols = entry->guards.num_symbols();
   const auto bound = symbols.begin() + num_symbols;
   if (num_symbols > 0 && *std::max_element(symbols.begin(), bound) > entry->safe_symbol_value) {
+    ASSIGN_OR_RETURN(const ir::Graph* canonical, entry->Canonical());
     RETURN_IF_ERROR(
-        limits::CheckRunTimeSizes(*entry->canonical, std::vector<int64_t>(symbols.begin(), bound)));
+        limits::CheckRunTimeSizes(*canonical, std::vector<int64_t>(symbols.begin(), bound)));
   }
   return entry;
 }

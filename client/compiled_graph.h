@@ -52,6 +52,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/call_once.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -187,15 +188,22 @@ class CompiledGraph final : private ForkAware {
 
     std::shared_ptr<const LoadedArtifact> artifact;
     GuardTable guards;
-    // Symbolic entries: the canonical graph, and the symbol value up to
-    // which its every tensor is within codegen/limits.h (checked in full
-    // only above it, on the calls that need it).
-    std::shared_ptr<const ir::Graph> canonical;
-    int64_t safe_symbol_value = 0;
-    // Static entries: the hash of their input sizes, and the graph they
-    // were loaded from (to load them again after UnloadIdle).
-    uint64_t sizes_hash = 0;
+    // The canonical form of `graph`, prepared once, by the first call
+    // that asks.
+    absl::StatusOr<const ir::Graph*> Canonical() const;
+
+    // The graph it was loaded from: the CompiledGraph's own, or `source`
+    // (static entries load from it again after UnloadIdle).
+    const kiln::v1::Graph* graph = nullptr;
     std::shared_ptr<const kiln::v1::Graph> source;
+    // Symbolic entries: the symbol value up to which every tensor is within
+    // codegen/limits.h (ArtifactMetadata.safe_symbol_value); calls above it
+    // are checked in full against the canonical graph.
+    int64_t safe_symbol_value = 0;
+    mutable absl::once_flag canonical_once;
+    mutable absl::StatusOr<ir::Graph> canonical = absl::UnknownError("not prepared");
+    // Static entries: the hash of their input sizes.
+    uint64_t sizes_hash = 0;
     bool warmed = false;  // loaded by Warmup: not counted against the limit
     // Calls that found this entry and have not returned: an unloaded entry
     // is freed only at zero.

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "cache/request_key.h"
 #include "codegen/abi/kiln_abi.h"
+#include "codegen/limits.h"
 #include "codegen/pipeline.h"
 #include "common/logging.h"
 #include "common/sha256.h"
@@ -180,6 +181,9 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   *metadata.mutable_guards() = inputs.guards;
   *metadata.mutable_toolchain() = toolchains_.at(inputs.options.target());
   metadata.set_target(inputs.options.target());
+  if (!inputs.graph.symbols.empty()) {
+    metadata.set_safe_symbol_value(limits::LargestSafeSymbolValue(inputs.graph));
+  }
   metadata.set_object_bytes(object->shared_object.size());
   metadata.set_source_bytes(code->source.size());
   metadata.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));

@@ -254,6 +254,12 @@ TEST_F(EndToEndTest, SizesFromSymbolsPastTheLimitsAreRefusedBeforeTheKernelRuns)
   auto fine = compiled.Run({TensorView{small.data(), kiln::v1::FLOAT32, small_sizes, strides}});
   ASSERT_TRUE(fine.ok()) << fine.status();
   EXPECT_EQ((*fine)[0].sizes(), (std::vector<int64_t>{1000, 1000}));
+  // kilnd records the value up to which no call needs the full check (the
+  // client then prepares the canonical graph only for calls above it):
+  // 4 * s0^2 bytes <= 2^40.
+  absl::StatusOr<kiln::v1::ArtifactMetadata> metadata = compiled.artifact();
+  ASSERT_TRUE(metadata.ok()) << metadata.status();
+  EXPECT_EQ(metadata->safe_symbol_value(), int64_t{1} << 19);
 
   // 4 MiB in; 2^40 + 2^21 + 1 elements out.
   const int64_t n = (int64_t{1} << 20) + 1;

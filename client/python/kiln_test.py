@@ -214,10 +214,28 @@ def test_kiln_load_refuses_what_is_not_a_package(tmp_path):
     with pytest.raises(ValueError, match="is not a Kiln package"):
         kiln.load(path)
     os.makedirs(tmp_path / "dir")
-    (tmp_path / "dir" / "graph.json").write_text("{}")
-    torch.save({"weights": []}, str(tmp_path / "dir" / "weights.pt"))
-    with pytest.raises(ValueError, match="is not a Kiln package"):
+    (tmp_path / "dir" / "package.json").write_text('{"format": "kiln-package-1"}')
+    (tmp_path / "dir" / "graph.pb").write_bytes(b"")
+    with pytest.raises(ValueError, match="not 'kiln-package-2'.*save it again"):
         kiln.load(str(tmp_path / "dir"))
+    (tmp_path / "dir" / "package.json").write_text('{"format": "kiln-package-2", "weights": [],'
+                                                   ' "single": true}')
+    (tmp_path / "dir" / "weights.bin").write_bytes(b"")
+    (tmp_path / "dir" / "graph.pb").write_bytes(b"\xff\xff")
+    with pytest.raises(ValueError, match=r"not a Kiln graph \(binary kiln.v1.Graph\)"):
+        kiln.load(str(tmp_path / "dir"))
+
+
+def test_saved_weights_keep_their_dtype_sizes_and_strides(tmp_path):
+    weights = [torch.randn(3, 5).t(), torch.arange(7, dtype=torch.int64),
+               torch.randn(2, 2).to(torch.bfloat16), torch.empty(0, 4), torch.tensor(2.5),
+               torch.tensor([True, False, True])]
+    layouts = kiln._write_weights(weights, str(tmp_path / "weights.bin"))
+    assert all(layout["offset"] % 64 == 0 for layout in layouts)
+    for want, got in zip(weights, kiln._read_weights(str(tmp_path / "weights.bin"), layouts)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.stride() == want.stride()
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
 def test_a_package_with_buckets_is_a_warmup_plan_for_kiln_warmup(tmp_path):

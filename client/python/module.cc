@@ -108,15 +108,28 @@ py::dict ToDict(const google::protobuf::Message& message) {
   return py::module_::import("json").attr("loads")(json);
 }
 
+// A graph given as protobuf JSON text (str) or as binary kiln.v1.Graph
+// (bytes: what kiln.save stores for kiln.load, parsed in microseconds).
+kiln::v1::Graph ParseGraph(const py::object& graph) {
+  kiln::v1::Graph parsed;
+  if (py::isinstance<py::bytes>(graph)) {
+    if (!parsed.ParseFromString(graph.cast<std::string>())) {
+      Raise(absl::InvalidArgumentError("graph: not a Kiln graph (binary kiln.v1.Graph)"));
+    }
+    return parsed;
+  }
+  const absl::Status status =
+      ParseJsonMessage(graph.cast<std::string>(), "graph", "a Kiln graph", parsed);
+  if (!status.ok()) Raise(status);
+  return parsed;
+}
+
 // One graph, compiled on first use; calls run its kernels.
 class PyCompiledGraph {
  public:
-  PyCompiledGraph(std::shared_ptr<Client> client, const std::string& graph_json,
+  PyCompiledGraph(std::shared_ptr<Client> client, const py::object& graph,
                   const std::string& target)
       : client_(std::move(client)) {
-    kiln::v1::Graph graph;
-    const absl::Status parsed_graph = ParseJsonMessage(graph_json, "graph", "a Kiln graph", graph);
-    if (!parsed_graph.ok()) Raise(parsed_graph);
     kiln::v1::CompileOptions options;
     kiln::v1::Target parsed;
     if (!kiln::v1::Target_Parse(
@@ -126,7 +139,7 @@ class PyCompiledGraph {
           absl::StrCat("unknown target '", target, "': native, x86-64-v3 or x86-64-v4")));
     }
     options.set_target(parsed);
-    compiled_ = std::make_unique<CompiledGraph>(client_.get(), std::move(graph), options);
+    compiled_ = std::make_unique<CompiledGraph>(client_.get(), ParseGraph(graph), options);
   }
   // Destroying a CompiledGraph may wait on a background compile or send
   // its last traffic counts: not while holding up every Python thread.
@@ -273,6 +286,13 @@ PYBIND11_MODULE(_kiln, module) {
   guard_error = py::object(package.attr("GuardError")).release().ptr();
   daemon_unavailable = py::object(package.attr("DaemonUnavailable")).release().ptr();
 
+  module.def(
+      "graph_to_binary",
+      [](const std::string& graph_json) {
+        return py::bytes(ParseGraph(py::str(graph_json)).SerializeAsString());
+      },
+      py::arg("graph_json"));
+
   py::class_<Client, std::shared_ptr<Client>>(module, "Client")
       .def(py::init(&OpenClient), py::arg("socket_path") = "", py::arg("cache_dir") = "",
            py::arg("daemon_path") = "", py::arg("auto_start") = true)
@@ -295,8 +315,8 @@ PYBIND11_MODULE(_kiln, module) {
       });
 
   py::class_<PyCompiledGraph>(module, "CompiledGraph")
-      .def(py::init<std::shared_ptr<Client>, const std::string&, const std::string&>(),
-           py::arg("client"), py::arg("graph_json"), py::arg("target") = "native")
+      .def(py::init<std::shared_ptr<Client>, const py::object&, const std::string&>(),
+           py::arg("client"), py::arg("graph"), py::arg("target") = "native")
       .def("__call__", &PyCompiledGraph::Call)
       .def("prepare", &PyCompiledGraph::Prepare)
       .def("warmup", &PyCompiledGraph::Warmup, py::arg("entry_json"),

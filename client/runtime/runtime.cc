@@ -8,11 +8,39 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 namespace kiln {
 namespace {
+
+// OpenBLAS (Debian's libopenblas0-pthread) has one thread count for the
+// whole process, which eager PyTorch shares when Kiln runs inside it. Kiln
+// splits large GEMMs across its own pool, so while a GEMM callback runs
+// OpenBLAS is held at one thread; the process's own count is back once the
+// last of them returns (eager keeps its BLAS threads between Kiln's GEMMs).
+class OneBlasThread {
+ public:
+  OneBlasThread() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (active_++ == 0) {
+      saved_ = openblas_get_num_threads();
+      if (saved_ != 1) openblas_set_num_threads(1);
+    }
+  }
+  ~OneBlasThread() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--active_ == 0 && saved_ != 1) openblas_set_num_threads(saved_);
+  }
+  OneBlasThread(const OneBlasThread&) = delete;
+  OneBlasThread& operator=(const OneBlasThread&) = delete;
+
+ private:
+  static inline std::mutex mutex_;
+  static inline int active_ = 0;  // callbacks running
+  static inline int saved_ = 1;   // the count before the first of them
+};
 
 // GEMMs with fewer multiply-adds than this stay on the calling thread.
 constexpr long long kParallelGemmWork = 1LL << 21;
@@ -103,6 +131,7 @@ template <typename T>
 void Gemm(void* context, long long m, long long n, long long k, T alpha, const T* a,
           long long a_row, long long a_col, const T* b, long long b_row, long long b_col, T beta,
           T* c, long long c_row) {
+  const OneBlasThread one_blas_thread;
   if (m <= 0 || n <= 0) return;
   const Operand<T> left = MakeOperand(a, m, k, a_row, a_col, 0);
   auto* pool = static_cast<ThreadPool*>(context);
@@ -141,6 +170,7 @@ template <typename T>
 void BatchedGemm(void* context, long long batch, long long m, long long n, long long k, const T* a,
                  long long a_batch, long long a_row, long long a_col, const T* b, long long b_batch,
                  long long b_row, long long b_col, T* c, long long c_batch, long long c_row) {
+  const OneBlasThread one_blas_thread;
   auto* pool = static_cast<ThreadPool*>(context);
   if (batch <= 0 || m <= 0 || n <= 0) return;
   if (batch < 2 || pool->threads() == 1 || m * n * k >= kParallelGemmWork ||
@@ -164,6 +194,7 @@ void BatchedGemm(void* context, long long batch, long long m, long long n, long 
 // C = A.A^T: the upper triangle by BLAS (half the multiplies), mirrored.
 void SyrkF32(void* context, long long n, long long k, const float* a, long long a_row,
              long long a_col, float* c, long long c_row) {
+  const OneBlasThread one_blas_thread;
   if (n <= 0) return;
   const Operand<float> left = MakeOperand(a, n, k, a_row, a_col, 0);
   auto* pool = static_cast<ThreadPool*>(context);
@@ -272,7 +303,6 @@ void* GrowingBuffer::Get(int64_t bytes) {
 }
 
 Runtime::Runtime(int threads) : pool_(threads > 0 ? threads : DefaultThreads()) {
-  openblas_set_num_threads(1);
   table_.abi_version = KILN_ABI_VERSION;
   table_.reserved = 0;
   table_.context = &pool_;

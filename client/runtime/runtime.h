@@ -2,10 +2,11 @@
 // parallel loops on the runtime's own pool and GEMM through OpenBLAS.
 //
 // OpenBLAS (Debian's libopenblas0-pthread) keeps a private, spin-waiting
-// thread pool that cannot be handed work. Creating a Runtime therefore calls
-// openblas_set_num_threads(1) — process-wide — and large GEMMs are split by
-// rows across this runtime's pool instead, so busy threads never outnumber
-// the pool's.
+// thread pool that cannot be handed work. Large GEMMs are therefore split
+// by rows across this runtime's pool, with OpenBLAS held at one thread
+// while Kiln's GEMMs run, so busy threads never outnumber the pool's. The
+// process's own OpenBLAS thread count (eager PyTorch's) is restored
+// between them.
 #ifndef KILN_CLIENT_RUNTIME_RUNTIME_H_
 #define KILN_CLIENT_RUNTIME_RUNTIME_H_
 

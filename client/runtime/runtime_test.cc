@@ -1,9 +1,11 @@
 #include "client/runtime/runtime.h"
 
+#include <cblas.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -95,6 +97,36 @@ TEST_P(GemmTest, BatchedGemmMatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, GemmTest, ::testing::Values(1, 2, 3));
+
+// Eager PyTorch shares OpenBLAS's process-wide thread count: Kiln's GEMMs
+// hold it at one while they run and leave it as they found it.
+TEST(GemmThreadsTest, OpenBlasRunsOneThreadDuringKilnGemmsOnlyAndIsRestored) {
+  openblas_set_num_threads(3);
+  Runtime runtime(1);
+  const kiln_runtime* table = runtime.table();
+  const int n = 1200;
+  std::vector<float> a(n * n, 1.0f), b(n * n, 1.0f), c(n * n);
+  std::atomic<bool> done{false};
+  std::thread gemm([&] {
+    for (int i = 0; i < 3; ++i) {
+      table->gemm_f32(table->context, n, n, n, 1.0f, a.data(), n, 1, b.data(), n, 1, 0.0f, c.data(),
+                      n);
+    }
+    done = true;
+  });
+  bool saw_one = false;
+  while (!done) saw_one |= openblas_get_num_threads() == 1;
+  gemm.join();
+  EXPECT_TRUE(saw_one);
+  EXPECT_EQ(c[n * n - 1], static_cast<float>(n));
+  EXPECT_EQ(openblas_get_num_threads(), 3);
+
+  table->syrk_f32(table->context, 64, 32, a.data(), 32, 1, c.data(), 64);
+  table->bmm_f32(table->context, 4, 16, 16, 16, a.data(), 256, 16, 1, b.data(), 256, 16, 1,
+                 c.data(), 256, 16);
+  EXPECT_EQ(openblas_get_num_threads(), 3);
+  openblas_set_num_threads(1);
+}
 
 TEST(ThreadPoolTest, CoversTheRangeOnceAndNestsInline) {
   ThreadPool pool(3);

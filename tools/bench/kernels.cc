@@ -819,8 +819,8 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
   const int64_t run_start = NowNs();
   facts["kiln"] =
       "Runtime(1) and Runtime(2) in one process (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS="
-      "KILN_NUM_THREADS=1: the runtime calls openblas_set_num_threads(1) and splits GEMMs "
-      "across its own pool)";
+      "KILN_NUM_THREADS=1: the runtime holds OpenBLAS at one thread during its GEMMs and "
+      "splits them across its own pool)";
 
   ASSIGN_OR_RETURN(const bench::ScratchDirectory root, bench::ScratchDirectory::Make());
   ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon,

@@ -9,15 +9,24 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
                           (16 x 2 x 64)
   py_fresh_worker_ms      a fresh Python process: from `import torch` done
                           to the first result of a kiln.load'ed transformer
-                          layer, on a cache hit
+                          layer, on a cache hit (the package's bytecode
+                          cached, as an installed package's is)
+  py_fresh_worker_faults  the page faults that takes
+  page_fault_us           what one page fault costs on this machine (a
+                          file-backed page, then an anonymous one): on
+                          some VMs it is 20-70 us, where hardware takes ~1
   py_trace_ms             kiln's tracing of the transformer layer (make_fx,
                           lifting, graph JSON)
-  eager_slowdown_after_import  the eager transformer layer after `import
-                          kiln` and a Kiln call / before, in one process
+  eager_slowdown_after_import  the eager transformer layer in a process
+                          that imported kiln and ran a Kiln call / in one
+                          that did not (the two alternate)
+  eager_matmul_slowdown_after_import  the same for an eager 1024 x 1024
+                          matmul, which runs on OpenBLAS's threads
 
     bazel run -c opt //tools/bench:python -- --json
 """
 import argparse
+import ctypes
 import json
 import os
 import shutil
@@ -57,39 +66,67 @@ def transformer():
 
 
 FRESH_WORKER = """
-import sys, time
+import resource, sys, time
 import torch
 ready = time.perf_counter()
+faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 sys.path.insert(0, {package!r})
 import kiln
 with torch.no_grad():
     y = kiln.load({path!r})(torch.ones(16, 2, 64))
-print(1e3 * (time.perf_counter() - ready), float(y.sum()))
+print(1e3 * (time.perf_counter() - ready),
+      resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults, float(y.sum()))
 """
 
-EAGER_AFTER_IMPORT = """
+# Touches one byte 64 KiB apart (past the kernel's fault-around) in up to
+# 256 pages of a file in the page cache, then of anonymous memory:
+# microseconds per fault, the mean of the two.
+PAGE_FAULT = """
+import mmap, resource, sys, time
+def per_fault(memory, pages, touch):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    start = time.perf_counter()
+    for page in range(pages):
+        touch(memory, page * 65536)
+    elapsed = time.perf_counter() - start
+    return elapsed / max(1, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+with open(sys.executable, "rb") as file:
+    pages = min(256, len(file.read()) // 65536)
+    file_us = per_fault(mmap.mmap(file.fileno(), 0, prot=mmap.PROT_READ), pages,
+                        lambda memory, at: memory[at])
+anonymous_us = per_fault(mmap.mmap(-1, 256 * 65536), 256,
+                         lambda memory, at: memory.__setitem__(at, 1))
+print(1e6 * (file_us + anonymous_us) / 2)
+"""
+
+# Eager PyTorch in a fresh process, with or without Kiln loaded and used
+# first (a Kiln call with a GEMM: the extension, the runtime, its pool and
+# its OpenBLAS handling): the median microseconds of the transformer layer
+# and of a 1024 x 1024 matmul (large enough for OpenBLAS's threads).
+EAGER = """
 import statistics, sys, time
 import torch
 sys.path.insert(0, {package!r})
 torch.manual_seed(0)
+if {with_kiln}:
+    import kiln
+    with torch.no_grad():
+        x = torch.randn(256, 256)
+        kiln.compile(lambda t: torch.relu(t @ t.T + 1.0), [x])(x)
 layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128).eval()
 x = torch.randn(16, 2, 64)
-def eager_us():
+a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+def median_us(f, warmup, calls):
     with torch.no_grad():
-        for _ in range(50):
-            layer(x)
+        for _ in range(warmup):
+            f()
         times = []
-        for _ in range(300):
+        for _ in range(calls):
             start = time.perf_counter_ns()
-            layer(x)
+            f()
             times.append(time.perf_counter_ns() - start)
     return statistics.median(times) / 1e3
-before = eager_us()
-import kiln
-with torch.no_grad():
-    kiln.compile(lambda t: t + 1, [torch.randn(4)])(torch.randn(4))  # extension, runtime, pool
-after = eager_us()
-print(after / before)
+print(median_us(lambda: layer(x), 50, 300), median_us(lambda: a @ b, 3, 30))
 """
 
 
@@ -103,8 +140,10 @@ def main():
     os.environ["KILN_SOCKET"] = os.path.join(root, "s")
     os.environ["KILN_CACHE_DIR"] = os.path.join(root, "cache")
     samples = {key: [] for key in ("py_call_overhead_us", "py_f_speedup", "py_transformer_speedup",
-                                   "py_fresh_worker_ms", "py_trace_ms",
-                                   "eager_slowdown_after_import")}
+                                   "py_fresh_worker_ms", "py_fresh_worker_faults",
+                                   "page_fault_us", "py_trace_ms",
+                                   "eager_slowdown_after_import",
+                                   "eager_matmul_slowdown_after_import")}
     try:
         with torch.no_grad():
             def f(t):
@@ -128,15 +167,27 @@ def main():
                 start = time.perf_counter()
                 _tracing.trace_graph(layer, [src], "layer")
                 samples["py_trace_ms"].append(1e3 * (time.perf_counter() - start))
+        # A worker runs an installed package, whose bytecode is compiled:
+        # this one's goes to a cache of the bench's own (the first run).
+        worker_env = {**os.environ, "PYTHONPYCACHEPREFIX": os.path.join(root, "pycache")}
+        worker_env.pop("PYTHONDONTWRITEBYTECODE", None)
+        worker = [sys.executable, "-c", FRESH_WORKER.format(package=PACKAGE, path=package)]
+        subprocess.run(worker, env=worker_env, capture_output=True, check=True)
         for _ in range(args.repetitions):
-            out = subprocess.run([sys.executable, "-c",
-                                  FRESH_WORKER.format(package=PACKAGE, path=package)],
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(worker, env=worker_env, capture_output=True, text=True, check=True)
             samples["py_fresh_worker_ms"].append(float(out.stdout.split()[0]))
-            out = subprocess.run([sys.executable, "-c",
-                                  EAGER_AFTER_IMPORT.format(package=PACKAGE)],
-                                 capture_output=True, text=True, check=True)
-            samples["eager_slowdown_after_import"].append(float(out.stdout.split()[0]))
+            samples["py_fresh_worker_faults"].append(int(out.stdout.split()[1]))
+            out = subprocess.run([sys.executable, "-c", PAGE_FAULT], capture_output=True,
+                                 text=True, check=True)
+            samples["page_fault_us"].append(float(out.stdout))
+            eager = {}
+            for with_kiln in (False, True):
+                out = subprocess.run([sys.executable, "-c",
+                                      EAGER.format(package=PACKAGE, with_kiln=with_kiln)],
+                                     capture_output=True, text=True, check=True)
+                eager[with_kiln] = [float(value) for value in out.stdout.split()]
+            samples["eager_slowdown_after_import"].append(eager[True][0] / eager[False][0])
+            samples["eager_matmul_slowdown_after_import"].append(eager[True][1] / eager[False][1])
     finally:
         try:
             os.kill(int(kiln._default_client().daemon()["pid"]), signal.SIGTERM)
@@ -145,6 +196,7 @@ def main():
         shutil.rmtree(root, ignore_errors=True)
 
     print(f"\nKiln from Python: torch {torch.__version__}, {torch.get_num_threads()} torch "
+          f"threads, {ctypes.CDLL('libopenblas.so.0').openblas_get_num_threads()} OpenBLAS "
           f"threads, {os.cpu_count()} CPUs\n")
     print(f"{'figure':32} {'min':>10} {'median':>10} {'max':>10}")
     summary = {}
@@ -155,6 +207,7 @@ def main():
         print(f"{key:32} {min(values):10.4g} {statistics.median(values):10.4g} "
               f"{max(values):10.4g}")
     summary["torch_threads"] = torch.get_num_threads()
+    summary["openblas_threads"] = ctypes.CDLL("libopenblas.so.0").openblas_get_num_threads()
     summary["cpus"] = os.cpu_count()
     if args.json:
         print(json.dumps(summary))

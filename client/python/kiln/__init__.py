@@ -120,14 +120,15 @@ class Compiled:
         self._single = single
         self._fn = fn
         self._fallback = fallback
-        self._graph_or_json = graph  # a dict, or its JSON text (parsed when needed)
+        self._graph_or_path = graph  # a dict, or the path of its JSON file (read when needed)
         self._warned = False
 
     @property
     def _graph(self):
-        if isinstance(self._graph_or_json, str):
-            self._graph_or_json = json.loads(self._graph_or_json)
-        return self._graph_or_json
+        if isinstance(self._graph_or_path, str):
+            with open(self._graph_or_path) as graph_file:
+                self._graph_or_path = json.load(graph_file)
+        return self._graph_or_path
 
     def __call__(self, *args):
         try:
@@ -265,7 +266,7 @@ def backend(gm, example_inputs):
     return compiled
 
 
-_PACKAGE_FORMAT = "kiln-package-1"
+_PACKAGE_FORMAT = "kiln-package-2"
 
 
 def _weight_names(fn, lifted):
@@ -285,30 +286,81 @@ def _module_tensor(module, name):
     return module.detach()
 
 
+def _write_weights(lifted, path):
+    """The lifted tensors' bytes, one after another at 64-byte offsets, and
+    for each where it is: what _read_weights maps back without unpickling
+    (torch.load costs a fresh worker milliseconds)."""
+    import torch
+    layouts, offset = [], 0
+    with open(path, "wb") as out:
+        for tensor in lifted:
+            data = tensor.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+            out.write(bytes(offset - out.tell()))
+            out.write(data)
+            layouts.append({"dtype": str(tensor.dtype).removeprefix("torch."),
+                            "sizes": list(tensor.shape), "strides": list(tensor.stride()),
+                            "offset": offset})
+            offset = (offset + len(data) + 63) // 64 * 64
+    return layouts
+
+
+def _read_weights(path, layouts):
+    import torch
+    size = os.path.getsize(path)
+    data = bytearray(size)
+    with open(path, "rb", buffering=0) as file:
+        if file.readinto(data) != size:
+            raise ValueError(f"{path}: short read")
+    weights = []
+    for layout in layouts:
+        dtype = getattr(torch, layout["dtype"])
+        sizes = layout["sizes"]
+        count = 1
+        for extent in sizes:
+            count *= extent
+        if count == 0:
+            weights.append(torch.empty(sizes, dtype=dtype))
+            continue
+        tensor = torch.frombuffer(data, dtype=dtype, count=count, offset=layout["offset"])
+        tensor = tensor.view(sizes)
+        if list(tensor.stride()) != layout["strides"]:
+            tensor = torch.empty_strided(sizes, layout["strides"], dtype=dtype).copy_(tensor)
+        weights.append(tensor)
+    return weights
+
+
 def save(fn, example_inputs, path, *, dynamic=None, relations=None, buckets=None, name=None):
     """Traces `fn` and writes a package for kiln.load: a directory with
 
-        graph.json   the graph (kiln.v1.Graph; symbolic dims, relations): what
-                     `kiln compile` and warmup plans read too
-        weights.pt   its weights, and which module attribute each one is
-        plan.json    with `buckets` (a plan entry, as in Compiled.warmup): a
-                     warmup plan for the graph, for `kiln warmup` or load()
+        graph.json    the graph (kiln.v1.Graph; symbolic dims, relations): what
+                      `kiln compile` and warmup plans read too
+        graph.pb      the same graph in protobuf's binary form, for kiln.load
+        weights.bin   its weights' bytes
+        package.json  the weights' dtypes, sizes and offsets, and which
+                      module attribute each one is
+        plan.json     with `buckets` (a plan entry, as in Compiled.warmup): a
+                      warmup plan for the graph, for `kiln warmup` or load()
 
     Nothing is compiled here. (`kiln export` is the admin CLI's cache
     bundle: another thing.)"""
-    import torch
     from . import _tracing
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
     relation_json = [_tracing.parse_relation(text) for text in relations or []]
     graph, lifted = _tracing.trace_graph(fn, list(example_inputs), name, _symbolic(dynamic),
                                          relation_json)
+    graph_json = json.dumps(graph, indent=1)
+    binary = _native().graph_to_binary(graph_json)
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "graph.json"), "w") as out:
-        json.dump(graph, out, indent=1)
-    torch.save({"format": _PACKAGE_FORMAT,
-                "weight_names": _weight_names(fn, lifted),
-                "weights": lifted,
-                "single": len(graph["outputs"]) == 1}, os.path.join(path, "weights.pt"))
+        out.write(graph_json)
+    with open(os.path.join(path, "graph.pb"), "wb") as out:
+        out.write(binary)
+    layouts = _write_weights(lifted, os.path.join(path, "weights.bin"))
+    with open(os.path.join(path, "package.json"), "w") as out:
+        json.dump({"format": _PACKAGE_FORMAT,
+                   "single": len(graph["outputs"]) == 1,
+                   "weights": [{"name": weight_name, **layout} for weight_name, layout
+                               in zip(_weight_names(fn, lifted), layouts)]}, out, indent=1)
     plan = os.path.join(path, "plan.json")
     if buckets is not None:
         with open(plan, "w") as out:
@@ -323,28 +375,36 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False):
     before), not a trace or a compile. With `module`, its current parameters
     and buffers are the weights (in-place updates are seen); else the saved
     ones. With `warmup`, the buckets of the package's plan are warmed too."""
-    import torch
     if fallback == "eager" and module is None:
         raise ValueError('fallback="eager" needs the module to run eagerly: kiln.load(path, module)')
     try:
-        with open(os.path.join(path, "graph.json")) as graph_file:
-            graph_json = graph_file.read()
-        package = torch.load(os.path.join(path, "weights.pt"), weights_only=True)
-    except (FileNotFoundError, NotADirectoryError) as error:
+        with open(os.path.join(path, "package.json")) as package_file:
+            package = json.load(package_file)
+        with open(os.path.join(path, "graph.pb"), "rb") as graph_file:
+            graph = graph_file.read()
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError) as error:
         raise ValueError(f"{path} is not a Kiln package (kiln.save writes them): {error}") \
             from error
     if not isinstance(package, dict) or package.get("format") != _PACKAGE_FORMAT:
-        raise ValueError(f"{path} is not a Kiln package (kiln.save writes them)")
-    weights = [_module_tensor(module, name) if module is not None and name else saved
-               for name, saved in zip(package["weight_names"], package["weights"])]
+        raise ValueError(f"{path} is not a package of this Kiln (format "
+                         f"{package.get('format') if isinstance(package, dict) else None!r}, "
+                         f"not {_PACKAGE_FORMAT!r}): save it again with kiln.save")
+    layouts = package["weights"]
+    if module is not None and all(layout["name"] for layout in layouts):
+        weights = [_module_tensor(module, layout["name"]) for layout in layouts]
+    else:
+        saved = _read_weights(os.path.join(path, "weights.bin"), layouts)
+        weights = [_module_tensor(module, layout["name"]) if module is not None and layout["name"]
+                   else tensor for layout, tensor in zip(layouts, saved)]
     try:
-        native = _native().CompiledGraph(_default_client(), graph_json, target)
+        native = _native().CompiledGraph(_default_client(), graph, target)
         native.prepare()
     except KilnError as error:
         if fallback == "eager":
             return _Eager(module, error)
         raise
-    compiled = Compiled(native, weights, package["single"], module, fallback, graph_json)
+    compiled = Compiled(native, weights, package["single"], module, fallback,
+                        os.path.join(path, "graph.json"))
     plan = os.path.join(path, "plan.json")
     if warmup and os.path.exists(plan):
         with open(plan) as plan_file:
