@@ -186,6 +186,21 @@ absl::Status LocalIndex::Publish(const kiln::v1::ArtifactMetadata& metadata) con
 
 absl::Status LocalIndex::Remove(const std::string& key) const { return RemoveRecord(PathFor(key)); }
 
+absl::Status LocalIndex::Touch(const std::string& key) const {
+  const std::string path = PathFor(key);
+  const struct timespec now[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+  if (utimensat(AT_FDCWD, path.c_str(), now, AT_SYMLINK_NOFOLLOW) != 0) {
+    return absl::InternalError(absl::StrCat("cannot mark ", path, " used: ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+std::optional<absl::Time> LocalIndex::LastTouched(const std::string& key) const {
+  struct stat status;
+  if (lstat(PathFor(key).c_str(), &status) != 0) return std::nullopt;
+  return absl::TimeFromTimespec(status.st_mtim);
+}
+
 absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> LocalIndex::Find(
     const std::string& key) const {
   const std::string path = PathFor(key);

@@ -27,7 +27,10 @@
 // are read with O_NOFOLLOW: a symlink in place of one is refused, not
 // followed.
 //
-// kilnd is the only writer (atomic renames, mode 0444); an index file is
+// kilnd is the only writer of records (atomic renames, mode 0444). A
+// client only sets an index file's modification time, on its process's
+// first local hit of the entry (Touch): that hit is a use, which kilnd's
+// least-recently-used eviction reads (LastTouched). An index file is
 // published after its object file and the store entry exist, and removed
 // when the entry is evicted or lost. An alias is published once its key's
 // index file exists and only ever names that key; one whose key is gone is
@@ -42,6 +45,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "proto/artifact.pb.h"
 
 namespace kiln {
@@ -63,6 +67,12 @@ class LocalIndex {
   // Writes the entry's index file unless a regular file is there already.
   absl::Status Publish(const kiln::v1::ArtifactMetadata& metadata) const;
   absl::Status Remove(const std::string& key) const;
+  // Marks the entry used now (its index file's modification time; see
+  // above). An error when it has no index file or it is not ours.
+  absl::Status Touch(const std::string& key) const;
+  // When the entry was last marked used (or published); nullopt without
+  // an index file.
+  std::optional<absl::Time> LastTouched(const std::string& key) const;
   // The entry's metadata, nullopt when it has no index file, or an error for
   // a record that cannot be trusted (see above).
   absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> Find(const std::string& key) const;

@@ -1,5 +1,7 @@
 #include "cache/memory_store.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -17,6 +19,7 @@ absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> MemoryStore::Lookup(
     KILN_LOG(ERROR) << "entry " << key << " is damaged (its bytes do not parse); quarantined";
     quarantined_entries_[key] = std::move(it->second);
     entries_.erase(it);
+    usage_.erase(key);
     return std::nullopt;
   }
   return metadata;
@@ -43,6 +46,17 @@ absl::Status MemoryStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::
   absl::MutexLock lock(&mutex_);
   entries_[metadata.key()] = metadata.SerializeAsString();
   blobs_[metadata.digest()] = std::string(blob);
+  const std::string old_digest = usage_.count(metadata.key()) ? usage_[metadata.key()].digest : "";
+  EntryUsage& usage = usage_[metadata.key()];
+  usage.key = metadata.key();
+  usage.digest = metadata.digest();
+  usage.object_bytes = static_cast<int64_t>(blob.size());
+  usage.last_use = absl::FromUnixMillis(metadata.created_unix_ms());
+  if (!old_digest.empty() && old_digest != metadata.digest() &&
+      std::none_of(usage_.begin(), usage_.end(),
+                   [&](const auto& other) { return other.second.digest == old_digest; })) {
+    blobs_.erase(old_digest);
+  }
   return absl::OkStatus();
 }
 
@@ -74,29 +88,55 @@ absl::StatusOr<std::optional<std::string>> MemoryStore::Evict(const std::string&
   auto it = entries_.find(key);
   if (it == entries_.end()) return absl::NotFoundError(absl::StrCat("no entry ", key));
   kiln::v1::ArtifactMetadata entry;
-  if (!entry.ParseFromString(it->second)) {  // as Lookup: quarantined, then absent
-    quarantined_entries_[key] = std::move(it->second);
-    entries_.erase(it);
-    return absl::NotFoundError(absl::StrCat("no entry ", key));
-  }
+  const bool parsed = entry.ParseFromString(it->second);
+  if (!parsed) quarantined_entries_[key] = std::move(it->second);  // as Lookup
   entries_.erase(it);
-  for (const auto& [other, bytes] : entries_) {
-    kiln::v1::ArtifactMetadata metadata;
-    if (metadata.ParseFromString(bytes) && metadata.digest() == entry.digest()) return std::nullopt;
+  const std::string digest = usage_[key].digest;
+  usage_.erase(key);
+  if (!parsed) return absl::NotFoundError(absl::StrCat("no entry ", key));
+  for (const auto& [other, usage] : usage_) {
+    if (usage.digest == digest) return std::nullopt;
   }
-  blobs_.erase(entry.digest());
-  return entry.digest();
+  blobs_.erase(digest);
+  return digest;
 }
 
 absl::StatusOr<StoreTotals> MemoryStore::Totals() {
   absl::MutexLock lock(&mutex_);
   StoreTotals totals;
   totals.entries = entries_.size();
-  totals.blobs = blobs_.size();
-  for (const auto& [digest, bytes] : blobs_) totals.blob_bytes += bytes.size();
+  std::map<std::string, int64_t> referenced;
+  for (const auto& [key, usage] : usage_) {
+    if (blobs_.count(usage.digest)) referenced[usage.digest] = usage.object_bytes;
+  }
+  totals.blobs = referenced.size();
+  for (const auto& [digest, bytes] : referenced) totals.blob_bytes += bytes;
   totals.quarantined = quarantine_.size();
   totals.corrupt_entries = quarantined_entries_.size();
   return totals;
+}
+
+absl::Status MemoryStore::RecordUse(const std::string& key, absl::Time when) {
+  absl::MutexLock lock(&mutex_);
+  auto it = usage_.find(key);
+  if (it == usage_.end()) return absl::NotFoundError(absl::StrCat("no entry ", key));
+  it->second.last_use = std::max(it->second.last_use, when);
+  return absl::OkStatus();
+}
+
+absl::Status MemoryStore::SetPinned(const std::string& key, bool pinned) {
+  absl::MutexLock lock(&mutex_);
+  auto it = usage_.find(key);
+  if (it == usage_.end()) return absl::NotFoundError(absl::StrCat("no entry ", key));
+  it->second.pinned = pinned;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<EntryUsage>> MemoryStore::Usage() {
+  absl::MutexLock lock(&mutex_);
+  std::vector<EntryUsage> usage;
+  for (const auto& [key, entry] : usage_) usage.push_back(entry);
+  return usage;
 }
 
 void MemoryStore::OverwriteBlobForTesting(const std::string& digest, std::string bytes) {

@@ -20,6 +20,9 @@ class MemoryStore : public ArtifactStore {
                                                           int limit) override;
   absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) override;
   absl::StatusOr<StoreTotals> Totals() override;
+  absl::Status RecordUse(const std::string& key, absl::Time when) override;
+  absl::Status SetPinned(const std::string& key, bool pinned) override;
+  absl::StatusOr<std::vector<EntryUsage>> Usage() override;
 
   // Fault injection: replace a blob's bytes without updating its digest, or
   // an entry's bytes with anything.
@@ -34,6 +37,7 @@ class MemoryStore : public ArtifactStore {
   std::map<std::string, std::string> blobs_ ABSL_GUARDED_BY(mutex_);
   std::map<std::string, std::string> quarantine_ ABSL_GUARDED_BY(mutex_);  // blobs
   std::map<std::string, std::string> quarantined_entries_ ABSL_GUARDED_BY(mutex_);
+  std::map<std::string, EntryUsage> usage_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace kiln

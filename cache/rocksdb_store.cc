@@ -119,6 +119,7 @@ absl::StatusOr<RocksDbStore::Database> RocksDbStore::OpenDatabase(const std::str
       {"entries", plain_options},
       {"blobs", blob_options},
       {"quarantine", plain_options},
+      {"usage", plain_options},
   };
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
@@ -134,6 +135,7 @@ absl::StatusOr<RocksDbStore::Database> RocksDbStore::OpenDatabase(const std::str
   database.entries = handles[1];
   database.blobs = handles[2];
   database.quarantine = handles[3];
+  database.usage = handles[4];
   return database;
 }
 
@@ -142,7 +144,7 @@ void RocksDbStore::Database::Close() {
   for (auto* handle : families()) {
     if (handle != nullptr) db->DestroyColumnFamilyHandle(handle);
   }
-  default_family = entries = blobs = quarantine = nullptr;
+  default_family = entries = blobs = quarantine = usage = nullptr;
   db->Close().PermitUncheckedError();
   db.reset();
 }
@@ -153,6 +155,7 @@ void RocksDbStore::Adopt(Database database) {
   entries_ = database.entries;
   blobs_ = database.blobs;
   quarantine_ = database.quarantine;
+  usage_ = database.usage;
 }
 
 absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::OpenOnce(const std::string& directory) {
@@ -166,7 +169,11 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::OpenOnce(const std::
   std::string format;
   const rocksdb::Status read = db->Get(CheckedRead(), default_family, kFormatKey, &format);
   const std::string expected = absl::StrCat(kStoreFormatVersion);
-  if (read.IsNotFound()) {
+  if (read.ok() && format == "1") {
+    RETURN_IF_ERROR(store->UpgradeFromFormat1());
+    format = expected;
+  }
+  if (read.IsNotFound() || format == expected) {
     RETURN_IF_ERROR(FromRocks(db->Put(SyncedWrite(), default_family, kFormatKey, expected),
                               "cannot write the store format"));
   } else if (IsDamage(read)) {
@@ -179,11 +186,96 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::OpenOnce(const std::
         absl::StrCat("the store in ", directory, " has format ", format, "; this kilnd reads ",
                      expected, ". Use another --cache_dir or remove the old one"));
   }
+  RETURN_IF_ERROR(store->LoadState());
   return store;
 }
 
+absl::Status RocksDbStore::UpgradeFromFormat1() {
+  rocksdb::WriteBatch batch;
+  ASSIGN_OR_RETURN(const int64_t skipped,
+                   Scan(entries_, [&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
+                     kiln::v1::ArtifactMetadata metadata;
+                     if (!metadata.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+                       return;  // Lookup quarantines it
+                     }
+                     kiln::v1::StoredUsage usage;
+                     usage.set_digest(metadata.digest());
+                     usage.set_object_bytes(metadata.object_bytes());
+                     usage.set_last_use_unix_ms(metadata.created_unix_ms());
+                     batch.Put(usage_, key, usage.SerializeAsString()).PermitUncheckedError();
+                   }));
+  KILN_LOG(INFO) << "upgraded the store in " << directory_ << " to format " << kStoreFormatVersion
+                 << ": " << batch.Count() << " entries (" << skipped << " damaged stretches)";
+  return FromRocks(db_->Write(SyncedWrite(), &batch), "cannot upgrade the store");
+}
+
+absl::Status RocksDbStore::LoadState() {
+  absl::flat_hash_map<std::string, Blob> blobs;
+  StoreTotals totals;
+  ASSIGN_OR_RETURN(const int64_t usage_skipped,
+                   Scan(usage_, [&](const rocksdb::Slice&, const rocksdb::Slice& value) {
+                     kiln::v1::StoredUsage usage;
+                     if (!usage.ParseFromArray(value.data(), static_cast<int>(value.size())))
+                       return;
+                     ++totals.entries;
+                     Blob& blob = blobs[usage.digest()];
+                     ++blob.references;
+                     blob.bytes = usage.object_bytes();
+                   }));
+  ASSIGN_OR_RETURN(
+      const int64_t quarantine_skipped,
+      Scan(quarantine_, [&](const rocksdb::Slice& key, const rocksdb::Slice&) {
+        ++(key.starts_with(kEntryQuarantinePrefix) ? totals.corrupt_entries : totals.quarantined);
+      }));
+  totals.unreadable_ranges = usage_skipped + quarantine_skipped;
+  for (const auto& [digest, blob] : blobs) totals.blob_bytes += blob.bytes;
+  totals.blobs = static_cast<int64_t>(blobs.size());
+  absl::MutexLock lock(&state_mutex_);
+  blobs_in_use_ = std::move(blobs);
+  totals_ = totals;
+  return absl::OkStatus();
+}
+
+void RocksDbStore::Reference(const std::string& digest, int64_t bytes, bool new_reference) {
+  absl::MutexLock lock(&state_mutex_);
+  Blob& blob = blobs_in_use_[digest];
+  const bool counted = blob.references > 0 && blob.stored;
+  if (new_reference) ++blob.references;
+  if (!counted) {
+    blob.bytes = bytes;
+    blob.stored = true;
+    ++totals_.blobs;
+    totals_.blob_bytes += bytes;
+  }
+}
+
+bool RocksDbStore::Unreference(const std::string& digest) {
+  absl::MutexLock lock(&state_mutex_);
+  auto it = blobs_in_use_.find(digest);
+  if (it == blobs_in_use_.end()) return true;
+  if (--it->second.references > 0) return false;
+  if (it->second.stored) {
+    --totals_.blobs;
+    totals_.blob_bytes -= it->second.bytes;
+  }
+  blobs_in_use_.erase(it);
+  return true;
+}
+
+absl::StatusOr<std::optional<kiln::v1::StoredUsage>> RocksDbStore::ReadUsage(
+    const std::string& key) {
+  std::string bytes;
+  const rocksdb::Status status = db_->Get(CheckedRead(), usage_, key, &bytes);
+  if (status.IsNotFound()) return std::nullopt;
+  if (IsDamage(status)) damaged_ = true;
+  RETURN_IF_ERROR(FromRocks(status, absl::StrCat("cannot read the usage of ", key)));
+  kiln::v1::StoredUsage usage;
+  if (!usage.ParseFromString(bytes)) return std::nullopt;  // rewritten by the next Put
+  return usage;
+}
+
 RocksDbStore::~RocksDbStore() {
-  Database database{std::move(db_), default_, entries_, blobs_, quarantine_};
+  Database database{std::move(db_), default_, entries_, blobs_, quarantine_, usage_};
   database.Close();
 }
 
@@ -218,7 +310,7 @@ absl::Status RocksDbStore::Heal() {
   const std::string fresh = directory_ + ".rebuild";
   RETURN_IF_ERROR(RemoveRecursively(fresh));  // a heal that died half-way
   ASSIGN_OR_RETURN(Database copy, OpenDatabase(fresh));
-  const Database old{nullptr, default_, entries_, blobs_, quarantine_};
+  const Database old{nullptr, default_, entries_, blobs_, quarantine_, usage_};
   const std::vector<rocksdb::ColumnFamilyHandle*> from = old.families(), to = copy.families();
   int64_t kept = 0, skipped = 0;
   for (size_t f = 0; f < from.size(); ++f) {
@@ -240,7 +332,7 @@ absl::Status RocksDbStore::Heal() {
     skipped += stretches;
   }
   copy.Close();
-  Database current{std::move(db_), default_, entries_, blobs_, quarantine_};
+  Database current{std::move(db_), default_, entries_, blobs_, quarantine_, usage_};
   current.Close();
   absl::StatusOr<std::string> aside = MoveAside(directory_);
   if (aside.ok() && rename(fresh.c_str(), directory_.c_str()) != 0) {
@@ -253,6 +345,7 @@ absl::Status RocksDbStore::Heal() {
   if (reopened.ok()) Adopt(*std::move(reopened));
   RETURN_IF_ERROR(aside.status());
   RETURN_IF_ERROR(reopened.status());
+  RETURN_IF_ERROR(LoadState());
   damaged_ = false;  // the copy has none (the Scans above noted what they skipped)
   ++heals_;
   KILN_LOG(ERROR) << "THE STORE MET DAMAGED DATA AND WAS REBUILT from what was readable: " << kept
@@ -273,7 +366,30 @@ absl::Status RocksDbStore::Quarantine(rocksdb::ColumnFamilyHandle* family, const
   // The tombstone is newer than the damaged block, so later reads stop at
   // it and never touch that block again; a fresh Put supersedes both.
   batch.Delete(family, key);
-  return FromRocks(db_->Write(SyncedWrite(), &batch), absl::StrCat("cannot quarantine ", key));
+  const bool entry = family == entries_;
+  std::optional<kiln::v1::StoredUsage> usage;
+  if (entry) {
+    absl::StatusOr<std::optional<kiln::v1::StoredUsage>> read = ReadUsage(key);
+    if (read.ok()) usage = *std::move(read);
+    batch.Delete(usage_, key);
+  }
+  RETURN_IF_ERROR(
+      FromRocks(db_->Write(SyncedWrite(), &batch), absl::StrCat("cannot quarantine ", key)));
+  if (usage.has_value()) Unreference(usage->digest());
+  absl::MutexLock lock(&state_mutex_);
+  if (entry) {
+    ++totals_.corrupt_entries;
+    if (usage.has_value()) --totals_.entries;
+  } else {
+    ++totals_.quarantined;
+    auto it = blobs_in_use_.find(key);
+    if (it != blobs_in_use_.end() && it->second.stored) {
+      it->second.stored = false;
+      --totals_.blobs;
+      totals_.blob_bytes -= it->second.bytes;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> RocksDbStore::Scan(
@@ -297,6 +413,10 @@ absl::StatusOr<int64_t> RocksDbStore::Scan(
     if (!IsDamage(it->status())) return FromRocks(it->status(), "cannot read the store");
     ++skipped;
     damaged_ = true;
+    {
+      absl::MutexLock lock(&state_mutex_);
+      ++totals_.unreadable_ranges;
+    }
     KILN_LOG(ERROR) << family->GetName() << ": skipping a damaged block after key '" << after
                     << "': " << it->status().ToString();
     start.reset();
@@ -369,12 +489,35 @@ absl::Status RocksDbStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl:
     return absl::InvalidArgumentError(
         absl::StrCat("entry ", metadata.key(), ": digest does not match the blob"));
   }
-  auto write = [&] {
+  auto write = [&]() -> absl::Status {
+    absl::MutexLock writes(&writes_mutex_);
+    ASSIGN_OR_RETURN(const std::optional<kiln::v1::StoredUsage> old, ReadUsage(metadata.key()));
+    kiln::v1::StoredUsage usage;
+    usage.set_digest(metadata.digest());
+    usage.set_object_bytes(static_cast<int64_t>(blob.size()));
+    usage.set_last_use_unix_ms(metadata.created_unix_ms());
+    usage.set_pinned(old.has_value() && old->pinned());
     rocksdb::WriteBatch batch;
     batch.Put(entries_, metadata.key(), metadata.SerializeAsString());
     batch.Put(blobs_, metadata.digest(), rocksdb::Slice(blob.data(), blob.size()));
-    return NoteWriteFailure(FromRocks(db_->Write(SyncedWrite(), &batch),
-                                      absl::StrCat("cannot store entry ", metadata.key())));
+    batch.Put(usage_, metadata.key(), usage.SerializeAsString());
+    const bool replaced = old.has_value() && old->digest() != metadata.digest();
+    bool last_reference = false;
+    if (replaced) {
+      absl::MutexLock lock(&state_mutex_);
+      auto it = blobs_in_use_.find(old->digest());
+      last_reference = it == blobs_in_use_.end() || it->second.references == 1;
+    }
+    if (last_reference) batch.Delete(blobs_, old->digest());
+    RETURN_IF_ERROR(NoteWriteFailure(FromRocks(
+        db_->Write(SyncedWrite(), &batch), absl::StrCat("cannot store entry ", metadata.key()))));
+    if (!old.has_value()) {
+      absl::MutexLock lock(&state_mutex_);
+      ++totals_.entries;
+    }
+    if (replaced) Unreference(old->digest());
+    Reference(metadata.digest(), static_cast<int64_t>(blob.size()), !old.has_value() || replaced);
+    return absl::OkStatus();
   };
   const absl::Status written = Serve(write);
   if (!absl::IsDataLoss(written)) return written;
@@ -427,49 +570,77 @@ absl::StatusOr<std::optional<std::string>> RocksDbStore::Evict(const std::string
 }
 
 absl::StatusOr<std::optional<std::string>> RocksDbStore::EvictLocked(const std::string& key) {
+  absl::MutexLock writes(&writes_mutex_);
   ASSIGN_OR_RETURN(const auto entry, LookupLocked(key));
   if (!entry.has_value()) return absl::NotFoundError(absl::StrCat("no entry ", key));
-  bool shared = false;
-  ASSIGN_OR_RETURN(const int64_t skipped,
-                   Scan(entries_, [&](const rocksdb::Slice& other, const rocksdb::Slice& value) {
-                     kiln::v1::ArtifactMetadata metadata;
-                     shared |=
-                         other != key &&
-                         metadata.ParseFromArray(value.data(), static_cast<int>(value.size())) &&
-                         metadata.digest() == entry->digest();
-                   }));
-  // An entry in a damaged block might share the blob: keep it (an orphan
-  // blob costs space; a missing one would cost a recompile of that entry).
-  shared |= skipped > 0;
+  bool shared;
+  {
+    absl::MutexLock lock(&state_mutex_);
+    auto it = blobs_in_use_.find(entry->digest());
+    shared = it != blobs_in_use_.end() && it->second.references > 1;
+  }
   rocksdb::WriteBatch batch;
   batch.Delete(entries_, key);
+  batch.Delete(usage_, key);
   if (!shared) batch.Delete(blobs_, entry->digest());
   RETURN_IF_ERROR(NoteWriteFailure(
       FromRocks(db_->Write(SyncedWrite(), &batch), absl::StrCat("cannot evict ", key))));
+  Unreference(entry->digest());
+  {
+    absl::MutexLock lock(&state_mutex_);
+    --totals_.entries;
+  }
   if (shared) return std::nullopt;
   return entry->digest();
 }
 
 absl::StatusOr<StoreTotals> RocksDbStore::Totals() {
-  return Serve([&]() -> absl::StatusOr<StoreTotals> {
-    StoreTotals totals;
-    auto count = [&](rocksdb::ColumnFamilyHandle* family,
-                     const std::function<void(const rocksdb::Slice&, const rocksdb::Slice&)>& visit)
-        -> absl::Status {
-      ASSIGN_OR_RETURN(const int64_t skipped, Scan(family, visit));
-      totals.unreadable_ranges += skipped;
-      return absl::OkStatus();
-    };
-    RETURN_IF_ERROR(
-        count(entries_, [&](const rocksdb::Slice&, const rocksdb::Slice&) { ++totals.entries; }));
-    RETURN_IF_ERROR(count(blobs_, [&](const rocksdb::Slice&, const rocksdb::Slice& value) {
-      ++totals.blobs;
-      totals.blob_bytes += value.size();
-    }));
-    RETURN_IF_ERROR(count(quarantine_, [&](const rocksdb::Slice& key, const rocksdb::Slice&) {
-      ++(key.starts_with(kEntryQuarantinePrefix) ? totals.corrupt_entries : totals.quarantined);
-    }));
-    return totals;
+  absl::MutexLock lock(&state_mutex_);
+  return totals_;
+}
+
+absl::Status RocksDbStore::RecordUse(const std::string& key, absl::Time when) {
+  return Serve([&]() -> absl::Status {
+    absl::MutexLock writes(&writes_mutex_);
+    ASSIGN_OR_RETURN(std::optional<kiln::v1::StoredUsage> usage, ReadUsage(key));
+    if (!usage.has_value()) return absl::NotFoundError(absl::StrCat("no entry ", key));
+    if (usage->last_use_unix_ms() >= absl::ToUnixMillis(when)) return absl::OkStatus();
+    usage->set_last_use_unix_ms(absl::ToUnixMillis(when));
+    // Not synced: a use lost in a crash only makes the entry look older.
+    return NoteWriteFailure(
+        FromRocks(db_->Put(rocksdb::WriteOptions(), usage_, key, usage->SerializeAsString()),
+                  absl::StrCat("cannot record a use of ", key)));
+  });
+}
+
+absl::Status RocksDbStore::SetPinned(const std::string& key, bool pinned) {
+  return Serve([&]() -> absl::Status {
+    absl::MutexLock writes(&writes_mutex_);
+    ASSIGN_OR_RETURN(std::optional<kiln::v1::StoredUsage> usage, ReadUsage(key));
+    if (!usage.has_value()) return absl::NotFoundError(absl::StrCat("no entry ", key));
+    usage->set_pinned(pinned);
+    return NoteWriteFailure(
+        FromRocks(db_->Put(SyncedWrite(), usage_, key, usage->SerializeAsString()),
+                  absl::StrCat("cannot pin ", key)));
+  });
+}
+
+absl::StatusOr<std::vector<EntryUsage>> RocksDbStore::Usage() {
+  return Serve([&]() -> absl::StatusOr<std::vector<EntryUsage>> {
+    std::vector<EntryUsage> entries;
+    RETURN_IF_ERROR(Scan(usage_, [&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
+                      kiln::v1::StoredUsage usage;
+                      if (!usage.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+                        return;
+                      }
+                      EntryUsage& entry = entries.emplace_back();
+                      entry.key = key.ToString();
+                      entry.digest = usage.digest();
+                      entry.object_bytes = usage.object_bytes();
+                      entry.last_use = absl::FromUnixMillis(usage.last_use_unix_ms());
+                      entry.pinned = usage.pinned();
+                    }).status());
+    return entries;
   });
 }
 

@@ -7,6 +7,14 @@
 //   "quarantine"  digest -> bytes of a blob that failed its digest check, or
 //                 the read error of a blob that could not be read;
 //                 "entry:" key -> the entry's bytes or read error
+//   "usage"       cache key -> kiln.v1.StoredUsage (its blob, size, last
+//                 use, pin): what eviction reads, a few dozen bytes an entry
+// The totals (entries, the blobs they reference and those bytes) and each
+// blob's reference count are kept in memory, loaded from "usage" at open
+// and after a heal, and updated by every write: a stats call reads no
+// store data, and an eviction checks sharing without a scan. Writes that
+// read before they write (Put, Evict, RecordUse, SetPinned) are serialized.
+// Format 1 stores (no "usage") are upgraded at open, once.
 // An entry and its blob are written in one WriteBatch (synced), so a crash
 // leaves both or neither. Every blob read re-hashes the bytes against the
 // digest (RocksDB's block checksums catch media errors; this catches
@@ -56,13 +64,14 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "cache/store.h"
 #include "rocksdb/db.h"
 
 namespace kiln {
 
-inline constexpr int kStoreFormatVersion = 1;
+inline constexpr int kStoreFormatVersion = 2;
 
 class RocksDbStore : public ArtifactStore {
  public:
@@ -81,6 +90,9 @@ class RocksDbStore : public ArtifactStore {
                                                           int limit) override;
   absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) override;
   absl::StatusOr<StoreTotals> Totals() override;
+  absl::Status RecordUse(const std::string& key, absl::Time when) override;
+  absl::Status SetPinned(const std::string& key, bool pinned) override;
+  absl::StatusOr<std::vector<EntryUsage>> Usage() override;
 
   // Where Open moved a damaged database, or empty when it opened as it was.
   const std::string& moved_aside() const { return moved_aside_; }
@@ -105,8 +117,9 @@ class RocksDbStore : public ArtifactStore {
     rocksdb::ColumnFamilyHandle* entries = nullptr;
     rocksdb::ColumnFamilyHandle* blobs = nullptr;
     rocksdb::ColumnFamilyHandle* quarantine = nullptr;
+    rocksdb::ColumnFamilyHandle* usage = nullptr;
     std::vector<rocksdb::ColumnFamilyHandle*> families() const {
-      return {default_family, entries, blobs, quarantine};
+      return {default_family, entries, blobs, quarantine, usage};
     }
     void Close();  // handles first, then the database; idempotent
   };
@@ -129,6 +142,17 @@ class RocksDbStore : public ArtifactStore {
       ABSL_SHARED_LOCKS_REQUIRED(mutex_);
   absl::StatusOr<std::optional<std::string>> EvictLocked(const std::string& key)
       ABSL_SHARED_LOCKS_REQUIRED(mutex_);
+  // Fills "usage" from "entries" (a format 1 store).
+  absl::Status UpgradeFromFormat1();
+  // The in-memory totals and reference counts, from "usage" and
+  // "quarantine".
+  absl::Status LoadState();
+  absl::StatusOr<std::optional<kiln::v1::StoredUsage>> ReadUsage(const std::string& key);
+  // The in-memory side of an entry coming (referencing `digest`, whose
+  // blob a write just stored) or going.
+  void Reference(const std::string& digest, int64_t bytes, bool new_reference);
+  // Returns whether that was the blob's last reference.
+  bool Unreference(const std::string& digest);
 
   // Takes `key` of `family` out of service after `reason` (a damaged read),
   // recording it in "quarantine" under `quarantine_key` with `kept` bytes.
@@ -151,7 +175,20 @@ class RocksDbStore : public ArtifactStore {
   rocksdb::ColumnFamilyHandle* blobs_ = nullptr;
   rocksdb::ColumnFamilyHandle* quarantine_ = nullptr;
   rocksdb::ColumnFamilyHandle* default_ = nullptr;
+  rocksdb::ColumnFamilyHandle* usage_ = nullptr;
   std::string moved_aside_;
+
+  // Serializes writes that read first; taken inside the shared mutex_.
+  absl::Mutex writes_mutex_ ABSL_ACQUIRED_AFTER(mutex_);
+  // The in-memory state (see above); never held across a RocksDB call.
+  struct Blob {
+    int64_t references = 0;
+    int64_t bytes = 0;
+    bool stored = true;  // false once quarantined, until a Put stores it again
+  };
+  absl::Mutex state_mutex_ ABSL_ACQUIRED_AFTER(writes_mutex_);
+  absl::flat_hash_map<std::string, Blob> blobs_in_use_ ABSL_GUARDED_BY(state_mutex_);
+  StoreTotals totals_ ABSL_GUARDED_BY(state_mutex_);
   std::atomic<bool> damaged_{false};  // met damage: heal after the operation
   std::atomic<int> heals_{0};
 };

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "proto/artifact.pb.h"
 
 namespace kiln {
@@ -33,6 +34,15 @@ struct StoreTotals {
   // counts above are then lower bounds. Reading an entry in such a stretch
   // quarantines it.
   int64_t unreadable_ranges = 0;
+};
+
+// What eviction needs of an entry, without its metadata.
+struct EntryUsage {
+  std::string key;
+  std::string digest;  // of its blob (entries may share one)
+  int64_t object_bytes = 0;
+  absl::Time last_use;  // its Put, or a later RecordUse
+  bool pinned = false;  // never evicted by size or age
 };
 
 class ArtifactStore {
@@ -70,9 +80,18 @@ class ArtifactStore {
   // (ArtifactCache does).
   virtual absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) = 0;
 
-  // Counts what is readable; damaged stretches are skipped and reported
-  // (StoreTotals::unreadable_ranges), never an error.
+  // Counts kept as entries come and go (never a scan of the store):
+  // entries, the distinct blobs they reference and those blobs' bytes;
+  // corrupt data found since the store was created.
   virtual absl::StatusOr<StoreTotals> Totals() = 0;
+
+  // Notes a use of the entry (a hit) at `when`, for least-recently-used
+  // eviction. NotFound when there is no such entry.
+  virtual absl::Status RecordUse(const std::string& key, absl::Time when) = 0;
+  // Pins or unpins the entry. NotFound when there is no such entry.
+  virtual absl::Status SetPinned(const std::string& key, bool pinned) = 0;
+  // Every entry's usage, in key order, read without reading any metadata.
+  virtual absl::StatusOr<std::vector<EntryUsage>> Usage() = 0;
 };
 
 }  // namespace kiln

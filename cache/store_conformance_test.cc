@@ -2,6 +2,7 @@
 #include <functional>
 #include <memory>
 
+#include "absl/time/time.h"
 #include "cache/memory_store.h"
 #include "cache/object_dir.h"
 #include "cache/rocksdb_store.h"
@@ -75,6 +76,52 @@ TEST_P(StoreConformanceTest, PutRefusesAWrongDigest) {
   EXPECT_EQ(store_->Put(entry, "other-bytes"),
             absl::InvalidArgumentError("entry k1: digest does not match the blob"));
   EXPECT_FALSE(store_->Lookup("k1")->has_value());
+}
+
+TEST_P(StoreConformanceTest, UsageRecordsUsesAndPinsAndTotalsCountSharedBlobsOnce) {
+  kiln::v1::ArtifactMetadata first = Entry("k1", "shared");
+  first.set_created_unix_ms(1000);
+  kiln::v1::ArtifactMetadata second = Entry("k2", "shared");
+  second.set_created_unix_ms(2000);
+  kiln::v1::ArtifactMetadata third = Entry("k3", "own");
+  third.set_created_unix_ms(3000);
+  ASSERT_TRUE(store_->Put(first, "shared").ok());
+  ASSERT_TRUE(store_->Put(second, "shared").ok());
+  ASSERT_TRUE(store_->Put(third, "own").ok());
+  ASSERT_TRUE(store_->RecordUse("k1", absl::FromUnixMillis(5000)).ok());
+  ASSERT_TRUE(store_->RecordUse("k1", absl::FromUnixMillis(4000)).ok());  // older: kept 5000
+  ASSERT_TRUE(store_->SetPinned("k3", true).ok());
+  EXPECT_EQ(store_->RecordUse("nope", absl::Now()), absl::NotFoundError("no entry nope"));
+  EXPECT_EQ(store_->SetPinned("nope", true), absl::NotFoundError("no entry nope"));
+
+  auto usage = store_->Usage();
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  ASSERT_EQ(usage->size(), 3u);
+  EXPECT_EQ((*usage)[0].key, "k1");
+  EXPECT_EQ((*usage)[0].last_use, absl::FromUnixMillis(5000));
+  EXPECT_EQ((*usage)[1].last_use, absl::FromUnixMillis(2000));
+  EXPECT_EQ((*usage)[1].digest, Sha256Hex("shared"));
+  EXPECT_EQ((*usage)[1].object_bytes, 6);
+  EXPECT_FALSE((*usage)[1].pinned);
+  EXPECT_TRUE((*usage)[2].pinned);
+
+  auto totals = store_->Totals();
+  EXPECT_EQ(totals->entries, 3);
+  EXPECT_EQ(totals->blobs, 2);
+  EXPECT_EQ(totals->blob_bytes, 6 + 3);
+  // The shared blob stays with its last entry; a re-Put keeps the pin.
+  EXPECT_EQ(*store_->Evict("k1"), std::nullopt);
+  EXPECT_EQ(*store_->Evict("k2"), Sha256Hex("shared"));
+  ASSERT_TRUE(store_->Put(third, "own").ok());
+  totals = store_->Totals();
+  EXPECT_EQ(totals->entries, 1);
+  EXPECT_EQ(totals->blobs, 1);
+  EXPECT_EQ(totals->blob_bytes, 3);
+  EXPECT_TRUE((*store_->Usage())[0].pinned);
+  // An entry recompiled to other bytes lets its old blob go.
+  ASSERT_TRUE(store_->Put(Entry("k3", "other"), "other").ok());
+  EXPECT_FALSE(store_->ReadBlob(Sha256Hex("own"))->has_value());
+  EXPECT_EQ(store_->Totals()->blob_bytes, 5);
 }
 
 TEST_P(StoreConformanceTest, CorruptBlobIsQuarantinedAndReadAsAMiss) {
@@ -183,6 +230,9 @@ TEST(RocksDbStoreTest, PersistsAcrossReopenAndRefusesASecondOpener) {
   auto reopened = RocksDbStore::Open(*dir + "/db");
   ASSERT_TRUE(reopened.ok());
   EXPECT_TRUE((*reopened)->Lookup("k1")->has_value());
+  // The totals come back from the usage records, without a scan of blobs.
+  EXPECT_EQ((*reopened)->Totals()->entries, 1);
+  EXPECT_EQ((*reopened)->Totals()->blob_bytes, 5);
   RemoveRecursively(*dir).IgnoreError();
 }
 

@@ -377,7 +377,14 @@ absl::StatusOr<std::shared_ptr<const LoadedArtifact>> Client::Load(
     return absl::FailedPreconditionError("kilnd reported no cache directory to load from");
   }
   RETURN_IF_ERROR(CheckCacheDirectory(cache_dir));
-  return LoadArtifact(cache_dir, response.artifact(), *trusted_);
+  absl::StatusOr<std::shared_ptr<const LoadedArtifact>> loaded =
+      LoadArtifact(cache_dir, response.artifact(), *trusted_);
+  // A hit kilnd never saw is a use all the same: eviction reads this mark
+  // (once per load, not per call; a shared daemon's file may not be ours).
+  if (loaded.ok() && source == Source::kLocalIndex) {
+    LocalIndex(cache_dir).Touch(response.artifact().key()).IgnoreError();
+  }
+  return loaded;
 }
 
 std::optional<kiln::v1::CompileResponse> Client::FindLocal(
@@ -477,6 +484,18 @@ absl::StatusOr<std::string> Client::Evict(const std::string& key) {
   request.set_key(key);
   ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::EvictResponse>("Evict", request)));
   return response.key();
+}
+
+absl::StatusOr<kiln::v1::GcResponse> Client::Gc(const kiln::v1::GcRequest& request) {
+  return Rpc<kiln::v1::GcResponse>("Gc", request);
+}
+
+absl::StatusOr<std::vector<std::string>> Client::Pin(const std::string& key, bool pinned) {
+  kiln::v1::PinRequest request;
+  request.set_key(key);
+  request.set_pinned(pinned);
+  ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::PinResponse>("Pin", request)));
+  return std::vector<std::string>(response.keys().begin(), response.keys().end());
 }
 
 absl::StatusOr<kiln::v1::TrafficHistogram> Client::Traffic(const std::string& graph_digest) {

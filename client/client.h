@@ -96,6 +96,9 @@ class Client final : private ForkAware {
   absl::StatusOr<kiln::v1::ListResponse> List();
   absl::StatusOr<kiln::v1::ArtifactMetadata> Show(const std::string& key);
   absl::StatusOr<std::string> Evict(const std::string& key);  // returns the full key
+  absl::StatusOr<kiln::v1::GcResponse> Gc(const kiln::v1::GcRequest& request);
+  // Pins (or unpins) the entries whose keys start with `key`; their keys.
+  absl::StatusOr<std::vector<std::string>> Pin(const std::string& key, bool pinned);
   // What serving processes reported running the graph of this GraphDigest
   // at (empty when nothing was).
   absl::StatusOr<kiln::v1::TrafficHistogram> Traffic(const std::string& graph_digest);

@@ -1,5 +1,11 @@
 #include "daemon/artifact_cache.h"
 
+#include <algorithm>
+#include <limits>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cache/request_key.h"
@@ -53,11 +59,43 @@ ArtifactCache::ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirecto
       toolchains_(std::move(toolchains)),
       toolchain_digests_(DigestToolchains(toolchains_)),
       options_(options),
-      queue_(options.compile_threads) {}
+      queue_(options.compile_threads) {
+  if (options_.max_cache_bytes > 0 || options_.max_entry_age > absl::ZeroDuration()) {
+    gc_thread_ = std::thread([this] { GcLoop(); });
+  }
+}
 
-ArtifactCache::~ArtifactCache() { Shutdown(); }
+ArtifactCache::~ArtifactCache() {
+  Shutdown();
+  if (gc_thread_.joinable()) gc_thread_.join();
+}
 
-void ArtifactCache::Shutdown() { queue_.Shutdown(); }
+void ArtifactCache::Shutdown() {
+  queue_.Shutdown();
+  absl::MutexLock lock(&gc_mutex_);
+  gc_stopping_ = true;
+}
+
+void ArtifactCache::GcLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&gc_mutex_);
+      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(gc_mutex_) {
+        return gc_stopping_ || gc_wanted_;
+      };
+      gc_mutex_.AwaitWithTimeout(absl::Condition(&woken), options_.gc_interval);
+      if (gc_stopping_) return;
+      gc_wanted_ = false;
+    }
+    absl::StatusOr<GcResult> result = Gc({});
+    if (!result.ok()) {
+      KILN_LOG(ERROR) << "eviction failed: " << result.status();
+    } else if (!result->evicted.empty()) {
+      KILN_LOG(INFO) << "evicted " << result->evicted.size() << " entries: " << result->bytes_before
+                     << " -> " << result->bytes_after << " bytes";
+    }
+  }
+}
 
 absl::StatusOr<std::optional<kiln::v1::CompileResponse>> ArtifactCache::FindStored(
     const std::string& key, bool want_bytes, bool repair) {
@@ -121,6 +159,8 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
   if (!stored.ok()) return done(stored.status());
   if (stored->has_value()) {
     ++hits_;
+    const absl::Status used = store_->RecordUse(key.key, options_.now());
+    if (!used.ok()) KILN_LOG(WARNING) << "cannot record a use of " << key.key << ": " << used;
     return done(**std::move(stored));
   }
   ++misses_;
@@ -172,6 +212,11 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
     return object.status();
   }
   compile_us_total_ += static_cast<int64_t>(object->compile_ms * 1000);
+  size_t bucket = 0;  // the first bound at or above the time; past them all, +Inf
+  while (bucket < std::size(kCompileMsBounds) && object->compile_ms > kCompileMsBounds[bucket]) {
+    ++bucket;
+  }
+  ++compile_ms_counts_[bucket];
 
   kiln::v1::ArtifactMetadata metadata;
   metadata.set_key(key);
@@ -186,7 +231,7 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   }
   metadata.set_object_bytes(object->shared_object.size());
   metadata.set_source_bytes(code->source.size());
-  metadata.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
+  metadata.set_created_unix_ms(absl::ToUnixMillis(options_.now()));
   *metadata.mutable_key_components() = components;
   metadata.set_graph_name(inputs.graph.name);
   metadata.set_compiler(object->compiler);
@@ -203,6 +248,13 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
     // Last: an index file always has its entry and object behind it.
     const absl::Status published = index_.Publish(metadata);
     if (!published.ok()) KILN_LOG(WARNING) << "cannot index " << key << ": " << published;
+  }
+  if (options_.max_cache_bytes > 0) {
+    const absl::StatusOr<StoreTotals> totals = store_->Totals();
+    if (totals.ok() && totals->blob_bytes > options_.max_cache_bytes) {
+      absl::MutexLock lock(&gc_mutex_);
+      gc_wanted_ = true;
+    }
   }
   KILN_LOG(INFO) << "compiled " << key.substr(0, 12) << " (" << inputs.graph.name << ") in "
                  << metadata.timings().total_ms() << " ms";
@@ -224,6 +276,11 @@ kiln::v1::StatsResponse ArtifactCache::Stats() {
   stats.set_compile_ms_total(compile_us_total_ / 1000.0);
   stats.set_uptime_ms(absl::ToInt64Milliseconds(absl::Now() - started_));
   stats.set_failures_replayed(failures_replayed_);
+  stats.set_evictions(evictions_);
+  stats.set_max_cache_bytes(options_.max_cache_bytes);
+  stats.set_queue_length(queue_.queued());
+  for (double bound : kCompileMsBounds) stats.add_compile_ms_bounds(bound);
+  for (const std::atomic<int64_t>& count : compile_ms_counts_) stats.add_compile_ms_counts(count);
   {
     absl::MutexLock lock(&failures_mutex_);
     const absl::Time now = options_.now();
@@ -338,12 +395,80 @@ absl::StatusOr<std::string> ArtifactCache::Evict(const std::string& key) {
     failures_.erase(full);
   }
   if (!stored.ok()) return full;
-  absl::MutexLock lock(&index_mutex_);
-  RETURN_IF_ERROR(index_.Remove(full));  // first: clients stop finding it locally
-  ASSIGN_OR_RETURN(const std::optional<std::string> removed_blob, store_->Evict(full));
-  // The object file goes with its blob: when no entry references it any more.
-  if (removed_blob.has_value()) RETURN_IF_ERROR(objects_.Remove(*removed_blob));
+  RETURN_IF_ERROR(EvictStored(full));
   return full;
+}
+
+absl::Status ArtifactCache::EvictStored(const std::string& key) {
+  absl::MutexLock lock(&index_mutex_);
+  RETURN_IF_ERROR(index_.Remove(key));  // first: clients stop finding it locally
+  ASSIGN_OR_RETURN(const std::optional<std::string> removed_blob, store_->Evict(key));
+  // The object file goes with its blob: when no entry references it any
+  // more. A process that has it mapped keeps its pages.
+  if (removed_blob.has_value()) RETURN_IF_ERROR(objects_.Remove(*removed_blob));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ArtifactCache::GcResult> ArtifactCache::Gc(const GcOptions& options) {
+  const int64_t max_bytes = options.max_bytes.value_or(options_.max_cache_bytes);
+  const absl::Duration max_age = options.max_age.value_or(options_.max_entry_age);
+  const absl::Duration grace = options.grace.value_or(options_.eviction_grace);
+  ASSIGN_OR_RETURN(std::vector<EntryUsage> entries, store_->Usage());
+  const absl::Time now = options_.now();
+  absl::flat_hash_map<std::string, int> references;  // entries per blob
+  GcResult result;
+  for (EntryUsage& entry : entries) {
+    if (std::optional<absl::Time> touched = index_.LastTouched(entry.key)) {
+      entry.last_use = std::max(entry.last_use, *touched);
+    }
+    if (references[entry.digest]++ == 0) result.bytes_before += entry.object_bytes;
+  }
+  std::sort(entries.begin(), entries.end(), [](const EntryUsage& a, const EntryUsage& b) {
+    return std::tie(a.last_use, a.key) < std::tie(b.last_use, b.key);
+  });
+  result.bytes_after = result.bytes_before;
+  for (const EntryUsage& entry : entries) {
+    if (entry.pinned) continue;
+    const bool too_old = max_age > absl::ZeroDuration() && now - entry.last_use > max_age;
+    const bool too_big =
+        max_bytes > 0 && result.bytes_after > max_bytes && now - entry.last_use >= grace;
+    if (!too_old && !too_big) break;  // every later entry is newer
+    if (--references[entry.digest] == 0) result.bytes_after -= entry.object_bytes;
+    result.evicted.push_back(entry);
+  }
+  if (options.dry_run || result.evicted.empty()) return result;
+  absl::flat_hash_set<std::string> evicted;
+  for (const EntryUsage& entry : result.evicted) {
+    const absl::Status status = EvictStored(entry.key);
+    // A concurrent `kiln evict` may have been first; anything else stops.
+    if (!status.ok() && !absl::IsNotFound(status)) return status;
+    evicted.insert(entry.key);
+    ++evictions_;
+  }
+  // Requests that named the evicted keys (local_index.h) go too.
+  ASSIGN_OR_RETURN(const std::vector<std::string> aliases, index_.AliasDigests());
+  for (const std::string& digest : aliases) {
+    absl::StatusOr<std::optional<std::string>> key = index_.FindAlias(digest);
+    if (key.ok() && key->has_value() && evicted.contains(**key)) {
+      RETURN_IF_ERROR(index_.RemoveAlias(digest));
+    }
+  }
+  return result;
+}
+
+absl::StatusOr<std::vector<std::string>> ArtifactCache::SetPinned(const std::string& key_or_prefix,
+                                                                  bool pinned) {
+  if (key_or_prefix.size() < 6) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key '", key_or_prefix, "' is too short: give at least 6 hex digits"));
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> keys,
+                   store_->KeysWithPrefix(key_or_prefix, std::numeric_limits<int>::max()));
+  if (keys.empty()) {
+    return absl::NotFoundError(absl::StrCat("no entry with key ", key_or_prefix));
+  }
+  for (const std::string& key : keys) RETURN_IF_ERROR(store_->SetPinned(key, pinned));
+  return keys;
 }
 
 }  // namespace kiln

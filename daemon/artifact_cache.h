@@ -17,17 +17,27 @@
 // full, a crashed or killed worker, shutdown) are never remembered. In
 // memory only: a restarted daemon tries again.
 //
+// Eviction (Gc): least recently used first — a hit here (RecordUse) or a
+// client's local-index hit (LocalIndex::Touch) is a use — until the store
+// is within Options::max_cache_bytes, and every entry unused for longer
+// than Options::max_entry_age; pinned entries never. A background thread
+// runs it every Options::gc_interval and after a compile that went past the
+// cap, so a hit never waits on it. An entry leaves the local index before
+// its object file goes; a process that has the object mapped keeps it.
+//
 // Thread-safe. Bad requests fail with InvalidArgument/Unimplemented naming
 // the node; nothing a request does can corrupt the store.
 #ifndef KILN_DAEMON_ARTIFACT_CACHE_H_
 #define KILN_DAEMON_ARTIFACT_CACHE_H_
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -62,6 +72,27 @@ class ArtifactCache {
     // Bounds the memory: past it the failure closest to expiry is forgotten.
     size_t max_remembered_failures = 1024;
     std::function<absl::Time()> now = [] { return absl::Now(); };  // tests step time
+    // Eviction limits (0: none) and how often the background thread checks.
+    int64_t max_cache_bytes = 0;
+    absl::Duration max_entry_age = absl::ZeroDuration();
+    absl::Duration gc_interval = absl::Minutes(1);
+    // Entries used more recently than this are never evicted by size: a
+    // client that was just answered still has to load the object.
+    absl::Duration eviction_grace = absl::Minutes(1);
+  };
+
+  struct GcOptions {
+    std::optional<int64_t> max_bytes;       // default: Options::max_cache_bytes
+    std::optional<absl::Duration> max_age;  // default: Options::max_entry_age
+    bool dry_run = false;                   // choose, but evict nothing
+    // Spares entries used this recently from the size cap; default:
+    // Options::eviction_grace (what the background eviction uses).
+    std::optional<absl::Duration> grace;
+  };
+  struct GcResult {
+    std::vector<EntryUsage> evicted;  // oldest use first
+    int64_t bytes_before = 0;
+    int64_t bytes_after = 0;
   };
   using Done = std::function<void(absl::StatusOr<kiln::v1::CompileResponse>)>;
 
@@ -85,6 +116,11 @@ class ArtifactCache {
   // Removes the entry and forgets a failure remembered for the key; either
   // one suffices. `key` may be a unique prefix of at least 6 hex digits.
   absl::StatusOr<std::string> Evict(const std::string& key);
+  // Evicts what the limits say (see above); a limit of 0 is none.
+  absl::StatusOr<GcResult> Gc(const GcOptions& options);
+  // Pins or unpins every entry whose key starts with `key_or_prefix` (at
+  // least 6 hex digits); the full keys. NotFound when none does.
+  absl::StatusOr<std::vector<std::string>> SetPinned(const std::string& key_or_prefix, bool pinned);
 
   // Stops accepting compiles; running ones finish.
   void Shutdown();
@@ -101,6 +137,11 @@ class ArtifactCache {
                                                   const std::string& key, bool want_bytes,
                                                   absl::Time received);
   absl::StatusOr<std::string> ResolveKey(const std::string& key_or_prefix);
+  // Takes the entry out of the local index, then the store, then its
+  // object file when no other entry shares it.
+  absl::Status EvictStored(const std::string& key);
+  // The background thread of eviction (see above).
+  void GcLoop();
 
   // The failure remembered for `key`, if it has not expired.
   std::optional<absl::Status> RememberedFailure(const std::string& key);
@@ -131,6 +172,17 @@ class ArtifactCache {
   std::atomic<int64_t> hits_{0}, misses_{0}, compiles_{0}, compile_failures_{0}, coalesced_{0},
       failures_replayed_{0};
   std::atomic<int64_t> compile_us_total_{0};
+  // The compile-time histogram (StatsResponse.compile_ms_bounds/counts):
+  // from tens of milliseconds (a pointwise graph) to the default timeout.
+  static constexpr double kCompileMsBounds[] = {10,   25,   50,    100,   250,   500,   1000,
+                                                2500, 5000, 10000, 30000, 60000, 120000};
+  std::array<std::atomic<int64_t>, std::size(kCompileMsBounds) + 1> compile_ms_counts_{};
+  std::atomic<int64_t> evictions_{0};
+
+  absl::Mutex gc_mutex_;
+  bool gc_stopping_ ABSL_GUARDED_BY(gc_mutex_) = false;
+  bool gc_wanted_ ABSL_GUARDED_BY(gc_mutex_) = false;  // a compile went past the cap
+  std::thread gc_thread_;
 
   CompileQueue queue_;  // last: its threads use the members above
 };

@@ -2,11 +2,18 @@
 // failures are remembered, for how long, and how Evict forgets them.
 #include "daemon/artifact_cache.h"
 
+#include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
+#include <sys/stat.h>
 
 #include <atomic>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "cache/memory_store.h"
 #include "cache/request_key.h"
 #include "common/files.h"
@@ -30,11 +37,11 @@ class FakeCompiler : public Compiler {
  public:
   explicit FakeCompiler(std::atomic<int>* calls, absl::Status* failure)
       : calls_(calls), failure_(failure) {}
-  absl::StatusOr<CompiledObject> Compile(absl::string_view, kiln::v1::Target) override {
+  absl::StatusOr<CompiledObject> Compile(absl::string_view source, kiln::v1::Target) override {
     ++*calls_;
     if (!failure_->ok()) return *failure_;
     CompiledObject object;
-    object.shared_object = "fake shared object";
+    object.shared_object = absl::StrCat("fake shared object of ", source);
     object.compiler = "fake";
     return object;
   }
@@ -79,6 +86,29 @@ class ArtifactCacheTest : public ::testing::Test {
                     });
     finished.WaitForNotification();
     return result;
+  }
+
+  // request_ becomes relu at n x n: another key, and other object bytes.
+  void SetSize(int n) {
+    for (kiln::v1::TensorType* type :
+         {request_.mutable_graph()->mutable_inputs(0)->mutable_type(),
+          request_.mutable_graph()->mutable_nodes(0)->mutable_output_types(0)}) {
+      for (kiln::v1::Dim& dim : *type->mutable_sizes()) dim.set_constant(n);
+    }
+  }
+
+  // Compiles relu at n x n at now_; its key and object bytes.
+  std::pair<std::string, int64_t> CompileSize(int n) {
+    SetSize(n);
+    absl::StatusOr<kiln::v1::CompileResponse> response = Compile();
+    EXPECT_TRUE(response.ok()) << response.status();
+    return {response->artifact().key(), response->artifact().object_bytes()};
+  }
+
+  static std::vector<std::string> Keys(const ArtifactCache::GcResult& result) {
+    std::vector<std::string> keys;
+    for (const EntryUsage& entry : result.evicted) keys.push_back(entry.key);
+    return keys;
   }
 
   // The key the cache computes for request_, as the client would.
@@ -154,6 +184,113 @@ TEST(IsDeterministicFailureTest, ChoosesByCodeAndCrash) {
   EXPECT_FALSE(IsDeterministicFailure(absl::InternalError("compile worker exited (status 1)")));
   EXPECT_FALSE(IsDeterministicFailure(absl::UnavailableError("shutting down")));
   EXPECT_FALSE(IsDeterministicFailure(absl::ResourceExhaustedError("no space left")));
+}
+
+TEST_F(ArtifactCacheTest, GcEvictsLeastRecentlyUsedFirstAndNeverPinnedOrFreshEntries) {
+  const auto [a, a_bytes] = CompileSize(4);
+  now_ += absl::Minutes(1);
+  const auto [b, b_bytes] = CompileSize(5);
+  now_ += absl::Minutes(1);
+  const auto [c, c_bytes] = CompileSize(6);
+  now_ += absl::Minutes(1);
+  const auto [d, d_bytes] = CompileSize(7);
+  now_ += absl::Minutes(1);
+  CompileSize(5);  // a daemon hit: b is used now
+  // The index files were published by the wall clock, ahead of now_: put
+  // them at the epoch, then a client's local-index hit marks a's (now, by
+  // the wall clock): a is the newest.
+  for (const std::string& key : {a, b, c, d}) {
+    const struct timespec epoch[2] = {{0, 0}, {0, 0}};
+    ASSERT_EQ(utimensat(AT_FDCWD, LocalIndex(dir_).PathFor(key).c_str(), epoch, 0), 0);
+  }
+  ASSERT_TRUE(LocalIndex(dir_).Touch(a).ok());
+  ASSERT_TRUE(cache_->SetPinned(c.substr(0, 8), true).ok());
+  now_ += absl::Minutes(5);
+  const int64_t total = a_bytes + b_bytes + c_bytes + d_bytes;
+
+  ArtifactCache::GcOptions dry;
+  dry.max_bytes = a_bytes + c_bytes;
+  dry.dry_run = true;
+  absl::StatusOr<ArtifactCache::GcResult> planned = cache_->Gc(dry);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  EXPECT_EQ(Keys(*planned), (std::vector<std::string>{d, b}));
+  EXPECT_EQ(planned->bytes_before, total);
+  EXPECT_EQ(planned->bytes_after, a_bytes + c_bytes);
+  EXPECT_TRUE(cache_->Show(d).ok()) << "a dry run evicts nothing";
+
+  ArtifactCache::GcOptions cap;
+  cap.max_bytes = a_bytes + c_bytes;
+  absl::StatusOr<ArtifactCache::GcResult> done = cache_->Gc(cap);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(Keys(*done), (std::vector<std::string>{d, b}));
+  EXPECT_EQ(cache_->Show(d).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(LocalIndex(dir_).Find(d)->has_value()) << "the index forgets it";
+  EXPECT_TRUE(cache_->Show(c).ok()) << "pinned";
+  EXPECT_EQ(cache_->Stats().evictions(), 2);
+  EXPECT_EQ(cache_->Stats().bytes_stored(), a_bytes + c_bytes);
+
+  // Nothing fits under 1 byte but the pinned entry and the one touched
+  // (by the wall clock: in this test's future) stay.
+  cap.max_bytes = 1;
+  done = cache_->Gc(cap);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_TRUE(done->evicted.empty());
+  ASSERT_TRUE(cache_->SetPinned(c, false).ok());
+  done = cache_->Gc(cap);
+  EXPECT_EQ(Keys(*done), (std::vector<std::string>{c}));
+}
+
+TEST_F(ArtifactCacheTest, GcEvictsWhatIsUnusedForLongerThanTheMaxAge) {
+  const auto [old_key, old_bytes] = CompileSize(4);
+  now_ += absl::Minutes(10);
+  const auto [new_key, new_bytes] = CompileSize(5);
+  now_ += absl::Minutes(5);
+  for (const std::string& key : {old_key, new_key}) {  // published by the wall clock: see above
+    const struct timespec epoch[2] = {{0, 0}, {0, 0}};
+    ASSERT_EQ(utimensat(AT_FDCWD, LocalIndex(dir_).PathFor(key).c_str(), epoch, 0), 0);
+  }
+  ArtifactCache::GcOptions age;
+  age.max_age = absl::Minutes(8);
+  absl::StatusOr<ArtifactCache::GcResult> done = cache_->Gc(age);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(Keys(*done), (std::vector<std::string>{old_key}));
+  EXPECT_EQ(done->bytes_after, new_bytes);
+  EXPECT_TRUE(cache_->Show(new_key).ok());
+}
+
+TEST_F(ArtifactCacheTest, PinNeedsAKeyPrefixThatNamesEntries) {
+  EXPECT_EQ(cache_->SetPinned("abc", true).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache_->SetPinned("abcdef", true).status(),
+            absl::NotFoundError("no entry with key abcdef"));
+}
+
+TEST(ArtifactCacheBackgroundTest, ACompilePastTheCapWakesEviction) {
+  auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
+  ASSERT_TRUE(dir.ok());
+  std::atomic<int> calls{0};
+  absl::Status ok;
+  ArtifactCache::Options options;
+  options.compile_threads = 1;
+  options.max_cache_bytes = 1;
+  options.gc_interval = absl::Hours(1);  // only the compile can wake it
+  options.eviction_grace = absl::ZeroDuration();
+  ArtifactCache cache(std::make_unique<MemoryStore>(), ObjectDirectory(*dir + "/objects"),
+                      LocalIndex(*dir), std::make_unique<FakeCompiler>(&calls, &ok),
+                      {{kiln::v1::TARGET_NATIVE, kiln::v1::Toolchain()}}, options);
+  kiln::v1::CompileRequest request;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(kReluGraph, request.mutable_graph()).ok());
+  absl::Notification compiled;
+  cache.Compile(request, true, [&](absl::StatusOr<kiln::v1::CompileResponse> response) {
+    EXPECT_TRUE(response.ok()) << response.status();
+    compiled.Notify();
+  });
+  compiled.WaitForNotification();
+  for (int i = 0; i < 1000 && cache.Stats().evictions() == 0; ++i)
+    absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(cache.Stats().evictions(), 1);
+  EXPECT_EQ(cache.Stats().entries(), 0);
+  RemoveRecursively(*dir).IgnoreError();
 }
 
 }  // namespace

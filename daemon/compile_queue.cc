@@ -65,6 +65,11 @@ int CompileQueue::busy() const {
   return static_cast<int>(jobs_.size());
 }
 
+int CompileQueue::queued() const {
+  absl::MutexLock lock(&mutex_);
+  return static_cast<int>(queue_.size());
+}
+
 bool CompileQueue::IsHeavy(const Job& job) const {
   return job.options.cost > options_.small_job_cost || job.options.priority < kInteractive;
 }

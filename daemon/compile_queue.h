@@ -78,6 +78,8 @@ class CompileQueue {
   // Jobs queued or running (coalesced requests count once). Zero means the
   // daemon is idle.
   int busy() const;
+  // Jobs waiting for a thread (not running; coalesced requests count once).
+  int queued() const;
 
  private:
   struct Job {

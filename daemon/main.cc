@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -33,9 +34,11 @@
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/paths.h"
+#include "common/prometheus.h"
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "daemon/artifact_cache.h"
+#include "daemon/metrics_server.h"
 #include "daemon/service.h"
 
 ABSL_FLAG(std::string, socket, "",
@@ -45,6 +48,14 @@ ABSL_FLAG(std::string, cache_dir, "",
           "Cache directory: the RocksDB store and the object files (default: $KILN_CACHE_DIR, "
           "else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln).");
 ABSL_FLAG(int, compile_jobs, 2, "Compiles that may run at once.");
+ABSL_FLAG(int64_t, max_cache_bytes, -1,
+          "Evict least recently used entries (local-index hits count as uses) to keep the "
+          "store within this many bytes; -1: the smaller of 10 GiB and 10% of the cache "
+          "directory's file system; 0: no cap.");
+ABSL_FLAG(absl::Duration, max_entry_age, absl::ZeroDuration(),
+          "Evict entries unused for longer than this (e.g. 720h); 0: never.");
+ABSL_FLAG(absl::Duration, gc_interval, absl::Minutes(1),
+          "How often eviction checks the limits (also after a compile that passes the cap).");
 ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(120),
           "A compile still running after this is killed and fails.");
 ABSL_FLAG(uint64_t, compile_memory_limit_mb, kiln::kDefaultCompileMemoryBytes >> 20,
@@ -60,6 +71,11 @@ ABSL_FLAG(uint32_t, testonly_protocol_version, kiln::kProtocolVersion,
 ABSL_FLAG(absl::Duration, lock_wait, absl::Minutes(3),
           "When another kilnd serves this socket (draining after SIGTERM, say), wait this long "
           "for it to exit before giving up.");
+ABSL_FLAG(std::string, metrics_socket, "",
+          "Unix socket (mode 0600) serving Prometheus text on GET /metrics (default: beside "
+          "--socket, kilnd.sock -> kilnd.metrics.sock; \"none\": no metrics socket).");
+ABSL_FLAG(int, metrics_port, 0,
+          "Also serve /metrics on this TCP port of 127.0.0.1, never another interface (0: off).");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error.");
 ABSL_FLAG(std::string, compiler, "worker",
           "worker: long-lived kiln-compile-worker processes (falls back to subprocess when no "
@@ -70,6 +86,24 @@ ABSL_FLAG(bool, daemonize, false,
 
 namespace kiln {
 namespace {
+
+// --max_cache_bytes, with -1 as the smaller of 10 GiB and a tenth of the
+// file system `cache_dir` is on.
+absl::StatusOr<int64_t> CacheCap(const std::string& cache_dir) {
+  const int64_t flag = absl::GetFlag(FLAGS_max_cache_bytes);
+  if (flag >= 0) return flag;
+  if (flag != -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_cache_bytes=", flag, ": give bytes, 0 (no cap) or -1 (the default)"));
+  }
+  struct statvfs fs;
+  if (statvfs(cache_dir.c_str(), &fs) != 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot size the file system of ", cache_dir, ": ", strerror(errno)));
+  }
+  const int64_t tenth = static_cast<int64_t>(fs.f_blocks) * static_cast<int64_t>(fs.f_frsize) / 10;
+  return std::min(int64_t{10} << 30, tenth);
+}
 
 // Takes an exclusive lock on `path` for the process's life. While another
 // kilnd holds it (one draining after SIGTERM, its compiles finishing), waits
@@ -154,6 +188,9 @@ absl::Status Serve() {
   const kiln::v1::Toolchain& toolchain = toolchains.at(kiln::v1::TARGET_NATIVE);
   ArtifactCache::Options options;
   options.compile_threads = std::max(1, absl::GetFlag(FLAGS_compile_jobs));
+  ASSIGN_OR_RETURN(options.max_cache_bytes, CacheCap(cache_dir));
+  options.max_entry_age = absl::GetFlag(FLAGS_max_entry_age);
+  options.gc_interval = std::max(absl::Seconds(1), absl::GetFlag(FLAGS_gc_interval));
   ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler,
                    MakeCompiler(cache_dir, options.compile_threads));
   // Same-host clients find hits through this without a round trip.
@@ -191,6 +228,18 @@ absl::Status Serve() {
   service_options.protocol_version = absl::GetFlag(FLAGS_testonly_protocol_version);
   TrafficStore traffic(cache_dir + "/traffic");
   KilnService service(&cache, &traffic, cache_dir, service_options);
+
+  MetricsServer::Options metrics_options;
+  metrics_options.socket_path = absl::GetFlag(FLAGS_metrics_socket);
+  metrics_options.port = absl::GetFlag(FLAGS_metrics_port);
+  if (metrics_options.socket_path.empty()) {
+    metrics_options.socket_path = DefaultMetricsSocketPath(socket);
+    metrics_options.socket_optional = true;
+  }
+  if (metrics_options.socket_path == "none") metrics_options.socket_path.clear();
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<MetricsServer> metrics,
+      MetricsServer::Start(metrics_options, [&cache] { return PrometheusText(cache.Stats()); }));
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
@@ -239,6 +288,7 @@ absl::Status Serve() {
   });
   server->Wait();
   supervisor.join();
+  metrics.reset();  // removes its socket
   KILN_LOG(INFO) << "kilnd stopped";
   return absl::OkStatus();
 }

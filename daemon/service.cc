@@ -149,6 +149,42 @@ grpc::ServerUnaryReactor* KilnService::Evict(grpc::CallbackServerContext* contex
   return Finish(context, ToGrpc(result.status()));
 }
 
+grpc::ServerUnaryReactor* KilnService::Gc(grpc::CallbackServerContext* context,
+                                          const kiln::v1::GcRequest* request,
+                                          kiln::v1::GcResponse* response) {
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
+  ArtifactCache::GcOptions options;
+  if (request->has_max_bytes()) options.max_bytes = request->max_bytes();
+  if (request->has_older_than_ms()) options.max_age = absl::Milliseconds(request->older_than_ms());
+  options.dry_run = request->dry_run();
+  options.grace = absl::ZeroDuration();  // an operator's explicit request: the limits as given
+  auto result = cache_->Gc(options);
+  if (result.ok()) {
+    for (const EntryUsage& entry : result->evicted) {
+      kiln::v1::GcResponse::Evicted* evicted = response->add_evicted();
+      evicted->set_key(entry.key);
+      evicted->set_object_bytes(entry.object_bytes);
+      evicted->set_last_use_unix_ms(absl::ToUnixMillis(entry.last_use));
+    }
+    response->set_bytes_before(result->bytes_before);
+    response->set_bytes_after(result->bytes_after);
+  }
+  return Finish(context, ToGrpc(result.status()));
+}
+
+grpc::ServerUnaryReactor* KilnService::Pin(grpc::CallbackServerContext* context,
+                                           const kiln::v1::PinRequest* request,
+                                           kiln::v1::PinResponse* response) {
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
+  auto result = cache_->SetPinned(request->key(), request->pinned());
+  if (result.ok()) *response->mutable_keys() = {result->begin(), result->end()};
+  return Finish(context, ToGrpc(result.status()));
+}
+
 grpc::ServerUnaryReactor* KilnService::ReportTraffic(grpc::CallbackServerContext* context,
                                                      const kiln::v1::TrafficReport* request,
                                                      kiln::v1::TrafficReportResponse*) {

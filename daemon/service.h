@@ -47,6 +47,12 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
   grpc::ServerUnaryReactor* Evict(grpc::CallbackServerContext* context,
                                   const kiln::v1::EvictRequest* request,
                                   kiln::v1::EvictResponse* response) override;
+  grpc::ServerUnaryReactor* Gc(grpc::CallbackServerContext* context,
+                               const kiln::v1::GcRequest* request,
+                               kiln::v1::GcResponse* response) override;
+  grpc::ServerUnaryReactor* Pin(grpc::CallbackServerContext* context,
+                                const kiln::v1::PinRequest* request,
+                                kiln::v1::PinResponse* response) override;
   grpc::ServerUnaryReactor* ReportTraffic(grpc::CallbackServerContext* context,
                                           const kiln::v1::TrafficReport* request,
                                           kiln::v1::TrafficReportResponse* response) override;

@@ -272,6 +272,44 @@ TEST_F(EndToEndTest, SizesFromSymbolsPastTheLimitsAreRefusedBeforeTheKernelRuns)
                         "limit kMaxTensorElements"));
 }
 
+TEST_F(EndToEndTest, GcKeepsPinnedEntriesAndALoadedObjectKeepsRunningAfterItsEviction) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  CompiledGraph f(client->get(), Example("f"));
+  Tensor x(kiln::v1::FLOAT32, {64, 64});
+  ASSERT_TRUE(f.Run({x.view()}).ok());
+  auto tail = daemon_.RunTool({kKilnCliPath, "run", "examples/tail.json", "--start=false"});
+  ASSERT_TRUE(tail.ok());
+  ASSERT_EQ(tail->exit_code, 0) << tail->output;
+  const std::string f_key = f.artifact()->key();
+
+  auto pin = daemon_.RunTool({kKilnCliPath, "pin", f_key.substr(0, 12), "--start=false"});
+  ASSERT_TRUE(pin.ok());
+  EXPECT_EQ(pin->output, "pinned " + f_key + "\n");
+  auto gc = daemon_.RunTool({kKilnCliPath, "gc", "--max_bytes=1", "--start=false"});
+  ASSERT_TRUE(gc.ok());
+  ASSERT_EQ(gc->exit_code, 0) << gc->output;
+  EXPECT_THAT(gc->output, HasSubstr("evicted 1 entries"));
+  EXPECT_EQ(Stats().entries(), 1) << "f is pinned";
+  EXPECT_EQ(Stats().evictions(), 1);
+
+  ASSERT_EQ(daemon_.RunTool({kKilnCliPath, "unpin", f_key, "--start=false"})->exit_code, 0);
+  gc = daemon_.RunTool({kKilnCliPath, "gc", "--max_bytes=1", "--start=false"});
+  EXPECT_THAT(gc->output, HasSubstr("evicted " + f_key.substr(0, 16)));
+  EXPECT_EQ(Stats().entries(), 0);
+  // This process still has f's object mapped: it keeps running.
+  EXPECT_TRUE(f.Run({x.view()}).ok());
+  // A fresh process misses and compiles again.
+  CompiledGraph fresh(client->get(), Example("f"));
+  ASSERT_TRUE(fresh.Run({x.view()}).ok());
+  EXPECT_EQ(Stats().compiles(), 3);
+
+  auto bad = daemon_.RunTool({kKilnCliPath, "gc", "--max_bytes=lots", "--start=false"});
+  EXPECT_EQ(bad->exit_code, 1);
+  EXPECT_THAT(bad->output,
+              HasSubstr("'lots' is not a size: give bytes, or a number with K, M, G or T"));
+}
+
 TEST_F(EndToEndTest, StaticGuardsAndOutputBuffersAreChecked) {
   auto client = daemon_.Connect();
   ASSERT_TRUE(client.ok());

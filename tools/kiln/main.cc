@@ -14,10 +14,14 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "client/client.h"
 #include "client/compiled_graph.h"
 #include "codegen/compile/target.h"
@@ -26,6 +30,7 @@
 #include "codegen/pipeline.h"
 #include "common/files.h"
 #include "common/graph_file.h"
+#include "common/prometheus.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "tools/kiln/warmup.h"
@@ -34,6 +39,8 @@
 
 ABSL_FLAG(bool, json, false,
           "Print machine-readable JSON (stats, ls, show, compile; warmup: a summary object).");
+ABSL_FLAG(std::string, format, "text",
+          "stats: text, json (as --json) or prometheus (the text kilnd serves on /metrics).");
 ABSL_FLAG(std::string, socket, "",
           "kilnd's socket (default: $KILN_SOCKET or the per-user default).");
 ABSL_FLAG(std::string, cache_dir, "", "Cache directory for an auto-started kilnd.");
@@ -59,6 +66,13 @@ ABSL_FLAG(bool, suggest, false,
           "processes recorded (docs/WARMUP.md).");
 ABSL_FLAG(double, share, 0.99, "warmup --suggest: the share of recorded calls to cover.");
 ABSL_FLAG(int, max_buckets, 24, "warmup --suggest: the most buckets to suggest.");
+ABSL_FLAG(std::string, max_bytes, "",
+          "gc: evict least recently used entries until the store holds at most this many "
+          "bytes (e.g. 2G, 500M; default: kilnd's --max_cache_bytes)");
+ABSL_FLAG(std::string, older_than, "",
+          "gc: evict entries unused for longer than this (e.g. 30d, 12h; default: kilnd's "
+          "--max_entry_age)");
+ABSL_FLAG(bool, dry_run, false, "gc: list what would be evicted; evict nothing.");
 ABSL_FLAG(std::string, target, "native",
           "compile/run/explain: the CPUs to compile for: native (this host's, 512-bit vectors "
           "where it has AVX-512), x86-64-v3 (AVX2) or x86-64-v4 (AVX-512); a portable level's "
@@ -354,10 +368,25 @@ absl::Status Explain(const Args& args) {
 
 absl::Status Stats(const Args& args) {
   RETURN_IF_ERROR(NeedArgs(args, 0, "kiln stats"));
+  std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "text" && format != "json" && format != "prometheus") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format=", format, " is not one of text, json, prometheus"));
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    if (format == "prometheus") {
+      return absl::InvalidArgumentError("--json and --format=prometheus conflict: pass one");
+    }
+    format = "json";
+  }
   ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
   ASSIGN_OR_RETURN(auto stats, client->Stats());
-  if (absl::GetFlag(FLAGS_json)) {
+  if (format == "json") {
     std::cout << ToJson(stats) << "\n";
+    return absl::OkStatus();
+  }
+  if (format == "prometheus") {
+    std::cout << PrometheusText(stats);
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(const kiln::v1::HelloResponse daemon, client->daemon());
@@ -422,6 +451,98 @@ absl::Status Evict(const Args& args) {
   return absl::OkStatus();
 }
 
+// "1.5G", "500M", "64K", "1024": bytes (powers of 1024).
+absl::StatusOr<int64_t> ParseBytes(const std::string& text) {
+  static constexpr std::pair<char, int64_t> kUnits[] = {{'K', int64_t{1} << 10},
+                                                        {'M', int64_t{1} << 20},
+                                                        {'G', int64_t{1} << 30},
+                                                        {'T', int64_t{1} << 40}};
+  std::string number = text;
+  int64_t unit = 1;
+  for (const auto& [suffix, size] : kUnits) {
+    if (!number.empty() && absl::ascii_toupper(number.back()) == suffix) {
+      number.pop_back();
+      unit = size;
+    }
+  }
+  double value;
+  if (!absl::SimpleAtod(number, &value) || value < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text, "' is not a size: give bytes, or a number with K, M, G or T"));
+  }
+  return static_cast<int64_t>(value * static_cast<double>(unit));
+}
+
+// "30d", "12h", "90m", "1h30m": a duration (absl's, plus days).
+absl::StatusOr<absl::Duration> ParseAge(const std::string& text) {
+  absl::Duration age;
+  double days;
+  if (absl::EndsWith(text, "d") && absl::SimpleAtod(text.substr(0, text.size() - 1), &days)) {
+    age = absl::Hours(24 * days);
+  } else if (!absl::ParseDuration(text, &age)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text, "' is not an age: give e.g. 30d, 12h or 90m"));
+  }
+  if (age < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("age ", text, " is negative"));
+  }
+  return age;
+}
+
+std::string HumanBytes(int64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f %s", value, kUnits[unit]);
+}
+
+absl::Status Gc(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 0, "kiln gc"));
+  kiln::v1::GcRequest request;
+  if (const std::string bytes = absl::GetFlag(FLAGS_max_bytes); !bytes.empty()) {
+    ASSIGN_OR_RETURN(const int64_t max_bytes, ParseBytes(bytes));
+    request.set_max_bytes(max_bytes);
+  }
+  if (const std::string age = absl::GetFlag(FLAGS_older_than); !age.empty()) {
+    ASSIGN_OR_RETURN(const absl::Duration older_than, ParseAge(age));
+    request.set_older_than_ms(absl::ToInt64Milliseconds(older_than));
+  }
+  request.set_dry_run(absl::GetFlag(FLAGS_dry_run));
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  ASSIGN_OR_RETURN(const kiln::v1::GcResponse response, client->Gc(request));
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(response) << "\n";
+    return absl::OkStatus();
+  }
+  const char* verb = request.dry_run() ? "would evict" : "evicted";
+  for (const kiln::v1::GcResponse::Evicted& entry : response.evicted()) {
+    std::cout << absl::StrFormat(
+        "%s %s  %10s  last used %s\n", verb, Short(entry.key()), HumanBytes(entry.object_bytes()),
+        absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(entry.last_use_unix_ms()),
+                         absl::LocalTimeZone()));
+  }
+  std::cout << absl::StrFormat("%s %d entries: %s -> %s\n", verb, response.evicted_size(),
+                               HumanBytes(response.bytes_before()),
+                               HumanBytes(response.bytes_after()));
+  return absl::OkStatus();
+}
+
+absl::Status SetPinned(const Args& args, bool pinned) {
+  RETURN_IF_ERROR(NeedArgs(args, 1, pinned ? "kiln pin KEY" : "kiln unpin KEY"));
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  ASSIGN_OR_RETURN(const std::vector<std::string> keys, client->Pin(args[0], pinned));
+  for (const std::string& key : keys)
+    std::cout << (pinned ? "pinned " : "unpinned ") << key << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Pin(const Args& args) { return SetPinned(args, true); }
+absl::Status Unpin(const Args& args) { return SetPinned(args, false); }
+
 absl::Status Warmup(const Args& args) {
   if (absl::GetFlag(FLAGS_suggest)) {
     RETURN_IF_ERROR(NeedArgs(args, 1, "kiln warmup --suggest GRAPH.json"));
@@ -481,8 +602,8 @@ const std::map<std::string, Command>& Commands() {
       {"stats",
        {"",
         "daemon counters and store totals",
-        {"json", KILN_DAEMON_FLAGS},
-        "kiln stats --json",
+        {"format", "json", KILN_DAEMON_FLAGS},
+        "kiln stats --format=prometheus",
         Stats}},
       {"ls", {"", "list cache entries", {"json", KILN_DAEMON_FLAGS}, "kiln ls", List}},
       {"ops", {"", "the supported ops, as Markdown (docs/OPS.md)", {}, "kiln ops > ops.md", Ops}},
@@ -505,6 +626,21 @@ const std::map<std::string, Command>& Commands() {
         {KILN_DAEMON_FLAGS},
         "kiln evict 3f2a9c",
         Evict}},
+      {"gc",
+       {"",
+        "evict least recently used entries past a size, and entries unused for an age "
+        "(pinned ones never)",
+        {"max_bytes", "older_than", "dry_run", "json", KILN_DAEMON_FLAGS},
+        "kiln gc --max_bytes=2G --older_than=30d --dry_run",
+        Gc}},
+      {"pin",
+       {"KEY",
+        "keep the entries whose keys start with KEY through every eviction",
+        {KILN_DAEMON_FLAGS},
+        "kiln pin 3f2a9c",
+        Pin}},
+      {"unpin",
+       {"KEY", "let them be evicted again", {KILN_DAEMON_FLAGS}, "kiln unpin 3f2a9c", Unpin}},
   };
   return *commands;
 }

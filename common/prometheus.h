@@ -1,0 +1,36 @@
+// kilnd's counters in the Prometheus text exposition format (version
+// 0.0.4), served on /metrics (daemon/metrics_server.h) and printed by
+// `kiln stats --format=prometheus`.
+//
+//   text     := { family }
+//   family   := "# HELP " name " " help "\n" "# TYPE " name " " type "\n"
+//               { sample }
+//   sample   := name [ "{le=\"" bound "\"}" ] " " value "\n"
+//
+// Metric names start with `kiln_`; counters end in `_total`. The only label
+// is a histogram bucket's `le`: no cache key or graph name ever appears in
+// a label or anywhere else (any local user may read a loopback port).
+// Durations are in seconds.
+#ifndef KILN_COMMON_PROMETHEUS_H_
+#define KILN_COMMON_PROMETHEUS_H_
+
+#include <string>
+#include <vector>
+
+#include "proto/service.pb.h"
+
+namespace kiln {
+
+// Every numeric StatsResponse field as a metric family, in a fixed order.
+// The compile-time histogram (kiln_compile_duration_seconds) is left out
+// when its counts are not one more than its bounds (a kilnd from before it
+// existed sends neither).
+std::string PrometheusText(const kiln::v1::StatsResponse& stats);
+
+// The StatsResponse fields the exposition describes, by name: a test checks
+// that this covers every numeric field of the message.
+std::vector<std::string> PrometheusDescribedFields();
+
+}  // namespace kiln
+
+#endif  // KILN_COMMON_PROMETHEUS_H_

@@ -1,0 +1,149 @@
+#include "common/prometheus.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+
+namespace kiln {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+
+kiln::v1::StatsResponse FilledStats() {
+  kiln::v1::StatsResponse stats;
+  stats.set_hits(7);
+  stats.set_misses(3);
+  stats.set_compiles(3);
+  stats.set_compile_failures(1);
+  stats.set_compile_ms_total(512.5);
+  stats.set_entries(2);
+  stats.set_blobs(2);
+  stats.set_bytes_stored(12345678);
+  stats.set_coalesced(1);
+  stats.set_corrupt_blobs(4);
+  stats.set_uptime_ms(61500);
+  stats.set_corrupt_entries(5);
+  stats.set_unreadable_ranges(6);
+  stats.set_remembered_failures(1);
+  stats.set_failures_replayed(8);
+  stats.set_queue_length(9);
+  stats.set_evictions(10);
+  stats.set_max_cache_bytes(int64_t{10} << 30);
+  for (double bound : {10.0, 250.0, 1000.0}) stats.add_compile_ms_bounds(bound);
+  for (int64_t count : {1, 0, 1, 0}) stats.add_compile_ms_counts(count);
+  return stats;
+}
+
+TEST(PrometheusTest, ExactText) {
+  EXPECT_EQ(PrometheusText(FilledStats()),
+            "# HELP kiln_hits_total Compile requests kilnd answered from the store (same-host "
+            "hits from the local index never reach kilnd).\n"
+            "# TYPE kiln_hits_total counter\n"
+            "kiln_hits_total 7\n"
+            "# HELP kiln_misses_total Compile requests kilnd did not find stored.\n"
+            "# TYPE kiln_misses_total counter\n"
+            "kiln_misses_total 3\n"
+            "# HELP kiln_coalesced_total Misses that waited on a compile of the same key already "
+            "running.\n"
+            "# TYPE kiln_coalesced_total counter\n"
+            "kiln_coalesced_total 1\n"
+            "# HELP kiln_compiles_total Compile pipeline runs, failed ones included.\n"
+            "# TYPE kiln_compiles_total counter\n"
+            "kiln_compiles_total 3\n"
+            "# HELP kiln_compile_failures_total Compile pipeline runs that failed.\n"
+            "# TYPE kiln_compile_failures_total counter\n"
+            "kiln_compile_failures_total 1\n"
+            "# HELP kiln_failures_replayed_total Misses answered with a remembered compile "
+            "failure.\n"
+            "# TYPE kiln_failures_replayed_total counter\n"
+            "kiln_failures_replayed_total 8\n"
+            "# HELP kiln_evictions_total Entries evicted by size or age (kiln gc and the "
+            "background eviction).\n"
+            "# TYPE kiln_evictions_total counter\n"
+            "kiln_evictions_total 10\n"
+            "# HELP kiln_remembered_failures Keys whose deterministic compile failure is "
+            "remembered.\n"
+            "# TYPE kiln_remembered_failures gauge\n"
+            "kiln_remembered_failures 1\n"
+            "# HELP kiln_compile_queue_length Compiles waiting for a compile thread (not "
+            "running).\n"
+            "# TYPE kiln_compile_queue_length gauge\n"
+            "kiln_compile_queue_length 9\n"
+            "# HELP kiln_store_entries Entries in the store.\n"
+            "# TYPE kiln_store_entries gauge\n"
+            "kiln_store_entries 2\n"
+            "# HELP kiln_store_blobs Shared-object blobs in the store.\n"
+            "# TYPE kiln_store_blobs gauge\n"
+            "kiln_store_blobs 2\n"
+            "# HELP kiln_store_bytes Shared-object bytes in the store.\n"
+            "# TYPE kiln_store_bytes gauge\n"
+            "kiln_store_bytes 12345678\n"
+            "# HELP kiln_store_max_bytes The size cap eviction keeps the store within, in bytes "
+            "(0: none).\n"
+            "# TYPE kiln_store_max_bytes gauge\n"
+            "kiln_store_max_bytes 10737418240\n"
+            "# HELP kiln_store_quarantined_blobs Blobs found damaged and quarantined.\n"
+            "# TYPE kiln_store_quarantined_blobs gauge\n"
+            "kiln_store_quarantined_blobs 4\n"
+            "# HELP kiln_store_quarantined_entries Entries found damaged and quarantined.\n"
+            "# TYPE kiln_store_quarantined_entries gauge\n"
+            "kiln_store_quarantined_entries 5\n"
+            "# HELP kiln_store_unreadable_ranges Damaged stretches of the store its totals "
+            "skipped (the store gauges are then lower bounds).\n"
+            "# TYPE kiln_store_unreadable_ranges gauge\n"
+            "kiln_store_unreadable_ranges 6\n"
+            "# HELP kiln_uptime_seconds Seconds since kilnd started.\n"
+            "# TYPE kiln_uptime_seconds gauge\n"
+            "kiln_uptime_seconds 61.5\n"
+            "# HELP kiln_compile_duration_seconds Time the compiler (clang and lld) took per "
+            "successful compile.\n"
+            "# TYPE kiln_compile_duration_seconds histogram\n"
+            "kiln_compile_duration_seconds_bucket{le=\"0.01\"} 1\n"
+            "kiln_compile_duration_seconds_bucket{le=\"0.25\"} 1\n"
+            "kiln_compile_duration_seconds_bucket{le=\"1\"} 2\n"
+            "kiln_compile_duration_seconds_bucket{le=\"+Inf\"} 2\n"
+            "kiln_compile_duration_seconds_sum 0.5125\n"
+            "kiln_compile_duration_seconds_count 2\n");
+}
+
+TEST(PrometheusTest, HistogramLeftOutWhenCountsDoNotMatchBounds) {
+  kiln::v1::StatsResponse stats = FilledStats();
+  stats.clear_compile_ms_counts();  // what a kilnd from before the histogram sends
+  const std::string text = PrometheusText(stats);
+  EXPECT_FALSE(absl::StrContains(text, "kiln_compile_duration_seconds")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "\nkiln_hits_total 7\n")) << text;
+}
+
+// A numeric StatsResponse field the table does not describe would never be
+// exported: add a row to common/prometheus.cc's table (or to the histogram).
+TEST(PrometheusTest, EveryNumericStatsFieldIsDescribed) {
+  const std::vector<std::string> described = PrometheusDescribedFields();
+  const auto* descriptor = kiln::v1::StatsResponse::descriptor();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const FieldDescriptor* field = descriptor->field(i);
+    switch (field->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_INT32:
+      case FieldDescriptor::CPPTYPE_INT64:
+      case FieldDescriptor::CPPTYPE_UINT32:
+      case FieldDescriptor::CPPTYPE_UINT64:
+      case FieldDescriptor::CPPTYPE_DOUBLE:
+      case FieldDescriptor::CPPTYPE_FLOAT:
+        EXPECT_NE(std::find(described.begin(), described.end(), field->name()), described.end())
+            << "StatsResponse." << field->name()
+            << " is not exported: add it to the table in common/prometheus.cc";
+        break;
+      default:
+        break;
+    }
+  }
+  for (const std::string& name : described) {
+    EXPECT_NE(descriptor->FindFieldByName(name), nullptr)
+        << "common/prometheus.cc names StatsResponse." << name << ", which does not exist";
+  }
+}
+
+}  // namespace
+}  // namespace kiln
