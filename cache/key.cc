@@ -100,31 +100,51 @@ void EncodeArg(const ir::ArgValue& value, Encoder& out) {
 
 // The graph is canonical already (PrepareGraph): order and value ids are
 // structural, so encoding it in order is canonical.
-std::string GraphDigest(const ir::Graph& graph) {
-  Encoder out;
+void EncodeInputs(const ir::Graph& graph, Encoder& out) {
   out.Int(static_cast<int64_t>(graph.symbols.size()));
   out.Int(static_cast<int64_t>(graph.inputs.size()));
   for (int input : graph.inputs) EncodeType(graph.values[input], out);
-  out.Int(static_cast<int64_t>(graph.nodes.size()));
-  for (const ir::Node& node : graph.nodes) {
-    out.Tag('N');
-    out.String(node.op);
-    out.Int(static_cast<int64_t>(node.inputs.size()));
-    for (int input : node.inputs) out.Int(input);
-    out.Int(static_cast<int64_t>(node.args.size()));
-    for (const auto& [name, value] : node.args) {  // sorted by name
-      out.String(name);
-      EncodeArg(value, out);
-    }
-    out.Int(static_cast<int64_t>(node.outputs.size()));
-    for (int output : node.outputs) {
-      out.Int(output);
-      EncodeType(graph.values[output], out);
-    }
+}
+
+void EncodeNode(const ir::Graph& graph, const ir::Node& node, Encoder& out) {
+  out.Tag('N');
+  out.String(node.op);
+  out.Int(static_cast<int64_t>(node.inputs.size()));
+  for (int input : node.inputs) out.Int(input);
+  out.Int(static_cast<int64_t>(node.args.size()));
+  for (const auto& [name, value] : node.args) {  // sorted by name
+    out.String(name);
+    EncodeArg(value, out);
   }
+  out.Int(static_cast<int64_t>(node.outputs.size()));
+  for (int output : node.outputs) {
+    out.Int(output);
+    EncodeType(graph.values[output], out);
+  }
+}
+
+std::string GraphDigest(const ir::Graph& graph) {
+  Encoder out;
+  EncodeInputs(graph, out);
+  out.Int(static_cast<int64_t>(graph.nodes.size()));
+  for (const ir::Node& node : graph.nodes) EncodeNode(graph, node, out);
   out.Int(static_cast<int64_t>(graph.outputs.size()));
   for (int output : graph.outputs) out.Int(output);
   return out.Digest();
+}
+
+// Short digests of the graph's parts, for explaining a miss: not part of
+// the key (GraphDigest covers all of it).
+void SetGraphParts(const ir::Graph& graph, kiln::v1::KeyComponents& components) {
+  constexpr size_t kPartDigits = 16;
+  Encoder inputs;
+  EncodeInputs(graph, inputs);
+  components.add_graph_parts(inputs.Digest().substr(0, kPartDigits));
+  for (const ir::Node& node : graph.nodes) {
+    Encoder one;
+    EncodeNode(graph, node, one);
+    components.add_graph_parts(one.Digest().substr(0, kPartDigits));
+  }
 }
 
 void EncodeProtoDim(const kiln::v1::Dim& dim, Encoder& out) {
@@ -206,14 +226,13 @@ std::string OptionsDigest(const kiln::v1::CompileOptions& options) {
 CacheKey ComputeCacheKey(const CodegenInputs& inputs) {
   CacheKey result;
   kiln::v1::KeyComponents& components = result.components;
-  Encoder format;
-  format.Int(kKeyFormatVersion);
-  components.set_format_version(format.Digest());
+  components.set_format_version(KeyFormatDigest());
   components.set_graph(GraphDigest(inputs.graph));
   components.set_guards(GuardsDigest(inputs.guards));
   components.set_options(OptionsDigest(inputs.options));
   components.set_toolchain(inputs.toolchain_digest);
   components.set_codegen_version(CodegenVersionDigest());
+  SetGraphParts(inputs.graph, components);
   Encoder key;
   for (const std::string* digest :
        {&components.format_version(), &components.graph(), &components.guards(),
@@ -237,6 +256,12 @@ std::string ToolchainDigest(const kiln::v1::Toolchain& toolchain) {
   out.String(toolchain.cpu());
   strings(toolchain.cpu_features());  // sorted at detection
   return out.Digest();
+}
+
+std::string KeyFormatDigest() {
+  Encoder format;
+  format.Int(kKeyFormatVersion);
+  return format.Digest();
 }
 
 std::string CodegenVersionDigest() {

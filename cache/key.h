@@ -37,6 +37,9 @@ std::string ToolchainDigest(const kiln::v1::Toolchain& toolchain);
 // The key's codegen-version component (kCodegenVersion and the ABI version).
 std::string CodegenVersionDigest();
 
+// The key's format-version component (kKeyFormatVersion).
+std::string KeyFormatDigest();
+
 }  // namespace kiln
 
 #endif  // KILN_CACHE_KEY_H_

@@ -1,6 +1,5 @@
 #include "cache/local_index.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -113,30 +112,6 @@ absl::StatusOr<std::optional<Message>> ReadRecord(const std::string& path) {
   return message;
 }
 
-// The names of the record files in the shards below `root`.
-absl::StatusOr<std::vector<std::string>> ListRecords(const std::string& root) {
-  std::vector<std::string> names;
-  DIR* shards = opendir(root.c_str());
-  if (shards == nullptr) {
-    if (errno == ENOENT) return names;
-    return absl::InternalError(absl::StrCat("cannot list ", root, ": ", strerror(errno)));
-  }
-  while (const dirent* shard = readdir(shards)) {
-    if (shard->d_name[0] == '.') continue;
-    const std::string shard_path = absl::StrCat(root, "/", shard->d_name);
-    DIR* files = opendir(shard_path.c_str());
-    if (files == nullptr) continue;  // not a directory: no record lives there
-    while (const dirent* file = readdir(files)) {
-      const absl::string_view name = file->d_name;
-      // Skips "." and "..", and a temporary file of an interrupted write.
-      if (name.find('.') == absl::string_view::npos) names.emplace_back(name);
-    }
-    closedir(files);
-  }
-  closedir(shards);
-  return names;
-}
-
 // Writes `payload` as the record at `path` unless a regular file is there
 // (lstat: a symlink planted there is replaced, as rename replaces the link).
 absl::Status PublishRecord(const std::string& path, const std::string& payload) {
@@ -215,7 +190,7 @@ absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> LocalIndex::Find(
 }
 
 absl::StatusOr<std::vector<std::string>> LocalIndex::Keys() const {
-  return ListRecords(cache_dir_ + "/index");
+  return ListShardedFiles(cache_dir_ + "/index");
 }
 
 absl::Status LocalIndex::PublishAlias(const std::string& request_digest,
@@ -243,7 +218,7 @@ absl::StatusOr<std::optional<std::string>> LocalIndex::FindAlias(
 }
 
 absl::StatusOr<std::vector<std::string>> LocalIndex::AliasDigests() const {
-  return ListRecords(cache_dir_ + "/requests");
+  return ListShardedFiles(cache_dir_ + "/requests");
 }
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
 #include "cache/memory_store.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -44,6 +45,28 @@ absl::Status MemoryStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::
         absl::StrCat("entry ", metadata.key(), ": digest does not match the blob"));
   }
   absl::MutexLock lock(&mutex_);
+  PutLocked(metadata, blob);
+  return absl::OkStatus();
+}
+
+absl::Status MemoryStore::PutAll(
+    const std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>& entries) {
+  std::set<std::string> keys;
+  for (const auto& [metadata, blob] : entries) {
+    if (Sha256Hex(blob) != metadata.digest()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("entry ", metadata.key(), ": digest does not match the blob"));
+    }
+    if (!keys.insert(metadata.key()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("entry ", metadata.key(), " is given twice"));
+    }
+  }
+  absl::MutexLock lock(&mutex_);  // one lock: no reader sees part of them
+  for (const auto& [metadata, blob] : entries) PutLocked(metadata, blob);
+  return absl::OkStatus();
+}
+
+void MemoryStore::PutLocked(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) {
   entries_[metadata.key()] = metadata.SerializeAsString();
   blobs_[metadata.digest()] = std::string(blob);
   const std::string old_digest = usage_.count(metadata.key()) ? usage_[metadata.key()].digest : "";
@@ -57,7 +80,6 @@ absl::Status MemoryStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::
                    [&](const auto& other) { return other.second.digest == old_digest; })) {
     blobs_.erase(old_digest);
   }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> MemoryStore::List() {
@@ -66,6 +88,20 @@ absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> MemoryStore::List() {
   for (const auto& [key, bytes] : entries_) {
     kiln::v1::ArtifactMetadata metadata;
     if (metadata.ParseFromString(bytes)) entries.push_back(std::move(metadata));
+  }
+  return entries;
+}
+
+absl::StatusOr<std::vector<ListedEntry>> MemoryStore::ListAfter(const std::string& after_key,
+                                                                int limit) {
+  absl::MutexLock lock(&mutex_);
+  std::vector<ListedEntry> entries;
+  for (auto it = entries_.upper_bound(after_key);
+       it != entries_.end() && static_cast<int>(entries.size()) < limit; ++it) {
+    ListedEntry entry;
+    if (!entry.metadata.ParseFromString(it->second)) continue;  // as List
+    if (auto usage = usage_.find(it->first); usage != usage_.end()) entry.usage = usage->second;
+    entries.push_back(std::move(entry));
   }
   return entries;
 }

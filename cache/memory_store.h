@@ -15,7 +15,11 @@ class MemoryStore : public ArtifactStore {
   absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> Lookup(const std::string& key) override;
   absl::StatusOr<std::optional<std::string>> ReadBlob(const std::string& digest) override;
   absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) override;
+  absl::Status PutAll(
+      const std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>& entries) override;
   absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() override;
+  absl::StatusOr<std::vector<ListedEntry>> ListAfter(const std::string& after_key,
+                                                     int limit) override;
   absl::StatusOr<std::vector<std::string>> KeysWithPrefix(const std::string& prefix,
                                                           int limit) override;
   absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) override;
@@ -30,6 +34,10 @@ class MemoryStore : public ArtifactStore {
   void OverwriteEntryForTesting(const std::string& key, std::string bytes);
 
  private:
+  // Put and PutAll, after their checks.
+  void PutLocked(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
   absl::Mutex mutex_;
   // Entries as serialized bytes, as RocksDbStore keeps them, so that a
   // damaged entry can be injected and must be parsed on every read.

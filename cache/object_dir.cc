@@ -33,6 +33,10 @@ absl::Status ObjectDirectory::Write(const std::string& digest, absl::string_view
   return WriteFileAtomically(path, bytes, 0444);
 }
 
+absl::StatusOr<std::vector<std::string>> ObjectDirectory::Digests() const {
+  return ListShardedFiles(root_, ".so");
+}
+
 absl::Status ObjectDirectory::Remove(const std::string& digest) const {
   if (unlink(PathFor(digest).c_str()) != 0 && errno != ENOENT) {
     return absl::InternalError(

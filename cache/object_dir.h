@@ -11,8 +11,10 @@
 #define KILN_CACHE_OBJECT_DIR_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace kiln {
@@ -30,6 +32,8 @@ class ObjectDirectory {
   absl::Status Write(const std::string& digest, absl::string_view bytes,
                      bool replace = false) const;
   absl::Status Remove(const std::string& digest) const;
+  // The digests of every object file, in no particular order.
+  absl::StatusOr<std::vector<std::string>> Digests() const;
 
  private:
   const std::string root_;

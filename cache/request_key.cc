@@ -83,6 +83,25 @@ ToolchainDigests DigestToolchains(const TargetToolchains& toolchains) {
   return digests;
 }
 
+std::string StaleReason(const kiln::v1::ArtifactMetadata& metadata,
+                        const ToolchainDigests& toolchains) {
+  const kiln::v1::KeyComponents& components = metadata.key_components();
+  if (components.format_version() != KeyFormatDigest()) return "another key format";
+  if (components.codegen_version() != CodegenVersionDigest()) {
+    return "another codegen or ABI version";
+  }
+  const auto toolchain = toolchains.find(metadata.target());
+  if (toolchain == toolchains.end()) {
+    return absl::StrCat("target ", kiln::v1::Target_Name(metadata.target()),
+                        " is not compiled for here");
+  }
+  if (components.toolchain() != toolchain->second) {
+    return absl::StrCat("another toolchain or CPU (", metadata.toolchain().compiler_version(),
+                        ", cpu ", metadata.toolchain().cpu(), ")");
+  }
+  return "";
+}
+
 ToolchainDigests DescriptorToolchainDigests(const kiln::v1::CacheDescriptor& descriptor) {
   ToolchainDigests digests;
   for (const kiln::v1::TargetToolchainDigest& entry : descriptor.toolchain_digests()) {

@@ -62,6 +62,13 @@ std::string DeterministicBytes(const google::protobuf::MessageLite& message);
 
 ToolchainDigests DigestToolchains(const TargetToolchains& toolchains);
 
+// Why a stored entry can never be a hit for a kilnd of this build with
+// `toolchains`: its key has another format, codegen version, or toolchain
+// (compiler, flags, CPU) for its target, or its target is not compiled for
+// here. Empty when it can be.
+std::string StaleReason(const kiln::v1::ArtifactMetadata& metadata,
+                        const ToolchainDigests& toolchains);
+
 // The digests a cache descriptor lists (cache/local_index.h), and a
 // descriptor's list for `toolchains`.
 ToolchainDigests DescriptorToolchainDigests(const kiln::v1::CacheDescriptor& descriptor);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -485,38 +486,93 @@ absl::StatusOr<std::optional<std::string>> RocksDbStore::ReadBlob(const std::str
 }
 
 absl::Status RocksDbStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) {
-  if (Sha256Hex(blob) != metadata.digest()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("entry ", metadata.key(), ": digest does not match the blob"));
+  return WriteEntries({EntryToWrite{&metadata, blob}});
+}
+
+absl::Status RocksDbStore::PutAll(
+    const std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>& entries) {
+  std::vector<EntryToWrite> to_write;
+  to_write.reserve(entries.size());
+  for (const auto& [metadata, blob] : entries) to_write.push_back(EntryToWrite{&metadata, blob});
+  return WriteEntries(to_write);
+}
+
+absl::StatusOr<RocksDbStore::StagedEntry> RocksDbStore::StageEntry(const EntryToWrite& entry,
+                                                                   bool put_blob,
+                                                                   rocksdb::WriteBatch& batch) {
+  const kiln::v1::ArtifactMetadata& metadata = *entry.metadata;
+  StagedEntry staged;
+  staged.digest = metadata.digest();
+  staged.bytes = static_cast<int64_t>(entry.blob.size());
+  ASSIGN_OR_RETURN(staged.old, ReadUsage(metadata.key()));
+  kiln::v1::StoredUsage usage;
+  usage.set_digest(metadata.digest());
+  usage.set_object_bytes(staged.bytes);
+  usage.set_last_use_unix_ms(metadata.created_unix_ms());
+  usage.set_pinned(staged.old.has_value() && staged.old->pinned());
+  batch.Put(entries_, metadata.key(), metadata.SerializeAsString());
+  if (put_blob) {
+    batch.Put(blobs_, metadata.digest(), rocksdb::Slice(entry.blob.data(), entry.blob.size()));
   }
+  batch.Put(usage_, metadata.key(), usage.SerializeAsString());
+  return staged;
+}
+
+absl::Status RocksDbStore::WriteEntries(const std::vector<EntryToWrite>& entries) {
+  absl::flat_hash_set<absl::string_view> keys;
+  for (const EntryToWrite& entry : entries) {
+    const kiln::v1::ArtifactMetadata& metadata = *entry.metadata;
+    if (Sha256Hex(entry.blob) != metadata.digest()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("entry ", metadata.key(), ": digest does not match the blob"));
+    }
+    if (!keys.insert(metadata.key()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("entry ", metadata.key(), " is given twice"));
+    }
+  }
+  const std::string what = entries.size() == 1
+                               ? absl::StrCat("cannot store entry ", entries[0].metadata->key())
+                               : absl::StrCat("cannot store ", entries.size(), " entries");
   auto write = [&]() -> absl::Status {
     absl::MutexLock writes(&writes_mutex_);
-    ASSIGN_OR_RETURN(const std::optional<kiln::v1::StoredUsage> old, ReadUsage(metadata.key()));
-    kiln::v1::StoredUsage usage;
-    usage.set_digest(metadata.digest());
-    usage.set_object_bytes(static_cast<int64_t>(blob.size()));
-    usage.set_last_use_unix_ms(metadata.created_unix_ms());
-    usage.set_pinned(old.has_value() && old->pinned());
     rocksdb::WriteBatch batch;
-    batch.Put(entries_, metadata.key(), metadata.SerializeAsString());
-    batch.Put(blobs_, metadata.digest(), rocksdb::Slice(blob.data(), blob.size()));
-    batch.Put(usage_, metadata.key(), usage.SerializeAsString());
-    const bool replaced = old.has_value() && old->digest() != metadata.digest();
-    bool last_reference = false;
-    if (replaced) {
-      absl::MutexLock lock(&state_mutex_);
-      auto it = blobs_in_use_.find(old->digest());
-      last_reference = it == blobs_in_use_.end() || it->second.references == 1;
+    std::vector<StagedEntry> staged;
+    staged.reserve(entries.size());
+    absl::flat_hash_set<std::string> blobs_put;
+    // References each blob gains (+) or loses (-) with this batch.
+    absl::flat_hash_map<std::string, int64_t> reference_change;
+    for (const EntryToWrite& entry : entries) {
+      const bool put_blob = blobs_put.insert(entry.metadata->digest()).second;
+      ASSIGN_OR_RETURN(StagedEntry added, StageEntry(entry, put_blob, batch));
+      staged.push_back(std::move(added));
+      if (!staged.back().old.has_value() || staged.back().replaces_blob()) {
+        ++reference_change[staged.back().digest];
+      }
+      if (staged.back().replaces_blob()) --reference_change[staged.back().old->digest()];
     }
-    if (last_reference) batch.Delete(blobs_, old->digest());
-    RETURN_IF_ERROR(NoteWriteFailure(FromRocks(
-        db_->Write(SyncedWrite(), &batch), absl::StrCat("cannot store entry ", metadata.key()))));
-    if (!old.has_value()) {
+    // A blob that loses its last reference goes in the same batch.
+    {
       absl::MutexLock lock(&state_mutex_);
-      ++totals_.entries;
+      for (const auto& [digest, change] : reference_change) {
+        if (change >= 0 || blobs_put.contains(digest)) continue;
+        auto it = blobs_in_use_.find(digest);
+        const int64_t references = it == blobs_in_use_.end() ? 0 : it->second.references;
+        if (references + change <= 0) batch.Delete(blobs_, digest);
+      }
     }
-    if (replaced) Unreference(old->digest());
-    Reference(metadata.digest(), static_cast<int64_t>(blob.size()), !old.has_value() || replaced);
+    RETURN_IF_ERROR(NoteWriteFailure(FromRocks(db_->Write(SyncedWrite(), &batch), what)));
+    // References first, so that a blob moving between entries of this
+    // batch never looks unreferenced.
+    for (const StagedEntry& entry : staged) {
+      if (!entry.old.has_value()) {
+        absl::MutexLock lock(&state_mutex_);
+        ++totals_.entries;
+      }
+      Reference(entry.digest, entry.bytes, !entry.old.has_value() || entry.replaces_blob());
+    }
+    for (const StagedEntry& entry : staged) {
+      if (entry.replaces_blob()) Unreference(entry.old->digest());
+    }
     return absl::OkStatus();
   };
   const absl::Status written = Serve(write);
@@ -539,6 +595,44 @@ absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> RocksDbStore::List() {
                        entries.push_back(std::move(metadata));
                      }));
     if (skipped > 0) KILN_LOG(ERROR) << "the listing skipped " << skipped << " damaged blocks";
+    return entries;
+  });
+}
+
+absl::StatusOr<std::vector<ListedEntry>> RocksDbStore::ListAfter(const std::string& after_key,
+                                                                 int limit) {
+  return Serve([&]() -> absl::StatusOr<std::vector<ListedEntry>> {
+    std::vector<ListedEntry> entries;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(CheckedRead(), entries_));
+    it->Seek(after_key);
+    if (it->Valid() && it->key() == after_key) it->Next();
+    for (; it->Valid() && static_cast<int>(entries.size()) < limit; it->Next()) {
+      ListedEntry entry;
+      if (!entry.metadata.ParseFromArray(it->value().data(),
+                                         static_cast<int>(it->value().size()))) {
+        KILN_LOG(ERROR) << "entry " << it->key().ToString() << " does not parse; not listed";
+        continue;
+      }
+      const std::string key = it->key().ToString();
+      ASSIGN_OR_RETURN(const std::optional<kiln::v1::StoredUsage> usage, ReadUsage(key));
+      entry.usage.key = key;
+      entry.usage.digest = entry.metadata.digest();
+      entry.usage.object_bytes = entry.metadata.object_bytes();
+      entry.usage.last_use = absl::FromUnixMillis(entry.metadata.created_unix_ms());
+      if (usage.has_value()) {
+        entry.usage.last_use = absl::FromUnixMillis(usage->last_use_unix_ms());
+        entry.usage.pinned = usage->pinned();
+      }
+      entries.push_back(std::move(entry));
+    }
+    if (IsDamage(it->status())) {
+      // The entries found so far are real; one behind the damage reads as
+      // absent, and the store heals.
+      KILN_LOG(ERROR) << "listing after " << after_key << ": " << it->status().ToString();
+      damaged_ = true;
+      return entries;
+    }
+    RETURN_IF_ERROR(FromRocks(it->status(), "cannot list entries"));
     return entries;
   });
 }

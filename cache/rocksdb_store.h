@@ -68,6 +68,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cache/store.h"
 #include "rocksdb/db.h"
+#include "rocksdb/write_batch.h"
 
 namespace kiln {
 
@@ -85,7 +86,11 @@ class RocksDbStore : public ArtifactStore {
   absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> Lookup(const std::string& key) override;
   absl::StatusOr<std::optional<std::string>> ReadBlob(const std::string& digest) override;
   absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) override;
+  absl::Status PutAll(
+      const std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>& entries) override;
   absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() override;
+  absl::StatusOr<std::vector<ListedEntry>> ListAfter(const std::string& after_key,
+                                                     int limit) override;
   absl::StatusOr<std::vector<std::string>> KeysWithPrefix(const std::string& prefix,
                                                           int limit) override;
   absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) override;
@@ -148,6 +153,28 @@ class RocksDbStore : public ArtifactStore {
   // "quarantine".
   absl::Status LoadState();
   absl::StatusOr<std::optional<kiln::v1::StoredUsage>> ReadUsage(const std::string& key);
+
+  // One entry to write: its metadata and blob (not owned).
+  struct EntryToWrite {
+    const kiln::v1::ArtifactMetadata* metadata;
+    absl::string_view blob;
+  };
+  // Put and PutAll: checks every digest and that no key repeats, then
+  // stores the entries in one synced WriteBatch and updates the in-memory
+  // state after it is written; retried once after a heal.
+  absl::Status WriteEntries(const std::vector<EntryToWrite>& entries);
+  // An entry added to a batch, and what writing it changes in memory.
+  struct StagedEntry {
+    std::string digest;
+    int64_t bytes = 0;
+    std::optional<kiln::v1::StoredUsage> old;  // the entry it overwrites
+    bool replaces_blob() const { return old.has_value() && old->digest() != digest; }
+  };
+  // Adds the entry and its usage (keeping the old entry's pin) to `batch`,
+  // and its blob with `put_blob`.
+  absl::StatusOr<StagedEntry> StageEntry(const EntryToWrite& entry, bool put_blob,
+                                         rocksdb::WriteBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(writes_mutex_);
   // The in-memory side of an entry coming (referencing `digest`, whose
   // blob a write just stored) or going.
   void Reference(const std::string& digest, int64_t bytes, bool new_reference);

@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -45,6 +46,12 @@ struct EntryUsage {
   bool pinned = false;  // never evicted by size or age
 };
 
+// An entry with its usage: what a listing shows.
+struct ListedEntry {
+  kiln::v1::ArtifactMetadata metadata;
+  EntryUsage usage;
+};
+
 class ArtifactStore {
  public:
   virtual ~ArtifactStore() = default;
@@ -66,8 +73,21 @@ class ArtifactStore {
   // entry with the same key.
   virtual absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) = 0;
 
+  // Stores every entry and its blob in one atomic write, as Put each (an
+  // import: all or nothing). Every digest is checked before anything is
+  // written (InvalidArgument naming the entry); so is that no key repeats.
+  virtual absl::Status PutAll(
+      const std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>& entries) = 0;
+
   // Every readable entry, in key order (damaged ones are skipped and logged).
   virtual absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() = 0;
+
+  // At most `limit` readable entries with keys after `after_key` (empty:
+  // from the first), in key order, each with its usage: one page of a
+  // listing, reading nothing past it. Damaged entries are skipped and
+  // logged, as in List.
+  virtual absl::StatusOr<std::vector<ListedEntry>> ListAfter(const std::string& after_key,
+                                                             int limit) = 0;
 
   // Keys that start with `prefix`, in order, at most `limit` of them.
   virtual absl::StatusOr<std::vector<std::string>> KeysWithPrefix(const std::string& prefix,

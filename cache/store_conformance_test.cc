@@ -2,6 +2,7 @@
 #include <functional>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cache/memory_store.h"
 #include "cache/object_dir.h"
@@ -184,6 +185,119 @@ TEST_P(StoreConformanceTest, ListAndPrefixAreInKeyOrder) {
   EXPECT_EQ(*store_->KeysWithPrefix("aa", 10), (std::vector<std::string>{"aa01", "aa02"}));
   EXPECT_EQ(*store_->KeysWithPrefix("aa", 1), (std::vector<std::string>{"aa01"}));
   EXPECT_TRUE(store_->KeysWithPrefix("cc", 10)->empty());
+}
+
+// Each page as "key:last use ms:pinned", its entries separated by spaces.
+std::string Pages(ArtifactStore& store, int page_size) {
+  std::string pages, after;
+  while (true) {
+    auto page = store.ListAfter(after, page_size);
+    if (!page.ok()) return page.status().ToString();
+    if (page->empty()) return pages;
+    if (!pages.empty()) pages += " | ";
+    for (const ListedEntry& entry : *page) {
+      if (&entry != &page->front()) pages += " ";
+      pages += absl::StrCat(entry.metadata.key(), ":", absl::ToUnixMillis(entry.usage.last_use),
+                            entry.usage.pinned ? ":pinned" : "");
+      after = entry.metadata.key();
+    }
+  }
+}
+
+TEST_P(StoreConformanceTest, ListAfterPagesInKeyOrderWithUsage) {
+  for (const char* key : {"cc01", "aa01", "bb01", "aa02", "dd01"}) {
+    kiln::v1::ArtifactMetadata entry = Entry(key, key);
+    entry.set_created_unix_ms(1000);
+    ASSERT_TRUE(store_->Put(entry, key).ok());
+  }
+  ASSERT_TRUE(store_->RecordUse("bb01", absl::FromUnixMillis(7000)).ok());
+  ASSERT_TRUE(store_->SetPinned("cc01", true).ok());
+  EXPECT_EQ(Pages(*store_, 2), "aa01:1000 aa02:1000 | bb01:7000 cc01:1000:pinned | dd01:1000");
+  EXPECT_EQ(Pages(*store_, 10), "aa01:1000 aa02:1000 bb01:7000 cc01:1000:pinned dd01:1000");
+  // From a key that is gone (evicted between pages): what follows it.
+  ASSERT_TRUE(store_->Evict("bb01").ok());
+  auto page = store_->ListAfter("bb01", 1);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->size(), 1u);
+  EXPECT_EQ((*page)[0].metadata.key(), "cc01");
+  EXPECT_EQ((*page)[0].usage.object_bytes, 4);
+  EXPECT_TRUE(store_->ListAfter("dd01", 5)->empty());
+  EXPECT_TRUE(store_->ListAfter("", 0)->empty());
+}
+
+TEST_P(StoreConformanceTest, ListAfterSkipsADamagedEntry) {
+  for (const char* key : {"aa01", "aa02", "aa03"}) {
+    ASSERT_TRUE(store_->Put(Entry(key, key), key).ok());
+  }
+  GetParam().corrupt_entry(*store_, "aa02");
+  auto page = store_->ListAfter("", 10);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].metadata.key(), "aa01");
+  EXPECT_EQ((*page)[1].metadata.key(), "aa03");
+}
+
+TEST_P(StoreConformanceTest, PutAllStoresEveryEntryOrNone) {
+  using Entries = std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>;
+  kiln::v1::ArtifactMetadata first = Entry("k1", "shared");
+  first.set_created_unix_ms(1000);
+  const Entries wrong = {{first, "shared"}, {Entry("k2", "bytes"), "other bytes"}};
+  EXPECT_EQ(store_->PutAll(wrong),
+            absl::InvalidArgumentError("entry k2: digest does not match the blob"));
+  const Entries twice = {{first, "shared"}, {first, "shared"}};
+  EXPECT_EQ(store_->PutAll(twice), absl::InvalidArgumentError("entry k1 is given twice"));
+  EXPECT_FALSE(store_->Lookup("k1")->has_value());
+  EXPECT_EQ(store_->Totals()->entries, 0);
+
+  const Entries all = {
+      {first, "shared"}, {Entry("k2", "shared"), "shared"}, {Entry("k3", "own"), "own"}};
+  ASSERT_TRUE(store_->PutAll(all).ok());
+  auto totals = store_->Totals();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->entries, 3);
+  EXPECT_EQ(totals->blobs, 2);
+  EXPECT_EQ(totals->blob_bytes, 6 + 3);
+  EXPECT_EQ((*store_->Lookup("k2"))->digest(), Sha256Hex("shared"));
+  EXPECT_EQ(**store_->ReadBlob(Sha256Hex("own")), "own");
+  auto usage = store_->Usage();
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  ASSERT_EQ(usage->size(), 3u);
+  EXPECT_EQ((*usage)[0].last_use, absl::FromUnixMillis(1000));
+  EXPECT_EQ((*usage)[2].object_bytes, 3);
+  EXPECT_TRUE(store_->PutAll({}).ok());
+}
+
+TEST_P(StoreConformanceTest, PutAllKeepsPinsAndLetsGoOfBlobsAsPutDoes) {
+  using Entries = std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>;
+  ASSERT_TRUE(store_->Put(Entry("k1", "shared"), "shared").ok());
+  ASSERT_TRUE(store_->Put(Entry("k2", "shared"), "shared").ok());
+  ASSERT_TRUE(store_->Put(Entry("k3", "own"), "own").ok());
+  ASSERT_TRUE(store_->SetPinned("k3", true).ok());
+  // Both entries of "shared" move to another blob in one write: it goes.
+  // k3 moves on too, but k4 takes "own" over in the same write: it stays.
+  const Entries moves = {{Entry("k1", "new"), "new"},
+                         {Entry("k2", "new"), "new"},
+                         {Entry("k3", "other"), "other"},
+                         {Entry("k4", "own"), "own"}};
+  ASSERT_TRUE(store_->PutAll(moves).ok());
+  EXPECT_FALSE(store_->ReadBlob(Sha256Hex("shared"))->has_value());
+  EXPECT_EQ(**store_->ReadBlob(Sha256Hex("own")), "own");
+  auto totals = store_->Totals();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->entries, 4);
+  EXPECT_EQ(totals->blobs, 3);
+  EXPECT_EQ(totals->blob_bytes, 3 + 5 + 3);
+  auto usage = store_->Usage();
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  ASSERT_EQ(usage->size(), 4u);
+  EXPECT_TRUE((*usage)[2].pinned);
+  EXPECT_FALSE((*usage)[3].pinned);
+  // The counts stay right for what comes after: the last entry of a blob
+  // takes it along.
+  EXPECT_EQ(*store_->Evict("k4"), Sha256Hex("own"));
+  EXPECT_EQ(*store_->Evict("k1"), std::nullopt);
+  EXPECT_EQ(*store_->Evict("k2"), Sha256Hex("new"));
+  EXPECT_EQ(store_->Totals()->blob_bytes, 5);
 }
 
 INSTANTIATE_TEST_SUITE_P(

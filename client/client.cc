@@ -469,7 +469,24 @@ absl::StatusOr<kiln::v1::StatsResponse> Client::Stats() {
 }
 
 absl::StatusOr<kiln::v1::ListResponse> Client::List() {
-  return Rpc<kiln::v1::ListResponse>("List", kiln::v1::ListRequest());
+  kiln::v1::ListResponse all;
+  kiln::v1::ListRequest request;
+  do {
+    ASSIGN_OR_RETURN(kiln::v1::ListResponse page, ListPage(request));
+    all.mutable_entries()->MergeFrom(page.entries());
+    all.mutable_uses()->MergeFrom(page.uses());
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  return all;
+}
+
+absl::StatusOr<kiln::v1::ListResponse> Client::ListPage(const kiln::v1::ListRequest& request) {
+  return Rpc<kiln::v1::ListResponse>("List", request);
+}
+
+absl::StatusOr<int64_t> Client::Stop() {
+  ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::StopResponse>("Stop", kiln::v1::StopRequest())));
+  return response.pid();
 }
 
 absl::StatusOr<kiln::v1::ArtifactMetadata> Client::Show(const std::string& key) {
@@ -496,6 +513,30 @@ absl::StatusOr<std::vector<std::string>> Client::Pin(const std::string& key, boo
   request.set_pinned(pinned);
   ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::PinResponse>("Pin", request)));
   return std::vector<std::string>(response.keys().begin(), response.keys().end());
+}
+
+absl::StatusOr<kiln::v1::ExportResponse> Client::Export(const kiln::v1::ExportRequest& request) {
+  return Rpc<kiln::v1::ExportResponse>("Export", request);
+}
+
+absl::StatusOr<kiln::v1::ImportResponse> Client::Import(const kiln::v1::ImportRequest& request) {
+  return Rpc<kiln::v1::ImportResponse>("Import", request);
+}
+
+absl::StatusOr<kiln::v1::VerifyResponse> Client::Verify(bool repair) {
+  kiln::v1::VerifyRequest request;
+  request.set_repair(repair);
+  return Rpc<kiln::v1::VerifyResponse>("Verify", request);
+}
+
+absl::StatusOr<kiln::v1::PruneResponse> Client::Prune(bool dry_run) {
+  kiln::v1::PruneRequest request;
+  request.set_dry_run(dry_run);
+  return Rpc<kiln::v1::PruneResponse>("Prune", request);
+}
+
+absl::StatusOr<kiln::v1::WhyResponse> Client::Why(const kiln::v1::WhyRequest& request) {
+  return Rpc<kiln::v1::WhyResponse>("Why", request);
 }
 
 absl::StatusOr<kiln::v1::TrafficHistogram> Client::Traffic(const std::string& graph_digest) {

@@ -93,12 +93,25 @@ class Client final : private ForkAware {
   // NotFound on a miss; never compiles.
   absl::StatusOr<kiln::v1::CompileResponse> Lookup(const kiln::v1::CompileRequest& request);
   absl::StatusOr<kiln::v1::StatsResponse> Stats();
+  // Every entry, in key order, with its usage (pages through the List RPC).
   absl::StatusOr<kiln::v1::ListResponse> List();
+  // One page of the List RPC (proto/service.proto ListRequest).
+  absl::StatusOr<kiln::v1::ListResponse> ListPage(const kiln::v1::ListRequest& request);
+  // Asks kilnd to drain and exit (as SIGTERM does); its pid. Returns once
+  // kilnd has answered, not once it has exited.
+  absl::StatusOr<int64_t> Stop();
   absl::StatusOr<kiln::v1::ArtifactMetadata> Show(const std::string& key);
   absl::StatusOr<std::string> Evict(const std::string& key);  // returns the full key
   absl::StatusOr<kiln::v1::GcResponse> Gc(const kiln::v1::GcRequest& request);
   // Pins (or unpins) the entries whose keys start with `key`; their keys.
   absl::StatusOr<std::vector<std::string>> Pin(const std::string& key, bool pinned);
+  // Has kilnd write a bundle of entries to request.path, or store a
+  // bundle's entries (ArtifactCache::Export and Import); paths absolute.
+  absl::StatusOr<kiln::v1::ExportResponse> Export(const kiln::v1::ExportRequest& request);
+  absl::StatusOr<kiln::v1::ImportResponse> Import(const kiln::v1::ImportRequest& request);
+  absl::StatusOr<kiln::v1::VerifyResponse> Verify(bool repair);
+  absl::StatusOr<kiln::v1::PruneResponse> Prune(bool dry_run);
+  absl::StatusOr<kiln::v1::WhyResponse> Why(const kiln::v1::WhyRequest& request);
   // What serving processes reported running the graph of this GraphDigest
   // at (empty when nothing was).
   absl::StatusOr<kiln::v1::TrafficHistogram> Traffic(const std::string& graph_digest);

@@ -1,5 +1,6 @@
 #include "common/files.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -12,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 
 namespace kiln {
 namespace {
@@ -147,6 +149,31 @@ std::string Dirname(const std::string& path) {
   if (slash == std::string::npos) return "";
   if (slash == 0) return "/";
   return path.substr(0, slash);
+}
+
+absl::StatusOr<std::vector<std::string>> ListShardedFiles(const std::string& root,
+                                                          absl::string_view suffix) {
+  std::vector<std::string> names;
+  DIR* shards = opendir(root.c_str());
+  if (shards == nullptr) {
+    if (errno == ENOENT) return names;
+    return absl::InternalError(absl::StrCat("cannot list ", root, ": ", strerror(errno)));
+  }
+  while (const dirent* shard = readdir(shards)) {
+    if (shard->d_name[0] == '.') continue;
+    const std::string shard_path = absl::StrCat(root, "/", shard->d_name);
+    DIR* files = opendir(shard_path.c_str());
+    if (files == nullptr) continue;  // not a directory: no file of the tree lives there
+    while (const dirent* file = readdir(files)) {
+      absl::string_view name = file->d_name;
+      if (!absl::ConsumeSuffix(&name, suffix)) continue;
+      // Skips "." and "..", and a temporary file of an interrupted write.
+      if (name.find('.') == absl::string_view::npos) names.emplace_back(name);
+    }
+    closedir(files);
+  }
+  closedir(shards);
+  return names;
 }
 
 }  // namespace kiln

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -36,6 +37,13 @@ absl::Status RemoveRecursively(const std::string& path);
 
 // The directory part of `path` ("" when there is none).
 std::string Dirname(const std::string& path);
+
+// The files of a two-level tree (`root/<shard>/<name><suffix>`, as the
+// cache's index and object directories are): their names without the
+// suffix, in no particular order. Names with another '.' (a temporary file
+// of an interrupted write) are skipped; a missing root is empty.
+absl::StatusOr<std::vector<std::string>> ListShardedFiles(const std::string& root,
+                                                          absl::string_view suffix = "");
 
 }  // namespace kiln
 

@@ -8,13 +8,17 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cache/bundle.h"
 #include "cache/request_key.h"
 #include "codegen/abi/kiln_abi.h"
 #include "codegen/limits.h"
 #include "codegen/pipeline.h"
+#include "common/files.h"
 #include "common/logging.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
+#include "daemon/list_page.h"
 
 namespace kiln {
 namespace {
@@ -164,6 +168,12 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
     return done(**std::move(stored));
   }
   ++misses_;
+  {
+    absl::MutexLock lock(&misses_mutex_);
+    recent_misses_.push_front(
+        SummarizeRequest(*inputs, key, toolchains_.at(request.options().target()), options_.now()));
+    if (recent_misses_.size() > kRememberedMisses) recent_misses_.pop_back();
+  }
   if (!allow_compile) {
     return done(
         absl::NotFoundError(absl::StrCat("no artifact for this graph (key ", key.key, ")")));
@@ -302,11 +312,9 @@ kiln::v1::StatsResponse ArtifactCache::Stats() {
   return stats;
 }
 
-absl::StatusOr<kiln::v1::ListResponse> ArtifactCache::List() {
-  ASSIGN_OR_RETURN(auto entries, store_->List());
-  kiln::v1::ListResponse response;
-  for (auto& entry : entries) *response.add_entries() = std::move(entry);
-  return response;
+absl::StatusOr<kiln::v1::ListResponse> ArtifactCache::List(const kiln::v1::ListRequest& request) {
+  return ListPage(
+      *store_, [this](const std::string& key) { return index_.LastTouched(key); }, request);
 }
 
 absl::StatusOr<std::string> ArtifactCache::ResolveKey(const std::string& key_or_prefix) {
@@ -456,6 +464,115 @@ absl::StatusOr<ArtifactCache::GcResult> ArtifactCache::Gc(const GcOptions& optio
   return result;
 }
 
+absl::StatusOr<kiln::v1::VerifyResponse> ArtifactCache::Verify(bool repair) {
+  kiln::v1::VerifyResponse report;
+  auto problem = [&](const std::string& key, absl::string_view what) {
+    report.add_problems(absl::StrCat(key.substr(0, 16), ": ", what));
+  };
+  ASSIGN_OR_RETURN(const std::vector<EntryUsage> entries, store_->Usage());
+  absl::flat_hash_set<std::string> digests;
+  for (const EntryUsage& usage : entries) {
+    report.set_entries(report.entries() + 1);
+    digests.insert(usage.digest);
+    // Reading quarantines a damaged entry or blob (cache/store.h).
+    ASSIGN_OR_RETURN(const std::optional<kiln::v1::ArtifactMetadata> entry,
+                     store_->Lookup(usage.key));
+    if (!entry.has_value()) {
+      report.set_bad_entries(report.bad_entries() + 1);
+      problem(usage.key, "metadata unreadable: quarantined");
+      absl::MutexLock lock(&index_mutex_);
+      RETURN_IF_ERROR(index_.Remove(usage.key));
+      continue;
+    }
+    ASSIGN_OR_RETURN(const std::optional<std::string> blob, store_->ReadBlob(entry->digest()));
+    if (!blob.has_value()) {
+      report.set_bad_blobs(report.bad_blobs() + 1);
+      problem(usage.key, "blob does not match its digest: quarantined");
+      if (repair) {
+        const absl::Status evicted = EvictStored(usage.key);
+        if (!evicted.ok() && !absl::IsNotFound(evicted)) return evicted;
+        report.set_repaired(report.repaired() + 1);
+      }
+      continue;
+    }
+    absl::MutexLock lock(&index_mutex_);
+    const absl::StatusOr<std::string> object = ReadFile(objects_.PathFor(entry->digest()));
+    if (!object.ok() || Sha256Hex(*object) != entry->digest()) {
+      report.set_bad_objects(report.bad_objects() + 1);
+      problem(usage.key,
+              object.ok() ? "object file does not match its digest" : "object file missing");
+      if (repair) {
+        RETURN_IF_ERROR(objects_.Write(entry->digest(), *blob, /*replace=*/true));
+        report.set_repaired(report.repaired() + 1);
+      }
+    }
+    const absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> indexed =
+        index_.Find(usage.key);
+    if (!indexed.ok()) {
+      report.set_bad_index(report.bad_index() + 1);
+      problem(usage.key, indexed.status().message());
+    } else if (!indexed->has_value()) {
+      report.set_unindexed(report.unindexed() + 1);
+    }
+    if (repair && (!indexed.ok() || !indexed->has_value())) {
+      RETURN_IF_ERROR(index_.Remove(usage.key));
+      RETURN_IF_ERROR(index_.Publish(*entry));
+      if (!indexed.ok()) report.set_repaired(report.repaired() + 1);
+    }
+  }
+  // Object files no entry references (left by a crash between writes).
+  ASSIGN_OR_RETURN(const std::vector<std::string> objects, objects_.Digests());
+  absl::MutexLock lock(&index_mutex_);  // a Build writes its object before its entry
+  for (const std::string& digest : objects) {
+    if (digests.contains(digest)) continue;
+    report.set_orphan_objects(report.orphan_objects() + 1);
+    if (repair) RETURN_IF_ERROR(objects_.Remove(digest));
+  }
+  return report;
+}
+
+absl::StatusOr<kiln::v1::PruneResponse> ArtifactCache::Prune(bool dry_run) {
+  ASSIGN_OR_RETURN(const kiln::v1::ListResponse list, List());
+  kiln::v1::PruneResponse response;
+  for (const kiln::v1::ArtifactMetadata& entry : list.entries()) {
+    const std::string reason = StaleReason(entry, toolchain_digests_);
+    if (reason.empty()) continue;
+    kiln::v1::PruneResponse::Pruned* pruned = response.add_pruned();
+    pruned->set_key(entry.key());
+    pruned->set_reason(reason);
+    pruned->set_object_bytes(entry.object_bytes());
+    if (dry_run) continue;
+    const absl::Status evicted = EvictStored(entry.key());
+    if (!evicted.ok() && !absl::IsNotFound(evicted)) return evicted;
+  }
+  return response;
+}
+
+absl::StatusOr<kiln::v1::WhyResponse> ArtifactCache::Why(const kiln::v1::WhyRequest& request) {
+  std::vector<KeyedRequestSummary> asked;
+  if (request.has_request()) {
+    ASSIGN_OR_RETURN(const KeyedRequest keyed, KeyRequest(request.request(), toolchain_digests_));
+    asked.push_back(SummarizeRequest(keyed.inputs, keyed.key,
+                                     toolchains_.at(request.request().options().target()),
+                                     options_.now()));
+  } else {
+    absl::MutexLock lock(&misses_mutex_);
+    const int last = request.last() > 0 ? request.last() : 1;
+    for (int i = 0; i < last && i < static_cast<int>(recent_misses_.size()); ++i) {
+      asked.push_back(recent_misses_[i]);
+    }
+  }
+  kiln::v1::WhyResponse response;
+  if (asked.empty()) return response;
+  ASSIGN_OR_RETURN(const kiln::v1::ListResponse stored, List());
+  const std::vector<kiln::v1::ArtifactMetadata> entries(stored.entries().begin(),
+                                                        stored.entries().end());
+  for (const KeyedRequestSummary& one : asked) {
+    *response.add_requests() = Explain(one, entries, request.nearest() > 0 ? request.nearest() : 3);
+  }
+  return response;
+}
+
 absl::StatusOr<std::vector<std::string>> ArtifactCache::SetPinned(const std::string& key_or_prefix,
                                                                   bool pinned) {
   if (key_or_prefix.size() < 6) {
@@ -469,6 +586,152 @@ absl::StatusOr<std::vector<std::string>> ArtifactCache::SetPinned(const std::str
   }
   for (const std::string& key : keys) RETURN_IF_ERROR(store_->SetPinned(key, pinned));
   return keys;
+}
+
+absl::StatusOr<kiln::v1::ExportResponse> ArtifactCache::Export(
+    const kiln::v1::ExportRequest& request) {
+  if (!absl::StartsWith(request.path(), "/")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bundle path '", request.path(), "' is not absolute"));
+  }
+  std::vector<std::string> keys;  // in the order asked for, each once
+  absl::flat_hash_set<std::string> chosen;
+  auto choose = [&](const std::string& key) {
+    if (chosen.insert(key).second) keys.push_back(key);
+  };
+  for (const std::string& key_or_prefix : request.keys()) {
+    ASSIGN_OR_RETURN(const std::string key, ResolveKey(key_or_prefix));
+    choose(key);
+  }
+  for (const kiln::v1::ExportRequest::NamedRequest& named : request.requests()) {
+    absl::StatusOr<KeyedRequest> keyed = KeyRequest(named.request(), toolchain_digests_);
+    if (!keyed.ok()) {
+      return absl::Status(keyed.status().code(),
+                          absl::StrCat(named.name(), ": ", keyed.status().message()));
+    }
+    ASSIGN_OR_RETURN(const std::optional<kiln::v1::ArtifactMetadata> stored,
+                     store_->Lookup(keyed->key.key));
+    if (!stored.has_value()) {
+      return absl::NotFoundError(absl::StrCat(named.name(), " is not in the cache (key ",
+                                              keyed->key.key.substr(0, 12),
+                                              "): compile or warm it first"));
+    }
+    choose(keyed->key.key);
+  }
+  if (request.keys().empty() && request.requests().empty()) {
+    ASSIGN_OR_RETURN(const std::vector<EntryUsage> everything, store_->Usage());
+    for (const EntryUsage& entry : everything) choose(entry.key);
+  }
+
+  ASSIGN_OR_RETURN(std::unique_ptr<BundleWriter> writer,
+                   BundleWriter::Create(request.path(), keys.size()));
+  kiln::v1::ExportResponse response;
+  for (const std::string& key : keys) {
+    ASSIGN_OR_RETURN(const std::optional<kiln::v1::ArtifactMetadata> entry, store_->Lookup(key));
+    if (!entry.has_value()) {
+      return absl::NotFoundError(
+          absl::StrCat("entry ", key, " was evicted during the export: export again"));
+    }
+    ASSIGN_OR_RETURN(const std::optional<std::string> blob, store_->ReadBlob(entry->digest()));
+    if (!blob.has_value()) {
+      return absl::DataLossError(
+          absl::StrCat("entry ", key,
+                       " has no intact blob (quarantined): evict it or compile it again, then "
+                       "export again"));
+    }
+    RETURN_IF_ERROR(writer->Add(*entry, *blob));
+    kiln::v1::BundledEntry* bundled = response.add_entries();
+    bundled->set_key(key);
+    bundled->set_graph_name(entry->graph_name());
+    bundled->set_object_bytes(static_cast<int64_t>(blob->size()));
+  }
+  RETURN_IF_ERROR(writer->Finish());
+  response.set_bundle_bytes(writer->bytes_written());
+  KILN_LOG(INFO) << "exported " << keys.size() << " entries to " << request.path();
+  return response;
+}
+
+absl::StatusOr<kiln::v1::ImportResponse> ArtifactCache::Import(
+    const kiln::v1::ImportRequest& request) {
+  if (!absl::StartsWith(request.path(), "/")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bundle path '", request.path(), "' is not absolute"));
+  }
+  ASSIGN_OR_RETURN(std::vector<BundleEntry> bundle, ReadBundle(request.path()));
+  kiln::v1::ImportResponse response;
+  std::vector<std::string> refused;
+  for (size_t i = 0; i < bundle.size(); ++i) {
+    const kiln::v1::ArtifactMetadata& metadata = bundle[i].metadata;
+    const std::string reason = StaleReason(metadata, toolchain_digests_);
+    kiln::v1::BundledEntry* entry = response.add_entries();
+    entry->set_key(metadata.key());
+    entry->set_graph_name(metadata.graph_name());
+    entry->set_object_bytes(static_cast<int64_t>(bundle[i].blob.size()));
+    entry->set_stale_reason(reason);
+    if (!reason.empty()) {
+      refused.push_back(
+          absl::StrCat("entry ", i, " (key ", metadata.key().substr(0, 12), ", graph ",
+                       metadata.graph_name().empty() ? "-" : metadata.graph_name(), "): ", reason));
+    }
+  }
+  if (!refused.empty() && !request.force()) {
+    constexpr size_t kListed = 5;
+    const size_t more = refused.size() > kListed ? refused.size() - kListed : 0;
+    refused.resize(refused.size() - more);
+    return absl::FailedPreconditionError(absl::StrCat(
+        request.path(), ": ", refused.size() + more, " of ", bundle.size(),
+        " entries were built for another toolchain, codegen version or target than this kilnd "
+        "compiles for, and their keys cover those, so they could never be a hit here: ",
+        absl::StrJoin(refused, "; "), more > 0 ? absl::StrCat("; and ", more, " more") : "",
+        ". Nothing was imported; --force imports them anyway"));
+  }
+
+  std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>> entries;
+  entries.reserve(bundle.size());
+  for (BundleEntry& entry : bundle) {
+    entries.emplace_back(std::move(entry.metadata), std::move(entry.blob));
+  }
+  bundle.clear();
+  {
+    // As Build: an Evict sees the entries and their index records, or
+    // neither. The store first (the one atomic step: a failure leaves the
+    // cache as it was), then each object file (an entry without its file
+    // gets it back from the blob on a hit), then the index record (one
+    // always has its entry and object behind it).
+    absl::MutexLock lock(&index_mutex_);
+    RETURN_IF_ERROR(store_->PutAll(entries));
+    const absl::Time now = options_.now();
+    for (const auto& [metadata, blob] : entries) {
+      // Imported now: not the oldest in the cache for eviction.
+      const absl::Status used = store_->RecordUse(metadata.key(), now);
+      if (!used.ok())
+        KILN_LOG(WARNING) << "cannot record a use of " << metadata.key() << ": " << used;
+      const absl::Status written = objects_.Write(metadata.digest(), blob);
+      if (!written.ok()) {
+        KILN_LOG(WARNING) << "cannot write the object of " << metadata.key() << " (a request for "
+                          << "it writes it): " << written;
+        continue;
+      }
+      const absl::Status published = index_.Publish(metadata);
+      if (!published.ok()) {
+        KILN_LOG(WARNING) << "cannot index " << metadata.key() << ": " << published;
+      }
+    }
+  }
+  {
+    absl::MutexLock lock(&failures_mutex_);
+    for (const auto& [metadata, blob] : entries) failures_.erase(metadata.key());
+  }
+  if (options_.max_cache_bytes > 0) {
+    const absl::StatusOr<StoreTotals> totals = store_->Totals();
+    if (totals.ok() && totals->blob_bytes > options_.max_cache_bytes) {
+      absl::MutexLock lock(&gc_mutex_);
+      gc_wanted_ = true;
+    }
+  }
+  KILN_LOG(INFO) << "imported " << entries.size() << " entries from " << request.path()
+                 << (refused.empty() ? "" : absl::StrCat(" (", refused.size(), " forced)"));
+  return response;
 }
 
 }  // namespace kiln

@@ -32,6 +32,7 @@
 
 #include <array>
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -51,6 +52,7 @@
 #include "codegen/compile/compiler.h"
 #include "codegen/compile/target.h"
 #include "daemon/compile_queue.h"
+#include "daemon/miss_explainer.h"
 #include "proto/service.pb.h"
 
 namespace kiln {
@@ -110,7 +112,8 @@ class ArtifactCache {
   void Compile(const kiln::v1::CompileRequest& request, bool allow_compile, Done done);
 
   kiln::v1::StatsResponse Stats();
-  absl::StatusOr<kiln::v1::ListResponse> List();
+  // One page of entries with their usage (daemon/list_page.h).
+  absl::StatusOr<kiln::v1::ListResponse> List(const kiln::v1::ListRequest& request = {});
   // `key` may be a unique prefix of at least 6 hex digits.
   absl::StatusOr<kiln::v1::ArtifactMetadata> Show(const std::string& key);
   // Removes the entry and forgets a failure remembered for the key; either
@@ -118,12 +121,35 @@ class ArtifactCache {
   absl::StatusOr<std::string> Evict(const std::string& key);
   // Evicts what the limits say (see above); a limit of 0 is none.
   absl::StatusOr<GcResult> Gc(const GcOptions& options);
+  // Reads every entry, blob, object file and index record (see
+  // VerifyRequest in proto/service.proto).
+  absl::StatusOr<kiln::v1::VerifyResponse> Verify(bool repair);
+  // Removes (or, dry, lists) entries that can never hit here (StaleReason).
+  absl::StatusOr<kiln::v1::PruneResponse> Prune(bool dry_run);
+  // The last misses (at most kRememberedMisses), or `request`, explained
+  // against the stored entries (daemon/miss_explainer.h).
+  absl::StatusOr<kiln::v1::WhyResponse> Why(const kiln::v1::WhyRequest& request);
+  static constexpr int kRememberedMisses = 64;
   // Pins or unpins every entry whose key starts with `key_or_prefix` (at
   // least 6 hex digits); the full keys. NotFound when none does.
   absl::StatusOr<std::vector<std::string>> SetPinned(const std::string& key_or_prefix, bool pinned);
 
   // Stops accepting compiles; running ones finish.
   void Shutdown();
+
+  // Writes the entries the request names (every entry when it names none)
+  // with their blobs to a bundle (cache/bundle.h) at request.path. Keys as
+  // Show takes them; requests are keyed as Compile keys them, and one that
+  // is not stored is NotFound naming it. Reads one blob at a time.
+  absl::StatusOr<kiln::v1::ExportResponse> Export(const kiln::v1::ExportRequest& request);
+  // Stores every entry of the bundle at request.path in one write, after
+  // checking the whole file: DataLoss or InvalidArgument naming the file
+  // and entry, and FailedPrecondition listing the entries that can never
+  // hit here (StaleReason) unless request.force — and then nothing is
+  // stored. Then writes their object files and publishes their index
+  // records, records now as their last use and forgets failures remembered
+  // for their keys.
+  absl::StatusOr<kiln::v1::ImportResponse> Import(const kiln::v1::ImportRequest& request);
 
  private:
   // The artifact for `key` if the store has it and its object is on disk
@@ -178,6 +204,9 @@ class ArtifactCache {
                                                 2500, 5000, 10000, 30000, 60000, 120000};
   std::array<std::atomic<int64_t>, std::size(kCompileMsBounds) + 1> compile_ms_counts_{};
   std::atomic<int64_t> evictions_{0};
+
+  absl::Mutex misses_mutex_;
+  std::deque<KeyedRequestSummary> recent_misses_ ABSL_GUARDED_BY(misses_mutex_);  // newest first
 
   absl::Mutex gc_mutex_;
   bool gc_stopping_ ABSL_GUARDED_BY(gc_mutex_) = false;

@@ -17,6 +17,7 @@
 #include "cache/memory_store.h"
 #include "cache/request_key.h"
 #include "common/files.h"
+#include "common/sha256.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -67,8 +68,10 @@ class ArtifactCacheTest : public ::testing::Test {
     ArtifactCache::Options options;
     options.compile_threads = 1;
     options.now = [this] { return now_; };
+    auto store = std::make_unique<MemoryStore>();
+    store_ = store.get();
     cache_ = std::make_unique<ArtifactCache>(
-        std::make_unique<MemoryStore>(), ObjectDirectory(dir_ + "/objects"), LocalIndex(dir_),
+        std::move(store), ObjectDirectory(dir_ + "/objects"), LocalIndex(dir_),
         std::make_unique<FakeCompiler>(&calls_, &failure_), Toolchains(), options);
   }
   void TearDown() override {
@@ -123,6 +126,7 @@ class ArtifactCacheTest : public ::testing::Test {
   std::atomic<int> calls_{0};
   absl::Status failure_;
   absl::Time now_ = absl::FromUnixSeconds(1'000'000);
+  MemoryStore* store_ = nullptr;  // owned by cache_
   std::unique_ptr<ArtifactCache> cache_;
 };
 
@@ -262,6 +266,44 @@ TEST_F(ArtifactCacheTest, PinNeedsAKeyPrefixThatNamesEntries) {
   EXPECT_EQ(cache_->SetPinned("abc", true).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cache_->SetPinned("abcdef", true).status(),
             absl::NotFoundError("no entry with key abcdef"));
+}
+
+TEST_F(ArtifactCacheTest, PruneRemovesOnlyEntriesThatCanNeverHitHere) {
+  const auto [current, current_bytes] = CompileSize(4);
+  // Entries as an older kilnd, another compiler or another CPU left them.
+  const kiln::v1::ArtifactMetadata stored = *cache_->Show(current);
+  auto put = [&](const std::string& key, auto change) {
+    kiln::v1::ArtifactMetadata entry = stored;
+    entry.set_key(key);
+    change(entry);
+    const std::string blob = "object of " + key;
+    entry.set_digest(Sha256Hex(blob));
+    ASSERT_TRUE(store_->Put(entry, blob).ok());
+  };
+  const std::string toolchain(64, 'a'), codegen(64, 'b'), target(64, 'c');
+  put(toolchain, [](kiln::v1::ArtifactMetadata& entry) {
+    entry.mutable_key_components()->set_toolchain("another");
+    entry.mutable_toolchain()->set_compiler_version("clang 18");
+    entry.mutable_toolchain()->set_cpu("znver4");
+  });
+  put(codegen, [](kiln::v1::ArtifactMetadata& entry) {
+    entry.mutable_key_components()->set_codegen_version("older");
+  });
+  put(target,
+      [](kiln::v1::ArtifactMetadata& entry) { entry.set_target(kiln::v1::TARGET_X86_64_V4); });
+
+  absl::StatusOr<kiln::v1::PruneResponse> dry = cache_->Prune(/*dry_run=*/true);
+  ASSERT_TRUE(dry.ok()) << dry.status();
+  ASSERT_EQ(dry->pruned_size(), 3);
+  EXPECT_EQ(dry->pruned(0).key(), toolchain);
+  EXPECT_EQ(dry->pruned(0).reason(), "another toolchain or CPU (clang 18, cpu znver4)");
+  EXPECT_EQ(dry->pruned(1).reason(), "another codegen or ABI version");
+  EXPECT_EQ(dry->pruned(2).reason(), "target TARGET_X86_64_V4 is not compiled for here");
+  EXPECT_EQ(cache_->Stats().entries(), 4) << "a dry run removes nothing";
+
+  ASSERT_TRUE(cache_->Prune(/*dry_run=*/false).ok());
+  EXPECT_EQ(cache_->Stats().entries(), 1);
+  EXPECT_TRUE(cache_->Show(current).ok());
 }
 
 TEST(ArtifactCacheBackgroundTest, ACompilePastTheCapWakesEviction) {

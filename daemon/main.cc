@@ -226,6 +226,8 @@ absl::Status Serve() {
   KilnService::Options service_options;
   service_options.auto_started = absl::GetFlag(FLAGS_daemonize);
   service_options.protocol_version = absl::GetFlag(FLAGS_testonly_protocol_version);
+  // The Stop RPC drains as SIGTERM does: the supervisor below receives it.
+  service_options.stop = [] { kill(getpid(), SIGTERM); };
   TrafficStore traffic(cache_dir + "/traffic");
   KilnService service(&cache, &traffic, cache_dir, service_options);
 

@@ -117,12 +117,12 @@ grpc::ServerUnaryReactor* KilnService::Stats(grpc::CallbackServerContext* contex
 }
 
 grpc::ServerUnaryReactor* KilnService::List(grpc::CallbackServerContext* context,
-                                            const kiln::v1::ListRequest*,
+                                            const kiln::v1::ListRequest* request,
                                             kiln::v1::ListResponse* response) {
   if (grpc::Status refused = Admit(context); !refused.ok()) {
     return Finish(context, refused);
   }
-  auto result = cache_->List();
+  auto result = cache_->List(*request);
   if (result.ok()) *response = *std::move(result);
   return Finish(context, ToGrpc(result.status()));
 }
@@ -185,6 +185,39 @@ grpc::ServerUnaryReactor* KilnService::Pin(grpc::CallbackServerContext* context,
   return Finish(context, ToGrpc(result.status()));
 }
 
+grpc::ServerUnaryReactor* KilnService::Verify(grpc::CallbackServerContext* context,
+                                              const kiln::v1::VerifyRequest* request,
+                                              kiln::v1::VerifyResponse* response) {
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
+  auto result = cache_->Verify(request->repair());
+  if (result.ok()) *response = *std::move(result);
+  return Finish(context, ToGrpc(result.status()));
+}
+
+grpc::ServerUnaryReactor* KilnService::Prune(grpc::CallbackServerContext* context,
+                                             const kiln::v1::PruneRequest* request,
+                                             kiln::v1::PruneResponse* response) {
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
+  auto result = cache_->Prune(request->dry_run());
+  if (result.ok()) *response = *std::move(result);
+  return Finish(context, ToGrpc(result.status()));
+}
+
+grpc::ServerUnaryReactor* KilnService::Why(grpc::CallbackServerContext* context,
+                                           const kiln::v1::WhyRequest* request,
+                                           kiln::v1::WhyResponse* response) {
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
+  auto result = cache_->Why(*request);
+  if (result.ok()) *response = *std::move(result);
+  return Finish(context, ToGrpc(result.status()));
+}
+
 grpc::ServerUnaryReactor* KilnService::ReportTraffic(grpc::CallbackServerContext* context,
                                                      const kiln::v1::TrafficReport* request,
                                                      kiln::v1::TrafficReportResponse*) {
@@ -202,6 +235,56 @@ grpc::ServerUnaryReactor* KilnService::GetTraffic(grpc::CallbackServerContext* c
   }
   auto result = traffic_->Get(request->graph_digest());
   if (result.ok()) *response->mutable_histogram() = *std::move(result);
+  return Finish(context, ToGrpc(result.status()));
+}
+
+grpc::ServerUnaryReactor* KilnService::Stop(grpc::CallbackServerContext* context,
+                                            const kiln::v1::StopRequest*,
+                                            kiln::v1::StopResponse* response) {
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
+  // Who may stop kilnd is who may connect: its socket is private to its
+  // user (and root). `kiln stop` also refuses a daemon of another uid.
+  if (!options_.stop) {
+    return Finish(context, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                        "this kilnd cannot be stopped by a call; send it SIGTERM"));
+  }
+  KILN_LOG(INFO) << "asked to stop by a client; draining";
+  response->set_pid(getpid());
+  // The answer goes out first: the drain lets running calls finish.
+  auto* reactor = Finish(context, grpc::Status::OK);
+  options_.stop();
+  return reactor;
+}
+
+// Export and Import read or write a whole bundle on this thread, as Gc and
+// Verify do; counted in flight so that the idle timeout waits for them.
+grpc::ServerUnaryReactor* KilnService::Export(grpc::CallbackServerContext* context,
+                                              const kiln::v1::ExportRequest* request,
+                                              kiln::v1::ExportResponse* response) {
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
+  ++in_flight_;
+  auto result = cache_->Export(*request);
+  --in_flight_;
+  Touch();
+  if (result.ok()) *response = *std::move(result);
+  return Finish(context, ToGrpc(result.status()));
+}
+
+grpc::ServerUnaryReactor* KilnService::Import(grpc::CallbackServerContext* context,
+                                              const kiln::v1::ImportRequest* request,
+                                              kiln::v1::ImportResponse* response) {
+  if (grpc::Status refused = Admit(context); !refused.ok()) {
+    return Finish(context, refused);
+  }
+  ++in_flight_;
+  auto result = cache_->Import(*request);
+  --in_flight_;
+  Touch();
+  if (result.ok()) *response = *std::move(result);
   return Finish(context, ToGrpc(result.status()));
 }
 

@@ -6,6 +6,7 @@
 #define KILN_DAEMON_SERVICE_H_
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 #include "absl/time/time.h"
@@ -23,6 +24,9 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
     bool auto_started = false;
     // The protocol spoken: tests set another to stand in for an older kilnd.
     uint32_t protocol_version = kProtocolVersion;
+    // Starts the drain the Stop RPC asks for (kilnd's is its SIGTERM path);
+    // unset: Stop is Unimplemented.
+    std::function<void()> stop;
   };
   KilnService(ArtifactCache* cache, TrafficStore* traffic, std::string cache_dir, Options options);
 
@@ -53,12 +57,30 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
   grpc::ServerUnaryReactor* Pin(grpc::CallbackServerContext* context,
                                 const kiln::v1::PinRequest* request,
                                 kiln::v1::PinResponse* response) override;
+  grpc::ServerUnaryReactor* Verify(grpc::CallbackServerContext* context,
+                                   const kiln::v1::VerifyRequest* request,
+                                   kiln::v1::VerifyResponse* response) override;
+  grpc::ServerUnaryReactor* Prune(grpc::CallbackServerContext* context,
+                                  const kiln::v1::PruneRequest* request,
+                                  kiln::v1::PruneResponse* response) override;
+  grpc::ServerUnaryReactor* Why(grpc::CallbackServerContext* context,
+                                const kiln::v1::WhyRequest* request,
+                                kiln::v1::WhyResponse* response) override;
   grpc::ServerUnaryReactor* ReportTraffic(grpc::CallbackServerContext* context,
                                           const kiln::v1::TrafficReport* request,
                                           kiln::v1::TrafficReportResponse* response) override;
   grpc::ServerUnaryReactor* GetTraffic(grpc::CallbackServerContext* context,
                                        const kiln::v1::GetTrafficRequest* request,
                                        kiln::v1::GetTrafficResponse* response) override;
+  grpc::ServerUnaryReactor* Stop(grpc::CallbackServerContext* context,
+                                 const kiln::v1::StopRequest* request,
+                                 kiln::v1::StopResponse* response) override;
+  grpc::ServerUnaryReactor* Export(grpc::CallbackServerContext* context,
+                                   const kiln::v1::ExportRequest* request,
+                                   kiln::v1::ExportResponse* response) override;
+  grpc::ServerUnaryReactor* Import(grpc::CallbackServerContext* context,
+                                   const kiln::v1::ImportRequest* request,
+                                   kiln::v1::ImportResponse* response) override;
 
   // When the last RPC arrived or finished, and whether a compile or lookup
   // is still being answered (for the idle timeout).

@@ -12,10 +12,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "cache/local_index.h"
+#include "cache/object_dir.h"
 #include "client/compiled_graph.h"
 #include "common/files.h"
 #include "common/graph_file.h"
+#include "common/sha256.h"
 #include "common/version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -308,6 +311,78 @@ TEST_F(EndToEndTest, GcKeepsPinnedEntriesAndALoadedObjectKeepsRunningAfterItsEvi
   EXPECT_EQ(bad->exit_code, 1);
   EXPECT_THAT(bad->output,
               HasSubstr("'lots' is not a size: give bytes, or a number with K, M, G or T"));
+}
+
+TEST_F(EndToEndTest, VerifyFindsAFlippedByteAndRepairRestoresIt) {
+  auto compiled = daemon_.RunTool({kKilnCliPath, "run", "examples/f.json", "--start=false"});
+  ASSERT_TRUE(compiled.ok());
+  ASSERT_EQ(compiled->exit_code, 0) << compiled->output;
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  auto list = (*client)->List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->entries_size(), 1);
+  const kiln::v1::ArtifactMetadata entry = list->entries(0);
+  auto clean = daemon_.RunTool({kKilnCliPath, "verify", "--start=false"});
+  ASSERT_EQ(clean->exit_code, 0) << clean->output;
+  EXPECT_THAT(clean->output, HasSubstr("checked 1 entries: 0 bad entries, 0 bad blobs, 0 bad "
+                                       "object files, 0 bad index records"));
+
+  // One flipped byte in the object file clients load, and a damaged index record.
+  const std::string object =
+      daemon_.cache_dir() + "/" + ObjectDirectory::RelativePathFor(entry.digest());
+  auto bytes = ReadFile(object);
+  ASSERT_TRUE(bytes.ok());
+  (*bytes)[bytes->size() / 2] ^= 1;
+  ASSERT_EQ(chmod(object.c_str(), 0644), 0);
+  ASSERT_TRUE(WriteFileAtomically(object, *bytes, 0444).ok());
+  const std::string record = LocalIndex(daemon_.cache_dir()).PathFor(entry.key());
+  ASSERT_TRUE(WriteFileAtomically(record, "kiln-index 1 3 0000\nabc", 0444).ok());
+
+  auto found = daemon_.RunTool({kKilnCliPath, "verify", "--start=false"});
+  EXPECT_EQ(found->exit_code, 1);
+  EXPECT_THAT(found->output, HasSubstr("bad " + entry.key().substr(0, 16) +
+                                       ": object file does not match its digest"));
+  EXPECT_THAT(found->output, HasSubstr("2 damaged items; `kiln verify --repair` repairs them"));
+  auto repaired = daemon_.RunTool({kKilnCliPath, "verify", "--repair", "--start=false"});
+  EXPECT_EQ(repaired->exit_code, 1) << "damage was found, even if repaired";
+  EXPECT_THAT(repaired->output, HasSubstr("; 2 repaired"));
+  auto after = daemon_.RunTool({kKilnCliPath, "verify", "--start=false"});
+  EXPECT_EQ(after->exit_code, 0) << after->output;
+  EXPECT_EQ(Sha256Hex(*ReadFile(object)), entry.digest());
+  // A fresh process hits the repaired entry without a compile.
+  auto hit = daemon_.RunTool({kKilnCliPath, "run", "examples/f.json", "--start=false"});
+  EXPECT_EQ(hit->exit_code, 0) << hit->output;
+  EXPECT_EQ(Stats().compiles(), 1);
+}
+
+TEST_F(EndToEndTest, WhyNamesThePartOfTheKeyThatDiffers) {
+  auto compiled = daemon_.RunTool({kKilnCliPath, "run", "examples/f.json", "--start=false"});
+  ASSERT_EQ(compiled->exit_code, 0) << compiled->output;
+  auto stored = daemon_.RunTool({kKilnCliPath, "why", "examples/f.json", "--start=false"});
+  ASSERT_EQ(stored->exit_code, 0) << stored->output;
+  EXPECT_THAT(stored->output, HasSubstr("stored: a request for it hits"));
+
+  // The same graph with its relu made a sigmoid: it parts at that node.
+  auto text = ReadFile("examples/f.json");
+  ASSERT_TRUE(text.ok());
+  const std::string sigmoid_path = daemon_.cache_dir() + "/../sigmoid.json";
+  ASSERT_TRUE(WriteFileAtomically(
+                  sigmoid_path,
+                  absl::StrReplaceAll(*text, {{"aten.relu.default", "aten.sigmoid.default"}}), 0600)
+                  .ok());
+  auto graph = daemon_.RunTool({kKilnCliPath, "why", sigmoid_path, "--start=false"});
+  ASSERT_EQ(graph->exit_code, 0) << graph->output;
+  EXPECT_THAT(graph->output, HasSubstr("graph: node 3 'relu' (aten.sigmoid.default) differs"));
+
+  // A salted request misses: `why --last` explains it after the fact.
+  auto salted =
+      daemon_.RunTool({kKilnCliPath, "run", "examples/f.json", "--salt=canary", "--start=false"});
+  ASSERT_EQ(salted->exit_code, 0) << salted->output;
+  auto last = daemon_.RunTool({kKilnCliPath, "why", "--last=1", "--start=false"});
+  ASSERT_EQ(last->exit_code, 0) << last->output;
+  EXPECT_THAT(last->output, HasSubstr("stored since (that miss compiled it); before it:"));
+  EXPECT_THAT(last->output, HasSubstr("options: the salt differs"));
 }
 
 TEST_F(EndToEndTest, StaticGuardsAndOutputBuffersAreChecked) {

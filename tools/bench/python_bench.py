@@ -7,6 +7,8 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
   py_f_speedup            eager f / Kiln's f, both called from Python
   py_transformer_speedup  the same for the public transformer layer
                           (16 x 2 x 64)
+  py_transformer_speedup_eager_1blas  the same with eager's OpenBLAS at one
+                          thread (faster for its small GEMMs here)
   py_fresh_worker_ms      a fresh Python process: from `import torch` done
                           to the first result of a kiln.load'ed transformer
                           layer, on a cache hit (the package's bytecode
@@ -139,7 +141,9 @@ def main():
     root = tempfile.mkdtemp(prefix="kbp", dir="/tmp")
     os.environ["KILN_SOCKET"] = os.path.join(root, "s")
     os.environ["KILN_CACHE_DIR"] = os.path.join(root, "cache")
+    openblas = ctypes.CDLL("libopenblas.so.0")
     samples = {key: [] for key in ("py_call_overhead_us", "py_f_speedup", "py_transformer_speedup",
+                                   "py_transformer_speedup_eager_1blas",
                                    "py_fresh_worker_ms", "py_fresh_worker_faults",
                                    "page_fault_us", "py_trace_ms",
                                    "eager_slowdown_after_import",
@@ -162,8 +166,15 @@ def main():
                 cpp_us = compiled_f._native._median_cpp_run_ns([x], 5000) / 1e3
                 samples["py_call_overhead_us"].append(python_us - cpp_us)
                 samples["py_f_speedup"].append(median_us(lambda: f(x), 2000) / python_us)
-                samples["py_transformer_speedup"].append(
-                    median_us(lambda: layer(src), 500) / median_us(lambda: compiled_layer(src), 500))
+                kiln_us = median_us(lambda: compiled_layer(src), 500)
+                samples["py_transformer_speedup"].append(median_us(lambda: layer(src), 500) / kiln_us)
+                # Small GEMMs run faster in OpenBLAS at one thread: eager at
+                # its best setting here too.
+                openblas_threads = openblas.openblas_get_num_threads()
+                openblas.openblas_set_num_threads(1)
+                samples["py_transformer_speedup_eager_1blas"].append(
+                    median_us(lambda: layer(src), 500) / kiln_us)
+                openblas.openblas_set_num_threads(openblas_threads)
                 start = time.perf_counter()
                 _tracing.trace_graph(layer, [src], "layer")
                 samples["py_trace_ms"].append(1e3 * (time.perf_counter() - start))

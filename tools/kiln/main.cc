@@ -33,6 +33,10 @@
 #include "common/prometheus.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "tools/kiln/bundle.h"
+#include "tools/kiln/human_units.h"
+#include "tools/kiln/lifecycle.h"
+#include "tools/kiln/ls.h"
 #include "tools/kiln/warmup.h"
 #include "tools/reference/reference.h"
 #include "tools/reference/tensor_data.h"
@@ -72,11 +76,37 @@ ABSL_FLAG(std::string, max_bytes, "",
 ABSL_FLAG(std::string, older_than, "",
           "gc: evict entries unused for longer than this (e.g. 30d, 12h; default: kilnd's "
           "--max_entry_age)");
-ABSL_FLAG(bool, dry_run, false, "gc: list what would be evicted; evict nothing.");
+ABSL_FLAG(bool, dry_run, false, "gc, prune: list what would be removed; remove nothing.");
+ABSL_FLAG(bool, repair, false,
+          "verify: rewrite damaged object files and index records from the store, evict entries "
+          "whose blob is damaged, remove orphan object files.");
+ABSL_FLAG(int, last, 0, "why: explain the last N misses kilnd remembers (it keeps 64).");
+ABSL_FLAG(bool, stale, false,
+          "prune: remove entries built by another toolchain, codegen version or CPU (required: "
+          "the one kind of pruning there is, named so that it is never a surprise).");
+ABSL_FLAG(std::string, sort, "last_use",
+          "ls: last_use (newest first), size (largest first), created (newest first), name or "
+          "key (A to Z).");
+ABSL_FLAG(bool, reverse, false, "ls: the other way round (oldest, smallest, Z to A first).");
+ABSL_FLAG(std::string, graph, "",
+          "ls: only entries whose graph name contains this. export: a graph file whose entry to "
+          "export (the arguments after it are graph files too).");
+ABSL_FLAG(int64_t, limit, -1,
+          "ls: at most this many entries; 0: all; default: 50 for a table on a terminal, else "
+          "all.");
+ABSL_FLAG(absl::Duration, wait, absl::Seconds(30),
+          "stop: how long to wait for kilnd to finish draining and exit.");
 ABSL_FLAG(std::string, target, "native",
           "compile/run/explain: the CPUs to compile for: native (this host's, 512-bit vectors "
           "where it has AVX-512), x86-64-v3 (AVX2) or x86-64-v4 (AVX-512); a portable level's "
           "artifacts serve every host with the same compiler. It enters the cache key.");
+ABSL_FLAG(std::string, output, "", "export: the bundle file to write (also -o FILE).");
+ABSL_FLAG(std::string, o, "", "export: as --output.");
+ABSL_FLAG(std::string, plan, "",
+          "export: a warmup plan (docs/WARMUP.md) whose every bucket to export.");
+ABSL_FLAG(bool, force, false,
+          "import: store entries built for another toolchain, codegen version or target too "
+          "(they can never be a hit here).");
 
 namespace kiln {
 namespace {
@@ -414,23 +444,34 @@ absl::Status Stats(const Args& args) {
 
 absl::Status List(const Args& args) {
   RETURN_IF_ERROR(NeedArgs(args, 0, "kiln ls"));
+  LsOptions options;
+  options.sort = absl::GetFlag(FLAGS_sort);
+  options.reverse = absl::GetFlag(FLAGS_reverse);
+  options.graph = absl::GetFlag(FLAGS_graph);
+  options.json = absl::GetFlag(FLAGS_json);
+  options.limit = absl::GetFlag(FLAGS_limit);
+  if (options.limit == -1) options.limit = !options.json && isatty(STDOUT_FILENO) ? 50 : 0;
   ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
-  ASSIGN_OR_RETURN(auto list, client->List());
-  if (absl::GetFlag(FLAGS_json)) {
-    std::cout << ToJson(list) << "\n";
-    return absl::OkStatus();
-  }
-  std::cout << absl::StrFormat("%-16s  %-20s  %8s  %10s  %s\n", "KEY", "GRAPH", "BYTES", "COMPILE",
-                               "CREATED");
-  for (const auto& entry : list.entries()) {
-    std::cout << absl::StrFormat(
-        "%-16s  %-20s  %8d  %7.1f ms  %s\n", Short(entry.key()),
-        entry.graph_name().empty() ? "-" : entry.graph_name(), entry.object_bytes(),
-        entry.timings().total_ms(),
-        absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(entry.created_unix_ms()),
-                         absl::LocalTimeZone()));
-  }
-  return absl::OkStatus();
+  return ListEntries(*client, options, std::cout, std::cerr);
+}
+
+// status and stop never start kilnd.
+ClientOptions DaemonOptionsFromFlags() {
+  ClientOptions options;
+  options.socket_path = absl::GetFlag(FLAGS_socket);
+  options.auto_start = false;
+  options.client_name = "kiln-cli";
+  return options;
+}
+
+absl::Status Status(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 0, "kiln status"));
+  return PrintDaemonStatus(DaemonOptionsFromFlags(), absl::GetFlag(FLAGS_json), std::cout);
+}
+
+absl::Status Stop(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 0, "kiln stop"));
+  return StopDaemon(DaemonOptionsFromFlags(), absl::GetFlag(FLAGS_wait), std::cout);
 }
 
 absl::Status Show(const Args& args) {
@@ -489,17 +530,6 @@ absl::StatusOr<absl::Duration> ParseAge(const std::string& text) {
   return age;
 }
 
-std::string HumanBytes(int64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  return unit == 0 ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f %s", value, kUnits[unit]);
-}
-
 absl::Status Gc(const Args& args) {
   RETURN_IF_ERROR(NeedArgs(args, 0, "kiln gc"));
   kiln::v1::GcRequest request;
@@ -537,6 +567,96 @@ absl::Status SetPinned(const Args& args, bool pinned) {
   ASSIGN_OR_RETURN(const std::vector<std::string> keys, client->Pin(args[0], pinned));
   for (const std::string& key : keys)
     std::cout << (pinned ? "pinned " : "unpinned ") << key << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Verify(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 0, "kiln verify"));
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  ASSIGN_OR_RETURN(const kiln::v1::VerifyResponse report,
+                   client->Verify(absl::GetFlag(FLAGS_repair)));
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(report) << "\n";
+  } else {
+    for (const std::string& problem : report.problems()) std::cout << "bad " << problem << "\n";
+    std::cout << absl::StrFormat(
+        "checked %d entries: %d bad entries, %d bad blobs, %d bad object files, %d bad index "
+        "records; %d unindexed, %d orphan object files; %d repaired\n",
+        report.entries(), report.bad_entries(), report.bad_blobs(), report.bad_objects(),
+        report.bad_index(), report.unindexed(), report.orphan_objects(), report.repaired());
+  }
+  const int64_t bad =
+      report.bad_entries() + report.bad_blobs() + report.bad_objects() + report.bad_index();
+  if (bad > 0) {
+    return absl::DataLossError(absl::StrCat(bad, " damaged ", bad == 1 ? "item" : "items",
+                                            absl::GetFlag(FLAGS_repair)
+                                                ? " (repaired as listed)"
+                                                : "; `kiln verify --repair` repairs them"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Prune(const Args& args) {
+  RETURN_IF_ERROR(NeedArgs(args, 0, "kiln prune --stale"));
+  if (!absl::GetFlag(FLAGS_stale)) {
+    return absl::InvalidArgumentError("say what to prune: kiln prune --stale");
+  }
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  ASSIGN_OR_RETURN(const kiln::v1::PruneResponse response,
+                   client->Prune(absl::GetFlag(FLAGS_dry_run)));
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(response) << "\n";
+    return absl::OkStatus();
+  }
+  const char* verb = absl::GetFlag(FLAGS_dry_run) ? "would prune" : "pruned";
+  int64_t bytes = 0;
+  for (const kiln::v1::PruneResponse::Pruned& entry : response.pruned()) {
+    std::cout << verb << " " << Short(entry.key()) << "  " << HumanBytes(entry.object_bytes())
+              << "  " << entry.reason() << "\n";
+    bytes += entry.object_bytes();
+  }
+  std::cout << verb << " " << response.pruned_size() << " stale entries (" << HumanBytes(bytes)
+            << ")\n";
+  return absl::OkStatus();
+}
+
+absl::Status Why(const Args& args) {
+  kiln::v1::WhyRequest request;
+  if (absl::GetFlag(FLAGS_last) > 0) {
+    RETURN_IF_ERROR(NeedArgs(args, 0, "kiln why --last=N"));
+    request.set_last(absl::GetFlag(FLAGS_last));
+  } else {
+    RETURN_IF_ERROR(NeedArgs(args, 1, "kiln why GRAPH.json | kiln why --last=N"));
+    ASSIGN_OR_RETURN(*request.mutable_request()->mutable_graph(), ReadGraphFile(args[0]));
+    ASSIGN_OR_RETURN(*request.mutable_request()->mutable_options(), OptionsFromFlags());
+  }
+  ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  ASSIGN_OR_RETURN(const kiln::v1::WhyResponse response, client->Why(request));
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(response) << "\n";
+    return absl::OkStatus();
+  }
+  if (response.requests().empty()) std::cout << "no misses since kilnd started\n";
+  for (const kiln::v1::WhyResponse::Request& asked : response.requests()) {
+    std::cout << (request.has_request() ? "request " : "miss ") << Short(asked.key()) << " ("
+              << asked.graph_name() << ")";
+    if (request.has_last()) {
+      std::cout << " at "
+                << absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(asked.unix_ms()),
+                                    absl::LocalTimeZone());
+    }
+    std::cout << "\n";
+    if (asked.stored()) {
+      std::cout << (request.has_last() ? "  stored since (that miss compiled it); before it:\n"
+                                       : "  stored: a request for it hits\n");
+      if (request.has_request()) continue;
+    }
+    if (asked.nearest().empty()) std::cout << "  nothing else is stored to compare with\n";
+    for (const kiln::v1::WhyResponse::Nearest& nearest : asked.nearest()) {
+      std::cout << "  nearest " << Short(nearest.key()) << " (" << nearest.graph_name() << "):\n";
+      for (const std::string& line : nearest.differences()) std::cout << "    " << line << "\n";
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -605,7 +725,24 @@ const std::map<std::string, Command>& Commands() {
         {"format", "json", KILN_DAEMON_FLAGS},
         "kiln stats --format=prometheus",
         Stats}},
-      {"ls", {"", "list cache entries", {"json", KILN_DAEMON_FLAGS}, "kiln ls", List}},
+      {"ls",
+       {"",
+        "list cache entries: sorted (last use by default), filtered by graph name, paged",
+        {"sort", "reverse", "graph", "limit", "json", KILN_DAEMON_FLAGS},
+        "kiln ls --sort=size --graph=mlp --limit=20",
+        List}},
+      {"status",
+       {"",
+        "is kilnd running (never starts one): version, pid, socket, cache, uptime; exit 3 if not",
+        {"json", "socket"},
+        "kiln status --json",
+        Status}},
+      {"stop",
+       {"",
+        "drain kilnd and wait for it to exit (exit code 3 when none runs)",
+        {"wait", "socket"},
+        "kiln stop --wait=1m",
+        Stop}},
       {"ops", {"", "the supported ops, as Markdown (docs/OPS.md)", {}, "kiln ops > ops.md", Ops}},
       {"warmup",
        {"PLAN.json | --suggest GRAPH.json",
@@ -633,6 +770,26 @@ const std::map<std::string, Command>& Commands() {
         {"max_bytes", "older_than", "dry_run", "json", KILN_DAEMON_FLAGS},
         "kiln gc --max_bytes=2G --older_than=30d --dry_run",
         Gc}},
+      {"verify",
+       {"",
+        "check every entry, blob, object file and index record against its digest; exit 1 "
+        "when anything is damaged",
+        {"repair", "json", KILN_DAEMON_FLAGS},
+        "kiln verify --repair",
+        Verify}},
+      {"prune",
+       {"--stale",
+        "remove entries built by another toolchain, codegen version or CPU (they can never hit)",
+        {"stale", "dry_run", "json", KILN_DAEMON_FLAGS},
+        "kiln prune --stale --dry_run",
+        Prune}},
+      {"why",
+       {"GRAPH.json | --last=N",
+        "why a request missed: the nearest stored entries and which part of the key differs "
+        "(graph node, guard, options, toolchain, codegen version)",
+        {"last", "target", "salt", "json", KILN_DAEMON_FLAGS},
+        "kiln why --last=5",
+        Why}},
       {"pin",
        {"KEY",
         "keep the entries whose keys start with KEY through every eviction",
@@ -641,6 +798,37 @@ const std::map<std::string, Command>& Commands() {
         Pin}},
       {"unpin",
        {"KEY", "let them be evicted again", {KILN_DAEMON_FLAGS}, "kiln unpin 3f2a9c", Unpin}},
+      {"export",
+       {"[KEY...] -o FILE",
+        "write entries (by key, --graph file or --plan bucket; all when none is named) and "
+        "their objects to one checksummed bundle, to import elsewhere",
+        {"output", "o", "graph", "plan", "target", KILN_DAEMON_FLAGS},
+        "kiln warmup plan.json && kiln export --plan plan.json -o warm.kb",
+        [](const Args& args) -> absl::Status {
+          ExportOptions options;
+          options.output = absl::GetFlag(FLAGS_output);
+          if (options.output.empty()) options.output = absl::GetFlag(FLAGS_o);
+          Args arguments = args;
+          if (const std::string graph = absl::GetFlag(FLAGS_graph); !graph.empty()) {
+            options.graphs = true;
+            arguments.insert(arguments.begin(), graph);
+          }
+          ASSIGN_OR_RETURN(options.compile_options, OptionsFromFlags());
+          options.plan = absl::GetFlag(FLAGS_plan);
+          ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+          return RunExport(arguments, options, *client, std::cout);
+        }}},
+      {"import",
+       {"FILE",
+        "store every entry of a bundle, or none: digests are checked, and entries for another "
+        "toolchain or CPU refused",
+        {"force", KILN_DAEMON_FLAGS},
+        "kiln import warm.kb",
+        [](const Args& args) -> absl::Status {
+          RETURN_IF_ERROR(NeedArgs(args, 1, "kiln import FILE"));
+          ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+          return RunImport(args[0], absl::GetFlag(FLAGS_force), *client, std::cout);
+        }}},
   };
   return *commands;
 }
@@ -722,7 +910,7 @@ int main(int argc, char** argv) {
   const absl::Status status = it->second.run(args);
   if (!status.ok()) {
     std::cerr << "kiln " << name << ": " << status.message() << "\n";
-    return 1;
+    return kiln::ExitCodeOf(status);  // 1, or what the command chose (status: 3)
   }
   return 0;
 }

@@ -1,0 +1,139 @@
+#include "tools/kiln/ls.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "tools/kiln/human_units.h"
+
+namespace kiln {
+namespace {
+
+using kiln::v1::ListRequest;
+using kiln::v1::ListResponse;
+
+// kilnd's largest page (daemon/list_page.h kMaxListPageSize).
+constexpr int64_t kMaxListPageSize = 10000;
+
+// One listed entry: indexes into a ListResponse's entries and uses.
+struct Row {
+  const kiln::v1::ArtifactMetadata* entry;
+  const kiln::v1::EntryUse* use;
+};
+
+// Negative, zero or positive as `a` comes before, with or after `b` in
+// `sort`'s natural direction (before reverse and the key tie-break).
+int Compare(const std::string& sort, const Row& a, const Row& b) {
+  auto three_way = [](const auto& x, const auto& y) { return x < y ? -1 : (y < x ? 1 : 0); };
+  if (sort == "last_use") return three_way(b.use->last_use_unix_ms(), a.use->last_use_unix_ms());
+  if (sort == "size") return three_way(b.entry->object_bytes(), a.entry->object_bytes());
+  if (sort == "created") return three_way(b.entry->created_unix_ms(), a.entry->created_unix_ms());
+  if (sort == "name") return three_way(a.entry->graph_name(), b.entry->graph_name());
+  return three_way(a.entry->key(), b.entry->key());
+}
+
+// Pages through the List RPC with `request` until `limit` entries (0: all).
+// Sets `more` when entries beyond them exist.
+absl::StatusOr<ListResponse> Fetch(Client& client, ListRequest request, int64_t limit, bool* more) {
+  ListResponse all;
+  *more = false;
+  while (true) {
+    const int64_t wanted = limit == 0 ? kMaxListPageSize : limit - all.entries_size();
+    request.set_page_size(static_cast<int>(std::min<int64_t>(wanted, kMaxListPageSize)));
+    ASSIGN_OR_RETURN(ListResponse page, client.ListPage(request));
+    all.mutable_entries()->MergeFrom(page.entries());
+    all.mutable_uses()->MergeFrom(page.uses());
+    if (page.entries_size() != page.uses_size()) {
+      return absl::InternalError(absl::StrCat("kilnd listed ", page.entries_size(),
+                                              " entries with ", page.uses_size(), " uses"));
+    }
+    if (page.next_page_token().empty()) return all;
+    if (limit != 0 && all.entries_size() >= limit) {
+      *more = true;
+      return all;
+    }
+    request.set_page_token(page.next_page_token());
+  }
+}
+
+void PrintTable(const std::vector<Row>& rows, std::ostream& out) {
+  out << absl::StrFormat("%-16s  %-20s  %10s  %10s  %-19s  %-19s  %s\n", "KEY", "GRAPH", "SIZE",
+                         "COMPILE", "LAST USE", "CREATED", "PINNED");
+  for (const Row& row : rows) {
+    const kiln::v1::ArtifactMetadata& entry = *row.entry;
+    out << absl::StrFormat(
+        "%-16s  %-20s  %10s  %7.1f ms  %-19s  %-19s  %s\n", entry.key().substr(0, 16),
+        entry.graph_name().empty() ? "-" : entry.graph_name(), HumanBytes(entry.object_bytes()),
+        entry.timings().total_ms(), HumanTime(absl::FromUnixMillis(row.use->last_use_unix_ms())),
+        HumanTime(absl::FromUnixMillis(entry.created_unix_ms())),
+        row.use->pinned() ? "pinned" : "");
+  }
+}
+
+}  // namespace
+
+absl::Status ListEntries(Client& client, const LsOptions& options, std::ostream& out,
+                         std::ostream& notes) {
+  const std::string& sort = options.sort;
+  if (sort != "last_use" && sort != "size" && sort != "created" && sort != "name" &&
+      sort != "key") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sort=", sort, " is not one of last_use, size, created, name, key"));
+  }
+  if (options.limit < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--limit=", options.limit, " is negative; 0 lists every entry"));
+  }
+  ListRequest request;
+  request.set_graph_substring(options.graph);
+  // kilnd's orders when it can sort; else every entry, sorted here.
+  const bool by_kilnd = options.limit != 0 && (sort == "last_use" || sort == "size" ||
+                                               (sort == "key" && !options.reverse));
+  if (by_kilnd && sort != "key") {
+    request.set_order(sort == "size" ? ListRequest::ORDER_SIZE : ListRequest::ORDER_LAST_USE);
+    request.set_reverse(options.reverse);
+  }
+  bool more = false;
+  ASSIGN_OR_RETURN(ListResponse list, Fetch(client, request, by_kilnd ? options.limit : 0, &more));
+  std::vector<Row> rows;
+  for (int i = 0; i < list.entries_size(); ++i) rows.push_back({&list.entries(i), &list.uses(i)});
+  if (!by_kilnd) {
+    std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+      const int order = Compare(sort, a, b);
+      if (order != 0) return options.reverse ? order > 0 : order < 0;
+      return options.reverse && sort == "key" ? a.entry->key() > b.entry->key()
+                                              : a.entry->key() < b.entry->key();
+    });
+    if (options.limit != 0 && static_cast<int64_t>(rows.size()) > options.limit) {
+      rows.resize(options.limit);
+      more = true;
+    }
+  }
+  if (options.json) {
+    ListResponse shown;  // in the order shown, without a page token
+    for (const Row& row : rows) {
+      *shown.add_entries() = *row.entry;
+      *shown.add_uses() = *row.use;
+    }
+    std::string json;
+    google::protobuf::util::JsonPrintOptions print;
+    print.add_whitespace = true;
+    print.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(shown, &json, print);
+    out << json << "\n";
+  } else {
+    PrintTable(rows, out);
+  }
+  if (more && !options.json) {
+    notes << "kiln ls: showing the first " << rows.size()
+          << " entries; --limit=N shows more, --limit=0 all\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln
