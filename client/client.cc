@@ -112,17 +112,6 @@ absl::StatusOr<kiln::v1::HelloResponse> Hello(Transport& transport,
   return Call<kiln::v1::HelloResponse>(transport, "Hello", request, absl::Seconds(5));
 }
 
-// Whether some kilnd holds the lock beside `socket_path` (serving, draining
-// or about to serve).
-bool DaemonLockHeld(const std::string& socket_path) {
-  const std::string lock_path = socket_path + ".lock";
-  const int fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return false;
-  const bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  close(fd);
-  return held;
-}
-
 std::string FindDaemon(const std::string& configured) {
   if (!configured.empty()) return configured;
   if (const char* env = getenv("KILN_DAEMON"); env != nullptr && env[0] != '\0') return env;
@@ -507,10 +496,7 @@ absl::StatusOr<kiln::v1::GcResponse> Client::Gc(const kiln::v1::GcRequest& reque
   return Rpc<kiln::v1::GcResponse>("Gc", request);
 }
 
-absl::StatusOr<std::vector<std::string>> Client::Pin(const std::string& key, bool pinned) {
-  kiln::v1::PinRequest request;
-  request.set_key(key);
-  request.set_pinned(pinned);
+absl::StatusOr<std::vector<std::string>> Client::Pin(const kiln::v1::PinRequest& request) {
   ASSIGN_OR_RETURN(auto response, (Rpc<kiln::v1::PinResponse>("Pin", request)));
   return std::vector<std::string>(response.keys().begin(), response.keys().end());
 }

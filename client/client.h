@@ -103,8 +103,9 @@ class Client final : private ForkAware {
   absl::StatusOr<kiln::v1::ArtifactMetadata> Show(const std::string& key);
   absl::StatusOr<std::string> Evict(const std::string& key);  // returns the full key
   absl::StatusOr<kiln::v1::GcResponse> Gc(const kiln::v1::GcRequest& request);
-  // Pins (or unpins) the entries whose keys start with `key`; their keys.
-  absl::StatusOr<std::vector<std::string>> Pin(const std::string& key, bool pinned);
+  // Pins (or unpins) the entries whose keys start with request.key, or that
+  // were compiled from the graph of request.graph_digest; their keys.
+  absl::StatusOr<std::vector<std::string>> Pin(const kiln::v1::PinRequest& request);
   // Has kilnd write a bundle of entries to request.path, or store a
   // bundle's entries (ArtifactCache::Export and Import); paths absolute.
   absl::StatusOr<kiln::v1::ExportResponse> Export(const kiln::v1::ExportRequest& request);

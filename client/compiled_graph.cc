@@ -400,6 +400,7 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Load(const kiln::v1:
   *request.mutable_graph() = graph;
   *request.mutable_options() = options_;
   request.set_priority(options.priority);
+  request.set_source_graph(traffic_.graph_digest());
   const absl::Time start = absl::Now();
   // A same-host hit first (no round trip); anything doubtful goes to kilnd.
   std::optional<kiln::v1::CompileResponse> local = client_->FindLocal(request);

@@ -1,6 +1,9 @@
 #include "common/paths.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +31,15 @@ std::string DefaultCacheDir() {
   if (const char* cache = NonEmptyEnv("XDG_CACHE_HOME")) return absl::StrCat(cache, "/kiln");
   if (const char* home = NonEmptyEnv("HOME")) return absl::StrCat(home, "/.cache/kiln");
   return absl::StrCat("/tmp/kiln-cache-", getuid());
+}
+
+bool DaemonLockHeld(const std::string& socket_path) {
+  const std::string lock_path = socket_path + ".lock";
+  const int fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  const bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd);
+  return held;
 }
 
 }  // namespace kiln

@@ -15,6 +15,10 @@ std::string DefaultSocketPath();
 // $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln.
 std::string DefaultCacheDir();
 
+// Whether some kilnd holds the lock beside `socket_path` (`<socket>.lock`:
+// from before it listens until it exits, draining included).
+bool DaemonLockHeld(const std::string& socket_path);
+
 }  // namespace kiln
 
 #endif  // KILN_COMMON_PATHS_H_

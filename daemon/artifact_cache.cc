@@ -192,11 +192,12 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
   // A request that wants the bytes inline joins only jobs that fetch them.
   const bool joined = queue_.Submit(
       want_bytes ? key.key + "+bytes" : key.key,
-      [this, inputs, key, want_bytes, received]() -> CompileQueue::Result {
+      [this, inputs, key, want_bytes, received,
+       source_graph = request.source_graph()]() -> CompileQueue::Result {
         // Checked again: the job that just finished may have stored it.
         ASSIGN_OR_RETURN(auto stored, FindStored(key.key, want_bytes));
         if (stored.has_value()) return *std::move(stored);
-        return Build(*inputs, key.components, key.key, want_bytes, received);
+        return Build(*inputs, key.components, key.key, source_graph, want_bytes, received);
       },
       std::move(done), job);
   if (joined) ++coalesced_;
@@ -204,7 +205,7 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
 
 absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
     const CodegenInputs& inputs, const kiln::v1::KeyComponents& components, const std::string& key,
-    bool want_bytes, absl::Time received) {
+    const std::string& source_graph, bool want_bytes, absl::Time received) {
   ++compiles_;
   const absl::Time start = absl::Now();
   auto code = GenerateCode(inputs);
@@ -244,6 +245,7 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   metadata.set_created_unix_ms(absl::ToUnixMillis(options_.now()));
   *metadata.mutable_key_components() = components;
   metadata.set_graph_name(inputs.graph.name);
+  metadata.set_source_graph(source_graph);
   metadata.set_compiler(object->compiler);
   metadata.mutable_timings()->set_codegen_ms(codegen_ms);
   metadata.mutable_timings()->set_compile_ms(object->compile_ms);
@@ -532,9 +534,9 @@ absl::StatusOr<kiln::v1::VerifyResponse> ArtifactCache::Verify(bool repair) {
 }
 
 absl::StatusOr<kiln::v1::PruneResponse> ArtifactCache::Prune(bool dry_run) {
-  ASSIGN_OR_RETURN(const kiln::v1::ListResponse list, List());
+  ASSIGN_OR_RETURN(const std::vector<kiln::v1::ArtifactMetadata> entries, store_->List());
   kiln::v1::PruneResponse response;
-  for (const kiln::v1::ArtifactMetadata& entry : list.entries()) {
+  for (const kiln::v1::ArtifactMetadata& entry : entries) {
     const std::string reason = StaleReason(entry, toolchain_digests_);
     if (reason.empty()) continue;
     kiln::v1::PruneResponse::Pruned* pruned = response.add_pruned();
@@ -564,9 +566,7 @@ absl::StatusOr<kiln::v1::WhyResponse> ArtifactCache::Why(const kiln::v1::WhyRequ
   }
   kiln::v1::WhyResponse response;
   if (asked.empty()) return response;
-  ASSIGN_OR_RETURN(const kiln::v1::ListResponse stored, List());
-  const std::vector<kiln::v1::ArtifactMetadata> entries(stored.entries().begin(),
-                                                        stored.entries().end());
+  ASSIGN_OR_RETURN(const std::vector<kiln::v1::ArtifactMetadata> entries, store_->List());
   for (const KeyedRequestSummary& one : asked) {
     *response.add_requests() = Explain(one, entries, request.nearest() > 0 ? request.nearest() : 3);
   }
@@ -585,6 +585,23 @@ absl::StatusOr<std::vector<std::string>> ArtifactCache::SetPinned(const std::str
     return absl::NotFoundError(absl::StrCat("no entry with key ", key_or_prefix));
   }
   for (const std::string& key : keys) RETURN_IF_ERROR(store_->SetPinned(key, pinned));
+  return keys;
+}
+
+absl::StatusOr<std::vector<std::string>> ArtifactCache::SetPinnedForGraph(
+    const std::string& graph_digest, bool pinned) {
+  ASSIGN_OR_RETURN(const std::vector<kiln::v1::ArtifactMetadata> entries, store_->List());
+  std::vector<std::string> keys;
+  for (const kiln::v1::ArtifactMetadata& entry : entries) {
+    if (entry.source_graph() != graph_digest) continue;
+    RETURN_IF_ERROR(store_->SetPinned(entry.key(), pinned));
+    keys.push_back(entry.key());
+  }
+  if (keys.empty()) {
+    return absl::NotFoundError(
+        "no entry was compiled from this graph (CompiledGraph, kiln run and kiln warmup record "
+        "the graph they were given)");
+  }
   return keys;
 }
 

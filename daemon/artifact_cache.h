@@ -133,6 +133,10 @@ class ArtifactCache {
   // Pins or unpins every entry whose key starts with `key_or_prefix` (at
   // least 6 hex digits); the full keys. NotFound when none does.
   absl::StatusOr<std::vector<std::string>> SetPinned(const std::string& key_or_prefix, bool pinned);
+  // The same for every entry compiled from the graph of this GraphDigest
+  // (CompileRequest.source_graph).
+  absl::StatusOr<std::vector<std::string>> SetPinnedForGraph(const std::string& graph_digest,
+                                                             bool pinned);
 
   // Stops accepting compiles; running ones finish.
   void Shutdown();
@@ -160,7 +164,8 @@ class ArtifactCache {
                                                                       bool repair = false);
   absl::StatusOr<kiln::v1::CompileResponse> Build(const CodegenInputs& inputs,
                                                   const kiln::v1::KeyComponents& components,
-                                                  const std::string& key, bool want_bytes,
+                                                  const std::string& key,
+                                                  const std::string& source_graph, bool want_bytes,
                                                   absl::Time received);
   absl::StatusOr<std::string> ResolveKey(const std::string& key_or_prefix);
   // Takes the entry out of the local index, then the store, then its

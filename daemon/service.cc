@@ -180,7 +180,9 @@ grpc::ServerUnaryReactor* KilnService::Pin(grpc::CallbackServerContext* context,
   if (grpc::Status refused = Admit(context); !refused.ok()) {
     return Finish(context, refused);
   }
-  auto result = cache_->SetPinned(request->key(), request->pinned());
+  auto result = request->graph_digest().empty()
+                    ? cache_->SetPinned(request->key(), request->pinned())
+                    : cache_->SetPinnedForGraph(request->graph_digest(), request->pinned());
   if (result.ok()) *response->mutable_keys() = {result->begin(), result->end()};
   return Finish(context, ToGrpc(result.status()));
 }

@@ -279,33 +279,42 @@ TEST_F(EndToEndTest, GcKeepsPinnedEntriesAndALoadedObjectKeepsRunningAfterItsEvi
   auto client = daemon_.Connect();
   ASSERT_TRUE(client.ok());
   CompiledGraph f(client->get(), Example("f"));
-  Tensor x(kiln::v1::FLOAT32, {64, 64});
+  Tensor x(kiln::v1::FLOAT32, {64, 64}), small(kiln::v1::FLOAT32, {32, 32});
   ASSERT_TRUE(f.Run({x.view()}).ok());
+  const std::string f_key = f.artifact()->key();
+  ASSERT_TRUE(f.Run({small.view()}).ok());  // a specialization of the same graph
   auto tail = daemon_.RunTool({kKilnCliPath, "run", "examples/tail.json", "--start=false"});
   ASSERT_TRUE(tail.ok());
   ASSERT_EQ(tail->exit_code, 0) << tail->output;
-  const std::string f_key = f.artifact()->key();
+  ASSERT_EQ(Stats().entries(), 3);
 
+  // By key prefix, then by graph file: f and its specialization.
   auto pin = daemon_.RunTool({kKilnCliPath, "pin", f_key.substr(0, 12), "--start=false"});
   ASSERT_TRUE(pin.ok());
   EXPECT_EQ(pin->output, "pinned " + f_key + "\n");
+  pin = daemon_.RunTool({kKilnCliPath, "pin", "examples/f.json", "--start=false"});
+  ASSERT_EQ(pin->exit_code, 0) << pin->output;
+  EXPECT_EQ(std::count(pin->output.begin(), pin->output.end(), '\n'), 2) << pin->output;
+  EXPECT_THAT(pin->output, HasSubstr("pinned " + f_key + "\n"));
   auto gc = daemon_.RunTool({kKilnCliPath, "gc", "--max_bytes=1", "--start=false"});
   ASSERT_TRUE(gc.ok());
   ASSERT_EQ(gc->exit_code, 0) << gc->output;
   EXPECT_THAT(gc->output, HasSubstr("evicted 1 entries"));
-  EXPECT_EQ(Stats().entries(), 1) << "f is pinned";
+  EXPECT_EQ(Stats().entries(), 2) << "f and its specialization are pinned";
   EXPECT_EQ(Stats().evictions(), 1);
 
-  ASSERT_EQ(daemon_.RunTool({kKilnCliPath, "unpin", f_key, "--start=false"})->exit_code, 0);
+  ASSERT_EQ(daemon_.RunTool({kKilnCliPath, "unpin", "examples/f.json", "--start=false"})->exit_code,
+            0);
   gc = daemon_.RunTool({kKilnCliPath, "gc", "--max_bytes=1", "--start=false"});
   EXPECT_THAT(gc->output, HasSubstr("evicted " + f_key.substr(0, 16)));
+  EXPECT_THAT(gc->output, HasSubstr("evicted 2 entries"));
   EXPECT_EQ(Stats().entries(), 0);
   // This process still has f's object mapped: it keeps running.
   EXPECT_TRUE(f.Run({x.view()}).ok());
   // A fresh process misses and compiles again.
   CompiledGraph fresh(client->get(), Example("f"));
   ASSERT_TRUE(fresh.Run({x.view()}).ok());
-  EXPECT_EQ(Stats().compiles(), 3);
+  EXPECT_EQ(Stats().compiles(), 4);
 
   auto bad = daemon_.RunTool({kKilnCliPath, "gc", "--max_bytes=lots", "--start=false"});
   EXPECT_EQ(bad->exit_code, 1);

@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/paths.h"
 #include "common/status_macros.h"
 #include "tools/kiln/human_units.h"
 
@@ -59,17 +60,6 @@ void SetBool(google::protobuf::Struct& fields, const std::string& name, bool val
   (*fields.mutable_fields())[name].set_bool_value(value);
 }
 
-// Whether some process holds kilnd's lock beside `socket_path` (it does
-// from before it listens until it exits).
-bool DaemonLockHeld(const std::string& socket_path) {
-  const std::string lock_path = socket_path + ".lock";
-  const int fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return false;
-  const bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  close(fd);
-  return held;
-}
-
 // Whether `pid` has exited (a zombie has: its parent has yet to reap it).
 bool Exited(pid_t pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return true;
@@ -83,7 +73,11 @@ bool Exited(pid_t pid) {
 }  // namespace
 
 absl::Status WithExitCode(absl::Status status, int exit_code) {
-  status.SetPayload(kExitCodePayload, absl::Cord(absl::StrCat(exit_code)));
+  // From a string_view: Cord's rvalue-string constructor is a template
+  // whose symbol clang (the sanitizer builds) and gcc (Debian's Abseil)
+  // name differently.
+  const std::string code = absl::StrCat(exit_code);
+  status.SetPayload(kExitCodePayload, absl::Cord(absl::string_view(code)));
   return status;
 }
 

@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "client/compiled_graph.h"
+#include "client/traffic.h"
 #include "codegen/compile/target.h"
 #include "codegen/compile/toolchain.h"
 #include "codegen/ops/ops_doc.h"
@@ -562,9 +563,19 @@ absl::Status Gc(const Args& args) {
 }
 
 absl::Status SetPinned(const Args& args, bool pinned) {
-  RETURN_IF_ERROR(NeedArgs(args, 1, pinned ? "kiln pin KEY" : "kiln unpin KEY"));
+  RETURN_IF_ERROR(
+      NeedArgs(args, 1, pinned ? "kiln pin KEY|GRAPH.json" : "kiln unpin KEY|GRAPH.json"));
+  kiln::v1::PinRequest request;
+  request.set_pinned(pinned);
+  if (absl::EndsWith(args[0], ".json")) {
+    // A graph: every entry compiled from it, its specializations included.
+    ASSIGN_OR_RETURN(const kiln::v1::Graph graph, ReadGraphFile(args[0]));
+    request.set_graph_digest(GraphDigest(graph));
+  } else {
+    request.set_key(args[0]);
+  }
   ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
-  ASSIGN_OR_RETURN(const std::vector<std::string> keys, client->Pin(args[0], pinned));
+  ASSIGN_OR_RETURN(const std::vector<std::string> keys, client->Pin(request));
   for (const std::string& key : keys)
     std::cout << (pinned ? "pinned " : "unpinned ") << key << "\n";
   return absl::OkStatus();
@@ -791,13 +802,18 @@ const std::map<std::string, Command>& Commands() {
         "kiln why --last=5",
         Why}},
       {"pin",
-       {"KEY",
-        "keep the entries whose keys start with KEY through every eviction",
+       {"KEY|GRAPH.json",
+        "keep through every eviction the entries whose keys start with KEY, or every entry "
+        "compiled from GRAPH.json (its specializations and warmup buckets too)",
         {KILN_DAEMON_FLAGS},
-        "kiln pin 3f2a9c",
+        "kiln pin models/layer.kiln/graph.json",
         Pin}},
       {"unpin",
-       {"KEY", "let them be evicted again", {KILN_DAEMON_FLAGS}, "kiln unpin 3f2a9c", Unpin}},
+       {"KEY|GRAPH.json",
+        "let them be evicted again",
+        {KILN_DAEMON_FLAGS},
+        "kiln unpin 3f2a9c",
+        Unpin}},
       {"export",
        {"[KEY...] -o FILE",
         "write entries (by key, --graph file or --plan bucket; all when none is named) and "

@@ -23,6 +23,7 @@
 #include <cstdlib>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 
 namespace {
 
@@ -112,13 +113,11 @@ void Mutex::ReaderLockWhen(const Condition& cond) {
   __tsan_mutex_post_lock(this, kRead, 0);
 }
 
+// The ...WithTimeout members forward to this file's ...WithDeadline ones,
+// not to the real ones: Abseil's call its own ...WithDeadline, which would
+// then be this file's too, announcing the lock or unlock twice.
 bool Mutex::LockWhenWithTimeout(const Condition& cond, absl::Duration timeout) {
-  KILN_REAL(bool (*)(Mutex*, const Condition&, absl::Duration),
-            "_ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  __tsan_mutex_pre_lock(this, 0);
-  const bool met = real(this, cond, timeout);
-  __tsan_mutex_post_lock(this, 0, 0);  // held either way
-  return met;
+  return LockWhenWithDeadline(cond, absl::Now() + timeout);
 }
 
 bool Mutex::LockWhenWithDeadline(const Condition& cond, absl::Time deadline) {
@@ -139,13 +138,7 @@ void Mutex::Await(const Condition& cond) {
 }
 
 bool Mutex::AwaitWithTimeout(const Condition& cond, absl::Duration timeout) {
-  KILN_REAL(bool (*)(Mutex*, const Condition&, absl::Duration),
-            "_ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  Unlocked(this, 0);
-  __tsan_mutex_pre_lock(this, 0);
-  const bool met = real(this, cond, timeout);
-  __tsan_mutex_post_lock(this, 0, 0);
-  return met;
+  return AwaitWithDeadline(cond, absl::Now() + timeout);
 }
 
 bool Mutex::AwaitWithDeadline(const Condition& cond, absl::Time deadline) {
@@ -167,13 +160,7 @@ void CondVar::Wait(Mutex* mu) {
 }
 
 bool CondVar::WaitWithTimeout(Mutex* mu, absl::Duration timeout) {
-  KILN_REAL(bool (*)(CondVar*, Mutex*, absl::Duration),
-            "_ZN4absl7debian37CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE");
-  Unlocked(mu, 0);
-  __tsan_mutex_pre_lock(mu, 0);
-  const bool timed_out = real(this, mu, timeout);
-  __tsan_mutex_post_lock(mu, 0, 0);
-  return timed_out;
+  return WaitWithDeadline(mu, absl::Now() + timeout);
 }
 
 bool CondVar::WaitWithDeadline(Mutex* mu, absl::Time deadline) {
