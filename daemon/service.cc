@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/abi/kiln_abi.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "common/version.h"
 
 namespace kiln {
@@ -116,128 +117,120 @@ grpc::ServerUnaryReactor* KilnService::Stats(grpc::CallbackServerContext* contex
   return Finish(context, grpc::Status::OK);
 }
 
-grpc::ServerUnaryReactor* KilnService::List(grpc::CallbackServerContext* context,
-                                            const kiln::v1::ListRequest* request,
-                                            kiln::v1::ListResponse* response) {
+template <typename Response, typename Work>
+grpc::ServerUnaryReactor* KilnService::Answer(grpc::CallbackServerContext* context,
+                                              Response* response, Work work) {
   if (grpc::Status refused = Admit(context); !refused.ok()) {
     return Finish(context, refused);
   }
-  auto result = cache_->List(*request);
+  ++in_flight_;
+  absl::StatusOr<Response> result = work();
+  --in_flight_;
+  Touch();
   if (result.ok()) *response = *std::move(result);
   return Finish(context, ToGrpc(result.status()));
+}
+
+grpc::ServerUnaryReactor* KilnService::List(grpc::CallbackServerContext* context,
+                                            const kiln::v1::ListRequest* request,
+                                            kiln::v1::ListResponse* response) {
+  return Answer(context, response, [&] { return cache_->List(*request); });
 }
 
 grpc::ServerUnaryReactor* KilnService::Show(grpc::CallbackServerContext* context,
                                             const kiln::v1::ShowRequest* request,
                                             kiln::v1::ShowResponse* response) {
-  if (grpc::Status refused = Admit(context); !refused.ok()) {
-    return Finish(context, refused);
-  }
-  auto result = cache_->Show(request->key());
-  if (result.ok()) *response->mutable_artifact() = *std::move(result);
-  return Finish(context, ToGrpc(result.status()));
+  return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::ShowResponse> {
+    kiln::v1::ShowResponse shown;
+    ASSIGN_OR_RETURN(*shown.mutable_artifact(), cache_->Show(request->key()));
+    return shown;
+  });
 }
 
 grpc::ServerUnaryReactor* KilnService::Evict(grpc::CallbackServerContext* context,
                                              const kiln::v1::EvictRequest* request,
                                              kiln::v1::EvictResponse* response) {
-  if (grpc::Status refused = Admit(context); !refused.ok()) {
-    return Finish(context, refused);
-  }
-  auto result = cache_->Evict(request->key());
-  if (result.ok()) response->set_key(*result);
-  return Finish(context, ToGrpc(result.status()));
+  return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::EvictResponse> {
+    kiln::v1::EvictResponse evicted;
+    ASSIGN_OR_RETURN(*evicted.mutable_key(), cache_->Evict(request->key()));
+    return evicted;
+  });
 }
 
 grpc::ServerUnaryReactor* KilnService::Gc(grpc::CallbackServerContext* context,
                                           const kiln::v1::GcRequest* request,
                                           kiln::v1::GcResponse* response) {
-  if (grpc::Status refused = Admit(context); !refused.ok()) {
-    return Finish(context, refused);
-  }
-  ArtifactCache::GcOptions options;
-  if (request->has_max_bytes()) options.max_bytes = request->max_bytes();
-  if (request->has_older_than_ms()) options.max_age = absl::Milliseconds(request->older_than_ms());
-  options.dry_run = request->dry_run();
-  options.grace = absl::ZeroDuration();  // an operator's explicit request: the limits as given
-  auto result = cache_->Gc(options);
-  if (result.ok()) {
-    for (const EntryUsage& entry : result->evicted) {
-      kiln::v1::GcResponse::Evicted* evicted = response->add_evicted();
+  return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::GcResponse> {
+    ArtifactCache::GcOptions options;
+    if (request->has_max_bytes()) options.max_bytes = request->max_bytes();
+    if (request->has_older_than_ms()) {
+      options.max_age = absl::Milliseconds(request->older_than_ms());
+    }
+    options.dry_run = request->dry_run();
+    options.grace = absl::ZeroDuration();  // an operator's explicit request: the limits as given
+    ASSIGN_OR_RETURN(const ArtifactCache::GcResult result, cache_->Gc(options));
+    kiln::v1::GcResponse done;
+    for (const EntryUsage& entry : result.evicted) {
+      kiln::v1::GcResponse::Evicted* evicted = done.add_evicted();
       evicted->set_key(entry.key);
       evicted->set_object_bytes(entry.object_bytes);
       evicted->set_last_use_unix_ms(absl::ToUnixMillis(entry.last_use));
     }
-    response->set_bytes_before(result->bytes_before);
-    response->set_bytes_after(result->bytes_after);
-  }
-  return Finish(context, ToGrpc(result.status()));
+    done.set_bytes_before(result.bytes_before);
+    done.set_bytes_after(result.bytes_after);
+    return done;
+  });
 }
 
 grpc::ServerUnaryReactor* KilnService::Pin(grpc::CallbackServerContext* context,
                                            const kiln::v1::PinRequest* request,
                                            kiln::v1::PinResponse* response) {
-  if (grpc::Status refused = Admit(context); !refused.ok()) {
-    return Finish(context, refused);
-  }
-  auto result = request->graph_digest().empty()
-                    ? cache_->SetPinned(request->key(), request->pinned())
-                    : cache_->SetPinnedForGraph(request->graph_digest(), request->pinned());
-  if (result.ok()) *response->mutable_keys() = {result->begin(), result->end()};
-  return Finish(context, ToGrpc(result.status()));
+  return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::PinResponse> {
+    ASSIGN_OR_RETURN(const std::vector<std::string> keys,
+                     request->graph_digest().empty()
+                         ? cache_->SetPinned(request->key(), request->pinned())
+                         : cache_->SetPinnedForGraph(request->graph_digest(), request->pinned()));
+    kiln::v1::PinResponse pinned;
+    *pinned.mutable_keys() = {keys.begin(), keys.end()};
+    return pinned;
+  });
 }
 
 grpc::ServerUnaryReactor* KilnService::Verify(grpc::CallbackServerContext* context,
                                               const kiln::v1::VerifyRequest* request,
                                               kiln::v1::VerifyResponse* response) {
-  if (grpc::Status refused = Admit(context); !refused.ok()) {
-    return Finish(context, refused);
-  }
-  auto result = cache_->Verify(request->repair());
-  if (result.ok()) *response = *std::move(result);
-  return Finish(context, ToGrpc(result.status()));
+  return Answer(context, response, [&] { return cache_->Verify(request->repair()); });
 }
 
 grpc::ServerUnaryReactor* KilnService::Prune(grpc::CallbackServerContext* context,
                                              const kiln::v1::PruneRequest* request,
                                              kiln::v1::PruneResponse* response) {
-  if (grpc::Status refused = Admit(context); !refused.ok()) {
-    return Finish(context, refused);
-  }
-  auto result = cache_->Prune(request->dry_run());
-  if (result.ok()) *response = *std::move(result);
-  return Finish(context, ToGrpc(result.status()));
+  return Answer(context, response, [&] { return cache_->Prune(request->dry_run()); });
 }
 
 grpc::ServerUnaryReactor* KilnService::Why(grpc::CallbackServerContext* context,
                                            const kiln::v1::WhyRequest* request,
                                            kiln::v1::WhyResponse* response) {
-  if (grpc::Status refused = Admit(context); !refused.ok()) {
-    return Finish(context, refused);
-  }
-  auto result = cache_->Why(*request);
-  if (result.ok()) *response = *std::move(result);
-  return Finish(context, ToGrpc(result.status()));
+  return Answer(context, response, [&] { return cache_->Why(*request); });
 }
 
 grpc::ServerUnaryReactor* KilnService::ReportTraffic(grpc::CallbackServerContext* context,
                                                      const kiln::v1::TrafficReport* request,
-                                                     kiln::v1::TrafficReportResponse*) {
-  if (grpc::Status refused = Admit(context); !refused.ok()) {
-    return Finish(context, refused);
-  }
-  return Finish(context, ToGrpc(traffic_->Add(*request)));
+                                                     kiln::v1::TrafficReportResponse* response) {
+  return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::TrafficReportResponse> {
+    RETURN_IF_ERROR(traffic_->Add(*request));
+    return kiln::v1::TrafficReportResponse();
+  });
 }
 
 grpc::ServerUnaryReactor* KilnService::GetTraffic(grpc::CallbackServerContext* context,
                                                   const kiln::v1::GetTrafficRequest* request,
                                                   kiln::v1::GetTrafficResponse* response) {
-  if (grpc::Status refused = Admit(context); !refused.ok()) {
-    return Finish(context, refused);
-  }
-  auto result = traffic_->Get(request->graph_digest());
-  if (result.ok()) *response->mutable_histogram() = *std::move(result);
-  return Finish(context, ToGrpc(result.status()));
+  return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::GetTrafficResponse> {
+    kiln::v1::GetTrafficResponse traffic;
+    ASSIGN_OR_RETURN(*traffic.mutable_histogram(), traffic_->Get(request->graph_digest()));
+    return traffic;
+  });
 }
 
 grpc::ServerUnaryReactor* KilnService::Stop(grpc::CallbackServerContext* context,
@@ -260,34 +253,16 @@ grpc::ServerUnaryReactor* KilnService::Stop(grpc::CallbackServerContext* context
   return reactor;
 }
 
-// Export and Import read or write a whole bundle on this thread, as Gc and
-// Verify do; counted in flight so that the idle timeout waits for them.
 grpc::ServerUnaryReactor* KilnService::Export(grpc::CallbackServerContext* context,
                                               const kiln::v1::ExportRequest* request,
                                               kiln::v1::ExportResponse* response) {
-  if (grpc::Status refused = Admit(context); !refused.ok()) {
-    return Finish(context, refused);
-  }
-  ++in_flight_;
-  auto result = cache_->Export(*request);
-  --in_flight_;
-  Touch();
-  if (result.ok()) *response = *std::move(result);
-  return Finish(context, ToGrpc(result.status()));
+  return Answer(context, response, [&] { return cache_->Export(*request); });
 }
 
 grpc::ServerUnaryReactor* KilnService::Import(grpc::CallbackServerContext* context,
                                               const kiln::v1::ImportRequest* request,
                                               kiln::v1::ImportResponse* response) {
-  if (grpc::Status refused = Admit(context); !refused.ok()) {
-    return Finish(context, refused);
-  }
-  ++in_flight_;
-  auto result = cache_->Import(*request);
-  --in_flight_;
-  Touch();
-  if (result.ok()) *response = *std::move(result);
-  return Finish(context, ToGrpc(result.status()));
+  return Answer(context, response, [&] { return cache_->Import(*request); });
 }
 
 }  // namespace kiln

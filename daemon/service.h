@@ -98,6 +98,12 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
   grpc::Status Admit(const grpc::CallbackServerContext* context);
   static grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                           const grpc::Status& status);
+  // Admits the call, then answers it on this thread with `work()`, a
+  // StatusOr of the response; counted in flight meanwhile, so that the idle
+  // timeout waits for the long ones (Gc, Verify, Export, Import).
+  template <typename Response, typename Work>
+  grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, Response* response,
+                                   Work work);
 
   ArtifactCache* const cache_;
   TrafficStore* const traffic_;

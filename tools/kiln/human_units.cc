@@ -1,5 +1,10 @@
 #include "tools/kiln/human_units.h"
 
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -29,6 +34,43 @@ std::string HumanDuration(absl::Duration duration) {
   if (hours > 0) return absl::StrCat(hours, "h ", minutes, "m");
   if (minutes > 0) return absl::StrCat(minutes, "m ", seconds % 60, "s");
   return absl::StrCat(seconds, "s");
+}
+
+absl::StatusOr<int64_t> ParseBytes(const std::string& text) {
+  static constexpr std::pair<char, int64_t> kUnits[] = {{'K', int64_t{1} << 10},
+                                                        {'M', int64_t{1} << 20},
+                                                        {'G', int64_t{1} << 30},
+                                                        {'T', int64_t{1} << 40}};
+  absl::string_view number = text;
+  int64_t unit = 1;
+  for (const auto& [suffix, size] : kUnits) {
+    if (!number.empty() && absl::ascii_toupper(number.back()) == suffix) {
+      number.remove_suffix(1);
+      unit = size;
+      break;
+    }
+  }
+  double value;
+  if (!absl::SimpleAtod(number, &value) || value < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text, "' is not a size: give bytes, or a number with K, M, G or T"));
+  }
+  return static_cast<int64_t>(value * static_cast<double>(unit));
+}
+
+absl::StatusOr<absl::Duration> ParseAge(const std::string& text) {
+  absl::Duration age;
+  double days;
+  if (absl::EndsWith(text, "d") && absl::SimpleAtod(text.substr(0, text.size() - 1), &days)) {
+    age = absl::Hours(24 * days);
+  } else if (!absl::ParseDuration(text, &age)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text, "' is not an age: give e.g. 30d, 12h or 90m"));
+  }
+  if (age < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("age ", text, " is negative"));
+  }
+  return age;
 }
 
 }  // namespace kiln

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 namespace kiln {
@@ -18,6 +19,12 @@ std::string HumanTime(absl::Time time, absl::TimeZone zone = absl::LocalTimeZone
 
 // "45s", "12m 5s", "3h 2m", "2d 4h": the two largest units.
 std::string HumanDuration(absl::Duration duration);
+
+// What people type: "1.5G", "500M", "64K", "1024" (bytes, powers of 1024),
+// and "30d", "12h", "1h30m" (absl's durations, plus days). InvalidArgument
+// naming the text otherwise, or for a negative one.
+absl::StatusOr<int64_t> ParseBytes(const std::string& text);
+absl::StatusOr<absl::Duration> ParseAge(const std::string& text);
 
 }  // namespace kiln
 

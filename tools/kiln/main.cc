@@ -493,44 +493,6 @@ absl::Status Evict(const Args& args) {
   return absl::OkStatus();
 }
 
-// "1.5G", "500M", "64K", "1024": bytes (powers of 1024).
-absl::StatusOr<int64_t> ParseBytes(const std::string& text) {
-  static constexpr std::pair<char, int64_t> kUnits[] = {{'K', int64_t{1} << 10},
-                                                        {'M', int64_t{1} << 20},
-                                                        {'G', int64_t{1} << 30},
-                                                        {'T', int64_t{1} << 40}};
-  std::string number = text;
-  int64_t unit = 1;
-  for (const auto& [suffix, size] : kUnits) {
-    if (!number.empty() && absl::ascii_toupper(number.back()) == suffix) {
-      number.pop_back();
-      unit = size;
-    }
-  }
-  double value;
-  if (!absl::SimpleAtod(number, &value) || value < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", text, "' is not a size: give bytes, or a number with K, M, G or T"));
-  }
-  return static_cast<int64_t>(value * static_cast<double>(unit));
-}
-
-// "30d", "12h", "90m", "1h30m": a duration (absl's, plus days).
-absl::StatusOr<absl::Duration> ParseAge(const std::string& text) {
-  absl::Duration age;
-  double days;
-  if (absl::EndsWith(text, "d") && absl::SimpleAtod(text.substr(0, text.size() - 1), &days)) {
-    age = absl::Hours(24 * days);
-  } else if (!absl::ParseDuration(text, &age)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", text, "' is not an age: give e.g. 30d, 12h or 90m"));
-  }
-  if (age < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat("age ", text, " is negative"));
-  }
-  return age;
-}
-
 absl::Status Gc(const Args& args) {
   RETURN_IF_ERROR(NeedArgs(args, 0, "kiln gc"));
   kiln::v1::GcRequest request;
@@ -551,10 +513,9 @@ absl::Status Gc(const Args& args) {
   }
   const char* verb = request.dry_run() ? "would evict" : "evicted";
   for (const kiln::v1::GcResponse::Evicted& entry : response.evicted()) {
-    std::cout << absl::StrFormat(
-        "%s %s  %10s  last used %s\n", verb, Short(entry.key()), HumanBytes(entry.object_bytes()),
-        absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(entry.last_use_unix_ms()),
-                         absl::LocalTimeZone()));
+    std::cout << absl::StrFormat("%s %s  %10s  last used %s\n", verb, Short(entry.key()),
+                                 HumanBytes(entry.object_bytes()),
+                                 HumanTime(absl::FromUnixMillis(entry.last_use_unix_ms())));
   }
   std::cout << absl::StrFormat("%s %d entries: %s -> %s\n", verb, response.evicted_size(),
                                HumanBytes(response.bytes_before()),
@@ -652,9 +613,7 @@ absl::Status Why(const Args& args) {
     std::cout << (request.has_request() ? "request " : "miss ") << Short(asked.key()) << " ("
               << asked.graph_name() << ")";
     if (request.has_last()) {
-      std::cout << " at "
-                << absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(asked.unix_ms()),
-                                    absl::LocalTimeZone());
+      std::cout << " at " << HumanTime(absl::FromUnixMillis(asked.unix_ms()));
     }
     std::cout << "\n";
     if (asked.stored()) {
