@@ -542,5 +542,27 @@ TEST(PipelineTest, SpecializingASymbolFixesItsEqualsAndDropsTheirRelations) {
   EXPECT_EQ(same->relations_size(), 2);
 }
 
+// x.split(2) traced at 4 rows has two results; at 6 rows it would have
+// three, which the graph has no values for.
+TEST(PipelineTest, RetypeNamesASplitWhoseResultCountChanges) {
+  const kiln::v1::Graph graph = ParseGraph(R"({"name": "halves", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 4}]}}],
+    "nodes": [{"name": "split", "op": "aten.split.Tensor", "inputs": [0], "outputs": [1, 2],
+       "args": [{"name": "split_size", "intValue": "2"}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 2}]},
+                       {"dtype": "FLOAT32", "sizes": [{"constant": 2}]}]}],
+    "outputs": [1, 2]})");
+  kiln::v1::Dim three, six;
+  three.set_constant(3);
+  six.set_constant(6);
+  auto fewer = Retype(graph, {{three}});
+  ASSERT_TRUE(fewer.ok()) << fewer.status();
+  EXPECT_EQ(fewer->nodes(0).output_types(1).sizes(0).constant(), 1);
+  EXPECT_EQ(Retype(graph, {{six}}).status(),
+            absl::InvalidArgumentError(
+                "node 0 'split' (aten.split.Tensor): gives 3 results at the new sizes, not the 2 "
+                "the graph was traced with; trace the model at these sizes"));
+}
+
 }  // namespace
 }  // namespace kiln

@@ -79,8 +79,11 @@ std::map<std::string, int64_t> SymbolValues(const kiln::v1::Graph& graph,
   for (size_t i = 0; i < input_sizes.size() && i < static_cast<size_t>(graph.inputs_size()); ++i) {
     const auto& dims = graph.inputs(i).type().sizes();
     for (int d = 0; d < dims.size() && d < static_cast<int>(input_sizes[i].size()); ++d) {
+      // Sizes are never negative and multipliers are positive in a graph
+      // that verifies; anything else gives no value.
       const int64_t multiplier = dims[d].multiplier() == 0 ? 1 : dims[d].multiplier();
-      if (dims[d].has_symbol() && input_sizes[i][d] % multiplier == 0) {
+      if (dims[d].has_symbol() && multiplier > 0 && input_sizes[i][d] >= 0 &&
+          input_sizes[i][d] % multiplier == 0) {
         values[dims[d].symbol()] = input_sizes[i][d] / multiplier;
       }
     }
@@ -112,19 +115,23 @@ kiln::v1::Graph Specialize(kiln::v1::Graph graph, std::map<std::string, int64_t>
       if (!dim.has_symbol()) return false;
       int64_t multiplier = dim.multiplier() == 0 ? 1 : dim.multiplier();
       std::vector<std::string> left;
-      bool fixed = false;
+      bool fixed = false, overflow = false;
       auto take = [&](const std::string& symbol) {
         auto value = values.find(symbol);
         if (value == values.end()) {
           left.push_back(symbol);
         } else {
-          multiplier *= value->second;
+          const std::optional<int64_t> product = limits::CheckedMul(multiplier, value->second);
+          overflow |= !product.has_value();
+          multiplier = product.value_or(0);
           fixed = true;
         }
       };
       take(dim.symbol());
       for (const std::string& symbol : dim.times()) take(symbol);
-      if (!fixed) return false;
+      // A size past int64 is no size: the dim stays as it was, and
+      // verifying the graph names it.
+      if (!fixed || overflow) return false;
       dim.clear_times();
       dim.clear_multiplier();
       if (left.empty() || multiplier == 0) {  // (on the wire, multiplier 0 means 1)
@@ -216,7 +223,11 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
                           absl::StrCat(NodeLabel(ir_graph, n), ": ", types.status().message()));
     }
     if (types->size() != node.outputs.size()) {
-      return absl::InternalError(absl::StrCat(NodeLabel(ir_graph, n), ": result count changed"));
+      // A split of a resized dim: the traced graph has no values for the
+      // new results, so these sizes need a graph traced at them.
+      return absl::InvalidArgumentError(absl::StrCat(
+          NodeLabel(ir_graph, n), ": gives ", types->size(), " results at the new sizes, not the ",
+          node.outputs.size(), " the graph was traced with; trace the model at these sizes"));
     }
     kiln::v1::Node& out = *result.mutable_nodes(n);
     for (size_t k = 0; k < node.outputs.size(); ++k) {

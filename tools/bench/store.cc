@@ -1,0 +1,249 @@
+// //tools/bench:store — the store, the local index and the admin CLI when
+// the cache is full. A cache of N entries is written straight into the
+// store and the index (no compiles): copies of the metadata of a real
+// compile (the traced transformer layer, so every record has the size a
+// real one has), each with its own key, request alias and 1 KiB object.
+// At N = 100 and N = --entries (100,000):
+//   store_lookup_ns, index_hit_ns   a store Lookup of a random key, and a
+//                                   local-index hit's reads (FindAlias and
+//                                   Find), medians of batches;
+//   lookup_100k_vs_100              the worse of their ratios, N over 100;
+//   startup_ms                      kilnd from spawn to answering;
+//   stats_ms, ls_ms                 `kiln stats` and `kiln ls` (every
+//                                   entry, a table into a pipe), whole
+//                                   processes as a user runs them;
+// and at N only:
+//   gc_entries_per_s                `kiln gc --max_bytes` evicting half;
+//   export_import_mb_s              `kiln export` of every remaining entry
+//                                   and `kiln import` of the bundle into an
+//                                   empty cache, bundle bytes over the sum
+//                                   of both times.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cache/local_index.h"
+#include "cache/rocksdb_store.h"
+#include "common/graph_file.h"
+#include "common/sha256.h"
+#include "common/status_macros.h"
+#include "tools/bench/bench_util.h"
+
+ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
+ABSL_FLAG(int, entries, 100000, "Entries in the full cache.");
+ABSL_FLAG(int, repetitions, 5, "Rounds of each timed figure.");
+
+namespace kiln::bench {
+namespace {
+
+constexpr char kTarget[] = "//tools/bench:store";
+constexpr char kGraph[] = "tests/workloads/transformer_layer.json";
+constexpr int kObjectBytes = 1024;
+constexpr int kSmall = 100;
+
+std::string KeyOf(int i) { return Sha256Hex(absl::StrCat("bench-key-", i)); }
+std::string AliasOf(int i) { return Sha256Hex(absl::StrCat("bench-request-", i)); }
+
+// Writes `n` entries like `model` into the cache directory `cache_dir`.
+absl::Status Fill(const std::string& cache_dir, int n, const kiln::v1::ArtifactMetadata& model) {
+  if (mkdir(cache_dir.c_str(), 0700) != 0) {
+    return absl::InternalError(absl::StrCat("mkdir ", cache_dir, ": ", strerror(errno)));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(cache_dir + "/db"));
+  const LocalIndex index(cache_dir);
+  constexpr int kBatch = 1000;
+  for (int start = 0; start < n; start += kBatch) {
+    std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>> batch;
+    for (int i = start; i < std::min(n, start + kBatch); ++i) {
+      std::string object = absl::StrCat("object ", i, " ");
+      object.resize(kObjectBytes, '.');
+      kiln::v1::ArtifactMetadata metadata = model;
+      metadata.set_key(KeyOf(i));
+      metadata.set_digest(Sha256Hex(object));
+      metadata.set_object_bytes(kObjectBytes);
+      batch.emplace_back(std::move(metadata), std::move(object));
+    }
+    RETURN_IF_ERROR(store->PutAll(batch));
+    for (int i = start; i < std::min(n, start + kBatch); ++i) {
+      RETURN_IF_ERROR(index.Publish(batch[i - start].first));
+      RETURN_IF_ERROR(index.PublishAlias(AliasOf(i), KeyOf(i)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Medians of the store's and the index's lookups of random keys, in ns.
+absl::Status TimeLookups(const std::string& cache_dir, int n, const std::string& label,
+                         Samples& samples) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(cache_dir + "/db"));
+  const LocalIndex index(cache_dir);
+  std::mt19937 random(n);
+  std::uniform_int_distribution<int> pick(0, n - 1);
+  bool all_found = true;
+  for (int round = 0; round <= absl::GetFlag(FLAGS_repetitions); ++round) {
+    const Batch stored = TimeBatch(2000, [&] {
+      const auto entry = store->Lookup(KeyOf(pick(random)));
+      all_found &= entry.ok() && entry->has_value();
+    });
+    const Batch indexed = TimeBatch(2000, [&] {
+      const auto key = index.FindAlias(AliasOf(pick(random)));
+      all_found &= key.ok() && key->has_value() && index.Find(**key).ok();
+    });
+    if (round == 0) continue;  // warms the caches
+    samples["store_lookup_ns_" + label].push_back(stored.median_ns);
+    samples["index_hit_ns_" + label].push_back(indexed.median_ns);
+  }
+  if (!all_found) return absl::InternalError("a lookup of a written entry missed");
+  return absl::OkStatus();
+}
+
+// Runs the kiln CLI against `daemon`; its wall time in ms.
+absl::StatusOr<double> TimeKiln(const std::string& kiln, const Daemon& daemon,
+                                std::vector<std::string> args) {
+  args.insert(args.begin(), {kiln, "--socket=" + daemon.socket_path(), "--start=false"});
+  const int64_t start = NowNs();
+  ASSIGN_OR_RETURN(const ProcessResult result, RunProcess(args, absl::Minutes(10)));
+  const double ms = MsSince(start);
+  if (result.exit_code != 0) {
+    return absl::InternalError(
+        absl::StrCat(absl::StrJoin(args, " "), " failed: ", result.output.substr(0, 2000)));
+  }
+  return ms;
+}
+
+// startup, stats and ls on a cache of `n` entries.
+absl::Status TimeDaemon(const KilndBinary& kilnd, const std::string& kiln,
+                        const std::string& root, const std::string& label, Samples& samples) {
+  for (int round = 0; round < absl::GetFlag(FLAGS_repetitions); ++round) {
+    const int64_t start = NowNs();
+    ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon, Daemon::Start(kilnd, root, "worker"));
+    samples["startup_ms_" + label].push_back(MsSince(start));
+    ASSIGN_OR_RETURN(const double stats, TimeKiln(kiln, *daemon, {"stats"}));
+    samples["stats_ms_" + label].push_back(stats);
+    ASSIGN_OR_RETURN(const double ls, TimeKiln(kiln, *daemon, {"ls"}));
+    samples["ls_ms_" + label].push_back(ls);
+    RETURN_IF_ERROR(daemon->Stop());
+  }
+  return absl::OkStatus();
+}
+
+// The metadata of a real compile, to copy.
+absl::StatusOr<kiln::v1::ArtifactMetadata> ModelMetadata(const KilndBinary& kilnd) {
+  ASSIGN_OR_RETURN(const std::string graph_path, Runfile(kGraph, kTarget));
+  ASSIGN_OR_RETURN(ScratchDirectory scratch, ScratchDirectory::Make());
+  ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon, Daemon::Start(kilnd, scratch.path(), "worker"));
+  kiln::v1::CompileRequest request;
+  ASSIGN_OR_RETURN(*request.mutable_graph(), ReadGraphFile(graph_path));
+  ASSIGN_OR_RETURN(const kiln::v1::CompileResponse response, daemon->client().Compile(request));
+  RETURN_IF_ERROR(daemon->Stop());
+  return response.artifact();
+}
+
+absl::Status Run() {
+  ASSIGN_OR_RETURN(const KilndBinary kilnd, FindKilnd(kTarget));
+  ASSIGN_OR_RETURN(const std::string kiln, Runfile("tools/kiln/kiln", kTarget));
+  ASSIGN_OR_RETURN(const kiln::v1::ArtifactMetadata model, ModelMetadata(kilnd));
+  const int full = absl::GetFlag(FLAGS_entries);
+  Samples samples;
+  ASSIGN_OR_RETURN(ScratchDirectory scratch, ScratchDirectory::Make());
+  for (const auto& [n, label] : {std::pair<int, std::string>{kSmall, "100"}, {full, "full"}}) {
+    const std::string root = absl::StrCat(scratch.path(), "/", label);
+    if (mkdir(root.c_str(), 0700) != 0) return absl::InternalError("mkdir " + root);
+    const int64_t start = NowNs();
+    RETURN_IF_ERROR(Fill(root + "/cache", n, model));
+    fprintf(stderr, "store: wrote %d entries in %.1f s\n", n, MsSince(start) / 1e3);
+    RETURN_IF_ERROR(TimeLookups(root + "/cache", n, label, samples));
+    RETURN_IF_ERROR(TimeDaemon(kilnd, kiln, root, label, samples));
+  }
+  for (const char* figure : {"store_lookup_ns", "index_hit_ns"}) {
+    const std::string name = figure;
+    const std::vector<double>& small = samples[name + "_100"];
+    const std::vector<double>& large = samples[name + "_full"];
+    for (size_t i = 0; i < small.size(); ++i) {
+      samples[name + "_ratio"].push_back(large[i] / small[i]);
+    }
+  }
+  for (size_t i = 0; i < samples["store_lookup_ns_ratio"].size(); ++i) {
+    samples["lookup_100k_vs_100"].push_back(
+        std::max(samples["store_lookup_ns_ratio"][i], samples["index_hit_ns_ratio"][i]));
+  }
+
+  // gc, export and import at N.
+  {
+    const std::string root = absl::StrCat(scratch.path(), "/full");
+    ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon, Daemon::Start(kilnd, root, "worker"));
+    const int64_t keep_bytes = int64_t{full / 2} * kObjectBytes;
+    ASSIGN_OR_RETURN(const double gc_ms,
+                     TimeKiln(kiln, *daemon, {"gc", absl::StrCat("--max_bytes=", keep_bytes)}));
+    ASSIGN_OR_RETURN(const kiln::v1::StatsResponse after, daemon->client().Stats());
+    samples["gc_entries_per_s"].push_back((full - after.entries()) / (gc_ms / 1e3));
+    const std::string bundle = scratch.path() + "/cache.kiln";
+    ASSIGN_OR_RETURN(const double export_ms, TimeKiln(kiln, *daemon, {"export", "-o", bundle}));
+    RETURN_IF_ERROR(daemon->Stop());
+    const std::string empty = absl::StrCat(scratch.path(), "/empty");
+    if (mkdir(empty.c_str(), 0700) != 0) return absl::InternalError("mkdir " + empty);
+    ASSIGN_OR_RETURN(std::unique_ptr<Daemon> fresh, Daemon::Start(kilnd, empty, "worker"));
+    ASSIGN_OR_RETURN(const double import_ms, TimeKiln(kiln, *fresh, {"import", bundle}));
+    ASSIGN_OR_RETURN(const kiln::v1::StatsResponse imported, fresh->client().Stats());
+    if (imported.entries() != after.entries()) {
+      return absl::InternalError(absl::StrCat("imported ", imported.entries(), " entries of ",
+                                              after.entries()));
+    }
+    struct stat info;
+    if (stat(bundle.c_str(), &info) != 0) return absl::InternalError("no bundle at " + bundle);
+    samples["bundle_mb"].push_back(info.st_size / 1e6);
+    samples["export_ms"].push_back(export_ms);
+    samples["import_ms"].push_back(import_ms);
+    samples["export_import_mb_s"].push_back(info.st_size / 1e6 / ((export_ms + import_ms) / 1e3));
+  }
+
+  printf("Store and index at %d entries vs %d (%d rounds)\n", full, kSmall,
+         absl::GetFlag(FLAGS_repetitions));
+  printf("%-24s %12s %12s %12s\n", "figure", "min", "median", "max");
+  const std::vector<std::string> keys = {
+      "lookup_100k_vs_100", "store_lookup_ns_100", "store_lookup_ns_full", "store_lookup_ns_ratio",
+      "index_hit_ns_100",   "index_hit_ns_full",   "index_hit_ns_ratio",   "startup_ms_100",
+      "startup_ms_full",    "stats_ms_100",        "stats_ms_full",        "ls_ms_100",
+      "ls_ms_full",         "gc_entries_per_s",    "bundle_mb",            "export_ms",
+      "import_ms",          "export_import_mb_s"};
+  for (const std::string& key : keys) {
+    const auto s = Summarize(samples, key);
+    if (s) printf("%-24s %12.3f %12.3f %12.3f\n", key.c_str(), s->min, s->median, s->max);
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    Samples named = samples;  // the names for the figures at N
+    named["ls_100k_ms"] = samples["ls_ms_full"];
+    named["stats_100k_ms"] = samples["stats_ms_full"];
+    named["startup_100k_ms"] = samples["startup_ms_full"];
+    std::vector<std::string> json_keys = keys;
+    json_keys.insert(json_keys.end(), {"ls_100k_ms", "stats_100k_ms", "startup_100k_ms"});
+    printf("%s\n", JsonLine(named, json_keys,
+                            {{"entries", absl::StrCat(full)},
+                             {"cpu", CpuModel()},
+                             {"load", LoadAverage()}})
+                       .c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kiln::bench
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Times the store, the local index and the kiln CLI at 100 entries and when full.");
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = kiln::bench::Run();
+  if (!status.ok()) {
+    fprintf(stderr, "store: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
