@@ -182,9 +182,10 @@ absl::Status Serve() {
   // path (client/loader.h).
   RETURN_IF_ERROR(EnsurePrivateDirectory(cache_dir));
   ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(cache_dir + "/db"));
-  // Every target's at once (concurrent probes): the descriptor below must
-  // let clients key any of them.
-  ASSIGN_OR_RETURN(TargetToolchains toolchains, DetectToolchains());
+  // Every target's (the descriptor below must let clients key any of
+  // them), probed only when the compiler or the CPU changed.
+  ASSIGN_OR_RETURN(TargetToolchains toolchains,
+                   DetectToolchainsRemembered(cache_dir + "/toolchains"));
   const kiln::v1::Toolchain& toolchain = toolchains.at(kiln::v1::TARGET_NATIVE);
   ArtifactCache::Options options;
   options.compile_threads = std::max(1, absl::GetFlag(FLAGS_compile_jobs));

@@ -73,6 +73,48 @@ TEST(TargetTest, NamesParseBackAndUnknownOnesAreRefused) {
   EXPECT_EQ(TargetName(static_cast<kiln::v1::Target>(3)), "target 3");
 }
 
+// The memo answers while its fingerprint matches (a marker planted in it
+// comes back); another fingerprint or a damaged memo means probing again.
+TEST(ToolchainTest, ProbesAreRememberedUntilTheirFingerprintChanges) {
+  auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
+  ASSERT_TRUE(dir.ok());
+  const std::string memo_path = *dir + "/toolchains";
+  auto probed = DetectToolchainsRemembered(memo_path);
+  ASSERT_TRUE(probed.ok()) << probed.status();
+  ASSERT_EQ(probed->size(), 3u);
+  auto read_memo = [&] {
+    kiln::v1::ToolchainMemo memo;
+    auto bytes = ReadFile(memo_path);
+    EXPECT_TRUE(bytes.ok() && memo.ParseFromString(*bytes));
+    return memo;
+  };
+  kiln::v1::ToolchainMemo memo = read_memo();
+  ASSERT_EQ(memo.toolchains_size(), 3);
+  const std::string fingerprint = memo.fingerprint();
+  for (auto& entry : *memo.mutable_toolchains()) {
+    entry.mutable_toolchain()->set_compiler_version("remembered");
+  }
+  ASSERT_TRUE(WriteFileAtomically(memo_path, memo.SerializeAsString(), 0600).ok());
+  auto remembered = DetectToolchainsRemembered(memo_path);
+  ASSERT_TRUE(remembered.ok()) << remembered.status();
+  EXPECT_EQ(remembered->at(kiln::v1::TARGET_X86_64_V4).compiler_version(), "remembered");
+
+  memo.set_fingerprint("another compiler or CPU");
+  ASSERT_TRUE(WriteFileAtomically(memo_path, memo.SerializeAsString(), 0600).ok());
+  auto reprobed = DetectToolchainsRemembered(memo_path);
+  ASSERT_TRUE(reprobed.ok()) << reprobed.status();
+  EXPECT_EQ(reprobed->at(kiln::v1::TARGET_NATIVE).compiler_version(),
+            probed->at(kiln::v1::TARGET_NATIVE).compiler_version());
+  EXPECT_EQ(read_memo().fingerprint(), fingerprint);
+
+  ASSERT_TRUE(WriteFileAtomically(memo_path, "not a memo", 0600).ok());
+  auto after_damage = DetectToolchainsRemembered(memo_path);
+  ASSERT_TRUE(after_damage.ok()) << after_damage.status();
+  EXPECT_EQ(after_damage->at(kiln::v1::TARGET_NATIVE).cpu(),
+            probed->at(kiln::v1::TARGET_NATIVE).cpu());
+  RemoveRecursively(*dir).IgnoreError();
+}
+
 TEST(ToolchainTest, BuildIdOfANonElfFileIsAnError) {
   auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
   ASSERT_TRUE(dir.ok());

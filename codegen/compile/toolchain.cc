@@ -10,10 +10,14 @@
 #include <thread>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/files.h"
+#include "common/logging.h"
+#include "common/sha256.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 
@@ -36,6 +40,42 @@ std::vector<std::string> QuotedTokens(const std::string& line) {
 std::string RealPath(const std::string& path) {
   char resolved[PATH_MAX];
   return realpath(path.c_str(), resolved) ? std::string(resolved) : path;
+}
+
+// "path=build-id" of the driver binary and the libraries that hold the
+// compiler and linker ("path=?" for one without a build-id).
+std::vector<std::string> BuildIds(const std::string& clang) {
+  const std::string binary = RealPath(clang);
+  const std::string lib = Dirname(Dirname(binary)) + "/lib";
+  std::vector<std::string> ids;
+  for (const std::string& path :
+       {binary, RealPath(lib + "/libclang-cpp.so.19.1"), RealPath(lib + "/libLLVM.so.19.1"),
+        RealPath(Dirname(binary) + "/lld")}) {
+    auto id = ElfBuildId(path);
+    ids.push_back(id.ok() ? absl::StrCat(path, "=", *id) : absl::StrCat(path, "=?"));
+  }
+  return ids;
+}
+
+// What DetectToolchains' answers depend on, hashed: see
+// DetectToolchainsRemembered.
+std::string ProbeFingerprint(const std::string& clang) {
+  std::string facts = absl::StrCat("kiln toolchain memo 1\n", clang, "\n");
+  for (const std::string& id : BuildIds(clang)) absl::StrAppend(&facts, id, "\n");
+  for (kiln::v1::Target target : AllTargets()) {
+    absl::StrAppend(&facts, TargetName(target), ": ", absl::StrJoin(CodegenFlags(target), " "),
+                    "\n");
+  }
+  // The first processor's identity and features (-march=native reads them).
+  const absl::StatusOr<std::string> cpuinfo = ReadFile("/proc/cpuinfo");
+  for (absl::string_view line : absl::StrSplit(cpuinfo.ok() ? *cpuinfo : "", '\n')) {
+    if (line.empty()) break;
+    for (const char* field :
+         {"vendor_id", "cpu family", "model", "model name", "stepping", "microcode", "flags"}) {
+      if (absl::StartsWith(line, field)) absl::StrAppend(&facts, line, "\n");
+    }
+  }
+  return Sha256Hex(facts);
 }
 
 }  // namespace
@@ -136,15 +176,7 @@ absl::StatusOr<kiln::v1::Toolchain> DetectToolchain(const std::string& clang,
   for (const std::string& feature : features) toolchain.add_cpu_features(feature);
   for (const std::string& flag : flags) toolchain.add_flags(flag);
 
-  // The driver binary and the libraries that hold the compiler and linker.
-  const std::string binary = RealPath(clang);
-  const std::string lib = Dirname(Dirname(binary)) + "/lib";
-  for (const std::string& path :
-       {binary, RealPath(lib + "/libclang-cpp.so.19.1"), RealPath(lib + "/libLLVM.so.19.1"),
-        RealPath(Dirname(binary) + "/lld")}) {
-    auto id = ElfBuildId(path);
-    toolchain.add_build_ids(id.ok() ? absl::StrCat(path, "=", *id) : absl::StrCat(path, "=?"));
-  }
+  for (std::string& id : BuildIds(clang)) toolchain.add_build_ids(std::move(id));
   return toolchain;
 }
 
@@ -161,6 +193,31 @@ absl::StatusOr<TargetToolchains> DetectToolchains(const std::string& clang) {
   for (size_t i = 0; i < targets.size(); ++i) {
     RETURN_IF_ERROR(detected[i].status());
     toolchains[targets[i]] = *std::move(detected[i]);
+  }
+  return toolchains;
+}
+
+absl::StatusOr<TargetToolchains> DetectToolchainsRemembered(const std::string& memo_path,
+                                                            const std::string& clang) {
+  const std::string fingerprint = ProbeFingerprint(clang);
+  kiln::v1::ToolchainMemo memo;
+  if (absl::StatusOr<std::string> bytes = ReadFile(memo_path);
+      bytes.ok() && memo.ParseFromString(*bytes) && memo.fingerprint() == fingerprint) {
+    TargetToolchains toolchains;
+    for (const auto& entry : memo.toolchains()) toolchains[entry.target()] = entry.toolchain();
+    if (toolchains.size() == AllTargets().size()) return toolchains;
+  }
+  ASSIGN_OR_RETURN(TargetToolchains toolchains, DetectToolchains(clang));
+  memo.Clear();
+  memo.set_fingerprint(fingerprint);
+  for (const auto& [target, toolchain] : toolchains) {
+    kiln::v1::ToolchainMemo::Entry& entry = *memo.add_toolchains();
+    entry.set_target(target);
+    *entry.mutable_toolchain() = toolchain;
+  }
+  if (absl::Status written = WriteFileAtomically(memo_path, memo.SerializeAsString(), 0600);
+      !written.ok()) {
+    KILN_LOG(WARNING) << "cannot remember the toolchain probes: " << written;
   }
   return toolchains;
 }

@@ -36,6 +36,15 @@ absl::StatusOr<kiln::v1::Toolchain> DetectToolchain(
 // `clang -###` is a process start).
 absl::StatusOr<TargetToolchains> DetectToolchains(const std::string& clang = kDefaultClang);
 
+// DetectToolchains, remembered in the file `memo_path` (kilnd keeps it in
+// its cache directory): the probes run again only when the fingerprint of
+// what they read changes — the compiler's and LLVM's build-ids, every
+// target's flags, and the host CPU as /proc/cpuinfo describes it — so a
+// start does not pay six clang processes. A memo that cannot be read or
+// written is only a slower start.
+absl::StatusOr<TargetToolchains> DetectToolchainsRemembered(
+    const std::string& memo_path, const std::string& clang = kDefaultClang);
+
 // The hex NT_GNU_BUILD_ID note of an ELF file. NotFound if it has none.
 absl::StatusOr<std::string> ElfBuildId(const std::string& path);
 
