@@ -209,6 +209,7 @@ void Client::AfterForkInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   // limits here (Stub says so); else the next call connects afresh.
   if (transport_ != nullptr) new std::shared_ptr<Transport>(std::move(transport_));
   if (grpc_used) forked_after_grpc = true;
+  local_index_hits_ = 0;  // the parent's, which it reports itself
   AfterForkInParent();
 }
 
@@ -219,6 +220,22 @@ Client::~Client() {
     stopping_ = true;
   }
   if (traffic_reporter_.joinable()) traffic_reporter_.join();
+  ReportLocalIndexHitsAtExit();
+}
+
+void Client::ReportLocalIndexHitsAtExit() {
+  if (local_index_hits_ == 0 || forked_after_grpc ||
+      options_.traffic_report_interval <= absl::ZeroDuration()) {
+    return;
+  }
+  std::shared_ptr<Transport> transport;
+  {
+    absl::MutexLock lock(&mutex_);
+    // Never started or replaced for this: with no kilnd, no one counts.
+    if (transport_ == nullptr && !ConnectLocked(/*replace_other_version=*/false).ok()) return;
+    transport = transport_;
+  }
+  SendReport(*transport, nullptr);
 }
 
 std::unique_ptr<Client> Client::Open(ClientOptions options) {
@@ -237,7 +254,7 @@ absl::StatusOr<kiln::v1::HelloResponse> Client::daemon() {
   return hello_;
 }
 
-absl::Status Client::ConnectLocked() {
+absl::Status Client::ConnectLocked(bool replace_other_version) {
   RETURN_IF_ERROR(trusted_.status());
   const std::string& socket_path = options_.socket_path;
   const absl::Status directory =
@@ -269,7 +286,8 @@ absl::Status Client::ConnectLocked() {
   // A daemon some client started on demand, as this user, is ours to
   // replace: ask it to drain (it finishes running compiles and stores them),
   // then start one of this version, which waits for the old one's lock.
-  if (!options_.auto_start || !hello.auto_started() || peer.uid != geteuid()) {
+  if (!replace_other_version || !options_.auto_start || !hello.auto_started() ||
+      peer.uid != geteuid()) {
     return absl::FailedPreconditionError(absl::StrCat(
         mismatch, ". Stop that kilnd (kill ", peer.pid, ") or use a client of its version"));
   }
@@ -372,6 +390,7 @@ absl::StatusOr<std::shared_ptr<const LoadedArtifact>> Client::Load(
   // (once per load, not per call; a shared daemon's file may not be ours).
   if (loaded.ok() && source == Source::kLocalIndex) {
     LocalIndex(cache_dir).Touch(response.artifact().key()).IgnoreError();
+    local_index_hits_.fetch_add(1, std::memory_order_relaxed);  // reported with traffic
   }
   return loaded;
 }
@@ -560,13 +579,24 @@ void Client::SendTraffic(TrafficRecorder* recorder) {
     transport = transport_;
   }
   if (transport == nullptr) return;
+  SendReport(*transport, recorder);
+}
+
+void Client::SendReport(Transport& transport, TrafficRecorder* recorder) {
   kiln::v1::TrafficReport report;
-  *report.mutable_histogram() = recorder->TakeNew();
-  if (report.histogram().rows_size() == 0 && report.histogram().other_calls() == 0) return;
-  report.set_graph_digest(recorder->graph_digest());
+  if (recorder != nullptr) {
+    *report.mutable_histogram() = recorder->TakeNew();
+    if (report.histogram().rows_size() > 0 || report.histogram().other_calls() != 0) {
+      report.set_graph_digest(recorder->graph_digest());
+    } else {
+      report.clear_histogram();
+    }
+  }
+  report.set_local_index_hits(local_index_hits_.exchange(0, std::memory_order_relaxed));
+  if (report.graph_digest().empty() && report.local_index_hits() == 0) return;
   // Best effort: counts a daemon did not take are not worth a retry.
   const auto sent =
-      Call<kiln::v1::TrafficReportResponse>(*transport, "ReportTraffic", report, absl::Seconds(2));
+      Call<kiln::v1::TrafficReportResponse>(transport, "ReportTraffic", report, absl::Seconds(2));
   // A daemon that has gone away (or is going) is no news.
   const absl::StatusCode code = sent.status().code();
   if (!sent.ok() && code != absl::StatusCode::kUnavailable &&
@@ -586,6 +616,7 @@ void Client::ReportTrafficLoop() {
     traffic_reporting_ = true;
     traffic_mutex_.Unlock();
     for (TrafficRecorder* recorder : sources) SendTraffic(recorder);
+    SendTraffic(nullptr);  // local-index hits no recorder's report carried
     traffic_mutex_.Lock();
     traffic_reporting_ = false;
   }

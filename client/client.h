@@ -23,6 +23,14 @@
 // counted since to kilnd — only while this client is connected anyway: a
 // process that only hits locally never connects for it.
 //
+// Local-index hits: kilnd never sees them, so the client counts the
+// artifacts it loads from the local index (once per load, not per call)
+// and reports the count with the traffic reports above. A process that
+// never connected reports them once, when its Client is destroyed, if a
+// kilnd is listening then (it neither starts nor replaces one, and a child
+// forked after its parent used gRPC reports nothing). Best effort: counts
+// whose report fails are dropped.
+//
 // A Client is thread-safe; share one per process. It survives fork()
 // (client/fork_aware.h): a child runs what is loaded and finds artifacts
 // in the local index. It connects to kilnd afresh only if its parent never
@@ -31,6 +39,7 @@
 #ifndef KILN_CLIENT_CLIENT_H_
 #define KILN_CLIENT_CLIENT_H_
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,7 +71,8 @@ struct ClientOptions {
   absl::Duration start_timeout = absl::Seconds(20);
   absl::Duration rpc_timeout = absl::Minutes(5);  // a cold compile can take a while
   std::string client_name = "libkiln";
-  // How often recorded traffic is sent (while connected); zero: never.
+  // How often recorded traffic is sent (while connected); zero: never,
+  // local-index hits included.
   absl::Duration traffic_report_interval = absl::Seconds(30);
 };
 
@@ -137,7 +147,10 @@ class Client final : private ForkAware {
   absl::Status CheckCacheDirectory(const std::string& dir);
   // Connects to the socket and shakes hands; Unavailable when nothing
   // answers. Replaces an auto-started daemon of another version.
-  absl::Status ConnectLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // With `replace_other_version` false, a daemon of another version is
+  // only refused, never asked to drain.
+  absl::Status ConnectLocked(bool replace_other_version = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // After starting kilnd: connects once it answers, waiting up to
   // start_timeout — or, while a kilnd holds the socket's lock (an old one
   // draining, a new one waiting for it), up to rpc_timeout.
@@ -150,9 +163,15 @@ class Client final : private ForkAware {
   // attempts in all.
   template <typename Response>
   absl::StatusOr<Response> Rpc(const char* method, const google::protobuf::MessageLite& request);
-  // Sends `recorder`'s new counts if connected (never connects).
+  // Sends `recorder`'s new counts (none when null) and the local-index
+  // hits not reported yet, if connected (never connects) and there is
+  // anything to send.
   void SendTraffic(TrafficRecorder* recorder);
+  void SendReport(Transport& transport, TrafficRecorder* recorder);
   void ReportTrafficLoop();
+  // At destruction: local-index hits not reported yet, connecting if need
+  // be (see above).
+  void ReportLocalIndexHitsAtExit();
 
   ClientOptions options_;                             // paths resolved
   const absl::StatusOr<std::vector<uid_t>> trusted_;  // TrustedUids()
@@ -172,6 +191,8 @@ class Client final : private ForkAware {
   bool traffic_reporting_ ABSL_GUARDED_BY(traffic_mutex_) = false;  // sending, unlocked
   bool stopping_ ABSL_GUARDED_BY(traffic_mutex_) = false;
   std::thread traffic_reporter_;  // started with the first source
+  // Artifacts loaded from the local index since the last report.
+  std::atomic<int64_t> local_index_hits_{0};
 };
 
 }  // namespace kiln

@@ -544,15 +544,16 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
   }
   // A symbolic graph at size 0 or 1 gets its static specialization; other
   // sizes than any entry covers a new one, within the specialization limit.
-  if (std::optional<kiln::v1::Graph> small = SmallSizeSpecialization(graph_, inputs)) {
-    RETURN_IF_ERROR(Load(*small, {}).status());
+  Specializations planned = PlanSpecializations(graph_, inputs);
+  if (planned.small_size.has_value()) {
+    RETURN_IF_ERROR(Load(*planned.small_size, {}).status());
   } else {
     {
       absl::ReaderMutexLock lock(&mutex_);
       RETURN_IF_ERROR(MarkedAsGuardMiss(
           CheckSpecializationLimit(SpecializationCount(), specialization_limit_, miss)));
     }
-    const absl::Status respecialized = Respecialize(inputs);
+    const absl::Status respecialized = Respecialize(planned.respecialization, inputs);
     if (!respecialized.ok()) return MarkedAsGuardMiss(miss);
   }
   absl::ReaderMutexLock lock(&mutex_);
@@ -562,8 +563,10 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
   return MarkedAsGuardMiss(miss);
 }
 
-absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
-  ASSIGN_OR_RETURN(const Respecialization plan, PlanRespecialization(graph_, inputs));
+absl::Status CompiledGraph::Respecialize(const absl::StatusOr<Respecialization>& planned,
+                                         absl::Span<const TensorView> inputs) {
+  RETURN_IF_ERROR(planned.status());
+  const Respecialization& plan = *planned;
   // Sizes seen to be unfixable are not tried again (each try is a key
   // computation and maybe an RPC).
   {
@@ -580,8 +583,7 @@ absl::Status CompiledGraph::Respecialize(absl::Span<const TensorView> inputs) {
     }
     return false;
   };
-  for (const InputDims& sizes : plan.candidates) {
-    auto retyped = Retype(graph_, sizes);
+  for (const absl::StatusOr<kiln::v1::Graph>& retyped : RetypedCandidates(graph_, plan)) {
     if (retyped.ok() && Load(*retyped, {}).ok() && fits()) return absl::OkStatus();
   }
   absl::MutexLock lock(&mutex_);

@@ -246,8 +246,10 @@ class CompiledGraph final : private ForkAware {
                                             uint64_t sizes_hash, Symbols& symbols);
   // Entries that count against the specialization limit (all but warmed).
   size_t SpecializationCount() const ABSL_SHARED_LOCKS_REQUIRED(mutex_);
-  // Loads an entry for `inputs`' sizes (client/specialization.h).
-  absl::Status Respecialize(absl::Span<const TensorView> inputs);
+  // Loads an entry for `inputs`' sizes from step 2's plan for them
+  // (client/specialization.h PlanSpecializations).
+  absl::Status Respecialize(const absl::StatusOr<Respecialization>& planned,
+                            absl::Span<const TensorView> inputs);
   // Queues the exact specialization of `inputs`' sizes for the background
   // thread, once per sizes and within the limit.
   void SpecializeInBackground(absl::Span<const TensorView> inputs, uint64_t sizes_hash);

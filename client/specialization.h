@@ -18,6 +18,9 @@
 //
 // Pure functions of the graph and the input sizes: no daemon, no state.
 // The caller compiles, loads and remembers sizes no candidate served.
+// CompiledGraph runs them when no loaded entry's guards pass;
+// RequestsForSizes runs the whole policy on sizes alone, for
+// `kiln why GRAPH.json --inputs SIZES`.
 #ifndef KILN_CLIENT_SPECIALIZATION_H_
 #define KILN_CLIENT_SPECIALIZATION_H_
 
@@ -28,6 +31,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "client/tensor.h"
 #include "proto/graph.pb.h"
@@ -64,6 +68,59 @@ struct Respecialization {
 // specialization helps).
 absl::StatusOr<Respecialization> PlanRespecialization(const kiln::v1::Graph& graph,
                                                       absl::Span<const TensorView> inputs);
+
+// Step 1, else step 2, for `inputs`.
+struct Specializations {
+  // Step 1's graph; when set, the one candidate (no limit applies).
+  std::optional<kiln::v1::Graph> small_size;
+  // Step 2 when small_size is not set: PlanRespecialization's answer.
+  absl::StatusOr<Respecialization> respecialization = absl::UnknownError("step 1 applies");
+};
+Specializations PlanSpecializations(const kiln::v1::Graph& graph,
+                                    absl::Span<const TensorView> inputs);
+
+// Each of `plan`'s candidates as a graph (codegen/retype.h Retype), in the
+// same order; one Retype refuses is its error.
+std::vector<absl::StatusOr<kiln::v1::Graph>> RetypedCandidates(const kiln::v1::Graph& graph,
+                                                               const Respecialization& plan);
+
+// Whether `graph` as given takes inputs of `sizes` (its declared dtypes):
+// every constant dim equal, every symbol bound to one value by all the dims
+// naming it (codegen/retype.h SymbolValues: size / multiplier), at least 2,
+// and within the graph's relations — what a CompiledGraph's entry for the
+// graph checks. FailedPrecondition naming the input and dim, or the
+// relation; InvalidArgument for a wrong number of inputs or dims.
+absl::Status CheckGraphTakesSizes(const kiln::v1::Graph& graph,
+                                  const std::vector<std::vector<int64_t>>& sizes);
+
+// A graph the client would request for some input sizes, and why it is
+// that one ("the graph as given", "changed dims symbolic (d64_32)", ...).
+struct SizedRequest {
+  kiln::v1::Graph graph;
+  std::string description;
+};
+
+// The graphs a CompiledGraph of `graph`, holding no other entry, requests
+// for inputs of `sizes` (contiguous, the declared dtypes), in the order it
+// tries them, taking the first that compiles: the graph itself when it
+// takes them (CheckGraphTakesSizes); else step 1's graph; else step 2's
+// candidates that Retype accepts. InvalidArgument naming the input for a
+// wrong number of inputs or dims, or a negative size; FailedPrecondition
+// when no specialization can take them.
+absl::StatusOr<std::vector<SizedRequest>> RequestsForSizes(
+    const kiln::v1::Graph& graph, const std::vector<std::vector<int64_t>>& sizes);
+
+// Input sizes for `graph` written as `kiln why --inputs` takes them: per
+// input its dims joined by 'x', inputs separated by commas ("8x64,64x32";
+// an empty item for a 0-d input), or symbol sizes ("B=8,S=16", expanded
+// by client/warmup_plan.h BucketInputSizes: an unlisted symbol takes its
+// least value). InvalidArgument naming the item that does not parse, a
+// symbol the graph's inputs do not have, or a wrong number of inputs.
+absl::StatusOr<std::vector<std::vector<int64_t>>> ParseInputSizes(const kiln::v1::Graph& graph,
+                                                                  absl::string_view text);
+
+// "8x64,64x32": sizes as ParseInputSizes reads them.
+std::string InputSizesString(const std::vector<std::vector<int64_t>>& sizes);
 
 }  // namespace kiln
 

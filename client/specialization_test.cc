@@ -176,5 +176,147 @@ TEST(CheckSpecializationLimitTest, RefusesPastTheLimitWithTheMissAndWhatToDo) {
                 "(CompiledGraph::set_specialization_limit)"));
 }
 
+// A symbolic graph with relations: q: [S, 64], k: [2*T, 64], S == T, S in
+// [2, 512], S % 4 == 0.
+constexpr char kRelatedGraph[] = R"pb(
+  inputs {
+    value: 0
+    name: "q"
+    type {
+      dtype: FLOAT32
+      sizes { symbol: "S" }
+      sizes { constant: 64 }
+    }
+  }
+  inputs {
+    value: 1
+    name: "k"
+    type {
+      dtype: FLOAT32
+      sizes { symbol: "T" multiplier: 2 }
+      sizes { constant: 64 }
+    }
+  }
+  relations { equal { lhs: "S" rhs: "T" } }
+  relations { range { symbol: "S" min: 2 max: 512 } }
+  relations { divisible { symbol: "S" divisor: 4 } }
+)pb";
+
+TEST(CheckGraphTakesSizesTest, NamesTheDimOrRelationThatRefuses) {
+  const kiln::v1::Graph graph = Parse(kRelatedGraph);
+  EXPECT_TRUE(CheckGraphTakesSizes(graph, {{8, 64}, {16, 64}}).ok());
+  EXPECT_EQ(CheckGraphTakesSizes(graph, {{8, 32}, {16, 64}}),
+            absl::FailedPreconditionError("input 0 'q' dim 1 is 32; the graph has 64"));
+  EXPECT_EQ(CheckGraphTakesSizes(graph, {{8, 64}, {15, 64}}),
+            absl::FailedPreconditionError("input 1 'k' dim 0 is 15; the graph has 2*T"));
+  EXPECT_EQ(CheckGraphTakesSizes(graph, {{8, 64}, {24, 64}}),
+            absl::FailedPreconditionError("S = 8 and T = 12; the graph states them equal"));
+  EXPECT_EQ(CheckGraphTakesSizes(graph, {{1, 64}, {2, 64}}),
+            absl::FailedPreconditionError(
+                "input 0 'q' dim 0 makes S = 1; symbolic sizes are at least 2"));
+  EXPECT_EQ(CheckGraphTakesSizes(graph, {{1024, 64}, {2048, 64}}),
+            absl::FailedPreconditionError("S = 1024; the graph states 2 <= S <= 512"));
+  EXPECT_EQ(CheckGraphTakesSizes(graph, {{6, 64}, {12, 64}}),
+            absl::FailedPreconditionError("S = 6; the graph states S % 4 == 0"));
+  EXPECT_EQ(CheckGraphTakesSizes(graph, {{8, 64}}),
+            absl::InvalidArgumentError("the graph has 2 inputs; the sizes give 1"));
+  EXPECT_EQ(CheckGraphTakesSizes(graph, {{8, 64, 1}, {16, 64}}),
+            absl::InvalidArgumentError("input 0 'q' has 2 dims; the sizes give 3 (8x64x1)"));
+  // A symbol shared by two dims binds once.
+  const kiln::v1::Graph shared = Parse(R"pb(
+    inputs {
+      value: 0
+      name: "x"
+      type {
+        dtype: FLOAT32
+        sizes { symbol: "n" }
+        sizes { symbol: "n" }
+      }
+    }
+  )pb");
+  EXPECT_EQ(
+      CheckGraphTakesSizes(shared, {{3, 4}}),
+      absl::FailedPreconditionError("input 0 'x' dim 1 makes n = 4; input 0 'x' dim 0 made it 3"));
+}
+
+// The requests for sizes, as CompiledGraph makes them: the graph itself
+// when it takes them, else the specialization policy's graphs in order.
+TEST(RequestsForSizesTest, FollowTheSpecializationPolicy) {
+  auto graph = ReadGraphFile("examples/f.json");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto same = RequestsForSizes(*graph, {{64, 64}});
+  ASSERT_TRUE(same.ok()) << same.status();
+  ASSERT_EQ(same->size(), 1u);
+  EXPECT_EQ((*same)[0].description, "the graph as given");
+  EXPECT_EQ((*same)[0].graph.SerializeAsString(), graph->SerializeAsString());
+
+  auto other = RequestsForSizes(*graph, {{96, 64}});
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_EQ(other->size(), 2u);
+  EXPECT_EQ((*other)[0].description, "re-typed, changed dims symbolic (d64_96)");
+  EXPECT_EQ(DimString((*other)[0].graph.inputs(0).type().sizes(0)), "d64_96");
+  EXPECT_EQ((*other)[1].description, "re-typed for the exact sizes");
+  EXPECT_EQ(DimString((*other)[1].graph.inputs(0).type().sizes(0)), "96");
+  // The same graphs CompiledGraph would try, in its order.
+  const Inputs inputs({{96, 64}});
+  const Specializations planned = PlanSpecializations(*graph, inputs.views());
+  ASSERT_FALSE(planned.small_size.has_value());
+  ASSERT_TRUE(planned.respecialization.ok());
+  const auto retyped = RetypedCandidates(*graph, *planned.respecialization);
+  ASSERT_EQ(retyped.size(), 2u);
+  EXPECT_EQ(retyped[0]->SerializeAsString(), (*other)[0].graph.SerializeAsString());
+  EXPECT_EQ(retyped[1]->SerializeAsString(), (*other)[1].graph.SerializeAsString());
+
+  EXPECT_EQ(RequestsForSizes(*graph, {{96}}).status(),
+            absl::InvalidArgumentError("input 0 'x' has 2 dims; the sizes give 1 (96)"));
+}
+
+TEST(RequestsForSizesTest, ASymbolAtOneGetsTheStaticSpecialization) {
+  const kiln::v1::Graph graph = Parse(kGraph);
+  auto requests = RequestsForSizes(graph, {{4, 4}, {4}, {1, 8}});
+  ASSERT_TRUE(requests.ok()) << requests.status();
+  ASSERT_EQ(requests->size(), 1u);
+  EXPECT_EQ((*requests)[0].description, "the static specialization for symbols at 0 or 1");
+  EXPECT_EQ(DimString((*requests)[0].graph.inputs(2).type().sizes(0)), "1");
+}
+
+TEST(ParseInputSizesTest, DimsPerInputOrSymbolSizes) {
+  const kiln::v1::Graph graph = Parse(kGraph);
+  using Sizes = std::vector<std::vector<int64_t>>;
+  EXPECT_EQ(*ParseInputSizes(graph, "4x4,4,7x8"), (Sizes{{4, 4}, {4}, {7, 8}}));
+  EXPECT_EQ(*ParseInputSizes(graph, "s=7"), (Sizes{{4, 4}, {4}, {7, 8}}));
+  const kiln::v1::Graph related = Parse(kRelatedGraph);
+  // T is stated equal to S: giving either gives both.
+  EXPECT_EQ(*ParseInputSizes(related, "S=8"), (Sizes{{8, 64}, {16, 64}}));
+  EXPECT_EQ(*ParseInputSizes(related, "T=8"), (Sizes{{8, 64}, {16, 64}}));
+  const kiln::v1::Graph scalar = Parse(R"pb(
+    inputs {
+      value: 0
+      type {
+        dtype: FLOAT32
+        sizes { constant: 3 }
+      }
+    }
+    inputs {
+      value: 1
+      type { dtype: FLOAT32 }
+    }
+  )pb");
+  EXPECT_EQ(*ParseInputSizes(scalar, "3,"), (Sizes{{3}, {}}));
+  EXPECT_EQ(InputSizesString({{3}, {}}), "3,");
+  EXPECT_EQ(InputSizesString({{4, 4}, {4}, {7, 8}}), "4x4,4,7x8");
+
+  EXPECT_EQ(ParseInputSizes(graph, "4x4,4").status(),
+            absl::InvalidArgumentError("the graph has 3 inputs; '4x4,4' gives 2"));
+  EXPECT_EQ(ParseInputSizes(graph, "4x4,4,7*8").status(),
+            absl::InvalidArgumentError("'7*8' is not an input's dims (write them as 8x64; inputs "
+                                       "separated by commas, or symbol sizes as B=8,S=16)"));
+  EXPECT_EQ(ParseInputSizes(graph, "s=7,4x4").status(),
+            absl::InvalidArgumentError("'4x4' is not NAME=SIZE (give symbol sizes as B=8,S=16, "
+                                       "or every input's dims as 8x64,64x32)"));
+  EXPECT_EQ(ParseInputSizes(graph, "B=7").status(),
+            absl::InvalidArgumentError("the graph's inputs have no symbol B (they have s)"));
+}
+
 }  // namespace
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 
@@ -11,27 +12,37 @@ namespace {
 
 using google::protobuf::FieldDescriptor;
 
-// One StatsResponse field exported as one sample. Store totals and
-// remembered failures are gauges: they fall on eviction and expiry, and
-// outlive the process.
+// One StatsResponse field exported as one sample, or (a map field) one
+// sample per entry. Store totals and remembered failures are gauges: they
+// fall on eviction and expiry, and outlive the process.
 struct Metric {
   const char* field;
   const char* name;
   const char* type;
+  // nullptr: another sample of the family of the row above (same name).
   const char* help;
+  // A numeric field: its sample's label (`path="daemon"`), or none. A map
+  // field: the label name its keys are the values of.
+  const char* label = "";
   double divisor = 1;  // 1000 turns a field in milliseconds into seconds
 };
 
 constexpr Metric kMetrics[] = {
     {"hits", "kiln_hits_total", "counter",
-     "Compile requests kilnd answered from the store (same-host hits from the local index never "
-     "reach kilnd)."},
+     "Compile requests answered from the cache, by path: daemon (kilnd found it in its store), "
+     "local_index (a client found it in the local index with no RPC, as clients report them).",
+     "path=\"daemon\""},
+    {"local_index_hits", "kiln_hits_total", "counter", nullptr, "path=\"local_index\""},
     {"misses", "kiln_misses_total", "counter", "Compile requests kilnd did not find stored."},
     {"coalesced", "kiln_coalesced_total", "counter",
      "Misses that waited on a compile of the same key already running."},
     {"compiles", "kiln_compiles_total", "counter", "Compile pipeline runs, failed ones included."},
     {"compile_failures", "kiln_compile_failures_total", "counter",
      "Compile pipeline runs that failed."},
+    {"failures_by_kind", "kiln_failures_total", "counter",
+     "Compile requests answered with an error, by kind: invalid_graph, unsupported, "
+     "resource_limit, timeout, compiler_error, unavailable, internal.",
+     "kind"},
     {"failures_replayed", "kiln_failures_replayed_total", "counter",
      "Misses answered with a remembered compile failure."},
     {"evictions", "kiln_evictions_total", "counter",
@@ -51,7 +62,7 @@ constexpr Metric kMetrics[] = {
      "Entries found damaged and quarantined."},
     {"unreadable_ranges", "kiln_store_unreadable_ranges", "gauge",
      "Damaged stretches of the store its scans skipped since kilnd started."},
-    {"uptime_ms", "kiln_uptime_seconds", "gauge", "Seconds since kilnd started.", 1000},
+    {"uptime_ms", "kiln_uptime_seconds", "gauge", "Seconds since kilnd started.", "", 1000},
 };
 
 // The histogram: bounds and counts as StatsResponse documents them, and the
@@ -106,6 +117,35 @@ void AppendHeader(const char* name, const char* type, const char* help, std::str
   absl::StrAppend(text, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
 }
 
+// `value` as a label value: backslash, double quote and newline escaped.
+std::string EscapeLabelValue(const std::string& value) {
+  std::string escaped;
+  for (const char c : value) {
+    if (c == '\\' || c == '"') escaped += '\\';
+    escaped += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return escaped;
+}
+
+// A map<string, int64> field: one sample per entry, sorted by key.
+void AppendMapSamples(const kiln::v1::StatsResponse& stats, const Metric& metric,
+                      std::string* text) {
+  const FieldDescriptor& field = Field(metric.field);
+  const auto* reflection = stats.GetReflection();
+  std::map<std::string, int64_t> entries;
+  for (int i = 0; i < reflection->FieldSize(stats, &field); ++i) {
+    const google::protobuf::Message& entry = reflection->GetRepeatedMessage(stats, &field, i);
+    const auto* entry_reflection = entry.GetReflection();
+    const auto* descriptor = entry.GetDescriptor();
+    entries[entry_reflection->GetString(entry, descriptor->map_key())] =
+        entry_reflection->GetInt64(entry, descriptor->map_value());
+  }
+  for (const auto& [key, value] : entries) {
+    absl::StrAppend(text, metric.name, "{", metric.label, "=\"", EscapeLabelValue(key), "\"} ",
+                    value, "\n");
+  }
+}
+
 void AppendHistogram(const kiln::v1::StatsResponse& stats, std::string* text) {
   const auto& bounds = stats.compile_ms_bounds();
   const auto& counts = stats.compile_ms_counts();
@@ -126,8 +166,15 @@ void AppendHistogram(const kiln::v1::StatsResponse& stats, std::string* text) {
 std::string PrometheusText(const kiln::v1::StatsResponse& stats) {
   std::string text;
   for (const Metric& metric : kMetrics) {
-    AppendHeader(metric.name, metric.type, metric.help, &text);
-    absl::StrAppend(&text, metric.name, " ", FormatValue(stats, metric), "\n");
+    if (metric.help != nullptr) AppendHeader(metric.name, metric.type, metric.help, &text);
+    if (Field(metric.field).is_map()) {
+      AppendMapSamples(stats, metric, &text);
+    } else if (*metric.label != '\0') {
+      absl::StrAppend(&text, metric.name, "{", metric.label, "} ", FormatValue(stats, metric),
+                      "\n");
+    } else {
+      absl::StrAppend(&text, metric.name, " ", FormatValue(stats, metric), "\n");
+    }
   }
   AppendHistogram(stats, &text);
   return text;

@@ -5,11 +5,13 @@
 //   text     := { family }
 //   family   := "# HELP " name " " help "\n" "# TYPE " name " " type "\n"
 //               { sample }
-//   sample   := name [ "{le=\"" bound "\"}" ] " " value "\n"
+//   sample   := name [ "{" label "=\"" value "\"}" ] " " value "\n"
 //
-// Metric names start with `kiln_`; counters end in `_total`. The only label
-// is a histogram bucket's `le`: no cache key or graph name ever appears in
-// a label or anywhere else (any local user may read a loopback port).
+// Metric names start with `kiln_`; counters end in `_total`. Labels, one
+// per sample, take values from fixed sets: a histogram bucket's `le`, a
+// hit's `path` (daemon, local_index) and a failure's `kind`
+// (daemon/failure_kind.h). No cache key or graph name ever appears in a
+// label or anywhere else (any local user may read a loopback port).
 // Durations are in seconds.
 #ifndef KILN_COMMON_PROMETHEUS_H_
 #define KILN_COMMON_PROMETHEUS_H_
@@ -21,7 +23,9 @@
 
 namespace kiln {
 
-// Every numeric StatsResponse field as a metric family, in a fixed order.
+// Every numeric StatsResponse field as a sample, in a fixed order (fields
+// that are one family's samples, such as hits by path, together), and
+// failures_by_kind as one sample per kind, sorted.
 // The compile-time histogram (kiln_compile_duration_seconds) is left out
 // when its counts are not one more than its bounds (a kilnd from before it
 // existed sends neither).

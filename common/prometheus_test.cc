@@ -32,6 +32,9 @@ kiln::v1::StatsResponse FilledStats() {
   stats.set_queue_length(9);
   stats.set_evictions(10);
   stats.set_max_cache_bytes(int64_t{10} << 30);
+  stats.set_local_index_hits(11);
+  (*stats.mutable_failures_by_kind())["unsupported"] = 2;
+  (*stats.mutable_failures_by_kind())["invalid_graph"] = 1;
   for (double bound : {10.0, 250.0, 1000.0}) stats.add_compile_ms_bounds(bound);
   for (int64_t count : {1, 0, 1, 0}) stats.add_compile_ms_counts(count);
   return stats;
@@ -39,10 +42,12 @@ kiln::v1::StatsResponse FilledStats() {
 
 TEST(PrometheusTest, ExactText) {
   EXPECT_EQ(PrometheusText(FilledStats()),
-            "# HELP kiln_hits_total Compile requests kilnd answered from the store (same-host "
-            "hits from the local index never reach kilnd).\n"
+            "# HELP kiln_hits_total Compile requests answered from the cache, by path: daemon "
+            "(kilnd found it in its store), local_index (a client found it in the local index "
+            "with no RPC, as clients report them).\n"
             "# TYPE kiln_hits_total counter\n"
-            "kiln_hits_total 7\n"
+            "kiln_hits_total{path=\"daemon\"} 7\n"
+            "kiln_hits_total{path=\"local_index\"} 11\n"
             "# HELP kiln_misses_total Compile requests kilnd did not find stored.\n"
             "# TYPE kiln_misses_total counter\n"
             "kiln_misses_total 3\n"
@@ -56,6 +61,12 @@ TEST(PrometheusTest, ExactText) {
             "# HELP kiln_compile_failures_total Compile pipeline runs that failed.\n"
             "# TYPE kiln_compile_failures_total counter\n"
             "kiln_compile_failures_total 1\n"
+            "# HELP kiln_failures_total Compile requests answered with an error, by kind: "
+            "invalid_graph, unsupported, resource_limit, timeout, compiler_error, unavailable, "
+            "internal.\n"
+            "# TYPE kiln_failures_total counter\n"
+            "kiln_failures_total{kind=\"invalid_graph\"} 1\n"
+            "kiln_failures_total{kind=\"unsupported\"} 2\n"
             "# HELP kiln_failures_replayed_total Misses answered with a remembered compile "
             "failure.\n"
             "# TYPE kiln_failures_replayed_total counter\n"
@@ -114,7 +125,17 @@ TEST(PrometheusTest, HistogramLeftOutWhenCountsDoNotMatchBounds) {
   stats.clear_compile_ms_counts();  // what a kilnd from before the histogram sends
   const std::string text = PrometheusText(stats);
   EXPECT_FALSE(absl::StrContains(text, "kiln_compile_duration_seconds")) << text;
-  EXPECT_TRUE(absl::StrContains(text, "\nkiln_hits_total 7\n")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "\nkiln_hits_total{path=\"daemon\"} 7\n")) << text;
+}
+
+// A kind is a name from kilnd's fixed set; should one ever hold a quote, a
+// backslash or a newline, the line still parses.
+TEST(PrometheusTest, LabelValuesAreEscaped) {
+  kiln::v1::StatsResponse stats;
+  (*stats.mutable_failures_by_kind())["a\"b\\c\nd"] = 3;
+  EXPECT_TRUE(absl::StrContains(PrometheusText(stats),
+                                "\nkiln_failures_total{kind=\"a\\\"b\\\\c\\nd\"} 3\n"))
+      << PrometheusText(stats);
 }
 
 // A numeric StatsResponse field the table does not describe would never be

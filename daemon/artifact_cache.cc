@@ -136,6 +136,14 @@ absl::StatusOr<std::optional<kiln::v1::CompileResponse>> ArtifactCache::FindStor
 
 void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_compile,
                             Done done) {
+  if (allow_compile) {
+    // Every failed Compile request is counted by kind; the compiler's mark
+    // (failure_kind.h) stays inside kilnd.
+    done = [this, done = std::move(done)](absl::StatusOr<kiln::v1::CompileResponse> response) {
+      if (!response.ok()) response = failures_by_kind_.Count(response.status());
+      done(std::move(response));
+    };
+  }
   const absl::Time received = absl::Now();
   absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, toolchain_digests_);
   if (!keyed.ok()) return done(keyed.status());
@@ -219,8 +227,9 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   if (!object.ok()) {
     ++compile_failures_;
     KILN_LOG(ERROR) << "compile of " << key << " failed: " << object.status();
-    RememberIfDeterministic(key, object.status());
-    return object.status();
+    const absl::Status failure = MarkedAsCompilerFailure(object.status());  // its kind
+    RememberIfDeterministic(key, failure);
+    return failure;
   }
   compile_us_total_ += static_cast<int64_t>(object->compile_ms * 1000);
   size_t bucket = 0;  // the first bound at or above the time; past them all, +Inf
@@ -290,6 +299,8 @@ kiln::v1::StatsResponse ArtifactCache::Stats() {
   stats.set_failures_replayed(failures_replayed_);
   stats.set_evictions(evictions_);
   stats.set_max_cache_bytes(options_.max_cache_bytes);
+  stats.set_local_index_hits(local_index_hits_);
+  failures_by_kind_.AddTo(stats);
   stats.set_queue_length(queue_.queued());
   for (double bound : kCompileMsBounds) stats.add_compile_ms_bounds(bound);
   for (const std::atomic<int64_t>& count : compile_ms_counts_) stats.add_compile_ms_counts(count);

@@ -52,6 +52,7 @@
 #include "codegen/compile/compiler.h"
 #include "codegen/compile/target.h"
 #include "daemon/compile_queue.h"
+#include "daemon/failure_kind.h"
 #include "daemon/miss_explainer.h"
 #include "proto/service.pb.h"
 
@@ -112,6 +113,8 @@ class ArtifactCache {
   void Compile(const kiln::v1::CompileRequest& request, bool allow_compile, Done done);
 
   kiln::v1::StatsResponse Stats();
+  // Local-index hits clients report (ReportTraffic), for Stats.
+  void AddLocalIndexHits(int64_t hits) { local_index_hits_ += hits; }
   // One page of entries with their usage (daemon/list_page.h).
   absl::StatusOr<kiln::v1::ListResponse> List(const kiln::v1::ListRequest& request = {});
   // `key` may be a unique prefix of at least 6 hex digits.
@@ -209,6 +212,8 @@ class ArtifactCache {
                                                 2500, 5000, 10000, 30000, 60000, 120000};
   std::array<std::atomic<int64_t>, std::size(kCompileMsBounds) + 1> compile_ms_counts_{};
   std::atomic<int64_t> evictions_{0};
+  std::atomic<int64_t> local_index_hits_{0};
+  FailureCounts failures_by_kind_;  // failed Compile requests (not Lookups)
 
   absl::Mutex misses_mutex_;
   std::deque<KeyedRequestSummary> recent_misses_ ABSL_GUARDED_BY(misses_mutex_);  // newest first

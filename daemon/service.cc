@@ -218,6 +218,19 @@ grpc::ServerUnaryReactor* KilnService::ReportTraffic(grpc::CallbackServerContext
                                                      const kiln::v1::TrafficReport* request,
                                                      kiln::v1::TrafficReportResponse* response) {
   return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::TrafficReportResponse> {
+    if (request->local_index_hits() < 0) {
+      return absl::InvalidArgumentError("a traffic report counts below zero local-index hits");
+    }
+    cache_->AddLocalIndexHits(request->local_index_hits());
+    // A report of local-index hits alone names no graph.
+    const bool has_calls =
+        request->histogram().rows_size() > 0 || request->histogram().other_calls() != 0;
+    if (request->graph_digest().empty()) {
+      if (has_calls) {
+        return absl::InvalidArgumentError("a traffic report with calls names no graph");
+      }
+      return kiln::v1::TrafficReportResponse();
+    }
     RETURN_IF_ERROR(traffic_->Add(*request));
     return kiln::v1::TrafficReportResponse();
   });

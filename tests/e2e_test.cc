@@ -394,6 +394,62 @@ TEST_F(EndToEndTest, WhyNamesThePartOfTheKeyThatDiffers) {
   EXPECT_THAT(last->output, HasSubstr("options: the salt differs"));
 }
 
+// `kiln why GRAPH.json --inputs SIZES` explains the request a process
+// makes when it calls the graph at those sizes: f compiled at 64x64 is
+// stored at 64x64; at 64x32 the client asks for f re-typed with the width
+// symbolic, which differs from the stored entry in input 0's dim 1; once a
+// process has run f at 64x32, that symbolic entry also serves 64x48.
+TEST_F(EndToEndTest, WhyInputsExplainsTheRequestForThoseSizes) {
+  auto compiled = daemon_.RunTool({kKilnCliPath, "run", "examples/f.json", "--start=false"});
+  ASSERT_EQ(compiled->exit_code, 0) << compiled->output;
+  auto why = [&](const std::string& sizes) {
+    return *daemon_.RunTool(
+        {kKilnCliPath, "why", "examples/f.json", "--inputs=" + sizes, "--start=false"});
+  };
+
+  const ProcessResult same = why("64x64");
+  ASSERT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_THAT(same.output, HasSubstr("inputs 64x64: the graph as given takes them\n"));
+  EXPECT_THAT(same.output, HasSubstr("  stored: a request for it hits\n"));
+  EXPECT_THAT(same.output, HasSubstr("a call at these sizes hits: the first request is stored\n"));
+
+  const ProcessResult narrower = why("64x32");
+  ASSERT_EQ(narrower.exit_code, 0) << narrower.output;
+  EXPECT_THAT(narrower.output,
+              HasSubstr("inputs 64x32: the graph as given does not take them (input 0 'x' dim 1 "
+                        "is 32; the graph has 64)"));
+  EXPECT_THAT(narrower.output, HasSubstr("1. re-typed, changed dims symbolic (d64_32)\n"));
+  EXPECT_THAT(narrower.output, HasSubstr("2. re-typed for the exact sizes\n"));
+  EXPECT_THAT(narrower.output, HasSubstr("guard: input 0 dim 1 size s0 here, 64 stored"));
+  EXPECT_THAT(narrower.output, HasSubstr("guard: input 0 dim 1 size 32 here, 64 stored"));
+  EXPECT_THAT(narrower.output,
+              HasSubstr("a call at these sizes compiles: the first request is not stored\n"));
+
+  // A process runs f at 64x32: the symbolic width is compiled, and serves 64x48.
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  CompiledGraph f(client->get(), Example("f"));
+  Tensor x(kiln::v1::FLOAT32, {64, 32});
+  ASSERT_TRUE(f.Run({x.view()}).ok());
+  const ProcessResult wider = why("64x48");
+  ASSERT_EQ(wider.exit_code, 0) << wider.output;
+  EXPECT_THAT(wider.output, HasSubstr("1. re-typed, changed dims symbolic (d64_48)\n"
+                                      "request "));
+  EXPECT_THAT(wider.output, HasSubstr("  stored: a request for it hits\n"));
+  EXPECT_THAT(wider.output, HasSubstr("a call at these sizes hits: the first request is stored\n"));
+
+  const ProcessResult rank = why("64");
+  EXPECT_EQ(rank.exit_code, 1);
+  EXPECT_THAT(rank.output, HasSubstr("kiln why: input 0 'x' has 2 dims; the sizes give 1 (64)"));
+  const ProcessResult symbol = why("B=4");
+  EXPECT_EQ(symbol.exit_code, 1);
+  EXPECT_THAT(symbol.output,
+              HasSubstr("kiln why: the graph's inputs have no symbol B (they have none)"));
+  const ProcessResult count = why("64x64,3");
+  EXPECT_EQ(count.exit_code, 1);
+  EXPECT_THAT(count.output, HasSubstr("kiln why: the graph has 1 inputs; '64x64,3' gives 2"));
+}
+
 TEST_F(EndToEndTest, StaticGuardsAndOutputBuffersAreChecked) {
   auto client = daemon_.Connect();
   ASSERT_TRUE(client.ok());

@@ -38,7 +38,9 @@ using Samples = std::map<std::string, double>;
 // Parses the text exposition format strictly enough for kilnd's output:
 // every line is a # HELP, a # TYPE, or `name{labels} value`; every family
 // has one HELP and one TYPE before its samples; a counter's name ends in
-// _total; the only label is a histogram bucket's `le`.
+// _total; the only labels are a histogram bucket's `le`, kiln_hits_total's
+// `path` and kiln_failures_total's `kind`, one per sample, each with a
+// value from its fixed set.
 absl::StatusOr<Samples> ParsePrometheus(const std::string& text) {
   static const std::regex kSample(
       R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*")*\})? (\S+))");
@@ -75,10 +77,17 @@ absl::StatusOr<Samples> ParsePrometheus(const std::string& text) {
       if (base != family && types.count(base) && types[base] == "histogram") family = base;
     }
     if (!helped.count(family) || !types.count(family)) return bad("no HELP and TYPE before it");
-    if (!labels.empty() && !(types[family] == "histogram" && absl::StartsWith(labels, "{le=\"") &&
-                             labels.find(',') == std::string::npos)) {
-      return bad("a label other than a bucket's le");
-    }
+    static const std::regex kPath(R"re(\{path="(daemon|local_index)"\})re");
+    static const std::regex kKind(
+        R"re(\{kind="(invalid_graph|unsupported|resource_limit|timeout|compiler_error|unavailable|internal)"\})re");
+    const bool label_allowed =
+        labels.empty() ||
+        (types[family] == "histogram" && absl::StartsWith(labels, "{le=\"") &&
+         labels.find(',') == std::string::npos) ||
+        (family == "kiln_hits_total" && std::regex_match(labels, kPath)) ||
+        (family == "kiln_failures_total" && std::regex_match(labels, kKind));
+    if (!label_allowed)
+      return bad("a label other than le, path or kind, or a value outside its set");
     double value;
     const std::string text_value = match[4];
     if (text_value == "+Inf") {
@@ -168,7 +177,8 @@ TEST(MetricsTest, ScrapedOverTheUnixSocketMatchesStats) {
   ASSERT_TRUE(stats.ok()) << stats.status();
 
   Samples& scraped = *samples;
-  EXPECT_EQ(scraped["kiln_hits_total"], stats->hits());
+  EXPECT_EQ(scraped["kiln_hits_total{path=\"daemon\"}"], stats->hits());
+  EXPECT_EQ(scraped["kiln_hits_total{path=\"local_index\"}"], 0);
   EXPECT_EQ(scraped["kiln_misses_total"], stats->misses());
   EXPECT_EQ(scraped["kiln_misses_total"], 1);
   EXPECT_EQ(scraped["kiln_coalesced_total"], stats->coalesced());
@@ -209,6 +219,98 @@ TEST(MetricsTest, ScrapedOverTheUnixSocketMatchesStats) {
                    "--data", "x", "--unix-socket", path, "http://localhost/metrics"},
                   absl::Seconds(30));
   EXPECT_EQ(post.output, "405");
+}
+
+// Hits by path: a fresh process that finds the artifact in the local index
+// never calls kilnd for it, and reports the hit when it exits; a Compile
+// RPC that finds it stored is kilnd's own. Failures by kind: an op Kiln
+// lacks and a malformed graph. The scrape, the Stats RPC and both forms of
+// `kiln stats` agree.
+TEST(MetricsTest, HitsByPathAndFailuresByKind) {
+  DaemonFixture daemon;
+  ASSERT_TRUE(daemon.Start().ok());
+  auto client = daemon.Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto graph = ReadGraphFile("examples/f.json");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = *graph;
+  ASSERT_TRUE((*client)->Compile(request).ok());  // a miss: compiled
+  auto again = (*client)->Compile(request);       // a hit kilnd answers
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->cache_hit());
+
+  // A fresh process: its only hit is in the local index.
+  auto run =
+      daemon.RunTool({kKilnCliPath, "run", "examples/f.json", "--repeat=3", "--start=false"});
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->exit_code, 0) << run->output;
+  EXPECT_TRUE(absl::StrContains(run->output, "(cache hit, local index)")) << run->output;
+
+  kiln::v1::Graph unsupported = *graph;
+  unsupported.mutable_nodes(3)->set_op("aten.frobnicate.default");
+  *request.mutable_graph() = unsupported;
+  EXPECT_EQ((*client)->Compile(request).status().code(), absl::StatusCode::kUnimplemented);
+  kiln::v1::Graph malformed = *graph;
+  malformed.mutable_nodes(1)->set_inputs(1, 4);  // a cycle
+  *request.mutable_graph() = malformed;
+  EXPECT_EQ((*client)->Compile(request).status().code(), absl::StatusCode::kInvalidArgument);
+  // A Lookup that finds nothing is a miss, not a failure.
+  *request.mutable_graph() = *graph;
+  request.mutable_options()->set_salt("not stored");
+  EXPECT_EQ((*client)->Lookup(request).status().code(), absl::StatusCode::kNotFound);
+
+  auto text = Curl({"--unix-socket", MetricsSocket(daemon), "http://localhost/metrics"});
+  ASSERT_TRUE(text.ok()) << text.status();
+  auto samples = ParsePrometheus(*text);
+  ASSERT_TRUE(samples.ok()) << samples.status() << "\n" << *text;
+  Samples& scraped = *samples;
+  EXPECT_EQ(scraped["kiln_hits_total{path=\"daemon\"}"], 1) << *text;
+  EXPECT_EQ(scraped["kiln_hits_total{path=\"local_index\"}"], 1) << *text;
+  EXPECT_EQ(scraped["kiln_misses_total"], 2) << *text;  // the first compile and the Lookup
+  const Samples failures = {
+      {"kiln_failures_total{kind=\"compiler_error\"}", 0},
+      {"kiln_failures_total{kind=\"internal\"}", 0},
+      {"kiln_failures_total{kind=\"invalid_graph\"}", 1},
+      {"kiln_failures_total{kind=\"resource_limit\"}", 0},
+      {"kiln_failures_total{kind=\"timeout\"}", 0},
+      {"kiln_failures_total{kind=\"unavailable\"}", 0},
+      {"kiln_failures_total{kind=\"unsupported\"}", 1},
+  };
+  for (const auto& [sample, value] : failures) {
+    EXPECT_EQ(scraped.count(sample), 1u) << sample << " missing:\n" << *text;
+    EXPECT_EQ(scraped[sample], value) << sample;
+  }
+  // Neither failure reached the pipeline: both were refused before the key.
+  EXPECT_EQ(scraped["kiln_compile_failures_total"], 0);
+
+  auto stats = (*client)->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->hits(), 1);
+  EXPECT_EQ(stats->local_index_hits(), 1);
+  EXPECT_EQ(stats->failures_by_kind().at("unsupported"), 1);
+  EXPECT_EQ(stats->failures_by_kind().at("invalid_graph"), 1);
+  EXPECT_EQ(stats->failures_by_kind().size(), 7u);
+
+  auto prometheus = daemon.RunTool({kKilnCliPath, "stats", "--format=prometheus", "--start=false"});
+  ASSERT_TRUE(prometheus.ok()) << prometheus.status();
+  ASSERT_EQ(prometheus->exit_code, 0) << prometheus->output;
+  auto printed = ParsePrometheus(prometheus->output);
+  ASSERT_TRUE(printed.ok()) << printed.status() << "\n" << prometheus->output;
+  scraped.erase("kiln_uptime_seconds");
+  printed->erase("kiln_uptime_seconds");
+  EXPECT_EQ(*printed, scraped);
+
+  auto summary = daemon.RunTool({kKilnCliPath, "stats", "--start=false"});
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_EQ(summary->exit_code, 0) << summary->output;
+  EXPECT_TRUE(absl::StrContains(
+      summary->output,
+      "\nhits      1 answered by kilnd, 1 from clients' local index (as they report them)\n"))
+      << summary->output;
+  EXPECT_TRUE(absl::StrContains(summary->output,
+                                "\nfailed    2 compile requests: invalid_graph 1, unsupported 1\n"))
+      << summary->output;
 }
 
 TEST(MetricsTest, StaleSocketIsReplacedAndRemovedAtExit) {

@@ -119,8 +119,8 @@ absl::StatusOr<double> TimeKiln(const std::string& kiln, const Daemon& daemon,
 }
 
 // startup, stats and ls on a cache of `n` entries.
-absl::Status TimeDaemon(const KilndBinary& kilnd, const std::string& kiln,
-                        const std::string& root, const std::string& label, Samples& samples) {
+absl::Status TimeDaemon(const KilndBinary& kilnd, const std::string& kiln, const std::string& root,
+                        const std::string& label, Samples& samples) {
   for (int round = 0; round < absl::GetFlag(FLAGS_repetitions); ++round) {
     const int64_t start = NowNs();
     ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon, Daemon::Start(kilnd, root, "worker"));
@@ -193,8 +193,8 @@ absl::Status Run() {
     ASSIGN_OR_RETURN(const double import_ms, TimeKiln(kiln, *fresh, {"import", bundle}));
     ASSIGN_OR_RETURN(const kiln::v1::StatsResponse imported, fresh->client().Stats());
     if (imported.entries() != after.entries()) {
-      return absl::InternalError(absl::StrCat("imported ", imported.entries(), " entries of ",
-                                              after.entries()));
+      return absl::InternalError(
+          absl::StrCat("imported ", imported.entries(), " entries of ", after.entries()));
     }
     struct stat info;
     if (stat(bundle.c_str(), &info) != 0) return absl::InternalError("no bundle at " + bundle);
@@ -207,12 +207,24 @@ absl::Status Run() {
   printf("Store and index at %d entries vs %d (%d rounds)\n", full, kSmall,
          absl::GetFlag(FLAGS_repetitions));
   printf("%-24s %12s %12s %12s\n", "figure", "min", "median", "max");
-  const std::vector<std::string> keys = {
-      "lookup_100k_vs_100", "store_lookup_ns_100", "store_lookup_ns_full", "store_lookup_ns_ratio",
-      "index_hit_ns_100",   "index_hit_ns_full",   "index_hit_ns_ratio",   "startup_ms_100",
-      "startup_ms_full",    "stats_ms_100",        "stats_ms_full",        "ls_ms_100",
-      "ls_ms_full",         "gc_entries_per_s",    "bundle_mb",            "export_ms",
-      "import_ms",          "export_import_mb_s"};
+  const std::vector<std::string> keys = {"lookup_100k_vs_100",
+                                         "store_lookup_ns_100",
+                                         "store_lookup_ns_full",
+                                         "store_lookup_ns_ratio",
+                                         "index_hit_ns_100",
+                                         "index_hit_ns_full",
+                                         "index_hit_ns_ratio",
+                                         "startup_ms_100",
+                                         "startup_ms_full",
+                                         "stats_ms_100",
+                                         "stats_ms_full",
+                                         "ls_ms_100",
+                                         "ls_ms_full",
+                                         "gc_entries_per_s",
+                                         "bundle_mb",
+                                         "export_ms",
+                                         "import_ms",
+                                         "export_import_mb_s"};
   for (const std::string& key : keys) {
     const auto s = Summarize(samples, key);
     if (s) printf("%-24s %12.3f %12.3f %12.3f\n", key.c_str(), s->min, s->median, s->max);
@@ -224,11 +236,10 @@ absl::Status Run() {
     named["startup_100k_ms"] = samples["startup_ms_full"];
     std::vector<std::string> json_keys = keys;
     json_keys.insert(json_keys.end(), {"ls_100k_ms", "stats_100k_ms", "startup_100k_ms"});
-    printf("%s\n", JsonLine(named, json_keys,
-                            {{"entries", absl::StrCat(full)},
-                             {"cpu", CpuModel()},
-                             {"load", LoadAverage()}})
-                       .c_str());
+    printf("%s\n",
+           JsonLine(named, json_keys,
+                    {{"entries", absl::StrCat(full)}, {"cpu", CpuModel()}, {"load", LoadAverage()}})
+               .c_str());
   }
   return absl::OkStatus();
 }

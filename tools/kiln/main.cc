@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "client/compiled_graph.h"
+#include "client/specialization.h"
 #include "client/traffic.h"
 #include "codegen/compile/target.h"
 #include "codegen/compile/toolchain.h"
@@ -51,7 +52,10 @@ ABSL_FLAG(std::string, socket, "",
 ABSL_FLAG(std::string, cache_dir, "", "Cache directory for an auto-started kilnd.");
 ABSL_FLAG(bool, start, true, "Start kilnd when none is running.");
 ABSL_FLAG(std::string, inputs, "",
-          "run: comma-separated raw little-endian files, one per graph input (default: random).");
+          "run: comma-separated raw little-endian files, one per graph input (default: random). "
+          "why: the input sizes a process called GRAPH.json with: each input's dims joined by x, "
+          "inputs separated by commas (8x64,64x32; an empty item for a 0-d input), or symbol "
+          "sizes (B=8,S=16); explains the request the client makes for them.");
 ABSL_FLAG(int, seed, 0, "run: seed of the random inputs.");
 ABSL_FLAG(int, repeat, 100, "run: warm calls to time after the first.");
 ABSL_FLAG(bool, check, false, "run: compare the outputs with the naive reference evaluator.");
@@ -421,19 +425,30 @@ absl::Status Stats(const Args& args) {
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(const kiln::v1::HelloResponse daemon, client->daemon());
+  // Failed requests by kind, the kinds that occurred, A to Z.
+  const std::map<std::string, int64_t> failures_by_kind(stats.failures_by_kind().begin(),
+                                                        stats.failures_by_kind().end());
+  int64_t failed_requests = 0;
+  std::vector<std::string> kinds;
+  for (const auto& [kind, count] : failures_by_kind) {
+    failed_requests += count;
+    if (count > 0) kinds.push_back(absl::StrCat(kind, " ", count));
+  }
   std::cout << absl::StrFormat(
       "kilnd %s (pid %d) on %s, up %.1f s\n"
-      "requests  %d hits, %d misses (%d waited on a running compile); same-host hits from\n"
-      "          the local index never reach kilnd and are not counted here\n"
+      "hits      %d answered by kilnd, %d from clients' local index (as they report them)\n"
+      "misses    %d (%d waited on a running compile)\n"
       "compiles  %d (%d failed), %.1f ms compiling in all\n"
+      "failed    %d compile requests%s%s\n"
       "failures  %d remembered, %d retries answered from memory (`kiln evict KEY` forgets one)\n"
       "store     %d entries, %d blobs, %d bytes\n"
       "damage    %d corrupt blobs and %d corrupt entries quarantined (each compiles again)\n",
       daemon.daemon_version(), daemon.pid(), client->socket_path(), stats.uptime_ms() / 1000.0,
-      stats.hits(), stats.misses(), stats.coalesced(), stats.compiles(), stats.compile_failures(),
-      stats.compile_ms_total(), stats.remembered_failures(), stats.failures_replayed(),
-      stats.entries(), stats.blobs(), stats.bytes_stored(), stats.corrupt_blobs(),
-      stats.corrupt_entries());
+      stats.hits(), stats.local_index_hits(), stats.misses(), stats.coalesced(), stats.compiles(),
+      stats.compile_failures(), stats.compile_ms_total(), failed_requests,
+      kinds.empty() ? "" : ": ", absl::StrJoin(kinds, ", "), stats.remembered_failures(),
+      stats.failures_replayed(), stats.entries(), stats.blobs(), stats.bytes_stored(),
+      stats.corrupt_blobs(), stats.corrupt_entries());
   if (stats.unreadable_ranges() > 0) {
     std::cout << absl::StrFormat(
         "          %d damaged stretches of the store could not be counted: the store counts\n"
@@ -592,17 +607,83 @@ absl::Status Prune(const Args& args) {
   return absl::OkStatus();
 }
 
+// One request of a WhyResponse: its key, whether it is stored, and the
+// nearest stored entries with what differs.
+void PrintWhy(const kiln::v1::WhyResponse::Request& asked, bool past_miss) {
+  std::cout << (past_miss ? "miss " : "request ") << Short(asked.key()) << " ("
+            << asked.graph_name() << ")";
+  if (past_miss) std::cout << " at " << HumanTime(absl::FromUnixMillis(asked.unix_ms()));
+  std::cout << "\n";
+  if (asked.stored()) {
+    std::cout << (past_miss ? "  stored since (that miss compiled it); before it:\n"
+                            : "  stored: a request for it hits\n");
+    if (!past_miss) return;
+  }
+  if (asked.nearest().empty()) std::cout << "  nothing else is stored to compare with\n";
+  for (const kiln::v1::WhyResponse::Nearest& nearest : asked.nearest()) {
+    std::cout << "  nearest " << Short(nearest.key()) << " (" << nearest.graph_name() << "):\n";
+    for (const std::string& line : nearest.differences()) std::cout << "    " << line << "\n";
+  }
+}
+
+// `kiln why GRAPH.json --inputs SIZES`: the requests a CompiledGraph of the
+// graph makes for inputs of these sizes (client/specialization.h
+// RequestsForSizes), each explained; the client takes the first that
+// compiles, so the first decides whether the call hit.
+absl::Status WhyForSizes(const kiln::v1::Graph& graph, const kiln::v1::CompileOptions& options,
+                         Client& client) {
+  ASSIGN_OR_RETURN(const std::vector<std::vector<int64_t>> sizes,
+                   ParseInputSizes(graph, absl::GetFlag(FLAGS_inputs)));
+  ASSIGN_OR_RETURN(const std::vector<SizedRequest> requests, RequestsForSizes(graph, sizes));
+  kiln::v1::WhyResponse all;
+  for (const SizedRequest& sized : requests) {
+    kiln::v1::WhyRequest request;
+    *request.mutable_request()->mutable_graph() = sized.graph;
+    *request.mutable_request()->mutable_options() = options;
+    ASSIGN_OR_RETURN(const kiln::v1::WhyResponse response, client.Why(request));
+    if (response.requests_size() != 1) {
+      return absl::InternalError("kilnd did not answer for the one request asked");
+    }
+    *all.add_requests() = response.requests(0);
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(all) << "\n";
+    return absl::OkStatus();
+  }
+  const std::string shown = InputSizesString(sizes);
+  if (const absl::Status taken = CheckGraphTakesSizes(graph, sizes); taken.ok()) {
+    std::cout << "inputs " << shown << ": the graph as given takes them\n";
+  } else {
+    std::cout << "inputs " << shown << ": the graph as given does not take them ("
+              << taken.message() << "); the client requests, in order, taking the first that "
+              << "compiles:\n";
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests.size() > 1 || requests[i].description != "the graph as given") {
+      std::cout << i + 1 << ". " << requests[i].description << "\n";
+    }
+    PrintWhy(all.requests(i), /*past_miss=*/false);
+  }
+  std::cout << (all.requests(0).stored()
+                    ? "a call at these sizes hits: the first request is stored\n"
+                    : "a call at these sizes compiles: the first request is not stored\n");
+  return absl::OkStatus();
+}
+
 absl::Status Why(const Args& args) {
   kiln::v1::WhyRequest request;
+  const bool sized = !absl::GetFlag(FLAGS_inputs).empty();
   if (absl::GetFlag(FLAGS_last) > 0) {
     RETURN_IF_ERROR(NeedArgs(args, 0, "kiln why --last=N"));
+    if (sized) return absl::InvalidArgumentError("--inputs is for a graph file, not --last");
     request.set_last(absl::GetFlag(FLAGS_last));
   } else {
-    RETURN_IF_ERROR(NeedArgs(args, 1, "kiln why GRAPH.json | kiln why --last=N"));
+    RETURN_IF_ERROR(NeedArgs(args, 1, "kiln why GRAPH.json [--inputs=SIZES] | kiln why --last=N"));
     ASSIGN_OR_RETURN(*request.mutable_request()->mutable_graph(), ReadGraphFile(args[0]));
     ASSIGN_OR_RETURN(*request.mutable_request()->mutable_options(), OptionsFromFlags());
   }
   ASSIGN_OR_RETURN(auto client, ConnectFromFlags());
+  if (sized) return WhyForSizes(request.request().graph(), request.request().options(), *client);
   ASSIGN_OR_RETURN(const kiln::v1::WhyResponse response, client->Why(request));
   if (absl::GetFlag(FLAGS_json)) {
     std::cout << ToJson(response) << "\n";
@@ -610,22 +691,7 @@ absl::Status Why(const Args& args) {
   }
   if (response.requests().empty()) std::cout << "no misses since kilnd started\n";
   for (const kiln::v1::WhyResponse::Request& asked : response.requests()) {
-    std::cout << (request.has_request() ? "request " : "miss ") << Short(asked.key()) << " ("
-              << asked.graph_name() << ")";
-    if (request.has_last()) {
-      std::cout << " at " << HumanTime(absl::FromUnixMillis(asked.unix_ms()));
-    }
-    std::cout << "\n";
-    if (asked.stored()) {
-      std::cout << (request.has_last() ? "  stored since (that miss compiled it); before it:\n"
-                                       : "  stored: a request for it hits\n");
-      if (request.has_request()) continue;
-    }
-    if (asked.nearest().empty()) std::cout << "  nothing else is stored to compare with\n";
-    for (const kiln::v1::WhyResponse::Nearest& nearest : asked.nearest()) {
-      std::cout << "  nearest " << Short(nearest.key()) << " (" << nearest.graph_name() << "):\n";
-      for (const std::string& line : nearest.differences()) std::cout << "    " << line << "\n";
-    }
+    PrintWhy(asked, /*past_miss=*/request.has_last());
   }
   return absl::OkStatus();
 }
@@ -754,11 +820,12 @@ const std::map<std::string, Command>& Commands() {
         "kiln prune --stale --dry_run",
         Prune}},
       {"why",
-       {"GRAPH.json | --last=N",
+       {"GRAPH.json [--inputs=SIZES] | --last=N",
         "why a request missed: the nearest stored entries and which part of the key differs "
-        "(graph node, guard, options, toolchain, codegen version)",
-        {"last", "target", "salt", "json", KILN_DAEMON_FLAGS},
-        "kiln why --last=5",
+        "(graph node, guard, options, toolchain, codegen version); with --inputs, for the "
+        "request a process calling GRAPH.json at those sizes makes",
+        {"last", "inputs", "target", "salt", "json", KILN_DAEMON_FLAGS},
+        "kiln why model.json --inputs=8x64,64x32",
         Why}},
       {"pin",
        {"KEY|GRAPH.json",
