@@ -5,10 +5,13 @@
 
 namespace kiln {
 
-absl::StatusOr<ReconcileResult> ReconcileLocalIndex(ArtifactStore& store, const LocalIndex& index) {
+absl::StatusOr<ReconcileResult> ReconcileLocalIndex(ArtifactStore& store, const LocalIndex& index,
+                                                    const ReconcileOptions& options) {
   ReconcileResult result;
   ASSIGN_OR_RETURN(const std::vector<std::string> keys, index.Keys());
   for (const std::string& key : keys) {
+    if (options.stop()) return absl::CancelledError("stopped before the index was reconciled");
+    absl::MutexLockMaybe lock(options.per_record_lock);
     ++result.checked;
     const auto record = index.Find(key);
     if (!record.ok()) {
@@ -27,6 +30,8 @@ absl::StatusOr<ReconcileResult> ReconcileLocalIndex(ArtifactStore& store, const 
   // Aliases of keys no longer indexed, or that cannot be trusted.
   ASSIGN_OR_RETURN(const std::vector<std::string> aliases, index.AliasDigests());
   for (const std::string& digest : aliases) {
+    if (options.stop()) return absl::CancelledError("stopped before the index was reconciled");
+    absl::MutexLockMaybe lock(options.per_record_lock);
     const auto key = index.FindAlias(digest);
     bool live = false;
     if (key.ok() && key->has_value()) {

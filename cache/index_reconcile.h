@@ -1,14 +1,18 @@
 // Brings the local index (local_index.h) back in step with the store, for
-// kilnd to run at start before it serves anything: the store may have lost
-// entries the index still names (WAL replay stopped at damage, a damaged
-// database moved aside), and clients must never load an artifact the store
-// no longer vouches for.
+// kilnd to run after a start: the store may have lost entries the index
+// still names (WAL replay stopped at damage, a damaged database moved
+// aside). kilnd serves meanwhile (ArtifactCache runs it in the background:
+// at 100,000 entries it reads for seconds); a client that loads such an
+// entry in that window still verifies the object's digest, and the entry's
+// index file goes when its turn comes.
 #ifndef KILN_CACHE_INDEX_RECONCILE_H_
 #define KILN_CACHE_INDEX_RECONCILE_H_
 
 #include <cstdint>
+#include <functional>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "cache/local_index.h"
 #include "cache/store.h"
 
@@ -21,12 +25,21 @@ struct ReconcileResult {
   int64_t stale_aliases = 0;  // removed: request aliases of keys not indexed, or untrusted
 };
 
+struct ReconcileOptions {
+  // Held exclusively around each record's check and removal, so that a
+  // publish or an eviction running beside it never interleaves with one.
+  absl::Mutex* per_record_lock = nullptr;
+  // Asked between records; true stops the pass early (Cancelled).
+  std::function<bool()> stop = [] { return false; };
+};
+
 // Removes every index file whose record fails its checks or whose entry the
 // store lacks (or holds with another digest), then every request alias
 // whose key is no longer indexed; logs what it removed. Errors
 // when the store cannot answer or a file cannot be removed — the caller
-// must then not serve that index (kilnd removes the whole index directory).
-absl::StatusOr<ReconcileResult> ReconcileLocalIndex(ArtifactStore& store, const LocalIndex& index);
+// must then not serve that index (kilnd removes it: LocalIndex::RemoveAll).
+absl::StatusOr<ReconcileResult> ReconcileLocalIndex(ArtifactStore& store, const LocalIndex& index,
+                                                    const ReconcileOptions& options = {});
 
 }  // namespace kiln
 

@@ -161,6 +161,11 @@ absl::Status LocalIndex::Publish(const kiln::v1::ArtifactMetadata& metadata) con
 
 absl::Status LocalIndex::Remove(const std::string& key) const { return RemoveRecord(PathFor(key)); }
 
+absl::Status LocalIndex::RemoveAll() const {
+  RETURN_IF_ERROR(RemoveRecursively(cache_dir_ + "/index"));
+  return RemoveRecursively(cache_dir_ + "/requests");
+}
+
 absl::Status LocalIndex::Touch(const std::string& key) const {
   const std::string path = PathFor(key);
   const struct timespec now[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};

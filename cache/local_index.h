@@ -85,6 +85,9 @@ class LocalIndex {
   // The key `request_digest` is an alias of; nullopt when it has none, or
   // an error for a record that cannot be trusted.
   absl::StatusOr<std::optional<std::string>> FindAlias(const std::string& request_digest) const;
+  // Removes every index file and alias (clients then ask kilnd).
+  absl::Status RemoveAll() const;
+
   // The request digests of every alias, in no particular order.
   absl::StatusOr<std::vector<std::string>> AliasDigests() const;
 

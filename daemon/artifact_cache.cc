@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cache/bundle.h"
+#include "cache/index_reconcile.h"
 #include "cache/request_key.h"
 #include "codegen/abi/kiln_abi.h"
 #include "codegen/limits.h"
@@ -64,7 +65,8 @@ ArtifactCache::ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirecto
       toolchain_digests_(DigestToolchains(toolchains_)),
       options_(options),
       queue_(options.compile_threads) {
-  if (options_.max_cache_bytes > 0 || options_.max_entry_age > absl::ZeroDuration()) {
+  if (options_.reconcile_index || options_.max_cache_bytes > 0 ||
+      options_.max_entry_age > absl::ZeroDuration()) {
     gc_thread_ = std::thread([this] { GcLoop(); });
   }
 }
@@ -80,7 +82,27 @@ void ArtifactCache::Shutdown() {
   gc_stopping_ = true;
 }
 
+void ArtifactCache::ReconcileIndex() {
+  ReconcileOptions reconcile;
+  reconcile.per_record_lock = &index_mutex_;
+  reconcile.stop = [this] {
+    absl::MutexLock lock(&gc_mutex_);
+    return gc_stopping_;
+  };
+  const absl::StatusOr<ReconcileResult> reconciled =
+      ReconcileLocalIndex(*store_, index_, reconcile);
+  if (reconciled.ok() || absl::IsCancelled(reconciled.status())) return;
+  KILN_LOG(ERROR) << "cannot reconcile the local index (" << reconciled.status()
+                  << "); removing it: clients ask kilnd, whose hits publish it again";
+  absl::MutexLock lock(&index_mutex_);
+  if (absl::Status removed = index_.RemoveAll(); !removed.ok()) {
+    KILN_LOG(ERROR) << "cannot remove the local index: " << removed;
+  }
+}
+
 void ArtifactCache::GcLoop() {
+  if (options_.reconcile_index) ReconcileIndex();
+  if (options_.max_cache_bytes <= 0 && options_.max_entry_age <= absl::ZeroDuration()) return;
   while (true) {
     {
       absl::MutexLock lock(&gc_mutex_);

@@ -82,6 +82,9 @@ class ArtifactCache {
     // Entries used more recently than this are never evicted by size: a
     // client that was just answered still has to load the object.
     absl::Duration eviction_grace = absl::Minutes(1);
+    // Reconcile the local index with the store (cache/index_reconcile.h)
+    // on the background thread, first thing, while serving.
+    bool reconcile_index = false;
   };
 
   struct GcOptions {
@@ -174,8 +177,10 @@ class ArtifactCache {
   // Takes the entry out of the local index, then the store, then its
   // object file when no other entry shares it.
   absl::Status EvictStored(const std::string& key);
-  // The background thread of eviction (see above).
+  // The background thread: the index's reconciliation, then eviction (see
+  // above).
   void GcLoop();
+  void ReconcileIndex();
 
   // The failure remembered for `key`, if it has not expired.
   std::optional<absl::Status> RememberedFailure(const std::string& key);

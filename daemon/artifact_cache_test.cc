@@ -262,6 +262,42 @@ TEST_F(ArtifactCacheTest, GcEvictsWhatIsUnusedForLongerThanTheMaxAge) {
   EXPECT_TRUE(cache_->Show(new_key).ok());
 }
 
+// A cache whose store lost an entry its index still names (a damaged
+// database set aside, say) serves at once and drops that index record in
+// the background; the entries it still has keep theirs.
+TEST_F(ArtifactCacheTest, TheIndexIsReconciledWithTheStoreInTheBackground) {
+  const std::string kept = CompileSize(4).first;
+  const std::string lost = CompileSize(8).first;
+  const LocalIndex index(dir_);
+  ASSERT_TRUE(index.Find(lost).ok() && index.Find(lost)->has_value());
+  auto survivor = std::make_unique<MemoryStore>();
+  auto metadata = store_->Lookup(kept);
+  ASSERT_TRUE(metadata.ok() && metadata->has_value());
+  auto blob = store_->ReadBlob((*metadata)->digest());
+  ASSERT_TRUE(blob.ok() && blob->has_value());
+  ASSERT_TRUE(survivor->Put(**metadata, **blob).ok());
+  cache_.reset();
+  ArtifactCache::Options options;
+  options.compile_threads = 1;
+  options.reconcile_index = true;
+  cache_ = std::make_unique<ArtifactCache>(
+      std::move(survivor), ObjectDirectory(dir_ + "/objects"), LocalIndex(dir_),
+      std::make_unique<FakeCompiler>(&calls_, &failure_), Toolchains(), options);
+  SetSize(4);
+  absl::StatusOr<kiln::v1::CompileResponse> hit = Compile();
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  EXPECT_TRUE(hit->cache_hit());
+  for (int i = 0; i < 1000 && index.Find(lost).ok() && index.Find(lost)->has_value(); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  auto lost_record = index.Find(lost);
+  ASSERT_TRUE(lost_record.ok()) << lost_record.status();
+  EXPECT_FALSE(lost_record->has_value()) << "the store has no entry " << lost;
+  auto kept_record = index.Find(kept);
+  ASSERT_TRUE(kept_record.ok()) << kept_record.status();
+  EXPECT_TRUE(kept_record->has_value());
+}
+
 TEST_F(ArtifactCacheTest, PinNeedsAKeyPrefixThatNamesEntries) {
   EXPECT_EQ(cache_->SetPinned("abc", true).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cache_->SetPinned("abcdef", true).status(),

@@ -21,7 +21,6 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "cache/index_reconcile.h"
 #include "cache/local_index.h"
 #include "cache/object_dir.h"
 #include "cache/request_key.h"
@@ -192,6 +191,9 @@ absl::Status Serve() {
   ASSIGN_OR_RETURN(options.max_cache_bytes, CacheCap(cache_dir));
   options.max_entry_age = absl::GetFlag(FLAGS_max_entry_age);
   options.gc_interval = std::max(absl::Seconds(1), absl::GetFlag(FLAGS_gc_interval));
+  // The store may have lost entries its index still names: checked while
+  // serving, so that a start never reads every index file first.
+  options.reconcile_index = true;
   ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler,
                    MakeCompiler(cache_dir, options.compile_threads));
   // Same-host clients find hits through this without a round trip.
@@ -203,12 +205,6 @@ absl::Status Serve() {
   SetDescriptorToolchainDigests(DigestToolchains(toolchains), descriptor);
   descriptor.set_machine_id(MachineId());
   RETURN_IF_ERROR(index.WriteDescriptor(descriptor));
-  // Before serving: the store may have lost entries its index still names.
-  if (auto reconciled = ReconcileLocalIndex(*store, index); !reconciled.ok()) {
-    KILN_LOG(ERROR) << "cannot reconcile the local index (" << reconciled.status()
-                    << "); removing it: clients ask kilnd until it is rebuilt";
-    RETURN_IF_ERROR(RemoveRecursively(cache_dir + "/index"));
-  }
   Compiler* const warm = compiler.get();
   ArtifactCache cache(std::move(store), ObjectDirectory(cache_dir + "/objects"), index,
                       std::move(compiler), toolchains, options);
