@@ -46,7 +46,14 @@ bool Matches(const kiln::v1::ArtifactMetadata& metadata, const ListRequest& requ
   return absl::StrContains(metadata.graph_name(), request.graph_substring());
 }
 
-void Add(kiln::v1::ArtifactMetadata metadata, const EntryUsage& usage, ListResponse& response) {
+void Add(kiln::v1::ArtifactMetadata metadata, const EntryUsage& usage, const ListRequest& request,
+         ListResponse& response) {
+  if (request.brief()) {
+    metadata.clear_signature();
+    metadata.clear_guards();
+    metadata.clear_toolchain();
+    metadata.clear_key_components();
+  }
   *response.add_entries() = std::move(metadata);
   kiln::v1::EntryUse* use = response.add_uses();
   use->set_last_use_unix_ms(absl::ToUnixMillis(usage.last_use));
@@ -77,7 +84,7 @@ absl::StatusOr<ListResponse> KeyOrderPage(ArtifactStore& store, const LastTouche
         return response;
       }
       MergeTouch(last_touched, entry.usage);
-      Add(std::move(entry.metadata), entry.usage, response);
+      Add(std::move(entry.metadata), entry.usage, request, response);
     }
     if (static_cast<int>(entries.size()) < chunk) return response;
   }
@@ -138,7 +145,7 @@ absl::StatusOr<ListResponse> UsageOrderPage(ArtifactStore& store, const LastTouc
       break;
     }
     if (by_size) MergeTouch(last_touched, usage);
-    Add(*std::move(metadata), usage, response);
+    Add(*std::move(metadata), usage, request, response);
     last = Cursor{position.value, usage.key};
   }
   return response;

@@ -23,6 +23,10 @@ class ListPageTest : public ::testing::Test {
     metadata.set_digest(Sha256Hex(blob));
     metadata.set_object_bytes(bytes);
     metadata.set_created_unix_ms(created_ms);
+    metadata.mutable_toolchain()->set_cpu("znver5");  // what a brief page drops
+    metadata.mutable_signature()->add_symbols("s0");
+    metadata.mutable_guards()->add_inputs();
+    metadata.mutable_key_components()->set_graph("g");
     ASSERT_TRUE(store_.Put(metadata, blob).ok());
   }
 
@@ -108,6 +112,31 @@ TEST_F(ListPageTest, SizeOrderAndFilterAndAnEntryEvictedBetweenPages) {
   request.clear_page_token();
   request.set_graph_substring("mlp");
   EXPECT_EQ(AllPages(request), "k4/4000 k1/1000 ");
+}
+
+// A brief page (kiln ls's table) drops what only `kiln show` needs.
+TEST_F(ListPageTest, BriefEntriesKeepWhatATableShows) {
+  Put("k1", "mlp", 10, 1000);
+  kiln::v1::ListRequest request;
+  auto full = ListPage(store_, last_touched_, request);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->entries(0).toolchain().cpu(), "znver5");
+  request.set_brief(true);
+  for (auto order : {kiln::v1::ListRequest::ORDER_KEY, kiln::v1::ListRequest::ORDER_SIZE}) {
+    request.set_order(order);
+    auto page = ListPage(store_, last_touched_, request);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_EQ(page->entries_size(), 1);
+    const kiln::v1::ArtifactMetadata& entry = page->entries(0);
+    EXPECT_EQ(entry.key(), "k1");
+    EXPECT_EQ(entry.graph_name(), "mlp");
+    EXPECT_EQ(entry.object_bytes(), 10);
+    EXPECT_EQ(entry.created_unix_ms(), 1000);
+    EXPECT_FALSE(entry.has_toolchain());
+    EXPECT_FALSE(entry.has_signature());
+    EXPECT_FALSE(entry.has_guards());
+    EXPECT_FALSE(entry.has_key_components());
+  }
 }
 
 TEST_F(ListPageTest, RefusesBadRequestsNamingTheField) {

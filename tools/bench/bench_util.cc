@@ -210,10 +210,12 @@ absl::StatusOr<KilndBinary> FindKilnd(absl::string_view target) {
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const KilndBinary& kilnd,
                                                       const std::string& directory,
-                                                      const std::string& compiler) {
+                                                      const std::string& compiler,
+                                                      const std::string& cache_dir) {
   DaemonProcess::Options options;
   options.kilnd = kilnd.path;
   options.root = directory;
+  options.cache_dir = cache_dir;
   options.env = {{"RUNFILES_DIR", kilnd.runfiles_dir}};
   options.client.client_name = "bench";
   std::unique_ptr<Daemon> daemon(new Daemon);

@@ -154,13 +154,15 @@ struct KilndBinary {
 absl::StatusOr<KilndBinary> FindKilnd(absl::string_view target);
 
 // A private kilnd started by a bench (on the shared launcher,
-// DaemonProcess): socket and cache under `directory`, its output in
-// directory/kilnd.log, RUNFILES_DIR set to kilnd's runfiles tree.
+// DaemonProcess): socket and cache under `directory` (removed when this
+// goes), its output in directory/kilnd.log, RUNFILES_DIR set to kilnd's
+// runfiles tree. A `cache_dir` given is used instead, and kept.
 class Daemon {
  public:
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(const KilndBinary& kilnd,
                                                        const std::string& directory,
-                                                       const std::string& compiler);
+                                                       const std::string& compiler,
+                                                       const std::string& cache_dir = "");
   ~Daemon() { Stop().IgnoreError(); }
 
   // SIGTERM, as a user would stop it; Internal when kilnd does not exit

@@ -91,6 +91,7 @@ absl::Status ListEntries(Client& client, const LsOptions& options, std::ostream&
   }
   ListRequest request;
   request.set_graph_substring(options.graph);
+  request.set_brief(!options.json);  // the table shows none of the rest
   // kilnd's orders when it can sort; else every entry, sorted here.
   const bool by_kilnd = options.limit != 0 && (sort == "last_use" || sort == "size" ||
                                                (sort == "key" && !options.reverse));
