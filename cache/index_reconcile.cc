@@ -1,5 +1,8 @@
 #include "cache/index_reconcile.h"
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 
@@ -8,6 +11,14 @@ namespace kiln {
 absl::StatusOr<ReconcileResult> ReconcileLocalIndex(ArtifactStore& store, const LocalIndex& index,
                                                     const ReconcileOptions& options) {
   ReconcileResult result;
+  // Each entry's blob as the usage records say: a record that agrees needs
+  // no metadata read. One that does not is checked against the entry
+  // itself, under the lock (it may have been stored since this scan).
+  ASSIGN_OR_RETURN(const std::vector<EntryUsage> usages, store.Usage());
+  absl::flat_hash_map<absl::string_view, absl::string_view> stored_digest;
+  stored_digest.reserve(usages.size());
+  for (const EntryUsage& usage : usages) stored_digest.emplace(usage.key, usage.digest);
+  absl::flat_hash_set<std::string> indexed;  // keys whose record stays
   ASSIGN_OR_RETURN(const std::vector<std::string> keys, index.Keys());
   for (const std::string& key : keys) {
     if (options.stop()) return absl::CancelledError("stopped before the index was reconciled");
@@ -21,10 +32,17 @@ absl::StatusOr<ReconcileResult> ReconcileLocalIndex(ArtifactStore& store, const 
       continue;
     }
     if (!record->has_value()) continue;  // removed since it was listed
+    if (auto it = stored_digest.find(key);
+        it != stored_digest.end() && it->second == (*record)->digest()) {
+      indexed.insert(key);
+      continue;
+    }
     ASSIGN_OR_RETURN(const auto entry, store.Lookup(key));
     if (!entry.has_value() || entry->digest() != (*record)->digest()) {
       RETURN_IF_ERROR(index.Remove(key));
       ++result.lost;
+    } else {
+      indexed.insert(key);
     }
   }
   // Aliases of keys no longer indexed, or that cannot be trusted.
@@ -35,7 +53,8 @@ absl::StatusOr<ReconcileResult> ReconcileLocalIndex(ArtifactStore& store, const 
     const auto key = index.FindAlias(digest);
     bool live = false;
     if (key.ok() && key->has_value()) {
-      const auto record = index.Find(**key);
+      if (indexed.contains(**key)) continue;
+      const auto record = index.Find(**key);  // indexed since the pass above?
       live = record.ok() && record->has_value();
     }
     if (live) continue;

@@ -181,6 +181,16 @@ std::optional<absl::Time> LocalIndex::LastTouched(const std::string& key) const 
   return absl::TimeFromTimespec(status.st_mtim);
 }
 
+absl::StatusOr<absl::flat_hash_map<std::string, absl::Time>> LocalIndex::AllTouched() const {
+  ASSIGN_OR_RETURN(const std::vector<std::string> keys, Keys());
+  absl::flat_hash_map<std::string, absl::Time> touched;
+  touched.reserve(keys.size());
+  for (const std::string& key : keys) {
+    if (std::optional<absl::Time> when = LastTouched(key)) touched.emplace(key, *when);
+  }
+  return touched;
+}
+
 absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> LocalIndex::Find(
     const std::string& key) const {
   const std::string path = PathFor(key);

@@ -2,6 +2,8 @@
 // reconciled with the store.
 #include "cache/local_index.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
@@ -111,6 +113,19 @@ TEST_F(LocalIndexTest, AnAliasNamesItsKeyAndOnlyUnderItsOwnDigest) {
   ASSERT_TRUE(WriteFileAtomically(index.AliasPathFor(other), bytes, 0444).ok());
   EXPECT_EQ(index.FindAlias(other).status(),
             absl::DataLossError(index.AliasPathFor(other) + " fails its checksum; not trusted"));
+}
+
+// One walk gives every record's last touch, as LastTouched gives each.
+TEST_F(LocalIndexTest, AllTouchedGivesEveryRecordsLastUse) {
+  LocalIndex index(dir_);
+  for (const char* key : {"aa01", "bb01"}) ASSERT_TRUE(index.Publish(Entry(key)).ok());
+  const struct timespec times[2] = {{0, UTIME_OMIT}, {1'000'000, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, index.PathFor("bb01").c_str(), times, AT_SYMLINK_NOFOLLOW), 0);
+  auto touched = index.AllTouched();
+  ASSERT_TRUE(touched.ok()) << touched.status();
+  ASSERT_EQ(touched->size(), 2u);
+  EXPECT_EQ(touched->at("bb01"), absl::FromUnixSeconds(1'000'000));
+  EXPECT_EQ(touched->at("aa01"), *index.LastTouched("aa01"));
 }
 
 TEST_F(LocalIndexTest, ReconcileRemovesDamagedAndLostRecords) {

@@ -75,6 +75,10 @@ void MemoryStore::PutLocked(const kiln::v1::ArtifactMetadata& metadata, absl::st
   usage.digest = metadata.digest();
   usage.object_bytes = static_cast<int64_t>(blob.size());
   usage.last_use = absl::FromUnixMillis(metadata.created_unix_ms());
+  usage.graph_name = metadata.graph_name();
+  usage.created = absl::FromUnixMillis(metadata.created_unix_ms());
+  usage.compile_ms = metadata.timings().total_ms();
+  usage.source_graph = metadata.source_graph();
   if (!old_digest.empty() && old_digest != metadata.digest() &&
       std::none_of(usage_.begin(), usage_.end(),
                    [&](const auto& other) { return other.second.digest == old_digest; })) {

@@ -27,6 +27,35 @@ namespace {
 constexpr char kFormatKey[] = "format";
 constexpr char kEntryQuarantinePrefix[] = "entry:";
 
+// The usage record of an entry with `metadata`.
+kiln::v1::StoredUsage UsageRecord(const kiln::v1::ArtifactMetadata& metadata, int64_t object_bytes,
+                                  int64_t last_use_unix_ms, bool pinned) {
+  kiln::v1::StoredUsage usage;
+  usage.set_digest(metadata.digest());
+  usage.set_object_bytes(object_bytes);
+  usage.set_last_use_unix_ms(last_use_unix_ms);
+  usage.set_pinned(pinned);
+  usage.set_graph_name(metadata.graph_name());
+  usage.set_created_unix_ms(metadata.created_unix_ms());
+  usage.set_compile_ms(metadata.timings().total_ms());
+  usage.set_source_graph(metadata.source_graph());
+  return usage;
+}
+
+EntryUsage FromUsageRecord(std::string key, const kiln::v1::StoredUsage& usage) {
+  EntryUsage entry;
+  entry.key = std::move(key);
+  entry.digest = usage.digest();
+  entry.object_bytes = usage.object_bytes();
+  entry.last_use = absl::FromUnixMillis(usage.last_use_unix_ms());
+  entry.pinned = usage.pinned();
+  entry.graph_name = usage.graph_name();
+  entry.created = absl::FromUnixMillis(usage.created_unix_ms());
+  entry.compile_ms = usage.compile_ms();
+  entry.source_graph = usage.source_graph();
+  return entry;
+}
+
 absl::Status FromRocks(const rocksdb::Status& status, absl::string_view what) {
   if (status.ok()) return absl::OkStatus();
   const std::string message = absl::StrCat(what, ": ", status.ToString());
@@ -183,8 +212,8 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::OpenOnce(const std::
   std::string format;
   const rocksdb::Status read = db->Get(CheckedRead(), default_family, kFormatKey, &format);
   const std::string expected = absl::StrCat(kStoreFormatVersion);
-  if (read.ok() && format == "1") {
-    RETURN_IF_ERROR(store->UpgradeFromFormat1());
+  if (read.ok() && (format == "1" || format == "2")) {
+    RETURN_IF_ERROR(store->UpgradeUsage());
     format = expected;
   }
   if (read.IsNotFound() || format == expected) {
@@ -204,20 +233,26 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::OpenOnce(const std::
   return store;
 }
 
-absl::Status RocksDbStore::UpgradeFromFormat1() {
+absl::Status RocksDbStore::UpgradeUsage() {
   rocksdb::WriteBatch batch;
-  ASSIGN_OR_RETURN(const int64_t skipped,
-                   Scan(entries_, [&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
-                     kiln::v1::ArtifactMetadata metadata;
-                     if (!metadata.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-                       return;  // Lookup quarantines it
-                     }
-                     kiln::v1::StoredUsage usage;
-                     usage.set_digest(metadata.digest());
-                     usage.set_object_bytes(metadata.object_bytes());
-                     usage.set_last_use_unix_ms(metadata.created_unix_ms());
-                     batch.Put(usage_, key, usage.SerializeAsString()).PermitUncheckedError();
-                   }));
+  absl::Status read_usage;
+  ASSIGN_OR_RETURN(
+      const int64_t skipped,
+      Scan(entries_, [&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
+        kiln::v1::ArtifactMetadata metadata;
+        if (!metadata.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+          return;  // Lookup quarantines it
+        }
+        // Format 2's record keeps its use and pin; format 1 has none.
+        absl::StatusOr<std::optional<kiln::v1::StoredUsage>> old = ReadUsage(key.ToString());
+        if (!old.ok()) read_usage.Update(old.status());
+        const kiln::v1::StoredUsage usage = UsageRecord(
+            metadata, metadata.object_bytes(),
+            old.ok() && old->has_value() ? (*old)->last_use_unix_ms() : metadata.created_unix_ms(),
+            old.ok() && old->has_value() && (*old)->pinned());
+        batch.Put(usage_, key, usage.SerializeAsString()).PermitUncheckedError();
+      }));
+  RETURN_IF_ERROR(read_usage);
   KILN_LOG(INFO) << "upgraded the store in " << directory_ << " to format " << kStoreFormatVersion
                  << ": " << batch.Count() << " entries (" << skipped << " damaged stretches)";
   return FromRocks(db_->Write(SyncedWrite(), &batch), "cannot upgrade the store");
@@ -518,11 +553,9 @@ absl::StatusOr<RocksDbStore::StagedEntry> RocksDbStore::StageEntry(const EntryTo
   staged.digest = metadata.digest();
   staged.bytes = static_cast<int64_t>(entry.blob.size());
   ASSIGN_OR_RETURN(staged.old, ReadUsage(metadata.key()));
-  kiln::v1::StoredUsage usage;
-  usage.set_digest(metadata.digest());
-  usage.set_object_bytes(staged.bytes);
-  usage.set_last_use_unix_ms(metadata.created_unix_ms());
-  usage.set_pinned(staged.old.has_value() && staged.old->pinned());
+  const kiln::v1::StoredUsage usage =
+      UsageRecord(metadata, staged.bytes, metadata.created_unix_ms(),
+                  staged.old.has_value() && staged.old->pinned());
   batch.Put(entries_, metadata.key(), metadata.SerializeAsString());
   if (put_blob) {
     batch.Put(blobs_, metadata.digest(), rocksdb::Slice(entry.blob.data(), entry.blob.size()));
@@ -628,14 +661,9 @@ absl::StatusOr<std::vector<ListedEntry>> RocksDbStore::ListAfter(const std::stri
       }
       const std::string key = it->key().ToString();
       ASSIGN_OR_RETURN(const std::optional<kiln::v1::StoredUsage> usage, ReadUsage(key));
-      entry.usage.key = key;
-      entry.usage.digest = entry.metadata.digest();
-      entry.usage.object_bytes = entry.metadata.object_bytes();
-      entry.usage.last_use = absl::FromUnixMillis(entry.metadata.created_unix_ms());
-      if (usage.has_value()) {
-        entry.usage.last_use = absl::FromUnixMillis(usage->last_use_unix_ms());
-        entry.usage.pinned = usage->pinned();
-      }
+      entry.usage = FromUsageRecord(
+          key, usage.value_or(UsageRecord(entry.metadata, entry.metadata.object_bytes(),
+                                          entry.metadata.created_unix_ms(), false)));
       entries.push_back(std::move(entry));
     }
     if (IsDamage(it->status())) {
@@ -740,12 +768,7 @@ absl::StatusOr<std::vector<EntryUsage>> RocksDbStore::Usage() {
                       if (!usage.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
                         return;
                       }
-                      EntryUsage& entry = entries.emplace_back();
-                      entry.key = key.ToString();
-                      entry.digest = usage.digest();
-                      entry.object_bytes = usage.object_bytes();
-                      entry.last_use = absl::FromUnixMillis(usage.last_use_unix_ms());
-                      entry.pinned = usage.pinned();
+                      entries.push_back(FromUsageRecord(key.ToString(), usage));
                     }).status());
     return entries;
   });

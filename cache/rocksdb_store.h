@@ -8,13 +8,15 @@
 //                 the read error of a blob that could not be read;
 //                 "entry:" key -> the entry's bytes or read error
 //   "usage"       cache key -> kiln.v1.StoredUsage (its blob, size, last
-//                 use, pin): what eviction reads, a few dozen bytes an entry
+//                 use, pin, and what a listing shows): what eviction and
+//                 `kiln ls` read, a few hundred bytes an entry
 // The totals (entries, the blobs they reference and those bytes) and each
 // blob's reference count are kept in memory, loaded from "usage" at open
 // and after a heal, and updated by every write: a stats call reads no
 // store data, and an eviction checks sharing without a scan. Writes that
 // read before they write (Put, Evict, RecordUse, SetPinned) are serialized.
-// Format 1 stores (no "usage") are upgraded at open, once.
+// Format 1 stores (no "usage") and format 2 stores (usage records without
+// the listing's fields) are upgraded at open, once.
 // An entry and its blob are written in one WriteBatch (synced), so a crash
 // leaves both or neither. Every blob read re-hashes the bytes against the
 // digest (RocksDB's block checksums catch media errors; this catches
@@ -72,7 +74,7 @@
 
 namespace kiln {
 
-inline constexpr int kStoreFormatVersion = 2;
+inline constexpr int kStoreFormatVersion = 3;
 
 class RocksDbStore : public ArtifactStore {
  public:
@@ -147,8 +149,9 @@ class RocksDbStore : public ArtifactStore {
       ABSL_SHARED_LOCKS_REQUIRED(mutex_);
   absl::StatusOr<std::optional<std::string>> EvictLocked(const std::string& key)
       ABSL_SHARED_LOCKS_REQUIRED(mutex_);
-  // Fills "usage" from "entries" (a format 1 store).
-  absl::Status UpgradeFromFormat1();
+  // Writes every entry's usage record again from its metadata, keeping its
+  // last use and pin (a format 1 or 2 store).
+  absl::Status UpgradeUsage();
   // The in-memory totals and reference counts, from "usage" and
   // "quarantine".
   absl::Status LoadState();

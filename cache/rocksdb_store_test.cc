@@ -304,6 +304,44 @@ void ExpectOpensEmptyAfter(const std::string& db, const std::function<void()>& d
   EXPECT_TRUE((*store)->Lookup("k2")->has_value());
 }
 
+// A format 2 store's usage records lack the listing's fields: opening it
+// writes them from the metadata, keeping each entry's last use and pin.
+TEST_F(RocksDbDamageTest, AFormat2StoreIsUpgradedKeepingUsesAndPins) {
+  {
+    auto store = RocksDbStore::Open(db_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Put(Entry("k1", "one"), "one").ok());
+  }
+  {
+    rocksdb::DB* raw = nullptr;
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    for (const char* name : {"default", "entries", "blobs", "quarantine", "usage"}) {
+      families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+    }
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), db_, families, &handles, &raw).ok());
+    kiln::v1::StoredUsage old;  // as format 2 wrote it
+    old.set_digest(Sha256Hex("one"));
+    old.set_object_bytes(3);
+    old.set_last_use_unix_ms(7000);
+    old.set_pinned(true);
+    ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), handles[4], "k1", old.SerializeAsString()).ok());
+    ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), handles[0], "format", "2").ok());
+    for (auto* handle : handles) ASSERT_TRUE(raw->DestroyColumnFamilyHandle(handle).ok());
+    ASSERT_TRUE(raw->Close().ok());
+    delete raw;
+  }
+  auto store = RocksDbStore::Open(db_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto usage = (*store)->Usage();
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  ASSERT_EQ(usage->size(), 1u);
+  EXPECT_EQ((*usage)[0].graph_name, "graph-of-k1");
+  EXPECT_EQ((*usage)[0].last_use, absl::FromUnixMillis(7000));
+  EXPECT_TRUE((*usage)[0].pinned);
+  EXPECT_EQ((*store)->Totals()->entries, 1);
+}
+
 TEST_F(RocksDbDamageTest, AGarbledCurrentFileStartsAnEmptyStore) {
   ExpectOpensEmptyAfter(db_, [&] {
     ASSERT_TRUE(WriteFileAtomically(db_ + "/CURRENT", "MANIFEST-9\xff\n", 0644).ok());

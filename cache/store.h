@@ -37,13 +37,18 @@ struct StoreTotals {
   int64_t unreadable_ranges = 0;
 };
 
-// What eviction needs of an entry, without its metadata.
+// What eviction and listings need of an entry, without its metadata.
 struct EntryUsage {
   std::string key;
   std::string digest;  // of its blob (entries may share one)
   int64_t object_bytes = 0;
   absl::Time last_use;  // its Put, or a later RecordUse
   bool pinned = false;  // never evicted by size or age
+  // Copied from its metadata, for listings and pinning by graph.
+  std::string graph_name;
+  absl::Time created;
+  double compile_ms = 0;
+  std::string source_graph;
 };
 
 // An entry with its usage: what a listing shows.

@@ -86,6 +86,9 @@ TEST_P(StoreConformanceTest, UsageRecordsUsesAndPinsAndTotalsCountSharedBlobsOnc
   second.set_created_unix_ms(2000);
   kiln::v1::ArtifactMetadata third = Entry("k3", "own");
   third.set_created_unix_ms(3000);
+  third.set_graph_name("mlp");  // the listing's fields, copied into the usage record
+  third.mutable_timings()->set_total_ms(12.5);
+  third.set_source_graph("g3");
   ASSERT_TRUE(store_->Put(first, "shared").ok());
   ASSERT_TRUE(store_->Put(second, "shared").ok());
   ASSERT_TRUE(store_->Put(third, "own").ok());
@@ -105,6 +108,11 @@ TEST_P(StoreConformanceTest, UsageRecordsUsesAndPinsAndTotalsCountSharedBlobsOnc
   EXPECT_EQ((*usage)[1].object_bytes, 6);
   EXPECT_FALSE((*usage)[1].pinned);
   EXPECT_TRUE((*usage)[2].pinned);
+  EXPECT_EQ((*usage)[2].graph_name, "mlp");
+  EXPECT_EQ((*usage)[2].created, absl::FromUnixMillis(3000));
+  EXPECT_EQ((*usage)[2].compile_ms, 12.5);
+  EXPECT_EQ((*usage)[2].source_graph, "g3");
+  EXPECT_EQ((*usage)[0].graph_name, "");
 
   auto totals = store_->Totals();
   EXPECT_EQ(totals->entries, 3);

@@ -100,10 +100,39 @@ void ArtifactCache::ReconcileIndex() {
   }
 }
 
+LastTouchedFn ArtifactCache::LastTouched() {
+  std::shared_ptr<const absl::flat_hash_map<std::string, absl::Time>> touches;
+  {
+    absl::MutexLock lock(&touches_mutex_);
+    touches = touches_;
+  }
+  if (touches == nullptr) {
+    return [this](const std::string& key) { return index_.LastTouched(key); };
+  }
+  return [touches](const std::string& key) -> std::optional<absl::Time> {
+    auto it = touches->find(key);
+    if (it == touches->end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+void ArtifactCache::RefreshTouches() {
+  absl::StatusOr<absl::flat_hash_map<std::string, absl::Time>> touched = index_.AllTouched();
+  if (!touched.ok()) {
+    KILN_LOG(WARNING) << "cannot read the local index's uses: " << touched.status();
+    return;
+  }
+  auto snapshot =
+      std::make_shared<const absl::flat_hash_map<std::string, absl::Time>>(*std::move(touched));
+  absl::MutexLock lock(&touches_mutex_);
+  touches_ = std::move(snapshot);
+}
+
 void ArtifactCache::GcLoop() {
   if (options_.reconcile_index) ReconcileIndex();
-  if (options_.max_cache_bytes <= 0 && options_.max_entry_age <= absl::ZeroDuration()) return;
+  const bool evicts = options_.max_cache_bytes > 0 || options_.max_entry_age > absl::ZeroDuration();
   while (true) {
+    RefreshTouches();
     {
       absl::MutexLock lock(&gc_mutex_);
       auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(gc_mutex_) {
@@ -113,6 +142,7 @@ void ArtifactCache::GcLoop() {
       if (gc_stopping_) return;
       gc_wanted_ = false;
     }
+    if (!evicts) continue;
     absl::StatusOr<GcResult> result = Gc({});
     if (!result.ok()) {
       KILN_LOG(ERROR) << "eviction failed: " << result.status();
@@ -348,8 +378,7 @@ kiln::v1::StatsResponse ArtifactCache::Stats() {
 }
 
 absl::StatusOr<kiln::v1::ListResponse> ArtifactCache::List(const kiln::v1::ListRequest& request) {
-  return ListPage(
-      *store_, [this](const std::string& key) { return index_.LastTouched(key); }, request);
+  return ListPage(*store_, LastTouched(), request);
 }
 
 absl::StatusOr<std::string> ArtifactCache::ResolveKey(const std::string& key_or_prefix) {

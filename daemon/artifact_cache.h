@@ -41,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -53,6 +54,7 @@
 #include "codegen/compile/target.h"
 #include "daemon/compile_queue.h"
 #include "daemon/failure_kind.h"
+#include "daemon/list_page.h"
 #include "daemon/miss_explainer.h"
 #include "proto/service.pb.h"
 
@@ -177,10 +179,16 @@ class ArtifactCache {
   // Takes the entry out of the local index, then the store, then its
   // object file when no other entry shares it.
   absl::Status EvictStored(const std::string& key);
-  // The background thread: the index's reconciliation, then eviction (see
+  // The background thread: the index's reconciliation, then every
+  // gc_interval the local index's uses (RefreshTouches) and eviction (see
   // above).
   void GcLoop();
   void ReconcileIndex();
+  void RefreshTouches();
+  // Local-index uses for a listing: from the background thread's last
+  // walk of the index (a local hit shows within a gc_interval), or, before
+  // one, a stat per entry asked about.
+  LastTouchedFn LastTouched();
 
   // The failure remembered for `key`, if it has not expired.
   std::optional<absl::Status> RememberedFailure(const std::string& key);
@@ -222,6 +230,10 @@ class ArtifactCache {
 
   absl::Mutex misses_mutex_;
   std::deque<KeyedRequestSummary> recent_misses_ ABSL_GUARDED_BY(misses_mutex_);  // newest first
+
+  absl::Mutex touches_mutex_;
+  std::shared_ptr<const absl::flat_hash_map<std::string, absl::Time>> touches_
+      ABSL_GUARDED_BY(touches_mutex_);
 
   absl::Mutex gc_mutex_;
   bool gc_stopping_ ABSL_GUARDED_BY(gc_mutex_) = false;

@@ -42,22 +42,28 @@ absl::StatusOr<std::optional<Cursor>> ParseCursor(const std::string& token) {
   return cursor;
 }
 
-bool Matches(const kiln::v1::ArtifactMetadata& metadata, const ListRequest& request) {
-  return absl::StrContains(metadata.graph_name(), request.graph_substring());
+bool Matches(const std::string& graph_name, const ListRequest& request) {
+  return absl::StrContains(graph_name, request.graph_substring());
 }
 
-void Add(kiln::v1::ArtifactMetadata metadata, const EntryUsage& usage, const ListRequest& request,
-         ListResponse& response) {
-  if (request.brief()) {
-    metadata.clear_signature();
-    metadata.clear_guards();
-    metadata.clear_toolchain();
-    metadata.clear_key_components();
-  }
+void Add(kiln::v1::ArtifactMetadata metadata, const EntryUsage& usage, ListResponse& response) {
   *response.add_entries() = std::move(metadata);
   kiln::v1::EntryUse* use = response.add_uses();
   use->set_last_use_unix_ms(absl::ToUnixMillis(usage.last_use));
   use->set_pinned(usage.pinned);
+}
+
+// A brief entry: what the usage record holds of the metadata.
+kiln::v1::ArtifactMetadata Brief(const EntryUsage& usage) {
+  kiln::v1::ArtifactMetadata metadata;
+  metadata.set_key(usage.key);
+  metadata.set_digest(usage.digest);
+  metadata.set_object_bytes(usage.object_bytes);
+  metadata.set_graph_name(usage.graph_name);
+  metadata.set_created_unix_ms(absl::ToUnixMillis(usage.created));
+  metadata.mutable_timings()->set_total_ms(usage.compile_ms);
+  metadata.set_source_graph(usage.source_graph);
+  return metadata;
 }
 
 void MergeTouch(const LastTouchedFn& last_touched, EntryUsage& usage) {
@@ -78,13 +84,13 @@ absl::StatusOr<ListResponse> KeyOrderPage(ArtifactStore& store, const LastTouche
     ASSIGN_OR_RETURN(std::vector<ListedEntry> entries, store.ListAfter(after, chunk));
     for (ListedEntry& entry : entries) {
       after = entry.metadata.key();
-      if (!Matches(entry.metadata, request)) continue;
+      if (!Matches(entry.metadata.graph_name(), request)) continue;
       if (response.entries_size() == page_size) {
         response.set_next_page_token(response.entries().rbegin()->key());
         return response;
       }
       MergeTouch(last_touched, entry.usage);
-      Add(std::move(entry.metadata), entry.usage, request, response);
+      Add(std::move(entry.metadata), entry.usage, response);
     }
     if (static_cast<int>(entries.size()) < chunk) return response;
   }
@@ -95,6 +101,7 @@ absl::StatusOr<ListResponse> UsageOrderPage(ArtifactStore& store, const LastTouc
   ASSIGN_OR_RETURN(const std::optional<Cursor> after, ParseCursor(request.page_token()));
   ASSIGN_OR_RETURN(std::vector<EntryUsage> usages, store.Usage());
   const bool by_size = request.order() == ListRequest::ORDER_SIZE;
+  const bool by_key = request.order() == ListRequest::ORDER_KEY;  // brief only
   const bool reverse = request.reverse();
   // Positions point into `usages`: 100,000 of them sort in milliseconds
   // when no key is copied.
@@ -109,9 +116,12 @@ absl::StatusOr<ListResponse> UsageOrderPage(ArtifactStore& store, const LastTouc
   std::vector<Position> order;
   order.reserve(usages.size());
   for (EntryUsage& usage : usages) {
-    // Size order needs the local index's uses only for the entries shown.
-    if (!by_size) MergeTouch(last_touched, usage);
-    const Position position{by_size ? usage.object_bytes : absl::ToUnixMillis(usage.last_use),
+    // Size and key order need the local index's uses only for the entries
+    // shown.
+    if (!by_size && !by_key) MergeTouch(last_touched, usage);
+    const Position position{by_key    ? 0
+                            : by_size ? usage.object_bytes
+                                      : absl::ToUnixMillis(usage.last_use),
                             &usage};
     if (after.has_value() && !Precedes(*after, Cursor{position.value, usage.key}, reverse)) {
       continue;
@@ -137,15 +147,21 @@ absl::StatusOr<ListResponse> UsageOrderPage(ArtifactStore& store, const LastTouc
     }
     const Position& position = order[i];
     EntryUsage& usage = *position.usage;
-    // The metadata of an entry evicted since the usage scan is gone: skip.
-    ASSIGN_OR_RETURN(std::optional<kiln::v1::ArtifactMetadata> metadata, store.Lookup(usage.key));
-    if (!metadata.has_value() || !Matches(*metadata, request)) continue;
+    if (!Matches(usage.graph_name, request)) continue;
+    std::optional<kiln::v1::ArtifactMetadata> metadata;
+    if (request.brief()) {
+      metadata = Brief(usage);
+    } else {
+      // The metadata of an entry evicted since the usage scan is gone: skip.
+      ASSIGN_OR_RETURN(metadata, store.Lookup(usage.key));
+      if (!metadata.has_value()) continue;
+    }
     if (response.entries_size() == page_size) {
       response.set_next_page_token(absl::StrCat(last.value, ":", last.key));
       break;
     }
-    if (by_size) MergeTouch(last_touched, usage);
-    Add(*std::move(metadata), usage, request, response);
+    if (by_size || by_key) MergeTouch(last_touched, usage);
+    Add(*std::move(metadata), usage, response);
     last = Cursor{position.value, usage.key};
   }
   return response;
@@ -159,14 +175,18 @@ absl::StatusOr<ListResponse> ListPage(ArtifactStore& store, const LastTouchedFn&
     return absl::InvalidArgumentError(
         absl::StrCat("page_size ", request.page_size(), " is negative; 0 means the default"));
   }
-  const int page_size = request.page_size() == 0 ? kDefaultListPageSize
-                                                 : std::min(request.page_size(), kMaxListPageSize);
+  const int page_size = request.page_size() == 0
+                            ? kDefaultListPageSize
+                            : std::min(request.page_size(),
+                                       request.brief() ? kMaxBriefListPageSize : kMaxListPageSize);
   switch (request.order()) {
     case ListRequest::ORDER_KEY:
       if (request.reverse()) {
         return absl::InvalidArgumentError(
             "reverse applies to ORDER_LAST_USE and ORDER_SIZE, not to key order");
       }
+      // Brief entries come from the usage records alone, in any order.
+      if (request.brief()) return UsageOrderPage(store, last_touched, request, page_size);
       return KeyOrderPage(store, last_touched, request, page_size);
     case ListRequest::ORDER_LAST_USE:
     case ListRequest::ORDER_SIZE:

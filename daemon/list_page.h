@@ -3,14 +3,16 @@
 //
 // Key order reads the page's entries from the store (ListAfter) and nothing
 // past them. Usage orders (last use, size) sort every entry's usage record
-// — a few dozen bytes each, no metadata — and then read the metadata of the
-// page's entries only, so a first page of 50 at 100,000 entries costs one
-// scan of the usage family and 50 point reads. A graph-name filter reads
-// candidates' metadata one by one until the page is full and one more
-// match shows that another page follows.
+// — a few hundred bytes each, no metadata — and then read the metadata of
+// the page's entries only, so a first page of 50 at 100,000 entries costs
+// one scan of the usage family and 50 point reads. Brief pages (what `kiln
+// ls` shows), in any order, read no metadata at all: the usage records
+// hold the graph name, creation and compile times. A graph-name filter
+// matches against the usage records too.
 //
-// Page tokens: key order, the page's last key; usage orders,
-// "VALUE:KEY" of the page's last entry (last use in Unix ms, or bytes).
+// Page tokens: full key order, the page's last key; usage orders and brief
+// key order, "VALUE:KEY" of the page's last entry (last use in Unix ms,
+// bytes, or 0).
 // Entries added, used or evicted between pages move, and are listed where
 // they then fall — a page never repeats or skips an entry that stayed put.
 #ifndef KILN_DAEMON_LIST_PAGE_H_
@@ -29,6 +31,9 @@ namespace kiln {
 
 inline constexpr int kDefaultListPageSize = 1000;
 inline constexpr int kMaxListPageSize = 10000;
+// Brief entries (ListRequest.brief) are a few hundred bytes: a page holds
+// every entry of a full cache.
+inline constexpr int kMaxBriefListPageSize = 100000;
 
 // A use the store has not recorded (a client's local-index hit,
 // LocalIndex::LastTouched), or nullopt.

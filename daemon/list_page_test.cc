@@ -61,18 +61,23 @@ TEST_F(ListPageTest, KeyOrderPagesWithoutAnEmptyLastPage) {
   Put("k2", "attention", 20, 2000);
   Put("k4", "mlp", 40, 4000);
   ASSERT_TRUE(store_.SetPinned("k2", true).ok());
-  ListRequest request;
-  request.set_page_size(2);
-  EXPECT_EQ(AllPages(request), "k1/1000 k2/2000/pinned -- k3/3000 k4/4000 ");
-  request.set_page_size(3);
-  EXPECT_EQ(AllPages(request), "k1/1000 k2/2000/pinned k3/3000 -- k4/4000 ");
-  request.set_page_size(0);
-  EXPECT_EQ(AllPages(request), "k1/1000 k2/2000/pinned k3/3000 k4/4000 ");
-  request.set_graph_substring("ml");
-  request.set_page_size(2);
-  EXPECT_EQ(AllPages(request), "k1/1000 k3/3000 -- k4/4000 ");
-  request.set_page_size(3);
-  EXPECT_EQ(AllPages(request), "k1/1000 k3/3000 k4/4000 ");
+  // Full entries come from the metadata, brief ones from the usage records.
+  for (bool brief : {false, true}) {
+    SCOPED_TRACE(brief ? "brief" : "full");
+    ListRequest request;
+    request.set_brief(brief);
+    request.set_page_size(2);
+    EXPECT_EQ(AllPages(request), "k1/1000 k2/2000/pinned -- k3/3000 k4/4000 ");
+    request.set_page_size(3);
+    EXPECT_EQ(AllPages(request), "k1/1000 k2/2000/pinned k3/3000 -- k4/4000 ");
+    request.set_page_size(0);
+    EXPECT_EQ(AllPages(request), "k1/1000 k2/2000/pinned k3/3000 k4/4000 ");
+    request.set_graph_substring("ml");
+    request.set_page_size(2);
+    EXPECT_EQ(AllPages(request), "k1/1000 k3/3000 -- k4/4000 ");
+    request.set_page_size(3);
+    EXPECT_EQ(AllPages(request), "k1/1000 k3/3000 k4/4000 ");
+  }
 }
 
 TEST_F(ListPageTest, LastUseOrderCountsLocalIndexHitsAndPagesByCursor) {

@@ -17,8 +17,10 @@ namespace {
 using kiln::v1::ListRequest;
 using kiln::v1::ListResponse;
 
-// kilnd's largest page (daemon/list_page.h kMaxListPageSize).
+// kilnd's largest pages (daemon/list_page.h kMaxListPageSize,
+// kMaxBriefListPageSize).
 constexpr int64_t kMaxListPageSize = 10000;
+constexpr int64_t kMaxBriefListPageSize = 100000;
 
 // One listed entry: indexes into a ListResponse's entries and uses.
 struct Row {
@@ -43,8 +45,9 @@ absl::StatusOr<ListResponse> Fetch(Client& client, ListRequest request, int64_t 
   ListResponse all;
   *more = false;
   while (true) {
-    const int64_t wanted = limit == 0 ? kMaxListPageSize : limit - all.entries_size();
-    request.set_page_size(static_cast<int>(std::min<int64_t>(wanted, kMaxListPageSize)));
+    const int64_t largest = request.brief() ? kMaxBriefListPageSize : kMaxListPageSize;
+    const int64_t wanted = limit == 0 ? largest : limit - all.entries_size();
+    request.set_page_size(static_cast<int>(std::min<int64_t>(wanted, largest)));
     ASSIGN_OR_RETURN(ListResponse page, client.ListPage(request));
     all.mutable_entries()->MergeFrom(page.entries());
     all.mutable_uses()->MergeFrom(page.uses());
