@@ -792,9 +792,9 @@ absl::Status RocksDbStore::OverwriteEntryForTesting(const std::string& key,
 
 absl::Status RocksDbStore::FlushForTesting() {
   auto flush = [&] {
-    return NoteWriteFailure(
-        FromRocks(db_->Flush(rocksdb::FlushOptions(), {default_, entries_, blobs_, quarantine_}),
-                  "cannot flush"));
+    return NoteWriteFailure(FromRocks(
+        db_->Flush(rocksdb::FlushOptions(), {default_, entries_, blobs_, quarantine_, usage_}),
+        "cannot flush"));
   };
   const absl::Status flushed = Serve(flush);
   if (!absl::IsDataLoss(flushed)) return flushed;
@@ -805,7 +805,7 @@ absl::Status RocksDbStore::CompactForTesting() {
   auto compact = [&]() -> absl::Status {
     rocksdb::CompactRangeOptions options;
     options.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-    for (auto* family : {default_, entries_, blobs_, quarantine_}) {
+    for (auto* family : {default_, entries_, blobs_, quarantine_, usage_}) {
       RETURN_IF_ERROR(NoteWriteFailure(
           FromRocks(db_->CompactRange(options, family, nullptr, nullptr), "cannot compact")));
     }

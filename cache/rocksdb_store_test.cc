@@ -32,6 +32,7 @@ kiln::v1::ArtifactMetadata Entry(const std::string& key, const std::string& blob
   metadata.set_digest(Sha256Hex(blob));
   metadata.set_object_bytes(blob.size());
   metadata.set_graph_name("graph-of-" + key);
+  metadata.set_compiler("compiler-of-" + key);  // in the entry only, not its usage record
   return metadata;
 }
 
@@ -127,7 +128,7 @@ TEST_F(RocksDbDamageTest, AFlippedByteInAnEntriesTableIsQuarantined) {
     }
     ASSERT_TRUE(store->FlushForTesting().ok());
   }
-  ASSERT_NE(FlipByteWithin(FilesEndingIn(db_, ".sst"), "graph-of-k1"), "");
+  ASSERT_NE(FlipByteWithin(FilesEndingIn(db_, ".sst"), "compiler-of-k1"), "");
 
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);

@@ -129,10 +129,10 @@ void ArtifactCache::RefreshTouches() {
 }
 
 void ArtifactCache::GcLoop() {
+  RefreshTouches();  // first: listings sort by it (a walk of the index)
   if (options_.reconcile_index) ReconcileIndex();
   const bool evicts = options_.max_cache_bytes > 0 || options_.max_entry_age > absl::ZeroDuration();
   while (true) {
-    RefreshTouches();
     {
       absl::MutexLock lock(&gc_mutex_);
       auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(gc_mutex_) {
@@ -142,6 +142,7 @@ void ArtifactCache::GcLoop() {
       if (gc_stopping_) return;
       gc_wanted_ = false;
     }
+    RefreshTouches();
     if (!evicts) continue;
     absl::StatusOr<GcResult> result = Gc({});
     if (!result.ok()) {
@@ -652,12 +653,12 @@ absl::StatusOr<std::vector<std::string>> ArtifactCache::SetPinned(const std::str
 
 absl::StatusOr<std::vector<std::string>> ArtifactCache::SetPinnedForGraph(
     const std::string& graph_digest, bool pinned) {
-  ASSIGN_OR_RETURN(const std::vector<kiln::v1::ArtifactMetadata> entries, store_->List());
+  ASSIGN_OR_RETURN(const std::vector<EntryUsage> entries, store_->Usage());  // no metadata
   std::vector<std::string> keys;
-  for (const kiln::v1::ArtifactMetadata& entry : entries) {
-    if (entry.source_graph() != graph_digest) continue;
-    RETURN_IF_ERROR(store_->SetPinned(entry.key(), pinned));
-    keys.push_back(entry.key());
+  for (const EntryUsage& entry : entries) {
+    if (entry.source_graph != graph_digest) continue;
+    RETURN_IF_ERROR(store_->SetPinned(entry.key, pinned));
+    keys.push_back(entry.key);
   }
   if (keys.empty()) {
     return absl::NotFoundError(
