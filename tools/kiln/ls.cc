@@ -49,11 +49,16 @@ absl::StatusOr<ListResponse> Fetch(Client& client, ListRequest request, int64_t 
     const int64_t wanted = limit == 0 ? largest : limit - all.entries_size();
     request.set_page_size(static_cast<int>(std::min<int64_t>(wanted, largest)));
     ASSIGN_OR_RETURN(ListResponse page, client.ListPage(request));
-    all.mutable_entries()->MergeFrom(page.entries());
-    all.mutable_uses()->MergeFrom(page.uses());
     if (page.entries_size() != page.uses_size()) {
       return absl::InternalError(absl::StrCat("kilnd listed ", page.entries_size(),
                                               " entries with ", page.uses_size(), " uses"));
+    }
+    if (all.entries().empty()) {
+      all.mutable_entries()->Swap(page.mutable_entries());
+      all.mutable_uses()->Swap(page.mutable_uses());
+    } else {
+      all.mutable_entries()->MergeFrom(page.entries());
+      all.mutable_uses()->MergeFrom(page.uses());
     }
     if (page.next_page_token().empty()) return all;
     if (limit != 0 && all.entries_size() >= limit) {
@@ -65,16 +70,18 @@ absl::StatusOr<ListResponse> Fetch(Client& client, ListRequest request, int64_t 
 }
 
 void PrintTable(const std::vector<Row>& rows, std::ostream& out) {
+  const absl::TimeZone zone = absl::LocalTimeZone();  // once: it reads TZ
   out << absl::StrFormat("%-16s  %-20s  %10s  %10s  %-19s  %-19s  %s\n", "KEY", "GRAPH", "SIZE",
                          "COMPILE", "LAST USE", "CREATED", "PINNED");
   for (const Row& row : rows) {
     const kiln::v1::ArtifactMetadata& entry = *row.entry;
-    out << absl::StrFormat(
-        "%-16s  %-20s  %10s  %7.1f ms  %-19s  %-19s  %s\n", entry.key().substr(0, 16),
-        entry.graph_name().empty() ? "-" : entry.graph_name(), HumanBytes(entry.object_bytes()),
-        entry.timings().total_ms(), HumanTime(absl::FromUnixMillis(row.use->last_use_unix_ms())),
-        HumanTime(absl::FromUnixMillis(entry.created_unix_ms())),
-        row.use->pinned() ? "pinned" : "");
+    out << absl::StrFormat("%-16s  %-20s  %10s  %7.1f ms  %-19s  %-19s  %s\n",
+                           entry.key().substr(0, 16),
+                           entry.graph_name().empty() ? "-" : entry.graph_name(),
+                           HumanBytes(entry.object_bytes()), entry.timings().total_ms(),
+                           HumanTime(absl::FromUnixMillis(row.use->last_use_unix_ms()), zone),
+                           HumanTime(absl::FromUnixMillis(entry.created_unix_ms()), zone),
+                           row.use->pinned() ? "pinned" : "");
   }
 }
 
@@ -94,10 +101,11 @@ absl::Status ListEntries(Client& client, const LsOptions& options, std::ostream&
   }
   ListRequest request;
   request.set_graph_substring(options.graph);
-  request.set_brief(!options.json);  // the table shows none of the rest
+  // What a listing shows, from kilnd's usage records: a tenth of the
+  // bytes of full records (`kiln show KEY` prints one).
+  request.set_brief(true);
   // kilnd's orders when it can sort; else every entry, sorted here.
-  const bool by_kilnd = options.limit != 0 && (sort == "last_use" || sort == "size" ||
-                                               (sort == "key" && !options.reverse));
+  const bool by_kilnd = sort == "last_use" || sort == "size" || (sort == "key" && !options.reverse);
   if (by_kilnd && sort != "key") {
     request.set_order(sort == "size" ? ListRequest::ORDER_SIZE : ListRequest::ORDER_LAST_USE);
     request.set_reverse(options.reverse);
