@@ -23,7 +23,23 @@ std::string HumanBytes(int64_t bytes) {
 
 std::string HumanTime(absl::Time time, absl::TimeZone zone) {
   if (time == absl::UnixEpoch()) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S", time, zone);
+  // What FormatTime("%Y-%m-%d %H:%M:%S") prints, digit by digit: the
+  // general formatters were a quarter of `kiln ls`'s work at 100,000 rows.
+  const absl::CivilSecond civil = absl::ToCivilSecond(time, zone);
+  if (civil.year() < 0 || civil.year() > 9999) {
+    return absl::FormatTime("%Y-%m-%d %H:%M:%S", time, zone);
+  }
+  std::string text = "0000-00-00 00:00:00";
+  auto put = [&text](size_t at, int64_t value, int digits) {
+    for (int i = digits - 1; i >= 0; --i, value /= 10) text[at + i] = '0' + value % 10;
+  };
+  put(0, civil.year(), 4);
+  put(5, civil.month(), 2);
+  put(8, civil.day(), 2);
+  put(11, civil.hour(), 2);
+  put(14, civil.minute(), 2);
+  put(17, civil.second(), 2);
+  return text;
 }
 
 std::string HumanDuration(absl::Duration duration) {

@@ -20,5 +20,19 @@ TEST(HumanUnitsTest, SizesAndAgesParseAsPeopleWriteThem) {
   EXPECT_EQ(ParseAge("-2h").status(), absl::InvalidArgumentError("age -2h is negative"));
 }
 
+// As FormatTime("%Y-%m-%d %H:%M:%S") in the given zone; the epoch (never
+// used) is "-".
+TEST(HumanUnitsTest, TimesPrintAsCivilSecondsInTheZone) {
+  const absl::TimeZone utc = absl::UTCTimeZone();
+  EXPECT_EQ(HumanTime(absl::FromCivil(absl::CivilSecond(2026, 12, 2, 7, 5, 9), utc), utc),
+            "2026-12-02 07:05:09");
+  EXPECT_EQ(HumanTime(absl::UnixEpoch(), utc), "-");
+  const absl::TimeZone offset = absl::FixedTimeZone(-(3 * 3600 + 30 * 60));
+  for (int64_t seconds : {1, 86399, 951782400, 1796193047}) {
+    const absl::Time time = absl::FromUnixSeconds(seconds);
+    EXPECT_EQ(HumanTime(time, offset), absl::FormatTime("%Y-%m-%d %H:%M:%S", time, offset));
+  }
+}
+
 }  // namespace
 }  // namespace kiln
