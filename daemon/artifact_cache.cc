@@ -37,6 +37,13 @@ bool IsCompilerCrash(const absl::Status& status) {
          absl::StartsWith(message, "clang++ failed (signal");
 }
 
+// kilnd opens bundles as its user, from its own working directory: a
+// relative path would name a file the client did not mean.
+absl::Status CheckBundlePath(const std::string& path) {
+  if (absl::StartsWith(path, "/")) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("bundle path '", path, "' is not absolute"));
+}
+
 }  // namespace
 
 bool IsDeterministicFailure(const absl::Status& status) {
@@ -142,8 +149,10 @@ void ArtifactCache::GcLoop() {
       if (gc_stopping_) return;
       gc_wanted_ = false;
     }
-    RefreshTouches();
-    if (!evicts) continue;
+    if (!evicts) {
+      RefreshTouches();  // Gc walks the index itself
+      continue;
+    }
     absl::StatusOr<GcResult> result = Gc({});
     if (!result.ok()) {
       KILN_LOG(ERROR) << "eviction failed: " << result.status();
@@ -487,11 +496,14 @@ absl::StatusOr<ArtifactCache::GcResult> ArtifactCache::Gc(const GcOptions& optio
   const absl::Duration max_age = options.max_age.value_or(options_.max_entry_age);
   const absl::Duration grace = options.grace.value_or(options_.eviction_grace);
   ASSIGN_OR_RETURN(std::vector<EntryUsage> entries, store_->Usage());
+  // The local index's uses afresh, in one walk (what listings read next).
+  RefreshTouches();
+  const LastTouchedFn last_touched = LastTouched();
   const absl::Time now = options_.now();
   absl::flat_hash_map<std::string, int> references;  // entries per blob
   GcResult result;
   for (EntryUsage& entry : entries) {
-    if (std::optional<absl::Time> touched = index_.LastTouched(entry.key)) {
+    if (std::optional<absl::Time> touched = last_touched(entry.key)) {
       entry.last_use = std::max(entry.last_use, *touched);
     }
     if (references[entry.digest]++ == 0) result.bytes_before += entry.object_bytes;
@@ -670,10 +682,7 @@ absl::StatusOr<std::vector<std::string>> ArtifactCache::SetPinnedForGraph(
 
 absl::StatusOr<kiln::v1::ExportResponse> ArtifactCache::Export(
     const kiln::v1::ExportRequest& request) {
-  if (!absl::StartsWith(request.path(), "/")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bundle path '", request.path(), "' is not absolute"));
-  }
+  RETURN_IF_ERROR(CheckBundlePath(request.path()));
   std::vector<std::string> keys;  // in the order asked for, each once
   absl::flat_hash_set<std::string> chosen;
   auto choose = [&](const std::string& key) {
@@ -733,10 +742,7 @@ absl::StatusOr<kiln::v1::ExportResponse> ArtifactCache::Export(
 
 absl::StatusOr<kiln::v1::ImportResponse> ArtifactCache::Import(
     const kiln::v1::ImportRequest& request) {
-  if (!absl::StartsWith(request.path(), "/")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bundle path '", request.path(), "' is not absolute"));
-  }
+  RETURN_IF_ERROR(CheckBundlePath(request.path()));
   ASSIGN_OR_RETURN(std::vector<BundleEntry> bundle, ReadBundle(request.path()));
   kiln::v1::ImportResponse response;
   std::vector<std::string> refused;
