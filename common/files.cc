@@ -54,6 +54,16 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return contents;
 }
 
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string_view what) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) return ErrnoError(absl::StrCat("cannot read ", what), path);
+  if ((info.st_mode & 077) != 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s %s can be read by others (mode %o): chmod 600 it", what, path, info.st_mode & 0777));
+  }
+  return ReadFile(path);
+}
+
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes, mode_t mode) {
   std::string temp = path + ".tmpXXXXXX";
   const int fd = mkostemp(temp.data(), O_CLOEXEC);

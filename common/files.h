@@ -15,6 +15,11 @@ namespace kiln {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// Reads a file holding a secret (a private key, a password) that only its
+// owner may read, as ssh insists for its keys: FailedPrecondition naming
+// `what` and the fix when its group or others have any access.
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string_view what);
+
 // Writes `bytes` to a temporary file in the same directory, fsyncs it, sets
 // `mode`, and renames it over `path`: readers see the old file or the whole
 // new one, never a partial write.

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace kiln {
 namespace {
@@ -30,9 +32,11 @@ struct Metric {
 constexpr Metric kMetrics[] = {
     {"hits", "kiln_hits_total", "counter",
      "Compile requests answered from the cache, by path: daemon (kilnd found it in its store), "
-     "local_index (a client found it in the local index with no RPC, as clients report them).",
+     "local_index (a client found it in the local index with no RPC, as clients report them), "
+     "remote (kilnd missed and the fleet tier had it).",
      "path=\"daemon\""},
     {"local_index_hits", "kiln_hits_total", "counter", nullptr, "path=\"local_index\""},
+    {"remote.hits", "kiln_hits_total", "counter", nullptr, "path=\"remote\""},
     {"misses", "kiln_misses_total", "counter", "Compile requests kilnd did not find stored."},
     {"coalesced", "kiln_coalesced_total", "counter",
      "Misses that waited on a compile of the same key already running."},
@@ -63,6 +67,27 @@ constexpr Metric kMetrics[] = {
     {"unreadable_ranges", "kiln_store_unreadable_ranges", "gauge",
      "Damaged stretches of the store its scans skipped since kilnd started."},
     {"uptime_ms", "kiln_uptime_seconds", "gauge", "Seconds since kilnd started.", "", 1000},
+    // The fleet tier's, only when kilnd has one.
+    {"remote.available", "kiln_remote_available", "gauge",
+     "1 when the fleet tier's last command reached Redis, 0 when it is down."},
+    {"remote.misses", "kiln_remote_misses_total", "counter",
+     "Local misses the fleet tier did not have either."},
+    {"remote.errors", "kiln_remote_errors_total", "counter",
+     "Commands to the fleet tier that failed (Redis down, slow or refusing)."},
+    {"remote.refused", "kiln_remote_refused_total", "counter",
+     "Fleet-tier entries refused: unsigned, badly signed or damaged."},
+    {"remote.bytes_read", "kiln_remote_bytes_total", "counter",
+     "Bytes of entries read from and written to the fleet tier.", "direction=\"read\""},
+    {"remote.bytes_written", "kiln_remote_bytes_total", "counter", nullptr,
+     "direction=\"written\""},
+    {"remote.publishes", "kiln_remote_publishes_total", "counter",
+     "Entries this kilnd compiled and wrote to the fleet tier."},
+    {"remote.publishes_dropped", "kiln_remote_publishes_dropped_total", "counter",
+     "Writes to the fleet tier given up (queue full or Redis failed)."},
+    {"remote.lease_waits", "kiln_remote_lease_waits_total", "counter",
+     "Misses that waited on another machine's compile of the same key."},
+    {"remote.lease_takeovers", "kiln_remote_lease_takeovers_total", "counter",
+     "Waits whose lease holder lapsed, so this kilnd compiled."},
 };
 
 // The histogram: bounds and counts as StatsResponse documents them, and the
@@ -82,32 +107,46 @@ std::string FormatDouble(double value) {
   return std::string(buffer, result.ptr);
 }
 
-const FieldDescriptor& Field(const char* name) {
-  // The table names fields of the message it was written for; the test
-  // checks every one exists.
-  return *kiln::v1::StatsResponse::descriptor()->FindFieldByName(name);
+// A field of the message by its path: "hits", or "remote.hits" for one of
+// its RemoteStats. The table names fields of the messages it was written
+// for; the test checks every one exists.
+struct FieldRef {
+  const google::protobuf::Message* message;
+  const FieldDescriptor* field;
+};
+FieldRef Resolve(const kiln::v1::StatsResponse& stats, absl::string_view path) {
+  const size_t dot = path.find('.');
+  if (dot == absl::string_view::npos) {
+    return {&stats, stats.GetDescriptor()->FindFieldByName(std::string(path))};
+  }
+  // Only RemoteStats is nested.
+  return {&stats.remote(),
+          stats.remote().GetDescriptor()->FindFieldByName(std::string(path.substr(dot + 1)))};
 }
 
 std::string FormatValue(const kiln::v1::StatsResponse& stats, const Metric& metric) {
-  const FieldDescriptor& field = Field(metric.field);
-  const auto* reflection = stats.GetReflection();
+  const auto [message, field] = Resolve(stats, metric.field);
+  const auto* reflection = message->GetReflection();
   int64_t integer = 0;
-  switch (field.cpp_type()) {
+  switch (field->cpp_type()) {
     case FieldDescriptor::CPPTYPE_DOUBLE:
-      return FormatDouble(reflection->GetDouble(stats, &field) / metric.divisor);
+      return FormatDouble(reflection->GetDouble(*message, field) / metric.divisor);
     case FieldDescriptor::CPPTYPE_FLOAT:
-      return FormatDouble(reflection->GetFloat(stats, &field) / metric.divisor);
+      return FormatDouble(reflection->GetFloat(*message, field) / metric.divisor);
+    case FieldDescriptor::CPPTYPE_BOOL:
+      integer = reflection->GetBool(*message, field) ? 1 : 0;
+      break;
     case FieldDescriptor::CPPTYPE_INT32:
-      integer = reflection->GetInt32(stats, &field);
+      integer = reflection->GetInt32(*message, field);
       break;
     case FieldDescriptor::CPPTYPE_UINT32:
-      integer = reflection->GetUInt32(stats, &field);
+      integer = reflection->GetUInt32(*message, field);
       break;
     case FieldDescriptor::CPPTYPE_UINT64:
-      integer = static_cast<int64_t>(reflection->GetUInt64(stats, &field));
+      integer = static_cast<int64_t>(reflection->GetUInt64(*message, field));
       break;
     default:
-      integer = reflection->GetInt64(stats, &field);
+      integer = reflection->GetInt64(*message, field);
   }
   if (metric.divisor == 1) return absl::StrCat(integer);  // exact, never 1e+06
   return FormatDouble(integer / metric.divisor);
@@ -130,7 +169,7 @@ std::string EscapeLabelValue(const std::string& value) {
 // A map<string, int64> field: one sample per entry, sorted by key.
 void AppendMapSamples(const kiln::v1::StatsResponse& stats, const Metric& metric,
                       std::string* text) {
-  const FieldDescriptor& field = Field(metric.field);
+  const FieldDescriptor& field = *Resolve(stats, metric.field).field;
   const auto* reflection = stats.GetReflection();
   std::map<std::string, int64_t> entries;
   for (int i = 0; i < reflection->FieldSize(stats, &field); ++i) {
@@ -166,8 +205,10 @@ void AppendHistogram(const kiln::v1::StatsResponse& stats, std::string* text) {
 std::string PrometheusText(const kiln::v1::StatsResponse& stats) {
   std::string text;
   for (const Metric& metric : kMetrics) {
+    const bool remote = absl::StartsWith(metric.field, "remote.");
+    if (remote && !stats.has_remote()) continue;
     if (metric.help != nullptr) AppendHeader(metric.name, metric.type, metric.help, &text);
-    if (Field(metric.field).is_map()) {
+    if (Resolve(stats, metric.field).field->is_map()) {
       AppendMapSamples(stats, metric, &text);
     } else if (*metric.label != '\0') {
       absl::StrAppend(&text, metric.name, "{", metric.label, "} ", FormatValue(stats, metric),

@@ -5,12 +5,15 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
 namespace {
 
 using google::protobuf::FieldDescriptor;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 kiln::v1::StatsResponse FilledStats() {
   kiln::v1::StatsResponse stats;
@@ -44,7 +47,8 @@ TEST(PrometheusTest, ExactText) {
   EXPECT_EQ(PrometheusText(FilledStats()),
             "# HELP kiln_hits_total Compile requests answered from the cache, by path: daemon "
             "(kilnd found it in its store), local_index (a client found it in the local index "
-            "with no RPC, as clients report them).\n"
+            "with no RPC, as clients report them), remote (kilnd missed and the fleet tier had "
+            "it).\n"
             "# TYPE kiln_hits_total counter\n"
             "kiln_hits_total{path=\"daemon\"} 7\n"
             "kiln_hits_total{path=\"local_index\"} 11\n"
@@ -142,28 +146,49 @@ TEST(PrometheusTest, LabelValuesAreEscaped) {
 // exported: add a row to common/prometheus.cc's table (or to the histogram).
 TEST(PrometheusTest, EveryNumericStatsFieldIsDescribed) {
   const std::vector<std::string> described = PrometheusDescribedFields();
-  const auto* descriptor = kiln::v1::StatsResponse::descriptor();
-  for (int i = 0; i < descriptor->field_count(); ++i) {
-    const FieldDescriptor* field = descriptor->field(i);
-    switch (field->cpp_type()) {
-      case FieldDescriptor::CPPTYPE_INT32:
-      case FieldDescriptor::CPPTYPE_INT64:
-      case FieldDescriptor::CPPTYPE_UINT32:
-      case FieldDescriptor::CPPTYPE_UINT64:
-      case FieldDescriptor::CPPTYPE_DOUBLE:
-      case FieldDescriptor::CPPTYPE_FLOAT:
-        EXPECT_NE(std::find(described.begin(), described.end(), field->name()), described.end())
-            << "StatsResponse." << field->name()
-            << " is not exported: add it to the table in common/prometheus.cc";
-        break;
-      default:
-        break;
+  // StatsResponse's fields by name, RemoteStats's as "remote.NAME".
+  auto check = [&](const google::protobuf::Descriptor* descriptor, const std::string& prefix) {
+    for (int i = 0; i < descriptor->field_count(); ++i) {
+      const FieldDescriptor* field = descriptor->field(i);
+      switch (field->cpp_type()) {
+        case FieldDescriptor::CPPTYPE_INT32:
+        case FieldDescriptor::CPPTYPE_INT64:
+        case FieldDescriptor::CPPTYPE_UINT32:
+        case FieldDescriptor::CPPTYPE_UINT64:
+        case FieldDescriptor::CPPTYPE_DOUBLE:
+        case FieldDescriptor::CPPTYPE_FLOAT:
+          EXPECT_NE(std::find(described.begin(), described.end(), prefix + field->name()),
+                    described.end())
+              << prefix + field->name()
+              << " is not exported: add it to the table in common/prometheus.cc";
+          break;
+        default:
+          break;
+      }
     }
-  }
+  };
+  check(kiln::v1::StatsResponse::descriptor(), "");
+  check(kiln::v1::RemoteStats::descriptor(), "remote.");
   for (const std::string& name : described) {
-    EXPECT_NE(descriptor->FindFieldByName(name), nullptr)
-        << "common/prometheus.cc names StatsResponse." << name << ", which does not exist";
+    const bool remote = name.rfind("remote.", 0) == 0;
+    const auto* descriptor =
+        remote ? kiln::v1::RemoteStats::descriptor() : kiln::v1::StatsResponse::descriptor();
+    EXPECT_NE(descriptor->FindFieldByName(remote ? name.substr(7) : name), nullptr)
+        << "common/prometheus.cc names " << name << ", which does not exist";
   }
+}
+
+TEST(PrometheusTest, TheFleetTiersSamplesAppearOnlyWithOne) {
+  kiln::v1::StatsResponse stats;
+  EXPECT_THAT(PrometheusText(stats), Not(HasSubstr("kiln_remote_")));
+  EXPECT_THAT(PrometheusText(stats), Not(HasSubstr("path=\"remote\"")));
+  stats.mutable_remote()->set_hits(3);
+  stats.mutable_remote()->set_available(true);
+  stats.mutable_remote()->set_bytes_written(4096);
+  const std::string text = PrometheusText(stats);
+  EXPECT_THAT(text, HasSubstr("kiln_hits_total{path=\"remote\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("kiln_remote_available 1\n"));
+  EXPECT_THAT(text, HasSubstr("kiln_remote_bytes_total{direction=\"written\"} 4096\n"));
 }
 
 }  // namespace

@@ -267,7 +267,10 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
         // Checked again: the job that just finished may have stored it.
         ASSIGN_OR_RETURN(auto stored, FindStored(key.key, want_bytes));
         if (stored.has_value()) return *std::move(stored);
-        return Build(*inputs, key.components, key.key, source_graph, want_bytes, received);
+        std::unique_ptr<RemoteTier::Lease> lease;
+        if (auto fetched = FetchRemote(key.key, want_bytes, &lease)) return *std::move(fetched);
+        return Build(*inputs, key.components, key.key, source_graph, want_bytes, received,
+                     std::move(lease));
       },
       std::move(done), job);
   if (joined) ++coalesced_;
@@ -275,9 +278,11 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
 
 absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
     const CodegenInputs& inputs, const kiln::v1::KeyComponents& components, const std::string& key,
-    const std::string& source_graph, bool want_bytes, absl::Time received) {
+    const std::string& source_graph, bool want_bytes, absl::Time received,
+    std::unique_ptr<RemoteTier::Lease> lease) {
   ++compiles_;
   const absl::Time start = absl::Now();
+  absl::SleepFor(options_.testonly_compile_delay);
   auto code = GenerateCode(inputs);
   if (!code.ok()) {
     ++compile_failures_;
@@ -322,15 +327,32 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   metadata.mutable_timings()->set_compile_ms(object->compile_ms);
   metadata.mutable_timings()->set_total_ms(MillisecondsSince(received));
 
+  RETURN_IF_ERROR(StoreLocally(metadata, object->shared_object));
+  KILN_LOG(INFO) << "compiled " << key.substr(0, 12) << " (" << inputs.graph.name << ") in "
+                 << metadata.timings().total_ms() << " ms";
+  if (options_.remote != nullptr) {
+    options_.remote->PublishBehind(metadata, object->shared_object, std::move(lease));
+  }
+
+  kiln::v1::CompileResponse response;
+  response.set_object_path(objects_.PathFor(metadata.digest()));
+  if (want_bytes) response.set_object_bytes(std::move(object->shared_object));
+  *response.mutable_artifact() = std::move(metadata);
+  return response;
+}
+
+absl::Status ArtifactCache::StoreLocally(const kiln::v1::ArtifactMetadata& metadata,
+                                         absl::string_view object) {
   // Object file first: an entry in the store always has its file, or gets
   // it back from the blob (a hit rewrites a missing one).
-  RETURN_IF_ERROR(objects_.Write(metadata.digest(), object->shared_object, /*replace=*/true));
+  RETURN_IF_ERROR(objects_.Write(metadata.digest(), object, /*replace=*/true));
   {
     absl::MutexLock lock(&index_mutex_);  // an Evict sees the entry and its index file, or neither
-    RETURN_IF_ERROR(store_->Put(metadata, object->shared_object));
+    RETURN_IF_ERROR(store_->Put(metadata, object));
     // Last: an index file always has its entry and object behind it.
     const absl::Status published = index_.Publish(metadata);
-    if (!published.ok()) KILN_LOG(WARNING) << "cannot index " << key << ": " << published;
+    if (!published.ok())
+      KILN_LOG(WARNING) << "cannot index " << metadata.key() << ": " << published;
   }
   if (options_.max_cache_bytes > 0) {
     const absl::StatusOr<StoreTotals> totals = store_->Totals();
@@ -339,13 +361,30 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
       gc_wanted_ = true;
     }
   }
-  KILN_LOG(INFO) << "compiled " << key.substr(0, 12) << " (" << inputs.graph.name << ") in "
-                 << metadata.timings().total_ms() << " ms";
+  return absl::OkStatus();
+}
 
+std::optional<kiln::v1::CompileResponse> ArtifactCache::FetchRemote(
+    const std::string& key, bool want_bytes, std::unique_ptr<RemoteTier::Lease>* lease) {
+  if (options_.remote == nullptr) return std::nullopt;
+  RemoteTier::Claim claim = options_.remote->FetchOrLease(key);
+  *lease = std::move(claim.lease);
+  if (!claim.entry.has_value()) return std::nullopt;
+  kiln::v1::ArtifactMetadata& metadata = claim.entry->metadata;
+  const absl::Status stored = StoreLocally(metadata, claim.entry->object);
+  if (!stored.ok()) {
+    KILN_LOG(WARNING) << "cannot store the fleet tier's entry for " << key << " (" << stored
+                      << "); compiling it here";
+    return std::nullopt;
+  }
+  // Its use here starts now: the entry may have been compiled long ago.
+  const absl::Status used = store_->RecordUse(key, options_.now());
+  if (!used.ok()) KILN_LOG(WARNING) << "cannot record a use of " << key << ": " << used;
   kiln::v1::CompileResponse response;
   response.set_object_path(objects_.PathFor(metadata.digest()));
-  if (want_bytes) response.set_object_bytes(std::move(object->shared_object));
+  if (want_bytes) response.set_object_bytes(std::move(claim.entry->object));
   *response.mutable_artifact() = std::move(metadata);
+  response.set_cache_hit(true);
   return response;
 }
 
@@ -363,6 +402,23 @@ kiln::v1::StatsResponse ArtifactCache::Stats() {
   stats.set_max_cache_bytes(options_.max_cache_bytes);
   stats.set_local_index_hits(local_index_hits_);
   failures_by_kind_.AddTo(stats);
+  if (options_.remote != nullptr) {
+    const RemoteTier::Stats remote = options_.remote->stats();
+    kiln::v1::RemoteStats& out = *stats.mutable_remote();
+    out.set_url(options_.remote->options().url);
+    out.set_available(remote.available);
+    out.set_hits(remote.hits);
+    out.set_misses(remote.misses);
+    out.set_errors(remote.errors);
+    out.set_refused(remote.refused);
+    out.set_bytes_read(remote.bytes_read);
+    out.set_bytes_written(remote.bytes_written);
+    out.set_publishes(remote.publishes);
+    out.set_publishes_dropped(remote.publishes_dropped);
+    out.set_lease_waits(remote.lease_waits);
+    out.set_lease_takeovers(remote.lease_takeovers);
+    out.set_read_only(!options_.remote->can_publish());
+  }
   stats.set_queue_length(queue_.queued());
   for (double bound : kCompileMsBounds) stats.add_compile_ms_bounds(bound);
   for (const std::atomic<int64_t>& count : compile_ms_counts_) stats.add_compile_ms_counts(count);

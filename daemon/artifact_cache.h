@@ -9,6 +9,11 @@
 //     miss -> CompileQueue (single-flight) -> GenerateCode -> Compiler ->
 //     store Put (entry + blob, one batch) -> object file -> reply
 //
+// With a fleet tier (Options::remote, cache/remote/remote_tier.h), the
+// compile job first asks it: another machine's entry is stored here and
+// answered; otherwise the job compiles under a fleet-wide lease and
+// publishes the artifact behind the reply.
+//
 // Remembered failures: a compile that fails deterministically (see
 // IsDeterministicFailure) is remembered per key for
 // Options::remember_failures_for, so a retry (a training loop calling a
@@ -47,6 +52,7 @@
 #include "absl/time/time.h"
 #include "cache/local_index.h"
 #include "cache/object_dir.h"
+#include "cache/remote/remote_tier.h"
 #include "cache/request_key.h"
 #include "cache/store.h"
 #include "codegen/codegen_inputs.h"
@@ -87,6 +93,11 @@ class ArtifactCache {
     // Reconcile the local index with the store (cache/index_reconcile.h)
     // on the background thread, first thing, while serving.
     bool reconcile_index = false;
+    // The fleet tier (null: this machine alone).
+    std::shared_ptr<RemoteTier> remote;
+    // Tests only: every compile takes at least this long (a fleet test
+    // kills a lease holder mid-compile).
+    absl::Duration testonly_compile_delay = absl::ZeroDuration();
   };
 
   struct GcOptions {
@@ -174,7 +185,16 @@ class ArtifactCache {
                                                   const kiln::v1::KeyComponents& components,
                                                   const std::string& key,
                                                   const std::string& source_graph, bool want_bytes,
-                                                  absl::Time received);
+                                                  absl::Time received,
+                                                  std::unique_ptr<RemoteTier::Lease> lease);
+  // Writes the object file, then stores and indexes the entry (a compile's
+  // or one fetched from the fleet tier).
+  absl::Status StoreLocally(const kiln::v1::ArtifactMetadata& metadata, absl::string_view object);
+  // Asks the fleet tier after a local miss, on a compile thread: a
+  // response from another machine's entry, or nullopt with the lease to
+  // compile under (null when there is no claim to hold).
+  std::optional<kiln::v1::CompileResponse> FetchRemote(const std::string& key, bool want_bytes,
+                                                       std::unique_ptr<RemoteTier::Lease>* lease);
   absl::StatusOr<std::string> ResolveKey(const std::string& key_or_prefix);
   // Takes the entry out of the local index, then the store, then its
   // object file when no other entry shares it.

@@ -21,8 +21,12 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "cache/local_index.h"
 #include "cache/object_dir.h"
+#include "cache/remote/redis_client.h"
+#include "cache/remote/remote_tier.h"
+#include "cache/remote/signing.h"
 #include "cache/request_key.h"
 #include "cache/rocksdb_store.h"
 #include "codegen/abi/kiln_abi.h"
@@ -75,6 +79,30 @@ ABSL_FLAG(std::string, metrics_socket, "",
           "--socket, kilnd.sock -> kilnd.metrics.sock; \"none\": no metrics socket).");
 ABSL_FLAG(int, metrics_port, 0,
           "Also serve /metrics on this TCP port of 127.0.0.1, never another interface (0: off).");
+ABSL_FLAG(std::string, remote, "",
+          "The fleet tier: redis://HOST:PORT, unix:///PATH, or a comma-separated list of "
+          "redis://HOST:PORT seed nodes of a Redis Cluster. Empty: this machine alone. "
+          "Connections are not encrypted (docs/DEPLOYMENT.md).");
+ABSL_FLAG(std::string, remote_namespace, "kiln", "Prefix of the fleet tier's Redis keys.");
+ABSL_FLAG(std::string, remote_signing_key, "",
+          "Ed25519 private key (PEM, mode 0600) this kilnd signs the entries it publishes with. "
+          "Without it kilnd only reads the fleet tier.");
+ABSL_FLAG(std::string, remote_trusted_keys, "",
+          "PEM file of the Ed25519 public keys whose entries this kilnd accepts (besides its "
+          "own signing key's).");
+ABSL_FLAG(std::string, remote_user, "", "Redis ACL user (default: Redis's default user).");
+ABSL_FLAG(std::string, remote_password_file, "",
+          "File (mode 0600) holding the Redis password; empty: no AUTH.");
+ABSL_FLAG(absl::Duration, remote_timeout, absl::Milliseconds(250),
+          "Bound on each connect and command to Redis.");
+ABSL_FLAG(absl::Duration, remote_entry_ttl, absl::Hours(24 * 30),
+          "How long an entry stays in the fleet tier after its compile.");
+ABSL_FLAG(absl::Duration, remote_lease_ttl, absl::Seconds(15),
+          "A compile lease lapses this long after its holder stops renewing it (it died).");
+ABSL_FLAG(absl::Duration, remote_max_lease_wait, absl::Minutes(2),
+          "How long a miss waits for another machine's compile before compiling itself.");
+ABSL_FLAG(absl::Duration, testonly_compile_delay, absl::ZeroDuration(),
+          "Tests only: every compile takes at least this long.");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error.");
 ABSL_FLAG(std::string, compiler, "worker",
           "worker: long-lived kiln-compile-worker processes (falls back to subprocess when no "
@@ -157,6 +185,35 @@ absl::StatusOr<std::unique_ptr<Compiler>> MakeCompiler(const std::string& cache_
       std::make_unique<FallbackCompiler>(std::move(worker), std::move(subprocess)));
 }
 
+// The fleet tier the --remote flags describe, or null without --remote.
+absl::StatusOr<std::shared_ptr<RemoteTier>> MakeRemoteTier() {
+  const std::string url = absl::GetFlag(FLAGS_remote);
+  if (url.empty()) return nullptr;
+  RedisClient::Options redis;
+  ASSIGN_OR_RETURN(redis.seeds, ParseRedisUrl(url));
+  redis.timeout = absl::GetFlag(FLAGS_remote_timeout);
+  redis.username = absl::GetFlag(FLAGS_remote_user);
+  if (const std::string path = absl::GetFlag(FLAGS_remote_password_file); !path.empty()) {
+    ASSIGN_OR_RETURN(redis.password, ReadSecretFile(path, "Redis password file"));
+    redis.password = std::string(absl::StripTrailingAsciiWhitespace(redis.password));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<RedisClient> client, RedisClient::Create(std::move(redis)));
+  absl::StatusOr<SigningKeys> keys = SigningKeys::Load(absl::GetFlag(FLAGS_remote_signing_key),
+                                                       absl::GetFlag(FLAGS_remote_trusted_keys));
+  if (!keys.ok()) {
+    return absl::Status(keys.status().code(), absl::StrCat("--remote needs --remote_signing_key or "
+                                                           "--remote_trusted_keys: ",
+                                                           keys.status().message()));
+  }
+  RemoteTier::Options options;
+  options.url = url;
+  options.key_namespace = absl::GetFlag(FLAGS_remote_namespace);
+  options.entry_ttl = absl::GetFlag(FLAGS_remote_entry_ttl);
+  options.lease_ttl = absl::GetFlag(FLAGS_remote_lease_ttl);
+  options.max_lease_wait = absl::GetFlag(FLAGS_remote_max_lease_wait);
+  return std::make_shared<RemoteTier>(std::move(client), *std::move(keys), options);
+}
+
 absl::Status Serve() {
   LogSeverity severity;
   if (!ParseLogSeverity(absl::GetFlag(FLAGS_log_level), &severity)) {
@@ -194,6 +251,8 @@ absl::Status Serve() {
   // The store may have lost entries its index still names: checked while
   // serving, so that a start never reads every index file first.
   options.reconcile_index = true;
+  ASSIGN_OR_RETURN(options.remote, MakeRemoteTier());
+  options.testonly_compile_delay = absl::GetFlag(FLAGS_testonly_compile_delay);
   ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler,
                    MakeCompiler(cache_dir, options.compile_threads));
   // Same-host clients find hits through this without a round trip.
@@ -255,6 +314,10 @@ absl::Status Serve() {
   KILN_LOG(INFO) << "kilnd " << kKilnVersion << " serving " << socket << " (cache " << cache_dir
                  << ", compiler " << toolchain.compiler_version() << ", cpu " << toolchain.cpu()
                  << ")";
+  if (options.remote != nullptr) {
+    KILN_LOG(INFO) << "fleet tier " << absl::GetFlag(FLAGS_remote) << " ("
+                   << (options.remote->can_publish() ? "reads and publishes" : "reads only") << ")";
+  }
 
   // Signals are blocked in every thread (see main); this one waits for them
   // and for the idle timeout, then shuts the server down.

@@ -15,6 +15,8 @@ packages=(
   libclang-rt-19-dev                    # ASan/UBSan/TSan and libFuzzer runtimes (--config=asan/tsan/fuzz)
   libmicrohttpd-dev                     # kilnd's /metrics endpoint (HTTP on a Unix socket)
   curl                                  # tests/metrics_test scrapes /metrics with it
+  libhiredis-dev                        # the fleet tier's Redis client (cache/remote)
+  redis-server redis-tools              # its tests start real Redis servers and a cluster
 )
 if [[ "${1:-}" == "--with-torch" ]]; then
   packages+=(python3-torch)             # eager baselines (benchmarks, tracer)

@@ -28,9 +28,12 @@ DaemonFixture::~DaemonFixture() {
 }
 
 absl::StatusOr<ProcessResult> DaemonFixture::RunTool(std::vector<std::string> argv) const {
-  setenv("KILN_SOCKET", socket_path().c_str(), 1);
-  setenv("KILN_CACHE_DIR", cache_dir().c_str(), 1);
-  return RunProcess(argv, absl::Minutes(2));
+  // The child's environment, not this process's: tests run tools against
+  // several daemons from several threads at once.
+  RunOptions options;
+  options.timeout = absl::Minutes(2);
+  options.env = {{"KILN_SOCKET", socket_path()}, {"KILN_CACHE_DIR", cache_dir()}};
+  return RunProcess(argv, options);
 }
 
 }  // namespace kiln

@@ -455,6 +455,20 @@ absl::Status Stats(const Args& args) {
         "          above are lower bounds (see kilnd.log)\n",
         stats.unreadable_ranges());
   }
+  if (stats.has_remote()) {
+    const kiln::v1::RemoteStats& remote = stats.remote();
+    std::cout << absl::StrFormat(
+        "remote    %s, %s%s\n"
+        "          %d hits (%d bytes), %d misses, %d waited on another machine's compile (%d "
+        "took it over)\n"
+        "          %d published (%d bytes), %d not; %d errors, %d entries refused (bad "
+        "signature or digest)\n",
+        remote.url(), remote.available() ? "reachable" : "UNREACHABLE (compiling locally)",
+        remote.read_only() ? ", read-only (no signing key)" : "", remote.hits(),
+        remote.bytes_read(), remote.misses(), remote.lease_waits(), remote.lease_takeovers(),
+        remote.publishes(), remote.bytes_written(), remote.publishes_dropped(), remote.errors(),
+        remote.refused());
+  }
   return absl::OkStatus();
 }
 

@@ -1,0 +1,157 @@
+// The fleet tier: artifacts shared by the kilnds of a fleet through Redis
+// (redis_client.h), so that a model started on a hundred machines compiles
+// once. kilnd (daemon/artifact_cache.h) asks it on a local miss:
+//
+//   FetchOrLease(key):
+//     GET NS:a:KEY -> an entry: check its signature (signing.h), its key
+//                     and its object's digest -> the caller stores it locally
+//     nothing      -> SET NS:l:KEY TOKEN NX PX lease_ttl
+//                     -> got it: the caller compiles (the lease is renewed
+//                        meanwhile), then PublishBehind
+//                     -> another machine holds it: poll the entry until it
+//                        appears, the lease lapses (its holder died: take it
+//                        over) or max_lease_wait passes (compile anyway)
+//   PublishBehind: a writer thread signs the entry, SETs it with the entry
+//     TTL and then releases the lease; the compile's reply does not wait.
+//
+// The Redis key is the local cache key under a namespace, and the local key
+// already covers the toolchain, codegen version and target CPU: machines
+// that could not load each other's code never share an entry.
+//
+// Faults never fail a request: Redis down, slow or refusing is a local
+// compile, counted (Stats) and logged once per outage. An entry that fails
+// its checks is refused, counted, and overwritten by the local compile's
+// publish. Machines without a signing key only read (and never lease).
+//
+// Thread-safe.
+#ifndef KILN_CACHE_REMOTE_REMOTE_TIER_H_
+#define KILN_CACHE_REMOTE_REMOTE_TIER_H_
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cache/remote/redis_client.h"
+#include "cache/remote/signing.h"
+#include "proto/artifact.pb.h"
+
+namespace kiln {
+
+class RemoteTier {
+ public:
+  struct Options {
+    std::string url;  // for logs and stats
+    std::string key_namespace = "kiln";
+    absl::Duration entry_ttl =
+        absl::Hours(24 * 30);                      // refreshed by nothing: a month from its compile
+    absl::Duration lease_ttl = absl::Seconds(15);  // renewed every third of it while compiling
+    absl::Duration max_lease_wait = absl::Minutes(2);
+    size_t max_pending_writes = 256;  // past it a publish is dropped (counted)
+  };
+  struct Stats {
+    int64_t hits = 0;        // entries fetched, checked and handed over
+    int64_t misses = 0;      // FetchOrLease calls that found none
+    int64_t errors = 0;      // commands that failed (Redis down, slow, refusing)
+    int64_t refused = 0;     // entries that failed their signature or digest checks
+    int64_t bytes_read = 0;  // of entries fetched
+    int64_t bytes_written = 0;
+    int64_t publishes = 0;          // entries written
+    int64_t publishes_dropped = 0;  // writes given up (queue full, or Redis failed)
+    int64_t lease_waits = 0;        // misses that waited on another machine's compile
+    int64_t lease_takeovers = 0;    // of those, the ones whose holder lapsed
+    bool available = true;          // the last command reached Redis
+  };
+
+  // A claim on compiling one key fleet-wide: renewed while it lives,
+  // released (only if still ours) when destroyed.
+  class Lease {
+   public:
+    ~Lease();
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+
+   private:
+    friend class RemoteTier;
+    Lease(RemoteTier* tier, std::string redis_key, std::string token);
+    RemoteTier* const tier_;
+    const std::string redis_key_;
+    const std::string token_;
+  };
+
+  struct Fetched {
+    kiln::v1::ArtifactMetadata metadata;
+    std::string object;
+  };
+  struct Claim {
+    std::optional<Fetched> entry;  // another machine's artifact: store and answer it
+    std::unique_ptr<Lease> lease;  // otherwise compile (null: without a fleet-wide claim)
+  };
+
+  RemoteTier(std::unique_ptr<RedisClient> redis, SigningKeys keys, Options options);
+  // Writes what is queued (each command bounded by the client's timeout),
+  // then releases its leases.
+  ~RemoteTier();
+
+  // For a local miss; see above. Never fails.
+  Claim FetchOrLease(const std::string& key);
+  // Queues the entry for Redis and releases `lease` once it is written
+  // (or dropped). Without a signing key it only releases the lease.
+  void PublishBehind(const kiln::v1::ArtifactMetadata& metadata, std::string object,
+                     std::unique_ptr<Lease> lease);
+  // Waits until every queued publish is written or dropped.
+  void Flush();
+
+  Stats stats() const;
+  const Options& options() const { return options_; }
+  bool can_publish() const { return keys_.can_sign(); }
+
+  // The value PublishBehind writes for an entry, and the checks a fetch
+  // makes of one (exposed for tests, which forge and damage values).
+  absl::StatusOr<std::string> EncodeEntry(const kiln::v1::ArtifactMetadata& metadata,
+                                          const std::string& object) const;
+  absl::StatusOr<Fetched> DecodeEntry(const std::string& key, const std::string& value) const;
+  std::string EntryKey(const std::string& key) const;  // NS:a:KEY
+  std::string LeaseKey(const std::string& key) const;  // NS:l:KEY
+
+ private:
+  struct PendingWrite {
+    kiln::v1::ArtifactMetadata metadata;
+    std::string object;
+    std::unique_ptr<Lease> lease;
+  };
+  // Runs a command; a failure is counted and logged once per outage.
+  absl::StatusOr<RedisReply> Run(std::initializer_list<std::string> args);
+  // True when the lease is ours now; false when another machine holds it.
+  absl::StatusOr<bool> TryLease(const std::string& lease_key, const std::string& token);
+  void Release(const std::string& lease_key, const std::string& token);
+  void WriterLoop();
+  void RenewerLoop();
+
+  const std::unique_ptr<RedisClient> redis_;
+  const SigningKeys keys_;
+  const Options options_;
+  const std::string token_prefix_;  // host and pid: who holds a lease
+
+  std::atomic<int64_t> hits_{0}, misses_{0}, errors_{0}, refused_{0}, bytes_read_{0},
+      bytes_written_{0}, publishes_{0}, publishes_dropped_{0}, lease_waits_{0}, lease_takeovers_{0},
+      next_token_{0};
+  std::atomic<bool> available_{true};
+
+  mutable absl::Mutex mutex_;
+  std::deque<PendingWrite> pending_ ABSL_GUARDED_BY(mutex_);
+  int writing_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::set<std::pair<std::string, std::string>> live_leases_ ABSL_GUARDED_BY(mutex_);
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  std::thread writer_;
+  std::thread renewer_;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_CACHE_REMOTE_REMOTE_TIER_H_

@@ -1,0 +1,321 @@
+// The fleet tier end to end: real kilnds with separate cache directories
+// sharing a real redis-server (tests/redis_fixture.h), driven by real
+// client processes (`kiln run`).
+#include <signal.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "cache/remote/redis_client.h"
+#include "cache/remote/signing.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/artifact.pb.h"
+#include "tests/daemon_fixture.h"
+#include "tests/redis_fixture.h"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FleetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<RedisServer>> redis = RedisServer::Start({});
+    ASSERT_TRUE(redis.ok()) << redis.status();
+    redis_ = *std::move(redis);
+    absl::StatusOr<std::string> dir = MakeTempDirectory("/tmp/kfleetXXXXXX");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+    ASSERT_TRUE(WriteKeys("writer").ok());
+    ASSERT_TRUE(WriteKeys("stranger").ok());
+  }
+  void TearDown() override { (void)RemoveRecursively(dir_); }
+
+  // DIR/NAME.pem (private, 0600) and DIR/NAME.pub.
+  absl::Status WriteKeys(const std::string& name) {
+    ASSIGN_OR_RETURN(KeyPairPem pair, GenerateSigningKeyPair());
+    RETURN_IF_ERROR(WriteFileAtomically(Key(name), pair.private_key, 0600));
+    return WriteFileAtomically(PublicKey(name), pair.public_key, 0644);
+  }
+  std::string Key(const std::string& name) const { return dir_ + "/" + name + ".pem"; }
+  std::string PublicKey(const std::string& name) const { return dir_ + "/" + name + ".pub"; }
+
+  // --remote flags: a machine that publishes (signs with `key`), or only
+  // reads (trusts `key`'s public half).
+  std::vector<std::string> Publisher(const std::string& key = "writer") const {
+    return {"--remote=" + redis_->url(), "--remote_signing_key=" + Key(key)};
+  }
+  std::vector<std::string> Reader(const std::string& key = "writer") const {
+    return {"--remote=" + redis_->url(), "--remote_trusted_keys=" + PublicKey(key)};
+  }
+
+  // `kiln run examples/f.json --check` in a fresh process against `daemon`.
+  static void RunF(const DaemonFixture& daemon) {
+    absl::StatusOr<ProcessResult> run =
+        daemon.RunTool({kKilnCliPath, "run", "examples/f.json", "--check", "--start=false"});
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_EQ(run->exit_code, 0) << run->output;
+  }
+
+  static kiln::v1::StatsResponse Stats(const DaemonFixture& daemon) {
+    auto client = daemon.Connect();
+    EXPECT_TRUE(client.ok()) << client.status();
+    if (!client.ok()) return {};
+    auto stats = (*client)->Stats();
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    return stats.ok() ? *stats : kiln::v1::StatsResponse();
+  }
+
+  // Waits (bounded) until `done` holds of the daemon's stats.
+  template <typename Predicate>
+  static kiln::v1::StatsResponse WaitForStats(const DaemonFixture& daemon, Predicate done) {
+    kiln::v1::StatsResponse stats;
+    for (int i = 0; i < 300; ++i) {
+      stats = Stats(daemon);
+      if (done(stats)) break;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return stats;
+  }
+  static kiln::v1::StatsResponse WaitForPublishes(const DaemonFixture& daemon, int64_t n) {
+    return WaitForStats(daemon, [n](const auto& stats) { return stats.remote().publishes() >= n; });
+  }
+
+  // Entry keys in Redis under the default namespace.
+  std::vector<std::string> RemoteKeys(const std::string& kind) const {
+    absl::StatusOr<std::string> keys = redis_->Cli({"--raw", "KEYS", "kiln:" + kind + ":*"});
+    EXPECT_TRUE(keys.ok()) << keys.status();
+    std::vector<std::string> lines;
+    for (absl::string_view line : absl::StrSplit(keys.value_or(""), '\n', absl::SkipEmpty())) {
+      lines.emplace_back(line);
+    }
+    return lines;
+  }
+
+  std::unique_ptr<RedisServer> redis_;
+  std::string dir_;
+};
+
+TEST_F(FleetTest, AFreshProcessOnAnotherMachineHitsWhatOneMachineCompiled) {
+  DaemonFixture a, b;
+  ASSERT_TRUE(a.Start(Publisher()).ok());
+  ASSERT_TRUE(b.Start(Reader()).ok());
+
+  RunF(a);
+  kiln::v1::StatsResponse on_a = WaitForPublishes(a, 1);
+  EXPECT_EQ(on_a.compiles(), 1);
+  EXPECT_EQ(on_a.remote().misses(), 1);
+  EXPECT_EQ(on_a.remote().publishes(), 1);
+  EXPECT_GT(on_a.remote().bytes_written(), 1000);
+  EXPECT_EQ(RemoteKeys("a").size(), 1u);
+  EXPECT_TRUE(RemoteKeys("l").empty()) << "the lease is released once the entry is written";
+
+  RunF(b);
+  kiln::v1::StatsResponse on_b = Stats(b);
+  EXPECT_EQ(on_b.compiles(), 0);
+  EXPECT_EQ(on_b.remote().hits(), 1);
+  EXPECT_EQ(on_b.entries(), 1) << "the fetched entry is stored locally";
+  EXPECT_TRUE(on_b.remote().read_only());
+  EXPECT_EQ(on_b.remote().publishes(), 0);
+
+  // The next fresh process on B hits locally: Redis is not asked again.
+  RunF(b);
+  on_b = Stats(b);
+  EXPECT_EQ(on_b.compiles(), 0);
+  EXPECT_EQ(on_b.remote().hits(), 1);
+
+  // kiln stats shows the tier.
+  absl::StatusOr<ProcessResult> shown = b.RunTool({kKilnCliPath, "stats", "--start=false"});
+  ASSERT_TRUE(shown.ok()) << shown.status();
+  EXPECT_THAT(shown->output, HasSubstr("remote    " + redis_->url() + ", reachable, read-only"));
+  EXPECT_THAT(shown->output, HasSubstr("1 hits"));
+}
+
+TEST_F(FleetTest, EightDaemonsRacingOnOneGraphCompileItOnce) {
+  constexpr int kDaemons = 8;
+  std::vector<std::unique_ptr<DaemonFixture>> daemons;
+  for (int i = 0; i < kDaemons; ++i) {
+    daemons.push_back(std::make_unique<DaemonFixture>());
+    // The compile is slowed so that every request arrives while it runs.
+    std::vector<std::string> flags = Publisher();
+    flags.push_back("--testonly_compile_delay=1s");
+    ASSERT_TRUE(daemons.back()->Start(flags).ok());
+  }
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kDaemons; ++i) {
+    clients.emplace_back([&, i] { RunF(*daemons[i]); });
+  }
+  for (std::thread& client : clients) client.join();
+
+  int64_t compiles = 0, hits = 0, waits = 0;
+  for (const auto& daemon : daemons) {
+    const kiln::v1::StatsResponse stats = Stats(*daemon);
+    compiles += stats.compiles();
+    hits += stats.remote().hits();
+    waits += stats.remote().lease_waits();
+  }
+  EXPECT_EQ(compiles, 1);
+  EXPECT_EQ(hits, kDaemons - 1);
+  EXPECT_EQ(waits, kDaemons - 1);
+}
+
+TEST_F(FleetTest, WhenTheLeaseHolderDiesMidCompileAnotherMachineTakesOver) {
+  DaemonFixture a, b;
+  std::vector<std::string> slow = Publisher();
+  slow.insert(slow.end(), {"--testonly_compile_delay=60s", "--remote_lease_ttl=1s"});
+  ASSERT_TRUE(a.Start(slow).ok());
+  std::vector<std::string> flags = Publisher();
+  flags.push_back("--remote_lease_ttl=1s");
+  ASSERT_TRUE(b.Start(flags).ok());
+
+  std::thread on_a([&] {
+    // A dies mid-compile: its client gets an error, which is not this test's concern.
+    (void)a.RunTool({kKilnCliPath, "run", "examples/f.json", "--start=false"});
+  });
+  for (int i = 0; i < 200 && RemoteKeys("l").empty(); ++i) absl::SleepFor(absl::Milliseconds(50));
+  ASSERT_EQ(RemoteKeys("l").size(), 1u) << "A holds the lease while it compiles";
+
+  std::thread on_b([&] { RunF(b); });
+  const kiln::v1::StatsResponse waiting =
+      WaitForStats(b, [](const auto& stats) { return stats.remote().lease_waits() >= 1; });
+  ASSERT_EQ(waiting.remote().lease_waits(), 1) << "B waits for A's compile";
+  a.Kill(SIGKILL);
+  on_b.join();
+  on_a.join();
+
+  const kiln::v1::StatsResponse on_b_stats = WaitForPublishes(b, 1);
+  EXPECT_EQ(on_b_stats.compiles(), 1);
+  EXPECT_EQ(on_b_stats.remote().lease_takeovers(), 1);
+  EXPECT_EQ(on_b_stats.remote().publishes(), 1);
+}
+
+TEST_F(FleetTest, WithRedisDownOrSlowEachMachineCompilesLocally) {
+  DaemonFixture a;
+  std::vector<std::string> flags = Publisher();
+  flags.push_back("--remote_timeout=200ms");
+  ASSERT_TRUE(a.Start(flags).ok());
+  redis_->Kill(SIGKILL);  // kilnd's connection breaks under it
+
+  RunF(a);
+  kiln::v1::StatsResponse stats = Stats(a);
+  EXPECT_EQ(stats.compiles(), 1);
+  EXPECT_FALSE(stats.remote().available());
+  EXPECT_GE(stats.remote().errors(), 1);
+  absl::StatusOr<ProcessResult> shown = a.RunTool({kKilnCliPath, "stats", "--start=false"});
+  ASSERT_TRUE(shown.ok()) << shown.status();
+  EXPECT_THAT(shown->output, HasSubstr("UNREACHABLE (compiling locally)"));
+
+  // Back (after kilnd's reconnect backoff), it serves as before.
+  ASSERT_TRUE(redis_->Restart().ok());
+  absl::SleepFor(absl::Seconds(1));
+  absl::StatusOr<ProcessResult> other = a.RunTool(
+      {kKilnCliPath, "run", "tests/workloads/softmax.json", "--repeat=1", "--start=false"});
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_EQ(other->exit_code, 0) << other->output;
+  stats = WaitForPublishes(a, 1);
+  EXPECT_TRUE(stats.remote().available());
+  EXPECT_EQ(stats.remote().publishes(), 1);
+
+  // Slow: a command that outlasts --remote_timeout is a local compile too.
+  std::thread sleeper([&] { (void)redis_->Cli({"DEBUG", "SLEEP", "3"}); });
+  absl::SleepFor(absl::Milliseconds(300));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ProcessResult> slow =
+      a.RunTool({kKilnCliPath, "run", "examples/tail.json", "--repeat=1", "--start=false"});
+  const absl::Duration took = absl::Now() - start;
+  sleeper.join();
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  EXPECT_EQ(slow->exit_code, 0) << slow->output;
+  EXPECT_LT(took, absl::Seconds(3)) << "a slow Redis must not hold the compile for long";
+  EXPECT_EQ(Stats(a).compiles(), 3);
+}
+
+TEST_F(FleetTest, ADamagedOrForeignSignedRemoteEntryIsRefusedRecompiledAndOverwritten) {
+  DaemonFixture a, b, c;
+  ASSERT_TRUE(a.Start(Publisher()).ok());
+  RunF(a);
+  WaitForPublishes(a, 1);
+  ASSERT_EQ(RemoteKeys("a").size(), 1u);
+  const std::string entry_key = RemoteKeys("a")[0];
+
+  // Flip one byte of the object inside the value.
+  RedisClient::Options options;
+  options.seeds = *ParseRedisUrl(redis_->url());
+  std::unique_ptr<RedisClient> redis = *RedisClient::Create(options);
+  absl::StatusOr<RedisReply> value = redis->Command({"GET", entry_key});
+  ASSERT_TRUE(value.ok()) << value.status();
+  std::string damaged = value->str;
+  damaged[damaged.size() / 2] ^= 0x01;
+  ASSERT_TRUE(redis->Command({"SET", entry_key, damaged}).ok());
+
+  ASSERT_TRUE(b.Start(Publisher()).ok());
+  RunF(b);
+  kiln::v1::StatsResponse on_b = WaitForPublishes(b, 1);
+  EXPECT_EQ(on_b.remote().refused(), 1);
+  EXPECT_EQ(on_b.compiles(), 1);
+  EXPECT_NE(redis->Command({"GET", entry_key})->str, damaged) << "B's publish overwrote it";
+
+  // A machine that trusts the writer's key hits B's entry; one that trusts
+  // only another key refuses it.
+  DaemonFixture trusting;
+  ASSERT_TRUE(trusting.Start(Reader("writer")).ok());
+  RunF(trusting);
+  EXPECT_EQ(Stats(trusting).remote().hits(), 1);
+  EXPECT_EQ(Stats(trusting).compiles(), 0);
+
+  ASSERT_TRUE(c.Start(Reader("stranger")).ok());
+  RunF(c);
+  const kiln::v1::StatsResponse on_c = Stats(c);
+  EXPECT_EQ(on_c.remote().refused(), 1);
+  EXPECT_EQ(on_c.remote().hits(), 0);
+  EXPECT_EQ(on_c.compiles(), 1);
+}
+
+// The remote key is the local key, which covers the toolchain and the CPU
+// kilnd compiles for: a machine whose CPU differs never loads another's
+// native code, while a portable target (x86-64-v3) is shared.
+TEST_F(FleetTest, MachinesWithAnotherCpuShareOnlyPortableTargets) {
+  DaemonFixture a, b;
+  ASSERT_TRUE(a.Start(Publisher()).ok());
+  // B believes it runs on another CPU: its remembered toolchain probe says so.
+  ASSERT_TRUE(b.Start(Publisher()).ok());
+  b.Kill(SIGTERM);
+  const std::string memo_path = b.cache_dir() + "/toolchains";
+  kiln::v1::ToolchainMemo memo;
+  ASSERT_TRUE(memo.ParseFromString(*ReadFile(memo_path)));
+  for (auto& entry : *memo.mutable_toolchains()) {
+    if (entry.target() == kiln::v1::TARGET_NATIVE) entry.mutable_toolchain()->set_cpu("znver9");
+  }
+  ASSERT_TRUE(WriteFileAtomically(memo_path, memo.SerializeAsString(), 0600).ok());
+  ASSERT_TRUE(b.Start(Publisher()).ok());
+
+  RunF(a);
+  WaitForPublishes(a, 1);
+  RunF(b);
+  kiln::v1::StatsResponse on_b = WaitForPublishes(b, 1);
+  EXPECT_EQ(on_b.remote().hits(), 0);
+  EXPECT_EQ(on_b.compiles(), 1);
+  EXPECT_EQ(RemoteKeys("a").size(), 2u) << "one native entry per CPU";
+
+  for (const DaemonFixture* daemon : {&a, &b}) {
+    absl::StatusOr<ProcessResult> run = daemon->RunTool(
+        {kKilnCliPath, "run", "examples/f.json", "--target=x86-64-v3", "--check", "--start=false"});
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_EQ(run->exit_code, 0) << run->output;
+    WaitForPublishes(a, 2);
+  }
+  on_b = Stats(b);
+  EXPECT_EQ(on_b.remote().hits(), 1) << "B hit A's x86-64-v3 entry";
+  EXPECT_EQ(on_b.compiles(), 1);
+}
+
+}  // namespace
+}  // namespace kiln
