@@ -114,11 +114,12 @@ absl::StatusOr<std::optional<Message>> ReadRecord(const std::string& path) {
 
 // Writes `payload` as the record at `path` unless a regular file is there
 // (lstat: a symlink planted there is replaced, as rename replaces the link).
-absl::Status PublishRecord(const std::string& path, const std::string& payload) {
+absl::Status PublishRecord(const std::string& path, const std::string& payload,
+                           bool synced = true) {
   struct stat info;
   if (lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) return absl::OkStatus();
   RETURN_IF_ERROR(MakeDirectories(Dirname(path), 0700));
-  return WriteFileAtomically(path, EncodeRecord(payload), 0444);
+  return WriteFileAtomically(path, EncodeRecord(payload), 0444, synced);
 }
 
 absl::Status RemoveRecord(const std::string& path) {
@@ -155,8 +156,8 @@ absl::StatusOr<std::optional<kiln::v1::CacheDescriptor>> LocalIndex::ReadDescrip
   return ReadRecord<kiln::v1::CacheDescriptor>(cache_dir_ + "/descriptor");
 }
 
-absl::Status LocalIndex::Publish(const kiln::v1::ArtifactMetadata& metadata) const {
-  return PublishRecord(PathFor(metadata.key()), metadata.SerializeAsString());
+absl::Status LocalIndex::Publish(const kiln::v1::ArtifactMetadata& metadata, bool synced) const {
+  return PublishRecord(PathFor(metadata.key()), metadata.SerializeAsString(), synced);
 }
 
 absl::Status LocalIndex::Remove(const std::string& key) const { return RemoveRecord(PathFor(key)); }

@@ -65,8 +65,9 @@ class LocalIndex {
   // that cannot be trusted (see above).
   absl::StatusOr<std::optional<kiln::v1::CacheDescriptor>> ReadDescriptor() const;
 
-  // Writes the entry's index file unless a regular file is there already.
-  absl::Status Publish(const kiln::v1::ArtifactMetadata& metadata) const;
+  // Writes the entry's index file unless a regular file is there already
+  // (not `synced`: an OS crash may leave it short, which readers refuse).
+  absl::Status Publish(const kiln::v1::ArtifactMetadata& metadata, bool synced = true) const;
   absl::Status Remove(const std::string& key) const;
   // Marks the entry used now (its index file's modification time; see
   // above). An error when it has no index file or it is not ours.

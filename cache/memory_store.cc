@@ -39,7 +39,8 @@ absl::StatusOr<std::optional<std::string>> MemoryStore::ReadBlob(const std::stri
   return it->second;
 }
 
-absl::Status MemoryStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) {
+absl::Status MemoryStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob,
+                              bool /*synced*/) {
   if (Sha256Hex(blob) != metadata.digest()) {
     return absl::InvalidArgumentError(
         absl::StrCat("entry ", metadata.key(), ": digest does not match the blob"));

@@ -14,7 +14,8 @@ class MemoryStore : public ArtifactStore {
  public:
   absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> Lookup(const std::string& key) override;
   absl::StatusOr<std::optional<std::string>> ReadBlob(const std::string& digest) override;
-  absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) override;
+  absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob,
+                   bool synced = true) override;
   absl::Status PutAll(
       const std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>& entries) override;
   absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() override;

@@ -26,11 +26,11 @@ bool ObjectDirectory::Contains(const std::string& digest) const {
 }
 
 absl::Status ObjectDirectory::Write(const std::string& digest, absl::string_view bytes,
-                                    bool replace) const {
+                                    bool replace, bool synced) const {
   if (!replace && Contains(digest)) return absl::OkStatus();
   const std::string path = PathFor(digest);
   RETURN_IF_ERROR(MakeDirectories(Dirname(path), 0755));
-  return WriteFileAtomically(path, bytes, 0444);
+  return WriteFileAtomically(path, bytes, 0444, synced);
 }
 
 absl::StatusOr<std::vector<std::string>> ObjectDirectory::Digests() const {

@@ -29,8 +29,10 @@ class ObjectDirectory {
   bool Contains(const std::string& digest) const;
   // Writes the object for `digest` unless it is already there — or always,
   // with `replace` (fresh bytes heal a damaged file of the same name).
-  absl::Status Write(const std::string& digest, absl::string_view bytes,
-                     bool replace = false) const;
+  // Not `synced` (WriteFileAtomically): an OS crash may leave it short,
+  // which clients catch by its digest before they load it.
+  absl::Status Write(const std::string& digest, absl::string_view bytes, bool replace = false,
+                     bool synced = true) const;
   absl::Status Remove(const std::string& digest) const;
   // The digests of every object file, in no particular order.
   absl::StatusOr<std::vector<std::string>> Digests() const;

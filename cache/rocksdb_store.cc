@@ -533,8 +533,9 @@ absl::StatusOr<std::optional<std::string>> RocksDbStore::ReadBlob(const std::str
   });
 }
 
-absl::Status RocksDbStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) {
-  return WriteEntries({EntryToWrite{&metadata, blob}});
+absl::Status RocksDbStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob,
+                               bool synced) {
+  return WriteEntries({EntryToWrite{&metadata, blob}}, synced);
 }
 
 absl::Status RocksDbStore::PutAll(
@@ -564,7 +565,7 @@ absl::StatusOr<RocksDbStore::StagedEntry> RocksDbStore::StageEntry(const EntryTo
   return staged;
 }
 
-absl::Status RocksDbStore::WriteEntries(const std::vector<EntryToWrite>& entries) {
+absl::Status RocksDbStore::WriteEntries(const std::vector<EntryToWrite>& entries, bool synced) {
   absl::flat_hash_set<absl::string_view> keys;
   for (const EntryToWrite& entry : entries) {
     const kiln::v1::ArtifactMetadata& metadata = *entry.metadata;
@@ -606,7 +607,8 @@ absl::Status RocksDbStore::WriteEntries(const std::vector<EntryToWrite>& entries
         if (references + change <= 0) batch.Delete(blobs_, digest);
       }
     }
-    RETURN_IF_ERROR(NoteWriteFailure(FromRocks(db_->Write(SyncedWrite(), &batch), what)));
+    RETURN_IF_ERROR(NoteWriteFailure(
+        FromRocks(db_->Write(synced ? SyncedWrite() : rocksdb::WriteOptions(), &batch), what)));
     // References first, so that a blob moving between entries of this
     // batch never looks unreferenced.
     for (const StagedEntry& entry : staged) {

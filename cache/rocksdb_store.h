@@ -87,7 +87,8 @@ class RocksDbStore : public ArtifactStore {
 
   absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> Lookup(const std::string& key) override;
   absl::StatusOr<std::optional<std::string>> ReadBlob(const std::string& digest) override;
-  absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) override;
+  absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob,
+                   bool synced = true) override;
   absl::Status PutAll(
       const std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>& entries) override;
   absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() override;
@@ -165,7 +166,7 @@ class RocksDbStore : public ArtifactStore {
   // Put and PutAll: checks every digest and that no key repeats, then
   // stores the entries in one synced WriteBatch and updates the in-memory
   // state after it is written; retried once after a heal.
-  absl::Status WriteEntries(const std::vector<EntryToWrite>& entries);
+  absl::Status WriteEntries(const std::vector<EntryToWrite>& entries, bool synced = true);
   // An entry added to a batch, and what writing it changes in memory.
   struct StagedEntry {
     std::string digest;

@@ -75,8 +75,11 @@ class ArtifactStore {
 
   // Stores the entry and its blob in one atomic write. `metadata.digest()`
   // must be the SHA-256 of `blob` (InvalidArgument otherwise). Overwrites an
-  // entry with the same key.
-  virtual absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) = 0;
+  // entry with the same key. `synced`: on disk before it returns; false for
+  // what can be had again cheaply (another machine's entry from the fleet
+  // tier), which an OS crash may then lose, but never tear.
+  virtual absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob,
+                           bool synced = true) = 0;
 
   // Stores every entry and its blob in one atomic write, as Put each (an
   // import: all or nothing). Every digest is checked before anything is

@@ -64,7 +64,8 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string
   return ReadFile(path);
 }
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes, mode_t mode) {
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes, mode_t mode,
+                                 bool synced) {
   std::string temp = path + ".tmpXXXXXX";
   const int fd = mkostemp(temp.data(), O_CLOEXEC);
   if (fd < 0) return ErrnoError("cannot create", temp);
@@ -80,7 +81,7 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
     }
     written += n;
   }
-  if (fchmod(fd, mode) != 0 || fsync(fd) != 0) {
+  if (fchmod(fd, mode) != 0 || (synced && fsync(fd) != 0)) {
     const absl::Status status = ErrnoError("cannot sync", temp);
     close(fd);
     unlink(temp.c_str());

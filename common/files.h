@@ -20,10 +20,12 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 // `what` and the fix when its group or others have any access.
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string_view what);
 
-// Writes `bytes` to a temporary file in the same directory, fsyncs it, sets
-// `mode`, and renames it over `path`: readers see the old file or the whole
-// new one, never a partial write.
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes, mode_t mode);
+// Writes `bytes` to a temporary file in the same directory, fsyncs it
+// (unless not `synced`: an OS crash may then leave the file empty or short),
+// sets `mode`, and renames it over `path`: readers see the old file or the
+// whole new one, never a partial write.
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes, mode_t mode,
+                                 bool synced = true);
 
 // mkdir -p with `mode` for the directories it creates.
 absl::Status MakeDirectories(const std::string& path, mode_t mode);

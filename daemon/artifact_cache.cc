@@ -327,7 +327,7 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   metadata.mutable_timings()->set_compile_ms(object->compile_ms);
   metadata.mutable_timings()->set_total_ms(MillisecondsSince(received));
 
-  RETURN_IF_ERROR(StoreLocally(metadata, object->shared_object));
+  RETURN_IF_ERROR(StoreLocally(metadata, object->shared_object, /*synced=*/true));
   KILN_LOG(INFO) << "compiled " << key.substr(0, 12) << " (" << inputs.graph.name << ") in "
                  << metadata.timings().total_ms() << " ms";
   if (options_.remote != nullptr) {
@@ -342,15 +342,15 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
 }
 
 absl::Status ArtifactCache::StoreLocally(const kiln::v1::ArtifactMetadata& metadata,
-                                         absl::string_view object) {
+                                         absl::string_view object, bool synced) {
   // Object file first: an entry in the store always has its file, or gets
   // it back from the blob (a hit rewrites a missing one).
-  RETURN_IF_ERROR(objects_.Write(metadata.digest(), object, /*replace=*/true));
+  RETURN_IF_ERROR(objects_.Write(metadata.digest(), object, /*replace=*/true, synced));
   {
     absl::MutexLock lock(&index_mutex_);  // an Evict sees the entry and its index file, or neither
-    RETURN_IF_ERROR(store_->Put(metadata, object));
+    RETURN_IF_ERROR(store_->Put(metadata, object, synced));
     // Last: an index file always has its entry and object behind it.
-    const absl::Status published = index_.Publish(metadata);
+    const absl::Status published = index_.Publish(metadata, synced);
     if (!published.ok())
       KILN_LOG(WARNING) << "cannot index " << metadata.key() << ": " << published;
   }
@@ -371,7 +371,10 @@ std::optional<kiln::v1::CompileResponse> ArtifactCache::FetchRemote(
   *lease = std::move(claim.lease);
   if (!claim.entry.has_value()) return std::nullopt;
   kiln::v1::ArtifactMetadata& metadata = claim.entry->metadata;
-  const absl::Status stored = StoreLocally(metadata, claim.entry->object);
+  // Unsynced: three fsyncs would double a remote hit's time, and an OS
+  // crash that loses the entry costs one fetch (a short object file is
+  // caught by its digest before anything loads it).
+  const absl::Status stored = StoreLocally(metadata, claim.entry->object, /*synced=*/false);
   if (!stored.ok()) {
     KILN_LOG(WARNING) << "cannot store the fleet tier's entry for " << key << " (" << stored
                       << "); compiling it here";

@@ -189,7 +189,8 @@ class ArtifactCache {
                                                   std::unique_ptr<RemoteTier::Lease> lease);
   // Writes the object file, then stores and indexes the entry (a compile's
   // or one fetched from the fleet tier).
-  absl::Status StoreLocally(const kiln::v1::ArtifactMetadata& metadata, absl::string_view object);
+  absl::Status StoreLocally(const kiln::v1::ArtifactMetadata& metadata, absl::string_view object,
+                            bool synced);
   // Asks the fleet tier after a local miss, on a compile thread: a
   // response from another machine's entry, or nullopt with the lease to
   // compile under (null when there is no claim to hold).

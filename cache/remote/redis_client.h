@@ -10,8 +10,12 @@
 // Faults: every connect and command is bounded by Options::timeout. A node
 // that cannot be reached is not tried again until its backoff (doubling
 // from min_backoff to max_backoff) has passed; until then commands for it
-// fail at once with Unavailable. Thread-safe: commands to one node are
-// serialized on its connection.
+// fail at once with Unavailable. In a cluster, a MOVED or an unreachable
+// master makes the client read the slot map again from another node (at
+// most once a second): after a failover the slots have a new master.
+// SIGPIPE is blocked in the calling thread around each command, so a
+// server that goes away cannot kill a process that does not ignore it.
+// Thread-safe: commands to one node are serialized on its connection.
 #ifndef KILN_CACHE_REMOTE_REDIS_CLIENT_H_
 #define KILN_CACHE_REMOTE_REDIS_CLIENT_H_
 
@@ -63,7 +67,8 @@ class RedisClient {
   };
 
   // Does not connect: the first command does (so kilnd starts while Redis
-  // is down). InvalidArgument without seeds.
+  // is down). InvalidArgument without seeds, or unless 0 < timeout and
+  // 0 < min_backoff <= max_backoff.
   static absl::StatusOr<std::unique_ptr<RedisClient>> Create(Options options);
   virtual ~RedisClient() = default;
 

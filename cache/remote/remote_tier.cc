@@ -174,8 +174,13 @@ RemoteTier::Claim RemoteTier::FetchOrLease(const std::string& key) {
       absl::StatusOr<bool> leased = TryLease(lease_key, token);
       if (!leased.ok()) break;
       if (*leased) {
+        auto lease = std::unique_ptr<Lease>(new Lease(this, lease_key, token));
+        // A holder may have published and released between our GET and
+        // our SET: look once more before compiling.
+        absl::StatusOr<RedisReply> again = Run({"EXISTS", entry_key});
+        if (again.ok() && again->integer == 1) continue;  // `lease` is released
         if (waited) ++lease_takeovers_;
-        claim.lease = std::unique_ptr<Lease>(new Lease(this, lease_key, token));
+        claim.lease = std::move(lease);
         break;
       }
     }

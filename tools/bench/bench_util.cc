@@ -211,7 +211,8 @@ absl::StatusOr<KilndBinary> FindKilnd(absl::string_view target) {
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const KilndBinary& kilnd,
                                                       const std::string& directory,
                                                       const std::string& compiler,
-                                                      const std::string& cache_dir) {
+                                                      const std::string& cache_dir,
+                                                      const std::vector<std::string>& extra_flags) {
   DaemonProcess::Options options;
   options.kilnd = kilnd.path;
   options.root = directory;
@@ -220,7 +221,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const KilndBinary& kilnd,
   options.client.client_name = "bench";
   std::unique_ptr<Daemon> daemon(new Daemon);
   ASSIGN_OR_RETURN(daemon->process_, DaemonProcess::Create(std::move(options)));
-  if (absl::Status started = daemon->process_->Start({"--compiler=" + compiler}); !started.ok()) {
+  std::vector<std::string> flags = {"--compiler=" + compiler};
+  flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
+  if (absl::Status started = daemon->process_->Start(flags); !started.ok()) {
     return absl::Status(started.code(),
                         absl::StrCat("kilnd --compiler=", compiler, ": ", started.message()));
   }

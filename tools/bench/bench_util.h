@@ -156,13 +156,13 @@ absl::StatusOr<KilndBinary> FindKilnd(absl::string_view target);
 // A private kilnd started by a bench (on the shared launcher,
 // DaemonProcess): socket and cache under `directory` (removed when this
 // goes), its output in directory/kilnd.log, RUNFILES_DIR set to kilnd's
-// runfiles tree. A `cache_dir` given is used instead, and kept.
+// runfiles tree. A `cache_dir` given is used instead, and kept;
+// `extra_flags` follow --compiler.
 class Daemon {
  public:
-  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const KilndBinary& kilnd,
-                                                       const std::string& directory,
-                                                       const std::string& compiler,
-                                                       const std::string& cache_dir = "");
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(
+      const KilndBinary& kilnd, const std::string& directory, const std::string& compiler,
+      const std::string& cache_dir = "", const std::vector<std::string>& extra_flags = {});
   ~Daemon() { Stop().IgnoreError(); }
 
   // SIGTERM, as a user would stop it; Internal when kilnd does not exit
