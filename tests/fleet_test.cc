@@ -2,12 +2,15 @@
 // sharing a real redis-server (tests/redis_fixture.h), driven by real
 // client processes (`kiln run`).
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cache/remote/redis_client.h"
@@ -315,6 +318,104 @@ TEST_F(FleetTest, MachinesWithAnotherCpuShareOnlyPortableTargets) {
   on_b = Stats(b);
   EXPECT_EQ(on_b.remote().hits(), 1) << "B hit A's x86-64-v3 entry";
   EXPECT_EQ(on_b.compiles(), 1);
+}
+
+// A fleet on a three-master Redis Cluster: entries spread over the masters
+// by hash slot, and survive one master restarting (with its data).
+TEST(FleetClusterTest, EntriesSpreadOverTheMastersAndSurviveOneRestarting) {
+  absl::StatusOr<std::unique_ptr<RedisCluster>> cluster = RedisCluster::Start(3);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  absl::StatusOr<std::string> dir = MakeTempDirectory("/tmp/kfleetXXXXXX");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  absl::StatusOr<KeyPairPem> keys = GenerateSigningKeyPair();
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  ASSERT_TRUE(WriteFileAtomically(*dir + "/k.pem", keys->private_key, 0600).ok());
+  const std::vector<std::string> flags = {"--remote=" + (*cluster)->url(),
+                                          "--remote_signing_key=" + *dir + "/k.pem"};
+  // 24 buckets of one graph: 24 entries.
+  const std::string plan = *dir + "/plan.json";
+  char graph[4096];
+  ASSERT_NE(realpath("examples/tail_dynamic.json", graph), nullptr);
+  ASSERT_TRUE(WriteFileAtomically(plan,
+                                  absl::StrCat(R"({"graphs": [{"graph": ")", graph,
+                                               R"(", "symbols": [{"symbol": "s0", )",
+                                               R"("multiples": {"of": 8, "upTo": 192}}]}]})"),
+                                  0644)
+                  .ok());
+  auto warm = [&](const DaemonFixture& daemon) {
+    absl::StatusOr<ProcessResult> run =
+        daemon.RunTool({kKilnCliPath, "warmup", plan, "--start=false"});
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_EQ(run->exit_code, 0) << run->output;
+  };
+
+  DaemonFixture a;
+  ASSERT_TRUE(a.Start(flags).ok());
+  warm(a);
+  kiln::v1::StatsResponse on_a;
+  for (int i = 0; i < 200 && on_a.remote().publishes() < 24; ++i) {
+    on_a = *(*a.Connect())->Stats();
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(on_a.compiles(), 24);
+  EXPECT_EQ(on_a.remote().publishes(), 24);
+  int64_t stored = 0;
+  for (int i = 0; i < (*cluster)->size(); ++i) {
+    absl::StatusOr<std::string> keys_here = (*cluster)->node(i).Cli({"DBSIZE"});
+    ASSERT_TRUE(keys_here.ok()) << keys_here.status();
+    int64_t n = 0;
+    ASSERT_TRUE(absl::SimpleAtoi(*keys_here, &n)) << *keys_here;
+    EXPECT_GT(n, 0) << "master " << i << " holds none of the 24 entries";
+    stored += n;
+  }
+  EXPECT_EQ(stored, 24);
+
+  (*cluster)->node(1).Kill(SIGKILL);
+  ASSERT_TRUE((*cluster)->node(1).Restart().ok());
+  ASSERT_TRUE((*cluster)->WaitUntilOk().ok());
+
+  DaemonFixture b;
+  ASSERT_TRUE(b.Start(flags).ok());
+  warm(b);
+  const kiln::v1::StatsResponse on_b = *(*b.Connect())->Stats();
+  EXPECT_EQ(on_b.compiles(), 0);
+  EXPECT_EQ(on_b.remote().hits(), 24);
+  (void)RemoveRecursively(*dir);
+}
+
+TEST_F(FleetTest, ARedisPasswordComesFromAFileOnlyItsOwnerCanRead) {
+  RedisServer::Options options;
+  options.password = "s3cret";
+  absl::StatusOr<std::unique_ptr<RedisServer>> locked = RedisServer::Start(options);
+  ASSERT_TRUE(locked.ok()) << locked.status();
+  const std::string password = dir_ + "/redis-password";
+  ASSERT_TRUE(WriteFileAtomically(password, "s3cret\n", 0600).ok());
+  std::vector<std::string> flags = {"--remote=" + (*locked)->url(),
+                                    "--remote_signing_key=" + Key("writer"),
+                                    "--remote_password_file=" + password};
+  DaemonFixture a;
+  ASSERT_TRUE(a.Start(flags).ok());
+  RunF(a);
+  const kiln::v1::StatsResponse on_a = WaitForPublishes(a, 1);
+  EXPECT_EQ(on_a.remote().publishes(), 1);
+  EXPECT_EQ(on_a.remote().errors(), 0);
+
+  // A wrong password: every command is refused, so kilnd compiles alone.
+  ASSERT_TRUE(WriteFileAtomically(password, "wrong", 0600).ok());
+  DaemonFixture b;
+  ASSERT_TRUE(b.Start(flags).ok());
+  RunF(b);
+  const kiln::v1::StatsResponse on_b = Stats(b);
+  EXPECT_EQ(on_b.compiles(), 1);
+  EXPECT_GE(on_b.remote().errors(), 1);
+  EXPECT_FALSE(on_b.remote().available());
+
+  // A password file others can read is refused at start, naming the fix.
+  ASSERT_EQ(chmod(password.c_str(), 0644), 0);
+  DaemonFixture c;
+  const absl::Status refused = c.Start(flags);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_THAT(refused.message(), HasSubstr("chmod 600"));
 }
 
 }  // namespace
