@@ -89,6 +89,18 @@ TEST(PipelineTest, ErrorsNameTheNode) {
       absl::UnimplementedError("node 2 'add' (aten.frobnicate.default): op "
                                "'aten.frobnicate.default' is not supported (see docs/OPS.md)"));
 
+  // Every unsupported op at once, each with its first node and how many more.
+  kiln::v1::Graph several = LoadExample("f");
+  several.mutable_nodes(0)->set_op("aten.convolution.default");
+  several.mutable_nodes(1)->set_op("aten.max_pool2d_with_indices.default");
+  several.mutable_nodes(2)->set_op("aten.convolution.default");
+  EXPECT_EQ(PrepareGraph(several).status(),
+            absl::UnimplementedError(
+                "2 ops are not supported (see docs/OPS.md): 'aten.convolution.default' "
+                "(node 0 'permute' (aten.convolution.default) and 1 more), "
+                "'aten.max_pool2d_with_indices.default' (node 1 'mm' "
+                "(aten.max_pool2d_with_indices.default))"));
+
   kiln::v1::Graph malformed = LoadExample("f");
   malformed.mutable_nodes(2)->set_op("add");
   EXPECT_EQ(PrepareGraph(malformed).status(),

@@ -241,6 +241,25 @@ TEST_F(FleetTest, WithRedisDownOrSlowEachMachineCompilesLocally) {
   EXPECT_EQ(Stats(a).compiles(), 3);
 }
 
+TEST_F(FleetTest, RedisKilledMidFetchIsALocalCompile) {
+  DaemonFixture a;
+  std::vector<std::string> flags = Publisher();
+  flags.push_back("--remote_timeout=10s");  // the fetch waits for Redis, then Redis dies
+  ASSERT_TRUE(a.Start(flags).ok());
+  std::thread sleeper([&] { (void)redis_->Cli({"DEBUG", "SLEEP", "30"}); });
+  absl::SleepFor(absl::Milliseconds(300));  // Redis is busy: kilnd's GET will hang
+  std::thread client([&] { RunF(a); });
+  WaitForStats(a, [](const auto& stats) { return stats.misses() >= 1; });
+  absl::SleepFor(absl::Milliseconds(300));
+  redis_->Kill(SIGKILL);
+  client.join();
+  sleeper.join();
+  const kiln::v1::StatsResponse stats = Stats(a);
+  EXPECT_EQ(stats.compiles(), 1);
+  EXPECT_GE(stats.remote().errors(), 1);
+  EXPECT_EQ(stats.remote().hits(), 0);
+}
+
 TEST_F(FleetTest, ADamagedOrForeignSignedRemoteEntryIsRefusedRecompiledAndOverwritten) {
   DaemonFixture a, b, c;
   ASSERT_TRUE(a.Start(Publisher()).ok());

@@ -32,10 +32,11 @@ std::string Millis(absl::Duration duration) {
   return absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(duration)));
 }
 
-std::string TokenPrefix() {
+std::string TokenPrefix(const void* tier) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  return absl::StrCat(host, ":", getpid(), ":", absl::ToUnixNanos(absl::Now()), ":");
+  return absl::StrCat(host, ":", getpid(), ":", absl::Hex(reinterpret_cast<uintptr_t>(tier)), ":",
+                      absl::ToUnixNanos(absl::Now()), ":");
 }
 
 }  // namespace
@@ -58,7 +59,7 @@ RemoteTier::RemoteTier(std::unique_ptr<RedisClient> redis, SigningKeys keys, Opt
     : redis_(std::move(redis)),
       keys_(std::move(keys)),
       options_(std::move(options)),
-      token_prefix_(TokenPrefix()) {
+      token_prefix_(TokenPrefix(this)) {
   writer_ = std::thread([this] { WriterLoop(); });
   renewer_ = std::thread([this] { RenewerLoop(); });
 }

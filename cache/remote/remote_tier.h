@@ -69,7 +69,8 @@ class RemoteTier {
   };
 
   // A claim on compiling one key fleet-wide: renewed while it lives,
-  // released (only if still ours) when destroyed.
+  // released (only if still ours) when destroyed. It must not outlive its
+  // tier.
   class Lease {
    public:
     ~Lease();
@@ -94,8 +95,8 @@ class RemoteTier {
   };
 
   RemoteTier(std::unique_ptr<RedisClient> redis, SigningKeys keys, Options options);
-  // Writes what is queued (each command bounded by the client's timeout),
-  // then releases its leases.
+  // Writes what is queued (each command bounded by the client's timeout)
+  // and releases the leases that came with it.
   ~RemoteTier();
 
   // For a local miss; see above. Never fails.
@@ -136,7 +137,7 @@ class RemoteTier {
   const std::unique_ptr<RedisClient> redis_;
   const SigningKeys keys_;
   const Options options_;
-  const std::string token_prefix_;  // host and pid: who holds a lease
+  const std::string token_prefix_;  // host, pid and tier: who holds a lease
 
   std::atomic<int64_t> hits_{0}, misses_{0}, errors_{0}, refused_{0}, bytes_read_{0},
       bytes_written_{0}, publishes_{0}, publishes_dropped_{0}, lease_waits_{0}, lease_takeovers_{0},

@@ -139,7 +139,16 @@ def test_an_unsupported_op_names_it():
         return torch.cumsum(x, 0)
     with pytest.raises(kiln.UnsupportedOpError) as raised:
         kiln.compile(running, [torch.randn(8)])
-    assert "aten.cumsum.default" in raised.value.ops
+    assert raised.value.ops == ["aten.cumsum.default"]
+
+
+def test_every_unsupported_op_is_named_at_once():
+    def running(x):
+        return torch.cumsum(x, 0) + torch.sort(x).values + torch.cumsum(x * 2, 0)
+    with pytest.raises(kiln.UnsupportedOpError) as raised:
+        kiln.compile(running, [torch.randn(8)])
+    assert raised.value.ops == ["aten.cumsum.default", "aten.sort.default"]
+    assert "2 ops are not supported" in str(raised.value)
 
 
 def test_fallback_eager_runs_what_cannot_compile_and_warns_once():
