@@ -259,25 +259,30 @@ def trace(fn, inputs, name, symbolic=None, weights_seed=None, relations=None):
     (mark_symbolic); `relations` (SymbolRelation JSON) go into the graph as
     they are."""
     graph, lifted, gm = _trace_graph(fn, inputs, name, symbolic, relations, weights_seed)
-    half = any(t.dtype == torch.float16 for t in inputs)
     all_inputs = list(inputs) + lifted
-    if half:
-        # Debian's torch 1.13 has almost no float16 CPU kernels: the
-        # reference is float32 math on the same values, rounded back.
-        as_float = [t.float() if t.dtype == torch.float16 else t for t in all_inputs]
-        outputs = gm(*as_float)
-        outputs = [o.half() if o.dtype == torch.float32 else o
-                   for o in (outputs if isinstance(outputs, (tuple, list)) else [outputs])]
+    low = next((t.dtype for t in inputs if t.dtype in (torch.float16, torch.bfloat16)), None)
+    if low is not None:
+        # The reference is float32 math on the same values, rounded back:
+        # Debian's torch 1.13 has almost no float16 CPU kernels, and its
+        # bfloat16 ones keep statistics in bfloat16 (layer norm is off by
+        # up to 0.0625), which Kiln does not.
+        as_float = [t.float() if t.dtype == low else t for t in all_inputs]
+        outputs = _as_list(gm(*as_float))
+        outputs = [o.to(low) if o.dtype == torch.float32 else o for o in outputs]
     else:
-        outputs = gm(*all_inputs)
-        outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        outputs = _as_list(gm(*all_inputs))
     with open("/proc/self/maps") as maps:
         blas = next((line.split()[-1] for line in maps if "libblas" in line), "none")
     reference = {"inputs": [tensor_data(t) for t in all_inputs],
                  "outputs": [tensor_data(o) for o in outputs],
                  "provenance": f"torch {torch.__version__}, blas {blas}"
-                               + (", float16 reference from float32 math" if half else "")}
+                               + (f", {str(low).replace('torch.', '')} reference from float32 math"
+                                  if low is not None else "")}
     return graph, reference
+
+
+def _as_list(outputs):
+    return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
 
 
 def to_kiln_half(gm, inputs, name):
