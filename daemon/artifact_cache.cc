@@ -71,6 +71,8 @@ ArtifactCache::ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirecto
       toolchains_(std::move(toolchains)),
       toolchain_digests_(DigestToolchains(toolchains_)),
       options_(options),
+      fleet_queue_(options.remote == nullptr ? nullptr
+                                             : std::make_unique<CompileQueue>(kFleetThreads)),
       queue_(options.compile_threads) {
   if (options_.reconcile_index || options_.max_cache_bytes > 0 ||
       options_.max_entry_age > absl::ZeroDuration()) {
@@ -84,6 +86,10 @@ ArtifactCache::~ArtifactCache() {
 }
 
 void ArtifactCache::Shutdown() {
+  if (options_.remote != nullptr) {
+    options_.remote->StopWaiting();  // a fleet job waiting on a lease gives up
+    fleet_queue_->Shutdown();
+  }
   queue_.Shutdown();
   absl::MutexLock lock(&gc_mutex_);
   gc_stopping_ = true;
@@ -196,6 +202,22 @@ absl::StatusOr<std::optional<kiln::v1::CompileResponse>> ArtifactCache::FindStor
   return response;
 }
 
+namespace {
+
+// What a fleet-tier job answers when this kilnd should compile (no machine
+// had the entry): the compile queue's turn.
+constexpr char kCompileHerePayload[] = "kiln/compile-here";
+absl::Status CompileHere() {
+  absl::Status status = absl::AbortedError("no machine has the artifact: compile it here");
+  status.SetPayload(kCompileHerePayload, absl::Cord());
+  return status;
+}
+bool IsCompileHere(const CompileQueue::Result& result) {
+  return !result.ok() && result.status().GetPayload(kCompileHerePayload).has_value();
+}
+
+}  // namespace
+
 void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_compile,
                             Done done) {
   if (allow_compile) {
@@ -260,19 +282,37 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
                      ? CompileQueue::kBackground
                      : CompileQueue::kInteractive;
   // A request that wants the bytes inline joins only jobs that fetch them.
-  const bool joined = queue_.Submit(
-      want_bytes ? key.key + "+bytes" : key.key,
-      [this, inputs, key, want_bytes, received,
-       source_graph = request.source_graph()]() -> CompileQueue::Result {
-        // Checked again: the job that just finished may have stored it.
-        ASSIGN_OR_RETURN(auto stored, FindStored(key.key, want_bytes));
+  const std::string job_key = want_bytes ? key.key + "+bytes" : key.key;
+  auto compile = [this, inputs, key, want_bytes, received, job, job_key,
+                  source_graph = request.source_graph()](Done done) {
+    const bool joined = queue_.Submit(
+        job_key,
+        [this, inputs, key, want_bytes, received, source_graph]() -> CompileQueue::Result {
+          // Checked again: the job that just finished may have stored it.
+          ASSIGN_OR_RETURN(auto stored, FindStored(key.key, want_bytes));
+          if (stored.has_value()) return *std::move(stored);
+          return Build(*inputs, key.components, key.key, source_graph, want_bytes, received,
+                       TakeLease(key.key));
+        },
+        std::move(done), job);
+    if (joined) ++coalesced_;
+  };
+  if (options_.remote == nullptr) return compile(std::move(done));
+  // The fleet tier first, on threads of its own: a miss that waits for
+  // another machine's compile holds no compile thread.
+  const bool joined = fleet_queue_->Submit(
+      job_key,
+      [this, key = key.key, want_bytes]() -> CompileQueue::Result {
+        ASSIGN_OR_RETURN(auto stored, FindStored(key, want_bytes));
         if (stored.has_value()) return *std::move(stored);
-        std::unique_ptr<RemoteTier::Lease> lease;
-        if (auto fetched = FetchRemote(key.key, want_bytes, &lease)) return *std::move(fetched);
-        return Build(*inputs, key.components, key.key, source_graph, want_bytes, received,
-                     std::move(lease));
+        if (auto fetched = FetchRemote(key, want_bytes)) return *std::move(fetched);
+        return CompileHere();
       },
-      std::move(done), job);
+      [compile = std::move(compile), done = std::move(done)](CompileQueue::Result result) mutable {
+        if (IsCompileHere(result)) return compile(std::move(done));
+        done(std::move(result));
+      },
+      CompileQueue::JobOptions{/*cost=*/0, job.priority});
   if (joined) ++coalesced_;
 }
 
@@ -364,11 +404,13 @@ absl::Status ArtifactCache::StoreLocally(const kiln::v1::ArtifactMetadata& metad
   return absl::OkStatus();
 }
 
-std::optional<kiln::v1::CompileResponse> ArtifactCache::FetchRemote(
-    const std::string& key, bool want_bytes, std::unique_ptr<RemoteTier::Lease>* lease) {
-  if (options_.remote == nullptr) return std::nullopt;
+std::optional<kiln::v1::CompileResponse> ArtifactCache::FetchRemote(const std::string& key,
+                                                                    bool want_bytes) {
   RemoteTier::Claim claim = options_.remote->FetchOrLease(key);
-  *lease = std::move(claim.lease);
+  if (claim.lease != nullptr) {
+    absl::MutexLock lock(&leases_mutex_);
+    leases_[key] = std::move(claim.lease);
+  }
   if (!claim.entry.has_value()) return std::nullopt;
   kiln::v1::ArtifactMetadata& metadata = claim.entry->metadata;
   // Unsynced: three fsyncs would double a remote hit's time, and an OS
@@ -389,6 +431,15 @@ std::optional<kiln::v1::CompileResponse> ArtifactCache::FetchRemote(
   *response.mutable_artifact() = std::move(metadata);
   response.set_cache_hit(true);
   return response;
+}
+
+std::unique_ptr<RemoteTier::Lease> ArtifactCache::TakeLease(const std::string& key) {
+  absl::MutexLock lock(&leases_mutex_);
+  auto it = leases_.find(key);
+  if (it == leases_.end()) return nullptr;
+  std::unique_ptr<RemoteTier::Lease> lease = std::move(it->second);
+  leases_.erase(it);
+  return lease;
 }
 
 kiln::v1::StatsResponse ArtifactCache::Stats() {

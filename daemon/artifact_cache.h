@@ -9,9 +9,10 @@
 //     miss -> CompileQueue (single-flight) -> GenerateCode -> Compiler ->
 //     store Put (entry + blob, one batch) -> object file -> reply
 //
-// With a fleet tier (Options::remote, cache/remote/remote_tier.h), the
-// compile job first asks it: another machine's entry is stored here and
-// answered; otherwise the job compiles under a fleet-wide lease and
+// With a fleet tier (Options::remote, cache/remote/remote_tier.h), a miss
+// first goes to a fleet job (single-flight too, on threads of its own):
+// another machine's entry is stored here and answered; otherwise the
+// compile job compiles under the fleet-wide lease the fleet job took, and
 // publishes the artifact behind the reply.
 //
 // Remembered failures: a compile that fails deterministically (see
@@ -191,11 +192,11 @@ class ArtifactCache {
   // or one fetched from the fleet tier).
   absl::Status StoreLocally(const kiln::v1::ArtifactMetadata& metadata, absl::string_view object,
                             bool synced);
-  // Asks the fleet tier after a local miss, on a compile thread: a
-  // response from another machine's entry, or nullopt with the lease to
-  // compile under (null when there is no claim to hold).
-  std::optional<kiln::v1::CompileResponse> FetchRemote(const std::string& key, bool want_bytes,
-                                                       std::unique_ptr<RemoteTier::Lease>* lease);
+  // Asks the fleet tier after a local miss, on a fleet thread: a response
+  // from another machine's entry, or nullopt (compile here), leaving the
+  // lease to compile under, if any, for TakeLease.
+  std::optional<kiln::v1::CompileResponse> FetchRemote(const std::string& key, bool want_bytes);
+  std::unique_ptr<RemoteTier::Lease> TakeLease(const std::string& key);
   absl::StatusOr<std::string> ResolveKey(const std::string& key_or_prefix);
   // Takes the entry out of the local index, then the store, then its
   // object file when no other entry shares it.
@@ -261,6 +262,16 @@ class ArtifactCache {
   bool gc_wanted_ ABSL_GUARDED_BY(gc_mutex_) = false;  // a compile went past the cap
   std::thread gc_thread_;
 
+  // Fleet-tier leases between a fleet job and the compile job it hands over to.
+  absl::Mutex leases_mutex_;
+  absl::flat_hash_map<std::string, std::unique_ptr<RemoteTier::Lease>> leases_
+      ABSL_GUARDED_BY(leases_mutex_);
+
+  // With a fleet tier: single-flight jobs that ask it before a compile job
+  // is queued; waiting on other machines' leases is cheap, so there are
+  // more of these threads than compile threads.
+  static constexpr int kFleetThreads = 8;
+  const std::unique_ptr<CompileQueue> fleet_queue_;
   CompileQueue queue_;  // last: its threads use the members above
 };
 

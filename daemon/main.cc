@@ -211,6 +211,21 @@ absl::StatusOr<std::shared_ptr<RemoteTier>> MakeRemoteTier() {
   options.entry_ttl = absl::GetFlag(FLAGS_remote_entry_ttl);
   options.lease_ttl = absl::GetFlag(FLAGS_remote_lease_ttl);
   options.max_lease_wait = absl::GetFlag(FLAGS_remote_max_lease_wait);
+  // A lease is renewed every third of its life, each renewal bounded by
+  // the timeout: shorter, it would lapse under a live compile.
+  const absl::Duration timeout = absl::GetFlag(FLAGS_remote_timeout);
+  if (options.lease_ttl < std::max(absl::Seconds(1), 3 * timeout)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--remote_lease_ttl=", absl::FormatDuration(options.lease_ttl),
+                     " must be at least 1s and three times --remote_timeout (",
+                     absl::FormatDuration(timeout), ")"));
+  }
+  if (options.entry_ttl <= absl::ZeroDuration() || options.entry_ttl == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError("--remote_entry_ttl must be a positive, finite duration");
+  }
+  if (options.max_lease_wait < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--remote_max_lease_wait must not be negative");
+  }
   return std::make_shared<RemoteTier>(std::move(client), *std::move(keys), options);
 }
 

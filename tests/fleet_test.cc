@@ -200,6 +200,41 @@ TEST_F(FleetTest, WhenTheLeaseHolderDiesMidCompileAnotherMachineTakesOver) {
   EXPECT_EQ(on_b_stats.remote().publishes(), 1);
 }
 
+TEST_F(FleetTest, AMissWaitingOnAnotherMachineHoldsNoCompileThread) {
+  DaemonFixture a, b;
+  std::vector<std::string> slow = Publisher();
+  slow.insert(slow.end(), {"--testonly_compile_delay=60s", "--remote_lease_ttl=1s"});
+  ASSERT_TRUE(a.Start(slow).ok());
+  std::vector<std::string> flags = Publisher();
+  flags.insert(flags.end(), {"--compile_jobs=1", "--remote_lease_ttl=1s"});
+  ASSERT_TRUE(b.Start(flags).ok());
+
+  std::thread on_a(
+      [&] { (void)a.RunTool({kKilnCliPath, "run", "examples/f.json", "--start=false"}); });
+  for (int i = 0; i < 200 && RemoteKeys("l").empty(); ++i) absl::SleepFor(absl::Milliseconds(50));
+  ASSERT_EQ(RemoteKeys("l").size(), 1u);
+  std::atomic<bool> f_done{false};
+  std::thread waiting([&] {
+    RunF(b);
+    f_done = true;
+  });
+  WaitForStats(b, [](const auto& stats) { return stats.remote().lease_waits() >= 1; });
+
+  // B's only compile thread is free: another graph compiles while f waits.
+  absl::StatusOr<ProcessResult> other =
+      b.RunTool({kKilnCliPath, "run", "examples/tail.json", "--repeat=1", "--start=false"});
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->exit_code, 0) << other->output;
+  EXPECT_FALSE(f_done) << "f was still waiting for A";
+  EXPECT_EQ(Stats(b).compiles(), 1);
+
+  a.Kill(SIGKILL);  // then B takes f over
+  waiting.join();
+  on_a.join();
+  EXPECT_EQ(Stats(b).compiles(), 2);
+  EXPECT_EQ(Stats(b).remote().lease_takeovers(), 1);
+}
+
 TEST_F(FleetTest, WithRedisDownOrSlowEachMachineCompilesLocally) {
   DaemonFixture a;
   std::vector<std::string> flags = Publisher();
@@ -244,7 +279,8 @@ TEST_F(FleetTest, WithRedisDownOrSlowEachMachineCompilesLocally) {
 TEST_F(FleetTest, RedisKilledMidFetchIsALocalCompile) {
   DaemonFixture a;
   std::vector<std::string> flags = Publisher();
-  flags.push_back("--remote_timeout=10s");  // the fetch waits for Redis, then Redis dies
+  // The fetch waits for Redis, then Redis dies.
+  flags.insert(flags.end(), {"--remote_timeout=10s", "--remote_lease_ttl=30s"});
   ASSERT_TRUE(a.Start(flags).ok());
   std::thread sleeper([&] { (void)redis_->Cli({"DEBUG", "SLEEP", "30"}); });
   absl::SleepFor(absl::Milliseconds(300));  // Redis is busy: kilnd's GET will hang

@@ -131,25 +131,28 @@ class Node {
   }
 
  private:
-  // Opens the connection unless the node is in backoff. Only a node that
-  // cannot be reached backs off; one that refuses the password does not.
+  // Opens the connection unless the node is in backoff. A node that cannot
+  // be reached or did not answer in time backs off (doubling until a
+  // command succeeds); one that refuses the password does not.
   absl::Status ConnectLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (const absl::Time now = absl::Now(); now < retry_at_) {
       return absl::UnavailableError(
           absl::StrCat(unreachable_, "; tried again in ", absl::FormatDuration(retry_at_ - now)));
     }
     const absl::Status opened = OpenLocked();
-    if (opened.ok()) {
-      backoff_ = absl::ZeroDuration();
-    } else if (absl::IsUnavailable(opened)) {
-      backoff_ = backoff_ == absl::ZeroDuration() ? options_.min_backoff
-                                                  : std::min(2 * backoff_, options_.max_backoff);
-      retry_at_ = absl::Now() + backoff_;
-      unreachable_ = std::string(opened.message());
+    if (absl::IsUnavailable(opened)) {
+      BackOffLocked(opened.message());
       return absl::UnavailableError(
           absl::StrCat(unreachable_, "; tried again in ", absl::FormatDuration(backoff_)));
     }
     return opened;
+  }
+
+  void BackOffLocked(absl::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    backoff_ = backoff_ == absl::ZeroDuration() ? options_.min_backoff
+                                                : std::min(2 * backoff_, options_.max_backoff);
+    retry_at_ = absl::Now() + backoff_;
+    unreachable_ = std::string(why);
   }
 
   absl::Status OpenLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -191,16 +194,23 @@ class Node {
     const ReplyPtr reply(static_cast<redisReply*>(redisCommandArgv(
         context_.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
     const int error_number = errno;
-    if (reply != nullptr) return CopyReply(*reply);
+    if (reply != nullptr) {
+      backoff_ = absl::ZeroDuration();
+      return CopyReply(*reply);
+    }
     // A read that hit SO_RCVTIMEO fails with EAGAIN.
     const bool timed_out =
         context_->err == REDIS_ERR_IO && (error_number == EAGAIN || error_number == EWOULDBLOCK);
     const std::string why = context_->errstr;
     context_.reset();
     if (timed_out) {
-      return absl::DeadlineExceededError(absl::StrCat("redis ", endpoint_.ToString(),
-                                                      " did not answer ", args[0], " within ",
-                                                      absl::FormatDuration(options_.timeout)));
+      // A slow node is treated as a down one: each miss must not wait the
+      // whole timeout on it.
+      const std::string message =
+          absl::StrCat("redis ", endpoint_.ToString(), " did not answer ", args[0], " within ",
+                       absl::FormatDuration(options_.timeout));
+      BackOffLocked(message);
+      return absl::DeadlineExceededError(message);
     }
     return absl::UnavailableError(absl::StrCat("redis ", endpoint_.ToString(), ": ", why));
   }
@@ -261,7 +271,10 @@ class RedisClientImpl final : public RedisClient {
       if (!reply.ok()) return reply.status();
       absl::MutexLock lock(&mu_);
       if (reply->type == RedisReply::Type::kError) {
-        if (!absl::StrContains(reply->str, "cluster support disabled")) {
+        // An ACL user without CLUSTER permission is served as standalone
+        // (a cluster would then answer MOVED, reported as an error).
+        if (!absl::StrContains(reply->str, "cluster support disabled") &&
+            !absl::StartsWith(reply->str, "NOPERM")) {
           return ErrorReplyStatus(reply->str, seed);
         }
         standalone_ = node;

@@ -83,7 +83,7 @@ std::string RemoteTier::LeaseKey(const std::string& key) const {
 
 absl::StatusOr<RedisReply> RemoteTier::Run(std::initializer_list<std::string> args) {
   const std::vector<std::string> argv(args);
-  // EVAL SCRIPT NUMKEYS KEY ...: the key is the fourth argument.
+  // Every command here names its key first, but EVAL SCRIPT NUMKEYS KEY.
   absl::StatusOr<RedisReply> reply = redis_->Command(argv, argv[0] == "EVAL" ? 3 : 1);
   if (!reply.ok()) {
     ++errors_;
@@ -148,6 +148,7 @@ RemoteTier::Claim RemoteTier::FetchOrLease(const std::string& key) {
   const absl::Time deadline = absl::Now() + options_.max_lease_wait;
   absl::Duration poll = absl::Milliseconds(5);
   bool waited = false;
+  bool refused = false;  // the value there is bad: compile under the lease and overwrite it
   Claim claim;
   while (true) {
     absl::StatusOr<RedisReply> value = Run({"GET", entry_key});
@@ -160,10 +161,12 @@ RemoteTier::Claim RemoteTier::FetchOrLease(const std::string& key) {
         claim.entry = *std::move(fetched);
         return claim;
       }
-      ++refused_;
-      KILN_LOG(WARNING) << "refused the fleet tier's entry for " << key << ": "
-                        << fetched.status().message();
-      break;  // compile here; the publish overwrites it
+      if (!refused) {
+        ++refused_;
+        KILN_LOG(WARNING) << "refused the fleet tier's entry for " << key << ": "
+                          << fetched.status().message();
+      }
+      refused = true;
     }
     if (!keys_.can_sign()) {
       // A reader cannot publish, so it takes no lease; it still waits for
@@ -178,8 +181,10 @@ RemoteTier::Claim RemoteTier::FetchOrLease(const std::string& key) {
         auto lease = std::unique_ptr<Lease>(new Lease(this, lease_key, token));
         // A holder may have published and released between our GET and
         // our SET: look once more before compiling.
-        absl::StatusOr<RedisReply> again = Run({"EXISTS", entry_key});
-        if (again.ok() && again->integer == 1) continue;  // `lease` is released
+        if (!refused) {
+          absl::StatusOr<RedisReply> again = Run({"EXISTS", entry_key});
+          if (again.ok() && again->integer == 1) continue;  // `lease` is released
+        }
         if (waited) ++lease_takeovers_;
         claim.lease = std::move(lease);
         break;
@@ -187,6 +192,7 @@ RemoteTier::Claim RemoteTier::FetchOrLease(const std::string& key) {
     }
     if (!waited) ++lease_waits_;
     waited = true;
+    if (stop_waiting_) break;
     if (absl::Now() + poll > deadline) {
       KILN_LOG(WARNING) << "waited " << options_.max_lease_wait
                         << " for another machine to compile " << key << "; compiling here";
@@ -202,12 +208,15 @@ RemoteTier::Claim RemoteTier::FetchOrLease(const std::string& key) {
 void RemoteTier::PublishBehind(const kiln::v1::ArtifactMetadata& metadata, std::string object,
                                std::unique_ptr<Lease> lease) {
   if (!keys_.can_sign()) return;  // `lease` is released here
-  absl::MutexLock lock(&mutex_);
-  if (pending_.size() >= options_.max_pending_writes) {
-    ++publishes_dropped_;
-    return;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (pending_.size() < options_.max_pending_writes) {
+      pending_.push_back(PendingWrite{metadata, std::move(object), std::move(lease)});
+      return;
+    }
   }
-  pending_.push_back(PendingWrite{metadata, std::move(object), std::move(lease)});
+  ++publishes_dropped_;
+  lease.reset();  // outside the lock: a release is a Redis command
 }
 
 void RemoteTier::Flush() {

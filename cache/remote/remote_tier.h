@@ -107,6 +107,9 @@ class RemoteTier {
                      std::unique_ptr<Lease> lease);
   // Waits until every queued publish is written or dropped.
   void Flush();
+  // FetchOrLease calls waiting on another machine's lease return at once,
+  // and later ones do not wait (kilnd is shutting down).
+  void StopWaiting() { stop_waiting_ = true; }
 
   Stats stats() const;
   const Options& options() const { return options_; }
@@ -143,6 +146,7 @@ class RemoteTier {
       bytes_written_{0}, publishes_{0}, publishes_dropped_{0}, lease_waits_{0}, lease_takeovers_{0},
       next_token_{0};
   std::atomic<bool> available_{true};
+  std::atomic<bool> stop_waiting_{false};
 
   mutable absl::Mutex mutex_;
   std::deque<PendingWrite> pending_ ABSL_GUARDED_BY(mutex_);

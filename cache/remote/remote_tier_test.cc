@@ -120,15 +120,16 @@ TEST_F(RemoteTierTest, EntryRoundTripsAndDamagedOnesAreRefused) {
   ASSERT_TRUE(forged.ok()) << forged.status();
   expect_refused(kKey, *forged, absl::StatusCode::kPermissionDenied, "not trusted");
 
-  // A forged entry in Redis is refused and compiled over, without a lease.
+  // A forged entry in Redis is refused and compiled over, under a lease
+  // (one machine overwrites it while the others wait).
   auto redis = Client();
   ASSERT_TRUE(redis->Command({"SET", writer->EntryKey(kKey), *forged}).ok());
   RemoteTier::Claim claim = writer->FetchOrLease(kKey);
   EXPECT_FALSE(claim.entry.has_value());
-  EXPECT_EQ(claim.lease, nullptr);
+  EXPECT_NE(claim.lease, nullptr);
   EXPECT_EQ(writer->stats().refused, 1);
   EXPECT_EQ(writer->stats().misses, 1);
-  writer->PublishBehind(metadata, kObject, nullptr);
+  writer->PublishBehind(metadata, kObject, std::move(claim.lease));
   writer->Flush();
   RemoteTier::Claim again = reader->FetchOrLease(kKey);
   ASSERT_TRUE(again.entry.has_value());

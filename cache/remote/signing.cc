@@ -30,6 +30,15 @@ std::string OpenSslError() {
   return text;
 }
 
+int CountPemBlocks(absl::string_view pem) {
+  int blocks = 0;
+  for (size_t at = pem.find("-----BEGIN "); at != absl::string_view::npos;
+       at = pem.find("-----BEGIN ", at + 1)) {
+    ++blocks;
+  }
+  return blocks;
+}
+
 Bio MemoryBio(absl::string_view pem) {
   return Bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
 }
@@ -95,9 +104,14 @@ absl::StatusOr<SigningKeys> SigningKeys::FromPem(absl::string_view private_key_p
   }
   if (!trusted_keys_pem.empty()) {
     Bio bio = MemoryBio(trusted_keys_pem);
-    while (true) {
+    // Every PEM block must be a key: one that does not parse must not be
+    // skipped quietly (a rotation would silently trust one key fewer).
+    for (int index = 0; index < CountPemBlocks(trusted_keys_pem); ++index) {
       KeyPtr key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
-      if (key == nullptr) break;
+      if (key == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("trusted key ", index + 1, " is not a PEM public key: ", OpenSslError()));
+      }
       RETURN_IF_ERROR(CheckEd25519(key.get(), "a trusted key"));
       ASSIGN_OR_RETURN(std::string id, KeyId(key.get()));
       keys.trusted_[id] = std::move(key);

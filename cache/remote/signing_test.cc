@@ -85,6 +85,14 @@ TEST(SigningKeysTest, BadKeysAreNamed) {
   absl::StatusOr<SigningKeys> garbage = SigningKeys::FromPem("not a key", "");
   EXPECT_EQ(garbage.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(garbage.status().message(), HasSubstr("not a PEM private key"));
+
+  // A damaged second key of a rotation is named, not skipped.
+  std::string pem = NewPair().public_key;
+  std::string damaged = NewPair().public_key;
+  damaged[40] = '!';
+  absl::StatusOr<SigningKeys> rotation = SigningKeys::FromPem("", pem + damaged);
+  EXPECT_EQ(rotation.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(rotation.status().message(), HasSubstr("trusted key 2 is not a PEM public key"));
 }
 
 TEST(SigningKeysTest, LoadRefusesASigningKeyOthersCanRead) {
