@@ -432,6 +432,82 @@ TEST(PipelineTest, AStaticTensorExpandedToASymbolicSizeReshapesAsAView) {
   EXPECT_EQ(core.find("aten.clone"), std::string::npos) << core;
 }
 
+// A causal mask over a symbolic S: ones(S, S) and arange(S) (its
+// positions) are typed by the symbol, like any value computed from x.
+TEST(PipelineTest, FactoriesTakeSymbolicSizes) {
+  const std::string json = R"({"name": "causal", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"symbol": "S"}, {"symbol": "S"}]}}],
+    "nodes": [
+      {"name": "ones", "op": "aten.ones.default", "outputs": [1],
+       "args": [{"name": "size", "symIntList": {"values": [
+                 {"terms": [{"coefficient": "1", "symbols": ["S"]}]},
+                 {"terms": [{"coefficient": "1", "symbols": ["S"]}]}]}},
+                {"name": "dtype", "dtypeValue": "BOOL"}],
+       "outputTypes": [{"dtype": "BOOL", "sizes": [{"symbol": "S"}, {"symbol": "S"}]}]},
+      {"name": "triu", "op": "aten.triu.default", "inputs": [1], "outputs": [2],
+       "args": [{"name": "diagonal", "intValue": "1"}],
+       "outputTypes": [{"dtype": "BOOL", "sizes": [{"symbol": "S"}, {"symbol": "S"}]}]},
+      {"name": "mask", "op": "aten.masked_fill.Scalar", "inputs": [0, 2], "outputs": [3],
+       "args": [{"name": "value", "floatValue": "-Infinity"}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "S"}, {"symbol": "S"}]}]},
+      {"name": "positions", "op": "aten.arange.default", "outputs": [4],
+       "args": [{"name": "end", "symInt": {"terms": [{"coefficient": "1", "symbols": ["S"]}]}}],
+       "outputTypes": [{"dtype": "INT64", "sizes": [{"symbol": "S"}]}]},
+      {"name": "add", "op": "aten.add.Tensor", "inputs": [3, 4], "outputs": [5],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "S"}, {"symbol": "S"}]}]}],
+    "outputs": [5]})";
+  const GeneratedCode code = Generate(ParseGraph(json));
+  const std::string graph = Stage(code, "graph");
+  EXPECT_NE(graph.find("%1 : bool[s0, s0] = aten.ones.default"), std::string::npos) << graph;
+  EXPECT_NE(graph.find("%4 : int64[s0] = aten.arange.default"), std::string::npos) << graph;
+}
+
+// A factory size entry that is no size, and an arange whose count is not
+// its symbolic end, are refused naming the node and what is unsupported.
+TEST(PipelineTest, FactorySizesThatAreNoSizeAreRefused) {
+  auto factory = [](const std::string& op, const std::string& args, const std::string& sizes) {
+    return ParseGraph(R"({"name": "factory", "inputs": [
+        {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"symbol": "S"}]}}],
+      "nodes": [{"name": "made", "op": ")" +
+                      op + R"(", "outputs": [1], "args": )" + args + R"(,
+        "outputTypes": [{"dtype": "INT64", "sizes": )" +
+                      sizes + R"(}]}],
+      "outputs": [1]})");
+  };
+  const std::string s = R"({"terms": [{"coefficient": "1", "symbols": ["S"]}]})";
+  const std::string s_plus_one =
+      R"({"terms": [{"coefficient": "1", "symbols": ["S"]}, {"coefficient": "1"}]})";
+  EXPECT_EQ(
+      PrepareGraph(factory("aten.ones.default",
+                           R"([{"name": "size", "symIntList": {"values": [)" + s_plus_one + "]}}]",
+                           R"([{"symbol": "S"}])"))
+          .status(),
+      absl::UnimplementedError("node 0 'made' (aten.ones.default): size entry 0 is 1 + s0, "
+                               "not a size (a constant times symbols, like 2*s0)"));
+  EXPECT_EQ(
+      PrepareGraph(factory("aten.zeros.default",
+                           R"([{"name": "size", "intList": {"values": ["4", "-1"]}}])",
+                           R"([{"constant": 4}, {"constant": 1}])"))
+          .status(),
+      absl::InvalidArgumentError(
+          "node 0 'made' (aten.zeros.default): size entry 1 is -1: a size cannot be negative"));
+  EXPECT_EQ(PrepareGraph(factory("aten.arange.start",
+                                 R"([{"name": "start", "intValue": "1"},
+                                     {"name": "end", "symInt": )" +
+                                     s + "}]",
+                                 R"([{"symbol": "S"}])"))
+                .status(),
+            absl::UnimplementedError("node 0 'made' (aten.arange.start): arange from 1 by 1 to a "
+                                     "symbolic end (s0): a symbolic end needs start 0 and step 1"));
+  EXPECT_EQ(PrepareGraph(factory("aten.arange.start",
+                                 R"([{"name": "start", "symInt": )" + s +
+                                     R"(}, {"name": "end", "intValue": "9"}])",
+                                 R"([{"symbol": "S"}])"))
+                .status(),
+            absl::UnimplementedError("node 0 'made' (aten.arange.start): arange with a symbolic "
+                                     "start (s0): only its end may be symbolic"));
+}
+
 // A size argument naming a symbol that no input size binds could never be
 // given a value: refused at import, naming the node and the symbol.
 TEST(PipelineTest, ASymbolNoInputBindsIsRefused) {

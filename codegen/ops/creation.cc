@@ -1,7 +1,11 @@
 // Ops that make tensors from scalars or copy them: full/zeros/ones (and the
 // _like and new_ forms), scalar_tensor, arange, tril/triu, clone, _to_copy.
 // Pointwise definitions: a constant or index expression, inlined into their
-// consumers like any other pointwise value.
+// consumers like any other pointwise value. Sizes may be symbolic (a causal
+// mask ones(T, T) over a symbolic T); so may arange's end.
+#include <map>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/op_table.h"
 #include "codegen/ops/pointwise_util.h"
@@ -19,9 +23,24 @@ DType ScalarType(const ir::ArgValue& value) {
   return DType::kFloat32;
 }
 
-std::vector<ir::Dim> Sizes(const std::vector<int64_t>& sizes) {
+// A factory's `size`: constants, or symbolic sizes that a trace named
+// (ones(T, T), a causal mask over a symbolic T).
+absl::StatusOr<std::vector<ir::Dim>> Sizes(const ir::Node& node) {
+  const std::vector<ir::SymExpr> sizes = SizeListArg(node, "size");
   std::vector<ir::Dim> dims;
-  for (int64_t s : sizes) dims.push_back(ir::Dim::Constant(s));
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d].IsDim()) {
+      dims.push_back(sizes[d].ToDim());
+      continue;
+    }
+    const std::string entry = ir::ToString(sizes[d], ir::Graph());
+    if (sizes[d].is_constant()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("size entry ", d, " is ", entry, ": a size cannot be negative"));
+    }
+    return absl::UnimplementedError(absl::StrCat(
+        "size entry ", d, " is ", entry, ", not a size (a constant times symbols, like 2*s0)"));
+  }
   return dims;
 }
 
@@ -54,7 +73,7 @@ void AddCreation(OpTable& table, const std::string& op, int inputs, std::vector<
 }
 
 const ArgSpec kDTypeArg{"dtype", ArgKind::kDType, ir::ArgValue(ir::None{})};
-const ArgSpec kSizeArg{"size", ArgKind::kIntList, std::nullopt};
+const ArgSpec kSizeArg{"size", ArgKind::kSizeList, std::nullopt};
 
 ElementFn Fill(double value) {
   return [value](ExprBuilder& b, const ir::Graph&, const ir::Node&, DType compute) {
@@ -73,6 +92,9 @@ ElementFn FillArg(const std::string& name) {
 struct Range {
   double start = 0, end = 0, step = 1;
   bool integral = true;
+  // The ones that are symbolic sizes, by name (arange(T) over a symbolic T:
+  // positions, a causal mask's rows); their doubles above are unused.
+  std::map<std::string, ir::SymExpr> symbolic;
 };
 
 Range RangeOf(const ir::Node& node) {
@@ -80,6 +102,15 @@ Range RangeOf(const ir::Node& node) {
   auto read = [&](const char* name, double* value) {
     auto it = node.args.find(name);
     if (it == node.args.end()) return;
+    if (const auto* size = std::get_if<ir::SymExpr>(&it->second)) {
+      // A symbol specialized to a value leaves a constant size: an int.
+      if (size->is_constant()) {
+        *value = static_cast<double>(size->constant());
+      } else {
+        range.symbolic.emplace(name, size->Canonicalized());
+      }
+      return;
+    }
     *value = ScalarArgAsDouble(node, name);
     range.integral = range.integral && std::holds_alternative<int64_t>(it->second);
   };
@@ -87,6 +118,30 @@ Range RangeOf(const ir::Node& node) {
   read("end", &range.end);
   read("step", &range.step);
   return range;
+}
+
+// arange(end) with `end` symbolic counts to it: only from 0 by 1, where the
+// count is the end itself (any other count is no size Kiln can name).
+absl::StatusOr<ir::Dim> SymbolicCount(const Range& range) {
+  for (const auto& [name, size] : range.symbolic) {
+    if (name != "end") {
+      return absl::UnimplementedError(absl::StrCat("arange with a symbolic ", name, " (",
+                                                   ir::ToString(size, ir::Graph()),
+                                                   "): only its end may be symbolic"));
+    }
+  }
+  const ir::SymExpr& end = range.symbolic.at("end");
+  if (range.start != 0 || range.step != 1) {
+    return absl::UnimplementedError(
+        absl::StrCat("arange from ", range.start, " by ", range.step, " to a symbolic end (",
+                     ir::ToString(end, ir::Graph()), "): a symbolic end needs start 0 and step 1"));
+  }
+  if (!end.IsDim()) {
+    return absl::UnimplementedError(
+        absl::StrCat("arange to a symbolic end ", ir::ToString(end, ir::Graph()),
+                     ", which is not a size (a constant times symbols, like 2*s0)"));
+  }
+  return end.ToDim();
 }
 
 absl::StatusOr<ir::TensorType> ArangeType(const ir::Node& node, const InputTypes&) {
@@ -97,11 +152,16 @@ absl::StatusOr<ir::TensorType> ArangeType(const ir::Node& node, const InputTypes
     return absl::InvalidArgumentError(
         "arange does not make bool tensors (neither does eager PyTorch)");
   }
+  if (!range.symbolic.empty()) {
+    ASSIGN_OR_RETURN(const ir::Dim count, SymbolicCount(range));
+    return ContiguousType(dtype, {count});
+  }
   const int64_t count =
       std::max<int64_t>(0, static_cast<int64_t>(std::ceil((range.end - range.start) / range.step)));
   return ContiguousType(dtype, {ir::Dim::Constant(count)});
 }
 
+// start + step * i; the type rule has refused a symbolic start or step.
 int ArangeElement(ExprBuilder& b, const ir::Graph&, const ir::Node& node, DType compute) {
   const Range range = RangeOf(node);
   const DType math = compute == DType::kFloat32 ? DType::kFloat64 : compute;
@@ -216,7 +276,8 @@ void RegisterCreationOps(OpTable& table) {
   // From a size.
   auto sized = [](DType fallback) -> ShapeFn {
     return [fallback](const ir::Node& node, const InputTypes&) -> absl::StatusOr<ir::TensorType> {
-      return ContiguousType(DTypeArg(node, fallback), Sizes(IntListArg(node, "size")));
+      ASSIGN_OR_RETURN(std::vector<ir::Dim> sizes, Sizes(node));
+      return ContiguousType(DTypeArg(node, fallback), std::move(sizes));
     };
   };
   AddCreation(table, "aten.zeros.default", 0, {kSizeArg, kDTypeArg}, sized(DType::kFloat32),
@@ -229,8 +290,9 @@ void RegisterCreationOps(OpTable& table) {
       table, "aten.full.default", 0,
       {kSizeArg, {"fill_value", ArgKind::kScalar, std::nullopt}, kDTypeArg},
       [](const ir::Node& node, const InputTypes&) -> absl::StatusOr<ir::TensorType> {
+        ASSIGN_OR_RETURN(std::vector<ir::Dim> sizes, Sizes(node));
         return ContiguousType(DTypeArg(node, ScalarType(node.args.at("fill_value"))),
-                              Sizes(IntListArg(node, "size")));
+                              std::move(sizes));
       },
       FillArg("fill_value"));
   // A symbolic size as a 0-d tensor (a mean's count over a symbolic dim):
@@ -263,7 +325,8 @@ void RegisterCreationOps(OpTable& table) {
               FillArg("fill_value"));
   auto new_sized = [](const ir::Node& node,
                       const InputTypes& inputs) -> absl::StatusOr<ir::TensorType> {
-    return ContiguousType(DTypeArg(node, inputs[0]->dtype), Sizes(IntListArg(node, "size")));
+    ASSIGN_OR_RETURN(std::vector<ir::Dim> sizes, Sizes(node));
+    return ContiguousType(DTypeArg(node, inputs[0]->dtype), std::move(sizes));
   };
   AddCreation(table, "aten.new_zeros.default", 1, {kSizeArg, kDTypeArg}, new_sized, Fill(0));
   AddCreation(table, "aten.new_ones.default", 1, {kSizeArg, kDTypeArg}, new_sized, Fill(1));
@@ -274,10 +337,12 @@ void RegisterCreationOps(OpTable& table) {
 
   // arange(end), arange(start, end), arange(start, end, step): start + step
   // * i, computed as eager does: in double for float32 results (float for
-  // 16-bit ones, int64 for integers).
-  const ArgSpec start{"start", ArgKind::kScalar, std::nullopt};
-  const ArgSpec end{"end", ArgKind::kScalar, std::nullopt};
-  const ArgSpec step{"step", ArgKind::kScalar, ir::ArgValue(int64_t{1})};
+  // 16-bit ones, int64 for integers). The end may be a symbolic size when
+  // counting from 0 by 1 (SymbolicCount); a symbolic start or step is
+  // refused by name, not as a mistyped argument.
+  const ArgSpec start{"start", ArgKind::kScalarOrSize, std::nullopt};
+  const ArgSpec end{"end", ArgKind::kScalarOrSize, std::nullopt};
+  const ArgSpec step{"step", ArgKind::kScalarOrSize, ir::ArgValue(int64_t{1})};
   AddCreation(table, "aten.arange.default", 0, {end, kDTypeArg}, ArangeType, ArangeElement,
               kNoBool);
   AddCreation(table, "aten.arange.start", 0, {start, end, kDTypeArg}, ArangeType, ArangeElement,

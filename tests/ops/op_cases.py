@@ -34,8 +34,8 @@ sys.path.insert(0, HERE)
 
 from cases_common import ERROR, NAMES  # noqa: E402
 
-FAMILIES = ["cases_pointwise", "cases_reductions", "cases_views", "cases_creation",
-            "cases_composites", "cases_gemm"]
+FAMILIES = ["cases_pointwise", "cases_activations", "cases_reductions", "cases_views",
+            "cases_creation", "cases_composites", "cases_gemm"]
 HALF = (torch.float16, torch.bfloat16)
 tracer = None  # tools/trace/kiln_trace.py, loaded by main() from --trace
 # Table entries no case can reach: internal ops (decompositions emit them).
@@ -130,7 +130,7 @@ def trace_graph(case):
     if has_float16(case.inputs):
         return trace_fake(case.fn, case.inputs, case.name), None
     try:
-        return tracer.trace(case.fn, case.inputs, case.name)
+        return tracer.trace(case.fn, case.inputs, case.name, eager_bfloat16=True)
     except RuntimeError as error:
         if "BFloat16" not in str(error):
             raise

@@ -50,10 +50,43 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(graph["inputs"][0]["type"]["sizes"], [{"symbol": "s0"}, {"constant": 5}])
         self.assertEqual(graph["nodes"][1]["outputTypes"][0]["sizes"][0], {"symbol": "s0"})
 
-    def test_a_size_baked_into_a_creation_op_is_refused(self):
+    def test_a_creation_op_sized_by_a_symbol_gets_a_symbolic_size_list(self):
+        graph, _ = kiln_trace.trace(lambda x: x + torch.ones(x.shape[0], 5), [torch.randn(3, 5)],
+                                    "sized", symbolic=[("x", 0)])
+        ones = graph["nodes"][0]
+        self.assertEqual(ones["op"], "aten.ones.default")
+        # Every entry: a factory has no element count to infer a -1 from.
+        self.assertEqual(ones["args"][0], {"name": "size", "symIntList": {"values": [
+            {"terms": [{"coefficient": "1", "symbols": ["s0"]}]},
+            {"terms": [{"coefficient": "5"}]}]}})
+        self.assertEqual(ones["outputTypes"][0]["sizes"], [{"symbol": "s0"}, {"constant": 5}])
+
+    def test_an_arange_to_a_symbol_gets_a_symbolic_end(self):
+        graph, _ = kiln_trace.trace(lambda x: x + torch.arange(x.shape[0]), [torch.randn(3)],
+                                    "positions", symbolic=[("x", 0, "T")])
+        arange = graph["nodes"][0]
+        self.assertEqual(arange["args"], [{"name": "end", "symInt": {"terms": [
+            {"coefficient": "1", "symbols": ["T"]}]}}])
+
+    def test_a_size_that_is_no_product_of_symbols_is_refused_with_fitting_advice(self):
+        with self.assertRaisesRegex(
+                kiln_trace.TraceError,
+                r"^node 'ones' \(aten.ones.default\) has a symbolic size baked into argument "
+                r"'size' \(\[4, 5\] at the traced sizes, \[5, 5\] with 's0' one larger\): Kiln "
+                r"takes a size that is a constant times symbols \(T, 2\*T, T\*B\), not a sum like "
+                r"T \+ 1: retrace with that dim static$"):
+            kiln_trace.trace(lambda x: x + torch.ones(x.shape[0] + 1, 5)[1:], [torch.randn(3, 5)],
+                             "baked", symbolic=[("x", 0)])
         with self.assertRaisesRegex(kiln_trace.TraceError,
-                                    "node 'ones' .* has a symbolic size baked into an argument"):
-            kiln_trace.trace(lambda x: x + torch.ones(x.shape[0], 5), [torch.randn(3, 5)], "baked",
+                                    r"node 'arange' \(aten.arange.start\) .* argument 'end' .*"
+                                    r"write arange\(1, T \+ 1\) as arange\(T\) \+ 1"):
+            kiln_trace.trace(lambda x: x + torch.arange(1, x.shape[0] + 1), [torch.randn(3)],
+                             "from_one", symbolic=[("x", 0)])
+        with self.assertRaisesRegex(kiln_trace.TraceError,
+                                    r"node 'slice_1' \(aten.slice.Tensor\) .* argument 'end' "
+                                    r"\(2 at the traced sizes, 3 with 's0' one larger\): .*"
+                                    r"retrace with that dim static$"):
+            kiln_trace.trace(lambda x: x[:x.shape[0] - 1] + 1, [torch.randn(3, 5)], "shorter",
                              symbolic=[("x", 0)])
 
     def test_a_view_naming_a_symbol_gets_a_symbolic_size_list(self):
@@ -201,6 +234,37 @@ class CheckTest(unittest.TestCase):
             "--symbolic", "x:1:S", sizes=(2, 3, 257))
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(graph["inputs"][0]["type"]["sizes"][1], {"symbol": "S"})
+
+    def test_a_causal_mask_over_a_symbolic_length_compiles_and_matches(self):
+        result, graph = self.check(
+            "def factory():\n"
+            "    def causal(x):\n"
+            "        t = x.shape[1]\n"
+            "        mask = torch.ones(t, t, dtype=torch.bool).triu(1)\n"
+            "        return x.masked_fill(mask, float('-inf')).softmax(-1)\n"
+            "    return causal, [torch.randn(2, 5, 5)]\n",
+            "--symbolic", "x:1:T,x:2:T", sizes=(3, 8, 17))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        ones = graph["nodes"][0]
+        self.assertEqual(ones["op"], "aten.ones.default")
+        self.assertIn("symIntList", ones["args"][0])
+
+    def test_positions_and_factories_over_a_symbolic_length_compile_and_match(self):
+        result, graph = self.check(
+            "def factory():\n"
+            "    def made(x):\n"
+            "        t = x.shape[0]\n"
+            "        positions = x + torch.arange(t).unsqueeze(1)\n"
+            "        return (positions + torch.zeros(t, 4), torch.full((t,), 2.0),\n"
+            "                x.new_ones(t, t).tril())\n"
+            "    return made, [torch.randn(5, 4)]\n",
+            "--symbolic", "x:0:T", sizes=(2, 9, 33))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(sorted(node["op"] for node in graph["nodes"]
+                                if any("symInt" in arg or "symIntList" in arg
+                                       for arg in node["args"])),
+                         ["aten.arange.default", "aten.full.default", "aten.new_ones.default",
+                          "aten.zeros.default"])
 
     def test_bfloat16_is_checked_against_float32_math(self):
         # torch 1.13's bfloat16 layer norm keeps its statistics in bfloat16:

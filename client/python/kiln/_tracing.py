@@ -16,8 +16,9 @@ What it does to make_fx's graph (PyTorch 1.13):
   - dead nodes (detach, empty, unused results) are dropped;
   - --symbolic NAME:DIM,... (`symbolic`: [(NAME, DIM[, SYMBOL])]) marks
     input dims symbolic: the function is traced again with each symbol one
-    larger, and a traced size that is baked into a view argument is refused,
-    naming the node;
+    larger; view and factory sizes (ones(T, T)) and whole-number scalars
+    (arange(T)'s end) that moved become symbolic, and any other traced size
+    baked into an argument is refused, naming the node and the argument;
   - --relation "s0 % 8 == 0" (also "2 <= s0 <= 512", "s0 <= 512",
     "s0 >= 16", "a == b"; parse_relation reads them into `relations`) adds
     what the symbolic sizes promise to the graph.
@@ -251,16 +252,21 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     return graph, lifted, gm
 
 
-def trace(fn, inputs, name, symbolic=None, weights_seed=None, relations=None):
+def trace(fn, inputs, name, symbolic=None, weights_seed=None, relations=None,
+          eager_bfloat16=False):
     """(graph JSON, reference JSON) for fn(*inputs): trace_graph, and eager
     PyTorch's outputs on the inputs and lifted weights. With `weights_seed`,
     the lifted weights are replaced by other random values of the same
     shapes. `symbolic` lists (input name, dim[, symbol]) to make symbolic
     (mark_symbolic); `relations` (SymbolRelation JSON) go into the graph as
-    they are."""
+    they are. With `eager_bfloat16`, bfloat16 references are eager's own
+    bfloat16 kernels (one op's semantics, for the op suite) instead of
+    float32 math."""
     graph, lifted, gm = _trace_graph(fn, inputs, name, symbolic, relations, weights_seed)
     all_inputs = list(inputs) + lifted
     low = next((t.dtype for t in inputs if t.dtype in (torch.float16, torch.bfloat16)), None)
+    if low == torch.bfloat16 and eager_bfloat16:
+        low = None
     if low is not None:
         # The reference is float32 math on the same values, rounded back:
         # Debian's torch 1.13 has almost no float16 CPU kernels, and its
@@ -268,7 +274,11 @@ def trace(fn, inputs, name, symbolic=None, weights_seed=None, relations=None):
         # up to 0.0625), which Kiln does not.
         as_float = [t.float() if t.dtype == low else t for t in all_inputs]
         outputs = _as_list(gm(*as_float))
-        outputs = [o.to(low) if o.dtype == torch.float32 else o for o in outputs]
+        if low == torch.bfloat16:  # its kernels exist: they say each output's dtype
+            dtypes = [o.dtype for o in _as_list(gm(*all_inputs))]
+        else:
+            dtypes = [low if o.dtype == torch.float32 else o.dtype for o in outputs]
+        outputs = [o.to(dtype) for o, dtype in zip(outputs, dtypes)]
     else:
         outputs = _as_list(gm(*all_inputs))
     with open("/proc/self/maps") as maps:
@@ -298,6 +308,12 @@ def to_kiln_half(gm, inputs, name):
 # implies" (expand: "keep this dim"), or name symbols.
 RESHAPES = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
             "aten._reshape_alias.default", "aten.expand.default"}
+# Ops whose `size` argument is their result's shape, which may name symbols
+# (torch.ones(T, T), a causal mask over a symbolic T).
+FACTORIES = {"aten.zeros.default", "aten.ones.default", "aten.full.default",
+             "aten.empty.memory_format", "aten.new_zeros.default", "aten.new_ones.default",
+             "aten.new_full.default", "aten.new_empty.default"}
+ARANGES = {"aten.arange.default", "aten.arange.start", "aten.arange.start_step"}
 
 
 def monomial(base, grown, values):
@@ -324,13 +340,16 @@ def monomial(base, grown, values):
 
 def relax_scalar_argument(node, twins, values):
     """Scalar arguments that differ between the traces (a mean's backward
-    divides by the element count) become symbolic sizes when they are whole
-    numbers that move as a product of symbols."""
+    divides by the element count, torch.arange(T) counts to it) become
+    symbolic sizes when they are whole numbers that move as a product of
+    symbols. arange's are ints only: a float one makes a float tensor."""
     for i, arg in enumerate(node["args"]):
         others = [twin["args"][i] for twin in twins.values()]
         if all(other == arg for other in others):
             continue
         key = "intValue" if "intValue" in arg else "floatValue" if "floatValue" in arg else None
+        if key == "floatValue" and node["op"] in ARANGES:
+            continue
         if key is None or any(key not in other for other in others):
             continue
         base = float(arg[key])
@@ -347,12 +366,13 @@ def relax_scalar_argument(node, twins, values):
 
 
 def relax_size_argument(node, twins, values):
-    """A reshape whose size list differs between the traces: when only its
-    leading entry does, that entry becomes -1 (Kiln infers it); otherwise,
-    and always for expand (whose -1 means "keep", not "infer"), each entry
-    names the symbols it moves with (a symbolic size list). _reshape_alias's
-    strides are dropped when they differ: Kiln derives a view's strides
-    itself."""
+    """A reshape, expand or factory whose size list differs between the
+    traces: when only a reshape's leading entry does, that entry becomes -1
+    (Kiln infers it); otherwise, and always for expand (whose -1 means
+    "keep", not "infer") and factories (which have nothing to infer from),
+    each entry names the symbols it moves with (a symbolic size list).
+    _reshape_alias's strides are dropped when they differ: Kiln derives a
+    view's strides itself."""
     def drop(i):
         del node["args"][i]
         for twin in twins.values():
@@ -374,7 +394,8 @@ def relax_size_argument(node, twins, values):
         entries = [int(v) for v in arg["intList"]["values"]]
         grown = {s: [int(v) for v in other["intList"]["values"]] for s, other in others.items()}
         differing = {d for d in range(len(entries)) for s in grown if grown[s][d] != entries[d]}
-        if differing == {0} and node["op"] != "aten.expand.default" and -1 not in entries:
+        inferable = node["op"] in RESHAPES and node["op"] != "aten.expand.default"
+        if differing == {0} and inferable and -1 not in entries:
             for other in [arg, *others.values()]:
                 other["intList"]["values"][0] = "-1"
             continue
@@ -387,6 +408,39 @@ def relax_size_argument(node, twins, values):
         for other in others.values():
             other.clear()
             other.update(arg)
+
+
+def baked_in_error(node, twin, symbol):
+    """The TraceError for an argument of `node` that moves with `symbol`
+    (as in `twin`, traced with only that symbol one larger) in a way Kiln
+    cannot name, with advice that fits the op."""
+    def shown(arg):
+        value = next((v for k, v in arg.items() if k != "name"), None)
+        if isinstance(value, dict) and "values" in value:
+            return "[" + ", ".join(str(v) for v in value["values"]) + "]"
+        return str(value)
+    moved = [(a, b) for a, b in zip(node["args"], twin["args"]) if a != b]
+    if moved:
+        here, grown = moved[0]
+        what = (f"argument '{here['name']}' ({shown(here)} at the traced sizes, "
+                f"{shown(grown)} with '{symbol}' one larger)")
+    else:
+        here = {}
+        what = f"its arguments ({node['args']} vs {twin['args']} with '{symbol}' one larger)"
+    if node["op"] in RESHAPES and here.get("name") == "size":
+        advice = "write that entry of the view as -1, or retrace with that dim static"
+    elif node["op"] in FACTORIES and here.get("name") == "size":
+        advice = ("Kiln takes a size that is a constant times symbols (T, 2*T, T*B), "
+                  "not a sum like T + 1: retrace with that dim static")
+    elif node["op"] in ARANGES:
+        advice = ("Kiln takes a symbolic arange only as torch.arange(N), N an int that is a "
+                  "constant times symbols (T, 2*T): write arange(1, T + 1) as arange(T) + 1, "
+                  "or retrace with that dim static")
+    else:
+        advice = ("Kiln takes symbolic sizes only as view, expand and factory sizes, arange's "
+                  "end and arithmetic's scalar operand: retrace with that dim static")
+    return TraceError(f"node '{node['name']}' ({node['op']}) has a symbolic size baked into "
+                      f"{what}: {advice}")
 
 
 def mark_symbolic(fn, inputs, graph, symbolic, name):
@@ -436,16 +490,13 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
                              f"its size; trace that dim static")
     for n, node in enumerate(graph["nodes"]):
         node_twins = {s: twin["nodes"][n] for s, twin in twins.items()}
-        if node["op"] in RESHAPES:
+        if node["op"] in RESHAPES or node["op"] in FACTORIES:
             relax_size_argument(node, node_twins, values)
         else:
             relax_scalar_argument(node, node_twins, values)
-        for twin in node_twins.values():
+        for symbol, twin in node_twins.items():
             if node["args"] != twin["args"]:
-                raise TraceError(
-                    f"node '{node['name']}' ({node['op']}) has a symbolic size baked into an "
-                    f"argument ({node['args']} vs {twin['args']} at another size): retrace "
-                    f"with that dim static, or write the view with -1")
+                raise baked_in_error(node, twin, symbol)
         for k, types in enumerate(node["outputTypes"]):
             for dim, size in enumerate(types["sizes"]):
                 base = int(size["constant"])
