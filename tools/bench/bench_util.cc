@@ -387,5 +387,25 @@ std::string JsonLine(const Samples& samples, const std::vector<std::string>& key
   return absl::StrCat("{", absl::StrJoin(members, ", "), "}");
 }
 
+void PrintFigures(const Samples& samples, const std::vector<std::string>& keys, const Fields& facts,
+                  bool json, const std::vector<std::string>& json_keys) {
+  size_t width = 6;
+  for (const std::string& key : keys) width = std::max(width, key.size());
+  printf("%-*s %12s %12s %12s\n", static_cast<int>(width), "figure", "min", "median", "max");
+  for (const std::string& key : keys) {
+    if (const auto s = Summarize(samples, key)) {
+      printf("%-*s %12.3f %12.3f %12.3f\n", static_cast<int>(width), key.c_str(), s->min, s->median,
+             s->max);
+    }
+  }
+  if (json) printf("%s\n", JsonLine(samples, json_keys.empty() ? keys : json_keys, facts).c_str());
+}
+
+int ExitStatus(absl::string_view name, const absl::Status& status) {
+  if (status.ok()) return 0;
+  fprintf(stderr, "%s: %s\n", std::string(name).c_str(), std::string(status.message()).c_str());
+  return 1;
+}
+
 }  // namespace bench
 }  // namespace kiln

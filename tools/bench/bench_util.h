@@ -231,6 +231,14 @@ std::string JsonNumber(double value);  // null when not finite
 std::string JsonLine(const Samples& samples, const std::vector<std::string>& keys,
                      const Fields& facts);
 
+// A table of `keys`' min / median / max (those measured), and with `json`
+// then the JsonLine of `json_keys` (empty: `keys`) on the last line.
+void PrintFigures(const Samples& samples, const std::vector<std::string>& keys, const Fields& facts,
+                  bool json, const std::vector<std::string>& json_keys = {});
+
+// A bench's exit status: 0, or 1 after printing "NAME: MESSAGE" to stderr.
+int ExitStatus(absl::string_view name, const absl::Status& status);
+
 }  // namespace bench
 }  // namespace kiln
 

@@ -238,26 +238,14 @@ absl::Status Run() {
 
   printf("Fleet tier: kilnds sharing one redis-server on a Unix socket (%d rounds)\n",
          absl::GetFlag(FLAGS_repetitions));
-  printf("%-28s %12s %12s %12s\n", "figure", "min", "median", "max");
-  const std::vector<std::string> keys = {"remote_hit_ms",
-                                         "local_hit_ms",
-                                         "compile_ms",
-                                         "entry_kb",
-                                         "fleet_compiles_for_8_racing",
-                                         "fleet_plan_compiles",
-                                         "fleet_plan_ms"};
-  for (const std::string& key : keys) {
-    const auto s = Summarize(samples, key);
-    if (s) printf("%-28s %12.3f %12.3f %12.3f\n", key.c_str(), s->min, s->median, s->max);
-  }
-  if (absl::GetFlag(FLAGS_json)) {
-    printf("%s\n", JsonLine(samples, keys,
-                            {{"graph", kGraph},
-                             {"cpu", CpuModel()},
-                             {"load_before", load_before},
-                             {"load_after", LoadAverage()}})
-                       .c_str());
-  }
+  PrintFigures(samples,
+               {"remote_hit_ms", "local_hit_ms", "compile_ms", "entry_kb",
+                "fleet_compiles_for_8_racing", "fleet_plan_compiles", "fleet_plan_ms"},
+               {{"graph", kGraph},
+                {"cpu", CpuModel()},
+                {"load_before", load_before},
+                {"load_after", LoadAverage()}},
+               absl::GetFlag(FLAGS_json));
   return absl::OkStatus();
 }
 
@@ -269,10 +257,5 @@ int main(int argc, char** argv) {
       "Times the fleet tier: remote hits against local hits and compiles, and counts the "
       "compiles of racing kilnds.");
   absl::ParseCommandLine(argc, argv);
-  const absl::Status status = kiln::bench::Run();
-  if (!status.ok()) {
-    fprintf(stderr, "fleet: %s\n", std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return kiln::bench::ExitStatus("fleet", kiln::bench::Run());
 }

@@ -259,7 +259,6 @@ absl::Status Run() {
 
   printf("Store and index at %d entries vs %d (%d rounds)\n", full, kSmall,
          absl::GetFlag(FLAGS_repetitions));
-  printf("%-24s %12s %12s %12s\n", "figure", "min", "median", "max");
   const std::vector<std::string> keys = {"lookup_100k_vs_100",
                                          "store_lookup_ns_100",
                                          "store_lookup_ns_full",
@@ -284,24 +283,18 @@ absl::Status Run() {
                                          "export_ms",
                                          "import_ms",
                                          "export_import_mb_s"};
-  for (const std::string& key : keys) {
-    const auto s = Summarize(samples, key);
-    if (s) printf("%-24s %12.3f %12.3f %12.3f\n", key.c_str(), s->min, s->median, s->max);
-  }
-  if (absl::GetFlag(FLAGS_json)) {
-    Samples named = samples;  // the names for the figures at N
-    named["ls_100k_ms"] = samples["ls_ms_full"];
-    named["stats_100k_ms"] = samples["stats_ms_full"];
-    named["startup_100k_ms"] = samples["startup_ms_full"];
-    std::vector<std::string> json_keys = keys;
-    json_keys.insert(json_keys.end(), {"ls_100k_ms", "stats_100k_ms", "startup_100k_ms"});
-    printf("%s\n", JsonLine(named, json_keys,
-                            {{"entries", absl::StrCat(full)},
-                             {"metadata_bytes", absl::StrCat(model.ByteSizeLong())},
-                             {"cpu", CpuModel()},
-                             {"load", LoadAverage()}})
-                       .c_str());
-  }
+  Samples named = samples;  // the names for the figures at N
+  named["ls_100k_ms"] = samples["ls_ms_full"];
+  named["stats_100k_ms"] = samples["stats_ms_full"];
+  named["startup_100k_ms"] = samples["startup_ms_full"];
+  std::vector<std::string> json_keys = keys;
+  json_keys.insert(json_keys.end(), {"ls_100k_ms", "stats_100k_ms", "startup_100k_ms"});
+  PrintFigures(named, keys,
+               {{"entries", absl::StrCat(full)},
+                {"metadata_bytes", absl::StrCat(model.ByteSizeLong())},
+                {"cpu", CpuModel()},
+                {"load", LoadAverage()}},
+               absl::GetFlag(FLAGS_json), json_keys);
   return absl::OkStatus();
 }
 
@@ -312,10 +305,5 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Times the store, the local index and the kiln CLI at 100 entries and when full.");
   absl::ParseCommandLine(argc, argv);
-  const absl::Status status = kiln::bench::Run();
-  if (!status.ok()) {
-    fprintf(stderr, "store: %s\n", std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return kiln::bench::ExitStatus("store", kiln::bench::Run());
 }

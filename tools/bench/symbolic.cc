@@ -193,10 +193,5 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Times artifacts with symbolic sizes against static ones of the same graphs.");
   absl::ParseCommandLine(argc, argv);
-  const absl::Status status = kiln::bench::Run();
-  if (!status.ok()) {
-    fprintf(stderr, "symbolic: %s\n", std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return kiln::bench::ExitStatus("symbolic", kiln::bench::Run());
 }

@@ -334,10 +334,5 @@ int main(int argc, char** argv) {
   kiln::bench::PinThreadsOrReexecute(argv, {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}, "warmup");
   absl::SetProgramUsageMessage("Measures shape-bucket warmup (docs/WARMUP.md).");
   absl::ParseCommandLine(argc, argv);
-  const absl::Status status = kiln::bench::Run();
-  if (!status.ok()) {
-    fprintf(stderr, "warmup: %s\n", std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return kiln::bench::ExitStatus("warmup", kiln::bench::Run());
 }
