@@ -12,6 +12,7 @@ const OpTable& OpTable::Get() {
   static const OpTable* const table = [] {
     auto* built = new OpTable();
     RegisterPointwiseOps(*built);
+    RegisterActivationOps(*built);
     RegisterViewOps(*built);
     RegisterGemmOps(*built);
     RegisterReductionOps(*built);

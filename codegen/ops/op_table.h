@@ -1,6 +1,6 @@
 // The op table: every ATen op Kiln compiles, with its schema, its type rule
 // and its lowering into the loop IR. Adding an op is one entry in the file of
-// its family (pointwise.cc, views.cc, gemm.cc); nothing else changes.
+// its family (pointwise.cc, activations.cc, views.cc, gemm.cc); nothing else changes.
 #ifndef KILN_CODEGEN_OPS_OP_TABLE_H_
 #define KILN_CODEGEN_OPS_OP_TABLE_H_
 
@@ -92,6 +92,7 @@ class OpTable {
 
 // Registration, one function per family (called by OpTable::Get).
 void RegisterPointwiseOps(OpTable& table);
+void RegisterActivationOps(OpTable& table);
 void RegisterViewOps(OpTable& table);
 void RegisterGemmOps(OpTable& table);
 void RegisterReductionOps(OpTable& table);

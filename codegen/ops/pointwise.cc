@@ -1,8 +1,9 @@
 // Pointwise ops: one element of the result from the same element of each
 // (broadcast) operand, never from its position (passes rely on this:
-// transpose_linear.h). Every entry is a Spec: its schema, its result dtype,
-// and the expression that computes one element; the emitter's function
-// table (emit/functions.cc) says how each named function is computed.
+// transpose_linear.h). Every entry is a Spec (pointwise.h); the clamp-style
+// activations and their backward ops are in activations.cc.
+#include "codegen/ops/pointwise.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -17,47 +18,6 @@ namespace kiln::ops {
 namespace {
 
 using ir::DType;
-
-// The types one element is computed with: `operand` is the promoted dtype
-// of the operands as stored (scalars are rounded to it, as eager does),
-// `compute` what the arithmetic runs in (float32 for 16-bit floats).
-struct Types {
-  DType operand;
-  DType compute;
-};
-
-// The element of a pointwise op, given its operands (tensor loads in tensor
-// order, then a scalar `other` if the node has one).
-using Body = std::function<absl::StatusOr<int>(ExprBuilder&, const ir::Node&,
-                                               const std::vector<int>& operands, Types types)>;
-
-enum class Result {
-  kPromoted,  // the promoted type of the operands (add, mul, where)
-  kFloating,  // promoted, then integers become float32 (exp, div)
-  kBool,      // comparisons and logical ops
-  kFirst,     // the first operand's dtype (masked_fill: the value takes it)
-};
-
-struct Spec {
-  std::string op;
-  int min_inputs = 1;
-  int max_inputs = 1;
-  std::vector<ArgSpec> args;
-  Result result = Result::kPromoted;
-  // Name of a scalar argument standing in for the last tensor operand when
-  // the node has fewer inputs ("other" for add(t, 1.0)); empty if none.
-  std::string scalar_operand;
-  Body body;
-  // The operand dtypes Kiln computes (docs/OPS.md), and those eager itself
-  // refuses (-bool, bool - bool): refused ones are InvalidArgument, others
-  // outside `dtypes` Unimplemented.
-  std::vector<DType> dtypes = kAllTypes;
-  std::vector<DType> refused = {};
-  // Scalar arguments that take part in type promotion (clamp's bounds).
-  std::vector<std::string> promoting_scalars = {};
-};
-
-const std::vector<DType> kIntegral = {DType::kInt64, DType::kBool};
 
 bool Contains(const std::vector<DType>& dtypes, DType dtype) {
   return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
@@ -118,6 +78,8 @@ absl::Status CheckOperandTypes(const Spec& spec, const ir::Node& node, const Inp
 std::string RoundingFunction(DType dtype) {
   return dtype == DType::kBFloat16 ? "round_to_bfloat16" : "round_to_float16";
 }
+
+}  // namespace
 
 void AddPointwise(OpTable& table, Spec spec) {
   OpDef def;
@@ -185,10 +147,11 @@ void AddPointwise(OpTable& table, Spec spec) {
   table.Add(std::move(def));
 }
 
-// A scalar argument as a constant of the computation (rounded like eager).
 int ScalarConstant(ExprBuilder& b, const ir::Node& node, const std::string& name, Types types) {
   return b.Constant(RoundScalar(ScalarArgAsDouble(node, name), types.operand), types.compute);
 }
+
+namespace {
 
 // A body that applies one function of the emitter's table to the operands.
 Body Apply(const std::string& function) {

@@ -18,6 +18,7 @@ const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64, DType:
                                         DType::kBFloat16};
 const std::vector<DType> kNoBool = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
                                     DType::kBFloat16, DType::kInt64};
+const std::vector<DType> kIntegral = {DType::kInt64, DType::kBool};
 
 namespace {
 

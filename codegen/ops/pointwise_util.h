@@ -15,6 +15,7 @@ namespace kiln::ops {
 extern const std::vector<ir::DType> kAllTypes;    // every dtype Kiln stores
 extern const std::vector<ir::DType> kFloatTypes;  // the floating ones
 extern const std::vector<ir::DType> kNoBool;      // every dtype but bool
+extern const std::vector<ir::DType> kIntegral;    // int64 and bool
 
 using ir::ComputeType;
 

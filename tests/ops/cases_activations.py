@@ -1,0 +1,193 @@
+"""Clamp-style activations (hardtanh and ReLU6, hardswish, hardsigmoid,
+leaky_relu, elu and selu) and the backward ops autograd emits for them, over
+every claimed dtype: random values in each layout, each op's boundaries with
+the edge values of the dtype, a few argument values, and make_fx training
+graphs (forward and gradient, in-place forward included).
+
+Where eager's vectorized and scalar loops disagree (a NaN self of
+hardtanh_backward, hardswish_backward and elu_backward; hardswish_backward
+at exactly 3), Kiln follows the vectorized loop, eager's for contiguous
+tensors: edge values are traced contiguous, and a transposed case takes its
+reference from contiguous copies."""
+import torch
+import torch.nn.functional as F
+
+from cases_common import (CLOSE, EXACT, NAMES, Case, binary, claimed, edges, generator, random,
+                          refused, unary, with_edges)
+from cases_pointwise import SHAPE, binary_layouts, layouts
+
+A = torch.ops.aten
+
+
+def wide(shape, dtype, g):
+    """Random values over [-8, 8] and past it: every piece of the clamps."""
+    return random(shape, dtype, g, scale=4.0)
+
+
+def boundaries(dtype):
+    """The edge values of `dtype`, then where the activations change piece
+    (and just beside, where 16-bit dtypes can tell)."""
+    if dtype == torch.int64:
+        return edges(dtype) + [-6, -3, 3, 6, -2, 5]
+    return edges(dtype) + [-6.0, -3.0, 6.0, -1.0, 2.999, -2.999, 3.001, -3.001, 5.99, 6.01, 0.1,
+                           0.3, -0.1, 1e-3, -1e-3, -20.0, -100.0]
+
+
+# op -> check, [(variant, fn)]: the forward ops with the argument values
+# that matter (the first is what the layout cases use).
+FORWARD = {
+    "aten.hardtanh.default": (EXACT, [
+        ("default", unary(F.hardtanh)), ("relu6", unary(F.relu6)),
+        ("min-0.1_max0.3", unary(F.hardtanh, -0.1, 0.3))]),
+    "aten.hardswish.default": (EXACT, [("default", unary(F.hardswish))]),
+    "aten.hardsigmoid.default": (EXACT, [("default", unary(F.hardsigmoid))]),
+    "aten.leaky_relu.default": (EXACT, [
+        ("default", unary(F.leaky_relu)), ("slope0.2", unary(F.leaky_relu, 0.2)),
+        ("slope-0.5", unary(F.leaky_relu, -0.5)), ("slope1", unary(F.leaky_relu, 1.0))]),
+    # exp(x) - 1: eager's SLEEF exp and Kiln's differ in the last bit, which
+    # the subtraction amplifies near 0: assert_close's tolerances.
+    "aten.elu.default": (CLOSE, [
+        ("default", unary(F.elu)), ("alpha0.5", unary(F.elu, 0.5)), ("selu", unary(F.selu)),
+        ("input_scale", unary(A.elu, 0.5, 2.0, 0.7))]),
+}
+
+# op -> check, fn(grad, self) for random and edge values, and whether eager's
+# scalar loop (a transposed operand) disagrees with its vectorized one.
+BACKWARD = {
+    "aten.hardtanh_backward.default": (EXACT, binary(A.hardtanh_backward, -1.0, 1.0), True),
+    "aten.hardswish_backward.default": (EXACT, binary(A.hardswish_backward), True),
+    "aten.hardsigmoid_backward.default": (EXACT, binary(A.hardsigmoid_backward), False),
+    "aten.leaky_relu_backward.default": (
+        EXACT, binary(A.leaky_relu_backward, 0.01, False), False),
+    "aten.elu_backward.default": (
+        CLOSE, lambda g, x: A.elu_backward(g, 1.0, 1, 1, False, x), True),
+}
+
+# backward op -> [(variant, fn(grad, self))]: other arguments, over the
+# boundaries.
+ARGUMENTS = {
+    "aten.hardtanh_backward.default": [("relu6", binary(A.hardtanh_backward, 0, 6)),
+                                       ("min-0.1_max0.3", binary(A.hardtanh_backward, -0.1, 0.3))],
+    "aten.leaky_relu_backward.default": [
+        ("slope-0.5", binary(A.leaky_relu_backward, -0.5, False)),
+        ("self_is_result", binary(A.leaky_relu_backward, 0.2, True))],
+    "aten.elu_backward.default": [
+        ("is_result", lambda g, y: A.elu_backward(g, 1.0, 1, 1, True, y)),
+        ("coefficients", lambda g, x: A.elu_backward(g, 0.5, 2.0, 0.7, False, x)),
+        ("coefficients_is_result", lambda g, y: A.elu_backward(g, 0.5, 2.0, 0.7, True, y))],
+}
+
+# backward op -> [(variant, forward)]: make_fx training graphs whose
+# gradient is the backward op, with the arguments autograd gives it.
+TRAINING = {
+    "aten.hardtanh_backward.default": [
+        ("hardtanh", unary(F.hardtanh)), ("relu6", unary(F.relu6)),
+        ("min-0.1_max0.3", unary(F.hardtanh, -0.1, 0.3))],
+    "aten.hardswish_backward.default": [("hardswish", unary(F.hardswish))],
+    "aten.hardsigmoid_backward.default": [("hardsigmoid", unary(F.hardsigmoid))],
+    "aten.leaky_relu_backward.default": [
+        ("leaky_relu", unary(F.leaky_relu)), ("slope-0.5", unary(F.leaky_relu, -0.5)),
+        # leaky_relu_ on an intermediate: self_is_result=True.
+        ("inplace", lambda x: F.leaky_relu(x * 2, inplace=True))],
+    "aten.elu_backward.default": [
+        ("elu", unary(F.elu)), ("alpha0.5", unary(F.elu, 0.5)), ("selu", unary(F.selu)),
+        # celu's gradient is elu_backward with input_scale = 1 / alpha (its
+        # forward, aten.celu, is not in the table: the graph is the gradient).
+        ("celu", unary(F.celu, 2.0)),
+        ("inplace", lambda x: F.elu(x * 2, inplace=True))],  # is_result=True
+}
+# Cases whose gradient uses the 16-bit forward result where it cancels
+# (elu_'s result + alpha near -alpha): Kiln, like eager's bfloat16 kernels,
+# rounds that result when it stores it; a float16 case's reference (float32
+# math, eager has no float16 kernels) does not.
+NOT_FLOAT16 = {("aten.elu_backward.default", "inplace")}
+
+
+def training(forward, with_forward=True):
+    """A training step's graph: forward(x) and d(forward)/dx for `grad`."""
+    def fn(grad, x):
+        x = x.detach().requires_grad_(True)
+        y = forward(x)
+        gradient = torch.autograd.grad(y, x, grad)[0]
+        return (y, gradient) if with_forward else gradient
+    return fn
+
+
+def contiguous_reference(case, fn):
+    """A transposed case's reference from a contiguous copy: eager's
+    vectorized loop."""
+    case.reference_fn = lambda a, b: fn(a.t().contiguous(), b)
+    return case
+
+
+def forward_cases(claims):
+    for op, (check, variants) in FORWARD.items():
+        for dtype in claimed(claims, op):
+            g = generator(op, NAMES[dtype])
+            yield from layouts(op, dtype, variants[0][1], wide, check)
+            for variant, fn in variants:
+                yield Case(op, dtype, f"{variant}_edges", fn,
+                           [with_edges(SHAPE, dtype, g, boundaries(dtype))], check)
+    op = "aten.hardtanh.default"
+    for dtype in claimed(claims, op, [torch.int64]):
+        g = generator(op, NAMES[dtype], "bounds")
+        # Float bounds of an integer tensor are truncated (eager: clamp).
+        yield Case(op, dtype, "bounds_-1.5_2.5", unary(F.hardtanh, -1.5, 2.5),
+                   [with_edges(SHAPE, dtype, g, boundaries(dtype))], EXACT)
+    yield refused(op, torch.bool, lambda x: x, [random(SHAPE, torch.bool, generator(op))])
+    for op in FORWARD:
+        if op != "aten.hardtanh.default":
+            yield refused(op, torch.int64, lambda x: x.float(),
+                          [random(SHAPE, torch.int64, generator(op))])
+
+
+def backward_cases(claims):
+    for op, (check, fn, path_dependent) in BACKWARD.items():
+        for dtype in claimed(claims, op):
+            g = generator(op, NAMES[dtype])
+            for case in binary_layouts(op, dtype, fn, check, make=wide):
+                if path_dependent and case.variant == "transposed":
+                    case = contiguous_reference(case, fn)
+                yield case
+            yield Case(op, dtype, "boundaries", fn,
+                       [wide(SHAPE, dtype, g), with_edges(SHAPE, dtype, g, boundaries(dtype))],
+                       check)
+            for variant, with_arguments in ARGUMENTS.get(op, []):
+                yield Case(op, dtype, variant, with_arguments,
+                           [wide(SHAPE, dtype, g), with_edges(SHAPE, dtype, g, boundaries(dtype))],
+                           check)
+            for variant, forward in TRAINING[op]:
+                if (op, variant) in NOT_FLOAT16 and dtype == torch.float16:
+                    continue
+                yield Case(op, dtype, f"training_{variant}", training(forward, variant != "celu"),
+                           [wide(SHAPE, dtype, g),
+                            with_edges(SHAPE, dtype, g, boundaries(dtype))],
+                           CLOSE if op == "aten.elu_backward.default" else EXACT)
+        g = generator(op, "refused")
+        yield refused(op, torch.int64, lambda a, b: a.float(),
+                      [random(SHAPE, torch.int64, g), random(SHAPE, torch.int64, g)],
+                      manual_args(op))
+    # Eager refuses the backward of an in-place leaky_relu_ (elu_) with a
+    # negative slope (alpha): the result's sign no longer tells self's.
+    g = generator("inplace negative")
+    grad, x = random(SHAPE, torch.float32, g), random(SHAPE, torch.float32, g)
+    yield refused("aten.leaky_relu_backward.default", torch.float32, lambda a, b: a, [grad, x],
+                  [("negative_slope", -0.5), ("self_is_result", True)],
+                  "cannot be differentiated (neither can eager PyTorch)")
+    yield refused("aten.elu_backward.default", torch.float32, lambda a, b: a, [grad, x],
+                  [("alpha", -0.5), ("scale", 1), ("input_scale", 1), ("is_result", True)],
+                  "cannot be differentiated (neither can eager PyTorch)")
+
+
+def manual_args(op):
+    """A backward op's scalar arguments, for a one-node graph."""
+    return {"aten.hardtanh_backward.default": [("min_val", -1.0), ("max_val", 1.0)],
+            "aten.leaky_relu_backward.default": [("negative_slope", 0.01),
+                                                 ("self_is_result", False)],
+            "aten.elu_backward.default": [("alpha", 1.0), ("scale", 1), ("input_scale", 1),
+                                          ("is_result", False)]}.get(op, [])
+
+
+def cases(claims):
+    yield from forward_cases(claims)
+    yield from backward_cases(claims)
