@@ -53,16 +53,17 @@ void Add(kiln::v1::ArtifactMetadata metadata, const EntryUsage& usage, ListRespo
   use->set_pinned(usage.pinned);
 }
 
-// A brief entry: what the usage record holds of the metadata.
-kiln::v1::ArtifactMetadata Brief(const EntryUsage& usage) {
+// A brief entry: what the usage record holds of the metadata (for a
+// table, only what it shows).
+kiln::v1::ArtifactMetadata Brief(const EntryUsage& usage, bool table) {
   kiln::v1::ArtifactMetadata metadata;
-  metadata.set_key(usage.key);
-  metadata.set_digest(usage.digest);
+  metadata.set_key(table ? usage.key.substr(0, 16) : usage.key);
+  if (!table) metadata.set_digest(usage.digest);
   metadata.set_object_bytes(usage.object_bytes);
   metadata.set_graph_name(usage.graph_name);
   metadata.set_created_unix_ms(absl::ToUnixMillis(usage.created));
   metadata.mutable_timings()->set_total_ms(usage.compile_ms);
-  metadata.set_source_graph(usage.source_graph);
+  if (!table) metadata.set_source_graph(usage.source_graph);
   return metadata;
 }
 
@@ -150,7 +151,7 @@ absl::StatusOr<ListResponse> UsageOrderPage(ArtifactStore& store, const LastTouc
     if (!Matches(usage.graph_name, request)) continue;
     std::optional<kiln::v1::ArtifactMetadata> metadata;
     if (request.brief()) {
-      metadata = Brief(usage);
+      metadata = Brief(usage, request.table());
     } else {
       // The metadata of an entry evicted since the usage scan is gone: skip.
       ASSIGN_OR_RETURN(metadata, store.Lookup(usage.key));

@@ -144,6 +144,31 @@ TEST_F(ListPageTest, BriefEntriesKeepWhatATableShows) {
   }
 }
 
+// A table's records hold only what the table shows: the key's first 16
+// digits, no digest, no source graph.
+TEST_F(ListPageTest, TableEntriesHoldOnlyWhatTheTableShows) {
+  const std::string key(64, 'a');
+  Put(key, "mlp", 10, 1000);
+  kiln::v1::ListRequest request;
+  request.set_brief(true);
+  auto brief = ListPage(store_, last_touched_, request);
+  ASSERT_TRUE(brief.ok()) << brief.status();
+  ASSERT_EQ(brief->entries_size(), 1);
+  EXPECT_EQ(brief->entries(0).key(), key);
+  EXPECT_FALSE(brief->entries(0).digest().empty());
+  request.set_table(true);
+  auto table = ListPage(store_, last_touched_, request);
+  ASSERT_TRUE(table.ok()) << table.status();
+  ASSERT_EQ(table->entries_size(), 1);
+  const kiln::v1::ArtifactMetadata& entry = table->entries(0);
+  EXPECT_EQ(entry.key(), std::string(16, 'a'));
+  EXPECT_EQ(entry.digest(), "");
+  EXPECT_EQ(entry.source_graph(), "");
+  EXPECT_EQ(entry.graph_name(), "mlp");
+  EXPECT_EQ(entry.object_bytes(), 10);
+  EXPECT_EQ(entry.created_unix_ms(), 1000);
+}
+
 TEST_F(ListPageTest, RefusesBadRequestsNamingTheField) {
   ListRequest request;
   request.set_page_size(-1);

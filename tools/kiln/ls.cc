@@ -104,6 +104,7 @@ absl::Status ListEntries(Client& client, const LsOptions& options, std::ostream&
   // What a listing shows, from kilnd's usage records: a tenth of the
   // bytes of full records (`kiln show KEY` prints one).
   request.set_brief(true);
+  request.set_table(!options.json);
   // kilnd's orders when it can sort; else every entry, sorted here.
   const bool by_kilnd = sort == "last_use" || sort == "size" || (sort == "key" && !options.reverse);
   if (by_kilnd && sort != "key") {
