@@ -17,11 +17,13 @@ packages=(
   curl                                  # tests/metrics_test scrapes /metrics with it
   libhiredis-dev                        # the fleet tier's Redis client (cache/remote)
   redis-server redis-tools              # its tests start real Redis servers and a cluster
+  libdnnl-dev                           # convolutions (oneDNN 2.6), loaded by the runtime only when an artifact needs them
 )
 if [[ "${1:-}" == "--with-torch" ]]; then
   packages+=(python3-torch)             # eager baselines (benchmarks, tracer)
   packages+=(libtorch-dev pybind11-dev) # the Python package's extension (client/python)
   packages+=(python3-pytest)            # its tests
+  packages+=(python3-torchvision)       # convolution nets (resnet18) for the tracer's tests and the kernels bench
 fi
 
 missing=()
