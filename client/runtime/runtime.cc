@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "client/runtime/convolution.h"
+
 namespace kiln {
 namespace {
 
@@ -281,6 +283,11 @@ void* ThreadScratch(void*, long long bytes) {
   return block;
 }
 
+int ConvF32(void* context, const kiln_conv* conv, const float* src, const float* weights,
+            const float* bias, float* dst) {
+  return ConvolveF32(*static_cast<ThreadPool*>(context), *conv, src, weights, bias, dst);
+}
+
 int DefaultThreads() {
   if (const char* env = getenv("KILN_NUM_THREADS")) {
     const int threads = atoi(env);
@@ -324,6 +331,7 @@ Runtime::Runtime(int threads) : pool_(threads > 0 ? threads : DefaultThreads()) 
   table_.pow_f32 = powf;
   table_.pow_f64 = pow;
   table_.thread_scratch = ThreadScratch;
+  table_.conv_f32 = ConvF32;
 }
 
 Runtime& Runtime::Default() {

@@ -15,12 +15,13 @@
  * guards state; outputs are contiguous, caller-allocated, and never overlap
  * an input; scratch is kiln_scratch_bytes(symbols) bytes (info->scratch_bytes
  * when the graph has no symbols; -1 there when it depends on them),
- * 64-byte aligned.
+ * 64-byte aligned. kiln_run returns 2 when a runtime service failed (the
+ * runtime has told stderr why: no oneDNN for a convolution).
  */
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
-#define KILN_ABI_VERSION 3
+#define KILN_ABI_VERSION 4
 
 typedef long long kiln_int64;
 typedef unsigned int kiln_uint32;
@@ -43,13 +44,26 @@ typedef struct kiln_artifact_info {
  * all chunks are done. */
 typedef void (*kiln_parallel_body)(void* closure, kiln_int64 begin, kiln_int64 end);
 
+/* A convolution as torch's (dilation 1 is dense) over `spatial` (1 to 3)
+ * dims. Every tensor is plain and strided, strides in elements: src is
+ * [batch, in_channels, in_size...], weights [out_channels, in_channels /
+ * groups, kernel...], dst [batch, out_channels, out_size...]; bias is
+ * [out_channels] with stride 1, or null. Padding is the same on both sides. */
+typedef struct kiln_conv {
+  kiln_int64 spatial;
+  kiln_int64 batch, in_channels, out_channels, groups;
+  kiln_int64 in_size[3], out_size[3], kernel[3];
+  kiln_int64 stride[3], padding[3], dilation[3];
+  kiln_int64 src_strides[5], weight_strides[5], dst_strides[5];
+} kiln_conv;
+
 /* Services an artifact may call. The runtime owns every thread. */
 typedef struct kiln_runtime {
   kiln_uint32 abi_version;
   kiln_uint32 reserved;
   void* context;
-  void (*parallel_for)(void* context, kiln_int64 n, kiln_int64 grain,
-                       kiln_parallel_body body, void* closure);
+  void (*parallel_for)(void* context, kiln_int64 n, kiln_int64 grain, kiln_parallel_body body,
+                       void* closure);
   /* C = alpha * A.B + beta * C, where element (i, j) of A is
    * a[i * a_row + j * a_col] (likewise B), and C is row-major with row
    * stride c_row. Any strides; the runtime picks the BLAS layout. */
@@ -68,13 +82,13 @@ typedef struct kiln_runtime {
    * across its threads. */
   void (*bmm_f32)(void* context, kiln_int64 batch, kiln_int64 m, kiln_int64 n, kiln_int64 k,
                   const float* a, kiln_int64 a_batch, kiln_int64 a_row, kiln_int64 a_col,
-                  const float* b, kiln_int64 b_batch, kiln_int64 b_row, kiln_int64 b_col,
-                  float* c, kiln_int64 c_batch, kiln_int64 c_row);
+                  const float* b, kiln_int64 b_batch, kiln_int64 b_row, kiln_int64 b_col, float* c,
+                  kiln_int64 c_batch, kiln_int64 c_row);
   void (*bmm_f64)(void* context, kiln_int64 batch, kiln_int64 m, kiln_int64 n, kiln_int64 k,
                   const double* a, kiln_int64 a_batch, kiln_int64 a_row, kiln_int64 a_col,
                   const double* b, kiln_int64 b_batch, kiln_int64 b_row, kiln_int64 b_col,
                   double* c, kiln_int64 c_batch, kiln_int64 c_row);
-  float (*math_f32[8])(float);   /* indexed by KILN_MATH_* */
+  float (*math_f32[8])(float); /* indexed by KILN_MATH_* */
   double (*math_f64[8])(double);
   float (*pow_f32)(float, float);
   double (*pow_f64)(double, double);
@@ -82,6 +96,11 @@ typedef struct kiln_runtime {
    * and valid until that thread calls again: where a kernel group keeps
    * its row buffers when their length is symbolic (one call per chunk). */
   void* (*thread_scratch)(void* context, kiln_int64 bytes);
+  /* dst = conv(src, weights) + bias, float32 (client/runtime/convolution.h:
+   * oneDNN, loaded on first use). Returns 0, or nonzero when the runtime
+   * cannot convolve. */
+  kiln_int32 (*conv_f32)(void* context, const kiln_conv* conv, const float* src,
+                         const float* weights, const float* bias, float* dst);
 } kiln_runtime;
 
 /* Transcendentals: one named source for every artifact (the client

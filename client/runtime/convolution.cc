@@ -1,0 +1,407 @@
+#include "client/runtime/convolution.h"
+
+#include <dlfcn.h>
+#include <dnnl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "client/runtime/runtime.h"
+
+namespace kiln {
+namespace {
+
+// The oneDNN C API functions Kiln calls.
+#define KILN_DNNL_FUNCTIONS(X)                  \
+  X(dnnl_engine_create)                         \
+  X(dnnl_stream_create)                         \
+  X(dnnl_stream_wait)                           \
+  X(dnnl_memory_desc_init_by_strides)           \
+  X(dnnl_memory_desc_init_by_tag)               \
+  X(dnnl_memory_desc_equal)                     \
+  X(dnnl_memory_desc_get_size)                  \
+  X(dnnl_dilated_convolution_forward_desc_init) \
+  X(dnnl_primitive_attr_create)                 \
+  X(dnnl_primitive_attr_destroy)                \
+  X(dnnl_primitive_attr_set_scratchpad_mode)    \
+  X(dnnl_primitive_desc_create)                 \
+  X(dnnl_reorder_primitive_desc_create)         \
+  X(dnnl_primitive_desc_query_md)               \
+  X(dnnl_primitive_desc_destroy)                \
+  X(dnnl_primitive_create)                      \
+  X(dnnl_primitive_execute)                     \
+  X(dnnl_memory_create)                         \
+  X(dnnl_memory_destroy)
+
+struct Dnnl {
+#define KILN_DNNL_MEMBER(name) decltype(&::name) name = nullptr;
+  KILN_DNNL_FUNCTIONS(KILN_DNNL_MEMBER)
+#undef KILN_DNNL_MEMBER
+  // OpenMP's, from the libgomp oneDNN brought in.
+  int (*omp_get_max_threads)() = nullptr;
+  void (*omp_set_num_threads)(int) = nullptr;
+  dnnl_engine_t engine = nullptr;
+  std::string error;  // why oneDNN is not there; empty when it is
+};
+
+// oneDNN, loaded on first use, never unloaded.
+const Dnnl& LoadDnnl() {
+  static const Dnnl* const dnnl = [] {
+    auto* api = new Dnnl;
+    void* library = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) {
+      api->error = absl::StrCat("cannot load oneDNN (Debian's libdnnl2): ", dlerror());
+      return api;
+    }
+    auto resolve = [&](void* from, auto& function, const char* name) {
+      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(from, name));
+      if (function == nullptr && api->error.empty()) {
+        api->error = absl::StrCat("libdnnl.so.2 has no ", name, ": not oneDNN 2.x");
+      }
+    };
+#define KILN_DNNL_RESOLVE(name) resolve(library, api->name, #name);
+    KILN_DNNL_FUNCTIONS(KILN_DNNL_RESOLVE)
+#undef KILN_DNNL_RESOLVE
+    void* openmp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (openmp == nullptr) {
+      api->error = "oneDNN is loaded but its OpenMP runtime (libgomp.so.1) is not";
+      return api;
+    }
+    resolve(openmp, api->omp_get_max_threads, "omp_get_max_threads");
+    resolve(openmp, api->omp_set_num_threads, "omp_set_num_threads");
+    if (api->error.empty() && api->dnnl_engine_create(&api->engine, dnnl_cpu, 0) != dnnl_success) {
+      api->error = "oneDNN has no CPU engine";
+    }
+    return api;
+  }();
+  return *dnnl;
+}
+
+// Tells stderr why a convolution failed, once per reason.
+void Report(const std::string& reason) {
+  static absl::Mutex mutex(absl::kConstInit);
+  static auto* const told = new absl::flat_hash_set<std::string>;
+  absl::MutexLock lock(&mutex);
+  if (told->insert(reason).second) fprintf(stderr, "kiln runtime: %s\n", reason.c_str());
+}
+
+// One shape's primitives: the convolution in oneDNN's chosen layouts, and
+// the reorders from and to the artifact's strided tensors (null where the
+// layouts agree). Made once, then shared by every thread.
+struct Plan {
+  dnnl_primitive_t convolution = nullptr;
+  dnnl_primitive_t src_reorder = nullptr, weights_reorder = nullptr, dst_reorder = nullptr;
+  dnnl_memory_desc_t src, weights, dst, bias;  // the artifact's
+  dnnl_memory_desc_t inner_src, inner_weights, inner_dst;
+  // Per-call buffers: the reordered tensors and one scratchpad for all.
+  size_t src_bytes = 0, weights_bytes = 0, dst_bytes = 0, scratch_bytes = 0;
+};
+
+std::string PlanKey(const kiln_conv& conv, bool bias) {
+  std::string key(reinterpret_cast<const char*>(&conv), sizeof(conv));
+  key.push_back(bias ? 1 : 0);
+  return key;
+}
+
+// The descriptors for `conv`: plain strided tensors, weights grouped
+// ([groups, out / groups, in / groups, kernel...]) when groups > 1.
+void DescribeTensors(const Dnnl& dnnl, const kiln_conv& conv, Plan& plan) {
+  const int spatial = static_cast<int>(conv.spatial);
+  const int rank = 2 + spatial;
+  dnnl_dims_t src = {conv.batch, conv.in_channels}, dst = {conv.batch, conv.out_channels};
+  dnnl_dims_t src_strides, dst_strides;
+  for (int d = 0; d < spatial; ++d) {
+    src[2 + d] = conv.in_size[d];
+    dst[2 + d] = conv.out_size[d];
+  }
+  for (int d = 0; d < rank; ++d) {
+    src_strides[d] = conv.src_strides[d];
+    dst_strides[d] = conv.dst_strides[d];
+  }
+  dnnl.dnnl_memory_desc_init_by_strides(&plan.src, rank, src, dnnl_f32, src_strides);
+  dnnl.dnnl_memory_desc_init_by_strides(&plan.dst, rank, dst, dnnl_f32, dst_strides);
+  dnnl_dims_t weights, weight_strides;
+  int weight_rank = 0;
+  if (conv.groups > 1) {
+    weights[0] = conv.groups;
+    weight_strides[0] = conv.weight_strides[0] * (conv.out_channels / conv.groups);
+    weight_rank = 1;
+  }
+  weights[weight_rank] = conv.out_channels / conv.groups;
+  weights[weight_rank + 1] = conv.in_channels / conv.groups;
+  for (int d = 0; d < spatial; ++d) weights[weight_rank + 2 + d] = conv.kernel[d];
+  for (int d = 0; d < rank; ++d) weight_strides[weight_rank + d] = conv.weight_strides[d];
+  dnnl.dnnl_memory_desc_init_by_strides(&plan.weights, weight_rank + rank, weights, dnnl_f32,
+                                        weight_strides);
+  dnnl_dims_t bias = {conv.out_channels}, bias_strides = {1};
+  dnnl.dnnl_memory_desc_init_by_strides(&plan.bias, 1, bias, dnnl_f32, bias_strides);
+}
+
+// The reorder from `from` to `to`, or null when they are the same layout.
+dnnl_status_t MakeReorder(const Dnnl& dnnl, const dnnl_memory_desc_t& from,
+                          const dnnl_memory_desc_t& to, dnnl_primitive_attr_t attr,
+                          dnnl_primitive_t* reorder, size_t* scratch) {
+  *reorder = nullptr;
+  if (dnnl.dnnl_memory_desc_equal(&from, &to)) return dnnl_success;
+  dnnl_primitive_desc_t descriptor;
+  dnnl_status_t status = dnnl.dnnl_reorder_primitive_desc_create(&descriptor, &from, dnnl.engine,
+                                                                 &to, dnnl.engine, attr);
+  if (status != dnnl_success) return status;
+  *scratch = std::max(*scratch, dnnl.dnnl_memory_desc_get_size(dnnl.dnnl_primitive_desc_query_md(
+                                    descriptor, dnnl_query_scratchpad_md, 0)));
+  status = dnnl.dnnl_primitive_create(reorder, descriptor);
+  dnnl.dnnl_primitive_desc_destroy(descriptor);
+  return status;
+}
+
+absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Dnnl& dnnl, const kiln_conv& conv, bool bias) {
+  auto plan = std::make_unique<Plan>();
+  DescribeTensors(dnnl, conv, *plan);
+  const int spatial = static_cast<int>(conv.spatial);
+  dnnl_memory_desc_t any_src, any_weights, any_dst;
+  dnnl.dnnl_memory_desc_init_by_tag(&any_src, plan->src.ndims, plan->src.dims, dnnl_f32,
+                                    dnnl_format_tag_any);
+  dnnl.dnnl_memory_desc_init_by_tag(&any_weights, plan->weights.ndims, plan->weights.dims, dnnl_f32,
+                                    dnnl_format_tag_any);
+  dnnl.dnnl_memory_desc_init_by_tag(&any_dst, plan->dst.ndims, plan->dst.dims, dnnl_f32,
+                                    dnnl_format_tag_any);
+  dnnl_dims_t strides, dilation, padding;
+  for (int d = 0; d < spatial; ++d) {
+    strides[d] = conv.stride[d];
+    dilation[d] = conv.dilation[d] - 1;  // oneDNN counts the gaps
+    padding[d] = conv.padding[d];
+  }
+  dnnl_convolution_desc_t operation;
+  dnnl_status_t status = dnnl.dnnl_dilated_convolution_forward_desc_init(
+      &operation, dnnl_forward_inference, dnnl_convolution_direct, &any_src, &any_weights,
+      bias ? &plan->bias : nullptr, &any_dst, strides, dilation, padding, padding);
+  dnnl_primitive_attr_t attr;
+  dnnl.dnnl_primitive_attr_create(&attr);
+  dnnl.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  dnnl_primitive_desc_t descriptor = nullptr;
+  if (status == dnnl_success) {
+    status = dnnl.dnnl_primitive_desc_create(&descriptor, &operation, attr, dnnl.engine, nullptr);
+  }
+  if (status == dnnl_success) {
+    auto query = [&](dnnl_query_t what) {
+      return *dnnl.dnnl_primitive_desc_query_md(descriptor, what, 0);
+    };
+    plan->inner_src = query(dnnl_query_src_md);
+    plan->inner_weights = query(dnnl_query_weights_md);
+    plan->inner_dst = query(dnnl_query_dst_md);
+    plan->scratch_bytes = dnnl.dnnl_memory_desc_get_size(
+        dnnl.dnnl_primitive_desc_query_md(descriptor, dnnl_query_scratchpad_md, 0));
+    status = dnnl.dnnl_primitive_create(&plan->convolution, descriptor);
+    dnnl.dnnl_primitive_desc_destroy(descriptor);
+  }
+  if (status == dnnl_success) {
+    status = MakeReorder(dnnl, plan->src, plan->inner_src, attr, &plan->src_reorder,
+                         &plan->scratch_bytes);
+  }
+  if (status == dnnl_success) {
+    status = MakeReorder(dnnl, plan->weights, plan->inner_weights, attr, &plan->weights_reorder,
+                         &plan->scratch_bytes);
+  }
+  if (status == dnnl_success) {
+    status = MakeReorder(dnnl, plan->inner_dst, plan->dst, attr, &plan->dst_reorder,
+                         &plan->scratch_bytes);
+  }
+  dnnl.dnnl_primitive_attr_destroy(attr);
+  if (status != dnnl_success) {
+    return absl::InternalError(absl::StrCat("oneDNN refuses a convolution of ", conv.spatial,
+                                            " spatial dims (status ", status, ")"));
+  }
+  if (plan->src_reorder) plan->src_bytes = dnnl.dnnl_memory_desc_get_size(&plan->inner_src);
+  if (plan->weights_reorder) {
+    plan->weights_bytes = dnnl.dnnl_memory_desc_get_size(&plan->inner_weights);
+  }
+  if (plan->dst_reorder) plan->dst_bytes = dnnl.dnnl_memory_desc_get_size(&plan->inner_dst);
+  return plan;
+}
+
+// The plan for `conv`, made on its first call.
+absl::StatusOr<const Plan*> FindPlan(const Dnnl& dnnl, const kiln_conv& conv, bool bias) {
+  static absl::Mutex mutex(absl::kConstInit);
+  static auto* const plans = new absl::flat_hash_map<std::string, std::unique_ptr<Plan>>;
+  const std::string key = PlanKey(conv, bias);
+  {
+    absl::ReaderMutexLock lock(&mutex);
+    auto found = plans->find(key);
+    if (found != plans->end()) return found->second.get();
+  }
+  auto made = MakePlan(dnnl, conv, bias);
+  if (!made.ok()) return made.status();
+  absl::MutexLock lock(&mutex);
+  auto [slot, inserted] = plans->try_emplace(key, *std::move(made));
+  return slot->second.get();  // a racing thread's plan is dropped (leaked: never destroyed)
+}
+
+constexpr size_t Aligned(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
+
+// Runs one part on the calling thread, at one OpenMP thread.
+int RunPart(const Dnnl& dnnl, const kiln_conv& conv, const float* src, const float* weights,
+            const float* bias, float* dst) {
+  absl::StatusOr<const Plan*> found = FindPlan(dnnl, conv, bias != nullptr);
+  if (!found.ok()) {
+    Report(std::string(found.status().message()));
+    return 1;
+  }
+  const Plan& plan = **found;
+  thread_local GrowingBuffer buffers;
+  char* base =
+      static_cast<char*>(buffers.Get(Aligned(plan.src_bytes) + Aligned(plan.weights_bytes) +
+                                     Aligned(plan.dst_bytes) + plan.scratch_bytes));
+  if (base == nullptr &&
+      plan.src_bytes + plan.weights_bytes + plan.dst_bytes + plan.scratch_bytes) {
+    Report("out of memory for a convolution's buffers");
+    return 1;
+  }
+  thread_local dnnl_stream_t stream = nullptr;
+  if (stream == nullptr &&
+      dnnl.dnnl_stream_create(&stream, dnnl.engine, dnnl_stream_default_flags) != dnnl_success) {
+    Report("oneDNN cannot make a stream");
+    return 1;
+  }
+  std::vector<dnnl_memory_t> memories;
+  auto memory = [&](const dnnl_memory_desc_t& desc, const void* data) {
+    dnnl_memory_t made = nullptr;
+    dnnl.dnnl_memory_create(&made, &desc, dnnl.engine, const_cast<void*>(data));
+    memories.push_back(made);
+    return made;
+  };
+  char* next = base;
+  auto take = [&](size_t bytes) {
+    char* taken = next;
+    next += Aligned(bytes);
+    return taken;
+  };
+  dnnl_memory_t user_src = memory(plan.src, src), user_weights = memory(plan.weights, weights);
+  dnnl_memory_t user_dst = memory(plan.dst, dst);
+  dnnl_memory_t inner_src =
+      plan.src_reorder ? memory(plan.inner_src, take(plan.src_bytes)) : user_src;
+  dnnl_memory_t inner_weights =
+      plan.weights_reorder ? memory(plan.inner_weights, take(plan.weights_bytes)) : user_weights;
+  dnnl_memory_t inner_dst =
+      plan.dst_reorder ? memory(plan.inner_dst, take(plan.dst_bytes)) : user_dst;
+  dnnl_memory_desc_t scratch_desc;
+  const dnnl_dims_t scratch_dims = {
+      static_cast<dnnl_dim_t>(std::max<size_t>(plan.scratch_bytes, 1))};
+  dnnl.dnnl_memory_desc_init_by_tag(&scratch_desc, 1, scratch_dims, dnnl_u8, dnnl_x);
+  dnnl_memory_t scratch =
+      memory(scratch_desc, plan.scratch_bytes ? take(plan.scratch_bytes) : next);
+
+  const int openmp_threads = dnnl.omp_get_max_threads();
+  if (openmp_threads != 1) dnnl.omp_set_num_threads(1);
+  dnnl_status_t status = dnnl_success;
+  auto reorder = [&](dnnl_primitive_t primitive, dnnl_memory_t from, dnnl_memory_t to) {
+    if (primitive == nullptr || status != dnnl_success) return;
+    const dnnl_exec_arg_t args[] = {
+        {DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, scratch}};
+    status = dnnl.dnnl_primitive_execute(primitive, stream, 3, args);
+  };
+  reorder(plan.src_reorder, user_src, inner_src);
+  reorder(plan.weights_reorder, user_weights, inner_weights);
+  if (status == dnnl_success) {
+    std::vector<dnnl_exec_arg_t> args = {{DNNL_ARG_SRC, inner_src},
+                                         {DNNL_ARG_WEIGHTS, inner_weights},
+                                         {DNNL_ARG_DST, inner_dst},
+                                         {DNNL_ARG_SCRATCHPAD, scratch}};
+    if (bias != nullptr) args.push_back({DNNL_ARG_BIAS, memory(plan.bias, bias)});
+    status = dnnl.dnnl_primitive_execute(plan.convolution, stream, static_cast<int>(args.size()),
+                                         args.data());
+  }
+  reorder(plan.dst_reorder, inner_dst, user_dst);
+  if (status == dnnl_success) status = dnnl.dnnl_stream_wait(stream);
+  if (openmp_threads != 1) dnnl.omp_set_num_threads(openmp_threads);
+  for (dnnl_memory_t made : memories) dnnl.dnnl_memory_destroy(made);
+  if (status != dnnl_success) {
+    Report(absl::StrCat("oneDNN failed to run a convolution (status ", status, ")"));
+    return 1;
+  }
+  return 0;
+}
+
+// Below this many multiply-adds a convolution stays on the calling thread.
+constexpr long long kParallelConvWork = 1LL << 21;
+
+}  // namespace
+
+int ConvolveF32(ThreadPool& pool, const kiln_conv& conv, const float* src, const float* weights,
+                const float* bias, float* dst) {
+  const Dnnl& dnnl = LoadDnnl();
+  if (!dnnl.error.empty()) {
+    Report(dnnl.error);
+    return 1;
+  }
+  long long work = conv.batch * conv.out_channels * (conv.in_channels / conv.groups);
+  for (int d = 0; d < conv.spatial; ++d) work *= conv.out_size[d] * conv.kernel[d];
+  const int threads = pool.threads();
+  if (threads == 1 || work < kParallelConvWork) {
+    return RunPart(dnnl, conv, src, weights, bias, dst);
+  }
+  // Parts: slices of the batch; else of the output channels (in blocks of
+  // 16, oneDNN's), when there is one group; else of the groups.
+  enum { kBatch, kChannels, kGroups } axis;
+  long long extent, block = 1;
+  if (conv.batch >= threads) {
+    axis = kBatch;
+    extent = conv.batch;
+  } else if (conv.groups == 1 && conv.out_channels >= 16 * threads) {
+    axis = kChannels;
+    extent = conv.out_channels;
+    block = 16;
+  } else if (conv.groups >= threads) {
+    axis = kGroups;
+    extent = conv.groups;
+  } else {
+    return RunPart(dnnl, conv, src, weights, bias, dst);
+  }
+  const long long blocks = (extent + block - 1) / block;
+  std::vector<int> results(threads, 0);
+  pool.ParallelFor(threads, 1, [&](int64_t first, int64_t last) {
+    for (int64_t part = first; part < last; ++part) {
+      const long long begin = std::min(extent, blocks * part / threads * block);
+      const long long end = std::min(extent, blocks * (part + 1) / threads * block);
+      if (begin == end) continue;
+      kiln_conv slice = conv;
+      const float *part_src = src, *part_weights = weights, *part_bias = bias;
+      float* part_dst = dst;
+      if (axis == kBatch) {
+        slice.batch = end - begin;
+        part_src += begin * conv.src_strides[0];
+        part_dst += begin * conv.dst_strides[0];
+      } else {
+        // Channels: output channels [begin, end); groups: groups [begin,
+        // end), with their input and output channels.
+        const long long out_per_group = conv.out_channels / conv.groups;
+        const long long out_begin = axis == kChannels ? begin : begin * out_per_group;
+        const long long out_end = axis == kChannels ? end : end * out_per_group;
+        slice.out_channels = out_end - out_begin;
+        part_weights += out_begin * conv.weight_strides[0];
+        part_dst += out_begin * conv.dst_strides[1];
+        if (part_bias != nullptr) part_bias += out_begin;
+        if (axis == kGroups) {
+          const long long in_per_group = conv.in_channels / conv.groups;
+          slice.groups = end - begin;
+          slice.in_channels = slice.groups * in_per_group;
+          part_src += begin * in_per_group * conv.src_strides[1];
+        }
+      }
+      results[part] = RunPart(dnnl, slice, part_src, part_weights, part_bias, part_dst);
+    }
+  });
+  return *std::max_element(results.begin(), results.end());
+}
+
+}  // namespace kiln

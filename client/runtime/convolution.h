@@ -1,0 +1,35 @@
+// Convolutions for artifacts (kiln_runtime.conv_f32), through oneDNN 2.6
+// (Debian's libdnnl2), the library eager PyTorch convolves with on CPUs.
+//
+// oneDNN is 40 MB: it is loaded with dlopen on the first convolution, so a
+// process whose artifacts never convolve never maps it. It is called
+// through its C API, resolved with dlsym.
+//
+// Each convolution keeps oneDNN's fastest layout for its shape (blocked
+// channels), with reorders from and to the artifact's plain strided
+// tensors: what eager does too. Primitives (where oneDNN generates its
+// code) are made once per shape and kept for the process's life, so only a
+// shape's first call pays for them, and Warmup's run makes that call.
+//
+// Threads: the runtime owns them. oneDNN runs on OpenMP (Debian's build),
+// which would start a second, spinning team next to the pool; instead each
+// pool thread runs oneDNN at one OpenMP thread on its part of the work:
+// a slice of the batch, or of the output channels when the batch is
+// smaller than the pool (docs/ARCHITECTURE.md, "Convolutions").
+#ifndef KILN_CLIENT_RUNTIME_CONVOLUTION_H_
+#define KILN_CLIENT_RUNTIME_CONVOLUTION_H_
+
+#include "client/runtime/thread_pool.h"
+#include "codegen/abi/kiln_abi.h"
+
+namespace kiln {
+
+// dst = conv(src, weights) + bias on `pool`'s threads. Returns 0; 1 when
+// oneDNN cannot be loaded or refuses the shape (the reason on stderr, once
+// per reason).
+int ConvolveF32(ThreadPool& pool, const kiln_conv& conv, const float* src, const float* weights,
+                const float* bias, float* dst);
+
+}  // namespace kiln
+
+#endif  // KILN_CLIENT_RUNTIME_CONVOLUTION_H_
