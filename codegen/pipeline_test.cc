@@ -91,15 +91,14 @@ TEST(PipelineTest, ErrorsNameTheNode) {
 
   // Every unsupported op at once, each with its first node and how many more.
   kiln::v1::Graph several = LoadExample("f");
-  several.mutable_nodes(0)->set_op("aten.convolution.default");
-  several.mutable_nodes(1)->set_op("aten.max_pool2d_with_indices.default");
-  several.mutable_nodes(2)->set_op("aten.convolution.default");
+  several.mutable_nodes(0)->set_op("aten._fft_r2c.default");
+  several.mutable_nodes(1)->set_op("aten.linalg_svd.default");
+  several.mutable_nodes(2)->set_op("aten._fft_r2c.default");
   EXPECT_EQ(PrepareGraph(several).status(),
             absl::UnimplementedError(
-                "2 ops are not supported (see docs/OPS.md): 'aten.convolution.default' "
-                "(node 0 'permute' (aten.convolution.default) and 1 more), "
-                "'aten.max_pool2d_with_indices.default' (node 1 'mm' "
-                "(aten.max_pool2d_with_indices.default))"));
+                "2 ops are not supported (see docs/OPS.md): 'aten._fft_r2c.default' "
+                "(node 0 'permute' (aten._fft_r2c.default) and 1 more), "
+                "'aten.linalg_svd.default' (node 1 'mm' (aten.linalg_svd.default))"));
 
   kiln::v1::Graph malformed = LoadExample("f");
   malformed.mutable_nodes(2)->set_op("add");
@@ -434,6 +433,69 @@ TEST(PipelineTest, AStaticTensorExpandedToASymbolicSizeReshapesAsAView) {
 
 // A causal mask over a symbolic S: ones(S, S) and arange(S) (its
 // positions) are typed by the symbol, like any value computed from x.
+kiln::v1::Graph Convolution(bool transposed = false, int64_t weight_in = 4) {
+  return ParseGraph(absl::StrCat(R"({"name": "conv", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32",
+        "sizes": [{"symbol": "N"}, {"constant": "4"}, {"constant": "9"}, {"constant": "9"}]}},
+      {"value": 1, "name": "w", "type": {"dtype": "FLOAT32",
+        "sizes": [{"constant": "8"}, {"constant": ")",
+                                 weight_in, R"("}, {"constant": "3"}, {"constant": "3"}]}},
+      {"value": 2, "name": "scale", "type": {"dtype": "FLOAT32",
+        "sizes": [{"constant": "8"}, {"constant": "1"}, {"constant": "1"}]}}],
+    "nodes": [
+      {"name": "conv", "op": "aten.convolution.default", "inputs": [0, 1], "outputs": [3],
+       "args": [{"name": "bias", "none": true},
+                {"name": "stride", "intList": {"values": ["2", "2"]}},
+                {"name": "padding", "intList": {"values": ["1", "1"]}},
+                {"name": "dilation", "intList": {"values": ["1", "1"]}},
+                {"name": "transposed", "boolValue": )",
+                                 transposed ? "true" : "false", R"(},
+                {"name": "output_padding", "intList": {"values": ["0", "0"]}},
+                {"name": "groups", "intValue": "1"}],
+       "outputTypes": [{"dtype": "FLOAT32",
+         "sizes": [{"symbol": "N"}, {"constant": "8"}, {"constant": "5"}, {"constant": "5"}]}]},
+      {"name": "scaled", "op": "aten.mul.Tensor", "inputs": [3, 2], "outputs": [4],
+       "outputTypes": [{"dtype": "FLOAT32",
+         "sizes": [{"symbol": "N"}, {"constant": "8"}, {"constant": "5"}, {"constant": "5"}]}]},
+      {"name": "relu", "op": "aten.relu.default", "inputs": [4], "outputs": [5],
+       "outputTypes": [{"dtype": "FLOAT32",
+         "sizes": [{"symbol": "N"}, {"constant": "8"}, {"constant": "5"}, {"constant": "5"}]}]}],
+    "outputs": [5]})"));
+}
+
+// A convolution is one call through the runtime table, its batch symbolic;
+// what follows it is one pass over its output.
+TEST(PipelineTest, AConvolutionCallsTheRuntimeAndItsTailIsOnePass) {
+  const GeneratedCode code = Generate(Convolution());
+  const std::string source = Stage(code, "C++");
+  EXPECT_NE(source.find("const kiln_conv conv = {2, symbols[0], 4, 8, 1,\n"
+                        "      {9, 9}, {5, 5}, {3, 3},\n"
+                        "      {2, 2}, {1, 1}, {1, 1},"),
+            std::string::npos)
+      << source;
+  EXPECT_NE(source.find("if (rt->conv_f32(rt->context, &conv, "), std::string::npos) << source;
+  const std::string kernels = Stage(code, "kernels");
+  EXPECT_NE(kernels.find("kernel 0: extern conv -> %3"), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find("kernel 1: pointwise %5 float32[s0, 8, 5, 5], fused with %4"),
+            std::string::npos)
+      << kernels;
+  EXPECT_EQ(kernels.find("kernel 2"), std::string::npos) << kernels;
+}
+
+TEST(PipelineTest, ConvolutionsNameWhatDoesNotFit) {
+  auto error = [](const kiln::v1::Graph& graph) {
+    auto prepared = PrepareGraph(graph);
+    return prepared.ok() ? std::string("ok") : std::string(prepared.status().message());
+  };
+  const std::string misfit = error(Convolution(/*transposed=*/false, /*weight_in=*/3));
+  EXPECT_NE(misfit.find("a weight [8, 3, 3, 3] in 1 groups does not fit an input [s0, 4, 9, 9]"),
+            std::string::npos)
+      << misfit;
+  const std::string transposed = error(Convolution(/*transposed=*/true));
+  EXPECT_NE(transposed.find("transposed convolutions are not supported yet"), std::string::npos)
+      << transposed;
+}
+
 TEST(PipelineTest, FactoriesTakeSymbolicSizes) {
   const std::string json = R"({"name": "causal", "inputs": [
       {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"symbol": "S"}, {"symbol": "S"}]}}],

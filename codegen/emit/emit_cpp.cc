@@ -10,6 +10,7 @@
 #include "codegen/emit/c_text.h"
 #include "codegen/emit/functions.h"
 #include "codegen/emit/reduction.h"
+#include "codegen/ops/op_table.h"
 #include "common/status_macros.h"
 
 extern const char kKilnAbiHeaderText[];
@@ -296,6 +297,59 @@ absl::StatusOr<EmittedFunction> EmitConcat(int index, const Kernel& kernel, cons
   return emitted;
 }
 
+// A convolution through the runtime table, inline in kiln_run: its shape
+// and every operand's strides in a kiln_conv (kiln_abi.h).
+absl::StatusOr<std::string> EmitConvolutionCall(const Kernel& kernel, const EmitInputs& in) {
+  const ir::Graph& graph = in.graph;
+  const ir::TensorType& out = graph.values[kernel.value];
+  // The operands as the convolution sees them (reads[i] is the realized
+  // value under them, through any view).
+  const ir::Definition& definition = in.program.definitions[kernel.value];
+  const ir::TensorType& src = graph.values[definition.operands[0]];
+  const ir::TensorType& weights = graph.values[definition.operands[1]];
+  const ir::Node& node = graph.nodes[graph.producer[kernel.value]];
+  const int64_t spatial = out.rank() - 2;
+  // "pointer + offset" and the operand's strides.
+  std::vector<std::string> pointers;
+  std::vector<std::vector<std::string>> strides;
+  for (const Access& access : kernel.reads) {
+    const Linear offset = Offset(MemoryLayout(graph, in.program, access.value), access.map);
+    pointers.push_back(
+        absl::StrCat(StorageName(in.plan.storage_of[access.value]), " + ", SymC(offset.constant)));
+    strides.emplace_back();
+    for (const ir::SymExpr& stride : offset.coefficients) strides.back().push_back(SymC(stride));
+  }
+  if (kernel.reads.size() == 3 && strides[2][0] != "1") {
+    return absl::InternalError(absl::StrCat("a convolution's bias has stride ", strides[2][0]));
+  }
+  std::vector<std::string> dst_strides;
+  for (const ir::SymExpr& stride : ir::ContiguousStrides(out.sizes)) {
+    dst_strides.push_back(SymC(stride));
+  }
+  auto per_dim = [&](const std::vector<std::string>& values) {
+    return absl::StrCat("{", absl::StrJoin(values, ", "), "}");
+  };
+  auto spatial_sizes = [&](const ir::TensorType& type) {
+    std::vector<std::string> sizes;
+    for (int64_t d = 0; d < spatial; ++d) sizes.push_back(Extent(type.sizes[2 + d]));
+    return per_dim(sizes);
+  };
+  auto argument = [&](const char* name) {
+    std::vector<int64_t> values = ops::IntListArg(node, name);
+    if (values.size() == 1) values.assign(spatial, values[0]);
+    return absl::StrCat("{", absl::StrJoin(values, ", "), "}");
+  };
+  return absl::StrCat(
+      "  {\n    const kiln_conv conv = {", spatial, ", ", Extent(out.sizes[0]), ", ",
+      Extent(src.sizes[1]), ", ", Extent(out.sizes[1]), ", ", ops::IntArg(node, "groups"), ",\n",
+      "      ", spatial_sizes(src), ", ", spatial_sizes(out), ", ", spatial_sizes(weights), ",\n",
+      "      ", argument("stride"), ", ", argument("padding"), ", ", argument("dilation"), ",\n",
+      "      ", per_dim(strides[0]), ", ", per_dim(strides[1]), ", ", per_dim(dst_strides), "};\n",
+      "    if (rt->conv_f32(rt->context, &conv, ", pointers[0], ", ", pointers[1], ", ",
+      kernel.reads.size() == 3 ? pointers[2] : "0", ", ",
+      StorageName(in.plan.storage_of[kernel.value]), ") != 0) return 2;\n  }\n");
+}
+
 // An extern kernel: a GEMM call through the runtime table, inline in kiln_run
 // (bmm: one call for the batch, which the runtime spreads across its pool).
 absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInputs& in) {
@@ -303,6 +357,7 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInput
   const ir::LoopProgram& program = in.program;
   const BufferPlan& plan = in.plan;
   const ir::Definition& definition = program.definitions[kernel.value];
+  if (definition.function == "conv") return EmitConvolutionCall(kernel, in);
   if (definition.function != "mm" && definition.function != "bmm") {
     return absl::InternalError(absl::StrCat("unknown extern '", definition.function, "'"));
   }

@@ -15,6 +15,7 @@ const OpTable& OpTable::Get() {
     RegisterActivationOps(*built);
     RegisterViewOps(*built);
     RegisterGemmOps(*built);
+    RegisterConvolutionOps(*built);
     RegisterReductionOps(*built);
     RegisterCreationOps(*built);
     RegisterCompositeOps(*built);
