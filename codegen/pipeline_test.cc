@@ -433,6 +433,31 @@ TEST(PipelineTest, AStaticTensorExpandedToASymbolicSizeReshapesAsAView) {
 
 // A causal mask over a symbolic S: ones(S, S) and arange(S) (its
 // positions) are typed by the symbol, like any value computed from x.
+// A training graph's weight gradient, t(t(mm)), is written by the GEMM
+// straight into the output: no copy kernel.
+TEST(PipelineTest, AnOutputThatViewsAResultInOrderIsWrittenByItsKernel) {
+  const GeneratedCode code = Generate(ParseGraph(R"({"name": "weight_grad", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"constant": "4"}, {"constant": "3"}]}},
+      {"value": 1, "name": "g", "type": {"dtype": "FLOAT32", "sizes": [{"constant": "4"}, {"constant": "5"}]}}],
+    "nodes": [
+      {"name": "t", "op": "aten.t.default", "inputs": [1], "outputs": [2],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": "5"}, {"constant": "4"}],
+                        "strides": [{"constant": "1"}, {"constant": "5"}]}]},
+      {"name": "mm", "op": "aten.mm.default", "inputs": [2, 0], "outputs": [3],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": "5"}, {"constant": "3"}]}]},
+      {"name": "t_1", "op": "aten.t.default", "inputs": [3], "outputs": [4],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": "3"}, {"constant": "5"}],
+                        "strides": [{"constant": "1"}, {"constant": "3"}]}]},
+      {"name": "t_2", "op": "aten.t.default", "inputs": [4], "outputs": [5],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": "5"}, {"constant": "3"}]}]}],
+    "outputs": [5]})"));
+  const std::string kernels = Stage(code, "kernels");
+  EXPECT_NE(kernels.find("kernel 0: extern mm -> %3"), std::string::npos) << kernels;
+  EXPECT_EQ(kernels.find("copy"), std::string::npos) << kernels;
+  EXPECT_NE(Stage(code, "buffer plan").find("output 0: 60 bytes, holds %3"), std::string::npos)
+      << Stage(code, "buffer plan");
+}
+
 kiln::v1::Graph Convolution(bool transposed = false, int64_t weight_in = 4) {
   return ParseGraph(absl::StrCat(R"({"name": "conv", "inputs": [
       {"value": 0, "name": "x", "type": {"dtype": "FLOAT32",

@@ -140,6 +140,44 @@ absl::StatusOr<std::vector<int>> VarOp(GraphBuilder& b, const ir::Node& node) {
   return std::vector<int>{result};
 }
 
+// mse_loss(x, target, reduction) = (x - target)^2, then its mean
+// (reduction 1, the default), its sum (2) or each element (0).
+absl::StatusOr<std::vector<int>> MseLoss(GraphBuilder& b, const ir::Node& node) {
+  ASSIGN_OR_RETURN(const int difference, b.Add("aten.sub.Tensor", node.inputs));
+  ASSIGN_OR_RETURN(const int squared, b.Add("aten.mul.Tensor", {difference, difference}));
+  switch (IntArg(node, "reduction")) {
+    case 0:
+      return std::vector<int>{squared};
+    case 1: {
+      ASSIGN_OR_RETURN(const int mean, Mean(b, squared, {}, /*keepdim=*/false));
+      return std::vector<int>{mean};
+    }
+    case 2: {
+      ASSIGN_OR_RETURN(const int sum, b.Add("aten.sum.default", {squared}));
+      return std::vector<int>{sum};
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("reduction ", IntArg(node, "reduction"), " is not 0, 1 or 2"));
+}
+
+// mse_loss_backward(grad, x, target, reduction) = grad * 2 (x - target),
+// divided by the element count for a mean.
+absl::StatusOr<std::vector<int>> MseLossBackward(GraphBuilder& b, const ir::Node& node) {
+  const int64_t reduction = IntArg(node, "reduction");
+  if (reduction < 0 || reduction > 2) {
+    return absl::InvalidArgumentError(absl::StrCat("reduction ", reduction, " is not 0, 1 or 2"));
+  }
+  const int x = node.inputs[1];
+  ASSIGN_OR_RETURN(const int difference, b.Add("aten.sub.Tensor", {x, node.inputs[2]}));
+  ASSIGN_OR_RETURN(int scaled, b.Add("aten.mul.Tensor", {difference}, {{"other", 2.0}}));
+  if (reduction == 1) {
+    ASSIGN_OR_RETURN(scaled, ByCount(b, "aten.div.Tensor", scaled, Count(b.type(x), {})));
+  }
+  ASSIGN_OR_RETURN(const int grad, b.Add("aten.mul.Tensor", {scaled, node.inputs[0]}));
+  return std::vector<int>{grad};
+}
+
 // native_layer_norm(x, shape, weight?, bias?, eps) -> (out, mean, rstd) over
 // the last len(shape) dims; weight and bias are the node's 2nd and 3rd
 // inputs when present.
@@ -361,6 +399,11 @@ void RegisterCompositeOps(OpTable& table) {
   AddComposite(table, "aten.native_layer_norm_backward.default", 4, 6,
                {normalized_shape, weight, bias, {"output_mask", ArgKind::kBoolList, std::nullopt}},
                LayerNormBackward, kFloatTypes, integral);
+  const ArgSpec reduction{"reduction", ArgKind::kInt, ir::ArgValue(int64_t{1})};
+  AddComposite(table, "aten.mse_loss.default", 2, 2, {reduction}, MseLoss,
+               {DType::kFloat32, DType::kFloat64}, integral);
+  AddComposite(table, "aten.mse_loss_backward.default", 3, 3, {reduction}, MseLossBackward,
+               {DType::kFloat32, DType::kFloat64}, integral);
   const std::vector<ArgSpec> scale = {{"beta", ArgKind::kScalar, ir::ArgValue(int64_t{1})},
                                       {"alpha", ArgKind::kScalar, ir::ArgValue(int64_t{1})}};
   AddComposite(table, "aten.addmm.default", 3, 3, scale, Addmm, kFloatTypes, {DType::kBool});

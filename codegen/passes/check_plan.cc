@@ -117,13 +117,17 @@ absl::Status CheckPlan(const ir::Graph& graph, const Schedule& schedule, const B
     }
   }
   for (size_t k = 0; k < output_holds.size(); ++k) {
-    // An in-order alias output is held as the value it aliases, which must
-    // fill the output exactly.
+    // An in-order alias or view output is held as the value the schedule
+    // writes there (what it aliases, what it views), which must fill the
+    // output exactly.
     const int output = graph.outputs[k];
-    const bool held_as_alias =
-        output_holds[k] >= 0 && output_holds[k] == plan.alias_root[output] &&
+    const int written = schedule.kernels[schedule.output_kernel[k]].value;
+    const bool held_as_source =
+        output_holds[k] >= 0 && output_holds[k] == written &&
+        (written == plan.alias_root[output] ||
+         graph.values[written].sizes == graph.values[output].sizes) &&
         ir::SameElementCount(graph.values[output_holds[k]], graph.values[output]);
-    if (output_holds[k] != output && !held_as_alias) {
+    if (output_holds[k] != output && !held_as_source) {
       return absl::InternalError(absl::StrCat("output ", k, " ends holding %", output_holds[k],
                                               ", not %", graph.outputs[k]));
     }

@@ -225,7 +225,8 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
   std::vector<bool> written(num_values, false);
   for (int output : graph.outputs) {
     // An output that is its source's memory in order (a reshape of a bmm
-    // result) is written where the source is computed: no copy.
+    // result, a transpose of a transpose) is written where the source is
+    // computed: no copy.
     int target = output;
     const ir::Definition& definition = program.definitions[output];
     const ir::TensorType& type = graph.values[output];
@@ -234,6 +235,11 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
         type.dtype == graph.values[definition.source].dtype &&
         ir::SameElementCount(type, graph.values[definition.source])) {
       if (definition.strides == ir::ContiguousStrides(type.sizes)) target = definition.source;
+    } else if (definition.kind == Kind::kView) {
+      const Access base = ResolveViews(program, output, ir::AffineMap::Identity(type.rank()));
+      if (base.map.IsIdentity() && graph.values[base.value].sizes == type.sizes) {
+        target = base.value;
+      }
     }
     const Kind kind = program.definitions[target].kind;
     if ((kind == Kind::kPointwise || kind == Kind::kExtern || kind == Kind::kReduction ||

@@ -161,6 +161,32 @@ def matmul_composite_cases(claims):
 
 
 
+def mse_loss(reduction):
+    return lambda x, target: F.mse_loss(x, target, reduction=reduction)
+
+
+def mse_loss_backward(reduction):
+    return lambda grad, x, target: A.mse_loss_backward(grad, x, target, reduction)
+
+
+def mse_loss_cases(claims):
+    op = "aten.mse_loss.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        x, target = random((6, 5), dtype, g), random((6, 5), dtype, g)
+        for reduction in ("mean", "sum", "none"):
+            yield Case(op, dtype, reduction, mse_loss(reduction), [x, target])
+        yield Case(op, dtype, "broadcast_target", lambda x, t: F.mse_loss(x, t.expand(6, 5)),
+                   [x, random((1, 5), dtype, g)])
+    op = "aten.mse_loss_backward.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        x, target = random((6, 5), dtype, g), random((6, 5), dtype, g)
+        for reduction, code in (("mean", 1), ("sum", 2), ("none", 0)):
+            grad = random((6, 5) if code == 0 else (), dtype, g)
+            yield Case(op, dtype, reduction, mse_loss_backward(code), [grad, x, target])
+
+
 def cases(claims):
     return bfloat16_from_float32(all_cases(claims))
 
@@ -169,3 +195,4 @@ def all_cases(claims):
     yield from softmax_cases(claims)
     yield from layer_norm_cases(claims)
     yield from matmul_composite_cases(claims)
+    yield from mse_loss_cases(claims)
