@@ -28,7 +28,8 @@ Protocol, one line each way:
   EOF               -> exit
 VARIANT is `alloc` (the workload's function, as users call it) or, for
 tail only, `out` (torch.add(x, 1.0, out=t); t.relu_(): no allocation).
-Calls run under torch.inference_mode(): eager at its best for inference.
+Calls run under torch.inference_mode(), eager at its best for inference;
+training steps (TRAINING) with autograd on, as they need it.
 """
 
 import base64
@@ -40,6 +41,8 @@ import sys
 import time
 
 from eager_util import mapped
+
+TRAINING = {"mlp_train"}  # workloads that call autograd
 
 
 def load_module(name, path):
@@ -92,6 +95,9 @@ def main():
         relative[error == 0] = 0
         return "%.6g,%.6g" % (error.max().item(), relative.max().item())
 
+    def mode(name):
+        return torch.enable_grad() if name in TRAINING else torch.inference_mode()
+
     accuracy = {}  # accuracy_NAME_K -> "max_abs_err,max_rel_err"
     calls = {}  # (name, variant) -> a function of no arguments
     for name in names:
@@ -105,7 +111,7 @@ def main():
         # The function's own inputs come first; lifted weights follow (they
         # are inside the module here).
         inputs = [tensor(t) for t in reference["inputs"][:len(example)]]
-        with torch.inference_mode():
+        with mode(name):
             got = fn(*inputs)
         got = list(got) if isinstance(got, (tuple, list)) else [got]
         with open(os.path.join(traced, name + ".ref64.json")) as f:
@@ -140,7 +146,7 @@ def main():
             continue
         call, n = calls[(words[0], words[1])], max(1, int(words[2]))
         times = [0] * n
-        with torch.inference_mode():
+        with mode(words[0]):
             call()  # untimed: whatever the previous batch left behind settles here
             faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             for i in range(n):

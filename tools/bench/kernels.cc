@@ -71,9 +71,14 @@ ABSL_FLAG(double, batch_ms, 50,
           "each side's call count from its own time.");
 ABSL_FLAG(int, min_calls, 9, "Fewest timed calls in a batch.");
 ABSL_FLAG(std::string, python, "/usr/bin/python3", "Interpreter for the eager PyTorch baseline.");
+ABSL_FLAG(std::string, first_call_child, "",
+          "Internal: run as the fresh process of the first-call figure, for the graph named "
+          "here, against kilnd at --first_call_socket.");
+ABSL_FLAG(std::string, first_call_socket, "", "Internal: see --first_call_child.");
 ABSL_FLAG(std::vector<std::string>, graphs, {},
           "Only these graphs (comma-separated: tail,f_1024,softmax,layer_norm,gelu,mlp,attention,"
-          "transformer_layer); default all. Figures of the others are null.");
+          "transformer_layer,mlp_train,resnet18,resnet18_b8); default all. Figures of the others "
+          "are null.");
 
 namespace kiln {
 namespace {
@@ -97,8 +102,9 @@ constexpr char kTraced[] = "tools/bench/traced/";
 constexpr int kMaxCalls = 5000;
 
 // The graphs, as traced into tools/bench/traced/NAME{,.ref}.json.
-constexpr const char* kGraphs[] = {"tail", "f_1024", "softmax",   "layer_norm",
-                                   "gelu", "mlp",    "attention", "transformer_layer"};
+constexpr const char* kGraphs[] = {"tail",      "f_1024",   "softmax",    "layer_norm",
+                                   "gelu",      "mlp",      "attention",  "transformer_layer",
+                                   "mlp_train", "resnet18", "resnet18_b8"};
 constexpr char kCompiledGraph[] = "transformer_layer";  // the cold-compile figure's graph
 
 struct Measure {
@@ -127,6 +133,10 @@ constexpr Measure kMeasures[] = {
     {"attention", "attention", false, 1.3, "softmax(q k^T / sqrt(32)) v, (2, 4, 128, 32)"},
     {"transformer_layer", "transformer_layer", false, 1.2,
      "TransformerEncoderLayer(64, 4, 128) eval, (16, 2, 64)"},
+    {"mlp_train", "mlp_train", false, 1.2,
+     "the mlp's training step: MSE loss and its four parameter gradients, batch 64"},
+    {"resnet18_b1", "resnet18", false, 1.2, "torchvision resnet18 eval, 1x3x224x224"},
+    {"resnet18_b8", "resnet18_b8", false, 1.1, "torchvision resnet18 eval, 8x3x128x128"},
 };
 
 // The eager processes: ATen dispatch x threads.
@@ -794,6 +804,55 @@ std::string JsonLine(const Samples& samples, const Fields& facts) {
 
 // --------------------------------------------------------------------- run
 
+// The fresh process of `resnet18_first_call_ms`: connects to the bench's
+// kilnd (the artifact is in its cache by then), runs CompiledGraph::Warmup
+// as a serving worker does before traffic, then times its first Run on the
+// reference inputs. Prints `ready warmup_ms=W first_call_ms=F` and waits
+// for EOF.
+absl::Status RunFirstCallChild(const std::string& name) {
+  ClientOptions options;
+  options.socket_path = absl::GetFlag(FLAGS_first_call_socket);
+  options.auto_start = false;
+  ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Connect(options));
+  ASSIGN_OR_RETURN(const std::string path, Runfile(kTraced + name + ".json", kTarget));
+  ASSIGN_OR_RETURN(const kiln::v1::Graph graph, ReadGraphFile(path));
+  ASSIGN_OR_RETURN(const std::string ref_path, Runfile(kTraced + name + ".ref.json", kTarget));
+  ASSIGN_OR_RETURN(const kiln::v1::Reference reference, ReadReferenceFile(ref_path));
+  std::vector<Tensor> inputs;
+  std::vector<TensorView> views;
+  for (const auto& data : reference.inputs()) {
+    ASSIGN_OR_RETURN(Tensor tensor, ToTensor(data));
+    inputs.push_back(std::move(tensor));
+  }
+  for (const Tensor& input : inputs) views.push_back(input.view());
+  CompiledGraph compiled(client.get(), graph);
+  const int64_t warmup_start = NowNs();
+  RETURN_IF_ERROR(compiled.Warmup(kiln::v1::WarmupGraph()).status());
+  const double warmup_ms = MsSince(warmup_start);
+  const int64_t first_start = NowNs();
+  RETURN_IF_ERROR(compiled.Run(views).status());
+  absl::PrintF("ready warmup_ms=%.3f first_call_ms=%.3f\n", warmup_ms, MsSince(first_start));
+  fflush(stdout);
+  char line[16];
+  while (fgets(line, sizeof(line), stdin) != nullptr) {
+  }
+  return absl::OkStatus();
+}
+
+// resnet18's first call in a fresh process after Warmup (each round one
+// process), into samples["resnet18_first_call_ms"] and "_warmup_ms".
+absl::Status TimeFirstCall(const std::string& socket, Samples& samples) {
+  ASSIGN_OR_RETURN(std::unique_ptr<LineProcess> child,
+                   LineProcess::Start({"/proc/self/exe", "--first_call_child=resnet18",
+                                       absl::StrCat("--first_call_socket=", socket)},
+                                      "first-call process"));
+  for (const char* figure : {"first_call_ms", "warmup_ms"}) {
+    ASSIGN_OR_RETURN(const double value, NumberField(child->facts(), figure));
+    samples[absl::StrCat("resnet18_", figure)].push_back(value);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunBenchmark(bool& kiln_wrong) {
   const int rounds = absl::GetFlag(FLAGS_repetitions);
   if (rounds < 1) return absl::InvalidArgumentError("--repetitions must be at least 1");
@@ -885,6 +944,10 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
       }
       RecordMeasures(*graph, batches, samples);
     }
+    const std::vector<std::string> selected = SelectedGraphs();
+    if (round >= 0 && std::find(selected.begin(), selected.end(), "resnet18") != selected.end()) {
+      RETURN_IF_ERROR(TimeFirstCall(daemon->socket_path(), samples));
+    }
   }
   eager.clear();   // the Python processes exit
   graphs.clear();  // CompiledGraphs go before the Client they use
@@ -920,6 +983,11 @@ int main(int argc, char** argv) {
   kiln::bench::PinThreadsOrReexecute(
       argv, {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "KILN_NUM_THREADS"}, "kernels");
   absl::ParseCommandLine(argc, argv);
+  if (const std::string child = absl::GetFlag(FLAGS_first_call_child); !child.empty()) {
+    const absl::Status status = kiln::RunFirstCallChild(child);
+    if (!status.ok()) absl::PrintF("error %s\n", status.ToString());
+    return status.ok() ? 0 : 1;
+  }
   bool kiln_wrong = false;
   const absl::Status status = kiln::RunBenchmark(kiln_wrong);
   if (!status.ok()) {
