@@ -292,7 +292,7 @@ absl::Status CompiledGraph::SpecializeExactly(const std::vector<std::vector<int6
     // bucket of these sizes makes, so it may already be a hit.
     exact = Specialize(graph_, SymbolValues(graph_, sizes));
   } else {
-    InputDims dims(sizes.size());
+    std::vector<std::vector<kiln::v1::Dim>> dims(sizes.size());
     for (size_t i = 0; i < sizes.size(); ++i) {
       for (int64_t size : sizes[i]) dims[i].emplace_back().set_constant(size);
     }
