@@ -116,12 +116,47 @@ CompiledGraph::~CompiledGraph() {
   client_->RemoveTrafficSource(&traffic_);
 }
 
-CompiledGraph::EntryUse CompiledGraph::Use(const Entry* entry) {
+CompiledGraph::EntryUse CompiledGraph::Use(const Entry* entry, bool copy_inputs) {
   entry->in_flight.fetch_add(1, std::memory_order_relaxed);
   if (!entry->used.load(std::memory_order_relaxed)) {
     entry->used.store(true, std::memory_order_relaxed);
   }
-  return EntryUse(entry);
+  return EntryUse(entry, copy_inputs);
+}
+
+std::optional<CompiledGraph::EntryUse> CompiledGraph::FindLoaded(
+    absl::Span<const TensorView> inputs, Symbols& symbols) const {
+  for (const auto& entry : entries_) {
+    if (entry->guards.Check(inputs, symbols)) return Use(entry.get());
+  }
+  if (stride_miss_ == StrideMiss::kCopyToTracedLayout) {
+    for (const auto& entry : entries_) {
+      if (entry->guards.CheckCopyable(inputs, symbols))
+        return Use(entry.get(), /*copy_inputs=*/true);
+    }
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<CompiledGraph::CopiedInputs> CompiledGraph::CopyIntoLayouts(
+    const Entry& entry, const Symbols& symbols, absl::Span<const TensorView> inputs) {
+  CopiedInputs copied;
+  copied.copies.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (entry.guards.StridesPass(i, inputs[i], symbols)) {
+      copied.views.push_back(inputs[i]);
+      continue;
+    }
+    ASSIGN_OR_RETURN(
+        Tensor copy,
+        Tensor::EmptyStrided(inputs[i].dtype,
+                             std::vector<int64_t>(inputs[i].sizes.begin(), inputs[i].sizes.end()),
+                             entry.guards.InputStrides(i, inputs[i], symbols)));
+    CopyElements(inputs[i], copy.view());
+    copied.copies.push_back(std::move(copy));
+    copied.views.push_back(copied.copies.back().view());
+  }
+  return copied;
 }
 
 absl::StatusOr<const ir::Graph*> CompiledGraph::Entry::Canonical() const {
@@ -145,6 +180,11 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Prepare() {
 void CompiledGraph::set_specialization_limit(size_t limit) {
   absl::MutexLock lock(&mutex_);
   specialization_limit_ = limit;
+}
+
+void CompiledGraph::set_stride_miss(StrideMiss policy) {
+  absl::MutexLock lock(&mutex_);
+  stride_miss_ = policy;
 }
 
 void CompiledGraph::set_background_specialization(bool on) {
@@ -292,7 +332,7 @@ absl::Status CompiledGraph::SpecializeExactly(const std::vector<std::vector<int6
     // bucket of these sizes makes, so it may already be a hit.
     exact = Specialize(graph_, SymbolValues(graph_, sizes));
   } else {
-    InputDims dims(sizes.size());
+    std::vector<std::vector<kiln::v1::Dim>> dims(sizes.size());
     for (size_t i = 0; i < sizes.size(); ++i) {
       for (int64_t size : sizes[i]) dims[i].emplace_back().set_constant(size);
     }
@@ -517,6 +557,14 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
           (!background_specialization_ || background_tried_.contains(sizes_hash))) {
         return std::move(*symbolic);
       }
+      if (!symbolic.has_value() && unloaded == nullptr) {
+        // Copying to traced layouts: an entry the inputs pass but for
+        // strides (FindLoaded checks every entry strictly first).
+        if (stride_miss_ == StrideMiss::kCopyToTracedLayout) {
+          if (std::optional<EntryUse> copied = FindLoaded(inputs, symbols))
+            return std::move(*copied);
+        }
+      }
       if (!symbolic.has_value()) {
         // The complaint of the graph as given, as the caller's error if
         // nothing fits.
@@ -557,9 +605,7 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
     if (!respecialized.ok()) return MarkedAsGuardMiss(miss);
   }
   absl::ReaderMutexLock lock(&mutex_);
-  for (const auto& entry : entries_) {
-    if (entry->guards.Check(inputs, symbols)) return Use(entry.get());
-  }
+  if (std::optional<EntryUse> found = FindLoaded(inputs, symbols)) return std::move(*found);
   return MarkedAsGuardMiss(miss);
 }
 
@@ -583,8 +629,12 @@ absl::Status CompiledGraph::Respecialize(const absl::StatusOr<Respecialization>&
     }
     return false;
   };
+  // A candidate whose input types refuse the call is never compiled: its
+  // artifact could not run it.
   for (const absl::StatusOr<kiln::v1::Graph>& retyped : RetypedCandidates(graph_, plan)) {
-    if (retyped.ok() && Load(*retyped, {}).ok() && fits()) return absl::OkStatus();
+    if (retyped.ok() && InputTypesTake(*retyped, inputs) && Load(*retyped, {}).ok() && fits()) {
+      return absl::OkStatus();
+    }
   }
   absl::MutexLock lock(&mutex_);
   unfixable_.insert(plan.sizes_key);
@@ -695,6 +745,10 @@ absl::Status CompiledGraph::Run(absl::Span<const TensorView> inputs,
   Symbols symbols;
   ASSIGN_OR_RETURN(const EntryUse entry, FindEntry(inputs, hash, symbols));
   RETURN_IF_ERROR(CheckOutputs(*entry, symbols, inputs, outputs));
+  if (entry.copy_inputs()) {
+    ASSIGN_OR_RETURN(const CopiedInputs copied, CopyIntoLayouts(*entry, symbols, inputs));
+    return Invoke(*entry, symbols, copied.views, outputs);
+  }
   return Invoke(*entry, symbols, inputs, outputs);
 }
 
@@ -758,6 +812,10 @@ absl::Status CompiledGraph::RunAllocating(absl::Span<const TensorView> inputs,
     ASSIGN_OR_RETURN(views[k], allocate(k, signature.outputs(k).dtype(),
                                         absl::MakeConstSpan(sizes, dims.size())));
   }
+  if (entry.copy_inputs()) {
+    ASSIGN_OR_RETURN(const CopiedInputs copied, CopyIntoLayouts(*entry, symbols, inputs));
+    return Invoke(*entry, symbols, copied.views, views);
+  }
   return Invoke(*entry, symbols, inputs, views);
 }
 
@@ -812,6 +870,9 @@ absl::StatusOr<CompiledGraph::DirectCall> CompiledGraph::DirectCallForBenchmark(
   ASSIGN_OR_RETURN(const EntryUse entry, FindEntry(inputs, HashOfSizes(inputs), symbols));
   if (entry->guards.num_symbols() > 0) {
     return absl::UnimplementedError("direct calls are for static graphs");
+  }
+  if (entry.copy_inputs()) {
+    return absl::UnimplementedError("direct calls are for inputs in the artifact's layout");
   }
   void* const arena = ThreadScratch(entry->artifact->info->scratch_bytes);
   if (arena == nullptr && entry->artifact->info->scratch_bytes > 0) {

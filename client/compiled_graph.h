@@ -17,7 +17,11 @@
 // be lowered, one changed dim symbolic at a time and the rest exact, or
 // else the exact sizes; at most
 // the specialization limit (8 by default, set_specialization_limit; warmed
-// buckets do not count), then FailedPrecondition naming the dim. That
+// buckets do not count), then FailedPrecondition naming the dim. Inputs
+// whose strides no entry takes (a transposed or sliced view, an expanded
+// input) get an entry laid out as they are, once per stride pattern, under
+// the same limit; or, with set_stride_miss(kCopyToTracedLayout), are
+// copied into the layout of an entry that takes them otherwise. That
 // policy is client/specialization.h; this class fetches, loads and invokes.
 //
 // Options for serving (docs/WARMUP.md):
@@ -165,6 +169,23 @@ class CompiledGraph final : private ForkAware {
   void set_specialization_limit(size_t limit);
   using Symbols = GuardTable::Symbols;
 
+  // What a call does whose inputs an entry takes but for their strides (a
+  // transposed, sliced or expanded view where the trace had another
+  // layout). Part of no key.
+  enum class StrideMiss {
+    // Compile (or fetch) an entry laid out as the inputs are: one per
+    // stride pattern, later calls with those strides hit it. Counts
+    // against the specialization limit. The default.
+    kSpecialize,
+    // Copy those inputs into the layout of a loaded entry whose guards they
+    // pass but for strides (the traced layout, for the graph as given) and
+    // run it: no compile. Only into layouts where no two elements share
+    // memory; inputs that no entry takes even so (new sizes, a traced
+    // expanded input) are specialized as with kSpecialize.
+    kCopyToTracedLayout,
+  };
+  void set_stride_miss(StrideMiss policy);
+
   // Sizes that a symbolic entry serves but no static one get their exact
   // specialization compiled in the background (at warmup priority, within
   // the specialization limit); the symbolic entry serves them meanwhile.
@@ -215,20 +236,38 @@ class CompiledGraph final : private ForkAware {
   // An entry a call is running: it stays loaded while this lives.
   class EntryUse {
    public:
-    explicit EntryUse(const Entry* entry) : entry_(entry) {}
-    EntryUse(EntryUse&& other) : entry_(std::exchange(other.entry_, nullptr)) {}
+    EntryUse(const Entry* entry, bool copy_inputs) : entry_(entry), copy_inputs_(copy_inputs) {}
+    EntryUse(EntryUse&& other)
+        : entry_(std::exchange(other.entry_, nullptr)), copy_inputs_(other.copy_inputs_) {}
     EntryUse& operator=(EntryUse&&) = delete;
     ~EntryUse() {
       if (entry_ != nullptr) entry_->in_flight.fetch_sub(1, std::memory_order_release);
     }
     const Entry& operator*() const { return *entry_; }
     const Entry* operator->() const { return entry_; }
+    // The inputs pass but for strides: the call copies them into the
+    // entry's layouts (StrideMiss::kCopyToTracedLayout).
+    bool copy_inputs() const { return copy_inputs_; }
 
    private:
     const Entry* entry_;
+    bool copy_inputs_;
   };
   // Marks `entry` used and in flight (under mutex_, so that UnloadIdle sees it).
-  static EntryUse Use(const Entry* entry);
+  static EntryUse Use(const Entry* entry, bool copy_inputs = false);
+  // A loaded entry whose guards `inputs` pass; else, copying to traced
+  // layouts, one they pass but for strides, into layouts a copy can fill.
+  std::optional<EntryUse> FindLoaded(absl::Span<const TensorView> inputs, Symbols& symbols) const
+      ABSL_SHARED_LOCKS_REQUIRED(mutex_);
+
+  // Inputs as a call passes them to the kernel: each input, or its copy in
+  // the entry's layout.
+  struct CopiedInputs {
+    std::vector<Tensor> copies;
+    std::vector<TensorView> views;
+  };
+  static absl::StatusOr<CopiedInputs> CopyIntoLayouts(const Entry& entry, const Symbols& symbols,
+                                                      absl::Span<const TensorView> inputs);
 
   struct LoadOptions {
     bool warmed = false;
@@ -304,6 +343,7 @@ class CompiledGraph final : private ForkAware {
   std::vector<PaddableSymbol> paddable_ ABSL_GUARDED_BY(mutex_);
   std::atomic<bool> has_paddable_{false};  // !paddable_.empty(), read without the lock
   bool background_specialization_ ABSL_GUARDED_BY(mutex_) = false;
+  StrideMiss stride_miss_ ABSL_GUARDED_BY(mutex_) = StrideMiss::kSpecialize;
   // Sizes (by hash) already queued for a background specialization.
   absl::flat_hash_set<uint64_t> background_tried_ ABSL_GUARDED_BY(mutex_);
 

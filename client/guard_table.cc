@@ -89,6 +89,49 @@ absl::StatusOr<GuardTable> GuardTable::Create(const kiln::v1::Signature& signatu
 
 bool GuardTable::Check(absl::Span<const TensorView> inputs, Symbols& symbols,
                        absl::Status* why) const {
+  return CheckImpl(inputs, symbols, why, /*strides=*/true);
+}
+
+bool GuardTable::CheckCopyable(absl::Span<const TensorView> inputs, Symbols& symbols) const {
+  if (!CheckImpl(inputs, symbols, nullptr, /*strides=*/false)) return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (StridesPass(i, inputs[i], symbols)) continue;
+    if (!HasDistinctElements(inputs[i].sizes, InputStrides(i, inputs[i], symbols))) return false;
+  }
+  return true;
+}
+
+bool GuardTable::StridesPass(size_t i, const TensorView& input, const Symbols& symbols) const {
+  return !FirstStrideMiss(i, input, symbols).has_value();
+}
+
+std::optional<GuardTable::StrideMiss> GuardTable::FirstStrideMiss(size_t i, const TensorView& input,
+                                                                  const Symbols& symbols) const {
+  // A dim of size 1 is only ever read at index 0 (and an empty tensor not
+  // at all): its stride is moot.
+  if (std::find(input.sizes.begin(), input.sizes.end(), 0) != input.sizes.end()) {
+    return std::nullopt;
+  }
+  const std::vector<Size>& strides = strides_[i];
+  int64_t contiguous = 1;
+  for (size_t d = input.sizes.size(); d-- > 0;) {
+    const int64_t expected = strides.empty() ? contiguous : strides[d].Evaluate(symbols);
+    contiguous *= input.sizes[d];
+    if (input.sizes[d] != 1 && input.strides[d] != expected) return StrideMiss{d, expected};
+  }
+  return std::nullopt;
+}
+
+std::vector<int64_t> GuardTable::InputStrides(size_t i, const TensorView& input,
+                                              const Symbols& symbols) const {
+  if (strides_[i].empty()) return ContiguousStrides(input.sizes);
+  std::vector<int64_t> strides;
+  for (const Size& stride : strides_[i]) strides.push_back(stride.Evaluate(symbols));
+  return strides;
+}
+
+bool GuardTable::CheckImpl(absl::Span<const TensorView> inputs, Symbols& symbols, absl::Status* why,
+                           bool check_strides) const {
   const auto fail = [why](const auto& message) {
     if (why != nullptr) *why = absl::FailedPreconditionError(message());
     return false;
@@ -146,22 +189,15 @@ bool GuardTable::Check(absl::Span<const TensorView> inputs, Symbols& symbols,
       symbols[size.symbol] = value;
     }
   }
-  // Strides once every symbol is bound. A dim of size 1 is only ever read
-  // at index 0 (and an empty tensor not at all): its stride is moot.
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorView& input = inputs[i];
-    if (std::find(input.sizes.begin(), input.sizes.end(), 0) != input.sizes.end()) continue;
-    int64_t contiguous = 1;
-    for (size_t d = input.sizes.size(); d-- > 0;) {
-      const std::vector<Size>& strides = strides_[i];
-      const int64_t expected = strides.empty() ? contiguous : strides[d].Evaluate(symbols);
-      contiguous *= input.sizes[d];
-      if (input.sizes[d] == 1 || input.strides[d] == expected) continue;
-      return fail([&] {
-        return absl::StrCat(input_names_[i], ": dim ", d, " has stride ", input.strides[d],
-                            "; the graph was compiled for stride ", expected);
-      });
-    }
+  // Strides once every symbol is bound.
+  for (size_t i = 0; check_strides && i < inputs.size(); ++i) {
+    const std::optional<StrideMiss> miss = FirstStrideMiss(i, inputs[i], symbols);
+    if (!miss.has_value()) continue;
+    return fail([&] {
+      return absl::StrCat(input_names_[i], ": dim ", miss->dim, " has stride ",
+                          inputs[i].strides[miss->dim], "; the graph was compiled for stride ",
+                          miss->expected);
+    });
   }
   for (int s = 0; s < num_symbols(); ++s) {
     const Bounds& bounds = bounds_[s];

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,19 @@ class GuardTable {
   // only then: Run tries each entry in turn on every call.
   bool Check(absl::Span<const TensorView> inputs, Symbols& symbols,
              absl::Status* why = nullptr) const;
+  // Check but for the strides: whether `inputs`, copied into this table's
+  // layouts (InputStrides), would pass. Only into layouts a copy can fill:
+  // false when an input that does not already pass its strides would be
+  // copied into one where elements share memory (a stride 0, an expanded
+  // input traced as such).
+  bool CheckCopyable(absl::Span<const TensorView> inputs, Symbols& symbols) const;
+  // Whether input i's strides pass, once `symbols` are bound (by Check or
+  // CheckCopyable).
+  bool StridesPass(size_t i, const TensorView& input, const Symbols& symbols) const;
+  // Input i's strides at these symbol values: those the artifact declares,
+  // else contiguous ones.
+  std::vector<int64_t> InputStrides(size_t i, const TensorView& input,
+                                    const Symbols& symbols) const;
 
   int num_symbols() const { return static_cast<int>(symbol_names_.size()); }
   size_t num_inputs() const { return dtypes_.size(); }
@@ -98,6 +112,18 @@ class GuardTable {
 
  private:
   GuardTable() = default;
+
+  // The first dim (from the innermost) whose stride input i fails, and the
+  // stride it should have.
+  struct StrideMiss {
+    size_t dim;
+    int64_t expected;
+  };
+  std::optional<StrideMiss> FirstStrideMiss(size_t i, const TensorView& input,
+                                            const Symbols& symbols) const;
+  // Check, with or without the strides.
+  bool CheckImpl(absl::Span<const TensorView> inputs, Symbols& symbols, absl::Status* why,
+                 bool strides) const;
 
   // The error of a symbol out of its bounds, naming the first dim that
   // binds it.

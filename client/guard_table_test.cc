@@ -156,6 +156,39 @@ TEST_F(GuardTableTest, StridesOfSizeOneAndEmptyDimsAreMoot) {
   EXPECT_TRUE(table->Check(inputs, symbols));
 }
 
+// Other strides pass CheckCopyable, which InputStrides then says how to
+// lay out; a layout whose elements share memory takes no copy.
+TEST_F(GuardTableTest, OtherStridesAreCopyableIntoTheDeclaredLayout) {
+  const Input x{{16, 64}, {1, 16}};  // transposed: x is declared contiguous
+  const Input y{{16, 6}, {6, 1}};    // contiguous: y is declared [1, s0]
+  const TensorView views[] = {x.view(), y.view()};
+  GuardTable::Symbols symbols;
+  EXPECT_FALSE(table_->Check(views, symbols));
+  ASSERT_TRUE(table_->CheckCopyable(views, symbols));
+  EXPECT_EQ(symbols[0], 16);
+  EXPECT_FALSE(table_->StridesPass(0, views[0], symbols));
+  EXPECT_EQ(table_->InputStrides(0, views[0], symbols), (std::vector<int64_t>{64, 1}));
+  EXPECT_EQ(table_->InputStrides(1, views[1], symbols), (std::vector<int64_t>{1, 16}));
+  const Input small{{8, 64}, {64, 1}};
+  const TensorView wrong_sizes[] = {small.view(), y.view()};
+  EXPECT_FALSE(table_->CheckCopyable(wrong_sizes, symbols)) << "sizes are still checked";
+
+  auto expanded = GuardTable::Create(Parse<kiln::v1::Signature>(R"pb(inputs {
+                                                                       dtype: FLOAT32
+                                                                       sizes { constant: 3 }
+                                                                       sizes { constant: 4 }
+                                                                       strides { constant: 0 }
+                                                                       strides { constant: 1 }
+                                                                     })pb"),
+                                     kiln::v1::Guards(), kiln::v1::Graph());
+  ASSERT_TRUE(expanded.ok()) << expanded.status();
+  const std::vector<int64_t> sizes = {3, 4}, contiguous = {4, 1}, broadcast = {0, 1};
+  const TensorView full[] = {{nullptr, kiln::v1::FLOAT32, sizes, contiguous}};
+  const TensorView same[] = {{nullptr, kiln::v1::FLOAT32, sizes, broadcast}};
+  EXPECT_FALSE(expanded->CheckCopyable(full, symbols)) << "three rows cannot share one";
+  EXPECT_TRUE(expanded->CheckCopyable(same, symbols));
+}
+
 TEST_F(GuardTableTest, RelationsAreCheckedAfterBinding) {
   EXPECT_EQ(Check({{{20, 64}, {64, 1}}, {{20, 6}, {1, 20}}}),
             "FAILED_PRECONDITION: input 0 'x': dim 0 has size 20, so s0 = 20; the graph's "

@@ -9,21 +9,222 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/guard_table.h"
 #include "client/warmup_plan.h"
 #include "codegen/retype.h"
 
 namespace kiln {
+namespace {
+
+std::vector<std::vector<int64_t>> SizesOf(absl::Span<const TensorView> inputs) {
+  std::vector<std::vector<int64_t>> sizes;
+  for (const TensorView& input : inputs) sizes.emplace_back(input.sizes.begin(), input.sizes.end());
+  return sizes;
+}
+
+// Whether `view` is contiguous (dims of size 1 aside, whose strides are
+// moot; an empty tensor always is).
+bool ContiguousView(const TensorView& view) {
+  if (std::find(view.sizes.begin(), view.sizes.end(), 0) != view.sizes.end()) return true;
+  int64_t expected = 1;
+  for (size_t d = view.sizes.size(); d-- > 0;) {
+    if (view.sizes[d] != 1 && view.strides[d] != expected) return false;
+    expected *= view.sizes[d];
+  }
+  return true;
+}
+
+// A product of a coefficient and symbols, as strides are written.
+class Monomial {
+ public:
+  explicit Monomial(int64_t coefficient) : coefficient_(coefficient) {}
+  // Multiplied by a size: a constant, or multiplier * symbol * times.
+  void Times(const kiln::v1::Dim& dim) {
+    if (!dim.has_symbol()) {
+      Scale(dim.constant());
+      return;
+    }
+    Scale(dim.multiplier() == 0 ? 1 : dim.multiplier());
+    symbols_.push_back(dim.symbol());
+    symbols_.insert(symbols_.end(), dim.times().begin(), dim.times().end());
+  }
+  kiln::v1::Dim ToDim() const {
+    kiln::v1::Dim dim;
+    if (symbols_.empty() || coefficient_ == 0) {
+      dim.set_constant(coefficient_);
+      return dim;
+    }
+    std::vector<std::string> symbols = symbols_;
+    std::sort(symbols.begin(), symbols.end());
+    dim.set_symbol(symbols[0]);
+    if (coefficient_ != 1) dim.set_multiplier(coefficient_);
+    for (size_t s = 1; s < symbols.size(); ++s) dim.add_times(symbols[s]);
+    return dim;
+  }
+
+ private:
+  // Saturates: an overflowed product is never used (its stride is no
+  // stride the view has).
+  void Scale(int64_t factor) {
+    if (__builtin_mul_overflow(coefficient_, factor, &coefficient_)) coefficient_ = INT64_MAX;
+  }
+
+  int64_t coefficient_;
+  std::vector<std::string> symbols_;
+};
+
+// The value of `dim` at `values`; nullopt when it names a symbol without one.
+std::optional<int64_t> ValueOf(const kiln::v1::Dim& dim,
+                               const std::map<std::string, int64_t>& values) {
+  if (!dim.has_symbol()) return dim.constant();
+  int64_t value = dim.multiplier() == 0 ? 1 : dim.multiplier();
+  std::vector<std::string> symbols = {dim.symbol()};
+  symbols.insert(symbols.end(), dim.times().begin(), dim.times().end());
+  for (const std::string& symbol : symbols) {
+    const auto it = values.find(symbol);
+    if (it == values.end() || __builtin_mul_overflow(value, it->second, &value)) {
+      return std::nullopt;
+    }
+  }
+  return value;
+}
+
+// Whether `view` has the strides `type` declares (none: contiguous), its
+// symbols at `values`, dims of size 1 aside.
+bool HasDeclaredStrides(const kiln::v1::TensorType& type, const TensorView& view,
+                        const std::map<std::string, int64_t>& values) {
+  if (type.strides_size() == 0) return ContiguousView(view);
+  if (type.strides_size() != static_cast<int>(view.strides.size())) return false;
+  if (std::find(view.sizes.begin(), view.sizes.end(), 0) != view.sizes.end()) return true;
+  for (int d = 0; d < type.strides_size(); ++d) {
+    if (view.sizes[d] == 1) continue;
+    if (ValueOf(type.strides(d), values) != view.strides[d]) return false;
+  }
+  return true;
+}
+
+bool SameDims(const google::protobuf::RepeatedPtrField<kiln::v1::Dim>& declared,
+              const std::vector<kiln::v1::Dim>& dims) {
+  if (declared.size() != static_cast<int>(dims.size())) return false;
+  for (int d = 0; d < declared.size(); ++d) {
+    if (declared[d].SerializeAsString() != dims[d].SerializeAsString()) return false;
+  }
+  return true;
+}
+
+// `graph`'s inputs at `sizes` (a candidate's dims), laid out as `inputs`
+// are: an input at its declared sizes that passes its declared strides
+// keeps them (so the graph re-typed for a call it takes is itself), any
+// other declares StridesAsSeen.
+InputLayouts LayOut(const kiln::v1::Graph& graph, absl::Span<const TensorView> inputs,
+                    const std::vector<std::vector<kiln::v1::Dim>>& sizes) {
+  const std::map<std::string, int64_t> values = SymbolValues(graph, SizesOf(inputs));
+  InputLayouts layouts(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const kiln::v1::TensorType& declared = graph.inputs(static_cast<int>(i)).type();
+    layouts[i].sizes = sizes[i];
+    if (SameDims(declared.sizes(), sizes[i]) && HasDeclaredStrides(declared, inputs[i], values)) {
+      layouts[i].strides.assign(declared.strides().begin(), declared.strides().end());
+    } else {
+      layouts[i].strides = StridesAsSeen(sizes[i], inputs[i]);
+    }
+  }
+  return layouts;
+}
+
+}  // namespace
+
+std::vector<kiln::v1::Dim> StridesAsSeen(const std::vector<kiln::v1::Dim>& sizes,
+                                         const TensorView& view) {
+  if (ContiguousView(view)) return {};
+  const int rank = static_cast<int>(view.sizes.size());
+  std::vector<int> order;  // dims longer than 1, smallest stride first
+  for (int d = rank - 1; d >= 0; --d) {
+    if (view.sizes[d] != 1) order.push_back(d);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return view.strides[a] < view.strides[b]; });
+  std::vector<kiln::v1::Dim> strides(rank);
+  // What a dim's stride must be to follow the dims inside it densely: as a
+  // value, and as a product of the candidate's sizes.
+  Monomial dense(1);
+  int64_t dense_value = 1;
+  bool valid = true;
+  for (int d : order) {
+    if (valid && view.strides[d] == dense_value) {
+      strides[d] = dense.ToDim();
+    } else {
+      strides[d].set_constant(view.strides[d]);
+      dense = Monomial(view.strides[d]);
+      dense_value = view.strides[d];
+      valid = true;
+    }
+    dense.Times(sizes[d]);
+    valid = valid && !__builtin_mul_overflow(dense_value, view.sizes[d], &dense_value);
+  }
+  for (int d = rank - 1; d >= 0; --d) {
+    if (view.sizes[d] != 1) continue;
+    if (d == rank - 1) {
+      strides[d].set_constant(1);
+      continue;
+    }
+    Monomial next(1);
+    next.Times(strides[d + 1]);
+    next.Times(sizes[d + 1]);
+    strides[d] = next.ToDim();
+  }
+  return strides;
+}
 
 std::optional<kiln::v1::Graph> SmallSizeSpecialization(const kiln::v1::Graph& graph,
                                                        absl::Span<const TensorView> inputs) {
-  std::vector<std::vector<int64_t>> sizes;
-  for (const TensorView& input : inputs) sizes.emplace_back(input.sizes.begin(), input.sizes.end());
-  std::map<std::string, int64_t> values = SymbolValues(graph, sizes);
+  std::map<std::string, int64_t> values = SymbolValues(graph, SizesOf(inputs));
   for (auto it = values.begin(); it != values.end();) {
     it = it->second < 2 ? std::next(it) : values.erase(it);
   }
   if (values.empty()) return std::nullopt;
-  return Specialize(graph, std::move(values));
+  kiln::v1::Graph small = Specialize(graph, std::move(values));
+  if (static_cast<int>(inputs.size()) != small.inputs_size()) return small;
+  std::vector<std::vector<kiln::v1::Dim>> sizes;
+  for (int i = 0; i < small.inputs_size(); ++i) {
+    const kiln::v1::TensorType& type = small.inputs(i).type();
+    if (type.sizes_size() != static_cast<int>(inputs[i].sizes.size())) return small;
+    sizes.emplace_back(type.sizes().begin(), type.sizes().end());
+  }
+  const InputLayouts layouts = LayOut(small, inputs, sizes);
+  bool relaid = false;
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    relaid |= !SameDims(small.inputs(static_cast<int>(i)).type().strides(), layouts[i].strides);
+  }
+  if (!relaid) return small;
+  // Strided inputs: the static graph laid out as they are, if it re-types.
+  absl::StatusOr<kiln::v1::Graph> retyped = Retype(small, layouts);
+  return retyped.ok() ? *std::move(retyped) : small;
+}
+
+bool InputTypesTake(const kiln::v1::Graph& candidate, absl::Span<const TensorView> inputs,
+                    bool copyable) {
+  kiln::v1::Signature signature;
+  for (const kiln::v1::Input& input : candidate.inputs()) {
+    *signature.add_inputs() = input.type();
+    for (const auto* dims : {&input.type().sizes(), &input.type().strides()}) {
+      for (const kiln::v1::Dim& dim : *dims) {
+        if (!dim.has_symbol()) continue;
+        std::vector<std::string> names = {dim.symbol()};
+        names.insert(names.end(), dim.times().begin(), dim.times().end());
+        for (const std::string& name : names) {
+          if (std::find(signature.symbols().begin(), signature.symbols().end(), name) ==
+              signature.symbols().end()) {
+            signature.add_symbols(name);
+          }
+        }
+      }
+    }
+  }
+  absl::StatusOr<GuardTable> table = GuardTable::Create(signature, {}, candidate);
+  if (!table.ok()) return true;
+  GuardTable::Symbols symbols;
+  return copyable ? table->CheckCopyable(inputs, symbols) : table->Check(inputs, symbols);
 }
 
 absl::Status CheckSpecializationLimit(size_t entries, size_t limit, const absl::Status& miss) {
@@ -39,7 +240,7 @@ absl::StatusOr<Respecialization> PlanRespecialization(const kiln::v1::Graph& gra
   if (static_cast<int>(inputs.size()) != graph.inputs_size()) {
     return absl::InvalidArgumentError("input count differs");
   }
-  InputDims symbolic(inputs.size()), exact(inputs.size());
+  std::vector<std::vector<kiln::v1::Dim>> symbolic(inputs.size()), exact(inputs.size());
   std::vector<std::string> new_symbols;  // in order of first use
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto& declared = graph.inputs(i).type();
@@ -67,13 +268,27 @@ absl::StatusOr<Respecialization> PlanRespecialization(const kiln::v1::Graph& gra
     }
   }
   Respecialization plan;
-  for (const auto& sizes : exact) {
-    for (const auto& dim : sizes) absl::StrAppend(&plan.sizes_key, dim.constant(), ",");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (const auto& dim : exact[i]) absl::StrAppend(&plan.sizes_key, dim.constant(), ",");
+    if (!ContiguousView(inputs[i])) {
+      plan.sizes_key += "@";
+      for (int64_t stride : inputs[i].strides) absl::StrAppend(&plan.sizes_key, stride, ",");
+    }
     plan.sizes_key += ";";
   }
-  if (!new_symbols.empty()) plan.candidates.push_back(symbolic);
+  // Candidate (a) also when only strides changed, if it keeps a symbol:
+  // the symbolic graph laid out as the call is.
+  const InputLayouts symbolic_layouts = LayOut(graph, inputs, symbolic);
+  bool relaid = false, has_symbol = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    relaid |=
+        !symbolic_layouts[i].strides.empty() &&
+        !SameDims(graph.inputs(static_cast<int>(i)).type().strides(), symbolic_layouts[i].strides);
+    for (const kiln::v1::Dim& dim : symbolic[i]) has_symbol |= dim.has_symbol();
+  }
+  if (!new_symbols.empty() || (relaid && has_symbol)) plan.candidates.push_back(symbolic_layouts);
   for (size_t s = 0; new_symbols.size() > 1 && s < new_symbols.size(); ++s) {
-    InputDims one = symbolic;
+    std::vector<std::vector<kiln::v1::Dim>> one = symbolic;
     for (size_t i = 0; i < one.size(); ++i) {
       for (size_t d = 0; d < one[i].size(); ++d) {
         const bool other_new = one[i][d].has_symbol() && one[i][d].symbol() != new_symbols[s] &&
@@ -81,9 +296,9 @@ absl::StatusOr<Respecialization> PlanRespecialization(const kiln::v1::Graph& gra
         if (other_new) one[i][d] = exact[i][d];
       }
     }
-    plan.candidates.push_back(std::move(one));
+    plan.candidates.push_back(LayOut(graph, inputs, one));
   }
-  plan.candidates.push_back(std::move(exact));
+  plan.candidates.push_back(LayOut(graph, inputs, exact));
   return plan;
 }
 
@@ -100,7 +315,7 @@ Specializations PlanSpecializations(const kiln::v1::Graph& graph,
 std::vector<absl::StatusOr<kiln::v1::Graph>> RetypedCandidates(const kiln::v1::Graph& graph,
                                                                const Respecialization& plan) {
   std::vector<absl::StatusOr<kiln::v1::Graph>> graphs;
-  for (const InputDims& sizes : plan.candidates) graphs.push_back(Retype(graph, sizes));
+  for (const InputLayouts& layouts : plan.candidates) graphs.push_back(Retype(graph, layouts));
   return graphs;
 }
 
@@ -137,11 +352,11 @@ absl::Status CheckShapeOfSizes(const kiln::v1::Graph& graph,
 
 // The symbols `candidate` names that `graph`'s inputs do not: the dims a
 // respecialization made symbolic.
-std::vector<std::string> NewSymbols(const kiln::v1::Graph& graph, const InputDims& candidate) {
+std::vector<std::string> NewSymbols(const kiln::v1::Graph& graph, const InputLayouts& candidate) {
   std::vector<std::string> symbols;
   for (size_t i = 0; i < candidate.size(); ++i) {
-    for (size_t d = 0; d < candidate[i].size(); ++d) {
-      const kiln::v1::Dim& dim = candidate[i][d];
+    for (size_t d = 0; d < candidate[i].sizes.size(); ++d) {
+      const kiln::v1::Dim& dim = candidate[i].sizes[d];
       if (dim.has_symbol() && !graph.inputs(i).type().sizes(d).has_symbol() &&
           std::find(symbols.begin(), symbols.end(), dim.symbol()) == symbols.end()) {
         symbols.push_back(dim.symbol());

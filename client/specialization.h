@@ -15,8 +15,15 @@
 //           one new symbol at a time with the other changed dims exact;
 //        c. the exact sizes.
 //      A dim becomes symbolic only when both its old and new size are >= 2.
+//      Each candidate lays its inputs out as the call's are (StridesAsSeen):
+//      an input that passes its declared strides keeps them, a contiguous
+//      one is contiguous, and a transposed, sliced or expanded (stride 0)
+//      one declares its strides, so a stride miss compiles for the strides
+//      it saw, once. A symbolic graph called with other strides at sizes it
+//      takes gets candidate (a) too: its symbols, the new strides.
 //
-// Pure functions of the graph and the input sizes: no daemon, no state.
+// Pure functions of the graph and the inputs' sizes and strides: no
+// daemon, no state.
 // The caller compiles, loads and remembers sizes no candidate served.
 // CompiledGraph runs them when no loaded entry's guards pass;
 // RequestsForSizes runs the whole policy on sizes alone, for
@@ -34,6 +41,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "client/tensor.h"
+#include "codegen/retype.h"
 #include "proto/graph.pb.h"
 
 namespace kiln {
@@ -43,7 +51,8 @@ namespace kiln {
 inline constexpr size_t kDefaultSpecializationLimit = 8;
 
 // Step 1: `graph` with every symbol that `inputs` give a value below 2 made
-// that constant; nullopt when no symbol is below 2.
+// that constant, its inputs laid out as `inputs` are; nullopt when no
+// symbol is below 2.
 std::optional<kiln::v1::Graph> SmallSizeSpecialization(const kiln::v1::Graph& graph,
                                                        absl::Span<const TensorView> inputs);
 
@@ -52,16 +61,29 @@ std::optional<kiln::v1::Graph> SmallSizeSpecialization(const kiln::v1::Graph& gr
 // about it, as FailedPrecondition.
 absl::Status CheckSpecializationLimit(size_t entries, size_t limit, const absl::Status& miss);
 
-// Per input, its dims: the sizes Retype takes.
-using InputDims = std::vector<std::vector<kiln::v1::Dim>>;
+// Per input, its sizes and strides: what Retype takes.
+using InputLayouts = std::vector<InputLayout>;
 
 struct Respecialization {
-  // The inputs' exact sizes as text ("64,128,;4,;"): the key under which a
-  // caller remembers sizes that no candidate served.
+  // The inputs' exact sizes as text ("64,128,;4,;"), with the strides of
+  // those that are not contiguous ("5,3,@1,5,;"): the key under which a
+  // caller remembers inputs that no candidate served.
   std::string sizes_key;
   // Step 2's candidates, best first; the last is always the exact sizes.
-  std::vector<InputDims> candidates;
+  std::vector<InputLayouts> candidates;
 };
+
+// The strides a graph input of `sizes` (the candidate's dims: constants or
+// symbols, one per dim of `view`) declares to take `view` as laid out:
+// none when `view` is contiguous; else, walking its dims from the smallest
+// stride, each stride that is the product of the dims inside it (a
+// transpose, the rows of a slice) as that product of `sizes` (so [1, S]
+// for a transposed [S, 5] input), any other (a slice's row step, the 0 of
+// an expanded dim) as the constant. A dim of size 1, whose stride the
+// guards never check, takes the stride a contiguous layout would give it
+// next to the dim inside: calls that differ only there declare the same.
+std::vector<kiln::v1::Dim> StridesAsSeen(const std::vector<kiln::v1::Dim>& sizes,
+                                         const TensorView& view);
 
 // Step 2 for `inputs`. InvalidArgument when their number differs from the
 // graph's; FailedPrecondition when an input's rank or dtype differs (no
@@ -78,6 +100,14 @@ struct Specializations {
 };
 Specializations PlanSpecializations(const kiln::v1::Graph& graph,
                                     absl::Span<const TensorView> inputs);
+
+// Whether `inputs` pass the guards of `candidate`'s input types (dtypes,
+// sizes, strides; its relations aside), or with `copyable`, would pass
+// after copies into its layouts (GuardTable::CheckCopyable): a candidate
+// that fails would compile an artifact the call cannot run. True when that
+// cannot be told (more symbols than a GuardTable holds).
+bool InputTypesTake(const kiln::v1::Graph& candidate, absl::Span<const TensorView> inputs,
+                    bool copyable = false);
 
 // Each of `plan`'s candidates as a graph (codegen/retype.h Retype), in the
 // same order; one Retype refuses is its error.

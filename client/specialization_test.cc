@@ -23,8 +23,15 @@ kiln::v1::Graph Parse(const std::string& text) {
 class Inputs {
  public:
   Inputs(std::vector<std::vector<int64_t>> sizes, DType dtype = kiln::v1::FLOAT32)
-      : sizes_(std::move(sizes)) {
-    for (const auto& size : sizes_) strides_.push_back(ContiguousStrides(size));
+      : Inputs(std::move(sizes), {}, dtype) {}
+  // With strides: an empty list (or none) for a contiguous input.
+  Inputs(std::vector<std::vector<int64_t>> sizes, std::vector<std::vector<int64_t>> strides,
+         DType dtype = kiln::v1::FLOAT32)
+      : sizes_(std::move(sizes)), strides_(std::move(strides)) {
+    strides_.resize(sizes_.size());
+    for (size_t i = 0; i < sizes_.size(); ++i) {
+      if (strides_[i].empty()) strides_[i] = ContiguousStrides(sizes_[i]);
+    }
     for (size_t i = 0; i < sizes_.size(); ++i) {
       views_.push_back(TensorView{nullptr, dtype, sizes_[i], strides_[i]});
     }
@@ -38,18 +45,29 @@ class Inputs {
 };
 
 std::string DimString(const kiln::v1::Dim& dim) {
-  return dim.has_symbol() ? dim.symbol() : absl::StrCat(dim.constant());
+  if (!dim.has_symbol()) return absl::StrCat(dim.constant());
+  std::vector<std::string> factors;
+  if (dim.multiplier() > 1) factors.push_back(absl::StrCat(dim.multiplier()));
+  factors.push_back(dim.symbol());
+  factors.insert(factors.end(), dim.times().begin(), dim.times().end());
+  return absl::StrJoin(factors, "*");
 }
 
-// "[a, 4] [a]" per candidate, candidates separated by " | ".
+std::string DimsString(const std::vector<kiln::v1::Dim>& dims) {
+  std::vector<std::string> parts;
+  for (const kiln::v1::Dim& dim : dims) parts.push_back(DimString(dim));
+  return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+}
+
+// "[a, 4] [a]" per candidate (an input with strides: "[4, a]@[1, 4]"),
+// candidates separated by " | ".
 std::string CandidatesString(const Respecialization& plan) {
   std::vector<std::string> candidates;
-  for (const InputDims& candidate : plan.candidates) {
+  for (const InputLayouts& candidate : plan.candidates) {
     std::vector<std::string> inputs;
-    for (const auto& dims : candidate) {
-      std::vector<std::string> sizes;
-      for (const kiln::v1::Dim& dim : dims) sizes.push_back(DimString(dim));
-      inputs.push_back(absl::StrCat("[", absl::StrJoin(sizes, ", "), "]"));
+    for (const InputLayout& layout : candidate) {
+      inputs.push_back(DimsString(layout.sizes));
+      if (!layout.strides.empty()) absl::StrAppend(&inputs.back(), "@", DimsString(layout.strides));
     }
     candidates.push_back(absl::StrJoin(inputs, " "));
   }
@@ -144,11 +162,168 @@ TEST(PlanRespecializationTest, CandidatesRetypeARealGraph) {
   auto plan = PlanRespecialization(*graph, Inputs({{96, 64}}).views());
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(CandidatesString(*plan), "[d64_96, 64] | [96, 64]");
-  for (const InputDims& candidate : plan->candidates) {
+  for (const InputLayouts& candidate : plan->candidates) {
     auto retyped = Retype(*graph, candidate);
     ASSERT_TRUE(retyped.ok()) << retyped.status();
-    EXPECT_EQ(DimString(retyped->inputs(0).type().sizes(0)), DimString(candidate[0][0]));
+    EXPECT_EQ(DimString(retyped->inputs(0).type().sizes(0)), DimString(candidate[0].sizes[0]));
   }
+}
+
+kiln::v1::Dim Constant(int64_t value) {
+  kiln::v1::Dim dim;
+  dim.set_constant(value);
+  return dim;
+}
+
+kiln::v1::Dim Symbol(const std::string& name) {
+  kiln::v1::Dim dim;
+  dim.set_symbol(name);
+  return dim;
+}
+
+// The strides a call's layout declares, over constant or symbolic sizes.
+std::string Seen(const std::vector<kiln::v1::Dim>& sizes, const std::vector<int64_t>& view_sizes,
+                 const std::vector<int64_t>& view_strides) {
+  const TensorView view{nullptr, kiln::v1::FLOAT64, view_sizes, view_strides};
+  return DimsString(StridesAsSeen(sizes, view));
+}
+
+TEST(StridesAsSeenTest, DenseStridesAreProductsOfTheSizesInsideOthersConstants) {
+  const kiln::v1::Dim a = Symbol("a"), b = Symbol("b");
+  // Contiguous: no strides (also when a size-1 dim's stride is odd).
+  EXPECT_EQ(Seen({Constant(3), Constant(5)}, {3, 5}, {5, 1}), "[]");
+  EXPECT_EQ(Seen({Constant(3), Constant(1)}, {3, 1}, {1, 7}), "[]");
+  // x.t() of a [5, 3] tensor: its column stride is its row count.
+  EXPECT_EQ(Seen({Constant(3), Constant(5)}, {3, 5}, {1, 3}), "[1, 3]");
+  EXPECT_EQ(Seen({a, Constant(5)}, {3, 5}, {1, 3}), "[1, a]");
+  EXPECT_EQ(Seen({Constant(3), b}, {3, 5}, {1, 3}), "[1, 3]");
+  // A slice of rows 10 wide keeps that step, whatever the sizes.
+  EXPECT_EQ(Seen({a, Constant(5)}, {4, 5}, {10, 1}), "[10, 1]");
+  EXPECT_EQ(Seen({Constant(4), Constant(5)}, {4, 5}, {1, 8}), "[1, 8]");
+  // An expanded dim reads one element again and again.
+  EXPECT_EQ(Seen({Constant(3), Constant(5)}, {3, 5}, {0, 1}), "[0, 1]");
+  EXPECT_EQ(Seen({Constant(3), Constant(4), Constant(5)}, {3, 4, 5}, {0, 0, 1}), "[0, 0, 1]");
+  // A permutation of a [3, 4, 2] tensor, and the same over symbols.
+  EXPECT_EQ(Seen({Constant(2), Constant(3), Constant(4)}, {2, 3, 4}, {1, 8, 2}), "[1, 8, 2]");
+  EXPECT_EQ(Seen({a, Constant(3), b}, {2, 3, 4}, {1, 8, 2}), "[1, a*b, a]");
+  // A size-1 dim takes the stride a contiguous layout gives it next to the
+  // dim inside.
+  EXPECT_EQ(Seen({Constant(3), Constant(1), Constant(5)}, {3, 1, 5}, {1, 99, 3}), "[1, 15, 3]");
+}
+
+// Other strides at the sizes a graph takes: the graph laid out as the call
+// is. The exact candidate declares the strides seen; a symbolic graph also
+// gets its symbolic form laid out so, which serves that layout at any size.
+TEST(PlanRespecializationTest, OtherStridesAreLaidOutAsSeen) {
+  const kiln::v1::Graph graph = Parse(kGraph);
+  EXPECT_EQ(Plan(graph, Inputs({{4, 4}, {4}, {3, 8}}, {{1, 4}, {}, {}})),
+            "[4, 4]@[1, 4] [4] [s, 8] | [4, 4]@[1, 4] [4] [3, 8]");
+  EXPECT_EQ(Plan(graph, Inputs({{4, 4}, {4}, {3, 8}}, {{}, {}, {1, 3}})),
+            "[4, 4] [4] [s, 8]@[1, s] | [4, 4] [4] [3, 8]@[1, 3]");
+  // New sizes too: the new symbol is in the strides.
+  EXPECT_EQ(Plan(graph, Inputs({{6, 4}, {4}, {3, 8}}, {{1, 6}, {}, {}})),
+            "[d4_6, 4]@[1, d4_6] [4] [s, 8] | [6, 4]@[1, 6] [4] [3, 8]");
+  auto plan = PlanRespecialization(graph, Inputs({{4, 4}, {4}, {3, 8}}, {{1, 4}, {}, {}}).views());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->sizes_key, "4,4,@1,4,;4,;3,8,;");
+  // A graph traced with a transposed input, called with a contiguous one:
+  // the exact candidate is contiguous (not the traced layout again).
+  const kiln::v1::Graph transposed = Parse(R"pb(
+    inputs {
+      value: 0
+      type {
+        dtype: FLOAT32
+        sizes { constant: 3 }
+        sizes { constant: 5 }
+        strides { constant: 1 }
+        strides { constant: 3 }
+      }
+    }
+  )pb");
+  EXPECT_EQ(Plan(transposed, Inputs({{3, 5}})), "[3, 5]");
+  EXPECT_EQ(Plan(transposed, Inputs({{3, 5}}, {{10, 1}})), "[3, 5]@[10, 1]");
+  // Its own layout keeps the declared strides, as written.
+  EXPECT_EQ(Plan(transposed, Inputs({{3, 5}}, {{1, 3}})), "[3, 5]@[1, 3]");
+}
+
+// A candidate's input types must take the call: else its artifact could
+// not run it, and compiling it would be wasted.
+TEST(InputTypesTakeTest, ChecksTheCandidatesInputTypes) {
+  const kiln::v1::Graph graph = Parse(kGraph);
+  const Inputs contiguous({{4, 4}, {4}, {3, 8}});
+  const Inputs transposed({{4, 4}, {4}, {3, 8}}, {{1, 4}, {}, {}});
+  EXPECT_TRUE(InputTypesTake(graph, contiguous.views()));
+  EXPECT_FALSE(InputTypesTake(graph, transposed.views()));
+  EXPECT_TRUE(InputTypesTake(graph, transposed.views(), /*copyable=*/true));
+  EXPECT_FALSE(InputTypesTake(graph, Inputs({{4, 4}, {4}, {1, 8}}).views())) << "s >= 2";
+  auto plan = PlanRespecialization(graph, transposed.views());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const InputLayouts& layouts : plan->candidates) {
+    // Without the op table: Retype's input types are the layouts.
+    kiln::v1::Graph candidate = graph;
+    for (size_t i = 0; i < layouts.size(); ++i) {
+      kiln::v1::TensorType* type = candidate.mutable_inputs(static_cast<int>(i))->mutable_type();
+      type->clear_sizes();
+      for (const kiln::v1::Dim& dim : layouts[i].sizes) *type->add_sizes() = dim;
+      for (const kiln::v1::Dim& dim : layouts[i].strides) *type->add_strides() = dim;
+    }
+    EXPECT_TRUE(InputTypesTake(candidate, transposed.views()));
+    EXPECT_FALSE(InputTypesTake(candidate, contiguous.views()));
+  }
+}
+
+// relu(x) and relu(z), x: [4, 4], z: [s, 8].
+constexpr char kTwoReluGraph[] = R"pb(
+  inputs {
+    value: 0
+    type {
+      dtype: FLOAT32
+      sizes { constant: 4 }
+      sizes { constant: 4 }
+    }
+  }
+  inputs {
+    value: 1
+    type {
+      dtype: FLOAT32
+      sizes { symbol: "s" }
+      sizes { constant: 8 }
+    }
+  }
+  nodes {
+    op: "aten.relu.default"
+    inputs: 0
+    outputs: 2
+    output_types {
+      dtype: FLOAT32
+      sizes { constant: 4 }
+      sizes { constant: 4 }
+    }
+  }
+  nodes {
+    op: "aten.relu.default"
+    inputs: 1
+    outputs: 3
+    output_types {
+      dtype: FLOAT32
+      sizes { symbol: "s" }
+      sizes { constant: 8 }
+    }
+  }
+  outputs: 2
+  outputs: 3
+)pb";
+
+TEST(SmallSizeSpecializationTest, StridedInputsKeepTheirLayout) {
+  const kiln::v1::Graph graph = Parse(kTwoReluGraph);
+  const Inputs inputs({{4, 4}, {1, 8}}, {{1, 4}, {}});
+  const std::optional<kiln::v1::Graph> specialized = SmallSizeSpecialization(graph, inputs.views());
+  ASSERT_TRUE(specialized.has_value());
+  EXPECT_EQ(specialized->inputs(0).type().ShortDebugString(),
+            "dtype: FLOAT32 sizes { constant: 4 } sizes { constant: 4 } strides { constant: 1 } "
+            "strides { constant: 4 }");
+  EXPECT_EQ(DimString(specialized->inputs(1).type().sizes(0)), "1");
+  EXPECT_TRUE(InputTypesTake(*specialized, inputs.views()));
 }
 
 TEST(SmallSizeSpecializationTest, SymbolsBelowTwoBecomeConstant) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -102,6 +103,40 @@ absl::StatusOr<Tensor> Tensor::Empty(DType dtype, std::vector<int64_t> sizes) {
   }
   tensor.sizes_ = std::move(sizes);
   tensor.strides_ = ContiguousStrides(tensor.sizes_);
+  tensor.storage_bytes_ = bytes;
+  return tensor;
+}
+
+absl::StatusOr<Tensor> Tensor::EmptyStrided(DType dtype, std::vector<int64_t> sizes,
+                                            std::vector<int64_t> strides) {
+  const auto shape = [&] {
+    return absl::StrCat("sizes [", absl::StrJoin(sizes, ", "), "] and strides [",
+                        absl::StrJoin(strides, ", "), "]");
+  };
+  if (strides.size() != sizes.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a tensor of ", shape(), ": one stride per dim"));
+  }
+  // The last element's offset, plus one; nothing when a size is 0.
+  int64_t elements = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] < 0 || strides[d] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a tensor of ", shape(), " has a negative size or stride"));
+    }
+    if (sizes[d] == 0) elements = 0;
+  }
+  for (size_t d = 0; d < sizes.size() && elements > 0; ++d) {
+    int64_t reach;
+    if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) ||
+        __builtin_add_overflow(elements, reach, &elements)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a tensor of ", shape(), " spans more than 2^63 elements"));
+    }
+  }
+  ASSIGN_OR_RETURN(Tensor tensor, Empty(dtype, {elements}));
+  tensor.sizes_ = std::move(sizes);
+  tensor.strides_ = std::move(strides);
   return tensor;
 }
 
@@ -116,6 +151,78 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> sizes) {
 }
 
 TensorView Tensor::view() const { return TensorView{buffer_.get(), dtype_, sizes_, strides_}; }
+
+bool HasDistinctElements(absl::Span<const int64_t> sizes, absl::Span<const int64_t> strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims longer than 1
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return true;
+    if (sizes[d] > 1) dims.emplace_back(strides[d], sizes[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  // Each dim must step over the whole extent of the dims inside it.
+  int64_t extent = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride < extent) return false;
+    if (__builtin_mul_overflow(stride, size, &extent)) return true;  // nothing lies outside
+  }
+  return true;
+}
+
+namespace {
+
+// One row of CopyElements: `length` elements of `Bytes` bytes each, a
+// constant size so the copy is one move.
+template <int64_t Bytes>
+void CopyRow(const char* in, char* out, int64_t length, int64_t in_step, int64_t out_step) {
+  for (int64_t i = 0; i < length; ++i, in += in_step, out += out_step) std::memcpy(out, in, Bytes);
+}
+
+}  // namespace
+
+void CopyElements(const TensorView& from, const TensorView& to) {
+  const int rank = static_cast<int>(from.rank());
+  for (int64_t size : from.sizes) {
+    if (size == 0) return;
+  }
+  const int64_t element = ElementSize(from.dtype);
+  const char* source = static_cast<const char*>(from.data);
+  char* target = static_cast<char*>(to.data);
+  if (rank == 0) {
+    std::memcpy(target, source, element);
+    return;
+  }
+  // An odometer over the outer dims; the innermost one element by element.
+  const int inner = rank - 1;
+  const int64_t length = from.sizes[inner];
+  const int64_t from_step = from.strides[inner] * element, to_step = to.strides[inner] * element;
+  std::vector<int64_t> index(inner, 0);
+  while (true) {
+    int64_t from_offset = 0, to_offset = 0;
+    for (int d = 0; d < inner; ++d) {
+      from_offset += index[d] * from.strides[d];
+      to_offset += index[d] * to.strides[d];
+    }
+    const char* in = source + from_offset * element;
+    char* out = target + to_offset * element;
+    switch (element) {
+      case 8:
+        CopyRow<8>(in, out, length, from_step, to_step);
+        break;
+      case 4:
+        CopyRow<4>(in, out, length, from_step, to_step);
+        break;
+      case 2:
+        CopyRow<2>(in, out, length, from_step, to_step);
+        break;
+      default:
+        CopyRow<1>(in, out, length, from_step, to_step);
+        break;
+    }
+    int d = inner - 1;
+    while (d >= 0 && ++index[d] == from.sizes[d]) index[d--] = 0;
+    if (d < 0) return;
+  }
+}
 
 int64_t Tensor::NumElements() const {
   int64_t count = 1;

@@ -40,6 +40,48 @@ TEST(TensorTest, BuffersAre64ByteAligned) {
   }
 }
 
+// A transposed, a sliced and an expanded layout of one [3, 4] tensor: each
+// reaches its own elements, and copies in and back keep every value.
+TEST(TensorTest, StridedTensorsHoldWhatTheirLayoutReaches) {
+  Tensor values(kiln::v1::FLOAT64, {3, 4});
+  for (int64_t i = 0; i < 12; ++i) values.data<double>()[i] = i;
+  struct Layout {
+    std::vector<int64_t> strides;
+    int64_t storage_elements;
+    bool distinct;
+  };
+  for (const Layout& layout : std::vector<Layout>{
+           {{1, 3}, 12, true}, {{10, 1}, 24, true}, {{0, 1}, 4, false}, {{4, 1}, 12, true}}) {
+    absl::StatusOr<Tensor> strided =
+        Tensor::EmptyStrided(kiln::v1::FLOAT64, {3, 4}, layout.strides);
+    ASSERT_TRUE(strided.ok()) << strided.status();
+    EXPECT_EQ(strided->StorageBytes(), layout.storage_elements * 8);
+    EXPECT_EQ(strided->strides(), layout.strides);
+    EXPECT_EQ(HasDistinctElements({3, 4}, layout.strides), layout.distinct);
+    CopyElements(values.view(), strided->view());
+    Tensor back(kiln::v1::FLOAT64, {3, 4});
+    CopyElements(strided->view(), back.view());
+    for (int64_t i = 0; i < 12; ++i) {
+      // An expanded dim keeps its last row: all rows share one.
+      const double want = layout.distinct ? i : 8 + i % 4;
+      EXPECT_EQ(back.data<double>()[i], want) << i;
+    }
+  }
+  // Element (1, 2) of the transposed layout is at 1 + 2 * 3.
+  Tensor transposed = *Tensor::EmptyStrided(kiln::v1::FLOAT32, {3, 4}, {1, 3});
+  Tensor source(kiln::v1::FLOAT32, {3, 4});
+  source.data<float>()[6] = 7;  // (1, 2)
+  CopyElements(source.view(), transposed.view());
+  EXPECT_EQ(transposed.data<float>()[7], 7);
+  EXPECT_TRUE(HasDistinctElements({3, 1, 4}, {1, 0, 3})) << "a size-1 dim's stride is moot";
+  EXPECT_FALSE(HasDistinctElements({3, 4}, {3, 2})) << "interleaved";
+  EXPECT_EQ(Tensor::EmptyStrided(kiln::v1::FLOAT32, {3, 4}, {1}).status().message(),
+            "a tensor of sizes [3, 4] and strides [1]: one stride per dim");
+  EXPECT_EQ(Tensor::EmptyStrided(kiln::v1::FLOAT32, {3, 4}, {-1, 1}).status().message(),
+            "a tensor of sizes [3, 4] and strides [-1, 1] has a negative size or stride");
+  EXPECT_EQ(Tensor::EmptyStrided(kiln::v1::FLOAT32, {3, 0}, {1, 3})->StorageBytes(), 0);
+}
+
 // What Run(inputs) does per call: an output (4 MiB, and 16 MiB as the
 // kernels bench's tail), written from an input that stays, then freed. The
 // first 16 MiB block is mapped; once freed, glibc's thresholds rise to its

@@ -717,6 +717,62 @@ TEST(PipelineTest, SpecializingASymbolFixesItsEqualsAndDropsTheirRelations) {
   EXPECT_EQ(same->relations_size(), 2);
 }
 
+// (x * 2).sum(1) traced with x transposed: [3, 5] at strides [1, 3].
+// Re-typed with layouts, the input takes the strides given (none:
+// contiguous; a stride 0; a symbolic stride) and the nodes' types follow;
+// re-typed with sizes alone, unchanged sizes keep the declared strides.
+TEST(PipelineTest, RetypeLaysInputsOutAsGiven) {
+  const kiln::v1::Graph graph = ParseGraph(R"({"name": "t", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT64",
+       "sizes": [{"constant": 3}, {"constant": 5}], "strides": [{"constant": 1}, {"constant": 3}]}}],
+    "nodes": [
+      {"name": "mul", "op": "aten.mul.Tensor", "inputs": [0], "outputs": [1],
+       "args": [{"name": "other", "floatValue": 2}],
+       "outputTypes": [{"dtype": "FLOAT64", "sizes": [{"constant": 3}, {"constant": 5}],
+                        "strides": [{"constant": 1}, {"constant": 3}]}]},
+      {"name": "sum", "op": "aten.sum.dim_IntList", "inputs": [1], "outputs": [2],
+       "args": [{"name": "dim", "intList": {"values": ["1"]}}],
+       "outputTypes": [{"dtype": "FLOAT64", "sizes": [{"constant": 3}]}]}],
+    "outputs": [2]})");
+  auto dim = [](int64_t constant) {
+    kiln::v1::Dim dim;
+    dim.set_constant(constant);
+    return dim;
+  };
+  kiln::v1::Dim symbol;
+  symbol.set_symbol("a");
+  const auto strides_of = [](const kiln::v1::Graph& g, int node) {
+    const kiln::v1::TensorType& type =
+        node < 0 ? g.inputs(0).type() : g.nodes(node).output_types(0);
+    std::string text;
+    for (const kiln::v1::Dim& stride : type.strides()) {
+      absl::StrAppend(&text,
+                      stride.has_symbol() ? stride.symbol() : absl::StrCat(stride.constant()), " ");
+    }
+    return text;
+  };
+  auto contiguous = Retype(graph, std::vector<InputLayout>{{{dim(3), dim(5)}, {}}});
+  ASSERT_TRUE(contiguous.ok()) << contiguous.status();
+  EXPECT_EQ(strides_of(*contiguous, -1), "");
+  EXPECT_EQ(strides_of(*contiguous, 0), "5 1 ") << "the op table's type, not the trace's";
+  auto expanded = Retype(graph, std::vector<InputLayout>{{{dim(3), dim(5)}, {dim(0), dim(1)}}});
+  ASSERT_TRUE(expanded.ok()) << expanded.status();
+  EXPECT_EQ(strides_of(*expanded, -1), "0 1 ");
+  EXPECT_TRUE(PrepareGraph(*expanded).ok());
+  auto symbolic = Retype(graph, std::vector<InputLayout>{{{symbol, dim(5)}, {dim(1), symbol}}});
+  ASSERT_TRUE(symbolic.ok()) << symbolic.status();
+  EXPECT_EQ(strides_of(*symbolic, -1), "1 a ");
+  EXPECT_TRUE(PrepareGraph(*symbolic).ok()) << PrepareGraph(*symbolic).status();
+  auto same = Retype(graph, std::vector<std::vector<kiln::v1::Dim>>{{dim(3), dim(5)}});
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(strides_of(*same, -1), "1 3 ");
+  auto resized = Retype(graph, std::vector<std::vector<kiln::v1::Dim>>{{dim(4), dim(5)}});
+  ASSERT_TRUE(resized.ok()) << resized.status();
+  EXPECT_EQ(strides_of(*resized, -1), "");
+  EXPECT_EQ(Retype(graph, std::vector<InputLayout>{}).status(),
+            absl::InvalidArgumentError("layouts for 0 inputs; the graph has 1"));
+}
+
 // x.split(2) traced at 4 rows has two results; at 6 rows it would have
 // three, which the graph has no values for.
 TEST(PipelineTest, RetypeNamesASplitWhoseResultCountChanges) {

@@ -14,6 +14,16 @@
 namespace kiln {
 namespace {
 
+// Whether `dims` are the `declared` ones, symbol for symbol.
+bool SameDims(const google::protobuf::RepeatedPtrField<kiln::v1::Dim>& declared,
+              const std::vector<kiln::v1::Dim>& dims) {
+  if (declared.size() != static_cast<int>(dims.size())) return false;
+  for (int d = 0; d < declared.size(); ++d) {
+    if (declared[d].SerializeAsString() != dims[d].SerializeAsString()) return false;
+  }
+  return true;
+}
+
 // Drops the relations naming a symbol that no input size uses any more.
 void DropRelationsOfLostSymbols(kiln::v1::Graph& graph) {
   absl::flat_hash_set<std::string> used;
@@ -164,6 +174,23 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
     return absl::InvalidArgumentError(absl::StrCat("sizes for ", input_sizes.size(),
                                                    " inputs; the graph has ", graph.inputs_size()));
   }
+  std::vector<InputLayout> layouts(input_sizes.size());
+  for (size_t i = 0; i < input_sizes.size(); ++i) {
+    const kiln::v1::TensorType& type = graph.inputs(static_cast<int>(i)).type();
+    layouts[i].sizes = input_sizes[i];
+    if (SameDims(type.sizes(), input_sizes[i])) {
+      layouts[i].strides.assign(type.strides().begin(), type.strides().end());
+    }
+  }
+  return Retype(graph, layouts);
+}
+
+absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
+                                       const std::vector<InputLayout>& inputs) {
+  if (static_cast<int>(inputs.size()) != graph.inputs_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("layouts for ", inputs.size(),
+                                                   " inputs; the graph has ", graph.inputs_size()));
+  }
   kiln::v1::Graph result = graph;
   // Symbols the new sizes make constant: substituted into symbolic
   // arguments, unless the sizes do not give one value for them (then the
@@ -172,22 +199,23 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
   std::set<std::string> unfixable;
   for (int i = 0; i < result.inputs_size(); ++i) {
     kiln::v1::TensorType* type = result.mutable_inputs(i)->mutable_type();
-    bool same = type->sizes_size() == static_cast<int>(input_sizes[i].size());
-    for (int d = 0; same && d < type->sizes_size(); ++d) {
-      same = type->sizes(d).SerializeAsString() == input_sizes[i][d].SerializeAsString();
-    }
-    if (same) continue;  // keeps its declared strides (a transposed weight)
-    for (int d = 0; d < type->sizes_size() && d < static_cast<int>(input_sizes[i].size()); ++d) {
-      const kiln::v1::Dim& old = type->sizes(d);
-      const int64_t multiplier = old.multiplier() == 0 ? 1 : old.multiplier();
-      if (!old.has_symbol() || input_sizes[i][d].has_symbol()) continue;
-      const int64_t size = input_sizes[i][d].constant();
-      auto [it, added] = fixed.emplace(old.symbol(), size / multiplier);
-      if (size % multiplier != 0 || it->second * multiplier != size) unfixable.insert(old.symbol());
+    const std::vector<kiln::v1::Dim>& sizes = inputs[i].sizes;
+    if (!SameDims(type->sizes(), sizes)) {
+      for (int d = 0; d < type->sizes_size() && d < static_cast<int>(sizes.size()); ++d) {
+        const kiln::v1::Dim& old = type->sizes(d);
+        const int64_t multiplier = old.multiplier() == 0 ? 1 : old.multiplier();
+        if (!old.has_symbol() || sizes[d].has_symbol()) continue;
+        const int64_t size = sizes[d].constant();
+        auto [it, added] = fixed.emplace(old.symbol(), size / multiplier);
+        if (size % multiplier != 0 || it->second * multiplier != size) {
+          unfixable.insert(old.symbol());
+        }
+      }
     }
     type->clear_sizes();
-    type->clear_strides();  // new sizes: contiguous
-    for (const kiln::v1::Dim& dim : input_sizes[i]) *type->add_sizes() = dim;
+    type->clear_strides();
+    for (const kiln::v1::Dim& dim : sizes) *type->add_sizes() = dim;
+    for (const kiln::v1::Dim& dim : inputs[i].strides) *type->add_strides() = dim;
   }
   for (const std::string& symbol : unfixable) fixed.erase(symbol);
   FixSymbolicArguments(result, fixed);

@@ -14,13 +14,26 @@
 
 namespace kiln {
 
-// `graph` with input i's sizes replaced by `input_sizes[i]` (contiguous
-// strides) and every node's declared result types recomputed by the op
-// table. Ids, names and arguments are kept. Fails (InvalidArgument or
-// Unimplemented, naming the node) when an argument bakes in an old size
-// (a view to [32, 64], say) or the new sizes are not supported. A symbol
-// that the new sizes make constant is replaced in symbolic arguments (a view
-// to [8, S, 32]) too; relations on symbols that no input keeps are dropped.
+// One input's new type: its sizes, and its strides in elements (each a
+// constant or a product of symbols its sizes name; none: contiguous).
+struct InputLayout {
+  std::vector<kiln::v1::Dim> sizes;
+  std::vector<kiln::v1::Dim> strides;
+};
+
+// `graph` with input i's type laid out as `inputs[i]` (dtype kept) and
+// every node's declared result types recomputed by the op table. Ids, names
+// and arguments are kept. Fails (InvalidArgument or Unimplemented, naming
+// the node) when an argument bakes in an old size (a view to [32, 64], say)
+// or the new sizes or strides are not supported. A symbol that the new
+// sizes make constant is replaced in symbolic arguments (a view to [8, S,
+// 32]) too; relations on symbols that no input keeps are dropped.
+absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
+                                       const std::vector<InputLayout>& inputs);
+
+// The same with sizes alone: an input whose sizes change becomes
+// contiguous, one whose sizes stay keeps its declared strides (a transposed
+// weight stays transposed).
 absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
                                        const std::vector<std::vector<kiln::v1::Dim>>& input_sizes);
 

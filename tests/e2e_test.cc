@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -532,6 +533,150 @@ TEST_F(EndToEndTest, TwoChangedDimsThatCannotBothBeSymbolicKeepOne) {
     }
     EXPECT_EQ(Stats().compiles(), compiles) << a << "x" << b;
   }
+}
+
+// (x * 2).sum(1) over x: float64 [3, 5], traced as the transpose of a
+// [5, 3] tensor (strides [1, 3]), as the tracer writes it.
+kiln::v1::Graph TransposedSumGraph() {
+  kiln::v1::Graph graph;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(R"({"name": "transposed_sum",
+    "inputs": [{"value": 0, "name": "x", "type": {"dtype": "FLOAT64",
+       "sizes": [{"constant": 3}, {"constant": 5}], "strides": [{"constant": 1}, {"constant": 3}]}}],
+    "nodes": [
+      {"name": "mul", "op": "aten.mul.Tensor", "inputs": [0], "outputs": [1],
+       "args": [{"name": "other", "floatValue": 2}],
+       "outputTypes": [{"dtype": "FLOAT64", "sizes": [{"constant": 3}, {"constant": 5}],
+                        "strides": [{"constant": 1}, {"constant": 3}]}]},
+      {"name": "sum", "op": "aten.sum.dim_IntList", "inputs": [1], "outputs": [2],
+       "args": [{"name": "dim", "intList": {"values": ["1"]}}],
+       "outputTypes": [{"dtype": "FLOAT64", "sizes": [{"constant": 3}],
+                        "strides": [{"constant": 1}]}]}],
+    "outputs": [2]})",
+                                                          &graph)
+                  .ok());
+  return graph;
+}
+
+// A [3, 5] float64 view of its own storage: element (i, j) is 10 * i + j.
+class StridedInput {
+ public:
+  StridedInput(std::vector<int64_t> strides, int64_t storage)
+      : strides_(std::move(strides)), storage_(storage, -1000.0) {
+    for (int64_t i = 0; i < 3; ++i) {
+      for (int64_t j = 0; j < 5; ++j) storage_[i * strides_[0] + j * strides_[1]] = 10.0 * i + j;
+    }
+    // An expanded (stride 0) row holds row 2's values: the rows agree.
+    if (strides_[0] == 0) {
+      for (int64_t j = 0; j < 5; ++j) expected_[0] += storage_[j * strides_[1]];
+      expected_[1] = expected_[2] = expected_[0];
+    } else {
+      for (int64_t i = 0; i < 3; ++i) expected_[i] = 50.0 * i + 10.0;  // (5 * 10i + 0+..+4)
+    }
+    for (double& sum : expected_) sum *= 2;
+  }
+  StridedInput(const StridedInput&) = delete;  // the view points into this object
+  TensorView view() const {
+    return TensorView{const_cast<double*>(storage_.data()), kiln::v1::FLOAT64, sizes_, strides_};
+  }
+  // (x * 2).sum(1) of the view.
+  const std::array<double, 3>& expected() const { return expected_; }
+
+ private:
+  const std::vector<int64_t> sizes_ = {3, 5};
+  std::vector<int64_t> strides_;
+  std::vector<double> storage_;
+  std::array<double, 3> expected_ = {0, 0, 0};
+};
+
+// The issue this fixes: a graph traced with a transposed input, called with
+// a contiguous one, compiled the traced layout again under another key (a
+// duplicate that could not run the call) and refused it. Each stride
+// pattern now compiles once, laid out as seen, and hits from then on.
+TEST_F(EndToEndTest, AStrideMissCompilesOncePerStridePatternAndThenHits) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  CompiledGraph graph(client->get(), TransposedSumGraph());
+  const StridedInput transposed({1, 3}, 15), contiguous({5, 1}, 15), sliced({10, 1}, 30),
+      expanded({0, 1}, 5);
+  std::set<std::string> keys, guards;
+  struct Call {
+    const StridedInput* input;
+    int compiles;
+  };
+  for (const Call& call : std::vector<Call>{{&transposed, 1},
+                                            {&contiguous, 2},
+                                            {&contiguous, 2},
+                                            {&sliced, 3},
+                                            {&sliced, 3},
+                                            {&expanded, 4},
+                                            {&expanded, 4},
+                                            {&transposed, 4},
+                                            {&contiguous, 4}}) {
+    const TensorView view = call.input->view();
+    auto out = graph.Run({view});
+    ASSERT_TRUE(out.ok()) << "strides " << view.strides[0] << "," << view.strides[1] << ": "
+                          << out.status();
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ((*out)[0].data<double>()[i], call.input->expected()[i])
+          << "strides " << view.strides[0] << "," << view.strides[1] << " row " << i;
+    }
+    EXPECT_EQ(Stats().compiles(), call.compiles)
+        << "strides " << view.strides[0] << "," << view.strides[1];
+    auto artifact = graph.ArtifactFor({view});
+    ASSERT_TRUE(artifact.ok()) << artifact.status();
+    keys.insert(artifact->key());
+    guards.insert(artifact->guards().SerializeAsString());
+  }
+  // Four patterns, four entries: each with guards of its own.
+  EXPECT_EQ(graph.loaded_entries(), 4);
+  EXPECT_EQ(keys.size(), 4u);
+  EXPECT_EQ(guards.size(), 4u);
+  EXPECT_EQ(Stats().entries(), 4);
+  // A fresh process makes the same requests: all hits.
+  CompiledGraph again(client->get(), TransposedSumGraph());
+  for (const StridedInput* input : {&contiguous, &sliced, &expanded, &transposed}) {
+    ASSERT_TRUE(again.Run({input->view()}).ok());
+  }
+  EXPECT_EQ(Stats().compiles(), 4);
+}
+
+// StrideMiss::kCopyToTracedLayout: the same calls copy into the traced
+// layout and run the one artifact. A layout no copy can fill (an input
+// traced expanded) still gets an entry of its own.
+TEST_F(EndToEndTest, CopyingToTheTracedLayoutRunsOtherStridesWithoutACompile) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  CompiledGraph graph(client->get(), TransposedSumGraph());
+  graph.set_stride_miss(CompiledGraph::StrideMiss::kCopyToTracedLayout);
+  const StridedInput transposed({1, 3}, 15), contiguous({5, 1}, 15), sliced({10, 1}, 30),
+      expanded({0, 1}, 5);
+  for (const StridedInput* input : {&contiguous, &sliced, &expanded, &transposed, &contiguous}) {
+    const TensorView view = input->view();
+    auto out = graph.Run({view});
+    ASSERT_TRUE(out.ok()) << "strides " << view.strides[0] << "," << view.strides[1] << ": "
+                          << out.status();
+    for (int i = 0; i < 3; ++i) EXPECT_EQ((*out)[0].data<double>()[i], input->expected()[i]);
+    // Into preallocated outputs too.
+    Tensor output(kiln::v1::FLOAT64, {3});
+    ASSERT_TRUE(graph.Run({view}, {output.view()}).ok());
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(output.data<double>()[i], input->expected()[i]);
+  }
+  EXPECT_EQ(Stats().compiles(), 1) << "only the graph as given";
+  EXPECT_EQ(graph.loaded_entries(), 1);
+
+  // Traced with x expanded along its rows ([3, 5] at strides [0, 5]): three
+  // different rows cannot be copied into one.
+  kiln::v1::Graph broadcast = TransposedSumGraph();
+  broadcast.mutable_inputs(0)->mutable_type()->mutable_strides(0)->set_constant(0);
+  broadcast.mutable_inputs(0)->mutable_type()->mutable_strides(1)->set_constant(1);
+  CompiledGraph expanded_graph(client->get(), broadcast);
+  expanded_graph.set_stride_miss(CompiledGraph::StrideMiss::kCopyToTracedLayout);
+  ASSERT_TRUE(expanded_graph.Run({expanded.view()}).ok());
+  EXPECT_EQ(Stats().compiles(), 2);
+  auto out = expanded_graph.Run({contiguous.view()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ((*out)[0].data<double>()[i], contiguous.expected()[i]);
+  EXPECT_EQ(Stats().compiles(), 3) << "specialized for the contiguous layout";
 }
 
 TEST_F(EndToEndTest, SocketIsPrivateAndVersionsAreChecked) {

@@ -111,12 +111,45 @@ def test_a_wrong_shape_is_a_guard_error_naming_the_input_and_dim():
     assert "input 0" in str(raised.value)
 
 
-def test_strided_views_run_on_contiguous_copies():
+def test_strided_views_compile_once_per_layout_and_then_hit():
     compiled = kiln.compile(f, [torch.randn(16, 16)])
     base = torch.randn(16, 32)
-    for view in (base[:, :16], base[:, ::2], base.T[:16]):
+    views = (base[:, :16], base[:, ::2], base.T[:16])
+    before = compiles()
+    for view in views:
         assert not view.is_contiguous()
         torch.testing.assert_close(compiled(view), f(view))
+    assert compiles() == before + 3, "one entry per stride pattern"
+    for view in views:
+        torch.testing.assert_close(compiled(view), f(view))
+    assert compiles() == before + 3, "each pattern hits its own entry"
+
+
+def g(x):
+    return torch.tanh(x) * 3.0 + x.sum(0)
+
+
+def test_a_graph_traced_with_a_transposed_input_takes_contiguous_ones():
+    x = torch.randn(12, 20, dtype=torch.float64)
+    compiled = kiln.compile(g, [x.t()])
+    before = compiles()
+    for _ in range(3):
+        y = torch.randn(20, 12, dtype=torch.float64)
+        torch.testing.assert_close(compiled(y), g(y))
+    assert compiles() == before + 1, "the contiguous layout compiles once"
+
+
+def test_on_stride_miss_copy_runs_other_strides_on_the_traced_artifact():
+    x = torch.randn(12, 20, dtype=torch.float64)
+    compiled = kiln.compile(g, [x.t()], on_stride_miss="copy")
+    before = compiles()
+    base = torch.randn(20, 30, dtype=torch.float64)
+    for view in (torch.randn(20, 12, dtype=torch.float64), base[:, 5:17],
+                 torch.randn(12, dtype=torch.float64).expand(20, 12), x.t()):
+        torch.testing.assert_close(compiled(view), g(view))
+    assert compiles() == before, "copied into the traced layout: no compile"
+    with pytest.raises(ValueError, match="on_stride_miss is 'specialize' or 'copy'"):
+        kiln.compile(g, [x], on_stride_miss="copies")
 
 
 def test_inputs_that_require_grad_need_no_grad():

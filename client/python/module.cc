@@ -128,8 +128,17 @@ kiln::v1::Graph ParseGraph(const py::object& graph) {
 class PyCompiledGraph {
  public:
   PyCompiledGraph(std::shared_ptr<Client> client, const py::object& graph,
-                  const std::string& target)
+                  const std::string& target, const std::string& on_stride_miss)
       : client_(std::move(client)) {
+    CompiledGraph::StrideMiss stride_miss;
+    if (on_stride_miss == "specialize") {
+      stride_miss = CompiledGraph::StrideMiss::kSpecialize;
+    } else if (on_stride_miss == "copy") {
+      stride_miss = CompiledGraph::StrideMiss::kCopyToTracedLayout;
+    } else {
+      Raise(absl::InvalidArgumentError(
+          absl::StrCat("on_stride_miss is 'specialize' or 'copy', not '", on_stride_miss, "'")));
+    }
     kiln::v1::CompileOptions options;
     kiln::v1::Target parsed;
     if (!kiln::v1::Target_Parse(
@@ -140,6 +149,7 @@ class PyCompiledGraph {
     }
     options.set_target(parsed);
     compiled_ = std::make_unique<CompiledGraph>(client_.get(), ParseGraph(graph), options);
+    compiled_->set_stride_miss(stride_miss);
   }
   // Destroying a CompiledGraph may wait on a background compile or send
   // its last traffic counts: not while holding up every Python thread.
@@ -315,8 +325,10 @@ PYBIND11_MODULE(_kiln, module) {
       });
 
   py::class_<PyCompiledGraph>(module, "CompiledGraph")
-      .def(py::init<std::shared_ptr<Client>, const py::object&, const std::string&>(),
-           py::arg("client"), py::arg("graph"), py::arg("target") = "native")
+      .def(py::init<std::shared_ptr<Client>, const py::object&, const std::string&,
+                    const std::string&>(),
+           py::arg("client"), py::arg("graph"), py::arg("target") = "native",
+           py::arg("on_stride_miss") = "specialize")
       .def("__call__", &PyCompiledGraph::Call)
       .def("prepare", &PyCompiledGraph::Prepare)
       .def("warmup", &PyCompiledGraph::Warmup, py::arg("entry_json"),

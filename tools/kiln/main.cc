@@ -8,6 +8,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "absl/flags/flag.h"
@@ -30,6 +31,7 @@
 #include "codegen/compile/toolchain.h"
 #include "codegen/ops/ops_doc.h"
 #include "codegen/pipeline.h"
+#include "codegen/retype.h"
 #include "common/files.h"
 #include "common/graph_file.h"
 #include "common/prometheus.h"
@@ -52,7 +54,8 @@ ABSL_FLAG(std::string, socket, "",
 ABSL_FLAG(std::string, cache_dir, "", "Cache directory for an auto-started kilnd.");
 ABSL_FLAG(bool, start, true, "Start kilnd when none is running.");
 ABSL_FLAG(std::string, inputs, "",
-          "run: comma-separated raw little-endian files, one per graph input (default: random). "
+          "run: comma-separated raw little-endian files, one per graph input, row-major "
+          "(default: random; each laid out with the strides the graph declares for it). "
           "why: the input sizes a process called GRAPH.json with: each input's dims joined by x, "
           "inputs separated by commas (8x64,64x32; an empty item for a 0-d input), or symbol "
           "sizes (B=8,S=16); explains the request the client makes for them.");
@@ -60,7 +63,8 @@ ABSL_FLAG(int, seed, 0, "run: seed of the random inputs.");
 ABSL_FLAG(int, repeat, 100, "run: warm calls to time after the first.");
 ABSL_FLAG(bool, check, false, "run: compare the outputs with the naive reference evaluator.");
 ABSL_FLAG(std::string, reference, "",
-          "run: a NAME.ref.json from tools/trace: run on its inputs and compare the outputs with "
+          "run: a NAME.ref.json from tools/trace: run on its inputs (laid out with the strides the "
+          "graph declares) and compare the outputs with "
           "eager PyTorch's (assert_close tolerances unless --rtol/--atol).");
 ABSL_FLAG(double, rtol, -1, "run --reference: relative tolerance (default: by dtype).");
 ABSL_FLAG(double, atol, -1, "run --reference: absolute tolerance (default: by dtype).");
@@ -185,7 +189,67 @@ absl::Status Compile(const Args& args) {
   return absl::OkStatus();
 }
 
-// Random or file inputs for `graph`, as Tensors of its input types.
+// The strides graph input i declares at `sizes` (the inputs' sizes bind
+// its symbols); nullopt when it declares none or contiguous ones.
+absl::StatusOr<std::optional<std::vector<int64_t>>> DeclaredStrides(
+    const kiln::v1::Graph& graph, int i, const std::vector<std::vector<int64_t>>& sizes) {
+  const kiln::v1::TensorType& type = graph.inputs(i).type();
+  if (type.strides_size() == 0) return std::nullopt;
+  if (type.strides_size() != static_cast<int>(sizes[i].size())) {
+    return absl::InvalidArgumentError(absl::StrCat("input ", i, " '", graph.inputs(i).name(),
+                                                   "' declares ", type.strides_size(),
+                                                   " strides for ", sizes[i].size(), " dims"));
+  }
+  const std::map<std::string, int64_t> values = SymbolValues(graph, sizes);
+  std::vector<int64_t> strides;
+  for (const kiln::v1::Dim& dim : type.strides()) {
+    if (!dim.has_symbol()) {
+      strides.push_back(dim.constant());
+      continue;
+    }
+    int64_t stride = dim.multiplier() == 0 ? 1 : dim.multiplier();
+    std::vector<std::string> symbols = {dim.symbol()};
+    symbols.insert(symbols.end(), dim.times().begin(), dim.times().end());
+    for (const std::string& symbol : symbols) {
+      const auto value = values.find(symbol);
+      if (value == values.end() || __builtin_mul_overflow(stride, value->second, &stride)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input ", i, " '", graph.inputs(i).name(), "': a stride names symbol '",
+                         symbol, "', which the input sizes do not give a value"));
+      }
+    }
+    strides.push_back(stride);
+  }
+  const std::vector<int64_t> contiguous = ContiguousStrides(sizes[i]);
+  bool is_contiguous = true;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    is_contiguous &= sizes[i][d] == 1 || strides[d] == contiguous[d];
+  }
+  if (is_contiguous) return std::nullopt;
+  return strides;
+}
+
+// `values` (row-major) laid out with the strides each graph input declares:
+// a graph traced with a transposed or sliced input gets such an input, so
+// its guards pass as they did for the tracer. Where a declared stride is 0
+// (an expanded input), that dim keeps one of the values.
+absl::StatusOr<std::vector<Tensor>> LayOutAsDeclared(const kiln::v1::Graph& graph,
+                                                     std::vector<Tensor> values) {
+  std::vector<std::vector<int64_t>> sizes;
+  for (const Tensor& value : values) sizes.push_back(value.sizes());
+  for (int i = 0; i < graph.inputs_size(); ++i) {
+    ASSIGN_OR_RETURN(const std::optional<std::vector<int64_t>> strides,
+                     DeclaredStrides(graph, i, sizes));
+    if (!strides.has_value()) continue;
+    ASSIGN_OR_RETURN(Tensor strided, Tensor::EmptyStrided(values[i].dtype(), sizes[i], *strides));
+    CopyElements(values[i].view(), strided.view());
+    values[i] = std::move(strided);
+  }
+  return values;
+}
+
+// Random or file inputs for `graph`, as Tensors of its input types, laid out
+// as it declares (LayOutAsDeclared).
 absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph,
                                                const kiln::v1::Reference* reference) {
   if (reference != nullptr) {
@@ -199,7 +263,7 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph,
       ASSIGN_OR_RETURN(Tensor tensor, ToTensor(data));
       inputs.push_back(std::move(tensor));
     }
-    return inputs;
+    return LayOutAsDeclared(graph, std::move(inputs));
   }
   const std::vector<std::string> files = absl::GetFlag(FLAGS_inputs).empty()
                                              ? std::vector<std::string>()
@@ -241,7 +305,7 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const kiln::v1::Graph& graph,
     }
     inputs.push_back(std::move(tensor));
   }
-  return inputs;
+  return LayOutAsDeclared(graph, std::move(inputs));
 }
 
 std::string Summary(const Tensor& tensor) {
@@ -265,9 +329,13 @@ absl::Status Check(const kiln::v1::Graph& graph, const std::vector<Tensor>& inpu
   ASSIGN_OR_RETURN(const ir::Graph prepared, PrepareGraph(graph));
   std::vector<RefTensor> reference_inputs;
   for (const Tensor& input : inputs) {
+    // The values the kernel read, row-major (inputs may be strided).
+    ASSIGN_OR_RETURN(const Tensor values, Tensor::Empty(input.dtype(), input.sizes()));
+    CopyElements(input.view(), values.view());
     RefTensor ref{input.sizes(), {}};
-    for (int64_t i = 0; i < input.NumElements(); ++i)
-      ref.values.push_back(ElementAsDouble(input, i));
+    for (int64_t i = 0; i < values.NumElements(); ++i) {
+      ref.values.push_back(ElementAsDouble(values, i));
+    }
     reference_inputs.push_back(std::move(ref));
   }
   ASSIGN_OR_RETURN(const auto expected, EvaluateReference(prepared, reference_inputs));

@@ -14,6 +14,8 @@ namespace kiln {
 
 absl::StatusOr<kiln::v1::Reference> ReadReferenceFile(const std::string& path);
 
+// The values of `data`, contiguous (its strides, where the tracer met the
+// tensor, are not applied: the caller lays it out as the graph declares).
 // InvalidArgument when the byte count does not match the shape.
 absl::StatusOr<Tensor> ToTensor(const kiln::v1::TensorData& data);
 

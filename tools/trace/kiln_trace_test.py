@@ -173,7 +173,8 @@ class CheckTest(unittest.TestCase):
         """Runs the tracer CLI on a module holding `factory_source` with
         --check; returns (the completed process, the graph written). With
         `sizes`, also traces eager references at those sizes and asserts
-        that `kiln run` matches each."""
+        that `kiln run` matches each. Leaves the reference written in
+        self.reference and kilnd's compile count in self.compiles."""
         kiln = os.path.join(os.getcwd(), "tools/kiln/kiln")
         with tempfile.TemporaryDirectory(dir="/tmp") as work:
             env = dict(os.environ, KILN_SOCKET=work + "/run/kilnd.sock",
@@ -195,6 +196,10 @@ class CheckTest(unittest.TestCase):
                      "--repeat=0"], env=env, capture_output=True, text=True)
                 self.assertEqual(sized.returncode, 0, f"at size {size}: {sized.stderr}")
                 self.assertIn("match eager PyTorch", sized.stdout)
+            stats = subprocess.run([kiln, "stats", "--json", "--start=false"], env=env,
+                                   capture_output=True, text=True)
+            self.compiles = (int(json.loads(stats.stdout).get("compiles", 0))
+                             if stats.returncode == 0 else None)
             # Stop the kilnd that --check started (it would otherwise idle out).
             pids = subprocess.run(["pgrep", "-f", "kilnd.*" + work], capture_output=True,
                                   text=True).stdout
@@ -203,10 +208,13 @@ class CheckTest(unittest.TestCase):
                     os.kill(int(pid), 15)
                 except ProcessLookupError:
                     pass  # already gone
-            graph = None
+            graph = self.reference = None
             if os.path.exists(os.path.join(work, "factory.json")):
                 with open(os.path.join(work, "factory.json")) as f:
                     graph = json.load(f)
+            if os.path.exists(os.path.join(work, "factory.ref.json")):
+                with open(os.path.join(work, "factory.ref.json")) as f:
+                    self.reference = json.load(f)
         return result, graph
 
     def test_unsupported_op_is_one_line(self):
@@ -265,6 +273,28 @@ class CheckTest(unittest.TestCase):
                                        for arg in node["args"])),
                          ["aten.arange.default", "aten.full.default", "aten.new_ones.default",
                           "aten.zeros.default"])
+
+    def test_transposed_and_sliced_inputs_run_with_their_traced_strides(self):
+        # x is the transpose of a [5, 3] tensor, y a slice of [4, 10] rows,
+        # z a row expanded to [4, 5]: the graph's guards check those strides,
+        # the reference records them, and `kiln run` lays its inputs out so:
+        # the one artifact compiled runs them (no respecialization).
+        result, graph = self.check(
+            "def factory():\n"
+            "    torch.manual_seed(0)\n"
+            "    a = torch.randn(5, 3, dtype=torch.float64)\n"
+            "    b = torch.randn(4, 10, dtype=torch.float64)\n"
+            "    c = torch.randn(5, dtype=torch.float64)\n"
+            "    def f(x, y, z):\n"
+            "        return (x * 2 + 1).sum(1), y.exp() + z, x @ y.t()\n"
+            "    return f, [a.t(), b[:, 2:7], c.expand(4, 5)]\n")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("match eager PyTorch", result.stdout)
+        strides = [[int(s["constant"]) for s in i["type"]["strides"]] for i in graph["inputs"]]
+        self.assertEqual(strides, [[1, 3], [10, 1], [0, 1]])
+        self.assertEqual([data.get("strides") for data in self.reference["inputs"]],
+                         [[1, 3], [10, 1], [0, 1]])
+        self.assertEqual(self.compiles, 1, "kiln run's inputs passed the traced guards")
 
     def test_bfloat16_is_checked_against_float32_math(self):
         # torch 1.13's bfloat16 layer norm keeps its statistics in bfloat16:

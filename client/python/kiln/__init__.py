@@ -133,13 +133,6 @@ class Compiled:
     def __call__(self, *args):
         try:
             outputs = self._native(*args, *self._lifted)
-        except GuardError:
-            # Strided views (a transpose, a slice) fail the guards, which
-            # expect the traced layout: run on contiguous copies instead.
-            if all(not hasattr(t, "is_contiguous") or t.is_contiguous() for t in args):
-                raise
-            outputs = self._native(*[t.contiguous() if hasattr(t, "contiguous") else t
-                                     for t in args], *self._lifted)
         except (DaemonUnavailable, UnsupportedOpError) as error:
             if self._fallback != "eager":
                 raise
@@ -208,8 +201,16 @@ def _symbolic(dynamic):
     return marks
 
 
+_STRIDE_MISSES = ("specialize", "copy")
+
+
+def _check_on_stride_miss(on_stride_miss):
+    if on_stride_miss not in _STRIDE_MISSES:
+        raise ValueError(f"on_stride_miss is 'specialize' or 'copy', not {on_stride_miss!r}")
+
+
 def compile(fn, example_inputs, *, dynamic=None, relations=None, buckets=None, fallback="raise",
-            name=None, target="native"):
+            name=None, target="native", on_stride_miss="specialize"):
     """Traces `fn` (a function or nn.Module) on `example_inputs` and returns a
     callable that runs Kiln's compiled kernels.
 
@@ -223,19 +224,27 @@ def compile(fn, example_inputs, *, dynamic=None, relations=None, buckets=None, f
                unreachable with no local artifact (warns once, counted in
                kiln.stats()).
     target:    "native", "x86-64-v3" or "x86-64-v4" (docs/ARCHITECTURE.md).
+    on_stride_miss: what a call does whose inputs have other strides than the
+               compiled layouts (a transpose, a slice, an expand of what was
+               traced): "specialize" (the default) compiles an entry for
+               those strides, once per stride pattern, and later calls hit
+               it; "copy" copies such inputs into the traced layout and runs
+               the traced artifact, compiling nothing for strides.
 
     Parameters and buffers of a module become graph inputs; each call passes
     the module's tensors, so in-place weight updates are seen.
     """
     if fallback not in ("raise", "eager"):
         raise ValueError(f"fallback is 'raise' or 'eager', not {fallback!r}")
+    _check_on_stride_miss(on_stride_miss)
     from . import _tracing
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
     try:
         relation_json = [_tracing.parse_relation(text) for text in relations or []]
         graph, lifted = _tracing.trace_graph(fn, list(example_inputs), name,
                                              _symbolic(dynamic), relation_json)
-        native = _native().CompiledGraph(_default_client(), json.dumps(graph), target)
+        native = _native().CompiledGraph(_default_client(), json.dumps(graph), target,
+                                         on_stride_miss)
         native.prepare()  # compile errors surface here, not at the first call
     except (_tracing.TraceError, KilnError) as error:
         if fallback == "eager":
@@ -369,12 +378,15 @@ def save(fn, example_inputs, path, *, dynamic=None, relations=None, buckets=None
         os.remove(plan)
 
 
-def load(path, module=None, *, fallback="raise", target="native", warmup=False):
+def load(path, module=None, *, fallback="raise", target="native", warmup=False,
+         on_stride_miss="specialize"):
     """A package written by kiln.save, ready to call, without tracing: a
     fresh process pays a cache hit (no round trip when kilnd compiled it
     before), not a trace or a compile. With `module`, its current parameters
     and buffers are the weights (in-place updates are seen); else the saved
-    ones. With `warmup`, the buckets of the package's plan are warmed too."""
+    ones. With `warmup`, the buckets of the package's plan are warmed too.
+    `on_stride_miss` is as for compile."""
+    _check_on_stride_miss(on_stride_miss)
     if fallback == "eager" and module is None:
         raise ValueError('fallback="eager" needs the module to run eagerly: kiln.load(path, module)')
     try:
@@ -397,7 +409,7 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False):
         weights = [_module_tensor(module, layout["name"]) if module is not None and layout["name"]
                    else tensor for layout, tensor in zip(layouts, saved)]
     try:
-        native = _native().CompiledGraph(_default_client(), graph, target)
+        native = _native().CompiledGraph(_default_client(), graph, target, on_stride_miss)
         native.prepare()
     except KilnError as error:
         if fallback == "eager":

@@ -1,6 +1,8 @@
 """Traces a PyTorch function or nn.Module with make_fx into Kiln graph JSON
 (a kiln.v1.Graph in protobuf JSON), and computes eager references (a
-kiln.v1.Reference: the inputs traced with and eager PyTorch's outputs).
+kiln.v1.Reference: the inputs traced with and eager PyTorch's outputs, each
+with its strides when it is not contiguous; a static input's strides are in
+the graph too, where its guards check them).
 
 Used in process by kiln.compile (trace_graph) and by the command line
 tools/trace/kiln_trace.py (trace, sized_references), whose genrules trace the
@@ -58,13 +60,19 @@ def tensor_type(t, symbols=None):
 
 
 def tensor_data(t):
+    """TensorData JSON: the values row-major, and the strides the tensor has
+    when it is not contiguous (a transpose, a slice, an expand)."""
+    strides = None if t.is_contiguous() else [int(s) for s in t.stride()]
     t = t.detach().contiguous()
     if t.dtype == torch.bfloat16:
         raw = t.view(torch.int16).numpy().tobytes()
     else:
         raw = t.numpy().tobytes()
-    return {"dtype": DTYPES[t.dtype], "sizes": [int(s) for s in t.shape],
-            "data": base64.b64encode(raw).decode()}
+    result = {"dtype": DTYPES[t.dtype], "sizes": [int(s) for s in t.shape],
+              "data": base64.b64encode(raw).decode()}
+    if strides is not None:
+        result["strides"] = strides
+    return result
 
 
 def scalar_arg(name, value):
