@@ -68,7 +68,8 @@ TEST_P(WorkloadsTest, MatchesEagerPyTorch) { RunAndCompare(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Public, WorkloadsTest,
                          ::testing::Values("f", "keep_product", "tail", "edge_values", "softmax",
                                            "gelu", "gelu_tanh", "layer_norm", "attention", "mlp",
-                                           "transformer_layer", "loss_grad", "mlp_train"));
+                                           "transformer_layer", "loss_grad", "mlp_train",
+                                           "resnet18", "resnet18_b8", "mobilenet_v3_small"));
 
 class DynamicWorkloadsTest : public WorkloadsTest {};
 

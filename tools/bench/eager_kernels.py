@@ -9,8 +9,9 @@ Thread variables (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, OMP_WAIT_POLICY,
 ATEN_CPU_CAPABILITY) come from the parent's environment; OpenBLAS and
 OpenMP read them when they load, before any of this runs.
 
-Each NAME is a workload: from WORKLOADS_PY (the public workloads.py), or
-from kernel_workloads.py beside this file (f_1024). Its function is called
+Each NAME is a workload: from WORKLOADS_PY (the public workloads.py), from
+models.py beside it (resnet18_b8), or from kernel_workloads.py beside this
+file (f_1024). Its function is called
 on the inputs of TRACED_DIR/NAME.ref.json (the ones Kiln gets; lifted weights
 stay inside the module, as the user wrote it), and its outputs are measured
 once against TRACED_DIR/NAME.ref64.json (eager in float64 on the same
@@ -70,6 +71,8 @@ def main():
     factories = dict(load_module("workloads", workloads_py).WORKLOADS)
     factories.update(load_module("kernel_workloads", os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "kernel_workloads.py")).WORKLOADS)
+    factories.update(load_module("models", os.path.join(
+        os.path.dirname(workloads_py), "models.py")).WORKLOADS)
     dtypes = {"FLOAT32": numpy.float32, "FLOAT64": numpy.float64, "INT64": numpy.int64,
               "INT32": numpy.int32, "BOOL": numpy.bool_}
 

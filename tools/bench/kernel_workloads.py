@@ -1,7 +1,7 @@
 """Workloads that //tools/bench:kernels needs beyond the public ones.
 
 Traced at build time by the genrule //tools/bench:traced
-(`kiln_trace.py --module kernel_workloads:NAME`), and called by
+(`kiln_trace.py --module kernel_workloads:f_1024`), and called by
 eager_kernels.py for the eager side, so both sides run the same function on
 the same inputs. Same conventions as tests/workloads/workloads.py:
 FACTORY() returns (fn, example_inputs).
@@ -19,13 +19,4 @@ def f_1024():
     return (lambda x: torch.relu(x @ x.T + 1.0)), _seeded((1024, 1024))
 
 
-def resnet18_b8():
-    """torchvision's resnet18 (random weights, eval) on 8 images of 128x128:
-    the public resnet18 workload at a serving batch."""
-    import torchvision
-    torch.manual_seed(0)
-    m = torchvision.models.resnet18(weights=None).eval()
-    return (lambda x: m(x)), _seeded((8, 3, 128, 128))
-
-
-WORKLOADS = {"f_1024": f_1024, "resnet18_b8": resnet18_b8}
+WORKLOADS = {"f_1024": f_1024}
