@@ -100,6 +100,22 @@ int LanesFor(const ir::Dim& extent) {
   return !extent.is_symbolic() && extent.constant >= 512 && extent.constant % 64 == 0 ? 64 : 16;
 }
 
+// A small static window (pooling's 3x3) is unrolled in full, so that the
+// loop over the last output dim holds no loop and vectorizes. resnet18's
+// max pooling (1x64x112x112, 3x3 windows, stride 2, one thread; fastest of
+// 500 calls): values 1.38 -> 0.34 ms, values and indices 6.5 -> 1.26 ms
+// (eager: 5.3 ms either way).
+constexpr int64_t kMaxUnrolledWindow = 16;
+
+bool UnrollsWindow(const std::vector<ir::Dim>& reduction_sizes) {
+  int64_t total = 1;
+  for (const ir::Dim& size : reduction_sizes) {
+    if (size.is_symbolic()) return false;
+    total *= size.constant;
+  }
+  return total <= kMaxUnrolledWindow;
+}
+
 // One reduction kernel's body. Its variables are the output dims' i0 ..
 // i<rank - 1>, then one per reduced dim.
 class ReductionEmitter {
@@ -118,7 +134,8 @@ class ReductionEmitter {
         inner_(reductions_ > 0 ? definition_.reduction_sizes.back() : ir::Dim::Constant(1)),
         num_lanes_(LanesFor(inner_)),
         lanes_(!arg_ && definition_.combiner != "pool_max" && reductions_ > 0 &&
-               (inner_.is_symbolic() || inner_.constant >= 32)) {}
+               (inner_.is_symbolic() || inner_.constant >= 32)),
+        unroll_(UnrollsWindow(definition_.reduction_sizes)) {}
 
   absl::Status Emit() {
     if (!arg_) {
@@ -148,7 +165,7 @@ class ReductionEmitter {
     if (lanes_) absl::StrAppend(&text, indent, acc_type_, " lanes[", num_lanes_, "];\n");
     std::string loop_indent = indent;
     for (int r = 0; r + 1 < reductions_; ++r) {
-      text += LoopHeader(rank_ + r, Extent(definition_.reduction_sizes[r]), loop_indent);
+      text += ReducedLoopHeader(rank_ + r, definition_.reduction_sizes[r], loop_indent);
       loop_indent += "  ";
     }
     if (reductions_ == 0) {
@@ -156,7 +173,7 @@ class ReductionEmitter {
     } else if (lanes_) {
       RETURN_IF_ERROR(EmitLanedInnermost(loop_indent));
     } else {
-      text += LoopHeader(last(), Extent(inner_), loop_indent);
+      text += ReducedLoopHeader(last(), inner_, loop_indent);
       RETURN_IF_ERROR(Fold(loop_indent + "  ", "acc"));
       absl::StrAppend(&text, loop_indent, "}\n");
     }
@@ -175,6 +192,16 @@ class ReductionEmitter {
 
  private:
   int last() const { return rank_ + reductions_ - 1; }
+
+  // A loop over a reduced dim, unrolled in a small window (an extent of 1
+  // is a block, not a loop).
+  std::string ReducedLoopHeader(int variable, const ir::Dim& size,
+                                const std::string& indent) const {
+    const std::string extent = Extent(size);
+    return absl::StrCat(
+        unroll_ && extent != "1" ? indent + "#pragma clang loop unroll(full)\n" : "",
+        LoopHeader(variable, extent, indent));
+  }
 
   // The innermost reduced dim in lanes: i<last> = chunk + k over full
   // chunks, then a scalar tail, then the lanes' tree into acc. The lanes
@@ -260,7 +287,8 @@ class ReductionEmitter {
   const bool arg_;       // argmax / argmin: the position, not the value
   const ir::Dim inner_;  // the innermost reduced dim
   const int num_lanes_;
-  const bool lanes_;  // whether the innermost reduced dim runs in lanes
+  const bool lanes_;   // whether the innermost reduced dim runs in lanes
+  const bool unroll_;  // whether the reduced dims' loops are unrolled
   Combiner combiner_{0, ""};
   std::string init_;
 };
