@@ -1,6 +1,7 @@
 // The op table: every ATen op Kiln compiles, with its schema, its type rule
 // and its lowering into the loop IR. Adding an op is one entry in the file of
-// its family (pointwise.cc, activations.cc, views.cc, gemm.cc); nothing else changes.
+// its family (pointwise.cc, activations.cc, views.cc, gemm.cc, pooling.cc); nothing else
+// changes.
 #ifndef KILN_CODEGEN_OPS_OP_TABLE_H_
 #define KILN_CODEGEN_OPS_OP_TABLE_H_
 
@@ -98,6 +99,7 @@ void RegisterGemmOps(OpTable& table);
 void RegisterReductionOps(OpTable& table);
 void RegisterCreationOps(OpTable& table);
 void RegisterCompositeOps(OpTable& table);
+void RegisterPoolingOps(OpTable& table);
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);
