@@ -136,10 +136,13 @@ using Decomposition =
     std::function<absl::StatusOr<std::vector<int>>(GraphBuilder&, const ir::Node&)>;
 // Registers a composite: `decompose` rewrites it into other ops, and its
 // result types are those of the decomposition, built on a scratch graph.
-// Input dtypes are checked with CheckDTypes.
+// Input dtypes are checked with CheckDTypes: the first `checked_inputs`
+// (-1: all), the others being the decomposition's to check (max pooling's
+// int64 indices beside its float tensors).
 void AddComposite(OpTable& table, const std::string& op, int min_inputs, int max_inputs,
                   std::vector<ArgSpec> args, Decomposition decompose, std::vector<ir::DType> dtypes,
-                  std::vector<ir::DType> refused = {}, std::string family = "composite");
+                  std::vector<ir::DType> refused = {}, std::string family = "composite",
+                  int checked_inputs = -1);
 
 }  // namespace kiln::ops
 

@@ -65,9 +65,9 @@ std::string OpsMarkdown() {
                   "`output_mask` says; `pow` takes floating tensors only; a factory's `size`\n"
                   "may name symbols (`ones(T, T)`), and `arange` a symbolic end only counting\n"
                   "from 0 by 1 (`arange(T)`); pooling takes a static height and width (the\n"
-                  "batch and channels may be symbolic), and `_adaptive_avg_pool2d` windows of at\n"
+                  "batch and channels may be symbolic), `_adaptive_avg_pool2d` windows of at\n"
                   "most 64 sizes and places (any size pair whose input divides by the output has\n"
-                  "one).\n"
+                  "one) and its backward windows of one size.\n"
                   "\n## Ops\n\n"
                   "| op | family | tensor inputs | arguments (default) | dtypes |\n"
                   "| --- | --- | --- | --- | --- |\n");

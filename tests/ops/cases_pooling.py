@@ -1,8 +1,8 @@
-"""Pooling: max_pool2d_with_indices, avg_pool2d and _adaptive_avg_pool2d on
-3-D and 4-D inputs, with padding, strides, dilation and ceil_mode; windows
-of negative values only, ties, NaN, -inf and signed zeros (the padding is
--inf for a max and must neither win nor be an index); contiguous and
-transposed inputs."""
+"""Pooling: max_pool2d_with_indices, avg_pool2d and _adaptive_avg_pool2d and
+their backward ops on 3-D and 4-D inputs, with padding, strides, dilation
+and ceil_mode; windows of negative values only, ties, NaN, -inf and signed
+zeros (the padding is -inf for a max and must neither win nor be an index);
+contiguous and transposed inputs."""
 import math
 
 import torch
@@ -128,7 +128,87 @@ def adaptive_cases(claims):
                manual=(op, [("output_size", [11, 13])]))
 
 
+def max_pool_backward(kernel, stride, padding, dilation=1, ceil_mode=False):
+    def fn(grad, x):
+        _, indices = A.max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode)
+        return A.max_pool2d_with_indices_backward(grad, x, kernel, stride, padding, dilation,
+                                                  ceil_mode, indices)
+    return fn
+
+
+def avg_pool_backward(kernel, stride, padding, ceil_mode=False, count_include_pad=True,
+                      divisor_override=None):
+    return lambda grad, x: A.avg_pool2d_backward(grad, x, kernel, stride, padding, ceil_mode,
+                                                 count_include_pad, divisor_override)
+
+
+def backward_case(op, dtype, variant, fn, grad_shape, x, check):
+    """grad_output random, of the pooled shape; eager's bfloat16 kernels add
+    in bfloat16, Kiln in float32: that reference is float32 math rounded."""
+    g = generator(op, NAMES[dtype], variant)
+    return Case(op, dtype, variant, fn, [random(grad_shape, dtype, g), x], check,
+                float32_reference=dtype == torch.bfloat16)
+
+
+def backward_cases(claims):
+    """Gradients sum in eager's order (output position by position): bit for
+    bit in float32 and float64, also where windows overlap (stride 1) and
+    where the input does not divide by the stride."""
+    op = "aten.max_pool2d_with_indices_backward.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        check = exact_when_wide(dtype)
+        x = random(SHAPE, dtype, g)
+        yield backward_case(op, dtype, "k3_s2_p1", max_pool_backward([3, 3], [2, 2], [1, 1]),
+                            (2, 3, 6, 5), x, check)
+        # Ties: one input position is the max of several windows.
+        ties = torch.randint(0, 3, SHAPE, generator=g).to(dtype)
+        yield backward_case(op, dtype, "overlapping_ties", max_pool_backward([3, 3], [1, 1], [1, 1]),
+                            SHAPE, ties, check)
+        yield backward_case(op, dtype, "special", max_pool_backward([2, 2], [2, 2], [0, 0]),
+                            (2, 3, 5, 5), special_values(dtype, g), check)
+        yield backward_case(op, dtype, "dilation_ceil_mode",
+                            max_pool_backward([3, 2], [2, 3], [1, 1], [2, 1], True), (2, 3, 5, 4),
+                            x, check)
+        yield backward_case(op, dtype, "3d", max_pool_backward([3, 2], [2, 1], [1, 1]), (3, 5, 8),
+                            random((3, 9, 7), dtype, g), check)
+    op = "aten.avg_pool2d_backward.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        check = exact_when_wide(dtype)
+        x = random(SHAPE, dtype, g)
+        yield backward_case(op, dtype, "k3_s2_p1", avg_pool_backward([3, 3], [2, 2], [1, 1]),
+                            (2, 3, 6, 5), x, check)
+        yield backward_case(op, dtype, "ceil_mode_exclude_pad",
+                            avg_pool_backward([3, 3], [2, 3], [1, 0], True, False), (2, 3, 6, 4),
+                            x, check)
+        yield backward_case(op, dtype, "overlapping", avg_pool_backward([3, 2], [1, 1], [1, 1]),
+                            (2, 3, 11, 11), x, check)
+        yield backward_case(op, dtype, "divisor_override",
+                            avg_pool_backward([2, 3], [1, 2], [1, 1], False, True, 5),
+                            (2, 3, 12, 5), x, check)
+        yield backward_case(op, dtype, "3d", avg_pool_backward([2, 2], [2, 2], [0, 0]), (3, 4, 3),
+                            random((3, 9, 7), dtype, g), check)
+    op = "aten._adaptive_avg_pool2d_backward.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        check = exact_when_wide(dtype)
+        for variant, grad_shape, x_shape in [("even", (2, 3, 4, 3), (2, 3, 8, 12)),
+                                             ("global", (2, 8, 1, 1), (2, 8, 7, 7)),
+                                             ("3d", (3, 2, 5), (3, 6, 10))]:
+            case = backward_case(op, dtype, variant, A._adaptive_avg_pool2d_backward, grad_shape,
+                                 random(x_shape, dtype, g), check)
+            if dtype == torch.float16:  # not even fake tensors have a float16 kernel
+                case.manual = (op, [])
+            yield case
+    g = generator(op, "refused")
+    yield Case(op, torch.float32, "uneven_windows", A._adaptive_avg_pool2d_backward,
+               [random((2, 3, 3, 4), torch.float32, g), random((2, 3, 7, 10), torch.float32, g)],
+               ERROR, error=("UNIMPLEMENTED", "windows of one size only"), manual=(op, []))
+
+
 def cases(claims):
     yield from max_pool_cases(claims)
     yield from avg_pool_cases(claims)
     yield from adaptive_cases(claims)
+    yield from backward_cases(claims)
