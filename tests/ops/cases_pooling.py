@@ -92,8 +92,8 @@ def avg_pool_cases(claims):
         yield Case(op, dtype, "exclude_pad", avg_pool([3, 3], [2, 2], [1, 1], False, False), [x],
                    check)
         yield Case(op, dtype, "ceil_mode", avg_pool([3, 2], [2, 2], [1, 1], True), [x], check)
-        yield Case(op, dtype, "ceil_mode_exclude_pad", avg_pool([3, 3], [2, 3], [1, 0], True, False),
-                   [x], check)
+        yield Case(op, dtype, "ceil_mode_exclude_pad",
+                   avg_pool([3, 3], [2, 3], [1, 0], True, False), [x], check)
         yield Case(op, dtype, "divisor_override", avg_pool([2, 3], [1, 2], [1, 1], False, True, 5),
                    [x], check)
         yield Case(op, dtype, "default_stride", avg_pool([2, 2]), [x], check)
@@ -163,8 +163,8 @@ def backward_cases(claims):
                             (2, 3, 6, 5), x, check)
         # Ties: one input position is the max of several windows.
         ties = torch.randint(0, 3, SHAPE, generator=g).to(dtype)
-        yield backward_case(op, dtype, "overlapping_ties", max_pool_backward([3, 3], [1, 1], [1, 1]),
-                            SHAPE, ties, check)
+        yield backward_case(op, dtype, "overlapping_ties",
+                            max_pool_backward([3, 3], [1, 1], [1, 1]), SHAPE, ties, check)
         yield backward_case(op, dtype, "special", max_pool_backward([2, 2], [2, 2], [0, 0]),
                             (2, 3, 5, 5), special_values(dtype, g), check)
         yield backward_case(op, dtype, "dilation_ceil_mode",
