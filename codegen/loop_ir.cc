@@ -73,7 +73,8 @@ std::string ExprString(const Definition& definition, int index) {
   const Expr& expr = definition.exprs[index];
   switch (expr.kind) {
     case Expr::Kind::kLoad:
-      return absl::StrCat("load(%", expr.value, ", ", expr.index.ToString(), ")");
+      return absl::StrCat("load(%", expr.value, ", ", expr.index.ToString(),
+                          expr.bounded ? absl::StrCat(", else ", expr.fill) : "", ")");
     case Expr::Kind::kConstant:
       return absl::StrCat(expr.constant);
     case Expr::Kind::kIndex:
@@ -110,6 +111,9 @@ std::string ToString(const LoopProgram& program, const Graph& graph) {
                                         out->append(ToString(SymExpr::Of(size), graph));
                                       }),
                         "] of ", ExprString(definition, definition.root));
+        if (definition.position >= 0) {
+          absl::StrAppend(&text, " at ", ExprString(definition, definition.position));
+        }
         break;
       case Definition::Kind::kAlias:
         absl::StrAppend(&text, "alias %", definition.source, " strides [",

@@ -13,6 +13,9 @@
 //   - extern: a call through the runtime table (GEMM) that writes a buffer;
 //   - concat: parts written one after another along an axis, each by a loop
 //     over its own shape (so no load is ever out of bounds).
+// A load may be *bounded*: where its coordinates fall outside the loaded
+// value's sizes it yields a constant instead of reading (pooling's padding:
+// -inf for a max, 0 for a sum). See Expr::bounded.
 // The scheduler (passes/schedule.h) then decides which definitions are
 // inlined into their consumers and which are realized into buffers.
 #ifndef KILN_CODEGEN_LOOP_IR_H_
@@ -55,6 +58,16 @@ struct Expr {
   // kLoad: element `index(coordinates)` of `value`.
   int value = -1;
   AffineMap index;
+  // kLoad, bounded: coordinates outside [0, size) in any dim of `value`
+  // yield `fill` (in `dtype`) and touch no memory. Whatever the loop
+  // variables' ranges make impossible is not tested (the emitter proves it
+  // from the loop extents). The scheduler realizes every value read this
+  // way (an inlined producer would be expanded at coordinates it does not
+  // have), so a bounded load is always a guarded read of a buffer. A view
+  // is bounded by its own sizes: coordinates inside them map inside its
+  // source.
+  bool bounded = false;
+  double fill = 0;
   // kConstant.
   double constant = 0;
   // kCall: a pointwise function from the emitter's table ("add", "relu").
@@ -79,8 +92,16 @@ struct Definition {
   // kReduction: the body's variables are the value's coordinates followed by
   // one per reduced extent; `combiner` folds the body over those.
   std::vector<Dim> reduction_sizes;
-  // "sum", "max", "min", "prod", "argmax", "argmin", "max_nan_unspecified"
+  // "sum", "max", "min", "prod", "argmax", "argmin", "max_nan_unspecified",
+  // and max pooling's "pool_max" / "pool_argmax" (emit/reduction.h).
   std::string combiner;
+  // argmax, argmin and pool_argmax: what is stored for the element kept.
+  // -1: its flat position over the reduced dims; else exprs[position], an
+  // int64 expression over the body's variables, and the result before any
+  // element replaces the start is its value at reduced coordinates 0
+  // (max pooling's flat position in the input plane, whose reduced
+  // coordinates 0 are clamped into the input).
+  int position = -1;
 
   // kAlias: element (c) is at source_storage[offset + sum strides[d] * c[d]].
   std::vector<SymExpr> strides;

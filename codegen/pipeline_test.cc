@@ -311,6 +311,69 @@ TEST(PipelineTest, AnOutputAliasingPartOfAResultIsCopied) {
       << Stage(code, "buffer plan");
 }
 
+// Max pooling's padding is a bounded load (loop_ir.h): it reads -inf
+// outside the input instead of memory, testing only the sides the loops
+// can leave (the top and left here: every window ends inside, and the
+// symbolic batch is its own dim); what it reads is realized (relu is not
+// fused into the windows); the 3x3 window is unrolled.
+TEST(PipelineTest, BoundedLoadsTestOnlyWhatTheLoopsCanLeave) {
+  const std::string json = R"({"name": "pool", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32",
+       "sizes": [{"symbol": "N"}, {"constant": 2}, {"constant": 6}, {"constant": 6}]}}],
+    "nodes": [
+      {"name": "relu", "op": "aten.relu.default", "inputs": [0], "outputs": [1],
+       "outputTypes": [{"dtype": "FLOAT32",
+        "sizes": [{"symbol": "N"}, {"constant": 2}, {"constant": 6}, {"constant": 6}]}]},
+      {"name": "pool", "op": "aten.max_pool2d_with_indices.default", "inputs": [1],
+       "outputs": [2, 3],
+       "args": [{"name": "kernel_size", "intList": {"values": ["3", "3"]}},
+                {"name": "stride", "intList": {"values": ["2", "2"]}},
+                {"name": "padding", "intList": {"values": ["1", "1"]}}],
+       "outputTypes": [
+         {"dtype": "FLOAT32", "sizes": [{"symbol": "N"}, {"constant": 2}, {"constant": 3}, {"constant": 3}]},
+         {"dtype": "INT64", "sizes": [{"symbol": "N"}, {"constant": 2}, {"constant": 3}, {"constant": 3}]}]}],
+    "outputs": [2, 3]})";
+  const GeneratedCode code = Generate(ParseGraph(json));
+  const std::string loops = Stage(code, "loop IR");
+  EXPECT_NE(loops.find("%2 : float32[s0, 2, 3, 3] = pool_max over [3, 3] of load(%1, (i0, i1, i2, "
+                       "i3, i4, i5) -> (i0, i1, 2*i2 + i4 + -1, 2*i3 + i5 + -1), else -inf)"),
+            std::string::npos)
+      << loops;
+  EXPECT_NE(Stage(code, "kernels").find("kernel 0: pointwise %1 float32[s0, 2, 6, 6]\n"),
+            std::string::npos)
+      << Stage(code, "kernels");
+  EXPECT_NE(code.source.find("#pragma clang loop unroll(full)\n"
+                             "            for (kiln_int64 i4 = 0; i4 < 3; ++i4) {\n"
+                             "              #pragma clang loop unroll(full)\n"
+                             "              for (kiln_int64 i5 = 0; i5 < 3; ++i5) {\n"
+                             "                const float v0 = ((i2 * 2 + i4 + -1 >= 0) & "
+                             "(i3 * 2 + i5 + -1 >= 0) ? p1[i0 * 72 + i1 * 36 + i2 * 12 + i3 * 2 + "
+                             "i4 * 6 + i5 + -7] : (-__builtin_inff()));\n"
+                             "                acc = (((v0 > acc) | (v0 != v0)) ? v0 : acc);\n"),
+            std::string::npos)
+      << code.source;
+  // The index starts at the window's first position inside the input.
+  EXPECT_NE(code.source.find("if ((v16 > acc) | (v16 != v16)) { acc = v16; acc_index = v32; }"),
+            std::string::npos)
+      << code.source;
+
+  // Windows that never leave the input read memory with no test at all.
+  const std::string inside = R"({"name": "pool", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32",
+       "sizes": [{"constant": 2}, {"constant": 6}, {"constant": 6}]}}],
+    "nodes": [
+      {"name": "pool", "op": "aten.avg_pool2d.default", "inputs": [0], "outputs": [1],
+       "args": [{"name": "kernel_size", "intList": {"values": ["2", "2"]}}],
+       "outputTypes": [{"dtype": "FLOAT32",
+        "sizes": [{"constant": 2}, {"constant": 3}, {"constant": 3}]}]}],
+    "outputs": [1]})";
+  const GeneratedCode plain = Generate(ParseGraph(inside));
+  EXPECT_NE(plain.source.find("const float v0 = p1[i0 * 36 + i1 * 12 + i2 * 2 + i3 * 6 + i4];"),
+            std::string::npos)
+      << plain.source;
+  EXPECT_EQ(plain.source.find(" ? p1["), std::string::npos) << plain.source;
+}
+
 // Attention's views at a symbolic sequence length S: kᵀ regrouped for bmm
 // and q's leading dims merged both alias the input's memory (no clone, no
 // copy kernel), under strides that are products of S.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "codegen/emit/c_text.h"
 #include "codegen/emit/functions.h"
 #include "common/status_macros.h"
@@ -86,16 +87,62 @@ absl::StatusOr<BodyEmitter::Step> BodyEmitter::ValueStep(Task& task) {
     task.have = definition.exprs[definition.root].dtype;
     return Step{std::nullopt, Task::ForExpression(base.value, definition.root, base.map)};
   }
-  const ir::DType stored = inputs_.graph.values[base.value].dtype;
-  const int storage = inputs_.plan.storage_of[base.value];
+  const ir::DType have = ir::ComputeType(inputs_.graph.values[base.value].dtype);
+  const std::string name = Bind(have, Element(base));
+  return Step{Convert(name, have, task.want), std::nullopt};
+}
+
+std::string BodyEmitter::Element(const Access& access) {
+  const ir::DType stored = inputs_.graph.values[access.value].dtype;
+  const int storage = inputs_.plan.storage_of[access.value];
   const std::string param = function_.StorageParameter(storage);
   const Linear offset =
-      ForStorage(Offset(MemoryLayout(inputs_.graph, inputs_.program, base.value), base.map),
+      ForStorage(Offset(MemoryLayout(inputs_.graph, inputs_.program, access.value), access.map),
                  inputs_.plan.storages[storage], outer_rank_);
-  const ir::DType have = ir::ComputeType(stored);
-  const std::string name =
-      Bind(have, FromStorage(absl::StrCat(param, "[", offset.ToString(), "]"), stored));
-  return Step{Convert(name, have, task.want), std::nullopt};
+  return FromStorage(absl::StrCat(param, "[", offset.ToString(), "]"), stored);
+}
+
+// Per coordinate, the range the loop variables give it: a side that stays
+// inside [0, size) is not tested. A symbolic extent bounds nothing but the
+// one coordinate that is its own variable over a dim of the same size.
+std::string BodyEmitter::OutOfBoundsGuard(const ir::AffineMap& coordinates,
+                                          const std::vector<ir::Dim>& sizes) const {
+  std::vector<std::string> tests;
+  for (int r = 0; r < coordinates.num_coordinates(); ++r) {
+    const std::vector<int64_t>& coefficients = coordinates.coefficients[r];
+    int64_t low = coordinates.offsets[r], high = coordinates.offsets[r];
+    bool low_known = true, high_known = true;
+    int variables = 0, variable = -1;
+    Linear text;
+    text.constant = ir::SymExpr::Constant(coordinates.offsets[r]);
+    for (int c = 0; c < coordinates.num_variables; ++c) {
+      const int64_t coefficient = coefficients[c];
+      text.coefficients.push_back(ir::SymExpr::Constant(coefficient));
+      if (coefficient == 0) continue;
+      ++variables;
+      variable = c;
+      const bool known = c < static_cast<int>(extents_.size()) && !extents_[c].is_symbolic();
+      const int64_t reach =
+          known ? coefficient * std::max<int64_t>(extents_[c].constant - 1, 0) : 0;
+      if (coefficient > 0) {
+        high_known &= known;
+        high += reach;
+      } else {
+        low_known &= known;
+        low += reach;
+      }
+    }
+    const bool own_dim =
+        variables == 1 && coefficients[variable] == 1 && coordinates.offsets[r] == 0 &&
+        variable < static_cast<int>(extents_.size()) && extents_[variable] == sizes[r];
+    if (own_dim) continue;
+    if (!low_known || low < 0) tests.push_back(absl::StrCat("(", text.ToString(), " >= 0)"));
+    if (!high_known || sizes[r].is_symbolic() || high >= sizes[r].constant) {
+      tests.push_back(absl::StrCat("(", text.ToString(), " < ", Extent(sizes[r]), ")"));
+    }
+  }
+  // & rather than &&: no short circuit, so the test is a select, not a branch.
+  return absl::StrJoin(tests, " & ");
 }
 
 std::string BodyEmitter::Convert(const std::string& name, ir::DType have, ir::DType want) {
@@ -113,10 +160,28 @@ absl::StatusOr<BodyEmitter::Step> BodyEmitter::ExpressionStep(Task& task) {
   const ir::Expr& expr = inputs_.program.definitions[task.value].exprs[task.index];
   const ir::AffineMap& map = task.map;
   switch (expr.kind) {
-    case ir::Expr::Kind::kLoad:
+    case ir::Expr::Kind::kLoad: {
       if (task.started) return Step{task.operands[0], std::nullopt};
-      task.started = true;
-      return Step{std::nullopt, Task::ForValue(expr.value, expr.index.After(map), expr.dtype)};
+      ir::AffineMap coordinates = expr.index.After(map);
+      const std::string guard =
+          expr.bounded ? OutOfBoundsGuard(coordinates, inputs_.graph.values[expr.value].sizes) : "";
+      if (guard.empty()) {
+        task.started = true;
+        return Step{std::nullopt, Task::ForValue(expr.value, std::move(coordinates), expr.dtype)};
+      }
+      // The scheduler realized what bounded loads read: one guarded read.
+      const Access base = ResolveViews(inputs_.program, expr.value, std::move(coordinates));
+      if (!inputs_.schedule.realized[base.value]) {
+        return absl::InternalError(
+            absl::StrCat("bounded load of %", base.value, ", which is not realized"));
+      }
+      const ir::DType have = ir::ComputeType(inputs_.graph.values[base.value].dtype);
+      std::string element = Element(base);
+      if (have != expr.dtype) element = absl::StrCat("(", StorageCType(expr.dtype), ")", element);
+      return Step{Bind(expr.dtype, absl::StrCat("(", guard, " ? ", element, " : ",
+                                                EmitLiteral(expr.fill, expr.dtype), ")")),
+                  std::nullopt};
+    }
     case ir::Expr::Kind::kConstant:
       return Step{EmitLiteral(expr.constant, expr.dtype), std::nullopt};
     case ir::Expr::Kind::kSize:

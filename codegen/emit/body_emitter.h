@@ -59,7 +59,10 @@ class FunctionWriter {
 // Emits expressions into one loop body of `function`, each line at
 // `indent`. Names are deterministic (the function's counter); equal
 // expression text is computed once per body. `outer_rank` is the number of
-// loops the group shares, which a row buffer's index leaves out.
+// loops the group shares, which a row buffer's index leaves out;
+// `extents` are the loop variables' ranges (i<c> in [0, extents[c])), from
+// which a bounded load's coordinates are proved inside their value where
+// they are, so only the others are tested.
 //
 // Expansion is iterative: an inlined pointwise chain is as deep as the
 // graph is long (a 100,000-node chain), so it walks an explicit stack, never
@@ -71,11 +74,13 @@ class FunctionWriter {
 // the chain: no nested expression for clang to recurse through.
 class BodyEmitter {
  public:
-  BodyEmitter(FunctionWriter& function, std::string indent, int outer_rank)
+  BodyEmitter(FunctionWriter& function, std::string indent, int outer_rank,
+              std::vector<ir::Dim> extents)
       : function_(function),
         inputs_(function.inputs()),
         indent_(std::move(indent)),
-        outer_rank_(outer_rank) {}
+        outer_rank_(outer_rank),
+        extents_(std::move(extents)) {}
 
   // `value` at map(loop variables), in compute type `want`.
   absl::StatusOr<std::string> Value(int value, const ir::AffineMap& map, ir::DType want) {
@@ -125,11 +130,17 @@ class BodyEmitter {
   absl::StatusOr<Step> ValueStep(Task& task);
   absl::StatusOr<Step> ExpressionStep(Task& task);
   std::string Convert(const std::string& name, ir::DType have, ir::DType want);
+  // A realized value's element at `access`, in its compute type.
+  std::string Element(const Access& access);
+  // What a bounded load at `coordinates` must test (empty: nothing), in C.
+  std::string OutOfBoundsGuard(const ir::AffineMap& coordinates,
+                               const std::vector<ir::Dim>& sizes) const;
 
   FunctionWriter& function_;
   const EmitInputs& inputs_;
   const std::string indent_;
   const int outer_rank_;
+  const std::vector<ir::Dim> extents_;
   bool calls_polynomial_ = false;
   std::map<std::string, std::string> memo_;        // expression text -> its name
   std::map<ExpressionKey, std::string> expanded_;  // expression at a map -> its name

@@ -47,7 +47,7 @@ absl::StatusOr<bool> EmitPointwiseBody(const KernelSite& site, FunctionWriter& f
   const EmitInputs& in = function.inputs();
   const ir::TensorType& type = in.graph.values[site.kernel.value];
   const ir::AffineMap identity = ir::AffineMap::Identity(static_cast<int>(type.rank()));
-  BodyEmitter body(function, site.indent, site.outer_rank);
+  BodyEmitter body(function, site.indent, site.outer_rank, type.sizes);
   std::string result;
   if (site.kernel.kind == Kernel::Kind::kCopy) {
     ASSIGN_OR_RETURN(result, body.Value(site.kernel.value, identity, ir::ComputeType(type.dtype)));
@@ -271,7 +271,7 @@ absl::StatusOr<EmittedFunction> EmitConcat(int index, const Kernel& kernel, cons
       text += LoopHeader(d, Extent(part.sizes[d]), indent);
       indent += "  ";
     }
-    BodyEmitter body(function, indent, 0);
+    BodyEmitter body(function, indent, 0, part.sizes);
     ASSIGN_OR_RETURN(const std::string value, body.Value(operand, ir::AffineMap::Identity(rank),
                                                          ir::ComputeType(type.dtype)));
     Linear target = Offset(Layout{strides, ir::SymExpr()}, ir::AffineMap::Identity(rank));

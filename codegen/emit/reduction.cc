@@ -35,6 +35,13 @@ absl::StatusOr<Combiner> CombinerFor(const std::string& name, ir::DType accumula
                                                    : "({a} > {b} ? {a} : {b})"};
   }
   if (name == "max_nan_unspecified") return Combiner{-INFINITY, "({a} > {b} ? {a} : {b})"};
+  // Eager's max pooling: an element replaces the accumulator when it is
+  // greater or NaN, so ties keep the first (-0.0 before 0.0) and the last
+  // NaN wins. Folded in order only (no lanes), which ties need.
+  if (name == "pool_max") {
+    return Combiner{-INFINITY, floating ? "((({b} > {a}) | ({b} != {b})) ? {b} : {a})"
+                                        : "({b} > {a} ? {b} : {a})"};
+  }
   if (name == "min") {
     return Combiner{boolean ? 1.0 : INFINITY, floating
                                                   ? "((({a} != {a}) | ({a} < {b})) ? {a} : {b})"
@@ -93,6 +100,22 @@ int LanesFor(const ir::Dim& extent) {
   return !extent.is_symbolic() && extent.constant >= 512 && extent.constant % 64 == 0 ? 64 : 16;
 }
 
+// A small static window (pooling's 3x3) is unrolled in full, so that the
+// loop over the last output dim holds no loop and vectorizes. resnet18's
+// max pooling (1x64x112x112, 3x3 windows, stride 2, one thread; fastest of
+// 500 calls): values 1.38 -> 0.34 ms, values and indices 6.5 -> 1.26 ms
+// (eager: 5.3 ms either way).
+constexpr int64_t kMaxUnrolledWindow = 16;
+
+bool UnrollsWindow(const std::vector<ir::Dim>& reduction_sizes) {
+  int64_t total = 1;
+  for (const ir::Dim& size : reduction_sizes) {
+    if (size.is_symbolic()) return false;
+    total *= size.constant;
+  }
+  return total <= kMaxUnrolledWindow;
+}
+
 // One reduction kernel's body. Its variables are the output dims' i0 ..
 // i<rank - 1>, then one per reduced dim.
 class ReductionEmitter {
@@ -106,26 +129,43 @@ class ReductionEmitter {
         reductions_(static_cast<int>(definition_.reduction_sizes.size())),
         accumulate_(definition_.exprs[definition_.root].dtype),
         acc_type_(StorageCType(accumulate_)),
-        arg_(definition_.combiner == "argmax" || definition_.combiner == "argmin"),
+        arg_(definition_.combiner == "argmax" || definition_.combiner == "argmin" ||
+             definition_.combiner == "pool_argmax"),
         inner_(reductions_ > 0 ? definition_.reduction_sizes.back() : ir::Dim::Constant(1)),
         num_lanes_(LanesFor(inner_)),
-        lanes_(!arg_ && reductions_ > 0 && (inner_.is_symbolic() || inner_.constant >= 32)) {}
+        lanes_(!arg_ && definition_.combiner != "pool_max" && reductions_ > 0 &&
+               (inner_.is_symbolic() || inner_.constant >= 32)),
+        unroll_(UnrollsWindow(definition_.reduction_sizes)) {}
 
   absl::Status Emit() {
     if (!arg_) {
       ASSIGN_OR_RETURN(combiner_, CombinerFor(definition_.combiner, accumulate_));
     }
     init_ = EmitLiteral(
-        arg_ ? (definition_.combiner == "argmax" ? -INFINITY : INFINITY) : combiner_.init,
+        arg_ ? (definition_.combiner == "argmin" ? INFINITY : -INFINITY) : combiner_.init,
         accumulate_);
     const std::string& indent = site_.indent;
     std::string& text = function_.text();
     absl::StrAppend(&text, indent, acc_type_, " acc = ", init_, ";\n");
-    if (arg_) absl::StrAppend(&text, indent, "kiln_int64 acc_index = 0;\n");
+    if (arg_) {
+      std::string start = "0";
+      if (definition_.position >= 0) {
+        // The position at reduced coordinates 0: the output's variables,
+        // then zeros.
+        ir::AffineMap at_start = ir::AffineMap::Identity(rank_);
+        at_start.coefficients.resize(rank_ + reductions_, std::vector<int64_t>(rank_, 0));
+        at_start.offsets.resize(rank_ + reductions_, 0);
+        const ir::TensorType& type = function_.inputs().graph.values[site_.kernel.value];
+        BodyEmitter body(function_, indent, site_.outer_rank, type.sizes);
+        ASSIGN_OR_RETURN(start,
+                         body.Expression(site_.kernel.value, definition_.position, at_start));
+      }
+      absl::StrAppend(&text, indent, "kiln_int64 acc_index = ", start, ";\n");
+    }
     if (lanes_) absl::StrAppend(&text, indent, acc_type_, " lanes[", num_lanes_, "];\n");
     std::string loop_indent = indent;
     for (int r = 0; r + 1 < reductions_; ++r) {
-      text += LoopHeader(rank_ + r, Extent(definition_.reduction_sizes[r]), loop_indent);
+      text += ReducedLoopHeader(rank_ + r, definition_.reduction_sizes[r], loop_indent);
       loop_indent += "  ";
     }
     if (reductions_ == 0) {
@@ -133,7 +173,7 @@ class ReductionEmitter {
     } else if (lanes_) {
       RETURN_IF_ERROR(EmitLanedInnermost(loop_indent));
     } else {
-      text += LoopHeader(last(), Extent(inner_), loop_indent);
+      text += ReducedLoopHeader(last(), inner_, loop_indent);
       RETURN_IF_ERROR(Fold(loop_indent + "  ", "acc"));
       absl::StrAppend(&text, loop_indent, "}\n");
     }
@@ -152,6 +192,16 @@ class ReductionEmitter {
 
  private:
   int last() const { return rank_ + reductions_ - 1; }
+
+  // A loop over a reduced dim, unrolled in a small window (an extent of 1
+  // is a block, not a loop).
+  std::string ReducedLoopHeader(int variable, const ir::Dim& size,
+                                const std::string& indent) const {
+    const std::string extent = Extent(size);
+    return absl::StrCat(
+        unroll_ && extent != "1" ? indent + "#pragma clang loop unroll(full)\n" : "",
+        LoopHeader(variable, extent, indent));
+  }
 
   // The innermost reduced dim in lanes: i<last> = chunk + k over full
   // chunks, then a scalar tail, then the lanes' tree into acc. The lanes
@@ -183,31 +233,46 @@ class ReductionEmitter {
   // One fold of the body at the current variables into `into`, each fold
   // a body of its own (its names memoized apart from the others').
   absl::Status Fold(const std::string& indent, const std::string& into) {
-    BodyEmitter body(function_, indent, site_.outer_rank);
+    std::vector<ir::Dim> extents = function_.inputs().graph.values[site_.kernel.value].sizes;
+    extents.insert(extents.end(), definition_.reduction_sizes.begin(),
+                   definition_.reduction_sizes.end());
+    BodyEmitter body(function_, indent, site_.outer_rank, std::move(extents));
+    const ir::AffineMap identity = ir::AffineMap::Identity(rank_ + reductions_);
     ASSIGN_OR_RETURN(const std::string element,
-                     body.Expression(site_.kernel.value, definition_.root,
-                                     ir::AffineMap::Identity(rank_ + reductions_)));
+                     body.Expression(site_.kernel.value, definition_.root, identity));
     if (!arg_) {
       body.Line(absl::StrCat(into, " = ", Step(combiner_, into, element), ";"));
       return absl::OkStatus();
     }
-    // The flat position over the reduced dims, first occurrence wins; a
-    // NaN counts as the extreme, as in eager.
-    std::vector<std::string> terms;
-    ir::SymExpr stride = ir::SymExpr::Constant(1);
-    for (int r = reductions_ - 1; r >= 0; --r) {
-      terms.push_back(stride == 1 ? absl::StrCat("i", rank_ + r)
-                                  : absl::StrCat("i", rank_ + r, " * ", SymC(stride)));
-      stride = stride * ir::SymExpr::Of(definition_.reduction_sizes[r]);
+    // The flat position over the reduced dims, or the definition's own.
+    std::string position;
+    if (definition_.position >= 0) {
+      ASSIGN_OR_RETURN(position,
+                       body.Expression(site_.kernel.value, definition_.position, identity));
+    } else {
+      std::vector<std::string> terms;
+      ir::SymExpr stride = ir::SymExpr::Constant(1);
+      for (int r = reductions_ - 1; r >= 0; --r) {
+        terms.push_back(stride == 1 ? absl::StrCat("i", rank_ + r)
+                                    : absl::StrCat("i", rank_ + r, " * ", SymC(stride)));
+        stride = stride * ir::SymExpr::Of(definition_.reduction_sizes[r]);
+      }
+      position = terms.empty() ? "0" : absl::StrJoin(terms, " + ");
     }
-    const char* better = definition_.combiner == "argmax" ? ">" : "<";
-    const std::string nan_wins =
-        ir::IsFloatingPoint(accumulate_)
-            ? absl::StrCat(" || (", element, " != ", element, " && acc == acc)")
-            : "";
-    body.Line(absl::StrCat("if (", element, " ", better, " acc", nan_wins, ") { acc = ", element,
-                           "; acc_index = ", terms.empty() ? "0" : absl::StrJoin(terms, " + "),
-                           "; }"));
+    const bool floating = ir::IsFloatingPoint(accumulate_);
+    std::string better;
+    if (definition_.combiner == "pool_argmax") {
+      // pool_max's rule: ties keep the first, the last NaN wins.
+      better = floating ? absl::StrCat("(", element, " > acc) | (", element, " != ", element, ")")
+                        : absl::StrCat(element, " > acc");
+    } else {
+      // The first occurrence wins; a NaN counts as the extreme, as in eager.
+      better = absl::StrCat(
+          element, definition_.combiner == "argmax" ? " > " : " < ", "acc",
+          floating ? absl::StrCat(" || (", element, " != ", element, " && acc == acc)") : "");
+    }
+    body.Line(
+        absl::StrCat("if (", better, ") { acc = ", element, "; acc_index = ", position, "; }"));
     return absl::OkStatus();
   }
 
@@ -222,7 +287,8 @@ class ReductionEmitter {
   const bool arg_;       // argmax / argmin: the position, not the value
   const ir::Dim inner_;  // the innermost reduced dim
   const int num_lanes_;
-  const bool lanes_;  // whether the innermost reduced dim runs in lanes
+  const bool lanes_;   // whether the innermost reduced dim runs in lanes
+  const bool unroll_;  // whether the reduced dims' loops are unrolled
   Combiner combiner_{0, ""};
   std::string init_;
 };

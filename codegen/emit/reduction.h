@@ -2,8 +2,9 @@
 // dims, the fold, the lanes' combine and the store.
 //
 // Requires: a kReduction kernel whose definition names a combiner (sum,
-// prod, max, max_nan_unspecified, min, argmax, argmin), with the loops over
-// its output dims already open at `site.indent`.
+// prod, max, max_nan_unspecified, min, argmax, argmin, pool_max,
+// pool_argmax), with the loops over its output dims already open at
+// `site.indent`.
 // Guarantees: the result is stored at `site.target`; every block opened is
 // closed; generated names are the function's (no clash with other kernels
 // of the group but `acc`, `acc_index` and `lanes`, which the caller scopes).

@@ -19,6 +19,7 @@ const OpTable& OpTable::Get() {
     RegisterReductionOps(*built);
     RegisterCreationOps(*built);
     RegisterCompositeOps(*built);
+    RegisterPoolingOps(*built);
     return built;
   }();
   return *table;
@@ -227,7 +228,7 @@ absl::Status CheckDTypes(const InputTypes& inputs, const std::vector<ir::DType>&
 
 void AddComposite(OpTable& table, const std::string& op, int min_inputs, int max_inputs,
                   std::vector<ArgSpec> args, Decomposition decompose, std::vector<ir::DType> dtypes,
-                  std::vector<ir::DType> refused, std::string family) {
+                  std::vector<ir::DType> refused, std::string family, int checked_inputs) {
   OpDef def;
   def.name = op;
   def.family = std::move(family);
@@ -235,10 +236,14 @@ void AddComposite(OpTable& table, const std::string& op, int min_inputs, int max
   def.min_inputs = min_inputs;
   def.max_inputs = max_inputs;
   def.args = std::move(args);
-  def.infer = [decompose, dtypes, refused](
+  def.infer = [decompose, dtypes, refused, checked_inputs](
                   const ir::Node& node,
                   const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
-    RETURN_IF_ERROR(CheckDTypes(inputs, dtypes, refused));
+    const InputTypes checked(inputs.begin(),
+                             checked_inputs < 0 || checked_inputs > static_cast<int>(inputs.size())
+                                 ? inputs.end()
+                                 : inputs.begin() + checked_inputs);
+    RETURN_IF_ERROR(CheckDTypes(checked, dtypes, refused));
     ir::Graph scratch;
     ir::Node copy = node;
     copy.inputs.clear();

@@ -1,7 +1,7 @@
 // The op table: every ATen op Kiln compiles, with its schema, its type rule
 // and its lowering into the loop IR. Adding an op is one entry in the file of
-// its family (pointwise.cc, activations.cc, views.cc, gemm.cc, convolution.cc, ...);
-// nothing else changes.
+// its family (pointwise.cc, activations.cc, views.cc, gemm.cc, convolution.cc,
+// pooling.cc, ...); nothing else changes.
 #ifndef KILN_CODEGEN_OPS_OP_TABLE_H_
 #define KILN_CODEGEN_OPS_OP_TABLE_H_
 
@@ -100,6 +100,7 @@ void RegisterConvolutionOps(OpTable& table);
 void RegisterReductionOps(OpTable& table);
 void RegisterCreationOps(OpTable& table);
 void RegisterCompositeOps(OpTable& table);
+void RegisterPoolingOps(OpTable& table);
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);
@@ -136,10 +137,13 @@ using Decomposition =
     std::function<absl::StatusOr<std::vector<int>>(GraphBuilder&, const ir::Node&)>;
 // Registers a composite: `decompose` rewrites it into other ops, and its
 // result types are those of the decomposition, built on a scratch graph.
-// Input dtypes are checked with CheckDTypes.
+// Input dtypes are checked with CheckDTypes: the first `checked_inputs`
+// (-1: all), the others being the decomposition's to check (max pooling's
+// int64 indices beside its float tensors).
 void AddComposite(OpTable& table, const std::string& op, int min_inputs, int max_inputs,
                   std::vector<ArgSpec> args, Decomposition decompose, std::vector<ir::DType> dtypes,
-                  std::vector<ir::DType> refused = {}, std::string family = "composite");
+                  std::vector<ir::DType> refused = {}, std::string family = "composite",
+                  int checked_inputs = -1);
 
 }  // namespace kiln::ops
 

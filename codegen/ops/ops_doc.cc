@@ -64,7 +64,10 @@ std::string OpsMarkdown() {
                   "`native_layer_norm_backward` computes all three gradients whatever\n"
                   "`output_mask` says; `pow` takes floating tensors only; a factory's `size`\n"
                   "may name symbols (`ones(T, T)`), and `arange` a symbolic end only counting\n"
-                  "from 0 by 1 (`arange(T)`).\n"
+                  "from 0 by 1 (`arange(T)`); pooling takes a static height and width (the\n"
+                  "batch and channels may be symbolic), `_adaptive_avg_pool2d` windows of at\n"
+                  "most 64 sizes and places (any size pair whose input divides by the output has\n"
+                  "one) and its backward windows of one size.\n"
                   "\n## Ops\n\n"
                   "| op | family | tensor inputs | arguments (default) | dtypes |\n"
                   "| --- | --- | --- | --- | --- |\n");

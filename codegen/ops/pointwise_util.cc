@@ -148,6 +148,13 @@ int ExprBuilder::LoadAt(int value, ir::AffineMap index, DType dtype) {
   return Push(std::move(expr));
 }
 
+int ExprBuilder::BoundedLoad(int value, ir::AffineMap index, DType dtype, double fill) {
+  const int load = LoadAt(value, std::move(index), dtype);
+  definition_.exprs[load].bounded = true;
+  definition_.exprs[load].fill = fill;
+  return load;
+}
+
 int ExprBuilder::Constant(double value, DType dtype) {
   ir::Expr expr;
   expr.kind = ir::Expr::Kind::kConstant;

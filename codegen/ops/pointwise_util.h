@@ -49,6 +49,9 @@ class ExprBuilder {
   // `value` broadcast to a result of rank `rank`, converted to `dtype`.
   int Load(const ir::Graph& graph, int value, int rank, ir::DType dtype);
   int LoadAt(int value, ir::AffineMap index, ir::DType dtype);
+  // A load that yields `fill` where `index` falls outside `value`
+  // (ir::Expr::bounded).
+  int BoundedLoad(int value, ir::AffineMap index, ir::DType dtype, double fill);
   int Constant(double value, ir::DType dtype);
   int Call(const std::string& function, std::vector<int> operands, ir::DType dtype);
   int Index(int variable, ir::DType dtype);

@@ -151,7 +151,11 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     std::vector<int> read;
     if (definition.kind == Kind::kPointwise || definition.kind == Kind::kReduction) {
       for (const ir::Expr& expr : definition.exprs) {
-        if (expr.kind == ir::Expr::Kind::kLoad) read.push_back(base_of(expr.value));
+        if (expr.kind != ir::Expr::Kind::kLoad) continue;
+        read.push_back(base_of(expr.value));
+        // A bounded load guards a read of memory: an inlined producer would
+        // be expanded at coordinates outside it.
+        if (expr.bounded) must_realize[read.back()] = true;
       }
     } else if (definition.kind == Kind::kExtern) {
       for (int operand : definition.operands) {

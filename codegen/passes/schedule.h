@@ -3,8 +3,9 @@
 // Requires: a loop program from Lower.
 // Guarantees: every value is either realized into a buffer or inlined into
 // each consumer's loop body. Realized: graph inputs, extern and reduction
-// results, aliases (and the values extern calls and aliases read through),
-// pointwise values that are graph outputs or have more than one consumer.
+// results, aliases (and the values extern calls, aliases and bounded loads
+// read through), pointwise values that are graph outputs or have more than
+// one consumer.
 // Everything else is inlined, so a pointwise chain ends up as one loop, and
 // the pointwise producers of a reduction end up in its body. Kernels are listed in execution order,
 // each with every realized value it reads (views and inlined producers resolved), and a copy kernel
