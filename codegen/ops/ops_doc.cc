@@ -64,7 +64,11 @@ std::string OpsMarkdown() {
                   "`native_layer_norm_backward` computes all three gradients whatever\n"
                   "`output_mask` says; `pow` takes floating tensors only; a factory's `size`\n"
                   "may name symbols (`ones(T, T)`), and `arange` a symbolic end only counting\n"
-                  "from 0 by 1 (`arange(T)`).\n"
+                  "from 0 by 1 (`arange(T)`).\n\n"
+                  "`cumsum` is one running sum per line, linear in its length, accumulated as\n"
+                  "eager does (in double for float32): its float32, float64, bfloat16 and\n"
+                  "integer results are eager's bit for bit. `flip` of a symbolic dim (cumsum's\n"
+                  "backward flips) is `Unimplemented`.\n"
                   "\n## Ops\n\n"
                   "| op | family | tensor inputs | arguments (default) | dtypes |\n"
                   "| --- | --- | --- | --- | --- |\n");

@@ -242,11 +242,11 @@ class CheckTest(unittest.TestCase):
 
     def test_unsupported_op_is_one_line(self):
         result, _ = self.check("def factory():\n"
-                               "    return (lambda x: torch.cumsum(x, 0)), [torch.randn(4)]\n")
+                               "    return (lambda x: torch.logcumsumexp(x, 0)), [torch.randn(4)]\n")
         self.assertEqual(result.returncode, 1)
         lines = result.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, result.stderr)
-        self.assertIn("op 'aten.cumsum.default' is not supported", lines[0])
+        self.assertIn("op 'aten.logcumsumexp.default' is not supported", lines[0])
 
     def test_relations_reach_the_graph_and_compile(self):
         result, graph = self.check(
