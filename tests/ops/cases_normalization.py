@@ -1,8 +1,9 @@
-"""cumsum and its backward (flip, cumsum, flip), over every claimed dtype:
-ranks 0 to 3, each dim, transposed and fused inputs, the dtype argument,
-and a bool result Kiln refuses as eager does. cumsum accumulates as eager
-does, so its float32, float64, bfloat16 and integer results are compared
-bit for bit."""
+"""repeat (what an affine instance norm does to its weight), and cumsum
+with its backward (flip, cumsum, flip), over every claimed dtype: ranks 0
+to 3, each dim, transposed and fused inputs, the dtype argument, and a
+bool result Kiln refuses as eager does. cumsum accumulates as eager does,
+so its float32, float64, bfloat16 and integer results are compared bit
+for bit."""
 import torch
 
 from cases_common import CLOSE, EXACT, NAMES, Case, claimed, generator, random, refused
@@ -20,16 +21,32 @@ def training_graph(forward, wrt):
     return fn
 
 
-# --- cumsum and flip ----------------------------------------------------
+# --- repeat (an affine instance norm's weight), cumsum and flip ----------
 
 # make_fx traces every parameter, defaults too: these close over their
 # arguments instead.
+def repeat_of(repeats):
+    return lambda x: x.repeat(repeats)
+
+
 def cumsum_of(dim, dtype=None):
     return lambda x: torch.cumsum(x, dim, dtype=dtype)
 
 
 def flip_of(dims):
     return lambda x: torch.flip(x, dims)
+
+
+def repeat_cases(claims):
+    op = "aten.repeat.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        for variant, shape, repeats in (("1d", (4,), [3]), ("2d", (2, 3), [2, 1]),
+                                        ("new_dims", (2, 3), [2, 1, 3]),
+                                        ("zero", (2, 3), [0, 2])):
+            yield Case(op, dtype, variant, repeat_of(repeats), [random(shape, dtype, g)], EXACT)
+        yield Case(op, dtype, "transposed", lambda x: x.t().repeat(2, 2),
+                   [random((3, 2), dtype, g)], EXACT)
 
 
 def cumsum_check(dtype):
@@ -94,5 +111,6 @@ def flip_cases(claims):
 
 
 def cases(claims):
+    yield from repeat_cases(claims)
     yield from cumsum_cases(claims)
     yield from flip_cases(claims)
