@@ -18,6 +18,7 @@ const OpTable& OpTable::Get() {
     RegisterReductionOps(*built);
     RegisterCreationOps(*built);
     RegisterCompositeOps(*built);
+    RegisterNormalizationOps(*built);
     return built;
   }();
   return *table;

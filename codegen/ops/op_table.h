@@ -98,6 +98,7 @@ void RegisterGemmOps(OpTable& table);
 void RegisterReductionOps(OpTable& table);
 void RegisterCreationOps(OpTable& table);
 void RegisterCompositeOps(OpTable& table);
+void RegisterNormalizationOps(OpTable& table);
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);
