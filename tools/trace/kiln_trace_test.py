@@ -242,7 +242,8 @@ class CheckTest(unittest.TestCase):
 
     def test_unsupported_op_is_one_line(self):
         result, _ = self.check("def factory():\n"
-                               "    return (lambda x: torch.logcumsumexp(x, 0)), [torch.randn(4)]\n")
+                               "    return (lambda x: torch.logcumsumexp(x, 0)),"
+                               " [torch.randn(4)]\n")
         self.assertEqual(result.returncode, 1)
         lines = result.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, result.stderr)
