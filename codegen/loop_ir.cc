@@ -115,6 +115,10 @@ std::string ToString(const LoopProgram& program, const Graph& graph) {
           absl::StrAppend(&text, " at ", ExprString(definition, definition.position));
         }
         break;
+      case Definition::Kind::kScan:
+        absl::StrAppend(&text, definition.combiner, " scan along dim ", definition.axis, " of ",
+                        ExprString(definition, definition.root));
+        break;
       case Definition::Kind::kAlias:
         absl::StrAppend(&text, "alias %", definition.source, " strides [",
                         absl::StrJoin(definition.strides, ", ",

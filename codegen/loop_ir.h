@@ -8,6 +8,8 @@
 //     (permute, transpose, expand, ...: no copy, ever);
 //   - reduction: like pointwise, over the value's coordinates followed by
 //     reduction coordinates, combined by sum / max / min / prod / argmax;
+//   - scan: like pointwise, folded along one axis (cumsum): element i along
+//     it combines the body's elements 0..i, in order;
 //   - alias: the same memory as a realized source under other strides
 //     (reshape of contiguous data, as_strided): realized without a kernel;
 //   - extern: a call through the runtime table (GEMM) that writes a buffer;
@@ -80,12 +82,13 @@ struct Expr {
 };
 
 struct Definition {
-  enum class Kind { kInput, kPointwise, kReduction, kView, kAlias, kExtern, kConcat };
+  enum class Kind { kInput, kPointwise, kReduction, kView, kAlias, kExtern, kConcat, kScan };
   Kind kind = Kind::kInput;
   int node = -1;  // the node that defined the value (-1 for inputs)
 
-  // kPointwise and kReduction: exprs[root] is the element; operands precede
-  // their users.
+  // kPointwise, kReduction and kScan: exprs[root] is the element; operands
+  // precede their users. A reduction or scan accumulates in the root's
+  // dtype.
   std::vector<Expr> exprs;
   int root = -1;
 
@@ -93,7 +96,8 @@ struct Definition {
   // one per reduced extent; `combiner` folds the body over those.
   std::vector<Dim> reduction_sizes;
   // "sum", "max", "min", "prod", "argmax", "argmin", "max_nan_unspecified",
-  // and max pooling's "pool_max" / "pool_argmax" (emit/reduction.h).
+  // and max pooling's "pool_max" / "pool_argmax" (emit/reduction.h); kScan:
+  // "sum".
   std::string combiner;
   // argmax, argmin and pool_argmax: what is stored for the element kept.
   // -1: its flat position over the reduced dims; else exprs[position], an
@@ -114,6 +118,7 @@ struct Definition {
 
   // kExtern: runtime function ("mm") and its tensor operands.
   // kConcat: the parts, laid one after another along `axis`.
+  // kScan: `axis` is the dim folded along.
   std::string function;
   std::vector<int> operands;
   int axis = -1;

@@ -350,6 +350,57 @@ absl::StatusOr<std::string> EmitConvolutionCall(const Kernel& kernel, const Emit
       StorageName(in.plan.storage_of[kernel.value]), ") != 0) return 2;\n  }\n");
 }
 
+// A scan kernel (cumsum): loops over every dim but the axis, then along the
+// axis innermost with one running accumulator in the definition's root
+// dtype (eager's: double for float32, float for 16-bit floats): each
+// element adds one term, in order. Pointwise producers are inlined into
+// the body. The running sum serializes the axis loop, whose loads and
+// stores are strided unless the axis is the last dim.
+absl::StatusOr<EmittedFunction> EmitScan(int index, const Kernel& kernel, const EmitInputs& in) {
+  const ir::Definition& definition = in.program.definitions[kernel.value];
+  const ir::TensorType& type = in.graph.values[kernel.value];
+  const int rank = static_cast<int>(type.rank());
+  FunctionWriter function(in);
+  const std::string out = function.StorageParameter(in.plan.storage_of[kernel.value]);
+  std::string& text = function.text();
+  std::string indent = "  ";
+  for (int d = 0; d < rank; ++d) {
+    if (d == definition.axis) continue;
+    text += LoopHeader(d, Extent(type.sizes[d]), indent);
+    indent += "  ";
+  }
+  const ir::DType accumulate = definition.exprs[definition.root].dtype;
+  absl::StrAppend(&text, indent, StorageCType(accumulate), " acc = ", EmitLiteral(0, accumulate),
+                  ";\n");
+  text += LoopHeader(definition.axis, Extent(type.sizes[definition.axis]), indent);
+  BodyEmitter body(function, indent + "  ", 0);
+  ASSIGN_OR_RETURN(const std::string element,
+                   body.Expression(kernel.value, definition.root, ir::AffineMap::Identity(rank)));
+  body.Line(absl::StrCat("acc = acc + ", element, ";"));
+  const ir::DType compute = ir::ComputeType(type.dtype);
+  const std::string sum =
+      compute == accumulate ? "acc" : absl::StrCat("(", StorageCType(compute), ")acc");
+  const Linear target = Offset(Layout{ir::ContiguousStrides(type.sizes), ir::SymExpr()},
+                               ir::AffineMap::Identity(rank));
+  body.Line(absl::StrCat(out, "[", target.ToString(), "] = ", ToStorage(sum, type.dtype), ";"));
+  for (int d = rank - 1; d >= 0; --d) absl::StrAppend(&text, std::string(2 * d + 2, ' '), "}\n");
+  std::vector<std::string> declarations = {"const kiln_runtime* rt", "const kiln_int64* symbols"};
+  std::vector<std::string> arguments = {"rt", "symbols"};
+  for (size_t p = 0; p < function.parameters().size(); ++p) {
+    const int storage = function.parameters()[p];
+    const ir::DType dtype = StorageDType(in.graph, in.plan.storages[storage]);
+    declarations.push_back(
+        absl::StrCat(p == 0 ? "" : "const ", StorageCType(dtype), "* __restrict__ p", p));
+    arguments.push_back(StorageName(storage));
+  }
+  const std::string name = absl::StrCat("kiln_group_", index);
+  EmittedFunction emitted;
+  emitted.call = absl::StrCat("  ", name, "(", absl::StrJoin(arguments, ", "), ");\n");
+  emitted.definition = absl::StrCat("static void ", name, "(", absl::StrJoin(declarations, ", "),
+                                    ") {\n  (void)rt;\n  (void)symbols;\n", text, "}\n\n");
+  return emitted;
+}
+
 // An extern kernel: a GEMM call through the runtime table, inline in kiln_run
 // (bmm: one call for the batch, which the runtime spreads across its pool).
 absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInputs& in) {
@@ -468,6 +519,8 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
     EmittedFunction function;
     if (first.kind == Kernel::Kind::kConcat) {
       ASSIGN_OR_RETURN(function, EmitConcat(g, first, in));
+    } else if (first.kind == Kernel::Kind::kScan) {
+      ASSIGN_OR_RETURN(function, EmitScan(g, first, in));
     } else {
       ASSIGN_OR_RETURN(function, EmitGroup(g, group, in));
     }

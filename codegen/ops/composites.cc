@@ -334,6 +334,41 @@ absl::StatusOr<std::vector<int>> Linear(GraphBuilder& b, const ir::Node& node) {
   return std::vector<int>{result};
 }
 
+// repeat(x, repeats): x tiled repeats[d] times along each dim d, extra
+// leading repeats adding dims (an affine instance norm repeats its weight
+// per sample). Each dim of size s becomes [r, s]: an unsqueeze and an
+// expand (views), then a reshape merges the pairs, which copies, as eager.
+absl::StatusOr<std::vector<int>> Repeat(GraphBuilder& b, const ir::Node& node) {
+  const ir::TensorType type = b.type(node.inputs[0]);
+  const std::vector<int64_t> repeats = IntListArg(node, "repeats");
+  if (static_cast<int64_t>(repeats.size()) < type.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "repeats has ", repeats.size(), " entries, fewer than the input's rank ", type.rank()));
+  }
+  const int64_t lead = static_cast<int64_t>(repeats.size()) - type.rank();
+  int value = node.inputs[0];
+  std::vector<ir::SymExpr> pairs, merged;
+  for (int64_t d = 0; d < static_cast<int64_t>(repeats.size()); ++d) {
+    if (repeats[d] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("repeats entry ", d, " is negative"));
+    }
+    const ir::SymExpr size =
+        d < lead ? ir::SymExpr::Constant(1) : ir::SymExpr::Of(type.sizes[d - lead]);
+    // [..., r, s] so far: the dim's repeat goes before it (a new leading
+    // dim holds it as the size).
+    ASSIGN_OR_RETURN(value, b.Add("aten.unsqueeze.default", {value}, {{"dim", 2 * d}}));
+    if (d < lead) {
+      ASSIGN_OR_RETURN(value, b.Add("aten.unsqueeze.default", {value}, {{"dim", 2 * d + 1}}));
+    }
+    pairs.push_back(ir::SymExpr::Constant(repeats[d]));
+    pairs.push_back(size);
+    merged.push_back(size * repeats[d]);
+  }
+  ASSIGN_OR_RETURN(value, b.Add("aten.expand.default", {value}, {{"size", pairs}}));
+  ASSIGN_OR_RETURN(value, b.Add("aten.reshape.default", {value}, {{"size", merged}}));
+  return std::vector<int>{value};
+}
+
 // stack(tensors, dim): kiln.stack itself (parts of one shape).
 absl::StatusOr<std::vector<int>> Stack(GraphBuilder& b, const ir::Node& node) {
   ASSIGN_OR_RETURN(const int stacked,
@@ -415,6 +450,8 @@ void RegisterCompositeOps(OpTable& table) {
   const ArgSpec dim_zero{"dim", ArgKind::kInt, ir::ArgValue(int64_t{0})};
   AddComposite(table, "aten.cat.default", 1, 1 << 16, {dim_zero}, Cat, kAllTypes);
   AddComposite(table, "aten.stack.default", 1, 1 << 16, {dim_zero}, Stack, kAllTypes);
+  AddComposite(table, "aten.repeat.default", 1, 1, {{"repeats", ArgKind::kIntList, std::nullopt}},
+               Repeat, kAllTypes);
 }
 
 }  // namespace kiln::ops

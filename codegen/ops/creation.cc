@@ -1,8 +1,10 @@
 // Ops that make tensors from scalars or copy them: full/zeros/ones (and the
-// _like and new_ forms), scalar_tensor, arange, tril/triu, clone, _to_copy.
+// _like and new_ forms), scalar_tensor, arange, tril/triu, clone, _to_copy,
+// flip.
 // Pointwise definitions: a constant or index expression, inlined into their
 // consumers like any other pointwise value. Sizes may be symbolic (a causal
 // mask ones(T, T) over a symbolic T); so may arange's end.
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -168,6 +170,18 @@ int ArangeElement(ExprBuilder& b, const ir::Graph&, const ir::Node& node, DType 
   const int i = b.Index(0, math);
   const int offset = b.Call("mul", {b.Constant(range.step, math), i}, math);
   return b.Call("add", {b.Constant(range.start, math), offset}, math);
+}
+
+// Which dims of `input` flip's `dims` names (each at most once, as eager).
+absl::StatusOr<std::vector<bool>> FlippedDims(const ir::Node& node, const ir::TensorType& input) {
+  std::vector<bool> flipped(input.rank(), false);
+  for (int64_t dim : IntListArg(node, "dims")) {
+    ASSIGN_OR_RETURN(const int d, WrapDim(dim, std::max<int64_t>(input.rank(), 1)));
+    if (input.rank() == 0) continue;
+    if (flipped[d]) return absl::InvalidArgumentError(absl::StrCat("dims names dim ", d, " twice"));
+    flipped[d] = true;
+  }
+  return flipped;
 }
 
 // kiln.concat(parts, dim): parts of equal shape but for `dim`, one after
@@ -383,6 +397,32 @@ void RegisterCreationOps(OpTable& table) {
   AddCreation(table, "aten._to_copy.default", 1, {kDTypeArg}, like, copy);
   AddCreation(table, "prims.convert_element_type.default", 1,
               {{"dtype", ArgKind::kDType, std::nullopt}}, like, copy);
+  // flip(x, dims): a copy read backwards along `dims` (eager copies too):
+  // element i of a flipped dim of size n reads n - 1 - i. Inlined into its
+  // consumers like any copy; a flipped symbolic dim has no constant n.
+  AddCreation(
+      table, "aten.flip.default", 1, {{"dims", ArgKind::kIntList, std::nullopt}},
+      [](const ir::Node& node, const InputTypes& inputs) -> absl::StatusOr<ir::TensorType> {
+        ASSIGN_OR_RETURN(const std::vector<bool> flipped, FlippedDims(node, *inputs[0]));
+        for (size_t d = 0; d < flipped.size(); ++d) {
+          if (flipped[d] && inputs[0]->sizes[d].is_symbolic()) {
+            return absl::UnimplementedError(
+                absl::StrCat("flipping a symbolic dim (", d, ") is not supported yet"));
+          }
+        }
+        return ContiguousType(inputs[0]->dtype, inputs[0]->sizes);
+      },
+      [](ExprBuilder& b, const ir::Graph& graph, const ir::Node& node, DType compute) {
+        const ir::TensorType& input = graph.values[node.inputs[0]];
+        const std::vector<bool> flipped = *FlippedDims(node, input);  // the type rule checked
+        ir::AffineMap map = ir::AffineMap::Identity(static_cast<int>(input.rank()));
+        for (size_t d = 0; d < flipped.size(); ++d) {
+          if (!flipped[d]) continue;
+          map.coefficients[d][d] = -1;
+          map.offsets[d] = input.sizes[d].constant - 1;
+        }
+        return b.LoadAt(node.inputs[0], std::move(map), compute);
+      });
 
   // tril/triu: keep x[i][j] where j - i <= diagonal (tril) / >= (triu).
   for (const char* which : {"tril", "triu"}) {

@@ -20,6 +20,7 @@ const OpTable& OpTable::Get() {
     RegisterCreationOps(*built);
     RegisterCompositeOps(*built);
     RegisterPoolingOps(*built);
+    RegisterNormalizationOps(*built);
     return built;
   }();
   return *table;

@@ -101,6 +101,7 @@ void RegisterReductionOps(OpTable& table);
 void RegisterCreationOps(OpTable& table);
 void RegisterCompositeOps(OpTable& table);
 void RegisterPoolingOps(OpTable& table);
+void RegisterNormalizationOps(OpTable& table);
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);

@@ -1,7 +1,8 @@
 // Reductions: sum, prod, amax, amin, argmax, argmin over any dims, with
 // keepdim. Each is one Definition whose body loads the input at (kept
 // coordinates, reduced coordinates); pointwise producers are later inlined
-// into that body. mean/var/std are composites (composites.cc).
+// into that body. mean/var/std are composites (composites.cc). And cumsum,
+// a scan: one running sum along its dim, linear in the dim's length.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -129,9 +130,51 @@ void AddReduction(OpTable& table, const std::string& op, const std::string& comb
   table.Add(std::move(def));
 }
 
+// cumsum(x, dim, dtype?): element i along `dim` is the sum of elements
+// 0..i, one running sum per line (Definition::Kind::kScan), accumulated as
+// eager's CPU kernel does: in double for float32, in float for 16-bit
+// floats, in int64 for integers and bools (whose cumsum is int64). A 0-dim
+// x is its own cumsum.
+void AddCumsum(OpTable& table) {
+  OpDef def;
+  def.name = "aten.cumsum.default";
+  def.family = "scan";
+  def.dtypes = kAllTypes;
+  def.args = {{"dim", ArgKind::kInt, std::nullopt},
+              {"dtype", ArgKind::kDType, ir::ArgValue(ir::None{})}};
+  def.infer = [](const ir::Node& node,
+                 const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
+    const ir::TensorType& input = *inputs[0];
+    RETURN_IF_ERROR(WrapDim(IntArg(node, "dim"), std::max<int64_t>(input.rank(), 1)).status());
+    const DType result =
+        DTypeArg(node, ir::IsFloatingPoint(input.dtype) ? input.dtype : DType::kInt64);
+    if (result == DType::kBool) {
+      return absl::InvalidArgumentError("does not make bool results (neither does eager PyTorch)");
+    }
+    return std::vector<ir::TensorType>{ContiguousType(result, input.sizes)};
+  };
+  def.lower = [](const ir::Graph& graph,
+                 const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+    const ir::TensorType& input = graph.values[node.inputs[0]];
+    const DType result = graph.values[node.outputs[0]].dtype;
+    const int rank = static_cast<int>(input.rank());
+    const DType accumulate = result == DType::kFloat32 ? DType::kFloat64 : ComputeType(result);
+    ExprBuilder b(rank == 0 ? ir::Definition::Kind::kPointwise : ir::Definition::Kind::kScan);
+    const int element = b.Load(graph, node.inputs[0], rank, ComputeType(result));
+    ir::Definition definition = b.Finish(rank == 0 ? element : b.Cast(element, accumulate));
+    if (rank > 0) {
+      ASSIGN_OR_RETURN(definition.axis, WrapDim(IntArg(node, "dim"), rank));
+      definition.combiner = "sum";
+    }
+    return std::vector<ir::Definition>{std::move(definition)};
+  };
+  table.Add(std::move(def));
+}
+
 }  // namespace
 
 void RegisterReductionOps(OpTable& table) {
+  AddCumsum(table);
   const ArgSpec keepdim{"keepdim", ArgKind::kBool, ir::ArgValue(false)};
   const ArgSpec dtype{"dtype", ArgKind::kDType, ir::ArgValue(ir::None{})};
   const ArgSpec dim_list{"dim", ArgKind::kIntList, ir::ArgValue(ir::None{})};

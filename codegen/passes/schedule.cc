@@ -98,8 +98,9 @@ void GroupKernels(const ir::Graph& graph, const ir::LoopProgram& program, Schedu
   std::vector<int> written_by(graph.values.size(), -1);
   for (int k = 0; k < static_cast<int>(schedule.kernels.size()); ++k) {
     Kernel& kernel = schedule.kernels[k];
-    // Extern and concat kernels are groups of their own.
-    const bool loop = kernel.kind != Kernel::Kind::kExtern && kernel.kind != Kernel::Kind::kConcat;
+    // Extern, concat and scan kernels are groups of their own.
+    const bool loop = kernel.kind != Kernel::Kind::kExtern &&
+                      kernel.kind != Kernel::Kind::kConcat && kernel.kind != Kernel::Kind::kScan;
     const std::vector<ir::Dim> outer = loop ? OuterSizes(kernel, graph) : std::vector<ir::Dim>();
     kernel.outer_rank = static_cast<int>(outer.size());
     bool join = loop && !outer.empty() && !schedule.groups.empty();
@@ -107,7 +108,7 @@ void GroupKernels(const ir::Graph& graph, const ir::LoopProgram& program, Schedu
       const KernelGroup& group = schedule.groups.back();
       const Kernel& first = schedule.kernels[group.begin];
       join = first.kind != Kernel::Kind::kExtern && first.kind != Kernel::Kind::kConcat &&
-             OuterSizes(first, graph) == outer;
+             first.kind != Kernel::Kind::kScan && OuterSizes(first, graph) == outer;
       for (const Access& access : kernel.reads) {
         const int writer = written_by[root(access.value)];
         if (join && writer >= group.begin &&
@@ -149,7 +150,8 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
   for (int v = 0; v < num_values; ++v) {
     const ir::Definition& definition = program.definitions[v];
     std::vector<int> read;
-    if (definition.kind == Kind::kPointwise || definition.kind == Kind::kReduction) {
+    if (definition.kind == Kind::kPointwise || definition.kind == Kind::kReduction ||
+        definition.kind == Kind::kScan) {
       for (const ir::Expr& expr : definition.exprs) {
         if (expr.kind != ir::Expr::Kind::kLoad) continue;
         read.push_back(base_of(expr.value));
@@ -186,7 +188,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     const Kind kind = program.definitions[v].kind;
     schedule.realized[v] = kind == Kind::kInput || kind == Kind::kExtern ||
                            kind == Kind::kReduction || kind == Kind::kAlias ||
-                           kind == Kind::kConcat ||
+                           kind == Kind::kConcat || kind == Kind::kScan ||
                            (kind == Kind::kPointwise && (must_realize[v] || consumers[v] > 1));
   }
 
@@ -202,6 +204,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     Kernel kernel;
     kernel.value = v;
     if (definition.kind == Kind::kReduction) kernel.kind = Kernel::Kind::kReduction;
+    if (definition.kind == Kind::kScan) kernel.kind = Kernel::Kind::kScan;
     if (definition.kind == Kind::kConcat) {
       kernel.kind = Kernel::Kind::kConcat;
       ReadCollector reads(program, schedule.realized);
@@ -247,7 +250,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     }
     const Kind kind = program.definitions[target].kind;
     if ((kind == Kind::kPointwise || kind == Kind::kExtern || kind == Kind::kReduction ||
-         kind == Kind::kConcat) &&
+         kind == Kind::kConcat || kind == Kind::kScan) &&
         !written[target]) {
       written[target] = true;
       schedule.output_kernel.push_back(kernel_of[target]);
@@ -281,7 +284,8 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
     const ir::TensorType& type = graph.values[kernel.value];
     switch (kernel.kind) {
       case Kernel::Kind::kPointwise:
-      case Kernel::Kind::kReduction: {
+      case Kernel::Kind::kReduction:
+      case Kernel::Kind::kScan: {
         // The inlined values: pointwise definitions reached without passing
         // through a realized one.
         std::vector<int> inlined;
@@ -306,6 +310,9 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
             &text, "kernel ", k,
             kernel.kind == Kernel::Kind::kReduction
                 ? absl::StrCat(": ", program.definitions[kernel.value].combiner, " reduction %")
+            : kernel.kind == Kernel::Kind::kScan
+                ? absl::StrCat(": ", program.definitions[kernel.value].combiner, " scan along dim ",
+                               program.definitions[kernel.value].axis, " %")
                 : std::string(": pointwise %"),
             kernel.value, " ", ir::ToString(type, graph));
         if (!inlined.empty()) {

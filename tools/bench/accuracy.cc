@@ -30,9 +30,10 @@ std::vector<int> Dependencies(const ir::Definition& definition) {
   return values;
 }
 
-// The reduction length of the definition itself: its reduced extents, or a
-// GEMM's inner dim.
-absl::StatusOr<int64_t> OwnLength(const ir::Graph& graph, const ir::Definition& definition) {
+// The reduction length of the definition itself: its reduced extents, a
+// scan's axis, or a GEMM's inner dim.
+absl::StatusOr<int64_t> OwnLength(const ir::Graph& graph, const ir::Definition& definition,
+                                  const ir::TensorType& type) {
   int64_t length = 0;
   if (definition.kind == Kind::kReduction) {
     length = 1;
@@ -40,6 +41,10 @@ absl::StatusOr<int64_t> OwnLength(const ir::Graph& graph, const ir::Definition& 
       if (dim.is_symbolic()) return absl::InvalidArgumentError("symbolic reduction size");
       length *= dim.constant;
     }
+  } else if (definition.kind == Kind::kScan) {
+    const ir::Dim& axis = type.sizes[definition.axis];
+    if (axis.is_symbolic()) return absl::InvalidArgumentError("symbolic scan size");
+    length = axis.constant;
   } else if (definition.kind == Kind::kExtern && !definition.operands.empty()) {
     const ir::Dim& inner = graph.values[definition.operands[0]].sizes.back();
     if (inner.is_symbolic()) return absl::InvalidArgumentError("symbolic GEMM size");
@@ -72,7 +77,7 @@ absl::StatusOr<std::vector<int64_t>> ReductionLengths(const kiln::v1::Graph& gra
   const size_t n = program.definitions.size();
   std::vector<int64_t> own(n), chain(n, 0);
   for (size_t v = 0; v < n; ++v) {
-    ASSIGN_OR_RETURN(own[v], OwnLength(core, program.definitions[v]));
+    ASSIGN_OR_RETURN(own[v], OwnLength(core, program.definitions[v], core.values[v]));
   }
   // A DAG: passes in value order until nothing changes (one, when values
   // are in topological order).

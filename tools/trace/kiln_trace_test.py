@@ -37,6 +37,37 @@ class TraceTest(unittest.TestCase):
         with self.assertRaisesRegex(kiln_trace.TraceError, "mutates graph input 'x_1' in place"):
             kiln_trace.trace(mutate, [torch.randn(4)], "mutate")
 
+    def test_a_training_batch_norm_with_running_statistics_warns(self):
+        mean, var = torch.zeros(3), torch.ones(3)
+        with self.assertWarnsRegex(RuntimeWarning, "does not update running_mean and "
+                                                   "running_var"):
+            graph, _ = kiln_trace.trace(
+                lambda x, mean, var: torch.nn.functional.batch_norm(x, mean, var, training=True),
+                [torch.randn(4, 3), mean, var], "batch_norm")
+        self.assertEqual(ops(graph), ["aten.native_batch_norm.default"])
+
+    def test_a_batch_norm_module_in_training_mode_is_refused_with_advice(self):
+        norm = torch.nn.BatchNorm1d(3)
+        with self.assertRaisesRegex(kiln_trace.TraceError,
+                                    r"mutates graph input .* in place: Unimplemented \(a "
+                                    r"BatchNorm module in training mode .* module.eval\(\)"):
+            kiln_trace.trace(norm, [torch.randn(4, 3)], "batch_norm_module")
+        norm.eval()
+        graph, _ = kiln_trace.trace(norm, [torch.randn(4, 3)], "batch_norm_module")
+        self.assertEqual(ops(graph), ["aten.native_batch_norm.default"])
+
+    def test_results_a_partial_output_mask_drops_are_declared(self):
+        def gradient(grad, x):
+            x = x.detach().requires_grad_(True)
+            return torch.autograd.grad(torch.nn.functional.group_norm(x, 2), x, grad)[0]
+        graph, _ = kiln_trace.trace(gradient, [torch.randn(2, 4, 3), torch.randn(2, 4, 3)],
+                                    "group_norm_input_gradient")
+        backward = graph["nodes"][-1]
+        self.assertEqual(backward["op"], "aten.native_group_norm_backward.default")
+        self.assertEqual([t["sizes"] for t in backward["outputTypes"]],
+                         [[{"constant": 2}, {"constant": 4}, {"constant": 3}],
+                          [{"constant": 4}], [{"constant": 4}]])
+
     def test_dead_nodes_are_dropped(self):
         def dead(x):
             unused = x.sin()  # noqa: F841
@@ -219,11 +250,12 @@ class CheckTest(unittest.TestCase):
 
     def test_unsupported_op_is_one_line(self):
         result, _ = self.check("def factory():\n"
-                               "    return (lambda x: torch.kthvalue(x, 2).values), [torch.randn(4)]\n")
+                               "    return (lambda x: torch.logcumsumexp(x, 0)),"
+                               " [torch.randn(4)]\n")
         self.assertEqual(result.returncode, 1)
         lines = result.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, result.stderr)
-        self.assertIn("op 'aten.kthvalue.default' is not supported", lines[0])
+        self.assertIn("op 'aten.logcumsumexp.default' is not supported", lines[0])
 
     def test_relations_reach_the_graph_and_compile(self):
         result, graph = self.check(

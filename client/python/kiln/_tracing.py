@@ -16,6 +16,15 @@ What it does to make_fx's graph (PyTorch 1.13):
   - in-place ops on intermediates (relu_, add_) are replaced by their
     out-of-place forms; mutating a graph input is refused;
   - dead nodes (detach, empty, unused results) are dropped;
+  - the results a backward op's output_mask drops (None) are declared with
+    the types the op gives them when computed: Kiln computes every result
+    of these ops, and nothing reads the dropped ones;
+  - a batch norm in training mode (native_batch_norm, training=True) given
+    running statistics compiles, but a Kiln artifact is a pure function: it
+    normalizes with the batch's statistics and never updates running_mean
+    and running_var as eager does. The trace warns (RuntimeWarning); an
+    nn.BatchNorm module in training mode, which would also count
+    num_batches_tracked in place, is refused with what to do instead;
   - --symbolic NAME:DIM,... (`symbolic`: [(NAME, DIM[, SYMBOL])]) marks
     input dims symbolic: the function is traced again with each symbol one
     larger; view and factory sizes (ones(T, T)) and whole-number scalars
@@ -30,6 +39,7 @@ import base64
 import itertools
 import math
 import operator
+import warnings
 
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -114,7 +124,8 @@ def functionalize(gm):
         mutated = node.args[0]
         if mutated.op in ("placeholder", "get_attr"):
             raise TraceError(f"node '{node.name}' ({node.target}) mutates graph input "
-                             f"'{mutated.name}' in place: Unimplemented")
+                             f"'{mutated.name}' in place: Unimplemented"
+                             + _running_statistics_advice(graph))
         base = schema.name.split("::")[1][:-1]
         packet = getattr(torch.ops.aten, base, None)
         overload = getattr(packet, schema.overload_name or "default", None) if packet else None
@@ -131,6 +142,65 @@ def functionalize(gm):
         node.replace_all_uses_with(replacement)
         graph.erase_node(node)
     graph.lint()
+
+
+BATCH_NORM = torch.ops.aten.native_batch_norm.default
+
+
+def _training_batch_norms(graph):
+    """The training-mode batch norms of a make_fx graph given running
+    statistics, which eager updates in place and Kiln does not."""
+    def given(value):
+        return isinstance(value, torch.fx.Node)
+    return [n for n in graph.nodes if n.op == "call_function" and n.target is BATCH_NORM
+            and len(n.args) > 5 and n.args[5] and (given(n.args[3]) or given(n.args[4]))]
+
+
+def _running_statistics_advice(graph):
+    """What to do when the in-place update refused is a BatchNorm module's
+    (num_batches_tracked += 1 beside a training-mode batch norm)."""
+    if not _training_batch_norms(graph):
+        return ""
+    return (" (a BatchNorm module in training mode updates its running statistics in place, "
+            "which a Kiln artifact cannot: compile it in eval mode, module.eval(), or build it "
+            "with track_running_stats=False)")
+
+
+def warn_running_statistics(graph):
+    """Warns once per training-mode batch norm given running statistics."""
+    for node in _training_batch_norms(graph):
+        warnings.warn(f"node '{node.name}' (aten.native_batch_norm, training=True): Kiln "
+                      "normalizes with the batch's statistics but does not update running_mean "
+                      "and running_var, which eager PyTorch updates in place (a Kiln artifact "
+                      "is a pure function)", RuntimeWarning, stacklevel=3)
+
+
+def _with_dropped_results(node, tensors, results):
+    """`tensors`, the results of `node`, with each None its output_mask
+    dropped replaced by what the op gives with the mask all True, computed
+    on fake tensors (only the types are used; eager cannot compute some of
+    them, a group norm's weight gradient without a weight)."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    names = [argument.name for argument in node.target._schema.arguments]
+    if "output_mask" not in names:
+        raise TraceError(f"node '{node.name}' ({node.target}) returns None results")
+    position = names.index("output_mask")
+    args = list(torch.fx.node.map_arg(node.args, lambda n: results[n]))
+    kwargs = dict(torch.fx.node.map_arg(node.kwargs, lambda n: results[n]))
+    if position < len(args):
+        args[position] = [True] * len(args[position])
+    else:
+        kwargs["output_mask"] = [True] * len(kwargs["output_mask"])
+    values = [v for v in itertools.chain(args, kwargs.values()) if isinstance(v, torch.Tensor)]
+    if any(isinstance(v, FakeTensor) for v in values):  # a float16 trace: its fake mode is on
+        full = node.target(*args, **kwargs)
+    else:
+        with FakeTensorMode() as mode:
+            def fake(v):
+                return mode.from_tensor(v) if isinstance(v, torch.Tensor) else v
+            full = node.target(*[fake(a) for a in args],
+                               **{k: fake(v) for k, v in kwargs.items()})
+    return [t if t is not None else f for t, f in zip(tensors, full)]
 
 
 def lift_constants(gm):
@@ -212,6 +282,8 @@ def to_kiln(gm, inputs, name, symbols=None):
                     kiln_node["args"].append(arg)
         result = results[node]
         tensors = list(result) if isinstance(result, (tuple, list)) else [result]
+        if any(t is None for t in tensors):
+            tensors = _with_dropped_results(node, tensors, results)
         node_ids = []
         for tensor in tensors:
             kiln_node["outputs"].append(next_id)
@@ -243,6 +315,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     half = any(t.dtype == torch.float16 for t in inputs)
     gm = make_fx(fn, tracing_mode="fake" if half else "real")(*inputs)
     functionalize(gm)
+    warn_running_statistics(gm.graph)
     lifted = lift_constants(gm)
     if weights_seed is not None:
         generator = torch.Generator().manual_seed(weights_seed)
