@@ -373,7 +373,7 @@ absl::StatusOr<EmittedFunction> EmitScan(int index, const Kernel& kernel, const 
   absl::StrAppend(&text, indent, StorageCType(accumulate), " acc = ", EmitLiteral(0, accumulate),
                   ";\n");
   text += LoopHeader(definition.axis, Extent(type.sizes[definition.axis]), indent);
-  BodyEmitter body(function, indent + "  ", 0);
+  BodyEmitter body(function, indent + "  ", 0, type.sizes);
   ASSIGN_OR_RETURN(const std::string element,
                    body.Expression(kernel.value, definition.root, ir::AffineMap::Identity(rank)));
   body.Line(absl::StrCat("acc = acc + ", element, ";"));

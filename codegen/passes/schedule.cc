@@ -244,7 +244,8 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
       if (definition.strides == ir::ContiguousStrides(type.sizes)) target = definition.source;
     } else if (definition.kind == Kind::kView) {
       const Access base = ResolveViews(program, output, ir::AffineMap::Identity(type.rank()));
-      if (base.map.IsIdentity() && graph.values[base.value].sizes == type.sizes) {
+      if (base.map.IsIdentity() && graph.values[base.value].sizes == type.sizes &&
+          kernel_of[base.value] >= 0) {
         target = base.value;
       }
     }
