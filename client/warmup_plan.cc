@@ -134,8 +134,12 @@ absl::StatusOr<std::vector<WarmupCompile>> ExpandWarmupGraph(const kiln::v1::Gra
       return absl::InvalidArgumentError(absl::StrCat(where, ": ", values.status().message()));
     sizes.emplace_back(symbol.symbol(), *std::move(values));
   }
-  if (sizes.empty()) {
+  if (sizes.empty() && !symbols.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(label, ": lists no symbol sizes"));
+  }
+  if (symbols.empty()) {  // a static graph: one bucket, the graph itself
+    compiles.push_back(WarmupCompile{label, {{}}, WarmupRequest(graph, entry)});
+    return compiles;
   }
 
   const bool symbolic_serves = entry.serve() == kiln::v1::WarmupGraph::SERVE_SYMBOLIC;

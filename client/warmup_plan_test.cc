@@ -186,6 +186,21 @@ TEST_F(WarmupPlanTest, ErrorsNameThePlanEntry) {
               HasSubstr("plan.json: not a Kiln warmup plan (protobuf JSON)"));
 }
 
+// A static graph (no symbols) is one bucket, itself: warming it runs it
+// once, so whatever its first call would make is made before traffic.
+TEST_F(WarmupPlanTest, AStaticGraphIsOneBucket) {
+  auto graph = ReadGraphFile("examples/f.json");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_TRUE(IsStatic(*graph));
+  WriteGraph("f.json", *graph);
+  auto compiles = Expand(R"({"graphs": [{"graph": "f.json"}]})");
+  ASSERT_TRUE(compiles.ok()) << compiles.status();
+  ASSERT_EQ(compiles->size(), 1u);
+  EXPECT_EQ((*compiles)[0].name, "graphs[0] f.json");
+  ASSERT_EQ((*compiles)[0].buckets.size(), 1u);
+  EXPECT_TRUE((*compiles)[0].buckets[0].empty());
+}
+
 TEST_F(WarmupPlanTest, ASymbolicBucketMustKeepTheGraphsRelationsAStaticOneNeedNot) {
   kiln::v1::Graph bounded = graph_;
   auto* range = bounded.add_relations()->mutable_range();
