@@ -788,6 +788,8 @@ void PrintTable(const Samples& samples, const Fields& facts) {
   row(compile + "_ms", compile + "_ms", Verdict(samples, compile + "_ms", 500, true));
   row("  in kilnd: graph -> C++", compile + "_codegen_ms", "");
   row("  in kilnd: C++ -> .so (worker clang+lld)", compile + "_compiler_ms", "");
+  row("resnet18_first_call_ms (fresh process, 1 thread)", "resnet18_first_call_ms", "");
+  row("  its Warmup before it, ms", "resnet18_warmup_ms", "");
 }
 
 std::string JsonLine(const Samples& samples, const Fields& facts) {
@@ -796,6 +798,7 @@ std::string JsonLine(const Samples& samples, const Fields& facts) {
   for (const Measure& measure : kMeasures) keys.push_back(measure.key);
   keys.push_back("copy_bandwidth_fraction");
   keys.push_back(absl::StrCat(kCompiledGraph, "_compile_ms"));
+  keys.push_back("resnet18_first_call_ms");
   for (const auto& [key, values] : samples) {
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
   }
