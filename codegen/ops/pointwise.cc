@@ -227,7 +227,7 @@ int GeluBackward(ExprBuilder& b, bool tanh, int grad, int x, DType t) {
   auto add = [&](int l, int r) { return b.Call("add", {l, r}, t); };
   const int x_squared = mul(x, x);
   if (!tanh) {
-    const int cdf = mul(c(0.5), add(c(1), b.Call("erf", {mul(x, c(M_SQRT1_2))}, t)));
+    const int cdf = mul(c(0.5), add(c(1), b.Call("erf_for_gelu", {mul(x, c(M_SQRT1_2))}, t)));
     const int pdf =
         mul(c(M_2_SQRTPI * M_SQRT1_2 * 0.5), b.Call("exp", {mul(x_squared, c(-0.5))}, t));
     return mul(grad, add(cdf, mul(x, pdf)));
