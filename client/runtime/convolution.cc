@@ -26,6 +26,7 @@ namespace {
 #define KILN_DNNL_FUNCTIONS(X)                  \
   X(dnnl_engine_create)                         \
   X(dnnl_stream_create)                         \
+  X(dnnl_stream_destroy)                        \
   X(dnnl_stream_wait)                           \
   X(dnnl_memory_desc_init_by_strides)           \
   X(dnnl_memory_desc_init_by_tag)               \
@@ -267,7 +268,15 @@ int RunPart(const Dnnl& dnnl, const kiln_conv& conv, const float* src, const flo
     Report("out of memory for a convolution's buffers");
     return 1;
   }
-  thread_local dnnl_stream_t stream = nullptr;
+  // This thread's stream, destroyed when the thread ends (pools come and go).
+  struct Stream {
+    dnnl_stream_t stream = nullptr;
+    ~Stream() {
+      if (stream != nullptr) LoadDnnl().dnnl_stream_destroy(stream);
+    }
+  };
+  thread_local Stream own;
+  dnnl_stream_t& stream = own.stream;
   if (stream == nullptr &&
       dnnl.dnnl_stream_create(&stream, dnnl.engine, dnnl_stream_default_flags) != dnnl_success) {
     Report("oneDNN cannot make a stream");
