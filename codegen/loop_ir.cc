@@ -47,6 +47,22 @@ AffineMap AffineMap::After(const AffineMap& inner) const {
 
 bool AffineMap::IsIdentity() const { return *this == Identity(num_variables); }
 
+AffineMap AffineMap::WithGatheredCoordinate(int coordinate) const {
+  AffineMap result = *this;
+  ++result.num_variables;
+  for (std::vector<int64_t>& row : result.coefficients) row.push_back(0);
+  result.coefficients[coordinate].assign(result.num_variables, 0);
+  result.coefficients[coordinate].back() = 1;
+  result.offsets[coordinate] = 0;
+  return result;
+}
+
+AffineMap LoadCoordinates(const Expr& load, const AffineMap& at) {
+  AffineMap coordinates = load.index.After(at);
+  if (load.gathered < 0) return coordinates;
+  return coordinates.WithGatheredCoordinate(load.gathered);
+}
+
 std::string AffineMap::ToString() const {
   std::vector<std::string> variables;
   for (int c = 0; c < num_variables; ++c) variables.push_back(absl::StrCat("i", c));
@@ -73,6 +89,11 @@ std::string ExprString(const Definition& definition, int index) {
   const Expr& expr = definition.exprs[index];
   switch (expr.kind) {
     case Expr::Kind::kLoad:
+      if (expr.gathered >= 0) {
+        return absl::StrCat("load(%", expr.value, ", ", expr.index.ToString(), ", coordinate ",
+                            expr.gathered, " = ", ExprString(definition, expr.operands[0]),
+                            ", else ", expr.fill, ")");
+      }
       return absl::StrCat("load(%", expr.value, ", ", expr.index.ToString(),
                           expr.bounded ? absl::StrCat(", else ", expr.fill) : "", ")");
     case Expr::Kind::kConstant:

@@ -18,6 +18,9 @@
 // A load may be *bounded*: where its coordinates fall outside the loaded
 // value's sizes it yields a constant instead of reading (pooling's padding:
 // -inf for a max, 0 for a sum). See Expr::bounded.
+// A load may be *gathered*: one of its coordinates is not affine but the
+// value of another expression (an index tensor's element, loaded
+// affinely): embedding, index_select, gather. See Expr::gathered.
 // The scheduler (passes/schedule.h) then decides which definitions are
 // inlined into their consumers and which are realized into buffers.
 #ifndef KILN_CODEGEN_LOOP_IR_H_
@@ -46,6 +49,10 @@ struct AffineMap {
   // The map that applies `inner` first, then this.
   AffineMap After(const AffineMap& inner) const;
   bool IsIdentity() const;
+  // This map with one more variable, the last, which coordinate
+  // `coordinate` equals (its own row replaced): a gathered load's
+  // coordinates, the extra variable standing for the index (Expr::gathered).
+  AffineMap WithGatheredCoordinate(int coordinate) const;
   bool operator==(const AffineMap& other) const {
     return num_variables == other.num_variables && coefficients == other.coefficients &&
            offsets == other.offsets;
@@ -70,11 +77,22 @@ struct Expr {
   // source.
   bool bounded = false;
   double fill = 0;
+  // kLoad, gathered (>= 0): coordinate `gathered` of `value` is the value of
+  // exprs[operands[0]], an int64 expression over the same variables, not
+  // index's row `gathered` (which must be all zero). An index outside
+  // [0, size) of that dim yields `fill` and touches no memory; the other
+  // coordinates are not tested (a gathered load is never also bounded).
+  // Where it is resolved, the load's coordinates are an affine map of the
+  // loop variables and one more, the last, standing for the index
+  // (AffineMap::WithGatheredCoordinate): so views compose as for any load
+  // and a kernel's read of the value says which dims it may touch
+  // anywhere. Like a bounded load's, the value read is realized.
+  int gathered = -1;
   // kConstant.
   double constant = 0;
   // kCall: a pointwise function from the emitter's table ("add", "relu").
   std::string function;
-  std::vector<int> operands;  // indices into Definition::exprs
+  std::vector<int> operands;  // indices into Definition::exprs (kLoad: the index)
   // kIndex: coordinate `variable` of the iteration space (arange, tril).
   int variable = -1;
   // kSize: the value of a symbolic size expression (a mean's count).
@@ -128,6 +146,11 @@ struct Definition {
 struct LoopProgram {
   std::vector<Definition> definitions;
 };
+
+// The coordinates load `load` reads when its definition's variables are
+// `at`(loop variables): index.After(at), with one more variable for the
+// index where the load is gathered.
+AffineMap LoadCoordinates(const Expr& load, const AffineMap& at);
 
 std::string ToString(const LoopProgram& program, const Graph& graph);
 

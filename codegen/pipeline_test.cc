@@ -311,6 +311,43 @@ TEST(PipelineTest, AnOutputAliasingPartOfAResultIsCopied) {
       << Stage(code, "buffer plan");
 }
 
+// index_select is a gathered load (loop_ir.h): the index, widened to int64,
+// is one coordinate of the table (a transposed view: the coordinate moves
+// to the table's symbolic dim); an index outside it reads 0, not memory;
+// the table is realized (relu is not fused into the lookup) and the read
+// is never in place.
+TEST(PipelineTest, GatheredLoadsReadTheTableOnlyInsideIt) {
+  const std::string json = R"({"name": "lookup", "inputs": [
+      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32",
+       "sizes": [{"constant": 4}, {"symbol": "S"}]}},
+      {"value": 1, "name": "i", "type": {"dtype": "INT32", "sizes": [{"constant": 3}]}}],
+    "nodes": [
+      {"name": "relu", "op": "aten.relu.default", "inputs": [0], "outputs": [2],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 4}, {"symbol": "S"}]}]},
+      {"name": "t", "op": "aten.t.default", "inputs": [2], "outputs": [3],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "S"}, {"constant": 4}],
+                        "strides": [{"constant": 1}, {"symbol": "S"}]}]},
+      {"name": "select", "op": "aten.index_select.default", "inputs": [3, 1], "outputs": [4],
+       "args": [{"name": "dim", "intValue": "0"}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 3}, {"constant": 4}]}]}],
+    "outputs": [4]})";
+  const GeneratedCode code = Generate(ParseGraph(json));
+  const std::string loops = Stage(code, "loop IR");
+  EXPECT_NE(loops.find("%4 : float32[3, 4] = pointwise load(%3, (i0, i1) -> (0, i1), coordinate 0 "
+                       "= cast(load(%1, (i0, i1) -> (i0))), else 0)"),
+            std::string::npos)
+      << loops;
+  EXPECT_NE(Stage(code, "kernels")
+                .find("reads %1 at (i0, i1) -> (i0); %2 at (i0, i1, i2) -> (i1, "
+                      "i2)"),
+            std::string::npos)
+      << Stage(code, "kernels");
+  EXPECT_NE(code.source.find("const float v2 = ((v1 >= 0) & (v1 < symbols[0]) ? p2[i1 * "
+                             "symbols[0] + v1 * 1] : 0x0p+0f);"),
+            std::string::npos)
+      << code.source;
+}
+
 // Max pooling's padding is a bounded load (loop_ir.h): it reads -inf
 // outside the input instead of memory, testing only the sides the loops
 // can leave (the top and left here: every window ends inside, and the

@@ -92,14 +92,23 @@ absl::StatusOr<BodyEmitter::Step> BodyEmitter::ValueStep(Task& task) {
   return Step{Convert(name, have, task.want), std::nullopt};
 }
 
-std::string BodyEmitter::Element(const Access& access) {
+std::string BodyEmitter::Element(const Access& access, const std::string& gathered_index) {
   const ir::DType stored = inputs_.graph.values[access.value].dtype;
   const int storage = inputs_.plan.storage_of[access.value];
   const std::string param = function_.StorageParameter(storage);
-  const Linear offset =
+  Linear offset =
       ForStorage(Offset(MemoryLayout(inputs_.graph, inputs_.program, access.value), access.map),
                  inputs_.plan.storages[storage], outer_rank_);
-  return FromStorage(absl::StrCat(param, "[", offset.ToString(), "]"), stored);
+  std::string text;
+  if (gathered_index.empty()) {
+    text = offset.ToString();
+  } else {
+    // The last variable is the index (ir::AffineMap::WithGatheredCoordinate).
+    const ir::SymExpr stride = offset.coefficients.back();
+    offset.coefficients.pop_back();
+    text = absl::StrCat(offset.ToString(), " + ", gathered_index, " * ", SymC(stride));
+  }
+  return FromStorage(absl::StrCat(param, "[", text, "]"), stored);
 }
 
 // Per coordinate, the range the loop variables give it: a side that stays
@@ -145,6 +154,31 @@ std::string BodyEmitter::OutOfBoundsGuard(const ir::AffineMap& coordinates,
   return absl::StrJoin(tests, " & ");
 }
 
+// The index first (an expression over the same variables), then one
+// guarded read of the realized value: an index outside the dim reads no
+// memory (the select is a C conditional: its other side is not evaluated).
+absl::StatusOr<BodyEmitter::Step> BodyEmitter::GatheredLoadStep(Task& task, const ir::Expr& expr) {
+  if (!task.started) {
+    task.started = true;
+    return Step{std::nullopt, Task::ForExpression(task.value, expr.operands[0], task.map)};
+  }
+  const std::string& index = task.operands[0];
+  const Access base =
+      ResolveViews(inputs_.program, expr.value, ir::LoadCoordinates(expr, task.map));
+  if (!inputs_.schedule.realized[base.value]) {
+    return absl::InternalError(
+        absl::StrCat("gathered load of %", base.value, ", which is not realized"));
+  }
+  const ir::DType have = ir::ComputeType(inputs_.graph.values[base.value].dtype);
+  std::string element = Element(base, index);
+  if (have != expr.dtype) element = absl::StrCat("(", StorageCType(expr.dtype), ")", element);
+  const std::string size = Extent(inputs_.graph.values[expr.value].sizes[expr.gathered]);
+  return Step{
+      Bind(expr.dtype, absl::StrCat("((", index, " >= 0) & (", index, " < ", size, ") ? ", element,
+                                    " : ", EmitLiteral(expr.fill, expr.dtype), ")")),
+      std::nullopt};
+}
+
 std::string BodyEmitter::Convert(const std::string& name, ir::DType have, ir::DType want) {
   if (have == want) return name;
   return Bind(want, absl::StrCat("(", StorageCType(want), ")", name));
@@ -161,6 +195,7 @@ absl::StatusOr<BodyEmitter::Step> BodyEmitter::ExpressionStep(Task& task) {
   const ir::AffineMap& map = task.map;
   switch (expr.kind) {
     case ir::Expr::Kind::kLoad: {
+      if (expr.gathered >= 0) return GatheredLoadStep(task, expr);
       if (task.started) return Step{task.operands[0], std::nullopt};
       ir::AffineMap coordinates = expr.index.After(map);
       const std::string guard =

@@ -130,8 +130,12 @@ class BodyEmitter {
   absl::StatusOr<Step> ValueStep(Task& task);
   absl::StatusOr<Step> ExpressionStep(Task& task);
   std::string Convert(const std::string& name, ir::DType have, ir::DType want);
-  // A realized value's element at `access`, in its compute type.
-  std::string Element(const Access& access);
+  // A realized value's element at `access`, in its compute type; for a
+  // gathered read, `gathered_index` names the index its map's last variable
+  // stands for.
+  std::string Element(const Access& access, const std::string& gathered_index = "");
+  // A gathered load (ir::Expr::gathered): its index, then a guarded read.
+  absl::StatusOr<Step> GatheredLoadStep(Task& task, const ir::Expr& expr);
   // What a bounded load at `coordinates` must test (empty: nothing), in C.
   std::string OutOfBoundsGuard(const ir::AffineMap& coordinates,
                                const std::vector<ir::Dim>& sizes) const;

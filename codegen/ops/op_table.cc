@@ -21,6 +21,7 @@ const OpTable& OpTable::Get() {
     RegisterCompositeOps(*built);
     RegisterPoolingOps(*built);
     RegisterNormalizationOps(*built);
+    RegisterLookupOps(*built);
     return built;
   }();
   return *table;

@@ -1,7 +1,7 @@
 // The op table: every ATen op Kiln compiles, with its schema, its type rule
 // and its lowering into the loop IR. Adding an op is one entry in the file of
 // its family (pointwise.cc, activations.cc, views.cc, gemm.cc, convolution.cc,
-// pooling.cc, ...); nothing else changes.
+// pooling.cc, lookups.cc, ...); nothing else changes.
 #ifndef KILN_CODEGEN_OPS_OP_TABLE_H_
 #define KILN_CODEGEN_OPS_OP_TABLE_H_
 
@@ -102,6 +102,7 @@ void RegisterCreationOps(OpTable& table);
 void RegisterCompositeOps(OpTable& table);
 void RegisterPoolingOps(OpTable& table);
 void RegisterNormalizationOps(OpTable& table);
+void RegisterLookupOps(OpTable& table);
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);

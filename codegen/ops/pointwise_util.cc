@@ -155,6 +155,18 @@ int ExprBuilder::BoundedLoad(int value, ir::AffineMap index, DType dtype, double
   return load;
 }
 
+int ExprBuilder::GatheredLoad(int value, ir::AffineMap index, int coordinate, int position,
+                              DType dtype, double fill) {
+  index.coefficients[coordinate].assign(index.num_variables, 0);
+  index.offsets[coordinate] = 0;
+  const int load = LoadAt(value, std::move(index), dtype);
+  ir::Expr& expr = definition_.exprs[load];
+  expr.gathered = coordinate;
+  expr.operands = {position};
+  expr.fill = fill;
+  return load;
+}
+
 int ExprBuilder::Constant(double value, DType dtype) {
   ir::Expr expr;
   expr.kind = ir::Expr::Kind::kConstant;

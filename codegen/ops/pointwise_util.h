@@ -52,6 +52,11 @@ class ExprBuilder {
   // A load that yields `fill` where `index` falls outside `value`
   // (ir::Expr::bounded).
   int BoundedLoad(int value, ir::AffineMap index, ir::DType dtype, double fill);
+  // A load whose coordinate `coordinate` is the int64 expression `position`
+  // (index's row for it is ignored); `fill` where it falls outside `value`
+  // (ir::Expr::gathered).
+  int GatheredLoad(int value, ir::AffineMap index, int coordinate, int position, ir::DType dtype,
+                   double fill);
   int Constant(double value, ir::DType dtype);
   int Call(const std::string& function, std::vector<int> operands, ir::DType dtype);
   int Index(int variable, ir::DType dtype);

@@ -42,7 +42,8 @@ class ReadCollector {
       const std::vector<ir::Expr>& exprs = program_.definitions[access.value].exprs;
       for (auto expr = exprs.rbegin(); expr != exprs.rend(); ++expr) {
         if (expr->kind != ir::Expr::Kind::kLoad) continue;
-        stack.push_back(ResolveViews(program_, expr->value, expr->index.After(access.map)));
+        stack.push_back(
+            ResolveViews(program_, expr->value, ir::LoadCoordinates(*expr, access.map)));
       }
     }
   }
@@ -155,9 +156,10 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
       for (const ir::Expr& expr : definition.exprs) {
         if (expr.kind != ir::Expr::Kind::kLoad) continue;
         read.push_back(base_of(expr.value));
-        // A bounded load guards a read of memory: an inlined producer would
-        // be expanded at coordinates outside it.
-        if (expr.bounded) must_realize[read.back()] = true;
+        // A bounded or gathered load guards a read of memory: an inlined
+        // producer would be expanded at coordinates outside it (or at
+        // coordinates that are no affine map of the loop variables).
+        if (expr.bounded || expr.gathered >= 0) must_realize[read.back()] = true;
       }
     } else if (definition.kind == Kind::kExtern) {
       for (int operand : definition.operands) {
@@ -221,7 +223,9 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     } else {
       ReadCollector reads(program, schedule.realized);
       for (const ir::Expr& expr : definition.exprs) {
-        if (expr.kind == ir::Expr::Kind::kLoad) reads.Add(expr.value, expr.index);
+        if (expr.kind != ir::Expr::Kind::kLoad) continue;
+        const ir::AffineMap identity = ir::AffineMap::Identity(expr.index.num_variables);
+        reads.Add(expr.value, ir::LoadCoordinates(expr, identity));
       }
       kernel.reads = reads.Take();
     }

@@ -3,8 +3,8 @@
 // Requires: a loop program from Lower.
 // Guarantees: every value is either realized into a buffer or inlined into
 // each consumer's loop body. Realized: graph inputs, extern, reduction and
-// scan results, aliases (and the values extern calls, aliases and bounded
-// loads read through), pointwise values that are graph outputs or have more
+// scan results, aliases (and the values extern calls, aliases, bounded and
+// gathered loads read through), pointwise values that are graph outputs or have more
 // than one consumer.
 // Everything else is inlined, so a pointwise chain ends up as one loop, and
 // the pointwise producers of a reduction (or a scan) end up in its body. Kernels are listed in
@@ -23,7 +23,10 @@
 
 namespace kiln {
 
-// A realized value read at `map(kernel loop variables)`.
+// A realized value read at `map(kernel loop variables)`; a gathered read's
+// map has one more variable, the last, for the index (ir::Expr::gathered):
+// it may touch any element along that coordinate, so it is never identity,
+// and row-local only when that coordinate is not a row's.
 struct Access {
   int value = -1;
   ir::AffineMap map;
