@@ -103,15 +103,6 @@ bool HasDeclaredStrides(const kiln::v1::TensorType& type, const TensorView& view
   return true;
 }
 
-bool SameDims(const google::protobuf::RepeatedPtrField<kiln::v1::Dim>& declared,
-              const std::vector<kiln::v1::Dim>& dims) {
-  if (declared.size() != static_cast<int>(dims.size())) return false;
-  for (int d = 0; d < declared.size(); ++d) {
-    if (declared[d].SerializeAsString() != dims[d].SerializeAsString()) return false;
-  }
-  return true;
-}
-
 // `graph`'s inputs at `sizes` (a candidate's dims), laid out as `inputs`
 // are: an input at its declared sizes that passes its declared strides
 // keeps them (so the graph re-typed for a call it takes is itself), any

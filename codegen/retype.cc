@@ -14,16 +14,6 @@
 namespace kiln {
 namespace {
 
-// Whether `dims` are the `declared` ones, symbol for symbol.
-bool SameDims(const google::protobuf::RepeatedPtrField<kiln::v1::Dim>& declared,
-              const std::vector<kiln::v1::Dim>& dims) {
-  if (declared.size() != static_cast<int>(dims.size())) return false;
-  for (int d = 0; d < declared.size(); ++d) {
-    if (declared[d].SerializeAsString() != dims[d].SerializeAsString()) return false;
-  }
-  return true;
-}
-
 // Drops the relations naming a symbol that no input size uses any more.
 void DropRelationsOfLostSymbols(kiln::v1::Graph& graph) {
   absl::flat_hash_set<std::string> used;
@@ -82,6 +72,15 @@ void FixSymbolicArguments(kiln::v1::Graph& graph, const std::map<std::string, in
 }
 
 }  // namespace
+
+bool SameDims(const google::protobuf::RepeatedPtrField<kiln::v1::Dim>& declared,
+              const std::vector<kiln::v1::Dim>& dims) {
+  if (declared.size() != static_cast<int>(dims.size())) return false;
+  for (int d = 0; d < declared.size(); ++d) {
+    if (declared[d].SerializeAsString() != dims[d].SerializeAsString()) return false;
+  }
+  return true;
+}
 
 std::map<std::string, int64_t> SymbolValues(const kiln::v1::Graph& graph,
                                             const std::vector<std::vector<int64_t>>& input_sizes) {

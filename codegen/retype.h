@@ -14,6 +14,10 @@
 
 namespace kiln {
 
+// Whether `dims` are the `declared` ones, symbol for symbol.
+bool SameDims(const google::protobuf::RepeatedPtrField<kiln::v1::Dim>& declared,
+              const std::vector<kiln::v1::Dim>& dims);
+
 // One input's new type: its sizes, and its strides in elements (each a
 // constant or a product of symbols its sizes name; none: contiguous).
 struct InputLayout {

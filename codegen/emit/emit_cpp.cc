@@ -126,6 +126,29 @@ struct EmittedFunction {
   std::string call;
 };
 
+// A kernel's static function that runs whole on the calling thread (a
+// concat, a scan): its body is `function`'s text; its parameters the
+// storages it names (the first, written, the others read).
+EmittedFunction Unchunked(int index, FunctionWriter& function) {
+  const EmitInputs& in = function.inputs();
+  std::vector<std::string> declarations = {"const kiln_runtime* rt", "const kiln_int64* symbols"};
+  std::vector<std::string> arguments = {"rt", "symbols"};
+  for (size_t p = 0; p < function.parameters().size(); ++p) {
+    const int storage = function.parameters()[p];
+    const ir::DType dtype = StorageDType(in.graph, in.plan.storages[storage]);
+    declarations.push_back(
+        absl::StrCat(p == 0 ? "" : "const ", StorageCType(dtype), "* __restrict__ p", p));
+    arguments.push_back(StorageName(storage));
+  }
+  const std::string name = absl::StrCat("kiln_group_", index);
+  EmittedFunction emitted;
+  emitted.call = absl::StrCat("  ", name, "(", absl::StrJoin(arguments, ", "), ");\n");
+  emitted.definition =
+      absl::StrCat("static void ", name, "(", absl::StrJoin(declarations, ", "),
+                   ") {\n  (void)rt;\n  (void)symbols;\n", function.text(), "}\n\n");
+  return emitted;
+}
+
 // A group's row buffers, one row each, private to the thread running the
 // row: on the stack (`stack`, inside the outer loops), or (symbolic
 // lengths) in the runtime's per-thread scratch, fetched once per chunk
@@ -280,21 +303,7 @@ absl::StatusOr<EmittedFunction> EmitConcat(int index, const Kernel& kernel, cons
     for (int d = rank; d >= 0; --d) absl::StrAppend(&text, std::string(2 * d + 2, ' '), "}\n");
     offset += ir::SymExpr::Of(part.sizes[definition.axis]);
   }
-  std::vector<std::string> declarations = {"const kiln_runtime* rt", "const kiln_int64* symbols"};
-  std::vector<std::string> arguments = {"rt", "symbols"};
-  for (size_t p = 0; p < function.parameters().size(); ++p) {
-    const int storage = function.parameters()[p];
-    const ir::DType dtype = StorageDType(in.graph, in.plan.storages[storage]);
-    declarations.push_back(
-        absl::StrCat(p == 0 ? "" : "const ", StorageCType(dtype), "* __restrict__ p", p));
-    arguments.push_back(StorageName(storage));
-  }
-  const std::string name = absl::StrCat("kiln_group_", index);
-  EmittedFunction emitted;
-  emitted.call = absl::StrCat("  ", name, "(", absl::StrJoin(arguments, ", "), ");\n");
-  emitted.definition = absl::StrCat("static void ", name, "(", absl::StrJoin(declarations, ", "),
-                                    ") {\n  (void)rt;\n  (void)symbols;\n", text, "}\n\n");
-  return emitted;
+  return Unchunked(index, function);
 }
 
 // A convolution through the runtime table, inline in kiln_run: its shape
@@ -384,21 +393,7 @@ absl::StatusOr<EmittedFunction> EmitScan(int index, const Kernel& kernel, const 
                                ir::AffineMap::Identity(rank));
   body.Line(absl::StrCat(out, "[", target.ToString(), "] = ", ToStorage(sum, type.dtype), ";"));
   for (int d = rank - 1; d >= 0; --d) absl::StrAppend(&text, std::string(2 * d + 2, ' '), "}\n");
-  std::vector<std::string> declarations = {"const kiln_runtime* rt", "const kiln_int64* symbols"};
-  std::vector<std::string> arguments = {"rt", "symbols"};
-  for (size_t p = 0; p < function.parameters().size(); ++p) {
-    const int storage = function.parameters()[p];
-    const ir::DType dtype = StorageDType(in.graph, in.plan.storages[storage]);
-    declarations.push_back(
-        absl::StrCat(p == 0 ? "" : "const ", StorageCType(dtype), "* __restrict__ p", p));
-    arguments.push_back(StorageName(storage));
-  }
-  const std::string name = absl::StrCat("kiln_group_", index);
-  EmittedFunction emitted;
-  emitted.call = absl::StrCat("  ", name, "(", absl::StrJoin(arguments, ", "), ");\n");
-  emitted.definition = absl::StrCat("static void ", name, "(", absl::StrJoin(declarations, ", "),
-                                    ") {\n  (void)rt;\n  (void)symbols;\n", text, "}\n\n");
-  return emitted;
+  return Unchunked(index, function);
 }
 
 // An extern kernel: a GEMM call through the runtime table, inline in kiln_run

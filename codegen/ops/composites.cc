@@ -36,20 +36,7 @@ ir::SymExpr Count(const ir::TensorType& type, std::vector<int64_t> dims) {
   if (dims.empty()) {
     for (int64_t d = 0; d < type.rank(); ++d) dims.push_back(d);
   }
-  ir::SymExpr count = ir::SymExpr::Constant(1);
-  for (int64_t d : dims) count = count * ir::SymExpr::Of(type.sizes[d]);
-  return count;
-}
-
-// `op` (aten.div.Tensor or aten.mul.Tensor) of x by a count: a literal when
-// the count is constant, else the count's value at run time (kiln.size).
-absl::StatusOr<int> ByCount(GraphBuilder& b, const char* op, int x, const ir::SymExpr& count) {
-  if (count.is_constant()) {
-    return b.Add(op, {x}, {{"other", static_cast<double>(count.constant())}});
-  }
-  ASSIGN_OR_RETURN(const int size,
-                   b.Add("kiln.size.default", {}, {{"size", count}, {"dtype", b.type(x).dtype}}));
-  return b.Add(op, {x, size});
+  return ElementCount(type, dims);
 }
 
 // softmax(x, dim) = exp(x - max) / sum(exp(x - max)).

@@ -64,24 +64,6 @@ int Find(const std::map<std::string, int>& inputs, const std::string& name) {
   return it == inputs.end() ? -1 : it->second;
 }
 
-// How many elements `dims` of `type` hold.
-ir::SymExpr Count(const ir::TensorType& type, const std::vector<int64_t>& dims) {
-  ir::SymExpr count = ir::SymExpr::Constant(1);
-  for (int64_t d : dims) count = count * ir::SymExpr::Of(type.sizes[d]);
-  return count;
-}
-
-// `op` (aten.div.Tensor or aten.mul.Tensor) of x by a count: a literal when
-// the count is constant, else the count's value at run time (kiln.size).
-absl::StatusOr<int> ByCount(GraphBuilder& b, const char* op, int x, const ir::SymExpr& count) {
-  if (count.is_constant()) {
-    return b.Add(op, {x}, {{"other", static_cast<double>(count.constant())}});
-  }
-  ASSIGN_OR_RETURN(const int size,
-                   b.Add("kiln.size.default", {}, {{"size", count}, {"dtype", b.type(x).dtype}}));
-  return b.Add(op, {x, size});
-}
-
 // The sum of `value` over `dims`; `value` itself when there are none (a
 // sum over an empty dim list would sum everything).
 absl::StatusOr<int> Sum(GraphBuilder& b, int value, const std::vector<int64_t>& dims) {
@@ -228,7 +210,7 @@ absl::StatusOr<std::vector<int>> BatchNorm(GraphBuilder& b, const ir::Node& node
   int mean, invstd, save_mean, save_invstd;
   if (BoolArg(node, "training")) {
     const std::vector<int64_t> dims = AllButChannels(type.rank());
-    const ir::SymExpr count = Count(type, dims);
+    const ir::SymExpr count = ElementCount(type, dims);
     ASSIGN_OR_RETURN(const int sum, Sum(b, x, dims));
     ASSIGN_OR_RETURN(mean, ByCount(b, "aten.div.Tensor", sum, count));
     ASSIGN_OR_RETURN(const int mean_along, AlongChannels(b, mean, type.rank()));
@@ -303,7 +285,7 @@ absl::StatusOr<std::vector<int>> BatchNormBackward(GraphBuilder& b, const ir::No
   const int x = in.at("input"), grad = in.at("grad_out");
   const int64_t rank = type.rank();
   const std::vector<int64_t> dims = AllButChannels(rank);
-  const ir::SymExpr count = Count(type, dims);
+  const ir::SymExpr count = ElementCount(type, dims);
   const int mean = in.at(mean_name);
   int invstd = in.at(variance_name);
   if (!train) {
@@ -362,7 +344,7 @@ absl::StatusOr<Groups> GroupsOf(const ir::Node& node, const ir::TensorType& type
         "the input's ", channels, " channels do not divide into ", groups.groups, " groups"));
   }
   groups.per_group = channels / groups.groups;
-  groups.spatial = Count(type, Spatial(type.rank()));
+  groups.spatial = ElementCount(type, Spatial(type.rank()));
   groups.count = groups.spatial * groups.per_group;
   const std::pair<const char*, ir::SymExpr> expected[] = {{"N", ir::SymExpr::Of(groups.n)},
                                                           {"C", ir::SymExpr::Constant(channels)},

@@ -228,6 +228,21 @@ absl::Status CheckDTypes(const InputTypes& inputs, const std::vector<ir::DType>&
   return absl::OkStatus();
 }
 
+ir::SymExpr ElementCount(const ir::TensorType& type, const std::vector<int64_t>& dims) {
+  ir::SymExpr count = ir::SymExpr::Constant(1);
+  for (int64_t d : dims) count = count * ir::SymExpr::Of(type.sizes[d]);
+  return count;
+}
+
+absl::StatusOr<int> ByCount(GraphBuilder& b, const char* op, int x, const ir::SymExpr& count) {
+  if (count.is_constant()) {
+    return b.Add(op, {x}, {{"other", static_cast<double>(count.constant())}});
+  }
+  ASSIGN_OR_RETURN(const int size,
+                   b.Add("kiln.size.default", {}, {{"size", count}, {"dtype", b.type(x).dtype}}));
+  return b.Add(op, {x, size});
+}
+
 void AddComposite(OpTable& table, const std::string& op, int min_inputs, int max_inputs,
                   std::vector<ArgSpec> args, Decomposition decompose, std::vector<ir::DType> dtypes,
                   std::vector<ir::DType> refused, std::string family, int checked_inputs) {

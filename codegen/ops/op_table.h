@@ -135,6 +135,12 @@ absl::Status RequireStatic(const ir::TensorType& type, absl::string_view what);
 absl::Status CheckDTypes(const InputTypes& inputs, const std::vector<ir::DType>& dtypes,
                          const std::vector<ir::DType>& refused);
 
+// How many elements `dims` of `type` hold (1 for none).
+ir::SymExpr ElementCount(const ir::TensorType& type, const std::vector<int64_t>& dims);
+// `op` (aten.div.Tensor or aten.mul.Tensor) of x by a count: a literal when
+// the count is constant, else the count's value at run time (kiln.size).
+absl::StatusOr<int> ByCount(GraphBuilder& b, const char* op, int x, const ir::SymExpr& count);
+
 using Decomposition =
     std::function<absl::StatusOr<std::vector<int>>(GraphBuilder&, const ir::Node&)>;
 // Registers a composite: `decompose` rewrites it into other ops, and its
