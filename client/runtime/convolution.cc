@@ -245,7 +245,9 @@ absl::StatusOr<const Plan*> FindPlan(const Dnnl& dnnl, const kiln_conv& conv, bo
   if (!made.ok()) return made.status();
   absl::MutexLock lock(&mutex);
   auto [slot, inserted] = plans->try_emplace(key, *std::move(made));
-  return slot->second.get();  // a racing thread's plan is dropped (leaked: never destroyed)
+  // A thread that lost a race drops its Plan; its primitives are not
+  // destroyed (once per shape at most).
+  return slot->second.get();
 }
 
 constexpr size_t Aligned(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
