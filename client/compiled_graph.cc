@@ -682,9 +682,19 @@ absl::Status CompiledGraph::CheckOutputs(const Entry& entry, const Symbols& symb
   return absl::OkStatus();
 }
 
-absl::Status CompiledGraph::Invoke(const Entry& entry, const Symbols& symbols,
+absl::Status CompiledGraph::Invoke(const EntryUse& use, const Symbols& symbols,
                                    absl::Span<const TensorView> inputs,
                                    absl::Span<const TensorView> outputs) {
+  if (use.copy_inputs()) {
+    ASSIGN_OR_RETURN(const CopiedInputs copied, CopyIntoLayouts(*use, symbols, inputs));
+    return Call(*use, symbols, copied.views, outputs);
+  }
+  return Call(*use, symbols, inputs, outputs);
+}
+
+absl::Status CompiledGraph::Call(const Entry& entry, const Symbols& symbols,
+                                 absl::Span<const TensorView> inputs,
+                                 absl::Span<const TensorView> outputs) {
   void* input_pointers[kMaxStackTensors];
   void* output_pointers[kMaxStackTensors];
   std::vector<void*> heap_inputs, heap_outputs;
@@ -745,11 +755,7 @@ absl::Status CompiledGraph::Run(absl::Span<const TensorView> inputs,
   Symbols symbols;
   ASSIGN_OR_RETURN(const EntryUse entry, FindEntry(inputs, hash, symbols));
   RETURN_IF_ERROR(CheckOutputs(*entry, symbols, inputs, outputs));
-  if (entry.copy_inputs()) {
-    ASSIGN_OR_RETURN(const CopiedInputs copied, CopyIntoLayouts(*entry, symbols, inputs));
-    return Invoke(*entry, symbols, copied.views, outputs);
-  }
-  return Invoke(*entry, symbols, inputs, outputs);
+  return Invoke(entry, symbols, inputs, outputs);
 }
 
 absl::StatusOr<std::vector<Tensor>> CompiledGraph::Run(absl::Span<const TensorView> inputs) {
@@ -812,11 +818,7 @@ absl::Status CompiledGraph::RunAllocating(absl::Span<const TensorView> inputs,
     ASSIGN_OR_RETURN(views[k], allocate(k, signature.outputs(k).dtype(),
                                         absl::MakeConstSpan(sizes, dims.size())));
   }
-  if (entry.copy_inputs()) {
-    ASSIGN_OR_RETURN(const CopiedInputs copied, CopyIntoLayouts(*entry, symbols, inputs));
-    return Invoke(*entry, symbols, copied.views, views);
-  }
-  return Invoke(*entry, symbols, inputs, views);
+  return Invoke(entry, symbols, inputs, views);
 }
 
 std::optional<PaddedShape> CompiledGraph::PaddedShapeFor(absl::Span<const TensorView> inputs,

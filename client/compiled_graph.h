@@ -313,8 +313,12 @@ class CompiledGraph final : private ForkAware {
   absl::Status CheckOutputs(const Entry& entry, const Symbols& symbols,
                             absl::Span<const TensorView> inputs,
                             absl::Span<const TensorView> outputs) const;
-  absl::Status Invoke(const Entry& entry, const Symbols& symbols,
+  // Runs `use`'s artifact, first copying the inputs into its layouts when
+  // the use says so.
+  absl::Status Invoke(const EntryUse& use, const Symbols& symbols,
                       absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
+  absl::Status Call(const Entry& entry, const Symbols& symbols, absl::Span<const TensorView> inputs,
+                    absl::Span<const TensorView> outputs);
 
   Client* const client_;
   const kiln::v1::Graph graph_;
