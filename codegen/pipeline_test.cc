@@ -348,6 +348,41 @@ TEST(PipelineTest, GatheredLoadsReadTheTableOnlyInsideIt) {
       << code.source;
 }
 
+// A bias gradient sums a [64, 1024] gradient over its rows: each output
+// element's column is 1024 floats apart, so the reduction runs the
+// columns innermost (one vector of neighbouring columns per row read) in
+// chunks of the parallel loop, runs of 64 rows into partial sums. The same
+// sum over the other dim reads rows, and folds each one in lanes.
+TEST(PipelineTest, ASumDownColumnsFoldsNeighbouringColumnsTogether) {
+  auto sum_over = [](int dim, int kept) {
+    return ParseGraph(absl::StrCat(R"({"name": "bias_grad", "inputs": [
+      {"value": 0, "name": "g", "type": {"dtype": "FLOAT32",
+       "sizes": [{"constant": 64}, {"constant": 1024}]}}],
+    "nodes": [
+      {"name": "sum", "op": "aten.sum.dim_IntList", "inputs": [0], "outputs": [1],
+       "args": [{"name": "dim", "intList": {"values": [")",
+                                   dim, R"("]}}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": )",
+                                   kept, R"(}]}]}],
+    "outputs": [1]})"));
+  };
+  const GeneratedCode columns = Generate(sum_over(0, 1024));
+  EXPECT_NE(columns.source.find("for (kiln_int64 col = begin; col < end; col += 256) {\n"
+                                "    const kiln_int64 width = end - col < 256 ? end - col : 256;\n"
+                                "    for (kiln_int64 j = 0; j < width; ++j) cols[j] = 0x0p+0f;\n"
+                                "    for (kiln_int64 i1 = 0; i1 < 64; ++i1) {\n"
+                                "      for (kiln_int64 j = 0; j < width; ++j) {\n"
+                                "        const kiln_int64 i0 = col + j;\n"
+                                "        const float v0 = p1[i0 + i1 * 1024];\n"
+                                "        cols[j] = (cols[j] + v0);\n"),
+            std::string::npos)
+      << columns.source;
+  EXPECT_EQ(columns.source.find("lanes"), std::string::npos) << columns.source;
+  const GeneratedCode rows = Generate(sum_over(1, 64));
+  EXPECT_EQ(rows.source.find("cols["), std::string::npos) << rows.source;
+  EXPECT_NE(rows.source.find("lanes[k] = (lanes[k] + v0);"), std::string::npos) << rows.source;
+}
+
 // Max pooling's padding is a bounded load (loop_ir.h): it reads -inf
 // outside the input instead of memory, testing only the sides the loops
 // can leave (the top and left here: every window ends inside, and the

@@ -108,6 +108,7 @@ std::string BodyEmitter::Element(const Access& access, const std::string& gather
     offset.coefficients.pop_back();
     text = absl::StrCat(offset.ToString(), " + ", gathered_index, " * ", SymC(stride));
   }
+  reads_.push_back(std::move(offset));
   return FromStorage(absl::StrCat(param, "[", text, "]"), stored);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "codegen/emit/c_text.h"
 #include "codegen/ir.h"
 #include "codegen/loop_ir.h"
 #include "codegen/passes/plan_buffers.h"
@@ -100,6 +101,10 @@ class BodyEmitter {
   // Whether anything emitted so far computes a kiln_math.h polynomial.
   bool calls_polynomial() const { return calls_polynomial_; }
 
+  // The offsets of the realized elements read so far, per loop variable (a
+  // gathered read's index left out).
+  const std::vector<Linear>& reads() const { return reads_; }
+
  private:
   // One pending step of the walk: a value read at a map (resolving views,
   // loading it or expanding its definition), or one expression of a
@@ -146,6 +151,7 @@ class BodyEmitter {
   const int outer_rank_;
   const std::vector<ir::Dim> extents_;
   bool calls_polynomial_ = false;
+  std::vector<Linear> reads_;
   std::map<std::string, std::string> memo_;        // expression text -> its name
   std::map<ExpressionKey, std::string> expanded_;  // expression at a map -> its name
 };

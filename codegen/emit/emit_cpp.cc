@@ -63,7 +63,7 @@ absl::StatusOr<bool> EmitPointwiseBody(const KernelSite& site, FunctionWriter& f
 // `first_dim` on (the group's loops cover the ones before), its body, and
 // its store.
 absl::Status EmitLoopKernel(const Kernel& kernel, int first_dim, std::string indent,
-                            FunctionWriter& function) {
+                            FunctionWriter& function, Columns columns = {}) {
   const EmitInputs& in = function.inputs();
   const ir::TensorType& type = in.graph.values[kernel.value];
   const int rank = static_cast<int>(type.rank());
@@ -86,7 +86,7 @@ absl::Status EmitLoopKernel(const Kernel& kernel, int first_dim, std::string ind
                               in.plan.storages[written_storage], first_dim)
                        .ToString(),
                    "]");
-  const KernelSite site{kernel, first_dim, indent, target};
+  const KernelSite site{kernel, first_dim, indent, target, std::move(columns)};
   if (kernel.kind == Kernel::Kind::kReduction) {
     RETURN_IF_ERROR(EmitReductionBody(site, function));
   } else {
@@ -191,8 +191,15 @@ absl::StatusOr<EmittedFunction> EmitGroup(int index, const KernelGroup& group,
   const Kernel& first = in.schedule.kernels[group.begin];
   const ir::TensorType& type = in.graph.values[first.value];
   const int outer = group.outer_rank;
+  // A reduction down columns runs the last outer loop itself.
+  Columns columns;
+  if (FoldsColumns(group, in)) {
+    columns.dim = outer - 1;
+    columns.begin = columns.dim == 0 ? "begin" : "0";
+    columns.end = columns.dim == 0 ? "end" : Extent(type.sizes[columns.dim]);
+  }
   std::string loops, indent = "  ";
-  for (int d = 0; d < outer; ++d) {
+  for (int d = 0; d < (columns.dim >= 0 ? columns.dim : outer); ++d) {
     loops += d == 0 ? absl::StrCat(indent, "for (kiln_int64 i0 = begin; i0 < end; ++i0) {\n")
                     : LoopHeader(d, Extent(type.sizes[d]), indent);
     indent += "  ";
@@ -205,13 +212,16 @@ absl::StatusOr<EmittedFunction> EmitGroup(int index, const KernelGroup& group,
     // declare `acc`.
     const bool block = group.end - group.begin > 1;
     if (block) absl::StrAppend(&function.text(), indent, "{  // kernel ", k, "\n");
-    RETURN_IF_ERROR(EmitLoopKernel(kernel, outer, block ? indent + "  " : indent, function));
+    RETURN_IF_ERROR(
+        EmitLoopKernel(kernel, outer, block ? indent + "  " : indent, function, columns));
     if (block) absl::StrAppend(&function.text(), indent, "}\n");
     row_work += RowWork(kernel, in);
   }
   const RowBuffers rows = DeclareRowBuffers(function, indent);
   std::string body = absl::StrCat(rows.prologue, loops, rows.stack, function.text());
-  for (int d = outer; d > 0; --d) absl::StrAppend(&body, std::string(2 * d, ' '), "}\n");
+  for (int d = columns.dim >= 0 ? columns.dim : outer; d > 0; --d) {
+    absl::StrAppend(&body, std::string(2 * d, ' '), "}\n");
+  }
 
   // Distinct storages never overlap: every pointer is __restrict__; a value
   // computed in place reads and writes through one pointer. The first

@@ -144,6 +144,7 @@ class ReductionEmitter {
     init_ = EmitLiteral(
         arg_ ? (definition_.combiner == "argmin" ? INFINITY : -INFINITY) : combiner_.init,
         accumulate_);
+    if (site_.columns.dim >= 0) return EmitColumns();
     const std::string& indent = site_.indent;
     std::string& text = function_.text();
     absl::StrAppend(&text, indent, acc_type_, " acc = ", init_, ";\n");
@@ -230,6 +231,77 @@ class ReductionEmitter {
     return absl::OkStatus();
   }
 
+  // The columns [begin, end) of the output, a block of
+  // kColumnBlock at a time: one accumulator per column, every reduced dim's
+  // loop around the loop over the block's columns. The innermost reduced dim
+  // folds in runs of at most kColumnRun into partial accumulators, added
+  // into the block's, so no column is one long serial chain.
+  absl::Status EmitColumns() {
+    constexpr int kColumnBlock = 256;
+    constexpr int kColumnRun = 64;
+    std::string& text = function_.text();
+    const std::string& indent = site_.indent;
+    const std::string column = absl::StrCat("i", site_.columns.dim);
+    const std::string& end = site_.columns.end;
+    const bool runs = inner_.is_symbolic() || inner_.constant > kColumnRun || reductions_ > 1;
+    const std::string into = runs ? "part[j]" : "cols[j]";
+    auto over_block = [&](const std::string& at, const std::string& statement) {
+      return absl::StrCat(at, "for (kiln_int64 j = 0; j < width; ++j) ", statement, "\n");
+    };
+    absl::StrAppend(&text, indent, acc_type_, " cols[", kColumnBlock,
+                    "] __attribute__((aligned(64)));\n");
+    if (runs) {
+      absl::StrAppend(&text, indent, acc_type_, " part[", kColumnBlock,
+                      "] __attribute__((aligned(64)));\n");
+    }
+    absl::StrAppend(&text, indent, "for (kiln_int64 col = ", site_.columns.begin, "; col < ", end,
+                    "; col += ", kColumnBlock, ") {\n", indent,
+                    "  const kiln_int64 width = ", end, " - col < ", kColumnBlock, " ? ", end,
+                    " - col : ", kColumnBlock, ";\n");
+    std::string loop_indent = indent + "  ";
+    text += over_block(loop_indent, absl::StrCat("cols[j] = ", init_, ";"));
+    for (int r = 0; r + 1 < reductions_; ++r) {
+      text += LoopHeader(rank_ + r, Extent(definition_.reduction_sizes[r]), loop_indent);
+      loop_indent += "  ";
+    }
+    const std::string extent = Extent(inner_);
+    const std::string innermost = absl::StrCat("i", last());
+    if (runs) {
+      absl::StrAppend(&text, loop_indent, "for (kiln_int64 run = 0; run < ", extent,
+                      "; run += ", kColumnRun, ") {\n");
+      loop_indent += "  ";
+      text += over_block(loop_indent, absl::StrCat("part[j] = ", init_, ";"));
+      absl::StrAppend(&text, loop_indent, "const kiln_int64 stop = ", extent, " - run < ",
+                      kColumnRun, " ? ", extent, " : run + ", kColumnRun, ";\n", loop_indent,
+                      "for (kiln_int64 ", innermost, " = run; ", innermost, " < stop; ++",
+                      innermost, ") {\n");
+    } else {
+      text += LoopHeader(last(), extent, loop_indent);
+    }
+    absl::StrAppend(&text, loop_indent, "  for (kiln_int64 j = 0; j < width; ++j) {\n", loop_indent,
+                    "    const kiln_int64 ", column, " = col + j;\n");
+    RETURN_IF_ERROR(Fold(loop_indent + "    ", into));
+    absl::StrAppend(&text, loop_indent, "  }\n", loop_indent, "}\n");
+    if (runs) {
+      text += over_block(loop_indent, absl::StrCat("cols[j] = ", Step(combiner_, "cols[j]", "part[j]"), ";"));
+      loop_indent.resize(loop_indent.size() - 2);
+      absl::StrAppend(&text, loop_indent, "}\n");
+    }
+    for (int r = reductions_ - 2; r >= 0; --r) {
+      loop_indent.resize(loop_indent.size() - 2);
+      absl::StrAppend(&text, loop_indent, "}\n");
+    }
+    std::string value = "cols[j]";
+    if (ir::ComputeType(stored_) != accumulate_) {
+      value = absl::StrCat("(", StorageCType(ir::ComputeType(stored_)), ")", value);
+    }
+    absl::StrAppend(&text, loop_indent, "for (kiln_int64 j = 0; j < width; ++j) {\n", loop_indent,
+                    "  const kiln_int64 ", column, " = col + j;\n", loop_indent, "  ",
+                    site_.target, " = ", ToStorage(value, stored_), ";\n", loop_indent, "}\n",
+                    indent, "}\n");
+    return absl::OkStatus();
+  }
+
   // One fold of the body at the current variables into `into`, each fold
   // a body of its own (its names memoized apart from the others').
   absl::Status Fold(const std::string& indent, const std::string& into) {
@@ -297,6 +369,39 @@ class ReductionEmitter {
 
 absl::Status EmitReductionBody(const KernelSite& site, FunctionWriter& function) {
   return ReductionEmitter(site, function).Emit();
+}
+
+bool FoldsColumns(const KernelGroup& group, const EmitInputs& in) {
+  if (group.end - group.begin != 1 || group.outer_rank == 0) return false;
+  const Kernel& kernel = in.schedule.kernels[group.begin];
+  if (kernel.kind != Kernel::Kind::kReduction) return false;
+  const ir::Definition& definition = in.program.definitions[kernel.value];
+  const std::string& combiner = definition.combiner;
+  if (definition.reduction_sizes.empty() ||
+      (combiner != "sum" && combiner != "prod" && combiner != "max" && combiner != "min" &&
+       combiner != "max_nan_unspecified")) {
+    return false;
+  }
+  // Emit the body once, aside, for the offsets it reads.
+  std::vector<ir::Dim> extents = in.graph.values[kernel.value].sizes;
+  extents.insert(extents.end(), definition.reduction_sizes.begin(),
+                 definition.reduction_sizes.end());
+  const int column = group.outer_rank - 1;
+  const int innermost = static_cast<int>(extents.size()) - 1;
+  FunctionWriter aside(in);
+  BodyEmitter body(aside, "", group.outer_rank, extents);
+  if (!body.Expression(kernel.value, definition.root, ir::AffineMap::Identity(innermost + 1))
+           .ok()) {
+    return false;
+  }
+  bool along_columns = false;
+  for (const Linear& read : body.reads()) {
+    const ir::SymExpr& across = read.coefficients[column];
+    if (across == 0) continue;  // the same element for every column
+    if (across != 1 || read.coefficients[innermost] == 1) return false;
+    along_columns = true;
+  }
+  return along_columns;
 }
 
 }  // namespace kiln

@@ -38,6 +38,13 @@ def reduction_layouts(op, dtype, reduce, make, check=CLOSE, dims=DIMS, float32_r
                [make((1, 6, 10), dtype, g)], check, float32_reference=float32_reference)
     yield Case(op, dtype, "long", lambda x: reduce(x, [-1], False),
                [make((3, 200), dtype, g)], check, float32_reference=float32_reference)
+    # Down columns (emit/reduction.h FoldsColumns): runs of 64 rows and a
+    # short last one, a full block of 256 columns and a short one.
+    yield Case(op, dtype, "columns", lambda x: reduce(x, [0], False),
+               [make((150, 300), dtype, g)], check, float32_reference=float32_reference)
+    if any(len(d) > 1 for d in dims):
+        yield Case(op, dtype, "columns_two_dims", lambda x: reduce(x, [0, 1], False),
+                   [make((3, 5, 40), dtype, g)], check, float32_reference=float32_reference)
     if dtype != torch.bool:
         yield Case(op, dtype, "edges", unary(reduce, dims[1], False),
                    [with_edges(SHAPE, dtype, g)], check, float32_reference=float32_reference)
