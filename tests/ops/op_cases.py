@@ -42,7 +42,8 @@ tracer = None  # tools/trace/kiln_trace.py, loaded by main() from --trace
 # Table entries no case can reach: internal ops (decompositions emit them).
 INTERNAL = {"kiln.alias.default", "kiln.mm.default", "kiln.bmm.default", "kiln.stack.default",
             "kiln.concat.default", "kiln.size.default", "kiln.exp_nonpositive.default",
-            "kiln.softmax_max.default", "kiln.convolution.default", "kiln.pool2d.default",
+            "kiln.softmax_max.default", "kiln.convolution.default",
+            "kiln.conv_transpose.default", "kiln.pool2d.default",
             "kiln.pool2d_backward.default", "kiln.avg_pool2d_divisor.default"}
 
 
