@@ -593,13 +593,27 @@ TEST(PipelineTest, AnOutputThatViewsAResultInOrderIsWrittenByItsKernel) {
       << Stage(code, "buffer plan");
 }
 
-kiln::v1::Graph Convolution(bool transposed = false, int64_t weight_in = 4) {
+// x [N, 4, 9, 9] convolved (stride 2, padding 1) with w [weight0, weight1,
+// 3, 3], transposed or not, into [N, 8, out, out]; scaled per channel; ReLU.
+struct ConvolutionGraph {
+  bool transposed = false;
+  int64_t weight0 = 8, weight1 = 4;
+  int64_t output_padding = 0;
+  int64_t out = 5;
+};
+
+kiln::v1::Graph Convolution(const ConvolutionGraph& c = {}) {
+  const std::string out = absl::StrCat(R"({"constant": ")", c.out, R"("})");
+  const std::string out_type =
+      absl::StrCat(R"([{"dtype": "FLOAT32", "sizes": [{"symbol": "N"}, {"constant": "8"}, )", out,
+                   ", ", out, "]}]");
   return ParseGraph(absl::StrCat(R"({"name": "conv", "inputs": [
       {"value": 0, "name": "x", "type": {"dtype": "FLOAT32",
         "sizes": [{"symbol": "N"}, {"constant": "4"}, {"constant": "9"}, {"constant": "9"}]}},
       {"value": 1, "name": "w", "type": {"dtype": "FLOAT32",
-        "sizes": [{"constant": "8"}, {"constant": ")",
-                                 weight_in, R"("}, {"constant": "3"}, {"constant": "3"}]}},
+        "sizes": [{"constant": ")",
+                                 c.weight0, R"("}, {"constant": ")", c.weight1,
+                                 R"("}, {"constant": "3"}, {"constant": "3"}]}},
       {"value": 2, "name": "scale", "type": {"dtype": "FLOAT32",
         "sizes": [{"constant": "8"}, {"constant": "1"}, {"constant": "1"}]}}],
     "nodes": [
@@ -609,17 +623,18 @@ kiln::v1::Graph Convolution(bool transposed = false, int64_t weight_in = 4) {
                 {"name": "padding", "intList": {"values": ["1", "1"]}},
                 {"name": "dilation", "intList": {"values": ["1", "1"]}},
                 {"name": "transposed", "boolValue": )",
-                                 transposed ? "true" : "false", R"(},
-                {"name": "output_padding", "intList": {"values": ["0", "0"]}},
+                                 c.transposed ? "true" : "false", R"(},
+                {"name": "output_padding", "intList": {"values": [")",
+                                 c.output_padding, R"(", ")", c.output_padding, R"("]}},
                 {"name": "groups", "intValue": "1"}],
-       "outputTypes": [{"dtype": "FLOAT32",
-         "sizes": [{"symbol": "N"}, {"constant": "8"}, {"constant": "5"}, {"constant": "5"}]}]},
+       "outputTypes": )",
+                                 out_type, R"(},
       {"name": "scaled", "op": "aten.mul.Tensor", "inputs": [3, 2], "outputs": [4],
-       "outputTypes": [{"dtype": "FLOAT32",
-         "sizes": [{"symbol": "N"}, {"constant": "8"}, {"constant": "5"}, {"constant": "5"}]}]},
+       "outputTypes": )",
+                                 out_type, R"(},
       {"name": "relu", "op": "aten.relu.default", "inputs": [4], "outputs": [5],
-       "outputTypes": [{"dtype": "FLOAT32",
-         "sizes": [{"symbol": "N"}, {"constant": "8"}, {"constant": "5"}, {"constant": "5"}]}]}],
+       "outputTypes": )",
+                                 out_type, R"(}],
     "outputs": [5]})"));
 }
 
@@ -630,7 +645,8 @@ TEST(PipelineTest, AConvolutionCallsTheRuntimeAndItsTailIsOnePass) {
   const std::string source = Stage(code, "C++");
   EXPECT_NE(source.find("const kiln_conv conv = {2, symbols[0], 4, 8, 1,\n"
                         "      {9, 9}, {5, 5}, {3, 3},\n"
-                        "      {2, 2}, {1, 1}, {1, 1},"),
+                        "      {2, 2}, {1, 1}, {1, 1},\n"
+                        "      {324, 81, 9, 1}, {36, 9, 3, 1}, {200, 25, 5, 1}, 0};"),
             std::string::npos)
       << source;
   EXPECT_NE(source.find("if (rt->conv_f32(rt->context, &conv, "), std::string::npos) << source;
@@ -642,18 +658,55 @@ TEST(PipelineTest, AConvolutionCallsTheRuntimeAndItsTailIsOnePass) {
   EXPECT_EQ(kernels.find("kernel 2"), std::string::npos) << kernels;
 }
 
+// A transposed convolution is the same call with kiln_conv.transposed set,
+// the weight in torch's [in, out / groups, kernel...] order; what follows
+// it is one pass over its output too.
+TEST(PipelineTest, ATransposedConvolutionCallsTheRuntimeWithTransposedSet) {
+  // (9 - 1) * 2 - 2 * 1 + (3 - 1) + 1 + 1 = 18
+  const GeneratedCode code =
+      Generate(Convolution({/*transposed=*/true, /*weight0=*/4, /*weight1=*/8,
+                            /*output_padding=*/1, /*out=*/18}));
+  const std::string source = Stage(code, "C++");
+  EXPECT_NE(source.find("const kiln_conv conv = {2, symbols[0], 4, 8, 1,\n"
+                        "      {9, 9}, {18, 18}, {3, 3},\n"
+                        "      {2, 2}, {1, 1}, {1, 1},\n"
+                        "      {324, 81, 9, 1}, {72, 9, 3, 1}, {2592, 324, 18, 1}, 1};"),
+            std::string::npos)
+      << source;
+  const std::string kernels = Stage(code, "kernels");
+  EXPECT_NE(kernels.find("kernel 0: extern conv_transpose -> %3"), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find("kernel 1: pointwise %5 float32[s0, 8, 18, 18], fused with %4"),
+            std::string::npos)
+      << kernels;
+  EXPECT_EQ(kernels.find("kernel 2"), std::string::npos) << kernels;
+}
+
 TEST(PipelineTest, ConvolutionsNameWhatDoesNotFit) {
   auto error = [](const kiln::v1::Graph& graph) {
     auto prepared = PrepareGraph(graph);
     return prepared.ok() ? std::string("ok") : std::string(prepared.status().message());
   };
-  const std::string misfit = error(Convolution(/*transposed=*/false, /*weight_in=*/3));
+  const std::string misfit =
+      error(Convolution({/*transposed=*/false, /*weight0=*/8, /*weight1=*/3}));
   EXPECT_NE(misfit.find("a weight [8, 3, 3, 3] in 1 groups does not fit an input [s0, 4, 9, 9]"),
             std::string::npos)
       << misfit;
-  const std::string transposed = error(Convolution(/*transposed=*/true));
-  EXPECT_NE(transposed.find("transposed convolutions are not supported yet"), std::string::npos)
+  // A forward convolution's weight [8, 4, ...] is [in, out] the wrong way
+  // round for a transposed one.
+  const std::string transposed =
+      error(Convolution({/*transposed=*/true, /*weight0=*/8, /*weight1=*/4,
+                         /*output_padding=*/0, /*out=*/18}));
+  EXPECT_NE(transposed.find("a transposed weight [8, 4, 3, 3] in 1 groups does not fit an input "
+                            "[s0, 4, 9, 9]: the input needs weight[0] channels"),
+            std::string::npos)
       << transposed;
+  const std::string output_padding = error(Convolution({/*transposed=*/true, /*weight0=*/4,
+                                                        /*weight1=*/8, /*output_padding=*/2,
+                                                        /*out=*/19}));
+  EXPECT_NE(output_padding.find("output_padding 2 of spatial dim 0 must be smaller than its "
+                                "stride 2 or its dilation 1"),
+            std::string::npos)
+      << output_padding;
 }
 
 TEST(PipelineTest, FactoriesTakeSymbolicSizes) {

@@ -23,26 +23,27 @@ namespace kiln {
 namespace {
 
 // The oneDNN C API functions Kiln calls.
-#define KILN_DNNL_FUNCTIONS(X)                  \
-  X(dnnl_engine_create)                         \
-  X(dnnl_stream_create)                         \
-  X(dnnl_stream_destroy)                        \
-  X(dnnl_stream_wait)                           \
-  X(dnnl_memory_desc_init_by_strides)           \
-  X(dnnl_memory_desc_init_by_tag)               \
-  X(dnnl_memory_desc_equal)                     \
-  X(dnnl_memory_desc_get_size)                  \
-  X(dnnl_dilated_convolution_forward_desc_init) \
-  X(dnnl_primitive_attr_create)                 \
-  X(dnnl_primitive_attr_destroy)                \
-  X(dnnl_primitive_attr_set_scratchpad_mode)    \
-  X(dnnl_primitive_desc_create)                 \
-  X(dnnl_reorder_primitive_desc_create)         \
-  X(dnnl_primitive_desc_query_md)               \
-  X(dnnl_primitive_desc_destroy)                \
-  X(dnnl_primitive_create)                      \
-  X(dnnl_primitive_execute)                     \
-  X(dnnl_memory_create)                         \
+#define KILN_DNNL_FUNCTIONS(X)                    \
+  X(dnnl_engine_create)                           \
+  X(dnnl_stream_create)                           \
+  X(dnnl_stream_destroy)                          \
+  X(dnnl_stream_wait)                             \
+  X(dnnl_memory_desc_init_by_strides)             \
+  X(dnnl_memory_desc_init_by_tag)                 \
+  X(dnnl_memory_desc_equal)                       \
+  X(dnnl_memory_desc_get_size)                    \
+  X(dnnl_dilated_convolution_forward_desc_init)   \
+  X(dnnl_dilated_deconvolution_forward_desc_init) \
+  X(dnnl_primitive_attr_create)                   \
+  X(dnnl_primitive_attr_destroy)                  \
+  X(dnnl_primitive_attr_set_scratchpad_mode)      \
+  X(dnnl_primitive_desc_create)                   \
+  X(dnnl_reorder_primitive_desc_create)           \
+  X(dnnl_primitive_desc_query_md)                 \
+  X(dnnl_primitive_desc_destroy)                  \
+  X(dnnl_primitive_create)                        \
+  X(dnnl_primitive_execute)                       \
+  X(dnnl_memory_create)                           \
   X(dnnl_memory_destroy)
 
 struct Dnnl {
@@ -101,13 +102,37 @@ void Report(const std::string& reason) {
 // the reorders from and to the artifact's strided tensors (null where the
 // layouts agree). Made once, then shared by every thread.
 struct Plan {
+  // Null when oneDNN has nothing to compute: every result position is
+  // uncovered (see `covered`).
   dnnl_primitive_t convolution = nullptr;
   dnnl_primitive_t src_reorder = nullptr, weights_reorder = nullptr, dst_reorder = nullptr;
   dnnl_memory_desc_t src, weights, dst, bias;  // the artifact's
   dnnl_memory_desc_t inner_src, inner_weights, inner_dst;
   // Per-call buffers: the reordered tensors and one scratchpad for all.
   size_t src_bytes = 0, weights_bytes = 0, dst_bytes = 0, scratch_bytes = 0;
+  // How many positions of each spatial dim of dst oneDNN computes (`dst`
+  // covers them): all of out_size but for a transposed convolution whose
+  // output_padding reaches past the full result (Covered).
+  long long covered[3] = {0, 0, 0};
+  bool uncovered = false;  // some position is not covered: FillUncovered
 };
+
+// How long spatial dim `d` of a transposed convolution's full result is:
+// every position some product reaches, before padding is cut.
+long long FullSize(const kiln_conv& conv, int d) {
+  return (conv.in_size[d] - 1) * conv.stride[d] + conv.dilation[d] * (conv.kernel[d] - 1) + 1;
+}
+
+// How many positions of spatial dim `d` of a transposed convolution's
+// result get any product. dst starts `padding` into the full result;
+// torch's output_padding may reach past its end, where positions hold the
+// bias alone. oneDNN would need a high padding of padding - output_padding
+// there, and refuses one of -stride or less (stride 1, dilation 2,
+// output_padding 1): those positions are left out of oneDNN's dst and
+// written by Kiln.
+long long Covered(const kiln_conv& conv, int d) {
+  return std::max(0LL, std::min(conv.out_size[d], FullSize(conv, d) - conv.padding[d]));
+}
 
 std::string PlanKey(const kiln_conv& conv, bool bias) {
   std::string key(reinterpret_cast<const char*>(&conv), sizeof(conv));
@@ -115,16 +140,21 @@ std::string PlanKey(const kiln_conv& conv, bool bias) {
   return key;
 }
 
-// The descriptors for `conv`: plain strided tensors, weights grouped
-// ([groups, out / groups, in / groups, kernel...]) when groups > 1.
+// The descriptors for `conv`: plain strided tensors (dst its covered
+// positions), weights in oneDNN's order for either kind, [out, in,
+// kernel...], grouped ([groups, out / groups, in / groups, kernel...]) when
+// groups > 1. A transposed convolution's weights are torch's [in, out /
+// groups, kernel...]: the same elements with the first two strides swapped.
 void DescribeTensors(const Dnnl& dnnl, const kiln_conv& conv, Plan& plan) {
   const int spatial = static_cast<int>(conv.spatial);
   const int rank = 2 + spatial;
   dnnl_dims_t src = {conv.batch, conv.in_channels}, dst = {conv.batch, conv.out_channels};
   dnnl_dims_t src_strides, dst_strides;
   for (int d = 0; d < spatial; ++d) {
+    plan.covered[d] = conv.transposed ? Covered(conv, d) : conv.out_size[d];
+    plan.uncovered |= plan.covered[d] < conv.out_size[d];
     src[2 + d] = conv.in_size[d];
-    dst[2 + d] = conv.out_size[d];
+    dst[2 + d] = plan.covered[d];
   }
   for (int d = 0; d < rank; ++d) {
     src_strides[d] = conv.src_strides[d];
@@ -132,17 +162,25 @@ void DescribeTensors(const Dnnl& dnnl, const kiln_conv& conv, Plan& plan) {
   }
   dnnl.dnnl_memory_desc_init_by_strides(&plan.src, rank, src, dnnl_f32, src_strides);
   dnnl.dnnl_memory_desc_init_by_strides(&plan.dst, rank, dst, dnnl_f32, dst_strides);
+  const long long out_per_group = conv.out_channels / conv.groups;
+  const long long in_per_group = conv.in_channels / conv.groups;
+  const long long out_stride = conv.weight_strides[conv.transposed ? 1 : 0];
+  const long long in_stride = conv.weight_strides[conv.transposed ? 0 : 1];
   dnnl_dims_t weights, weight_strides;
   int weight_rank = 0;
   if (conv.groups > 1) {
     weights[0] = conv.groups;
-    weight_strides[0] = conv.weight_strides[0] * (conv.out_channels / conv.groups);
+    weight_strides[0] = conv.weight_strides[0] * (conv.transposed ? in_per_group : out_per_group);
     weight_rank = 1;
   }
-  weights[weight_rank] = conv.out_channels / conv.groups;
-  weights[weight_rank + 1] = conv.in_channels / conv.groups;
-  for (int d = 0; d < spatial; ++d) weights[weight_rank + 2 + d] = conv.kernel[d];
-  for (int d = 0; d < rank; ++d) weight_strides[weight_rank + d] = conv.weight_strides[d];
+  weights[weight_rank] = out_per_group;
+  weight_strides[weight_rank] = out_stride;
+  weights[weight_rank + 1] = in_per_group;
+  weight_strides[weight_rank + 1] = in_stride;
+  for (int d = 0; d < spatial; ++d) {
+    weights[weight_rank + 2 + d] = conv.kernel[d];
+    weight_strides[weight_rank + 2 + d] = conv.weight_strides[2 + d];
+  }
   dnnl.dnnl_memory_desc_init_by_strides(&plan.weights, weight_rank + rank, weights, dnnl_f32,
                                         weight_strides);
   dnnl_dims_t bias = {conv.out_channels}, bias_strides = {1};
@@ -170,6 +208,9 @@ absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Dnnl& dnnl, const kiln_conv
   auto plan = std::make_unique<Plan>();
   DescribeTensors(dnnl, conv, *plan);
   const int spatial = static_cast<int>(conv.spatial);
+  for (int d = 0; d < spatial; ++d) {
+    if (plan->covered[d] == 0) return plan;  // all bias: no primitive
+  }
   dnnl_memory_desc_t any_src, any_weights, any_dst;
   dnnl.dnnl_memory_desc_init_by_tag(&any_src, plan->src.ndims, plan->src.dims, dnnl_f32,
                                     dnnl_format_tag_any);
@@ -177,16 +218,28 @@ absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Dnnl& dnnl, const kiln_conv
                                     dnnl_format_tag_any);
   dnnl.dnnl_memory_desc_init_by_tag(&any_dst, plan->dst.ndims, plan->dst.dims, dnnl_f32,
                                     dnnl_format_tag_any);
-  dnnl_dims_t strides, dilation, padding;
+  dnnl_dims_t strides, dilation, padding_low, padding_high;
   for (int d = 0; d < spatial; ++d) {
     strides[d] = conv.stride[d];
     dilation[d] = conv.dilation[d] - 1;  // oneDNN counts the gaps
-    padding[d] = conv.padding[d];
+    padding_low[d] = conv.padding[d];
+    // A transposed convolution's covered positions end this far before
+    // the full result's end: padding less output_padding, or 0 (Covered).
+    padding_high[d] =
+        conv.transposed ? FullSize(conv, d) - conv.padding[d] - plan->covered[d] : conv.padding[d];
   }
+  // oneDNN's deconvolution is torch's transposed convolution; its operation
+  // descriptor has the convolution's type.
   dnnl_convolution_desc_t operation;
-  dnnl_status_t status = dnnl.dnnl_dilated_convolution_forward_desc_init(
-      &operation, dnnl_forward_inference, dnnl_convolution_direct, &any_src, &any_weights,
-      bias ? &plan->bias : nullptr, &any_dst, strides, dilation, padding, padding);
+  const dnnl_memory_desc_t* bias_desc = bias ? &plan->bias : nullptr;
+  dnnl_status_t status =
+      conv.transposed
+          ? dnnl.dnnl_dilated_deconvolution_forward_desc_init(
+                &operation, dnnl_forward_inference, dnnl_deconvolution_direct, &any_src,
+                &any_weights, bias_desc, &any_dst, strides, dilation, padding_low, padding_high)
+          : dnnl.dnnl_dilated_convolution_forward_desc_init(
+                &operation, dnnl_forward_inference, dnnl_convolution_direct, &any_src, &any_weights,
+                bias_desc, &any_dst, strides, dilation, padding_low, padding_high);
   dnnl_primitive_attr_t attr;
   dnnl.dnnl_primitive_attr_create(&attr);
   dnnl.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
@@ -220,8 +273,9 @@ absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Dnnl& dnnl, const kiln_conv
   }
   dnnl.dnnl_primitive_attr_destroy(attr);
   if (status != dnnl_success) {
-    return absl::InternalError(absl::StrCat("oneDNN refuses a convolution of ", conv.spatial,
-                                            " spatial dims (status ", status, ")"));
+    return absl::InternalError(absl::StrCat("oneDNN refuses a ",
+                                            conv.transposed ? "transposed " : "", "convolution of ",
+                                            conv.spatial, " spatial dims (status ", status, ")"));
   }
   if (plan->src_reorder) plan->src_bytes = dnnl.dnnl_memory_desc_get_size(&plan->inner_src);
   if (plan->weights_reorder) {
@@ -252,6 +306,34 @@ absl::StatusOr<const Plan*> FindPlan(const Dnnl& dnnl, const kiln_conv& conv, bo
 
 constexpr size_t Aligned(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
 
+// Writes the bias (or 0) at each position of dst that `plan` leaves
+// uncovered: past covered[d] along some spatial dim d.
+void FillUncovered(const kiln_conv& conv, const Plan& plan, const float* bias, float* dst) {
+  // Spatial dims as [depth, height, width]; missing ones have size 1.
+  long long size[3] = {1, 1, 1}, covered[3] = {1, 1, 1}, stride[3] = {0, 0, 0};
+  const int first = 3 - static_cast<int>(conv.spatial);
+  for (int d = 0; d < conv.spatial; ++d) {
+    size[first + d] = conv.out_size[d];
+    covered[first + d] = plan.covered[d];
+    stride[first + d] = conv.dst_strides[2 + d];
+  }
+  for (long long n = 0; n < conv.batch; ++n) {
+    for (long long channel = 0; channel < conv.out_channels; ++channel) {
+      const float value = bias != nullptr ? bias[channel] : 0.0f;
+      float* plane = dst + n * conv.dst_strides[0] + channel * conv.dst_strides[1];
+      for (long long z = 0; z < size[0]; ++z) {
+        for (long long y = 0; y < size[1]; ++y) {
+          // A row inside the covered depths and heights is uncovered past
+          // covered[2] only.
+          const long long from = z < covered[0] && y < covered[1] ? covered[2] : 0;
+          float* row = plane + z * stride[0] + y * stride[1];
+          for (long long x = from; x < size[2]; ++x) row[x * stride[2]] = value;
+        }
+      }
+    }
+  }
+}
+
 // Runs one part on the calling thread, at one OpenMP thread.
 int RunPart(const Dnnl& dnnl, const kiln_conv& conv, const float* src, const float* weights,
             const float* bias, float* dst) {
@@ -261,6 +343,10 @@ int RunPart(const Dnnl& dnnl, const kiln_conv& conv, const float* src, const flo
     return 1;
   }
   const Plan& plan = **found;
+  if (plan.convolution == nullptr) {
+    FillUncovered(conv, plan, bias, dst);
+    return 0;
+  }
   thread_local GrowingBuffer buffers;
   char* base =
       static_cast<char*>(buffers.Get(Aligned(plan.src_bytes) + Aligned(plan.weights_bytes) +
@@ -337,9 +423,11 @@ int RunPart(const Dnnl& dnnl, const kiln_conv& conv, const float* src, const flo
   if (openmp_threads != 1) dnnl.omp_set_num_threads(openmp_threads);
   for (dnnl_memory_t made : memories) dnnl.dnnl_memory_destroy(made);
   if (status != dnnl_success) {
-    Report(absl::StrCat("oneDNN failed to run a convolution (status ", status, ")"));
+    Report(absl::StrCat("oneDNN failed to run a ", conv.transposed ? "transposed " : "",
+                        "convolution (status ", status, ")"));
     return 1;
   }
+  if (plan.uncovered) FillUncovered(conv, plan, bias, dst);
   return 0;
 }
 
@@ -355,8 +443,13 @@ int ConvolveF32(ThreadPool& pool, const kiln_conv& conv, const float* src, const
     Report(dnnl.error);
     return 1;
   }
+  // Each output position of a convolution, or input position of a
+  // transposed one, meets kernel * in_channels / groups weights per output
+  // channel.
   long long work = conv.batch * conv.out_channels * (conv.in_channels / conv.groups);
-  for (int d = 0; d < conv.spatial; ++d) work *= conv.out_size[d] * conv.kernel[d];
+  for (int d = 0; d < conv.spatial; ++d) {
+    work *= (conv.transposed ? conv.in_size[d] : conv.out_size[d]) * conv.kernel[d];
+  }
   const int threads = pool.threads();
   if (threads == 1 || work < kParallelConvWork) {
     return RunPart(dnnl, conv, src, weights, bias, dst);
@@ -394,19 +487,23 @@ int ConvolveF32(ThreadPool& pool, const kiln_conv& conv, const float* src, const
         part_dst += begin * conv.dst_strides[0];
       } else {
         // Channels: output channels [begin, end); groups: groups [begin,
-        // end), with their input and output channels.
+        // end), with their input and output channels. Weights are [out, in
+        // / groups, ...], or [in, out / groups, ...] when transposed.
         const long long out_per_group = conv.out_channels / conv.groups;
+        const long long in_per_group = conv.in_channels / conv.groups;
         const long long out_begin = axis == kChannels ? begin : begin * out_per_group;
         const long long out_end = axis == kChannels ? end : end * out_per_group;
         slice.out_channels = out_end - out_begin;
-        part_weights += out_begin * conv.weight_strides[0];
         part_dst += out_begin * conv.dst_strides[1];
         if (part_bias != nullptr) part_bias += out_begin;
         if (axis == kGroups) {
-          const long long in_per_group = conv.in_channels / conv.groups;
           slice.groups = end - begin;
           slice.in_channels = slice.groups * in_per_group;
           part_src += begin * in_per_group * conv.src_strides[1];
+          part_weights +=
+              (conv.transposed ? begin * in_per_group : out_begin) * conv.weight_strides[0];
+        } else {
+          part_weights += out_begin * conv.weight_strides[conv.transposed ? 1 : 0];
         }
       }
       results[part] = RunPart(dnnl, slice, part_src, part_weights, part_bias, part_dst);

@@ -3,7 +3,9 @@
 //
 // oneDNN is 40 MB: it is loaded with dlopen on the first convolution, so a
 // process whose artifacts never convolve never maps it. It is called
-// through its C API, resolved with dlsym.
+// through its C API, resolved with dlsym. A transposed convolution
+// (kiln_conv.transposed) is oneDNN's deconvolution, planned, laid out and
+// split the same way.
 //
 // Each convolution keeps oneDNN's fastest layout for its shape (blocked
 // channels), with reorders from and to the artifact's plain strided
@@ -24,7 +26,8 @@
 
 namespace kiln {
 
-// dst = conv(src, weights) + bias on `pool`'s threads. Returns 0; 1 when
+// dst = conv(src, weights) + bias on `pool`'s threads, transposed when
+// conv.transposed is 1. Returns 0; 1 when
 // oneDNN cannot be loaded or refuses the shape (the reason on stderr, once
 // per reason).
 int ConvolveF32(ThreadPool& pool, const kiln_conv& conv, const float* src, const float* weights,

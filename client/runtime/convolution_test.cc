@@ -27,9 +27,16 @@ struct Shape {
   std::vector<long long> in_size, kernel, stride, padding, dilation;
   bool bias = true;
   bool transposed_src = false;  // src laid out [C, N, spatial...] in memory
+  // A transposed convolution (conv_transpose), with torch's output_padding.
+  bool transposed = false;
+  std::vector<long long> output_padding = {0, 0};
 };
 
 long long OutSize(const Shape& s, int d) {
+  if (s.transposed) {
+    return (s.in_size[d] - 1) * s.stride[d] - 2 * s.padding[d] + s.dilation[d] * (s.kernel[d] - 1) +
+           s.output_padding[d] + 1;
+  }
   return (s.in_size[d] + 2 * s.padding[d] - s.dilation[d] * (s.kernel[d] - 1) - 1) / s.stride[d] +
          1;
 }
@@ -43,7 +50,10 @@ std::vector<long long> Contiguous(const std::vector<long long>& dims) {
 }
 
 // dst = conv(src, weights) + bias in doubles, one element at a time; up to
-// two spatial dims (a 1-d convolution has H = 1).
+// two spatial dims (a 1-d convolution has H = 1). A transposed convolution
+// joins input position i to output position i * stride - padding + k *
+// dilation through kernel position k: a convolution joins them the other
+// way round.
 std::vector<double> Reference(const Shape& s, const kiln_conv& c, const std::vector<float>& src,
                               const std::vector<float>& weights, const std::vector<float>& bias) {
   const long long oh = s.spatial == 2 ? c.out_size[0] : 1, ow = c.out_size[s.spatial - 1];
@@ -62,16 +72,26 @@ std::vector<double> Reference(const Shape& s, const kiln_conv& c, const std::vec
           for (long long i = 0; i < in_per_group; ++i)
             for (long long ky = 0; ky < kh; ++ky)
               for (long long kx = 0; kx < kw; ++kx) {
-                const long long iy =
-                    h < 0 ? 0 : y * c.stride[h] - c.padding[h] + ky * c.dilation[h];
-                const long long ix = x * c.stride[w] - c.padding[w] + kx * c.dilation[w];
+                // The input position joined to output position `at`
+                // along dim d through kernel position k; -1 for none.
+                auto source = [&](long long at, long long k, int d) -> long long {
+                  if (!s.transposed) return at * c.stride[d] - c.padding[d] + k * c.dilation[d];
+                  const long long scaled = at + c.padding[d] - k * c.dilation[d];
+                  return scaled < 0 || scaled % c.stride[d] != 0 ? -1 : scaled / c.stride[d];
+                };
+                const long long iy = h < 0 ? 0 : source(y, ky, h);
+                const long long ix = source(x, kx, w);
                 if (iy < 0 || iy >= ih || ix < 0 || ix >= iw) continue;
                 const long long ci = g * in_per_group + i;
                 const float a =
                     src[n * c.src_strides[0] + ci * c.src_strides[1] +
                         (h < 0 ? 0 : iy * c.src_strides[2]) + ix * c.src_strides[2 + w]];
+                // Weights are [out, in / groups, ...], transposed [in, out /
+                // groups, ...].
+                const long long first = s.transposed ? ci : o;
+                const long long second = s.transposed ? o % out_per_group : i;
                 const float b =
-                    weights[o * c.weight_strides[0] + i * c.weight_strides[1] +
+                    weights[first * c.weight_strides[0] + second * c.weight_strides[1] +
                             (h < 0 ? 0 : ky * c.weight_strides[2]) + kx * c.weight_strides[2 + w]];
                 sum += double(a) * b;
               }
@@ -91,8 +111,10 @@ TEST_P(ConvolutionTest, MatchesTheReference) {
   c.in_channels = s.in_channels;
   c.out_channels = s.out_channels;
   c.groups = s.groups;
+  c.transposed = s.transposed;
   std::vector<long long> src_dims = {s.batch, s.in_channels}, dst_dims = {s.batch, s.out_channels},
                          weight_dims = {s.out_channels, s.in_channels / s.groups};
+  if (s.transposed) weight_dims = {s.in_channels, s.out_channels / s.groups};
   for (int d = 0; d < s.spatial; ++d) {
     c.in_size[d] = s.in_size[d];
     c.out_size[d] = OutSize(s, d);
@@ -152,6 +174,101 @@ std::vector<Shape> Shapes() {
       {"grouped", 2, 1, 16, 24, 4, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false},
       {"conv1d", 1, 2, 6, 10, 2, {33}, {5}, {2}, {2}, {1}},
       {"transposed_src", 2, 3, 8, 8, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true, true},
+      // Transposed convolutions. Where output_padding exceeds padding, the
+      // last positions hold only the bias (the runtime writes them itself).
+      {"deconv_stride_2",
+       2,
+       2,
+       8,
+       6,
+       1,
+       {5, 6},
+       {3, 3},
+       {2, 2},
+       {1, 1},
+       {1, 1},
+       true,
+       false,
+       true,
+       {1, 1}},
+      {"deconv_grouped_dilated",
+       2,
+       1,
+       8,
+       12,
+       4,
+       {6, 5},
+       {3, 2},
+       {2, 1},
+       {1, 0},
+       {2, 2},
+       true,
+       false,
+       true,
+       {1, 1}},
+      {"deconv_batch_split",
+       2,
+       4,
+       16,
+       32,
+       1,
+       {10, 12},
+       {3, 3},
+       {1, 1},
+       {1, 1},
+       {1, 1},
+       true,
+       false,
+       true,
+       {0, 0}},
+      {"deconv_channel_split_past_padding",
+       2,
+       1,
+       32,
+       64,
+       1,
+       {16, 16},
+       {3, 3},
+       {2, 2},
+       {0, 0},
+       {1, 1},
+       false,
+       false,
+       true,
+       {1, 1}},
+      {"deconv_group_split",
+       2,
+       1,
+       64,
+       128,
+       4,
+       {24, 24},
+       {3, 3},
+       {1, 1},
+       {1, 1},
+       {1, 1},
+       true,
+       false,
+       true,
+       {0, 0}},
+      {"deconv_transposed_src",
+       2,
+       3,
+       8,
+       4,
+       1,
+       {5, 5},
+       {2, 2},
+       {2, 2},
+       {0, 0},
+       {1, 1},
+       true,
+       true,
+       true,
+       {0, 0}},
+      {"deconv1d_past_padding", 1, 2, 6, 4, 2, {9}, {4}, {3}, {1}, {1}, true, false, true, {2}},
+      // One output position, past the full result (1 long, padding 1): the bias alone.
+      {"deconv1d_all_bias", 1, 1, 2, 3, 1, {1}, {1}, {3}, {1}, {1}, true, false, true, {2}},
   };
 }
 

@@ -21,7 +21,7 @@
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
-#define KILN_ABI_VERSION 4
+#define KILN_ABI_VERSION 5
 
 typedef long long kiln_int64;
 typedef unsigned int kiln_uint32;
@@ -48,13 +48,23 @@ typedef void (*kiln_parallel_body)(void* closure, kiln_int64 begin, kiln_int64 e
  * dims. Every tensor is plain and strided, strides in elements: src is
  * [batch, in_channels, in_size...], weights [out_channels, in_channels /
  * groups, kernel...], dst [batch, out_channels, out_size...]; bias is
- * [out_channels] with stride 1, or null. Padding is the same on both sides. */
+ * [out_channels] with stride 1, or null. Padding is the same on both sides.
+ *
+ * transposed = 1 makes it torch's transposed convolution (conv_transpose1d
+ * to 3d: the gradient of a convolution with respect to its input). Then
+ * weights are [in_channels, out_channels / groups, kernel...], padding is
+ * cut from both ends of each spatial dim of the full result, and
+ * out_size = (in_size - 1) * stride - 2 * padding + dilation * (kernel - 1)
+ * + 1 + output_padding, where torch's output_padding (at least 0, less than
+ * stride or dilation) adds positions at the high end; out_size implies it.
+ * transposed = 0 is the forward convolution above. */
 typedef struct kiln_conv {
   kiln_int64 spatial;
   kiln_int64 batch, in_channels, out_channels, groups;
   kiln_int64 in_size[3], out_size[3], kernel[3];
   kiln_int64 stride[3], padding[3], dilation[3];
   kiln_int64 src_strides[5], weight_strides[5], dst_strides[5];
+  kiln_int64 transposed;
 } kiln_conv;
 
 /* Services an artifact may call. The runtime owns every thread. */
@@ -96,9 +106,9 @@ typedef struct kiln_runtime {
    * and valid until that thread calls again: where a kernel group keeps
    * its row buffers when their length is symbolic (one call per chunk). */
   void* (*thread_scratch)(void* context, kiln_int64 bytes);
-  /* dst = conv(src, weights) + bias, float32 (client/runtime/convolution.h:
-   * oneDNN, loaded on first use). Returns 0, or nonzero when the runtime
-   * cannot convolve. */
+  /* dst = conv(src, weights) + bias, float32, transposed when
+   * conv->transposed is 1 (client/runtime/convolution.h: oneDNN, loaded on
+   * first use). Returns 0, or nonzero when the runtime cannot convolve. */
   kiln_int32 (*conv_f32)(void* context, const kiln_conv* conv, const float* src,
                          const float* weights, const float* bias, float* dst);
 } kiln_runtime;

@@ -316,8 +316,10 @@ absl::StatusOr<EmittedFunction> EmitConcat(int index, const Kernel& kernel, cons
   return Unchunked(index, function);
 }
 
-// A convolution through the runtime table, inline in kiln_run: its shape
-// and every operand's strides in a kiln_conv (kiln_abi.h).
+// A convolution ("conv") or transposed convolution ("conv_transpose")
+// through the runtime table, inline in kiln_run: its shape and every
+// operand's strides in a kiln_conv (kiln_abi.h; a transposed one's
+// output_padding is implied by its output size).
 absl::StatusOr<std::string> EmitConvolutionCall(const Kernel& kernel, const EmitInputs& in) {
   const ir::Graph& graph = in.graph;
   const ir::TensorType& out = graph.values[kernel.value];
@@ -358,15 +360,16 @@ absl::StatusOr<std::string> EmitConvolutionCall(const Kernel& kernel, const Emit
     if (values.size() == 1) values.assign(spatial, values[0]);
     return absl::StrCat("{", absl::StrJoin(values, ", "), "}");
   };
-  return absl::StrCat(
-      "  {\n    const kiln_conv conv = {", spatial, ", ", Extent(out.sizes[0]), ", ",
-      Extent(src.sizes[1]), ", ", Extent(out.sizes[1]), ", ", ops::IntArg(node, "groups"), ",\n",
-      "      ", spatial_sizes(src), ", ", spatial_sizes(out), ", ", spatial_sizes(weights), ",\n",
-      "      ", argument("stride"), ", ", argument("padding"), ", ", argument("dilation"), ",\n",
-      "      ", per_dim(strides[0]), ", ", per_dim(strides[1]), ", ", per_dim(dst_strides), "};\n",
-      "    if (rt->conv_f32(rt->context, &conv, ", pointers[0], ", ", pointers[1], ", ",
-      kernel.reads.size() == 3 ? pointers[2] : "0", ", ",
-      StorageName(in.plan.storage_of[kernel.value]), ") != 0) return 2;\n  }\n");
+  return absl::StrCat("  {\n    const kiln_conv conv = {", spatial, ", ", Extent(out.sizes[0]),
+                      ", ", Extent(src.sizes[1]), ", ", Extent(out.sizes[1]), ", ",
+                      ops::IntArg(node, "groups"), ",\n", "      ", spatial_sizes(src), ", ",
+                      spatial_sizes(out), ", ", spatial_sizes(weights), ",\n", "      ",
+                      argument("stride"), ", ", argument("padding"), ", ", argument("dilation"),
+                      ",\n", "      ", per_dim(strides[0]), ", ", per_dim(strides[1]), ", ",
+                      per_dim(dst_strides), ", ", definition.function == "conv_transpose" ? 1 : 0,
+                      "};\n", "    if (rt->conv_f32(rt->context, &conv, ", pointers[0], ", ",
+                      pointers[1], ", ", kernel.reads.size() == 3 ? pointers[2] : "0", ", ",
+                      StorageName(in.plan.storage_of[kernel.value]), ") != 0) return 2;\n  }\n");
 }
 
 // A scan kernel (cumsum): loops over every dim but the axis, then along the
@@ -413,7 +416,9 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInput
   const ir::LoopProgram& program = in.program;
   const BufferPlan& plan = in.plan;
   const ir::Definition& definition = program.definitions[kernel.value];
-  if (definition.function == "conv") return EmitConvolutionCall(kernel, in);
+  if (definition.function == "conv" || definition.function == "conv_transpose") {
+    return EmitConvolutionCall(kernel, in);
+  }
   if (definition.function != "mm" && definition.function != "bmm") {
     return absl::InternalError(absl::StrCat("unknown extern '", definition.function, "'"));
   }
