@@ -140,6 +140,18 @@ std::string ToString(const LoopProgram& program, const Graph& graph) {
         absl::StrAppend(&text, definition.combiner, " scan along dim ", definition.axis, " of ",
                         ExprString(definition, definition.root));
         break;
+      case Definition::Kind::kScatter:
+        absl::StrAppend(
+            &text, "scatter-add onto ",
+            definition.source < 0 ? std::string("0") : absl::StrCat("%", definition.source),
+            ", over [",
+            absl::StrJoin(definition.reduction_sizes, ", ",
+                          [&](std::string* out, const Dim& size) {
+                            out->append(ToString(SymExpr::Of(size), graph));
+                          }),
+            "]: ", ExprString(definition, definition.root), " at ", definition.map.ToString(),
+            ", coordinate ", definition.axis, " = ", ExprString(definition, definition.position));
+        break;
       case Definition::Kind::kAlias:
         absl::StrAppend(&text, "alias %", definition.source, " strides [",
                         absl::StrJoin(definition.strides, ", ",

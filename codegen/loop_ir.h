@@ -14,7 +14,10 @@
 //     (reshape of contiguous data, as_strided): realized without a kernel;
 //   - extern: a call through the runtime table (GEMM) that writes a buffer;
 //   - concat: parts written one after another along an axis, each by a loop
-//     over its own shape (so no load is ever out of bounds).
+//     over its own shape (so no load is ever out of bounds);
+//   - scatter: a scatter-add (index_add, scatter_add, embedding's
+//     backward): a start value, then each point of an iteration space adds
+//     one element at coordinates of which one is an index tensor's value.
 // A load may be *bounded*: where its coordinates fall outside the loaded
 // value's sizes it yields a constant instead of reading (pooling's padding:
 // -inf for a max, 0 for a sum). See Expr::bounded.
@@ -100,18 +103,29 @@ struct Expr {
 };
 
 struct Definition {
-  enum class Kind { kInput, kPointwise, kReduction, kView, kAlias, kExtern, kConcat, kScan };
+  enum class Kind {
+    kInput,
+    kPointwise,
+    kReduction,
+    kView,
+    kAlias,
+    kExtern,
+    kConcat,
+    kScan,
+    kScatter
+  };
   Kind kind = Kind::kInput;
   int node = -1;  // the node that defined the value (-1 for inputs)
 
-  // kPointwise, kReduction and kScan: exprs[root] is the element; operands
-  // precede their users. A reduction or scan accumulates in the root's
-  // dtype.
+  // kPointwise, kReduction, kScan and kScatter: exprs[root] is the element;
+  // operands precede their users. A reduction or scan accumulates in the
+  // root's dtype.
   std::vector<Expr> exprs;
   int root = -1;
 
   // kReduction: the body's variables are the value's coordinates followed by
   // one per reduced extent; `combiner` folds the body over those.
+  // kScatter: the body's variables run over these extents (the points).
   std::vector<Dim> reduction_sizes;
   // "sum", "max", "min", "prod", "argmax", "argmin", "max_nan_unspecified",
   // and max pooling's "pool_max" / "pool_argmax" (emit/reduction.h); kScan:
@@ -123,6 +137,8 @@ struct Definition {
   // element replaces the start is its value at reduced coordinates 0
   // (max pooling's flat position in the input plane, whose reduced
   // coordinates 0 are clamped into the input).
+  // kScatter: exprs[position] is the index, an int64 expression over the
+  // body's variables.
   int position = -1;
 
   // kAlias: element (c) is at source_storage[offset + sum strides[d] * c[d]].
@@ -131,12 +147,18 @@ struct Definition {
 
   // kView: the source value's coordinates are map(view coordinates).
   // kAlias: the realized value whose storage it shares.
+  // kScatter: every element starts as `source`'s at the same coordinates
+  // (-1: as 0). Then, one point at a time in row-major order over
+  // reduction_sizes, point p adds exprs[root] at coordinates map(p), except
+  // coordinate `axis`, which is exprs[position] (map's row for it is all
+  // zero). A point whose index falls outside [0, size) of that dim adds
+  // nothing and touches no memory.
   int source = -1;
   AffineMap map;
 
   // kExtern: runtime function ("mm") and its tensor operands.
   // kConcat: the parts, laid one after another along `axis`.
-  // kScan: `axis` is the dim folded along.
+  // kScan: `axis` is the dim folded along. kScatter: see `source`.
   std::string function;
   std::vector<int> operands;
   int axis = -1;

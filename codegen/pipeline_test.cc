@@ -381,6 +381,87 @@ TEST(PipelineTest, ASumDownColumnsFoldsNeighbouringColumnsTogether) {
   const GeneratedCode rows = Generate(sum_over(1, 64));
   EXPECT_EQ(rows.source.find("cols["), std::string::npos) << rows.source;
   EXPECT_NE(rows.source.find("lanes[k] = (lanes[k] + v0);"), std::string::npos) << rows.source;
+
+// index_select's backward (loop_ir.h, Definition::Kind::kScatter): one
+// kernel on the calling thread writes the start, autograd's new_zeros
+// inlined as a store of 0, then adds each element of the source (relu
+// inlined) at the row its index names, in the output's memory, in order;
+// an out-of-range index adds nothing.
+TEST(PipelineTest, ScattersAddInOrderOntoTheirStartAndSkipOutOfRangeIndices) {
+  const std::string json = R"({"name": "index_select_backward", "inputs": [
+      {"value": 0, "name": "grad", "type": {"dtype": "FLOAT32",
+       "sizes": [{"constant": 3}, {"constant": 4}]}},
+      {"value": 1, "name": "i", "type": {"dtype": "INT32", "sizes": [{"constant": 3}]}}],
+    "nodes": [
+      {"name": "zeros", "op": "aten.new_zeros.default", "inputs": [0], "outputs": [2],
+       "args": [{"name": "size", "intList": {"values": ["5", "4"]}}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 5}, {"constant": 4}]}]},
+      {"name": "relu", "op": "aten.relu.default", "inputs": [0], "outputs": [3],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 3}, {"constant": 4}]}]},
+      {"name": "index_add", "op": "aten.index_add.default", "inputs": [2, 1, 3], "outputs": [4],
+       "args": [{"name": "dim", "intValue": "0"}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 5}, {"constant": 4}]}]}],
+    "outputs": [4]})";
+  const GeneratedCode code = Generate(ParseGraph(json));
+  EXPECT_NE(Stage(code, "loop IR")
+                .find("%4 : float32[5, 4] = scatter-add onto %2, over [3, 4]: load(%3, (i0, i1) -> "
+                      "(i0, i1)) at (i0, i1) -> (0, i1), coordinate 0 = cast(load(%1, (i0, i1) -> "
+                      "(i0)))"),
+            std::string::npos)
+      << Stage(code, "loop IR");
+  EXPECT_NE(Stage(code, "kernels")
+                .find("kernel 0: scatter-add along dim 0 %4 float32[5, 4], fused with %2, %3\n"
+                      "    reads %1 at (i0, i1) -> (i0); %0 at (i0, i1) -> (i0, i1)\n"),
+            std::string::npos)
+      << Stage(code, "kernels");
+  EXPECT_NE(code.source.find("      p0[i0 * 4 + i1] = 0x0p+0f;\n"
+                             "    }\n"
+                             "  }\n"
+                             "  for (kiln_int64 i0 = 0; i0 < 3; ++i0) {\n"
+                             "    for (kiln_int64 i1 = 0; i1 < 4; ++i1) {\n"
+                             "      const int v0 = p1[i0];\n"
+                             "      const long long v1 = ((long long)v0);\n"
+                             "      const float v2 = p2[i0 * 4 + i1];\n"
+                             "      const float v3 = (v2 < 0x0p+0f ? 0x0p+0f : v2);\n"
+                             "      if ((v1 >= 0) & (v1 < 5)) {\n"
+                             "        p0[i1 + v1 * 4] = (p0[i1 + v1 * 4] + v3);\n"
+                             "      }\n"),
+            std::string::npos)
+      << code.source;
+  EXPECT_NE(code.source.find("  kiln_group_0(rt, symbols, b2, b1, b0);\n"), std::string::npos)
+      << code.source;
+}
+
+// embedding's backward: the padding row's positions get index -1, which
+// the scatter skips; a bfloat16 sum is rounded after every add, as eager's.
+TEST(PipelineTest, EmbeddingBackwardSkipsThePaddingRowAndRoundsEverySum) {
+  const std::string json = R"({"name": "embedding_backward", "inputs": [
+      {"value": 0, "name": "grad", "type": {"dtype": "BFLOAT16",
+       "sizes": [{"constant": 2}, {"constant": 3}, {"constant": 8}]}},
+      {"value": 1, "name": "i", "type": {"dtype": "INT64",
+       "sizes": [{"constant": 2}, {"constant": 3}]}}],
+    "nodes": [
+      {"name": "backward", "op": "aten.embedding_dense_backward.default", "inputs": [0, 1],
+       "outputs": [2],
+       "args": [{"name": "num_weights", "intValue": "10"}, {"name": "padding_idx", "intValue": "0"},
+                {"name": "scale_grad_by_freq", "boolValue": false}],
+       "outputTypes": [{"dtype": "BFLOAT16", "sizes": [{"constant": 10}, {"constant": 8}]}]}],
+    "outputs": [2]})";
+  const GeneratedCode code = Generate(ParseGraph(json));
+  EXPECT_NE(Stage(code, "loop IR")
+                .find("scatter-add onto 0, over [2, 3, 8]: load(%0, (i0, i1, i2) -> (i0, i1, i2)) "
+                      "at (i0, i1, i2) -> (0, i2), coordinate 0 = where(eq(load(%1, (i0, i1, i2) "
+                      "-> (i0, i1)), 0), -1, load(%1, (i0, i1, i2) -> (i0, i1)))"),
+            std::string::npos)
+      << Stage(code, "loop IR");
+  EXPECT_NE(code.source.find("        const long long v2 = (v1 ? -1LL : v0);\n"
+                             "        const float v3 = kiln_bf16_to_float(p2[i0 * 24 + i1 * 8 + "
+                             "i2]);\n"
+                             "        if ((v2 >= 0) & (v2 < 10)) {\n"
+                             "          p0[i2 + v2 * 8] = kiln_float_to_bf16((kiln_bf16_to_float("
+                             "p0[i2 + v2 * 8]) + v3));\n"),
+            std::string::npos)
+      << code.source;
 }
 
 // Max pooling's padding is a bounded load (loop_ir.h): it reads -inf

@@ -127,8 +127,8 @@ struct EmittedFunction {
 };
 
 // A kernel's static function that runs whole on the calling thread (a
-// concat, a scan): its body is `function`'s text; its parameters the
-// storages it names (the first, written, the others read).
+// concat, a scan, a scatter): its body is `function`'s text; its parameters
+// the storages it names (the first, written, the others read).
 EmittedFunction Unchunked(int index, FunctionWriter& function) {
   const EmitInputs& in = function.inputs();
   std::vector<std::string> declarations = {"const kiln_runtime* rt", "const kiln_int64* symbols"};
@@ -409,6 +409,70 @@ absl::StatusOr<EmittedFunction> EmitScan(int index, const Kernel& kernel, const 
   return Unchunked(index, function);
 }
 
+// A scatter kernel (index_add, scatter_add, embedding_dense_backward): one
+// loop nest writes the start (a value at the same coordinates, or 0), then
+// one over the points, in row-major order, adds each point's element to the
+// element its index names, in the output's own storage: each sum is rounded
+// to the output's dtype after every term, in the order eager adds them. A
+// point whose index falls outside the dim adds nothing. Pointwise producers
+// of the start, the index and the elements are inlined. It runs whole on
+// the calling thread: any two points may add to the same element.
+absl::StatusOr<EmittedFunction> EmitScatter(int index, const Kernel& kernel, const EmitInputs& in) {
+  const ir::Definition& definition = in.program.definitions[kernel.value];
+  const ir::TensorType& type = in.graph.values[kernel.value];
+  const int rank = static_cast<int>(type.rank());
+  const ir::DType compute = ir::ComputeType(type.dtype);
+  FunctionWriter function(in);
+  const std::string out = function.StorageParameter(in.plan.storage_of[kernel.value]);
+  std::string& text = function.text();
+  const Layout layout{ir::ContiguousStrides(type.sizes), ir::SymExpr()};
+
+  std::string indent = "  ";
+  for (int d = 0; d < rank; ++d) {
+    text += LoopHeader(d, Extent(type.sizes[d]), indent);
+    indent += "  ";
+  }
+  BodyEmitter start(function, indent, 0, type.sizes);
+  std::string value = EmitLiteral(0, compute);
+  if (definition.source >= 0) {
+    ASSIGN_OR_RETURN(value, start.Value(definition.source, ir::AffineMap::Identity(rank), compute));
+  }
+  start.Line(absl::StrCat(out, "[", Offset(layout, ir::AffineMap::Identity(rank)).ToString(),
+                          "] = ", ToStorage(value, type.dtype), ";"));
+  for (int d = rank - 1; d >= 0; --d) absl::StrAppend(&text, std::string(2 * d + 2, ' '), "}\n");
+
+  const int points = static_cast<int>(definition.reduction_sizes.size());
+  indent = "  ";
+  for (int d = 0; d < points; ++d) {
+    text += LoopHeader(d, Extent(definition.reduction_sizes[d]), indent);
+    indent += "  ";
+  }
+  BodyEmitter body(function, indent, 0, definition.reduction_sizes);
+  const ir::AffineMap identity = ir::AffineMap::Identity(points);
+  ASSIGN_OR_RETURN(const std::string position,
+                   body.Expression(kernel.value, definition.position, identity));
+  ASSIGN_OR_RETURN(const std::string element,
+                   body.Expression(kernel.value, definition.root, identity));
+  // The index's term of the offset by name, as a gathered load's
+  // (ir::AffineMap::WithGatheredCoordinate: the last variable is the index).
+  Linear offset = Offset(layout, definition.map.WithGatheredCoordinate(definition.axis));
+  const ir::SymExpr stride = offset.coefficients.back();
+  offset.coefficients.pop_back();
+  const std::string target =
+      absl::StrCat(out, "[", offset.ToString(), " + ", position, " * ", SymC(stride), "]");
+  body.Line(absl::StrCat("if ((", position, " >= 0) & (", position, " < ",
+                         Extent(type.sizes[definition.axis]), ")) {"));
+  absl::StrAppend(&text, indent, "  ", target, " = ",
+                  ToStorage(absl::StrCat("(", FromStorage(target, type.dtype), " + ", element, ")"),
+                            type.dtype),
+                  ";\n");
+  body.Line("}");
+  for (int d = points - 1; d >= 0; --d) {
+    absl::StrAppend(&text, std::string(2 * d + 2, ' '), "}\n");
+  }
+  return Unchunked(index, function);
+}
+
 // An extern kernel: a GEMM call through the runtime table, inline in kiln_run
 // (bmm: one call for the batch, which the runtime spreads across its pool).
 absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInputs& in) {
@@ -531,6 +595,8 @@ absl::StatusOr<std::string> EmitCpp(const ir::Graph& graph, const ir::LoopProgra
       ASSIGN_OR_RETURN(function, EmitConcat(g, first, in));
     } else if (first.kind == Kernel::Kind::kScan) {
       ASSIGN_OR_RETURN(function, EmitScan(g, first, in));
+    } else if (first.kind == Kernel::Kind::kScatter) {
+      ASSIGN_OR_RETURN(function, EmitScatter(g, first, in));
     } else {
       ASSIGN_OR_RETURN(function, EmitGroup(g, group, in));
     }

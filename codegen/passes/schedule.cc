@@ -89,6 +89,13 @@ bool RowLocal(const ir::AffineMap& map, int outer) {
   return true;
 }
 
+// Whether a kernel is a loop nest over its output (pointwise, reduction,
+// copy), which may share its outer loops with others.
+bool IsLoop(Kernel::Kind kind) {
+  return kind == Kernel::Kind::kPointwise || kind == Kernel::Kind::kReduction ||
+         kind == Kernel::Kind::kCopy;
+}
+
 void GroupKernels(const ir::Graph& graph, const ir::LoopProgram& program, Schedule& schedule) {
   // Reading an alias reads the memory of the value it aliases.
   auto root = [&](int value) {
@@ -99,17 +106,15 @@ void GroupKernels(const ir::Graph& graph, const ir::LoopProgram& program, Schedu
   std::vector<int> written_by(graph.values.size(), -1);
   for (int k = 0; k < static_cast<int>(schedule.kernels.size()); ++k) {
     Kernel& kernel = schedule.kernels[k];
-    // Extern, concat and scan kernels are groups of their own.
-    const bool loop = kernel.kind != Kernel::Kind::kExtern &&
-                      kernel.kind != Kernel::Kind::kConcat && kernel.kind != Kernel::Kind::kScan;
+    // Extern, concat, scan and scatter kernels are groups of their own.
+    const bool loop = IsLoop(kernel.kind);
     const std::vector<ir::Dim> outer = loop ? OuterSizes(kernel, graph) : std::vector<ir::Dim>();
     kernel.outer_rank = static_cast<int>(outer.size());
     bool join = loop && !outer.empty() && !schedule.groups.empty();
     if (join) {
       const KernelGroup& group = schedule.groups.back();
       const Kernel& first = schedule.kernels[group.begin];
-      join = first.kind != Kernel::Kind::kExtern && first.kind != Kernel::Kind::kConcat &&
-             first.kind != Kernel::Kind::kScan && OuterSizes(first, graph) == outer;
+      join = IsLoop(first.kind) && OuterSizes(first, graph) == outer;
       for (const Access& access : kernel.reads) {
         const int writer = written_by[root(access.value)];
         if (join && writer >= group.begin &&
@@ -152,7 +157,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     const ir::Definition& definition = program.definitions[v];
     std::vector<int> read;
     if (definition.kind == Kind::kPointwise || definition.kind == Kind::kReduction ||
-        definition.kind == Kind::kScan) {
+        definition.kind == Kind::kScan || definition.kind == Kind::kScatter) {
       for (const ir::Expr& expr : definition.exprs) {
         if (expr.kind != ir::Expr::Kind::kLoad) continue;
         read.push_back(base_of(expr.value));
@@ -160,6 +165,11 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
         // producer would be expanded at coordinates outside it (or at
         // coordinates that are no affine map of the loop variables).
         if (expr.bounded || expr.gathered >= 0) must_realize[read.back()] = true;
+      }
+      // A scatter's start is read at the element written, like a part of a
+      // concat: a pointwise producer is inlined into the start's loop.
+      if (definition.kind == Kind::kScatter && definition.source >= 0) {
+        read.push_back(base_of(definition.source));
       }
     } else if (definition.kind == Kind::kExtern) {
       for (int operand : definition.operands) {
@@ -190,7 +200,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     const Kind kind = program.definitions[v].kind;
     schedule.realized[v] = kind == Kind::kInput || kind == Kind::kExtern ||
                            kind == Kind::kReduction || kind == Kind::kAlias ||
-                           kind == Kind::kConcat || kind == Kind::kScan ||
+                           kind == Kind::kConcat || kind == Kind::kScan || kind == Kind::kScatter ||
                            (kind == Kind::kPointwise && (must_realize[v] || consumers[v] > 1));
   }
 
@@ -207,6 +217,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     kernel.value = v;
     if (definition.kind == Kind::kReduction) kernel.kind = Kernel::Kind::kReduction;
     if (definition.kind == Kind::kScan) kernel.kind = Kernel::Kind::kScan;
+    if (definition.kind == Kind::kScatter) kernel.kind = Kernel::Kind::kScatter;
     if (definition.kind == Kind::kConcat) {
       kernel.kind = Kernel::Kind::kConcat;
       ReadCollector reads(program, schedule.realized);
@@ -222,6 +233,9 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
       }
     } else {
       ReadCollector reads(program, schedule.realized);
+      if (definition.kind == Kind::kScatter && definition.source >= 0) {
+        reads.Add(definition.source, ir::AffineMap::Identity(graph.values[v].rank()));
+      }
       for (const ir::Expr& expr : definition.exprs) {
         if (expr.kind != ir::Expr::Kind::kLoad) continue;
         const ir::AffineMap identity = ir::AffineMap::Identity(expr.index.num_variables);
@@ -255,7 +269,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     }
     const Kind kind = program.definitions[target].kind;
     if ((kind == Kind::kPointwise || kind == Kind::kExtern || kind == Kind::kReduction ||
-         kind == Kind::kConcat || kind == Kind::kScan) &&
+         kind == Kind::kConcat || kind == Kind::kScan || kind == Kind::kScatter) &&
         !written[target]) {
       written[target] = true;
       schedule.output_kernel.push_back(kernel_of[target]);
@@ -290,20 +304,27 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
     switch (kernel.kind) {
       case Kernel::Kind::kPointwise:
       case Kernel::Kind::kReduction:
-      case Kernel::Kind::kScan: {
+      case Kernel::Kind::kScan:
+      case Kernel::Kind::kScatter: {
         // The inlined values: pointwise definitions reached without passing
         // through a realized one.
         std::vector<int> inlined;
         std::vector<bool> seen(graph.values.size(), false);  // each value walked once
         std::vector<int> stack = {kernel.value};
         while (!stack.empty()) {
-          const int v = stack.back();
+          const ir::Definition& definition = program.definitions[stack.back()];
           stack.pop_back();
-          for (const ir::Expr& expr : program.definitions[v].exprs) {
-            if (expr.kind != ir::Expr::Kind::kLoad) continue;
-            const int base = ResolveViews(program, expr.value,
-                                          ir::AffineMap::Identity(graph.values[expr.value].rank()))
-                                 .value;
+          std::vector<int> loaded;
+          for (const ir::Expr& expr : definition.exprs) {
+            if (expr.kind == ir::Expr::Kind::kLoad) loaded.push_back(expr.value);
+          }
+          if (definition.kind == ir::Definition::Kind::kScatter && definition.source >= 0) {
+            loaded.push_back(definition.source);
+          }
+          for (int value : loaded) {
+            const int base =
+                ResolveViews(program, value, ir::AffineMap::Identity(graph.values[value].rank()))
+                    .value;
             if (schedule.realized[base] || seen[base]) continue;
             seen[base] = true;
             inlined.push_back(base);
@@ -318,6 +339,9 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
             : kernel.kind == Kernel::Kind::kScan
                 ? absl::StrCat(": ", program.definitions[kernel.value].combiner, " scan along dim ",
                                program.definitions[kernel.value].axis, " %")
+            : kernel.kind == Kernel::Kind::kScatter
+                ? absl::StrCat(": scatter-add along dim ", program.definitions[kernel.value].axis,
+                               " %")
                 : std::string(": pointwise %"),
             kernel.value, " ", ir::ToString(type, graph));
         if (!inlined.empty()) {

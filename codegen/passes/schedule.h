@@ -2,12 +2,13 @@
 //
 // Requires: a loop program from Lower.
 // Guarantees: every value is either realized into a buffer or inlined into
-// each consumer's loop body. Realized: graph inputs, extern, reduction and
-// scan results, aliases (and the values extern calls, aliases, bounded and
-// gathered loads read through), pointwise values that are graph outputs or have more
-// than one consumer.
+// each consumer's loop body. Realized: graph inputs, extern, reduction,
+// scan and scatter results, aliases (and the values extern calls, aliases,
+// bounded and gathered loads read through), pointwise values that are graph
+// outputs or have more than one consumer.
 // Everything else is inlined, so a pointwise chain ends up as one loop, and
-// the pointwise producers of a reduction (or a scan) end up in its body. Kernels are listed in
+// the pointwise producers of a reduction (or a scan, or a scatter's start,
+// index and added elements) end up in its body. Kernels are listed in
 // execution order, each with every realized value it reads (views and inlined producers resolved),
 // and a copy kernel for each graph output that no kernel writes itself (an input, a view, or a
 // value returned twice).
@@ -33,7 +34,7 @@ struct Access {
 };
 
 struct Kernel {
-  enum class Kind { kPointwise, kReduction, kExtern, kCopy, kConcat, kScan };
+  enum class Kind { kPointwise, kReduction, kExtern, kCopy, kConcat, kScan, kScatter };
   Kind kind = Kind::kPointwise;
   int value = -1;   // the value computed (kCopy: the value copied)
   int output = -1;  // kCopy only: the graph output it writes
@@ -47,8 +48,8 @@ struct Kernel {
 // group wrote) form a group: one loop nest over the outer dims, the kernels
 // one after another inside it. A row softmax (max, exp, sum, divide) runs
 // row by row with its intermediates hot in cache, and the group's outer
-// loop is what runs in parallel. Extern, concat and scan kernels are groups
-// of their own.
+// loop is what runs in parallel. Extern, concat, scan and scatter kernels
+// are groups of their own.
 struct KernelGroup {
   int begin = 0, end = 0;  // kernels [begin, end)
   int outer_rank = 0;      // loops shared by the group's kernels

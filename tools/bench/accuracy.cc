@@ -31,7 +31,8 @@ std::vector<int> Dependencies(const ir::Definition& definition) {
 }
 
 // The reduction length of the definition itself: its reduced extents, a
-// scan's axis, or a GEMM's inner dim.
+// scan's axis, the points a scatter may add to one element, or a GEMM's
+// inner dim.
 absl::StatusOr<int64_t> OwnLength(const ir::Graph& graph, const ir::Definition& definition,
                                   const ir::TensorType& type) {
   int64_t length = 0;
@@ -45,6 +46,20 @@ absl::StatusOr<int64_t> OwnLength(const ir::Graph& graph, const ir::Definition& 
     const ir::Dim& axis = type.sizes[definition.axis];
     if (axis.is_symbolic()) return absl::InvalidArgumentError("symbolic scan size");
     length = axis.constant;
+  } else if (definition.kind == Kind::kScatter) {
+    // The points that may add to one element: those its coordinates other
+    // than the indexed one do not tell apart.
+    length = 1;
+    for (size_t c = 0; c < definition.reduction_sizes.size(); ++c) {
+      bool told_apart = false;
+      for (int r = 0; r < definition.map.num_coordinates(); ++r) {
+        told_apart |= r != definition.axis && definition.map.coefficients[r][c] != 0;
+      }
+      if (told_apart) continue;
+      const ir::Dim& size = definition.reduction_sizes[c];
+      if (size.is_symbolic()) return absl::InvalidArgumentError("symbolic scatter size");
+      length *= size.constant;
+    }
   } else if (definition.kind == Kind::kExtern && !definition.operands.empty()) {
     const ir::Dim& inner = graph.values[definition.operands[0]].sizes.back();
     if (inner.is_symbolic()) return absl::InvalidArgumentError("symbolic GEMM size");
