@@ -381,6 +381,7 @@ TEST(PipelineTest, ASumDownColumnsFoldsNeighbouringColumnsTogether) {
   const GeneratedCode rows = Generate(sum_over(1, 64));
   EXPECT_EQ(rows.source.find("cols["), std::string::npos) << rows.source;
   EXPECT_NE(rows.source.find("lanes[k] = (lanes[k] + v0);"), std::string::npos) << rows.source;
+}
 
 // index_select's backward (loop_ir.h, Definition::Kind::kScatter): one
 // kernel on the calling thread writes the start, autograd's new_zeros
