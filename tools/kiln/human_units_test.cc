@@ -34,5 +34,33 @@ TEST(HumanUnitsTest, TimesPrintAsCivilSecondsInTheZone) {
   }
 }
 
+// Across daylight-saving changes (New York's clocks went forward at
+// 2026-03-08 07:00 UTC and back at 2026-11-01 06:00 UTC, and Lord Howe's
+// by half an hour), second by second around each, and before 1970.
+TEST(HumanUnitsTest, TimesFollowTheZonesChanges) {
+  for (const char* name : {"America/New_York", "Australia/Lord_Howe"}) {
+    absl::TimeZone zone;
+    ASSERT_TRUE(absl::LoadTimeZone(name, &zone)) << name << ": is Debian's tzdata installed?";
+    for (int64_t around : {int64_t{1772953200}, int64_t{1793512800}, int64_t{1775314800},
+                           int64_t{1791041400}, int64_t{-86400 * 400}}) {
+      for (int64_t seconds = around - 1000; seconds <= around + 1000; seconds += 7) {
+        const absl::Time time = absl::FromUnixSeconds(seconds);
+        ASSERT_EQ(HumanTime(time, zone), absl::FormatTime("%Y-%m-%d %H:%M:%S", time, zone))
+            << name << " at " << seconds;
+      }
+    }
+  }
+}
+
+TEST(HumanUnitsTest, SizesHaveOneDecimalRoundedAsPrintfDoes) {
+  EXPECT_EQ(HumanBytes(512), "512 B");
+  EXPECT_EQ(HumanBytes(1024), "1.0 KiB");
+  EXPECT_EQ(HumanBytes(1280), "1.2 KiB");  // 1.25: half to even
+  EXPECT_EQ(HumanBytes(1305), "1.3 KiB");
+  EXPECT_EQ(HumanBytes((int64_t{1} << 20) - 1), "1024.0 KiB");
+  EXPECT_EQ(HumanBytes(int64_t{3} << 29), "1.5 GiB");
+  EXPECT_EQ(HumanBytes(int64_t{5} << 40), "5.0 TiB");
+}
+
 }  // namespace
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <vector>
 
@@ -69,19 +70,42 @@ absl::StatusOr<ListResponse> Fetch(Client& client, ListRequest request, int64_t 
   }
 }
 
+// `text` into `line` padded with spaces to `width` columns, on the left
+// (`right`) or the right; never cut, as printf's "%-20s" does not.
+void AppendPadded(std::string& line, absl::string_view text, size_t width, bool right = false) {
+  const size_t padding = text.size() < width ? width - text.size() : 0;
+  if (right) line.append(padding, ' ');
+  line.append(text.data(), text.size());
+  if (!right) line.append(padding, ' ');
+}
+
+// Rows by hand rather than one StrFormat each: a third of a 100,000-row
+// listing's work went to the formatter.
 void PrintTable(const std::vector<Row>& rows, std::ostream& out) {
   const absl::TimeZone zone = absl::LocalTimeZone();  // once: it reads TZ
   out << absl::StrFormat("%-16s  %-20s  %10s  %10s  %-19s  %-19s  %s\n", "KEY", "GRAPH", "SIZE",
                          "COMPILE", "LAST USE", "CREATED", "PINNED");
+  std::string line;
   for (const Row& row : rows) {
     const kiln::v1::ArtifactMetadata& entry = *row.entry;
-    out << absl::StrFormat("%-16s  %-20s  %10s  %7.1f ms  %-19s  %-19s  %s\n",
-                           entry.key().substr(0, 16),
-                           entry.graph_name().empty() ? "-" : entry.graph_name(),
-                           HumanBytes(entry.object_bytes()), entry.timings().total_ms(),
-                           HumanTime(absl::FromUnixMillis(row.use->last_use_unix_ms()), zone),
-                           HumanTime(absl::FromUnixMillis(entry.created_unix_ms()), zone),
-                           row.use->pinned() ? "pinned" : "");
+    line.clear();
+    AppendPadded(line, absl::string_view(entry.key()).substr(0, 16), 16);
+    line += "  ";
+    AppendPadded(line, entry.graph_name().empty() ? "-" : entry.graph_name(), 20);
+    line += "  ";
+    AppendPadded(line, HumanBytes(entry.object_bytes()), 10, /*right=*/true);
+    line += "  ";
+    // "%7.1f ms" (a compile time is never negative), half to even as printf.
+    const double ms = std::min(std::max(entry.timings().total_ms(), 0.0), 1e12);
+    const int64_t tenths = static_cast<int64_t>(std::nearbyint(ms * 10));
+    AppendPadded(line, absl::StrCat(tenths / 10, ".", tenths % 10), 7, /*right=*/true);
+    line += " ms  ";
+    AppendPadded(line, HumanTime(absl::FromUnixMillis(row.use->last_use_unix_ms()), zone), 19);
+    line += "  ";
+    AppendPadded(line, HumanTime(absl::FromUnixMillis(entry.created_unix_ms()), zone), 19);
+    line += "  ";
+    line += row.use->pinned() ? "pinned\n" : "\n";
+    out.write(line.data(), static_cast<std::streamsize>(line.size()));
   }
 }
 
