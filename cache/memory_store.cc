@@ -124,7 +124,8 @@ absl::StatusOr<std::vector<std::string>> MemoryStore::KeysWithPrefix(const std::
   return keys;
 }
 
-absl::StatusOr<std::optional<std::string>> MemoryStore::Evict(const std::string& key) {
+absl::StatusOr<std::optional<std::string>> MemoryStore::Evict(const std::string& key,
+                                                              bool /*synced*/) {
   absl::MutexLock lock(&mutex_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return absl::NotFoundError(absl::StrCat("no entry ", key));

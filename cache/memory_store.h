@@ -23,7 +23,8 @@ class MemoryStore : public ArtifactStore {
                                                      int limit) override;
   absl::StatusOr<std::vector<std::string>> KeysWithPrefix(const std::string& prefix,
                                                           int limit) override;
-  absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) override;
+  absl::StatusOr<std::optional<std::string>> Evict(const std::string& key,
+                                                   bool synced = true) override;
   absl::StatusOr<StoreTotals> Totals() override;
   absl::Status RecordUse(const std::string& key, absl::Time when) override;
   absl::Status SetPinned(const std::string& key, bool pinned) override;

@@ -23,6 +23,7 @@ class ObjectDirectory {
  public:
   explicit ObjectDirectory(std::string root) : root_(std::move(root)) {}
 
+  const std::string& root() const { return root_; }
   std::string PathFor(const std::string& digest) const;
   // The object's path below the cache directory (clients open it from there).
   static std::string RelativePathFor(const std::string& digest);

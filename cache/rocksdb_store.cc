@@ -702,11 +702,13 @@ absl::StatusOr<std::vector<std::string>> RocksDbStore::KeysWithPrefix(const std:
   });
 }
 
-absl::StatusOr<std::optional<std::string>> RocksDbStore::Evict(const std::string& key) {
-  return Serve([&] { return EvictLocked(key); });
+absl::StatusOr<std::optional<std::string>> RocksDbStore::Evict(const std::string& key,
+                                                               bool synced) {
+  return Serve([&] { return EvictLocked(key, synced); });
 }
 
-absl::StatusOr<std::optional<std::string>> RocksDbStore::EvictLocked(const std::string& key) {
+absl::StatusOr<std::optional<std::string>> RocksDbStore::EvictLocked(const std::string& key,
+                                                                     bool synced) {
   absl::MutexLock writes(&writes_mutex_);
   ASSIGN_OR_RETURN(const auto entry, LookupLocked(key));
   if (!entry.has_value()) return absl::NotFoundError(absl::StrCat("no entry ", key));
@@ -721,7 +723,8 @@ absl::StatusOr<std::optional<std::string>> RocksDbStore::EvictLocked(const std::
   batch.Delete(usage_, key);
   if (!shared) batch.Delete(blobs_, entry->digest());
   RETURN_IF_ERROR(NoteWriteFailure(
-      FromRocks(db_->Write(SyncedWrite(), &batch), absl::StrCat("cannot evict ", key))));
+      FromRocks(db_->Write(synced ? SyncedWrite() : rocksdb::WriteOptions(), &batch),
+                absl::StrCat("cannot evict ", key))));
   Unreference(entry->digest());
   {
     absl::MutexLock lock(&state_mutex_);

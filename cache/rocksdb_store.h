@@ -96,7 +96,8 @@ class RocksDbStore : public ArtifactStore {
                                                      int limit) override;
   absl::StatusOr<std::vector<std::string>> KeysWithPrefix(const std::string& prefix,
                                                           int limit) override;
-  absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) override;
+  absl::StatusOr<std::optional<std::string>> Evict(const std::string& key,
+                                                   bool synced = true) override;
   absl::StatusOr<StoreTotals> Totals() override;
   absl::Status RecordUse(const std::string& key, absl::Time when) override;
   absl::Status SetPinned(const std::string& key, bool pinned) override;
@@ -148,7 +149,7 @@ class RocksDbStore : public ArtifactStore {
 
   absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> LookupLocked(const std::string& key)
       ABSL_SHARED_LOCKS_REQUIRED(mutex_);
-  absl::StatusOr<std::optional<std::string>> EvictLocked(const std::string& key)
+  absl::StatusOr<std::optional<std::string>> EvictLocked(const std::string& key, bool synced)
       ABSL_SHARED_LOCKS_REQUIRED(mutex_);
   // Writes every entry's usage record again from its metadata, keeping its
   // last use and pin (a format 1 or 2 store).

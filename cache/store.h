@@ -105,8 +105,12 @@ class ArtifactStore {
   // returns the digest of the blob removed with it (nullopt when the blob
   // stays). NotFound when there is no such entry. Not atomic with a
   // concurrent Put of an entry sharing the blob: callers serialize the two
-  // (ArtifactCache does).
-  virtual absl::StatusOr<std::optional<std::string>> Evict(const std::string& key) = 0;
+  // (ArtifactCache does). `synced`: on disk before it returns; false for
+  // one of many evictions (a gc) whose last is synced, which makes the
+  // ones before it durable too. An OS crash before then may bring the
+  // entry back, whole with its blob — never torn.
+  virtual absl::StatusOr<std::optional<std::string>> Evict(const std::string& key,
+                                                           bool synced = true) = 0;
 
   // Counts kept as entries come and go (never a scan of the store):
   // entries, the distinct blobs they reference and those blobs' bytes;

@@ -96,6 +96,18 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
   return absl::OkStatus();
 }
 
+absl::Status SyncFileSystem(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || syncfs(fd) != 0) {
+    const int error = errno;
+    if (fd >= 0) close(fd);
+    return absl::InternalError(absl::StrCat("cannot sync the file system of ", path, ": ",
+                                            strerror(error)));
+  }
+  close(fd);
+  return absl::OkStatus();
+}
+
 absl::Status MakeDirectories(const std::string& path, mode_t mode) {
   if (path.empty()) return absl::OkStatus();
   struct stat info;

@@ -27,6 +27,10 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes, mode_t mode,
                                  bool synced = true);
 
+// Flushes every write to the file system holding `path` to disk (syncfs):
+// one call for many files written without `synced`.
+absl::Status SyncFileSystem(const std::string& path);
+
 // mkdir -p with `mode` for the directories it creates.
 absl::Status MakeDirectories(const std::string& path, mode_t mode);
 

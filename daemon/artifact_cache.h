@@ -199,8 +199,9 @@ class ArtifactCache {
   std::unique_ptr<RemoteTier::Lease> TakeLease(const std::string& key);
   absl::StatusOr<std::string> ResolveKey(const std::string& key_or_prefix);
   // Takes the entry out of the local index, then the store, then its
-  // object file when no other entry shares it.
-  absl::Status EvictStored(const std::string& key);
+  // object file when no other entry shares it. Not `synced`: one of many,
+  // as ArtifactStore::Evict.
+  absl::Status EvictStored(const std::string& key, bool synced = true);
   // The background thread: the index's reconciliation, then every
   // gc_interval the local index's uses (RefreshTouches) and eviction (see
   // above).
