@@ -31,17 +31,25 @@
 namespace kiln {
 namespace {
 
-// One call of kiln.v1.Kiln's `method` over `transport`.
+// One call of kiln.v1.Kiln's `method` over `transport`, its answer parsed
+// into `response`.
+absl::Status CallInto(Transport& transport, const char* method,
+                      const google::protobuf::MessageLite& request, absl::Duration timeout,
+                      google::protobuf::MessageLite& response) {
+  ASSIGN_OR_RETURN(const std::string bytes,
+                   transport.Call(method, request.SerializeAsString(), timeout));
+  if (!response.ParseFromString(bytes)) {
+    return absl::InternalError(absl::StrCat("kilnd's answer to ", method, " does not parse"));
+  }
+  return absl::OkStatus();
+}
+
 template <typename Response>
 absl::StatusOr<Response> Call(Transport& transport, const char* method,
                               const google::protobuf::MessageLite& request,
                               absl::Duration timeout) {
-  ASSIGN_OR_RETURN(const std::string bytes,
-                   transport.Call(method, request.SerializeAsString(), timeout));
   Response response;
-  if (!response.ParseFromString(bytes)) {
-    return absl::InternalError(absl::StrCat("kilnd's answer to ", method, " does not parse"));
-  }
+  RETURN_IF_ERROR(CallInto(transport, method, request, timeout, response));
   return response;
 }
 
@@ -444,6 +452,13 @@ std::optional<kiln::v1::CompileResponse> Client::FindLocal(
 template <typename Response>
 absl::StatusOr<Response> Client::Rpc(const char* method,
                                      const google::protobuf::MessageLite& request) {
+  Response response;
+  RETURN_IF_ERROR(RpcInto(method, request, response));
+  return response;
+}
+
+absl::Status Client::RpcInto(const char* method, const google::protobuf::MessageLite& request,
+                             google::protobuf::MessageLite& response) {
   // The daemon may go away under a call (idle timeout, a restart: a
   // draining daemon refuses queued compiles and cancels what outlives its
   // drain, after storing it), or a reconnect may reach it in the moment
@@ -452,12 +467,12 @@ absl::StatusOr<Response> Client::Rpc(const char* method,
   constexpr int kAttempts = 3;
   for (int attempt = 1;; ++attempt) {
     ASSIGN_OR_RETURN(std::shared_ptr<Transport> transport, Connection());
-    absl::StatusOr<Response> response =
-        Call<Response>(*transport, method, request, options_.rpc_timeout);
-    const absl::StatusCode code = response.status().code();
+    const absl::Status called = CallInto(*transport, method, request, options_.rpc_timeout,
+                                         response);
+    const absl::StatusCode code = called.code();
     if ((code != absl::StatusCode::kUnavailable && code != absl::StatusCode::kCancelled) ||
         attempt == kAttempts) {
-      return response;
+      return called;
     }
     absl::MutexLock lock(&mutex_);
     if (transport_ == transport) transport_.reset();
@@ -480,7 +495,8 @@ absl::StatusOr<kiln::v1::ListResponse> Client::List() {
   kiln::v1::ListResponse all;
   kiln::v1::ListRequest request;
   do {
-    ASSIGN_OR_RETURN(kiln::v1::ListResponse page, ListPage(request));
+    kiln::v1::ListResponse page;
+    RETURN_IF_ERROR(ListPage(request, page));
     all.mutable_entries()->MergeFrom(page.entries());
     all.mutable_uses()->MergeFrom(page.uses());
     request.set_page_token(page.next_page_token());
@@ -488,8 +504,9 @@ absl::StatusOr<kiln::v1::ListResponse> Client::List() {
   return all;
 }
 
-absl::StatusOr<kiln::v1::ListResponse> Client::ListPage(const kiln::v1::ListRequest& request) {
-  return Rpc<kiln::v1::ListResponse>("List", request);
+absl::Status Client::ListPage(const kiln::v1::ListRequest& request,
+                              kiln::v1::ListResponse& page) {
+  return RpcInto("List", request, page);
 }
 
 absl::StatusOr<int64_t> Client::Stop() {

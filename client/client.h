@@ -105,8 +105,10 @@ class Client final : private ForkAware {
   absl::StatusOr<kiln::v1::StatsResponse> Stats();
   // Every entry, in key order, with its usage (pages through the List RPC).
   absl::StatusOr<kiln::v1::ListResponse> List();
-  // One page of the List RPC (proto/service.proto ListRequest).
-  absl::StatusOr<kiln::v1::ListResponse> ListPage(const kiln::v1::ListRequest& request);
+  // One page of the List RPC (proto/service.proto ListRequest), into
+  // `page` — which may live on a protobuf Arena: 100,000 entries parse and
+  // free far faster there.
+  absl::Status ListPage(const kiln::v1::ListRequest& request, kiln::v1::ListResponse& page);
   // Asks kilnd to drain and exit (as SIGTERM does); its pid. Returns once
   // kilnd has answered, not once it has exited.
   absl::StatusOr<int64_t> Stop();
@@ -163,6 +165,9 @@ class Client final : private ForkAware {
   // attempts in all.
   template <typename Response>
   absl::StatusOr<Response> Rpc(const char* method, const google::protobuf::MessageLite& request);
+  // The same, parsing the answer into `response`.
+  absl::Status RpcInto(const char* method, const google::protobuf::MessageLite& request,
+                       google::protobuf::MessageLite& response);
   // Sends `recorder`'s new counts (none when null) and the local-index
   // hits not reported yet, if connected (never connects) and there is
   // anything to send.

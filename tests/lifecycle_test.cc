@@ -234,12 +234,14 @@ TEST_F(ListTest, TheListRpcPagesAndTheClientPagesThroughAll) {
   auto pages = [&](kiln::v1::ListRequest request) {
     std::string out;
     for (int calls = 0; calls < 10; ++calls) {
-      auto page = (*client)->ListPage(request);
-      if (!page.ok()) return page.status().ToString();
-      for (const auto& entry : page->entries()) out += entry.key()[0];
-      if (page->next_page_token().empty()) return out;
+      kiln::v1::ListResponse page;
+      if (absl::Status listed = (*client)->ListPage(request, page); !listed.ok()) {
+        return listed.ToString();
+      }
+      for (const auto& entry : page.entries()) out += entry.key()[0];
+      if (page.next_page_token().empty()) return out;
       out += "|";
-      request.set_page_token(page->next_page_token());
+      request.set_page_token(page.next_page_token());
     }
     return out + "...";
   };
@@ -252,7 +254,8 @@ TEST_F(ListTest, TheListRpcPagesAndTheClientPagesThroughAll) {
   request.set_graph_substring("mlp");
   EXPECT_EQ(pages(request), "15|3");
   request.set_page_token("garbage");
-  EXPECT_EQ((*client)->ListPage(request).status(),
+  kiln::v1::ListResponse page;
+  EXPECT_EQ((*client)->ListPage(request, page),
             absl::InvalidArgumentError("page_token 'garbage' is not one this order returned: "
                                        "pass the next_page_token of the previous page, with the "
                                        "same order"));

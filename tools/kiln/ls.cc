@@ -1,5 +1,6 @@
 #include "tools/kiln/ls.h"
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
@@ -40,33 +41,35 @@ int Compare(const std::string& sort, const Row& a, const Row& b) {
   return three_way(a.entry->key(), b.entry->key());
 }
 
-// Pages through the List RPC with `request` until `limit` entries (0: all).
-// Sets `more` when entries beyond them exist.
-absl::StatusOr<ListResponse> Fetch(Client& client, ListRequest request, int64_t limit, bool* more) {
-  ListResponse all;
+// Pages through the List RPC with `request` until `limit` entries (0: all),
+// into `all`. Sets `more` when entries beyond them exist. Pages live on
+// `all`'s arena, as `all` does.
+absl::Status Fetch(Client& client, ListRequest request, int64_t limit, ListResponse& all,
+                   bool* more) {
   *more = false;
   while (true) {
     const int64_t largest = request.brief() ? kMaxBriefListPageSize : kMaxListPageSize;
     const int64_t wanted = limit == 0 ? largest : limit - all.entries_size();
     request.set_page_size(static_cast<int>(std::min<int64_t>(wanted, largest)));
-    ASSIGN_OR_RETURN(ListResponse page, client.ListPage(request));
-    if (page.entries_size() != page.uses_size()) {
-      return absl::InternalError(absl::StrCat("kilnd listed ", page.entries_size(),
-                                              " entries with ", page.uses_size(), " uses"));
+    ListResponse* page = google::protobuf::Arena::CreateMessage<ListResponse>(all.GetArena());
+    RETURN_IF_ERROR(client.ListPage(request, *page));
+    if (page->entries_size() != page->uses_size()) {
+      return absl::InternalError(absl::StrCat("kilnd listed ", page->entries_size(),
+                                              " entries with ", page->uses_size(), " uses"));
     }
     if (all.entries().empty()) {
-      all.mutable_entries()->Swap(page.mutable_entries());
-      all.mutable_uses()->Swap(page.mutable_uses());
+      all.mutable_entries()->Swap(page->mutable_entries());
+      all.mutable_uses()->Swap(page->mutable_uses());
     } else {
-      all.mutable_entries()->MergeFrom(page.entries());
-      all.mutable_uses()->MergeFrom(page.uses());
+      all.mutable_entries()->MergeFrom(page->entries());
+      all.mutable_uses()->MergeFrom(page->uses());
     }
-    if (page.next_page_token().empty()) return all;
+    if (page->next_page_token().empty()) return absl::OkStatus();
     if (limit != 0 && all.entries_size() >= limit) {
       *more = true;
-      return all;
+      return absl::OkStatus();
     }
-    request.set_page_token(page.next_page_token());
+    request.set_page_token(page->next_page_token());
   }
 }
 
@@ -136,7 +139,11 @@ absl::Status ListEntries(Client& client, const LsOptions& options, std::ostream&
     request.set_reverse(options.reverse);
   }
   bool more = false;
-  ASSIGN_OR_RETURN(ListResponse list, Fetch(client, request, by_kilnd ? options.limit : 0, &more));
+  // On an arena: 100,000 entries parse faster and are freed at once (each
+  // message and string freed alone was a sixth of the listing's work).
+  google::protobuf::Arena arena;
+  ListResponse& list = *google::protobuf::Arena::CreateMessage<ListResponse>(&arena);
+  RETURN_IF_ERROR(Fetch(client, request, by_kilnd ? options.limit : 0, list, &more));
   std::vector<Row> rows;
   for (int i = 0; i < list.entries_size(); ++i) rows.push_back({&list.entries(i), &list.uses(i)});
   if (!by_kilnd) {
