@@ -467,8 +467,8 @@ absl::Status Client::RpcInto(const char* method, const google::protobuf::Message
   constexpr int kAttempts = 3;
   for (int attempt = 1;; ++attempt) {
     ASSIGN_OR_RETURN(std::shared_ptr<Transport> transport, Connection());
-    const absl::Status called = CallInto(*transport, method, request, options_.rpc_timeout,
-                                         response);
+    const absl::Status called =
+        CallInto(*transport, method, request, options_.rpc_timeout, response);
     const absl::StatusCode code = called.code();
     if ((code != absl::StatusCode::kUnavailable && code != absl::StatusCode::kCancelled) ||
         attempt == kAttempts) {
@@ -504,8 +504,7 @@ absl::StatusOr<kiln::v1::ListResponse> Client::List() {
   return all;
 }
 
-absl::Status Client::ListPage(const kiln::v1::ListRequest& request,
-                              kiln::v1::ListResponse& page) {
+absl::Status Client::ListPage(const kiln::v1::ListRequest& request, kiln::v1::ListResponse& page) {
   return RpcInto("List", request, page);
 }
 

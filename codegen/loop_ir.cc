@@ -145,10 +145,11 @@ std::string ToString(const LoopProgram& program, const Graph& graph) {
             &text, "scatter-add onto ",
             definition.source < 0 ? std::string("0") : absl::StrCat("%", definition.source),
             ", over [",
-            absl::StrJoin(definition.reduction_sizes, ", ",
-                          [&](std::string* out, const Dim& size) {
-                            out->append(ToString(SymExpr::Of(size), graph));
-                          }),
+            absl::StrJoin(
+                definition.reduction_sizes, ", ",
+                [&](std::string* out, const Dim& size) {
+                  out->append(ToString(SymExpr::Of(size), graph));
+                }),
             "]: ", ExprString(definition, definition.root), " at ", definition.map.ToString(),
             ", coordinate ", definition.axis, " = ", ExprString(definition, definition.position));
         break;

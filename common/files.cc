@@ -101,8 +101,8 @@ absl::Status SyncFileSystem(const std::string& path) {
   if (fd < 0 || syncfs(fd) != 0) {
     const int error = errno;
     if (fd >= 0) close(fd);
-    return absl::InternalError(absl::StrCat("cannot sync the file system of ", path, ": ",
-                                            strerror(error)));
+    return absl::InternalError(
+        absl::StrCat("cannot sync the file system of ", path, ": ", strerror(error)));
   }
   close(fd);
   return absl::OkStatus();

@@ -255,9 +255,8 @@ class ReductionEmitter {
                       "] __attribute__((aligned(64)));\n");
     }
     absl::StrAppend(&text, indent, "for (kiln_int64 col = ", site_.columns.begin, "; col < ", end,
-                    "; col += ", kColumnBlock, ") {\n", indent,
-                    "  const kiln_int64 width = ", end, " - col < ", kColumnBlock, " ? ", end,
-                    " - col : ", kColumnBlock, ";\n");
+                    "; col += ", kColumnBlock, ") {\n", indent, "  const kiln_int64 width = ", end,
+                    " - col < ", kColumnBlock, " ? ", end, " - col : ", kColumnBlock, ";\n");
     std::string loop_indent = indent + "  ";
     text += over_block(loop_indent, absl::StrCat("cols[j] = ", init_, ";"));
     for (int r = 0; r + 1 < reductions_; ++r) {
@@ -283,7 +282,8 @@ class ReductionEmitter {
     RETURN_IF_ERROR(Fold(loop_indent + "    ", into));
     absl::StrAppend(&text, loop_indent, "  }\n", loop_indent, "}\n");
     if (runs) {
-      text += over_block(loop_indent, absl::StrCat("cols[j] = ", Step(combiner_, "cols[j]", "part[j]"), ";"));
+      text += over_block(loop_indent,
+                         absl::StrCat("cols[j] = ", Step(combiner_, "cols[j]", "part[j]"), ";"));
       loop_indent.resize(loop_indent.size() - 2);
       absl::StrAppend(&text, loop_indent, "}\n");
     }
@@ -296,9 +296,8 @@ class ReductionEmitter {
       value = absl::StrCat("(", StorageCType(ir::ComputeType(stored_)), ")", value);
     }
     absl::StrAppend(&text, loop_indent, "for (kiln_int64 j = 0; j < width; ++j) {\n", loop_indent,
-                    "  const kiln_int64 ", column, " = col + j;\n", loop_indent, "  ",
-                    site_.target, " = ", ToStorage(value, stored_), ";\n", loop_indent, "}\n",
-                    indent, "}\n");
+                    "  const kiln_int64 ", column, " = col + j;\n", loop_indent, "  ", site_.target,
+                    " = ", ToStorage(value, stored_), ";\n", loop_indent, "}\n", indent, "}\n");
     return absl::OkStatus();
   }
 

@@ -70,12 +70,11 @@ Civil ToCivil(absl::Time time, absl::TimeZone zone) {
   if (quarter.start.has_value()) {
     const absl::CivilSecond& start = *quarter.start;
     const int since = static_cast<int>(seconds - index * kQuarter);
-    return {start.year(),        start.month(), start.day(), start.hour(),
-            start.minute() + since / 60, since % 60};
+    return {start.year(), start.month(), start.day(), start.hour(), start.minute() + since / 60,
+            since % 60};
   }
   const absl::CivilSecond civil = absl::ToCivilSecond(time, zone);
-  return {civil.year(), civil.month(),  civil.day(),
-          civil.hour(), civil.minute(), civil.second()};
+  return {civil.year(), civil.month(), civil.day(), civil.hour(), civil.minute(), civil.second()};
 }
 
 }  // namespace
