@@ -85,8 +85,10 @@ class LocalIndex {
   // The keys of every index file, in no particular order.
   absl::StatusOr<std::vector<std::string>> Keys() const;
 
-  // Writes the alias of `request_digest` unless a regular file is there.
-  absl::Status PublishAlias(const std::string& request_digest, const std::string& key) const;
+  // Writes the alias of `request_digest` unless a regular file is there
+  // (`synced` as for Publish).
+  absl::Status PublishAlias(const std::string& request_digest, const std::string& key,
+                            bool synced = true) const;
   absl::Status RemoveAlias(const std::string& request_digest) const;
   // The key `request_digest` is an alias of; nullopt when it has none, or
   // an error for a record that cannot be trusted.

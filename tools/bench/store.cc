@@ -37,6 +37,7 @@
 #include "absl/strings/str_join.h"
 #include "cache/local_index.h"
 #include "cache/rocksdb_store.h"
+#include "common/files.h"
 #include "common/graph_file.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
@@ -45,6 +46,8 @@
 ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
 ABSL_FLAG(int, entries, 100000, "Entries in the full cache.");
 ABSL_FLAG(int, repetitions, 5, "Rounds of each timed figure.");
+ABSL_FLAG(bool, lookups_only, false,
+          "Time only the store's and the index's lookups (no kilnd, gc, export or import).");
 
 namespace kiln::bench {
 namespace {
@@ -78,10 +81,11 @@ absl::Status Fill(const std::string& cache_dir, int n, const kiln::v1::ArtifactM
     }
     RETURN_IF_ERROR(store->PutAll(batch));
     for (int i = start; i < std::min(n, start + kBatch); ++i) {
-      RETURN_IF_ERROR(index.Publish(batch[i - start].first));
-      RETURN_IF_ERROR(index.PublishAlias(AliasOf(i), KeyOf(i)));
+      RETURN_IF_ERROR(index.Publish(batch[i - start].first, /*synced=*/false));
+      RETURN_IF_ERROR(index.PublishAlias(AliasOf(i), KeyOf(i), /*synced=*/false));
     }
   }
+  RETURN_IF_ERROR(SyncFileSystem(cache_dir));
   // Settled, as a store that has served a while: no compaction left to run
   // while the lookups are timed.
   return store->CompactForTesting();
@@ -200,6 +204,7 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(const std::string kiln, Runfile("tools/kiln/kiln", kTarget));
   ASSIGN_OR_RETURN(const kiln::v1::ArtifactMetadata model, ModelMetadata(kilnd));
   const int full = absl::GetFlag(FLAGS_entries);
+  const bool lookups_only = absl::GetFlag(FLAGS_lookups_only);
   Samples samples;
   ASSIGN_OR_RETURN(ScratchDirectory scratch, ScratchDirectory::Make());
   for (const auto& [n, label] : {std::pair<int, std::string>{kSmall, "100"}, {full, "full"}}) {
@@ -209,7 +214,7 @@ absl::Status Run() {
     RETURN_IF_ERROR(Fill(root + "/cache", n, model));
     fprintf(stderr, "store: wrote %d entries in %.1f s\n", n, MsSince(start) / 1e3);
     RETURN_IF_ERROR(TimeLookups(root + "/cache", n, label, samples));
-    RETURN_IF_ERROR(TimeDaemon(kilnd, kiln, root, label, samples));
+    if (!lookups_only) RETURN_IF_ERROR(TimeDaemon(kilnd, kiln, root, label, samples));
   }
   for (const char* figure : {"store_lookup_ns", "index_hit_ns"}) {
     const std::string name = figure;
@@ -225,7 +230,7 @@ absl::Status Run() {
   }
 
   // gc, export and import at N.
-  {
+  if (!lookups_only) {
     const std::string root = absl::StrCat(scratch.path(), "/full");
     ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon, StartOn(kilnd, root, root + "/cache"));
     const int64_t keep_bytes = int64_t{full / 2} * kObjectBytes;
