@@ -1,11 +1,10 @@
-"""The Python package through a real kilnd: compile, call, errors, fallback.
+"""The Python package through a real kilnd: compile, call, errors, fallback
+(conftest.py starts the kilnd).
 
 Runs under pytest (Debian's python3-pytest); each test case is counted by
 the test command through the JUnit XML written to $XML_OUTPUT_FILE.
 """
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -17,21 +16,6 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kiln  # noqa: E402
-
-
-@pytest.fixture(scope="module", autouse=True)
-def private_kilnd():
-    """A kilnd of this test's own, auto-started by the package's client on a
-    short socket path, and stopped at the end."""
-    root = tempfile.mkdtemp(prefix="kpy", dir="/tmp")
-    os.environ["KILN_SOCKET"] = os.path.join(root, "s")
-    os.environ["KILN_CACHE_DIR"] = os.path.join(root, "cache")
-    yield root
-    try:
-        os.kill(int(kiln._default_client().daemon()["pid"]), signal.SIGTERM)
-    except (kiln.KilnError, ProcessLookupError):
-        pass
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def compiles():
@@ -165,6 +149,59 @@ def test_a_non_tensor_input_is_a_type_error():
     compiled = kiln.compile(lambda t: t + 1, [torch.randn(3)])
     with pytest.raises(TypeError, match="input 0 is a list, not a torch.Tensor"):
         compiled([1.0, 2.0, 3.0])
+
+
+def test_writes_into_slices_of_an_intermediate_match_eager():
+    def masks(x, row):
+        m = x.new_zeros((6, 6))
+        m[1:5:2, 2:4] = 3.0
+        m[0] = row
+        m[:, -1] += 1
+        m[-2, 1:] *= 2
+        return x + m
+
+    def strided(x):
+        y = x * 2
+        y[:, ::3] = 0
+        return y.relu()
+    x, row = torch.randn(6, 6), torch.randn(6)
+    torch.testing.assert_close(kiln.compile(masks, [x, row])(x, row), masks(x, row))
+    torch.testing.assert_close(kiln.compile(strided, [x])(x), strided(x))
+
+
+def test_batch_first_attention_compiles_without_pytorchs_fused_fast_paths():
+    torch.manual_seed(0)
+    attention = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+    x = torch.randn(2, 10, 32)
+    with torch.no_grad():
+        compiled = kiln.compile(lambda q: attention(q, q, q, need_weights=False)[0], [x])
+        torch.testing.assert_close(compiled(x), attention(x, x, x, need_weights=False)[0],
+                                   rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(kiln.compile(layer, [x])(x), layer(x), rtol=1e-4, atol=1e-5)
+
+
+def test_indexing_padding_and_rolling_match_eager():
+    x = torch.randn(5, 6, 7, 3)
+    i, j = torch.tensor([[0, 4], [-1, 2]]), torch.tensor([1, -2])
+    table, positions = torch.randn(49, 3), torch.randint(0, 49, (16,))
+    cases = [
+        (lambda t, a: t[a], [x, i]),
+        (lambda t, a: t[:, a], [x, i]),
+        (lambda t, a, b: t[:, a, b], [x, i, j]),
+        (lambda t, a, b: t[a, :, b], [x, i, j]),  # apart: the index's dims come first
+        (lambda t, a: t[a.view(-1)].view(4, 4, -1), [table, positions]),
+        (lambda t: torch.nn.functional.pad(t, (1, 2, -1, 3), value=0.5), [x]),
+        (lambda t: torch.roll(t, (2, -1), (0, 1)), [x]),
+    ]
+    for fn, args in cases:
+        torch.testing.assert_close(kiln.compile(fn, args)(*args), fn(*args))
+
+
+def test_a_boolean_mask_index_is_refused_with_what_to_do_instead():
+    x = torch.randn(4, 4)
+    with pytest.raises(kiln.KilnError, match=r"boolean mask .* use torch.where"):
+        kiln.compile(lambda t, m: t[m], [x, x > 0])
 
 
 def test_an_unsupported_op_names_it():

@@ -13,8 +13,12 @@ What it does to make_fx's graph (PyTorch 1.13):
   - weights and buffers (get_attr constants) become graph inputs after the
     function's own inputs, so two models with the same architecture and
     different weights share one artifact;
+  - PyTorch's fused inference fast paths (batch_first attention) are not
+    taken, and ops Kiln lacks are decomposed (DECOMPOSITIONS: indexing,
+    padding, scatters of slices, roll);
   - in-place ops on intermediates (relu_, add_) are replaced by their
-    out-of-place forms; mutating a graph input is refused;
+    out-of-place forms, and a graph that writes into a view is traced again
+    through functorch's functionalize; mutating a graph input is refused;
   - dead nodes (detach, empty, unused results) are dropped;
   - the results a backward op's output_mask drops (None) are declared with
     the types the op gives them when computed: Kiln computes every result
@@ -36,13 +40,17 @@ What it does to make_fx's graph (PyTorch 1.13):
 Only Debian's python3-torch is needed (no pip).
 """
 import base64
+import functools
 import itertools
 import math
 import operator
 import warnings
 
+import functorch
 import torch
+from torch._decomp import get_decompositions
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.overrides import TorchFunctionMode
 
 DTYPES = {
     torch.float32: "FLOAT32", torch.float64: "FLOAT64", torch.float16: "FLOAT16",
@@ -54,6 +62,141 @@ IGNORED_ARGS = {"layout", "device", "pin_memory", "memory_format", "non_blocking
 
 class TraceError(Exception):
     """A graph Kiln cannot take, with a message naming the node."""
+
+
+aten = torch.ops.aten
+
+
+def _index(x, indices):
+    """x[indices] (advanced indexing, NumPy's rules) as one index_select of
+    x with the indexed dims flattened into one; negative indices count from
+    the end, as in eager."""
+    dims = [d for d, index in enumerate(indices) if index is not None]
+    if any(indices[d].dtype in (torch.bool, torch.uint8) for d in dims):
+        raise TraceError("indexing with a boolean mask (x[mask]) gives a result whose size depends "
+                         "on the data, and Kiln compiles fixed shapes: use torch.where(mask, x, "
+                         "fill), or index with integer positions")
+    linear = None
+    for d in dims:
+        index = torch.where(indices[d] < 0, indices[d] + x.shape[d], indices[d])
+        linear = index if linear is None else linear * x.shape[d] + index
+    batch = list(torch.broadcast_shapes(*(indices[d].shape for d in dims)))
+    # Indexed dims apart from one another put the index's dims first.
+    start = dims[0]
+    if dims != list(range(dims[0], dims[-1] + 1)):
+        x = x.permute(dims + [d for d in range(x.dim()) if d not in dims])
+        start = 0
+    sizes = list(x.shape)
+    end = start + len(dims)
+    flat = x.reshape(sizes[:start] + [math.prod(sizes[start:end])] + sizes[end:])
+    picked = torch.index_select(flat, start, linear.expand(batch).reshape(-1))
+    return picked.view(sizes[:start] + batch + sizes[end:])
+
+
+def _gather_along(x, dim, positions, count):
+    """x gathered along dim at `positions` (int64, one per result position),
+    and where a position is outside [0, count): a mask of x's rank."""
+    outside = (positions < 0).logical_or(positions >= count)
+    gathered = torch.index_select(x, dim, positions.clamp(0, count - 1))
+    return gathered, outside.view([-1] + [1] * (x.dim() - dim - 1))
+
+
+def _constant_pad_nd(x, pad, value=0):
+    """F.pad's constant mode, one gather per padded dim (PyTorch's own
+    decomposition writes into a slice of its result, which make_fx records
+    as a mutation)."""
+    for pair in range(len(pad) // 2):
+        dim = x.dim() - 1 - pair
+        left, right = pad[2 * pair], pad[2 * pair + 1]
+        if left < 0:
+            x = x.narrow(dim, -left, x.shape[dim] + left)
+            left = 0
+        if right < 0:
+            x = x.narrow(dim, 0, x.shape[dim] + right)
+            right = 0
+        if left or right:
+            size = x.shape[dim]
+            positions = torch.arange(size + left + right) - left
+            gathered, outside = _gather_along(x, dim, positions, size)
+            x = gathered.masked_fill(outside, value)
+    return x
+
+
+def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
+    """x with x[start:end:step] along dim replaced by src: what functionalize
+    makes of x[a:b] = v and of an in-place op on a slice."""
+    size, count = x.shape[dim], src.shape[dim]
+    start = 0 if start is None else start + size if start < 0 else start
+    start = min(max(start, 0), size)
+    if step == 1:
+        positions = torch.arange(size) - start
+    else:  # sizes are static here: the positions as a constant
+        positions = torch.tensor([(p - start) // step if p >= start and (p - start) % step == 0
+                                  else -1 for p in range(size)])
+    gathered, outside = _gather_along(src, dim, positions, count)
+    return torch.where(outside, x, gathered)
+
+
+def _select_scatter(x, src, dim, index):
+    index = index + x.shape[dim] if index < 0 else index
+    return _slice_scatter(x, src.unsqueeze(dim), dim, index, index + 1)
+
+
+# Ops Kiln takes as what PyTorch's decompositions (and those above) make of them.
+DECOMPOSITIONS = {**get_decompositions([aten.roll]),
+                  aten.constant_pad_nd.default: _constant_pad_nd,
+                  aten.index.Tensor: _index,
+                  aten.slice_scatter.default: _slice_scatter,
+                  aten.select_scatter.default: _select_scatter}
+
+
+class _NoFastPaths(TorchFunctionMode):
+    """Active while tracing. In inference, nn.MultiheadAttention,
+    TransformerEncoderLayer and TransformerEncoder (batch_first) take fast
+    paths that run one fused op (_native_multi_head_attention,
+    _transformer_encoder_layer_fwd, nested tensors) unless some argument
+    "has a torch function", which an active mode makes so: make_fx then sees
+    the ops their slow paths are made of, which Kiln compiles."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def _is_view(node):
+    """Whether node's result aliases its first argument (slice, view, ...)."""
+    schema = getattr(node.target, "_schema", None)
+    alias = schema.returns[0].alias_info if schema is not None and schema.returns else None
+    return alias is not None and not alias.is_write
+
+
+def _writes_through_views(graph):
+    """Whether an in-place op writes into a view, or into a tensor viewed
+    elsewhere: what functionalize() below cannot rewire."""
+    for node in graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if schema is None or not schema.name.endswith("_") or not node.args:
+            continue
+        mutated = node.args[0]
+        if _is_view(mutated) or any(_is_view(user) for user in mutated.users if user is not node):
+            return True
+    return False
+
+
+def trace_fx(fn, inputs, *, tracing_mode="real"):
+    """make_fx's graph module of fn(*inputs), with Kiln's decompositions and
+    no fast paths. One that writes into views (x[a:b] = v) is traced again
+    through functorch's functionalize, which makes such writes scatters of
+    their base (not first: it cannot trace torch.autograd.grad)."""
+    @functools.wraps(fn)  # placeholders keep fn's argument names
+    def slow_paths(*args):
+        with _NoFastPaths():
+            return fn(*args)
+    gm = make_fx(slow_paths, decomposition_table=DECOMPOSITIONS,
+                 tracing_mode=tracing_mode)(*inputs)
+    if _writes_through_views(gm.graph):
+        gm = make_fx(functorch.functionalize(slow_paths), decomposition_table=DECOMPOSITIONS,
+                     tracing_mode=tracing_mode)(*inputs)
+    return gm
 
 
 def tensor_type(t, symbols=None):
@@ -204,20 +347,22 @@ def _with_dropped_results(node, tensors, results):
 
 
 def lift_constants(gm):
-    """get_attr tensors -> new placeholders after the existing ones."""
+    """get_attr tensors -> new placeholders after the existing ones (one per
+    tensor, however many nodes read it)."""
     graph = gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     lifted = []
+    by_target = {}
     for node in list(graph.nodes):
         if node.op != "get_attr":
             continue
-        value = getattr(gm, node.target)
-        with graph.inserting_after(placeholders[-1] if placeholders else next(iter(graph.nodes))):
-            placeholder = graph.placeholder(node.target.strip("_") or "weight")
-        placeholders.append(placeholder)
-        node.replace_all_uses_with(placeholder)
+        if node.target not in by_target:
+            with graph.inserting_after(placeholders[-1] if placeholders else next(iter(graph.nodes))):
+                placeholders.append(graph.placeholder(node.target.strip("_") or "weight"))
+            by_target[node.target] = placeholders[-1]
+            lifted.append(getattr(gm, node.target).detach())
+        node.replace_all_uses_with(by_target[node.target])
         graph.erase_node(node)
-        lifted.append(value.detach())
     return lifted
 
 
@@ -313,7 +458,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     from list(inputs) + lifted. With `weights_seed`, the lifted weights are
     replaced by other random values of the same shapes."""
     half = any(t.dtype == torch.float16 for t in inputs)
-    gm = make_fx(fn, tracing_mode="fake" if half else "real")(*inputs)
+    gm = trace_fx(fn, inputs, tracing_mode="fake" if half else "real")
     functionalize(gm)
     warn_running_statistics(gm.graph)
     lifted = lift_constants(gm)
@@ -602,7 +747,7 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
 def sized_references(fn, inputs, symbolic, sizes, name):
     """{size: reference JSON} with every symbolic dim resized to `size`:
     fresh random inputs (seeded), the traced weights, eager's outputs."""
-    gm = make_fx(fn)(*inputs)
+    gm = trace_fx(fn, inputs)
     functionalize(gm)
     lifted = lift_constants(gm)
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]

@@ -1,0 +1,26 @@
+"""pytest fixtures of the Python package's tests."""
+import os
+import shutil
+import signal
+import sys
+import tempfile
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kiln  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def private_kilnd():
+    """A kilnd of the test module's own, auto-started by the package's
+    client on a short socket path, and stopped at the end."""
+    root = tempfile.mkdtemp(prefix="kpy", dir="/tmp")
+    os.environ["KILN_SOCKET"] = os.path.join(root, "s")
+    os.environ["KILN_CACHE_DIR"] = os.path.join(root, "cache")
+    yield root
+    try:
+        os.kill(int(kiln._default_client().daemon()["pid"]), signal.SIGTERM)
+    except (kiln.KilnError, ProcessLookupError):
+        pass
+    shutil.rmtree(root, ignore_errors=True)
