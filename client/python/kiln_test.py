@@ -56,6 +56,23 @@ def test_tuple_outputs_come_back_as_a_tuple():
     torch.testing.assert_close(times, x * 2)
 
 
+def test_results_keep_their_structure_through_compile_and_load(tmp_path):
+    def nested(x):
+        return {"out": x + 1, "parts": [x * 2, (x - 1, None)], 3: x.sum()}
+    x = torch.randn(3, 4)
+    for compiled in (kiln.compile(nested, [x]),
+                     (kiln.save(nested, [x], str(tmp_path / "nested")),
+                      kiln.load(str(tmp_path / "nested")))[1]):
+        result = compiled(x)
+        assert list(result) == ["out", "parts", 3]
+        torch.testing.assert_close(result["out"], x + 1)
+        assert isinstance(result["parts"], list) and result["parts"][1][1] is None
+        torch.testing.assert_close(result["parts"][1][0], x - 1)
+        torch.testing.assert_close(result[3], x.sum())
+    with pytest.raises(kiln.UnsupportedOpError, match="returns a set"):
+        kiln.compile(lambda t: {t + 1}, [x])
+
+
 def test_a_dynamic_batch_compiles_once_for_every_size():
     def layer(x):
         return torch.softmax(x * 3.0, dim=-1)
@@ -198,6 +215,96 @@ def test_indexing_padding_and_rolling_match_eager():
         torch.testing.assert_close(kiln.compile(fn, args)(*args), fn(*args))
 
 
+def test_interpolation_matches_eager():
+    interpolate = torch.nn.functional.interpolate
+    image, volume, line = torch.randn(1, 3, 7, 9), torch.randn(2, 3, 4, 5, 6), torch.randn(2, 3, 10)
+    cases = [
+        (lambda t: interpolate(t, size=(13, 16), mode="bilinear"), image),
+        (lambda t: interpolate(t, size=(12, 12), mode="bilinear", align_corners=True), image),
+        (lambda t: interpolate(t, scale_factor=2, mode="bilinear"), image),
+        (lambda t: interpolate(t, scale_factor=2, mode="nearest"), image),
+        (lambda t: interpolate(t, size=(5, 17), mode="nearest"), image),
+        (lambda t: interpolate(t, scale_factor=1.7, mode="nearest"), image),
+        (lambda t: interpolate(t, scale_factor=(2, 1.5, 3), mode="nearest"), volume),
+        (lambda t: interpolate(t, size=23, mode="nearest"), line),
+    ]
+    for fn, x in cases:
+        torch.testing.assert_close(kiln.compile(fn, [x])(x), fn(x))
+
+
+def test_recurrent_nets_match_eager():
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(16, 32, num_layers=2, batch_first=True).eval()
+    gru = torch.nn.GRU(16, 32, batch_first=True, bidirectional=True).eval()
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        output, (hidden, cell) = kiln.compile(lstm, [x])(x)
+        expected, (expected_hidden, expected_cell) = lstm(x)
+        for got, want in ((output, expected), (hidden, expected_hidden), (cell, expected_cell)):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(kiln.compile(gru, [x])(x)[0], gru(x)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_adaptive_max_pooling_matches_eager_or_names_the_sizes():
+    x = torch.randn(2, 4, 8, 9)
+    for fn in (torch.nn.AdaptiveMaxPool2d((2, 3)),
+               lambda t: torch.nn.functional.adaptive_max_pool2d(t, 1, return_indices=True),
+               lambda t: torch.nn.functional.adaptive_max_pool1d(t.flatten(2), 1)):
+        torch.testing.assert_close(kiln.compile(fn, [x])(x), fn(x))
+    with pytest.raises(kiln.UnsupportedOpError, match=r"of \[8, 9\] to \[3, 3\]"):
+        kiln.compile(torch.nn.AdaptiveMaxPool2d((3, 3)), [x])
+
+
+def test_ops_kiln_takes_decomposed_match_eager():
+    functional = torch.nn.functional
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 6), torch.randn(4, 6)
+    targets, classes, image = (torch.rand(4, 6) > 0.5).float(), torch.tensor([0, 5, 2, 3]), \
+        torch.randn(2, 3, 6, 6)
+    cases = [
+        functional.celu, functional.glu, functional.mish, functional.logsigmoid,
+        lambda a: functional.softplus(a, beta=2, threshold=5),
+        lambda a: functional.threshold(a, 0.1, 20.0),
+        lambda a: functional.binary_cross_entropy(a.sigmoid(), targets),
+        lambda a: functional.binary_cross_entropy_with_logits(a, targets),
+        lambda a: functional.soft_margin_loss(a, targets * 2 - 1),
+        lambda a: functional.cross_entropy(a, classes),
+        lambda a: functional.nll_loss(functional.log_softmax(a, 1), classes, reduction="sum"),
+        lambda a: torch.addcdiv(a, y, targets + 1, value=0.5),
+        lambda a: torch.addcmul(a, y, targets, value=0.5),
+        lambda a: torch.addr(a, a[:, 0], a[0]),
+        lambda a: torch.dot(a[0], a[1]), lambda a: torch.mv(a, a[0]),
+        torch.diag_embed, lambda a: a[:, :4].diagonal(), torch.rot90,
+        lambda a: a[:, :4] + torch.eye(4),
+        lambda a: functional.unfold(image * a.sum(), 3, padding=1),
+        lambda a: functional.interpolate(image * a.sum(), scale_factor=2, mode="bicubic"),
+        lambda a: a.logsumexp(1), torch.sinc,
+        lambda a: functional.normalize(a, dim=1), lambda a: a.norm(dim=1), lambda a: a.norm(),
+        lambda a: torch.linalg.vector_norm(a, 1, dim=(0, 1)),
+        lambda a: torch.linalg.vector_norm(a, float("inf"), dim=1, keepdim=True),
+        lambda a: functional.pairwise_distance(a, y),
+    ]
+    with torch.no_grad():
+        for fn in cases:
+            torch.testing.assert_close(kiln.compile(fn, [x])(x), fn(x), rtol=1e-4, atol=1e-5)
+    with pytest.raises(kiln.UnsupportedOpError, match="vector norm of order 3"):
+        kiln.compile(lambda a: torch.linalg.vector_norm(a, 3), [x])
+    special = torch.tensor([[1.0, float("nan"), float("inf"), -2.0],
+                            [float("-inf"), 0.0, -0.0, 3.0]])
+    cases = [
+        torch.isnan, torch.isinf, torch.isfinite, torch.isposinf, torch.isneginf, torch.nan_to_num,
+        lambda a: torch.nan_to_num(a, 1.0, 100.0, -100.0),
+        lambda a: (a > 0) & (a < 3), lambda a: (a > 0) | (a < -1), lambda a: (a > 0) ^ (a < 3),
+        lambda a: ~(a > 0), lambda a: (a > -5).all(), lambda a: (a > 2).any(1),
+        lambda a: (a > -5).all(1, keepdim=True), lambda a: torch.where(a.isfinite(), a, 0.0),
+    ]
+    for fn in cases:
+        torch.testing.assert_close(kiln.compile(fn, [special])(special), fn(special),
+                                   equal_nan=True)
+    with pytest.raises(kiln.UnsupportedOpError, match="bitwise_and of integers"):
+        kiln.compile(lambda a: a & a, [torch.tensor([1, 2, 7])])
+
+
 def test_a_boolean_mask_index_is_refused_with_what_to_do_instead():
     x = torch.randn(4, 4)
     with pytest.raises(kiln.KilnError, match=r"boolean mask .* use torch.where"):
@@ -295,10 +402,10 @@ def test_kiln_load_refuses_what_is_not_a_package(tmp_path):
     os.makedirs(tmp_path / "dir")
     (tmp_path / "dir" / "package.json").write_text('{"format": "kiln-package-1"}')
     (tmp_path / "dir" / "graph.pb").write_bytes(b"")
-    with pytest.raises(ValueError, match="not 'kiln-package-2'.*save it again"):
+    with pytest.raises(ValueError, match="not 'kiln-package-3'.*save it again"):
         kiln.load(str(tmp_path / "dir"))
-    (tmp_path / "dir" / "package.json").write_text('{"format": "kiln-package-2", "weights": [],'
-                                                   ' "single": true}')
+    (tmp_path / "dir" / "package.json").write_text('{"format": "kiln-package-3", "weights": [],'
+                                                   ' "outputs": "tensor"}')
     (tmp_path / "dir" / "weights.bin").write_bytes(b"")
     (tmp_path / "dir" / "graph.pb").write_bytes(b"\xff\xff")
     with pytest.raises(ValueError, match=r"not a Kiln graph \(binary kiln.v1.Graph\)"):

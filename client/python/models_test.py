@@ -1,8 +1,13 @@
-"""Every classification model of Debian's torchvision, through kiln.compile
-against eager: convolution nets, ViT, Swin and MaxViT (attention, relative
-position tables indexed by tensors, shifted windows built by slice writes,
-padding and rolls). conftest.py starts the kilnd.
+"""Debian's torchvision models through kiln.compile against eager: every
+classification model (convolution nets, ViT, Swin and MaxViT: attention,
+relative position tables indexed by tensors, shifted windows built by
+slice writes, padding and rolls), the segmentation models (dict results,
+bilinear upsampling), a video net (3-d convolutions), and a GPT-style
+language model written the way such models usually are (a causal mask
+buffer sliced and compared, masked_fill with -inf, tied embeddings).
+conftest.py starts the kilnd.
 """
+import math
 import os
 import sys
 
@@ -20,21 +25,86 @@ MODELS = ["alexnet", "convnext_tiny", "densenet121", "efficientnet_b0", "efficie
           "wide_resnet50_2"]
 
 
-@pytest.mark.parametrize("name", MODELS)
-def test_a_torchvision_model_matches_eager(name):
+SEGMENTATION = ["deeplabv3_mobilenet_v3_large", "fcn_resnet50", "lraspp_mobilenet_v3_large"]
+
+
+def matches_eager(model, x):
     torch.manual_seed(0)
-    options = {"aux_logits": False, "init_weights": True} if name in ("googlenet",
-                                                                       "inception_v3") else {}
-    model = getattr(torchvision.models, name)(**options).eval()
     with torch.no_grad():
         for parameter in model.parameters():  # ViT's head starts at zero
             if not parameter.any():
                 parameter.normal_(0, 0.02)
-        x = torch.randn(1, 3, 299 if name == "inception_v3" else 224, 224)
-        x = x if name != "inception_v3" else torch.randn(1, 3, 299, 299)
         expected = model(x)
-        torch.testing.assert_close(kiln.compile(model, [x])(x), expected,
+        got = kiln.compile(model, [x])(x)
+        if isinstance(expected, dict):
+            assert list(got) == list(expected)
+            got, expected = got["out"], expected["out"]
+        torch.testing.assert_close(got, expected,
                                    rtol=1e-3, atol=1e-4 * expected.abs().max().item())
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_classification_model_matches_eager(name):
+    torch.manual_seed(0)
+    options = {"aux_logits": False, "init_weights": True} if name in ("googlenet",
+                                                                       "inception_v3") else {}
+    size = 299 if name == "inception_v3" else 224
+    matches_eager(getattr(torchvision.models, name)(**options).eval(),
+                  torch.randn(1, 3, size, size))
+
+
+@pytest.mark.parametrize("name", SEGMENTATION)
+def test_a_segmentation_model_matches_eager(name):
+    torch.manual_seed(0)
+    model = getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None)
+    matches_eager(model.eval(), torch.randn(1, 3, 128, 128))
+
+
+def test_a_video_model_matches_eager():
+    torch.manual_seed(0)
+    matches_eager(torchvision.models.video.r3d_18().eval(), torch.randn(1, 3, 4, 56, 56))
+
+
+class Block(torch.nn.Module):
+    def __init__(self, width, heads, context):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
+        self.attention, self.projection = (torch.nn.Linear(width, 3 * width),
+                                           torch.nn.Linear(width, width))
+        self.up, self.down = torch.nn.Linear(width, 4 * width), torch.nn.Linear(4 * width, width)
+        causal = torch.tril(torch.ones(context, context)).view(1, 1, context, context)
+        self.register_buffer("causal", causal)
+
+    def forward(self, x):
+        batch, length, width = x.shape
+        q, k, v = (part.view(batch, length, self.heads, width // self.heads).transpose(1, 2)
+                   for part in self.attention(self.norm1(x)).split(width, dim=2))
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        scores = scores.masked_fill(self.causal[:, :, :length, :length] == 0, float("-inf"))
+        y = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).contiguous()
+        x = x + self.projection(y.view(batch, length, width))
+        up = torch.nn.functional.gelu(self.up(self.norm2(x)), approximate="tanh")
+        return x + self.down(up)
+
+
+class Gpt(torch.nn.Module):
+    def __init__(self, vocabulary=100, width=64, heads=4, context=32, layers=2):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(vocabulary, width)
+        self.positions = torch.nn.Embedding(context, width)
+        self.blocks = torch.nn.Sequential(*(Block(width, heads, context) for _ in range(layers)))
+        self.norm = torch.nn.LayerNorm(width)
+
+    def forward(self, ids):
+        positions = torch.arange(0, ids.shape[1], dtype=torch.long).unsqueeze(0)
+        x = self.blocks(self.tokens(ids) + self.positions(positions))
+        return self.norm(x) @ self.tokens.weight.T
+
+
+def test_a_gpt_style_language_model_matches_eager():
+    torch.manual_seed(0)
+    matches_eager(Gpt().eval(), torch.randint(0, 100, (2, 32)))
 
 
 if __name__ == "__main__":

@@ -114,10 +114,13 @@ def _default_client():
 class Compiled:
     """A compiled function or module: call it like the original."""
 
-    def __init__(self, native, lifted, single, fn, fallback, graph):
+    def __init__(self, native, lifted, structure, fn, fallback, graph):
         self._native = native
         self._lifted = lifted
-        self._single = single
+        self._structure = structure
+        self._single = structure == "tensor"
+        self._tuple = structure == {"tuple": ["tensor"] * len(structure.get("tuple", ()))} \
+            if isinstance(structure, dict) else False
         self._fn = fn
         self._fallback = fallback
         self._graph_or_path = graph  # a dict, or the path of its JSON file (read when needed)
@@ -137,7 +140,11 @@ class Compiled:
             if self._fallback != "eager":
                 raise
             return self._eager(args, error)
-        return outputs[0] if self._single else tuple(outputs)
+        if self._single:
+            return outputs[0]
+        if self._tuple:
+            return tuple(outputs)
+        return unflatten_outputs(iter(outputs), self._structure)
 
     def _eager(self, args, error):
         with _lock:
@@ -168,6 +175,20 @@ class Compiled:
     def artifact(self):
         """The metadata of the graph's own artifact (after a call or prepare)."""
         return self._native.artifact()
+
+
+def unflatten_outputs(tensors, structure):
+    """The result a traced function returned, rebuilt from an iterator over
+    its output tensors and its structure (_tracing.flatten_outputs)."""
+    if structure == "tensor":
+        return next(tensors)
+    (kind, parts), = structure.items()
+    if kind == "value":
+        return parts
+    if kind == "dict":
+        return {key: unflatten_outputs(tensors, part) for key, part in parts}
+    rebuilt = [unflatten_outputs(tensors, part) for part in parts]
+    return rebuilt if kind == "list" else tuple(rebuilt)
 
 
 class _Eager:
@@ -241,8 +262,8 @@ def compile(fn, example_inputs, *, dynamic=None, relations=None, buckets=None, f
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
     try:
         relation_json = [_tracing.parse_relation(text) for text in relations or []]
-        graph, lifted = _tracing.trace_graph(fn, list(example_inputs), name,
-                                             _symbolic(dynamic), relation_json)
+        graph, lifted, structure = _tracing.trace_graph(fn, list(example_inputs), name,
+                                                        _symbolic(dynamic), relation_json)
         native = _native().CompiledGraph(_default_client(), json.dumps(graph), target,
                                          on_stride_miss)
         native.prepare()  # compile errors surface here, not at the first call
@@ -252,7 +273,7 @@ def compile(fn, example_inputs, *, dynamic=None, relations=None, buckets=None, f
         if isinstance(error, _tracing.TraceError):
             raise UnsupportedOpError(str(error)) from error
         raise
-    compiled = Compiled(native, lifted, len(graph["outputs"]) == 1, fn, fallback, graph)
+    compiled = Compiled(native, lifted, structure, fn, fallback, graph)
     if buckets is not None:
         compiled.warmup(buckets)
     return compiled
@@ -269,13 +290,10 @@ def backend(gm, example_inputs):
     if torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in example_inputs):
         raise KilnError("an example input requires grad: Kiln does not record autograd; compile "
                         "and call under torch.no_grad() or torch.inference_mode()")
-    compiled = compile(gm, example_inputs, name=type(gm).__name__)
-    output = next(node for node in gm.graph.nodes if node.op == "output").args[0]
-    compiled._single = not isinstance(output, (tuple, list))
-    return compiled
+    return compile(gm, example_inputs, name=type(gm).__name__)
 
 
-_PACKAGE_FORMAT = "kiln-package-2"
+_PACKAGE_FORMAT = "kiln-package-3"
 
 
 def _weight_names(fn, lifted):
@@ -345,8 +363,9 @@ def save(fn, example_inputs, path, *, dynamic=None, relations=None, buckets=None
                       `kiln compile` and warmup plans read too
         graph.pb      the same graph in protobuf's binary form, for kiln.load
         weights.bin   its weights' bytes
-        package.json  the weights' dtypes, sizes and offsets, and which
-                      module attribute each one is
+        package.json  the weights' dtypes, sizes and offsets, which module
+                      attribute each one is, and how the function's result
+                      holds the graph's outputs
         plan.json     with `buckets` (a plan entry, as in Compiled.warmup): a
                       warmup plan for the graph, for `kiln warmup` or load()
 
@@ -355,8 +374,8 @@ def save(fn, example_inputs, path, *, dynamic=None, relations=None, buckets=None
     from . import _tracing
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
     relation_json = [_tracing.parse_relation(text) for text in relations or []]
-    graph, lifted = _tracing.trace_graph(fn, list(example_inputs), name, _symbolic(dynamic),
-                                         relation_json)
+    graph, lifted, structure = _tracing.trace_graph(fn, list(example_inputs), name,
+                                                    _symbolic(dynamic), relation_json)
     graph_json = json.dumps(graph, indent=1)
     binary = _native().graph_to_binary(graph_json)
     os.makedirs(path, exist_ok=True)
@@ -367,7 +386,7 @@ def save(fn, example_inputs, path, *, dynamic=None, relations=None, buckets=None
     layouts = _write_weights(lifted, os.path.join(path, "weights.bin"))
     with open(os.path.join(path, "package.json"), "w") as out:
         json.dump({"format": _PACKAGE_FORMAT,
-                   "single": len(graph["outputs"]) == 1,
+                   "outputs": structure,
                    "weights": [{"name": weight_name, **layout} for weight_name, layout
                                in zip(_weight_names(fn, lifted), layouts)]}, out, indent=1)
     plan = os.path.join(path, "plan.json")
@@ -415,7 +434,7 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
         if fallback == "eager":
             return _Eager(module, error)
         raise
-    compiled = Compiled(native, weights, package["single"], module, fallback,
+    compiled = Compiled(native, weights, package["outputs"], module, fallback,
                         os.path.join(path, "graph.json"))
     plan = os.path.join(path, "plan.json")
     if warmup and os.path.exists(plan):

@@ -15,7 +15,9 @@ What it does to make_fx's graph (PyTorch 1.13):
     different weights share one artifact;
   - PyTorch's fused inference fast paths (batch_first attention) are not
     taken, and ops Kiln lacks are decomposed (DECOMPOSITIONS: indexing,
-    padding, scatters of slices, roll);
+    padding, scatters of slices, roll, interpolation);
+  - the function's result may be tensors in tuples, lists and dicts: the
+    graph's outputs are its tensors in order (flatten_outputs);
   - in-place ops on intermediates (relu_, add_) are replaced by their
     out-of-place forms, and a graph that writes into a view is traced again
     through functorch's functionalize; mutating a graph input is refused;
@@ -40,7 +42,7 @@ What it does to make_fx's graph (PyTorch 1.13):
 Only Debian's python3-torch is needed (no pip).
 """
 import base64
-import functools
+import inspect
 import itertools
 import math
 import operator
@@ -142,8 +144,112 @@ def _select_scatter(x, src, dim, index):
     return _slice_scatter(x, src.unsqueeze(dim), dim, index, index + 1)
 
 
+def _upsample_nearest(x, output_size, scale_factors):
+    """F.interpolate's "nearest": along each spatial dim, the input position
+    floor(out * scale) in float32, as eager computes it."""
+    spatial = x.dim() - 2
+    for i in range(spatial):
+        dim, size = 2 + i, x.shape[2 + i]
+        out = output_size[i] if output_size else int(size * scale_factors[i])
+        scale = 1.0 / scale_factors[i] if scale_factors else size / out
+        scale = torch.tensor(scale, dtype=torch.float32).item()  # eager's float
+        positions = (torch.arange(out, dtype=torch.float32) * scale).floor()
+        x = torch.index_select(x, dim, positions.to(torch.int64).clamp_max(size - 1))
+    return x
+
+
+def _adaptive_max_pool(x, output_size):
+    """adaptive_max_pool1d/2d where Kiln has the pooling: to one position (a
+    max and argmax over the window), or windows that tile the input."""
+    spatial = x.shape[-len(output_size):]
+    if all(out == 1 for out in output_size):
+        flat = x.flatten(-len(output_size))
+        shape = list(x.shape[:-len(output_size)]) + [1] * len(output_size)
+        return flat.amax(-1).view(shape), flat.argmax(-1).view(shape)
+    if all(size % out == 0 for size, out in zip(spatial, output_size)):
+        kernel = [size // out for size, out in zip(spatial, output_size)]
+        return aten.max_pool2d_with_indices(x, kernel, kernel)
+    raise TraceError(f"adaptive max pooling of {list(spatial)} to {list(output_size)}: Kiln takes "
+                     f"an output of 1 or one that divides the input")
+
+
+def _vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
+    """linalg.vector_norm (and Tensor.norm, F.normalize's) as reductions Kiln
+    has: PyTorch's own decomposition goes through prims."""
+    x = x if dtype is None else x.to(dtype)
+    dims = list(range(x.dim())) if dim is None or dim == [] else dim
+    if ord == 2:
+        return torch.sqrt(torch.sum(x * x, dims, keepdim=keepdim))
+    if ord == 1:
+        return torch.sum(x.abs(), dims, keepdim=keepdim)
+    if ord == float("inf"):
+        return torch.amax(x.abs(), dims, keepdim=keepdim)
+    raise TraceError(f"a vector norm of order {ord}: Kiln takes orders 1, 2 and inf")
+
+
+def _norm(x, p=2, dim=None, keepdim=False, dtype=None):
+    return _vector_norm(x, 2 if p is None else p, dim, keepdim, dtype)
+
+
+def _logical(name):
+    """A bitwise op on bools as its logical op."""
+    def op(*tensors):
+        if any(t.dtype != torch.bool for t in tensors if isinstance(t, torch.Tensor)):
+            raise TraceError(f"bitwise_{name} of integers: Kiln takes it on bool tensors only")
+        return getattr(torch, "logical_" + name)(*tensors)
+    return op
+
+
+def _any(x, dim=None, keepdim=False):
+    dims = list(range(x.dim())) if dim is None else [dim]
+    return (x != 0).sum(dims, keepdim=keepdim) > 0
+
+
+def _all(x, dim=None, keepdim=False):
+    dims = list(range(x.dim())) if dim is None else [dim]
+    return (x == 0).sum(dims, keepdim=keepdim) == 0
+
+
+def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    if not x.is_floating_point():
+        return x.clone()
+    largest = torch.finfo(x.dtype).max
+    x = torch.where(x != x, torch.full_like(x, nan), x)
+    x = x.masked_fill(x == float("inf"), largest if posinf is None else posinf)
+    return x.masked_fill(x == float("-inf"), -largest if neginf is None else neginf)
+
+
 # Ops Kiln takes as what PyTorch's decompositions (and those above) make of them.
-DECOMPOSITIONS = {**get_decompositions([aten.roll]),
+DECOMPOSITIONS = {**get_decompositions([
+                      aten.addcdiv, aten.addcmul, aten.addr, aten.binary_cross_entropy,
+                      aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed,
+                      aten.diagonal, aten.dot, aten.eye, aten.glu, aten.im2col,
+                      aten.log_sigmoid_forward, aten.logsumexp, aten.mish, aten.mv, aten.nll_loss_forward,
+                      aten.roll, aten.rot90, aten.sinc, aten.soft_margin_loss, aten.softplus,
+                      aten.threshold, aten.upsample_bicubic2d, aten.upsample_bilinear2d]),
+                  aten.all.default: _all,
+                  aten.all.dim: _all,
+                  aten.any.default: _any,
+                  aten.any.dim: _any,
+                  aten.bitwise_and.Tensor: _logical("and"),
+                  aten.bitwise_not.default: _logical("not"),
+                  aten.bitwise_or.Tensor: _logical("or"),
+                  aten.bitwise_xor.Tensor: _logical("xor"),
+                  aten.isinf.default: lambda x: x.abs() == float("inf"),
+                  aten.isnan.default: lambda x: x != x,
+                  aten.isneginf.default: lambda x: x == float("-inf"),
+                  aten.isposinf.default: lambda x: x == float("inf"),
+                  aten.linalg_vector_norm.default: _vector_norm,
+                  aten.nan_to_num.default: _nan_to_num,
+                  aten.norm.ScalarOpt_dim: _norm,
+                  aten.norm.Scalar: _norm,
+                  aten.adaptive_max_pool2d.default: _adaptive_max_pool,
+                  aten.unsafe_split.Tensor: aten.split.Tensor,
+                  aten.unsafe_split_with_sizes.default: aten.split_with_sizes.default,
+                  aten.unsafe_chunk.default: aten.chunk.default,
+                  aten.upsample_nearest1d.vec: _upsample_nearest,
+                  aten.upsample_nearest2d.vec: _upsample_nearest,
+                  aten.upsample_nearest3d.vec: _upsample_nearest,
                   aten.constant_pad_nd.default: _constant_pad_nd,
                   aten.index.Tensor: _index,
                   aten.slice_scatter.default: _slice_scatter,
@@ -182,21 +288,60 @@ def _writes_through_views(graph):
     return False
 
 
+def flatten_outputs(value):
+    """(tensors, structure) of what a function returns: its tensors in order,
+    and the JSON that kiln.unflatten_outputs rebuilds the result from
+    ("tensor"; {"tuple" | "list": [...]}; {"dict": [[key, ...], ...]};
+    {"value": None, a number or a string})."""
+    if isinstance(value, torch.Tensor):
+        return [value], "tensor"
+    if isinstance(value, (tuple, list)):
+        parts = [flatten_outputs(v) for v in value]
+        kind = "list" if isinstance(value, list) else "tuple"
+        return [t for tensors, _ in parts for t in tensors], {kind: [part for _, part in parts]}
+    if isinstance(value, dict) and all(isinstance(key, (str, int)) for key in value):
+        parts = [(key, flatten_outputs(v)) for key, v in value.items()]
+        return ([t for _, (tensors, _) in parts for t in tensors],
+                {"dict": [[key, part] for key, (_, part) in parts]})
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return [], {"value": value}
+    raise TraceError(f"the function returns a {type(value).__name__}: Kiln takes results that are "
+                     f"tensors, or tuples, lists and dicts (str or int keys) of them")
+
+
+def _takes_exactly(fn, count):
+    """Whether fn's parameters are `count` positional ones (make_fx names
+    placeholders after them, and needs every one given)."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return len(parameters) == count and all(p.kind in positional for p in parameters)
+
+
 def trace_fx(fn, inputs, *, tracing_mode="real"):
-    """make_fx's graph module of fn(*inputs), with Kiln's decompositions and
-    no fast paths. One that writes into views (x[a:b] = v) is traced again
-    through functorch's functionalize, which makes such writes scatters of
-    their base (not first: it cannot trace torch.autograd.grad)."""
-    @functools.wraps(fn)  # placeholders keep fn's argument names
+    """(make_fx's graph module of fn(*inputs) returning the list of fn's
+    output tensors, flatten_outputs' structure of fn's result), with Kiln's
+    decompositions and no fast paths. One that writes into views
+    (x[a:b] = v) is traced again through functorch's functionalize, which
+    makes such writes scatters of their base (not first: it cannot trace
+    torch.autograd.grad)."""
+    structure = []
+
     def slow_paths(*args):
         with _NoFastPaths():
-            return fn(*args)
+            tensors, shape = flatten_outputs(fn(*args))
+        structure[:] = [shape]
+        return tensors
+    if _takes_exactly(fn, len(inputs)):
+        slow_paths.__wrapped__ = fn  # placeholders keep fn's argument names
     gm = make_fx(slow_paths, decomposition_table=DECOMPOSITIONS,
                  tracing_mode=tracing_mode)(*inputs)
     if _writes_through_views(gm.graph):
         gm = make_fx(functorch.functionalize(slow_paths), decomposition_table=DECOMPOSITIONS,
                      tracing_mode=tracing_mode)(*inputs)
-    return gm
+    return gm, structure[0]
 
 
 def tensor_type(t, symbols=None):
@@ -255,6 +400,24 @@ def scalar_arg(name, value):
     raise TraceError(f"argument {name}={value!r} of type {type(value).__name__} is not supported")
 
 
+def _out_of_place(schema):
+    """The out-of-place overload of an in-place op's schema (add_.Tensor ->
+    add.Tensor; transpose_ -> transpose.int, whose overload has another
+    name), or None."""
+    packet = getattr(torch.ops.aten, schema.name.split("::")[1][:-1], None)
+    if packet is None:
+        return None
+    same = getattr(packet, schema.overload_name or "default", None)
+    if same is not None:
+        return same
+    names = [argument.name for argument in schema.arguments]
+    for name in packet.overloads():
+        overload = getattr(packet, name)
+        if [argument.name for argument in overload._schema.arguments] == names:
+            return overload
+    return None
+
+
 def functionalize(gm):
     """Replaces in-place ops on intermediates by out-of-place ones."""
     graph = gm.graph
@@ -269,9 +432,7 @@ def functionalize(gm):
             raise TraceError(f"node '{node.name}' ({node.target}) mutates graph input "
                              f"'{mutated.name}' in place: Unimplemented"
                              + _running_statistics_advice(graph))
-        base = schema.name.split("::")[1][:-1]
-        packet = getattr(torch.ops.aten, base, None)
-        overload = getattr(packet, schema.overload_name or "default", None) if packet else None
+        overload = _out_of_place(schema)
         if overload is None:
             raise TraceError(f"node '{node.name}': no out-of-place form of {node.target}")
         with graph.inserting_after(node):
@@ -444,21 +605,22 @@ def to_kiln(gm, inputs, name, symbols=None):
 
 
 def trace_graph(fn, inputs, name, symbolic=None, relations=None):
-    """(graph JSON dict, lifted) for fn(*inputs) without computing a reference:
-    `lifted` are the weights and buffers lifted into graph inputs after `inputs`
-    (detached tensors sharing the module's storage, so in-place updates are seen).
-    `symbolic` and `relations` are as for trace. Raises TraceError for a
-    graph Kiln cannot take."""
-    graph, lifted, _ = _trace_graph(fn, inputs, name, symbolic, relations)
-    return graph, lifted
+    """(graph JSON dict, lifted, structure) for fn(*inputs) without computing
+    a reference: `lifted` are the weights and buffers lifted into graph
+    inputs after `inputs` (detached tensors sharing the module's storage, so
+    in-place updates are seen); `structure` is how fn's result holds the
+    graph's outputs (flatten_outputs). `symbolic` and `relations` are as for
+    trace. Raises TraceError for a graph Kiln cannot take."""
+    graph, lifted, _, structure = _trace_graph(fn, inputs, name, symbolic, relations)
+    return graph, lifted, structure
 
 
 def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=None):
-    """trace_graph, plus the graph module that computes the graph's outputs
-    from list(inputs) + lifted. With `weights_seed`, the lifted weights are
+    """(graph, lifted, the graph module that computes the graph's outputs
+    from list(inputs) + lifted, structure). With `weights_seed`, the lifted weights are
     replaced by other random values of the same shapes."""
     half = any(t.dtype == torch.float16 for t in inputs)
-    gm = trace_fx(fn, inputs, tracing_mode="fake" if half else "real")
+    gm, structure = trace_fx(fn, inputs, tracing_mode="fake" if half else "real")
     functionalize(gm)
     warn_running_statistics(gm.graph)
     lifted = lift_constants(gm)
@@ -475,7 +637,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
         mark_symbolic(fn, inputs, graph, symbolic, name)
     if relations:
         graph["relations"] = relations
-    return graph, lifted, gm
+    return graph, lifted, gm, structure
 
 
 def trace(fn, inputs, name, symbolic=None, weights_seed=None, relations=None,
@@ -488,7 +650,7 @@ def trace(fn, inputs, name, symbolic=None, weights_seed=None, relations=None,
     they are. With `eager_bfloat16`, bfloat16 references are eager's own
     bfloat16 kernels (one op's semantics, for the op suite) instead of
     float32 math."""
-    graph, lifted, gm = _trace_graph(fn, inputs, name, symbolic, relations, weights_seed)
+    graph, lifted, gm, _ = _trace_graph(fn, inputs, name, symbolic, relations, weights_seed)
     all_inputs = list(inputs) + lifted
     low = next((t.dtype for t in inputs if t.dtype in (torch.float16, torch.bfloat16)), None)
     if low == torch.bfloat16 and eager_bfloat16:
@@ -703,7 +865,7 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
                 grown[position] = torch.zeros(sizes, dtype=inputs[position].dtype,
                                               requires_grad=inputs[position].requires_grad)
         try:
-            twins[symbol], _ = trace_graph(fn, grown, name)
+            twins[symbol], _, _ = trace_graph(fn, grown, name)
         except TraceError:
             raise
         except Exception as error:  # torch's own shape checks
@@ -747,7 +909,7 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
 def sized_references(fn, inputs, symbolic, sizes, name):
     """{size: reference JSON} with every symbolic dim resized to `size`:
     fresh random inputs (seeded), the traced weights, eager's outputs."""
-    gm = trace_fx(fn, inputs)
+    gm, _ = trace_fx(fn, inputs)
     functionalize(gm)
     lifted = lift_constants(gm)
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
@@ -767,8 +929,7 @@ def sized_references(fn, inputs, symbolic, sizes, name):
                                .requires_grad_(tensor.requires_grad))
             else:
                 resized.append(torch.zeros(shape, dtype=tensor.dtype))
-        outputs = fn(*resized)
-        outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        outputs, _ = flatten_outputs(fn(*resized))
         result[size] = {"inputs": [tensor_data(t) for t in resized + lifted],
                         "outputs": [tensor_data(o) for o in outputs],
                         "provenance": f"torch {torch.__version__}, {name} at size {size}"}
