@@ -186,6 +186,41 @@ def test_writes_into_slices_of_an_intermediate_match_eager():
     torch.testing.assert_close(kiln.compile(strided, [x])(x), strided(x))
 
 
+def test_writes_at_index_tensors_and_masks_match_eager():
+    def masked(x):
+        y = x * 2
+        y[y > 1] = 0.0
+        return y
+
+    def rows(x, i):
+        y = x * 2
+        y[i] = torch.ones(2, 6)
+        return y
+
+    def columns(x, i):
+        y = x.clone()
+        y[:, i] = -1.0
+        return y
+
+    def copied(x, z):
+        y = x * 1
+        y.copy_(z[0].int())
+        return y + 1
+    x = torch.randn(6, 6)
+    torch.testing.assert_close(kiln.compile(masked, [x])(x), masked(x))
+    for fn, i in ((rows, torch.tensor([0, -2])), (columns, torch.tensor([[1, 2], [5, 1]]))):
+        torch.testing.assert_close(kiln.compile(fn, [x, i])(x, i), fn(x, i))
+    z = torch.randn(1, 6) * 5
+    torch.testing.assert_close(kiln.compile(copied, [x, z])(x, z), copied(x, z))
+
+    def accumulated(x, i):
+        y = x * 1
+        y.index_put_((i,), torch.ones(2, 6), accumulate=True)
+        return y
+    with pytest.raises(kiln.UnsupportedOpError, match="use index_add"):
+        kiln.compile(accumulated, [x, torch.tensor([1, 3])])
+
+
 def test_batch_first_attention_compiles_without_pytorchs_fused_fast_paths():
     torch.manual_seed(0)
     attention = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()

@@ -219,6 +219,35 @@ def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     return x.masked_fill(x == float("-inf"), -largest if neginf is None else neginf)
 
 
+def _index_put(x, indices, values, accumulate=False):
+    """x with x[indices] = values (not in place): where a boolean mask over
+    x's dims selects (a scalar value), or, for integer positions along one
+    dim, each position matched against the index (last write wins)."""
+    if accumulate:
+        raise TraceError("x[i] += v with an index tensor (index_put with accumulate): use "
+                         "index_add, which Kiln takes")
+    dims = [d for d, index in enumerate(indices) if index is not None]
+    if len(dims) != 1:
+        raise TraceError("x[i, j] = v with several index tensors: Kiln takes one")
+    dim, index = dims[0], indices[dims[0]]
+    if index.dtype in (torch.bool, torch.uint8):
+        if values.numel() != 1 or list(index.shape) != list(x.shape[dim:dim + index.dim()]):
+            raise TraceError("x[mask] = v takes a scalar v and a mask of x's shape: use "
+                             "torch.where(mask, v, x)")
+        mask = index.bool().view([1] * dim + list(index.shape)
+                                 + [1] * (x.dim() - dim - index.dim()))
+        return torch.where(mask, values.reshape([]).to(x.dtype), x)
+    size, positions = x.shape[dim], index.reshape(-1)
+    positions = torch.where(positions < 0, positions + size, positions)
+    shape = list(x.shape[:dim]) + list(index.shape) + list(x.shape[dim + 1:])
+    values = values.to(x.dtype).expand(shape).reshape(
+        list(x.shape[:dim]) + [positions.shape[0]] + list(x.shape[dim + 1:]))
+    matches = torch.arange(size).view(size, 1) == positions.view(1, -1)  # [size, count]
+    last = (matches * torch.arange(1, positions.shape[0] + 1)).amax(1)  # 0: no match
+    gathered = torch.index_select(values, dim, (last - 1).clamp_min(0))
+    return torch.where((last > 0).view([-1] + [1] * (x.dim() - dim - 1)), gathered, x)
+
+
 # Ops Kiln takes as what PyTorch's decompositions (and those above) make of them.
 DECOMPOSITIONS = {**get_decompositions([
                       aten.addcdiv, aten.addcmul, aten.addr, aten.binary_cross_entropy,
@@ -252,6 +281,9 @@ DECOMPOSITIONS = {**get_decompositions([
                   aten.upsample_nearest3d.vec: _upsample_nearest,
                   aten.constant_pad_nd.default: _constant_pad_nd,
                   aten.index.Tensor: _index,
+                  aten.index_put.default: _index_put,
+                  aten.index_put_.default: lambda x, indices, values, accumulate=False:
+                      x.copy_(_index_put(x, indices, values, accumulate)),
                   aten.slice_scatter.default: _slice_scatter,
                   aten.select_scatter.default: _select_scatter}
 
@@ -275,17 +307,31 @@ def _is_view(node):
     return alias is not None and not alias.is_write
 
 
-def _writes_through_views(graph):
-    """Whether an in-place op writes into a view, or into a tensor viewed
-    elsewhere: what functionalize() below cannot rewire."""
+def _drop_whole_slices(graph):
+    """Replaces slices that keep every element (x[:], which x[:, i] = v
+    takes first) by what they slice, so writing into one is writing into
+    its base."""
+    for node in list(graph.nodes):
+        if node.target is not aten.slice.Tensor:
+            continue
+        base, dim, start, end, step = (list(node.args) + [0, None, None, 1][len(node.args) - 1:])[:5]
+        size = base.meta["tensor_meta"].shape[dim]
+        if (start or 0) == 0 and (end is None or end >= size) and step == 1:
+            node.replace_all_uses_with(base)
+            graph.erase_node(node)
+
+
+def _needs_functionalize(graph):
+    """The first in-place op functionalize() below cannot rewire (one that
+    writes into a view or into a tensor viewed elsewhere), or None."""
     for node in graph.nodes:
         schema = getattr(node.target, "_schema", None)
         if schema is None or not schema.name.endswith("_") or not node.args:
             continue
         mutated = node.args[0]
         if _is_view(mutated) or any(_is_view(user) for user in mutated.users if user is not node):
-            return True
-    return False
+            return node
+    return None
 
 
 def flatten_outputs(value):
@@ -338,9 +384,18 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
         slow_paths.__wrapped__ = fn  # placeholders keep fn's argument names
     gm = make_fx(slow_paths, decomposition_table=DECOMPOSITIONS,
                  tracing_mode=tracing_mode)(*inputs)
-    if _writes_through_views(gm.graph):
-        gm = make_fx(functorch.functionalize(slow_paths), decomposition_table=DECOMPOSITIONS,
-                     tracing_mode=tracing_mode)(*inputs)
+    _drop_whole_slices(gm.graph)
+    writer = _needs_functionalize(gm.graph)
+    if writer is not None:
+        try:
+            gm = make_fx(functorch.functionalize(slow_paths), decomposition_table=DECOMPOSITIONS,
+                         tracing_mode=tracing_mode)(*inputs)
+        except TraceError:
+            raise
+        except Exception as error:  # functorch's own limits (torch 1.13)
+            raise TraceError(f"node '{writer.name}' ({writer.target}) writes in place where "
+                             f"functionalize cannot follow ({error}): write the result "
+                             f"out of place instead") from error
     return gm, structure[0]
 
 
@@ -418,6 +473,21 @@ def _out_of_place(schema):
     return None
 
 
+def _copied(graph, node):
+    """What dst.copy_(src) leaves in dst: src, broadcast to dst's sizes and
+    cast to its dtype where they differ."""
+    dst, src = node.args[0], node.args[1]
+    want, have = dst.meta["tensor_meta"], src.meta["tensor_meta"]
+    value = src
+    with graph.inserting_after(node):
+        if have.dtype != want.dtype:
+            value = graph.call_function(aten._to_copy.default, (value,), {"dtype": want.dtype})
+    if list(have.shape) != list(want.shape):
+        with graph.inserting_after(value if value is not src else node):
+            value = graph.call_function(aten.expand.default, (value, list(want.shape)))
+    return value
+
+
 def functionalize(gm):
     """Replaces in-place ops on intermediates by out-of-place ones."""
     graph = gm.graph
@@ -432,11 +502,14 @@ def functionalize(gm):
             raise TraceError(f"node '{node.name}' ({node.target}) mutates graph input "
                              f"'{mutated.name}' in place: Unimplemented"
                              + _running_statistics_advice(graph))
-        overload = _out_of_place(schema)
-        if overload is None:
-            raise TraceError(f"node '{node.name}': no out-of-place form of {node.target}")
-        with graph.inserting_after(node):
-            replacement = graph.call_function(overload, node.args, node.kwargs)
+        if node.target is aten.copy_.default:
+            replacement = _copied(graph, node)
+        else:
+            overload = _out_of_place(schema)
+            if overload is None:
+                raise TraceError(f"node '{node.name}': no out-of-place form of {node.target}")
+            with graph.inserting_after(node):
+                replacement = graph.call_function(overload, node.args, node.kwargs)
         # Later users of the mutated tensor see the new value; the in-place
         # node's own result is the same tensor.
         order = {n: i for i, n in enumerate(graph.nodes)}
