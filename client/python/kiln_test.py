@@ -340,6 +340,23 @@ def test_ops_kiln_takes_decomposed_match_eager():
         kiln.compile(lambda a: a & a, [torch.tensor([1, 2, 7])])
 
 
+def test_data_dependent_torch_functions_take_kilns_forms():
+    torch.manual_seed(0)
+    image, grid = torch.randn(2, 3, 6, 6), torch.rand(2, 4, 4, 2) * 2.4 - 1.2
+    sample = torch.nn.functional.grid_sample
+    cases = [
+        (lambda i: torch.nn.functional.one_hot(i, 10).float() * 2, [torch.randint(0, 10, (6,))]),
+        (lambda a: a.repeat_interleave(3), [torch.randn(2, 3)]),
+        (lambda a: torch.repeat_interleave(a, 2, dim=-1), [torch.randn(2, 3)]),
+        (lambda a, g: sample(a, g, align_corners=False), [image, grid]),
+        (lambda a, g: sample(a, g, padding_mode="border", align_corners=True), [image, grid]),
+    ]
+    with torch.no_grad():
+        for fn, args in cases:
+            torch.testing.assert_close(kiln.compile(fn, args)(*args), fn(*args),
+                                       rtol=1e-4, atol=1e-5)
+
+
 def test_a_boolean_mask_index_is_refused_with_what_to_do_instead():
     x = torch.randn(4, 4)
     with pytest.raises(kiln.KilnError, match=r"boolean mask .* use torch.where"):

@@ -2,10 +2,12 @@
 classification model (convolution nets, ViT, Swin and MaxViT: attention,
 relative position tables indexed by tensors, shifted windows built by
 slice writes, padding and rolls), the segmentation models (dict results,
-bilinear upsampling), a video net (3-d convolutions), and a GPT-style
-language model written the way such models usually are (a causal mask
-buffer sliced and compared, masked_fill with -inf, tied embeddings).
-conftest.py starts the kilnd.
+bilinear upsampling), a video net (3-d convolutions), and language model
+blocks written the way such models usually are: GPT-style (a causal mask
+buffer sliced and compared, masked_fill with -inf, tied embeddings),
+Llama-style (RMSNorm, rotary embeddings, grouped-query attention through
+expand and repeat_interleave, SiLU gating, a triu mask) and T5's relative
+position buckets. conftest.py starts the kilnd.
 """
 import math
 import os
@@ -105,6 +107,91 @@ class Gpt(torch.nn.Module):
 def test_a_gpt_style_language_model_matches_eager():
     torch.manual_seed(0)
     matches_eager(Gpt().eval(), torch.randint(0, 100, (2, 32)))
+
+
+class RmsNorm(torch.nn.Module):
+    def __init__(self, width, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = torch.nn.Parameter(torch.ones(width) + 0.1 * torch.randn(width))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class LlamaBlock(torch.nn.Module):
+    def __init__(self, width=64, heads=4, kv_heads=2, hidden=128):
+        super().__init__()
+        self.heads, self.kv_heads, self.head = heads, kv_heads, width // heads
+        linear = lambda i, o: torch.nn.Linear(i, o, bias=False)  # noqa: E731
+        self.q, self.k = linear(width, width), linear(width, kv_heads * self.head)
+        self.v, self.o = linear(width, kv_heads * self.head), linear(width, width)
+        self.gate, self.up, self.down = linear(width, hidden), linear(width, hidden), \
+            linear(hidden, width)
+        self.norm1, self.norm2 = RmsNorm(width), RmsNorm(width)
+        self.register_buffer("inverse_frequencies",
+                             1.0 / (10000 ** (torch.arange(0, self.head, 2).float() / self.head)))
+
+    def attention(self, x):
+        batch, length, _ = x.shape
+        q = self.q(x).view(batch, length, self.heads, self.head).transpose(1, 2)
+        k = self.k(x).view(batch, length, self.kv_heads, self.head).transpose(1, 2)
+        v = self.v(x).view(batch, length, self.kv_heads, self.head).transpose(1, 2)
+        angles = torch.outer(torch.arange(length, dtype=torch.float32), self.inverse_frequencies)
+        angles = torch.cat((angles, angles), dim=-1)
+        cos, sin = angles.cos()[None, None], angles.sin()[None, None]
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        group = self.heads // self.kv_heads
+        k = k[:, :, None].expand(batch, self.kv_heads, group, length, self.head) \
+            .reshape(batch, self.heads, length, self.head)
+        v = torch.repeat_interleave(v, group, dim=1)
+        mask = torch.full((length, length), float("-inf")).triu(1)
+        scores = (q @ k.transpose(2, 3)) / math.sqrt(self.head) + mask
+        y = torch.softmax(scores.float(), dim=-1).type_as(q) @ v
+        return self.o(y.transpose(1, 2).reshape(batch, length, -1))
+
+    def forward(self, x):
+        x = x + self.attention(self.norm1(x))
+        h = self.norm2(x)
+        return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+def test_a_llama_style_block_matches_eager():
+    torch.manual_seed(0)
+    matches_eager(LlamaBlock().eval(), torch.randn(2, 16, 64))
+
+
+def t5_buckets(relative, buckets=32, max_distance=128):
+    buckets //= 2
+    bucket = (relative > 0).to(torch.long) * buckets
+    distance = torch.abs(relative)
+    exact = buckets // 2
+    large = exact + (torch.log(distance.float() / exact) / math.log(max_distance / exact)
+                     * (buckets - exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, buckets - 1))
+    return bucket + torch.where(distance < exact, distance, large)
+
+
+class T5Bias(torch.nn.Module):
+    def __init__(self, heads=4):
+        super().__init__()
+        self.bias = torch.nn.Embedding(32, heads)
+
+    def forward(self, scores):
+        length = scores.shape[-1]
+        positions = torch.arange(length, dtype=torch.long)
+        buckets = t5_buckets(positions[None, :] - positions[:, None])
+        return scores + self.bias(buckets).permute(2, 0, 1).unsqueeze(0)
+
+
+def test_t5_relative_position_buckets_match_eager():
+    torch.manual_seed(0)
+    matches_eager(T5Bias().eval(), torch.randn(2, 4, 20, 20))
 
 
 if __name__ == "__main__":

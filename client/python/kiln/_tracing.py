@@ -250,7 +250,7 @@ def _index_put(x, indices, values, accumulate=False):
 
 # Ops Kiln takes as what PyTorch's decompositions (and those above) make of them.
 DECOMPOSITIONS = {**get_decompositions([
-                      aten.addcdiv, aten.addcmul, aten.addr, aten.binary_cross_entropy,
+                      aten.addcdiv, aten.grid_sampler_2d, aten.addcmul, aten.addr, aten.binary_cross_entropy,
                       aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed,
                       aten.diagonal, aten.dot, aten.eye, aten.glu, aten.im2col,
                       aten.log_sigmoid_forward, aten.logsumexp, aten.mish, aten.mv, aten.nll_loss_forward,
@@ -288,16 +288,52 @@ DECOMPOSITIONS = {**get_decompositions([
                   aten.select_scatter.default: _select_scatter}
 
 
-class _NoFastPaths(TorchFunctionMode):
-    """Active while tracing. In inference, nn.MultiheadAttention,
-    TransformerEncoderLayer and TransformerEncoder (batch_first) take fast
-    paths that run one fused op (_native_multi_head_attention,
-    _transformer_encoder_layer_fwd, nested tensors) unless some argument
-    "has a torch function", which an active mode makes so: make_fx then sees
-    the ops their slow paths are made of, which Kiln compiles."""
+def _repeat_interleave(x, repeats, dim=None, *, output_size=None):
+    """repeat_interleave by a whole number, as an expand: ATen's form
+    computes its positions from a tensor of repeats (data-dependent)."""
+    if not isinstance(repeats, int):
+        return NotImplemented
+    if dim is None:
+        x, dim = x.flatten(), 0
+    dim = dim % x.dim()
+    sizes = list(x.shape)
+    return x.unsqueeze(dim + 1).expand(sizes[:dim + 1] + [repeats] + sizes[dim + 1:]) \
+        .flatten(dim, dim + 1)
+
+
+def _one_hot(indices, num_classes=-1):
+    """F.one_hot with num_classes given, as a comparison: ATen's form reads
+    the largest index first (data-dependent)."""
+    if num_classes < 0:
+        return NotImplemented
+    return (indices.unsqueeze(-1) == torch.arange(num_classes)).long()
+
+
+# Torch functions whose ATen forms depend on data, taken by Kiln's own forms.
+_TORCH_FUNCTIONS = {
+    torch.repeat_interleave: _repeat_interleave,
+    torch.Tensor.repeat_interleave: _repeat_interleave,
+    torch.nn.functional.one_hot: _one_hot,
+}
+
+
+class _TracingMode(TorchFunctionMode):
+    """Active while tracing.
+      - In inference, nn.MultiheadAttention, TransformerEncoderLayer and
+        TransformerEncoder (batch_first) take fast paths that run one fused
+        op (_native_multi_head_attention, _transformer_encoder_layer_fwd,
+        nested tensors) unless some argument "has a torch function", which
+        an active mode makes so: make_fx then sees the ops their slow paths
+        are made of, which Kiln compiles.
+      - Torch functions in _TORCH_FUNCTIONS run Kiln's forms."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        return func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        if func in _TORCH_FUNCTIONS:
+            result = _TORCH_FUNCTIONS[func](*args, **kwargs)
+            if result is not NotImplemented:
+                return result
+        return func(*args, **kwargs)
 
 
 def _is_view(node):
@@ -307,18 +343,27 @@ def _is_view(node):
     return alias is not None and not alias.is_write
 
 
-def _drop_whole_slices(graph):
+def _value_type(gm, node):
+    """(sizes, dtype) of a make_fx graph node's value."""
+    if node.op == "get_attr":
+        value = getattr(gm, node.target)
+        return list(value.shape), value.dtype
+    meta = node.meta["tensor_meta"]
+    return list(meta.shape), meta.dtype
+
+
+def _drop_whole_slices(gm):
     """Replaces slices that keep every element (x[:], which x[:, i] = v
     takes first) by what they slice, so writing into one is writing into
     its base."""
-    for node in list(graph.nodes):
+    for node in list(gm.graph.nodes):
         if node.target is not aten.slice.Tensor:
             continue
         base, dim, start, end, step = (list(node.args) + [0, None, None, 1][len(node.args) - 1:])[:5]
-        size = base.meta["tensor_meta"].shape[dim]
+        size = _value_type(gm, base)[0][dim]
         if (start or 0) == 0 and (end is None or end >= size) and step == 1:
             node.replace_all_uses_with(base)
-            graph.erase_node(node)
+            gm.graph.erase_node(node)
 
 
 def _needs_functionalize(graph):
@@ -376,7 +421,7 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
     structure = []
 
     def slow_paths(*args):
-        with _NoFastPaths():
+        with _TracingMode():
             tensors, shape = flatten_outputs(fn(*args))
         structure[:] = [shape]
         return tensors
@@ -384,7 +429,7 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
         slow_paths.__wrapped__ = fn  # placeholders keep fn's argument names
     gm = make_fx(slow_paths, decomposition_table=DECOMPOSITIONS,
                  tracing_mode=tracing_mode)(*inputs)
-    _drop_whole_slices(gm.graph)
+    _drop_whole_slices(gm)
     writer = _needs_functionalize(gm.graph)
     if writer is not None:
         try:
@@ -473,18 +518,18 @@ def _out_of_place(schema):
     return None
 
 
-def _copied(graph, node):
+def _copied(gm, node):
     """What dst.copy_(src) leaves in dst: src, broadcast to dst's sizes and
     cast to its dtype where they differ."""
-    dst, src = node.args[0], node.args[1]
-    want, have = dst.meta["tensor_meta"], src.meta["tensor_meta"]
+    graph, dst, src = gm.graph, node.args[0], node.args[1]
+    (want_sizes, want_dtype), (have_sizes, have_dtype) = _value_type(gm, dst), _value_type(gm, src)
     value = src
-    with graph.inserting_after(node):
-        if have.dtype != want.dtype:
-            value = graph.call_function(aten._to_copy.default, (value,), {"dtype": want.dtype})
-    if list(have.shape) != list(want.shape):
+    if have_dtype != want_dtype:
+        with graph.inserting_after(node):
+            value = graph.call_function(aten._to_copy.default, (value,), {"dtype": want_dtype})
+    if have_sizes != want_sizes:
         with graph.inserting_after(value if value is not src else node):
-            value = graph.call_function(aten.expand.default, (value, list(want.shape)))
+            value = graph.call_function(aten.expand.default, (value, want_sizes))
     return value
 
 
@@ -503,7 +548,7 @@ def functionalize(gm):
                              f"'{mutated.name}' in place: Unimplemented"
                              + _running_statistics_advice(graph))
         if node.target is aten.copy_.default:
-            replacement = _copied(graph, node)
+            replacement = _copied(gm, node)
         else:
             overload = _out_of_place(schema)
             if overload is None:
