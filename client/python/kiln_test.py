@@ -340,6 +340,23 @@ def test_ops_kiln_takes_decomposed_match_eager():
         kiln.compile(lambda a: a & a, [torch.tensor([1, 2, 7])])
 
 
+def test_topk_of_the_largest_matches_eager_with_nans_and_infinities():
+    torch.manual_seed(0)
+    logits = torch.randn(4, 1000)
+    special = torch.randn(3, 9)
+    special[0, 4], special[1, 2], special[1, 5], special[2, 7] = \
+        float("nan"), float("-inf"), float("-inf"), float("inf")
+    cases = [(lambda a: a.topk(5), logits), (lambda a: torch.topk(a, 3, dim=0), logits),
+             (lambda a: a.softmax(-1).topk(2).indices, logits), (lambda a: a.topk(9), special),
+             (lambda a: torch.topk(a, 2, dim=1), torch.randperm(120).view(3, 40) - 60)]
+    for fn, x in cases:
+        torch.testing.assert_close(kiln.compile(fn, [x])(x), fn(x), equal_nan=True)
+    with pytest.raises(kiln.UnsupportedOpError, match="topk with k=65"):
+        kiln.compile(lambda a: a.topk(65), [logits])
+    with pytest.raises(kiln.UnsupportedOpError, match="largest=False"):
+        kiln.compile(lambda a: a.topk(2, largest=False), [logits])
+
+
 def test_data_dependent_torch_functions_take_kilns_forms():
     torch.manual_seed(0)
     image, grid = torch.randn(2, 3, 6, 6), torch.rand(2, 4, 4, 2) * 2.4 - 1.2

@@ -248,6 +248,33 @@ def _index_put(x, indices, values, accumulate=False):
     return torch.where((last > 0).view([-1] + [1] * (x.dim() - dim - 1)), gathered, x)
 
 
+_MAX_TOPK = 64
+
+
+def _topk(x, k, dim=-1, largest=True, sorted=True):
+    """topk of the largest (k at most _MAX_TOPK): k rounds of a max over the
+    elements not yet taken and the first position holding it; NaN counts
+    as the largest, as in eager. Each round reads the whole line: fine for
+    a top-5 of logits, not a sort."""
+    if not largest:
+        raise TraceError("topk(largest=False): Kiln takes the largest; negate the input instead")
+    if k > _MAX_TOPK:
+        raise TraceError(f"topk with k={k}: Kiln takes k up to {_MAX_TOPK}")
+    dim %= max(x.dim(), 1)
+    lowest = float("-inf") if x.is_floating_point() else torch.iinfo(x.dtype).min
+    positions = torch.arange(x.shape[dim]).view([-1] + [1] * (x.dim() - dim - 1))
+    taken = torch.zeros_like(x, dtype=torch.bool)
+    values, indices = [], []
+    for _ in range(k):
+        best = x.masked_fill(taken, lowest).amax(dim, keepdim=True)
+        holds = (x == best).logical_or((x != x).logical_and(best != best))
+        index = holds.logical_and(taken.logical_not()).to(torch.int64).argmax(dim, keepdim=True)
+        values.append(torch.gather(x, dim, index))
+        indices.append(index)
+        taken = taken.logical_or(positions == index)
+    return torch.cat(values, dim), torch.cat(indices, dim)
+
+
 # Ops Kiln takes as what PyTorch's decompositions (and those above) make of them.
 DECOMPOSITIONS = {**get_decompositions([
                       aten.addcdiv, aten.grid_sampler_2d, aten.addcmul, aten.addr, aten.binary_cross_entropy,
@@ -269,6 +296,7 @@ DECOMPOSITIONS = {**get_decompositions([
                   aten.isneginf.default: lambda x: x == float("-inf"),
                   aten.isposinf.default: lambda x: x == float("inf"),
                   aten.linalg_vector_norm.default: _vector_norm,
+                  aten.topk.default: _topk,
                   aten.nan_to_num.default: _nan_to_num,
                   aten.norm.ScalarOpt_dim: _norm,
                   aten.norm.Scalar: _norm,
