@@ -351,6 +351,10 @@ def test_topk_of_the_largest_matches_eager_with_nans_and_infinities():
              (lambda a: torch.topk(a, 2, dim=1), torch.randperm(120).view(3, 40) - 60)]
     for fn, x in cases:
         torch.testing.assert_close(kiln.compile(fn, [x])(x), fn(x), equal_nan=True)
+    batched = kiln.compile(lambda a: a.topk(3), [torch.randn(5, 10)], dynamic={0: 0})
+    for rows in (5, 9):
+        x = torch.randn(rows, 10)
+        torch.testing.assert_close(batched(x), x.topk(3))
     with pytest.raises(kiln.UnsupportedOpError, match="topk with k=65"):
         kiln.compile(lambda a: a.topk(65), [logits])
     with pytest.raises(kiln.UnsupportedOpError, match="largest=False"):

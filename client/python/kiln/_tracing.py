@@ -263,16 +263,19 @@ def _topk(x, k, dim=-1, largest=True, sorted=True):
     dim %= max(x.dim(), 1)
     lowest = float("-inf") if x.is_floating_point() else torch.iinfo(x.dtype).min
     positions = torch.arange(x.shape[dim]).view([-1] + [1] * (x.dim() - dim - 1))
+    ranks = torch.arange(k).view([-1] + [1] * (x.dim() - dim - 1))
     taken = torch.zeros_like(x, dtype=torch.bool)
-    values, indices = [], []
-    for _ in range(k):
+    indices = None
+    for rank in range(k):
         best = x.masked_fill(taken, lowest).amax(dim, keepdim=True)
         holds = (x == best).logical_or((x != x).logical_and(best != best))
         index = holds.logical_and(taken.logical_not()).to(torch.int64).argmax(dim, keepdim=True)
-        values.append(torch.gather(x, dim, index))
-        indices.append(index)
         taken = taken.logical_or(positions == index)
-    return torch.cat(values, dim), torch.cat(indices, dim)
+        # Placed at `rank` along dim by a mask (a cat would not take
+        # symbolic sizes).
+        placed = index * (ranks == rank)
+        indices = placed if indices is None else indices + placed
+    return torch.gather(x, dim, indices), indices
 
 
 # Ops Kiln takes as what PyTorch's decompositions (and those above) make of them.
@@ -380,12 +383,19 @@ def _value_type(gm, node):
     return list(meta.shape), meta.dtype
 
 
+def _is_in_place(node):
+    schema = getattr(node.target, "_schema", None)
+    return schema is not None and schema.name.endswith("_") and bool(node.args)
+
+
 def _drop_whole_slices(gm):
-    """Replaces slices that keep every element (x[:], which x[:, i] = v
-    takes first) by what they slice, so writing into one is writing into
-    its base."""
+    """Replaces slices that keep every element and are written in place
+    (x[:], which x[:, i] = v takes first) by what they slice, so writing
+    into one is writing into its base. (Others stay: x[:, :16] keeps every
+    element only at the traced size.)"""
     for node in list(gm.graph.nodes):
-        if node.target is not aten.slice.Tensor:
+        if node.target is not aten.slice.Tensor or not any(
+                _is_in_place(user) and user.args[0] is node for user in node.users):
             continue
         base, dim, start, end, step = (list(node.args) + [0, None, None, 1][len(node.args) - 1:])[:5]
         size = _value_type(gm, base)[0][dim]
@@ -398,8 +408,7 @@ def _needs_functionalize(graph):
     """The first in-place op functionalize() below cannot rewire (one that
     writes into a view or into a tensor viewed elsewhere), or None."""
     for node in graph.nodes:
-        schema = getattr(node.target, "_schema", None)
-        if schema is None or not schema.name.endswith("_") or not node.args:
+        if not _is_in_place(node):
             continue
         mutated = node.args[0]
         if _is_view(mutated) or any(_is_view(user) for user in mutated.users if user is not node):
