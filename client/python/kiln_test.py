@@ -185,6 +185,16 @@ def test_writes_into_slices_of_an_intermediate_match_eager():
     torch.testing.assert_close(kiln.compile(masks, [x, row])(x, row), masks(x, row))
     torch.testing.assert_close(kiln.compile(strided, [x])(x), strided(x))
 
+    def columns(t):
+        y = t * 1
+        y[:, 0:2] = 0.0
+        y[:, -1] += 1
+        return y
+    batched = kiln.compile(columns, [torch.randn(3, 8)], dynamic={0: 0})
+    for rows in (3, 7):
+        x = torch.randn(rows, 8)
+        torch.testing.assert_close(batched(x), columns(x))
+
 
 def test_writes_at_index_tensors_and_masks_match_eager():
     def masked(x):

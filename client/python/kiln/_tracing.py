@@ -130,6 +130,8 @@ def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
     size, count = x.shape[dim], src.shape[dim]
     start = 0 if start is None else start + size if start < 0 else start
     start = min(max(start, 0), size)
+    if start == 0 and step == 1 and count == size:  # the whole dim (x[:] = v)
+        return src.clone()
     if step == 1:
         positions = torch.arange(size) - start
     else:  # sizes are static here: the positions as a constant
@@ -389,17 +391,19 @@ def _is_in_place(node):
 
 
 def _drop_whole_slices(gm):
-    """Replaces slices that keep every element and are written in place
-    (x[:], which x[:, i] = v takes first) by what they slice, so writing
-    into one is writing into its base. (Others stay: x[:, :16] keeps every
-    element only at the traced size.)"""
+    """Replaces slices that keep every element by what they slice: x[:]
+    (to the end at any size), and ones that keep every element at the
+    traced size and are written in place (x[:, i] = v takes x[:] first),
+    so writing into one is writing into its base. (Others stay: x[:, :16]
+    keeps every element only at the traced size.)"""
     for node in list(gm.graph.nodes):
-        if node.target is not aten.slice.Tensor or not any(
-                _is_in_place(user) and user.args[0] is node for user in node.users):
+        if node.target is not aten.slice.Tensor:
             continue
         base, dim, start, end, step = (list(node.args) + [0, None, None, 1][len(node.args) - 1:])[:5]
-        size = _value_type(gm, base)[0][dim]
-        if (start or 0) == 0 and (end is None or end >= size) and step == 1:
+        if (start or 0) != 0 or step != 1:
+            continue
+        written = any(_is_in_place(user) and user.args[0] is node for user in node.users)
+        if end is None or end >= 2**62 or (written and end >= _value_type(gm, base)[0][dim]):
             node.replace_all_uses_with(base)
             gm.graph.erase_node(node)
 
@@ -478,6 +482,7 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
             raise TraceError(f"node '{writer.name}' ({writer.target}) writes in place where "
                              f"functionalize cannot follow ({error}): write the result "
                              f"out of place instead") from error
+        _drop_whole_slices(gm)
     return gm, structure[0]
 
 
