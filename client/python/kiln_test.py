@@ -7,7 +7,6 @@ the test command through the JUnit XML written to $XML_OUTPUT_FILE.
 import os
 import subprocess
 import sys
-import tempfile
 import warnings
 
 import pytest

@@ -1,0 +1,324 @@
+"""What the tracer (kiln._tracing) does so that PyTorch programs trace into
+ops Kiln's op table has (docs/PYTHON.md, "What the tracer does"):
+
+  - DECOMPOSITIONS, make_fx's decomposition table: ops Kiln lacks, as ops it
+    has (indexing, padding, scatters of slices, interpolation, norms, topk,
+    losses, and PyTorch's own decompositions of others);
+  - TracingMode, active while tracing: PyTorch's fused inference fast paths
+    turned off, and torch functions whose ATen forms depend on data
+    (repeat_interleave, one_hot) run as Kiln's forms.
+
+Each form computes what eager does; kiln_test checks every one against it.
+"""
+import math
+
+import torch
+from torch._decomp import get_decompositions
+from torch.overrides import TorchFunctionMode
+
+
+class TraceError(Exception):
+    """A graph Kiln cannot take, with a message naming the node."""
+
+
+aten = torch.ops.aten
+
+
+def _index(x, indices):
+    """x[indices] (advanced indexing, NumPy's rules) as one index_select of
+    x with the indexed dims flattened into one; negative indices count from
+    the end, as in eager."""
+    dims = [d for d, index in enumerate(indices) if index is not None]
+    if any(indices[d].dtype in (torch.bool, torch.uint8) for d in dims):
+        raise TraceError("indexing with a boolean mask (x[mask]) gives a result whose size depends "
+                         "on the data, and Kiln compiles fixed shapes: use torch.where(mask, x, "
+                         "fill), or index with integer positions")
+    linear = None
+    for d in dims:
+        index = torch.where(indices[d] < 0, indices[d] + x.shape[d], indices[d])
+        linear = index if linear is None else linear * x.shape[d] + index
+    batch = list(torch.broadcast_shapes(*(indices[d].shape for d in dims)))
+    # Indexed dims apart from one another put the index's dims first.
+    start = dims[0]
+    if dims != list(range(dims[0], dims[-1] + 1)):
+        x = x.permute(dims + [d for d in range(x.dim()) if d not in dims])
+        start = 0
+    sizes = list(x.shape)
+    end = start + len(dims)
+    flat = x.reshape(sizes[:start] + [math.prod(sizes[start:end])] + sizes[end:])
+    picked = torch.index_select(flat, start, linear.expand(batch).reshape(-1))
+    return picked.view(sizes[:start] + batch + sizes[end:])
+
+
+def _gather_along(x, dim, positions, count):
+    """x gathered along dim at `positions` (int64, one per result position),
+    and where a position is outside [0, count): a mask of x's rank."""
+    outside = (positions < 0).logical_or(positions >= count)
+    gathered = torch.index_select(x, dim, positions.clamp(0, count - 1))
+    return gathered, outside.view([-1] + [1] * (x.dim() - dim - 1))
+
+
+def _constant_pad_nd(x, pad, value=0):
+    """F.pad's constant mode, one gather per padded dim (PyTorch's own
+    decomposition writes into a slice of its result, which make_fx records
+    as a mutation)."""
+    for pair in range(len(pad) // 2):
+        dim = x.dim() - 1 - pair
+        left, right = pad[2 * pair], pad[2 * pair + 1]
+        if left < 0:
+            x = x.narrow(dim, -left, x.shape[dim] + left)
+            left = 0
+        if right < 0:
+            x = x.narrow(dim, 0, x.shape[dim] + right)
+            right = 0
+        if left or right:
+            size = x.shape[dim]
+            positions = torch.arange(size + left + right) - left
+            gathered, outside = _gather_along(x, dim, positions, size)
+            x = gathered.masked_fill(outside, value)
+    return x
+
+
+def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
+    """x with x[start:end:step] along dim replaced by src: what functionalize
+    makes of x[a:b] = v and of an in-place op on a slice."""
+    size, count = x.shape[dim], src.shape[dim]
+    start = 0 if start is None else start + size if start < 0 else start
+    start = min(max(start, 0), size)
+    if start == 0 and step == 1 and count == size:  # the whole dim (x[:] = v)
+        return src.clone()
+    if step == 1:
+        positions = torch.arange(size) - start
+    else:  # sizes are static here: the positions as a constant
+        positions = torch.tensor([(p - start) // step if p >= start and (p - start) % step == 0
+                                  else -1 for p in range(size)])
+    gathered, outside = _gather_along(src, dim, positions, count)
+    return torch.where(outside, x, gathered)
+
+
+def _select_scatter(x, src, dim, index):
+    index = index + x.shape[dim] if index < 0 else index
+    return _slice_scatter(x, src.unsqueeze(dim), dim, index, index + 1)
+
+
+def _upsample_nearest(x, output_size, scale_factors):
+    """F.interpolate's "nearest": along each spatial dim, the input position
+    floor(out * scale) in float32, as eager computes it."""
+    spatial = x.dim() - 2
+    for i in range(spatial):
+        dim, size = 2 + i, x.shape[2 + i]
+        out = output_size[i] if output_size else int(size * scale_factors[i])
+        scale = 1.0 / scale_factors[i] if scale_factors else size / out
+        scale = torch.tensor(scale, dtype=torch.float32).item()  # eager's float
+        positions = (torch.arange(out, dtype=torch.float32) * scale).floor()
+        x = torch.index_select(x, dim, positions.to(torch.int64).clamp_max(size - 1))
+    return x
+
+
+def _adaptive_max_pool(x, output_size):
+    """adaptive_max_pool1d/2d where Kiln has the pooling: to one position (a
+    max and argmax over the window), or windows that tile the input."""
+    spatial = x.shape[-len(output_size):]
+    if all(out == 1 for out in output_size):
+        flat = x.flatten(-len(output_size))
+        shape = list(x.shape[:-len(output_size)]) + [1] * len(output_size)
+        return flat.amax(-1).view(shape), flat.argmax(-1).view(shape)
+    if all(size % out == 0 for size, out in zip(spatial, output_size)):
+        kernel = [size // out for size, out in zip(spatial, output_size)]
+        return aten.max_pool2d_with_indices(x, kernel, kernel)
+    raise TraceError(f"adaptive max pooling of {list(spatial)} to {list(output_size)}: Kiln takes "
+                     f"an output of 1 or one that divides the input")
+
+
+def _vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
+    """linalg.vector_norm (and Tensor.norm, F.normalize's) as reductions Kiln
+    has: PyTorch's own decomposition goes through prims."""
+    x = x if dtype is None else x.to(dtype)
+    dims = list(range(x.dim())) if dim is None or dim == [] else dim
+    if ord == 2:
+        return torch.sqrt(torch.sum(x * x, dims, keepdim=keepdim))
+    if ord == 1:
+        return torch.sum(x.abs(), dims, keepdim=keepdim)
+    if ord == float("inf"):
+        return torch.amax(x.abs(), dims, keepdim=keepdim)
+    raise TraceError(f"a vector norm of order {ord}: Kiln takes orders 1, 2 and inf")
+
+
+def _norm(x, p=2, dim=None, keepdim=False, dtype=None):
+    return _vector_norm(x, 2 if p is None else p, dim, keepdim, dtype)
+
+
+def _logical(name):
+    """A bitwise op on bools as its logical op."""
+    def op(*tensors):
+        if any(t.dtype != torch.bool for t in tensors if isinstance(t, torch.Tensor)):
+            raise TraceError(f"bitwise_{name} of integers: Kiln takes it on bool tensors only")
+        return getattr(torch, "logical_" + name)(*tensors)
+    return op
+
+
+def _any(x, dim=None, keepdim=False):
+    dims = list(range(x.dim())) if dim is None else [dim]
+    return (x != 0).sum(dims, keepdim=keepdim) > 0
+
+
+def _all(x, dim=None, keepdim=False):
+    dims = list(range(x.dim())) if dim is None else [dim]
+    return (x == 0).sum(dims, keepdim=keepdim) == 0
+
+
+def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    if not x.is_floating_point():
+        return x.clone()
+    largest = torch.finfo(x.dtype).max
+    x = torch.where(x != x, torch.full_like(x, nan), x)
+    x = x.masked_fill(x == float("inf"), largest if posinf is None else posinf)
+    return x.masked_fill(x == float("-inf"), -largest if neginf is None else neginf)
+
+
+def _index_put(x, indices, values, accumulate=False):
+    """x with x[indices] = values (not in place): where a boolean mask over
+    x's dims selects (a scalar value), or, for integer positions along one
+    dim, each position matched against the index (last write wins)."""
+    if accumulate:
+        raise TraceError("x[i] += v with an index tensor (index_put with accumulate): use "
+                         "index_add, which Kiln takes")
+    dims = [d for d, index in enumerate(indices) if index is not None]
+    if len(dims) != 1:
+        raise TraceError("x[i, j] = v with several index tensors: Kiln takes one")
+    dim, index = dims[0], indices[dims[0]]
+    if index.dtype in (torch.bool, torch.uint8):
+        if values.numel() != 1 or list(index.shape) != list(x.shape[dim:dim + index.dim()]):
+            raise TraceError("x[mask] = v takes a scalar v and a mask of x's shape: use "
+                             "torch.where(mask, v, x)")
+        mask = index.bool().view([1] * dim + list(index.shape)
+                                 + [1] * (x.dim() - dim - index.dim()))
+        return torch.where(mask, values.reshape([]).to(x.dtype), x)
+    size, positions = x.shape[dim], index.reshape(-1)
+    positions = torch.where(positions < 0, positions + size, positions)
+    shape = list(x.shape[:dim]) + list(index.shape) + list(x.shape[dim + 1:])
+    values = values.to(x.dtype).expand(shape).reshape(
+        list(x.shape[:dim]) + [positions.shape[0]] + list(x.shape[dim + 1:]))
+    matches = torch.arange(size).view(size, 1) == positions.view(1, -1)  # [size, count]
+    last = (matches * torch.arange(1, positions.shape[0] + 1)).amax(1)  # 0: no match
+    gathered = torch.index_select(values, dim, (last - 1).clamp_min(0))
+    return torch.where((last > 0).view([-1] + [1] * (x.dim() - dim - 1)), gathered, x)
+
+
+_MAX_TOPK = 64
+
+
+def _topk(x, k, dim=-1, largest=True, sorted=True):
+    """topk of the largest (k at most _MAX_TOPK): k rounds of a max over the
+    elements not yet taken and the first position holding it; NaN counts
+    as the largest, as in eager. Each round reads the whole line: fine for
+    a top-5 of logits, not a sort."""
+    if not largest:
+        raise TraceError("topk(largest=False): Kiln takes the largest; negate the input instead")
+    if k > _MAX_TOPK:
+        raise TraceError(f"topk with k={k}: Kiln takes k up to {_MAX_TOPK}")
+    dim %= max(x.dim(), 1)
+    lowest = float("-inf") if x.is_floating_point() else torch.iinfo(x.dtype).min
+    positions = torch.arange(x.shape[dim]).view([-1] + [1] * (x.dim() - dim - 1))
+    ranks = torch.arange(k).view([-1] + [1] * (x.dim() - dim - 1))
+    taken = torch.zeros_like(x, dtype=torch.bool)
+    indices = None
+    for rank in range(k):
+        best = x.masked_fill(taken, lowest).amax(dim, keepdim=True)
+        holds = (x == best).logical_or((x != x).logical_and(best != best))
+        index = holds.logical_and(taken.logical_not()).to(torch.int64).argmax(dim, keepdim=True)
+        taken = taken.logical_or(positions == index)
+        # Placed at `rank` along dim by a mask (a cat would not take
+        # symbolic sizes).
+        placed = index * (ranks == rank)
+        indices = placed if indices is None else indices + placed
+    return torch.gather(x, dim, indices), indices
+
+
+# Ops Kiln takes as what PyTorch's decompositions (and those above) make of them.
+DECOMPOSITIONS = {**get_decompositions([
+                      aten.addcdiv, aten.grid_sampler_2d, aten.addcmul, aten.addr, aten.binary_cross_entropy,
+                      aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed,
+                      aten.diagonal, aten.dot, aten.eye, aten.glu, aten.im2col,
+                      aten.log_sigmoid_forward, aten.logsumexp, aten.mish, aten.mv, aten.nll_loss_forward,
+                      aten.roll, aten.rot90, aten.sinc, aten.soft_margin_loss, aten.softplus,
+                      aten.threshold, aten.upsample_bicubic2d, aten.upsample_bilinear2d]),
+                  aten.all.default: _all,
+                  aten.all.dim: _all,
+                  aten.any.default: _any,
+                  aten.any.dim: _any,
+                  aten.bitwise_and.Tensor: _logical("and"),
+                  aten.bitwise_not.default: _logical("not"),
+                  aten.bitwise_or.Tensor: _logical("or"),
+                  aten.bitwise_xor.Tensor: _logical("xor"),
+                  aten.isinf.default: lambda x: x.abs() == float("inf"),
+                  aten.isnan.default: lambda x: x != x,
+                  aten.isneginf.default: lambda x: x == float("-inf"),
+                  aten.isposinf.default: lambda x: x == float("inf"),
+                  aten.linalg_vector_norm.default: _vector_norm,
+                  aten.topk.default: _topk,
+                  aten.nan_to_num.default: _nan_to_num,
+                  aten.norm.ScalarOpt_dim: _norm,
+                  aten.norm.Scalar: _norm,
+                  aten.adaptive_max_pool2d.default: _adaptive_max_pool,
+                  aten.unsafe_split.Tensor: aten.split.Tensor,
+                  aten.unsafe_split_with_sizes.default: aten.split_with_sizes.default,
+                  aten.unsafe_chunk.default: aten.chunk.default,
+                  aten.upsample_nearest1d.vec: _upsample_nearest,
+                  aten.upsample_nearest2d.vec: _upsample_nearest,
+                  aten.upsample_nearest3d.vec: _upsample_nearest,
+                  aten.constant_pad_nd.default: _constant_pad_nd,
+                  aten.index.Tensor: _index,
+                  aten.index_put.default: _index_put,
+                  aten.index_put_.default: lambda x, indices, values, accumulate=False:
+                      x.copy_(_index_put(x, indices, values, accumulate)),
+                  aten.slice_scatter.default: _slice_scatter,
+                  aten.select_scatter.default: _select_scatter}
+
+
+def _repeat_interleave(x, repeats, dim=None, *, output_size=None):
+    """repeat_interleave by a whole number, as an expand: ATen's form
+    computes its positions from a tensor of repeats (data-dependent)."""
+    if not isinstance(repeats, int):
+        return NotImplemented
+    if dim is None:
+        x, dim = x.flatten(), 0
+    dim = dim % x.dim()
+    sizes = list(x.shape)
+    return x.unsqueeze(dim + 1).expand(sizes[:dim + 1] + [repeats] + sizes[dim + 1:]) \
+        .flatten(dim, dim + 1)
+
+
+def _one_hot(indices, num_classes=-1):
+    """F.one_hot with num_classes given, as a comparison: ATen's form reads
+    the largest index first (data-dependent)."""
+    if num_classes < 0:
+        return NotImplemented
+    return (indices.unsqueeze(-1) == torch.arange(num_classes)).long()
+
+
+# Torch functions whose ATen forms depend on data, taken by Kiln's own forms.
+_TORCH_FUNCTIONS = {
+    torch.repeat_interleave: _repeat_interleave,
+    torch.Tensor.repeat_interleave: _repeat_interleave,
+    torch.nn.functional.one_hot: _one_hot,
+}
+
+
+class TracingMode(TorchFunctionMode):
+    """Active while tracing.
+      - In inference, nn.MultiheadAttention, TransformerEncoderLayer and
+        TransformerEncoder (batch_first) take fast paths that run one fused
+        op (_native_multi_head_attention, _transformer_encoder_layer_fwd,
+        nested tensors) unless some argument "has a torch function", which
+        an active mode makes so: make_fx then sees the ops their slow paths
+        are made of, which Kiln compiles.
+      - Torch functions in _TORCH_FUNCTIONS run Kiln's forms."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _TORCH_FUNCTIONS:
+            result = _TORCH_FUNCTIONS[func](*args, **kwargs)
+            if result is not NotImplemented:
+                return result
+        return func(*args, **kwargs)
