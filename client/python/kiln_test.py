@@ -370,6 +370,27 @@ def test_topk_of_the_largest_matches_eager_with_nans_and_infinities():
         kiln.compile(lambda a: a.topk(2, largest=False), [logits])
 
 
+def test_scatter_routes_like_eager():
+    torch.manual_seed(0)
+
+    def gate(h, w):
+        weights, experts = (h @ w).softmax(-1).topk(2)
+        return torch.zeros(h.shape[0], w.shape[1]).scatter(1, experts, weights)
+
+    def in_place(x, i):
+        y = x * 1
+        y.scatter_(0, i, 7.0)
+        return y
+    cases = [(gate, [torch.randn(6, 16), torch.randn(16, 8)]),
+             (in_place, [torch.randn(4, 5), torch.tensor([[0, 3, 1, 1, 2]])]),
+             (lambda x, i, s: x.scatter(1, i, s),
+              [torch.randn(3, 6), torch.tensor([[0, 5], [2, 2], [4, 1]]), torch.randn(3, 4)])]
+    for fn, args in cases:
+        torch.testing.assert_close(kiln.compile(fn, args)(*args), fn(*args))
+    with pytest.raises(kiln.UnsupportedOpError, match="index narrower than its input"):
+        kiln.compile(lambda x, i: x.scatter(0, i, 1.0), [torch.randn(4, 5), torch.tensor([[0, 1]])])
+
+
 def test_data_dependent_torch_functions_take_kilns_forms():
     torch.manual_seed(0)
     image, grid = torch.randn(2, 3, 6, 6), torch.rand(2, 4, 4, 2) * 2.4 - 1.2

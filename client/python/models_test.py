@@ -6,8 +6,9 @@ bilinear upsampling), a video net (3-d convolutions), and language model
 blocks written the way such models usually are: GPT-style (a causal mask
 buffer sliced and compared, masked_fill with -inf, tied embeddings),
 Llama-style (RMSNorm, rotary embeddings, grouped-query attention through
-expand and repeat_interleave, SiLU gating, a triu mask) and T5's relative
-position buckets. conftest.py starts the kilnd.
+expand and repeat_interleave, SiLU gating, a triu mask), T5's relative
+position buckets, and a mixture of experts routing each token to its top
+2 of 4 experts. conftest.py starts the kilnd.
 """
 import math
 import os
@@ -192,6 +193,30 @@ class T5Bias(torch.nn.Module):
 def test_t5_relative_position_buckets_match_eager():
     torch.manual_seed(0)
     matches_eager(T5Bias().eval(), torch.randn(2, 4, 20, 20))
+
+
+class MixtureOfExperts(torch.nn.Module):
+    """Every expert runs on every token; each token keeps its top 2 experts'
+    outputs, weighted by the router (the form with static shapes)."""
+
+    def __init__(self, width=32, experts=4, hidden=64):
+        super().__init__()
+        self.router = torch.nn.Linear(width, experts, bias=False)
+        self.up = torch.nn.Parameter(torch.randn(experts, width, hidden) * 0.1)
+        self.down = torch.nn.Parameter(torch.randn(experts, hidden, width) * 0.1)
+
+    def forward(self, x):
+        weights, chosen = self.router(x).softmax(-1).topk(2)
+        gates = torch.zeros(x.shape[0], self.up.shape[0]).scatter(
+            1, chosen, weights / weights.sum(-1, keepdim=True))
+        hidden = torch.nn.functional.silu(torch.einsum("tw,ewh->eth", x, self.up))
+        outputs = torch.einsum("eth,ehw->etw", hidden, self.down)
+        return torch.einsum("te,etw->tw", gates, outputs)
+
+
+def test_a_mixture_of_experts_layer_matches_eager():
+    torch.manual_seed(0)
+    matches_eager(MixtureOfExperts().eval(), torch.randn(10, 32))
 
 
 if __name__ == "__main__":

@@ -205,6 +205,29 @@ def _index_put(x, indices, values, accumulate=False):
     return torch.where((last > 0).view([-1] + [1] * (x.dim() - dim - 1)), gathered, x)
 
 
+def _scatter(x, dim, index, src):
+    """x.scatter(dim, index, src): each src element written at its index
+    along dim, as a match of every position against the index (the last
+    wins where two name one element; an index out of range, which eager
+    refuses, writes nothing). Fine for routing to k of a few experts: each
+    line compares its positions with all of its indices."""
+    dim %= x.dim()
+    if any(index.shape[d] != x.shape[d] for d in range(x.dim()) if d != dim):
+        raise TraceError("scatter with an index narrower than its input in another dim than "
+                         "`dim`: Kiln takes one as wide")
+    if not isinstance(src, torch.Tensor):
+        src = torch.full_like(index, src, dtype=x.dtype)
+    for d in range(src.dim()):
+        src = src.narrow(d, 0, index.shape[d]) if src.shape[d] != index.shape[d] else src
+    size, count = x.shape[dim], index.shape[dim]
+    index = index.unsqueeze(dim)  # [.., 1, count, ..]; out of [0, size): written nowhere
+    rest = [1] * (x.dim() - dim - 1)
+    matches = torch.arange(size).view([size, 1] + rest) == index  # [.., size, count, ..]
+    last = (matches * torch.arange(1, count + 1).view([count] + rest)).amax(dim + 1)
+    gathered = torch.gather(src.to(x.dtype), dim, (last - 1).clamp_min(0))
+    return torch.where(last > 0, gathered, x)
+
+
 _MAX_TOPK = 64
 
 
@@ -256,6 +279,11 @@ DECOMPOSITIONS = {**get_decompositions([
                   aten.isneginf.default: lambda x: x == float("-inf"),
                   aten.isposinf.default: lambda x: x == float("inf"),
                   aten.linalg_vector_norm.default: _vector_norm,
+                  aten.scatter.src: _scatter,
+                  aten.scatter.value: _scatter,
+                  aten.scatter_.src: lambda x, dim, index, src: x.copy_(_scatter(x, dim, index, src)),
+                  aten.scatter_.value: lambda x, dim, index, value:
+                      x.copy_(_scatter(x, dim, index, value)),
                   aten.topk.default: _topk,
                   aten.nan_to_num.default: _nan_to_num,
                   aten.norm.ScalarOpt_dim: _norm,
