@@ -11,6 +11,7 @@ ops Kiln's op table has (docs/PYTHON.md, "What the tracer does"):
 Each form computes what eager does; kiln_test checks every one against it.
 """
 import math
+import struct
 
 import torch
 from torch._decomp import get_decompositions
@@ -109,7 +110,7 @@ def _upsample_nearest(x, output_size, scale_factors):
         dim, size = 2 + i, x.shape[2 + i]
         out = output_size[i] if output_size else int(size * scale_factors[i])
         scale = 1.0 / scale_factors[i] if scale_factors else size / out
-        scale = torch.tensor(scale, dtype=torch.float32).item()  # eager's float
+        scale = struct.unpack("f", struct.pack("f", scale))[0]  # eager's float
         positions = (torch.arange(out, dtype=torch.float32) * scale).floor()
         x = torch.index_select(x, dim, positions.to(torch.int64).clamp_max(size - 1))
     return x
@@ -258,50 +259,60 @@ def _topk(x, k, dim=-1, largest=True, sorted=True):
     return torch.gather(x, dim, indices), indices
 
 
-# Ops Kiln takes as what PyTorch's decompositions (and those above) make of them.
-DECOMPOSITIONS = {**get_decompositions([
-                      aten.addcdiv, aten.grid_sampler_2d, aten.addcmul, aten.addr, aten.binary_cross_entropy,
-                      aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed,
-                      aten.diagonal, aten.dot, aten.eye, aten.glu, aten.im2col,
-                      aten.log_sigmoid_forward, aten.logsumexp, aten.mish, aten.mv, aten.nll_loss_forward,
-                      aten.roll, aten.rot90, aten.sinc, aten.soft_margin_loss, aten.softplus,
-                      aten.threshold, aten.upsample_bicubic2d, aten.upsample_bilinear2d]),
-                  aten.all.default: _all,
-                  aten.all.dim: _all,
-                  aten.any.default: _any,
-                  aten.any.dim: _any,
-                  aten.bitwise_and.Tensor: _logical("and"),
-                  aten.bitwise_not.default: _logical("not"),
-                  aten.bitwise_or.Tensor: _logical("or"),
-                  aten.bitwise_xor.Tensor: _logical("xor"),
-                  aten.isinf.default: lambda x: x.abs() == float("inf"),
-                  aten.isnan.default: lambda x: x != x,
-                  aten.isneginf.default: lambda x: x == float("-inf"),
-                  aten.isposinf.default: lambda x: x == float("inf"),
-                  aten.linalg_vector_norm.default: _vector_norm,
-                  aten.scatter.src: _scatter,
-                  aten.scatter.value: _scatter,
-                  aten.scatter_.src: lambda x, dim, index, src: x.copy_(_scatter(x, dim, index, src)),
-                  aten.scatter_.value: lambda x, dim, index, value:
-                      x.copy_(_scatter(x, dim, index, value)),
-                  aten.topk.default: _topk,
-                  aten.nan_to_num.default: _nan_to_num,
-                  aten.norm.ScalarOpt_dim: _norm,
-                  aten.norm.Scalar: _norm,
-                  aten.adaptive_max_pool2d.default: _adaptive_max_pool,
-                  aten.unsafe_split.Tensor: aten.split.Tensor,
-                  aten.unsafe_split_with_sizes.default: aten.split_with_sizes.default,
-                  aten.unsafe_chunk.default: aten.chunk.default,
-                  aten.upsample_nearest1d.vec: _upsample_nearest,
-                  aten.upsample_nearest2d.vec: _upsample_nearest,
-                  aten.upsample_nearest3d.vec: _upsample_nearest,
-                  aten.constant_pad_nd.default: _constant_pad_nd,
-                  aten.index.Tensor: _index,
-                  aten.index_put.default: _index_put,
-                  aten.index_put_.default: lambda x, indices, values, accumulate=False:
-                      x.copy_(_index_put(x, indices, values, accumulate)),
-                  aten.slice_scatter.default: _slice_scatter,
-                  aten.select_scatter.default: _select_scatter}
+def _in_place(functional):
+    """An in-place op as its functional form written back with copy_, which
+    the tracer's functionalize() turns into that result."""
+    return lambda x, *args, **kwargs: x.copy_(functional(x, *args, **kwargs))
+
+
+# Ops Kiln takes as what PyTorch's own decompositions make of them.
+_PYTORCHS = [
+    aten.addcdiv, aten.addcmul, aten.addr, aten.binary_cross_entropy,
+    aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed, aten.diagonal, aten.dot,
+    aten.eye, aten.glu, aten.grid_sampler_2d, aten.im2col, aten.log_sigmoid_forward,
+    aten.logsumexp, aten.mish, aten.mv, aten.nll_loss_forward, aten.roll, aten.rot90, aten.sinc,
+    aten.soft_margin_loss, aten.softplus, aten.threshold, aten.upsample_bicubic2d,
+    aten.upsample_bilinear2d,
+]
+
+# make_fx's decomposition table: PyTorch's, and the forms above.
+DECOMPOSITIONS = {
+    **get_decompositions(_PYTORCHS),
+    aten.adaptive_max_pool2d.default: _adaptive_max_pool,
+    aten.all.default: _all,
+    aten.all.dim: _all,
+    aten.any.default: _any,
+    aten.any.dim: _any,
+    aten.bitwise_and.Tensor: _logical("and"),
+    aten.bitwise_not.default: _logical("not"),
+    aten.bitwise_or.Tensor: _logical("or"),
+    aten.bitwise_xor.Tensor: _logical("xor"),
+    aten.constant_pad_nd.default: _constant_pad_nd,
+    aten.index.Tensor: _index,
+    aten.index_put.default: _index_put,
+    aten.index_put_.default: _in_place(_index_put),
+    aten.isinf.default: lambda x: x.abs() == float("inf"),
+    aten.isnan.default: lambda x: x != x,
+    aten.isneginf.default: lambda x: x == float("-inf"),
+    aten.isposinf.default: lambda x: x == float("inf"),
+    aten.linalg_vector_norm.default: _vector_norm,
+    aten.nan_to_num.default: _nan_to_num,
+    aten.norm.Scalar: _norm,
+    aten.norm.ScalarOpt_dim: _norm,
+    aten.scatter.src: _scatter,
+    aten.scatter.value: _scatter,
+    aten.scatter_.src: _in_place(_scatter),
+    aten.scatter_.value: _in_place(_scatter),
+    aten.select_scatter.default: _select_scatter,
+    aten.slice_scatter.default: _slice_scatter,
+    aten.topk.default: _topk,
+    aten.unsafe_chunk.default: aten.chunk.default,
+    aten.unsafe_split.Tensor: aten.split.Tensor,
+    aten.unsafe_split_with_sizes.default: aten.split_with_sizes.default,
+    aten.upsample_nearest1d.vec: _upsample_nearest,
+    aten.upsample_nearest2d.vec: _upsample_nearest,
+    aten.upsample_nearest3d.vec: _upsample_nearest,
+}
 
 
 def _repeat_interleave(x, repeats, dim=None, *, output_size=None):

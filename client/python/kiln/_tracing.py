@@ -94,7 +94,8 @@ def _drop_whole_slices(gm):
     for node in list(gm.graph.nodes):
         if node.target is not aten.slice.Tensor:
             continue
-        base, dim, start, end, step = (list(node.args) + [0, None, None, 1][len(node.args) - 1:])[:5]
+        base, dim, start, end, step = (list(node.args)
+                                       + [0, None, None, 1][len(node.args) - 1:])[:5]
         if (start or 0) != 0 or step != 1:
             continue
         written = any(_is_in_place(user) and user.args[0] is node for user in node.users)
@@ -373,7 +374,8 @@ def lift_constants(gm):
         if node.op != "get_attr":
             continue
         if node.target not in by_target:
-            with graph.inserting_after(placeholders[-1] if placeholders else next(iter(graph.nodes))):
+            after = placeholders[-1] if placeholders else next(iter(graph.nodes))
+            with graph.inserting_after(after):
                 placeholders.append(graph.placeholder(node.target.strip("_") or "weight"))
             by_target[node.target] = placeholders[-1]
             lifted.append(getattr(gm, node.target).detach())
