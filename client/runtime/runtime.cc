@@ -63,9 +63,11 @@ T* PackBuffer(int slot, long long count) {
 // same B row-major, except when B is wide (mlp's 64x1024x256: 0.9x)
 // (//tools/bench:gemm). A row-major copy (cblas_somatcopy: 69 us for 1 MiB)
 // pays when B is small, or when it has at least as many rows as columns
-// and A enough rows to amortize it (mlp's 64x256x1024: 465 -> 416 us).
+// and A enough rows to amortize it (mlp's 64x256x1024: 465 -> 416 us), up
+// to 2 MiB of floats: copying ViT's 3072 x 768 weights (9 MiB) made its
+// 197-row product 8% slower than using them transposed.
 bool PackTransposedB(long long m, long long k, long long n) {
-  return k * n <= (1LL << 14) || (k >= n && m >= 32);
+  return k * n <= (1LL << 14) || (k >= n && m >= 32 && k * n <= (1LL << 19));
 }
 
 // dst (rows x cols, row-major) = the transpose of src (cols x rows,
