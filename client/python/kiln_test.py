@@ -327,6 +327,12 @@ def test_ops_kiln_takes_decomposed_match_eager():
         lambda a: torch.linalg.vector_norm(a, 1, dim=(0, 1)),
         lambda a: torch.linalg.vector_norm(a, float("inf"), dim=1, keepdim=True),
         lambda a: functional.pairwise_distance(a, y),
+        lambda a: torch.logit(a.sigmoid(), 1e-6),
+        # A number first: as torch.sub(1, x) is written, and as some of
+        # PyTorch's decompositions write it.
+        lambda a: torch.sub(1.0, a), lambda a: torch.sub(1.0, a, alpha=2),
+        lambda a: torch.add(2.0, a, alpha=3), lambda a: torch.mul(2.0, a),
+        lambda a: torch.div(2.0, a), lambda a: torch.div(3, (a * 10).long() + 100),
     ]
     with torch.no_grad():
         for fn in cases:

@@ -270,9 +270,9 @@ _PYTORCHS = [
     aten.addcdiv, aten.addcmul, aten.addr, aten.binary_cross_entropy,
     aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed, aten.diagonal, aten.dot,
     aten.eye, aten.glu, aten.grid_sampler_2d, aten.im2col, aten.log_sigmoid_forward,
-    aten.logsumexp, aten.mish, aten.mv, aten.nll_loss_forward, aten.roll, aten.rot90, aten.sinc,
-    aten.soft_margin_loss, aten.softplus, aten.threshold, aten.upsample_bicubic2d,
-    aten.upsample_bilinear2d,
+    aten.logit, aten.logsumexp, aten.mish, aten.mv, aten.nll_loss_forward, aten.roll,
+    aten.rot90, aten.sinc, aten.soft_margin_loss, aten.softplus, aten.threshold,
+    aten.upsample_bicubic2d, aten.upsample_bilinear2d,
 ]
 
 # make_fx's decomposition table: PyTorch's, and the forms above.

@@ -271,6 +271,36 @@ def _copied(gm, node):
     return value
 
 
+def _scalars_second(gm):
+    """Arithmetic whose first operand is a number (torch.add(2.0, x), and
+    what some decompositions write) with the tensor first, as Kiln's op
+    table takes it: add and mul swapped, sub as rsub, div from a full_like."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if (node.target not in (aten.add.Tensor, aten.mul.Tensor, aten.sub.Tensor, aten.div.Tensor)
+                or len(node.args) < 2 or not isinstance(node.args[0], (int, float))
+                or not isinstance(node.args[1], torch.fx.Node)):
+            continue
+        number, tensor = node.args[0], node.args[1]
+        if node.target is aten.sub.Tensor:
+            node.target = aten.rsub.Scalar
+            node.args = (tensor, number) + tuple(node.args[2:])
+        elif node.target is aten.div.Tensor:
+            # A number over integers divides in the default float dtype.
+            dtype = _value_type(gm, tensor)[1]
+            dtype = dtype if dtype.is_floating_point else torch.get_default_dtype()
+            with graph.inserting_before(node):
+                full = graph.call_function(aten.full_like.default, (tensor, number),
+                                           {"dtype": dtype})
+            node.args = (full, tensor)
+        else:
+            alpha = node.kwargs.get("alpha", node.args[2] if len(node.args) > 2 else 1)
+            if alpha != 1:  # number + alpha * x
+                with graph.inserting_before(node):
+                    tensor = graph.call_function(aten.mul.Tensor, (tensor, alpha))
+            node.args, node.kwargs = (tensor, number), {}
+
+
 def functionalize(gm):
     """Replaces in-place ops on intermediates by out-of-place ones."""
     graph = gm.graph
@@ -479,6 +509,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     half = any(t.dtype == torch.float16 for t in inputs)
     gm, structure = trace_fx(fn, inputs, tracing_mode="fake" if half else "real")
     functionalize(gm)
+    _scalars_second(gm)
     warn_running_statistics(gm.graph)
     lifted = lift_constants(gm)
     if weights_seed is not None:
