@@ -167,6 +167,24 @@ def test_a_non_tensor_input_is_a_type_error():
         compiled([1.0, 2.0, 3.0])
 
 
+def test_a_padded_batch_through_an_encoder_matches_eagers_plain_path():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+    encoder = torch.nn.TransformerEncoder(layer, 2).eval()
+    x, padding = torch.randn(2, 10, 32), torch.zeros(2, 10, dtype=torch.bool)
+    padding[0, 7:], padding[1, 9:] = True, True
+    with torch.no_grad():
+        compiled = kiln.compile(lambda a, m: encoder(a, src_key_padding_mask=m), [x, padding])
+        got = compiled(x, padding)
+        nested = encoder(x, src_key_padding_mask=padding)  # eager's fast path: 9 positions
+        encoder.enable_nested_tensor = False
+        plain = encoder(x, src_key_padding_mask=padding)
+    torch.testing.assert_close(got, plain, rtol=1e-4, atol=1e-5)
+    assert nested.shape[1] == 9
+    torch.testing.assert_close(got[0, :7], nested[0, :7], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(got[1, :9], nested[1, :9], rtol=1e-4, atol=1e-5)
+
+
 def test_writes_into_slices_of_an_intermediate_match_eager():
     def masks(x, row):
         m = x.new_zeros((6, 6))
