@@ -4,6 +4,7 @@
 Runs under pytest (Debian's python3-pytest); each test case is counted by
 the test command through the JUnit XML written to $XML_OUTPUT_FILE.
 """
+import json
 import os
 import subprocess
 import sys
@@ -537,6 +538,24 @@ def test_kiln_load_refuses_what_is_not_a_package(tmp_path):
     (tmp_path / "dir" / "graph.pb").write_bytes(b"\xff\xff")
     with pytest.raises(ValueError, match=r"not a Kiln graph \(binary kiln.v1.Graph\)"):
         kiln.load(str(tmp_path / "dir"))
+
+
+def test_kiln_load_names_a_damaged_package(tmp_path):
+    model, x = torch.nn.Linear(8, 4), torch.randn(2, 8)
+    path = str(tmp_path / "linear")
+    kiln.save(model, [x], path)
+    with open(os.path.join(path, "weights.bin"), "r+b") as weights:
+        weights.truncate(10)
+    with pytest.raises(ValueError, match=r"weights.bin holds 10 bytes, and weight 0 \(weight\) "
+                                         r"needs bytes up to 128: the package is damaged"):
+        kiln.load(path)
+    with open(os.path.join(path, "package.json")) as package_file:
+        package = json.load(package_file)
+    del package["outputs"]
+    with open(os.path.join(path, "package.json"), "w") as package_file:
+        json.dump(package, package_file)
+    with pytest.raises(ValueError, match="package.json lacks 'outputs': the package is damaged"):
+        kiln.load(path)
 
 
 def test_saved_weights_keep_their_dtype_sizes_and_strides(tmp_path):

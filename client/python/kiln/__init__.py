@@ -348,6 +348,11 @@ def _read_weights(path, layouts):
         if count == 0:
             weights.append(torch.empty(sizes, dtype=dtype))
             continue
+        end = layout["offset"] + count * torch.empty([], dtype=dtype).element_size()
+        if end > size:
+            raise ValueError(f"{path} holds {size} bytes, and weight {len(weights)} "
+                             f"({layout['name'] or 'a constant'}) needs bytes up to {end}: "
+                             f"the package is damaged; save it again with kiln.save")
         tensor = torch.frombuffer(data, dtype=dtype, count=count, offset=layout["offset"])
         tensor = tensor.view(sizes)
         if list(tensor.stride()) != layout["strides"]:
@@ -420,6 +425,10 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
         raise ValueError(f"{path} is not a package of this Kiln (format "
                          f"{package.get('format') if isinstance(package, dict) else None!r}, "
                          f"not {_PACKAGE_FORMAT!r}): save it again with kiln.save")
+    missing = [key for key in ("weights", "outputs") if key not in package]
+    if missing:
+        raise ValueError(f"{path}/package.json lacks {', '.join(map(repr, missing))}: the package "
+                         f"is damaged; save it again with kiln.save")
     layouts = package["weights"]
     if module is not None and all(layout["name"] for layout in layouts):
         weights = [_module_tensor(module, layout["name"]) for layout in layouts]
