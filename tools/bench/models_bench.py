@@ -16,18 +16,13 @@ output, 1e-3: any summation order passes).
 import argparse
 import json
 import os
-import shutil
-import signal
 import statistics
 import sys
-import tempfile
 import time
 
-RUNFILES = os.environ.get("RUNFILES_DIR") or os.path.abspath(__file__ + ".runfiles")
-PACKAGE = next(p for p in (os.path.join(RUNFILES, "kiln", "client", "python"),
-                           os.path.join(os.getcwd(), "client", "python"))
-               if os.path.isdir(os.path.join(p, "kiln")))
-sys.path.insert(0, PACKAGE)
+import bench_kilnd
+
+bench_kilnd.use_package()
 # One thread on both sides: Kiln's pool, torch's OpenMP and OpenBLAS's own
 # threads (which eager's GEMMs would otherwise use two of).
 for variable in ("KILN_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -73,11 +68,8 @@ def main():
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    root = tempfile.mkdtemp(prefix="kbm", dir="/tmp")
-    os.environ["KILN_SOCKET"] = os.path.join(root, "s")
-    os.environ["KILN_CACHE_DIR"] = os.path.join(root, "cache")
     figures = {}
-    try:
+    with bench_kilnd.private_kilnd("kbm"):
         with torch.no_grad():
             for name in args.models.split(","):
                 torch.manual_seed(0)
@@ -105,12 +97,6 @@ def main():
                 print(f"{name}: traced {trace_ms:.0f} ms, first compile {first_compile_ms:.0f} "
                       f"ms, speedup {min(speedups):.2f} / {statistics.median(speedups):.2f} / "
                       f"{max(speedups):.2f}", file=sys.stderr, flush=True)
-    finally:
-        try:
-            os.kill(int(kiln._default_client().daemon()["pid"]), signal.SIGTERM)
-        except (kiln.KilnError, ProcessLookupError):
-            pass
-        shutil.rmtree(root, ignore_errors=True)
 
     with open("/proc/self/maps") as maps:
         blas = next((line.split()[-1] for line in maps if "blas" in line), "none")

@@ -31,19 +31,14 @@ import argparse
 import ctypes
 import json
 import os
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-RUNFILES = os.environ.get("RUNFILES_DIR") or os.path.abspath(__file__ + ".runfiles")
-PACKAGE = next(p for p in (os.path.join(RUNFILES, "kiln", "client", "python"),
-                           os.path.join(os.getcwd(), "client", "python"))
-               if os.path.isdir(os.path.join(p, "kiln")))
-sys.path.insert(0, PACKAGE)
+import bench_kilnd
+
+PACKAGE = bench_kilnd.use_package()
 
 import torch  # noqa: E402
 
@@ -138,9 +133,6 @@ def main():
     parser.add_argument("--repetitions", type=int, default=5)
     args = parser.parse_args()
 
-    root = tempfile.mkdtemp(prefix="kbp", dir="/tmp")
-    os.environ["KILN_SOCKET"] = os.path.join(root, "s")
-    os.environ["KILN_CACHE_DIR"] = os.path.join(root, "cache")
     openblas = ctypes.CDLL("libopenblas.so.0")
     samples = {key: [] for key in ("py_call_overhead_us", "py_f_speedup", "py_transformer_speedup",
                                    "py_transformer_speedup_eager_1blas",
@@ -148,7 +140,7 @@ def main():
                                    "page_fault_us", "py_trace_ms",
                                    "eager_slowdown_after_import",
                                    "eager_matmul_slowdown_after_import")}
-    try:
+    with bench_kilnd.private_kilnd("kbp") as root:
         with torch.no_grad():
             def f(t):
                 return torch.relu(t @ t.T + 1.0)
@@ -199,12 +191,6 @@ def main():
                 eager[with_kiln] = [float(value) for value in out.stdout.split()]
             samples["eager_slowdown_after_import"].append(eager[True][0] / eager[False][0])
             samples["eager_matmul_slowdown_after_import"].append(eager[True][1] / eager[False][1])
-    finally:
-        try:
-            os.kill(int(kiln._default_client().daemon()["pid"]), signal.SIGTERM)
-        except (kiln.KilnError, ProcessLookupError):
-            pass
-        shutil.rmtree(root, ignore_errors=True)
 
     print(f"\nKiln from Python: torch {torch.__version__}, {torch.get_num_threads()} torch "
           f"threads, {ctypes.CDLL('libopenblas.so.0').openblas_get_num_threads()} OpenBLAS "
