@@ -118,9 +118,10 @@ class Compiled:
         self._native = native
         self._lifted = lifted
         self._structure = structure
+        # The usual results, without walking the structure at each call.
         self._single = structure == "tensor"
-        self._tuple = structure == {"tuple": ["tensor"] * len(structure.get("tuple", ()))} \
-            if isinstance(structure, dict) else False
+        self._tuple = isinstance(structure, dict) and all(
+            part == "tensor" for part in structure.get("tuple", [None]))
         self._fn = fn
         self._fallback = fallback
         self._graph_or_path = graph  # a dict, or the path of its JSON file (read when needed)
@@ -348,12 +349,13 @@ def _read_weights(path, layouts):
         if count == 0:
             weights.append(torch.empty(sizes, dtype=dtype))
             continue
-        end = layout["offset"] + count * torch.empty([], dtype=dtype).element_size()
-        if end > size:
+        try:
+            tensor = torch.frombuffer(data, dtype=dtype, count=count, offset=layout["offset"])
+        except ValueError as error:  # past the end of the file
+            end = layout["offset"] + count * torch.empty([], dtype=dtype).element_size()
             raise ValueError(f"{path} holds {size} bytes, and weight {len(weights)} "
                              f"({layout['name'] or 'a constant'}) needs bytes up to {end}: "
-                             f"the package is damaged; save it again with kiln.save")
-        tensor = torch.frombuffer(data, dtype=dtype, count=count, offset=layout["offset"])
+                             f"the package is damaged; save it again with kiln.save") from error
         tensor = tensor.view(sizes)
         if list(tensor.stride()) != layout["strides"]:
             tensor = torch.empty_strided(sizes, layout["strides"], dtype=dtype).copy_(tensor)
