@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -154,6 +155,22 @@ absl::Status WaitForLock(const std::string& path, absl::Duration patience) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   return absl::OkStatus();  // the fd stays open: the lock lives until exit
+}
+
+// A file's identity: what a path names now, to tell whether it is still
+// what kilnd created or found at its start.
+struct FileIdentity {
+  dev_t device;
+  ino_t inode;
+  bool operator==(const FileIdentity& other) const {
+    return device == other.device && inode == other.inode;
+  }
+  bool operator!=(const FileIdentity& other) const { return !(*this == other); }
+};
+std::optional<FileIdentity> IdentityOf(const std::string& path) {
+  struct stat info;
+  if (lstat(path.c_str(), &info) != 0) return std::nullopt;
+  return FileIdentity{info.st_dev, info.st_ino};
 }
 
 absl::StatusOr<std::unique_ptr<Compiler>> MakeCompiler(const std::string& cache_dir, int jobs) {
@@ -334,9 +351,18 @@ absl::Status Serve() {
                    << (options.remote->can_publish() ? "reads and publishes" : "reads only") << ")";
   }
 
-  // Signals are blocked in every thread (see main); this one waits for them
-  // and for the idle timeout, then shuts the server down.
+  // Signals are blocked in every thread (see main); this one waits for them,
+  // for the idle timeout and for the cache directory or the socket to go,
+  // then shuts the server down. A cache directory removed under kilnd (a
+  // user's `rm -rf ~/.cache/kiln`) would fail every compile and keep the
+  // removed store's disk space; a socket removed (a cleaner of /tmp) leaves
+  // a kilnd no client reaches, holding the lock a new one waits for. Either
+  // way it exits with an error, and the next client (or systemd) starts a
+  // fresh kilnd.
   const absl::Duration idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
+  const std::optional<FileIdentity> cache_identity = IdentityOf(cache_dir);
+  const std::optional<FileIdentity> socket_identity = IdentityOf(socket);
+  std::string gone;  // what was removed or replaced, if that ended it
   std::thread supervisor([&] {
     sigset_t signals;
     sigemptyset(&signals);
@@ -354,18 +380,29 @@ absl::Status Serve() {
         KILN_LOG(INFO) << "idle for " << absl::FormatDuration(idle_timeout) << "; exiting";
         break;
       }
+      if (IdentityOf(cache_dir) != cache_identity) {
+        gone = absl::StrCat("cache directory ", cache_dir, " was removed or replaced");
+      } else if (IdentityOf(socket) != socket_identity) {
+        gone = absl::StrCat("socket ", socket, " was removed or replaced");
+      }
+      if (!gone.empty()) {
+        KILN_LOG(ERROR) << gone << "; exiting so that a fresh kilnd starts";
+        break;
+      }
     }
     // New clients find no socket and wait for the lock's next holder;
     // gRPC would otherwise accept their connections and cancel their calls
     // for the whole drain. (No successor binds before this process exits:
-    // the lock is held until then.)
-    unlink(socket.c_str());
+    // the lock is held until then; a socket that is no longer ours is left
+    // to whoever made it.)
+    if (IdentityOf(socket) == socket_identity) unlink(socket.c_str());
     cache.Shutdown();  // no new compiles; running ones finish
     server->Shutdown(absl::ToChronoTime(absl::Now() + absl::GetFlag(FLAGS_drain_timeout)));
   });
   server->Wait();
   supervisor.join();
   metrics.reset();  // removes its socket
+  if (!gone.empty()) return absl::FailedPreconditionError(gone);
   KILN_LOG(INFO) << "kilnd stopped";
   return absl::OkStatus();
 }

@@ -33,6 +33,10 @@ class DaemonFixture {
   // The exit status (or 128 + signal).
   int WaitForExit() { return process_->WaitForExit(); }
   bool running() const { return process_->pid() > 0; }
+  // Whether kilnd still runs (reaps it when it exited by itself).
+  bool Alive() { return process_->Alive(); }
+  int exit_status() const { return process_->exit_status(); }
+  std::string Log() const { return process_->LogSince(0); }
   pid_t pid() const { return process_->pid(); }
 
   // A client that never auto-starts a daemon.

@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "client/client.h"
 #include "common/graph_file.h"
 #include "common/subprocess.h"
@@ -149,6 +151,56 @@ TEST_F(RestartTest, AnAutoStartedDaemonOfAnotherVersionIsDrainedAndReplaced) {
   EXPECT_EQ(hello->protocol_version(), kProtocolVersion);
   auto compiled = client->Compile(Request("upgraded"));
   EXPECT_TRUE(compiled.ok()) << compiled.status();
+}
+
+// Waits up to `timeout` for `daemon` to exit by itself; whether it did.
+bool ExitsWithin(DaemonFixture& daemon, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (daemon.Alive()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return true;
+}
+
+TEST_F(RestartTest, AKilndWhoseCacheDirectoryIsRemovedExitsAndTheNextClientStartsAFreshOne) {
+  ASSERT_TRUE(daemon_.Start().ok());
+  const pid_t old_pid = daemon_.pid();
+  std::unique_ptr<Client> client = AutoStartingClient();
+  ASSERT_TRUE(client->Compile(Request("before")).ok());
+
+  std::filesystem::remove_all(daemon_.cache_dir());  // a user's `rm -rf ~/.cache/kiln`
+  ASSERT_TRUE(ExitsWithin(daemon_, absl::Seconds(10)))
+      << "kilnd goes on serving from a removed cache directory";
+  EXPECT_EQ(daemon_.exit_status(), 1);
+  EXPECT_THAT(daemon_.Log(),
+              HasSubstr("cache directory " + daemon_.cache_dir() + " was removed or replaced"));
+
+  auto compiled = client->Compile(Request("after"));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  RememberDaemonOf(*client);
+  EXPECT_NE(client->daemon()->pid(), old_pid);
+  auto again = client->Compile(Request("after"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->cache_hit()) << "the fresh kilnd stores into a fresh cache directory";
+  EXPECT_TRUE(std::filesystem::is_directory(daemon_.cache_dir() + "/db"));
+}
+
+TEST_F(RestartTest, AKilndWhoseSocketIsRemovedExitsAndTheNextOneTakesItsLock) {
+  ASSERT_TRUE(daemon_.Start().ok());
+  const pid_t old_pid = daemon_.pid();
+  ASSERT_EQ(unlink(daemon_.socket_path().c_str()), 0);  // a cleaner of /tmp
+  ASSERT_TRUE(ExitsWithin(daemon_, absl::Seconds(10)))
+      << "kilnd, unreachable, goes on holding the lock a new kilnd waits for";
+  EXPECT_EQ(daemon_.exit_status(), 1);
+  EXPECT_THAT(daemon_.Log(),
+              HasSubstr("socket " + daemon_.socket_path() + " was removed or replaced"));
+
+  std::unique_ptr<Client> client = AutoStartingClient();
+  auto compiled = client->Compile(Request("after the socket went"));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  RememberDaemonOf(*client);
+  EXPECT_NE(client->daemon()->pid(), old_pid);
 }
 
 TEST_F(RestartTest, ADaemonStartedByHandIsNeverReplaced) {
