@@ -36,8 +36,8 @@ namespace {
 absl::Status CallInto(Transport& transport, const char* method,
                       const google::protobuf::MessageLite& request, absl::Duration timeout,
                       google::protobuf::MessageLite& response) {
-  ASSIGN_OR_RETURN(const std::string bytes,
-                   transport.Call(method, request.SerializeAsString(), timeout));
+  ASSIGN_OR_RETURN(const std::string bytes, transport.Call(method, request.SerializeAsString(),
+                                                           timeout, InterruptScope::Check()));
   if (!response.ParseFromString(bytes)) {
     return absl::InternalError(absl::StrCat("kilnd's answer to ", method, " does not parse"));
   }
@@ -52,6 +52,8 @@ absl::StatusOr<Response> Call(Transport& transport, const char* method,
   RETURN_IF_ERROR(CallInto(transport, method, request, timeout, response));
   return response;
 }
+
+thread_local InterruptScope* interrupt_scope = nullptr;
 
 // The uid the peer on `fd` ran as when it listened, and its pid.
 absl::StatusOr<ucred> PeerCredentials(int fd, const std::string& socket_path) {
@@ -181,6 +183,24 @@ absl::Status SpawnDaemon(const ClientOptions& options, const std::string& socket
 }
 
 }  // namespace
+
+InterruptScope::InterruptScope(std::function<bool()> interrupted)
+    : interrupted_(std::move(interrupted)), outer_(interrupt_scope) {
+  check_ = [this] {
+    if (!fired_ && interrupted_()) fired_ = true;
+    return fired_;
+  };
+  interrupt_scope = this;
+}
+
+InterruptScope::~InterruptScope() { interrupt_scope = outer_; }
+
+const std::function<bool()>& InterruptScope::Check() {
+  static const std::function<bool()> none;
+  return interrupt_scope != nullptr ? interrupt_scope->check_ : none;
+}
+
+bool InterruptScope::Interrupted() { return interrupt_scope != nullptr && interrupt_scope->fired_; }
 
 Client::Client(ClientOptions options) : options_(std::move(options)), trusted_(TrustedUids()) {
   if (options_.socket_path.empty()) options_.socket_path = DefaultSocketPath();
@@ -354,6 +374,11 @@ absl::Status Client::WaitForDaemon() {
   absl::Status result = absl::UnavailableError("not yet");
   while (result.code() == absl::StatusCode::kUnavailable) {
     absl::SleepFor(absl::Milliseconds(5));
+    const std::function<bool()>& interrupted = InterruptScope::Check();
+    if (interrupted && interrupted()) {
+      return absl::CancelledError(
+          absl::StrCat("waiting for the kilnd started on ", socket_path, " was interrupted"));
+    }
     result = ConnectLocked();
     const absl::Duration waited = absl::Now() - start;
     if (waited > options_.start_timeout &&
@@ -471,7 +496,7 @@ absl::Status Client::RpcInto(const char* method, const google::protobuf::Message
         CallInto(*transport, method, request, options_.rpc_timeout, response);
     const absl::StatusCode code = called.code();
     if ((code != absl::StatusCode::kUnavailable && code != absl::StatusCode::kCancelled) ||
-        attempt == kAttempts) {
+        attempt == kAttempts || InterruptScope::Interrupted()) {
       return called;
     }
     absl::MutexLock lock(&mutex_);

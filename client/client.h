@@ -40,6 +40,7 @@
 #define KILN_CLIENT_CLIENT_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,31 @@
 #include "proto/service.pb.h"
 
 namespace kiln {
+
+// Makes the calls to kilnd this thread makes while it lives interruptible:
+// a call waiting on kilnd (a compile, a start) asks `interrupted` every
+// 50 ms and, once it says yes, is cancelled and fails with Cancelled, not
+// retried. kilnd goes on with a compile it was asked for and stores it.
+// The Python extension's check is Ctrl-C (client/python/module.cc).
+class InterruptScope {
+ public:
+  explicit InterruptScope(std::function<bool()> interrupted);
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+  // This thread's check (empty outside a scope): true once its scope's
+  // `interrupted` said so.
+  static const std::function<bool()>& Check();
+  // Whether this thread's scope was interrupted.
+  static bool Interrupted();
+
+ private:
+  std::function<bool()> interrupted_;
+  std::function<bool()> check_;
+  bool fired_ = false;
+  InterruptScope* outer_;
+};
 
 struct ClientOptions {
   std::string socket_path;  // empty: DefaultSocketPath()

@@ -24,7 +24,8 @@ class GrpcTransport final : public Transport {
         stub_(channel_) {}
 
   absl::StatusOr<std::string> Call(const char* method, const std::string& request,
-                                   absl::Duration timeout) override {
+                                   absl::Duration timeout,
+                                   const std::function<bool()>& interrupted) override {
     grpc::ClientContext context;
     context.AddMetadata(kProtocolMetadataKey, absl::StrCat(kProtocolVersion));
     context.AddMetadata(kAbiMetadataKey, absl::StrCat(KILN_ABI_VERSION));
@@ -39,7 +40,15 @@ class GrpcTransport final : public Transport {
                       status = std::move(result);
                       done.Notify();
                     });
-    done.WaitForNotification();
+    if (!interrupted) done.WaitForNotification();
+    while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
+      if (interrupted()) {
+        context.TryCancel();
+        done.WaitForNotification();
+        return absl::CancelledError(
+            absl::StrCat("the call of kilnd's ", method, " was interrupted"));
+      }
+    }
     if (!status.ok()) {
       return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                           status.error_message());

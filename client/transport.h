@@ -10,6 +10,7 @@
 #ifndef KILN_CLIENT_TRANSPORT_H_
 #define KILN_CLIENT_TRANSPORT_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -24,9 +25,12 @@ class Transport {
   // Calls `method` of the kiln.v1.Kiln service ("Compile") with the
   // serialized `request`: the serialized response, or the call's status
   // (gRPC's codes are absl's). Carries the version metadata
-  // (common/version.h) and a deadline `timeout` away. Thread-safe.
+  // (common/version.h) and a deadline `timeout` away. While it waits,
+  // asks `interrupted` (when set) every 50 ms; once that says yes, the
+  // call is cancelled and fails with Cancelled. Thread-safe.
   virtual absl::StatusOr<std::string> Call(const char* method, const std::string& request,
-                                           absl::Duration timeout) = 0;
+                                           absl::Duration timeout,
+                                           const std::function<bool()>& interrupted) = 0;
 };
 
 // Makes a Transport over `fd`, a Unix socket connected to kilnd; the

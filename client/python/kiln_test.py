@@ -707,6 +707,43 @@ print(len(caught), kiln.stats()["process"]["eager_fallbacks"])
     assert out.split() == ["unavailable", "1", "1"]
 
 
+def test_ctrl_c_interrupts_a_compile_at_once_and_kilnd_still_stores_it():
+    import shutil
+    import tempfile
+    root = tempfile.mkdtemp(prefix="kint", dir="/tmp")
+    socket, cache = os.path.join(root, "s"), os.path.join(root, "cache")
+    # A kilnd whose every compile takes eight seconds more.
+    daemon = subprocess.Popen([kiln._kilnd_path(), "--socket=" + socket, "--cache_dir=" + cache,
+                               "--testonly_compile_delay=8s"], stderr=subprocess.DEVNULL)
+    try:
+        out = run_python("""
+import os, signal, threading, time
+import torch, kiln
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job's is SIG_IGN
+def f(x):
+    return x * 3 + 1
+kiln._default_client().daemon()  # kilnd is up
+threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+start = time.monotonic()
+try:
+    kiln.compile(f, [torch.randn(5)])
+    print("compiled")
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic() - start < 5)
+for _ in range(300):
+    if kiln.stats()["daemon"]["compiles"] == 1:
+        break
+    time.sleep(0.1)
+kiln.compile(f, [torch.randn(5)])
+print("compiles", kiln.stats()["daemon"]["compiles"])
+""", KILN_SOCKET=socket, KILN_CACHE_DIR=cache)
+    finally:
+        daemon.kill()
+        daemon.wait()
+        shutil.rmtree(root, ignore_errors=True)
+    assert out.split() == ["interrupted", "True", "compiles", "1"], out
+
+
 if __name__ == "__main__":
     args = [__file__, "-q", "-p", "no:cacheprovider"]
     if os.environ.get("XML_OUTPUT_FILE"):

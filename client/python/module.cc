@@ -58,6 +58,20 @@ PyObject* daemon_unavailable = nullptr;    // Unavailable: no kilnd to ask
   throw py::error_already_set();
 }
 
+// Python's signal handlers, run from a wait on kilnd with the GIL taken
+// for them (client.h InterruptScope): Ctrl-C's leaves KeyboardInterrupt
+// pending, and the wait ends.
+bool PythonSignalled() {
+  py::gil_scoped_acquire locked;
+  return PyErr_CheckSignals() != 0;
+}
+
+// Raises what a signal handler raised during a wait (the call it cut short
+// may even have finished).
+void ThrowIfSignalled() {
+  if (PyErr_Occurred() != nullptr) throw py::error_already_set();
+}
+
 template <typename T>
 T ValueOrRaise(absl::StatusOr<T> value) {
   if (!value.ok()) Raise(value.status());
@@ -189,6 +203,7 @@ class PyCompiledGraph {
     absl::Status status;
     {
       py::gil_scoped_release unlocked;
+      const InterruptScope interruptible(&PythonSignalled);  // a guard miss compiles
       status = compiled_->Run(
           inputs,
           [&](int, DType dtype, absl::Span<const int64_t> sizes) -> absl::StatusOr<TensorView> {
@@ -198,6 +213,7 @@ class PyCompiledGraph {
             return TensorView{output.data_ptr(), dtype, output.sizes(), output.strides()};
           });
     }
+    ThrowIfSignalled();
     if (!status.ok()) Raise(status);
     py::list result(outputs.size());
     for (size_t k = 0; k < outputs.size(); ++k) {
@@ -210,8 +226,10 @@ class PyCompiledGraph {
     absl::StatusOr<CompiledGraph::PrepareResult> prepared;
     {
       py::gil_scoped_release unlocked;  // errors are raised once it is back
+      const InterruptScope interruptible(&PythonSignalled);
       prepared = compiled_->Prepare();
     }
+    ThrowIfSignalled();
     const CompiledGraph::PrepareResult result = ValueOrRaise(std::move(prepared));
     py::dict out;
     out["cache_hit"] = result.cache_hit;
@@ -241,8 +259,10 @@ class PyCompiledGraph {
           }
         };
       }
+      const InterruptScope interruptible(&PythonSignalled);
       warmed = compiled_->Warmup(entry, report);
     }
+    ThrowIfSignalled();
     const CompiledGraph::WarmupResult result = ValueOrRaise(std::move(warmed));
     py::dict out;
     out["buckets"] = result.buckets;
@@ -311,16 +331,20 @@ PYBIND11_MODULE(_kiln, module) {
              absl::StatusOr<kiln::v1::HelloResponse> hello;
              {
                py::gil_scoped_release unlocked;
+               const InterruptScope interruptible(&PythonSignalled);
                hello = client.daemon();
              }
+             ThrowIfSignalled();
              return ToDict(ValueOrRaise(std::move(hello)));
            })
       .def("stats", [](Client& client) {
         absl::StatusOr<kiln::v1::StatsResponse> stats;
         {
           py::gil_scoped_release unlocked;
+          const InterruptScope interruptible(&PythonSignalled);
           stats = client.Stats();
         }
+        ThrowIfSignalled();
         return ToDict(ValueOrRaise(std::move(stats)));
       });
 
