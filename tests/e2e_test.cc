@@ -908,6 +908,8 @@ TEST_F(EndToEndTest, EachCommandsHelpListsItsFlagsDefaultsEnvironmentAndAnExampl
   auto top = daemon_.RunTool({kKilnCliPath, "--help"});
   EXPECT_EQ(top->exit_code, 0);
   EXPECT_THAT(top->output, HasSubstr("  explain GRAPH.json  print each codegen stage"));
+  // Arguments longer than their column put the summary on a line of its own.
+  EXPECT_THAT(top->output, HasSubstr("  pin     KEY|GRAPH.json\n                      keep"));
   EXPECT_THAT(top->output, HasSubstr("KILN_CACHE_DIR"));
   auto daemon = daemon_.RunTool({kKilndPath, "--help"});
   EXPECT_THAT(daemon->output,

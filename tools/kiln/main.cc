@@ -974,9 +974,17 @@ std::string Usage() {
       "kiln: compile tensor graphs through the Kiln cache, and manage the cache.\n\n"
       "Usage: kiln COMMAND [ARGS] [FLAGS]   (kiln COMMAND --help: its flags and an example)\n\n"
       "Commands:\n";
+  // Name and arguments in a column of 20; longer ones get the summary on
+  // a line of its own.
+  constexpr int kColumn = 20;
   for (const auto& [name, command] : Commands()) {
-    absl::StrAppend(&usage, "  ", absl::StrFormat("%-8s%-12s", name, command.arguments),
-                    command.summary, "\n");
+    const std::string head = absl::StrFormat("%-8s%s", name, command.arguments);
+    if (head.size() < kColumn) {
+      absl::StrAppend(&usage, "  ", absl::StrFormat("%-*s", kColumn, head), command.summary, "\n");
+    } else {
+      absl::StrAppend(&usage, "  ", head, "\n", std::string(2 + kColumn, ' '), command.summary,
+                      "\n");
+    }
   }
   absl::StrAppend(&usage,
                   "\nGraph files are the protobuf JSON of kiln.v1.Graph (see examples/).\n"
