@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -23,7 +24,11 @@ constexpr size_t kMaxHeaderBytes = 128;
 constexpr int64_t kMaxRecordBytes = 64 << 20;  // far above any signature; bounds a read
 
 std::string RecordChecksum(absl::string_view version, absl::string_view payload) {
-  return Sha256Hex(absl::StrCat(version, " ", payload));
+  Sha256 hasher;
+  hasher.Update(version);
+  hasher.Update(" ");
+  hasher.Update(payload);
+  return hasher.HexDigest();
 }
 
 std::string EncodeRecord(const std::string& payload) {
@@ -60,12 +65,12 @@ absl::StatusOr<absl::string_view> DecodeRecord(const std::string& path, absl::st
   return payload;
 }
 
-// The bytes of `path`, not following a symlink at its last component;
-// nullopt when there is no such file.
-absl::StatusOr<std::optional<std::string>> ReadRegularFile(const std::string& path) {
+// Reads `path` into `bytes`, not following a symlink at its last
+// component; false when there is no such file.
+absl::StatusOr<bool> ReadRegularFile(const std::string& path, std::string& bytes) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
-    if (errno == ENOENT) return std::nullopt;
+    if (errno == ENOENT) return false;
     if (errno == ELOOP) {
       return absl::FailedPreconditionError(
           absl::StrCat(path, " is a symbolic link; index records are never followed"));
@@ -73,7 +78,6 @@ absl::StatusOr<std::optional<std::string>> ReadRegularFile(const std::string& pa
     return absl::InternalError(absl::StrCat("cannot open ", path, ": ", strerror(errno)));
   }
   struct stat info;
-  std::optional<std::string> bytes;
   absl::Status status;
   if (fstat(fd, &info) != 0) {
     status = absl::InternalError(absl::StrCat("cannot stat ", path, ": ", strerror(errno)));
@@ -81,10 +85,10 @@ absl::StatusOr<std::optional<std::string>> ReadRegularFile(const std::string& pa
     status = absl::FailedPreconditionError(
         absl::StrCat(path, " is not a regular file of at most ", kMaxRecordBytes, " bytes"));
   } else {
-    bytes.emplace(static_cast<size_t>(info.st_size), '\0');
+    bytes.resize(static_cast<size_t>(info.st_size));
     size_t done = 0;
-    while (done < bytes->size()) {
-      const ssize_t n = read(fd, bytes->data() + done, bytes->size() - done);
+    while (done < bytes.size()) {
+      const ssize_t n = read(fd, bytes.data() + done, bytes.size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         status = absl::DataLossError(
@@ -96,15 +100,23 @@ absl::StatusOr<std::optional<std::string>> ReadRegularFile(const std::string& pa
   }
   close(fd);
   RETURN_IF_ERROR(status);
-  return bytes;
+  return true;
 }
 
 // The message in the record at `path`, or nullopt when there is no such file.
 template <typename Message>
 absl::StatusOr<std::optional<Message>> ReadRecord(const std::string& path) {
-  ASSIGN_OR_RETURN(const std::optional<std::string> bytes, ReadRegularFile(path));
-  if (!bytes.has_value()) return std::nullopt;
-  ASSIGN_OR_RETURN(const absl::string_view payload, DecodeRecord(path, *bytes));
+  // A hit reads two records: into a buffer the thread keeps, so that it
+  // allocates no block of their size (which costs the allocator a sweep of
+  // its free lists each time in a busy process).
+  constexpr size_t kKeptBytes = 64 << 10;
+  thread_local std::string bytes;
+  absl::Cleanup shrink = [] {
+    if (bytes.capacity() > kKeptBytes) std::string().swap(bytes);
+  };
+  ASSIGN_OR_RETURN(const bool found, ReadRegularFile(path, bytes));
+  if (!found) return std::nullopt;
+  ASSIGN_OR_RETURN(const absl::string_view payload, DecodeRecord(path, bytes));
   Message message;
   if (!message.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
     return absl::DataLossError(absl::StrCat(path, " passes its checksum but does not parse"));
