@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "codegen/abi/kiln_abi.h"
 #include "codegen/version.h"
 #include "common/sha256.h"
@@ -25,9 +26,9 @@ class Encoder {
     memcpy(&bits, &value, sizeof(bits));
     Int(bits);
   }
-  void String(const std::string& value) {
+  void String(absl::string_view value) {
     Int(static_cast<int64_t>(value.size()));
-    bytes_ += value;
+    bytes_.append(value.data(), value.size());
   }
   std::string Digest() const { return Sha256Hex(bytes_); }
   const std::string& bytes() const { return bytes_; }
@@ -135,15 +136,18 @@ std::string GraphDigest(const ir::Graph& graph) {
 
 // Short digests of the graph's parts, for explaining a miss: not part of
 // the key (GraphDigest covers all of it).
+constexpr size_t kPartDigits = 16;
+
 void SetGraphParts(const ir::Graph& graph, kiln::v1::KeyComponents& components) {
-  constexpr size_t kPartDigits = 16;
+  std::string& parts = *components.mutable_graph_part_digests();
+  parts.reserve(kPartDigits * (1 + graph.nodes.size()));
   Encoder inputs;
   EncodeInputs(graph, inputs);
-  components.add_graph_parts(inputs.Digest().substr(0, kPartDigits));
+  parts += inputs.Digest().substr(0, kPartDigits);
   for (const ir::Node& node : graph.nodes) {
     Encoder one;
     EncodeNode(graph, node, one);
-    components.add_graph_parts(one.Digest().substr(0, kPartDigits));
+    parts += one.Digest().substr(0, kPartDigits);
   }
 }
 
@@ -248,14 +252,33 @@ std::string ToolchainDigest(const kiln::v1::Toolchain& toolchain) {
   out.String(toolchain.compiler_version());
   auto strings = [&](const auto& list) {
     out.Int(list.size());
-    for (const std::string& item : list) out.String(item);
+    for (absl::string_view item : list) out.String(item);
   };
   strings(toolchain.build_ids());
   strings(toolchain.flags());  // order matters to the compiler
   out.String(toolchain.target_triple());
   out.String(toolchain.cpu());
-  strings(toolchain.cpu_features());  // sorted at detection
+  strings(CpuFeatures(toolchain));  // sorted at detection
   return out.Digest();
+}
+
+std::vector<absl::string_view> CpuFeatures(const kiln::v1::Toolchain& toolchain) {
+  if (toolchain.cpu_feature_list().empty()) {
+    return {toolchain.cpu_features().begin(), toolchain.cpu_features().end()};
+  }
+  return absl::StrSplit(toolchain.cpu_feature_list(), ',');
+}
+
+std::vector<absl::string_view> GraphParts(const kiln::v1::KeyComponents& components) {
+  if (components.graph_part_digests().empty()) {
+    return {components.graph_parts().begin(), components.graph_parts().end()};
+  }
+  std::vector<absl::string_view> parts;
+  const absl::string_view digests = components.graph_part_digests();
+  for (size_t at = 0; at < digests.size(); at += kPartDigits) {
+    parts.push_back(digests.substr(at, kPartDigits));
+  }
+  return parts;
 }
 
 std::string KeyFormatDigest() {

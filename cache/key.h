@@ -14,7 +14,9 @@
 #define KILN_CACHE_KEY_H_
 
 #include <string>
+#include <vector>
 
+#include "absl/strings/string_view.h"
 #include "codegen/codegen_inputs.h"
 #include "proto/artifact.pb.h"
 
@@ -33,6 +35,15 @@ CacheKey ComputeCacheKey(const CodegenInputs& inputs);
 // fingerprint. Computed once per toolchain (kilnd at start), so that keying
 // a request needs only the digest.
 std::string ToolchainDigest(const kiln::v1::Toolchain& toolchain);
+
+// A toolchain's CPU features (Toolchain.cpu_feature_list, or the list of
+// an entry written by an earlier build), views into `toolchain`.
+std::vector<absl::string_view> CpuFeatures(const kiln::v1::Toolchain& toolchain);
+
+// The short digests of a graph's parts (KeyComponents.graph_part_digests,
+// or the list of an entry written by an earlier build), views into
+// `components`.
+std::vector<absl::string_view> GraphParts(const kiln::v1::KeyComponents& components);
 
 // The key's codegen-version component (kCodegenVersion and the ABI version).
 std::string CodegenVersionDigest();

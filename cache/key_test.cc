@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 
+#include "absl/strings/str_join.h"
 #include "codegen/guards.h"
 #include "codegen/prepare.h"
 #include "common/files.h"
@@ -28,7 +29,7 @@ kiln::v1::Toolchain TestToolchain() {
   toolchain.add_flags("-O3");
   toolchain.set_target_triple("x86_64-pc-linux-gnu");
   toolchain.set_cpu("znver4");
-  toolchain.add_cpu_features("+avx512f");
+  toolchain.set_cpu_feature_list("+avx512f");
   toolchain.add_build_ids("clang=abc");
   return toolchain;
 }
@@ -85,7 +86,8 @@ TEST(CacheKeyTest, EveryToolchainFieldChangesItsDigest) {
        }},
       {"triple", [](kiln::v1::Toolchain& t) { t.set_target_triple("aarch64"); }},
       {"cpu", [](kiln::v1::Toolchain& t) { t.set_cpu("skylake-avx512"); }},
-      {"cpu features", [](kiln::v1::Toolchain& t) { t.add_cpu_features("+amx-tile"); }},
+      {"cpu features",
+       [](kiln::v1::Toolchain& t) { t.set_cpu_feature_list("+amx-tile,+avx512f"); }},
       // Lengths prefix every string: bytes moved between fields differ.
       {"bytes moved between fields",
        [](kiln::v1::Toolchain& t) {
@@ -128,7 +130,7 @@ TEST(CacheKeyTest, PortableKeysDoNotDependOnTheHostsCpu) {
   zen_toolchain.set_cpu("znver5");
   kiln::v1::Toolchain xeon_toolchain = zen_toolchain;
   xeon_toolchain.set_cpu("sapphirerapids");
-  xeon_toolchain.add_cpu_features("+amx-tile");
+  xeon_toolchain.set_cpu_feature_list("+amx-tile,+avx512f");
   CodegenInputs zen = InputsFor(LoadExample("f"));
   zen.toolchain_digest = ToolchainDigest(zen_toolchain);
   CodegenInputs xeon = zen;
@@ -136,13 +138,43 @@ TEST(CacheKeyTest, PortableKeysDoNotDependOnTheHostsCpu) {
   EXPECT_NE(ComputeCacheKey(zen).key, ComputeCacheKey(xeon).key) << "native keys are per CPU";
   for (kiln::v1::Toolchain* host : {&zen_toolchain, &xeon_toolchain}) {
     host->set_cpu("x86-64-v3");
-    host->clear_cpu_features();
+    host->clear_cpu_feature_list();
   }
   zen.options.set_target(kiln::v1::TARGET_X86_64_V3);
   zen.toolchain_digest = ToolchainDigest(zen_toolchain);
   xeon.options.set_target(kiln::v1::TARGET_X86_64_V3);
   xeon.toolchain_digest = ToolchainDigest(xeon_toolchain);
   EXPECT_EQ(ComputeCacheKey(zen).key, ComputeCacheKey(xeon).key);
+}
+
+// Entries written by earlier builds hold CPU features and graph parts as one
+// string each: they read the same, and the toolchain digest (part of every
+// key) is the one those builds computed, so their entries still hit.
+TEST(CacheKeyTest, EarlierEncodingsOfFeaturesAndGraphPartsReadTheSame) {
+  kiln::v1::Toolchain joined = TestToolchain();
+  joined.set_cpu_feature_list("+avx2,+avx512f,-xop");
+  kiln::v1::Toolchain listed = joined;
+  listed.clear_cpu_feature_list();
+  for (const char* feature : {"+avx2", "+avx512f", "-xop"}) listed.add_cpu_features(feature);
+  const std::vector<absl::string_view> features = {"+avx2", "+avx512f", "-xop"};
+  EXPECT_EQ(CpuFeatures(joined), features);
+  EXPECT_EQ(CpuFeatures(listed), features);
+  EXPECT_EQ(ToolchainDigest(joined),
+            "944450b79855d9dbd50e2ace1296d600719d9cf64d258b0e31bcd5c159dedcab");
+  EXPECT_EQ(ToolchainDigest(listed), ToolchainDigest(joined));
+  EXPECT_TRUE(CpuFeatures(kiln::v1::Toolchain()).empty());
+
+  const CacheKey key = ComputeCacheKey(InputsFor(LoadExample("f")));
+  const std::vector<absl::string_view> parts = GraphParts(key.components);
+  ASSERT_EQ(parts.size(), 1 + InputsFor(LoadExample("f")).graph.nodes.size());
+  EXPECT_EQ(key.components.graph_part_digests(), absl::StrJoin(parts, ""));
+  kiln::v1::KeyComponents earlier = key.components;
+  earlier.clear_graph_part_digests();
+  for (absl::string_view part : parts) {
+    EXPECT_EQ(part.size(), 16u);
+    earlier.add_graph_parts(std::string(part));
+  }
+  EXPECT_EQ(GraphParts(earlier), parts);
 }
 
 TEST(CacheKeyTest, NamesIdsAndIndependentNodeOrderDoNotChangeTheKey) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cache/key.h"
 #include "codegen/compile/target.h"
 
 namespace kiln {
@@ -76,9 +77,9 @@ std::vector<std::string> RequiredCpuFeatures(const kiln::v1::ArtifactMetadata& m
   // Native code may use whatever its build host had; so may a portable
   // target's, as far as its toolchain lists any.
   const std::vector<std::string>& known = CpuFeatureNames();
-  for (const std::string& feature : metadata.toolchain().cpu_features()) {
+  for (const absl::string_view feature : CpuFeatures(metadata.toolchain())) {
     if (feature.empty() || feature[0] != '+') continue;
-    const std::string name = feature.substr(1);
+    const std::string name(feature.substr(1));
     if (std::find(known.begin(), known.end(), name) != known.end()) required.push_back(name);
   }
   std::sort(required.begin(), required.end());

@@ -49,9 +49,7 @@ TEST(CpuCheckTest, AnOldCpuRefusesV3) {
 TEST(CpuCheckTest, NativeNeedsTheBuildHostsFeatures) {
   kiln::v1::ArtifactMetadata metadata = ArtifactFor(kiln::v1::TARGET_NATIVE);
   metadata.mutable_toolchain()->set_cpu("znver5");
-  for (const char* feature : {"+avx2", "+avx512f", "-amx-tile", "+prfchw", "+movbe"}) {
-    metadata.mutable_toolchain()->add_cpu_features(feature);
-  }
+  metadata.mutable_toolchain()->set_cpu_feature_list("+avx2,+avx512f,-amx-tile,+prfchw,+movbe");
   EXPECT_EQ(RequiredCpuFeatures(metadata), (std::vector<std::string>{"avx2", "avx512f", "movbe"}));
   const absl::Status refused = CheckCpuCanRun(metadata, kHaswell);
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);

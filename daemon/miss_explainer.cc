@@ -78,8 +78,8 @@ std::vector<std::string> KeyDifferences(const KeyedRequestSummary& request,
   const kiln::v1::KeyComponents& here = request.components;
   const kiln::v1::KeyComponents& there = stored.key_components();
   if (here.graph() != there.graph()) {
-    const auto& a = here.graph_parts();
-    const auto& b = there.graph_parts();
+    const std::vector<absl::string_view> a = GraphParts(here);
+    const std::vector<absl::string_view> b = GraphParts(there);
     std::string where = "the graph differs (the stored entry records no parts)";
     if (!b.empty()) {
       if (!a.empty() && a[0] != b[0]) {
@@ -123,9 +123,7 @@ std::vector<std::string> KeyDifferences(const KeyedRequestSummary& request,
     if (a.compiler_version() != b.compiler_version()) {
       absl::StrAppend(&line, "compiler '", a.compiler_version(), "' here, '", b.compiler_version(),
                       "' stored");
-    } else if (a.cpu() != b.cpu() ||
-               !std::equal(a.cpu_features().begin(), a.cpu_features().end(),
-                           b.cpu_features().begin(), b.cpu_features().end())) {
+    } else if (a.cpu() != b.cpu() || CpuFeatures(a) != CpuFeatures(b)) {
       absl::StrAppend(&line, "target CPU ", a.cpu(), " here, ", b.cpu(), " stored");
     } else {
       absl::StrAppend(&line, "the compiler's build or flags differ");

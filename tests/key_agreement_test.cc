@@ -63,7 +63,7 @@ kiln::v1::Toolchain TestToolchain(kiln::v1::Target target = kiln::v1::TARGET_NAT
   toolchain.set_target_triple("x86_64-pc-linux-gnu");
   if (target == kiln::v1::TARGET_NATIVE) {
     toolchain.set_cpu("skylake-avx512");
-    toolchain.add_cpu_features("+avx512f");
+    toolchain.set_cpu_feature_list("+avx512f");
   } else {
     toolchain.set_cpu(TargetName(target));
   }

@@ -60,7 +60,7 @@ std::vector<std::string> BuildIds(const std::string& clang) {
 // What DetectToolchains' answers depend on, hashed: see
 // DetectToolchainsRemembered.
 std::string ProbeFingerprint(const std::string& clang) {
-  std::string facts = absl::StrCat("kiln toolchain memo 1\n", clang, "\n");
+  std::string facts = absl::StrCat("kiln toolchain memo 2\n", clang, "\n");
   for (const std::string& id : BuildIds(clang)) absl::StrAppend(&facts, id, "\n");
   for (kiln::v1::Target target : AllTargets()) {
     absl::StrAppend(&facts, TargetName(target), ": ", absl::StrJoin(CodegenFlags(target), " "),
@@ -173,7 +173,7 @@ absl::StatusOr<kiln::v1::Toolchain> DetectToolchain(const std::string& clang,
   }
   std::sort(features.begin(), features.end());
   features.erase(std::unique(features.begin(), features.end()), features.end());
-  for (const std::string& feature : features) toolchain.add_cpu_features(feature);
+  toolchain.set_cpu_feature_list(absl::StrJoin(features, ","));
   for (const std::string& flag : flags) toolchain.add_flags(flag);
 
   for (std::string& id : BuildIds(clang)) toolchain.add_build_ids(std::move(id));
