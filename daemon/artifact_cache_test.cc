@@ -3,10 +3,12 @@
 // eviction; and the fleet tier.
 #include "daemon/artifact_cache.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "cache/memory_store.h"
@@ -38,6 +41,25 @@ constexpr char kReluGraph[] = R"json({
                               "sizes": [{"constant": 4}, {"constant": 4}]}]}],
   "outputs": [1]
 })json";
+
+// The nice value of each of this process's threads (/proc/self/task/*/stat,
+// the 19th field).
+std::vector<int> ThreadNiceness() {
+  std::vector<int> niceness;
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return niceness;
+  while (const dirent* task = readdir(tasks)) {
+    if (task->d_name[0] == '.') continue;
+    const absl::StatusOr<std::string> stat =
+        ReadFile(absl::StrCat("/proc/self/task/", task->d_name, "/stat"));
+    if (!stat.ok()) continue;  // the thread ended
+    // After "pid (comm) ", fields 3 on: the nice value is the 17th of them.
+    const std::vector<std::string> fields = absl::StrSplit(stat->substr(stat->rfind(')') + 2), ' ');
+    niceness.push_back(std::stoi(fields.at(16)));
+  }
+  closedir(tasks);
+  return niceness;
+}
 
 // Fails with `failure` while it is set; counts every call.
 class FakeCompiler : public Compiler {
@@ -302,6 +324,10 @@ TEST_F(ArtifactCacheTest, TheIndexIsReconciledWithTheStoreInTheBackground) {
   auto kept_record = index.Find(kept);
   ASSERT_TRUE(kept_record.ok()) << kept_record.status();
   EXPECT_TRUE(kept_record->has_value());
+  // At the lowest CPU priority, and only that thread.
+  const std::vector<int> niceness = ThreadNiceness();
+  EXPECT_EQ(std::count(niceness.begin(), niceness.end(), 19), 1);
+  EXPECT_EQ(std::count(niceness.begin(), niceness.end(), 0), niceness.size() - 1);
 }
 
 TEST_F(ArtifactCacheTest, PinNeedsAKeyPrefixThatNamesEntries) {
