@@ -145,13 +145,13 @@ void ArtifactCache::RefreshTouches() {
 }
 
 void ArtifactCache::GcLoop() {
-  RefreshTouches();  // first: listings sort by it (a walk of the index)
-  // The rest yields the CPU to requests: after a start at 100,000 entries
-  // reconciling is seconds of reading the index, which `kiln ls` and hits
-  // would otherwise share two cores with. (Linux: per thread.)
+  // Maintenance yields the CPU to requests: after a start at 100,000
+  // entries it is seconds of walking and reading the index, which `kiln ls`
+  // and hits would otherwise share two cores with. (Linux: per thread.)
   if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19) != 0) {
     KILN_LOG(WARNING) << "cannot lower the priority of cache maintenance: " << strerror(errno);
   }
+  RefreshTouches();  // first: listings sort by it (a walk of the index)
   if (options_.reconcile_index) ReconcileIndex();
   const bool evicts = options_.max_cache_bytes > 0 || options_.max_entry_age > absl::ZeroDuration();
   while (true) {
