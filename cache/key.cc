@@ -134,10 +134,10 @@ std::string GraphDigest(const ir::Graph& graph) {
   return out.Digest();
 }
 
+constexpr size_t kPartDigits = 16;  // of each graph part's digest
+
 // Short digests of the graph's parts, for explaining a miss: not part of
 // the key (GraphDigest covers all of it).
-constexpr size_t kPartDigits = 16;
-
 void SetGraphParts(const ir::Graph& graph, kiln::v1::KeyComponents& components) {
   std::string& parts = *components.mutable_graph_part_digests();
   parts.reserve(kPartDigits * (1 + graph.nodes.size()));
