@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -324,10 +325,13 @@ TEST_F(ArtifactCacheTest, TheIndexIsReconciledWithTheStoreInTheBackground) {
   auto kept_record = index.Find(kept);
   ASSERT_TRUE(kept_record.ok()) << kept_record.status();
   EXPECT_TRUE(kept_record->has_value());
-  // At the lowest CPU priority, and only that thread.
+  // At the lowest CPU priority, and only that thread (the others keep the
+  // test's own, which a harness may have lowered too).
+  const int own = getpriority(PRIO_PROCESS, 0);
+  ASSERT_LT(own, 19);
   const std::vector<int> niceness = ThreadNiceness();
   EXPECT_EQ(std::count(niceness.begin(), niceness.end(), 19), 1);
-  EXPECT_EQ(std::count(niceness.begin(), niceness.end(), 0), niceness.size() - 1);
+  EXPECT_EQ(std::count(niceness.begin(), niceness.end(), own), niceness.size() - 1);
 }
 
 TEST_F(ArtifactCacheTest, PinNeedsAKeyPrefixThatNamesEntries) {
