@@ -112,6 +112,26 @@ TEST(PipelineTest, ErrorsNameTheNode) {
       PrepareGraph(arity).status(),
       absl::InvalidArgumentError("node 1 'mm' (aten.mm.default): expects 2 tensor inputs, got 1"));
 
+  // An optional tensor the arguments say is present needs its input: a
+  // layer norm with its bias and no weight input says so (`weight: None`).
+  const std::string f32_8 = R"({"dtype": "FLOAT32", "sizes": [{"constant": 8}]})";
+  const std::string f32_2x8 =
+      R"({"dtype": "FLOAT32", "sizes": [{"constant": 2}, {"constant": 8}]})";
+  const std::string f32_2x1 =
+      R"({"dtype": "FLOAT32", "sizes": [{"constant": 2}, {"constant": 1}]})";
+  const kiln::v1::Graph bias_only = ParseGraph(absl::StrCat(
+      R"({"name": "ln", "inputs": [{"value": 0, "name": "x", "type": )", f32_2x8,
+      R"(}, {"value": 1, "name": "b", "type": )", f32_8,
+      R"(}], "nodes": [{"name": "ln", "op": "aten.native_layer_norm.default", "inputs": [0, 1],
+          "args": [{"name": "normalized_shape", "intList": {"values": ["8"]}},
+                   {"name": "eps", "floatValue": 1e-05}],
+          "outputs": [2, 3, 4], "outputTypes": [)",
+      f32_2x8, ", ", f32_2x1, ", ", f32_2x1, R"(]}], "outputs": [2]})"));
+  EXPECT_EQ(PrepareGraph(bias_only).status(),
+            absl::InvalidArgumentError(
+                "node 0 'ln' (aten.native_layer_norm.default): has 2 tensor inputs, but its "
+                "arguments say 3 (2 of 2 optional tensors present)"));
+
   kiln::v1::Graph shape = LoadExample("f");
   shape.mutable_nodes(3)->mutable_output_types(0)->mutable_sizes(0)->set_constant(32);
   EXPECT_EQ(PrepareGraph(shape).status(),

@@ -203,6 +203,20 @@ absl::StatusOr<ir::Node> WithDefaults(const ir::Node& node, const OpDef& op) {
     }
     result.args.emplace(spec.name, *spec.default_value);
   }
+  // Optional tensors follow the required ones, one input each when present
+  // (found by fuzzing: a layer norm with a bias and no weight input).
+  int optional = 0, present = 0;
+  for (const ArgSpec& spec : op.args) {
+    if (spec.kind != ArgKind::kOptionalTensor) continue;
+    ++optional;
+    present += Present(result, spec.name);
+  }
+  const size_t expected = op.max_inputs - optional + present;
+  if (optional > 0 && node.inputs.size() != expected) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("has ", node.inputs.size(), " tensor inputs, but its arguments say ", expected,
+                     " (", present, " of ", optional, " optional tensors present)"));
+  }
   return result;
 }
 

@@ -124,7 +124,8 @@ std::vector<int64_t> DimsArg(const ir::Node& node);
 // Wraps a possibly negative dim into [0, rank); InvalidArgument if out of range.
 absl::StatusOr<int> WrapDim(int64_t dim, int64_t rank);
 // Checks `node`'s arguments against `op`'s schema (known names, kinds,
-// required ones present) and returns a copy with defaults filled in, so that
+// required ones present, an input for each present optional tensor) and
+// returns a copy with defaults filled in, so that
 // `add(t, 1)` with and without `alpha=1` are the same node.
 absl::StatusOr<ir::Node> WithDefaults(const ir::Node& node, const OpDef& op);
 absl::Status RequireStatic(const ir::TensorType& type, absl::string_view what);
