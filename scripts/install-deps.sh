@@ -18,6 +18,7 @@ packages=(
   libhiredis-dev                        # the fleet tier's Redis client (cache/remote)
   redis-server redis-tools              # its tests start real Redis servers and a cluster
   libdnnl-dev                           # convolutions (oneDNN 2.6), loaded by the runtime only when an artifact needs them
+  dpkg-dev                              # unpacks Abseil's source package (below)
 )
 if [[ "${1:-}" == "--with-torch" ]]; then
   packages+=(python3-torch)             # eager baselines (benchmarks, tracer)
@@ -26,17 +27,48 @@ if [[ "${1:-}" == "--with-torch" ]]; then
   packages+=(python3-torchvision)       # convolution nets (resnet18) for the tracer's tests and the kernels bench
 fi
 
+# Abseil's sources, for the Python extension: Debian ships its static
+# libraries built for executables only, and an extension linked to the 30
+# shared ones spends ~8 ms of a fresh worker's start loading them
+# (third_party/abseil/BUILD.bazel). Only the .cc files of the installed
+# version, patched as Debian built it, go into third_party/abseil/src
+# (outside git); the headers stay the installed ones. Without them the
+# extension links the shared libraries: slower to load, nothing else.
+fetch_abseil_source() {
+  local version work dest
+  version=$(dpkg-query -W -f='${Version}' libabsl-dev 2>/dev/null) || return 0
+  dest=$(cd "$(dirname "$0")/.." && pwd)/third_party/abseil/src
+  [[ -f $dest/VERSION && $(<"$dest/VERSION") == "$version" ]] && return 0
+  work=$(mktemp -d /tmp/kiln-abseil-XXXXXX)
+  local list=$work/deb-src.sources
+  sed -e 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources >"$list" 2>/dev/null ||
+    echo "deb-src http://deb.debian.org/debian bookworm main" >"$list"
+  local apt_options=(-o "Dir::Etc::sourcelist=$list" -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0)
+  if $sudo apt-get "${apt_options[@]}" update -qq >/dev/null 2>&1 &&
+     (cd "$work" && apt-get "${apt_options[@]}" source -qq "abseil=$version" >/dev/null 2>&1); then
+    rm -rf "$dest" && mkdir -p "$dest"
+    (cd "$work"/abseil-*/ && find absl/{base,container,debugging,hash,numeric,profiling,status,strings,synchronization,time,types} \
+       -name '*.cc' -print0 | xargs -0 cp --parents -t "$dest")
+    echo "$version" >"$dest/VERSION"
+  else
+    echo "install-deps: Abseil's source package is unavailable; the Python extension links the shared Abseil (slower to load)" >&2
+  fi
+  rm -rf "$work"
+}
+
+sudo=""
+[[ $(id -u) -ne 0 ]] && sudo="sudo"
+
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$package")
   fi
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
-
-echo "Installing ${#missing[@]} Debian packages: ${missing[*]}" >&2
-sudo=""
-[[ $(id -u) -ne 0 ]] && sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "Installing ${#missing[@]} Debian packages: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+fetch_abseil_source

@@ -19,9 +19,10 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
                           some VMs it is 20-70 us, where hardware takes ~1
   py_trace_ms             kiln's tracing of the transformer layer (make_fx,
                           lifting, graph JSON)
-  eager_slowdown_after_import  the eager transformer layer in a process
-                          that imported kiln and ran a Kiln call / in one
-                          that did not (the two alternate)
+  eager_slowdown_after_import  the eager transformer layer after importing
+                          kiln and running a Kiln call / before, in one
+                          process; over the same ratio in a process that
+                          runs no Kiln between its two timings
   eager_matmul_slowdown_after_import  the same for an eager 1024 x 1024
                           matmul, which runs on OpenBLAS's threads
 
@@ -96,20 +97,18 @@ anonymous_us = per_fault(mmap.mmap(-1, 256 * 65536), 256,
 print(1e6 * (file_us + anonymous_us) / 2)
 """
 
-# Eager PyTorch in a fresh process, with or without Kiln loaded and used
-# first (a Kiln call with a GEMM: the extension, the runtime, its pool and
-# its OpenBLAS handling): the median microseconds of the transformer layer
-# and of a 1024 x 1024 matmul (large enough for OpenBLAS's threads).
+# Eager PyTorch in a fresh process, timed before and after a step: with
+# Kiln, importing kiln and running a Kiln call with a GEMM (the extension,
+# the runtime, its pool and its OpenBLAS handling); without, nothing. The
+# after/before ratios of the median microseconds of the transformer layer
+# and of a 1024 x 1024 matmul (large enough for OpenBLAS's threads). Timing
+# both in one process keeps its memory layout out of the ratio; the process
+# without Kiln takes out what running longer changes by itself.
 EAGER = """
 import statistics, sys, time
 import torch
 sys.path.insert(0, {package!r})
 torch.manual_seed(0)
-if {with_kiln}:
-    import kiln
-    with torch.no_grad():
-        x = torch.randn(256, 256)
-        kiln.compile(lambda t: torch.relu(t @ t.T + 1.0), [x])(x)
 layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128).eval()
 x = torch.randn(16, 2, 64)
 a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
@@ -123,7 +122,16 @@ def median_us(f, warmup, calls):
             f()
             times.append(time.perf_counter_ns() - start)
     return statistics.median(times) / 1e3
-print(median_us(lambda: layer(x), 50, 300), median_us(lambda: a @ b, 3, 30))
+def eager():
+    return median_us(lambda: layer(x), 50, 300), median_us(lambda: a @ b, 3, 30)
+before = eager()
+if {with_kiln}:
+    import kiln
+    with torch.no_grad():
+        y = torch.randn(256, 256)
+        kiln.compile(lambda t: torch.relu(t @ t.T + 1.0), [y])(y)
+after = eager()
+print(after[0] / before[0], after[1] / before[1])
 """
 
 
