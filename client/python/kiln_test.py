@@ -473,7 +473,10 @@ def test_fallback_eager_runs_what_cannot_compile_and_warns_once():
 def test_importing_kiln_loads_no_extension_and_a_local_hit_loads_no_grpc():
     # A fresh interpreter: `import kiln` alone maps neither the extension
     # nor the client library; a local hit maps the extension but not gRPC
-    # (nor RocksDB).
+    # (nor RocksDB), and no shared Abseil library when the extension was
+    # built with its own (third_party/abseil: when its sources were there).
+    own_abseil = os.path.exists(os.path.join(HERE, "..", "..", "third_party", "abseil", "src",
+                                             "VERSION"))
     x = torch.randn(8, 8)
     kiln.compile(f, [x])  # in the local index now
     code = """
@@ -483,9 +486,11 @@ import kiln
 print('_kiln' in maps(), 'grpc' in maps())
 with torch.no_grad():
     y = kiln.compile(lambda x: torch.relu(x @ x.T + 1.0), [torch.ones(8, 8)])(torch.ones(8, 8))
-print('_kiln' in maps(), 'grpc' in maps(), 'rocksdb' in maps(), float(y[0, 0]))
+print('_kiln' in maps(), 'grpc' in maps(), 'rocksdb' in maps(), 'libabsl' in maps(),
+      float(y[0, 0]))
 """
-    assert run_python(code).split() == ["False", "False", "True", "False", "False", "9.0"]
+    assert run_python(code).split() == [
+        "False", "False", "True", "False", "False", str(not own_abseil), "9.0"]
 
 
 def run_python(code, **env):
