@@ -1,5 +1,6 @@
 #include "tools/bench/bench_util.h"
 
+#include <cblas.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -324,9 +325,24 @@ std::string CpuModel() {
   return "unknown";
 }
 
+std::string BlasCore() { return openblas_get_corename(); }
+
+bool PreferAvx512Blas() {
+  if (getenv("OPENBLAS_CORETYPE") != nullptr) return false;
+  const std::string core = BlasCore();
+  if (core != "Haswell" && core != "Zen") return false;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl")) {
+    return false;
+  }
+  setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+  return true;
+}
+
 void PinThreadsOrReexecute(char** argv, const std::vector<const char*>& variables,
                            absl::string_view program) {
-  bool pinned = true;
+  bool pinned = !PreferAvx512Blas();
   for (const char* variable : variables) {
     const char* value = getenv(variable);
     if (value == nullptr || strcmp(value, "1") != 0) {

@@ -599,6 +599,7 @@ absl::Status RunBenchmark() {
 
   Fields facts;
   facts["cpu"] = CpuModel();
+  facts["openblas_core"] = bench::BlasCore();
   facts["cpus"] = absl::StrCat(sysconf(_SC_NPROCESSORS_ONLN));
   facts["repetitions"] = absl::StrCat(rounds);
   facts["threads"] = "1 (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=KILN_NUM_THREADS=1)";

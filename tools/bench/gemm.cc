@@ -234,7 +234,10 @@ int Main() {
       worst_rel, wrong.size());
   keys.insert(keys.end(), accuracy_keys.begin(), accuracy_keys.end());
   if (absl::GetFlag(FLAGS_json)) {
-    printf("%s\n", JsonLine(samples, keys, {{"cpu", CpuModel()}, {"load", LoadAverage()}}).c_str());
+    printf("%s\n",
+           JsonLine(samples, keys,
+                    {{"cpu", CpuModel()}, {"openblas_core", BlasCore()}, {"load", LoadAverage()}})
+               .c_str());
   }
   return wrong.empty() ? 0 : 1;
 }

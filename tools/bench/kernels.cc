@@ -873,6 +873,7 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
 
   Fields facts;
   facts["cpu"] = bench::CpuModel();
+  facts["openblas_core"] = bench::BlasCore();
   facts["cpus"] = absl::StrCat(sysconf(_SC_NPROCESSORS_ONLN));
   facts["repetitions"] = absl::StrCat(rounds);
   facts["load_before"] = bench::LoadAverage();

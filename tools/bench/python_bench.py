@@ -40,6 +40,7 @@ import time
 import bench_kilnd
 
 PACKAGE = bench_kilnd.use_package()
+bench_kilnd.prefer_avx512_blas()
 
 import torch  # noqa: E402
 
@@ -200,9 +201,12 @@ def main():
             samples["eager_slowdown_after_import"].append(eager[True][0] / eager[False][0])
             samples["eager_matmul_slowdown_after_import"].append(eager[True][1] / eager[False][1])
 
+    openblas = ctypes.CDLL("libopenblas.so.0")
+    openblas.openblas_get_corename.restype = ctypes.c_char_p
+    core = openblas.openblas_get_corename().decode()
     print(f"\nKiln from Python: torch {torch.__version__}, {torch.get_num_threads()} torch "
-          f"threads, {ctypes.CDLL('libopenblas.so.0').openblas_get_num_threads()} OpenBLAS "
-          f"threads, {os.cpu_count()} CPUs\n")
+          f"threads, {openblas.openblas_get_num_threads()} OpenBLAS threads ({core} kernels), "
+          f"{os.cpu_count()} CPUs\n")
     print(f"{'figure':32} {'min':>10} {'median':>10} {'max':>10}")
     summary = {}
     for key, values in samples.items():
@@ -212,7 +216,8 @@ def main():
         print(f"{key:32} {min(values):10.4g} {statistics.median(values):10.4g} "
               f"{max(values):10.4g}")
     summary["torch_threads"] = torch.get_num_threads()
-    summary["openblas_threads"] = ctypes.CDLL("libopenblas.so.0").openblas_get_num_threads()
+    summary["openblas_threads"] = openblas.openblas_get_num_threads()
+    summary["openblas_core"] = core
     summary["cpus"] = os.cpu_count()
     if args.json:
         print(json.dumps(summary))
