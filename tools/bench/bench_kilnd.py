@@ -1,44 +1,11 @@
 """What the Python benches share: the kiln package on sys.path (from the
-bench's runfiles, or the checkout), a private kilnd for the bench, and
-OpenBLAS's kernels as the C++ benches choose them."""
+bench's runfiles, or the checkout), and a private kilnd for the bench."""
 import contextlib
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-
-_CORE_NAME = """
-import ctypes
-openblas = ctypes.CDLL("libopenblas.so.0")
-openblas.openblas_get_corename.restype = ctypes.c_char_p
-print(openblas.openblas_get_corename().decode())
-"""
-
-
-def blas_core():
-    """The kernels OpenBLAS runs here ("Haswell", "SkylakeX", ...), asked in
-    a child process so that this one has not loaded OpenBLAS yet."""
-    return subprocess.run([sys.executable, "-c", _CORE_NAME], capture_output=True, text=True,
-                          check=True).stdout.strip()
-
-
-def prefer_avx512_blas():
-    """As the C++ benches' PreferAvx512Blas (tools/bench/bench_util.h): on
-    an AVX-512 CPU newer than Debian's OpenBLAS 0.3.21, which runs its AVX2
-    kernels there, asks it for its AVX-512 ones (OPENBLAS_CORETYPE=SkylakeX)
-    for this process and its children, eager and Kiln alike. Call it before
-    torch loads OpenBLAS."""
-    if "OPENBLAS_CORETYPE" in os.environ:
-        return
-    with open("/proc/cpuinfo") as cpuinfo:
-        flags = next((line.split(":", 1)[1].split() for line in cpuinfo
-                      if line.startswith("flags")), [])
-    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= set(flags) and \
-            blas_core() in ("Haswell", "Zen"):
-        os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
-
 
 def use_package():
     """Puts client/python (the package `kiln`) first on sys.path."""

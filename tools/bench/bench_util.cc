@@ -327,22 +327,9 @@ std::string CpuModel() {
 
 std::string BlasCore() { return openblas_get_corename(); }
 
-bool PreferAvx512Blas() {
-  if (getenv("OPENBLAS_CORETYPE") != nullptr) return false;
-  const std::string core = BlasCore();
-  if (core != "Haswell" && core != "Zen") return false;
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl")) {
-    return false;
-  }
-  setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-  return true;
-}
-
 void PinThreadsOrReexecute(char** argv, const std::vector<const char*>& variables,
                            absl::string_view program) {
-  bool pinned = !PreferAvx512Blas();
+  bool pinned = true;
   for (const char* variable : variables) {
     const char* value = getenv(variable);
     if (value == nullptr || strcmp(value, "1") != 0) {

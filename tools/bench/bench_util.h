@@ -207,21 +207,15 @@ std::string MappedLibraries(absl::string_view fragment);
 std::string LoadAverage();
 std::string CpuModel();
 
-// The kernels OpenBLAS runs ("Haswell", "SkylakeX", ...).
+// The kernels OpenBLAS runs ("Haswell", "Cooperlake", ...): its own pick
+// for the CPU, unless OPENBLAS_CORETYPE names them. Eager and Kiln load the
+// same OpenBLAS in the same environment, so both run these.
 std::string BlasCore();
 
-// OpenBLAS 0.3.21 (Debian 12) picks its kernels by CPU model and runs its
-// AVX2 ones ("Haswell") on AVX-512 CPUs newer than itself, such as Zen 5,
-// where its AVX-512 kernels multiply ~1.5x faster. Both sides of every
-// comparison load this same OpenBLAS, so on such a CPU the benches ask it
-// for the AVX-512 kernels (OPENBLAS_CORETYPE=SkylakeX) unless the variable
-// is set: eager at its best. True when it set the variable.
-bool PreferAvx512Blas();
-
-// Sets each of `variables` to "1", and OPENBLAS_CORETYPE as above, and if
-// that changed anything executes this binary again (OpenBLAS reads them
-// when it is loaded, before main); children inherit them. `program`
-// prefixes the warning printed when re-executing fails.
+// Sets each of `variables` to "1" and, if any was not set so already,
+// executes this binary again (OpenBLAS reads OPENBLAS_NUM_THREADS when it is
+// loaded, before main); children inherit them. `program` prefixes the
+// warning printed when re-executing fails.
 void PinThreadsOrReexecute(char** argv, const std::vector<const char*>& variables,
                            absl::string_view program);
 

@@ -23,7 +23,6 @@ import time
 import bench_kilnd
 
 bench_kilnd.use_package()
-bench_kilnd.prefer_avx512_blas()
 # One thread on both sides: Kiln's pool, torch's OpenMP and OpenBLAS's own
 # threads (which eager's GEMMs would otherwise use two of).
 for variable in ("KILN_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -103,7 +102,8 @@ def main():
         blas = next((line.split()[-1] for line in maps if "blas" in line), "none")
     print(f"\nReal models at one thread: torch {torch.__version__}, torchvision "
           f"{torchvision.__version__}, BLAS {blas} (kernels: "
-          f"{os.environ.get('OPENBLAS_CORETYPE', 'as OpenBLAS detects')}), {os.cpu_count()} CPUs\n")
+          f"{os.environ.get('OPENBLAS_CORETYPE', 'as OpenBLAS detects the CPU')}), "
+          f"{os.cpu_count()} CPUs\n")
     print(f"{'model':30} {'trace ms':>9} {'compile ms':>11} {'eager ms':>9} {'kiln ms':>8} "
           f"{'speedup min/median/max':>24}")
     for name, f in figures.items():

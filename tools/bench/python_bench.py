@@ -40,7 +40,6 @@ import time
 import bench_kilnd
 
 PACKAGE = bench_kilnd.use_package()
-bench_kilnd.prefer_avx512_blas()
 
 import torch  # noqa: E402
 
