@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "client/runtime/convolution.h"
+#include "client/runtime/transposed_b.h"
 
 namespace kiln {
 namespace {
@@ -57,17 +59,6 @@ T* PackBuffer(int slot, long long count) {
   std::vector<T>& buffer = buffers[slot];
   if (static_cast<long long>(buffer.size()) < count) buffer.resize(count);
   return buffer.data();
-}
-
-// OpenBLAS 0.3.21 multiplies by a transposed B 1.2-1.8x slower than by the
-// same B row-major, except when B is wide (mlp's 64x1024x256: 0.9x)
-// (//tools/bench:gemm). A row-major copy (cblas_somatcopy: 69 us for 1 MiB)
-// pays when B is small, or when it has at least as many rows as columns
-// and A enough rows to amortize it (mlp's 64x256x1024: 465 -> 416 us), up
-// to 2 MiB of floats: copying ViT's 3072 x 768 weights (9 MiB) made its
-// 197-row product 8% slower than using them transposed.
-bool PackTransposedB(long long m, long long k, long long n) {
-  return k * n <= (1LL << 14) || (k >= n && m >= 32 && k * n <= (1LL << 19));
 }
 
 // dst (rows x cols, row-major) = the transpose of src (cols x rows,
@@ -119,6 +110,32 @@ Operand<T> MakeOperand(const T* data, long long rows, long long cols, long long 
   return {packed, CblasNoTrans, static_cast<blasint>(std::max(1LL, cols))};
 }
 
+// Whether MakeOperand takes the k x n B whose element (i, j) is at
+// b[i * row + j * col] as stored transposed (or copies it row-major).
+bool StoredTransposed(long long k, long long n, long long row, long long col) {
+  const bool row_major = (col == 1 || n == 1) && row >= std::max(1LL, n);
+  return !row_major && (row == 1 || k == 1) && col >= std::max(1LL, k);
+}
+
+// Runs `multiply` on B laid out for a product with m rows of A split over
+// `threads` threads: a B stored transposed is copied row-major first or
+// not as this process's TransposedBChoices says, and the call timed for
+// them when they ask.
+template <typename T, typename Multiply>
+void WithB(const T* b, long long k, long long n, long long row, long long col, long long m,
+           int threads, Multiply&& multiply) {
+  TransposedBChoices::Choice choice{false, false};
+  TransposedBChoices& choices = TransposedBChoices::Process();
+  if (StoredTransposed(k, n, row, col)) choice = choices.Choose(m, k, n, sizeof(T), threads);
+  const auto start = std::chrono::steady_clock::now();
+  multiply(MakeOperand(b, k, n, row, col, 1, choice.copy));
+  if (choice.timed) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now() - start);
+    choices.Record(m, k, n, sizeof(T), threads, choice.copy, ns.count());
+  }
+}
+
 void CallGemm(const Operand<float>& a, const Operand<float>& b, long long m, long long n,
               long long k, float alpha, float beta, float* c, long long c_row) {
   cblas_sgemm(CblasRowMajor, a.transpose, b.transpose, m, n, k, alpha, a.data, a.leading, b.data,
@@ -143,25 +160,25 @@ void Gemm(void* context, long long m, long long n, long long k, T alpha, const T
   // Split C along its longer side: each chunk is an independent GEMM on a
   // slice of A (rows) or of B (columns), so no thread packs the whole of
   // the larger operand twice.
-  if (serial || m >= n) {
-    const Operand<T> right = MakeOperand(b, k, n, b_row, b_col, 1, PackTransposedB(m, k, n));
-    if (serial) {
-      CallGemm(left, right, m, n, k, alpha, beta, c, c_row);
-      return;
-    }
-    const long long grain = std::max(1LL, m / pool->threads());
-    pool->ParallelFor(m, grain, [&](int64_t begin, int64_t end) {
-      Operand<T> slice = left;
-      slice.data += left.transpose == CblasNoTrans ? begin * left.leading : begin;
-      CallGemm(slice, right, end - begin, n, k, alpha, beta, c + begin * c_row, c_row);
+  if (serial) {
+    WithB(b, k, n, b_row, b_col, m, 1,
+          [&](const Operand<T>& right) { CallGemm(left, right, m, n, k, alpha, beta, c, c_row); });
+  } else if (m >= n) {
+    WithB(b, k, n, b_row, b_col, m, pool->threads(), [&](const Operand<T>& right) {
+      const long long grain = std::max(1LL, m / pool->threads());
+      pool->ParallelFor(m, grain, [&](int64_t begin, int64_t end) {
+        Operand<T> slice = left;
+        slice.data += left.transpose == CblasNoTrans ? begin * left.leading : begin;
+        CallGemm(slice, right, end - begin, n, k, alpha, beta, c + begin * c_row, c_row);
+      });
     });
   } else {
-    // Each chunk lays out (packs, if it pays) its own columns of B.
+    // Each chunk lays out (copies, if it pays) its own columns of B.
     const long long grain = std::max(1LL, n / pool->threads());
     pool->ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
-      const Operand<T> slice = MakeOperand(b + begin * b_col, k, end - begin, b_row, b_col, 1,
-                                           PackTransposedB(m, k, end - begin));
-      CallGemm(left, slice, m, end - begin, k, alpha, beta, c + begin, c_row);
+      WithB(b + begin * b_col, k, end - begin, b_row, b_col, m, 1, [&](const Operand<T>& slice) {
+        CallGemm(left, slice, m, end - begin, k, alpha, beta, c + begin, c_row);
+      });
     });
   }
 }
@@ -188,9 +205,9 @@ void BatchedGemm(void* context, long long batch, long long m, long long n, long 
   pool->ParallelFor(batch, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const Operand<T> left = MakeOperand(a + i * a_batch, m, k, a_row, a_col, 0);
-      const Operand<T> right =
-          MakeOperand(b + i * b_batch, k, n, b_row, b_col, 1, PackTransposedB(m, k, n));
-      CallGemm(left, right, m, n, k, T(1), T(0), c + i * c_batch, c_row);
+      WithB(b + i * b_batch, k, n, b_row, b_col, m, 1, [&](const Operand<T>& right) {
+        CallGemm(left, right, m, n, k, T(1), T(0), c + i * c_batch, c_row);
+      });
     }
   });
 }

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "client/runtime/transposed_b.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -51,6 +52,71 @@ TEST_P(GemmTest, AnyStridesMatchTheReference) {
       const std::vector<float> expected =
           Reference(m, n, k, a.data(), l.a_row, l.a_col, b.data(), l.b_row, l.b_col);
       for (int i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], expected[i], 1e-3) << i;
+    }
+  }
+}
+
+TEST_P(GemmTest, ATransposedBGivesTheSameBitsCopiedOrNot) {
+  // 64 x 256 x 1024 with B stored transposed: a shape whose first calls
+  // alternate between using B as stored and copying it row-major
+  // (TransposedBChoices). Every call matches the reference and the first.
+  Runtime runtime(GetParam());
+  constexpr int m = 64, n = 256, k = 1024;
+  std::vector<float> a(m * k), b(k * n);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) / 7 - 0.8f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) / 5 - 1.1f;
+  const std::vector<float> expected = Reference(m, n, k, a.data(), k, 1, b.data(), 1, k);
+  std::vector<float> first;
+  for (int call = 0; call < 2 * TransposedBChoices::kTrials + 3; ++call) {
+    std::vector<float> c(m * n, -1);
+    runtime.table()->gemm_f32(runtime.table()->context, m, n, k, 1.0f, a.data(), k, 1, b.data(), 1,
+                              k, 0.0f, c.data(), n);
+    for (int i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], expected[i], 2e-3) << "call " << call;
+    if (call == 0) first = c;
+    EXPECT_EQ(c, first) << "call " << call;
+  }
+}
+
+TEST(TransposedBChoicesTest, SmallBsAreCopiedAndLargeOnesOrShortAsAreUsedAsStored) {
+  TransposedBChoices choices;
+  const TransposedBChoices::Choice small = choices.Choose(64, 128, 128, 4, 1);
+  EXPECT_TRUE(small.copy);
+  EXPECT_FALSE(small.timed);
+  const TransposedBChoices::Choice short_a = choices.Choose(31, 1024, 256, 4, 1);
+  EXPECT_FALSE(short_a.copy);
+  EXPECT_FALSE(short_a.timed);
+  const TransposedBChoices::Choice large = choices.Choose(197, 3072, 768, 4, 1);
+  EXPECT_FALSE(large.copy);
+  EXPECT_FALSE(large.timed);
+  // 2 MiB of floats is in the timed range (after an untimed first call),
+  // of doubles not.
+  EXPECT_FALSE(choices.Choose(64, 1024, 512, 4, 1).timed);
+  EXPECT_TRUE(choices.Choose(64, 1024, 512, 4, 1).timed);
+  EXPECT_FALSE(choices.Choose(64, 1024, 512, 8, 1).timed);
+  EXPECT_FALSE(choices.Choose(64, 1024, 512, 8, 1).timed);
+}
+
+TEST(TransposedBChoicesTest, AShapeInBetweenIsTimedBothWaysThenTheFasterKept) {
+  TransposedBChoices choices;
+  // Copying wins for one shape, using B as stored for another, and the
+  // same shape over two threads is a shape of its own.
+  for (const auto& [n, threads, copy_ns, stored_ns] :
+       {std::tuple<int, int, int64_t, int64_t>{256, 1, 400, 500},
+        {512, 1, 500, 400},
+        {256, 2, 600, 300}}) {
+    const TransposedBChoices::Choice warming = choices.Choose(64, 1024, n, 4, threads);
+    EXPECT_FALSE(warming.copy);
+    EXPECT_FALSE(warming.timed);
+    for (int call = 0; call < 2 * TransposedBChoices::kTrials; ++call) {
+      const TransposedBChoices::Choice choice = choices.Choose(64, 1024, n, 4, threads);
+      ASSERT_TRUE(choice.timed) << "call " << call;
+      EXPECT_EQ(choice.copy, call % 2 == 1) << "call " << call;
+      choices.Record(64, 1024, n, 4, threads, choice.copy, choice.copy ? copy_ns : stored_ns);
+    }
+    for (int call = 0; call < 3; ++call) {
+      const TransposedBChoices::Choice choice = choices.Choose(64, 1024, n, 4, threads);
+      EXPECT_FALSE(choice.timed);
+      EXPECT_EQ(choice.copy, copy_ns < stored_ns) << n << " " << threads;
     }
   }
 }
