@@ -53,8 +53,8 @@ class TransposedBChoices {
     int64_t m, k, n;
     int element_bytes, threads;
     bool operator==(const Shape& other) const {
-      return m == other.m && k == other.k && n == other.n &&
-             element_bytes == other.element_bytes && threads == other.threads;
+      return m == other.m && k == other.k && n == other.n && element_bytes == other.element_bytes &&
+             threads == other.threads;
     }
     template <typename H>
     friend H AbslHashValue(H state, const Shape& shape) {
@@ -63,8 +63,8 @@ class TransposedBChoices {
     }
   };
   struct Trials {
-    int started = 0;            // calls handed out
-    int recorded[2] = {0, 0};   // timed calls back, by way (0: as stored, 1: copied)
+    int started = 0;           // calls handed out
+    int recorded[2] = {0, 0};  // timed calls back, by way (0: as stored, 1: copied)
     int64_t best_ns[2] = {0, 0};
     bool decided = false;
     bool copy = false;
