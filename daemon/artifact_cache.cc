@@ -132,6 +132,11 @@ LastTouchedFn ArtifactCache::LastTouched() {
   };
 }
 
+bool ArtifactCache::TouchesRead() {
+  absl::MutexLock lock(&touches_mutex_);
+  return touches_ != nullptr;
+}
+
 void ArtifactCache::RefreshTouches() {
   absl::StatusOr<absl::flat_hash_map<std::string, absl::Time>> touched = index_.AllTouched();
   if (!touched.ok()) {
@@ -150,6 +155,12 @@ void ArtifactCache::GcLoop() {
   // and hits would otherwise share two cores with. (Linux: per thread.)
   if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19) != 0) {
     KILN_LOG(WARNING) << "cannot lower the priority of cache maintenance: " << strerror(errno);
+  }
+  if (options_.testonly_first_walk_delay > absl::ZeroDuration()) {
+    absl::MutexLock lock(&gc_mutex_);
+    auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(gc_mutex_) { return gc_stopping_; };
+    gc_mutex_.AwaitWithTimeout(absl::Condition(&stopping), options_.testonly_first_walk_delay);
+    if (gc_stopping_) return;
   }
   RefreshTouches();  // first: listings sort by it (a walk of the index)
   if (options_.reconcile_index) ReconcileIndex();
@@ -507,6 +518,16 @@ kiln::v1::StatsResponse ArtifactCache::Stats() {
 }
 
 absl::StatusOr<kiln::v1::ListResponse> ArtifactCache::List(const kiln::v1::ListRequest& request) {
+  // Before the background thread's first walk of the index, a listing
+  // shows the store's uses alone and says so: a stat per entry here took
+  // `kiln ls` 1.5 s at 100,000 entries in the seconds after a start.
+  // (Without that thread, LastTouched stats per entry.)
+  if (gc_thread_.joinable() && !TouchesRead()) {
+    const LastTouchedFn unread = [](const std::string&) { return std::optional<absl::Time>(); };
+    ASSIGN_OR_RETURN(kiln::v1::ListResponse page, ListPage(*store_, unread, request));
+    page.set_local_uses_unread(true);
+    return page;
+  }
   return ListPage(*store_, LastTouched(), request);
 }
 

@@ -99,6 +99,9 @@ class ArtifactCache {
     // Tests only: every compile takes at least this long (a fleet test
     // kills a lease holder mid-compile).
     absl::Duration testonly_compile_delay = absl::ZeroDuration();
+    // Tests only: the background thread waits this long (or until
+    // shutdown) before its first walk of the local index.
+    absl::Duration testonly_first_walk_delay = absl::ZeroDuration();
   };
 
   struct GcOptions {
@@ -208,10 +211,12 @@ class ArtifactCache {
   void GcLoop();
   void ReconcileIndex();
   void RefreshTouches();
-  // Local-index uses for a listing: from the background thread's last
-  // walk of the index (a local hit shows within a gc_interval), or, before
-  // one, a stat per entry asked about.
+  // Local-index uses: from the background thread's last walk of the index
+  // (a local hit shows within a gc_interval), or, before one, a stat per
+  // entry asked about.
   LastTouchedFn LastTouched();
+  // Whether the background thread has walked the index since the start.
+  bool TouchesRead();
 
   // The failure remembered for `key`, if it has not expired.
   std::optional<absl::Status> RememberedFailure(const std::string& key);

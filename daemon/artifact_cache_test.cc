@@ -334,6 +334,54 @@ TEST_F(ArtifactCacheTest, TheIndexIsReconciledWithTheStoreInTheBackground) {
   EXPECT_EQ(std::count(niceness.begin(), niceness.end(), own), niceness.size() - 1);
 }
 
+TEST_F(ArtifactCacheTest, AListingBeforeTheFirstWalkOfTheIndexShowsTheStoresUsesAndSaysSo) {
+  // The entry's store record says it was last used at now_ (a fake clock,
+  // 1970); its index file's modification time, a local-index use, is now.
+  const std::string key = CompileSize(4).first;
+  const int64_t stored_use = absl::ToUnixMillis(now_);
+  auto metadata = store_->Lookup(key);
+  ASSERT_TRUE(metadata.ok() && metadata->has_value());
+  auto blob = store_->ReadBlob((*metadata)->digest());
+  ASSERT_TRUE(blob.ok() && blob->has_value());
+  auto reopen = [&](absl::Duration first_walk_delay) {
+    cache_.reset();
+    auto store = std::make_unique<MemoryStore>();
+    ASSERT_TRUE(store->Put(**metadata, **blob).ok());
+    store_ = store.get();
+    ArtifactCache::Options options;
+    options.compile_threads = 1;
+    options.now = [this] { return now_; };
+    options.reconcile_index = true;  // a background thread, as kilnd has
+    options.testonly_first_walk_delay = first_walk_delay;
+    cache_ = std::make_unique<ArtifactCache>(
+        std::move(store), ObjectDirectory(dir_ + "/objects"), LocalIndex(dir_),
+        std::make_unique<FakeCompiler>(&calls_, &failure_), Toolchains(), options);
+  };
+  kiln::v1::ListRequest request;
+  request.set_order(kiln::v1::ListRequest::ORDER_LAST_USE);
+
+  reopen(absl::Hours(1));  // shut down long before it walks
+  absl::StatusOr<kiln::v1::ListResponse> early = cache_->List(request);
+  ASSERT_TRUE(early.ok()) << early.status();
+  EXPECT_TRUE(early->local_uses_unread());
+  ASSERT_EQ(early->uses_size(), 1);
+  EXPECT_EQ(early->uses(0).last_use_unix_ms(), stored_use);
+
+  reopen(absl::ZeroDuration());
+  absl::StatusOr<kiln::v1::ListResponse> later = cache_->List(request);
+  for (int i = 0; i < 1000 && later.ok() && later->local_uses_unread(); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+    later = cache_->List(request);
+  }
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_FALSE(later->local_uses_unread());
+  ASSERT_EQ(later->uses_size(), 1);
+  const std::optional<absl::Time> touched = LocalIndex(dir_).LastTouched(key);
+  ASSERT_TRUE(touched.has_value());
+  EXPECT_EQ(later->uses(0).last_use_unix_ms(), absl::ToUnixMillis(*touched));
+  EXPECT_GT(later->uses(0).last_use_unix_ms(), stored_use);
+}
+
 TEST_F(ArtifactCacheTest, PinNeedsAKeyPrefixThatNamesEntries) {
   EXPECT_EQ(cache_->SetPinned("abc", true).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cache_->SetPinned("abcdef", true).status(),

@@ -47,12 +47,14 @@ int Compare(const std::string& sort, const Row& a, const Row& b) {
 absl::Status Fetch(Client& client, ListRequest request, int64_t limit, ListResponse& all,
                    bool* more) {
   *more = false;
+  all.set_local_uses_unread(false);
   while (true) {
     const int64_t largest = request.brief() ? kMaxBriefListPageSize : kMaxListPageSize;
     const int64_t wanted = limit == 0 ? largest : limit - all.entries_size();
     request.set_page_size(static_cast<int>(std::min<int64_t>(wanted, largest)));
     ListResponse* page = google::protobuf::Arena::CreateMessage<ListResponse>(all.GetArena());
     RETURN_IF_ERROR(client.ListPage(request, *page));
+    if (page->local_uses_unread()) all.set_local_uses_unread(true);
     if (page->entries_size() != page->uses_size()) {
       return absl::InternalError(absl::StrCat("kilnd listed ", page->entries_size(),
                                               " entries with ", page->uses_size(), " uses"));
@@ -160,6 +162,7 @@ absl::Status ListEntries(Client& client, const LsOptions& options, std::ostream&
   }
   if (options.json) {
     ListResponse shown;  // in the order shown, without a page token
+    shown.set_local_uses_unread(list.local_uses_unread());
     for (const Row& row : rows) {
       *shown.add_entries() = *row.entry;
       *shown.add_uses() = *row.use;
@@ -172,6 +175,10 @@ absl::Status ListEntries(Client& client, const LsOptions& options, std::ostream&
     out << json << "\n";
   } else {
     PrintTable(rows, out);
+  }
+  if (list.local_uses_unread() && !options.json) {
+    notes << "kiln ls: kilnd has not yet read the local index's uses since it started (it will "
+             "within seconds): LAST USE leaves out processes' local-index hits\n";
   }
   if (more && !options.json) {
     notes << "kiln ls: showing the first " << rows.size()
