@@ -522,13 +522,12 @@ absl::StatusOr<kiln::v1::ListResponse> ArtifactCache::List(const kiln::v1::ListR
   // shows the store's uses alone and says so: a stat per entry here took
   // `kiln ls` 1.5 s at 100,000 entries in the seconds after a start.
   // (Without that thread, LastTouched stats per entry.)
-  if (gc_thread_.joinable() && !TouchesRead()) {
-    const LastTouchedFn unread = [](const std::string&) { return std::optional<absl::Time>(); };
-    ASSIGN_OR_RETURN(kiln::v1::ListResponse page, ListPage(*store_, unread, request));
-    page.set_local_uses_unread(true);
-    return page;
-  }
-  return ListPage(*store_, LastTouched(), request);
+  const bool unread = gc_thread_.joinable() && !TouchesRead();
+  const LastTouchedFn store_only = [](const std::string&) { return std::optional<absl::Time>(); };
+  ASSIGN_OR_RETURN(kiln::v1::ListResponse page,
+                   ListPage(*store_, unread ? store_only : LastTouched(), request));
+  page.set_local_uses_unread(unread);
+  return page;
 }
 
 absl::StatusOr<std::string> ArtifactCache::ResolveKey(const std::string& key_or_prefix) {

@@ -127,13 +127,15 @@ void WithB(const T* b, long long k, long long n, long long row, long long col, l
   TransposedBChoices::Choice choice{false, false};
   TransposedBChoices& choices = TransposedBChoices::Process();
   if (StoredTransposed(k, n, row, col)) choice = choices.Choose(m, k, n, sizeof(T), threads);
+  if (!choice.timed) {
+    multiply(MakeOperand(b, k, n, row, col, 1, choice.copy));
+    return;
+  }
   const auto start = std::chrono::steady_clock::now();
   multiply(MakeOperand(b, k, n, row, col, 1, choice.copy));
-  if (choice.timed) {
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-        std::chrono::steady_clock::now() - start);
-    choices.Record(m, k, n, sizeof(T), threads, choice.copy, ns.count());
-  }
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now() - start);
+  choices.Record(m, k, n, sizeof(T), threads, choice.copy, ns.count());
 }
 
 void CallGemm(const Operand<float>& a, const Operand<float>& b, long long m, long long n,

@@ -1,11 +1,27 @@
 """What the Python benches share: the kiln package on sys.path (from the
-bench's runfiles, or the checkout), and a private kilnd for the bench."""
+bench's runfiles, or the checkout), a private kilnd for the bench, and the
+OpenBLAS both sides call."""
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
 import sys
 import tempfile
+
+
+def openblas():
+    """The process's OpenBLAS (torch's), its core name function typed."""
+    library = ctypes.CDLL("libopenblas.so.0")
+    library.openblas_get_corename.restype = ctypes.c_char_p
+    return library
+
+
+def blas_core():
+    """The kernels OpenBLAS runs ("Haswell", "Cooperlake", ...), as the C++
+    benches' BlasCore (tools/bench/bench_util.h)."""
+    return openblas().openblas_get_corename().decode()
+
 
 def use_package():
     """Puts client/python (the package `kiln`) first on sys.path."""

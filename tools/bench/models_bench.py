@@ -101,8 +101,7 @@ def main():
     with open("/proc/self/maps") as maps:
         blas = next((line.split()[-1] for line in maps if "blas" in line), "none")
     print(f"\nReal models at one thread: torch {torch.__version__}, torchvision "
-          f"{torchvision.__version__}, BLAS {blas} (kernels: "
-          f"{os.environ.get('OPENBLAS_CORETYPE', 'as OpenBLAS detects the CPU')}), "
+          f"{torchvision.__version__}, BLAS {blas} ({bench_kilnd.blas_core()} kernels), "
           f"{os.cpu_count()} CPUs\n")
     print(f"{'model':30} {'trace ms':>9} {'compile ms':>11} {'eager ms':>9} {'kiln ms':>8} "
           f"{'speedup min/median/max':>24}")

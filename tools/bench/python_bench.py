@@ -29,7 +29,6 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
     bazel run -c opt //tools/bench:python -- --json
 """
 import argparse
-import ctypes
 import json
 import os
 import statistics
@@ -141,7 +140,7 @@ def main():
     parser.add_argument("--repetitions", type=int, default=5)
     args = parser.parse_args()
 
-    openblas = ctypes.CDLL("libopenblas.so.0")
+    openblas = bench_kilnd.openblas()
     samples = {key: [] for key in ("py_call_overhead_us", "py_f_speedup", "py_transformer_speedup",
                                    "py_transformer_speedup_eager_1blas",
                                    "py_fresh_worker_ms", "py_fresh_worker_faults",
@@ -200,9 +199,7 @@ def main():
             samples["eager_slowdown_after_import"].append(eager[True][0] / eager[False][0])
             samples["eager_matmul_slowdown_after_import"].append(eager[True][1] / eager[False][1])
 
-    openblas = ctypes.CDLL("libopenblas.so.0")
-    openblas.openblas_get_corename.restype = ctypes.c_char_p
-    core = openblas.openblas_get_corename().decode()
+    core = bench_kilnd.blas_core()
     print(f"\nKiln from Python: torch {torch.__version__}, {torch.get_num_threads()} torch "
           f"threads, {openblas.openblas_get_num_threads()} OpenBLAS threads ({core} kernels), "
           f"{os.cpu_count()} CPUs\n")

@@ -47,7 +47,6 @@ int Compare(const std::string& sort, const Row& a, const Row& b) {
 absl::Status Fetch(Client& client, ListRequest request, int64_t limit, ListResponse& all,
                    bool* more) {
   *more = false;
-  all.set_local_uses_unread(false);
   while (true) {
     const int64_t largest = request.brief() ? kMaxBriefListPageSize : kMaxListPageSize;
     const int64_t wanted = limit == 0 ? largest : limit - all.entries_size();
