@@ -223,6 +223,20 @@ TEST(PipelineTest, SoftmaxTakesItsCheaperMaxAndExp) {
   EXPECT_NE(code.source.find("= kiln_expf("), std::string::npos) << "the plain exp";
 }
 
+TEST(PipelineTest, GeluBackwardsPdfTakesTheNonPositiveExp) {
+  // exp(-x^2 / 2) is never of a positive argument: the cheaper exp.
+  const GeneratedCode code = Generate(ParseGraph(R"({"name": "gelu_bwd", "inputs": [
+      {"value": 0, "name": "grad", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 64}]}},
+      {"value": 1, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 64}]}}],
+    "nodes": [
+      {"name": "gelu_backward", "op": "aten.gelu_backward.default", "inputs": [0, 1],
+       "outputs": [2], "args": [{"name": "approximate", "stringValue": "none"}],
+       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 64}]}]}],
+    "outputs": [2]})"));
+  EXPECT_NE(code.source.find("= kiln_expf_nonpositive(v"), std::string::npos) << code.source;
+  EXPECT_EQ(code.source.find("= kiln_expf(v"), std::string::npos) << code.source;
+}
+
 // Linear -> GELU -> Linear (as traced: addmm(b, x, t(W))); `batch` is a
 // JSON size ({"constant": 16} or {"symbol": "B"}), `relations` the graph's.
 kiln::v1::Graph LinearPair(const std::string& batch, int in, int hidden, int out,
