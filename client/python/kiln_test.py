@@ -18,6 +18,12 @@ sys.path.insert(0, HERE)
 import kiln  # noqa: E402
 
 
+def assert_matches(got, want):
+    """assert_close with room for a float32 dot product of a few hundred terms
+    summed in another order (Kiln's GEMM against eager's BLAS)."""
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
 def compiles():
     return kiln.stats()["daemon"]["compiles"]
 
@@ -30,9 +36,9 @@ def test_a_function_matches_eager():
     x = torch.randn(64, 64)
     compiled = kiln.compile(f, [x])
     for _ in range(3):
-        torch.testing.assert_close(compiled(x), f(x))
+        assert_matches(compiled(x), f(x))
     y = torch.randn(64, 64)
-    torch.testing.assert_close(compiled(y), f(y))
+    assert_matches(compiled(y), f(y))
 
 
 def test_a_module_sees_in_place_weight_updates():
@@ -41,10 +47,10 @@ def test_a_module_sees_in_place_weight_updates():
     x = torch.randn(5, 16)
     with torch.no_grad():
         compiled = kiln.compile(model, [x])
-        torch.testing.assert_close(compiled(x), model(x))
+        assert_matches(compiled(x), model(x))
         model[0].weight.mul_(2.0)
         model[2].bias.add_(1.0)
-        torch.testing.assert_close(compiled(x), model(x))
+        assert_matches(compiled(x), model(x))
 
 
 def test_tuple_outputs_come_back_as_a_tuple():
@@ -119,10 +125,10 @@ def test_strided_views_compile_once_per_layout_and_then_hit():
     before = compiles()
     for view in views:
         assert not view.is_contiguous()
-        torch.testing.assert_close(compiled(view), f(view))
+        assert_matches(compiled(view), f(view))
     assert compiles() == before + 3, "one entry per stride pattern"
     for view in views:
-        torch.testing.assert_close(compiled(view), f(view))
+        assert_matches(compiled(view), f(view))
     assert compiles() == before + 3, "each pattern hits its own entry"
 
 
@@ -591,7 +597,7 @@ def test_a_package_with_buckets_is_a_warmup_plan_for_kiln_warmup(tmp_path):
         loaded = kiln.load(package, model, warmup=True)
         for batch in (1, 2, 4):
             x = torch.randn(batch, 8)
-            torch.testing.assert_close(loaded(x), model(x))
+            assert_matches(loaded(x), model(x))
     assert compiles() == before + 1, "the symbolic artifact only: the CLI compiled the buckets"
 
 
@@ -613,7 +619,7 @@ def test_backend_takes_symbolic_trace_and_make_fx_graph_modules():
             compiled = kiln.backend(gm, [x])
             result = compiled(x)
             assert isinstance(result, tuple) and len(result) == 1
-            torch.testing.assert_close(result[0], block(x)[0])
+            assert_matches(result[0], block(x)[0])
     with pytest.raises(kiln.KilnError, match="requires grad"):
         kiln.backend(torch.fx.symbolic_trace(block), [torch.randn(5, 8, requires_grad=True)])
 
@@ -628,7 +634,7 @@ def test_many_threads_call_one_compiled_module():
     def call(t):
         try:
             for _ in range(50):
-                torch.testing.assert_close(compiled(t), f(t))
+                assert_matches(compiled(t), f(t))
         except Exception as error:  # noqa: BLE001 (reported below)
             errors.append(error)
 
@@ -644,17 +650,19 @@ FORKING_PARENT = """
 import os, signal, time, torch, kiln
 def f(t):
     return torch.relu(t @ t.T + 1.0)
+def assert_matches(got, want):
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 x = torch.randn(256, 256)
 compiled = kiln.compile(f, [x])  # a local hit: no connection
 {connect}
-torch.testing.assert_close(compiled(x), f(x))  # the pool's workers run
+assert_matches(compiled(x), f(x))  # the pool's workers run
 children = []
 for child in range(2):
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            torch.testing.assert_close(compiled(x), f(x))
+            assert_matches(compiled(x), f(x))
             try:
                 shift = float(child + {offset})  # a graph of this child's own: a miss
                 other = kiln.compile(lambda t: t * 3.0 - shift, [torch.randn(5)])
@@ -675,7 +683,7 @@ for pid in children:
         codes.append("hung")
     else:
         codes.append(os.waitstatus_to_exitcode(waited[1]))
-torch.testing.assert_close(compiled(x), f(x))
+assert_matches(compiled(x), f(x))
 print(*codes)
 """
 

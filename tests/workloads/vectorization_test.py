@@ -7,10 +7,10 @@ the runtime table would stop the vectorizer) but, once per chunk before its
 loops, the runtime's thread_scratch when its row buffers have a symbolic
 length. kiln_run calls the runtime's parallel_for and GEMM entries.
 
-Each code-generation target is checked for its own registers: native (on
-this AVX-512 machine) and x86-64-v4 compute on 512-bit zmm registers,
-x86-64-v3 on 256-bit ymm registers and never touches a zmm one (its
-artifacts must run on AVX2-only CPUs)."""
+Each code-generation target is checked for its own registers: x86-64-v4
+computes on 512-bit zmm registers, x86-64-v3 on 256-bit ymm registers and
+never touches a zmm one (its artifacts must run on AVX2-only CPUs), native
+on zmm registers on an AVX-512 CPU and like x86-64-v3 on any other."""
 import glob
 import os
 import re
@@ -32,9 +32,14 @@ def functions(assembly):
     return result
 
 
+def host_has_avx512():
+    with open("/proc/cpuinfo") as cpuinfo:
+        return any(line.startswith("flags") and " avx512f " in line + " " for line in cpuinfo)
+
+
 # target -> (the register its vector arithmetic must use, what it must not use)
 TARGETS = {
-    "native": ("zmm", None),
+    "native": ("zmm", None) if host_has_avx512() else ("ymm", "zmm"),
     "x86-64-v4": ("zmm", None),
     "x86-64-v3": ("ymm", "zmm"),
 }
