@@ -50,9 +50,12 @@ TEST(FailureKindTest, OnlyAMarkedInternalErrorIsTheCompilers) {
 
 TEST(FailureKindTest, CountsListEveryKindZerosIncluded) {
   FailureCounts counts;
-  counts.Count(absl::UnimplementedError("no such op"));
-  counts.Count(absl::UnimplementedError("no such op"));
-  counts.Count(absl::InvalidArgumentError("dangling id"));
+  EXPECT_EQ(counts.Count(absl::UnimplementedError("no such op")),
+            absl::UnimplementedError("no such op"));
+  EXPECT_EQ(counts.Count(absl::UnimplementedError("no such op")),
+            absl::UnimplementedError("no such op"));
+  EXPECT_EQ(counts.Count(absl::InvalidArgumentError("dangling id")),
+            absl::InvalidArgumentError("dangling id"));
   // The compiler's mark counts, and is gone from what Count returns.
   EXPECT_EQ(counts.Count(MarkedAsCompilerFailure(absl::InternalError("clang failed"))),
             absl::InternalError("clang failed"));

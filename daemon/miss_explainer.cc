@@ -85,7 +85,7 @@ std::vector<std::string> KeyDifferences(const KeyedRequestSummary& request,
       if (!a.empty() && a[0] != b[0]) {
         where = "its inputs' dtypes or sizes differ";
       } else {
-        int node = 1;
+        size_t node = 1;
         while (node < a.size() && node < b.size() && a[node] == b[node]) ++node;
         if (node < a.size() && node < b.size()) {
           where = absl::StrCat("node ", request.node_labels[node - 1], " differs");

@@ -211,7 +211,9 @@ class KeyAgreementTest : public ::testing::Test {
       EXPECT_EQ(*index.FindAlias(*digest), key);
       const std::optional<kiln::v1::CompileResponse> aliased = client_->FindLocal(request);
       EXPECT_TRUE(aliased.has_value()) << "the client computes another request digest";
-      if (aliased.has_value()) EXPECT_EQ(aliased->artifact().key(), key);
+      if (aliased.has_value()) {
+        EXPECT_EQ(aliased->artifact().key(), key);
+      }
       // Without the alias, the client keys the request itself.
       EXPECT_TRUE(index.RemoveAlias(*digest).ok());
       const std::optional<kiln::v1::CompileResponse> local = client_->FindLocal(request);

@@ -2,8 +2,8 @@
 // and the traced workloads), plus a few hand-made cases:
 //
 //   bazel build //tests/workloads:traced //tests/workloads:traced_dynamic
-//   bazel run //tests/fuzz:make_seeds -- $PWD/tests/fuzz/corpus \
-//       $PWD/examples/*.json $(ls $PWD/bazel-bin/tests/workloads/{,dynamic/}*.json | grep -v ref)
+//   graphs=$(ls $PWD/bazel-bin/tests/workloads/{,dynamic/}*.json | grep -v ref)
+//   bazel run //tests/fuzz:make_seeds -- $PWD/tests/fuzz/corpus $PWD/examples/*.json $graphs
 //
 // Seeds are named seed-<graph>[-<variant>]; libFuzzer's own findings kept
 // as regressions are named regression-<what>.
