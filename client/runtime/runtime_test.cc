@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -121,6 +122,47 @@ TEST(TransposedBChoicesTest, AShapeInBetweenIsTimedBothWaysThenTheFasterKept) {
   }
 }
 
+TEST_P(GemmTest, ABetaOfZeroIgnoresWhatCHeldAndLeavesItsRowPaddingAlone) {
+  // The runtime clears C itself for beta = 0 (then has OpenBLAS add): a C
+  // full of NaN gives the product; the padding between C's rows keeps its
+  // values; beta = 1 adds to what C held. Split by rows and by columns.
+  Runtime runtime(GetParam());
+  for (const auto& [m, n, k] : {std::tuple<int, int, int>{70, 50, 600}, {20, 300, 600}}) {
+    std::vector<float> a(m * k), b(k * n);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) - 5;
+    const std::vector<float> expected = Reference(m, n, k, a.data(), k, 1, b.data(), n, 1);
+    const int c_row = n + 3;
+    for (float beta : {0.0f, 1.0f}) {
+      std::vector<float> c(m * c_row, 7.0f);
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) c[i * c_row + j] = beta == 0.0f ? NAN : 2.0f;
+      }
+      runtime.table()->gemm_f32(runtime.table()->context, m, n, k, 1.0f, a.data(), k, 1, b.data(),
+                                n, 1, beta, c.data(), c_row);
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < c_row; ++j) {
+          const float want = j >= n ? 7.0f : expected[i * n + j] + (beta == 0.0f ? 0.0f : 2.0f);
+          ASSERT_NEAR(c[i * c_row + j], want, 1e-3)
+              << m << "x" << n << " beta " << beta << " (" << i << ", " << j << ")";
+        }
+      }
+    }
+    std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
+    std::vector<double> c64(m * c_row, 7.0);
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) c64[i * c_row + j] = NAN;
+    }
+    runtime.table()->gemm_f64(runtime.table()->context, m, n, k, 1.0, a64.data(), k, 1, b64.data(),
+                              n, 1, 0.0, c64.data(), c_row);
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < c_row; ++j) {
+        ASSERT_EQ(c64[i * c_row + j], j >= n ? 7.0 : expected[i * n + j]) << i << ", " << j;
+      }
+    }
+  }
+}
+
 TEST_P(GemmTest, SyrkIsASymmetricProduct) {
   Runtime runtime(GetParam());
   for (int n : {5, 70, 300}) {
@@ -130,7 +172,7 @@ TEST_P(GemmTest, SyrkIsASymmetricProduct) {
     // Row-major, and transposed storage (a column-major view).
     for (bool transposed : {false, true}) {
       const int row = transposed ? 1 : k, col = transposed ? n : 1;
-      std::vector<float> c(n * n, -1);
+      std::vector<float> c(n * n, NAN);  // ignored: a syrk has beta = 0
       runtime.table()->syrk_f32(runtime.table()->context, n, k, a.data(), row, col, c.data(), n);
       const std::vector<float> expected =
           Reference(n, n, k, a.data(), row, col, a.data(), col, row);
