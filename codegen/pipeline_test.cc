@@ -223,18 +223,29 @@ TEST(PipelineTest, SoftmaxTakesItsCheaperMaxAndExp) {
   EXPECT_NE(code.source.find("= kiln_expf("), std::string::npos) << "the plain exp";
 }
 
-TEST(PipelineTest, GeluBackwardsPdfTakesTheNonPositiveExp) {
-  // exp(-x^2 / 2) is never of a positive argument: the cheaper exp.
-  const GeneratedCode code = Generate(ParseGraph(R"({"name": "gelu_bwd", "inputs": [
-      {"value": 0, "name": "grad", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 64}]}},
-      {"value": 1, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 64}]}}],
+TEST(PipelineTest, GeluBackwardsCdfAndPdfShareOneExp) {
+  // float32: one call computes cdf + x pdf (kiln_gelu_derivative, whose
+  // erf reuses the pdf's exp); float64: libm's erf beside the exp, which,
+  // of -x^2 / 2, is never of a positive argument.
+  auto gelu_backward = [](const std::string& dtype) {
+    return Generate(ParseGraph(absl::Substitute(R"({"name": "gelu_bwd", "inputs": [
+      {"value": 0, "name": "grad", "type": {"dtype": "$0", "sizes": [{"constant": 64}]}},
+      {"value": 1, "name": "x", "type": {"dtype": "$0", "sizes": [{"constant": 64}]}}],
     "nodes": [
       {"name": "gelu_backward", "op": "aten.gelu_backward.default", "inputs": [0, 1],
        "outputs": [2], "args": [{"name": "approximate", "stringValue": "none"}],
-       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 64}]}]}],
-    "outputs": [2]})"));
-  EXPECT_NE(code.source.find("= kiln_expf_nonpositive(v"), std::string::npos) << code.source;
-  EXPECT_EQ(code.source.find("= kiln_expf(v"), std::string::npos) << code.source;
+       "outputTypes": [{"dtype": "$0", "sizes": [{"constant": 64}]}]}],
+    "outputs": [2]})",
+                                                dtype)));
+  };
+  const GeneratedCode single = gelu_backward("FLOAT32");
+  EXPECT_NE(single.source.find("= kiln_gelu_derivative(v"), std::string::npos) << single.source;
+  EXPECT_EQ(single.source.find("= kiln_erf_for_gelu(v"), std::string::npos) << single.source;
+  EXPECT_EQ(single.source.find("= kiln_expf_nonpositive(v"), std::string::npos) << single.source;
+  const GeneratedCode twice = gelu_backward("FLOAT64");
+  EXPECT_NE(twice.source.find("rt->math_f64[KILN_MATH_ERF]"), std::string::npos) << twice.source;
+  EXPECT_NE(twice.source.find("= rt->math_f64[KILN_MATH_EXP]"), std::string::npos) << twice.source;
+  EXPECT_EQ(twice.source.find("kiln_gelu_derivative(v"), std::string::npos) << twice.source;
 }
 
 // Linear -> GELU -> Linear (as traced: addmm(b, x, t(W))); `batch` is a

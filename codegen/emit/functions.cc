@@ -55,6 +55,9 @@ const std::map<std::string, Function>& Table() {
       // erf within 5e-7 absolute, vectorizable (kiln_math.h): gelu's and
       // its derivative's, where eager's own vectorized erf is no closer.
       {"erf_for_gelu", {1, "{erf_for_gelu}({0})"}},
+      // cdf(x) + x pdf(x), gelu_backward's factor, with one exp (kiln_math.h):
+      // float32 and 16-bit types only (float64 builds it from erf and exp).
+      {"gelu_derivative", {1, "{gelu_derivative}({0})"}},
       {"sin", {1, "{sin}({0})"}},
       {"cos", {1, "{cos}({0})"}},
       {"pow", {2, "{pow}({0}, {1})"}},
@@ -107,11 +110,12 @@ std::string Builtin(const char* name, ir::DType dtype) {
 }
 
 // Placeholders whose float32 (and 16-bit) form is one of kiln_math.h's
-// vectorizable polynomials; float64 takes the runtime table's libm entry.
+// vectorizable polynomials; float64 takes the runtime table's libm entry
+// (none: float64 never calls it).
 struct Polynomial {
   const char* placeholder;
   const char* float32;
-  const char* libm;  // KILN_MATH_<libm>
+  const char* libm;  // KILN_MATH_<libm>, or null
 };
 constexpr Polynomial kPolynomials[] = {
     {"{exp}", "kiln_expf", "EXP"},
@@ -120,6 +124,7 @@ constexpr Polynomial kPolynomials[] = {
     {"{tanh}", "kiln_tanhf", "TANH"},
     // gelu's erf: within 5e-7 absolute (kiln_math.h).
     {"{erf_for_gelu}", "kiln_erf_for_gelu", "ERF"},
+    {"{gelu_derivative}", "kiln_gelu_derivative", nullptr},
 };
 
 }  // namespace
@@ -199,9 +204,11 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
       {"{trunc}", Builtin("trunc", dtype)},
   };
   for (const Polynomial& polynomial : kPolynomials) {
-    replacements.push_back({polynomial.placeholder, dtype == ir::DType::kFloat64
-                                                        ? Math(polynomial.libm, dtype)
-                                                        : polynomial.float32});
+    if (dtype != ir::DType::kFloat64) {
+      replacements.push_back({polynomial.placeholder, polynomial.float32});
+    } else if (polynomial.libm != nullptr) {
+      replacements.push_back({polynomial.placeholder, Math(polynomial.libm, dtype)});
+    }
   }
   for (size_t i = 0; i < operands.size(); ++i) {
     replacements.push_back({absl::StrCat("{", i, "}"), operands[i]});

@@ -127,5 +127,22 @@ TEST(KilnMathTest, ErfForGeluWithinItsAbsoluteBound) {
   EXPECT_EQ(kiln_erf_for_gelu(-INFINITY), -1.0f);
 }
 
+TEST(KilnMathTest, GeluDerivativeWithinItsAbsoluteBound) {
+  double worst = 0;
+  for (float x = -15.0f; x <= 15.0f; x += 0.00123f) {
+    const double d = x;
+    const double want =
+        0.5 * (1 + std::erf(d * M_SQRT1_2)) + d * std::exp(-d * d / 2) / std::sqrt(2 * M_PI);
+    worst = std::max(worst, std::abs(kiln_gelu_derivative(x) - want));
+  }
+  EXPECT_LT(worst, 5e-7);  // the erf formula's 1.5e-7 plus float rounding
+  EXPECT_EQ(kiln_gelu_derivative(0.0f), 0.5f);
+  EXPECT_EQ(kiln_gelu_derivative(20.0f), 1.0f);
+  EXPECT_EQ(kiln_gelu_derivative(-20.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(kiln_gelu_derivative(NAN)));
+  EXPECT_TRUE(std::isnan(kiln_gelu_derivative(INFINITY)));
+  EXPECT_TRUE(std::isnan(kiln_gelu_derivative(-INFINITY)));
+}
+
 }  // namespace
 }  // namespace kiln

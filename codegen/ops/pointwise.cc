@@ -219,12 +219,14 @@ absl::StatusOr<int> Clamp(ExprBuilder& b, const ir::Node& node, const std::vecto
 }
 
 // d/dx gelu(x) times grad. Exact gelu: cdf + x * pdf with
-// cdf = 0.5 (1 + erf(x / sqrt 2)), pdf = exp(-x^2 / 2) / sqrt(2 pi). Tanh
+// cdf = 0.5 (1 + erf(x / sqrt 2)), pdf = exp(-x^2 / 2) / sqrt(2 pi)
+// (float32: one function sharing the exp, kiln_gelu_derivative). Tanh
 // gelu: the derivative of 0.5 x (1 + tanh(beta (x + kappa x^3))).
 int GeluBackward(ExprBuilder& b, bool tanh, int grad, int x, DType t) {
   auto c = [&](double value) { return b.Constant(value, t); };
   auto mul = [&](int l, int r) { return b.Call("mul", {l, r}, t); };
   auto add = [&](int l, int r) { return b.Call("add", {l, r}, t); };
+  if (!tanh && t == DType::kFloat32) return mul(grad, b.Call("gelu_derivative", {x}, t));
   const int x_squared = mul(x, x);
   if (!tanh) {
     const int cdf = mul(c(0.5), add(c(1), b.Call("erf_for_gelu", {mul(x, c(M_SQRT1_2))}, t)));
