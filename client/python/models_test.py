@@ -8,7 +8,9 @@ buffer sliced and compared, masked_fill with -inf, tied embeddings),
 Llama-style (RMSNorm, rotary embeddings, grouped-query attention through
 expand and repeat_interleave, SiLU gating, a triu mask), T5's relative
 position buckets, and a mixture of experts routing each token to its top
-2 of 4 experts. conftest.py starts the kilnd.
+2 of 4 experts; a text CNN (embeddings, convolutions over time, max over
+time) and a super-resolution net (pixel_shuffle). conftest.py starts the
+kilnd.
 """
 import math
 import os
@@ -66,6 +68,48 @@ def test_a_segmentation_model_matches_eager(name):
 def test_a_video_model_matches_eager():
     torch.manual_seed(0)
     matches_eager(torchvision.models.video.r3d_18().eval(), torch.randn(1, 3, 4, 56, 56))
+
+
+class TextCnn(torch.nn.Module):
+    """Kim's sentence classifier: embeddings, convolutions of three widths
+    over time, each max-pooled over the whole sentence (x.max(dim))."""
+
+    def __init__(self, vocabulary=1000, width=32, classes=4):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(vocabulary, width)
+        self.convolutions = torch.nn.ModuleList(
+            torch.nn.Conv1d(width, 16, k, padding=k // 2) for k in (3, 4, 5))
+        self.classify = torch.nn.Linear(3 * 16, classes)
+
+    def forward(self, tokens):
+        x = self.embedding(tokens).transpose(1, 2)
+        pooled = [torch.relu(c(x)).max(dim=2).values for c in self.convolutions]
+        return self.classify(torch.cat(pooled, 1))
+
+
+def test_a_text_cnn_matches_eager():
+    torch.manual_seed(0)
+    matches_eager(TextCnn().eval(), torch.randint(0, 1000, (2, 20)))
+
+
+class SuperResolution(torch.nn.Module):
+    """ESPCN: convolutions at low resolution, then a sub-pixel convolution
+    (pixel_shuffle) up by 3."""
+
+    def __init__(self, factor=3):
+        super().__init__()
+        self.body = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 32, 5, padding=2), torch.nn.Tanh(),
+            torch.nn.Conv2d(32, 16, 3, padding=1), torch.nn.Tanh(),
+            torch.nn.Conv2d(16, factor * factor, 3, padding=1), torch.nn.PixelShuffle(factor))
+
+    def forward(self, x):
+        return torch.sigmoid(self.body(x))
+
+
+def test_a_super_resolution_net_matches_eager():
+    torch.manual_seed(0)
+    matches_eager(SuperResolution().eval(), torch.randn(1, 1, 24, 32))
 
 
 class Block(torch.nn.Module):

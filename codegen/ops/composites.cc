@@ -2,6 +2,7 @@
 // 16-bit float inputs are computed in float32 and rounded once at the end,
 // as eager's kernels do, so no intermediate is stored at half precision.
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -356,6 +357,72 @@ absl::StatusOr<std::vector<int>> Repeat(GraphBuilder& b, const ir::Node& node) {
   return std::vector<int>{value};
 }
 
+// `dim` / r when that is a size (a constant or a symbol's multiple that r
+// divides), else nullopt.
+std::optional<ir::SymExpr> Divided(const ir::Dim& dim, int64_t r) {
+  if (!dim.is_symbolic()) {
+    if (dim.constant % r != 0) return std::nullopt;
+    return ir::SymExpr::Constant(dim.constant / r);
+  }
+  if (!dim.times.empty() || dim.multiplier % r != 0) return std::nullopt;
+  return ir::SymExpr::Of(ir::Dim::Symbol(dim.symbol, dim.multiplier / r));
+}
+
+// pixel_shuffle(x, r): (*, C r^2, H, W) -> (*, C, H r, W r), out[..., c,
+// h r + i, w r + j] = x[..., c r^2 + i r + j, h, w]: a reshape splitting
+// the channels into (C, r, r), a permute moving each factor behind its
+// spatial dim, a reshape merging them. pixel_unshuffle is its inverse.
+absl::StatusOr<std::vector<int>> PixelShuffle(GraphBuilder& b, const ir::Node& node) {
+  const bool shuffle = node.op == "aten.pixel_shuffle.default";
+  const ir::TensorType type = b.type(node.inputs[0]);
+  const int64_t r = IntArg(node, shuffle ? "upscale_factor" : "downscale_factor");
+  const int64_t lead = type.rank() - 3;
+  if (lead < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("needs an input of at least 3 dims (..., C, H, W), got ", type.rank()));
+  }
+  if (r <= 0) return absl::InvalidArgumentError(absl::StrCat("factor ", r, " is not positive"));
+  std::vector<ir::SymExpr> split, merged;
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < lead; ++d) {
+    split.push_back(ir::SymExpr::Of(type.sizes[d]));
+    merged.push_back(split.back());
+    order.push_back(d);
+  }
+  const ir::SymExpr c = ir::SymExpr::Of(type.sizes[lead]);
+  const ir::SymExpr h = ir::SymExpr::Of(type.sizes[lead + 1]);
+  const ir::SymExpr w = ir::SymExpr::Of(type.sizes[lead + 2]);
+  const ir::SymExpr factor = ir::SymExpr::Constant(r);
+  if (shuffle) {
+    const std::optional<ir::SymExpr> channels = Divided(type.sizes[lead], r * r);
+    if (!channels.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the channels of ", ir::ToString(type, b.graph()), " (dim ", lead,
+                       ") are not a multiple of the upscale factor squared, ", r * r));
+    }
+    // (C, i, j, H, W) -> (C, H, i, W, j)
+    split.insert(split.end(), {*channels, factor, factor, h, w});
+    for (int64_t d : {0, 3, 1, 4, 2}) order.push_back(lead + d);
+    merged.insert(merged.end(), {*channels, h * r, w * r});
+  } else {
+    const std::optional<ir::SymExpr> rows = Divided(type.sizes[lead + 1], r);
+    const std::optional<ir::SymExpr> columns = Divided(type.sizes[lead + 2], r);
+    if (!rows.has_value() || !columns.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the height and width of ", ir::ToString(type, b.graph()),
+                       " are not multiples of the downscale factor ", r));
+    }
+    // (C, H, i, W, j) -> (C, i, j, H, W)
+    split.insert(split.end(), {c, *rows, factor, *columns, factor});
+    for (int64_t d : {0, 2, 4, 1, 3}) order.push_back(lead + d);
+    merged.insert(merged.end(), {c * (r * r), *rows, *columns});
+  }
+  ASSIGN_OR_RETURN(int value, b.Add("aten.reshape.default", {node.inputs[0]}, {{"size", split}}));
+  ASSIGN_OR_RETURN(value, b.Add("aten.permute.default", {value}, {{"dims", order}}));
+  ASSIGN_OR_RETURN(value, b.Add("aten.reshape.default", {value}, {{"size", merged}}));
+  return std::vector<int>{value};
+}
+
 // stack(tensors, dim): kiln.stack itself (parts of one shape).
 absl::StatusOr<std::vector<int>> Stack(GraphBuilder& b, const ir::Node& node) {
   ASSIGN_OR_RETURN(const int stacked,
@@ -439,6 +506,10 @@ void RegisterCompositeOps(OpTable& table) {
   AddComposite(table, "aten.stack.default", 1, 1 << 16, {dim_zero}, Stack, kAllTypes);
   AddComposite(table, "aten.repeat.default", 1, 1, {{"repeats", ArgKind::kIntList, std::nullopt}},
                Repeat, kAllTypes);
+  AddComposite(table, "aten.pixel_shuffle.default", 1, 1,
+               {{"upscale_factor", ArgKind::kInt, std::nullopt}}, PixelShuffle, kAllTypes);
+  AddComposite(table, "aten.pixel_unshuffle.default", 1, 1,
+               {{"downscale_factor", ArgKind::kInt, std::nullopt}}, PixelShuffle, kAllTypes);
 }
 
 }  // namespace kiln::ops

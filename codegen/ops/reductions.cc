@@ -1,8 +1,8 @@
 // Reductions: sum, prod, amax, amin, argmax, argmin over any dims, with
-// keepdim. Each is one Definition whose body loads the input at (kept
-// coordinates, reduced coordinates); pointwise producers are later inlined
-// into that body. mean/var/std are composites (composites.cc). And cumsum,
-// a scan: one running sum along its dim, linear in the dim's length.
+// keepdim, and max.dim / min.dim (values and positions). Each is one Definition whose body loads
+// the input at (kept coordinates, reduced coordinates); pointwise producers are later inlined into
+// that body. mean/var/std are composites (composites.cc). And cumsum, a scan: one running sum along
+// its dim, linear in the dim's length.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -42,8 +42,81 @@ DType ResultType(const std::string& combiner, const ir::Node& node, DType input)
   return input;
 }
 
-// `refused`: input dtypes eager refuses too (argmax of bool).
-void AddReduction(OpTable& table, const std::string& op, const std::string& combiner,
+// The result type of `combiner` over node's input (dims and keepdim from
+// the node), or why it cannot be taken.
+absl::StatusOr<ir::TensorType> InferReduction(const std::string& combiner, const ir::Node& node,
+                                              const ir::TensorType& input) {
+  ASSIGN_OR_RETURN(const std::vector<bool> reduced, ReducedDims(node, input.rank()));
+  std::vector<ir::Dim> sizes;
+  for (int64_t d = 0; d < input.rank(); ++d) {
+    if (!reduced[d]) {
+      sizes.push_back(input.sizes[d]);
+    } else if (BoolArg(node, "keepdim")) {
+      sizes.push_back(ir::Dim::Constant(1));
+    }
+  }
+  if (combiner != "sum" && combiner != "prod") {
+    for (int64_t d = 0; d < input.rank(); ++d) {
+      if (reduced[d] && input.sizes[d] == ir::Dim::Constant(0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cannot take ", combiner == "max_nan_unspecified" ? "max" : combiner,
+                         " over dim ", d, " of size 0 (no identity)"));
+      }
+    }
+  }
+  return ContiguousType(ResultType(combiner, node, input.dtype), std::move(sizes));
+}
+
+// The Definition of node's output `output` as `combiner` over its input.
+absl::StatusOr<ir::Definition> LowerReduction(const std::string& combiner, const ir::Graph& graph,
+                                              const ir::Node& node, int output) {
+  const ir::TensorType& input = graph.values[node.inputs[0]];
+  const ir::TensorType& result = graph.values[node.outputs[output]];
+  ASSIGN_OR_RETURN(const std::vector<bool> reduced, ReducedDims(node, input.rank()));
+  ir::Definition definition;
+  definition.kind = ir::Definition::Kind::kReduction;
+  definition.combiner = combiner;
+  const int out_rank = static_cast<int>(result.rank());
+  int reductions = 0;
+  for (int64_t d = 0; d < input.rank(); ++d) {
+    if (reduced[d]) {
+      definition.reduction_sizes.push_back(input.sizes[d]);
+      ++reductions;
+    }
+  }
+  // The input's coordinates from (result coordinates, reduced coordinates).
+  ir::AffineMap map;
+  map.num_variables = out_rank + reductions;
+  map.coefficients.assign(input.rank(), std::vector<int64_t>(map.num_variables, 0));
+  map.offsets.assign(input.rank(), 0);
+  int kept = 0, reduction = 0;
+  for (int64_t d = 0; d < input.rank(); ++d) {
+    if (reduced[d]) {
+      map.coefficients[d][out_rank + reduction++] = 1;
+      if (BoolArg(node, "keepdim")) ++kept;  // the size-1 result dim stays unused
+    } else {
+      map.coefficients[d][kept++] = 1;
+    }
+  }
+  const bool arg = combiner == "argmax" || combiner == "argmin";
+  DType accumulate = arg ? ComputeType(input.dtype) : ComputeType(result.dtype);
+  // A bool max/min folds in int64: the emitter starts a max at the
+  // literal for -inf, which as a bool is `true`.
+  if (accumulate == DType::kBool) accumulate = DType::kInt64;
+  ir::Expr load;
+  load.kind = ir::Expr::Kind::kLoad;
+  load.dtype = accumulate;
+  load.value = node.inputs[0];
+  load.index = std::move(map);
+  definition.exprs.push_back(std::move(load));
+  definition.root = 0;
+  return definition;
+}
+
+// An op whose outputs are reductions of its one input, one combiner per
+// output (max.dim: the max and its position). `refused`: input dtypes
+// eager refuses too (argmax of bool).
+void AddReduction(OpTable& table, const std::string& op, std::vector<std::string> combiners,
                   std::vector<ArgSpec> args, std::vector<DType> refused = {}) {
   OpDef def;
   def.name = op;
@@ -54,7 +127,7 @@ void AddReduction(OpTable& table, const std::string& op, const std::string& comb
     }
   }
   def.args = std::move(args);
-  def.infer = [combiner, refused](
+  def.infer = [combiners, refused](
                   const ir::Node& node,
                   const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
     const ir::TensorType& input = *inputs[0];
@@ -62,70 +135,22 @@ void AddReduction(OpTable& table, const std::string& op, const std::string& comb
       return absl::InvalidArgumentError(absl::StrCat("does not take ", ir::DTypeName(input.dtype),
                                                      " inputs (neither does eager PyTorch)"));
     }
-    ASSIGN_OR_RETURN(const std::vector<bool> reduced, ReducedDims(node, input.rank()));
-    std::vector<ir::Dim> sizes;
-    for (int64_t d = 0; d < input.rank(); ++d) {
-      if (!reduced[d]) {
-        sizes.push_back(input.sizes[d]);
-      } else if (BoolArg(node, "keepdim")) {
-        sizes.push_back(ir::Dim::Constant(1));
-      }
+    std::vector<ir::TensorType> types;
+    for (const std::string& combiner : combiners) {
+      ASSIGN_OR_RETURN(ir::TensorType type, InferReduction(combiner, node, input));
+      types.push_back(std::move(type));
     }
-    if (combiner != "sum" && combiner != "prod") {
-      for (int64_t d = 0; d < input.rank(); ++d) {
-        if (reduced[d] && input.sizes[d] == ir::Dim::Constant(0)) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("cannot take ", combiner == "max_nan_unspecified" ? "max" : combiner,
-                           " over dim ", d, " of size 0 (no identity)"));
-        }
-      }
-    }
-    return std::vector<ir::TensorType>{
-        ContiguousType(ResultType(combiner, node, input.dtype), std::move(sizes))};
+    return types;
   };
-  def.lower = [combiner](const ir::Graph& graph,
-                         const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
-    const ir::TensorType& input = graph.values[node.inputs[0]];
-    const ir::TensorType& result = graph.values[node.outputs[0]];
-    ASSIGN_OR_RETURN(const std::vector<bool> reduced, ReducedDims(node, input.rank()));
-    ir::Definition definition;
-    definition.kind = ir::Definition::Kind::kReduction;
-    definition.combiner = combiner;
-    const int out_rank = static_cast<int>(result.rank());
-    int reductions = 0;
-    for (int64_t d = 0; d < input.rank(); ++d) {
-      if (reduced[d]) {
-        definition.reduction_sizes.push_back(input.sizes[d]);
-        ++reductions;
-      }
+  def.lower = [combiners](const ir::Graph& graph,
+                          const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+    std::vector<ir::Definition> definitions;
+    for (size_t i = 0; i < combiners.size(); ++i) {
+      ASSIGN_OR_RETURN(ir::Definition definition,
+                       LowerReduction(combiners[i], graph, node, static_cast<int>(i)));
+      definitions.push_back(std::move(definition));
     }
-    // The input's coordinates from (result coordinates, reduced coordinates).
-    ir::AffineMap map;
-    map.num_variables = out_rank + reductions;
-    map.coefficients.assign(input.rank(), std::vector<int64_t>(map.num_variables, 0));
-    map.offsets.assign(input.rank(), 0);
-    int kept = 0, reduction = 0;
-    for (int64_t d = 0; d < input.rank(); ++d) {
-      if (reduced[d]) {
-        map.coefficients[d][out_rank + reduction++] = 1;
-        if (BoolArg(node, "keepdim")) ++kept;  // the size-1 result dim stays unused
-      } else {
-        map.coefficients[d][kept++] = 1;
-      }
-    }
-    const bool arg = combiner == "argmax" || combiner == "argmin";
-    DType accumulate = arg ? ComputeType(input.dtype) : ComputeType(result.dtype);
-    // A bool max/min folds in int64: the emitter starts a max at the
-    // literal for -inf, which as a bool is `true`.
-    if (accumulate == DType::kBool) accumulate = DType::kInt64;
-    ir::Expr load;
-    load.kind = ir::Expr::Kind::kLoad;
-    load.dtype = accumulate;
-    load.value = node.inputs[0];
-    load.index = std::move(map);
-    definition.exprs.push_back(std::move(load));
-    definition.root = 0;
-    return std::vector<ir::Definition>{std::move(definition)};
+    return definitions;
   };
   table.Add(std::move(def));
 }
@@ -179,18 +204,23 @@ void RegisterReductionOps(OpTable& table) {
   const ArgSpec dtype{"dtype", ArgKind::kDType, ir::ArgValue(ir::None{})};
   const ArgSpec dim_list{"dim", ArgKind::kIntList, ir::ArgValue(ir::None{})};
   const ArgSpec dim_one{"dim", ArgKind::kInt, ir::ArgValue(ir::None{})};
-  AddReduction(table, "aten.sum.dim_IntList", "sum", {dim_list, keepdim, dtype});
-  AddReduction(table, "aten.sum.default", "sum", {dtype});
-  AddReduction(table, "aten.prod.dim_int", "prod", {dim_one, keepdim, dtype});
-  AddReduction(table, "aten.prod.default", "prod", {dtype});
-  AddReduction(table, "aten.amax.default", "max", {dim_list, keepdim});
+  AddReduction(table, "aten.sum.dim_IntList", {"sum"}, {dim_list, keepdim, dtype});
+  AddReduction(table, "aten.sum.default", {"sum"}, {dtype});
+  AddReduction(table, "aten.prod.dim_int", {"prod"}, {dim_one, keepdim, dtype});
+  AddReduction(table, "aten.prod.default", {"prod"}, {dtype});
+  AddReduction(table, "aten.amax.default", {"max"}, {dim_list, keepdim});
   // softmax's row max, which only shifts exp's argument: with a NaN in the
   // row its value is unspecified, as the NaN reaches every result through
   // the sum anyway. A plain compare per element instead of eager's NaN test.
-  AddReduction(table, "kiln.softmax_max.default", "max_nan_unspecified", {dim_list, keepdim});
-  AddReduction(table, "aten.amin.default", "min", {dim_list, keepdim});
-  AddReduction(table, "aten.argmax.default", "argmax", {dim_one, keepdim}, {DType::kBool});
-  AddReduction(table, "aten.argmin.default", "argmin", {dim_one, keepdim}, {DType::kBool});
+  AddReduction(table, "kiln.softmax_max.default", {"max_nan_unspecified"}, {dim_list, keepdim});
+  AddReduction(table, "aten.amin.default", {"min"}, {dim_list, keepdim});
+  AddReduction(table, "aten.argmax.default", {"argmax"}, {dim_one, keepdim}, {DType::kBool});
+  AddReduction(table, "aten.argmin.default", {"argmin"}, {dim_one, keepdim}, {DType::kBool});
+  // x.max(dim): the values and their positions (the first of equal ones, a
+  // NaN's where there is one), as amax and argmax; bool too, as in eager.
+  const ArgSpec dim_required{"dim", ArgKind::kInt, std::nullopt};
+  AddReduction(table, "aten.max.dim", {"max", "argmax"}, {dim_required, keepdim});
+  AddReduction(table, "aten.min.dim", {"min", "argmin"}, {dim_required, keepdim});
 }
 
 }  // namespace kiln::ops

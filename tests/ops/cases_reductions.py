@@ -1,5 +1,5 @@
-"""Reductions (sum, prod, amax, amin, argmax, argmin) and the composites
-over them (mean, var, std), over any dims with and without keepdim, on
+"""Reductions (sum, prod, amax, amin, argmax, argmin, max.dim, min.dim) and
+the composites over them (mean, var, std), over any dims with and without keepdim, on
 contiguous, permuted and stride-0 inputs, with random and edge values."""
 import torch
 
@@ -65,6 +65,13 @@ def arg(name):
 
 
 
+def values_and_positions(name):
+    """x.max(dim) or x.min(dim): both of its results."""
+    def fn(x, dim, keepdim):
+        return tuple(getattr(torch, name)(x, dim[0] if isinstance(dim, list) else dim, keepdim))
+    return fn
+
+
 def cases(claims):
     return bfloat16_from_float32(all_cases(claims))
 
@@ -105,6 +112,15 @@ def all_cases(claims):
             yield Case(op, dtype, "ties", unary(getattr(torch, name), 1), [ties], EXACT)
         yield refused(op, torch.bool, lambda x: torch.zeros((), dtype=torch.int64),
                       [random(SHAPE, torch.bool, generator(op))])
+    for name in ("max", "min"):
+        op = f"aten.{name}.dim"
+        fn = values_and_positions(name)
+        for dtype in claimed(claims, op):
+            yield from reduction_layouts(op, dtype, fn, random, EXACT, dims=[[0], [1], [2], [-1]])
+            # Ties and NaN: the first occurrence wins; NaN is the extreme.
+            g = generator(op, NAMES[dtype], "ties")
+            ties = torch.randint(0, 3, (5, 12), generator=g).to(dtype)
+            yield Case(op, dtype, "ties", unary(fn, 1, False), [ties], EXACT)
     # A reduced dim of size 0 (an empty slice): sum 0, prod 1, mean NaN.
     g = generator("empty reductions")
     x = random((3, 5, 4), torch.float32, g)

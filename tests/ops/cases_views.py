@@ -3,6 +3,7 @@
 contiguous output) and consumed by a pointwise op (read through the view's
 index map), on contiguous, transposed and sliced sources."""
 import torch
+import torch.nn.functional as F
 
 from cases_common import ERROR, EXACT, NAMES, Case, claimed, generator, random, with_edges
 
@@ -151,6 +152,30 @@ def cat_cases(claims):
                [random((3, 4), torch.float32, g), random((3, 4), torch.float64, g)], EXACT)
 
 
+def pixel_shuffle_cases(claims):
+    """pixel_shuffle and pixel_unshuffle: 4-d and 3-d, factors 2 and 3, a
+    transposed input, and a round trip."""
+    op = "aten.pixel_shuffle.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        yield Case(op, dtype, "factor2", lambda x: F.pixel_shuffle(x, 2),
+                   [random((2, 8, 3, 5), dtype, g)], EXACT)
+        yield Case(op, dtype, "factor3_3d", lambda x: F.pixel_shuffle(x, 3),
+                   [random((18, 2, 4), dtype, g)], EXACT)
+        yield Case(op, dtype, "transposed", lambda x: F.pixel_shuffle(x.transpose(2, 3), 2),
+                   [random((1, 4, 5, 3), dtype, g)], EXACT)
+    op = "aten.pixel_unshuffle.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        yield Case(op, dtype, "factor2", lambda x: F.pixel_unshuffle(x, 2),
+                   [random((2, 3, 6, 4), dtype, g)], EXACT)
+        yield Case(op, dtype, "factor3_3d", lambda x: F.pixel_unshuffle(x, 3),
+                   [random((2, 6, 9), dtype, g)], EXACT)
+        yield Case(op, dtype, "round_trip",
+                   lambda x: F.pixel_shuffle(F.pixel_unshuffle(x, 2) * 2, 2),
+                   [random((1, 2, 4, 6), dtype, g)], EXACT)
+
+
 def chain_cases():
     """Views of views, and outputs that are inputs or returned twice."""
     g = generator("view chains")
@@ -170,3 +195,4 @@ def cases(claims):
     yield from view_cases(claims)
     yield from chain_cases()
     yield from cat_cases(claims)
+    yield from pixel_shuffle_cases(claims)
