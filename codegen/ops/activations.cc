@@ -1,7 +1,8 @@
 // Clamp-style activations and the backward ops autograd emits for them in a
 // training graph (make_fx, PyTorch 1.13): hardtanh (ReLU6 is hardtanh(0, 6)),
 // hardswish, hardsigmoid, leaky_relu and elu (selu traces to elu; celu's
-// gradient is elu_backward, though its forward, aten.celu, is not here).
+// gradient is elu_backward, though its forward, aten.celu, is not here), and
+// the shrinks (hardshrink, softshrink).
 //
 // Each element follows eager's CPU kernel (ATen/native/cpu/Activation.cpp)
 // operation for operation, so IEEE arithmetic gives eager's bits: x * r / 6
@@ -111,6 +112,31 @@ absl::StatusOr<int> LeakyRelu(ExprBuilder& b, const ir::Node& node,
   const int x = operands[0];
   const double slope = ComputeScalar(node, "negative_slope", types);
   return e.Select(e.Greater(x, e.Constant(0)), x, e.Scale(x, slope));
+}
+
+// hardshrink(x) = -lambd <= x <= lambd ? 0 : x, lambd in x's dtype (eager
+// converts it to the tensor's type, 16-bit ones included).
+absl::StatusOr<int> Hardshrink(ExprBuilder& b, const ir::Node& node,
+                               const std::vector<int>& operands, Types types) {
+  Element e(b, types.compute);
+  const int x = operands[0];
+  const double lambd = RoundScalar(ScalarArgAsDouble(node, "lambd"), types.operand);
+  const int inside =
+      e.And(e.GreaterEqual(x, e.Constant(-lambd)), e.LessEqual(x, e.Constant(lambd)));
+  return e.Select(inside, e.Constant(0), x);
+}
+
+// softshrink(x) = x > lambd ? x - lambd : (x < -lambd ? x + lambd : 0), a
+// NaN to 0 as well, lambd in the compute type (float for 16-bit x), as
+// eager.
+absl::StatusOr<int> Softshrink(ExprBuilder& b, const ir::Node& node,
+                               const std::vector<int>& operands, Types types) {
+  Element e(b, types.compute);
+  const int x = operands[0];
+  const double lambd = ComputeScalar(node, "lambd", types);
+  const int high = e.Constant(lambd), low = e.Constant(-lambd);
+  return e.Select(e.Greater(x, high), e.Sub(x, high),
+                  e.Select(e.Less(x, low), e.Add(x, high), e.Constant(0)));
 }
 
 // elu(x) = x <= 0 ? (exp(x * input_scale) - 1) * alpha * scale : x * scale;
@@ -228,6 +254,8 @@ void RegisterActivationOps(OpTable& table) {
       {ScalarArg("alpha", int64_t{1}), ScalarArg("scale", int64_t{1}),
        ScalarArg("input_scale", int64_t{1})},
       Elu);
+  add("aten.hardshrink.default", 1, {ScalarArg("lambd", 0.5)}, Hardshrink);
+  add("aten.softshrink.default", 1, {ScalarArg("lambd", 0.5)}, Softshrink);
 
   // Backward ops: (grad_output, self) in schema order; elu_backward's tensor
   // inputs are grad_output and self_or_result, its scalars in between.

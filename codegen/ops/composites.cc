@@ -423,6 +423,32 @@ absl::StatusOr<std::vector<int>> PixelShuffle(GraphBuilder& b, const ir::Node& n
   return std::vector<int>{value};
 }
 
+// prelu(x, weight) = x > 0 ? x : weight * x, weight one value or one per
+// channel (dim 1 of x), broadcast along the other dims.
+absl::StatusOr<std::vector<int>> Prelu(GraphBuilder& b, const ir::Node& node) {
+  const ir::TensorType x = b.type(node.inputs[0]);
+  const ir::TensorType weight = b.type(node.inputs[1]);
+  const bool single =
+      weight.rank() == 0 || (weight.rank() == 1 && weight.sizes[0] == ir::Dim::Constant(1));
+  if (!single && (weight.rank() != 1 || x.rank() < 2 || weight.sizes[0] != x.sizes[1])) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weight ", ir::ToString(weight, b.graph()),
+                     " is neither one value nor one per channel (dim 1) of the input ",
+                     ir::ToString(x, b.graph())));
+  }
+  std::vector<ir::SymExpr> shape;
+  if (!single) {
+    shape.push_back(ir::SymExpr::Of(weight.sizes[0]));
+    for (int64_t d = 2; d < x.rank(); ++d) shape.push_back(ir::SymExpr::Constant(1));
+  }
+  ASSIGN_OR_RETURN(const int w, b.Add("aten.reshape.default", {node.inputs[1]}, {{"size", shape}}));
+  ASSIGN_OR_RETURN(const int positive,
+                   b.Add("aten.gt.Scalar", {node.inputs[0]}, {{"other", int64_t{0}}}));
+  ASSIGN_OR_RETURN(const int scaled, b.Add("aten.mul.Tensor", {w, node.inputs[0]}));
+  ASSIGN_OR_RETURN(const int result, b.Add("aten.where.self", {positive, node.inputs[0], scaled}));
+  return std::vector<int>{result};
+}
+
 // stack(tensors, dim): kiln.stack itself (parts of one shape).
 absl::StatusOr<std::vector<int>> Stack(GraphBuilder& b, const ir::Node& node) {
   ASSIGN_OR_RETURN(const int stacked,
@@ -506,6 +532,7 @@ void RegisterCompositeOps(OpTable& table) {
   AddComposite(table, "aten.stack.default", 1, 1 << 16, {dim_zero}, Stack, kAllTypes);
   AddComposite(table, "aten.repeat.default", 1, 1, {{"repeats", ArgKind::kIntList, std::nullopt}},
                Repeat, kAllTypes);
+  AddComposite(table, "aten.prelu.default", 2, 2, {}, Prelu, kFloatTypes, integral);
   AddComposite(table, "aten.pixel_shuffle.default", 1, 1,
                {{"upscale_factor", ArgKind::kInt, std::nullopt}}, PixelShuffle, kAllTypes);
   AddComposite(table, "aten.pixel_unshuffle.default", 1, 1,

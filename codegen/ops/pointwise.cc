@@ -247,6 +247,53 @@ int GeluBackward(ExprBuilder& b, bool tanh, int grad, int x, DType t) {
   return mul(grad, add(left_derivative, right_derivative));
 }
 
+// sign(x) = (0 < x) - (x < 0): 0 for a NaN and for -0.0; a bool is its own.
+absl::StatusOr<int> Sign(ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
+                         Types types) {
+  const DType t = types.compute;
+  if (t == DType::kBool) return operands[0];
+  const int x = operands[0], zero = b.Constant(0, t);
+  const int negative =
+      b.Call("where", {b.Call("lt", {x, zero}, DType::kBool), b.Constant(-1, t), zero}, t);
+  return b.Call("where", {b.Call("gt", {x, zero}, DType::kBool), b.Constant(1, t), negative}, t);
+}
+
+// xlogy(x, y) = y is NaN ? NaN : (x == 0 ? 0 : x * log(y)), as eager.
+absl::StatusOr<int> Xlogy(ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
+                          Types types) {
+  const DType t = types.compute;
+  const int x = operands[0], y = operands[1];
+  const int product = b.Call("mul", {x, b.Call("log", {y}, t)}, t);
+  const int zero = b.Constant(0, t);
+  const int by_x = b.Call("where", {b.Call("eq", {x, zero}, DType::kBool), zero, product}, t);
+  return b.Call("where", {b.Call("ne", {y, y}, DType::kBool), b.Constant(NAN, t), by_x}, t);
+}
+
+// lerp(start, end, w) = |w| < 0.5 ? start + w (end - start)
+//                                 : end - (end - start) (1 - w),
+// exact at both ends; a scalar w in the compute type (eager's opmath).
+absl::StatusOr<int> Lerp(ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+                         Types types) {
+  const DType t = types.compute;
+  const int start = operands[0], end = operands[1];
+  const int difference = b.Call("sub", {end, start}, t);
+  auto near_start = [&](int w) {
+    return b.Call("add", {start, b.Call("mul", {w, difference}, t)}, t);
+  };
+  auto near_end = [&](int w) {
+    return b.Call(
+        "sub", {end, b.Call("mul", {difference, b.Call("sub", {b.Constant(1, t), w}, t)}, t)}, t);
+  };
+  if (operands.size() == 2) {
+    const double weight = RoundScalar(ScalarArgAsDouble(node, "weight"), t);
+    const int w = b.Constant(weight, t);
+    return std::abs(weight) < 0.5 ? near_start(w) : near_end(w);
+  }
+  const int w = operands[2];
+  const int small = b.Call("lt", {b.Call("abs", {w}, t), b.Constant(0.5, t)}, DType::kBool);
+  return b.Call("where", {small, near_start(w), near_end(w)}, t);
+}
+
 const ArgSpec kAlpha{"alpha", ArgKind::kScalar, ir::ArgValue(int64_t{1})};
 const ArgSpec kOther{"other", ArgKind::kScalarOrSize, ir::ArgValue(ir::None{})};
 
@@ -325,6 +372,24 @@ void RegisterPointwiseOps(OpTable& table) {
   }
   AddPointwise(table,
                {"aten.logical_not.default", 1, 1, {}, Result::kBool, "", Compare("logical_not")});
+
+  AddPointwise(table, {"aten.sign.default", 1, 1, {}, Result::kPromoted, "", Sign});
+  for (const char* overload : {"Tensor", "Scalar_Other"}) {
+    AddPointwise(
+        table,
+        {absl::StrCat("aten.xlogy.", overload), 1, 2, {kOther}, Result::kFloating, "other", Xlogy});
+  }
+  AddPointwise(table, {"aten.lerp.Scalar",
+                       2,
+                       2,
+                       {{"weight", ArgKind::kScalar, std::nullopt}},
+                       Result::kPromoted,
+                       "",
+                       Lerp,
+                       kFloatTypes,
+                       kIntegral});
+  AddPointwise(table,
+               {"aten.lerp.Tensor", 3, 3, {}, Result::kPromoted, "", Lerp, kFloatTypes, kIntegral});
 
   // Unary, same type in and out.
   for (const char* function : {"neg", "abs", "relu"}) {

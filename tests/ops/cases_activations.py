@@ -1,5 +1,5 @@
 """Clamp-style activations (hardtanh and ReLU6, hardswish, hardsigmoid,
-leaky_relu, elu and selu) and the backward ops autograd emits for them, over
+leaky_relu, elu and selu, hardshrink and softshrink) and the backward ops autograd emits for them, over
 every claimed dtype: random values in each layout, each op's boundaries with
 the edge values of the dtype, a few argument values, and make_fx training
 graphs (forward and gradient, in-place forward included).
@@ -44,6 +44,12 @@ FORWARD = {
     "aten.leaky_relu.default": (EXACT, [
         ("default", unary(F.leaky_relu)), ("slope0.2", unary(F.leaky_relu, 0.2)),
         ("slope-0.5", unary(F.leaky_relu, -0.5)), ("slope1", unary(F.leaky_relu, 1.0))]),
+    "aten.hardshrink.default": (EXACT, [
+        ("default", unary(F.hardshrink)), ("lambd3", unary(F.hardshrink, 3.0)),
+        ("lambd0.1", unary(F.hardshrink, 0.1))]),
+    "aten.softshrink.default": (EXACT, [
+        ("default", unary(F.softshrink)), ("lambd3", unary(F.softshrink, 3.0)),
+        ("lambd0.1", unary(F.softshrink, 0.1))]),
     # exp(x) - 1: eager's SLEEF exp and Kiln's differ in the last bit, which
     # the subtraction amplifies near 0: assert_close's tolerances.
     "aten.elu.default": (CLOSE, [
@@ -188,6 +194,23 @@ def manual_args(op):
                                           ("is_result", False)]}.get(op, [])
 
 
+def prelu_cases(claims):
+    """prelu with one weight, one per channel (4-d and 2-d inputs), and the
+    module's own; edge values."""
+    op = "aten.prelu.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        yield Case(op, dtype, "per_channel", F.prelu,
+                   [with_edges((2, 3, 4, 5), dtype, g), random((3,), dtype, g)], EXACT)
+        yield Case(op, dtype, "single", F.prelu, [wide(SHAPE, dtype, g), random((1,), dtype, g)],
+                   EXACT)
+        yield Case(op, dtype, "rows", F.prelu, [wide(SHAPE, dtype, g), random((40,), dtype, g)],
+                   EXACT)
+        yield Case(op, dtype, "transposed", lambda x, w: F.prelu(x.transpose(1, 2), w),
+                   [wide((2, 5, 3), dtype, g), random((3,), dtype, g)], EXACT)
+
+
 def cases(claims):
+    yield from prelu_cases(claims)
     yield from forward_cases(claims)
     yield from backward_cases(claims)

@@ -249,6 +249,49 @@ def arithmetic_cases(claims):
                    [random(SHAPE, dtype, g)])
 
 
+def sign_xlogy_lerp_cases(claims):
+    """sign (edges: NaN and -0.0 give 0), xlogy (x = 0 gives 0 unless y is
+    NaN; a scalar y), lerp with a scalar weight on either side of 0.5 and
+    outside [0, 1], and with a tensor weight."""
+    op = "aten.sign.default"
+    for dtype in claimed(claims, op):
+        yield from layouts(op, dtype, torch.sign, random, EXACT)
+        yield Case(op, dtype, "edges", torch.sign, [with_edges(SHAPE, dtype, generator(op, dtype))],
+                   EXACT)
+    op = "aten.xlogy.Tensor"
+    for dtype in claimed(claims, op):
+        # Eager's 16-bit xlogy rounds log(y) to the dtype before the
+        # product: the reference is float32 math.
+        for case in binary_layouts(op, dtype, torch.xlogy, make=positive):
+            case.float32_reference = dtype in (torch.float16, torch.bfloat16)
+            yield case
+        g = generator(op, NAMES[dtype], "zeros")
+        x = random(SHAPE, dtype, g)
+        x[::2] = 0
+        yield Case(op, dtype, "zero_x", torch.xlogy, [x, with_edges(SHAPE, dtype, g)],
+                   float32_reference=dtype in (torch.float16, torch.bfloat16))
+    op = "aten.xlogy.Scalar_Other"
+    for dtype in claimed(claims, op):
+        yield Case(op, dtype, "scalar", unary(torch.xlogy, 2.5),
+                   [with_edges(SHAPE, dtype, generator(op, dtype))])
+    op = "aten.lerp.Scalar"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        for weight in (0.3, 0.5, 0.8, -0.7, 1.5):
+            yield Case(op, dtype, f"weight_{weight}", binary(torch.lerp, weight),
+                       [random(SHAPE, dtype, g), random(SHAPE, dtype, g)])
+        yield Case(op, dtype, "broadcast", lambda a, b: torch.lerp(a, b, 0.25),
+                   [random(SHAPE, dtype, g), random((40,), dtype, g)])
+    op = "aten.lerp.Tensor"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        weight = random(SHAPE, dtype, g)
+        yield Case(op, dtype, "contiguous", torch.lerp,
+                   [random(SHAPE, dtype, g), random(SHAPE, dtype, g), weight])
+        yield Case(op, dtype, "broadcast_weight", torch.lerp,
+                   [random(SHAPE, dtype, g), random(SHAPE, dtype, g), random((40,), dtype, g)])
+
+
 # --- Comparisons, logical ops, selection --------------------------------------
 
 COMPARISONS = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,
@@ -377,5 +420,6 @@ def clamp_cases(claims):
 def cases(claims):
     yield from unary_cases(claims)
     yield from arithmetic_cases(claims)
+    yield from sign_xlogy_lerp_cases(claims)
     yield from comparison_cases(claims)
     yield from selection_cases(claims)
