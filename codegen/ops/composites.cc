@@ -3,6 +3,7 @@
 // as eager's kernels do, so no intermediate is stored at half precision.
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -128,42 +129,124 @@ absl::StatusOr<std::vector<int>> VarOp(GraphBuilder& b, const ir::Node& node) {
   return std::vector<int>{result};
 }
 
-// mse_loss(x, target, reduction) = (x - target)^2, then its mean
-// (reduction 1, the default), its sum (2) or each element (0).
-absl::StatusOr<std::vector<int>> MseLoss(GraphBuilder& b, const ir::Node& node) {
-  ASSIGN_OR_RETURN(const int difference, b.Add("aten.sub.Tensor", node.inputs));
-  ASSIGN_OR_RETURN(const int squared, b.Add("aten.mul.Tensor", {difference, difference}));
+// var_mean(x, dims, correction, keepdim) = (var, mean), each as its own op.
+absl::StatusOr<std::vector<int>> VarMean(GraphBuilder& b, const ir::Node& node) {
+  ASSIGN_OR_RETURN(const std::vector<int> var, VarOp(b, node));
+  ASSIGN_OR_RETURN(const std::vector<int> mean, MeanOp(b, node));
+  return std::vector<int>{var[0], mean[0]};
+}
+
+// count_nonzero(x, dims) = the sum of x != 0 (int64) over dims (all when
+// none).
+absl::StatusOr<std::vector<int>> CountNonzero(GraphBuilder& b, const ir::Node& node) {
+  ASSIGN_OR_RETURN(const int nonzero,
+                   b.Add("aten.ne.Scalar", {node.inputs[0]}, {{"other", int64_t{0}}}));
+  ASSIGN_OR_RETURN(const int count, b.Add("aten.sum.dim_IntList", {nonzero},
+                                          {{"dim", DimsArg(node)}, {"keepdim", false}}));
+  return std::vector<int>{count};
+}
+
+// A loss's elements reduced as the node's `reduction` says: each element
+// (0), their mean (1, the default) or their sum (2).
+absl::StatusOr<int> Reduced(GraphBuilder& b, const ir::Node& node, int elements) {
   switch (IntArg(node, "reduction")) {
     case 0:
-      return std::vector<int>{squared};
-    case 1: {
-      ASSIGN_OR_RETURN(const int mean, Mean(b, squared, {}, /*keepdim=*/false));
-      return std::vector<int>{mean};
-    }
-    case 2: {
-      ASSIGN_OR_RETURN(const int sum, b.Add("aten.sum.default", {squared}));
-      return std::vector<int>{sum};
-    }
+      return elements;
+    case 1:
+      return Mean(b, elements, {}, /*keepdim=*/false);
+    case 2:
+      return b.Add("aten.sum.default", {elements});
   }
   return absl::InvalidArgumentError(
       absl::StrCat("reduction ", IntArg(node, "reduction"), " is not 0, 1 or 2"));
 }
 
-// mse_loss_backward(grad, x, target, reduction) = grad * 2 (x - target),
-// divided by the element count for a mean.
-absl::StatusOr<std::vector<int>> MseLossBackward(GraphBuilder& b, const ir::Node& node) {
+// A loss gradient's elements divided by the element count of `x` when the
+// loss was a mean.
+absl::StatusOr<int> ByReduction(GraphBuilder& b, const ir::Node& node, int elements, int x) {
   const int64_t reduction = IntArg(node, "reduction");
   if (reduction < 0 || reduction > 2) {
     return absl::InvalidArgumentError(absl::StrCat("reduction ", reduction, " is not 0, 1 or 2"));
   }
+  if (reduction != 1) return elements;
+  return ByCount(b, "aten.div.Tensor", elements, Count(b.type(x), {}));
+}
+
+// mse_loss(x, target, reduction) = (x - target)^2, reduced.
+absl::StatusOr<std::vector<int>> MseLoss(GraphBuilder& b, const ir::Node& node) {
+  ASSIGN_OR_RETURN(const int difference, b.Add("aten.sub.Tensor", node.inputs));
+  ASSIGN_OR_RETURN(const int squared, b.Add("aten.mul.Tensor", {difference, difference}));
+  ASSIGN_OR_RETURN(const int loss, Reduced(b, node, squared));
+  return std::vector<int>{loss};
+}
+
+// mse_loss_backward(grad, x, target, reduction) = grad * 2 (x - target),
+// divided by the element count for a mean.
+absl::StatusOr<std::vector<int>> MseLossBackward(GraphBuilder& b, const ir::Node& node) {
   const int x = node.inputs[1];
   ASSIGN_OR_RETURN(const int difference, b.Add("aten.sub.Tensor", {x, node.inputs[2]}));
   ASSIGN_OR_RETURN(int scaled, b.Add("aten.mul.Tensor", {difference}, {{"other", 2.0}}));
-  if (reduction == 1) {
-    ASSIGN_OR_RETURN(scaled, ByCount(b, "aten.div.Tensor", scaled, Count(b.type(x), {})));
-  }
+  ASSIGN_OR_RETURN(scaled, ByReduction(b, node, scaled, x));
   ASSIGN_OR_RETURN(const int grad, b.Add("aten.mul.Tensor", {scaled, node.inputs[0]}));
   return std::vector<int>{grad};
+}
+
+// smooth_l1_loss(x, target, reduction, beta): z = |x - target|, then
+// z < beta ? 0.5 z z / beta : z - 0.5 beta (z itself for beta 0), reduced.
+// huber_loss(x, target, reduction, delta): z < delta ? 0.5 z z
+// : delta (z - 0.5 delta), reduced. In eager's order of operations.
+absl::StatusOr<std::vector<int>> SmoothLoss(GraphBuilder& b, const ir::Node& node) {
+  const bool huber = node.op == "aten.huber_loss.default";
+  const double width = ScalarArgAsDouble(node, huber ? "delta" : "beta");
+  if (width < 0 || (huber && width == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(huber ? "delta " : "beta ", width,
+                                                   huber ? " is not positive" : " is negative"));
+  }
+  ASSIGN_OR_RETURN(const int difference, b.Add("aten.sub.Tensor", node.inputs));
+  ASSIGN_OR_RETURN(const int z, b.Add("aten.abs.default", {difference}));
+  int elements = z;
+  if (width > 0) {
+    ASSIGN_OR_RETURN(const int inside, b.Add("aten.lt.Scalar", {z}, {{"other", width}}));
+    ASSIGN_OR_RETURN(const int half, b.Add("aten.mul.Tensor", {z}, {{"other", 0.5}}));
+    ASSIGN_OR_RETURN(int square, b.Add("aten.mul.Tensor", {half, z}));
+    int linear;
+    if (huber) {
+      ASSIGN_OR_RETURN(const int shifted, b.Add("aten.sub.Tensor", {z}, {{"other", 0.5 * width}}));
+      ASSIGN_OR_RETURN(linear, b.Add("aten.mul.Tensor", {shifted}, {{"other", width}}));
+    } else {
+      ASSIGN_OR_RETURN(square, b.Add("aten.div.Tensor", {square}, {{"other", width}}));
+      ASSIGN_OR_RETURN(linear, b.Add("aten.sub.Tensor", {z}, {{"other", 0.5 * width}}));
+    }
+    ASSIGN_OR_RETURN(elements, b.Add("aten.where.self", {inside, square, linear}));
+  }
+  ASSIGN_OR_RETURN(const int loss, Reduced(b, node, elements));
+  return std::vector<int>{loss};
+}
+
+// Their gradients, d = x - target: d <= -w ? -grad s : (d >= w ? grad s
+// : d grad s'), with w = beta, s = 1, s' = 1 / beta (smooth_l1) or
+// w = delta, s = delta, s' = 1 (huber); over the count for a mean.
+absl::StatusOr<std::vector<int>> SmoothLossBackward(GraphBuilder& b, const ir::Node& node) {
+  const bool huber = node.op == "aten.huber_loss_backward.default";
+  const double width = ScalarArgAsDouble(node, huber ? "delta" : "beta");
+  const int grad = node.inputs[0], x = node.inputs[1];
+  ASSIGN_OR_RETURN(const int d, b.Add("aten.sub.Tensor", {x, node.inputs[2]}));
+  ASSIGN_OR_RETURN(const int low, b.Add("aten.le.Scalar", {d}, {{"other", -width}}));
+  ASSIGN_OR_RETURN(const int high, b.Add("aten.ge.Scalar", {d}, {{"other", width}}));
+  const double outer = huber ? width : 1.0;
+  ASSIGN_OR_RETURN(const int positive, b.Add("aten.mul.Tensor", {grad}, {{"other", outer}}));
+  ASSIGN_OR_RETURN(const int negative, b.Add("aten.mul.Tensor", {grad}, {{"other", -outer}}));
+  ASSIGN_OR_RETURN(int inner, b.Add("aten.mul.Tensor", {d, grad}));
+  if (!huber) {
+    if (width == 0) {
+      return absl::UnimplementedError("smooth_l1_loss_backward with beta 0 (l1_loss's gradient)");
+    }
+    ASSIGN_OR_RETURN(inner, b.Add("aten.div.Tensor", {inner}, {{"other", width}}));
+  }
+  ASSIGN_OR_RETURN(int result, b.Add("aten.where.self", {high, positive, inner}));
+  ASSIGN_OR_RETURN(result, b.Add("aten.where.self", {low, negative, result}));
+  ASSIGN_OR_RETURN(result, ByReduction(b, node, result, x));
+  return std::vector<int>{result};
 }
 
 // native_layer_norm(x, shape, weight?, bias?, eps) -> (out, mean, rstd) over
@@ -423,11 +506,12 @@ absl::StatusOr<std::vector<int>> PixelShuffle(GraphBuilder& b, const ir::Node& n
   return std::vector<int>{value};
 }
 
-// prelu(x, weight) = x > 0 ? x : weight * x, weight one value or one per
-// channel (dim 1 of x), broadcast along the other dims.
-absl::StatusOr<std::vector<int>> Prelu(GraphBuilder& b, const ir::Node& node) {
-  const ir::TensorType x = b.type(node.inputs[0]);
-  const ir::TensorType weight = b.type(node.inputs[1]);
+// prelu's weight (the node's input `input`, one value or one per channel:
+// dim 1 of x, the input before it) reshaped to broadcast against x; and
+// whether it is one value.
+absl::StatusOr<std::pair<int, bool>> PreluWeight(GraphBuilder& b, const ir::Node& node, int input) {
+  const ir::TensorType x = b.type(node.inputs[input - 1]);
+  const ir::TensorType weight = b.type(node.inputs[input]);
   const bool single =
       weight.rank() == 0 || (weight.rank() == 1 && weight.sizes[0] == ir::Dim::Constant(1));
   if (!single && (weight.rank() != 1 || x.rank() < 2 || weight.sizes[0] != x.sizes[1])) {
@@ -441,12 +525,44 @@ absl::StatusOr<std::vector<int>> Prelu(GraphBuilder& b, const ir::Node& node) {
     shape.push_back(ir::SymExpr::Of(weight.sizes[0]));
     for (int64_t d = 2; d < x.rank(); ++d) shape.push_back(ir::SymExpr::Constant(1));
   }
-  ASSIGN_OR_RETURN(const int w, b.Add("aten.reshape.default", {node.inputs[1]}, {{"size", shape}}));
-  ASSIGN_OR_RETURN(const int positive,
-                   b.Add("aten.gt.Scalar", {node.inputs[0]}, {{"other", int64_t{0}}}));
-  ASSIGN_OR_RETURN(const int scaled, b.Add("aten.mul.Tensor", {w, node.inputs[0]}));
-  ASSIGN_OR_RETURN(const int result, b.Add("aten.where.self", {positive, node.inputs[0], scaled}));
+  ASSIGN_OR_RETURN(const int w,
+                   b.Add("aten.reshape.default", {node.inputs[input]}, {{"size", shape}}));
+  return std::make_pair(w, single);
+}
+
+// prelu(x, weight) = x > 0 ? x : weight * x.
+absl::StatusOr<std::vector<int>> Prelu(GraphBuilder& b, const ir::Node& node) {
+  ASSIGN_OR_RETURN(const auto weight, PreluWeight(b, node, 1));
+  const int x = node.inputs[0];
+  ASSIGN_OR_RETURN(const int positive, b.Add("aten.gt.Scalar", {x}, {{"other", int64_t{0}}}));
+  ASSIGN_OR_RETURN(const int scaled, b.Add("aten.mul.Tensor", {weight.first, x}));
+  ASSIGN_OR_RETURN(const int result, b.Add("aten.where.self", {positive, x, scaled}));
   return std::vector<int>{result};
+}
+
+// prelu_backward(grad, x, weight) = (x > 0 ? grad : weight * grad, the sum
+// of (x > 0 ? 0 : x * grad) over every dim but the channels, in weight's
+// shape).
+absl::StatusOr<std::vector<int>> PreluBackward(GraphBuilder& b, const ir::Node& node) {
+  ASSIGN_OR_RETURN(const auto weight, PreluWeight(b, node, 2));
+  const int grad = node.inputs[0], x = node.inputs[1];
+  const ir::TensorType type = b.type(x);
+  ASSIGN_OR_RETURN(const int positive, b.Add("aten.gt.Scalar", {x}, {{"other", int64_t{0}}}));
+  ASSIGN_OR_RETURN(const int scaled, b.Add("aten.mul.Tensor", {weight.first, grad}));
+  ASSIGN_OR_RETURN(const int grad_x, b.Add("aten.where.self", {positive, grad, scaled}));
+  ASSIGN_OR_RETURN(const int product, b.Add("aten.mul.Tensor", {x, grad}));
+  ASSIGN_OR_RETURN(const int collected,
+                   b.Add("aten.masked_fill.Scalar", {product, positive}, {{"value", int64_t{0}}}));
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < type.rank(); ++d) {
+    if (weight.second || d != 1) dims.push_back(d);
+  }
+  ASSIGN_OR_RETURN(int grad_weight,
+                   b.Add("aten.sum.dim_IntList", {collected}, {{"dim", dims}, {"keepdim", false}}));
+  std::vector<ir::SymExpr> shape;
+  for (const ir::Dim& size : b.type(node.inputs[2]).sizes) shape.push_back(ir::SymExpr::Of(size));
+  ASSIGN_OR_RETURN(grad_weight, b.Add("aten.reshape.default", {grad_weight}, {{"size", shape}}));
+  return std::vector<int>{grad_x, grad_weight};
 }
 
 // stack(tensors, dim): kiln.stack itself (parts of one shape).
@@ -519,6 +635,27 @@ void RegisterCompositeOps(OpTable& table) {
                {DType::kFloat32, DType::kFloat64}, integral);
   AddComposite(table, "aten.mse_loss_backward.default", 3, 3, {reduction}, MseLossBackward,
                {DType::kFloat32, DType::kFloat64}, integral);
+  for (const char* op : {"aten.smooth_l1_loss.default", "aten.huber_loss.default"}) {
+    const bool huber = std::string(op) == "aten.huber_loss.default";
+    AddComposite(table, op, 2, 2,
+                 {reduction, {huber ? "delta" : "beta", ArgKind::kFloat, ir::ArgValue(1.0)}},
+                 SmoothLoss, kFloatTypes, integral);
+  }
+  // Eager has no float16 kernels for these gradients.
+  const std::vector<DType> not_float16 = {DType::kFloat32, DType::kFloat64, DType::kBFloat16};
+  AddComposite(table, "aten.smooth_l1_loss_backward.default", 3, 3,
+               {reduction, {"beta", ArgKind::kFloat, std::nullopt}}, SmoothLossBackward,
+               not_float16, integral);
+  AddComposite(table, "aten.huber_loss_backward.default", 3, 3,
+               {reduction, {"delta", ArgKind::kFloat, std::nullopt}}, SmoothLossBackward,
+               not_float16, integral);
+  AddComposite(table, "aten.var_mean.correction", 1, 1,
+               {kDimList, {"correction", ArgKind::kScalar, ir::ArgValue(ir::None{})}, kKeepdim},
+               VarMean, kFloatTypes, integral);
+  AddComposite(table, "aten.count_nonzero.default", 1, 1,
+               {{"dim", ArgKind::kInt, ir::ArgValue(ir::None{})}}, CountNonzero, kAllTypes);
+  AddComposite(table, "aten.count_nonzero.dim_IntList", 1, 1,
+               {{"dim", ArgKind::kIntList, std::nullopt}}, CountNonzero, kAllTypes);
   const std::vector<ArgSpec> scale = {{"beta", ArgKind::kScalar, ir::ArgValue(int64_t{1})},
                                       {"alpha", ArgKind::kScalar, ir::ArgValue(int64_t{1})}};
   AddComposite(table, "aten.addmm.default", 3, 3, scale, Addmm, kFloatTypes, {DType::kBool});
@@ -533,6 +670,8 @@ void RegisterCompositeOps(OpTable& table) {
   AddComposite(table, "aten.repeat.default", 1, 1, {{"repeats", ArgKind::kIntList, std::nullopt}},
                Repeat, kAllTypes);
   AddComposite(table, "aten.prelu.default", 2, 2, {}, Prelu, kFloatTypes, integral);
+  AddComposite(table, "aten.prelu_backward.default", 3, 3, {}, PreluBackward, kFloatTypes,
+               integral);
   AddComposite(table, "aten.pixel_shuffle.default", 1, 1,
                {{"upscale_factor", ArgKind::kInt, std::nullopt}}, PixelShuffle, kAllTypes);
   AddComposite(table, "aten.pixel_unshuffle.default", 1, 1,

@@ -208,6 +208,16 @@ def prelu_cases(claims):
                    EXACT)
         yield Case(op, dtype, "transposed", lambda x, w: F.prelu(x.transpose(1, 2), w),
                    [wide((2, 5, 3), dtype, g), random((3,), dtype, g)], EXACT)
+    op = "aten.prelu_backward.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        for variant, shape, weights in (("per_channel", (2, 3, 4, 5), 3), ("single", SHAPE, 1),
+                                        ("rows", SHAPE, 40)):
+            # Eager's bfloat16 weight gradient sums in bfloat16; Kiln sums
+            # in float32: the reference is float32 math.
+            yield Case(op, dtype, variant, A.prelu_backward,
+                       [random(shape, dtype, g), with_edges(shape, dtype, g),
+                        random((weights,), dtype, g)], float32_reference=dtype == torch.bfloat16)
 
 
 def cases(claims):

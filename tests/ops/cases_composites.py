@@ -1,5 +1,6 @@
 """Composites: softmax and log_softmax, layer_norm, addmm, baddbmm, linear,
-and the backward ops (_softmax_backward_data, native_layer_norm_backward),
+the losses (mse, smooth_l1, huber), var_mean, count_nonzero, and the
+backward ops (_softmax_backward_data, native_layer_norm_backward, the losses'),
 in every claimed dtype, on contiguous, transposed and broadcast inputs with
 random and edge values."""
 import math
@@ -7,7 +8,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from cases_common import bfloat16_from_float32, NAMES, Case, claimed, generator, random
+from cases_common import (EXACT, NAMES, Case, bfloat16_from_float32, binary, claimed, generator,
+                          random, with_edges)
 
 A = torch.ops.aten
 
@@ -187,6 +189,62 @@ def mse_loss_cases(claims):
             yield Case(op, dtype, reduction, mse_loss_backward(code), [grad, x, target])
 
 
+def gradient_of(backward, reduction, width):
+    return lambda grad, x, target: backward(grad, x, target, reduction, width)
+
+
+def smooth_loss_cases(claims):
+    """smooth_l1_loss (beta 1, 0.5 and 0) and huber_loss (delta 1 and 2),
+    each reduction, and their gradients; differences on both sides of the
+    bend and exactly at it."""
+    for name, width, widths in (("smooth_l1_loss", "beta", (1.0, 0.5, 0.0)),
+                                ("huber_loss", "delta", (1.0, 2.0))):
+        op = f"aten.{name}.default"
+        loss = getattr(F, name)
+        for dtype in claimed(claims, op):
+            g = generator(op, NAMES[dtype])
+            x, target = random((6, 5), dtype, g) * 2, random((6, 5), dtype, g)
+            x[0, :3] = target[0, :3] + torch.tensor([widths[0], -widths[0], 0.0], dtype=dtype)
+            for w in widths:
+                for reduction in ("mean", "sum", "none"):
+                    yield Case(op, dtype, f"{width}{w}_{reduction}",
+                               binary(loss, reduction=reduction, **{width: w}), [x, target])
+        op = f"aten.{name}_backward.default"
+        backward = getattr(A, f"{name}_backward")
+        for dtype in claimed(claims, op):
+            g = generator(op, NAMES[dtype])
+            x, target = random((6, 5), dtype, g) * 2, random((6, 5), dtype, g)
+            for w in widths:
+                if w == 0:
+                    continue
+                for reduction, code in (("mean", 1), ("sum", 2), ("none", 0)):
+                    grad = random((6, 5) if code == 0 else (), dtype, g)
+                    yield Case(op, dtype, f"{width}{w}_{reduction}",
+                               gradient_of(backward, code, w), [grad, x, target])
+
+
+def var_mean_count_cases(claims):
+    op = "aten.var_mean.correction"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        x = random((4, 6, 5), dtype, g)
+        yield Case(op, dtype, "dim1", lambda x: torch.var_mean(x, 1), [x])
+        yield Case(op, dtype, "dims_keepdim_unbiased0",
+                   lambda x: torch.var_mean(x, [0, 2], unbiased=False, keepdim=True), [x])
+        yield Case(op, dtype, "all", torch.var_mean, [x])
+    for op, fn in (("aten.count_nonzero.default", lambda x: torch.count_nonzero(x, 1)),
+                   ("aten.count_nonzero.dim_IntList", lambda x: torch.count_nonzero(x, [0, 2]))):
+        for dtype in claimed(claims, op):
+            g = generator(op, NAMES[dtype])
+            x = random((4, 6, 5), dtype, g)
+            x[torch.rand(x.shape, generator=g) < 0.4] = 0
+            yield Case(op, dtype, "with_zeros", fn, [x], EXACT)
+    op = "aten.count_nonzero.default"
+    for dtype in claimed(claims, op):
+        yield Case(op, dtype, "all", torch.count_nonzero,
+                   [with_edges((6, 7), dtype, generator(op, NAMES[dtype], "all"))], EXACT)
+
+
 def cases(claims):
     return bfloat16_from_float32(all_cases(claims))
 
@@ -196,3 +254,5 @@ def all_cases(claims):
     yield from layer_norm_cases(claims)
     yield from matmul_composite_cases(claims)
     yield from mse_loss_cases(claims)
+    yield from smooth_loss_cases(claims)
+    yield from var_mean_count_cases(claims)
