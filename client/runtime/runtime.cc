@@ -308,6 +308,30 @@ void SyrkF32(void* context, long long n, long long k, const float* a, long long 
   }
 }
 
+// Python's modulo, as eager's remainder: fmod moved to the divisor's sign.
+template <typename T>
+T Remainder(T a, T b) {
+  T mod = std::fmod(a, b);
+  if (mod != 0 && (b < 0) != (mod < 0)) mod += b;
+  return mod;
+}
+
+// Python's floor division, as eager's floor_divide and div(rounding_mode=
+// "floor") on floating types (c10's div_floor_floating): the quotient of
+// a - fmod(a, b), rounded to the nearer integer when it is off by more than
+// a half; IEEE's a / b for a zero divisor; a zero takes the sign of a / b.
+template <typename T>
+T FloorDivide(T a, T b) {
+  if (b == 0) return a / b;
+  const T mod = std::fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
+  if (div == 0) return std::copysign(T(0), a / b);
+  T floor = std::floor(div);
+  if (div - floor > T(0.5)) floor += T(1);
+  return floor;
+}
+
 void ParallelFor(void* context, long long n, long long grain, kiln_parallel_body body,
                  void* closure) {
   static_cast<ThreadPool*>(context)->ParallelFor(
@@ -364,16 +388,25 @@ Runtime::Runtime(int threads) : pool_(threads > 0 ? threads : DefaultThreads()) 
   table_.bmm_f32 = BatchedGemm<float>;
   table_.bmm_f64 = BatchedGemm<double>;
   // glibc's libm: the one source of transcendentals (see kiln_abi.h).
-  static_assert(KILN_MATH_COUNT <= 8, "grow math_f32/math_f64");
-  float (*const f32[KILN_MATH_COUNT])(float) = {expf,  expm1f, logf, log1pf,
-                                                tanhf, erff,   sinf, cosf};
-  double (*const f64[KILN_MATH_COUNT])(double) = {exp, expm1, log, log1p, tanh, erf, sin, cos};
+  static_assert(KILN_MATH_COUNT <= 32 && KILN_MATH2_COUNT <= 8, "grow the math tables");
+  float (*const f32[KILN_MATH_COUNT])(float) = {
+      expf,  expm1f, logf,  log1pf, tanhf,  erff,   sinf,   cosf,  tanf,   asinf,
+      acosf, atanf,  sinhf, coshf,  asinhf, acoshf, atanhf, log2f, log10f, exp2f};
+  double (*const f64[KILN_MATH_COUNT])(double) = {exp,   expm1, log,   log1p, tanh,  erf,  sin,
+                                                  cos,   tan,   asin,  acos,  atan,  sinh, cosh,
+                                                  asinh, acosh, atanh, log2,  log10, exp2};
   for (int i = 0; i < KILN_MATH_COUNT; ++i) {
     table_.math_f32[i] = f32[i];
     table_.math_f64[i] = f64[i];
   }
-  table_.pow_f32 = powf;
-  table_.pow_f64 = pow;
+  float (*const f32_2[KILN_MATH2_COUNT])(float, float) = {powf, atan2f, fmodf, Remainder<float>,
+                                                          FloorDivide<float>};
+  double (*const f64_2[KILN_MATH2_COUNT])(double, double) = {pow, atan2, fmod, Remainder<double>,
+                                                             FloorDivide<double>};
+  for (int i = 0; i < KILN_MATH2_COUNT; ++i) {
+    table_.math2_f32[i] = f32_2[i];
+    table_.math2_f64[i] = f64_2[i];
+  }
   table_.thread_scratch = ThreadScratch;
   table_.conv_f32 = ConvF32;
 }

@@ -21,7 +21,7 @@
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
-#define KILN_ABI_VERSION 5
+#define KILN_ABI_VERSION 6
 
 typedef long long kiln_int64;
 typedef unsigned int kiln_uint32;
@@ -98,10 +98,10 @@ typedef struct kiln_runtime {
                   const double* a, kiln_int64 a_batch, kiln_int64 a_row, kiln_int64 a_col,
                   const double* b, kiln_int64 b_batch, kiln_int64 b_row, kiln_int64 b_col,
                   double* c, kiln_int64 c_batch, kiln_int64 c_row);
-  float (*math_f32[8])(float); /* indexed by KILN_MATH_* */
-  double (*math_f64[8])(double);
-  float (*pow_f32)(float, float);
-  double (*pow_f64)(double, double);
+  float (*math_f32[32])(float); /* indexed by KILN_MATH_* */
+  double (*math_f64[32])(double);
+  float (*math2_f32[8])(float, float); /* indexed by KILN_MATH2_* */
+  double (*math2_f64[8])(double, double);
   /* At least `bytes` bytes, 64-byte aligned, private to the calling thread
    * and valid until that thread calls again: where a kernel group keeps
    * its row buffers when their length is symbolic (one call per chunk). */
@@ -125,7 +125,30 @@ enum {
   KILN_MATH_ERF,
   KILN_MATH_SIN,
   KILN_MATH_COS,
+  KILN_MATH_TAN,
+  KILN_MATH_ASIN,
+  KILN_MATH_ACOS,
+  KILN_MATH_ATAN,
+  KILN_MATH_SINH,
+  KILN_MATH_COSH,
+  KILN_MATH_ASINH,
+  KILN_MATH_ACOSH,
+  KILN_MATH_ATANH,
+  KILN_MATH_LOG2,
+  KILN_MATH_LOG10,
+  KILN_MATH_EXP2,
   KILN_MATH_COUNT
+};
+/* Functions of two arguments: kiln_runtime.math2_f32/f64. REMAINDER and
+ * FLOOR_DIVIDE are eager PyTorch's (Python's modulo and floor division,
+ * from fmod). */
+enum {
+  KILN_MATH2_POW = 0,
+  KILN_MATH2_ATAN2,
+  KILN_MATH2_FMOD,
+  KILN_MATH2_REMAINDER,
+  KILN_MATH2_FLOOR_DIVIDE,
+  KILN_MATH2_COUNT
 };
 
 typedef const kiln_artifact_info* (*kiln_info_fn)(void);

@@ -60,6 +60,23 @@ const std::map<std::string, Function>& Table() {
       {"gelu_derivative", {1, "{gelu_derivative}({0})"}},
       {"sin", {1, "{sin}({0})"}},
       {"cos", {1, "{cos}({0})"}},
+      {"tan", {1, "{tan}({0})"}},
+      {"asin", {1, "{asin}({0})"}},
+      {"acos", {1, "{acos}({0})"}},
+      {"atan", {1, "{atan}({0})"}},
+      {"sinh", {1, "{sinh}({0})"}},
+      {"cosh", {1, "{cosh}({0})"}},
+      {"asinh", {1, "{asinh}({0})"}},
+      {"acosh", {1, "{acosh}({0})"}},
+      {"atanh", {1, "{atanh}({0})"}},
+      {"log2", {1, "{log2}({0})"}},
+      {"log10", {1, "{log10}({0})"}},
+      {"exp2", {1, "{exp2}({0})"}},
+      {"atan2", {2, "{atan2}({0}, {1})"}},
+      {"fmod", {2, "{fmod}({0}, {1})"}},
+      // Python's modulo and floor division, as eager (the runtime's).
+      {"remainder", {2, "{remainder}({0}, {1})"}},
+      {"floor_divide", {2, "{floor_divide}({0}, {1})"}},
       {"pow", {2, "{pow}({0}, {1})"}},
       {"sigmoid", {1, "({one} / ({one} + {exp}(-{0})))"}},
       {"silu", {1, "({0} / ({one} + {exp}(-{0})))"}},
@@ -103,6 +120,11 @@ bool IsSingle(ir::DType dtype) { return dtype != ir::DType::kFloat64; }
 
 std::string Math(const char* index, ir::DType dtype) {
   return absl::StrCat("rt->", IsSingle(dtype) ? "math_f32" : "math_f64", "[KILN_MATH_", index, "]");
+}
+
+std::string Math2(const char* index, ir::DType dtype) {
+  return absl::StrCat("rt->", IsSingle(dtype) ? "math2_f32" : "math2_f64", "[KILN_MATH2_", index,
+                      "]");
 }
 
 std::string Builtin(const char* name, ir::DType dtype) {
@@ -195,7 +217,23 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
       {"{erf}", Math("ERF", dtype)},
       {"{sin}", Math("SIN", dtype)},
       {"{cos}", Math("COS", dtype)},
-      {"{pow}", IsSingle(dtype) ? "rt->pow_f32" : "rt->pow_f64"},
+      {"{tan}", Math("TAN", dtype)},
+      {"{asin}", Math("ASIN", dtype)},
+      {"{acos}", Math("ACOS", dtype)},
+      {"{atan}", Math("ATAN", dtype)},
+      {"{sinh}", Math("SINH", dtype)},
+      {"{cosh}", Math("COSH", dtype)},
+      {"{asinh}", Math("ASINH", dtype)},
+      {"{acosh}", Math("ACOSH", dtype)},
+      {"{atanh}", Math("ATANH", dtype)},
+      {"{log2}", Math("LOG2", dtype)},
+      {"{log10}", Math("LOG10", dtype)},
+      {"{exp2}", Math("EXP2", dtype)},
+      {"{pow}", Math2("POW", dtype)},
+      {"{atan2}", Math2("ATAN2", dtype)},
+      {"{fmod}", Math2("FMOD", dtype)},
+      {"{remainder}", Math2("REMAINDER", dtype)},
+      {"{floor_divide}", Math2("FLOOR_DIVIDE", dtype)},
       {"{sqrt}", Builtin("sqrt", dtype)},
       {"{floor}", Builtin("floor", dtype)},
       {"{fabs}", Builtin("fabs", dtype)},

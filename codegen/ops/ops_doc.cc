@@ -42,7 +42,12 @@ std::string OpsMarkdown() {
       "or its own polynomials, so results may differ by the bounds below:\n"
       "the largest distance from eager, in units in the last place of the result dtype,\n"
       "over sweeps of random, huge, tiny, denormal and exceptional inputs (`tests/ops`).\n"
-      "Reductions and composites match within `torch.testing.assert_close`'s defaults.\n\n"
+      "Reductions and composites match within `torch.testing.assert_close`'s defaults.\n"
+      "fmod, remainder and floor division (`floor_divide`, `div`'s rounding modes) match\n"
+      "eager's scalar loop bit for bit (C's fmod; remainder and floor division are eager's\n"
+      "definitions on it, in the runtime's table); eager's vectorized loop returns NaN\n"
+      "for quotients beyond SLEEF's fmod (fmod(3.4e38, 0.1)) and for floor division by\n"
+      "zero, where IEEE division gives an infinity.\n\n"
       "| function | float32 | float64 | float16 | bfloat16 |\n"
       "| --- | --- | --- | --- | --- |\n";
   for (const UlpBound& bound : UlpBounds()) {

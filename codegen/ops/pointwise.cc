@@ -294,6 +294,23 @@ absl::StatusOr<int> Lerp(ExprBuilder& b, const ir::Node& node, const std::vector
   return b.Call("where", {small, near_start(w), near_end(w)}, t);
 }
 
+// div with a rounding_mode: None, "trunc" or "floor".
+absl::StatusOr<int> DivMode(ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+                            Types types) {
+  const DType t = types.compute;
+  const ir::ArgValue& mode = node.args.at("rounding_mode");
+  if (std::holds_alternative<ir::None>(mode)) return b.Call("div", operands, t);
+  const std::string* name = std::get_if<std::string>(&mode);
+  if (name != nullptr && *name == "trunc") {
+    // Eager truncates the quotient as stored: a 16-bit one rounded first.
+    int quotient = b.Call("div", operands, t);
+    if (types.operand != t) quotient = b.Call(RoundingFunction(types.operand), {quotient}, t);
+    return b.Call("trunc", {quotient}, t);
+  }
+  if (name != nullptr && *name == "floor") return b.Call("floor_divide", operands, t);
+  return absl::InvalidArgumentError("rounding_mode is not None, 'trunc' or 'floor'");
+}
+
 const ArgSpec kAlpha{"alpha", ArgKind::kScalar, ir::ArgValue(int64_t{1})};
 const ArgSpec kOther{"other", ArgKind::kScalarOrSize, ir::ArgValue(ir::None{})};
 
@@ -374,6 +391,47 @@ void RegisterPointwiseOps(OpTable& table) {
                {"aten.logical_not.default", 1, 1, {}, Result::kBool, "", Compare("logical_not")});
 
   AddPointwise(table, {"aten.sign.default", 1, 1, {}, Result::kPromoted, "", Sign});
+  AddPointwise(table, {"aten.atan2.default", 2, 2, {}, Result::kFloating, "", Apply("atan2")});
+  // C's fmod, Python's modulo and floor division, on floating types (an
+  // integer division by zero would have no error to raise from a kernel).
+  for (const char* overload : {"Tensor", "Scalar"}) {
+    const std::string suffix = overload;
+    AddPointwise(table, {"aten.fmod." + suffix,
+                         1,
+                         2,
+                         {kOther},
+                         Result::kPromoted,
+                         "other",
+                         Apply("fmod"),
+                         kFloatTypes});
+    AddPointwise(table, {"aten.remainder." + suffix,
+                         1,
+                         2,
+                         {kOther},
+                         Result::kPromoted,
+                         "other",
+                         Apply("remainder"),
+                         kFloatTypes});
+  }
+  // A Python scalar divisor traces as the argument `other`.
+  AddPointwise(table, {"aten.floor_divide.default",
+                       1,
+                       2,
+                       {kOther},
+                       Result::kPromoted,
+                       "other",
+                       Apply("floor_divide"),
+                       kFloatTypes});
+  // div(a, b, rounding_mode): true division (None), trunc(a / b), or floor
+  // division.
+  AddPointwise(table, {"aten.div.Tensor_mode",
+                       1,
+                       2,
+                       {kOther, {"rounding_mode", ArgKind::kString, ir::ArgValue(ir::None{})}},
+                       Result::kPromoted,
+                       "other",
+                       DivMode,
+                       kFloatTypes});
   for (const char* overload : {"Tensor", "Scalar_Other"}) {
     AddPointwise(
         table,
@@ -415,8 +473,10 @@ void RegisterPointwiseOps(OpTable& table) {
                          {DType::kBool}});
   }
   // Unary, floating results (integers and bool compute in float32).
-  for (const char* function : {"exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal",
-                               "tanh", "erf", "sigmoid", "sin", "cos"}) {
+  for (const char* function :
+       {"exp",  "expm1",   "log",   "log1p", "sqrt",  "rsqrt", "reciprocal", "tanh",
+        "erf",  "sigmoid", "sin",   "cos",   "tan",   "asin",  "acos",       "atan",
+        "sinh", "cosh",    "asinh", "acosh", "atanh", "log2",  "log10",      "exp2"}) {
     AddPointwise(table, {absl::StrCat("aten.", function, ".default"),
                          1,
                          1,

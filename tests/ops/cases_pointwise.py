@@ -86,6 +86,18 @@ TRANSCENDENTAL = {
     "cos": (torch.cos, [1.57079633, 4.71238898, 1e5, 1e22, 1e-5]),
     "sigmoid": (torch.sigmoid, [-88.0, -104.0, 88.0, 16.0, -16.0]),
     "silu": (unary(F.silu), [-88.0, -104.0, 88.0, 16.0, -16.0]),
+    "tan": (torch.tan, [1.5707963, -1.5707963, 1e5, 1e-5, 0.785398]),
+    "asin": (torch.asin, [1.0, -1.0, 0.5, 1e-5, 0.99999]),
+    "acos": (torch.acos, [1.0, -1.0, 0.5, 1e-5, 0.99999]),
+    "atan": (torch.atan, [1e10, -1e10, 1.0, 1e-5]),
+    "sinh": (torch.sinh, [89.0, -89.0, 710.0, 1e-5, 0.5]),
+    "cosh": (torch.cosh, [89.0, -89.0, 710.0, 1e-5, 0.5]),
+    "asinh": (torch.asinh, [1e20, -1e20, 1e-5, 0.5]),
+    "acosh": (torch.acosh, [1.0, 1.0001, 1e20, 2.0]),
+    "atanh": (torch.atanh, [1.0, -1.0, 0.99999, 1e-5]),
+    "log2": (torch.log2, [1.0, 2.0, 0.5, 1.0 + 1e-7]),
+    "log10": (torch.log10, [1.0, 10.0, 0.1, 1000.0]),
+    "exp2": (torch.exp2, [127.9, -149.0, 128.0, 1023.9, -1074.0]),
 }
 # Eager's bfloat16 kernels for these round every intermediate to bfloat16;
 # Kiln computes in float32, as specified: the reference is float32 math.
@@ -110,7 +122,8 @@ def unary_cases(claims):
     for name, (fn, extra) in TRANSCENDENTAL.items():
         op = f"aten.{name}.default"
         for dtype in claimed(claims, op):
-            make = positive if name == "log" and dtype.is_floating_point else random
+            make = (positive if name in ("log", "log2", "log10", "acosh") and dtype.is_floating_point
+                    else random)
             for case in layouts(op, dtype, fn, make, ULP, name):
                 case.float32_reference = dtype == torch.bfloat16 and name in ROUNDS_INTERMEDIATES
                 yield case
@@ -123,6 +136,11 @@ def unary_cases(claims):
                 # 1e38 (float) and 1e307 (double); libm and eager's strided
                 # path give the finite log. The strided sweep keeps them.
                 contiguous = values[values.double().abs() < 1e38]
+            if name in ("sinh", "cosh"):
+                # SLEEF's float32 cosh (eager's contiguous path) overflows
+                # to inf below float's largest result (cosh(88.7) = 1.7e38);
+                # libm and eager's strided path are finite there.
+                contiguous = values[values.double().abs() < 88.5]
             float32 = dtype == torch.bfloat16 and name in ROUNDS_INTERMEDIATES
             yield Case(op, dtype, "sweep", fn, [contiguous], ULP, name, float32_reference=float32)
             # The same sweep strided: eager takes its scalar (libm) path.
@@ -247,6 +265,59 @@ def arithmetic_cases(claims):
         yield Case(op, dtype, "int", lambda x: 1 - x, [with_edges(SHAPE, dtype, g)])
         yield Case(op, dtype, "float_alpha", unary(torch.rsub, as_seen(0.1, dtype), alpha=2),
                    [random(SHAPE, dtype, g)])
+
+
+def scalar_loop(fn):
+    """fn as eager's scalar loop computes it (inner stride 2): C's fmod.
+    Its vectorized loop (SLEEF's fmod) returns NaN for quotients past its
+    range (fmod(3.4e38, 0.1)) and its vectorized floor division has no
+    zero-divisor case (1 // 0 is NaN, not inf)."""
+    def strided(*tensors):
+        return fn(*(torch.stack([t, t], -1)[..., 0] for t in tensors))
+    return strided
+
+
+def division_cases(claims):
+    """atan2; fmod, remainder and floor division (floor_divide, and div's
+    rounding modes): every pair of edge values, scalar divisors of both
+    signs, and quotients near integers; against eager's scalar loop."""
+    op = "aten.atan2.default"
+    for dtype in claimed(claims, op):
+        yield from binary_layouts(op, dtype, torch.atan2)
+    for name, fn in (("fmod", torch.fmod), ("remainder", torch.remainder)):
+        for overload in ("Tensor", "Scalar"):
+            op = f"aten.{name}.{overload}"
+            for dtype in claimed(claims, op):
+                g = generator(op, NAMES[dtype])
+                if overload == "Tensor":
+                    for case in binary_layouts(op, dtype, fn, EXACT):
+                        case.reference_fn = scalar_loop(case.fn)
+                        yield case
+                    continue
+                for divisor in (2.5, -3, 0.1):
+                    f = unary(fn, as_seen(divisor, dtype))
+                    yield Case(op, dtype, f"scalar_{divisor}", f, [with_edges(SHAPE, dtype, g)],
+                               EXACT, reference_fn=scalar_loop(f))
+    modes = {"aten.floor_divide.default": torch.floor_divide,
+             "aten.div.Tensor_mode": lambda a, b: (torch.div(a, b, rounding_mode="floor"),
+                                                   torch.div(a, b, rounding_mode="trunc"))}
+    for op, fn in modes.items():
+        for dtype in claimed(claims, op):
+            g = generator(op, NAMES[dtype])
+            for case in binary_layouts(op, dtype, fn, EXACT):
+                case.reference_fn = scalar_loop(case.fn)
+                yield case
+            # Quotients at and beside integers, and of both signs.
+            a = torch.tensor([7.0, -7.0, 7.5, -7.5, 1.0, -1.0, 0.3, 6.0, -6.0, 1e30], dtype=dtype)
+            b = torch.tensor([2.0, 2.0, -2.5, 2.5, 0.1, 0.1, 0.1, 3.0, -3.0, 7.0], dtype=dtype)
+            yield Case(op, dtype, "near_integers", fn, [a, b], EXACT, reference_fn=scalar_loop(fn))
+    # A scalar divisor traces as a 0-dim tensor.
+    for op, fn in (("aten.floor_divide.default", lambda x: torch.floor_divide(x, 2.5)),
+                   ("aten.div.Tensor_mode", lambda x: torch.div(x, -3, rounding_mode="floor"))):
+        for dtype in claimed(claims, op):
+            yield Case(op, dtype, "scalar", fn,
+                       [with_edges(SHAPE, dtype, generator(op, NAMES[dtype]))], EXACT,
+                       reference_fn=scalar_loop(fn))
 
 
 def sign_xlogy_lerp_cases(claims):
@@ -421,5 +492,6 @@ def cases(claims):
     yield from unary_cases(claims)
     yield from arithmetic_cases(claims)
     yield from sign_xlogy_lerp_cases(claims)
+    yield from division_cases(claims)
     yield from comparison_cases(claims)
     yield from selection_cases(claims)
