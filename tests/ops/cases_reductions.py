@@ -65,6 +65,13 @@ def arg(name):
 
 
 
+def ties(op, dtype, fn):
+    """fn over rows of few distinct values: the first occurrence wins (and
+    NaN is the extreme)."""
+    g = generator(op, NAMES[dtype], "ties")
+    return Case(op, dtype, "ties", fn, [torch.randint(0, 3, (5, 12), generator=g).to(dtype)], EXACT)
+
+
 def values_and_positions(name):
     """x.max(dim) or x.min(dim): both of its results."""
     def fn(x, dim, keepdim):
@@ -107,9 +114,7 @@ def all_cases(claims):
             yield from reduction_layouts(op, dtype, fn, random, EXACT, dims=[[0], [1], [2], [-1]])
             g = generator(op, NAMES[dtype], "all")
             yield Case(op, dtype, "all", getattr(torch, name), [random(SHAPE, dtype, g)], EXACT)
-            # Ties and NaN: the first occurrence wins; NaN is the extreme.
-            ties = torch.randint(0, 3, (5, 12), generator=g).to(dtype)
-            yield Case(op, dtype, "ties", unary(getattr(torch, name), 1), [ties], EXACT)
+            yield ties(op, dtype, unary(getattr(torch, name), 1))
         yield refused(op, torch.bool, lambda x: torch.zeros((), dtype=torch.int64),
                       [random(SHAPE, torch.bool, generator(op))])
     for name in ("max", "min"):
@@ -117,10 +122,7 @@ def all_cases(claims):
         fn = values_and_positions(name)
         for dtype in claimed(claims, op):
             yield from reduction_layouts(op, dtype, fn, random, EXACT, dims=[[0], [1], [2], [-1]])
-            # Ties and NaN: the first occurrence wins; NaN is the extreme.
-            g = generator(op, NAMES[dtype], "ties")
-            ties = torch.randint(0, 3, (5, 12), generator=g).to(dtype)
-            yield Case(op, dtype, "ties", unary(fn, 1, False), [ties], EXACT)
+            yield ties(op, dtype, unary(fn, 1, False))
     # A reduced dim of size 0 (an empty slice): sum 0, prod 1, mean NaN.
     g = generator("empty reductions")
     x = random((3, 5, 4), torch.float32, g)

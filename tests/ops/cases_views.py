@@ -152,28 +152,26 @@ def cat_cases(claims):
                [random((3, 4), torch.float32, g), random((3, 4), torch.float64, g)], EXACT)
 
 
+# op -> (variant, fn, input shape): 4-d and 3-d, factors 2 and 3, a
+# transposed input, and a round trip.
+PIXEL_SHUFFLES = {
+    "aten.pixel_shuffle.default": [
+        ("factor2", lambda x: F.pixel_shuffle(x, 2), (2, 8, 3, 5)),
+        ("factor3_3d", lambda x: F.pixel_shuffle(x, 3), (18, 2, 4)),
+        ("transposed", lambda x: F.pixel_shuffle(x.transpose(2, 3), 2), (1, 4, 5, 3))],
+    "aten.pixel_unshuffle.default": [
+        ("factor2", lambda x: F.pixel_unshuffle(x, 2), (2, 3, 6, 4)),
+        ("factor3_3d", lambda x: F.pixel_unshuffle(x, 3), (2, 6, 9)),
+        ("round_trip", lambda x: F.pixel_shuffle(F.pixel_unshuffle(x, 2) * 2, 2), (1, 2, 4, 6))],
+}
+
+
 def pixel_shuffle_cases(claims):
-    """pixel_shuffle and pixel_unshuffle: 4-d and 3-d, factors 2 and 3, a
-    transposed input, and a round trip."""
-    op = "aten.pixel_shuffle.default"
-    for dtype in claimed(claims, op):
-        g = generator(op, NAMES[dtype])
-        yield Case(op, dtype, "factor2", lambda x: F.pixel_shuffle(x, 2),
-                   [random((2, 8, 3, 5), dtype, g)], EXACT)
-        yield Case(op, dtype, "factor3_3d", lambda x: F.pixel_shuffle(x, 3),
-                   [random((18, 2, 4), dtype, g)], EXACT)
-        yield Case(op, dtype, "transposed", lambda x: F.pixel_shuffle(x.transpose(2, 3), 2),
-                   [random((1, 4, 5, 3), dtype, g)], EXACT)
-    op = "aten.pixel_unshuffle.default"
-    for dtype in claimed(claims, op):
-        g = generator(op, NAMES[dtype])
-        yield Case(op, dtype, "factor2", lambda x: F.pixel_unshuffle(x, 2),
-                   [random((2, 3, 6, 4), dtype, g)], EXACT)
-        yield Case(op, dtype, "factor3_3d", lambda x: F.pixel_unshuffle(x, 3),
-                   [random((2, 6, 9), dtype, g)], EXACT)
-        yield Case(op, dtype, "round_trip",
-                   lambda x: F.pixel_shuffle(F.pixel_unshuffle(x, 2) * 2, 2),
-                   [random((1, 2, 4, 6), dtype, g)], EXACT)
+    for op, variants in PIXEL_SHUFFLES.items():
+        for dtype in claimed(claims, op):
+            g = generator(op, NAMES[dtype])
+            for variant, fn, shape in variants:
+                yield Case(op, dtype, variant, fn, [random(shape, dtype, g)], EXACT)
 
 
 def chain_cases():
