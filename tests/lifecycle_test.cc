@@ -131,7 +131,9 @@ class ListTest : public ::testing::Test {
       if (fake.used_s > 0) {
         ASSERT_TRUE((*store)->RecordUse(metadata.key(), kBase + absl::Seconds(fake.used_s)).ok());
       }
-      if (fake.pinned) ASSERT_TRUE((*store)->SetPinned(metadata.key(), true).ok());
+      if (fake.pinned) {
+        ASSERT_TRUE((*store)->SetPinned(metadata.key(), true).ok());
+      }
     }
     store->reset();
     ASSERT_TRUE(daemon_.Start().ok());

@@ -185,7 +185,7 @@ absl::StatusOr<ir::Node> WithDefaults(const ir::Node& node, const OpDef& op) {
   ir::Node result = node;
   for (const auto& [name, value] : node.args) {
     auto spec = std::find_if(op.args.begin(), op.args.end(),
-                             [&](const ArgSpec& arg) { return arg.name == name; });
+                             [&name = name](const ArgSpec& arg) { return arg.name == name; });
     if (spec == op.args.end()) {
       return absl::InvalidArgumentError(absl::StrCat("unknown argument '", name, "'"));
     }
