@@ -140,8 +140,8 @@ void WithB(const T* b, long long k, long long n, long long row, long long col, l
 }
 
 // The beta to pass OpenBLAS for C (m x n, rows c_row apart) = alpha A.B +
-// beta C. For beta = 0 OpenBLAS first clears C one element at a time on
-// most cores (its generic gemm_beta; only the AVX-512 ones vectorize it);
+// beta C. For beta = 0 OpenBLAS first clears C, with its Zen kernel set
+// one element at a time (the Haswell and AVX-512 sets are as fast as this);
 // clearing it here by rows and passing beta = 1 starts the same sums from
 // the same zeros, several times faster (a 1024 x 256 C: 62 us less on a
 // Zen 3, docs/BENCHMARKS.md "GEMM choices").
