@@ -372,10 +372,10 @@ absl::StatusOr<std::string> EmitConvolutionCall(const Kernel& kernel, const Emit
                       StorageName(in.plan.storage_of[kernel.value]), ") != 0) return 2;\n  }\n");
 }
 
-// A scan kernel (cumsum): loops over every dim but the axis, then along the
-// axis innermost with one running accumulator in the definition's root
-// dtype (eager's: double for float32, float for 16-bit floats): each
-// element adds one term, in order. Pointwise producers are inlined into
+// A scan kernel (cumsum, cumprod): loops over every dim but the axis, then
+// along the axis innermost with one running accumulator in the definition's
+// root dtype (eager's: double for float32, float for 16-bit floats): each
+// element adds (multiplies by) one term, in order. Pointwise producers are inlined into
 // the body. The running sum serializes the axis loop, whose loads and
 // stores are strided unless the axis is the last dim.
 absl::StatusOr<EmittedFunction> EmitScan(int index, const Kernel& kernel, const EmitInputs& in) {
@@ -392,13 +392,14 @@ absl::StatusOr<EmittedFunction> EmitScan(int index, const Kernel& kernel, const 
     indent += "  ";
   }
   const ir::DType accumulate = definition.exprs[definition.root].dtype;
-  absl::StrAppend(&text, indent, StorageCType(accumulate), " acc = ", EmitLiteral(0, accumulate),
-                  ";\n");
+  const bool product = definition.combiner == "prod";
+  absl::StrAppend(&text, indent, StorageCType(accumulate),
+                  " acc = ", EmitLiteral(product ? 1 : 0, accumulate), ";\n");
   text += LoopHeader(definition.axis, Extent(type.sizes[definition.axis]), indent);
   BodyEmitter body(function, indent + "  ", 0, type.sizes);
   ASSIGN_OR_RETURN(const std::string element,
                    body.Expression(kernel.value, definition.root, ir::AffineMap::Identity(rank)));
-  body.Line(absl::StrCat("acc = acc + ", element, ";"));
+  body.Line(absl::StrCat("acc = acc ", product ? "*" : "+", " ", element, ";"));
   const ir::DType compute = ir::ComputeType(type.dtype);
   const std::string sum =
       compute == accumulate ? "acc" : absl::StrCat("(", StorageCType(compute), ")acc");

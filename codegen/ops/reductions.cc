@@ -1,8 +1,9 @@
 // Reductions: sum, prod, amax, amin, argmax, argmin over any dims, with
-// keepdim, and max.dim / min.dim (values and positions). Each is one Definition whose body loads
-// the input at (kept coordinates, reduced coordinates); pointwise producers are later inlined into
-// that body. mean/var/std are composites (composites.cc). And cumsum, a scan: one running sum along
-// its dim, linear in the dim's length.
+// keepdim, and max.dim / min.dim (values and positions). Each is one
+// Definition whose body loads the input at (kept coordinates, reduced
+// coordinates); pointwise producers are later inlined into that body.
+// mean/var/std are composites (composites.cc). And cumsum and cumprod,
+// scans: one running sum or product along the dim, linear in its length.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -155,14 +156,15 @@ void AddReduction(OpTable& table, const std::string& op, std::vector<std::string
   table.Add(std::move(def));
 }
 
-// cumsum(x, dim, dtype?): element i along `dim` is the sum of elements
-// 0..i, one running sum per line (Definition::Kind::kScan), accumulated as
-// eager's CPU kernel does: in double for float32, in float for 16-bit
-// floats, in int64 for integers and bools (whose cumsum is int64). A 0-dim
-// x is its own cumsum.
-void AddCumsum(OpTable& table) {
+// cumsum(x, dim, dtype?) and cumprod: element i along `dim` is the sum
+// (product) of elements 0..i, one running sum (product) per line
+// (Definition::Kind::kScan, its combiner "sum" or "prod"), accumulated as
+// eager's CPU kernels do: in double for float32, in float for 16-bit
+// floats, in int64 for integers and bools (whose results are int64). A
+// 0-dim x is its own.
+void AddScan(OpTable& table, const std::string& op, const std::string& combiner) {
   OpDef def;
-  def.name = "aten.cumsum.default";
+  def.name = op;
   def.family = "scan";
   def.dtypes = kAllTypes;
   def.args = {{"dim", ArgKind::kInt, std::nullopt},
@@ -178,8 +180,8 @@ void AddCumsum(OpTable& table) {
     }
     return std::vector<ir::TensorType>{ContiguousType(result, input.sizes)};
   };
-  def.lower = [](const ir::Graph& graph,
-                 const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+  def.lower = [combiner](const ir::Graph& graph,
+                         const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
     const ir::TensorType& input = graph.values[node.inputs[0]];
     const DType result = graph.values[node.outputs[0]].dtype;
     const int rank = static_cast<int>(input.rank());
@@ -189,7 +191,7 @@ void AddCumsum(OpTable& table) {
     ir::Definition definition = b.Finish(rank == 0 ? element : b.Cast(element, accumulate));
     if (rank > 0) {
       ASSIGN_OR_RETURN(definition.axis, WrapDim(IntArg(node, "dim"), rank));
-      definition.combiner = "sum";
+      definition.combiner = combiner;
     }
     return std::vector<ir::Definition>{std::move(definition)};
   };
@@ -199,7 +201,8 @@ void AddCumsum(OpTable& table) {
 }  // namespace
 
 void RegisterReductionOps(OpTable& table) {
-  AddCumsum(table);
+  AddScan(table, "aten.cumsum.default", "sum");
+  AddScan(table, "aten.cumprod.default", "prod");
   const ArgSpec keepdim{"keepdim", ArgKind::kBool, ir::ArgValue(false)};
   const ArgSpec dtype{"dtype", ArgKind::kDType, ir::ArgValue(ir::None{})};
   const ArgSpec dim_list{"dim", ArgKind::kIntList, ir::ArgValue(ir::None{})};

@@ -347,6 +347,28 @@ def cumsum_cases(claims):
     yield refused(op, torch.float32, lambda x: x > 0, [x], [("dim", 0), ("dtype", torch.bool)])
 
 
+def cumprod_of(dim):
+    return lambda x: torch.cumprod(x, dim)
+
+
+def cumprod_cases(claims):
+    """cumprod along each dim, transposed, and along 1000 elements of
+    magnitude near 1 and random signs (neither overflows nor vanishes)."""
+    op = "aten.cumprod.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        check = cumsum_check(dtype)
+        x = random((5, 7), dtype, g)
+        for dim in (0, 1, -1):
+            yield Case(op, dtype, f"dim{dim}", cumprod_of(dim), [x], check)
+        yield Case(op, dtype, "transposed", lambda x: torch.cumprod(x.t(), 1),
+                   [random((7, 5), dtype, g)], check)
+        signs = torch.randint(0, 2, (3, 1000), generator=g) * 2 - 1
+        if dtype.is_floating_point:
+            signs = signs * (0.9 + 0.2 * torch.rand((3, 1000), generator=g, dtype=torch.float64))
+        yield Case(op, dtype, "long", cumprod_of(-1), [signs.to(dtype)], check)
+
+
 def flip_cases(claims):
     op = "aten.flip.default"
     for dtype in claimed(claims, op):
@@ -372,4 +394,5 @@ def cases(claims):
             yield half_reference(case)
     yield from repeat_cases(claims)
     yield from cumsum_cases(claims)
+    yield from cumprod_cases(claims)
     yield from flip_cases(claims)
