@@ -310,18 +310,25 @@ def cumsum_check(dtype):
     return CLOSE if dtype == torch.float16 else EXACT
 
 
+def scan_layouts(op, dtype, scan_of, g):
+    """A scan along each dim of a matrix, and of a transposed one."""
+    check = cumsum_check(dtype)
+    x = random((5, 7), dtype, g)
+    for dim in (0, 1, -1):
+        yield Case(op, dtype, f"dim{dim}", scan_of(dim), [x], check)
+    yield Case(op, dtype, "transposed", lambda x: scan_of(1)(x.t()), [random((7, 5), dtype, g)],
+               check)
+
+
 def cumsum_cases(claims):
     op = "aten.cumsum.default"
     for dtype in claimed(claims, op):
         g = generator(op, NAMES[dtype])
         check = cumsum_check(dtype)
         x = random((5, 7), dtype, g)
-        for dim in (0, 1, -1):
-            yield Case(op, dtype, f"dim{dim}", cumsum_of(dim), [x], check)
+        yield from scan_layouts(op, dtype, cumsum_of, g)
         yield Case(op, dtype, "3d", lambda x: torch.cumsum(x, 1), [random((3, 4, 5), dtype, g)],
                    check)
-        yield Case(op, dtype, "transposed", lambda x: torch.cumsum(x.t(), 1),
-                   [random((7, 5), dtype, g)], check)
         yield Case(op, dtype, "long", lambda x: torch.cumsum(x, -1), [random((3, 1000), dtype, g)],
                    check)
         yield Case(op, dtype, "0d", lambda x: torch.cumsum(x, 0), [random((), dtype, g)], check)
@@ -357,16 +364,11 @@ def cumprod_cases(claims):
     op = "aten.cumprod.default"
     for dtype in claimed(claims, op):
         g = generator(op, NAMES[dtype])
-        check = cumsum_check(dtype)
-        x = random((5, 7), dtype, g)
-        for dim in (0, 1, -1):
-            yield Case(op, dtype, f"dim{dim}", cumprod_of(dim), [x], check)
-        yield Case(op, dtype, "transposed", lambda x: torch.cumprod(x.t(), 1),
-                   [random((7, 5), dtype, g)], check)
+        yield from scan_layouts(op, dtype, cumprod_of, g)
         signs = torch.randint(0, 2, (3, 1000), generator=g) * 2 - 1
         if dtype.is_floating_point:
             signs = signs * (0.9 + 0.2 * torch.rand((3, 1000), generator=g, dtype=torch.float64))
-        yield Case(op, dtype, "long", cumprod_of(-1), [signs.to(dtype)], check)
+        yield Case(op, dtype, "long", cumprod_of(-1), [signs.to(dtype)], cumsum_check(dtype))
 
 
 def flip_cases(claims):
