@@ -23,96 +23,119 @@ struct Function {
   const char* integral_text = nullptr;
 };
 
+// Functions every artifact calls through the runtime's table
+// (kiln_abi.h): math_f32/f64[KILN_MATH_<index>] with one argument,
+// math2_f32/f64[KILN_MATH2_<index>] with two. remainder and floor_divide
+// are Python's modulo and floor division, as eager (the runtime's).
+struct RuntimeFunction {
+  const char* name;
+  const char* index;
+  int arity;
+};
+constexpr RuntimeFunction kRuntimeFunctions[] = {
+    {"expm1", "EXPM1", 1},
+    {"log1p", "LOG1P", 1},
+    {"erf", "ERF", 1},
+    {"sin", "SIN", 1},
+    {"cos", "COS", 1},
+    {"tan", "TAN", 1},
+    {"asin", "ASIN", 1},
+    {"acos", "ACOS", 1},
+    {"atan", "ATAN", 1},
+    {"sinh", "SINH", 1},
+    {"cosh", "COSH", 1},
+    {"asinh", "ASINH", 1},
+    {"acosh", "ACOSH", 1},
+    {"atanh", "ATANH", 1},
+    {"log2", "LOG2", 1},
+    {"log10", "LOG10", 1},
+    {"exp2", "EXP2", 1},
+    {"pow", "POW", 2},
+    {"atan2", "ATAN2", 2},
+    {"fmod", "FMOD", 2},
+    {"remainder", "REMAINDER", 2},
+    {"floor_divide", "FLOOR_DIVIDE", 2},
+};
+
 // Numerics follow eager PyTorch 1.13's CPU kernels, without fast-math.
 const std::map<std::string, Function>& Table() {
-  static const auto* const table = new std::map<std::string, Function>{
-      {"identity", {1, "{0}"}},
-      {"cast", {1, "(({T}){0})"}},
-      // A float32 value rounded to a 16-bit float and back (eager converts
-      // operands to a 16-bit common dtype before computing).
-      {"round_to_float16", {1, "((float)(_Float16){0})"}},
-      {"round_to_bfloat16", {1, "kiln_bf16_to_float(kiln_float_to_bf16({0}))"}},
-      {"add", {2, "({0} + {1})"}},
-      {"sub", {2, "({0} - {1})"}},
-      {"mul", {2, "({0} * {1})"}},
-      {"div", {2, "({0} / {1})"}},
-      {"neg", {1, "(-{0})"}},
-      // fabs clears the sign of -0.0 and of a NaN, as eager's abs.
-      {"abs", {1, "{fabs}({0})", "({0} < {zero} ? -{0} : {0})"}},
-      {"square", {1, "({0} * {0})"}},
-      {"cube", {1, "({0} * {0} * {0})"}},
-      {"reciprocal", {1, "({one} / {0})"}},
-      {"sqrt", {1, "{sqrt}({0})"}},
-      {"rsqrt", {1, "({one} / {sqrt}({0}))"}},
-      {"exp", {1, "{exp}({0})"}},
-      // exp where the argument is known <= 0 (softmax's x - max).
-      {"exp_nonpositive", {1, "{exp_nonpositive}({0})"}},
-      {"expm1", {1, "{expm1}({0})"}},
-      {"log", {1, "{log}({0})"}},
-      {"log1p", {1, "{log1p}({0})"}},
-      {"tanh", {1, "{tanh}({0})"}},
-      {"erf", {1, "{erf}({0})"}},
-      // erf within 5e-7 absolute, vectorizable (kiln_math.h): gelu's and
-      // its derivative's, where eager's own vectorized erf is no closer.
-      {"erf_for_gelu", {1, "{erf_for_gelu}({0})"}},
-      // cdf(x) + x pdf(x), gelu_backward's factor, with one exp (kiln_math.h):
-      // float32 and 16-bit types only (float64 builds it from erf and exp).
-      {"gelu_derivative", {1, "{gelu_derivative}({0})"}},
-      {"sin", {1, "{sin}({0})"}},
-      {"cos", {1, "{cos}({0})"}},
-      {"tan", {1, "{tan}({0})"}},
-      {"asin", {1, "{asin}({0})"}},
-      {"acos", {1, "{acos}({0})"}},
-      {"atan", {1, "{atan}({0})"}},
-      {"sinh", {1, "{sinh}({0})"}},
-      {"cosh", {1, "{cosh}({0})"}},
-      {"asinh", {1, "{asinh}({0})"}},
-      {"acosh", {1, "{acosh}({0})"}},
-      {"atanh", {1, "{atanh}({0})"}},
-      {"log2", {1, "{log2}({0})"}},
-      {"log10", {1, "{log10}({0})"}},
-      {"exp2", {1, "{exp2}({0})"}},
-      {"atan2", {2, "{atan2}({0}, {1})"}},
-      {"fmod", {2, "{fmod}({0}, {1})"}},
-      // Python's modulo and floor division, as eager (the runtime's).
-      {"remainder", {2, "{remainder}({0}, {1})"}},
-      {"floor_divide", {2, "{floor_divide}({0}, {1})"}},
-      {"pow", {2, "{pow}({0}, {1})"}},
-      {"sigmoid", {1, "({one} / ({one} + {exp}(-{0})))"}},
-      {"silu", {1, "({0} / ({one} + {exp}(-{0})))"}},
-      {"gelu", {1, "({0} * {half} * ({one} + {erf_for_gelu}({0} * {sqrt1_2})))"}},
-      {"gelu_tanh",
-       {1,
-        "({half} * {0} * ({one} + {tanh}({gelu_beta} * ({0} + {gelu_kappa} * ({0} * {0} * "
-        "{0})))))"}},
-      {"floor", {1, "{floor}({0})"}},
-      {"ceil", {1, "{ceil}({0})"}},
-      {"round", {1, "{rint}({0})"}},  // half to even, as torch.round
-      {"trunc", {1, "{trunc}({0})"}},
-      // relu(-0.0) = -0.0 and relu(nan) = nan, as eager: neither
-      // x > 0 ? x : 0 nor fmax(x, 0) gets both.
-      {"relu", {1, "({0} < {zero} ? {zero} : {0})"}},
-      // NaN-propagating, as torch.maximum / clamp (a NaN bound is ignored).
-      {"maximum",
-       {2, "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} > {1} ? {0} : {1})))",
-        "({0} > {1} ? {0} : {1})"}},
-      {"minimum",
-       {2, "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} < {1} ? {0} : {1})))",
-        "({0} < {1} ? {0} : {1})"}},
-      {"clamp_min", {2, "({0} != {0} ? {0} : ({0} < {1} ? {1} : {0}))", "({0} < {1} ? {1} : {0})"}},
-      {"clamp_max", {2, "({0} != {0} ? {0} : ({0} > {1} ? {1} : {0}))", "({0} > {1} ? {1} : {0})"}},
-      {"eq", {2, "({0} == {1})"}},
-      {"ne", {2, "({0} != {1})"}},
-      {"lt", {2, "({0} < {1})"}},
-      {"le", {2, "({0} <= {1})"}},
-      {"gt", {2, "({0} > {1})"}},
-      {"ge", {2, "({0} >= {1})"}},
-      {"logical_not", {1, "(!(bool)({0}))"}},
-      {"logical_and", {2, "((bool)({0}) && (bool)({1}))"}},
-      {"logical_or", {2, "((bool)({0}) || (bool)({1}))"}},
-      {"logical_xor", {2, "((bool)({0}) != (bool)({1}))"}},
-      {"where", {3, "({0} ? {1} : {2})"}},
-  };
+  static const auto* const table = [] {
+    auto* functions = new std::map<std::string, Function>{
+        {"identity", {1, "{0}"}},
+        {"cast", {1, "(({T}){0})"}},
+        // A float32 value rounded to a 16-bit float and back (eager converts
+        // operands to a 16-bit common dtype before computing).
+        {"round_to_float16", {1, "((float)(_Float16){0})"}},
+        {"round_to_bfloat16", {1, "kiln_bf16_to_float(kiln_float_to_bf16({0}))"}},
+        {"add", {2, "({0} + {1})"}},
+        {"sub", {2, "({0} - {1})"}},
+        {"mul", {2, "({0} * {1})"}},
+        {"div", {2, "({0} / {1})"}},
+        {"neg", {1, "(-{0})"}},
+        // fabs clears the sign of -0.0 and of a NaN, as eager's abs.
+        {"abs", {1, "{fabs}({0})", "({0} < {zero} ? -{0} : {0})"}},
+        {"square", {1, "({0} * {0})"}},
+        {"cube", {1, "({0} * {0} * {0})"}},
+        {"reciprocal", {1, "({one} / {0})"}},
+        {"sqrt", {1, "{sqrt}({0})"}},
+        {"rsqrt", {1, "({one} / {sqrt}({0}))"}},
+        {"exp", {1, "{exp}({0})"}},
+        // exp where the argument is known <= 0 (softmax's x - max).
+        {"exp_nonpositive", {1, "{exp_nonpositive}({0})"}},
+        {"log", {1, "{log}({0})"}},
+        {"tanh", {1, "{tanh}({0})"}},
+        // erf within 5e-7 absolute, vectorizable (kiln_math.h): gelu's and
+        // its derivative's, where eager's own vectorized erf is no closer.
+        {"erf_for_gelu", {1, "{erf_for_gelu}({0})"}},
+        // cdf(x) + x pdf(x), gelu_backward's factor, with one exp (kiln_math.h):
+        // float32 and 16-bit types only (float64 builds it from erf and exp).
+        {"gelu_derivative", {1, "{gelu_derivative}({0})"}},
+        {"sigmoid", {1, "({one} / ({one} + {exp}(-{0})))"}},
+        {"silu", {1, "({0} / ({one} + {exp}(-{0})))"}},
+        {"gelu", {1, "({0} * {half} * ({one} + {erf_for_gelu}({0} * {sqrt1_2})))"}},
+        {"gelu_tanh",
+         {1,
+          "({half} * {0} * ({one} + {tanh}({gelu_beta} * ({0} + {gelu_kappa} * ({0} * {0} * "
+          "{0})))))"}},
+        {"floor", {1, "{floor}({0})"}},
+        {"ceil", {1, "{ceil}({0})"}},
+        {"round", {1, "{rint}({0})"}},  // half to even, as torch.round
+        {"trunc", {1, "{trunc}({0})"}},
+        // relu(-0.0) = -0.0 and relu(nan) = nan, as eager: neither
+        // x > 0 ? x : 0 nor fmax(x, 0) gets both.
+        {"relu", {1, "({0} < {zero} ? {zero} : {0})"}},
+        // NaN-propagating, as torch.maximum / clamp (a NaN bound is ignored).
+        {"maximum",
+         {2, "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} > {1} ? {0} : {1})))",
+          "({0} > {1} ? {0} : {1})"}},
+        {"minimum",
+         {2, "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} < {1} ? {0} : {1})))",
+          "({0} < {1} ? {0} : {1})"}},
+        {"clamp_min",
+         {2, "({0} != {0} ? {0} : ({0} < {1} ? {1} : {0}))", "({0} < {1} ? {1} : {0})"}},
+        {"clamp_max",
+         {2, "({0} != {0} ? {0} : ({0} > {1} ? {1} : {0}))", "({0} > {1} ? {1} : {0})"}},
+        {"eq", {2, "({0} == {1})"}},
+        {"ne", {2, "({0} != {1})"}},
+        {"lt", {2, "({0} < {1})"}},
+        {"le", {2, "({0} <= {1})"}},
+        {"gt", {2, "({0} > {1})"}},
+        {"ge", {2, "({0} >= {1})"}},
+        {"logical_not", {1, "(!(bool)({0}))"}},
+        {"logical_and", {2, "((bool)({0}) && (bool)({1}))"}},
+        {"logical_or", {2, "((bool)({0}) || (bool)({1}))"}},
+        {"logical_xor", {2, "((bool)({0}) != (bool)({1}))"}},
+        {"where", {3, "({0} ? {1} : {2})"}},
+    };
+    // The runtime's: "{name}({0})" or "{name}({0}, {1})", texts that live
+    // as long as the table.
+    for (const RuntimeFunction& f : kRuntimeFunctions) {
+      const auto* text =
+          new std::string(absl::StrCat("{", f.name, "}(", f.arity == 1 ? "{0}" : "{0}, {1}", ")"));
+      functions->emplace(f.name, Function{f.arity, text->c_str()});
+    }
+    return functions;
+  }();
   return *table;
 }
 
@@ -212,28 +235,6 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
       {"{sqrt1_2}", EmitLiteral(M_SQRT1_2, dtype)},
       {"{gelu_beta}", EmitLiteral(M_SQRT2 * M_2_SQRTPI * 0.5, dtype)},
       {"{gelu_kappa}", EmitLiteral(0.044715, dtype)},
-      {"{expm1}", Math("EXPM1", dtype)},
-      {"{log1p}", Math("LOG1P", dtype)},
-      {"{erf}", Math("ERF", dtype)},
-      {"{sin}", Math("SIN", dtype)},
-      {"{cos}", Math("COS", dtype)},
-      {"{tan}", Math("TAN", dtype)},
-      {"{asin}", Math("ASIN", dtype)},
-      {"{acos}", Math("ACOS", dtype)},
-      {"{atan}", Math("ATAN", dtype)},
-      {"{sinh}", Math("SINH", dtype)},
-      {"{cosh}", Math("COSH", dtype)},
-      {"{asinh}", Math("ASINH", dtype)},
-      {"{acosh}", Math("ACOSH", dtype)},
-      {"{atanh}", Math("ATANH", dtype)},
-      {"{log2}", Math("LOG2", dtype)},
-      {"{log10}", Math("LOG10", dtype)},
-      {"{exp2}", Math("EXP2", dtype)},
-      {"{pow}", Math2("POW", dtype)},
-      {"{atan2}", Math2("ATAN2", dtype)},
-      {"{fmod}", Math2("FMOD", dtype)},
-      {"{remainder}", Math2("REMAINDER", dtype)},
-      {"{floor_divide}", Math2("FLOOR_DIVIDE", dtype)},
       {"{sqrt}", Builtin("sqrt", dtype)},
       {"{floor}", Builtin("floor", dtype)},
       {"{fabs}", Builtin("fabs", dtype)},
@@ -241,6 +242,13 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
       {"{rint}", Builtin("rint", dtype)},
       {"{trunc}", Builtin("trunc", dtype)},
   };
+  const Function& entry = it->second;
+  for (const RuntimeFunction& f : kRuntimeFunctions) {
+    const std::string placeholder = absl::StrCat("{", f.name, "}");
+    if (!absl::StrContains(entry.text, placeholder)) continue;
+    replacements.push_back(
+        {placeholder, f.arity == 1 ? Math(f.index, dtype) : Math2(f.index, dtype)});
+  }
   for (const Polynomial& polynomial : kPolynomials) {
     if (dtype != ir::DType::kFloat64) {
       replacements.push_back({polynomial.placeholder, polynomial.float32});
@@ -251,7 +259,6 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
   for (size_t i = 0; i < operands.size(); ++i) {
     replacements.push_back({absl::StrCat("{", i, "}"), operands[i]});
   }
-  const Function& entry = it->second;
   const bool integral =
       dtype == ir::DType::kInt64 || dtype == ir::DType::kInt32 || dtype == ir::DType::kBool;
   return absl::StrReplaceAll(integral && entry.integral_text ? entry.integral_text : entry.text,
