@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/substitute.h"
 #include "codegen/guards.h"
 #include "codegen/retype.h"
@@ -834,6 +835,61 @@ TEST(PipelineTest, ConvolutionsNameWhatDoesNotFit) {
                                 "stride 2 or its dilation 1"),
             std::string::npos)
       << output_padding;
+}
+
+// A one-node float32 graph: `inputs` shapes, `op` with `args` (JSON), one
+// result of shape `result`; its preparation's error message, or "ok".
+std::string OneNodeError(const std::vector<std::string>& inputs, const std::string& op,
+                         const std::string& args, const std::string& result,
+                         const std::string& dtype = "FLOAT32") {
+  auto type = [&](const std::string& sizes) {
+    return absl::StrCat(R"({"dtype": ")", dtype, R"(", "sizes": [)", sizes, "]}");
+  };
+  std::vector<std::string> declared, ids;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    declared.push_back(absl::StrCat(R"({"value": )", i, R"(, "name": "x)", i, R"(", "type": )",
+                                    type(inputs[i]), "}"));
+    ids.push_back(absl::StrCat(i));
+  }
+  const size_t out = inputs.size();
+  const kiln::v1::Graph graph = ParseGraph(
+      absl::StrCat(R"({"name": "one", "inputs": [)", absl::StrJoin(declared, ", "),
+                   R"(], "nodes": [{"name": "n", "op": ")", op, R"(", "inputs": [)",
+                   absl::StrJoin(ids, ", "), R"(], "args": [)", args, R"(], "outputs": [)", out,
+                   R"(], "outputTypes": [)", type(result), R"(]}], "outputs": [)", out, "]}"));
+  auto prepared = PrepareGraph(graph);
+  return prepared.ok() ? std::string("ok") : std::string(prepared.status().message());
+}
+
+TEST(PipelineTest, TheOpsFromTheProbeNameWhatDoesNotFit) {
+  const std::string c = R"({"constant": )";
+  EXPECT_EQ(
+      OneNodeError({c + "1}, " + c + "6}, " + c + "2}, " + c + "2}"}, "aten.pixel_shuffle.default",
+                   R"({"name": "upscale_factor", "intValue": "2"})",
+                   c + "1}, " + c + "1}, " + c + "4}, " + c + "4}"),
+      "node 0 'n' (aten.pixel_shuffle.default): the channels of float32[1, 6, 2, 2] (dim 1) "
+      "are not a multiple of the upscale factor squared, 4");
+  EXPECT_EQ(OneNodeError({c + "1}, " + c + "1}, " + c + "5}, " + c + "4}"},
+                         "aten.pixel_unshuffle.default",
+                         R"({"name": "downscale_factor", "intValue": "2"})",
+                         c + "1}, " + c + "4}, " + c + "2}, " + c + "2}"),
+            "node 0 'n' (aten.pixel_unshuffle.default): the height and width of float32[1, 1, 5, "
+            "4] are not multiples of the downscale factor 2");
+  EXPECT_EQ(OneNodeError({c + "2}, " + c + "4}, " + c + "5}", c + "3}"}, "aten.prelu.default", "",
+                         c + "2}, " + c + "4}, " + c + "5}"),
+            "node 0 'n' (aten.prelu.default): weight float32[3] is neither one value nor one per "
+            "channel (dim 1) of the input float32[2, 4, 5]");
+  EXPECT_EQ(OneNodeError({c + "4}", c + "4}"}, "aten.div.Tensor_mode",
+                         R"({"name": "rounding_mode", "stringValue": "round"})", c + "4}"),
+            "node 0 'n' (aten.div.Tensor_mode): rounding_mode is not None, 'trunc' or 'floor'");
+  EXPECT_EQ(OneNodeError({c + "4}", c + "4}"}, "aten.huber_loss.default",
+                         R"({"name": "delta", "floatValue": 0})", ""),
+            "node 0 'n' (aten.huber_loss.default): delta 0 is not positive");
+  EXPECT_EQ(OneNodeError({c + "4}", c + "4}"}, "aten.smooth_l1_loss.default",
+                         R"({"name": "beta", "floatValue": -1})", ""),
+            "node 0 'n' (aten.smooth_l1_loss.default): beta -1 is negative");
+  EXPECT_EQ(OneNodeError({c + "4}", c + "4}"}, "aten.fmod.Tensor", "", c + "4}", "INT64"),
+            "node 0 'n' (aten.fmod.Tensor): int64 operands are not supported yet");
 }
 
 TEST(PipelineTest, FactoriesTakeSymbolicSizes) {

@@ -104,6 +104,16 @@ void AddPointwise(OpTable& table, Spec spec) {
     }
     RETURN_IF_ERROR(CheckOperandTypes(spec, node, inputs));
     ASSIGN_OR_RETURN(DType type, OperandType(spec, node, inputs));
+    // The body over stand-in operands, so that an argument it refuses
+    // (gelu's approximate, div's rounding_mode) is named here, when the
+    // graph is checked, not when it is lowered.
+    ExprBuilder scratch;
+    const Types types{type, ComputeType(type)};
+    std::vector<int> operands;
+    for (size_t i = 0; i < inputs.size() + (scalar ? 1 : 0); ++i) {
+      operands.push_back(scratch.Constant(0, IsMask(spec, i) ? DType::kBool : types.compute));
+    }
+    RETURN_IF_ERROR(spec.body(scratch, node, operands, types).status());
     if (spec.result == Result::kBool) type = DType::kBool;
     return std::vector<ir::TensorType>{ContiguousType(type, std::move(sizes))};
   };
