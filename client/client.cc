@@ -291,7 +291,7 @@ absl::Status Client::ConnectLocked(bool replace_other_version) {
     return absl::UnavailableError(directory.message());  // nothing listens there yet
   }
   RETURN_IF_ERROR(directory);
-  ucred peer;
+  ucred peer{};
   ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport,
                    ConnectTransport(socket_path, *trusted_, &peer));
   absl::StatusOr<kiln::v1::HelloResponse> answered = Hello(*transport, options_.client_name);
