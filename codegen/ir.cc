@@ -1,6 +1,7 @@
 #include "codegen/ir.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -152,6 +153,23 @@ SymExpr SymExpr::operator*(const SymExpr& other) const {
 SymExpr SymExpr::operator*(int64_t factor) const { return *this * Constant(factor); }
 
 SymExpr SymExpr::Canonicalized() const { return Canonical(terms); }
+
+std::optional<SymExpr> DivideExactly(const SymExpr& a, const SymExpr& b) {
+  if (a.terms.size() != 1 || b.terms.size() != 1) return std::nullopt;
+  const SymExpr::Term& numerator = a.terms[0];
+  const SymExpr::Term& denominator = b.terms[0];
+  if (denominator.coefficient <= 0 || numerator.coefficient % denominator.coefficient != 0) {
+    return std::nullopt;
+  }
+  std::vector<int> have = numerator.symbols, take = denominator.symbols;
+  std::sort(have.begin(), have.end());
+  std::sort(take.begin(), take.end());
+  if (!std::includes(have.begin(), have.end(), take.begin(), take.end())) return std::nullopt;
+  SymExpr::Term quotient{numerator.coefficient / denominator.coefficient, {}};
+  std::set_difference(have.begin(), have.end(), take.begin(), take.end(),
+                      std::back_inserter(quotient.symbols));
+  return SymExpr{{quotient}}.Canonicalized();
+}
 
 bool TensorType::is_static() const {
   for (const Dim& dim : sizes) {

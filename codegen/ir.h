@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -86,6 +87,10 @@ struct SymExpr {
   bool operator==(int64_t value) const { return *this == Constant(value); }
   bool operator!=(int64_t value) const { return !(*this == value); }
 };
+
+// a / b when both are single terms and b divides a exactly (coefficient
+// and symbols), else nullopt.
+std::optional<SymExpr> DivideExactly(const SymExpr& a, const SymExpr& b);
 
 struct TensorType {
   DType dtype = DType::kFloat32;

@@ -64,24 +64,6 @@ bool Mentions(const ir::ArgValue& value, int symbol) {
   return false;
 }
 
-// a / b for monomials when b divides a exactly (coefficient and symbols).
-std::optional<SymExpr> Divide(const SymExpr& a, const SymExpr& b) {
-  if (a.terms.size() != 1 || b.terms.size() != 1) return std::nullopt;
-  const SymExpr::Term& numerator = a.terms[0];
-  const SymExpr::Term& denominator = b.terms[0];
-  if (denominator.coefficient <= 0 || numerator.coefficient % denominator.coefficient != 0) {
-    return std::nullopt;
-  }
-  std::vector<int> have = numerator.symbols, take = denominator.symbols;
-  std::sort(have.begin(), have.end());
-  std::sort(take.begin(), take.end());
-  if (!std::includes(have.begin(), have.end(), take.begin(), take.end())) return std::nullopt;
-  SymExpr::Term quotient{numerator.coefficient / denominator.coefficient, {}};
-  std::set_difference(have.begin(), have.end(), take.begin(), take.end(),
-                      std::back_inserter(quotient.symbols));
-  return SymExpr{{quotient}}.Canonicalized();
-}
-
 std::vector<SymExpr> Sizes(const ir::TensorType& type) {
   std::vector<SymExpr> sizes;
   for (const ir::Dim& dim : type.sizes) sizes.push_back(SymExpr::Of(dim));
@@ -199,7 +181,8 @@ class Analysis {
     Layout layout(type.rank());
     for (int64_t d = 0; d < type.rank(); ++d) {
       if (Occurrences(type.sizes[d], symbol_) == 0) continue;
-      const std::optional<SymExpr> inner = Divide(SymExpr::Of(type.sizes[d]), symbol_size_);
+      const std::optional<SymExpr> inner =
+          ir::DivideExactly(SymExpr::Of(type.sizes[d]), symbol_size_);
       if (!inner || Mentions(*inner, symbol_)) {
         return absl::InternalError(
             absl::StrCat("input ", i, " names symbol ", name_, " more than once in dim ", d));
@@ -473,7 +456,8 @@ class Analysis {
       if (s >= 0 && source.sizes[s] == type.sizes[d]) {
         result[d] = InputOf(n, 0)[s];
       } else if (Occurrences(type.sizes[d], symbol_) == 1) {
-        const std::optional<SymExpr> inner = Divide(SymExpr::Of(type.sizes[d]), symbol_size_);
+        const std::optional<SymExpr> inner =
+            ir::DivideExactly(SymExpr::Of(type.sizes[d]), symbol_size_);
         if (inner) result[d] = Carrier{kOne, *inner, /*uniform=*/true};
       }
     }
@@ -501,9 +485,9 @@ class Analysis {
       std::optional<size_t> found;
       SymExpr prefix = kOne;
       for (size_t k = 0; k < out.size() && !found; ++k) {
-        const std::optional<SymExpr> outer = Divide(above, prefix);
+        const std::optional<SymExpr> outer = ir::DivideExactly(above, prefix);
         if (!outer) break;  // no longer prefix divides it either
-        const std::optional<SymExpr> inner = Divide(out[k], *outer * symbol_size_);
+        const std::optional<SymExpr> inner = ir::DivideExactly(out[k], *outer * symbol_size_);
         if (inner && *inner * Product(out, k + 1, out.size()) == below) {
           if (result[k]) {
             return Refuse(

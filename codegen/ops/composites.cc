@@ -440,17 +440,6 @@ absl::StatusOr<std::vector<int>> Repeat(GraphBuilder& b, const ir::Node& node) {
   return std::vector<int>{value};
 }
 
-// `dim` / r when that is a size (a constant or a symbol's multiple that r
-// divides), else nullopt.
-std::optional<ir::SymExpr> Divided(const ir::Dim& dim, int64_t r) {
-  if (!dim.is_symbolic()) {
-    if (dim.constant % r != 0) return std::nullopt;
-    return ir::SymExpr::Constant(dim.constant / r);
-  }
-  if (!dim.times.empty() || dim.multiplier % r != 0) return std::nullopt;
-  return ir::SymExpr::Of(ir::Dim::Symbol(dim.symbol, dim.multiplier / r));
-}
-
 // pixel_shuffle(x, r): (*, C r^2, H, W) -> (*, C, H r, W r), out[..., c,
 // h r + i, w r + j] = x[..., c r^2 + i r + j, h, w]: a reshape splitting
 // the channels into (C, r, r), a permute moving each factor behind its
@@ -477,7 +466,7 @@ absl::StatusOr<std::vector<int>> PixelShuffle(GraphBuilder& b, const ir::Node& n
   const ir::SymExpr w = ir::SymExpr::Of(type.sizes[lead + 2]);
   const ir::SymExpr factor = ir::SymExpr::Constant(r);
   if (shuffle) {
-    const std::optional<ir::SymExpr> channels = Divided(type.sizes[lead], r * r);
+    const std::optional<ir::SymExpr> channels = ir::DivideExactly(c, factor * r);
     if (!channels.has_value()) {
       return absl::InvalidArgumentError(
           absl::StrCat("the channels of ", ir::ToString(type, b.graph()), " (dim ", lead,
@@ -488,8 +477,8 @@ absl::StatusOr<std::vector<int>> PixelShuffle(GraphBuilder& b, const ir::Node& n
     for (int64_t d : {0, 3, 1, 4, 2}) order.push_back(lead + d);
     merged.insert(merged.end(), {*channels, h * r, w * r});
   } else {
-    const std::optional<ir::SymExpr> rows = Divided(type.sizes[lead + 1], r);
-    const std::optional<ir::SymExpr> columns = Divided(type.sizes[lead + 2], r);
+    const std::optional<ir::SymExpr> rows = ir::DivideExactly(h, factor);
+    const std::optional<ir::SymExpr> columns = ir::DivideExactly(w, factor);
     if (!rows.has_value() || !columns.has_value()) {
       return absl::InvalidArgumentError(
           absl::StrCat("the height and width of ", ir::ToString(type, b.graph()),
