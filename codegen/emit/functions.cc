@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -17,7 +18,7 @@ struct Function {
   // and the named constants: literals of the compute type. {exp}, {log},
   // ...: the runtime's transcendental of the compute type; {sqrt},
   // {floor}, ...: builtins that compile to one instruction.
-  const char* text;
+  std::string text;
   // For integer and bool compute types, when it differs: no NaN tests
   // (which clang flags as tautological on integers).
   const char* integral_text = nullptr;
@@ -127,12 +128,11 @@ const std::map<std::string, Function>& Table() {
         {"logical_xor", {2, "((bool)({0}) != (bool)({1}))"}},
         {"where", {3, "({0} ? {1} : {2})"}},
     };
-    // The runtime's: "{name}({0})" or "{name}({0}, {1})", texts that live
-    // as long as the table.
+    // The runtime's: "{name}({0})" or "{name}({0}, {1})".
     for (const RuntimeFunction& f : kRuntimeFunctions) {
-      const auto* text =
-          new std::string(absl::StrCat("{", f.name, "}(", f.arity == 1 ? "{0}" : "{0}, {1}", ")"));
-      functions->emplace(f.name, Function{f.arity, text->c_str()});
+      functions->emplace(f.name,
+                         Function{f.arity, absl::StrCat("{", f.name, "}(",
+                                                        f.arity == 1 ? "{0}" : "{0}, {1}", ")")});
     }
     return functions;
   }();
@@ -261,8 +261,10 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
   }
   const bool integral =
       dtype == ir::DType::kInt64 || dtype == ir::DType::kInt32 || dtype == ir::DType::kBool;
-  return absl::StrReplaceAll(integral && entry.integral_text ? entry.integral_text : entry.text,
-                             replacements);
+  const absl::string_view text = integral && entry.integral_text != nullptr
+                                     ? absl::string_view(entry.integral_text)
+                                     : absl::string_view(entry.text);
+  return absl::StrReplaceAll(text, replacements);
 }
 
 bool HasFunction(const std::string& function) { return Table().count(function) > 0; }
