@@ -44,4 +44,9 @@ absl::StatusOr<int> GraphBuilder::Add(const std::string& op, std::vector<int> in
   return outputs[0];
 }
 
+absl::StatusOr<int> GraphBuilder::Cast(int value, ir::DType dtype) {
+  if (graph_.values[value].dtype == dtype) return value;
+  return Add("aten._to_copy.default", {value}, {{"dtype", dtype}});
+}
+
 }  // namespace kiln

@@ -25,6 +25,9 @@ class GraphBuilder {
   absl::StatusOr<int> Add(const std::string& op, std::vector<int> inputs,
                           std::map<std::string, ir::ArgValue> args = {});
 
+  // `value` as `dtype`: itself when it has that dtype, else a _to_copy.
+  absl::StatusOr<int> Cast(int value, ir::DType dtype);
+
   // By value: adding nodes may move the graph's values.
   ir::TensorType type(int value) const { return graph_.values[value]; }
   const ir::Graph& graph() const { return graph_; }

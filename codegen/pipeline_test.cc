@@ -888,8 +888,25 @@ TEST(PipelineTest, TheOpsFromTheProbeNameWhatDoesNotFit) {
   EXPECT_EQ(OneNodeError({c + "4}", c + "4}"}, "aten.smooth_l1_loss.default",
                          R"({"name": "beta", "floatValue": -1})", ""),
             "node 0 'n' (aten.smooth_l1_loss.default): beta -1 is negative");
+  // Integers divide by nonzero constants only: eager raises on a zero
+  // divisor, which a kernel cannot.
   EXPECT_EQ(OneNodeError({c + "4}", c + "4}"}, "aten.fmod.Tensor", "", c + "4}", "INT64"),
             "node 0 'n' (aten.fmod.Tensor): int64 operands are not supported yet");
+  EXPECT_EQ(
+      OneNodeError({c + "4}", c + "4}"}, "aten.floor_divide.default", "", c + "4}", "INT64"),
+      "node 0 'n' (aten.floor_divide.default): an integer division by a tensor or a size: eager "
+      "raises on a zero divisor, which a kernel cannot; divide by a constant, or in "
+      "floating point");
+  EXPECT_EQ(OneNodeError({c + "4}"}, "aten.floor_divide.default",
+                         R"({"name": "other", "intValue": "0"})", c + "4}", "INT64"),
+            "node 0 'n' (aten.floor_divide.default): an integer division by zero");
+  EXPECT_EQ(OneNodeError({c + "4}"}, "aten.remainder.Scalar",
+                         R"({"name": "other", "intValue": "3"})", c + "4}", "INT64"),
+            "ok");
+  EXPECT_EQ(OneNodeError({c + "4}"}, "aten.div.Tensor_mode",
+                         R"({"name": "other", "intValue": "2"})", c + "4}", "INT64"),
+            "node 0 'n' (aten.div.Tensor_mode): div with rounding_mode None divides integers "
+            "into floats: trace torch.div(a, b)");
 }
 
 TEST(PipelineTest, FactoriesTakeSymbolicSizes) {

@@ -27,11 +27,13 @@ struct Function {
 // Functions every artifact calls through the runtime's table
 // (kiln_abi.h): math_f32/f64[KILN_MATH_<index>] with one argument,
 // math2_f32/f64[KILN_MATH2_<index>] with two. remainder and floor_divide
-// are Python's modulo and floor division, as eager (the runtime's).
+// are Python's modulo and floor division, as eager (the runtime's); their
+// integer forms, and fmod's, are inline (kiln_math.h).
 struct RuntimeFunction {
   const char* name;
   const char* index;
   int arity;
+  const char* integral_text = nullptr;
 };
 constexpr RuntimeFunction kRuntimeFunctions[] = {
     {"expm1", "EXPM1", 1},
@@ -53,9 +55,9 @@ constexpr RuntimeFunction kRuntimeFunctions[] = {
     {"exp2", "EXP2", 1},
     {"pow", "POW", 2},
     {"atan2", "ATAN2", 2},
-    {"fmod", "FMOD", 2},
-    {"remainder", "REMAINDER", 2},
-    {"floor_divide", "FLOOR_DIVIDE", 2},
+    {"fmod", "FMOD", 2, "({0} % {1})"},
+    {"remainder", "REMAINDER", 2, "kiln_remainder_i64({0}, {1})"},
+    {"floor_divide", "FLOOR_DIVIDE", 2, "kiln_floor_divide_i64({0}, {1})"},
 };
 
 // Numerics follow eager PyTorch 1.13's CPU kernels, without fast-math.
@@ -128,11 +130,13 @@ const std::map<std::string, Function>& Table() {
         {"logical_xor", {2, "((bool)({0}) != (bool)({1}))"}},
         {"where", {3, "({0} ? {1} : {2})"}},
     };
-    // The runtime's: "{name}({0})" or "{name}({0}, {1})".
+    // The runtime's: "{name}({0})" or "{name}({0}, {1})", and an integer
+    // form where there is one.
     for (const RuntimeFunction& f : kRuntimeFunctions) {
-      functions->emplace(f.name,
-                         Function{f.arity, absl::StrCat("{", f.name, "}(",
-                                                        f.arity == 1 ? "{0}" : "{0}, {1}", ")")});
+      functions->emplace(
+          f.name,
+          Function{f.arity, absl::StrCat("{", f.name, "}(", f.arity == 1 ? "{0}" : "{0}, {1}", ")"),
+                   f.integral_text});
     }
     return functions;
   }();

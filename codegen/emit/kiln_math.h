@@ -198,4 +198,18 @@ static inline float kiln_gelu_derivative(float x) {
   return __builtin_fmaf(0.5f, erf, 0.5f) + x * (0x1.988454p-2f * e);
 }
 
+/* Python's floor division and modulo of integers, as eager's int64
+ * kernels: the quotient rounded down, the remainder with the divisor's sign.
+ * The divisor is a nonzero constant (codegen/ops/pointwise.cc takes no
+ * other: eager raises on a zero divisor, which a kernel cannot). */
+static inline long long kiln_floor_divide_i64(long long a, long long b) {
+  const long long q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static inline long long kiln_remainder_i64(long long a, long long b) {
+  const long long r = a % b;
+  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
+}
+
 #endif /* KILN_MATH_H_ */

@@ -18,11 +18,6 @@ namespace {
 using ir::DType;
 using Args = std::map<std::string, ir::ArgValue>;
 
-absl::StatusOr<int> ToType(GraphBuilder& b, int value, DType dtype) {
-  if (b.type(value).dtype == dtype) return value;
-  return b.Add("aten._to_copy.default", {value}, {{"dtype", dtype}});
-}
-
 // Every dim of `value`'s rank listed in `dims` (wrapped).
 absl::StatusOr<std::vector<int64_t>> WrapDims(const std::vector<int64_t>& dims, int64_t rank) {
   std::vector<int64_t> wrapped;
@@ -53,7 +48,7 @@ ir::SymExpr Count(const ir::TensorType& type, std::vector<int64_t> dims) {
 // reads `exp` or `shifted` must go through the sum for this to hold.
 absl::StatusOr<std::vector<int>> Softmax(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[0]).dtype;
-  ASSIGN_OR_RETURN(int x, ToType(b, node.inputs[0], ComputeType(out)));
+  ASSIGN_OR_RETURN(int x, b.Cast(node.inputs[0], ComputeType(out)));
   const std::vector<int64_t> dim = {IntArg(node, "dim")};
   ASSIGN_OR_RETURN(const int max,
                    b.Add("kiln.softmax_max.default", {x}, {{"dim", dim}, {"keepdim", true}}));
@@ -72,7 +67,7 @@ absl::StatusOr<std::vector<int>> Softmax(GraphBuilder& b, const ir::Node& node) 
     ASSIGN_OR_RETURN(const int inverse, b.Add("aten.reciprocal.default", {sum}));
     ASSIGN_OR_RETURN(result, b.Add("aten.mul.Tensor", {exp, inverse}));
   }
-  ASSIGN_OR_RETURN(result, ToType(b, result, out));
+  ASSIGN_OR_RETURN(result, b.Cast(result, out));
   return std::vector<int>{result};
 }
 
@@ -87,9 +82,9 @@ absl::StatusOr<int> Mean(GraphBuilder& b, int x, const std::vector<int64_t>& dim
 
 absl::StatusOr<std::vector<int>> MeanOp(GraphBuilder& b, const ir::Node& node) {
   const DType out = DTypeArg(node, b.type(node.inputs[0]).dtype);
-  ASSIGN_OR_RETURN(const int x, ToType(b, node.inputs[0], ComputeType(out)));
+  ASSIGN_OR_RETURN(const int x, b.Cast(node.inputs[0], ComputeType(out)));
   ASSIGN_OR_RETURN(int mean, Mean(b, x, DimsArg(node), BoolArg(node, "keepdim")));
-  ASSIGN_OR_RETURN(mean, ToType(b, mean, out));
+  ASSIGN_OR_RETURN(mean, b.Cast(mean, out));
   return std::vector<int>{mean};
 }
 
@@ -98,7 +93,7 @@ absl::StatusOr<std::vector<int>> VarOp(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[0]).dtype;
   // In double, as eager accumulates float32 (so squares of x ~ 1e38 do not
   // overflow); 16-bit floats too, so their results are float32's rounded.
-  ASSIGN_OR_RETURN(const int x, ToType(b, node.inputs[0], DType::kFloat64));
+  ASSIGN_OR_RETURN(const int x, b.Cast(node.inputs[0], DType::kFloat64));
   const ir::TensorType type = b.type(x);
   ASSIGN_OR_RETURN(const std::vector<int64_t> dims, WrapDims(DimsArg(node), type.rank()));
   const double correction = Present(node, "correction") ? ScalarArgAsDouble(node, "correction") : 1;
@@ -125,7 +120,7 @@ absl::StatusOr<std::vector<int>> VarOp(GraphBuilder& b, const ir::Node& node) {
   if (node.op.rfind("aten.std.", 0) == 0) {
     ASSIGN_OR_RETURN(result, b.Add("aten.sqrt.default", {result}));
   }
-  ASSIGN_OR_RETURN(result, ToType(b, result, out));
+  ASSIGN_OR_RETURN(result, b.Cast(result, out));
   return std::vector<int>{result};
 }
 
@@ -254,7 +249,7 @@ absl::StatusOr<std::vector<int>> SmoothLossBackward(GraphBuilder& b, const ir::N
 // inputs when present.
 absl::StatusOr<std::vector<int>> LayerNorm(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[0]).dtype;
-  ASSIGN_OR_RETURN(const int x, ToType(b, node.inputs[0], ComputeType(out)));
+  ASSIGN_OR_RETURN(const int x, b.Cast(node.inputs[0], ComputeType(out)));
   const int64_t rank = b.type(x).rank();
   const int64_t normalized = static_cast<int64_t>(IntListArg(node, "normalized_shape").size());
   std::vector<int64_t> dims;
@@ -276,12 +271,12 @@ absl::StatusOr<std::vector<int>> LayerNorm(GraphBuilder& b, const ir::Node& node
   if (has_bias) {
     ASSIGN_OR_RETURN(result, b.Add("aten.add.Tensor", {result, node.inputs[next++]}));
   }
-  ASSIGN_OR_RETURN(result, ToType(b, result, out));
+  ASSIGN_OR_RETURN(result, b.Cast(result, out));
   // mean and rstd: eager's CPU kernel returns them in the input's dtype;
   // float16 graphs (traced with meta kernels) declare float32.
   const DType statistics = out == DType::kFloat16 ? DType::kFloat32 : out;
-  ASSIGN_OR_RETURN(const int mean_out, ToType(b, mean, statistics));
-  ASSIGN_OR_RETURN(const int rstd_out, ToType(b, rstd, statistics));
+  ASSIGN_OR_RETURN(const int mean_out, b.Cast(mean, statistics));
+  ASSIGN_OR_RETURN(const int rstd_out, b.Cast(rstd, statistics));
   return std::vector<int>{result, mean_out, rstd_out};
 }
 
@@ -297,7 +292,7 @@ absl::StatusOr<std::vector<int>> LayerNormBackward(GraphBuilder& b, const ir::No
   const DType compute = ComputeType(out);
   std::vector<int> in;
   for (int input : node.inputs) {
-    ASSIGN_OR_RETURN(const int converted, ToType(b, input, compute));
+    ASSIGN_OR_RETURN(const int converted, b.Cast(input, compute));
     in.push_back(converted);
   }
   const int grad = in[0], x = in[1], mean = in[2], rstd = in[3];
@@ -337,9 +332,9 @@ absl::StatusOr<std::vector<int>> LayerNormBackward(GraphBuilder& b, const ir::No
   ASSIGN_OR_RETURN(const int grad_x_hat, add("aten.mul.Tensor", {grad, x_hat}));
   ASSIGN_OR_RETURN(int grad_weight, lead_sum(grad_x_hat));
   ASSIGN_OR_RETURN(int grad_bias, lead_sum(grad));
-  ASSIGN_OR_RETURN(grad_x, ToType(b, grad_x, out));
-  ASSIGN_OR_RETURN(grad_weight, ToType(b, grad_weight, out));
-  ASSIGN_OR_RETURN(grad_bias, ToType(b, grad_bias, out));
+  ASSIGN_OR_RETURN(grad_x, b.Cast(grad_x, out));
+  ASSIGN_OR_RETURN(grad_weight, b.Cast(grad_weight, out));
+  ASSIGN_OR_RETURN(grad_bias, b.Cast(grad_bias, out));
   return std::vector<int>{grad_x, grad_weight, grad_bias};
 }
 
@@ -351,12 +346,12 @@ absl::StatusOr<std::vector<int>> Addmm(GraphBuilder& b, const ir::Node& node) {
   if (ComputeType(out) != out) {
     std::vector<int> wide;
     for (int input : node.inputs) {
-      ASSIGN_OR_RETURN(const int converted, ToType(b, input, DType::kFloat32));
+      ASSIGN_OR_RETURN(const int converted, b.Cast(input, DType::kFloat32));
       wide.push_back(converted);
     }
     std::map<std::string, ir::ArgValue> args(node.args.begin(), node.args.end());
     ASSIGN_OR_RETURN(const int result, b.Add(node.op, wide, args));
-    ASSIGN_OR_RETURN(const int rounded, ToType(b, result, out));
+    ASSIGN_OR_RETURN(const int rounded, b.Cast(result, out));
     return std::vector<int>{rounded};
   }
   const bool batched = node.op == "aten.baddbmm.default";
@@ -562,27 +557,37 @@ absl::StatusOr<std::vector<int>> Stack(GraphBuilder& b, const ir::Node& node) {
 }
 
 // cat(tensors, dim): kiln.concat, which writes each part at its offset.
+// As eager, a part of shape [0] is left out whatever the others' rank (an
+// empty start that a loop concatenates onto), yet its dtype takes part in
+// the result's.
 absl::StatusOr<std::vector<int>> Cat(GraphBuilder& b, const ir::Node& node) {
-  const ir::TensorType first = b.type(node.inputs[0]);
-  ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), first.rank()));
-  ASSIGN_OR_RETURN(const int result,
-                   b.Add("kiln.concat.default", node.inputs, {{"dim", int64_t{dim}}}));
-  return std::vector<int>{result};
+  std::vector<int> parts;
+  DType dtype = b.type(node.inputs[0]).dtype;
+  for (const int part : node.inputs) {
+    const ir::TensorType type = b.type(part);
+    dtype = PromoteTensors(dtype, type.dtype);
+    if (type.rank() != 1 || type.sizes[0] != ir::Dim::Constant(0)) parts.push_back(part);
+  }
+  if (parts.empty()) parts = node.inputs;
+  ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), b.type(parts[0]).rank()));
+  ASSIGN_OR_RETURN(const int result, b.Add("kiln.concat.default", parts, {{"dim", int64_t{dim}}}));
+  ASSIGN_OR_RETURN(const int cast, b.Cast(result, dtype));
+  return std::vector<int>{cast};
 }
 
 // _softmax_backward_data(grad, out, dim) = out * (grad - sum(grad * out, dim)).
 absl::StatusOr<std::vector<int>> SoftmaxBackward(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[0]).dtype;
   const DType compute = ComputeType(out);
-  ASSIGN_OR_RETURN(const int grad, ToType(b, node.inputs[0], compute));
-  ASSIGN_OR_RETURN(const int output, ToType(b, node.inputs[1], compute));
+  ASSIGN_OR_RETURN(const int grad, b.Cast(node.inputs[0], compute));
+  ASSIGN_OR_RETURN(const int output, b.Cast(node.inputs[1], compute));
   const std::vector<int64_t> dim = {IntArg(node, "dim")};
   ASSIGN_OR_RETURN(const int product, b.Add("aten.mul.Tensor", {grad, output}));
   ASSIGN_OR_RETURN(const int sum,
                    b.Add("aten.sum.dim_IntList", {product}, {{"dim", dim}, {"keepdim", true}}));
   ASSIGN_OR_RETURN(const int difference, b.Add("aten.sub.Tensor", {grad, sum}));
   ASSIGN_OR_RETURN(int result, b.Add("aten.mul.Tensor", {output, difference}));
-  ASSIGN_OR_RETURN(result, ToType(b, result, out));
+  ASSIGN_OR_RETURN(result, b.Cast(result, out));
   return std::vector<int>{result};
 }
 

@@ -1,5 +1,6 @@
 // Normalizations over channels (dim 1): batch norm, in eval and training
-// mode, and group norm, with their backward ops. Instance norm needs no op
+// mode, and group norm, with their backward ops; and weight norm, the
+// normalization of a weight. Instance norm needs no op
 // of its own: make_fx traces it as a training-mode batch norm over the
 // input viewed as [1, N * C, ...].
 //
@@ -26,11 +27,6 @@ namespace kiln::ops {
 namespace {
 
 using ir::DType;
-
-absl::StatusOr<int> ToType(GraphBuilder& b, int value, DType dtype) {
-  if (b.type(value).dtype == dtype) return value;
-  return b.Add("aten._to_copy.default", {value}, {{"dtype", dtype}});
-}
 
 // The node's tensors by schema name: the `required` ones first, then the
 // optional ones (kOptionalTensor arguments) that are present, in order.
@@ -176,7 +172,7 @@ absl::StatusOr<std::map<std::string, int>> Converted(GraphBuilder& b,
                                                      DType compute) {
   std::map<std::string, int> converted;
   for (const auto& [name, value] : inputs) {
-    ASSIGN_OR_RETURN(converted[name], ToType(b, value, compute));
+    ASSIGN_OR_RETURN(converted[name], b.Cast(value, compute));
   }
   return converted;
 }
@@ -219,8 +215,8 @@ absl::StatusOr<std::vector<int>> BatchNorm(GraphBuilder& b, const ir::Node& node
     ASSIGN_OR_RETURN(const int squares, Sum(b, squared, dims));
     ASSIGN_OR_RETURN(const int variance, ByCount(b, "aten.div.Tensor", squares, count));
     ASSIGN_OR_RETURN(invstd, InverseStd(b, variance, eps));
-    ASSIGN_OR_RETURN(save_mean, ToType(b, mean, statistics));
-    ASSIGN_OR_RETURN(save_invstd, ToType(b, invstd, statistics));
+    ASSIGN_OR_RETURN(save_mean, b.Cast(mean, statistics));
+    ASSIGN_OR_RETURN(save_invstd, b.Cast(invstd, statistics));
   } else {
     if (!in.count("running_mean") || !in.count("running_var")) {
       return absl::InvalidArgumentError(
@@ -230,8 +226,8 @@ absl::StatusOr<std::vector<int>> BatchNorm(GraphBuilder& b, const ir::Node& node
     mean = in.at("running_mean");
     ASSIGN_OR_RETURN(invstd, InverseStd(b, in.at("running_var"), eps));
     if (out == DType::kFloat16) {
-      ASSIGN_OR_RETURN(save_mean, ToType(b, mean, statistics));
-      ASSIGN_OR_RETURN(save_invstd, ToType(b, invstd, statistics));
+      ASSIGN_OR_RETURN(save_mean, b.Cast(mean, statistics));
+      ASSIGN_OR_RETURN(save_invstd, b.Cast(invstd, statistics));
     } else {
       const std::map<std::string, ir::ArgValue> empty = {{"size", std::vector<int64_t>{0}},
                                                          {"dtype", statistics}};
@@ -245,7 +241,7 @@ absl::StatusOr<std::vector<int>> BatchNorm(GraphBuilder& b, const ir::Node& node
   }
   ASSIGN_OR_RETURN(const int shift, Shift(b, Find(in, "bias"), mean, scale));
   ASSIGN_OR_RETURN(int result, ScaleAndShift(b, x, scale, shift));
-  ASSIGN_OR_RETURN(result, ToType(b, result, out));
+  ASSIGN_OR_RETURN(result, b.Cast(result, out));
   return std::vector<int>{result, save_mean, save_invstd};
 }
 
@@ -315,9 +311,9 @@ absl::StatusOr<std::vector<int>> BatchNormBackward(GraphBuilder& b, const ir::No
     ASSIGN_OR_RETURN(grad_input, Binary(b, "aten.mul.Tensor", grad_input, weight_along));
   }
   ASSIGN_OR_RETURN(int grad_weight, Binary(b, "aten.mul.Tensor", dotp, invstd));
-  ASSIGN_OR_RETURN(grad_input, ToType(b, grad_input, out));
-  ASSIGN_OR_RETURN(grad_weight, ToType(b, grad_weight, parameters));
-  ASSIGN_OR_RETURN(const int grad_bias, ToType(b, sum, parameters));
+  ASSIGN_OR_RETURN(grad_input, b.Cast(grad_input, out));
+  ASSIGN_OR_RETURN(grad_weight, b.Cast(grad_weight, parameters));
+  ASSIGN_OR_RETURN(const int grad_bias, b.Cast(sum, parameters));
   return std::vector<int>{grad_input, grad_weight, grad_bias};
 }
 
@@ -440,9 +436,9 @@ absl::StatusOr<std::vector<int>> GroupNorm(GraphBuilder& b, const ir::Node& node
   ASSIGN_OR_RETURN(const int scale_channels, GroupsToChannels(b, scale, groups));
   ASSIGN_OR_RETURN(const int shift_channels, GroupsToChannels(b, shift, groups));
   ASSIGN_OR_RETURN(int result, ScaleAndShift(b, x, scale_channels, shift_channels));
-  ASSIGN_OR_RETURN(result, ToType(b, result, out));
-  ASSIGN_OR_RETURN(const int mean_out, ToType(b, mean, statistics));
-  ASSIGN_OR_RETURN(const int rstd_out, ToType(b, rstd, statistics));
+  ASSIGN_OR_RETURN(result, b.Cast(result, out));
+  ASSIGN_OR_RETURN(const int mean_out, b.Cast(mean, statistics));
+  ASSIGN_OR_RETURN(const int rstd_out, b.Cast(rstd, statistics));
   return std::vector<int>{result, mean_out, rstd_out};
 }
 
@@ -538,10 +534,46 @@ absl::StatusOr<std::vector<int>> GroupNormBackward(GraphBuilder& b, const ir::No
   ASSIGN_OR_RETURN(const int weight_groups, Sum(b, scaled_ds, {0}));
   ASSIGN_OR_RETURN(int grad_weight, GroupsToChannels(b, weight_groups, groups));
   ASSIGN_OR_RETURN(int grad_bias, Sum(b, db_channels, {0}));
-  ASSIGN_OR_RETURN(grad_input, ToType(b, grad_input, out));
-  ASSIGN_OR_RETURN(grad_weight, ToType(b, grad_weight, out));
-  ASSIGN_OR_RETURN(grad_bias, ToType(b, grad_bias, out));
+  ASSIGN_OR_RETURN(grad_input, b.Cast(grad_input, out));
+  ASSIGN_OR_RETURN(grad_weight, b.Cast(grad_weight, out));
+  ASSIGN_OR_RETURN(grad_bias, b.Cast(grad_bias, out));
   return std::vector<int>{grad_input, grad_weight, grad_bias};
+}
+
+// _weight_norm_interface(v, g, dim) -> (v * (g / norm), norm), the
+// weight of torch.nn.utils.weight_norm: norm is the 2-norm of v over every
+// dim but `dim`, those dims kept with size 1. `dim` is 0 or the last, the
+// dims eager's fused kernel takes (weight_norm decomposes any other dim
+// into plain ops). bfloat16 computes in float32 and keeps norm there, as
+// eager.
+absl::StatusOr<std::vector<int>> WeightNorm(GraphBuilder& b, const ir::Node& node) {
+  const ir::TensorType v_type = b.type(node.inputs[0]);
+  const int64_t rank = v_type.rank();
+  const int64_t dim = IntArg(node, "dim");
+  if (rank == 0 || (dim != 0 && dim != rank - 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dim ", dim, " of a rank-", rank, " v: weight norm's fused form takes dim 0 or the last"));
+  }
+  const DType out = v_type.dtype;
+  const DType compute = ComputeType(out);
+  ASSIGN_OR_RETURN(const int v, b.Cast(node.inputs[0], compute));
+  ASSIGN_OR_RETURN(const int g, b.Cast(node.inputs[1], compute));
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != dim) dims.push_back(d);
+  }
+  ASSIGN_OR_RETURN(int squares, Binary(b, "aten.mul.Tensor", v, v));
+  if (!dims.empty()) {
+    ASSIGN_OR_RETURN(squares,
+                     b.Add("aten.sum.dim_IntList", {squares}, {{"dim", dims}, {"keepdim", true}}));
+  }
+  ASSIGN_OR_RETURN(const int norm, b.Add("aten.sqrt.default", {squares}));
+  ASSIGN_OR_RETURN(const int scale, Binary(b, "aten.div.Tensor", g, norm));
+  ASSIGN_OR_RETURN(int weight, Binary(b, "aten.mul.Tensor", v, scale));
+  ASSIGN_OR_RETURN(weight, b.Cast(weight, out));
+  ASSIGN_OR_RETURN(const int norm_out,
+                   b.Cast(norm, out == DType::kFloat64 ? out : DType::kFloat32));
+  return std::vector<int>{weight, norm_out};
 }
 
 ArgSpec OptionalTensor(const char* name) {
@@ -587,6 +619,10 @@ void RegisterNormalizationOps(OpTable& table) {
   backward.push_back(output_mask);
   AddComposite(table, "aten.native_group_norm_backward.default", 4, 5, backward, GroupNormBackward,
                kFloatTypes, integral, "normalization");
+  AddComposite(table, "aten._weight_norm_interface.default", 2, 2,
+               {{"dim", ArgKind::kInt, ir::ArgValue(int64_t{0})}}, WeightNorm,
+               {DType::kFloat32, DType::kFloat64, DType::kBFloat16},
+               {DType::kFloat16, DType::kInt64, DType::kBool}, "normalization");
 }
 
 }  // namespace kiln::ops

@@ -304,13 +304,51 @@ absl::StatusOr<int> Lerp(ExprBuilder& b, const ir::Node& node, const std::vector
   return b.Call("where", {small, near_start(w), near_end(w)}, t);
 }
 
+// An integer division's divisor: eager raises on a zero one, which a
+// kernel cannot, so it must be a nonzero constant (`other` as a number).
+absl::Status CheckIntegerDivisor(const ir::Node& node, Types types) {
+  if (ir::IsFloatingPoint(types.compute)) return absl::OkStatus();
+  const auto other = node.args.find("other");
+  const int64_t* divisor = node.inputs.size() == 1 && other != node.args.end()
+                               ? std::get_if<int64_t>(&other->second)
+                               : nullptr;
+  if (divisor == nullptr) {
+    return absl::InvalidArgumentError(
+        "an integer division by a tensor or a size: eager raises on a zero divisor, which a "
+        "kernel cannot; divide by a constant, or in floating point");
+  }
+  if (*divisor == 0) return absl::InvalidArgumentError("an integer division by zero");
+  return absl::OkStatus();
+}
+
+// fmod, remainder and floor_divide: `function`, on integers by a nonzero
+// constant only.
+Body Divides(const std::string& function) {
+  return [function](ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
+                    Types types) -> absl::StatusOr<int> {
+    RETURN_IF_ERROR(CheckIntegerDivisor(node, types));
+    return b.Call(function, operands, types.compute);
+  };
+}
+
 // div with a rounding_mode: None, "trunc" or "floor".
 absl::StatusOr<int> DivMode(ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
                             Types types) {
   const DType t = types.compute;
   const ir::ArgValue& mode = node.args.at("rounding_mode");
-  if (std::holds_alternative<ir::None>(mode)) return b.Call("div", operands, t);
+  if (std::holds_alternative<ir::None>(mode)) {
+    if (!ir::IsFloatingPoint(t)) {
+      return absl::InvalidArgumentError(
+          "div with rounding_mode None divides integers into floats: trace torch.div(a, b)");
+    }
+    return b.Call("div", operands, t);
+  }
+  RETURN_IF_ERROR(CheckIntegerDivisor(node, types));
   const std::string* name = std::get_if<std::string>(&mode);
+  // C's integer division truncates.
+  if (name != nullptr && *name == "trunc" && !ir::IsFloatingPoint(t)) {
+    return b.Call("div", operands, t);
+  }
   if (name != nullptr && *name == "trunc") {
     // Eager truncates the quotient as stored: a 16-bit one rounded first.
     int quotient = b.Call("div", operands, t);
@@ -402,36 +440,37 @@ void RegisterPointwiseOps(OpTable& table) {
 
   AddPointwise(table, {"aten.sign.default", 1, 1, {}, Result::kPromoted, "", Sign});
   AddPointwise(table, {"aten.atan2.default", 2, 2, {}, Result::kFloating, "", Apply("atan2")});
-  // C's fmod, Python's modulo and floor division, on floating types (an
-  // integer division by zero would have no error to raise from a kernel).
+  // C's fmod, Python's modulo and floor division; integers divide by a
+  // nonzero constant only (CheckIntegerDivisor), which traces as the
+  // argument `other` (fmod.Scalar, floor_divide(x, 2)).
   for (const char* overload : {"Tensor", "Scalar"}) {
     const std::string suffix = overload;
+    const std::vector<DType>& dtypes = suffix == "Scalar" ? kNoBool : kFloatTypes;
     AddPointwise(table, {"aten.fmod." + suffix,
                          1,
                          2,
                          {kOther},
                          Result::kPromoted,
                          "other",
-                         Apply("fmod"),
-                         kFloatTypes});
+                         Divides("fmod"),
+                         dtypes});
     AddPointwise(table, {"aten.remainder." + suffix,
                          1,
                          2,
                          {kOther},
                          Result::kPromoted,
                          "other",
-                         Apply("remainder"),
-                         kFloatTypes});
+                         Divides("remainder"),
+                         dtypes});
   }
-  // A Python scalar divisor traces as the argument `other`.
   AddPointwise(table, {"aten.floor_divide.default",
                        1,
                        2,
                        {kOther},
                        Result::kPromoted,
                        "other",
-                       Apply("floor_divide"),
-                       kFloatTypes});
+                       Divides("floor_divide"),
+                       kNoBool});
   // div(a, b, rounding_mode): true division (None), trunc(a / b), or floor
   // division.
   AddPointwise(table, {"aten.div.Tensor_mode",
@@ -441,7 +480,7 @@ void RegisterPointwiseOps(OpTable& table) {
                        Result::kPromoted,
                        "other",
                        DivMode,
-                       kFloatTypes});
+                       kNoBool});
   for (const char* overload : {"Tensor", "Scalar_Other"}) {
     AddPointwise(
         table,

@@ -475,11 +475,6 @@ void AddPool2dBackward(OpTable& table) {
   table.Add(std::move(def));
 }
 
-absl::StatusOr<int> ToType(GraphBuilder& b, int value, DType dtype) {
-  if (b.type(value).dtype == dtype) return value;
-  return b.Add("aten._to_copy.default", {value}, {{"dtype", dtype}});
-}
-
 // max_pool2d_with_indices: the values and the indices, two reductions
 // (an inference graph that drops the indices keeps one).
 absl::StatusOr<std::vector<int>> MaxPoolWithIndices(GraphBuilder& b, const ir::Node& node) {
@@ -533,7 +528,7 @@ absl::StatusOr<std::vector<int>> AveragePool(GraphBuilder& b, const ir::Node& no
   ASSIGN_OR_RETURN(const Pool2d pool, PoolOf(node, b.type(x)));
   ASSIGN_OR_RETURN(const int sum, b.Add("kiln.pool2d.default", {x}, PoolArgs(pool, "sum")));
   ASSIGN_OR_RETURN(int result, DivideByWindowSizes(b, sum, pool, node));
-  ASSIGN_OR_RETURN(result, ToType(b, result, b.type(x).dtype));
+  ASSIGN_OR_RETURN(result, b.Cast(result, b.type(x).dtype));
   return std::vector<int>{result};
 }
 
@@ -633,7 +628,7 @@ absl::StatusOr<std::vector<int>> AdaptiveAveragePool(GraphBuilder& b, const ir::
     sizes.push_back(ir::SymExpr::Constant(columns.output));
     ASSIGN_OR_RETURN(result, b.Add("aten.view.default", {stacked}, {{"size", sizes}}));
   }
-  ASSIGN_OR_RETURN(result, ToType(b, result, type.dtype));
+  ASSIGN_OR_RETURN(result, b.Cast(result, type.dtype));
   return std::vector<int>{result};
 }
 
@@ -655,7 +650,7 @@ absl::StatusOr<int> FromBlocks(GraphBuilder& b, int blocks, const ir::TensorType
                      b.Add("aten.slice.Tensor", {result},
                            {{"dim", d}, {"start", int64_t{0}}, {"end", input.sizes[d].constant}}));
   }
-  return ToType(b, result, input.dtype);
+  return b.Cast(result, input.dtype);
 }
 
 // The gradient must have the pooled shape of the input.
@@ -695,7 +690,7 @@ absl::StatusOr<std::vector<int>> AveragePoolBackward(GraphBuilder& b, const ir::
   const ir::TensorType input = b.type(node.inputs[1]);
   ASSIGN_OR_RETURN(const Pool2d pool, PoolOf(node, input));
   RETURN_IF_ERROR(CheckGradient(b.type(node.inputs[0]), input, pool));
-  ASSIGN_OR_RETURN(const int gradient, ToType(b, node.inputs[0], ComputeType(input.dtype)));
+  ASSIGN_OR_RETURN(const int gradient, b.Cast(node.inputs[0], ComputeType(input.dtype)));
   ASSIGN_OR_RETURN(const int share, DivideByWindowSizes(b, gradient, pool, node));
   ASSIGN_OR_RETURN(const int blocks,
                    b.Add("kiln.pool2d_backward.default", {share}, BackwardArgs(pool, "avg")));
@@ -730,7 +725,7 @@ absl::StatusOr<std::vector<int>> AdaptiveAveragePoolBackward(GraphBuilder& b,
     (i == 0 ? pool.height : pool.width) = Window{in, in / out, in / out, 0, 1, out};
   }
   RETURN_IF_ERROR(CheckGradient(gradient, input, pool));
-  ASSIGN_OR_RETURN(int share, ToType(b, node.inputs[0], ComputeType(input.dtype)));
+  ASSIGN_OR_RETURN(int share, b.Cast(node.inputs[0], ComputeType(input.dtype)));
   for (const Window* w : {&pool.height, &pool.width}) {
     ASSIGN_OR_RETURN(
         share, b.Add("aten.div.Tensor", {share}, {{"other", static_cast<double>(w->kernel)}}));

@@ -1,8 +1,8 @@
 """The ops around convolutions (issue 16): batch norm in eval and training
 mode, group norm, instance norm (a training-mode batch norm, as make_fx
 traces it, after a repeat of an affine one's weight), their backward ops
-from make_fx training graphs, and cumsum with its backward (flip, cumsum,
-flip), over every claimed dtype: ranks 2 to 4, weight and bias present
+from make_fx training graphs, weight norm, and cumsum with its backward
+(flip, cumsum, flip), over every claimed dtype: ranks 2 to 4, weight and bias present
 and absent, all results, and the inputs Kiln refuses as eager does.
 
 bfloat16 norms take their reference from float32 math rounded to bfloat16
@@ -389,9 +389,39 @@ def flip_cases(claims):
                        cumsum_check(dtype))
 
 
+# --- weight norm ---------------------------------------------------------
+
+def weight_norm_of(dim):
+    return lambda v, g: torch._weight_norm(v, g, dim)
+
+
+def weight_norm_cases(claims):
+    """torch.nn.utils.weight_norm's weight: a convolution's over its output
+    channels (dim 0), wav2vec2's positional convolution's over its kernel
+    taps (the last dim), a linear layer's, and both results."""
+    op = "aten._weight_norm_interface.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        yield Case(op, dtype, "conv_dim0", weight_norm_of(0),
+                   [random((8, 3, 3, 3), dtype, g), random((8, 1, 1, 1), dtype, g)])
+        yield Case(op, dtype, "last_dim", weight_norm_of(2),
+                   [random((16, 4, 32), dtype, g), random((1, 1, 32), dtype, g)])
+        yield Case(op, dtype, "linear", weight_norm_of(0),
+                   [random((6, 40), dtype, g), random((6, 1), dtype, g)])
+        yield Case(op, dtype, "both_results",
+                   lambda v, w: list(A._weight_norm_interface(v, w, 0)),
+                   [random((5, 7), dtype, g), random((5, 1), dtype, g)])
+        yield Case(op, dtype, "one_dim", weight_norm_of(0),
+                   [random((9,), dtype, g), random((9,), dtype, g)])
+    g = generator(op, "refused")
+    yield refused(op, torch.float32, lambda v, w: [torch.empty(4, 3, 5), torch.empty(1, 3, 1)],
+                  [random((4, 3, 5), torch.float32, g), random((1, 3, 1), torch.float32, g)],
+                  [("dim", 1)], "takes dim 0 or the last")
+
+
 def cases(claims):
     for norms in (batch_norm_cases, batch_norm_backward_cases, group_norm_cases,
-                  group_norm_backward_cases):
+                  group_norm_backward_cases, weight_norm_cases):
         for case in norms(claims):
             yield half_reference(case)
     yield from repeat_cases(claims)

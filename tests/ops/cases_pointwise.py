@@ -4,8 +4,8 @@ on contiguous, transposed, broadcast and stride-0 inputs."""
 import torch
 import torch.nn.functional as F
 
-from cases_common import (CLOSE, EXACT, NAMES, ULP, Case, binary, claimed, edge_pairs, generator,
-                          positive, random, refused, sweep, unary, with_edges)
+from cases_common import (CLOSE, EXACT, FLOATS, NAMES, ULP, Case, binary, claimed, edge_pairs,
+                          generator, positive, random, refused, sweep, unary, with_edges)
 
 SHAPE = (6, 40)
 # Python scalars next to a tensor: ints, floats eager rounds to 16-bit
@@ -287,7 +287,7 @@ def division_cases(claims):
     for name, fn in (("fmod", torch.fmod), ("remainder", torch.remainder)):
         for overload in ("Tensor", "Scalar"):
             op = f"aten.{name}.{overload}"
-            for dtype in claimed(claims, op):
+            for dtype in claimed(claims, op, FLOATS):
                 g = generator(op, NAMES[dtype])
                 if overload == "Tensor":
                     for case in binary_layouts(op, dtype, fn, EXACT):
@@ -302,7 +302,7 @@ def division_cases(claims):
              "aten.div.Tensor_mode": lambda a, b: (torch.div(a, b, rounding_mode="floor"),
                                                    torch.div(a, b, rounding_mode="trunc"))}
     for op, fn in modes.items():
-        for dtype in claimed(claims, op):
+        for dtype in claimed(claims, op, FLOATS):
             g = generator(op, NAMES[dtype])
             for case in binary_layouts(op, dtype, fn, EXACT):
                 case.reference_fn = scalar_loop(case.fn)
@@ -314,10 +314,37 @@ def division_cases(claims):
     # A scalar divisor traces as a 0-dim tensor.
     for op, fn in (("aten.floor_divide.default", lambda x: torch.floor_divide(x, 2.5)),
                    ("aten.div.Tensor_mode", lambda x: torch.div(x, -3, rounding_mode="floor"))):
-        for dtype in claimed(claims, op):
+        for dtype in claimed(claims, op, FLOATS):
             yield Case(op, dtype, "scalar", fn,
                        [with_edges(SHAPE, dtype, generator(op, NAMES[dtype]))], EXACT,
                        reference_fn=scalar_loop(fn))
+    yield from integer_division_cases(claims)
+
+
+INTEGER_DIVISIONS = {
+    "aten.fmod.Scalar": torch.fmod,
+    "aten.remainder.Scalar": torch.remainder,
+    "aten.floor_divide.default": torch.floor_divide,
+    "aten.div.Tensor_mode": lambda x, d: (torch.div(x, d, rounding_mode="floor"),
+                                          torch.div(x, d, rounding_mode="trunc")),
+}
+
+
+def integer_division_cases(claims):
+    """Integers divided by constants of both signs, 1 and -1 among them.
+    A tensor divisor is refused: eager raises on a zero one, which a
+    kernel cannot."""
+    for op, fn in INTEGER_DIVISIONS.items():
+        for dtype in claimed(claims, op, [torch.int64]):
+            g = generator(op, NAMES[dtype])
+            x = with_edges(SHAPE, dtype, g)
+            for divisor in (2, -3, 7, 1, -1):
+                yield Case(op, dtype, f"by_{divisor}", unary(fn, divisor), [x], EXACT)
+    op = "aten.floor_divide.default"
+    g = generator(op, "refused")
+    yield refused(op, torch.int64, lambda a, b: a,
+                  [random(SHAPE, torch.int64, g), random(SHAPE, torch.int64, g)], (),
+                  "an integer division by a tensor")
 
 
 def sign_xlogy_lerp_cases(claims):

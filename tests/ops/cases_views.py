@@ -138,6 +138,9 @@ def cat_cases(claims):
                    [parts[0], random((3, 2), dtype, g), random((3, 5), dtype, g)], EXACT)
         yield Case(op, dtype, "with_empty", lambda a, b: torch.cat([a, b], 0),
                    [parts[0], random((0, 4), dtype, g)], EXACT)
+        # A part of shape [0] joins parts of any rank: left out, as eager.
+        yield Case(op, dtype, "legacy_empty_part", lambda e, a, b: torch.cat([e, a, e, b], 1),
+                   [random((0,), dtype, g), parts[0], parts[1]], EXACT)
     op = "aten.stack.default"
     for dtype in claimed(claims, op):
         g = generator(op, NAMES[dtype])
@@ -150,6 +153,8 @@ def cat_cases(claims):
     g = generator(op, "promote")
     yield Case(op, torch.float32, "promote_float64", lambda a, b: torch.cat([a, b]),
                [random((3, 4), torch.float32, g), random((3, 4), torch.float64, g)], EXACT)
+    yield Case(op, torch.float32, "promote_by_a_legacy_empty_part", lambda e, a: torch.cat([e, a]),
+               [random((0,), torch.float64, g), random((3, 4), torch.float32, g)], EXACT)
 
 
 # op -> (variant, fn, input shape): 4-d and 3-d, factors 2 and 3, a
