@@ -25,6 +25,7 @@ if [[ "${1:-}" == "--with-torch" ]]; then
   packages+=(libtorch-dev pybind11-dev) # the Python package's extension (client/python)
   packages+=(python3-pytest)            # its tests
   packages+=(python3-torchvision)       # convolution nets (resnet18) for the tracer's tests and the kernels bench
+  packages+=(python3-torchaudio)        # speech models for the Python package's tests
 fi
 
 # Abseil's sources, for the Python extension: Debian ships its static

@@ -445,6 +445,50 @@ def test_a_boolean_mask_index_is_refused_with_what_to_do_instead():
         kiln.compile(lambda t, m: t[m], [x, x > 0])
 
 
+def test_a_value_read_while_tracing_is_refused_naming_the_line():
+    def crop_to_longest(x, lengths):
+        longest = int(lengths.max())
+        return x[:, :longest] * 2
+    x, lengths = torch.randn(2, 6), torch.tensor([4, 6])
+    with pytest.raises(kiln.UnsupportedOpError,
+                       match=r"kiln_test\.py:\d+ in crop_to_longest \(longest = "
+                             r"int\(lengths\.max\(\)\)\) reads a tensor's value while tracing"):
+        kiln.compile(crop_to_longest, [x, lengths])
+    with pytest.warns(RuntimeWarning, match="reads a tensor's value"):
+        eager = kiln.compile(crop_to_longest, [x, lengths], fallback="eager")
+        torch.testing.assert_close(eager(x, lengths), x * 2)
+
+
+def test_tracing_a_long_unrolled_loop_names_each_node_in_a_few_steps(monkeypatch):
+    # FX (PyTorch 1.13) alone tries add_1, add_2, ... for each new add:
+    # 4,500,000 lookups of used names for these 3,000 (and 200 of the 270 s
+    # of tracing a GRU unrolled over 1,200 steps).
+    from torch.fx.graph import _Namespace
+
+    from kiln import _tracing
+    lookups = []
+
+    class CountedNames(dict):
+        def __contains__(self, name):
+            lookups.append(1)
+            return dict.__contains__(self, name)
+    init = _Namespace.__init__
+
+    def counted_init(self):
+        init(self)
+        self._used_names = CountedNames()
+    monkeypatch.setattr(_Namespace, "__init__", counted_init)
+
+    def unrolled(x):
+        for _ in range(3000):
+            x = x + 1
+        return x
+    gm, _ = _tracing.trace_fx(unrolled, [torch.zeros(2)])
+    names = [node.name for node in gm.graph.nodes]
+    assert len(names) == len(set(names)) == 3002
+    assert len(lookups) < 10 * len(names)
+
+
 def test_an_unsupported_op_names_it():
     def running(x):
         return torch.logcumsumexp(x, 0)

@@ -45,9 +45,12 @@ import base64
 import contextlib
 import inspect
 import itertools
+import linecache
 import math
 import operator
+import os
 import threading
+import traceback
 import warnings
 
 import functorch
@@ -194,6 +197,39 @@ def _names_in_linear_time():
         _naming.active = outer
 
 
+def _where_in_user_code(error):
+    """'file:line in function (the line)' of the innermost frame of
+    `error`'s traceback outside torch and Kiln: the model's line that did
+    it, or that called a torch function that did."""
+    library = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, functorch))
+    kiln = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    where = "the function"
+    for frame, line in traceback.walk_tb(error.__traceback__):
+        path = frame.f_code.co_filename
+        if not path.startswith(library + (kiln, "<")):
+            code = linecache.getline(path, line).strip()
+            where = f"{os.path.basename(path)}:{line} in {frame.f_code.co_name}" + (
+                f" ({code[:80]})" if code else "")
+    return where
+
+
+def _make_fx(fn, inputs, tracing_mode):
+    """make_fx(fn)(*inputs) with Kiln's decompositions; a function that
+    reads a tensor's value raises TraceError naming its line."""
+    try:
+        with _names_in_linear_time():
+            return make_fx(fn, decomposition_table=DECOMPOSITIONS,
+                           tracing_mode=tracing_mode)(*inputs)
+    except RuntimeError as error:
+        if "get value out of a tracing tensor" not in str(error):
+            raise
+        raise TraceError(
+            f"{_where_in_user_code(error)} reads a tensor's value while tracing (.item(), "
+            f"int(t), an if on a tensor, a size taken from data): a Kiln graph's work follows "
+            f"its inputs' shapes, not their values. Take the size from a shape (x.size(1)) "
+            f"instead, or compile with fallback=\"eager\"") from error
+
+
 def trace_fx(fn, inputs, *, tracing_mode="real"):
     """(make_fx's graph module of fn(*inputs) returning the list of fn's
     output tensors, flatten_outputs' structure of fn's result), with Kiln's
@@ -210,16 +246,12 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
         return tensors
     if _takes_exactly(fn, len(inputs)):
         slow_paths.__wrapped__ = fn  # placeholders keep fn's argument names
-    with _names_in_linear_time():
-        gm = make_fx(slow_paths, decomposition_table=DECOMPOSITIONS,
-                     tracing_mode=tracing_mode)(*inputs)
+    gm = _make_fx(slow_paths, inputs, tracing_mode)
     _drop_whole_slices(gm)
     writer = _needs_functionalize(gm.graph)
     if writer is not None:
         try:
-            with _names_in_linear_time():
-                gm = make_fx(functorch.functionalize(slow_paths),
-                             decomposition_table=DECOMPOSITIONS, tracing_mode=tracing_mode)(*inputs)
+            gm = _make_fx(functorch.functionalize(slow_paths), inputs, tracing_mode)
         except TraceError:
             raise
         except Exception as error:  # functorch's own limits (torch 1.13)
