@@ -47,7 +47,8 @@ std::string OpsMarkdown() {
       "eager's scalar loop bit for bit (C's fmod; remainder and floor division are eager's\n"
       "definitions on it, in the runtime's table); eager's vectorized loop returns NaN\n"
       "for quotients beyond SLEEF's fmod (fmod(3.4e38, 0.1)) and for floor division by\n"
-      "zero, where IEEE division gives an infinity.\n\n"
+      "zero, where IEEE division gives an infinity. Integers divide by a nonzero constant\n"
+      "only (`x // 2`, `x % 3`): eager raises on a zero divisor, which a kernel cannot.\n\n"
       "| function | float32 | float64 | float16 | bfloat16 |\n"
       "| --- | --- | --- | --- | --- |\n";
   for (const UlpBound& bound : UlpBounds()) {
