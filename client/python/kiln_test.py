@@ -439,6 +439,31 @@ def test_data_dependent_torch_functions_take_kilns_forms():
                                        rtol=1e-4, atol=1e-5)
 
 
+def bag(mode, padding_idx=None):
+    return lambda i, w: torch.nn.functional.embedding_bag(i, w, mode=mode,
+                                                          padding_idx=padding_idx)
+
+
+def test_embedding_bags_of_one_size_match_eager_and_varying_ones_are_refused():
+    torch.manual_seed(0)
+    weight, indices = torch.randn(50, 8), torch.randint(0, 50, (4, 6))
+    indices[1] = 3  # a bag of padding alone: zeros
+    indices[2, :3] = 3
+    weights = torch.rand(4, 6)
+    cases = [(bag(mode, padding), [indices, weight])
+             for mode in ("sum", "mean", "max") for padding in (None, 3, -47)]
+    cases.append((lambda i, w, p: torch.nn.functional.embedding_bag(
+        i, w, mode="sum", per_sample_weights=p), [indices, weight, weights]))
+    module = torch.nn.EmbeddingBag(50, 8).eval()
+    cases.append((module, [indices]))
+    with torch.no_grad():
+        for fn, args in cases:
+            torch.testing.assert_close(kiln.compile(fn, args)(*args), fn(*args))
+    with pytest.raises(kiln.UnsupportedOpError, match=r"bags of varying size.*pad the shorter"):
+        kiln.compile(lambda i, o, w: torch.nn.functional.embedding_bag(i, w, o),
+                     [indices.flatten(), torch.tensor([0, 5, 9]), weight])
+
+
 def test_a_boolean_mask_index_is_refused_with_what_to_do_instead():
     x = torch.randn(4, 4)
     with pytest.raises(kiln.KilnError, match=r"boolean mask .* use torch.where"):

@@ -336,11 +336,42 @@ def _one_hot(indices, num_classes=-1):
     return (indices.unsqueeze(-1) == torch.arange(num_classes)).long()
 
 
+def _embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2.0,
+                   scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                   include_last_offset=False, padding_idx=None):
+    """F.embedding_bag (nn.EmbeddingBag) of a 2-D input, bags of one size,
+    as an embedding and a reduction over each bag: ATen's form takes the
+    bags' offsets as a tensor. Entries equal to padding_idx take no part (a
+    bag of padding alone gives zeros, as eager)."""
+    if max_norm is not None:
+        return NotImplemented  # renormalizes weight in place: ATen's form refuses it
+    if input.dim() != 2 or offsets is not None:
+        raise TraceError("embedding_bag over 1-D indices with offsets (bags of varying size): "
+                         "Kiln takes a 2-D input of bags of one size; pad the shorter bags with "
+                         "padding_idx")
+    rows = torch.nn.functional.embedding(input, weight)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(-1)
+    if padding_idx is None:
+        keep = None
+    else:
+        keep = (input != padding_idx % weight.shape[0]).unsqueeze(-1)
+        rows = rows.masked_fill(~keep, float("-inf") if mode == "max" else 0.0)
+    if mode == "sum":
+        return rows.sum(1)
+    if mode == "mean":
+        count = input.shape[1] if keep is None else keep.sum(1).clamp(min=1)
+        return rows.sum(1) / count
+    largest = rows.amax(1)
+    return largest if keep is None else largest.masked_fill(~keep.any(1), 0.0)
+
+
 # Torch functions whose ATen forms depend on data, taken by Kiln's own forms.
 _TORCH_FUNCTIONS = {
     torch.repeat_interleave: _repeat_interleave,
     torch.Tensor.repeat_interleave: _repeat_interleave,
     torch.nn.functional.one_hot: _one_hot,
+    torch.nn.functional.embedding_bag: _embedding_bag,
 }
 
 
