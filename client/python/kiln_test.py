@@ -358,6 +358,13 @@ def test_ops_kiln_takes_decomposed_match_eager():
         lambda a: torch.sub(1.0, a), lambda a: torch.sub(1.0, a, alpha=2),
         lambda a: torch.add(2.0, a, alpha=3), lambda a: torch.mul(2.0, a),
         lambda a: torch.div(2.0, a), lambda a: torch.div(3, (a * 10).long() + 100),
+        # A number to a tensor's power; factories of windows and ranges.
+        lambda a: 2 ** a, lambda a: 1 ** a, lambda a: 10 ** a.round(),
+        lambda a: a.unfold(1, 4, 1) * torch.hann_window(4),
+        lambda a: a * torch.hann_window(6, periodic=False) + torch.hamming_window(1),
+        lambda a: a * torch.hamming_window(6, True, 0.6, 0.4),
+        lambda a: a + torch.linspace(-3, 5, 6), lambda a: a + torch.linspace(0, 1, 7)[1:],
+        lambda a: a * torch.logspace(-2, 2, 6), lambda a: a * torch.logspace(0, 3, 6, base=2),
     ]
     with torch.no_grad():
         for fn in cases:

@@ -1,5 +1,5 @@
 // View ops: a new index map onto the same data, never a copy. Affine views
-// (permute, expand, slice, select, unsqueeze, ...) are maps from the view's
+// (permute, expand, slice, select, unsqueeze, unfold, ...) are maps from the view's
 // coordinates to its source's. Reshapes (view, reshape, _unsafe_view,
 // as_strided) are composites: they become `kiln.alias.default` — the same
 // memory under new strides — after a `clone` when the source may not be
@@ -247,6 +247,39 @@ absl::StatusOr<View> Select(const ir::Node& node, const ir::TensorType& source) 
   std::vector<int64_t> starts(source.rank(), 0);
   starts[dim] = index;
   return MakeView(source, source_dim, sizes, std::vector<int64_t>(sizes.size(), 1), starts);
+}
+
+// unfold(dimension, size, step): the windows of `size` elements along
+// `dimension`, `step` apart, as a new last dim: element [.., i, .., k] is
+// the source's [.., i * step + k, ..] (overlapping windows read the same
+// elements).
+absl::StatusOr<View> Unfold(const ir::Node& node, const ir::TensorType& source) {
+  if (source.rank() == 0) return absl::UnimplementedError("unfolding a 0-dim tensor");
+  ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dimension"), source.rank()));
+  if (source.sizes[dim].is_symbolic()) {
+    return absl::UnimplementedError(
+        absl::StrCat("unfolding a symbolic dim (", dim, ") is not supported yet"));
+  }
+  const int64_t length = source.sizes[dim].constant;
+  const int64_t size = IntArg(node, "size");
+  int64_t step = IntArg(node, "step");
+  if (size < 0 || size > length) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("window size ", size, " does not fit dim ", dim, " of size ", length));
+  }
+  if (step <= 0) return absl::InvalidArgumentError(absl::StrCat("step ", step, " is not positive"));
+  const int64_t windows = (length - size) / step + 1;
+  // With one window the step is never taken: capped, as slice's.
+  if (windows == 1) step = 1;
+  std::vector<int> source_dim(source.rank());
+  std::iota(source_dim.begin(), source_dim.end(), 0);
+  source_dim.push_back(dim);
+  std::vector<Dim> sizes = source.sizes;
+  sizes[dim] = Dim::Constant(windows);
+  sizes.push_back(Dim::Constant(size));
+  std::vector<int64_t> steps(source.rank() + 1, 1);
+  steps[dim] = step;
+  return MakeView(source, source_dim, sizes, steps, std::vector<int64_t>(source.rank(), 0));
 }
 
 // split.Tensor / split_with_sizes: several slices of one dim.
@@ -797,6 +830,11 @@ void RegisterViewOps(OpTable& table) {
            {"step", ArgKind::kInt, ir::ArgValue(int64_t{1})}},
           Slice);
   AddView(table, "aten.select.int", {dim, {"index", ArgKind::kInt, std::nullopt}}, Select);
+  AddView(table, "aten.unfold.default",
+          {{"dimension", ArgKind::kInt, std::nullopt},
+           {"size", ArgKind::kInt, std::nullopt},
+           {"step", ArgKind::kInt, std::nullopt}},
+          Unfold);
   for (const char* identity :
        {"aten.alias.default", "aten.detach.default", "aten.lift_fresh.default"}) {
     AddView(table, identity, {},

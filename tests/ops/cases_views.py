@@ -5,7 +5,8 @@ index map), on contiguous, transposed and sliced sources."""
 import torch
 import torch.nn.functional as F
 
-from cases_common import ERROR, EXACT, NAMES, Case, claimed, generator, random, with_edges
+from cases_common import (ERROR, EXACT, NAMES, Case, claimed, generator, random, refused,
+                          with_edges)
 
 A = torch.ops.aten
 
@@ -42,6 +43,13 @@ VIEWS = {
                           ("empty", (6, 5), lambda x: x[4:2])],
     "aten.select.int": [("row", (4, 5), lambda x: x[1]), ("column", (4, 5), lambda x: x[:, -1]),
                         ("last_dim", (3, 4, 5), lambda x: x[..., 2])],
+    # Overlapping windows, windows with gaps, a whole dim, one window whose
+    # step is never taken, and frames of a signal (audio framing).
+    "aten.unfold.default": [("overlapping", (4, 10), lambda x: x.unfold(1, 4, 2)),
+                            ("gaps", (3, 11, 2), lambda x: x.unfold(1, 2, 4)),
+                            ("whole_dim", (5, 3), lambda x: x.unfold(0, 5, 1)),
+                            ("one_window", (4, 6), lambda x: x.unfold(-1, 5, 100)),
+                            ("frames", (2, 20), lambda x: x.unfold(-1, 8, 3).transpose(1, 2))],
     "aten.alias.default": [("2d", (4, 5), lambda x: A.alias(x))],
     "aten.detach.default": [("2d", (4, 5), lambda x: x.detach())],
     "aten.split.Tensor": [("even", (4, 6), lambda x: x.split(2, 1)),
@@ -186,6 +194,7 @@ def chain_cases():
     chains = {
         "aten.t.default": ("slice_expand", lambda x: x.t()[1:5].unsqueeze(0).expand(2, 4, 4) * 2),
         "aten.select.int": ("of_permute_of_slice", lambda x: x[:, 1:].permute(1, 0)[2] + 1),
+        "aten.unfold.default": ("moving_average", lambda x: x.t().unfold(0, 3, 1).mean(-1)),
         "aten.expand.default": ("returned_twice", lambda x: (x.expand(2, 4, 6), x.expand(2, 4, 6))),
         "aten.alias.default": ("input_and_alias", lambda x: (x, A.alias(x), x + 1)),
         "aten.view.default": ("of_computed", lambda x: (x * 2).view(3, 8).t() + 1),
@@ -195,6 +204,11 @@ def chain_cases():
 
 
 def cases(claims):
+    op = "aten.unfold.default"
+    x = random((4, 6), torch.float32, generator(op, "refused"))
+    yield refused(op, torch.float32, lambda x: torch.empty(4, 0, 7), [x],
+                  [("dimension", 1), ("size", 7), ("step", 1)],
+                  "window size 7 does not fit dim 1 of size 6")
     yield from view_cases(claims)
     yield from chain_cases()
     yield from cat_cases(claims)

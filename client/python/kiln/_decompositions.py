@@ -265,14 +265,59 @@ def _in_place(functional):
     return lambda x, *args, **kwargs: x.copy_(functional(x, *args, **kwargs))
 
 
+def _hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
+                    layout=None, device=None, pin_memory=None):
+    """hamming_window as eager computes it, in its dtype: alpha - beta *
+    cos(2 pi n / (N - 1)), over one point more when periodic (then
+    dropped); hann_window is alpha = beta = 0.5."""
+    dtype = dtype or torch.get_default_dtype()
+    if window_length <= 1:
+        return torch.ones(window_length, dtype=dtype)
+    points = window_length + 1 if periodic else window_length
+    window = torch.arange(points, dtype=dtype).mul(2 * math.pi / (points - 1)).cos()
+    window = window.mul(-beta).add(alpha)
+    return window[:-1] if periodic else window
+
+
+def _hann_window(window_length, periodic=True, **kwargs):
+    return _hamming_window(window_length, periodic, 0.5, 0.5, **kwargs)
+
+
+def _linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """linspace of a floating dtype as eager's kernel computes it: the first
+    half up from start, the second down from end, so both ends are exact."""
+    dtype = dtype or torch.get_default_dtype()
+    if not dtype.is_floating_point or steps <= 1:
+        return NotImplemented
+    step = (end - start) / (steps - 1)
+    index = torch.arange(steps, dtype=dtype)
+    up, down = index * step + start, end - (steps - 1 - index) * step
+    return torch.where(index < steps // 2, up, down)
+
+
+def _pow_scalar(base, exponent):
+    """base ** t as eager computes it: pow of a tensor of base (1 ** t is 1)."""
+    dtype = torch.result_type(base, exponent)
+    if base == 1:
+        return torch.ones(exponent.shape, dtype=dtype)
+    return torch.pow(torch.full(exponent.shape, base, dtype=dtype), exponent)
+
+
+def _logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None,
+              pin_memory=None):
+    """logspace of a floating dtype: base to the powers linspace gives."""
+    powers = _linspace(start, end, steps, dtype=dtype)
+    return NotImplemented if powers is NotImplemented else torch.pow(base, powers)
+
+
 # Ops Kiln takes as what PyTorch's own decompositions make of them.
 _PYTORCHS = [
     aten.addcdiv, aten.addcmul, aten.addr, aten.binary_cross_entropy,
     aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed, aten.diagonal, aten.dot,
-    aten.eye, aten.glu, aten.grid_sampler_2d, aten.im2col, aten.log_sigmoid_forward,
-    aten.logit, aten.logsumexp, aten.mish, aten.mv, aten.nll_loss_forward, aten.roll,
-    aten.rot90, aten.sinc, aten.soft_margin_loss, aten.softplus, aten.threshold,
-    aten.upsample_bicubic2d, aten.upsample_bilinear2d,
+    aten.eye, aten.glu, aten.grid_sampler_2d, aten.im2col,
+    aten.log_sigmoid_forward, aten.logit, aten.logsumexp, aten.mish, aten.mv,
+    aten.nll_loss_forward, aten.roll, aten.rot90, aten.sinc, aten.soft_margin_loss,
+    aten.softplus, aten.threshold, aten.upsample_bicubic2d, aten.upsample_bilinear2d,
 ]
 
 # make_fx's decomposition table: PyTorch's, and the forms above.
@@ -288,6 +333,12 @@ DECOMPOSITIONS = {
     aten.bitwise_or.Tensor: _logical("or"),
     aten.bitwise_xor.Tensor: _logical("xor"),
     aten.constant_pad_nd.default: _constant_pad_nd,
+    aten.hamming_window.default: _hamming_window,
+    aten.hamming_window.periodic: _hamming_window,
+    aten.hamming_window.periodic_alpha: _hamming_window,
+    aten.hamming_window.periodic_alpha_beta: _hamming_window,
+    aten.hann_window.default: _hann_window,
+    aten.hann_window.periodic: _hann_window,
     aten.index.Tensor: _index,
     aten.index_put.default: _index_put,
     aten.index_put_.default: _in_place(_index_put),
@@ -296,7 +347,10 @@ DECOMPOSITIONS = {
     aten.isneginf.default: lambda x: x == float("-inf"),
     aten.isposinf.default: lambda x: x == float("inf"),
     aten.linalg_vector_norm.default: _vector_norm,
+    aten.linspace.default: _linspace,
+    aten.logspace.default: _logspace,
     aten.nan_to_num.default: _nan_to_num,
+    aten.pow.Scalar: _pow_scalar,
     aten.norm.Scalar: _norm,
     aten.norm.ScalarOpt_dim: _norm,
     aten.scatter.src: _scatter,
