@@ -387,6 +387,34 @@ def test_ops_kiln_takes_decomposed_match_eager():
         kiln.compile(lambda a: a & a, [torch.tensor([1, 2, 7])])
 
 
+def test_3d_pooling_matches_eager_with_ties_nans_and_padding():
+    functional = torch.nn.functional
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 7, 9, 8)
+    x[0, 0, 2, 3, 3] = float("nan")
+    x[1, 1, 4:6, 2:5, 1:3] = 5.0  # ties across frames and within them
+    exact = [
+        lambda a: functional.max_pool3d(a, 2),
+        lambda a: functional.max_pool3d(a, 3, 2, 1, dilation=(2, 1, 2)),
+        lambda a: functional.max_pool3d(a, (1, 3, 3), (1, 2, 2), (0, 1, 1), ceil_mode=True),
+        lambda a: list(functional.max_pool3d(a, (2, 3, 3), 2, 1, return_indices=True)),
+        lambda a: list(functional.max_pool3d(a[0], 2, return_indices=True, ceil_mode=True)),
+    ]
+    close = [
+        lambda a: functional.avg_pool3d(a, 3, 2, 1),
+        lambda a: functional.avg_pool3d(a, 3, 2, 1, count_include_pad=False),
+        lambda a: functional.avg_pool3d(a, (2, 3, 3), 2, (1, 1, 0), ceil_mode=True,
+                                        count_include_pad=False),
+        lambda a: functional.avg_pool3d(a, 2, divisor_override=3),
+        lambda a: functional.avg_pool3d(a[1], 3, 1, 1),
+    ]
+    for fn in exact:
+        torch.testing.assert_close(kiln.compile(fn, [x])(x), fn(x), rtol=0, atol=0,
+                                   equal_nan=True)
+    for fn in close:
+        torch.testing.assert_close(kiln.compile(fn, [x])(x), fn(x), equal_nan=True)
+
+
 def test_topk_of_the_largest_matches_eager_with_nans_and_infinities():
     torch.manual_seed(0)
     logits = torch.randn(4, 1000)

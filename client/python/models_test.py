@@ -2,7 +2,7 @@
 classification model (convolution nets, ViT, Swin and MaxViT: attention,
 relative position tables indexed by tensors, shifted windows built by
 slice writes, padding and rolls), the segmentation models (dict results,
-bilinear upsampling), a video net (3-d convolutions), and language model
+bilinear upsampling), video nets (3-d convolutions; S3D's 3-d pooling), and language model
 blocks written the way such models usually are: GPT-style (a causal mask
 buffer sliced and compared, masked_fill with -inf, tied embeddings),
 Llama-style (RMSNorm, rotary embeddings, grouped-query attention through
@@ -68,6 +68,11 @@ def test_a_segmentation_model_matches_eager(name):
 def test_a_video_model_matches_eager():
     torch.manual_seed(0)
     matches_eager(torchvision.models.video.r3d_18().eval(), torch.randn(1, 3, 4, 56, 56))
+
+
+def test_a_video_model_with_3d_pooling_matches_eager():
+    torch.manual_seed(0)
+    matches_eager(torchvision.models.video.s3d().eval(), torch.randn(1, 3, 16, 224, 224))
 
 
 class TextCnn(torch.nn.Module):

@@ -131,6 +131,62 @@ def _adaptive_max_pool(x, output_size):
                      f"an output of 1 or one that divides the input")
 
 
+def _triple(value):
+    value = [value] if isinstance(value, int) else list(value)
+    return value * 3 if len(value) == 1 else value
+
+
+def _frames_then_time(x, pool2d, kernel_size, stride, padding, rest):
+    """A 3-D pooling as Kiln's 2-D one twice: over (H, W) in every frame,
+    then over windows of T of those results, as [N * C, 1, T, OH * OW]
+    planes. rest(stage) gives the arguments after padding of stage 0 and
+    1; returns both stages' results and (N, C, OH, OW)."""
+    (kt, kh, kw), (pt, ph, pw) = _triple(kernel_size), _triple(padding)
+    st, sh, sw = _triple(stride or kernel_size)
+    n, c, t, h, w = x.shape
+    first = pool2d(x.reshape(n, c * t, h, w), [kh, kw], [sh, sw], [ph, pw], *rest(0))
+    planes = first[0] if isinstance(first, tuple) else first
+    oh, ow = planes.shape[-2:]
+    second = pool2d(planes.reshape(n * c, 1, t, oh * ow), [kt, 1], [st, 1], [pt, 0], *rest(1))
+    return first, second, (n, c, oh, ow)
+
+
+def _max_pool3d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """max_pool3d as eager computes it: a max is separable, and eager's
+    rules (the first maximum, the last NaN, in (t, h, w) order) hold when
+    each frame's winner competes with the other frames'. The index is
+    t * H * W + the winner's index in its frame."""
+    unbatched = x.dim() == 4
+    x = x.unsqueeze(0) if unbatched else x
+    dt, dh, dw = _triple(dilation)
+    (frames, in_frame), (values, flat), (n, c, oh, ow) = _frames_then_time(
+        x, aten.max_pool2d_with_indices, kernel_size, stride, padding,
+        lambda stage: ([dh, dw] if stage == 0 else [dt, 1], ceil_mode))
+    in_frame = in_frame.reshape(n * c, 1, -1).gather(2, flat.reshape(n * c, 1, -1))
+    index = (flat.reshape(n * c, 1, -1) // (oh * ow)) * (x.shape[-2] * x.shape[-1]) + in_frame
+    shape = [n, c, -1, oh, ow]
+    values, index = values.reshape(shape), index.reshape(shape)
+    return (values[0], index[0]) if unbatched else (values, index)
+
+
+def _avg_pool3d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    """avg_pool3d as two averages, over (H, W) in every frame and then over
+    T: each window's divisor is the product of its dims' (with or without
+    padding), so the mean of means is the mean; a divisor_override divides
+    the two stages' sums once."""
+    unbatched = x.dim() == 4
+    x = x.unsqueeze(0) if unbatched else x
+    divisor = None if divisor_override is None else 1
+    _, pooled, (n, c, oh, ow) = _frames_then_time(
+        x, aten.avg_pool2d, kernel_size, stride, padding,
+        lambda stage: (ceil_mode, count_include_pad, divisor))
+    pooled = pooled.reshape(n, c, -1, oh, ow)
+    if divisor_override is not None:
+        pooled = pooled / divisor_override
+    return pooled[0] if unbatched else pooled
+
+
 def _vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
     """linalg.vector_norm (and Tensor.norm, F.normalize's) as reductions Kiln
     has: PyTorch's own decomposition goes through prims."""
@@ -324,6 +380,7 @@ _PYTORCHS = [
 DECOMPOSITIONS = {
     **get_decompositions(_PYTORCHS),
     aten.adaptive_max_pool2d.default: _adaptive_max_pool,
+    aten.avg_pool3d.default: _avg_pool3d,
     aten.all.default: _all,
     aten.all.dim: _all,
     aten.any.default: _any,
@@ -349,6 +406,7 @@ DECOMPOSITIONS = {
     aten.linalg_vector_norm.default: _vector_norm,
     aten.linspace.default: _linspace,
     aten.logspace.default: _logspace,
+    aten.max_pool3d_with_indices.default: _max_pool3d_with_indices,
     aten.nan_to_num.default: _nan_to_num,
     aten.pow.Scalar: _pow_scalar,
     aten.norm.Scalar: _norm,
