@@ -387,6 +387,50 @@ def test_ops_kiln_takes_decomposed_match_eager():
         kiln.compile(lambda a: a & a, [torch.tensor([1, 2, 7])])
 
 
+def cross_entropy_step(label_smoothing, reduction, weight):
+    """A classifier's loss and its weight's gradient."""
+    def step(x, target, w):
+        w = w.detach().requires_grad_(True)
+        logits = torch.einsum("nc...,cd->nd...", x, w)
+        loss = torch.nn.functional.cross_entropy(logits, target, weight, reduction=reduction,
+                                                 label_smoothing=label_smoothing)
+        loss = loss if reduction != "none" else (loss * loss).sum()
+        return [loss] + list(torch.autograd.grad(loss, [w]))
+    return step
+
+
+def test_cross_entropy_and_its_gradient_match_eager_with_ignored_targets():
+    torch.manual_seed(0)
+    x, w, weight = torch.randn(5, 6), torch.randn(6, 6), torch.rand(6)
+    target = torch.tensor([0, 2, 5, 1, -100])  # -100: ignored, as padding
+    images, pixels = torch.randn(2, 6, 3, 4), torch.randint(0, 6, (2, 3, 4))
+    pixels[0, 1] = -100
+    cases = [(cross_entropy_step(smoothing, reduction, class_weight), inputs)
+             for smoothing in (0.0, 0.1) for reduction in ("mean", "sum", "none")
+             for class_weight in (None, weight) if not (smoothing and class_weight is not None)
+             for inputs in ([x, target, w], [images, pixels, w])]
+    for step, inputs in cases:
+        torch.testing.assert_close(kiln.compile(step, inputs)(*inputs), step(*inputs))
+    # Traced with every target counted, run with one ignored: not counted.
+    loss = lambda a, t: torch.nn.functional.cross_entropy(a, t)  # noqa: E731
+    compiled = kiln.compile(loss, [x, torch.tensor([0, 2, 5, 1, 3])])
+    torch.testing.assert_close(compiled(x, target), loss(x, target))
+
+
+def test_clamp_with_tensor_bounds_matches_eager_bit_for_bit():
+    torch.manual_seed(0)
+    x, low = torch.randn(4, 6), torch.randn(6) - 1
+    x[0, 0], low[3] = float("nan"), float("nan")  # either NaN gives NaN, as eager
+    high = low + 1.5
+    high[1] = low[1] - 1  # crossed bounds: the upper one wins
+    cases = [lambda a, lo, hi: torch.clamp(a, lo, hi), lambda a, lo, hi: a.clamp(min=lo),
+             lambda a, lo, hi: a.clamp(max=hi) + a.clamp_min(lo) + a.clamp_max(hi),
+             lambda a, lo, hi: a.clamp(lo.double())]
+    for fn in cases:
+        torch.testing.assert_close(kiln.compile(fn, [x, low, high])(x, low, high),
+                                   fn(x, low, high), rtol=0, atol=0, equal_nan=True)
+
+
 def test_3d_pooling_matches_eager_with_ties_nans_and_padding():
     functional = torch.nn.functional
     torch.manual_seed(0)

@@ -131,6 +131,78 @@ def _adaptive_max_pool(x, output_size):
                      f"an output of 1 or one that divides the input")
 
 
+def _clamp_tensor(x, min=None, max=None):
+    """clamp with tensor bounds as eager computes it: maximum, then minimum
+    (the upper bound wins where they cross; a NaN bound gives NaN)."""
+    if min is not None:
+        x = torch.maximum(x, min)
+    return x if max is None else torch.minimum(x, max)
+
+
+def _nll_loss_forward(x, target, weight, reduction, ignore_index):
+    """nll_loss as eager computes it for any ignore_index: PyTorch 1.13's
+    decomposition gathers at a negative one (the default, -100) and counts
+    it in the mean. Ignored targets add nothing and weigh nothing."""
+    channel_dim = 0 if x.dim() < 2 else 1
+    if weight is not None:
+        x = x * (weight.unsqueeze(0) if x.dim() > 1 else weight)
+    counted = target != ignore_index
+    at = target.masked_fill(~counted, 0).unsqueeze(channel_dim)
+    result = (-torch.gather(x, channel_dim, at).squeeze(channel_dim)).masked_fill(~counted, 0.0)
+    if reduction == 0 and x.dim() > 1:  # none
+        return result, x.new_full((), 0.0)
+    if weight is None:
+        total = counted.sum().to(x.dtype)
+    else:
+        w = weight.unsqueeze(0).expand(x.shape) if x.dim() > 1 else weight
+        total = torch.gather(w, channel_dim, at).squeeze(channel_dim).masked_fill(~counted, 0.0)
+        total = total.sum()
+    if reduction == 2:  # sum
+        result = result.sum()
+    elif reduction == 1:  # mean
+        result = result.sum() / total
+    return result, total
+
+
+def _nll_loss2d_forward(x, target, weight, reduction, ignore_index):
+    """nll_loss over [N, C, H, W] (and [N, C, d], which F.nll_loss views so):
+    the classes made the last dim of [N * H * W, C] rows."""
+    rows = x.movedim(1, -1).reshape(-1, x.shape[1])
+    result, total = _nll_loss_forward(rows, target.reshape(-1), weight, reduction, ignore_index)
+    return (result.reshape(target.shape) if reduction == 0 else result), total
+
+
+def _nll_loss_backward(grad_output, x, target, weight, reduction, ignore_index, total_weight):
+    """nll_loss's input gradient for any ignore_index: -weight * grad at each
+    counted target's class (divided by the total weight for a mean), as a
+    comparison with the classes (PyTorch 1.13's scatters at -100)."""
+    channel_dim = 0 if x.dim() < 2 else 1
+    counted = target != ignore_index
+    classes = torch.arange(x.shape[channel_dim])
+    if x.dim() > 1:
+        hit = (target.unsqueeze(1) == classes) & counted.unsqueeze(1)
+    else:
+        hit = (target == classes) & counted
+    if reduction == 1:  # mean
+        grad_output = grad_output / total_weight
+    if x.dim() > 1 and grad_output.dim() > 0:
+        grad_output = grad_output.unsqueeze(1)
+    grad = hit.to(x.dtype) * -grad_output
+    if weight is not None:
+        grad = grad * (weight.unsqueeze(0) if x.dim() > 1 else weight)
+    return grad
+
+
+def _nll_loss2d_backward(grad_output, x, target, weight, reduction, ignore_index, total_weight):
+    """_nll_loss_backward over the [N * H * W, C] rows _nll_loss2d_forward
+    reads, moved back to [N, C, H, W]."""
+    rows = x.movedim(1, -1).reshape(-1, x.shape[1])
+    grad = grad_output.reshape(-1) if reduction == 0 else grad_output
+    grad = _nll_loss_backward(grad, rows, target.reshape(-1), weight, reduction, ignore_index,
+                              total_weight)
+    return grad.reshape(x.movedim(1, -1).shape).movedim(-1, 1)
+
+
 def _triple(value):
     value = [value] if isinstance(value, int) else list(value)
     return value * 3 if len(value) == 1 else value
@@ -370,10 +442,10 @@ def _logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=N
 _PYTORCHS = [
     aten.addcdiv, aten.addcmul, aten.addr, aten.binary_cross_entropy,
     aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed, aten.diagonal, aten.dot,
-    aten.eye, aten.glu, aten.grid_sampler_2d, aten.im2col,
-    aten.log_sigmoid_forward, aten.logit, aten.logsumexp, aten.mish, aten.mv,
-    aten.nll_loss_forward, aten.roll, aten.rot90, aten.sinc, aten.soft_margin_loss,
-    aten.softplus, aten.threshold, aten.upsample_bicubic2d, aten.upsample_bilinear2d,
+    aten.eye, aten.glu, aten.grid_sampler_2d, aten.im2col, aten._log_softmax_backward_data,
+    aten.log_sigmoid_forward, aten.logit, aten.logsumexp, aten.mish, aten.mv, aten.roll,
+    aten.rot90, aten.sinc, aten.soft_margin_loss, aten.softplus, aten.threshold,
+    aten.upsample_bicubic2d, aten.upsample_bilinear2d,
 ]
 
 # make_fx's decomposition table: PyTorch's, and the forms above.
@@ -389,6 +461,9 @@ DECOMPOSITIONS = {
     aten.bitwise_not.default: _logical("not"),
     aten.bitwise_or.Tensor: _logical("or"),
     aten.bitwise_xor.Tensor: _logical("xor"),
+    aten.clamp.Tensor: _clamp_tensor,
+    aten.clamp_max.Tensor: torch.minimum,
+    aten.clamp_min.Tensor: torch.maximum,
     aten.constant_pad_nd.default: _constant_pad_nd,
     aten.hamming_window.default: _hamming_window,
     aten.hamming_window.periodic: _hamming_window,
@@ -408,6 +483,10 @@ DECOMPOSITIONS = {
     aten.logspace.default: _logspace,
     aten.max_pool3d_with_indices.default: _max_pool3d_with_indices,
     aten.nan_to_num.default: _nan_to_num,
+    aten.nll_loss_forward.default: _nll_loss_forward,
+    aten.nll_loss2d_forward.default: _nll_loss2d_forward,
+    aten.nll_loss_backward.default: _nll_loss_backward,
+    aten.nll_loss2d_backward.default: _nll_loss2d_backward,
     aten.pow.Scalar: _pow_scalar,
     aten.norm.Scalar: _norm,
     aten.norm.ScalarOpt_dim: _norm,
@@ -478,12 +557,34 @@ def _embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2.0,
     return largest if keep is None else largest.masked_fill(~keep.any(1), 0.0)
 
 
+def _cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                   reduction="mean", label_smoothing=0.0):
+    """F.cross_entropy with label smoothing over class indices, as eager
+    computes it, but for the mean over the targets that count: ATen's form
+    takes it with masked_select (a size that depends on data)."""
+    if (label_smoothing == 0.0 or weight is not None or size_average is not None
+            or reduce is not None or target.dtype.is_floating_point):
+        return NotImplemented
+    class_dim = 0 if input.dim() == 1 else 1
+    log_probs = torch.log_softmax(input, class_dim)
+    nll = torch.nn.functional.nll_loss(log_probs, target, ignore_index=ignore_index,
+                                       reduction=reduction)
+    counted = target != ignore_index
+    smooth = (-log_probs.sum(class_dim)).masked_fill(~counted, 0.0)
+    if reduction == "mean":
+        smooth = smooth.sum() / counted.sum()
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / input.shape[class_dim])
+
+
 # Torch functions whose ATen forms depend on data, taken by Kiln's own forms.
 _TORCH_FUNCTIONS = {
     torch.repeat_interleave: _repeat_interleave,
     torch.Tensor.repeat_interleave: _repeat_interleave,
     torch.nn.functional.one_hot: _one_hot,
     torch.nn.functional.embedding_bag: _embedding_bag,
+    torch.nn.functional.cross_entropy: _cross_entropy,
 }
 
 
