@@ -417,6 +417,69 @@ def test_cross_entropy_and_its_gradient_match_eager_with_ignored_targets():
     torch.testing.assert_close(compiled(x, target), loss(x, target))
 
 
+def convolution_gradients(conv):
+    """conv's result and its input's, weight's and bias's gradients."""
+    def step(x, w, b, grad):
+        leaves = [t.detach().requires_grad_(True) for t in (x, w, b)]
+        y = conv(*leaves)
+        return [y] + list(torch.autograd.grad(y, leaves, grad))
+    return step
+
+
+def test_convolution_gradients_match_eager():
+    functional = torch.nn.functional
+    torch.manual_seed(0)
+    cases = [  # strides, padding, dilation, groups (depthwise), 1-d and 3-d
+        (lambda x, w, b: functional.conv2d(x, w, b, padding=1), (2, 4, 8, 8), (6, 4, 3, 3)),
+        (lambda x, w, b: functional.conv2d(x, w, b, stride=2, padding=1), (2, 4, 9, 9),
+         (6, 4, 3, 3)),
+        (lambda x, w, b: functional.conv2d(x, w, b, stride=2), (2, 4, 8, 8), (6, 4, 3, 3)),
+        (lambda x, w, b: functional.conv2d(x, w, b, dilation=2, padding=2), (2, 4, 8, 8),
+         (6, 4, 3, 3)),
+        (lambda x, w, b: functional.conv2d(x, w, b, groups=2, padding=1), (2, 4, 8, 8),
+         (6, 2, 3, 3)),
+        (lambda x, w, b: functional.conv2d(x, w, b, groups=4, padding=1), (2, 4, 8, 8),
+         (4, 1, 3, 3)),
+        (lambda x, w, b: functional.conv2d(x, w, b, stride=(2, 1), padding=(1, 0)),
+         (1, 3, 7, 6), (5, 3, 3, 2)),
+        (lambda x, w, b: functional.conv1d(x, w, b, stride=2, padding=1), (2, 4, 11), (6, 4, 3)),
+        (lambda x, w, b: functional.conv3d(x, w, b, padding=1), (1, 2, 4, 5, 5), (3, 2, 3, 3, 3)),
+    ]
+    for conv, x_shape, w_shape in cases:
+        x, w, b = torch.randn(x_shape), torch.randn(w_shape), torch.randn(w_shape[0])
+        inputs = [x, w, b, torch.randn(conv(x, w, b).shape)]
+        step = convolution_gradients(conv)
+        torch.testing.assert_close(kiln.compile(step, inputs)(*inputs), step(*inputs),
+                                   rtol=1e-4, atol=1e-4)
+
+
+class SmallCnn(torch.nn.Module):
+    """A training step: convolutions (one depthwise), batch norm in training
+    mode, max and adaptive average pooling, hardswish, a residual add and
+    cross entropy with label smoothing and an ignored target."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.norm = torch.nn.BatchNorm2d(8, track_running_stats=False)
+        self.depthwise = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.head = torch.nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x, target):
+        functional = torch.nn.functional
+        y = functional.max_pool2d(functional.relu(self.norm(self.conv(x))), 2)
+        y = functional.adaptive_avg_pool2d(functional.hardswish(self.depthwise(y) + y), 4)
+        loss = functional.cross_entropy(self.head(y.flatten(1)), target, label_smoothing=0.1)
+        return [loss] + list(torch.autograd.grad(loss, list(self.parameters())))
+
+
+def test_a_cnn_training_step_matches_eager():
+    torch.manual_seed(0)
+    step, x, target = SmallCnn(), torch.randn(4, 3, 16, 16), torch.tensor([1, 2, 3, -100])
+    torch.testing.assert_close(kiln.compile(step, [x, target])(x, target), step(x, target),
+                               rtol=1e-4, atol=1e-5)
+
+
 def test_clamp_with_tensor_bounds_matches_eager_bit_for_bit():
     torch.manual_seed(0)
     x, low = torch.randn(4, 6), torch.randn(6) - 1

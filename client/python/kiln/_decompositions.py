@@ -203,6 +203,43 @@ def _nll_loss2d_backward(grad_output, x, target, weight, reduction, ignore_index
     return grad.reshape(x.movedim(1, -1).shape).movedim(-1, 1)
 
 
+def _convolution_backward(grad_output, x, weight, bias_sizes, stride, padding, dilation,
+                          transposed, output_padding, groups, output_mask):
+    """A convolution's gradients as convolutions Kiln runs (oneDNN's): the
+    input's is the transposed convolution of grad_output with the weight;
+    the weight's correlates x with grad_output, x's batch made channels
+    (x[N, g * Ci, ...] as [Ci, g * N, ...], grad_output[N, g * Co, ...] as
+    the weight [g * Co, N, ...], stride and dilation swapped, groups g),
+    cut to the kernel's size; the bias's sums grad_output but over
+    channels. Not for a transposed convolution's backward."""
+    if transposed:
+        return NotImplemented
+    spatial = x.dim() - 2
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        extra = [x.shape[2 + d] - ((grad_output.shape[2 + d] - 1) * stride[d] - 2 * padding[d]
+                                   + dilation[d] * (weight.shape[2 + d] - 1) + 1)
+                 for d in range(spatial)]
+        grad_input = aten.convolution(grad_output, weight, None, stride, padding, dilation, True,
+                                      extra, groups)
+    if output_mask[1]:
+        n, g = x.shape[0], groups
+        ci, co = x.shape[1] // g, grad_output.shape[1] // g
+        order = [2, 1, 0] + list(range(3, 3 + spatial))
+        inputs = x.reshape(n, g, ci, *x.shape[2:]).permute(order).reshape(ci, g * n, *x.shape[2:])
+        grads = grad_output.reshape(n, g, co, *grad_output.shape[2:])
+        grads = grads.permute([1, 2, 0] + list(range(3, 3 + spatial)))
+        grads = grads.reshape(g * co, n, *grad_output.shape[2:])
+        correlated = aten.convolution(inputs, grads, None, dilation, padding, stride, False,
+                                      [0] * spatial, g)
+        grad_weight = correlated.transpose(0, 1)
+        for d in range(spatial):
+            grad_weight = grad_weight.narrow(2 + d, 0, weight.shape[2 + d])
+    if output_mask[2] and bias_sizes is not None:
+        grad_bias = grad_output.sum([0] + list(range(2, 2 + spatial)))
+    return grad_input, grad_weight, grad_bias
+
+
 def _triple(value):
     value = [value] if isinstance(value, int) else list(value)
     return value * 3 if len(value) == 1 else value
@@ -465,6 +502,7 @@ DECOMPOSITIONS = {
     aten.clamp_max.Tensor: torch.minimum,
     aten.clamp_min.Tensor: torch.maximum,
     aten.constant_pad_nd.default: _constant_pad_nd,
+    aten.convolution_backward.default: _convolution_backward,
     aten.hamming_window.default: _hamming_window,
     aten.hamming_window.periodic: _hamming_window,
     aten.hamming_window.periodic_alpha: _hamming_window,
