@@ -364,6 +364,7 @@ def test_ops_kiln_takes_decomposed_match_eager():
         lambda a: a * torch.hann_window(6, periodic=False) + torch.hamming_window(1),
         lambda a: a * torch.hamming_window(6, True, 0.6, 0.4),
         lambda a: a + torch.linspace(-3, 5, 6), lambda a: a + torch.linspace(0, 1, 7)[1:],
+        lambda a: a + torch.linspace(2, 5, 1),
         lambda a: a * torch.logspace(-2, 2, 6), lambda a: a * torch.logspace(0, 3, 6, base=2),
     ]
     with torch.no_grad():
@@ -478,6 +479,59 @@ def test_a_cnn_training_step_matches_eager():
     step, x, target = SmallCnn(), torch.randn(4, 3, 16, 16), torch.tensor([1, 2, 3, -100])
     torch.testing.assert_close(kiln.compile(step, [x, target])(x, target), step(x, target),
                                rtol=1e-4, atol=1e-5)
+
+
+def weight_gradient(layer):
+    """The gradient of layer(x @ w).sum() with respect to w."""
+    def step(x, w):
+        w = w.detach().requires_grad_(True)
+        return list(torch.autograd.grad(layer(x @ w).sum(), [w]))
+    return step
+
+
+def test_activation_loss_and_view_gradients_match_eager():
+    functional = torch.nn.functional
+    torch.manual_seed(0)
+    x, w, target = torch.randn(4, 6), torch.randn(6, 6), torch.rand(4, 6)
+    layers = [
+        torch.tanh, torch.sigmoid, functional.softplus, lambda y: functional.softplus(y, 2, 1),
+        functional.logsigmoid, functional.glu, functional.hardshrink, functional.softshrink,
+        lambda y: functional.binary_cross_entropy(torch.sigmoid(y), target),
+        lambda y: functional.binary_cross_entropy(torch.sigmoid(y), target, reduction="sum"),
+        lambda y: functional.binary_cross_entropy_with_logits(y, target),
+        lambda y: torch.logit(torch.sigmoid(y), 1e-6),
+        lambda y: functional.soft_margin_loss(y, target * 2 - 1),
+        lambda y: y[:, 1:4] * 3, lambda y: y[2] * y[:, 0].sum(), lambda y: y.chunk(2, 1)[1] ** 2,
+    ]
+    for layer in layers:
+        step = weight_gradient(layer)
+        torch.testing.assert_close(kiln.compile(step, [x, w])(x, w), step(x, w))
+
+
+class LstmLanguageModel(torch.nn.Module):
+    """A training step: embeddings, an LSTM (sigmoid and tanh gradients),
+    cross entropy over [batch, vocabulary, time] with padded targets."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(50, 16)
+        self.lstm = torch.nn.LSTM(16, 32, batch_first=True)
+        self.head = torch.nn.Linear(32, 50)
+
+    def forward(self, tokens, targets):
+        hidden, _ = self.lstm(self.embedding(tokens))
+        logits = self.head(hidden).transpose(1, 2)
+        loss = torch.nn.functional.cross_entropy(logits, targets)
+        return [loss] + list(torch.autograd.grad(loss, list(self.parameters())))
+
+
+def test_an_lstm_language_model_training_step_matches_eager():
+    torch.manual_seed(0)
+    step = LstmLanguageModel()
+    tokens, targets = torch.randint(0, 50, (2, 12)), torch.randint(0, 50, (2, 12))
+    targets[1, 8:] = -100
+    torch.testing.assert_close(kiln.compile(step, [tokens, targets])(tokens, targets),
+                               step(tokens, targets), rtol=1e-4, atol=1e-5)
 
 
 def test_clamp_with_tensor_bounds_matches_eager_bit_for_bit():

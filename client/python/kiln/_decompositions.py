@@ -452,8 +452,10 @@ def _linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_me
     """linspace of a floating dtype as eager's kernel computes it: the first
     half up from start, the second down from end, so both ends are exact."""
     dtype = dtype or torch.get_default_dtype()
-    if not dtype.is_floating_point or steps <= 1:
+    if not dtype.is_floating_point:
         return NotImplemented
+    if steps <= 1:
+        return torch.full((steps,), start, dtype=dtype)
     step = (end - start) / (steps - 1)
     index = torch.arange(steps, dtype=dtype)
     up, down = index * step + start, end - (steps - 1 - index) * step
@@ -475,7 +477,8 @@ def _logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=N
     return NotImplemented if powers is NotImplemented else torch.pow(base, powers)
 
 
-# Ops Kiln takes as what PyTorch's own decompositions make of them.
+# Ops Kiln takes as what PyTorch's own decompositions make of them (the
+# second group: gradients a training step's graph holds).
 _PYTORCHS = [
     aten.addcdiv, aten.addcmul, aten.addr, aten.binary_cross_entropy,
     aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed, aten.diagonal, aten.dot,
@@ -483,6 +486,11 @@ _PYTORCHS = [
     aten.log_sigmoid_forward, aten.logit, aten.logsumexp, aten.mish, aten.mv, aten.roll,
     aten.rot90, aten.sinc, aten.soft_margin_loss, aten.softplus, aten.threshold,
     aten.upsample_bicubic2d, aten.upsample_bilinear2d,
+    aten.binary_cross_entropy_backward, aten.glu_backward,
+    aten.hardshrink_backward, aten.log_sigmoid_backward, aten.logit_backward,
+    aten.select_backward, aten.sigmoid_backward, aten.slice_backward,
+    aten.soft_margin_loss_backward, aten.softplus_backward, aten.softshrink_backward,
+    aten.tanh_backward,
 ]
 
 # make_fx's decomposition table: PyTorch's, and the forms above.
