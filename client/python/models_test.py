@@ -9,7 +9,9 @@ Llama-style (RMSNorm, rotary embeddings, grouped-query attention through
 expand and repeat_interleave, SiLU gating, a triu mask), T5's relative
 position buckets, and a mixture of experts routing each token to its top
 2 of 4 experts; a text CNN (embeddings, convolutions over time, max over
-time) and a super-resolution net (pixel_shuffle). conftest.py starts the
+time) and a super-resolution net (pixel_shuffle); and small models of
+other families: a diffusion U-Net, a graph network layer, PointNet, a
+selective scan and an encoder-decoder transformer. conftest.py starts the
 kilnd.
 """
 import math
@@ -266,6 +268,131 @@ class MixtureOfExperts(torch.nn.Module):
 def test_a_mixture_of_experts_layer_matches_eager():
     torch.manual_seed(0)
     matches_eager(MixtureOfExperts().eval(), torch.randn(10, 32))
+
+
+class TimeEmbedding(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.width = width
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.SiLU(),
+                                       torch.nn.Linear(4 * width, width))
+
+    def forward(self, t):
+        half = self.width // 2
+        frequencies = torch.exp(-math.log(10000) * torch.arange(half, dtype=torch.float32) / half)
+        angles = t[:, None].float() * frequencies[None]
+        return self.mlp(torch.cat([torch.cos(angles), torch.sin(angles)], -1))
+
+
+class DiffusionBlock(torch.nn.Module):
+    def __init__(self, channels, width):
+        super().__init__()
+        self.norm1, self.norm2 = torch.nn.GroupNorm(8, channels), torch.nn.GroupNorm(8, channels)
+        self.conv1 = torch.nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(channels, channels, 3, padding=1)
+        self.time = torch.nn.Linear(width, channels)
+
+    def forward(self, x, embedding):
+        silu = torch.nn.functional.silu
+        h = self.conv1(silu(self.norm1(x))) + self.time(embedding)[:, :, None, None]
+        return x + self.conv2(silu(self.norm2(h)))
+
+
+class DiffusionUNet(torch.nn.Module):
+    """A denoiser's U-Net: sinusoidal time embeddings, group norm and SiLU
+    residual blocks, a strided convolution down, self-attention over
+    pixels, a transposed convolution up and a skip connection."""
+
+    def __init__(self, channels=32, width=32):
+        super().__init__()
+        self.embed = TimeEmbedding(width)
+        self.stem = torch.nn.Conv2d(3, channels, 3, padding=1)
+        self.block1 = DiffusionBlock(channels, width)
+        self.down = torch.nn.Conv2d(channels, 2 * channels, 3, stride=2, padding=1)
+        self.block2 = DiffusionBlock(2 * channels, width)
+        self.attention_norm = torch.nn.GroupNorm(8, 2 * channels)
+        self.qkv = torch.nn.Conv2d(2 * channels, 6 * channels, 1)
+        self.up = torch.nn.ConvTranspose2d(2 * channels, channels, 4, 2, 1)
+        self.block3 = DiffusionBlock(channels, width)
+        self.out = torch.nn.Conv2d(channels, 3, 3, padding=1)
+
+    def forward(self, x, t):
+        embedding = self.embed(t)
+        skip = self.block1(self.stem(x), embedding)
+        h = self.block2(self.down(skip), embedding)
+        b, c, height, width = h.shape
+        q, k, v = self.qkv(self.attention_norm(h)).reshape(b, 3, c, height * width).unbind(1)
+        weights = torch.softmax(q.transpose(1, 2) @ k / math.sqrt(c), -1)
+        h = h + (v @ weights.transpose(1, 2)).reshape(b, c, height, width)
+        return self.out(torch.nn.functional.silu(self.block3(self.up(h) + skip, embedding)))
+
+
+class MessagePassing(torch.nn.Module):
+    """A graph network layer: messages gathered at edge sources, summed at
+    their destinations with index_add and averaged by in-degree."""
+
+    def __init__(self, width=16):
+        super().__init__()
+        self.message, self.update = torch.nn.Linear(width, width), torch.nn.Linear(2 * width, width)
+
+    def forward(self, x, source, destination):
+        summed = torch.zeros_like(x).index_add(0, destination, self.message(x)[source])
+        degree = torch.zeros(x.shape[0]).index_add(0, destination, torch.ones(destination.shape[0]))
+        mean = summed / degree.clamp(min=1)[:, None]
+        return torch.nn.functional.relu(self.update(torch.cat([x, mean], -1)))
+
+
+class PointNet(torch.nn.Module):
+    """Per-point 1x1 convolutions with batch norm, a max over the points."""
+
+    def __init__(self):
+        super().__init__()
+        self.points = torch.nn.Sequential(
+            torch.nn.Conv1d(3, 64, 1), torch.nn.BatchNorm1d(64), torch.nn.ReLU(),
+            torch.nn.Conv1d(64, 128, 1), torch.nn.ReLU())
+        self.head = torch.nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.head(self.points(x).max(dim=2).values)
+
+
+class SelectiveScan(torch.nn.Module):
+    """A diagonal state space layer in its parallel form (cumulative sums of
+    log decays), as selective scans are written without a custom kernel."""
+
+    def __init__(self, width=16):
+        super().__init__()
+        self.decay = torch.nn.Parameter(-torch.rand(width))
+        self.project = torch.nn.Linear(width, 2 * width)
+
+    def forward(self, x):
+        u, step = self.project(x).chunk(2, -1)
+        step = torch.nn.functional.softplus(step)
+        log_decay = torch.cumsum(step * self.decay, 1)
+        return torch.exp(log_decay) * torch.cumsum(torch.exp(-log_decay) * u * step, 1)
+
+
+FAMILIES = {
+    "diffusion_unet": (DiffusionUNet, lambda: [torch.randn(2, 3, 16, 16), torch.tensor([3, 500])]),
+    "message_passing": (MessagePassing, lambda: [torch.randn(10, 16), torch.randint(0, 10, (30,)),
+                                                 torch.randint(0, 10, (30,))]),
+    "pointnet": (PointNet, lambda: [torch.randn(2, 3, 100)]),
+    "selective_scan": (SelectiveScan, lambda: [torch.randn(2, 20, 16)]),
+    "encoder_decoder_transformer": (
+        lambda: torch.nn.Transformer(32, 4, 2, 2, 64, 0.0, batch_first=True),
+        lambda: [torch.randn(2, 7, 32), torch.randn(2, 5, 32)]),
+}
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_a_model_of_another_family_matches_eager(name):
+    make, inputs = FAMILIES[name]
+    torch.manual_seed(0)
+    model, example = make().eval(), inputs()
+    with torch.no_grad():
+        expected = model(*example)
+        got = kiln.compile(model, example)(*example)
+    torch.testing.assert_close(got, expected, rtol=1e-3, atol=1e-4 * expected.abs().max().item())
 
 
 if __name__ == "__main__":
