@@ -240,6 +240,70 @@ def _convolution_backward(grad_output, x, weight, bias_sizes, stride, padding, d
     return grad_input, grad_weight, grad_bias
 
 
+# sort compares every pair of a row: rows up to this long.
+_MAX_SORT = 4096
+
+
+def _sort_last(rows, descending):
+    """(values, indices) of sorting `rows` along its last dim, as eager's CPU
+    sort orders them: NaN the largest, equal elements in their order. An
+    element's place is how many elements come before it; the indices are
+    the elements at each place, and the values gathered at them."""
+    if rows.dtype == torch.bool:
+        values, indices = _sort_last(rows.long(), descending)
+        return values.bool(), indices
+    n = rows.shape[-1]
+    if n > _MAX_SORT:
+        raise TraceError(f"sort along a dim of {n}: Kiln sorts by comparing every pair, up to "
+                         f"{_MAX_SORT} elements")
+    a, b = rows.unsqueeze(-1), rows.unsqueeze(-2)  # element i along dim -2, j along dim -1
+    precedes = b > a if descending else b < a
+    equal = a == b
+    if rows.dtype.is_floating_point:
+        nan_a, nan_b = a != a, b != b
+        precedes = precedes | ((nan_b & ~nan_a) if descending else (nan_a & ~nan_b))
+        equal = equal | (nan_a & nan_b)
+    index = torch.arange(n)
+    earlier = index.unsqueeze(-1) > index  # [i, j]: j is earlier than i
+    place = (precedes | (equal & earlier)).sum(-1)
+    indices = torch.where(place.unsqueeze(-2) == index.unsqueeze(-1), index, 0).sum(-1)
+    return torch.gather(rows, -1, indices), indices
+
+
+def _sort(x, dim=-1, descending=False, *, stable=None):
+    """sort (and argsort, msort) by comparisons (_sort_last)."""
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.int64)
+    values, indices = _sort_last(x.movedim(dim, -1), descending)
+    return values.movedim(-1, dim), indices.movedim(-1, dim)
+
+
+def _sort_stable(x, *, stable=None, dim=-1, descending=False):
+    return _sort(x, dim, descending)
+
+
+def _median_dim(x, dim, keepdim=False):
+    """The lower median along dim and its index, as eager: the middle of the
+    sorted row, or NaN at the row's first NaN."""
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.int64)
+    rows = x.movedim(dim, -1)
+    values, indices = _sort_last(rows, False)
+    middle = (rows.shape[-1] - 1) // 2
+    value, index = values[..., middle], indices[..., middle]
+    if rows.dtype.is_floating_point:
+        nan = rows != rows
+        value = torch.where(nan.any(-1), float("nan"), value)
+        index = torch.where(nan.any(-1), nan.int().argmax(-1), index)
+    if keepdim:
+        value, index = value.unsqueeze(dim), index.unsqueeze(dim)
+    return value, index
+
+
+def _median(x):
+    return _median_dim(x.reshape(-1), 0)[0]
+
+
 def _triple(value):
     value = [value] if isinstance(value, int) else list(value)
     return value * 3 if len(value) == 1 else value
@@ -528,6 +592,8 @@ DECOMPOSITIONS = {
     aten.linspace.default: _linspace,
     aten.logspace.default: _logspace,
     aten.max_pool3d_with_indices.default: _max_pool3d_with_indices,
+    aten.median.default: _median,
+    aten.median.dim: _median_dim,
     aten.nan_to_num.default: _nan_to_num,
     aten.nll_loss_forward.default: _nll_loss_forward,
     aten.nll_loss2d_forward.default: _nll_loss2d_forward,
@@ -542,6 +608,8 @@ DECOMPOSITIONS = {
     aten.scatter_.value: _in_place(_scatter),
     aten.select_scatter.default: _select_scatter,
     aten.slice_scatter.default: _slice_scatter,
+    aten.sort.default: _sort,
+    aten.sort.stable: _sort_stable,
     aten.topk.default: _topk,
     aten.unsafe_chunk.default: aten.chunk.default,
     aten.unsafe_split.Tensor: aten.split.Tensor,
