@@ -4,6 +4,7 @@
 Runs under pytest (Debian's python3-pytest); each test case is counted by
 the test command through the JUnit XML written to $XML_OUTPUT_FILE.
 """
+import copy
 import json
 import os
 import subprocess
@@ -51,6 +52,25 @@ def test_a_module_sees_in_place_weight_updates():
         model[0].weight.mul_(2.0)
         model[2].bias.add_(1.0)
         assert_matches(compiled(x), model(x))
+
+
+def test_a_float16_module_matches_float32_math_and_sees_weight_updates():
+    # Traced with fake tensors (eager has almost no float16 CPU kernels):
+    # the module's parameters and buffers are made inputs first.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8),
+                                torch.nn.GELU(), torch.nn.Flatten(), torch.nn.Linear(8 * 36, 4),
+                                torch.nn.LayerNorm(4)).eval()
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        half = copy.deepcopy(model).half()
+        compiled = kiln.compile(half, [x.half()])
+        got = compiled(x.half())
+        assert got.dtype == torch.float16
+        torch.testing.assert_close(got.float(), model(x), rtol=1e-2, atol=1e-2)
+        half[4].weight.mul_(2.0)
+        model[4].weight.copy_(half[4].weight.float())
+        torch.testing.assert_close(compiled(x.half()).float(), model(x), rtol=1e-2, atol=1e-2)
 
 
 def test_tuple_outputs_come_back_as_a_tuple():

@@ -582,16 +582,44 @@ def trace_graph(fn, inputs, name, symbolic=None, relations=None):
     return graph, lifted, structure
 
 
+def _module_state(fn):
+    """A module's parameters and buffers, detached (none for a function)."""
+    if not isinstance(fn, torch.nn.Module):
+        return []
+    return [t.detach() for _, t in itertools.chain(fn.named_parameters(), fn.named_buffers())]
+
+
+def _state_as_inputs(module, count):
+    """module(*inputs) as a function of (*inputs, *state): its `count`
+    parameters and buffers (_module_state's order) taken from the last
+    arguments."""
+    names = [name for name, _ in itertools.chain(module.named_parameters(),
+                                                 module.named_buffers())]
+
+    def call(*args):
+        state = dict(zip(names, args[len(args) - count:]))
+        return torch.nn.utils.stateless.functional_call(module, state, args[:len(args) - count])
+    return call
+
+
 def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=None):
     """(graph, lifted, the graph module that computes the graph's outputs
     from list(inputs) + lifted, structure). With `weights_seed`, the lifted weights are
     replaced by other random values of the same shapes."""
-    half = any(t.dtype == torch.float16 for t in inputs)
-    gm, structure = trace_fx(fn, inputs, tracing_mode="fake" if half else "real")
+    state = _module_state(fn)
+    half = any(t.dtype == torch.float16 for t in itertools.chain(inputs, state))
+    if half:
+        # Traced with fake tensors (eager has almost no float16 kernels),
+        # which make_fx makes of its inputs only: a module's own tensors
+        # become inputs too.
+        fn = _state_as_inputs(fn, len(state))
+    else:
+        state = []
+    gm, structure = trace_fx(fn, list(inputs) + state, tracing_mode="fake" if half else "real")
     functionalize(gm)
     _scalars_second(gm)
     warn_running_statistics(gm.graph)
-    lifted = lift_constants(gm)
+    lifted = state + lift_constants(gm)
     if weights_seed is not None:
         generator = torch.Generator().manual_seed(weights_seed)
         # Same scale as the originals, so activations stay in range.
