@@ -299,6 +299,13 @@ def test_indexing_padding_and_rolling_match_eager():
         (lambda t, a: t[a.view(-1)].view(4, 4, -1), [table, positions]),
         (lambda t: torch.nn.functional.pad(t, (1, 2, -1, 3), value=0.5), [x]),
         (lambda t: torch.roll(t, (2, -1), (0, 1)), [x]),
+        # Reflected and replicated edges, 1-d to 3-d, a crop among them.
+        (lambda t: torch.nn.functional.pad(t, (1, 2, 2, 1), mode="reflect"), [x]),
+        (lambda t: torch.nn.functional.pad(t[0], (2, 1), mode="reflect"), [x]),
+        (lambda t: torch.nn.functional.pad(t, (1, 2, 0, 1, 2, 1), mode="reflect"), [x[None]]),
+        (lambda t: torch.nn.functional.pad(t, (1, 1, 2, 2, 1, 1), mode="replicate"), [x[None]]),
+        (lambda t: torch.nn.functional.pad(t[0], (4, 0), mode="replicate"), [x]),
+        (lambda t: torch.nn.functional.pad(t, (-1, 2, 0, 3), mode="replicate"), [x]),
     ]
     for fn, args in cases:
         torch.testing.assert_close(kiln.compile(fn, args)(*args), fn(*args))
@@ -750,6 +757,18 @@ def test_tracing_a_long_unrolled_loop_names_each_node_in_a_few_steps(monkeypatch
     names = [node.name for node in gm.graph.nodes]
     assert len(names) == len(set(names)) == 3002
     assert len(lookups) < 10 * len(names)
+
+
+def test_random_ops_are_refused_with_what_to_do_instead():
+    x = torch.randn(4, 4)
+    for fn in (lambda a: torch.nn.functional.dropout(a, 0.5, training=True),
+               lambda a: a + torch.randn_like(a), lambda a: a * torch.rand(4)):
+        with pytest.raises(kiln.UnsupportedOpError,
+                           match=r"draws random numbers.*call model.eval\(\) for dropout"):
+            kiln.compile(fn, [x])
+    with torch.no_grad():
+        dropout = torch.nn.Dropout(0.5).eval()  # eval: the identity, compiled
+        torch.testing.assert_close(kiln.compile(dropout, [x])(x), x)
 
 
 def test_an_unsupported_op_names_it():

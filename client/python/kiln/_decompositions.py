@@ -304,6 +304,23 @@ def _median(x):
     return _median_dim(x.reshape(-1), 0)[0]
 
 
+def _edge_pad(reflect):
+    """reflection_padNd (reflect) or replication_padNd: an index_select per
+    padded dim, at positions reflected about the first and last element
+    (which are not repeated) or clamped to them."""
+    def pad(x, padding):
+        for i in range(len(padding) // 2):
+            dim, (left, right) = x.dim() - 1 - i, padding[2 * i:2 * i + 2]
+            if left == 0 and right == 0:
+                continue
+            last = x.shape[dim] - 1
+            at = torch.arange(-left, last + 1 + right)
+            at = last - (last - at.abs()).abs() if reflect else at.clamp(0, last)
+            x = x.index_select(dim, at)
+        return x
+    return pad
+
+
 def _triple(value):
     value = [value] if isinstance(value, int) else list(value)
     return value * 3 if len(value) == 1 else value
@@ -602,6 +619,12 @@ DECOMPOSITIONS = {
     aten.pow.Scalar: _pow_scalar,
     aten.norm.Scalar: _norm,
     aten.norm.ScalarOpt_dim: _norm,
+    aten.reflection_pad1d.default: _edge_pad(reflect=True),
+    aten.reflection_pad2d.default: _edge_pad(reflect=True),
+    aten.reflection_pad3d.default: _edge_pad(reflect=True),
+    aten.replication_pad1d.default: _edge_pad(reflect=False),
+    aten.replication_pad2d.default: _edge_pad(reflect=False),
+    aten.replication_pad3d.default: _edge_pad(reflect=False),
     aten.scatter.src: _scatter,
     aten.scatter.value: _scatter,
     aten.scatter_.src: _in_place(_scatter),

@@ -582,6 +582,16 @@ def trace_graph(fn, inputs, name, symbolic=None, relations=None):
     return graph, lifted, structure
 
 
+def _refuse_random(gm):
+    """Refuses ops that draw random numbers (dropout in training mode,
+    randn_like, ...): an artifact is a pure function of its inputs."""
+    for node in gm.graph.nodes:
+        if torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()):
+            raise TraceError(f"node '{node.name}' ({node.target}) draws random numbers, and a Kiln "
+                             f"artifact is a pure function of its inputs: call model.eval() for "
+                             f"dropout, or pass the noise in as an input")
+
+
 def _module_state(fn):
     """A module's parameters and buffers, detached (none for a function)."""
     if not isinstance(fn, torch.nn.Module):
@@ -616,6 +626,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     else:
         state = []
     gm, structure = trace_fx(fn, list(inputs) + state, tracing_mode="fake" if half else "real")
+    _refuse_random(gm)
     functionalize(gm)
     _scalars_second(gm)
     warn_running_statistics(gm.graph)
