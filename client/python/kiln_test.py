@@ -603,6 +603,29 @@ def test_3d_pooling_matches_eager_with_ties_nans_and_padding():
         torch.testing.assert_close(kiln.compile(fn, [x])(x), fn(x), equal_nan=True)
 
 
+def test_distances_and_affine_grids_match_eager():
+    functional = torch.nn.functional
+    torch.manual_seed(0)
+    a, b = torch.randn(30, 5), torch.randn(40, 5)
+    images, theta = torch.randn(2, 3, 8, 8), torch.randn(2, 2, 3) * 0.3
+    cases = [  # 30 x 40 rows: eager's matrix product form; 5 x 7: the differences
+        (torch.cdist, [a, b]), (lambda u, v: torch.cdist(u[:5], v[:7]), [a, b]),
+        (lambda u, v: torch.cdist(u, v, 1), [a, b]),
+        (lambda u, v: torch.cdist(u, v, float("inf")), [a, b]),
+        (lambda u, v: torch.cdist(u, v, 3), [a, b]),
+        (lambda u, v: torch.cdist(u, v, 0), [a.round(), b.round()]),
+        (lambda u, v: torch.cdist(u.view(2, 15, 5), v.view(2, 20, 5)), [a, b]),
+        (lambda u: functional.pdist(u[:9]), [a]), (lambda u: functional.pdist(u[:9], 1), [a]),
+        (lambda x, t: functional.grid_sample(
+            x, functional.affine_grid(t, (2, 3, 8, 8), align_corners=False),
+            align_corners=False), [images, theta]),
+        (lambda t: functional.affine_grid(t, (2, 1, 5, 7), align_corners=True), [theta]),
+        (lambda t: functional.affine_grid(t, (2, 1, 1, 4), align_corners=False), [theta]),
+    ]
+    for fn, args in cases:
+        torch.testing.assert_close(kiln.compile(fn, args)(*args), fn(*args), rtol=1e-4, atol=1e-5)
+
+
 def test_topk_of_the_largest_matches_eager_with_nans_and_infinities():
     torch.manual_seed(0)
     logits = torch.randn(4, 1000)

@@ -321,6 +321,56 @@ def _edge_pad(reflect):
     return pad
 
 
+def _cdist(x1, x2, p=2.0, compute_mode=None):
+    """cdist (the p-norm distance of every row pair) from the differences:
+    orders 0, 1, 2, inf and any other positive one (eager takes p = 2 of
+    more than 25 rows as _euclidean_dist)."""
+    difference = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+    if p == 0:
+        return (difference != 0).to(x1.dtype).sum(-1)
+    if p == 1:
+        return difference.sum(-1)
+    if p == 2:
+        return (difference * difference).sum(-1).sqrt()
+    if p == float("inf"):
+        return difference.amax(-1)
+    return difference.pow(p).sum(-1).pow(1.0 / p)
+
+
+def _euclidean_dist(x1, x2):
+    """cdist's matrix product form (p = 2, more than 25 rows), as eager
+    writes it: |a|^2 - 2 a.b + |b|^2 as one product, clamped at 0."""
+    norm1, norm2 = (x1 * x1).sum(-1, keepdim=True), (x2 * x2).sum(-1, keepdim=True)
+    left = torch.cat([x1 * -2, norm1, torch.ones_like(norm1)], -1)
+    right = torch.cat([x2, torch.ones_like(norm2), norm2], -1)
+    return (left @ right.transpose(-2, -1)).clamp_min(0).sqrt()
+
+
+def _pdist(x, p=2.0):
+    """pdist: cdist of the rows with themselves, the pairs i < j in order."""
+    n = x.shape[0]
+    pairs = [i * n + j for i in range(n) for j in range(i + 1, n)]
+    return _cdist(x, x, p).reshape(-1)[torch.tensor(pairs, dtype=torch.int64)]
+
+
+def _affine_grid(theta, size, align_corners):
+    """affine_grid of a 4-D size as eager builds it: a base grid of (x, y, 1)
+    at normalized positions (linspace from -1 to 1, scaled in by (n - 1) /
+    n without align_corners) times each theta."""
+    if len(size) != 4:
+        return NotImplemented
+
+    def positions(n):
+        if n <= 1:
+            return torch.zeros(n, dtype=theta.dtype)
+        line = torch.linspace(-1, 1, n, dtype=theta.dtype)
+        return line if align_corners else line * ((n - 1) / n)
+    _, _, h, w = size
+    base = torch.stack([positions(w).expand(h, w), positions(h).unsqueeze(1).expand(h, w),
+                        torch.ones(h, w, dtype=theta.dtype)], -1)
+    return (base.reshape(1, h * w, 3) @ theta.transpose(1, 2)).reshape(-1, h, w, 2)
+
+
 def _triple(value):
     value = [value] if isinstance(value, int) else list(value)
     return value * 3 if len(value) == 1 else value
@@ -577,7 +627,11 @@ _PYTORCHS = [
 # make_fx's decomposition table: PyTorch's, and the forms above.
 DECOMPOSITIONS = {
     **get_decompositions(_PYTORCHS),
+    aten._cdist_forward.default: _cdist,
+    aten._euclidean_dist.default: _euclidean_dist,
+    aten._pdist_forward.default: _pdist,
     aten.adaptive_max_pool2d.default: _adaptive_max_pool,
+    aten.affine_grid_generator.default: _affine_grid,
     aten.avg_pool3d.default: _avg_pool3d,
     aten.all.default: _all,
     aten.all.dim: _all,
