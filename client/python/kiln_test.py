@@ -54,6 +54,17 @@ def test_a_module_sees_in_place_weight_updates():
         assert_matches(compiled(x), model(x))
 
 
+class TiedEmbeddings(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(10, 4)
+        self.output = torch.nn.Linear(4, 10, bias=False)
+        self.output.weight = self.embedding.weight
+
+    def forward(self, tokens):
+        return self.output(self.embedding(tokens))
+
+
 def test_a_float16_module_matches_float32_math_and_sees_weight_updates():
     # Traced with fake tensors (eager has almost no float16 CPU kernels):
     # the module's parameters and buffers are made inputs first.
@@ -71,6 +82,15 @@ def test_a_float16_module_matches_float32_math_and_sees_weight_updates():
         half[4].weight.mul_(2.0)
         model[4].weight.copy_(half[4].weight.float())
         torch.testing.assert_close(compiled(x.half()).float(), model(x), rtol=1e-2, atol=1e-2)
+        # Tied weights (an embedding and its output layer), and a dynamic dim.
+        tied = TiedEmbeddings().eval()
+        tokens = torch.randint(0, 10, (3,))
+        expected = tied(tokens)
+        compiled = kiln.compile(tied.half(), [tokens], dynamic={0: 0})
+        torch.testing.assert_close(compiled(tokens).float(), expected, rtol=1e-2, atol=1e-2)
+        more = torch.randint(0, 10, (5,))
+        torch.testing.assert_close(compiled(more).float(), tied.float()(more),
+                                   rtol=1e-2, atol=1e-2)
 
 
 def test_tuple_outputs_come_back_as_a_tuple():
@@ -309,6 +329,9 @@ def test_indexing_padding_and_rolling_match_eager():
     ]
     for fn, args in cases:
         torch.testing.assert_close(kiln.compile(fn, args)(*args), fn(*args))
+    with pytest.raises(kiln.UnsupportedOpError, match=r"reflection padding \(3, 0\) of dim 1"):
+        kiln.compile(lambda t: torch.nn.functional.pad(t, (0, 0, 3, 0), mode="reflect"),
+                     [torch.randn(1, 3, 2)])
 
 
 def test_interpolation_matches_eager():
@@ -387,6 +410,7 @@ def test_ops_kiln_takes_decomposed_match_eager():
         lambda a: torch.div(2.0, a), lambda a: torch.div(3, (a * 10).long() + 100),
         # A number to a tensor's power; factories of windows and ranges.
         lambda a: 2 ** a, lambda a: 1 ** a, lambda a: 10 ** a.round(),
+        lambda a: torch.nn.functional.rrelu(a, training=False),
         lambda a: a.unfold(1, 4, 1) * torch.hann_window(4),
         lambda a: a * torch.hann_window(6, periodic=False) + torch.hamming_window(1),
         lambda a: a * torch.hamming_window(6, True, 0.6, 0.4),
@@ -437,8 +461,11 @@ def test_cross_entropy_and_its_gradient_match_eager_with_ignored_targets():
              for smoothing in (0.0, 0.1) for reduction in ("mean", "sum", "none")
              for class_weight in (None, weight) if not (smoothing and class_weight is not None)
              for inputs in ([x, target, w], [images, pixels, w])]
+    # Every target ignored: a mean of nothing is NaN, its gradient 0.
+    cases.append((cross_entropy_step(0.0, "mean", None), [x, torch.full((5,), -100), w]))
     for step, inputs in cases:
-        torch.testing.assert_close(kiln.compile(step, inputs)(*inputs), step(*inputs))
+        torch.testing.assert_close(kiln.compile(step, inputs)(*inputs), step(*inputs),
+                                   equal_nan=True)
     # Traced with every target counted, run with one ignored: not counted.
     loss = lambda a, t: torch.nn.functional.cross_entropy(a, t)  # noqa: E731
     compiled = kiln.compile(loss, [x, torch.tensor([0, 2, 5, 1, 3])])
@@ -601,6 +628,9 @@ def test_3d_pooling_matches_eager_with_ties_nans_and_padding():
                                    equal_nan=True)
     for fn in close:
         torch.testing.assert_close(kiln.compile(fn, [x])(x), fn(x), equal_nan=True)
+    with pytest.raises(kiln.UnsupportedOpError, match="window 0 of the frames lies wholly in"):
+        kiln.compile(lambda a: functional.max_pool3d(a, (2, 1, 1), 1, (1, 0, 0), (2, 1, 1)),
+                     [torch.randn(1, 1, 1, 3, 3)])
 
 
 def test_distances_and_affine_grids_match_eager():
@@ -608,6 +638,8 @@ def test_distances_and_affine_grids_match_eager():
     torch.manual_seed(0)
     a, b = torch.randn(30, 5), torch.randn(40, 5)
     images, theta = torch.randn(2, 3, 8, 8), torch.randn(2, 2, 3) * 0.3
+    with_nan = a[:4].clone()
+    with_nan[1, 2] = float("nan")
     cases = [  # 30 x 40 rows: eager's matrix product form; 5 x 7: the differences
         (torch.cdist, [a, b]), (lambda u, v: torch.cdist(u[:5], v[:7]), [a, b]),
         (lambda u, v: torch.cdist(u, v, 1), [a, b]),
@@ -621,9 +653,14 @@ def test_distances_and_affine_grids_match_eager():
             align_corners=False), [images, theta]),
         (lambda t: functional.affine_grid(t, (2, 1, 5, 7), align_corners=True), [theta]),
         (lambda t: functional.affine_grid(t, (2, 1, 1, 4), align_corners=False), [theta]),
+        # NaN: p = 0 counts it as NaN; cdist's max passes over it, pdist's not.
+        (lambda u, v: torch.cdist(u, v, 0), [with_nan, b[:3]]),
+        (lambda u, v: torch.cdist(u, v, float("inf")), [with_nan, b[:3]]),
+        (lambda u: functional.pdist(u, float("inf")), [with_nan]),
     ]
     for fn, args in cases:
-        torch.testing.assert_close(kiln.compile(fn, args)(*args), fn(*args), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(kiln.compile(fn, args)(*args), fn(*args), rtol=1e-4, atol=1e-5,
+                                   equal_nan=True)
 
 
 def test_topk_of_the_largest_matches_eager_with_nans_and_infinities():
@@ -778,7 +815,18 @@ def test_tracing_a_long_unrolled_loop_names_each_node_in_a_few_steps(monkeypatch
         return x
     gm, _ = _tracing.trace_fx(unrolled, [torch.zeros(2)])
     names = [node.name for node in gm.graph.nodes]
-    assert len(names) == len(set(names)) == 3002
+    assert names == ["x_1", "add"] + [f"add_{i}" for i in range(1, 3000)] + ["output"]
+    assert len(lookups) < 10 * len(names)
+    # A builtin's name ("slice") is never given bare: the same from slice_1.
+    lookups.clear()
+
+    def sliced(x):
+        for _ in range(3000):
+            x = x[1:]
+        return x
+    gm, _ = _tracing.trace_fx(sliced, [torch.zeros(4000)])
+    names = [node.name for node in gm.graph.nodes]
+    assert names == ["x_1"] + [f"slice_{i}" for i in range(1, 3001)] + ["output"]
     assert len(lookups) < 10 * len(names)
 
 

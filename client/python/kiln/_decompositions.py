@@ -187,10 +187,10 @@ def _nll_loss_backward(grad_output, x, target, weight, reduction, ignore_index, 
         grad_output = grad_output / total_weight
     if x.dim() > 1 and grad_output.dim() > 0:
         grad_output = grad_output.unsqueeze(1)
-    grad = hit.to(x.dtype) * -grad_output
+    grad = -grad_output.expand(x.shape)
     if weight is not None:
         grad = grad * (weight.unsqueeze(0) if x.dim() > 1 else weight)
-    return grad
+    return torch.where(hit, grad, 0.0)  # 0, not NaN, where nothing counts
 
 
 def _nll_loss2d_backward(grad_output, x, target, weight, reduction, ignore_index, total_weight):
@@ -245,10 +245,11 @@ _MAX_SORT = 4096
 
 
 def _sort_last(rows, descending):
-    """(values, indices) of sorting `rows` along its last dim, as eager's CPU
-    sort orders them: NaN the largest, equal elements in their order. An
-    element's place is how many elements come before it; the indices are
-    the elements at each place, and the values gathered at them."""
+    """(values, indices) of sorting `rows` along its last dim: NaN the
+    largest, equal elements in their order (eager's stable sort; its
+    default sort may order the equal elements of rows over 16 otherwise).
+    An element's place is how many elements come before it; the indices
+    are the elements at each place, and the values gathered at them."""
     if rows.dtype == torch.bool:
         values, indices = _sort_last(rows.long(), descending)
         return values.bool(), indices
@@ -287,6 +288,8 @@ def _median_dim(x, dim, keepdim=False):
     sorted row, or NaN at the row's first NaN."""
     if x.dim() == 0:
         return x.clone(), torch.zeros((), dtype=torch.int64)
+    if x.numel() == 0:
+        return NotImplemented
     rows = x.movedim(dim, -1)
     values, indices = _sort_last(rows, False)
     middle = (rows.shape[-1] - 1) // 2
@@ -314,6 +317,9 @@ def _edge_pad(reflect):
             if left == 0 and right == 0:
                 continue
             last = x.shape[dim] - 1
+            if reflect and max(left, right) > last:
+                raise TraceError(f"reflection padding ({left}, {right}) of dim {dim}: each side "
+                                 f"must be smaller than its size {last + 1}")
             at = torch.arange(-left, last + 1 + right)
             at = last - (last - at.abs()).abs() if reflect else at.clamp(0, last)
             x = x.index_select(dim, at)
@@ -321,20 +327,30 @@ def _edge_pad(reflect):
     return pad
 
 
-def _cdist(x1, x2, p=2.0, compute_mode=None):
-    """cdist (the p-norm distance of every row pair) from the differences:
-    orders 0, 1, 2, inf and any other positive one (eager takes p = 2 of
-    more than 25 rows as _euclidean_dist)."""
-    difference = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+def _p_norms(difference, p, nan_max):
+    """The p-norms of the last dim of |differences|, as cdist and pdist take
+    them; nan_max: whether a NaN wins the max of p = inf (pdist's) or is
+    passed over (cdist's)."""
+    if p < 0:
+        return NotImplemented  # eager's error
+    if difference.shape[-1] == 0:
+        return difference.sum(-1)
     if p == 0:
-        return (difference != 0).to(x1.dtype).sum(-1)
+        return torch.where(difference != difference, difference,
+                           (difference != 0).to(difference.dtype)).sum(-1)
     if p == 1:
         return difference.sum(-1)
     if p == 2:
         return (difference * difference).sum(-1).sqrt()
     if p == float("inf"):
-        return difference.amax(-1)
+        return (difference if nan_max else difference.nan_to_num(0.0)).amax(-1)
     return difference.pow(p).sum(-1).pow(1.0 / p)
+
+
+def _cdist(x1, x2, p=2.0, compute_mode=None):
+    """cdist (the p-norm distance of every row pair) from the differences
+    (eager takes p = 2 of more than 25 rows as _euclidean_dist)."""
+    return _p_norms((x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs(), p, nan_max=False)
 
 
 def _euclidean_dist(x1, x2):
@@ -350,7 +366,10 @@ def _pdist(x, p=2.0):
     """pdist: cdist of the rows with themselves, the pairs i < j in order."""
     n = x.shape[0]
     pairs = [i * n + j for i in range(n) for j in range(i + 1, n)]
-    return _cdist(x, x, p).reshape(-1)[torch.tensor(pairs, dtype=torch.int64)]
+    distances = _p_norms((x.unsqueeze(-2) - x.unsqueeze(-3)).abs(), p, nan_max=True)
+    if distances is NotImplemented:
+        return distances
+    return distances.reshape(-1)[torch.tensor(pairs, dtype=torch.int64)]
 
 
 def _affine_grid(theta, size, align_corners):
@@ -364,11 +383,19 @@ def _affine_grid(theta, size, align_corners):
         if n <= 1:
             return torch.zeros(n, dtype=theta.dtype)
         line = torch.linspace(-1, 1, n, dtype=theta.dtype)
-        return line if align_corners else line * ((n - 1) / n)
-    _, _, h, w = size
+        return line if align_corners else line * (n - 1) / n
+    batch, _, h, w = size
     base = torch.stack([positions(w).expand(h, w), positions(h).unsqueeze(1).expand(h, w),
                         torch.ones(h, w, dtype=theta.dtype)], -1)
-    return (base.reshape(1, h * w, 3) @ theta.transpose(1, 2)).reshape(-1, h, w, 2)
+    return (base.reshape(1, h * w, 3) @ theta.transpose(1, 2)).reshape(batch, h, w, 2)
+
+
+def _rrelu_with_noise(x, noise, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+    """RReLU in eval: leaky_relu with the mean of the slopes' range (in
+    training it draws its slopes: refused as random)."""
+    if training:
+        return NotImplemented
+    return torch.nn.functional.leaky_relu(x, (lower + upper) / 2)
 
 
 def _triple(value):
@@ -399,6 +426,16 @@ def _max_pool3d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, c
     unbatched = x.dim() == 4
     x = x.unsqueeze(0) if unbatched else x
     dt, dh, dw = _triple(dilation)
+    (kt, _, _), (st, _, _), (pt, _, _) = (_triple(kernel_size), _triple(stride or kernel_size),
+                                          _triple(padding))
+    frames = x.shape[2]
+    span = frames + 2 * pt - dt * (kt - 1) - 1
+    windows = (span + (st - 1 if ceil_mode else 0)) // st + 1
+    for o in range(max(windows, 0)):
+        if all(not 0 <= o * st - pt + k * dt < frames for k in range(kt)):
+            raise TraceError(f"max_pool3d: window {o} of the frames lies wholly in the padding "
+                             f"(kernel {kt}, stride {st}, padding {pt}, dilation {dt} over "
+                             f"{frames} frames)")
     (frames, in_frame), (values, flat), (n, c, oh, ow) = _frames_then_time(
         x, aten.max_pool2d_with_indices, kernel_size, stride, padding,
         lambda stage: ([dh, dw] if stage == 0 else [dt, 1], ceil_mode))
@@ -415,6 +452,8 @@ def _avg_pool3d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_inc
     T: each window's divisor is the product of its dims' (with or without
     padding), so the mean of means is the mean; a divisor_override divides
     the two stages' sums once."""
+    if not x.dtype.is_floating_point:
+        return NotImplemented  # two integer averages would truncate twice
     unbatched = x.dim() == 4
     x = x.unsqueeze(0) if unbatched else x
     divisor = None if divisor_override is None else 1
@@ -567,6 +606,8 @@ def _hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtyp
     cos(2 pi n / (N - 1)), over one point more when periodic (then
     dropped); hann_window is alpha = beta = 0.5."""
     dtype = dtype or torch.get_default_dtype()
+    if not dtype.is_floating_point:
+        return NotImplemented  # eager's error
     if window_length <= 1:
         return torch.ones(window_length, dtype=dtype)
     points = window_length + 1 if periodic else window_length
@@ -679,6 +720,7 @@ DECOMPOSITIONS = {
     aten.replication_pad1d.default: _edge_pad(reflect=False),
     aten.replication_pad2d.default: _edge_pad(reflect=False),
     aten.replication_pad3d.default: _edge_pad(reflect=False),
+    aten.rrelu_with_noise.default: _rrelu_with_noise,
     aten.scatter.src: _scatter,
     aten.scatter.value: _scatter,
     aten.scatter_.src: _in_place(_scatter),
@@ -724,9 +766,11 @@ def _embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2.0,
     """F.embedding_bag (nn.EmbeddingBag) of a 2-D input, bags of one size,
     as an embedding and a reduction over each bag: ATen's form takes the
     bags' offsets as a tensor. Entries equal to padding_idx take no part (a
-    bag of padding alone gives zeros, as eager)."""
-    if max_norm is not None:
-        return NotImplemented  # renormalizes weight in place: ATen's form refuses it
+    bag of padding alone gives zeros, as eager). A max over a NaN is NaN
+    (eager's running max keeps a NaN only when it comes first)."""
+    if (max_norm is not None  # renormalizes weight in place
+            or include_last_offset or (per_sample_weights is not None and mode != "sum")):
+        return NotImplemented  # ATen's form: refused, or eager's error
     if input.dim() != 2 or offsets is not None:
         raise TraceError("embedding_bag over 1-D indices with offsets (bags of varying size): "
                          "Kiln takes a 2-D input of bags of one size; pad the shorter bags with "

@@ -170,9 +170,9 @@ def _create_name_from_last(self, candidate, obj):
     legal = self._illegal_char_regex.sub("_", candidate)
     match = self._name_suffix_regex.match(legal)
     base = legal if match is None else match.group(1)
-    if legal in self._used_names and base in last:
+    if base in last:  # (a builtin's name, "slice", is never given bare)
         given = 0 if match is None else int(match.group(2))
-        candidate = f"{base}_{max(given, last[base])}"
+        candidate = f"{base}_{max(given, last[base] + 1)}"
     name = _FX_CREATE_NAME(self, candidate, obj)
     if name == base:
         last.setdefault(base, 0)
@@ -593,21 +593,34 @@ def _refuse_random(gm):
 
 
 def _module_state(fn):
-    """A module's parameters and buffers, detached (none for a function)."""
+    """(names, tensors) of a module's parameters and buffers: each tensor
+    once, and names[i] every name tensors[i] has (tied weights have two);
+    none for a function."""
     if not isinstance(fn, torch.nn.Module):
-        return []
-    return [t.detach() for _, t in itertools.chain(fn.named_parameters(), fn.named_buffers())]
+        return [], []
+    names, tensors, position = [], [], {}
+    for prefix, module in fn.named_modules(remove_duplicate=False):
+        for kind in (module._parameters, module._buffers):
+            for name, tensor in kind.items():
+                if tensor is None:
+                    continue
+                if id(tensor) not in position:
+                    position[id(tensor)] = len(tensors)
+                    names.append([])
+                    tensors.append(tensor.detach())
+                names[position[id(tensor)]].append(f"{prefix}.{name}" if prefix else name)
+    return names, tensors
 
 
-def _state_as_inputs(module, count):
-    """module(*inputs) as a function of (*inputs, *state): its `count`
-    parameters and buffers (_module_state's order) taken from the last
-    arguments."""
-    names = [name for name, _ in itertools.chain(module.named_parameters(),
-                                                 module.named_buffers())]
+def _state_as_inputs(module, names):
+    """module(*inputs) as a function of (*inputs, *state): its parameters
+    and buffers (_module_state's) taken from the last arguments, each
+    under all its names."""
+    count = len(names)
 
     def call(*args):
-        state = dict(zip(names, args[len(args) - count:]))
+        state = {name: tensor for tensor_names, tensor in zip(names, args[len(args) - count:])
+                 for name in tensor_names}
         return torch.nn.utils.stateless.functional_call(module, state, args[:len(args) - count])
     return call
 
@@ -616,16 +629,18 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     """(graph, lifted, the graph module that computes the graph's outputs
     from list(inputs) + lifted, structure). With `weights_seed`, the lifted weights are
     replaced by other random values of the same shapes."""
-    state = _module_state(fn)
+    names, state = _module_state(fn)
     half = any(t.dtype == torch.float16 for t in itertools.chain(inputs, state))
+    traced = fn
     if half:
         # Traced with fake tensors (eager has almost no float16 kernels),
         # which make_fx makes of its inputs only: a module's own tensors
         # become inputs too.
-        fn = _state_as_inputs(fn, len(state))
+        traced = _state_as_inputs(fn, names)
     else:
         state = []
-    gm, structure = trace_fx(fn, list(inputs) + state, tracing_mode="fake" if half else "real")
+    gm, structure = trace_fx(traced, list(inputs) + state,
+                             tracing_mode="fake" if half else "real")
     _refuse_random(gm)
     functionalize(gm)
     _scalars_second(gm)
