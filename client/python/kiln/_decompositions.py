@@ -271,6 +271,64 @@ def _sort_last(rows, descending):
     return torch.gather(rows, -1, indices), indices
 
 
+def _prefixes(x, dim, fill):
+    """(x's rows along dim as the last, [..., i, j]: row element j where
+    j <= i and `fill` after i, the positions 0..n-1, the j <= i mask)."""
+    rows = x.movedim(dim, -1)
+    n = rows.shape[-1]
+    if n > _MAX_SORT:
+        raise TraceError(f"a cumulative op along a dim of {n}: Kiln compares every pair, up to "
+                         f"{_MAX_SORT} elements")
+    index = torch.arange(n)
+    upto = index.unsqueeze(-1) >= index
+    return rows, torch.where(upto, rows.unsqueeze(-2), fill), index, upto
+
+
+def _cumulative_extreme(largest):
+    """cummax (cummin) as eager: the running max (min), NaN from the first
+    NaN on, and the last position so far holding it."""
+    def extreme(x, dim):
+        if x.dim() == 0:
+            return x.clone(), torch.zeros((), dtype=torch.int64)
+        if x.dtype == torch.bool:
+            values, indices = extreme(x.long(), dim)
+            return values.bool(), indices
+        bounds = torch.finfo(x.dtype) if x.dtype.is_floating_point else torch.iinfo(x.dtype)
+        fill = (-math.inf if largest else math.inf) if x.dtype.is_floating_point else (
+            bounds.min if largest else bounds.max)
+        rows, prefix, index, upto = _prefixes(x, dim, fill)
+        values = prefix.amax(-1) if largest else prefix.amin(-1)
+        value, element = values.unsqueeze(-1), rows.unsqueeze(-2)
+        holds = (element == value) | ((element != element) & (value != value))
+        indices = torch.where(upto & holds, index, -1).amax(-1)
+        return values.movedim(-1, dim), indices.movedim(-1, dim)
+    return extreme
+
+
+def _logsumexp(x, dim, keepdim=False):
+    """logsumexp as eager: the max subtracted first, taken as 0 where it is
+    infinite, so a row of -inf gives -inf and one with inf gives inf
+    (PyTorch 1.13's decomposition subtracts it as it is: NaN)."""
+    if not x.dtype.is_floating_point:
+        x = x.to(torch.get_default_dtype())
+    maxes = torch.amax(x, dim, keepdim=True)
+    maxes = maxes.masked_fill(maxes.abs() == math.inf, 0.0)
+    result = torch.sum(torch.exp(x - maxes), dim, keepdim=True).log() + maxes
+    if not keepdim:
+        for d in sorted((d % max(x.dim(), 1) for d in dim), reverse=True):
+            result = result.squeeze(d)
+    return result
+
+
+def _logcumsumexp(x, dim):
+    """logcumsumexp as the logsumexp of each prefix (eager adds one term at
+    a time: the same within rounding)."""
+    if x.dim() == 0:
+        return x.clone()
+    _, prefix, _, _ = _prefixes(x, dim, -math.inf)
+    return _logsumexp(prefix, [-1]).movedim(-1, dim)
+
+
 def _sort(x, dim=-1, descending=False, *, stable=None):
     """sort (and argsort, msort) by comparisons (_sort_last)."""
     if x.dim() == 0:
@@ -655,7 +713,7 @@ _PYTORCHS = [
     aten.addcdiv, aten.addcmul, aten.addr, aten.binary_cross_entropy,
     aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed, aten.diagonal, aten.dot,
     aten.eye, aten.glu, aten.grid_sampler_2d, aten.im2col, aten._log_softmax_backward_data,
-    aten.log_sigmoid_forward, aten.logit, aten.logsumexp, aten.mish, aten.mv, aten.roll,
+    aten.log_sigmoid_forward, aten.logit, aten.mish, aten.mv, aten.roll,
     aten.rot90, aten.sinc, aten.soft_margin_loss, aten.softplus, aten.threshold,
     aten.upsample_bicubic2d, aten.upsample_bilinear2d,
     aten.binary_cross_entropy_backward, aten.glu_backward,
@@ -686,6 +744,8 @@ DECOMPOSITIONS = {
     aten.clamp_max.Tensor: torch.minimum,
     aten.clamp_min.Tensor: torch.maximum,
     aten.constant_pad_nd.default: _constant_pad_nd,
+    aten.cummax.default: _cumulative_extreme(largest=True),
+    aten.cummin.default: _cumulative_extreme(largest=False),
     aten.convolution_backward.default: _convolution_backward,
     aten.hamming_window.default: _hamming_window,
     aten.hamming_window.periodic: _hamming_window,
@@ -702,6 +762,8 @@ DECOMPOSITIONS = {
     aten.isposinf.default: lambda x: x == float("inf"),
     aten.linalg_vector_norm.default: _vector_norm,
     aten.linspace.default: _linspace,
+    aten.logcumsumexp.default: _logcumsumexp,
+    aten.logsumexp.default: _logsumexp,
     aten.logspace.default: _logspace,
     aten.max_pool3d_with_indices.default: _max_pool3d_with_indices,
     aten.median.default: _median,
