@@ -396,6 +396,10 @@ def test_ops_kiln_takes_decomposed_match_eager():
         torch.diag_embed, lambda a: a[:, :4].diagonal(), torch.rot90,
         lambda a: a[:, :4] + torch.eye(4),
         lambda a: functional.unfold(image * a.sum(), 3, padding=1),
+        lambda a: functional.fold(a.reshape(1, 4, 6), (3, 4), 2),  # overlap-add
+        lambda a: functional.fold(a, (2, 6), (1, 2), stride=(1, 2)),  # unbatched, strided
+        lambda a: functional.fold(functional.unfold(image * a.sum(), 3, padding=1), (6, 6), 3,
+                                  padding=1),
         lambda a: functional.interpolate(image * a.sum(), scale_factor=2, mode="bicubic"),
         lambda a: a.logsumexp(1), torch.sinc,
         lambda a: functional.normalize(a, dim=1), lambda a: a.norm(dim=1), lambda a: a.norm(),

@@ -456,6 +456,30 @@ def _rrelu_with_noise(x, noise, lower=0.125, upper=1.0 / 3, training=False, gene
     return torch.nn.functional.leaky_relu(x, (lower + upper) / 2)
 
 
+def _col2im(x, output_size, kernel_size, dilation, padding, stride):
+    """F.fold: each kernel position's blocks added onto a padded canvas at
+    the strided rows and columns they came from (slice scatters), then the
+    padding cut away. Overlap-add, as eager, in kernel order."""
+    unbatched = x.dim() == 2
+    x = x.unsqueeze(0) if unbatched else x
+    (h, w), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (
+        output_size, kernel_size, dilation, padding, stride)
+    blocks_h = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    blocks_w = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    n, channels = x.shape[0], x.shape[1] // (kh * kw)
+    blocks = x.reshape(n, channels, kh, kw, blocks_h, blocks_w)
+    canvas = torch.zeros(n, channels, h + 2 * ph, w + 2 * pw, dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            top, left = i * dh, j * dw
+            rows = canvas[:, :, top:top + sh * (blocks_h - 1) + 1:sh]
+            added = rows[..., left:left + sw * (blocks_w - 1) + 1:sw] + blocks[:, :, i, j]
+            rows = rows.slice_scatter(added, 3, left, left + sw * (blocks_w - 1) + 1, sw)
+            canvas = canvas.slice_scatter(rows, 2, top, top + sh * (blocks_h - 1) + 1, sh)
+    result = canvas[:, :, ph:ph + h, pw:pw + w]
+    return result[0] if unbatched else result
+
+
 def _triple(value):
     value = [value] if isinstance(value, int) else list(value)
     return value * 3 if len(value) == 1 else value
@@ -741,6 +765,7 @@ DECOMPOSITIONS = {
     aten.bitwise_or.Tensor: _logical("or"),
     aten.bitwise_xor.Tensor: _logical("xor"),
     aten.clamp.Tensor: _clamp_tensor,
+    aten.col2im.default: _col2im,
     aten.clamp_max.Tensor: torch.minimum,
     aten.clamp_min.Tensor: torch.maximum,
     aten.constant_pad_nd.default: _constant_pad_nd,
