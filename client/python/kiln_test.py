@@ -794,6 +794,39 @@ def test_cumulative_extremes_and_log_sums_match_eager_with_nans_and_infinities()
         torch.testing.assert_close(kiln.compile(fn, [a])(a), fn(a), equal_nan=True)
 
 
+def test_elementwise_and_small_linear_algebra_functions_match_eager():
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 6), torch.randn(4, 6)
+    signed = torch.cat([y[:3], torch.tensor([[-0.0] * 6])])
+    with_nan = torch.where(y > 1, float("nan"), x)
+    cases = [
+        torch.hypot, lambda a, b: torch.hypot(a * 1e30, b * 1e-30), torch.logaddexp,
+        torch.logaddexp2, lambda a, b: torch.logaddexp(a, a.new_full(a.shape, float("-inf"))),
+        lambda a, b: torch.heaviside(a.round(), b), lambda a, b: torch.copysign(a, signed),
+        lambda a, b: torch.frac(a * 3), lambda a, b: torch.deg2rad(a) + torch.rad2deg(b),
+        lambda a, b: torch.sgn(a), lambda a, b: torch.signbit(signed).float(),
+        lambda a, b: torch.isclose(a, b + 1e-9).float() + torch.isclose(a, a + 1e-7).float(),
+        lambda a, b: torch.special.xlog1py(a.round(), b.abs()),
+        lambda a, b: torch.special.entr(torch.cat([a, torch.zeros(1, 6)])),
+        lambda a, b: torch.nansum(with_nan), lambda a, b: torch.nanmean(with_nan, 1),
+        lambda a, b: torch.nansum(a, 0, keepdim=True), lambda a, b: list(torch.std_mean(a, 1)),
+        lambda a, b: list(torch.std_mean(a)), lambda a, b: list(torch.aminmax(a, dim=1)),
+        lambda a, b: list(torch.aminmax(a)), lambda a, b: torch.trace(a[:, :4]),
+        lambda a, b: torch.addmv(a[0, :4], a[:4], b[0], beta=0.5, alpha=2),
+        lambda a, b: torch.cross(a[:, :3], b[:, :3], dim=1),
+        lambda a, b: torch.linalg.cross(a[:3], b[:3], dim=0),
+        lambda a, b: torch.block_diag(a[:2, :2], b[:1, :3], a[0, :2]),
+        lambda a, b: a.reshape(-1)[torch.tril_indices(3, 3)[1]],
+        lambda a, b: a.reshape(-1)[torch.triu_indices(3, 4, 1)[1] * 4],
+        lambda a, b: torch.bucketize(a, torch.tensor([-1.0, 0.0, 1.0])),
+        lambda a, b: torch.bucketize(a.round(), torch.tensor([-1.0, 0.0, 1.0]), right=True),
+        lambda a, b: torch.searchsorted(torch.sort(b, -1).values, a),
+        lambda a, b: torch.searchsorted(torch.sort(b[0]).values, a, side="right"),
+    ]
+    for fn in cases:
+        torch.testing.assert_close(kiln.compile(fn, [x, y])(x, y), fn(x, y), equal_nan=True)
+
+
 def test_a_boolean_mask_index_is_refused_with_what_to_do_instead():
     x = torch.randn(4, 4)
     with pytest.raises(kiln.KilnError, match=r"boolean mask .* use torch.where"):

@@ -10,6 +10,7 @@ ops Kiln's op table has (docs/PYTHON.md, "What the tracer does"):
 
 Each form computes what eager does; kiln_test checks every one against it.
 """
+import functools
 import math
 import struct
 
@@ -480,6 +481,128 @@ def _col2im(x, output_size, kernel_size, dilation, padding, stride):
     return result[0] if unbatched else result
 
 
+# Elementwise functions as eager's CPU kernels write them, from ops Kiln has.
+
+def _hypot(a, b):
+    """sqrt(a^2 + b^2) scaled by the larger magnitude, so that it neither
+    overflows nor underflows where std::hypot (eager's) does not; an inf
+    wins over a NaN, as there."""
+    a, b = a.abs(), b.abs()
+    large = torch.maximum(a, b)
+    scale = torch.where(large == 0, 1.0, large)
+    ratio = torch.minimum(a, b) / scale
+    result = scale * torch.sqrt(1 + ratio * ratio)
+    return torch.where((a == math.inf) | (b == math.inf), math.inf, result)
+
+
+def _log_add_exp(base2):
+    """logaddexp (logaddexp2): the larger plus log1p(exp(-|a - b|)), and
+    an infinity added to itself is that infinity, as eager."""
+    def op(a, b):
+        larger = torch.maximum(a, b)
+        gap = -(a - b).abs()
+        if base2:
+            result = larger + torch.log1p(torch.exp2(gap)) / math.log(2)
+        else:
+            result = larger + torch.log1p(torch.exp(gap))
+        return torch.where((a == b) & (a.abs() == math.inf), a, result)
+    return op
+
+
+def _signbit(x):
+    """x < 0, and -0.0 too (its reciprocal is -inf); a NaN's sign is not
+    read (Kiln has no bit views of floats): false."""
+    if not x.dtype.is_floating_point:
+        return x < 0
+    return (x < 0) | ((x == 0) & (1 / x < 0))
+
+
+def _copysign(a, b):
+    magnitude = a.abs() if a.dtype.is_floating_point else a.abs().to(torch.get_default_dtype())
+    return torch.where(_signbit(b), -magnitude, magnitude)
+
+
+def _nansum(x, dim=None, keepdim=False, *, dtype=None):
+    dims = [] if dim is None else dim
+    return torch.where(x != x, 0, x).sum(dims, keepdim=keepdim, dtype=dtype)
+
+
+def _std_mean(x, dim=None, *, correction=None, keepdim=False):
+    variance, mean = torch.var_mean(x, dim, correction=correction, keepdim=keepdim)
+    return torch.sqrt(variance), mean
+
+
+def _addmv(x, matrix, vector, *, beta=1, alpha=1):
+    product = matrix @ vector
+    product = product if alpha == 1 else product * alpha
+    return product if beta == 0 else (x if beta == 1 else x * beta) + product
+
+
+def _xlog1py(x, y):
+    """x * log1p(y), 0 where x is 0 and y is not NaN, as eager."""
+    return torch.where((x == 0) & (y == y), 0.0, x * torch.log1p(y))
+
+
+def _entr(x):
+    """-x log x: 0 at 0, -inf below, NaN at NaN, as eager."""
+    return torch.where(x > 0, -x * torch.log(x), torch.where(x == 0, 0.0, x * math.inf))
+
+
+def _count_below(sorted_sequence, values, right):
+    """How many of each row of sorted_sequence come before each value (<,
+    or <= when right): searchsorted's and bucketize's positions."""
+    rows, points = sorted_sequence.unsqueeze(-2), values.unsqueeze(-1)
+    before = rows <= points if right else rows < points
+    return before.sum(-1)
+
+
+def _searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None,
+                  sorter=None):
+    if sorter is not None:
+        return NotImplemented
+    right = right or side == "right"
+    if sorted_sequence.dim() == 1:
+        count = _count_below(sorted_sequence, values.reshape(-1), right).reshape(values.shape)
+    else:
+        count = _count_below(sorted_sequence, values, right)
+    return count.to(torch.int32 if out_int32 else torch.int64)
+
+
+def _bucketize(values, boundaries, *, out_int32=False, right=False):
+    return _searchsorted(boundaries, values, out_int32=out_int32, right=right)
+
+
+def _cross(a, b, dim=-1):
+    """The cross product along dim (of size 3): a[1] b[2] - a[2] b[1], ...
+    with each rotation an index_select."""
+    one, two = torch.tensor([1, 2, 0]), torch.tensor([2, 0, 1])
+    return (a.index_select(dim, one) * b.index_select(dim, two)
+            - a.index_select(dim, two) * b.index_select(dim, one))
+
+
+def _triangle_indices(lower):
+    """tril_indices / triu_indices: the [2, count] positions, a constant."""
+    def indices(row, col, offset=0, *, dtype=torch.int64, layout=None, device=None,
+                pin_memory=None):
+        pairs = [(i, j) for i in range(row) for j in range(col)
+                 if (j - i <= offset if lower else j - i >= offset)]
+        return torch.tensor([[i for i, _ in pairs], [j for _, j in pairs]], dtype=dtype)
+    return indices
+
+
+def _block_diag(tensors):
+    """block_diag: each block padded with zeros to the full width, then
+    stacked down."""
+    blocks = [t.reshape(1, -1) if t.dim() < 2 else t for t in tensors]
+    width = sum(t.shape[1] for t in blocks)
+    dtype = functools.reduce(torch.promote_types, (t.dtype for t in blocks))
+    rows, left = [], 0
+    for t in blocks:
+        rows.append(torch.nn.functional.pad(t.to(dtype), (left, width - left - t.shape[1])))
+        left += t.shape[1]
+    return torch.cat(rows, 0)
+
+
 def _triple(value):
     value = [value] if isinstance(value, int) else list(value)
     return value * 3 if len(value) == 1 else value
@@ -751,9 +874,36 @@ _PYTORCHS = [
 DECOMPOSITIONS = {
     **get_decompositions(_PYTORCHS),
     aten._cdist_forward.default: _cdist,
+    aten.addmv.default: _addmv,
+    aten.bitwise_and_.Tensor: _in_place(_logical("and")),
+    aten.bitwise_or_.Tensor: _in_place(_logical("or")),
+    aten.block_diag.default: _block_diag,
+    aten.bucketize.Tensor: _bucketize,
+    aten.copysign.Tensor: _copysign,
+    aten.deg2rad.default: lambda x: x * (math.pi / 180),
+    aten.frac.default: lambda x: x - torch.trunc(x),
+    aten.heaviside.default: lambda x, values: torch.where(x == 0, values, (x > 0).to(x.dtype)),
+    aten.hypot.default: _hypot,
+    aten.linalg_cross.default: _cross,
+    aten.logaddexp.default: _log_add_exp(base2=False),
+    aten.logaddexp2.default: _log_add_exp(base2=True),
+    aten.nansum.default: _nansum,
+    aten.rad2deg.default: lambda x: x * (180 / math.pi),
+    aten.searchsorted.Tensor: _searchsorted,
+    aten.sgn.default: torch.sign,
+    aten.signbit.default: _signbit,
+    aten.special_entr.default: _entr,
+    aten.special_xlog1py.default: _xlog1py,
+    aten.std_mean.correction: _std_mean,
+    aten.trace.default: lambda x: x.diagonal().sum(),
+    aten.tril_indices.default: _triangle_indices(lower=True),
+    aten.triu_indices.default: _triangle_indices(lower=False),
     aten._euclidean_dist.default: _euclidean_dist,
     aten._pdist_forward.default: _pdist,
     aten.adaptive_max_pool2d.default: _adaptive_max_pool,
+    aten.aminmax.default: lambda x, *, dim=None, keepdim=False: (
+        torch.amin(x, [] if dim is None else dim, keepdim),
+        torch.amax(x, [] if dim is None else dim, keepdim)),
     aten.affine_grid_generator.default: _affine_grid,
     aten.avg_pool3d.default: _avg_pool3d,
     aten.all.default: _all,
