@@ -165,10 +165,15 @@ def _nll_loss_forward(x, target, weight, reduction, ignore_index):
     return result, total
 
 
+def _class_rows(x):
+    """[N, C, H, W] as [N * H * W, C] rows: the classes made the last dim."""
+    return x.movedim(1, -1).reshape(-1, x.shape[1])
+
+
 def _nll_loss2d_forward(x, target, weight, reduction, ignore_index):
-    """nll_loss over [N, C, H, W] (and [N, C, d], which F.nll_loss views so):
-    the classes made the last dim of [N * H * W, C] rows."""
-    rows = x.movedim(1, -1).reshape(-1, x.shape[1])
+    """nll_loss over [N, C, H, W] (and [N, C, d], which F.nll_loss views so),
+    over _class_rows."""
+    rows = _class_rows(x)
     result, total = _nll_loss_forward(rows, target.reshape(-1), weight, reduction, ignore_index)
     return (result.reshape(target.shape) if reduction == 0 else result), total
 
@@ -197,10 +202,9 @@ def _nll_loss_backward(grad_output, x, target, weight, reduction, ignore_index, 
 def _nll_loss2d_backward(grad_output, x, target, weight, reduction, ignore_index, total_weight):
     """_nll_loss_backward over the [N * H * W, C] rows _nll_loss2d_forward
     reads, moved back to [N, C, H, W]."""
-    rows = x.movedim(1, -1).reshape(-1, x.shape[1])
     grad = grad_output.reshape(-1) if reduction == 0 else grad_output
-    grad = _nll_loss_backward(grad, rows, target.reshape(-1), weight, reduction, ignore_index,
-                              total_weight)
+    grad = _nll_loss_backward(grad, _class_rows(x), target.reshape(-1), weight, reduction,
+                              ignore_index, total_weight)
     return grad.reshape(x.movedim(1, -1).shape).movedim(-1, 1)
 
 
@@ -241,8 +245,17 @@ def _convolution_backward(grad_output, x, weight, bias_sizes, stride, padding, d
     return grad_input, grad_weight, grad_bias
 
 
-# sort compares every pair of a row: rows up to this long.
+# sort and the cumulative ops compare every pair of a row: rows up to this
+# long.
 _MAX_SORT = 4096
+
+
+def _positions(n, what):
+    """0..n-1 for `what` over rows of n, which compares every pair."""
+    if n > _MAX_SORT:
+        raise TraceError(f"{what} along a dim of {n}: Kiln compares every pair, up to "
+                         f"{_MAX_SORT} elements")
+    return torch.arange(n)
 
 
 def _sort_last(rows, descending):
@@ -254,10 +267,7 @@ def _sort_last(rows, descending):
     if rows.dtype == torch.bool:
         values, indices = _sort_last(rows.long(), descending)
         return values.bool(), indices
-    n = rows.shape[-1]
-    if n > _MAX_SORT:
-        raise TraceError(f"sort along a dim of {n}: Kiln sorts by comparing every pair, up to "
-                         f"{_MAX_SORT} elements")
+    index = _positions(rows.shape[-1], "sort")
     a, b = rows.unsqueeze(-1), rows.unsqueeze(-2)  # element i along dim -2, j along dim -1
     precedes = b > a if descending else b < a
     equal = a == b
@@ -265,7 +275,6 @@ def _sort_last(rows, descending):
         nan_a, nan_b = a != a, b != b
         precedes = precedes | ((nan_b & ~nan_a) if descending else (nan_a & ~nan_b))
         equal = equal | (nan_a & nan_b)
-    index = torch.arange(n)
     earlier = index.unsqueeze(-1) > index  # [i, j]: j is earlier than i
     place = (precedes | (equal & earlier)).sum(-1)
     indices = torch.where(place.unsqueeze(-2) == index.unsqueeze(-1), index, 0).sum(-1)
@@ -276,11 +285,7 @@ def _prefixes(x, dim, fill):
     """(x's rows along dim as the last, [..., i, j]: row element j where
     j <= i and `fill` after i, the positions 0..n-1, the j <= i mask)."""
     rows = x.movedim(dim, -1)
-    n = rows.shape[-1]
-    if n > _MAX_SORT:
-        raise TraceError(f"a cumulative op along a dim of {n}: Kiln compares every pair, up to "
-                         f"{_MAX_SORT} elements")
-    index = torch.arange(n)
+    index = _positions(rows.shape[-1], "a cumulative op")
     upto = index.unsqueeze(-1) >= index
     return rows, torch.where(upto, rows.unsqueeze(-2), fill), index, upto
 
@@ -294,9 +299,10 @@ def _cumulative_extreme(largest):
         if x.dtype == torch.bool:
             values, indices = extreme(x.long(), dim)
             return values.bool(), indices
-        bounds = torch.finfo(x.dtype) if x.dtype.is_floating_point else torch.iinfo(x.dtype)
-        fill = (-math.inf if largest else math.inf) if x.dtype.is_floating_point else (
-            bounds.min if largest else bounds.max)
+        if x.dtype.is_floating_point:
+            fill = -math.inf if largest else math.inf
+        else:
+            fill = torch.iinfo(x.dtype).min if largest else torch.iinfo(x.dtype).max
         rows, prefix, index, upto = _prefixes(x, dim, fill)
         values = prefix.amax(-1) if largest else prefix.amin(-1)
         value, element = values.unsqueeze(-1), rows.unsqueeze(-2)
