@@ -119,6 +119,64 @@ def test_results_keep_their_structure_through_compile_and_load(tmp_path):
         kiln.compile(lambda t: {t + 1}, [x])
 
 
+def test_arguments_are_taken_as_the_function_takes_them(tmp_path):
+    def step(x, k, *, scale=2.0, mask=None, pair=(None, None), dtype=torch.float32):
+        y = (x * k * scale).to(dtype)
+        if mask is not None:
+            y = y.masked_fill(mask, 0.0)
+        if pair[0] is not None:
+            y = y + pair[0] - pair[1]
+        return y
+    x = torch.randn(3, 4)
+    mask, a, b = x > 0, torch.randn(3, 4), torch.randn(3, 4)
+    compiled = kiln.compile(step, [x, 3], example_kwargs={"mask": mask, "pair": (a, b)},
+                            dynamic={0: {0: "B"}, "mask": {0: "B"}, "pair_0": {0: "B"},
+                                     "pair_1": {0: "B"}})
+    assert [i["name"] for i in compiled._graph["inputs"]][:4] == ["x_1", "mask_1", "pair_0_1",
+                                                                  "pair_1_1"]
+    before = compiles()
+    torch.testing.assert_close(compiled(x, k=3, pair=(a, b), mask=mask),
+                               step(x, 3, mask=mask, pair=(a, b)))
+    y = torch.randn(7, 4)
+    torch.testing.assert_close(compiled(y, 3, mask=y > 0, pair=(y, y * 2)),
+                               step(y, 3, mask=y > 0, pair=(y, y * 2)))
+    assert compiles() == before, "the traced layout, spelled otherwise, at another batch"
+    # Other plain values or structures are other graphs, each compiled once.
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x, 5, mask=mask, pair=(a, b)),
+                                   step(x, 5, mask=mask, pair=(a, b)))
+        torch.testing.assert_close(compiled(x, 3), step(x, 3))
+        got = compiled(x, 3, dtype=torch.float64)
+        assert got.dtype == torch.float64
+        torch.testing.assert_close(got, step(x, 3, dtype=torch.float64))
+    assert compiles() == before + 3
+    with pytest.raises(TypeError, match="argument 'k' has type object: Kiln takes tensors"):
+        kiln.compile(step, [x, object()])
+    with pytest.raises(TypeError, match="does not fit the function's parameters"):
+        compiled(x, 3, 4)
+    # A package runs the layout it was saved with, whichever way it is spelled.
+    kiln.save(step, [x, 3], str(tmp_path / "step"), example_kwargs={"mask": mask})
+    loaded = kiln.load(str(tmp_path / "step"))
+    torch.testing.assert_close(loaded(x, k=3, mask=mask), step(x, 3, mask=mask))
+    with pytest.raises(kiln.GuardError, match="argument 'k' is 4; it was traced as 3: a loaded "
+                                              "package runs the arguments it was saved with"):
+        loaded(x, 4, mask=mask)
+    # A value that changes at every call is no constant: after 8 layouts,
+    # an error that says so, or eager with fallback="eager".
+    for fallback in ("raise", "eager"):
+        scaled = kiln.compile(lambda t, factor: t * factor, [x, 1.0], fallback=fallback)
+        for factor in range(2, 9):
+            torch.testing.assert_close(scaled(x, float(factor)), x * factor)
+        if fallback == "raise":
+            with pytest.raises(kiln.GuardError, match="argument 'factor' is 9.0; it was traced "
+                               "as 1.0, and <lambda> is compiled for 8 layouts of its arguments "
+                               "already: pass what changes from call to call as a tensor"):
+                scaled(x, 9.0)
+        else:
+            with pytest.warns(RuntimeWarning, match="running eagerly"):
+                torch.testing.assert_close(scaled(x, 9.0), x * 9.0)
+
+
 def test_a_dynamic_batch_compiles_once_for_every_size():
     def layer(x):
         return torch.softmax(x * 3.0, dim=-1)
@@ -208,10 +266,16 @@ def test_inputs_that_require_grad_need_no_grad():
         torch.testing.assert_close(compiled(x), x * 2)
 
 
-def test_a_non_tensor_input_is_a_type_error():
+def test_arguments_the_function_cannot_take_fail_as_the_function_does():
     compiled = kiln.compile(lambda t: t + 1, [torch.randn(3)])
-    with pytest.raises(TypeError, match="input 0 is a list, not a torch.Tensor"):
+    with pytest.raises(TypeError, match=r'can only concatenate list \(not "int"\) to list'):
         compiled([1.0, 2.0, 3.0])
+    with pytest.raises(kiln.UnsupportedOpError, match="the function returns no tensors "
+                                                      r"\(3.0\): there is nothing to compile"):
+        compiled(2.0)
+    with pytest.raises(TypeError, match="input 0 is a CPUComplexFloatType: Kiln runs dense CPU "
+                                        "tensors of float32"):
+        compiled(torch.randn(3, dtype=torch.complex64))
 
 
 def test_a_padded_batch_through_an_encoder_matches_eagers_plain_path():
@@ -988,6 +1052,13 @@ print(len(traced))
     assert after["hits"] == before["hits"], "a local hit: no round trip"
 
 
+def test_stats_are_numbers_all_the_way_down():
+    kiln.compile(f, [torch.randn(5, 5)])(torch.randn(5, 5))
+    daemon = kiln.stats()["daemon"]
+    assert daemon["compiles"] >= 1 and sum(daemon["compile_ms_counts"]) == daemon["compiles"]
+    assert all(isinstance(count, int) for count in daemon["failures_by_kind"].values())
+
+
 def test_kiln_load_refuses_what_is_not_a_package(tmp_path):
     path = str(tmp_path / "other.pt")
     torch.save({"weights": []}, path)
@@ -996,10 +1067,12 @@ def test_kiln_load_refuses_what_is_not_a_package(tmp_path):
     os.makedirs(tmp_path / "dir")
     (tmp_path / "dir" / "package.json").write_text('{"format": "kiln-package-1"}')
     (tmp_path / "dir" / "graph.pb").write_bytes(b"")
-    with pytest.raises(ValueError, match="not 'kiln-package-3'.*save it again"):
+    with pytest.raises(ValueError, match="not 'kiln-package-4'.*save it again"):
         kiln.load(str(tmp_path / "dir"))
-    (tmp_path / "dir" / "package.json").write_text('{"format": "kiln-package-3", "weights": [],'
-                                                   ' "outputs": "tensor"}')
+    (tmp_path / "dir" / "package.json").write_text(
+        '{"format": "kiln-package-4", "weights": [], "outputs": "tensor", "arguments": '
+        '{"parameters": [["x", "POSITIONAL_OR_KEYWORD"]], "parts": [["x", "tensor"]], '
+        '"names": ["x"]}}')
     (tmp_path / "dir" / "weights.bin").write_bytes(b"")
     (tmp_path / "dir" / "graph.pb").write_bytes(b"\xff\xff")
     with pytest.raises(ValueError, match=r"not a Kiln graph \(binary kiln.v1.Graph\)"):

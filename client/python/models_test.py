@@ -2,7 +2,9 @@
 classification model (convolution nets, ViT, Swin and MaxViT: attention,
 relative position tables indexed by tensors, shifted windows built by
 slice writes, padding and rolls), the segmentation models (dict results,
-bilinear upsampling), video nets (3-d convolutions; S3D's 3-d pooling), and language model
+bilinear upsampling), video nets (3-d convolutions; S3D's 3-d pooling;
+MViT's pooled attention), optical flow (RAFT: correlation volumes,
+grid_sample, a recurrent update whose count is an argument), and language model
 blocks written the way such models usually are: GPT-style (a causal mask
 buffer sliced and compared, masked_fill with -inf, tied embeddings),
 Llama-style (RMSNorm, rotary embeddings, grouped-query attention through
@@ -75,6 +77,26 @@ def test_a_video_model_matches_eager():
 def test_a_video_model_with_3d_pooling_matches_eager():
     torch.manual_seed(0)
     matches_eager(torchvision.models.video.s3d().eval(), torch.randn(1, 3, 16, 224, 224))
+
+
+def test_a_video_transformer_matches_eager():
+    torch.manual_seed(0)
+    matches_eager(torchvision.models.video.mvit_v2_s().eval(), torch.randn(1, 3, 16, 224, 224))
+
+
+def test_an_optical_flow_model_with_its_iterations_as_an_argument_matches_eager():
+    torch.manual_seed(0)
+    model = torchvision.models.optical_flow.raft_small().eval()
+    first, second = torch.randn(1, 3, 128, 128), torch.randn(1, 3, 128, 128)
+    with torch.no_grad():
+        compiled = kiln.compile(model, [first, second], example_kwargs={"num_flow_updates": 3})
+        for updates in (3, 2):  # another count of iterations is another graph
+            expected = model(first, second, num_flow_updates=updates)
+            got = compiled(first, second, num_flow_updates=updates)
+            assert len(got) == len(expected) == updates
+            for flow, want in zip(got, expected):
+                torch.testing.assert_close(flow, want, rtol=1e-3,
+                                           atol=1e-4 * want.abs().max().item())
 
 
 class TextCnn(torch.nn.Module):

@@ -111,10 +111,13 @@ def _default_client():
         return _client
 
 
+_MAX_LAYOUTS = 8  # layouts of its arguments one compiled function takes
+
+
 class Compiled:
     """A compiled function or module: call it like the original."""
 
-    def __init__(self, native, lifted, structure, fn, fallback, graph):
+    def __init__(self, native, lifted, structure, fn, fallback, graph, layout, options=None):
         self._native = native
         self._lifted = lifted
         self._structure = structure
@@ -126,6 +129,11 @@ class Compiled:
         self._fallback = fallback
         self._graph_or_path = graph  # a dict, or the path of its JSON file (read when needed)
         self._warned = False
+        self._layout = layout  # how the traced call's arguments held the graph's inputs
+        self._plain = layout.plain
+        self._count = len(layout.names)
+        self._options = options  # compile's, for other layouts; None: a loaded package
+        self._variants = {}  # another layout's key -> what compile made of a call with it
 
     @property
     def _graph(self):
@@ -134,27 +142,78 @@ class Compiled:
                 self._graph_or_path = json.load(graph_file)
         return self._graph_or_path
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if self._plain and not kwargs and len(args) == self._count:
+            try:
+                outputs = self._native(*args, *self._lifted)
+            except TypeError:  # not all tensors: another layout, or a clear error
+                return self._call_with_layout(args, kwargs)
+            except (DaemonUnavailable, UnsupportedOpError) as error:
+                return self._eager(args, kwargs, error)
+            return outputs[0] if self._single else self._results(outputs)
+        return self._call_with_layout(args, kwargs)
+
+    def _run(self, tensors, args, kwargs):
         try:
-            outputs = self._native(*args, *self._lifted)
+            outputs = self._native(*tensors, *self._lifted)
         except (DaemonUnavailable, UnsupportedOpError) as error:
-            if self._fallback != "eager":
-                raise
-            return self._eager(args, error)
+            return self._eager(args, kwargs, error)
+        return self._results(outputs)
+
+    def _results(self, outputs):
         if self._single:
             return outputs[0]
         if self._tuple:
             return tuple(outputs)
         return unflatten_outputs(iter(outputs), self._structure)
 
-    def _eager(self, args, error):
+    def _call_with_layout(self, args, kwargs):
+        from . import _arguments
+        tensors, layout = _arguments.flatten(self._layout.signature, args, kwargs)
+        if layout.key == self._layout.key:
+            return self._run(tensors, args, kwargs)
+        variant = self._variants.get(layout.key)
+        if variant is None:
+            variant = self._compile_variant(layout, args, kwargs)
+        if isinstance(variant, Compiled):
+            return variant._run(tensors, args, kwargs)
+        return variant(*args, **kwargs)
+
+    def _compile_variant(self, layout, args, kwargs):
+        """What compile makes of a call whose arguments have another layout
+        (another value of a number the graph took as a constant, say)."""
+        difference = self._layout.difference(layout)
+        if self._options is None:
+            raise GuardError(f"{difference}: a loaded package runs the arguments it was saved "
+                             f"with; save a package for each")
+        if len(self._variants) + 1 >= _MAX_LAYOUTS:
+            error = GuardError(f"{difference}, and {self._graph.get('name', 'the function')} is "
+                               f"compiled for {_MAX_LAYOUTS} layouts of its arguments already: "
+                               f"pass what changes from call to call as a tensor")
+            if self._fallback != "eager":
+                raise error
+            return _Eager(self._fn, error)
+        options = dict(self._options)
+        if options["dynamic"]:  # the dims of inputs this layout has
+            inputs = layout.input_names()
+            options["dynamic"] = {key: dims for key, dims in options["dynamic"].items()
+                                  if (key in inputs if isinstance(key, str) else key < len(inputs))}
+        variant = compile(self._fn, args, example_kwargs=kwargs, fallback=self._fallback,
+                          **options)
+        with _lock:
+            return self._variants.setdefault(layout.key, variant)
+
+    def _eager(self, args, kwargs, error):
+        """The original's result, with fallback="eager"; else raises `error`."""
+        if self._fallback != "eager":
+            raise error
         with _lock:
             _counters["eager_fallbacks"] += 1
         if not self._warned:
             self._warned = True
             warnings.warn(f"kiln: running {self._graph.get('name', 'the graph')} eagerly: {error}",
                           RuntimeWarning, stacklevel=3)
-        return self._fn(*args)
+        return self._fn(*args, **kwargs)
 
     def prepare(self):
         """Fetches (compiling on a miss) and loads the artifact now."""
@@ -200,13 +259,13 @@ class _Eager:
         self._error = error
         self._warned = False
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         with _lock:
             _counters["eager_fallbacks"] += 1
         if not self._warned:
             self._warned = True
             warnings.warn(f"kiln: running eagerly: {self._error}", RuntimeWarning, stacklevel=2)
-        return self._fn(*args)
+        return self._fn(*args, **kwargs)
 
 
 def _symbolic(dynamic):
@@ -231,13 +290,22 @@ def _check_on_stride_miss(on_stride_miss):
         raise ValueError(f"on_stride_miss is 'specialize' or 'copy', not {on_stride_miss!r}")
 
 
-def compile(fn, example_inputs, *, dynamic=None, relations=None, buckets=None, fallback="raise",
-            name=None, target="native", on_stride_miss="specialize"):
-    """Traces `fn` (a function or nn.Module) on `example_inputs` and returns a
-    callable that runs Kiln's compiled kernels.
+def compile(fn, example_inputs, *, example_kwargs=None, dynamic=None, relations=None,
+            buckets=None, fallback="raise", name=None, target="native",
+            on_stride_miss="specialize"):
+    """Traces `fn` (a function or nn.Module) called with `example_inputs`
+    (and `example_kwargs`) and returns a callable that runs Kiln's compiled
+    kernels.
+
+    Arguments are tensors, tuples, lists and dicts of them, and plain values
+    (None, bools, numbers, strings, dtypes): the graph takes those as
+    constants, and a call that passes other ones (or other structures) is
+    compiled for them too, up to 8 such layouts (docs/PYTHON.md).
 
     dynamic:   input dims that vary: {0: 0} (input 0's dim 0), {0: [0, 1]},
                or {0: {1: "B"}, 1: {0: "B"}} to name a symbol shared by dims.
+               Inputs are the arguments' tensors in order, by position or
+               by name ({"mask": 1}; a nested one as "batch_mask").
     relations: what symbolic sizes promise, e.g. ["B % 8 == 0", "2 <= B <= 64"].
     buckets:   a warmup plan entry ({"symbols": [{"symbol": "B", "sizes": [1, 8]}]})
                warmed before compile returns (Compiled.warmup).
@@ -259,22 +327,23 @@ def compile(fn, example_inputs, *, dynamic=None, relations=None, buckets=None, f
     if fallback not in ("raise", "eager"):
         raise ValueError(f"fallback is 'raise' or 'eager', not {fallback!r}")
     _check_on_stride_miss(on_stride_miss)
-    from . import _tracing
+    from . import _arguments, _tracing
+    options = {"dynamic": dynamic, "relations": relations, "name": name, "target": target,
+               "on_stride_miss": on_stride_miss}
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
     try:
-        relation_json = [_tracing.parse_relation(text) for text in relations or []]
-        graph, lifted, structure = _tracing.trace_graph(fn, list(example_inputs), name,
-                                                        _symbolic(dynamic), relation_json)
+        graph, lifted, structure, layout = _trace(fn, example_inputs, example_kwargs, name,
+                                                  dynamic, relations)
         native = _native().CompiledGraph(_default_client(), json.dumps(graph), target,
                                          on_stride_miss)
         native.prepare()  # compile errors surface here, not at the first call
-    except (_tracing.TraceError, KilnError) as error:
+    except (_tracing.TraceError, _arguments.ArgumentError, KilnError) as error:
         if fallback == "eager":
             return _Eager(fn, error)
         if isinstance(error, _tracing.TraceError):
             raise UnsupportedOpError(str(error)) from error
         raise
-    compiled = Compiled(native, lifted, structure, fn, fallback, graph)
+    compiled = Compiled(native, lifted, structure, fn, fallback, graph, layout, options)
     if buckets is not None:
         compiled.warmup(buckets)
     return compiled
@@ -294,7 +363,7 @@ def backend(gm, example_inputs):
     return compile(gm, example_inputs, name=type(gm).__name__)
 
 
-_PACKAGE_FORMAT = "kiln-package-3"
+_PACKAGE_FORMAT = "kiln-package-4"
 
 
 def _weight_names(fn, lifted):
@@ -363,7 +432,21 @@ def _read_weights(path, layouts):
     return weights
 
 
-def save(fn, example_inputs, path, *, dynamic=None, relations=None, buckets=None, name=None):
+def _trace(fn, example_inputs, example_kwargs, name, dynamic, relations):
+    """(graph, lifted, structure, layout): _tracing.trace_graph of fn called
+    with the example arguments, whose tensors are the graph's inputs."""
+    from . import _arguments, _tracing
+    relation_json = [_tracing.parse_relation(text) for text in relations or []]
+    inputs, layout = _arguments.flatten(_arguments.signature_of(fn), example_inputs,
+                                        example_kwargs or {})
+    graph, lifted, structure = _tracing.trace_graph(
+        fn, inputs, name, _symbolic(dynamic), relation_json,
+        arguments=None if layout.plain else layout)
+    return graph, lifted, structure, layout
+
+
+def save(fn, example_inputs, path, *, example_kwargs=None, dynamic=None, relations=None,
+         buckets=None, name=None):
     """Traces `fn` and writes a package for kiln.load: a directory with
 
         graph.json    the graph (kiln.v1.Graph; symbolic dims, relations): what
@@ -378,11 +461,9 @@ def save(fn, example_inputs, path, *, dynamic=None, relations=None, buckets=None
 
     Nothing is compiled here. (`kiln export` is the admin CLI's cache
     bundle: another thing.)"""
-    from . import _tracing
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
-    relation_json = [_tracing.parse_relation(text) for text in relations or []]
-    graph, lifted, structure = _tracing.trace_graph(fn, list(example_inputs), name,
-                                                    _symbolic(dynamic), relation_json)
+    graph, lifted, structure, layout = _trace(fn, example_inputs, example_kwargs, name, dynamic,
+                                              relations)
     graph_json = json.dumps(graph, indent=1)
     binary = _native().graph_to_binary(graph_json)
     os.makedirs(path, exist_ok=True)
@@ -393,6 +474,7 @@ def save(fn, example_inputs, path, *, dynamic=None, relations=None, buckets=None
     layouts = _write_weights(lifted, os.path.join(path, "weights.bin"))
     with open(os.path.join(path, "package.json"), "w") as out:
         json.dump({"format": _PACKAGE_FORMAT,
+                   "arguments": layout.to_json(),
                    "outputs": structure,
                    "weights": [{"name": weight_name, **layout} for weight_name, layout
                                in zip(_weight_names(fn, lifted), layouts)]}, out, indent=1)
@@ -427,7 +509,7 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
         raise ValueError(f"{path} is not a package of this Kiln (format "
                          f"{package.get('format') if isinstance(package, dict) else None!r}, "
                          f"not {_PACKAGE_FORMAT!r}): save it again with kiln.save")
-    missing = [key for key in ("weights", "outputs") if key not in package]
+    missing = [key for key in ("arguments", "weights", "outputs") if key not in package]
     if missing:
         raise ValueError(f"{path}/package.json lacks {', '.join(map(repr, missing))}: the package "
                          f"is damaged; save it again with kiln.save")
@@ -445,8 +527,10 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
         if fallback == "eager":
             return _Eager(module, error)
         raise
+    from . import _arguments
     compiled = Compiled(native, weights, package["outputs"], module, fallback,
-                        os.path.join(path, "graph.json"))
+                        os.path.join(path, "graph.json"),
+                        _arguments.Layout.from_json(package["arguments"]))
     plan = os.path.join(path, "plan.json")
     if warmup and os.path.exists(plan):
         with open(plan) as plan_file:
@@ -456,9 +540,14 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
 
 def _numbers(message):
     """A message from the extension (protobuf JSON, int64s as strings) with
-    its integers as ints."""
-    return {key: int(value) if isinstance(value, str) and value.lstrip("-").isdigit() else value
-            for key, value in message.items()}
+    its integers as ints, nested ones too."""
+    if isinstance(message, dict):
+        return {key: _numbers(value) for key, value in message.items()}
+    if isinstance(message, list):
+        return [_numbers(value) for value in message]
+    if isinstance(message, str) and message.lstrip("-").isdigit():
+        return int(message)
+    return message
 
 
 def explain(compiled):

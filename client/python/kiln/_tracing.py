@@ -241,7 +241,11 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
 
     def slow_paths(*args):
         with TracingMode():
-            tensors, shape = flatten_outputs(fn(*args))
+            result = fn(*args)
+            tensors, shape = flatten_outputs(result)
+        if not tensors:
+            raise TraceError(f"the function returns no tensors ({result!r}): there is nothing "
+                             f"to compile")
         structure[:] = [shape]
         return tensors
     if _takes_exactly(fn, len(inputs)):
@@ -571,14 +575,17 @@ def to_kiln(gm, inputs, name, symbols=None):
     return graph
 
 
-def trace_graph(fn, inputs, name, symbolic=None, relations=None):
+def trace_graph(fn, inputs, name, symbolic=None, relations=None, arguments=None):
     """(graph JSON dict, lifted, structure) for fn(*inputs) without computing
     a reference: `lifted` are the weights and buffers lifted into graph
     inputs after `inputs` (detached tensors sharing the module's storage, so
     in-place updates are seen); `structure` is how fn's result holds the
     graph's outputs (flatten_outputs). `symbolic` and `relations` are as for
-    trace. Raises TraceError for a graph Kiln cannot take."""
-    graph, lifted, _, structure = _trace_graph(fn, inputs, name, symbolic, relations)
+    trace; `arguments` (an _arguments.Layout) says how `inputs` make fn's
+    call when they are not its positional arguments. Raises TraceError for a
+    graph Kiln cannot take."""
+    graph, lifted, _, structure = _trace_graph(fn, inputs, name, symbolic, relations,
+                                               arguments=arguments)
     return graph, lifted, structure
 
 
@@ -612,33 +619,39 @@ def _module_state(fn):
     return names, tensors
 
 
-def _state_as_inputs(module, names):
-    """module(*inputs) as a function of (*inputs, *state): its parameters
-    and buffers (_module_state's) taken from the last arguments, each
-    under all its names."""
-    count = len(names)
+def _flat_function(fn, arguments, state_names):
+    """fn as a function of the graph's inputs: its arguments' tensors
+    (`arguments`, an _arguments.Layout, says how they make its call; None:
+    they are its positional arguments), then with `state_names` a module's
+    parameters and buffers (_module_state's), each under all its names."""
+    if arguments is None and not state_names:
+        return fn
+    count = len(state_names)
 
-    def call(*args):
-        state = {name: tensor for tensor_names, tensor in zip(names, args[len(args) - count:])
-                 for name in tensor_names}
-        return torch.nn.utils.stateless.functional_call(module, state, args[:len(args) - count])
-    return call
+    def call(*tensors):
+        own = tensors[:len(tensors) - count]
+        args, kwargs = arguments.rebuild(own) if arguments is not None else (own, {})
+        if not count:
+            return fn(*args, **kwargs)
+        state = {name: tensor for names, tensor in zip(state_names, tensors[len(own):])
+                 for name in names}
+        return torch.nn.utils.stateless.functional_call(fn, state, tuple(args), kwargs)
+    return call if arguments is None else arguments.named(call, count)
 
 
-def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=None):
+def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=None,
+                 arguments=None):
     """(graph, lifted, the graph module that computes the graph's outputs
     from list(inputs) + lifted, structure). With `weights_seed`, the lifted weights are
     replaced by other random values of the same shapes."""
     names, state = _module_state(fn)
     half = any(t.dtype == torch.float16 for t in itertools.chain(inputs, state))
-    traced = fn
-    if half:
-        # Traced with fake tensors (eager has almost no float16 kernels),
-        # which make_fx makes of its inputs only: a module's own tensors
-        # become inputs too.
-        traced = _state_as_inputs(fn, names)
-    else:
-        state = []
+    if not half:
+        names, state = [], []
+    # Traced with fake tensors (eager has almost no float16 kernels), which
+    # make_fx makes of its inputs only: a float16 module's own tensors
+    # become inputs too.
+    traced = _flat_function(fn, arguments, names)
     gm, structure = trace_fx(traced, list(inputs) + state,
                              tracing_mode="fake" if half else "real")
     _refuse_random(gm)
@@ -656,7 +669,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     all_inputs = list(inputs) + lifted
     graph = to_kiln_half(gm, all_inputs, name) if half else to_kiln(gm, all_inputs, name)
     if symbolic:
-        mark_symbolic(fn, inputs, graph, symbolic, name)
+        mark_symbolic(fn, inputs, graph, symbolic, name, arguments)
     if relations:
         graph["relations"] = relations
     return graph, lifted, gm, structure
@@ -853,7 +866,7 @@ def baked_in_error(node, twin, symbol):
                       f"{what}: {advice}")
 
 
-def mark_symbolic(fn, inputs, graph, symbolic, name):
+def mark_symbolic(fn, inputs, graph, symbolic, name, arguments=None):
     """Makes the listed input dims symbolic, refusing baked-in sizes. One
     more trace per symbol, with only that symbol's dims one larger, tells
     which symbols each size moves with (S * B from S, B, 2 * S)."""
@@ -887,7 +900,7 @@ def mark_symbolic(fn, inputs, graph, symbolic, name):
                 grown[position] = torch.zeros(sizes, dtype=inputs[position].dtype,
                                               requires_grad=inputs[position].requires_grad)
         try:
-            twins[symbol], _, _ = trace_graph(fn, grown, name)
+            twins[symbol], _, _ = trace_graph(fn, grown, name, arguments=arguments)
         except TraceError:
             raise
         except Exception as error:  # torch's own shape checks
