@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "cache/local_index.h"
 #include "cache/object_dir.h"
@@ -113,13 +114,26 @@ absl::StatusOr<std::unique_ptr<Transport>> ConnectTransport(const std::string& s
 }
 
 // One handshake: the daemon's versions, whatever they are.
-absl::StatusOr<kiln::v1::HelloResponse> Hello(Transport& transport,
-                                              const std::string& client_name) {
+absl::StatusOr<kiln::v1::HelloResponse> Hello(Transport& transport, const std::string& client_name,
+                                              absl::Duration timeout) {
   kiln::v1::HelloRequest request;
   request.set_protocol_version(kProtocolVersion);
   request.set_abi_version(KILN_ABI_VERSION);
   request.set_client(client_name);
-  return Call<kiln::v1::HelloResponse>(transport, "Hello", request, absl::Seconds(5));
+  return Call<kiln::v1::HelloResponse>(transport, "Hello", request, timeout);
+}
+
+// An unanswered call's status, saying which kilnd and what to do.
+absl::Status Unanswered(const absl::Status& status, const std::string& socket_path, pid_t pid) {
+  const std::string advice =
+      pid > 0 ? absl::StrCat(" (`ps -o stat,pcpu -p ", pid, "` tells which); `kill ", pid,
+                             "` lets the next client start another")
+              : "";
+  absl::Status unanswered = absl::DeadlineExceededError(
+      absl::StrCat(pid > 0 ? absl::StrCat("kilnd (pid ", pid, ") on ") : "kilnd on ", socket_path,
+                   ": ", status.message(), ". It is stopped, hung or overloaded", advice));
+  unanswered.SetPayload(kUnansweredPayload, absl::Cord());
+  return unanswered;
 }
 
 std::string FindDaemon(const std::string& configured) {
@@ -276,6 +290,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   return client;
 }
 
+bool IsUnanswered(const absl::Status& status) {
+  return status.GetPayload(kUnansweredPayload).has_value();
+}
+
 absl::StatusOr<kiln::v1::HelloResponse> Client::daemon() {
   RETURN_IF_ERROR(Connection().status());
   absl::MutexLock lock(&mutex_);
@@ -294,7 +312,11 @@ absl::Status Client::ConnectLocked(bool replace_other_version) {
   ucred peer{};
   ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport,
                    ConnectTransport(socket_path, *trusted_, &peer));
-  absl::StatusOr<kiln::v1::HelloResponse> answered = Hello(*transport, options_.client_name);
+  absl::StatusOr<kiln::v1::HelloResponse> answered =
+      Hello(*transport, options_.client_name, std::min(absl::Seconds(5), options_.rpc_timeout));
+  if (IsUnanswered(answered.status())) {
+    return Unanswered(answered.status(), socket_path, peer.pid);
+  }
   if (answered.status().code() == absl::StatusCode::kCancelled) {
     // A draining kilnd cancels calls that reach it after its listener
     // closed: as good as nobody listening (its successor will).
@@ -494,6 +516,10 @@ absl::Status Client::RpcInto(const char* method, const google::protobuf::Message
     ASSIGN_OR_RETURN(std::shared_ptr<Transport> transport, Connection());
     const absl::Status called =
         CallInto(*transport, method, request, options_.rpc_timeout, response);
+    if (IsUnanswered(called)) {
+      absl::MutexLock lock(&mutex_);
+      return Unanswered(called, options_.socket_path, static_cast<pid_t>(hello_.pid()));
+    }
     const absl::StatusCode code = called.code();
     if ((code != absl::StatusCode::kUnavailable && code != absl::StatusCode::kCancelled) ||
         attempt == kAttempts || InterruptScope::Interrupted()) {

@@ -86,6 +86,11 @@ class InterruptScope {
   InterruptScope* outer_;
 };
 
+// Whether `status` says a kilnd took the connection but did not answer in
+// time: it is stopped, hung or overloaded. To its callers, as good as no
+// daemon (the Python package raises DaemonUnavailable).
+bool IsUnanswered(const absl::Status& status);
+
 struct ClientOptions {
   std::string socket_path;  // empty: DefaultSocketPath()
   std::string cache_dir;    // for an auto-started daemon; empty: DefaultCacheDir()

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "client/transport.h"
@@ -29,7 +30,8 @@ class GrpcTransport final : public Transport {
     grpc::ClientContext context;
     context.AddMetadata(kProtocolMetadataKey, absl::StrCat(kProtocolVersion));
     context.AddMetadata(kAbiMetadataKey, absl::StrCat(KILN_ABI_VERSION));
-    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    const absl::Time deadline = absl::Now() + timeout;
+    context.set_deadline(absl::ToChronoTime(deadline));
     grpc::Slice slice(request);
     const grpc::ByteBuffer request_buffer(&slice, 1);
     grpc::ByteBuffer response_buffer;
@@ -48,6 +50,12 @@ class GrpcTransport final : public Transport {
         return absl::CancelledError(
             absl::StrCat("the call of kilnd's ", method, " was interrupted"));
       }
+    }
+    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && absl::Now() >= deadline) {
+      absl::Status unanswered = absl::DeadlineExceededError(
+          absl::StrCat("kilnd did not answer ", method, " within ", absl::FormatDuration(timeout)));
+      unanswered.SetPayload(kUnansweredPayload, absl::Cord());
+      return unanswered;
     }
     if (!status.ok()) {
       return absl::Status(static_cast<absl::StatusCode>(status.error_code()),

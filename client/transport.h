@@ -18,6 +18,8 @@
 
 namespace kiln {
 
+inline constexpr char kUnansweredPayload[] = "kiln.dev/unanswered";
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -27,7 +29,10 @@ class Transport {
   // (gRPC's codes are absl's). Carries the version metadata
   // (common/version.h) and a deadline `timeout` away. While it waits,
   // asks `interrupted` (when set) every 50 ms; once that says yes, the
-  // call is cancelled and fails with Cancelled. Thread-safe.
+  // call is cancelled and fails with Cancelled. A call that gets no answer
+  // by its deadline fails with DeadlineExceeded carrying
+  // kUnansweredPayload (a DeadlineExceeded that kilnd sends, a compile
+  // past its --compile_timeout, carries none). Thread-safe.
   virtual absl::StatusOr<std::string> Call(const char* method, const std::string& request,
                                            absl::Duration timeout,
                                            const std::function<bool()>& interrupted) = 0;

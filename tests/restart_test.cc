@@ -1,6 +1,7 @@
 // Restarts and upgrades of kilnd, as its clients see them: a daemon that
 // drains after SIGTERM hands over to the one a client starts, and requests
-// in flight get their answers.
+// in flight get their answers; one that stops answering is named, with
+// what to do, once the call's deadline passes.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -210,6 +211,46 @@ TEST_F(RestartTest, ADaemonStartedByHandIsNeverReplaced) {
   EXPECT_EQ(hello.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(hello.status().message(), HasSubstr("Stop that kilnd (kill "));
   EXPECT_EQ(kill(daemon_.pid(), 0), 0) << "still running";
+}
+
+TEST_F(RestartTest, AKilndThatStopsAnsweringIsNamedWithWhatToDo) {
+  ASSERT_TRUE(daemon_.Start().ok());
+  ClientOptions options;
+  options.socket_path = daemon_.socket_path();
+  options.auto_start = false;
+  options.rpc_timeout = absl::Seconds(1);
+  std::unique_ptr<Client> client = Client::Open(options);
+  ASSERT_TRUE(client->daemon().ok());
+  ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
+  const std::string named =
+      absl::StrCat("kilnd (pid ", daemon_.pid(), ") on ", daemon_.socket_path(), ": ");
+  const std::string advice =
+      absl::StrCat(". It is stopped, hung or overloaded (`ps -o stat,pcpu -p ", daemon_.pid(),
+                   "` tells which); `kill ", daemon_.pid(), "` lets the next client start another");
+
+  const auto compiled = client->Compile(Request("stopped"));
+  EXPECT_EQ(compiled.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(IsUnanswered(compiled.status()));
+  EXPECT_EQ(compiled.status().message(),
+            absl::StrCat(named, "kilnd did not answer Compile within 1s", advice));
+  // A fresh client's handshake goes unanswered too, and it starts no kilnd.
+  const auto hello = Client::Open(options)->daemon();
+  EXPECT_TRUE(IsUnanswered(hello.status()));
+  EXPECT_EQ(hello.status().message(),
+            absl::StrCat(named, "kilnd did not answer Hello within 1s", advice));
+
+  ASSERT_EQ(kill(daemon_.pid(), SIGCONT), 0);
+  EXPECT_TRUE(client->Compile(Request("stopped")).ok()) << "it answers once it runs again";
+}
+
+TEST_F(RestartTest, ACompilePastItsTimeoutIsAnsweredNotUnanswered) {
+  ASSERT_TRUE(daemon_.Start({"--compile_timeout=1ms"}).ok());
+  const auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  const auto compiled = (*client)->Compile(Request("slow"));
+  EXPECT_EQ(compiled.status().code(), absl::StatusCode::kDeadlineExceeded) << compiled.status();
+  EXPECT_FALSE(IsUnanswered(compiled.status()));
+  EXPECT_THAT(compiled.status().message(), HasSubstr("within 1ms"));
 }
 
 }  // namespace

@@ -1248,6 +1248,35 @@ print(len(caught), kiln.stats()["process"]["eager_fallbacks"])
     assert out.split() == ["unavailable", "1", "1"]
 
 
+def test_a_kilnd_that_stops_answering_is_daemon_unavailable_and_eager_with_fallback():
+    import shutil
+    import signal
+    import tempfile
+    root = tempfile.mkdtemp(prefix="kstop", dir="/tmp")
+    socket, cache = os.path.join(root, "s"), os.path.join(root, "cache")
+    daemon = subprocess.Popen([kiln._kilnd_path(), "--socket=" + socket, "--cache_dir=" + cache],
+                              stderr=subprocess.DEVNULL)
+    try:
+        run_python("import kiln; kiln._default_client().daemon()", KILN_SOCKET=socket,
+                   KILN_CACHE_DIR=cache)  # kilnd is up
+        daemon.send_signal(signal.SIGSTOP)
+        out = run_python("""
+import warnings
+import torch, kiln
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    eager = kiln.compile(lambda x: x * 3 + 1, [torch.randn(4)], fallback="eager")
+    torch.testing.assert_close(eager(torch.ones(4)), torch.full((4,), 4.0))
+print(caught[0].message)
+""", KILN_SOCKET=socket, KILN_CACHE_DIR=cache)
+    finally:
+        daemon.kill()
+        daemon.wait()
+        shutil.rmtree(root, ignore_errors=True)
+    assert (f"kiln: running eagerly: kilnd (pid {daemon.pid}) on {socket}: kilnd did not answer "
+            f"Hello within 5s. It is stopped, hung or overloaded") in out, out
+
+
 def test_ctrl_c_interrupts_a_compile_at_once_and_kilnd_still_stores_it():
     import shutil
     import tempfile

@@ -34,7 +34,7 @@ namespace {
 PyObject* kiln_error = nullptr;            // kiln.KilnError(RuntimeError): the base
 PyObject* unsupported_op_error = nullptr;  // Unimplemented: an op or dtype Kiln lacks
 PyObject* guard_error = nullptr;           // FailedPrecondition: inputs the guards refuse
-PyObject* daemon_unavailable = nullptr;    // Unavailable: no kilnd to ask
+PyObject* daemon_unavailable = nullptr;    // Unavailable, or unanswered: no kilnd to ask
 
 [[noreturn]] void Raise(const absl::Status& status) {
   PyObject* type = kiln_error;
@@ -47,6 +47,9 @@ PyObject* daemon_unavailable = nullptr;    // Unavailable: no kilnd to ask
       break;
     case absl::StatusCode::kUnavailable:
       type = daemon_unavailable;
+      break;
+    case absl::StatusCode::kDeadlineExceeded:
+      if (IsUnanswered(status)) type = daemon_unavailable;
       break;
     case absl::StatusCode::kInvalidArgument:
       type = PyExc_ValueError;

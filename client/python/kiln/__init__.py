@@ -51,7 +51,8 @@ class GuardError(KilnError):
 
 
 class DaemonUnavailable(KilnError):
-    """No kilnd answered, and the artifact is not in the local index."""
+    """No kilnd answered (none runs, or it did not answer in time), and the
+    artifact is not in the local index."""
 
 
 _native_module = None
