@@ -177,6 +177,20 @@ def test_arguments_are_taken_as_the_function_takes_them(tmp_path):
                 torch.testing.assert_close(scaled(x, 9.0), x * 9.0)
 
 
+SCALE = torch.tensor(3)
+
+
+def test_numbers_made_tensors_are_folded_and_tensors_the_function_holds_stay_inputs():
+    def scaled(x):
+        return x * (SCALE // 2) + x * (torch.tensor(x.shape[0] + 1) // 2)
+    x = torch.randn(4)
+    compiled = kiln.compile(scaled, [x])
+    torch.testing.assert_close(compiled(x), x * 1 + x * 2)
+    SCALE.fill_(7)  # a global the function holds: updated in place, seen
+    torch.testing.assert_close(compiled(x), x * 3 + x * 2)
+    SCALE.fill_(3)
+
+
 def test_a_dynamic_batch_compiles_once_for_every_size():
     def layer(x):
         return torch.softmax(x * 3.0, dim=-1)

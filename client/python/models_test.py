@@ -16,6 +16,7 @@ other families: a diffusion U-Net, a graph network layer, PointNet, a
 selective scan and an encoder-decoder transformer. conftest.py starts the
 kilnd.
 """
+import io
 import math
 import os
 import sys
@@ -97,6 +98,71 @@ def test_an_optical_flow_model_with_its_iterations_as_an_argument_matches_eager(
             for flow, want in zip(got, expected):
                 torch.testing.assert_close(flow, want, rtol=1e-3,
                                            atol=1e-4 * want.abs().max().item())
+
+
+class SizesAsTensors(torch.nn.Module):
+    """Shape arithmetic that TorchScript's tracer records as tensors and
+    reads back (prim::NumToTensor, aten::Int)."""
+
+    def __init__(self):
+        super().__init__()
+        self.classify = torch.nn.Linear(48, 4)
+
+    def forward(self, x):
+        return self.classify(x.view(x.size(0), -1) * (x.size(1) // 2))
+
+
+class PaddedLayer(torch.nn.Module):
+    """A transformer layer called with a key padding mask."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+
+    def forward(self, x, padding):
+        return self.layer(x, src_key_padding_mask=padding)
+
+
+def _saved_and_loaded(module):
+    buffer = io.BytesIO()
+    torch.jit.save(module, buffer)
+    buffer.seek(0)
+    return torch.jit.load(buffer)
+
+
+@pytest.mark.parametrize("kind", ["trace", "script"])
+def test_torchscript_models_saved_and_loaded_match_eager(kind):
+    """TorchScript files, as serving teams keep models: traced ones record
+    cuDNN's _convolution and, under no_grad, the fused transformer ops;
+    scripted ones always take those fused ops."""
+    torch.manual_seed(0)
+    tokens, padding = torch.randn(2, 10, 32), torch.zeros(2, 10, dtype=torch.bool)
+    padding[0, 7:] = True
+    cases = [
+        (torchvision.models.resnet18(), (torch.randn(1, 3, 64, 64),)),
+        (SizesAsTensors(), (torch.randn(2, 3, 16),)),
+        (torch.nn.TransformerEncoder(
+            torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), 2), (tokens,)),
+        (torch.nn.TransformerEncoderLayer(32, 4, 64, activation="gelu", norm_first=True,
+                                          batch_first=True), (tokens,)),
+        (PaddedLayer(), (tokens, padding)),
+    ]
+    with torch.no_grad():
+        for module, inputs in cases:
+            module.eval()
+            saved = _saved_and_loaded(torch.jit.trace(module, inputs) if kind == "trace"
+                                      else torch.jit.script(module))
+            torch.testing.assert_close(kiln.compile(saved, list(inputs))(*inputs), module(*inputs),
+                                       rtol=1e-4, atol=1e-4)
+        if kind == "script":  # attention alone, with its weights averaged or not
+            attention = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
+            scripted = _saved_and_loaded(torch.jit.script(attention))
+            for average in (True, False):
+                options = {"key_padding_mask": padding, "average_attn_weights": average}
+                got = kiln.compile(scripted, [tokens, tokens, tokens],
+                                   example_kwargs=options)(tokens, tokens, tokens, **options)
+                for part, want in zip(got, attention(tokens, tokens, tokens, **options)):
+                    torch.testing.assert_close(part, want, rtol=1e-4, atol=1e-5)
 
 
 class TextCnn(torch.nn.Module):

@@ -166,7 +166,7 @@ class Compiled:
             return outputs[0]
         if self._tuple:
             return tuple(outputs)
-        return unflatten_outputs(iter(outputs), self._structure)
+        return unflatten(iter(outputs), self._structure)
 
     def _call_with_layout(self, args, kwargs):
         from . import _arguments
@@ -238,17 +238,21 @@ class Compiled:
         return self._native.artifact()
 
 
-def unflatten_outputs(tensors, structure):
-    """The result a traced function returned, rebuilt from an iterator over
-    its output tensors and its structure (_tracing.flatten_outputs)."""
+def unflatten(tensors, structure):
+    """The value `structure` describes, rebuilt with the tensors of the
+    iterator `tensors` in its tensors' places: a traced function's result
+    (_tracing.flatten_outputs) or a call's arguments (_arguments)."""
     if structure == "tensor":
         return next(tensors)
     (kind, parts), = structure.items()
     if kind == "value":
         return parts
+    if kind == "dtype":
+        import torch
+        return getattr(torch, parts)
     if kind == "dict":
-        return {key: unflatten_outputs(tensors, part) for key, part in parts}
-    rebuilt = [unflatten_outputs(tensors, part) for part in parts]
+        return {key: unflatten(tensors, part) for key, part in parts}
+    rebuilt = [unflatten(tensors, part) for part in parts]
     return rebuilt if kind == "list" else tuple(rebuilt)
 
 

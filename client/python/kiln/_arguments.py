@@ -17,6 +17,8 @@ import re
 
 import torch
 
+from . import unflatten
+
 _OMITTED = object()  # a parameter's default here: a call binds only what it passes
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 _ANYTHING = inspect.Signature([
@@ -33,7 +35,7 @@ def signature_of(fn):
     cannot read them, as for builtins)."""
     try:
         parameters = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001  (builtins; TorchScript modules with overloaded forwards)
         return _ANYTHING
     return inspect.Signature([
         p.replace(annotation=inspect.Parameter.empty,
@@ -83,7 +85,7 @@ class Layout:
         in its tensors' places."""
         remaining = iter(tensors)
         bound = self.signature.bind_partial()
-        bound.arguments = {name: _rebuild(part, remaining) for name, part in self.parts}
+        bound.arguments = {name: unflatten(remaining, part) for name, part in self.parts}
         return bound.args, bound.kwargs
 
     def input_names(self):
@@ -150,20 +152,6 @@ def _flatten(value, path, tensors, names, keyed=False):
     raise ArgumentError(f"argument '{path}' has type {type(value).__name__}: Kiln takes tensors, tuples, "
                         f"lists and dicts (str or int keys) of them, and None, bools, numbers, "
                         f"strings and dtypes, which the graph takes as constants")
-
-
-def _rebuild(part, tensors):
-    if part == "tensor":
-        return next(tensors)
-    (kind, inner), = part.items()
-    if kind == "value":
-        return inner
-    if kind == "dtype":
-        return getattr(torch, inner)
-    if kind == "dict":
-        return {key: _rebuild(p, tensors) for key, p in inner}
-    rebuilt = [_rebuild(p, tensors) for p in inner]
-    return rebuilt if kind == "list" else tuple(rebuilt)
 
 
 def _show(part):

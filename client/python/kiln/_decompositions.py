@@ -15,6 +15,7 @@ import math
 import struct
 
 import torch
+import torch.nn.functional as F
 from torch._decomp import get_decompositions
 from torch.overrides import TorchFunctionMode
 
@@ -876,6 +877,65 @@ _PYTORCHS = [
     aten.tanh_backward,
 ]
 
+def _native_multi_head_attention(query, key, value, embed_dim, num_heads, qkv_weight, qkv_bias,
+                                 proj_weight, proj_bias, mask=None, need_weights=True,
+                                 average_attn_weights=True, mask_type=None):
+    """nn.MultiheadAttention's fused inference op (batch first), as the ops
+    of its slow path: TorchScript records it (scripted modules, and modules
+    traced under no_grad), where TracingMode cannot turn it off. `mask` is
+    a key padding mask [B, S] (mask_type 1) or [L, S], True where left out."""
+    batch, length, _ = query.shape
+    head = embed_dim // num_heads
+
+    def heads(x, weight, bias):
+        return F.linear(x, weight, bias).view(batch, -1, num_heads, head).transpose(1, 2)
+    weights, biases = qkv_weight.chunk(3), qkv_bias.chunk(3)
+    q = heads(query, weights[0], biases[0]) / math.sqrt(head)
+    k, v = heads(key, weights[1], biases[1]), heads(value, weights[2], biases[2])
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        mask = mask.view(batch, 1, 1, -1) if mask_type == 1 else mask
+        scores = scores.masked_fill(mask, float("-inf")) if mask.dtype == torch.bool \
+            else scores + mask
+    attention = scores.softmax(-1)
+    out = (attention @ v).transpose(1, 2).reshape(batch, length, embed_dim)
+    out = F.linear(out, proj_weight, proj_bias)
+    if not need_weights:
+        return out, None
+    return out, attention.mean(1) if average_attn_weights else attention
+
+
+def _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
+                                   proj_bias, use_gelu, norm_first, eps, norm_weight_1,
+                                   norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
+                                   ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None,
+                                   mask_type=None):
+    """nn.TransformerEncoderLayer's fused inference op, as its slow path's
+    ops (see _native_multi_head_attention)."""
+    def attend(x):
+        return _native_multi_head_attention(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias,
+                                            proj_weight, proj_bias, mask, False, True,
+                                            mask_type)[0]
+
+    def feed_forward(x):
+        hidden = F.linear(x, ffn_weight_1, ffn_bias_1)
+        return F.linear(F.gelu(hidden) if use_gelu else F.relu(hidden), ffn_weight_2, ffn_bias_2)
+
+    def norm(x, weight, bias):
+        return F.layer_norm(x, [embed_dim], weight, bias, eps)
+    if norm_first:
+        x = src + attend(norm(src, norm_weight_1, norm_bias_1))
+        return x + feed_forward(norm(x, norm_weight_2, norm_bias_2))
+    x = norm(src + attend(src), norm_weight_1, norm_bias_1)
+    return norm(x + feed_forward(x), norm_weight_2, norm_bias_2)
+
+
+def _convolution_without_flags(x, weight, bias, stride, padding, dilation, transposed,
+                               output_padding, groups, *flags):
+    return aten.convolution.default(x, weight, bias, stride, padding, dilation, transposed,
+                                    output_padding, groups)
+
+
 # make_fx's decomposition table: PyTorch's, and the forms above.
 DECOMPOSITIONS = {
     **get_decompositions(_PYTORCHS),
@@ -928,6 +988,11 @@ DECOMPOSITIONS = {
     aten.cummax.default: _cumulative_extreme(largest=True),
     aten.cummin.default: _cumulative_extreme(largest=False),
     aten.convolution_backward.default: _convolution_backward,
+    # What TorchScript's tracer records (torch.jit.trace), with cuDNN's flags.
+    aten._convolution.default: _convolution_without_flags,
+    aten._convolution.deprecated: _convolution_without_flags,
+    aten._native_multi_head_attention.default: _native_multi_head_attention,
+    aten._transformer_encoder_layer_fwd.default: _transformer_encoder_layer_fwd,
     aten.hamming_window.default: _hamming_window,
     aten.hamming_window.periodic: _hamming_window,
     aten.hamming_window.periodic_alpha: _hamming_window,

@@ -123,7 +123,7 @@ def _needs_functionalize(graph):
 
 def flatten_outputs(value):
     """(tensors, structure) of what a function returns: its tensors in order,
-    and the JSON that kiln.unflatten_outputs rebuilds the result from
+    and the JSON that kiln.unflatten rebuilds the result from
     ("tensor"; {"tuple" | "list": [...]}; {"dict": [[key, ...], ...]};
     {"value": None, a number or a string})."""
     if isinstance(value, torch.Tensor):
@@ -355,6 +355,51 @@ def _copied(gm, node):
     return value
 
 
+def _tensors_held_by(fn):
+    """The storages (data_ptr) of the tensors `fn` holds: a module's
+    parameters and buffers, a function's globals and closure."""
+    held = list(_module_state(fn)[1])
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        held += [fn.__globals__.get(name) for name in code.co_names]
+        held += [cell.cell_contents for cell in fn.__closure__ or ()]
+    return {t.data_ptr() for t in held if isinstance(t, torch.Tensor)}
+
+
+def _fold_trace_constants(gm, held):
+    """Computes at trace time the numbers a trace made into tensors
+    (torch.tensor(2) in the function; TorchScript's traces turn sizes into
+    tensors: x.size(1) // 2) and the ops over only them: the graph gets
+    their values, not, say, an integer division by a tensor. Tensors the
+    function holds (`held`: _tensors_held_by) are never folded: in-place
+    updates of them are seen."""
+    graph = gm.graph
+    known = {}  # node -> its value
+    for node in list(graph.nodes):
+        if node.op == "get_attr":
+            value = getattr(gm, node.target)
+            if isinstance(value, torch.Tensor) and value.dim() == 0 and \
+                    value.data_ptr() not in held:
+                known[node] = value
+            continue
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload) or \
+                torch.Tag.nondeterministic_seeded in node.target.tags or \
+                not node.all_input_nodes or any(n not in known for n in node.all_input_nodes):
+            continue
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: known[n])
+        value = node.target(*args, **kwargs)
+        if not isinstance(value, torch.Tensor) or value.dim() != 0:
+            continue
+        name = f"_folded_constant{len(known)}"
+        gm.register_buffer(name, value)
+        with graph.inserting_before(node):
+            folded = graph.get_attr(name)
+        node.replace_all_uses_with(folded)
+        graph.erase_node(node)
+        known[folded] = value
+    graph.eliminate_dead_code()
+
+
 def _scalars_second(gm):
     """Arithmetic whose first operand is a number (torch.add(2.0, x), and
     what some decompositions write) with the tensor first, as Kiln's op
@@ -487,12 +532,19 @@ def lift_constants(gm):
     for node in list(graph.nodes):
         if node.op != "get_attr":
             continue
+        value = getattr(gm, node.target)
+        if not isinstance(value, torch.Tensor):
+            users = ", ".join(f"'{user.name}' ({user.target})" for user in node.users)
+            raise TraceError(f"{users} take{'s' if len(node.users) == 1 else ''} a "
+                             f"{type(value).__name__}, not a tensor (a quantized module's packed "
+                             f"weights, say): Kiln compiles float and integer tensors; compile "
+                             f"the float model")
         if node.target not in by_target:
             after = placeholders[-1] if placeholders else next(iter(graph.nodes))
             with graph.inserting_after(after):
                 placeholders.append(graph.placeholder(node.target.strip("_") or "weight"))
             by_target[node.target] = placeholders[-1]
-            lifted.append(getattr(gm, node.target).detach())
+            lifted.append(value.detach())
         node.replace_all_uses_with(by_target[node.target])
         graph.erase_node(node)
     return lifted
@@ -656,6 +708,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
                              tracing_mode="fake" if half else "real")
     _refuse_random(gm)
     functionalize(gm)
+    _fold_trace_constants(gm, _tensors_held_by(fn))
     _scalars_second(gm)
     warn_running_statistics(gm.graph)
     lifted = state + lift_constants(gm)
