@@ -302,6 +302,7 @@ absl::StatusOr<kiln::v1::HelloResponse> Client::daemon() {
 
 absl::Status Client::ConnectLocked(bool replace_other_version) {
   RETURN_IF_ERROR(trusted_.status());
+  if (absl::Now() < unanswered_until_) return unanswered_;
   const std::string& socket_path = options_.socket_path;
   const absl::Status directory =
       CheckTrustedPath(Dirname(socket_path), "socket directory", *trusted_);
@@ -315,7 +316,9 @@ absl::Status Client::ConnectLocked(bool replace_other_version) {
   absl::StatusOr<kiln::v1::HelloResponse> answered =
       Hello(*transport, options_.client_name, std::min(absl::Seconds(5), options_.rpc_timeout));
   if (IsUnanswered(answered.status())) {
-    return Unanswered(answered.status(), socket_path, peer.pid);
+    unanswered_ = Unanswered(answered.status(), socket_path, peer.pid);
+    unanswered_until_ = absl::Now() + options_.unanswered_memory;
+    return unanswered_;
   }
   if (answered.status().code() == absl::StatusCode::kCancelled) {
     // A draining kilnd cancels calls that reach it after its listener
@@ -518,7 +521,10 @@ absl::Status Client::RpcInto(const char* method, const google::protobuf::Message
         CallInto(*transport, method, request, options_.rpc_timeout, response);
     if (IsUnanswered(called)) {
       absl::MutexLock lock(&mutex_);
-      return Unanswered(called, options_.socket_path, static_cast<pid_t>(hello_.pid()));
+      if (transport_ == transport) transport_.reset();
+      unanswered_ = Unanswered(called, options_.socket_path, static_cast<pid_t>(hello_.pid()));
+      unanswered_until_ = absl::Now() + options_.unanswered_memory;
+      return unanswered_;
     }
     const absl::StatusCode code = called.code();
     if ((code != absl::StatusCode::kUnavailable && code != absl::StatusCode::kCancelled) ||

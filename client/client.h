@@ -101,6 +101,10 @@ struct ClientOptions {
   absl::Duration daemon_idle_timeout = absl::Minutes(10);
   absl::Duration start_timeout = absl::Seconds(20);
   absl::Duration rpc_timeout = absl::Minutes(5);  // a cold compile can take a while
+  // After a kilnd left a call unanswered (IsUnanswered), how long calls
+  // get that answer at once instead of waiting on it again: a worker with
+  // many graphs waits once, not once per graph.
+  absl::Duration unanswered_memory = absl::Seconds(10);
   std::string client_name = "libkiln";
   // How often recorded traffic is sent (while connected); zero: never,
   // local-index hits included.
@@ -214,6 +218,9 @@ class Client final : private ForkAware {
   absl::Mutex mutex_;
   std::shared_ptr<Transport> transport_ ABSL_GUARDED_BY(mutex_);
   kiln::v1::HelloResponse hello_ ABSL_GUARDED_BY(mutex_);
+  // The last unanswered call's status, given to connections until then.
+  absl::Status unanswered_ ABSL_GUARDED_BY(mutex_);
+  absl::Time unanswered_until_ ABSL_GUARDED_BY(mutex_) = absl::InfinitePast();
   // The daemon's cache descriptor once found (its own mutex: local hits do
   // not wait behind a connection attempt).
   absl::Mutex descriptor_mutex_;

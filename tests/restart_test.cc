@@ -219,6 +219,7 @@ TEST_F(RestartTest, AKilndThatStopsAnsweringIsNamedWithWhatToDo) {
   options.socket_path = daemon_.socket_path();
   options.auto_start = false;
   options.rpc_timeout = absl::Seconds(1);
+  options.unanswered_memory = absl::Seconds(2);
   std::unique_ptr<Client> client = Client::Open(options);
   ASSERT_TRUE(client->daemon().ok());
   ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
@@ -240,7 +241,12 @@ TEST_F(RestartTest, AKilndThatStopsAnsweringIsNamedWithWhatToDo) {
             absl::StrCat(named, "kilnd did not answer Hello within 1s", advice));
 
   ASSERT_EQ(kill(daemon_.pid(), SIGCONT), 0);
-  EXPECT_TRUE(client->Compile(Request("stopped")).ok()) << "it answers once it runs again";
+  // For unanswered_memory, calls get the answer they would wait for.
+  const auto remembered = client->Compile(Request("stopped"));
+  EXPECT_TRUE(IsUnanswered(remembered.status()));
+  EXPECT_EQ(remembered.status().message(), compiled.status().message());
+  absl::SleepFor(absl::Seconds(2));
+  EXPECT_TRUE(client->Compile(Request("stopped")).ok()) << "then it is asked again, and answers";
 }
 
 TEST_F(RestartTest, ACompilePastItsTimeoutIsAnsweredNotUnanswered) {
