@@ -978,6 +978,19 @@ def test_random_ops_are_refused_with_what_to_do_instead():
         torch.testing.assert_close(kiln.compile(dropout, [x])(x), x)
 
 
+def test_a_dtype_kiln_lacks_is_named_with_what_to_do():
+    image = torch.randint(0, 255, (1, 3, 4, 4), dtype=torch.uint8)
+    with pytest.raises(kiln.UnsupportedOpError, match=r"input 'image_1' is torch.uint8: Kiln "
+                       r"compiles tensors of float32, .*; convert it to one of those first"):
+        kiln.compile(lambda image: image.float() / 255, [image])
+    with pytest.raises(kiln.UnsupportedOpError, match=r"the dtype of node '_to_copy' "
+                       r"\(aten._to_copy.default\) is torch.int16: .*; compute in one of those"):
+        kiln.compile(lambda x: (x * 3).to(torch.int16), [torch.randn(3)])
+    eager = kiln.compile(lambda image: image.float() / 255, [image], fallback="eager")
+    with pytest.warns(RuntimeWarning, match="input 'image_1' is torch.uint8"):
+        torch.testing.assert_close(eager(image), image.float() / 255)
+
+
 def test_an_unsupported_op_names_it():
     def inverse(x):
         return torch.erfinv(x)

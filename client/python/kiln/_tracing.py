@@ -266,12 +266,21 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
     return gm, structure[0]
 
 
-def tensor_type(t, symbols=None):
-    """TensorType JSON of a tensor; `symbols` maps dim index -> symbol name."""
+def dtype_name(dtype, what, advice="convert it to one of those first (x.float(), x.long())"):
+    """The graph's name of `dtype`, which `what` has."""
+    if dtype not in DTYPES:
+        raise TraceError(f"{what} is {dtype}: Kiln compiles tensors of "
+                         f"{', '.join(str(t).removeprefix('torch.') for t in DTYPES)}; {advice}")
+    return DTYPES[dtype]
+
+
+def tensor_type(t, symbols=None, what="a tensor"):
+    """TensorType JSON of a tensor (`what`, for errors); `symbols` maps dim
+    index -> symbol name."""
     symbols = symbols or {}
     sizes = [{"symbol": symbols[d]} if d in symbols else {"constant": int(s)}
              for d, s in enumerate(t.shape)]
-    result = {"dtype": DTYPES[t.dtype], "sizes": sizes}
+    result = {"dtype": dtype_name(t.dtype, what), "sizes": sizes}
     if not symbols:
         result["strides"] = [{"constant": int(s)} for s in t.stride()]
     if t.requires_grad:
@@ -295,8 +304,8 @@ def tensor_data(t):
     return result
 
 
-def scalar_arg(name, value):
-    """An Argument JSON for a non-tensor value."""
+def scalar_arg(name, value, node="a node"):
+    """An Argument JSON for a non-tensor value of `node` (for errors)."""
     if value is None:
         return {"name": name, "none": True}
     if isinstance(value, bool):
@@ -307,7 +316,8 @@ def scalar_arg(name, value):
         return {"name": name, "floatValue": value if value == value and abs(value) != float("inf")
                 else ("NaN" if value != value else ("Infinity" if value > 0 else "-Infinity"))}
     if isinstance(value, torch.dtype):
-        return {"name": name, "dtypeValue": DTYPES[value]}
+        return {"name": name, "dtypeValue": dtype_name(value, f"the {name} of {node}",
+                                                       "compute in one of those")}
     if isinstance(value, str):
         return {"name": name, "stringValue": value}
     if isinstance(value, (list, tuple)):
@@ -574,7 +584,8 @@ def to_kiln(gm, inputs, name, symbols=None):
     for index, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
         ids[node] = next_id
         graph["inputs"].append({"value": next_id, "name": node.name,
-                                "type": tensor_type(results[node], symbols.get(index))})
+                                "type": tensor_type(results[node], symbols.get(index),
+                                                    f"input '{node.name}'")})
         next_id += 1
     for node in gm.graph.nodes:
         if node.op != "call_function":
@@ -606,7 +617,7 @@ def to_kiln(gm, inputs, name, symbols=None):
             elif value is None and "Tensor" in type_text:
                 kiln_node["args"].append({"name": argument.name, "none": True})
             else:
-                arg = scalar_arg(argument.name, value)
+                arg = scalar_arg(argument.name, value, f"node '{node.name}' ({node.target})")
                 if arg is not None:
                     kiln_node["args"].append(arg)
         result = results[node]
@@ -616,7 +627,8 @@ def to_kiln(gm, inputs, name, symbols=None):
         node_ids = []
         for tensor in tensors:
             kiln_node["outputs"].append(next_id)
-            kiln_node["outputTypes"].append(tensor_type(tensor))
+            kiln_node["outputTypes"].append(
+                tensor_type(tensor, what=f"the result of node '{node.name}' ({node.target})"))
             node_ids.append(next_id)
             next_id += 1
         ids[node] = node_ids if isinstance(result, (tuple, list)) else node_ids[0]
