@@ -135,6 +135,7 @@ class Compiled:
         self._count = len(layout.names)
         self._options = options  # compile's, for other layouts; None: a loaded package
         self._variants = {}  # another layout's key -> what compile made of a call with it
+        self._overflow = None  # past _MAX_LAYOUTS with fallback="eager": one _Eager for all
 
     @property
     def _graph(self):
@@ -193,7 +194,8 @@ class Compiled:
                                f"pass what changes from call to call as a tensor")
             if self._fallback != "eager":
                 raise error
-            return _Eager(self._fn, error)
+            self._overflow = self._overflow or _Eager(self._fn, error)
+            return self._overflow
         options = dict(self._options)
         if options["dynamic"]:  # the dims of inputs this layout has
             inputs = layout.input_names()
