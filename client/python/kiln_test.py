@@ -993,6 +993,18 @@ def test_a_dtype_kiln_lacks_is_named_with_what_to_do():
         torch.testing.assert_close(eager(image), image.float() / 255)
 
 
+POSITIONS = torch.arange(64).expand(1, -1)
+
+
+def test_a_slice_to_a_symbolic_length_is_refused_with_what_to_do():
+    def embed(ids):
+        return ids + POSITIONS[:, :ids.size(1)]
+    with pytest.raises(kiln.UnsupportedOpError, match="argument 'end' follows a symbolic size, "
+                       "and aten.slice.Tensor takes an int there: trace the dims it follows "
+                       "static, or compute it outside the function"):
+        kiln.compile(embed, [torch.zeros(2, 12, dtype=torch.long)], dynamic={0: {1: "T"}})
+
+
 def test_an_unsupported_op_names_it():
     def inverse(x):
         return torch.erfinv(x)

@@ -13,8 +13,8 @@ position buckets, and a mixture of experts routing each token to its top
 2 of 4 experts; a text CNN (embeddings, convolutions over time, max over
 time) and a super-resolution net (pixel_shuffle); and small models of
 other families: a diffusion U-Net, a graph network layer, PointNet, a
-selective scan and an encoder-decoder transformer. conftest.py starts the
-kilnd.
+selective scan and an encoder-decoder transformer; a BERT-style encoder
+called with keywords; TorchScript files. conftest.py starts the kilnd.
 """
 import io
 import math
@@ -163,6 +163,56 @@ def test_torchscript_models_saved_and_loaded_match_eager(kind):
                                    example_kwargs=options)(tokens, tokens, tokens, **options)
                 for part, want in zip(got, attention(tokens, tokens, tokens, **options)):
                     torch.testing.assert_close(part, want, rtol=1e-4, atol=1e-5)
+
+
+class BertStyle(torch.nn.Module):
+    """An encoder written the way BERT-style models usually are: called
+    with keywords, an attention mask of 1s and 0s, optional token types,
+    position ids sliced from a buffer, and a dict out that holds every
+    layer's states when asked."""
+
+    def __init__(self, vocabulary=100, width=32, heads=4, layers=2, positions=64):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(vocabulary, width)
+        self.positions = torch.nn.Embedding(positions, width)
+        self.types = torch.nn.Embedding(2, width)
+        self.norm = torch.nn.LayerNorm(width)
+        self.layers = torch.nn.ModuleList(
+            torch.nn.TransformerEncoderLayer(width, heads, 4 * width, activation="gelu",
+                                             batch_first=True) for _ in range(layers))
+        self.pool = torch.nn.Linear(width, width)
+        self.register_buffer("position_ids", torch.arange(positions).expand(1, -1))
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None,
+                output_hidden_states=False):
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        positions = self.position_ids[:, :input_ids.size(1)]
+        x = self.norm(self.tokens(input_ids) + self.positions(positions)
+                      + self.types(token_type_ids))
+        padding = None if attention_mask is None else attention_mask == 0
+        states = [x]
+        for layer in self.layers:
+            x = layer(x, src_key_padding_mask=padding)
+            states.append(x)
+        out = {"last_hidden_state": x, "pooler_output": torch.tanh(self.pool(x[:, 0]))}
+        if output_hidden_states:
+            out["hidden_states"] = tuple(states)
+        return out
+
+
+def test_a_bert_style_encoder_called_with_keywords_matches_eager():
+    torch.manual_seed(0)
+    model = BertStyle().eval()
+    ids, mask = torch.randint(0, 100, (2, 12)), torch.ones(2, 12, dtype=torch.long)
+    mask[1, 9:] = 0
+    with torch.no_grad():
+        compiled = kiln.compile(model, [ids], example_kwargs={"attention_mask": mask})
+        for options in ({"attention_mask": mask}, {"attention_mask": mask,
+                                                   "output_hidden_states": True}, {}):
+            got, want = compiled(ids, **options), model(ids, **options)
+            assert list(got) == list(want)
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
 class TextCnn(torch.nn.Module):

@@ -192,6 +192,13 @@ absl::StatusOr<ir::Node> WithDefaults(const ir::Node& node, const OpDef& op) {
     const bool none_allowed =
         spec->default_value.has_value() && std::holds_alternative<ir::None>(*spec->default_value);
     if (!Matches(spec->kind, value) && !(none_allowed && std::holds_alternative<ir::None>(value))) {
+      if (std::holds_alternative<ir::SymExpr>(value)) {
+        return absl::UnimplementedError(
+            absl::StrCat("argument '", name, "' follows a symbolic size, and ", node.op, " takes ",
+                         KindName(spec->kind),
+                         " there: trace the dims it follows static, or compute it "
+                         "outside the function and pass the result as an input"));
+      }
       return absl::InvalidArgumentError(
           absl::StrCat("argument '", name, "' must be ", KindName(spec->kind)));
     }
