@@ -937,6 +937,60 @@ TEST(PipelineTest, FactoriesTakeSymbolicSizes) {
   EXPECT_NE(graph.find("%4 : int64[s0] = aten.arange.default"), std::string::npos) << graph;
 }
 
+// A table cut to a sequence's symbolic length (position ids, a causal mask:
+// table[:S]) is a view of S rows when the relations keep S within the
+// table; x[:, 0] selects in a symbolic dim when its smallest size has the
+// index. Otherwise they are refused, saying what to state.
+TEST(PipelineTest, SlicesToASymbolicLengthAndSelectsInASymbolicDimNeedTheirBounds) {
+  auto graph = [](const std::string& relations, const std::string& index,
+                  const std::string& start = R"({"name": "start", "intValue": "0"})") {
+    return ParseGraph(R"({"name": "cut", "inputs": [
+        {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [{"symbol": "S"}, {"constant": 8}]}},
+        {"value": 1, "name": "table", "type": {"dtype": "FLOAT32", "sizes": [{"constant": 64}, {"constant": 8}]}}],
+      "nodes": [
+        {"name": "cut", "op": "aten.slice.Tensor", "inputs": [1], "outputs": [2],
+         "args": [{"name": "dim", "intValue": "0"}, )" +
+                      start + R"(,
+                  {"name": "end", "symInt": {"terms": [{"coefficient": "1", "symbols": ["S"]}]}}],
+         "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "S"}, {"constant": 8}]}]},
+        {"name": "add", "op": "aten.add.Tensor", "inputs": [0, 2], "outputs": [3],
+         "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"symbol": "S"}, {"constant": 8}]}]},
+        {"name": "first", "op": "aten.select.int", "inputs": [3], "outputs": [4],
+         "args": [{"name": "dim", "intValue": "0"}, {"name": "index", "intValue": ")" +
+                      index + R"("}],
+         "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": 8}]}]}],
+      "outputs": [4], "relations": [)" +
+                      relations + "]}");
+  };
+  const std::string within = R"({"range": {"symbol": "S", "max": "64"}})";
+  const GeneratedCode code = Generate(graph(within, "0"));
+  EXPECT_NE(Stage(code, "graph").find("%2 : float32[s0, 8] = aten.slice.Tensor"),
+            std::string::npos);
+  EXPECT_EQ(PrepareGraph(graph("", "0")).status(),
+            absl::InvalidArgumentError(
+                "node 0 'cut' (aten.slice.Tensor): slices dim 0 (size 64) to S, which the "
+                "graph's relations do not keep within 64: state \"S <= 64\" in its relations "
+                "(the tracer does when it makes such a slice)"));
+  EXPECT_EQ(PrepareGraph(graph(R"({"range": {"symbol": "S", "max": "65"}})", "0")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PrepareGraph(graph(within, "2")).status(),
+            absl::InvalidArgumentError(
+                "node 2 'first' (aten.select.int): selects index 2 of dim 0, whose size S may "
+                "be as small as 2: state a larger lower bound in the graph's relations"));
+  EXPECT_TRUE(
+      PrepareGraph(graph(within + R"(, {"range": {"symbol": "S", "min": "3"}})", "2")).ok());
+  EXPECT_EQ(PrepareGraph(graph(within, "-1")).status().code(), absl::StatusCode::kUnimplemented);
+  // An argument that takes an int given a symbolic size says what to do.
+  EXPECT_EQ(PrepareGraph(graph(within, "0",
+                               R"({"name": "step", "symInt": {"terms": [{"coefficient": "1",
+                                   "symbols": ["S"]}]}})"))
+                .status(),
+            absl::UnimplementedError(
+                "node 0 'cut' (aten.slice.Tensor): argument 'step' follows a symbolic size, and "
+                "aten.slice.Tensor takes an int there: trace the dims it follows static, or "
+                "compute it outside the function and pass the result as an input"));
+}
+
 // A factory size entry that is no size, and an arange whose count is not
 // its symbolic end, are refused naming the node and what is unsupported.
 TEST(PipelineTest, FactorySizesThatAreNoSizeAreRefused) {

@@ -996,13 +996,30 @@ def test_a_dtype_kiln_lacks_is_named_with_what_to_do():
 POSITIONS = torch.arange(64).expand(1, -1)
 
 
-def test_a_slice_to_a_symbolic_length_is_refused_with_what_to_do():
-    def embed(ids):
-        return ids + POSITIONS[:, :ids.size(1)]
-    with pytest.raises(kiln.UnsupportedOpError, match="argument 'end' follows a symbolic size, "
-                       "and aten.slice.Tensor takes an int there: trace the dims it follows "
-                       "static, or compute it outside the function"):
-        kiln.compile(embed, [torch.zeros(2, 12, dtype=torch.long)], dynamic={0: {1: "T"}})
+def test_tables_cut_to_a_symbolic_length_compile_once_for_every_length():
+    """Position ids and a causal mask sliced to the sequence's length, and
+    its first token selected: one symbolic artifact, the table's size as
+    the length's bound (eager fails past it too)."""
+    torch.manual_seed(0)
+    embedding = torch.nn.Embedding(64, 8)
+    causal = torch.tril(torch.ones(64, 64))
+
+    def step(x):
+        length = x.size(1)
+        h = x + embedding(POSITIONS[:, :length])
+        scores = (h @ h.transpose(1, 2)).masked_fill(causal[:length, :length] == 0, float("-inf"))
+        return scores.softmax(-1) @ h, h[:, 0]
+    with torch.no_grad():
+        compiled = kiln.compile(step, [torch.randn(2, 12, 8)], dynamic={0: {1: "T"}})
+        assert {"range": {"symbol": "T", "max": "64"}} in compiled._graph["relations"]
+        before = compiles()
+        for length in (12, 3, 64, 40):
+            x = torch.randn(2, length, 8)
+            for got, want in zip(compiled(x), step(x)):
+                torch.testing.assert_close(got, want)
+        assert compiles() == before
+        with pytest.raises(kiln.GuardError, match="the graph's relations require 2 <= s0 <= 64"):
+            compiled(torch.randn(2, 65, 8))
 
 
 def test_an_unsupported_op_names_it():

@@ -207,12 +207,17 @@ def test_a_bert_style_encoder_called_with_keywords_matches_eager():
     ids, mask = torch.randint(0, 100, (2, 12)), torch.ones(2, 12, dtype=torch.long)
     mask[1, 9:] = 0
     with torch.no_grad():
-        compiled = kiln.compile(model, [ids], example_kwargs={"attention_mask": mask})
+        compiled = kiln.compile(model, [ids], example_kwargs={"attention_mask": mask},
+                                dynamic={0: {1: "T"}, "attention_mask": {1: "T"}})
         for options in ({"attention_mask": mask}, {"attention_mask": mask,
                                                    "output_hidden_states": True}, {}):
             got, want = compiled(ids, **options), model(ids, **options)
             assert list(got) == list(want)
             torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+        for length in (5, 64):  # the sequence's length is symbolic
+            ids, mask = torch.randint(0, 100, (2, length)), torch.ones(2, length, dtype=torch.long)
+            torch.testing.assert_close(compiled(ids, attention_mask=mask),
+                                       model(ids, attention_mask=mask), rtol=1e-4, atol=1e-4)
 
 
 class TextCnn(torch.nn.Module):

@@ -70,6 +70,10 @@ struct OpDef {
   // a composite op rewrites itself into other ops (passes/decompose.h) and
   // returns the values that replace its results.
   std::function<absl::StatusOr<std::vector<int>>(GraphBuilder&, const ir::Node&)> decompose;
+  // Optional: checks what `infer` cannot see, the graph's symbol bounds,
+  // for an argument that must stay in range (a slice to a symbolic
+  // length). The verifier calls it after `infer`.
+  std::function<absl::Status(const ir::Graph&, const ir::Node&, const InputTypes&)> check_bounds;
   // "pointwise", "view", "gemm", ...: docs/OPS.md groups by it, and passes
   // rely on it: a "pointwise" op computes each element from the same
   // element of its broadcast operands (passes/transpose_linear.h).

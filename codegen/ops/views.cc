@@ -193,7 +193,19 @@ absl::StatusOr<View> Squeeze(const ir::Node& node, const ir::TensorType& source)
                   std::vector<int64_t>(source.rank(), 0));
 }
 
-// Python slicing of one dim: [start:end:step], clamped.
+// A slice bound that names a symbol ([:T]), if it does.
+std::optional<ir::SymExpr> SymbolicBound(const ir::Node& node, const char* name) {
+  if (!Present(node, name)) return std::nullopt;
+  const ir::SymExpr bound = SizeArg(node, name);
+  if (bound.is_constant()) return std::nullopt;
+  return bound;
+}
+
+// Python slicing of one dim: [start:end:step], clamped. A symbolic end
+// ([:T]: position ids or a causal mask cut to a sequence's length) takes
+// start 0 and step 1, and the graph's bounds keep it within the dim
+// (CheckSliceBounds): a call past them gets a static specialization, which
+// clamps as eager does.
 absl::StatusOr<View> Slice(const ir::Node& node, const ir::TensorType& source) {
   ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), source.rank()));
   if (source.sizes[dim].is_symbolic()) {
@@ -201,42 +213,111 @@ absl::StatusOr<View> Slice(const ir::Node& node, const ir::TensorType& source) {
         absl::StrCat("slicing a symbolic dim (", dim, ") is not supported yet"));
   }
   const int64_t size = source.sizes[dim].constant;
+  if (SymbolicBound(node, "start").has_value()) {
+    return absl::UnimplementedError("a slice from a symbolic start is not supported yet");
+  }
   auto bound = [&](const char* name, int64_t fallback) {
-    auto it = node.args.find(name);
-    if (it == node.args.end() || !std::holds_alternative<int64_t>(it->second)) return fallback;
-    int64_t value = std::get<int64_t>(it->second);
+    if (!Present(node, name)) return fallback;
+    int64_t value = SizeArg(node, name).constant();
     if (value < 0) value += size;
     return std::min(std::max<int64_t>(value, 0), size);
   };
-  const int64_t start = bound("start", 0), end = bound("end", size);
+  const int64_t start = bound("start", 0);
   int64_t step = IntArg(node, "step");
   if (step <= 0) return absl::InvalidArgumentError("slice step must be positive");
-  // A step past the dim's size takes at most one element, whatever it is:
-  // capped, it cannot overflow offsets when views of views compose.
-  step = std::min(step, std::max<int64_t>(size, 1));
   std::vector<int> source_dim(source.rank());
   std::iota(source_dim.begin(), source_dim.end(), 0);
   std::vector<Dim> sizes = source.sizes;
-  sizes[dim] = Dim::Constant(end > start ? (end - start - 1) / step + 1 : 0);
   std::vector<int64_t> steps(source.rank(), 1), starts(source.rank(), 0);
+  if (const std::optional<ir::SymExpr> end = SymbolicBound(node, "end")) {
+    if (start != 0 || step != 1) {
+      return absl::UnimplementedError(
+          absl::StrCat("a slice to a symbolic end (", ir::ToString(*end, ir::Graph()),
+                       ") takes start 0 and step 1, not ", start, " and ", step));
+    }
+    if (!end->IsDim()) {
+      return absl::UnimplementedError(
+          absl::StrCat("a slice to a symbolic end ", ir::ToString(*end, ir::Graph()),
+                       ", which is not a size (a constant times symbols, like 2*s0)"));
+    }
+    sizes[dim] = end->ToDim();
+    return MakeView(source, source_dim, sizes, steps, starts);
+  }
+  const int64_t end = bound("end", size);
+  // A step past the dim's size takes at most one element, whatever it is:
+  // capped, it cannot overflow offsets when views of views compose.
+  step = std::min(step, std::max<int64_t>(size, 1));
+  sizes[dim] = Dim::Constant(end > start ? (end - start - 1) / step + 1 : 0);
   steps[dim] = step;
   starts[dim] = start;
   return MakeView(source, source_dim, sizes, steps, starts);
 }
 
+// An index into a symbolic dim is within it only if the graph's bounds keep
+// the dim larger.
+absl::Status CheckSelectBounds(const ir::Graph& graph, const ir::Node& node,
+                               const InputTypes& inputs) {
+  ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), inputs[0]->rank()));
+  const Dim& size = inputs[0]->sizes[dim];
+  if (!size.is_symbolic()) return absl::OkStatus();
+  int64_t smallest = size.multiplier;
+  std::vector<int> symbols = size.times;
+  symbols.push_back(size.symbol);
+  for (int symbol : symbols) {
+    smallest = limits::CheckedMul(smallest, graph.bounds[symbol].min).value_or(INT64_MAX);
+  }
+  const int64_t index = IntArg(node, "index");
+  if (index < smallest) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("selects index ", index, " of dim ", dim, ", whose size ",
+                   ir::ToString(ir::SymExpr::Of(size), graph), " may be as small as ", smallest,
+                   ": state a larger lower bound in the graph's relations"));
+}
+
+// A slice to a symbolic end reads within its dim only if the graph's
+// relations bound the end by the dim's size.
+absl::Status CheckSliceBounds(const ir::Graph& graph, const ir::Node& node,
+                              const InputTypes& inputs) {
+  const std::optional<ir::SymExpr> end = SymbolicBound(node, "end");
+  if (!end.has_value()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), inputs[0]->rank()));
+  const int64_t size = inputs[0]->sizes[dim].constant;
+  const Dim length = end->ToDim();  // Slice checked IsDim
+  std::optional<int64_t> largest = length.multiplier;
+  std::vector<int> symbols = length.times;
+  symbols.push_back(length.symbol);
+  for (int symbol : symbols) {
+    const int64_t max = graph.bounds[symbol].max;
+    largest = max == 0 || !largest ? std::nullopt : limits::CheckedMul(*largest, max);
+  }
+  if (largest.has_value() && *largest <= size) return absl::OkStatus();
+  const std::string shown = ir::ToString(*end, graph);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "slices dim ", dim, " (size ", size, ") to ", shown,
+      ", which the graph's relations do not keep within ", size, ": state \"", shown, " <= ", size,
+      "\" in its relations (the tracer does when it makes such a slice)"));
+}
+
+// x[:, i]. In a symbolic dim, i counts from the start (x[:, 0], a
+// sequence's first token), and the graph's bounds keep it below the dim's
+// smallest size (CheckSelectBounds).
 absl::StatusOr<View> Select(const ir::Node& node, const ir::TensorType& source) {
   ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), source.rank()));
-  if (source.sizes[dim].is_symbolic()) {
-    return absl::UnimplementedError(
-        absl::StrCat("selecting in a symbolic dim (", dim, ") is not supported yet"));
-  }
-  const int64_t size = source.sizes[dim].constant;
   int64_t index = IntArg(node, "index");
-  if (index < -size || index >= size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("index ", index, " is out of range for size ", size));
+  if (source.sizes[dim].is_symbolic()) {
+    if (index < 0) {
+      return absl::UnimplementedError(
+          absl::StrCat("selecting index ", index, " of a symbolic dim (", dim,
+                       ") counts from its end, which is not supported yet: select from the start"));
+    }
+  } else {
+    const int64_t size = source.sizes[dim].constant;
+    if (index < -size || index >= size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("index ", index, " is out of range for size ", size));
+    }
+    if (index < 0) index += size;
   }
-  if (index < 0) index += size;
   std::vector<int> source_dim;
   std::vector<Dim> sizes;
   for (int d = 0; d < source.rank(); ++d) {
@@ -359,9 +440,11 @@ absl::StatusOr<std::vector<View>> UnbindViews(const ir::Node& node, const ir::Te
 }
 
 // A view op with several results.
-void AddMultiView(OpTable& table, const std::string& op, std::vector<ArgSpec> args, ViewsFn views) {
+void AddMultiView(OpTable& table, const std::string& op, std::vector<ArgSpec> args, ViewsFn views,
+                  decltype(OpDef::check_bounds) check_bounds = nullptr) {
   AffineViews()[op] = views;
   OpDef def;
+  def.check_bounds = std::move(check_bounds);
   def.name = op;
   def.family = "view";
   def.dtypes = kAllTypes;
@@ -390,13 +473,16 @@ void AddMultiView(OpTable& table, const std::string& op, std::vector<ArgSpec> ar
 }
 
 // A view op with one result.
-void AddView(OpTable& table, const std::string& op, std::vector<ArgSpec> args, ViewFn fn) {
-  AddMultiView(table, op, std::move(args),
-               [fn](const ir::Node& node,
-                    const ir::TensorType& source) -> absl::StatusOr<std::vector<View>> {
-                 ASSIGN_OR_RETURN(View view, fn(node, source));
-                 return std::vector<View>{std::move(view)};
-               });
+void AddView(OpTable& table, const std::string& op, std::vector<ArgSpec> args, ViewFn fn,
+             decltype(OpDef::check_bounds) check_bounds = nullptr) {
+  AddMultiView(
+      table, op, std::move(args),
+      [fn](const ir::Node& node,
+           const ir::TensorType& source) -> absl::StatusOr<std::vector<View>> {
+        ASSIGN_OR_RETURN(View view, fn(node, source));
+        return std::vector<View>{std::move(view)};
+      },
+      std::move(check_bounds));
 }
 
 // --- Reshapes -------------------------------------------------------------
@@ -825,11 +911,12 @@ void RegisterViewOps(OpTable& table) {
   AddView(table, "aten.squeeze.dims", {{"dim", ArgKind::kIntList, std::nullopt}}, Squeeze);
   AddView(table, "aten.slice.Tensor",
           {{"dim", ArgKind::kInt, ir::ArgValue(int64_t{0})},
-           {"start", ArgKind::kInt, ir::ArgValue(ir::None{})},
-           {"end", ArgKind::kInt, ir::ArgValue(ir::None{})},
+           {"start", ArgKind::kSize, ir::ArgValue(ir::None{})},
+           {"end", ArgKind::kSize, ir::ArgValue(ir::None{})},
            {"step", ArgKind::kInt, ir::ArgValue(int64_t{1})}},
-          Slice);
-  AddView(table, "aten.select.int", {dim, {"index", ArgKind::kInt, std::nullopt}}, Select);
+          Slice, CheckSliceBounds);
+  AddView(table, "aten.select.int", {dim, {"index", ArgKind::kInt, std::nullopt}}, Select,
+          CheckSelectBounds);
   AddView(table, "aten.unfold.default",
           {{"dimension", ArgKind::kInt, std::nullopt},
            {"size", ArgKind::kInt, std::nullopt},

@@ -62,6 +62,12 @@ absl::Status VerifyNode(const ir::Graph& graph, int index) {
     return absl::Status(implied.status().code(),
                         absl::StrCat(where, ": ", implied.status().message()));
   }
+  if (op->check_bounds) {
+    const absl::Status bounded = op->check_bounds(graph, *filled, inputs);
+    if (!bounded.ok()) {
+      return absl::Status(bounded.code(), absl::StrCat(where, ": ", bounded.message()));
+    }
+  }
   if (implied->size() != node.outputs.size()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": declares ", node.outputs.size(),
                                                    " results, the op has ", implied->size()));

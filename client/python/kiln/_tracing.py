@@ -736,7 +736,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     if symbolic:
         mark_symbolic(fn, inputs, graph, symbolic, name, arguments)
     if relations:
-        graph["relations"] = relations
+        graph["relations"] = relations + graph.get("relations", [])
     return graph, lifted, gm, structure
 
 
@@ -931,6 +931,25 @@ def baked_in_error(node, twin, symbol):
                       f"{what}: {advice}")
 
 
+def _slice_length_bound(node, types):
+    """For a slice to a symbolic end (c * T: position ids or a causal mask
+    cut to a sequence's length), the relation that keeps it within the dim
+    it slices, "T <= size // c": Kiln's kernel reads within the dim, and a
+    call past it gets a static specialization, which clamps as eager does."""
+    if node["op"] != "aten.slice.Tensor":
+        return None
+    args = {arg["name"]: arg for arg in node["args"]}
+    terms = args.get("end", {}).get("symInt", {}).get("terms", [])
+    if len(terms) != 1 or len(terms[0].get("symbols", [])) != 1:
+        return None
+    sizes = types[node["inputs"][0]]["sizes"]
+    size = sizes[int(args.get("dim", {}).get("intValue", "0")) % len(sizes)]
+    if "constant" not in size:
+        return None
+    largest = int(size["constant"]) // int(terms[0]["coefficient"])
+    return {"range": {"symbol": terms[0]["symbols"][0], "max": str(largest)}}
+
+
 def mark_symbolic(fn, inputs, graph, symbolic, name, arguments=None):
     """Makes the listed input dims symbolic, refusing baked-in sizes. One
     more trace per symbol, with only that symbol's dims one larger, tells
@@ -976,12 +995,18 @@ def mark_symbolic(fn, inputs, graph, symbolic, name, arguments=None):
         if shape(twins[symbol]) != shape(graph):
             raise TraceError(f"growing '{symbol}' traces other ops: the function branches on "
                              f"its size; trace that dim static")
+    value_types = {i["value"]: i["type"] for i in graph["inputs"]}
+    value_types.update((v, t) for node in graph["nodes"]
+                       for v, t in zip(node["outputs"], node["outputTypes"]))
     for n, node in enumerate(graph["nodes"]):
         node_twins = {s: twin["nodes"][n] for s, twin in twins.items()}
         if node["op"] in RESHAPES or node["op"] in FACTORIES:
             relax_size_argument(node, node_twins, values)
         else:
             relax_scalar_argument(node, node_twins, values)
+            bound = _slice_length_bound(node, value_types)
+            if bound is not None and bound not in graph.setdefault("relations", []):
+                graph["relations"].append(bound)
         for symbol, twin in node_twins.items():
             if node["args"] != twin["args"]:
                 raise baked_in_error(node, twin, symbol)
