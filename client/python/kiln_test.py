@@ -998,8 +998,8 @@ POSITIONS = torch.arange(64).expand(1, -1)
 
 def test_tables_cut_to_a_symbolic_length_compile_once_for_every_length():
     """Position ids and a causal mask sliced to the sequence's length, and
-    its first token selected: one symbolic artifact, the table's size as
-    the length's bound (eager fails past it too)."""
+    its first and last tokens selected: one symbolic artifact, the table's
+    size as the length's bound (eager fails past it too)."""
     torch.manual_seed(0)
     embedding = torch.nn.Embedding(64, 8)
     causal = torch.tril(torch.ones(64, 64))
@@ -1008,7 +1008,7 @@ def test_tables_cut_to_a_symbolic_length_compile_once_for_every_length():
         length = x.size(1)
         h = x + embedding(POSITIONS[:, :length])
         scores = (h @ h.transpose(1, 2)).masked_fill(causal[:length, :length] == 0, float("-inf"))
-        return scores.softmax(-1) @ h, h[:, 0]
+        return scores.softmax(-1) @ h, h[:, 0], h[:, -1], h[:, -2, 3]
     with torch.no_grad():
         compiled = kiln.compile(step, [torch.randn(2, 12, 8)], dynamic={0: {1: "T"}})
         assert {"range": {"symbol": "T", "max": "64"}} in compiled._graph["relations"]

@@ -1029,6 +1029,53 @@ def mark_symbolic(fn, inputs, graph, symbolic, name, arguments=None):
     for (position, dim), symbol in marks.items():
         graph["inputs"][position]["type"]["sizes"][dim] = {"symbol": symbol}
         graph["inputs"][position]["type"].pop("strides", None)
+    _selects_from_the_end(graph)
+
+
+def _selects_from_the_end(graph):
+    """x[:, -k] in a symbolic dim (a sequence's last token) as a gather at
+    the largest of arange(size), plus 1 - k: a view's offsets are numbers,
+    and this one is the dim's size minus k."""
+    types = {i["value"]: i["type"] for i in graph["inputs"]}
+    types.update((v, t) for node in graph["nodes"]
+                 for v, t in zip(node["outputs"], node["outputTypes"]))
+    next_id = max(types) + 1
+    nodes = []
+    for node in graph["nodes"]:
+        args = {arg["name"]: arg for arg in node["args"]}
+        source = types[node["inputs"][0]] if node["inputs"] else None
+        if node["op"] != "aten.select.int" or int(args["index"]["intValue"]) >= 0:
+            nodes.append(node)
+            continue
+        dim = int(args["dim"]["intValue"]) % len(source["sizes"])
+        size = source["sizes"][dim]
+        if "symbol" not in size:
+            nodes.append(node)
+            continue
+        term = {"coefficient": str(size.get("multiplier", 1)),
+                "symbols": [size["symbol"], *size.get("times", [])]}
+        positions, last, index, picked = range(next_id, next_id + 4)
+        next_id += 4
+        name = node["name"]
+        kept = [size if d != dim else {"constant": 1} for d, size in enumerate(source["sizes"])]
+        nodes += [
+            {"name": f"{name}_positions", "op": "aten.arange.default", "inputs": [],
+             "args": [{"name": "end", "symInt": {"terms": [term]}}], "outputs": [positions],
+             "outputTypes": [{"dtype": "INT64", "sizes": [size]}]},
+            {"name": f"{name}_last", "op": "aten.amax.default", "inputs": [positions],
+             "args": [{"name": "dim", "intList": {"values": ["0"]}},
+                      {"name": "keepdim", "boolValue": True}], "outputs": [last],
+             "outputTypes": [{"dtype": "INT64", "sizes": [{"constant": 1}]}]},
+            {"name": f"{name}_index", "op": "aten.add.Tensor", "inputs": [last],
+             "args": [{"name": "other", "intValue": str(int(args["index"]["intValue"]) + 1)}],
+             "outputs": [index], "outputTypes": [{"dtype": "INT64", "sizes": [{"constant": 1}]}]},
+            {"name": f"{name}_picked", "op": "aten.index_select.default",
+             "inputs": [node["inputs"][0], index], "args": [{"name": "dim", "intValue": str(dim)}],
+             "outputs": [picked], "outputTypes": [{"dtype": source["dtype"], "sizes": kept}]},
+            {"name": name, "op": "aten.squeeze.dim", "inputs": [picked],
+             "args": [{"name": "dim", "intValue": str(dim)}], "outputs": node["outputs"],
+             "outputTypes": node["outputTypes"]}]
+    graph["nodes"] = nodes
 
 
 def sized_references(fn, inputs, symbolic, sizes, name):
