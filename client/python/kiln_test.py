@@ -1022,6 +1022,23 @@ def test_tables_cut_to_a_symbolic_length_compile_once_for_every_length():
             compiled(torch.randn(2, 65, 8))
 
 
+def test_cat_of_parts_with_symbolic_sizes_compiles_once():
+    def joined(x):
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1), torch.cat((x, x * 2), dim=1)
+    compiled = kiln.compile(joined, [torch.randn(2, 6, 8)], dynamic={0: {1: "T"}})
+    before = compiles()
+    for length in (6, 3, 17):
+        x = torch.randn(2, length, 8)
+        for got, want in zip(compiled(x), joined(x)):
+            torch.testing.assert_close(got, want)
+    assert compiles() == before
+    with pytest.raises(kiln.UnsupportedOpError, match="node 'cat': dim 1 depends on a symbolic "
+                       "size in a way Kiln cannot express"):
+        kiln.compile(lambda x: torch.cat((x, x[:, :3]), dim=1), [torch.randn(2, 6, 8)],
+                     dynamic={0: {1: "T"}})
+
+
 def test_an_unsupported_op_names_it():
     def inverse(x):
         return torch.erfinv(x)

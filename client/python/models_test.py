@@ -361,6 +361,19 @@ def test_a_llama_style_block_matches_eager():
     matches_eager(LlamaBlock().eval(), torch.randn(2, 16, 64))
 
 
+def test_decoders_compile_once_for_every_sequence_length():
+    """GPT's causal mask cut from a buffer, Llama's rotary halves joined by
+    cat: one symbolic artifact for any length up to the mask's."""
+    torch.manual_seed(0)
+    for model, make in ((Gpt().eval(), lambda t: torch.randint(0, 100, (2, t))),
+                        (LlamaBlock().eval(), lambda t: torch.randn(2, t, 64))):
+        with torch.no_grad():
+            compiled = kiln.compile(model, [make(16)], dynamic={0: {1: "T"}})
+            for length in (16, 5, 30):
+                x = make(length)
+                torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+
+
 def t5_buckets(relative, buckets=32, max_distance=128):
     buckets //= 2
     bucket = (relative > 0).to(torch.long) * buckets

@@ -185,7 +185,9 @@ absl::StatusOr<std::vector<bool>> FlippedDims(const ir::Node& node, const ir::Te
 }
 
 // kiln.concat(parts, dim): parts of equal shape but for `dim`, one after
-// another along it. Lowers to a concat definition: a loop per part.
+// another along it (other dims may be symbolic; along `dim` the parts must
+// add up to a size: constants, or 2*T from two T). Lowers to a concat
+// definition: a loop per part.
 // Internal: cat decomposes into it (composites.cc).
 void AddConcat(OpTable& table) {
   OpDef def;
@@ -200,11 +202,10 @@ void AddConcat(OpTable& table) {
     const ir::TensorType& first = *inputs[0];
     ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), first.rank()));
     std::vector<ir::Dim> sizes = first.sizes;
-    int64_t total = 0;
+    ir::SymExpr total;  // along `dim`
     ir::DType dtype = first.dtype;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const ir::TensorType& part = *inputs[i];
-      RETURN_IF_ERROR(RequireStatic(part, absl::StrCat("input ", i)));
       if (part.rank() != first.rank()) {
         return absl::InvalidArgumentError("cat needs parts of the same rank");
       }
@@ -214,10 +215,15 @@ void AddConcat(OpTable& table) {
               absl::StrCat("cat parts differ in dim ", d, ", which is not the cat dim"));
         }
       }
-      total += part.sizes[dim].constant;
+      total += ir::SymExpr::Of(part.sizes[dim]);
       dtype = PromoteTensors(dtype, part.dtype);
     }
-    sizes[dim] = ir::Dim::Constant(total);
+    if (!total.IsDim()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "cat's parts along dim ", dim, " add up to ", ir::ToString(total, ir::Graph()),
+          ", which is not a size (a constant times symbols, like 2*s0)"));
+    }
+    sizes[dim] = total.ToDim();
     return std::vector<ir::TensorType>{ContiguousType(dtype, std::move(sizes))};
   };
   def.lower = [](const ir::Graph& graph,
