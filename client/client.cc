@@ -366,9 +366,9 @@ absl::StatusOr<std::shared_ptr<Transport>> Client::Connection() {
   if (result.ok()) return transport_;
   if (result.code() != absl::StatusCode::kUnavailable) return result;
   if (!options_.auto_start) {
-    return absl::UnavailableError(absl::StrCat("no kilnd is listening on ", socket_path,
-                                               "; start one with `kilnd --socket=", socket_path,
-                                               "`"));
+    return absl::UnavailableError(
+        absl::StrCat("no kilnd is listening on ", socket_path, " (", result.message(),
+                     "); start one with `kilnd --socket=", socket_path, "`"));
   }
 
   // Start one, holding the start lock so that racing clients start one
