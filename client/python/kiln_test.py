@@ -192,6 +192,21 @@ def test_numbers_made_tensors_are_folded_and_tensors_the_function_holds_stay_inp
     torch.testing.assert_close(compiled(x), x * 3 + x * 2)
     SCALE.fill_(3)
 
+    class Scaled(torch.nn.Module):  # a module's plain tensor attribute, and its forward's global
+        def __init__(self):
+            super().__init__()
+            self.factor = torch.tensor(5)
+
+        def forward(self, x):
+            return x * (self.factor // 2) + x * (SCALE // 2)
+    module = Scaled()
+    compiled = kiln.compile(module, [x])
+    torch.testing.assert_close(compiled(x), x * 2 + x * 1)
+    module.factor.fill_(9)
+    SCALE.fill_(5)
+    torch.testing.assert_close(compiled(x), x * 4 + x * 2)
+    SCALE.fill_(3)
+
 
 def test_a_dynamic_batch_compiles_once_for_every_size():
     def layer(x):

@@ -27,7 +27,8 @@ _ANYTHING = inspect.Signature([
 
 
 class ArgumentError(TypeError):
-    """An argument Kiln cannot take, or a call that fits no traced layout."""
+    """An argument Kiln cannot take, or a call that does not fit the
+    function's parameters."""
 
 
 def signature_of(fn):

@@ -367,12 +367,16 @@ def _copied(gm, node):
 
 def _tensors_held_by(fn):
     """The storages (data_ptr) of the tensors `fn` holds: a module's
-    parameters and buffers, a function's globals and closure."""
+    parameters, buffers and other tensor attributes, and the globals and
+    closure of a function or of a module's forward."""
     held = list(_module_state(fn)[1])
+    if isinstance(fn, torch.nn.Module):
+        held += [value for module in fn.modules() for value in vars(module).values()]
+        fn = fn.forward
     code = getattr(fn, "__code__", None)
     if code is not None:
         held += [fn.__globals__.get(name) for name in code.co_names]
-        held += [cell.cell_contents for cell in fn.__closure__ or ()]
+        held += [cell.cell_contents for cell in getattr(fn, "__closure__", None) or ()]
     return {t.data_ptr() for t in held if isinstance(t, torch.Tensor)}
 
 
