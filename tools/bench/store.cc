@@ -30,6 +30,7 @@
 
 #include <random>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -41,6 +42,10 @@
 #include "common/graph_file.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
+#include "rocksdb/cache.h"
+#include "rocksdb/db.h"
+#include "rocksdb/filter_policy.h"
+#include "rocksdb/table.h"
 #include "tools/bench/bench_util.h"
 
 ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
@@ -91,42 +96,126 @@ absl::Status Fill(const std::string& cache_dir, int n, const kiln::v1::ArtifactM
   return store->CompactForTesting();
 }
 
-// Medians of the index's and the store's lookups of random keys, in ns.
-// The index is read as a client reads it, in a process that has no store
-// open (a store's block cache shapes the process's heap); then the store.
-absl::Status TimeLookups(const std::string& cache_dir, int n, const std::string& label,
-                         Samples& samples) {
-  std::mt19937 random(n);
-  std::uniform_int_distribution<int> pick(0, n - 1);
+// One cache of the bench: its directory and entry count.
+struct Cache {
+  std::string dir;
+  int n;
+  std::string label;
+};
+
+// Medians of the index's and the store's lookups of random keys, in ns, in
+// every cache. Batches alternate between the caches within each round, so
+// that what a shared VM's neighbours do to one round's speed hits every
+// cache alike (the ratios are per round). The index is read as a client
+// reads it, in a process that has no store open (a store's block cache
+// shapes the process's heap); then the stores.
+absl::Status TimeLookups(const std::vector<Cache>& caches, Samples& samples) {
+  std::mt19937 random(caches.size());
   bool all_found = true;
   const int rounds = absl::GetFlag(FLAGS_repetitions);
-  const LocalIndex index(cache_dir);
+  std::vector<LocalIndex> indexes;
+  for (const Cache& cache : caches) indexes.emplace_back(cache.dir);
   // Steady state, as on a host that has served a while: every entry read
   // once (the kernel's inode and dentry caches, RocksDB's block cache).
-  for (int i = 0; i < n; ++i) {
-    const auto key = index.FindAlias(AliasOf(i));
-    all_found &= key.ok() && key->has_value() && index.Find(**key).ok();
+  for (size_t c = 0; c < caches.size(); ++c) {
+    for (int i = 0; i < caches[c].n; ++i) {
+      const auto key = indexes[c].FindAlias(AliasOf(i));
+      all_found &= key.ok() && key->has_value() && indexes[c].Find(**key).ok();
+    }
   }
   for (int round = 0; round <= rounds; ++round) {
-    const Batch indexed = TimeBatch(2000, [&] {
-      const auto key = index.FindAlias(AliasOf(pick(random)));
-      all_found &= key.ok() && key->has_value() && index.Find(**key).ok();
-    });
-    if (round > 0) samples["index_hit_ns_" + label].push_back(indexed.median_ns);  // 0 warms
+    for (size_t c = 0; c < caches.size(); ++c) {
+      std::uniform_int_distribution<int> pick(0, caches[c].n - 1);
+      const Batch indexed = TimeBatch(2000, [&] {
+        const auto key = indexes[c].FindAlias(AliasOf(pick(random)));
+        all_found &= key.ok() && key->has_value() && indexes[c].Find(**key).ok();
+      });
+      if (round > 0) samples["index_hit_ns_" + caches[c].label].push_back(indexed.median_ns);
+    }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(cache_dir + "/db"));
-  for (int i = 0; i < n; ++i) {
-    const auto entry = store->Lookup(KeyOf(i));
-    all_found &= entry.ok() && entry->has_value();
-  }
-  for (int round = 0; round <= rounds; ++round) {
-    const Batch stored = TimeBatch(2000, [&] {
-      const auto entry = store->Lookup(KeyOf(pick(random)));
+  std::vector<std::unique_ptr<RocksDbStore>> stores;
+  for (const Cache& cache : caches) {
+    ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(cache.dir + "/db"));
+    for (int i = 0; i < cache.n; ++i) {
+      const auto entry = store->Lookup(KeyOf(i));
       all_found &= entry.ok() && entry->has_value();
-    });
-    if (round > 0) samples["store_lookup_ns_" + label].push_back(stored.median_ns);
+    }
+    stores.push_back(std::move(store));
+  }
+  for (int round = 0; round <= rounds; ++round) {
+    for (size_t c = 0; c < caches.size(); ++c) {
+      std::uniform_int_distribution<int> pick(0, caches[c].n - 1);
+      const Batch stored = TimeBatch(2000, [&] {
+        const auto entry = stores[c]->Lookup(KeyOf(pick(random)));
+        all_found &= entry.ok() && entry->has_value();
+      });
+      if (round > 0) samples["store_lookup_ns_" + caches[c].label].push_back(stored.median_ns);
+    }
   }
   if (!all_found) return absl::InternalError("a lookup of a written entry missed");
+  return absl::OkStatus();
+}
+
+absl::Status FromRocksDb(const rocksdb::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::InternalError(status.ToString());
+}
+
+// RocksDB's own Get of each cache's entries, with the table options the
+// store gives its entries (cache/rocksdb_store.cc): the floor under a store
+// lookup, which adds the parse of the metadata and the store's checks.
+absl::Status TimeRocksDbGets(const std::vector<Cache>& caches, Samples& samples) {
+  rocksdb::BlockBasedTableOptions tables;
+  tables.block_cache = rocksdb::NewLRUCache(512 << 20);
+  tables.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  rocksdb::ColumnFamilyOptions entry_options;
+  entry_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(tables));
+  struct Opened {
+    std::unique_ptr<rocksdb::DB> db;
+    std::vector<rocksdb::ColumnFamilyHandle*> families;
+    rocksdb::ColumnFamilyHandle* entries = nullptr;
+  };
+  std::vector<Opened> opened(caches.size());
+  absl::Cleanup close = [&] {
+    for (Opened& one : opened) {
+      for (auto* family : one.families) one.db->DestroyColumnFamilyHandle(family);
+    }
+  };
+  for (size_t c = 0; c < caches.size(); ++c) {
+    const std::string path = caches[c].dir + "/db";
+    std::vector<std::string> names;
+    RETURN_IF_ERROR(FromRocksDb(rocksdb::DB::ListColumnFamilies({}, path, &names)));
+    std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+    for (const std::string& name : names) {
+      descriptors.emplace_back(name,
+                               name == "entries" ? entry_options : rocksdb::ColumnFamilyOptions());
+    }
+    rocksdb::DB* db = nullptr;
+    RETURN_IF_ERROR(
+        FromRocksDb(rocksdb::DB::OpenForReadOnly({}, path, descriptors, &opened[c].families, &db)));
+    opened[c].db.reset(db);
+    for (size_t f = 0; f < names.size(); ++f) {
+      if (names[f] == "entries") opened[c].entries = opened[c].families[f];
+    }
+    if (opened[c].entries == nullptr) return absl::InternalError(path + " has no entries");
+  }
+  std::mt19937 random(caches.size());
+  bool all_found = true;
+  auto get = [&](size_t c, int i) {
+    rocksdb::PinnableSlice value;
+    all_found &= opened[c].db->Get({}, opened[c].entries, KeyOf(i), &value).ok();
+  };
+  for (size_t c = 0; c < caches.size(); ++c) {
+    for (int i = 0; i < caches[c].n; ++i) get(c, i);
+  }
+  for (int round = 0; round <= absl::GetFlag(FLAGS_repetitions); ++round) {
+    for (size_t c = 0; c < caches.size(); ++c) {
+      std::uniform_int_distribution<int> pick(0, caches[c].n - 1);
+      const Batch got = TimeBatch(2000, [&] { get(c, pick(random)); });
+      if (round > 0) samples["rocksdb_get_ns_" + caches[c].label].push_back(got.median_ns);
+    }
+  }
+  if (!all_found) return absl::InternalError("a RocksDB Get of a written entry missed");
   return absl::OkStatus();
 }
 
@@ -213,16 +302,23 @@ absl::Status Run() {
   const bool lookups_only = absl::GetFlag(FLAGS_lookups_only);
   Samples samples;
   ASSIGN_OR_RETURN(ScratchDirectory scratch, ScratchDirectory::Make());
+  std::vector<Cache> caches;
   for (const auto& [n, label] : {std::pair<int, std::string>{kSmall, "100"}, {full, "full"}}) {
     const std::string root = absl::StrCat(scratch.path(), "/", label);
     if (mkdir(root.c_str(), 0700) != 0) return absl::InternalError("mkdir " + root);
     const int64_t start = NowNs();
     RETURN_IF_ERROR(Fill(root + "/cache", n, model));
     fprintf(stderr, "store: wrote %d entries in %.1f s\n", n, MsSince(start) / 1e3);
-    RETURN_IF_ERROR(TimeLookups(root + "/cache", n, label, samples));
-    if (!lookups_only) RETURN_IF_ERROR(TimeDaemon(kilnd, kiln, root, label, samples));
+    caches.push_back({root + "/cache", n, label});
   }
-  for (const char* figure : {"store_lookup_ns", "index_hit_ns"}) {
+  RETURN_IF_ERROR(TimeLookups(caches, samples));
+  RETURN_IF_ERROR(TimeRocksDbGets(caches, samples));
+  if (!lookups_only) {
+    for (const Cache& cache : caches) {
+      RETURN_IF_ERROR(TimeDaemon(kilnd, kiln, Dirname(cache.dir), cache.label, samples));
+    }
+  }
+  for (const char* figure : {"store_lookup_ns", "index_hit_ns", "rocksdb_get_ns"}) {
     const std::string name = figure;
     const std::vector<double>& small = samples[name + "_100"];
     const std::vector<double>& large = samples[name + "_full"];
@@ -277,6 +373,9 @@ absl::Status Run() {
                                          "index_hit_ns_100",
                                          "index_hit_ns_full",
                                          "index_hit_ns_ratio",
+                                         "rocksdb_get_ns_100",
+                                         "rocksdb_get_ns_full",
+                                         "rocksdb_get_ns_ratio",
                                          "startup_ms_100",
                                          "startup_ms_full",
                                          "settle_ms_100",
