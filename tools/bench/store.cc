@@ -9,6 +9,9 @@
 //                                   Find), medians of batches, once every
 //                                   entry has been read (steady state);
 //   lookup_100k_vs_100              the worse of their ratios, N over 100;
+//   rocksdb_get_ns                  RocksDB's own Get of a random entry
+//                                   (no parse, no checks): the floor
+//                                   under a store lookup;
 //   startup_ms                      kilnd from spawn to answering;
 //   settle_ms                       from spawn until its background work
 //                                   after a start is done (reconciling the
