@@ -7,11 +7,15 @@
 // (kiln_conv.transposed) is oneDNN's deconvolution, planned, laid out and
 // split the same way.
 //
-// Each convolution keeps oneDNN's fastest layout for its shape (blocked
-// channels), with reorders from and to the artifact's plain strided
-// tensors: what eager does too. Primitives (where oneDNN generates its
-// code) are made once per shape and kept for the process's life, so only a
-// shape's first call pays for them, and Warmup's run makes that call.
+// Each convolution keeps oneDNN's layout for its shape (channels-last or
+// blocked channels), with reorders from and to the artifact's plain strided
+// tensors: what eager does too. oneDNN offers two implementations for many
+// shapes (its BRGEMM and its direct JIT convolutions), and which is faster
+// depends on the CPU, so a shape's first calls time both and the process
+// keeps the faster (faster_of_two.h); both compute the same sums within
+// float32 rounding. Primitives (where oneDNN generates its code) are made
+// once per shape and kept for the process's life, so only a shape's first
+// call pays for them, and Warmup's run makes that call.
 //
 // Threads: the runtime owns them. oneDNN runs on OpenMP (Debian's build),
 // which would start a second, spinning team next to the pool; instead each

@@ -22,8 +22,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "client/runtime/faster_of_two.h"
 
 namespace kiln {
 
@@ -46,7 +45,7 @@ class TransposedBChoices {
 
   // Timed calls of each way before a shape's choice is made, after one
   // untimed call.
-  static constexpr int kTrials = 4;
+  static constexpr int kTrials = FasterOfTwo<int>::kTrials;
 
  private:
   struct Shape {
@@ -62,16 +61,7 @@ class TransposedBChoices {
                         shape.threads);
     }
   };
-  struct Trials {
-    int started = 0;           // calls handed out
-    int recorded[2] = {0, 0};  // timed calls back, by way (0: as stored, 1: copied)
-    int64_t best_ns[2] = {0, 0};
-    bool decided = false;
-    bool copy = false;
-  };
-
-  absl::Mutex mutex_;
-  absl::flat_hash_map<Shape, Trials> trials_ ABSL_GUARDED_BY(mutex_);
+  FasterOfTwo<Shape> ways_;  // way 1: copied
 };
 
 }  // namespace kiln
