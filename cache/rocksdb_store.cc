@@ -132,6 +132,17 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(const std::stri
   return store;
 }
 
+rocksdb::ColumnFamilyOptions RocksDbStore::LookupFamilyOptions(rocksdb::ColumnFamilyOptions base) {
+  // With RocksDB's default 8 MiB of block cache and no filter, a store of
+  // 100,000 entries (~4 KiB of metadata each) read most blocks from the
+  // file system. The cache fills only as blocks are read.
+  rocksdb::BlockBasedTableOptions tables;
+  tables.block_cache = rocksdb::NewLRUCache(512 << 20);
+  tables.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  base.table_factory.reset(rocksdb::NewBlockBasedTableFactory(tables));
+  return base;
+}
+
 absl::StatusOr<RocksDbStore::Database> RocksDbStore::OpenDatabase(const std::string& directory) {
   rocksdb::DBOptions options;
   options.create_if_missing = true;
@@ -147,16 +158,9 @@ absl::StatusOr<RocksDbStore::Database> RocksDbStore::OpenDatabase(const std::str
   plain_options.paranoid_file_checks = true;
   rocksdb::ColumnFamilyOptions blob_options = plain_options;
   blob_options.OptimizeForPointLookup(64);
-  // Entries and usage records are read by key on every miss and hit: with
-  // RocksDB's default 8 MiB of block cache and no filter, a store of
-  // 100,000 entries (~4 KiB of metadata each) read most blocks from the
-  // file system. One cache for both (this database's own: a block must
-  // never outlive a reopen), filled only as blocks are read.
-  rocksdb::BlockBasedTableOptions lookup_tables;
-  lookup_tables.block_cache = rocksdb::NewLRUCache(512 << 20);
-  lookup_tables.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  rocksdb::ColumnFamilyOptions lookup_options = plain_options;
-  lookup_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(lookup_tables));
+  // One cache for entries and usage (this database's own: a block must
+  // never outlive a reopen).
+  const rocksdb::ColumnFamilyOptions lookup_options = LookupFamilyOptions(plain_options);
   const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, plain_options},
       {"entries", lookup_options},

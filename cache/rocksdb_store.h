@@ -85,6 +85,12 @@ class RocksDbStore : public ArtifactStore {
   static absl::StatusOr<std::unique_ptr<RocksDbStore>> Open(const std::string& directory);
   ~RocksDbStore() override;
 
+  // `base` with the table options of the families read by key on every hit
+  // and miss ("entries", "usage"): a block cache of their own and a bloom
+  // filter. Each call makes a new cache. (//tools/bench:store reads the
+  // entries with RocksDB's own Get through these.)
+  static rocksdb::ColumnFamilyOptions LookupFamilyOptions(rocksdb::ColumnFamilyOptions base);
+
   absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> Lookup(const std::string& key) override;
   absl::StatusOr<std::optional<std::string>> ReadBlob(const std::string& digest) override;
   absl::Status Put(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob,

@@ -300,6 +300,12 @@ absl::StatusOr<kiln::v1::HelloResponse> Client::daemon() {
   return hello_;
 }
 
+absl::Status Client::RememberUnansweredLocked(const absl::Status& status, pid_t pid) {
+  unanswered_ = Unanswered(status, options_.socket_path, pid);
+  unanswered_until_ = absl::Now() + options_.unanswered_memory;
+  return unanswered_;
+}
+
 absl::Status Client::ConnectLocked(bool replace_other_version) {
   RETURN_IF_ERROR(trusted_.status());
   if (absl::Now() < unanswered_until_) return unanswered_;
@@ -315,11 +321,7 @@ absl::Status Client::ConnectLocked(bool replace_other_version) {
                    ConnectTransport(socket_path, *trusted_, &peer));
   absl::StatusOr<kiln::v1::HelloResponse> answered =
       Hello(*transport, options_.client_name, std::min(absl::Seconds(5), options_.rpc_timeout));
-  if (IsUnanswered(answered.status())) {
-    unanswered_ = Unanswered(answered.status(), socket_path, peer.pid);
-    unanswered_until_ = absl::Now() + options_.unanswered_memory;
-    return unanswered_;
-  }
+  if (IsUnanswered(answered.status())) return RememberUnansweredLocked(answered.status(), peer.pid);
   if (answered.status().code() == absl::StatusCode::kCancelled) {
     // A draining kilnd cancels calls that reach it after its listener
     // closed: as good as nobody listening (its successor will).
@@ -522,9 +524,7 @@ absl::Status Client::RpcInto(const char* method, const google::protobuf::Message
     if (IsUnanswered(called)) {
       absl::MutexLock lock(&mutex_);
       if (transport_ == transport) transport_.reset();
-      unanswered_ = Unanswered(called, options_.socket_path, static_cast<pid_t>(hello_.pid()));
-      unanswered_until_ = absl::Now() + options_.unanswered_memory;
-      return unanswered_;
+      return RememberUnansweredLocked(called, static_cast<pid_t>(hello_.pid()));
     }
     const absl::StatusCode code = called.code();
     if ((code != absl::StatusCode::kUnavailable && code != absl::StatusCode::kCancelled) ||

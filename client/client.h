@@ -39,6 +39,8 @@
 #ifndef KILN_CLIENT_CLIENT_H_
 #define KILN_CLIENT_CLIENT_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -187,6 +189,10 @@ class Client final : private ForkAware {
   // With `replace_other_version` false, a daemon of another version is
   // only refused, never asked to drain.
   absl::Status ConnectLocked(bool replace_other_version = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Remembers that kilnd (`pid`, 0 when unknown) left a call unanswered
+  // (`status`), for unanswered_memory; returns what calls get until then.
+  absl::Status RememberUnansweredLocked(const absl::Status& status, pid_t pid)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // After starting kilnd: connects once it answers, waiting up to
   // start_timeout — or, while a kilnd holds the socket's lock (an old one

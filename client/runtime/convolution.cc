@@ -107,6 +107,15 @@ void Report(const std::string& reason) {
 // the reorders from and to the artifact's strided tensors (null where the
 // layouts agree). Made once, then shared by every thread.
 struct Plan {
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {  // a Plan exists only once oneDNN is loaded
+    for (dnnl_primitive_t primitive : {convolution, src_reorder, weights_reorder, dst_reorder}) {
+      if (primitive != nullptr) LoadDnnl().dnnl_primitive_destroy(primitive);
+    }
+  }
+
   // Null when oneDNN has nothing to compute: every result position is
   // uncovered (see `covered`).
   dnnl_primitive_t convolution = nullptr;
@@ -331,17 +340,11 @@ absl::StatusOr<const Ways*> FindWays(const Dnnl& dnnl, const kiln_conv& conv, bo
         MakePlan(dnnl, conv, bias, dnnl_forward_training);
     if (training.ok() && (*training)->implementation != made->way[0]->implementation) {
       made->way[1] = *std::move(training);
-    } else if (training.ok()) {
-      for (dnnl_primitive_t primitive : {(*training)->convolution, (*training)->src_reorder,
-                                         (*training)->weights_reorder, (*training)->dst_reorder}) {
-        if (primitive != nullptr) dnnl.dnnl_primitive_destroy(primitive);
-      }
     }
   }
   absl::MutexLock lock(&mutex);
   auto [slot, inserted] = found_ways->try_emplace(key, std::move(made));
-  // A thread that lost a race drops its Ways; their primitives are not
-  // destroyed (once per shape at most).
+  // A thread that lost a race drops its Ways.
   return slot->second.get();
 }
 

@@ -45,10 +45,7 @@
 #include "common/graph_file.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
-#include "rocksdb/cache.h"
 #include "rocksdb/db.h"
-#include "rocksdb/filter_policy.h"
-#include "rocksdb/table.h"
 #include "tools/bench/bench_util.h"
 
 ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
@@ -106,57 +103,50 @@ struct Cache {
   std::string label;
 };
 
-// Medians of the index's and the store's lookups of random keys, in ns, in
-// every cache. Batches alternate between the caches within each round, so
-// that what a shared VM's neighbours do to one round's speed hits every
-// cache alike (the ratios are per round). The index is read as a client
-// reads it, in a process that has no store open (a store's block cache
-// shapes the process's heap); then the stores.
-absl::Status TimeLookups(const std::vector<Cache>& caches, Samples& samples) {
+// Times `lookup(c, i)` (true when it found entry i of cache c) on random
+// entries of every cache, into samples[figure + "_" + label]: medians of
+// batches, once every entry has been looked up (steady state, as on a host
+// that has served a while: the kernel's inode and dentry caches, RocksDB's
+// block cache). Batches alternate between the caches within each round,
+// so that what a shared VM's neighbours do to one round's speed hits every
+// cache alike (the ratios are per round); round 0 warms.
+template <typename Lookup>
+absl::Status TimeAlternating(const std::vector<Cache>& caches, const std::string& figure,
+                             Samples& samples, Lookup&& lookup) {
   std::mt19937 random(caches.size());
   bool all_found = true;
-  const int rounds = absl::GetFlag(FLAGS_repetitions);
+  for (size_t c = 0; c < caches.size(); ++c) {
+    for (int i = 0; i < caches[c].n; ++i) all_found &= lookup(c, i);
+  }
+  for (int round = 0; round <= absl::GetFlag(FLAGS_repetitions); ++round) {
+    for (size_t c = 0; c < caches.size(); ++c) {
+      std::uniform_int_distribution<int> pick(0, caches[c].n - 1);
+      const Batch batch = TimeBatch(2000, [&] { all_found &= lookup(c, pick(random)); });
+      if (round > 0) samples[figure + "_" + caches[c].label].push_back(batch.median_ns);
+    }
+  }
+  if (!all_found) return absl::InternalError(figure + ": a lookup of a written entry missed");
+  return absl::OkStatus();
+}
+
+// The index's and the store's lookups. The index is read as a client reads
+// it, in a process that has no store open (a store's block cache shapes
+// the process's heap); then the stores.
+absl::Status TimeLookups(const std::vector<Cache>& caches, Samples& samples) {
   std::vector<LocalIndex> indexes;
   for (const Cache& cache : caches) indexes.emplace_back(cache.dir);
-  // Steady state, as on a host that has served a while: every entry read
-  // once (the kernel's inode and dentry caches, RocksDB's block cache).
-  for (size_t c = 0; c < caches.size(); ++c) {
-    for (int i = 0; i < caches[c].n; ++i) {
-      const auto key = indexes[c].FindAlias(AliasOf(i));
-      all_found &= key.ok() && key->has_value() && indexes[c].Find(**key).ok();
-    }
-  }
-  for (int round = 0; round <= rounds; ++round) {
-    for (size_t c = 0; c < caches.size(); ++c) {
-      std::uniform_int_distribution<int> pick(0, caches[c].n - 1);
-      const Batch indexed = TimeBatch(2000, [&] {
-        const auto key = indexes[c].FindAlias(AliasOf(pick(random)));
-        all_found &= key.ok() && key->has_value() && indexes[c].Find(**key).ok();
-      });
-      if (round > 0) samples["index_hit_ns_" + caches[c].label].push_back(indexed.median_ns);
-    }
-  }
+  RETURN_IF_ERROR(TimeAlternating(caches, "index_hit_ns", samples, [&](size_t c, int i) {
+    const auto key = indexes[c].FindAlias(AliasOf(i));
+    return key.ok() && key->has_value() && indexes[c].Find(**key).ok();
+  }));
   std::vector<std::unique_ptr<RocksDbStore>> stores;
   for (const Cache& cache : caches) {
-    ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(cache.dir + "/db"));
-    for (int i = 0; i < cache.n; ++i) {
-      const auto entry = store->Lookup(KeyOf(i));
-      all_found &= entry.ok() && entry->has_value();
-    }
-    stores.push_back(std::move(store));
+    ASSIGN_OR_RETURN(stores.emplace_back(), RocksDbStore::Open(cache.dir + "/db"));
   }
-  for (int round = 0; round <= rounds; ++round) {
-    for (size_t c = 0; c < caches.size(); ++c) {
-      std::uniform_int_distribution<int> pick(0, caches[c].n - 1);
-      const Batch stored = TimeBatch(2000, [&] {
-        const auto entry = stores[c]->Lookup(KeyOf(pick(random)));
-        all_found &= entry.ok() && entry->has_value();
-      });
-      if (round > 0) samples["store_lookup_ns_" + caches[c].label].push_back(stored.median_ns);
-    }
-  }
-  if (!all_found) return absl::InternalError("a lookup of a written entry missed");
-  return absl::OkStatus();
+  return TimeAlternating(caches, "store_lookup_ns", samples, [&](size_t c, int i) {
+    const auto entry = stores[c]->Lookup(KeyOf(i));
+    return entry.ok() && entry->has_value();
+  });
 }
 
 absl::Status FromRocksDb(const rocksdb::Status& status) {
@@ -164,15 +154,11 @@ absl::Status FromRocksDb(const rocksdb::Status& status) {
   return absl::InternalError(status.ToString());
 }
 
-// RocksDB's own Get of each cache's entries, with the table options the
-// store gives its entries (cache/rocksdb_store.cc): the floor under a store
-// lookup, which adds the parse of the metadata and the store's checks.
+// RocksDB's own Get of each cache's entries, with the options the store
+// gives its entries: the floor under a store lookup, which adds the parse
+// of the metadata and the store's checks.
 absl::Status TimeRocksDbGets(const std::vector<Cache>& caches, Samples& samples) {
-  rocksdb::BlockBasedTableOptions tables;
-  tables.block_cache = rocksdb::NewLRUCache(512 << 20);
-  tables.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  rocksdb::ColumnFamilyOptions entry_options;
-  entry_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(tables));
+  const rocksdb::ColumnFamilyOptions entry_options = RocksDbStore::LookupFamilyOptions({});
   struct Opened {
     std::unique_ptr<rocksdb::DB> db;
     std::vector<rocksdb::ColumnFamilyHandle*> families;
@@ -202,24 +188,10 @@ absl::Status TimeRocksDbGets(const std::vector<Cache>& caches, Samples& samples)
     }
     if (opened[c].entries == nullptr) return absl::InternalError(path + " has no entries");
   }
-  std::mt19937 random(caches.size());
-  bool all_found = true;
-  auto get = [&](size_t c, int i) {
+  return TimeAlternating(caches, "rocksdb_get_ns", samples, [&](size_t c, int i) {
     rocksdb::PinnableSlice value;
-    all_found &= opened[c].db->Get({}, opened[c].entries, KeyOf(i), &value).ok();
-  };
-  for (size_t c = 0; c < caches.size(); ++c) {
-    for (int i = 0; i < caches[c].n; ++i) get(c, i);
-  }
-  for (int round = 0; round <= absl::GetFlag(FLAGS_repetitions); ++round) {
-    for (size_t c = 0; c < caches.size(); ++c) {
-      std::uniform_int_distribution<int> pick(0, caches[c].n - 1);
-      const Batch got = TimeBatch(2000, [&] { get(c, pick(random)); });
-      if (round > 0) samples["rocksdb_get_ns_" + caches[c].label].push_back(got.median_ns);
-    }
-  }
-  if (!all_found) return absl::InternalError("a RocksDB Get of a written entry missed");
-  return absl::OkStatus();
+    return opened[c].db->Get({}, opened[c].entries, KeyOf(i), &value).ok();
+  });
 }
 
 // Runs the kiln CLI against `daemon`; its wall time in ms.
