@@ -12,6 +12,11 @@
 //   rocksdb_get_ns                  RocksDB's own Get of a random entry
 //                                   (no parse, no checks): the floor
 //                                   under a store lookup;
+//   hash_floor_ns                   a find in an in-memory hash table of
+//                                   every entry's stored bytes and the
+//                                   parse: the floor under any lookup
+//                                   structure, whose ratio bounds
+//                                   lookup_100k_vs_100 from below;
 //   startup_ms                      kilnd from spawn to answering;
 //   settle_ms                       from spawn until its background work
 //                                   after a start is done (reconciling the
@@ -34,6 +39,7 @@
 #include <random>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -154,10 +160,13 @@ absl::Status FromRocksDb(const rocksdb::Status& status) {
   return absl::InternalError(status.ToString());
 }
 
-// RocksDB's own Get of each cache's entries, with the options the store
-// gives its entries: the floor under a store lookup, which adds the parse
-// of the metadata and the store's checks.
-absl::Status TimeRocksDbGets(const std::vector<Cache>& caches, Samples& samples) {
+// Two floors under a store lookup, on each cache's entries: RocksDB's own
+// Get with the options the store gives its entries (the store adds the
+// parse of the metadata and its checks), and a lookup in an in-memory hash
+// table of every entry's stored bytes followed by the same parse (what any
+// structure that finds a record in one probe would cost: its growth with N
+// is the floor under lookup_100k_vs_100).
+absl::Status TimeFloors(const std::vector<Cache>& caches, Samples& samples) {
   const rocksdb::ColumnFamilyOptions entry_options = RocksDbStore::LookupFamilyOptions({});
   struct Opened {
     std::unique_ptr<rocksdb::DB> db;
@@ -188,9 +197,23 @@ absl::Status TimeRocksDbGets(const std::vector<Cache>& caches, Samples& samples)
     }
     if (opened[c].entries == nullptr) return absl::InternalError(path + " has no entries");
   }
-  return TimeAlternating(caches, "rocksdb_get_ns", samples, [&](size_t c, int i) {
+  RETURN_IF_ERROR(TimeAlternating(caches, "rocksdb_get_ns", samples, [&](size_t c, int i) {
     rocksdb::PinnableSlice value;
     return opened[c].db->Get({}, opened[c].entries, KeyOf(i), &value).ok();
+  }));
+  std::vector<absl::flat_hash_map<std::string, std::string>> tables(caches.size());
+  for (size_t c = 0; c < caches.size(); ++c) {
+    const std::unique_ptr<rocksdb::Iterator> entry(
+        opened[c].db->NewIterator({}, opened[c].entries));
+    for (entry->SeekToFirst(); entry->Valid(); entry->Next()) {
+      tables[c].emplace(entry->key().ToString(), entry->value().ToString());
+    }
+    RETURN_IF_ERROR(FromRocksDb(entry->status()));
+  }
+  return TimeAlternating(caches, "hash_floor_ns", samples, [&](size_t c, int i) {
+    const auto found = tables[c].find(KeyOf(i));
+    kiln::v1::ArtifactMetadata metadata;
+    return found != tables[c].end() && metadata.ParseFromString(found->second);
   });
 }
 
@@ -287,13 +310,14 @@ absl::Status Run() {
     caches.push_back({root + "/cache", n, label});
   }
   RETURN_IF_ERROR(TimeLookups(caches, samples));
-  RETURN_IF_ERROR(TimeRocksDbGets(caches, samples));
+  RETURN_IF_ERROR(TimeFloors(caches, samples));
   if (!lookups_only) {
     for (const Cache& cache : caches) {
       RETURN_IF_ERROR(TimeDaemon(kilnd, kiln, Dirname(cache.dir), cache.label, samples));
     }
   }
-  for (const char* figure : {"store_lookup_ns", "index_hit_ns", "rocksdb_get_ns"}) {
+  for (const char* figure :
+       {"store_lookup_ns", "index_hit_ns", "rocksdb_get_ns", "hash_floor_ns"}) {
     const std::string name = figure;
     const std::vector<double>& small = samples[name + "_100"];
     const std::vector<double>& large = samples[name + "_full"];
@@ -351,6 +375,9 @@ absl::Status Run() {
                                          "rocksdb_get_ns_100",
                                          "rocksdb_get_ns_full",
                                          "rocksdb_get_ns_ratio",
+                                         "hash_floor_ns_100",
+                                         "hash_floor_ns_full",
+                                         "hash_floor_ns_ratio",
                                          "startup_ms_100",
                                          "startup_ms_full",
                                          "settle_ms_100",
