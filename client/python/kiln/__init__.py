@@ -118,10 +118,14 @@ _MAX_LAYOUTS = 8  # layouts of its arguments one compiled function takes
 class Compiled:
     """A compiled function or module: call it like the original."""
 
-    def __init__(self, native, lifted, structure, fn, fallback, graph, layout, options=None):
+    def __init__(self, native, lifted, structure, writes, fn, fallback, graph, layout,
+                 options=None):
         self._native = native
         self._lifted = lifted
         self._structure = structure
+        # Inputs fn changes in place: the graph's last outputs, in order,
+        # are their new values.
+        self._writes = writes
         # The usual results, without walking the structure at each call.
         self._single = structure == "tensor"
         self._tuple = isinstance(structure, dict) and all(
@@ -152,6 +156,8 @@ class Compiled:
                 return self._call_with_layout(args, kwargs)
             except (DaemonUnavailable, UnsupportedOpError) as error:
                 return self._eager(args, kwargs, error)
+            if self._writes:
+                outputs = self._write_back(args, outputs)
             return outputs[0] if self._single else self._results(outputs)
         return self._call_with_layout(args, kwargs)
 
@@ -160,7 +166,20 @@ class Compiled:
             outputs = self._native(*tensors, *self._lifted)
         except (DaemonUnavailable, UnsupportedOpError) as error:
             return self._eager(args, kwargs, error)
+        if self._writes:
+            outputs = self._write_back(tensors, outputs)
         return self._results(outputs)
+
+    def _write_back(self, tensors, outputs):
+        """Copies the new values of the inputs fn changes in place into them
+        (as eager's in-place ops leave them); fn's own results."""
+        import torch
+        inputs = (*tensors, *self._lifted)
+        kept = len(outputs) - len(self._writes)
+        with torch.no_grad():
+            for position, value in zip(self._writes, outputs[kept:]):
+                inputs[position].copy_(value)
+        return outputs[:kept]
 
     def _results(self, outputs):
         if self._single:
@@ -339,8 +358,8 @@ def compile(fn, example_inputs, *, example_kwargs=None, dynamic=None, relations=
                "on_stride_miss": on_stride_miss}
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
     try:
-        graph, lifted, structure, layout = _trace(fn, example_inputs, example_kwargs, name,
-                                                  dynamic, relations)
+        graph, lifted, structure, writes, layout = _trace(fn, example_inputs, example_kwargs,
+                                                          name, dynamic, relations)
         native = _native().CompiledGraph(_default_client(), json.dumps(graph), target,
                                          on_stride_miss)
         native.prepare()  # compile errors surface here, not at the first call
@@ -350,7 +369,7 @@ def compile(fn, example_inputs, *, example_kwargs=None, dynamic=None, relations=
         if isinstance(error, _tracing.TraceError):
             raise UnsupportedOpError(str(error)) from error
         raise
-    compiled = Compiled(native, lifted, structure, fn, fallback, graph, layout, options)
+    compiled = Compiled(native, lifted, structure, writes, fn, fallback, graph, layout, options)
     if buckets is not None:
         compiled.warmup(buckets)
     return compiled
@@ -370,7 +389,9 @@ def backend(gm, example_inputs):
     return compile(gm, example_inputs, name=type(gm).__name__)
 
 
-_PACKAGE_FORMAT = "kiln-package-4"
+_PACKAGE_FORMAT = "kiln-package-5"
+# Formats load() reads: 4 is 5 without "writes" (no input changed in place).
+_PACKAGE_FORMATS = ("kiln-package-4", _PACKAGE_FORMAT)
 
 
 def _weight_names(fn, lifted):
@@ -440,16 +461,16 @@ def _read_weights(path, layouts):
 
 
 def _trace(fn, example_inputs, example_kwargs, name, dynamic, relations):
-    """(graph, lifted, structure, layout): _tracing.trace_graph of fn called
-    with the example arguments, whose tensors are the graph's inputs."""
+    """(graph, lifted, structure, writes, layout): _tracing.trace_graph of fn
+    called with the example arguments, whose tensors are the graph's inputs."""
     from . import _arguments, _tracing
     relation_json = [_tracing.parse_relation(text) for text in relations or []]
     inputs, layout = _arguments.flatten(_arguments.signature_of(fn), example_inputs,
                                         example_kwargs or {})
-    graph, lifted, structure = _tracing.trace_graph(
+    graph, lifted, structure, writes = _tracing.trace_graph(
         fn, inputs, name, _symbolic(dynamic), relation_json,
         arguments=None if layout.plain else layout)
-    return graph, lifted, structure, layout
+    return graph, lifted, structure, writes, layout
 
 
 def save(fn, example_inputs, path, *, example_kwargs=None, dynamic=None, relations=None,
@@ -461,16 +482,17 @@ def save(fn, example_inputs, path, *, example_kwargs=None, dynamic=None, relatio
         graph.pb      the same graph in protobuf's binary form, for kiln.load
         weights.bin   its weights' bytes
         package.json  the weights' dtypes, sizes and offsets, which module
-                      attribute each one is, and how the function's result
-                      holds the graph's outputs
+                      attribute each one is, how the function's result
+                      holds the graph's outputs, and which inputs it
+                      changes in place ("writes")
         plan.json     with `buckets` (a plan entry, as in Compiled.warmup): a
                       warmup plan for the graph, for `kiln warmup` or load()
 
     Nothing is compiled here. (`kiln export` is the admin CLI's cache
     bundle: another thing.)"""
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
-    graph, lifted, structure, layout = _trace(fn, example_inputs, example_kwargs, name, dynamic,
-                                              relations)
+    graph, lifted, structure, writes, layout = _trace(fn, example_inputs, example_kwargs, name,
+                                                      dynamic, relations)
     graph_json = json.dumps(graph, indent=1)
     binary = _native().graph_to_binary(graph_json)
     os.makedirs(path, exist_ok=True)
@@ -483,6 +505,7 @@ def save(fn, example_inputs, path, *, example_kwargs=None, dynamic=None, relatio
         json.dump({"format": _PACKAGE_FORMAT,
                    "arguments": layout.to_json(),
                    "outputs": structure,
+                   "writes": writes,
                    "weights": [{"name": weight_name, **layout} for weight_name, layout
                                in zip(_weight_names(fn, lifted), layouts)]}, out, indent=1)
     plan = os.path.join(path, "plan.json")
@@ -512,7 +535,7 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
     except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError) as error:
         raise ValueError(f"{path} is not a Kiln package (kiln.save writes them): {error}") \
             from error
-    if not isinstance(package, dict) or package.get("format") != _PACKAGE_FORMAT:
+    if not isinstance(package, dict) or package.get("format") not in _PACKAGE_FORMATS:
         raise ValueError(f"{path} is not a package of this Kiln (format "
                          f"{package.get('format') if isinstance(package, dict) else None!r}, "
                          f"not {_PACKAGE_FORMAT!r}): save it again with kiln.save")
@@ -535,7 +558,8 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
             return _Eager(module, error)
         raise
     from . import _arguments
-    compiled = Compiled(native, weights, package["outputs"], module, fallback,
+    compiled = Compiled(native, weights, package["outputs"], package.get("writes", []), module,
+                        fallback,
                         os.path.join(path, "graph.json"),
                         _arguments.Layout.from_json(package["arguments"]))
     plan = os.path.join(path, "plan.json")

@@ -18,19 +18,22 @@ What it does to make_fx's graph (PyTorch 1.13):
     padding, scatters of slices, roll, interpolation);
   - the function's result may be tensors in tuples, lists and dicts: the
     graph's outputs are its tensors in order (flatten_outputs);
-  - in-place ops on intermediates (relu_, add_) are replaced by their
-    out-of-place forms, and a graph that writes into a view is traced again
-    through functorch's functionalize; mutating a graph input is refused;
+  - in-place ops (relu_, add_) are replaced by their out-of-place forms,
+    and a graph that writes into a view is traced again through functorch's
+    functionalize; an input changed in place (an argument, a buffer, a
+    tensor the function holds) is refused, or for kiln.compile (trace_graph)
+    its final value is an extra output, copied into it after each call;
   - dead nodes (detach, empty, unused results) are dropped;
   - the results a backward op's output_mask drops (None) are declared with
     the types the op gives them when computed: Kiln computes every result
     of these ops, and nothing reads the dropped ones;
   - a batch norm in training mode (native_batch_norm, training=True) given
-    running statistics compiles, but a Kiln artifact is a pure function: it
-    normalizes with the batch's statistics and never updates running_mean
-    and running_var as eager does. The trace warns (RuntimeWarning); an
-    nn.BatchNorm module in training mode, which would also count
-    num_batches_tracked in place, is refused with what to do instead;
+    running statistics: for kiln.compile their updates are computed and
+    copied back like any input changed in place; else it compiles as a pure
+    function (batch statistics, running ones never updated) and the trace
+    warns (RuntimeWarning), and an nn.BatchNorm module in training mode,
+    which also counts num_batches_tracked in place, is refused with what to
+    do instead;
   - --symbolic NAME:DIM,... (`symbolic`: [(NAME, DIM[, SYMBOL])]) marks
     input dims symbolic: the function is traced again with each symbol one
     larger; view and factory sizes (ones(T, T)) and whole-number scalars
@@ -365,19 +368,49 @@ def _copied(gm, node):
     return value
 
 
-def _tensors_held_by(fn):
-    """The storages (data_ptr) of the tensors `fn` holds: a module's
-    parameters, buffers and other tensor attributes, and the globals and
-    closure of a function or of a module's forward."""
-    held = list(_module_state(fn)[1])
+def _held_tensors(fn):
+    """The tensors `fn` holds: a module's parameters, buffers and other
+    tensor attributes, and the globals and closure of a function or of a
+    module's forward."""
+    held = []
     if isinstance(fn, torch.nn.Module):
+        held += list(fn.parameters()) + list(fn.buffers())
         held += [value for module in fn.modules() for value in vars(module).values()]
         fn = fn.forward
     code = getattr(fn, "__code__", None)
     if code is not None:
         held += [fn.__globals__.get(name) for name in code.co_names]
         held += [cell.cell_contents for cell in getattr(fn, "__closure__", None) or ()]
-    return {t.data_ptr() for t in held if isinstance(t, torch.Tensor)}
+    return [t for t in held if isinstance(t, torch.Tensor)]
+
+
+def _tensors_held_by(fn):
+    """The storages (data_ptr) of the tensors `fn` holds (_held_tensors)."""
+    return {t.data_ptr() for t in _held_tensors(fn)}
+
+
+@contextlib.contextmanager
+def _changes_undone(fn, inputs):
+    """Tracing runs fn on the real tensors: what it changes in place (an
+    input, a buffer, a parameter, a tensor fn holds) is put back when the
+    trace is done, so compiling leaves them as they were."""
+    kept, seen = [], set()
+    for tensor in [*inputs, *_held_tensors(fn)]:
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            kept.append((tensor, tensor._version, tensor.detach().clone()))
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for tensor, version, copy in kept:
+                # A training-mode native_batch_norm updates its running
+                # statistics without counting a version: buffers are
+                # compared (parameters are many, and never so updated).
+                if tensor._version != version or (
+                        not isinstance(tensor, torch.nn.Parameter)
+                        and not torch.equal(tensor, copy)):
+                    tensor.copy_(copy)
 
 
 def _fold_trace_constants(gm, held):
@@ -444,37 +477,120 @@ def _scalars_second(gm):
             node.args, node.kwargs = (tensor, number), {}
 
 
-def functionalize(gm):
-    """Replaces in-place ops on intermediates by out-of-place ones."""
+def functionalize(gm, held=None):
+    """Replaces in-place ops by out-of-place ones.
+
+    An in-place op on a graph input (a placeholder, or a tensor the function
+    holds: a module's buffer, a global) is refused unless `held` is given
+    (_tensors_held_by's storages). Then it is replaced too, the input's
+    final value becomes an extra graph output after the function's own, and
+    the inputs written are returned in the order of those outputs, for the
+    caller to copy each value into its tensor after a call; so are the
+    running statistics a training-mode batch norm updates. A tensor the
+    trace made (torch.tensor(...) in the function) is a fresh intermediate
+    at each eager call: written like one, never back."""
     graph = gm.graph
+    first_read = {}  # one node per tensor held, so that its changes are seen by every reader
+    for node in list(graph.nodes):
+        if node.op == "get_attr" and node.target in first_read:
+            node.replace_all_uses_with(first_read[node.target])
+            graph.erase_node(node)
+        elif node.op == "get_attr":
+            first_read[node.target] = node
+    final = {}  # an input written -> the node of its latest value
+    latest_of = {}  # such a node -> the input it is the latest value of
+
+    def is_input(node):
+        if held is None:
+            return node.op in ("placeholder", "get_attr")
+        return node.op == "placeholder" or (
+            node.op == "get_attr" and getattr(gm, node.target).data_ptr() in held)
+
+    def rewire(mutated, replacement, after, made):
+        """Readers of `mutated` after `after` (but those `made` to compute
+        `replacement`) read `replacement`, and an input whose value `mutated`
+        was now has that one."""
+        order = {n: i for i, n in enumerate(graph.nodes)}
+        for user in list(mutated.users):
+            if user not in made and order[user] > order[after]:
+                user.replace_input_with(mutated, replacement)
+        written = mutated if is_input(mutated) else latest_of.get(mutated)
+        if written is not None:
+            final[written] = replacement
+            latest_of[replacement] = written
+
     for node in list(graph.nodes):
         if node.op != "call_function" or not hasattr(node.target, "_schema"):
             continue
-        schema = node.target._schema
-        if not schema.name.endswith("_") or not node.args:
+        if held is not None and _is_training_batch_norm(node) and \
+                all(is_input(statistic) or statistic in latest_of for statistic in node.args[3:5]):
+            statistics = node.args[3:5]
+            updated, made = _update_running_statistics(gm, node)
+            for statistic, value in zip(statistics, updated):
+                rewire(statistic, value, node, made)
+            continue
+        if not _is_in_place(node):
             continue
         mutated = node.args[0]
-        if mutated.op in ("placeholder", "get_attr"):
+        if held is None and is_input(mutated):
             raise TraceError(f"node '{node.name}' ({node.target}) mutates graph input "
                              f"'{mutated.name}' in place: Unimplemented"
                              + _running_statistics_advice(graph))
         if node.target is aten.copy_.default:
             replacement = _copied(gm, node)
         else:
-            overload = _out_of_place(schema)
+            overload = _out_of_place(node.target._schema)
             if overload is None:
                 raise TraceError(f"node '{node.name}': no out-of-place form of {node.target}")
             with graph.inserting_after(node):
                 replacement = graph.call_function(overload, node.args, node.kwargs)
-        # Later users of the mutated tensor see the new value; the in-place
-        # node's own result is the same tensor.
-        order = {n: i for i, n in enumerate(graph.nodes)}
-        for user in list(mutated.users):
-            if user is not node and user is not replacement and order[user] > order[node]:
-                user.replace_input_with(mutated, replacement)
+        # The in-place node's own result is the mutated tensor: its new value.
+        rewire(mutated, replacement, node, {replacement})
         node.replace_all_uses_with(replacement)
         graph.erase_node(node)
+    written = list(final)
+    if written:
+        output = next(n for n in graph.nodes if n.op == "output")
+        output.args = (list(output.args[0]) + [final[node] for node in written],)
     graph.lint()
+    return written
+
+
+def _is_training_batch_norm(node):
+    """A native_batch_norm in training mode given running statistics (which
+    eager updates in place)."""
+    def given(value):
+        return isinstance(value, torch.fx.Node)
+    return (node.op == "call_function" and node.target is BATCH_NORM and len(node.args) > 6
+            and node.args[5] and given(node.args[3]) and given(node.args[4]))
+
+
+def _update_running_statistics(gm, node):
+    """([running_mean, running_var] after a training-mode batch norm, as
+    eager computes them: momentum times the batch's mean and unbiased
+    variance plus (1 - momentum) times the old ones; the nodes made). The
+    node then takes no running statistics (training mode never reads
+    them)."""
+    graph = gm.graph
+    x, running_mean, running_var, momentum = node.args[0], node.args[3], node.args[4], node.args[6]
+    dims = [0] + list(range(2, len(_value_type(gm, x)[0])))
+    with graph.inserting_after(node):
+        mean = graph.call_function(operator.getitem, (node, 1))
+    with graph.inserting_after(mean):
+        variance = graph.call_function(aten.var.correction, (x, dims), {"correction": 1})
+    updated, made = [], {mean, variance}
+    last = variance
+    for old, batch in ((running_mean, mean), (running_var, variance)):
+        with graph.inserting_after(last):
+            kept = graph.call_function(aten.mul.Tensor, (old, 1 - momentum))
+        with graph.inserting_after(kept):
+            new = graph.call_function(aten.mul.Tensor, (batch, momentum))
+        with graph.inserting_after(new):
+            last = graph.call_function(aten.add.Tensor, (new, kept))
+        updated.append(last)
+        made |= {kept, new, last}
+    node.args = node.args[:3] + (None, None) + node.args[5:]
+    return updated, made
 
 
 BATCH_NORM = torch.ops.aten.native_batch_norm.default
@@ -644,17 +760,19 @@ def to_kiln(gm, inputs, name, symbols=None):
 
 
 def trace_graph(fn, inputs, name, symbolic=None, relations=None, arguments=None):
-    """(graph JSON dict, lifted, structure) for fn(*inputs) without computing
-    a reference: `lifted` are the weights and buffers lifted into graph
-    inputs after `inputs` (detached tensors sharing the module's storage, so
-    in-place updates are seen); `structure` is how fn's result holds the
-    graph's outputs (flatten_outputs). `symbolic` and `relations` are as for
-    trace; `arguments` (an _arguments.Layout) says how `inputs` make fn's
-    call when they are not its positional arguments. Raises TraceError for a
-    graph Kiln cannot take."""
-    graph, lifted, _, structure = _trace_graph(fn, inputs, name, symbolic, relations,
-                                               arguments=arguments)
-    return graph, lifted, structure
+    """(graph JSON dict, lifted, structure, writes) for fn(*inputs) without
+    computing a reference: `lifted` are the weights and buffers lifted into
+    graph inputs after `inputs` (detached tensors sharing the module's
+    storage, so in-place updates are seen); `structure` is how fn's result
+    holds the graph's first outputs (flatten_outputs); `writes` are the
+    graph inputs fn changes in place, one per output after those, whose
+    value is copied into that input after a call. `symbolic` and
+    `relations` are as for trace; `arguments` (an _arguments.Layout) says
+    how `inputs` make fn's call when they are not its positional arguments.
+    Raises TraceError for a graph Kiln cannot take."""
+    graph, lifted, _, structure, writes = _trace_graph(fn, inputs, name, symbolic, relations,
+                                                       arguments=arguments, write_back=True)
+    return graph, lifted, structure, writes
 
 
 def _refuse_random(gm):
@@ -708,10 +826,12 @@ def _flat_function(fn, arguments, state_names):
 
 
 def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=None,
-                 arguments=None):
+                 arguments=None, write_back=False):
     """(graph, lifted, the graph module that computes the graph's outputs
-    from list(inputs) + lifted, structure). With `weights_seed`, the lifted weights are
-    replaced by other random values of the same shapes."""
+    from list(inputs) + lifted, structure, writes). With `weights_seed`, the
+    lifted weights are replaced by other random values of the same shapes.
+    With `write_back`, inputs fn changes in place are outputs too (writes:
+    functionalize's); else such a change is refused."""
     names, state = _module_state(fn)
     half = any(t.dtype == torch.float16 for t in itertools.chain(inputs, state))
     if not half:
@@ -720,13 +840,16 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     # make_fx makes of its inputs only: a float16 module's own tensors
     # become inputs too.
     traced = _flat_function(fn, arguments, names)
-    gm, structure = trace_fx(traced, list(inputs) + state,
-                             tracing_mode="fake" if half else "real")
+    with _changes_undone(fn, inputs):
+        gm, structure = trace_fx(traced, list(inputs) + state,
+                                 tracing_mode="fake" if half else "real")
     _refuse_random(gm)
-    functionalize(gm)
-    _fold_trace_constants(gm, _tensors_held_by(fn))
+    held = _tensors_held_by(fn)
+    written = functionalize(gm, held if write_back else None)
+    _fold_trace_constants(gm, held)
     _scalars_second(gm)
     warn_running_statistics(gm.graph)
+    writes = _input_positions(gm, written)
     lifted = state + lift_constants(gm)
     if weights_seed is not None:
         generator = torch.Generator().manual_seed(weights_seed)
@@ -741,7 +864,17 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
         mark_symbolic(fn, inputs, graph, symbolic, name, arguments)
     if relations:
         graph["relations"] = relations + graph.get("relations", [])
-    return graph, lifted, gm, structure
+    return graph, lifted, gm, structure, writes
+
+
+def _input_positions(gm, nodes):
+    """The graph input each of `nodes` (placeholders and get_attr tensors)
+    is once lift_constants made the get_attr tensors inputs after the
+    placeholders, in the order it lifts them."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    targets = list(dict.fromkeys(n.target for n in gm.graph.nodes if n.op == "get_attr"))
+    return [placeholders.index(node) if node.op == "placeholder"
+            else len(placeholders) + targets.index(node.target) for node in nodes]
 
 
 def trace(fn, inputs, name, symbolic=None, weights_seed=None, relations=None,
@@ -754,7 +887,7 @@ def trace(fn, inputs, name, symbolic=None, weights_seed=None, relations=None,
     they are. With `eager_bfloat16`, bfloat16 references are eager's own
     bfloat16 kernels (one op's semantics, for the op suite) instead of
     float32 math."""
-    graph, lifted, gm, _ = _trace_graph(fn, inputs, name, symbolic, relations, weights_seed)
+    graph, lifted, gm, _, _ = _trace_graph(fn, inputs, name, symbolic, relations, weights_seed)
     all_inputs = list(inputs) + lifted
     low = next((t.dtype for t in inputs if t.dtype in (torch.float16, torch.bfloat16)), None)
     if low == torch.bfloat16 and eager_bfloat16:
@@ -988,7 +1121,7 @@ def mark_symbolic(fn, inputs, graph, symbolic, name, arguments=None):
                 grown[position] = torch.zeros(sizes, dtype=inputs[position].dtype,
                                               requires_grad=inputs[position].requires_grad)
         try:
-            twins[symbol], _, _ = trace_graph(fn, grown, name, arguments=arguments)
+            twins[symbol] = trace_graph(fn, grown, name, arguments=arguments)[0]
         except TraceError:
             raise
         except Exception as error:  # torch's own shape checks
