@@ -738,6 +738,45 @@ def test_a_batch_norm_training_step_updates_the_running_statistics_as_eager(tmp_
     assert compiled.norm.num_batches_tracked.item() == 4
 
 
+class CachedAttention(torch.nn.Module):
+    """One decoding step of self-attention: the step's keys and values are
+    written into cache buffers at `position` (a tensor, so that one graph
+    serves every step), and the query attends to the positions so far."""
+
+    def __init__(self, width=32, heads=4, longest=16, batch=2):
+        super().__init__()
+        self.qkv, self.out = torch.nn.Linear(width, 3 * width), torch.nn.Linear(width, width)
+        self.heads, self.head_width = heads, width // heads
+        self.register_buffer("keys", torch.zeros(batch, heads, longest, width // heads))
+        self.register_buffer("values", torch.zeros(batch, heads, longest, width // heads))
+
+    def forward(self, x, position):
+        batch = x.shape[0]
+        q, k, v = self.qkv(x).view(batch, 1, 3, self.heads, self.head_width).permute(2, 0, 3, 1, 4)
+        self.keys[:, :, position] = k
+        self.values[:, :, position] = v
+        scores = q @ self.keys.transpose(-1, -2) / self.head_width ** 0.5
+        scores = scores.masked_fill(torch.arange(self.keys.shape[2]) > position, float("-inf"))
+        y = torch.softmax(scores, -1) @ self.values
+        return self.out(y.transpose(1, 2).reshape(batch, 1, -1))
+
+
+def test_a_decoding_step_writes_its_key_value_cache_as_eager():
+    torch.manual_seed(0)
+    compiled_module = CachedAttention().eval()
+    eager = copy.deepcopy(compiled_module)
+    with torch.no_grad():
+        compiled = kiln.compile(compiled_module, [torch.randn(2, 1, 32), torch.tensor([0])])
+        assert not compiled_module.keys.any()  # the trace's write is undone
+        for step in range(5):
+            x, position = torch.randn(2, 1, 32), torch.tensor([step])
+            torch.testing.assert_close(compiled(x, position), eager(x, position),
+                                       rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(compiled_module.keys, eager.keys, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(compiled_module.values, eager.values, rtol=1e-4, atol=1e-5)
+    assert compiled_module.keys[:, :, :5].abs().sum() > 0 and not compiled_module.keys[:, :, 5:].any()
+
+
 def weight_gradient(layer):
     """The gradient of layer(x @ w).sum() with respect to w."""
     def step(x, w):

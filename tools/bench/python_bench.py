@@ -9,6 +9,12 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
                           (16 x 2 x 64)
   py_transformer_speedup_eager_1blas  the same with eager's OpenBLAS at one
                           thread (faster for its small GEMMs here)
+  py_decode_step_speedup  the same for one decoding step of self-attention
+                          that writes its key/value cache buffers in place
+                          (width 256, 8 heads, 256 positions, batch 1; the
+                          position a tensor): Kiln copies each changed
+                          cache back whole, eager writes one row
+  py_decode_step_us       Kiln's time for that step
   py_fresh_worker_ms      a fresh Python process: from `import torch` done
                           to the first result of a kiln.load'ed transformer
                           layer, on a cache hit (the package's bytecode
@@ -60,6 +66,26 @@ def transformer():
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128).eval()
     return layer, torch.randn(16, 2, 64)
+
+
+class DecodingStep(torch.nn.Module):
+    """Self-attention of one new token over a key/value cache it writes
+    its own keys and values into at `position`."""
+
+    def __init__(self, width=256, heads=8, positions=256):
+        super().__init__()
+        self.qkv, self.out = torch.nn.Linear(width, 3 * width), torch.nn.Linear(width, width)
+        self.heads, self.head_width = heads, width // heads
+        self.register_buffer("keys", torch.zeros(1, heads, positions, width // heads))
+        self.register_buffer("values", torch.zeros(1, heads, positions, width // heads))
+
+    def forward(self, x, position):
+        q, k, v = self.qkv(x).view(1, 1, 3, self.heads, self.head_width).permute(2, 0, 3, 1, 4)
+        self.keys[:, :, position] = k
+        self.values[:, :, position] = v
+        scores = q @ self.keys.transpose(-1, -2) / self.head_width ** 0.5
+        scores = scores.masked_fill(torch.arange(self.keys.shape[2]) > position, float("-inf"))
+        return self.out((torch.softmax(scores, -1) @ self.values).reshape(1, 1, -1))
 
 
 FRESH_WORKER = """
@@ -143,6 +169,7 @@ def main():
     openblas = bench_kilnd.openblas()
     samples = {key: [] for key in ("py_call_overhead_us", "py_f_speedup", "py_transformer_speedup",
                                    "py_transformer_speedup_eager_1blas",
+                                   "py_decode_step_speedup", "py_decode_step_us",
                                    "py_fresh_worker_ms", "py_fresh_worker_faults",
                                    "page_fault_us", "py_trace_ms",
                                    "eager_slowdown_after_import",
@@ -160,6 +187,14 @@ def main():
             kiln.load(package)(src)  # compiled here, so fresh workers hit
             torch.testing.assert_close(compiled_f(x), f(x), rtol=1e-4, atol=1e-4)
             torch.testing.assert_close(compiled_layer(src), layer(src), rtol=1e-4, atol=1e-4)
+            torch.manual_seed(0)
+            step, eager_step = DecodingStep(), DecodingStep()
+            eager_step.load_state_dict(step.state_dict())
+            token, position = torch.randn(1, 1, 256), torch.tensor([0])
+            compiled_step = kiln.compile(step, [token, position])
+            torch.testing.assert_close(compiled_step(token, position), eager_step(token, position),
+                                       rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(step.keys, eager_step.keys, rtol=1e-4, atol=1e-4)
             for _ in range(args.repetitions):
                 python_us = median_us(lambda: compiled_f(x), 5000)
                 cpp_us = compiled_f._native._median_cpp_run_ns([x], 5000) / 1e3
@@ -174,6 +209,12 @@ def main():
                 samples["py_transformer_speedup_eager_1blas"].append(
                     median_us(lambda: layer(src), 500) / kiln_us)
                 openblas.openblas_set_num_threads(openblas_threads)
+                positions = iter(range(10**9))
+                kiln_us = median_us(
+                    lambda: compiled_step(token, torch.tensor([next(positions) % 256])), 2000)
+                samples["py_decode_step_us"].append(kiln_us)
+                samples["py_decode_step_speedup"].append(median_us(
+                    lambda: eager_step(token, torch.tensor([next(positions) % 256])), 2000) / kiln_us)
                 start = time.perf_counter()
                 _tracing.trace_graph(layer, [src], "layer")
                 samples["py_trace_ms"].append(1e3 * (time.perf_counter() - start))

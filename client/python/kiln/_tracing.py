@@ -233,6 +233,12 @@ def _make_fx(fn, inputs, tracing_mode):
             f"instead, or compile with fallback=\"eager\"") from error
 
 
+class FunctionalizeError(TraceError):
+    """A write into a view that functorch's functionalize cannot follow (it
+    follows writes into its inputs' views only, not into a module's
+    buffer)."""
+
+
 def trace_fx(fn, inputs, *, tracing_mode="real"):
     """(make_fx's graph module of fn(*inputs) returning the list of fn's
     output tensors, flatten_outputs' structure of fn's result), with Kiln's
@@ -262,7 +268,7 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
         except TraceError:
             raise
         except Exception as error:  # functorch's own limits (torch 1.13)
-            raise TraceError(f"node '{writer.name}' ({writer.target}) writes in place where "
+            raise FunctionalizeError(f"node '{writer.name}' ({writer.target}) writes in place where "
                              f"functionalize cannot follow ({error}): write the result "
                              f"out of place instead") from error
         _drop_whole_slices(gm)
@@ -834,15 +840,24 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     functionalize's); else such a change is refused."""
     names, state = _module_state(fn)
     half = any(t.dtype == torch.float16 for t in itertools.chain(inputs, state))
-    if not half:
-        names, state = [], []
+
+    def trace_with(state_names, state):
+        with _changes_undone(fn, inputs):
+            return trace_fx(_flat_function(fn, arguments, state_names), list(inputs) + state,
+                            tracing_mode="fake" if half else "real")
     # Traced with fake tensors (eager has almost no float16 kernels), which
-    # make_fx makes of its inputs only: a float16 module's own tensors
-    # become inputs too.
-    traced = _flat_function(fn, arguments, names)
-    with _changes_undone(fn, inputs):
-        gm, structure = trace_fx(traced, list(inputs) + state,
-                                 tracing_mode="fake" if half else "real")
+    # make_fx makes of its inputs only, a float16 module's own tensors are
+    # inputs too; so are a module's that writes into a view of its buffer
+    # (a cache: self.keys[:, i:j] = k), for functionalize to follow.
+    try:
+        if not half:
+            names, state = [], []
+        gm, structure = trace_with(names, state)
+    except FunctionalizeError:
+        if half or not write_back or not isinstance(fn, torch.nn.Module):
+            raise
+        names, state = _module_state(fn)
+        gm, structure = trace_with(names, state)
     _refuse_random(gm)
     held = _tensors_held_by(fn)
     written = functionalize(gm, held if write_back else None)
