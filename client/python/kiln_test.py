@@ -704,6 +704,19 @@ def test_inputs_changed_in_place_are_changed_as_eager_changes_them():
     assert_changes_match(compiled, eager, seeded((5, 2)))
     assert compiled.calls.item() == 3 and COUNTER.item() == 2 * 3 * 5  # both modules' calls
 
+    def changes_one_reads_other(changed, read):
+        changed.add_(1)
+        return read * 2
+    x = torch.randn(4)
+    shared = x.clone()
+    with pytest.raises(kiln.GuardError, match="argument tensors 0 and 1 share memory"):
+        kiln.compile(changes_one_reads_other, [x.clone(), x.clone()])(shared, shared)
+    torch.testing.assert_close(shared, x, rtol=0, atol=0)  # refused before any change
+    with pytest.warns(RuntimeWarning, match="share memory"):
+        result = kiln.compile(changes_one_reads_other, [x.clone(), x.clone()],
+                              fallback="eager")(shared, shared[:])
+    torch.testing.assert_close(result, (x + 1) * 2)
+
 
 def test_a_batch_norm_training_step_updates_the_running_statistics_as_eager(tmp_path):
     class Step(torch.nn.Module):

@@ -137,6 +137,7 @@ class Compiled:
         self._layout = layout  # how the traced call's arguments held the graph's inputs
         self._plain = layout.plain
         self._count = len(layout.names)
+        self._written_arguments = [p for p in writes if p < self._count]
         self._options = options  # compile's, for other layouts; None: a loaded package
         self._variants = {}  # another layout's key -> what compile made of a call with it
         self._overflow = None  # past _MAX_LAYOUTS with fallback="eager": one _Eager for all
@@ -150,6 +151,8 @@ class Compiled:
 
     def __call__(self, *args, **kwargs):
         if self._plain and not kwargs and len(args) == self._count:
+            if self._written_arguments and (error := self._aliased_write(args)):
+                return self._eager(args, kwargs, error)
             try:
                 outputs = self._native(*args, *self._lifted)
             except TypeError:  # not all tensors: another layout, or a clear error
@@ -162,6 +165,8 @@ class Compiled:
         return self._call_with_layout(args, kwargs)
 
     def _run(self, tensors, args, kwargs):
+        if self._written_arguments and (error := self._aliased_write(tensors)):
+            return self._eager(args, kwargs, error)
         try:
             outputs = self._native(*tensors, *self._lifted)
         except (DaemonUnavailable, UnsupportedOpError) as error:
@@ -169,6 +174,21 @@ class Compiled:
         if self._writes:
             outputs = self._write_back(tensors, outputs)
         return self._results(outputs)
+
+    def _aliased_write(self, tensors):
+        """A GuardError when an argument fn changes in place shares memory
+        with another argument (eager would see the change through both; the
+        graph takes them as two tensors), else None."""
+        storages = [t.storage().data_ptr() if t.numel() else None for t in tensors]
+        for written in self._written_arguments:
+            for other, storage in enumerate(storages):
+                if other != written and storage is not None and storage == storages[written]:
+                    return GuardError(
+                        f"argument tensors {written} and {other} share memory, and the function "
+                        f"changes tensor {written} in place: eager would see that change through "
+                        f"both, the compiled graph takes them apart; pass tensors that do not "
+                        f"share memory")
+        return None
 
     def _write_back(self, tensors, outputs):
         """Copies the new values of the inputs fn changes in place into them
