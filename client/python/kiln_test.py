@@ -4,7 +4,9 @@
 Runs under pytest (Debian's python3-pytest); each test case is counted by
 the test command through the JUnit XML written to $XML_OUTPUT_FILE.
 """
+import collections
 import copy
+import dataclasses
 import json
 import os
 import subprocess
@@ -117,6 +119,54 @@ def test_results_keep_their_structure_through_compile_and_load(tmp_path):
         torch.testing.assert_close(result[3], x.sum())
     with pytest.raises(kiln.UnsupportedOpError, match="returns a set"):
         kiln.compile(lambda t: {t + 1}, [x])
+
+
+Halves = collections.namedtuple("Halves", "low high")
+
+
+@dataclasses.dataclass
+class ModelOutput:
+    logits: torch.Tensor
+    loss: torch.Tensor = None
+
+
+class OutputDict(collections.OrderedDict):
+    pass
+
+
+def test_results_keep_their_types(tmp_path):
+    local = collections.namedtuple("Local", "value")  # importable nowhere else
+
+    def typed(x):
+        return (torch.max(x, 1), Halves(x[:2], x[2:]), ModelOutput(x * 2),
+                OutputDict(logits=x + 1), local(x - 1))
+    x = torch.randn(3, 4)
+    maximum, halves, output, mapping, mine = kiln.compile(typed, [x])(x)
+    assert type(maximum) is torch.return_types.max
+    torch.testing.assert_close(maximum.indices, x.max(1).indices)
+    assert type(halves) is Halves
+    torch.testing.assert_close(halves.high, x[2:])
+    assert type(output) is ModelOutput and output.loss is None
+    torch.testing.assert_close(output.logits, x * 2)
+    assert type(mapping) is OutputDict
+    torch.testing.assert_close(mapping["logits"], x + 1)
+    assert type(mine) is local  # this process remembers it
+    # A package in a fresh process: what imports there is rebuilt; the
+    # local class comes back a plain tuple, saying so.
+    kiln.save(typed, [x], str(tmp_path / "typed"))
+    torch.save(x, str(tmp_path / "x.pt"))
+    out = run_python(f"""
+import warnings, torch, kiln
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    result = kiln.load({str(tmp_path / "typed")!r})(torch.load({str(tmp_path / "x.pt")!r}))
+print(float(result[0].values.sum()), [type(r).__name__ for r in result])
+print([str(w.message) for w in caught])
+""")
+    assert out.splitlines() == [
+        f"{float(x.max(1).values.sum())} ['max', 'Halves', 'ModelOutput', 'OutputDict', 'tuple']",
+        "['kiln: results of type kiln_test:Local come "
+        "back as plain tuples, lists and dicts: it cannot be imported in this process']"]
 
 
 def test_arguments_are_taken_as_the_function_takes_them(tmp_path):

@@ -12,6 +12,7 @@ trip when kilnd has compiled it before, else through kilnd (docs/PYTHON.md).
 Importing kiln loads nothing but this file: the C++ extension (and with it
 the client library) loads on first use, so tools that only trace stay light.
 """
+import importlib
 import json
 import os
 import re
@@ -128,7 +129,7 @@ class Compiled:
         self._writes = writes
         # The usual results, without walking the structure at each call.
         self._single = structure == "tensor"
-        self._tuple = isinstance(structure, dict) and all(
+        self._tuple = isinstance(structure, dict) and "type" not in structure and all(
             part == "tensor" for part in structure.get("tuple", [None]))
         self._fn = fn
         self._fallback = fallback
@@ -282,19 +283,57 @@ class Compiled:
 def unflatten(tensors, structure):
     """The value `structure` describes, rebuilt with the tensors of the
     iterator `tensors` in its tensors' places: a traced function's result
-    (_tracing.flatten_outputs) or a call's arguments (_arguments)."""
+    (_tracing.flatten_outputs) or a call's arguments (_arguments). A
+    tuple, list or dict of another type (a namedtuple, torch.return_types,
+    a dataclass, a model output class) names it ("type") and is rebuilt as
+    one where it can be imported."""
     if structure == "tensor":
         return next(tensors)
-    (kind, parts), = structure.items()
+    kind = next(key for key in structure if key != "type")
+    parts = structure[kind]
     if kind == "value":
         return parts
     if kind == "dtype":
         import torch
         return getattr(torch, parts)
     if kind == "dict":
-        return {key: unflatten(tensors, part) for key, part in parts}
-    rebuilt = [unflatten(tensors, part) for part in parts]
-    return rebuilt if kind == "list" else tuple(rebuilt)
+        rebuilt = {key: unflatten(tensors, part) for key, part in parts}
+    else:
+        rebuilt = [unflatten(tensors, part) for part in parts]
+    made = _result_type(structure["type"]) if "type" in structure else None
+    if made is None:
+        return rebuilt if kind != "tuple" else tuple(rebuilt)
+    if kind == "dict":
+        return made(**rebuilt) if all(isinstance(key, str) for key in rebuilt) else \
+            made(rebuilt.items())
+    return made(*rebuilt) if hasattr(made, "_fields") else made(rebuilt)  # namedtuple or not
+
+
+# "module:qualname" -> the result type it names (None: not importable here).
+_result_types = {}
+
+
+def _type_name(cls):
+    """The name unflatten rebuilds `cls` by: remembered for this process
+    (a class defined in a function works here), imported elsewhere."""
+    name = f"{cls.__module__}:{cls.__qualname__}"
+    _result_types[name] = cls
+    return name
+
+
+def _result_type(name):
+    if name not in _result_types:
+        module, _, qualname = name.partition(":")
+        try:
+            found = importlib.import_module(module)
+            for attribute in qualname.split("."):
+                found = getattr(found, attribute)
+        except (ImportError, AttributeError):
+            warnings.warn(f"kiln: results of type {name} come back as plain tuples, lists and "
+                          f"dicts: it cannot be imported in this process", RuntimeWarning)
+            found = None
+        _result_types[name] = found
+    return _result_types[name]
 
 
 class _Eager:

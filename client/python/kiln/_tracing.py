@@ -46,6 +46,7 @@ Only Debian's python3-torch is needed (no pip).
 """
 import base64
 import contextlib
+import dataclasses
 import inspect
 import itertools
 import linecache
@@ -128,21 +129,33 @@ def flatten_outputs(value):
     """(tensors, structure) of what a function returns: its tensors in order,
     and the JSON that kiln.unflatten rebuilds the result from
     ("tensor"; {"tuple" | "list": [...]}; {"dict": [[key, ...], ...]};
-    {"value": None, a number or a string})."""
+    {"value": None, a number or a string}). A tuple, list or dict of
+    another type, and a dataclass (as a dict of its fields), add "type"."""
     if isinstance(value, torch.Tensor):
         return [value], "tensor"
     if isinstance(value, (tuple, list)):
         parts = [flatten_outputs(v) for v in value]
         kind = "list" if isinstance(value, list) else "tuple"
-        return [t for tensors, _ in parts for t in tensors], {kind: [part for _, part in parts]}
-    if isinstance(value, dict) and all(isinstance(key, (str, int)) for key in value):
+        structure = {kind: [part for _, part in parts]}
+        tensors = [t for tensors, _ in parts for t in tensors]
+    elif isinstance(value, dict) and all(isinstance(key, (str, int)) for key in value):
         parts = [(key, flatten_outputs(v)) for key, v in value.items()]
-        return ([t for _, (tensors, _) in parts for t in tensors],
-                {"dict": [[key, part] for key, (_, part) in parts]})
-    if value is None or isinstance(value, (bool, int, float, str)):
+        structure = {"dict": [[key, part] for key, (_, part) in parts]}
+        tensors = [t for _, (tensors, _) in parts for t in tensors]
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        tensors, structure = flatten_outputs({field.name: getattr(value, field.name)
+                                              for field in dataclasses.fields(value)
+                                              if field.init})
+    elif value is None or isinstance(value, (bool, int, float, str)):
         return [], {"value": value}
-    raise TraceError(f"the function returns a {type(value).__name__}: Kiln takes results that are "
-                     f"tensors, or tuples, lists and dicts (str or int keys) of them")
+    else:
+        raise TraceError(f"the function returns a {type(value).__name__}: Kiln takes results that "
+                         f"are tensors, or tuples, lists, dicts (str or int keys) and dataclasses "
+                         f"of them")
+    if type(value) not in (tuple, list, dict):
+        from . import _type_name
+        structure["type"] = _type_name(type(value))
+    return tensors, structure
 
 
 def _takes_exactly(fn, count):
