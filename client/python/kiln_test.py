@@ -165,7 +165,7 @@ print([str(w.message) for w in caught])
 """)
     assert out.splitlines() == [
         f"{float(x.max(1).values.sum())} ['max', 'Halves', 'ModelOutput', 'OutputDict', 'tuple']",
-        "['kiln: results of type kiln_test:Local come "
+        f"['kiln: results of type {__name__}:Local come "
         "back as plain tuples, lists and dicts: it cannot be imported in this process']"]
 
 
