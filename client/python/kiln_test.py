@@ -754,6 +754,29 @@ def test_inputs_changed_in_place_are_changed_as_eager_changes_them():
     assert_changes_match(compiled, eager, seeded((5, 2)))
     assert compiled.calls.item() == 3 and COUNTER.item() == 2 * 3 * 5  # both modules' calls
 
+    class Drifting(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(3))
+
+        def forward(self, x):
+            with torch.no_grad():
+                self.scale.mul_(2)
+            return x * self.scale
+    with pytest.raises(kiln.UnsupportedOpError, match=r"changes 1 of its module's parameters in "
+                                                      r"place \(shaped \[3\]\).*pass them as "
+                                                      r"arguments"):
+        kiln.compile(Drifting(), [torch.randn(3)])
+
+    def sgd_step(weight, gradient):  # parameters passed in are arguments like any other
+        with torch.no_grad():
+            weight.add_(gradient, alpha=-0.5)
+        return weight.sum()
+
+    def parameters():
+        return [torch.nn.Parameter(torch.ones(3), requires_grad=False), torch.full((3,), 2.0)]
+    assert_changes_match(sgd_step, sgd_step, parameters)
+
     def changes_one_reads_other(changed, read):
         changed.add_(1)
         return read * 2

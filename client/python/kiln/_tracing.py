@@ -411,25 +411,38 @@ def _tensors_held_by(fn):
 @contextlib.contextmanager
 def _changes_undone(fn, inputs):
     """Tracing runs fn on the real tensors: what it changes in place (an
-    input, a buffer, a parameter, a tensor fn holds) is put back when the
-    trace is done, so compiling leaves them as they were."""
+    input, a buffer, a tensor fn holds) is put back when the trace is done,
+    so compiling leaves them as they were. Parameters fn holds are not
+    copied (a model's worth of memory, for a change no forward makes): one
+    changed in place is named instead."""
     kept, seen = [], set()
-    for tensor in [*inputs, *_held_tensors(fn)]:
-        if id(tensor) not in seen:
-            seen.add(id(tensor))
-            kept.append((tensor, tensor._version, tensor.detach().clone()))
+    for held in (False, True):
+        for tensor in _held_tensors(fn) if held else inputs:
+            if id(tensor) not in seen:
+                seen.add(id(tensor))
+                parameter = held and isinstance(tensor, torch.nn.Parameter)
+                kept.append((tensor, tensor._version,
+                             None if parameter else tensor.detach().clone()))
     try:
         yield
     finally:
+        changed = []
         with torch.no_grad():
             for tensor, version, copy in kept:
                 # A training-mode native_batch_norm updates its running
-                # statistics without counting a version: buffers are
-                # compared (parameters are many, and never so updated).
-                if tensor._version != version or (
-                        not isinstance(tensor, torch.nn.Parameter)
-                        and not torch.equal(tensor, copy)):
-                    tensor.copy_(copy)
+                # statistics without counting a version: compare.
+                if tensor._version != version or (copy is not None and
+                                                  not torch.equal(tensor, copy)):
+                    if copy is None:
+                        changed.append(tensor)
+                    else:
+                        tensor.copy_(copy)
+    if changed:
+        raise TraceError(f"the function changes {len(changed)} of its module's parameters in "
+                         f"place (shaped {', '.join(str(list(t.shape)) for t in changed[:3])}): "
+                         f"the trace ran it once, so they have changed once; Kiln compiles "
+                         f"changes to arguments and buffers, not to parameters held: pass them as "
+                         f"arguments")
 
 
 def _fold_trace_constants(gm, held):
