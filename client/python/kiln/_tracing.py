@@ -281,9 +281,9 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
         except TraceError:
             raise
         except Exception as error:  # functorch's own limits (torch 1.13)
-            raise FunctionalizeError(f"node '{writer.name}' ({writer.target}) writes in place where "
-                             f"functionalize cannot follow ({error}): write the result "
-                             f"out of place instead") from error
+            raise FunctionalizeError(f"node '{writer.name}' ({writer.target}) writes in place "
+                                     f"where functionalize cannot follow ({error}): write the "
+                                     f"result out of place instead") from error
         _drop_whole_slices(gm)
     return gm, structure[0]
 
@@ -630,11 +630,8 @@ BATCH_NORM = torch.ops.aten.native_batch_norm.default
 
 def _training_batch_norms(graph):
     """The training-mode batch norms of a make_fx graph given running
-    statistics, which eager updates in place and Kiln does not."""
-    def given(value):
-        return isinstance(value, torch.fx.Node)
-    return [n for n in graph.nodes if n.op == "call_function" and n.target is BATCH_NORM
-            and len(n.args) > 5 and n.args[5] and (given(n.args[3]) or given(n.args[4]))]
+    statistics, which eager updates in place."""
+    return [node for node in graph.nodes if _is_training_batch_norm(node)]
 
 
 def _running_statistics_advice(graph):
@@ -866,18 +863,18 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     functionalize's); else such a change is refused."""
     names, state = _module_state(fn)
     half = any(t.dtype == torch.float16 for t in itertools.chain(inputs, state))
+    # Traced with fake tensors (eager has almost no float16 kernels), which
+    # make_fx makes of its inputs only, a float16 module's own tensors are
+    # inputs too; so are a module's that writes into a view of its buffer
+    # (a cache: self.keys[:, i:j] = k), for functionalize to follow.
+    if not half:
+        names, state = [], []
 
     def trace_with(state_names, state):
         with _changes_undone(fn, inputs):
             return trace_fx(_flat_function(fn, arguments, state_names), list(inputs) + state,
                             tracing_mode="fake" if half else "real")
-    # Traced with fake tensors (eager has almost no float16 kernels), which
-    # make_fx makes of its inputs only, a float16 module's own tensors are
-    # inputs too; so are a module's that writes into a view of its buffer
-    # (a cache: self.keys[:, i:j] = k), for functionalize to follow.
     try:
-        if not half:
-            names, state = [], []
         gm, structure = trace_with(names, state)
     except FunctionalizeError:
         if half or not write_back or not isinstance(fn, torch.nn.Module):
