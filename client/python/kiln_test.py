@@ -847,16 +847,21 @@ class CachedAttention(torch.nn.Module):
         return self.out(y.transpose(1, 2).reshape(batch, 1, -1))
 
 
-def test_a_decoding_step_writes_its_key_value_cache_as_eager():
+def test_a_decoding_step_writes_its_key_value_cache_as_eager(tmp_path):
     torch.manual_seed(0)
     compiled_module = CachedAttention().eval()
     eager = copy.deepcopy(compiled_module)
+    example = [torch.randn(2, 1, 32), torch.tensor([0])]
     with torch.no_grad():
-        compiled = kiln.compile(compiled_module, [torch.randn(2, 1, 32), torch.tensor([0])])
+        compiled = kiln.compile(compiled_module, example)
         assert not compiled_module.keys.any()  # the trace's write is undone
+        # A package loaded onto the module writes its caches too.
+        kiln.save(compiled_module, example, str(tmp_path / "step"))
+        loaded = kiln.load(str(tmp_path / "step"), compiled_module)
         for step in range(5):
             x, position = torch.randn(2, 1, 32), torch.tensor([step])
-            torch.testing.assert_close(compiled(x, position), eager(x, position),
+            step_fn = compiled if step < 3 else loaded
+            torch.testing.assert_close(step_fn(x, position), eager(x, position),
                                        rtol=1e-4, atol=1e-5)
             torch.testing.assert_close(compiled_module.keys, eager.keys, rtol=1e-4, atol=1e-5)
             torch.testing.assert_close(compiled_module.values, eager.values, rtol=1e-4, atol=1e-5)
