@@ -688,15 +688,18 @@ COUNTER = torch.zeros(())
 
 
 class Counting(torch.nn.Module):
-    """Counts its calls in a buffer and its rows in a global it holds."""
+    """Counts its calls in a buffer and its rows in a global it holds, and
+    keeps its last input in a buffer it never reads."""
 
     def __init__(self):
         super().__init__()
         self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("last", torch.zeros(5, 2))
 
     def forward(self, x):
         self.calls += 1
         COUNTER.add_(x.shape[0])
+        self.last.copy_(x)
         return x * 2
 
 

@@ -908,9 +908,18 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
 def _input_positions(gm, nodes):
     """The graph input each of `nodes` (placeholders and get_attr tensors)
     is once lift_constants made the get_attr tensors inputs after the
-    placeholders, in the order it lifts them."""
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    targets = list(dict.fromkeys(n.target for n in gm.graph.nodes if n.op == "get_attr"))
+    placeholders, in the order it lifts them. A tensor held that is only
+    written (self.last.copy_(x)) is read by nothing and dropped by then: it
+    is read again here, to stay an input to write back to."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    read = {n.target for n in graph.nodes if n.op == "get_attr"}
+    for node in nodes:
+        if node.op == "get_attr" and node.target not in read:
+            with graph.inserting_after(placeholders[-1] if placeholders else None):
+                graph.get_attr(node.target)
+            read.add(node.target)
+    targets = list(dict.fromkeys(n.target for n in graph.nodes if n.op == "get_attr"))
     return [placeholders.index(node) if node.op == "placeholder"
             else len(placeholders) + targets.index(node.target) for node in nodes]
 
