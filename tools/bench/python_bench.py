@@ -210,11 +210,13 @@ def main():
                     median_us(lambda: layer(src), 500) / kiln_us)
                 openblas.openblas_set_num_threads(openblas_threads)
                 positions = iter(range(10**9))
-                kiln_us = median_us(
-                    lambda: compiled_step(token, torch.tensor([next(positions) % 256])), 2000)
+
+                def next_position():
+                    return torch.tensor([next(positions) % 256])
+                kiln_us = median_us(lambda: compiled_step(token, next_position()), 2000)
                 samples["py_decode_step_us"].append(kiln_us)
-                samples["py_decode_step_speedup"].append(median_us(
-                    lambda: eager_step(token, torch.tensor([next(positions) % 256])), 2000) / kiln_us)
+                samples["py_decode_step_speedup"].append(
+                    median_us(lambda: eager_step(token, next_position()), 2000) / kiln_us)
                 start = time.perf_counter()
                 _tracing.trace_graph(layer, [src], "layer")
                 samples["py_trace_ms"].append(1e3 * (time.perf_counter() - start))
