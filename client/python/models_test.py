@@ -16,6 +16,7 @@ other families: a diffusion U-Net, a graph network layer, PointNet, a
 selective scan and an encoder-decoder transformer; a BERT-style encoder
 called with keywords; TorchScript files. conftest.py starts the kilnd.
 """
+import copy
 import io
 import math
 import os
@@ -68,6 +69,35 @@ def test_a_segmentation_model_matches_eager(name):
     torch.manual_seed(0)
     model = getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None)
     matches_eager(model.eval(), torch.randn(1, 3, 128, 128))
+
+
+def test_a_training_step_of_a_real_net_updates_its_batch_norms_as_eager():
+    """mobilenet_v3_small in training mode (batch norms, squeeze-excitation,
+    hardswish; dropout off): a step's loss and the module's state after it
+    (running statistics, num_batches_tracked) match eager's, step after step.
+    (Its gradients are not compared: near a ReLU's or hardswish's kink a
+    rounding moves one, in eager too.)"""
+    torch.manual_seed(0)
+    model = torchvision.models.mobilenet_v3_small(num_classes=10).train()
+    model.classifier[2].p = 0.0
+    twin = copy.deepcopy(model)
+
+    class Step(torch.nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x, target):
+            loss = torch.nn.functional.cross_entropy(self.net(x), target)
+            return [loss] + list(torch.autograd.grad(loss, list(self.net.parameters())))
+    x, target = torch.randn(4, 3, 64, 64), torch.tensor([1, 7, 3, 0])
+    compiled, eager = kiln.compile(Step(model), [x, target]), Step(twin)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x, target)[0], eager(x, target)[0],
+                                   rtol=1e-4, atol=1e-5)
+        for (name, mine), theirs in zip(model.state_dict().items(), twin.state_dict().values()):
+            torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5, msg=name)
+    assert model.features[0][1].num_batches_tracked.item() == 2
 
 
 def test_a_video_model_matches_eager():
