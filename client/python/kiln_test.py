@@ -757,19 +757,36 @@ def test_inputs_changed_in_place_are_changed_as_eager_changes_them():
     assert_changes_match(compiled, eager, seeded((5, 2)))
     assert compiled.calls.item() == 3 and COUNTER.item() == 2 * 3 * 5  # both modules' calls
 
-    class Drifting(torch.nn.Module):
+    class Trainer(torch.nn.Module):
+        """A whole training step: loss, gradients, and SGD on its parameters."""
+
         def __init__(self):
             super().__init__()
-            self.scale = torch.nn.Parameter(torch.ones(3))
+            torch.manual_seed(0)
+            self.net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                           torch.nn.Linear(16, 4))
+
+        def forward(self, x, target):
+            parameters = list(self.net.parameters())
+            loss = torch.nn.functional.mse_loss(self.net(x), target)
+            with torch.no_grad():
+                for parameter, gradient in zip(parameters, torch.autograd.grad(loss, parameters)):
+                    parameter.sub_(0.1 * gradient)
+            return loss
+    assert_changes_match(Trainer(), Trainer(), seeded((5, 8), (5, 4)))
+
+    class OutOfBand(torch.nn.Module):  # writes a parameter through out=
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(3), requires_grad=False)
 
         def forward(self, x):
-            with torch.no_grad():
-                self.scale.mul_(2)
+            torch.mul(self.scale, 2, out=self.scale)
             return x * self.scale
     with pytest.raises(kiln.UnsupportedOpError, match=r"changes 1 of its module's parameters in "
-                                                      r"place \(shaped \[3\]\).*pass them as "
-                                                      r"arguments"):
-        kiln.compile(Drifting(), [torch.randn(3)])
+                                                      r"place other than through an in-place "
+                                                      r"function \(out=, say; shaped \[3\]\)"):
+        kiln.compile(OutOfBand(), [torch.randn(3)])
 
     def sgd_step(weight, gradient):  # parameters passed in are arguments like any other
         with torch.no_grad():

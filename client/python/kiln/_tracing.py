@@ -408,41 +408,67 @@ def _tensors_held_by(fn):
     return {t.data_ptr() for t in _held_tensors(fn)}
 
 
+class _CopiedBeforeWritten(torch.overrides.TorchFunctionMode):
+    """Copies a parameter the first time an in-place function (add_,
+    x[i] = v, p -= lr * g) is about to write into its memory: what
+    _changes_undone puts back, without a copy of every parameter."""
+
+    def __init__(self, parameters):
+        super().__init__()
+        self.parameters = {p.storage().data_ptr(): p for p in parameters if p.numel()}
+        self.copies = {}  # id(parameter) -> (parameter, its values before)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if (name == "__setitem__" or (name.endswith("_") and not name.startswith("__"))) and \
+                args and isinstance(args[0], torch.Tensor) and args[0].numel():
+            try:
+                written = self.parameters.get(args[0].storage().data_ptr())
+            except RuntimeError:  # no storage: functionalize's wrappers, fake tensors
+                written = None
+            if written is not None and id(written) not in self.copies:
+                self.copies[id(written)] = (written, written.detach().clone())
+        return func(*args, **(kwargs or {}))
+
+
 @contextlib.contextmanager
 def _changes_undone(fn, inputs):
     """Tracing runs fn on the real tensors: what it changes in place (an
-    input, a buffer, a tensor fn holds) is put back when the trace is done,
-    so compiling leaves them as they were. Parameters fn holds are not
-    copied (a model's worth of memory, for a change no forward makes): one
-    changed in place is named instead."""
-    kept, seen = [], set()
+    input, a buffer, a parameter, a tensor fn holds) is put back when the
+    trace is done, so compiling leaves them as they were. Parameters a
+    module holds are copied only when about to be written (a model's worth
+    of memory otherwise); one changed some other way is named."""
+    kept, parameters, seen = [], [], set()
     for held in (False, True):
         for tensor in _held_tensors(fn) if held else inputs:
-            if id(tensor) not in seen:
-                seen.add(id(tensor))
-                parameter = held and isinstance(tensor, torch.nn.Parameter)
-                kept.append((tensor, tensor._version,
-                             None if parameter else tensor.detach().clone()))
+            if id(tensor) in seen:
+                continue
+            seen.add(id(tensor))
+            if held and isinstance(tensor, torch.nn.Parameter):
+                parameters.append((tensor, tensor._version))
+            else:
+                kept.append((tensor, tensor._version, tensor.detach().clone()))
+    watch = _CopiedBeforeWritten([parameter for parameter, _ in parameters])
     try:
-        yield
+        with watch:
+            yield
     finally:
-        changed = []
         with torch.no_grad():
             for tensor, version, copy in kept:
                 # A training-mode native_batch_norm updates its running
                 # statistics without counting a version: compare.
-                if tensor._version != version or (copy is not None and
-                                                  not torch.equal(tensor, copy)):
-                    if copy is None:
-                        changed.append(tensor)
-                    else:
-                        tensor.copy_(copy)
+                if tensor._version != version or not torch.equal(tensor, copy):
+                    tensor.copy_(copy)
+            for parameter, copy in watch.copies.values():
+                parameter.copy_(copy)
+    changed = [parameter for parameter, version in parameters
+               if parameter._version != version and id(parameter) not in watch.copies]
     if changed:
         raise TraceError(f"the function changes {len(changed)} of its module's parameters in "
-                         f"place (shaped {', '.join(str(list(t.shape)) for t in changed[:3])}): "
-                         f"the trace ran it once, so they have changed once; Kiln compiles "
-                         f"changes to arguments and buffers, not to parameters held: pass them as "
-                         f"arguments")
+                         f"place other than through an in-place function (out=, say; shaped "
+                         f"{', '.join(str(list(t.shape)) for t in changed[:3])}): the trace ran "
+                         f"it once, so they have changed once; write them with in-place "
+                         f"functions (p.sub_(lr * g)), or pass them as arguments")
 
 
 def _fold_trace_constants(gm, held):
