@@ -4,7 +4,7 @@
 // oneDNN's implementations), where no rule holds on every machine.
 //
 // A shape's first call warms caches and buffers and is not timed; then the
-// calls alternate between the ways (1, 0, 1, ...) so that each meets the
+// calls alternate between the ways (0, 1, 0, ...) so that each meets the
 // machine's state of the moment as often as the other, until each has
 // kTrials timed calls; the way with the fastest single call is kept for
 // the rest of the process. Thread-safe.
