@@ -867,6 +867,58 @@ class CachedAttention(torch.nn.Module):
         return self.out(y.transpose(1, 2).reshape(batch, 1, -1))
 
 
+class Smoothing(torch.nn.Module):
+    """Rebinds its attributes in forward, as recurrent state often is: a
+    buffer counting calls and a plain tensor attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("steps", torch.zeros(()))
+        self.state = torch.zeros(3)
+
+    def forward(self, x):
+        self.steps = self.steps + 1
+        self.state = self.state * 0.5 + x
+        return self.state * self.steps
+
+
+def test_attributes_a_forward_rebinds_hold_what_eager_leaves():
+    compiled_module, eager = Smoothing(), Smoothing()
+    compiled = kiln.compile(compiled_module, [torch.ones(3)])
+    assert compiled_module.steps.item() == 0 and not compiled_module.state.any()  # trace undone
+    for _ in range(3):
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x), eager(x))
+        torch.testing.assert_close(compiled_module.state, eager.state)
+        assert compiled_module.steps.item() == eager.steps.item()
+
+    class Remembers(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hidden = None
+
+        def forward(self, x):
+            self.hidden = x * 2
+            return x + 1
+
+    class Grows(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("seen", torch.zeros(0, 3))
+
+        def forward(self, x):
+            self.seen = torch.cat([self.seen, x])
+            return self.seen.sum(0)
+    remembers, grows = Remembers(), Grows()
+    with pytest.raises(kiln.UnsupportedOpError, match=r"sets Remembers.hidden from None to "
+                                                      r"float32\[3\].*must keep its shape"):
+        kiln.compile(remembers, [torch.ones(3)])
+    with pytest.raises(kiln.UnsupportedOpError, match=r"sets Grows.seen from float32\[0, 3\] to "
+                                                      r"float32\[1, 3\]"):
+        kiln.compile(grows, [torch.ones(1, 3)])
+    assert remembers.hidden is None and grows.seen.shape == (0, 3)  # as before the trace
+
+
 def test_a_decoding_step_writes_its_key_value_cache_as_eager(tmp_path):
     torch.manual_seed(0)
     compiled_module = CachedAttention().eval()

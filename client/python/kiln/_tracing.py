@@ -47,6 +47,7 @@ Only Debian's python3-torch is needed (no pip).
 import base64
 import contextlib
 import dataclasses
+import functools
 import inspect
 import itertools
 import linecache
@@ -860,6 +861,55 @@ def _module_state(fn):
     return names, tensors
 
 
+def _module_tensors(module):
+    """{(id(submodule), name): (submodule, name, value)} of every buffer and
+    tensor attribute in `module`'s tree, and of attributes holding None
+    (a state a forward may set)."""
+    found = {}
+    for submodule in module.modules():
+        attributes = list(submodule._buffers.items()) + list(vars(submodule).items())
+        for name, value in attributes:
+            if value is None or isinstance(value, torch.Tensor):
+                found[(id(submodule), name)] = (submodule, name, value)
+    return found
+
+
+def _rebinding_as_writes(module, call, allowed):
+    """`call` (module's forward over the graph's inputs), such that a forward
+    that rebinds a tensor attribute (self.steps = self.steps + 1, a
+    recurrent state) traces as a write into the tensor the attribute held:
+    after the call each new value is copied into that tensor and the
+    attribute is put back, so Kiln writes it back after every call and the
+    attribute holds what eager's rebinding leaves. Refused (TraceError)
+    when not `allowed`, or when the new tensor's shape or dtype differs."""
+    @functools.wraps(call)
+    def run(*args):
+        before = _module_tensors(module)
+        result = call(*args)
+        for key, (submodule, name, value) in _module_tensors(module).items():
+            old = before.get(key, (None, None, None))[2]
+            if value is old:
+                continue
+            setattr(submodule, name, old)
+            what = f"the forward sets {type(submodule).__name__}.{name}"
+            if not allowed:
+                raise TraceError(f"{what} to a new tensor, which this trace cannot write back: "
+                                 f"change it in place instead ({name}.copy_(...))")
+            if not isinstance(old, torch.Tensor) or not isinstance(value, torch.Tensor) or \
+                    old.shape != value.shape or old.dtype != value.dtype:
+                def described(t):
+                    return (f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}"
+                            if isinstance(t, torch.Tensor) else repr(t))
+                raise TraceError(f"{what} from {described(old)} to {described(value)}: Kiln "
+                                 f"writes a rebound attribute into the tensor it held, so it "
+                                 f"must keep its shape and dtype (register it as a buffer of "
+                                 f"that shape first)")
+            with torch.no_grad():
+                old.copy_(value)
+        return result
+    return run
+
+
 def _flat_function(fn, arguments, state_names):
     """fn as a function of the graph's inputs: its arguments' tensors
     (`arguments`, an _arguments.Layout, says how they make its call; None:
@@ -897,9 +947,11 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
         names, state = [], []
 
     def trace_with(state_names, state):
+        traced = _flat_function(fn, arguments, state_names)
+        if isinstance(fn, torch.nn.Module):
+            traced = _rebinding_as_writes(fn, traced, write_back and not state_names)
         with _changes_undone(fn, inputs):
-            return trace_fx(_flat_function(fn, arguments, state_names), list(inputs) + state,
-                            tracing_mode="fake" if half else "real")
+            return trace_fx(traced, list(inputs) + state, tracing_mode="fake" if half else "real")
     try:
         gm, structure = trace_with(names, state)
     except FunctionalizeError:
