@@ -758,21 +758,26 @@ def test_inputs_changed_in_place_are_changed_as_eager_changes_them():
     assert compiled.calls.item() == 3 and COUNTER.item() == 2 * 3 * 5  # both modules' calls
 
     class Trainer(torch.nn.Module):
-        """A whole training step: loss, gradients, and SGD on its parameters."""
+        """A whole training step: loss, gradients, and SGD with momentum on
+        its own parameters, the velocities in buffers."""
 
         def __init__(self):
             super().__init__()
             torch.manual_seed(0)
             self.net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
                                            torch.nn.Linear(16, 4))
+            for i, parameter in enumerate(self.net.parameters()):
+                self.register_buffer(f"velocity{i}", torch.zeros_like(parameter))
 
         def forward(self, x, target):
             parameters = list(self.net.parameters())
-            loss = torch.nn.functional.mse_loss(self.net(x), target)
+            gradients = torch.autograd.grad(
+                torch.nn.functional.mse_loss(self.net(x), target), parameters)
             with torch.no_grad():
-                for parameter, gradient in zip(parameters, torch.autograd.grad(loss, parameters)):
-                    parameter.sub_(0.1 * gradient)
-            return loss
+                for i, parameter in enumerate(parameters):
+                    velocity = getattr(self, f"velocity{i}").mul_(0.9).add_(gradients[i])
+                    parameter.sub_(0.1 * velocity)
+            return gradients[0].norm()
     assert_changes_match(Trainer(), Trainer(), seeded((5, 8), (5, 4)))
 
     class OutOfBand(torch.nn.Module):  # writes a parameter through out=
