@@ -133,6 +133,29 @@ TEST(PipelineTest, ErrorsNameTheNode) {
                 "node 0 'ln' (aten.native_layer_norm.default): has 2 tensor inputs, but its "
                 "arguments say 3 (2 of 2 optional tensors present)"));
 
+  // normalized_shape must name the input's last dims, as eager requires
+  // (a 0-dim input has none).
+  const auto layer_norm_of = [](const std::string& type) {
+    return ParseGraph(absl::StrCat(
+        R"({"name": "ln", "inputs": [{"value": 0, "name": "x", "type": )", type,
+        R"(}], "nodes": [{"name": "ln", "op": "aten.native_layer_norm.default", "inputs": [0],
+            "args": [{"name": "normalized_shape", "intList": {"values": ["8"]}},
+                     {"name": "weight", "none": true}, {"name": "bias", "none": true},
+                     {"name": "eps", "floatValue": 1e-05}],
+            "outputs": [1, 2, 3], "outputTypes": [)",
+        type, ", ", type, ", ", type, R"(]}], "outputs": [1]})"));
+  };
+  EXPECT_EQ(PrepareGraph(layer_norm_of(R"({"dtype": "FLOAT32"})")).status(),
+            absl::InvalidArgumentError(
+                "node 0 'ln' (aten.native_layer_norm.default): normalized_shape [8] must name 1 "
+                "to 0 of the input's last dims (it has 0)"));
+  EXPECT_EQ(PrepareGraph(layer_norm_of(R"({"dtype": "FLOAT32", "sizes": [{"constant": 8},
+                                                                         {"constant": 4}]})"))
+                .status(),
+            absl::InvalidArgumentError("node 0 'ln' (aten.native_layer_norm.default): "
+                                       "normalized_shape [8] does not match the input's dim 1, "
+                                       "of size 4"));
+
   kiln::v1::Graph shape = LoadExample("f");
   shape.mutable_nodes(3)->mutable_output_types(0)->mutable_sizes(0)->set_constant(32);
   EXPECT_EQ(PrepareGraph(shape).status(),

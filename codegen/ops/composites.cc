@@ -247,13 +247,35 @@ absl::StatusOr<std::vector<int>> SmoothLossBackward(GraphBuilder& b, const ir::N
 // native_layer_norm(x, shape, weight?, bias?, eps) -> (out, mean, rstd) over
 // the last len(shape) dims; weight and bias are the node's 2nd and 3rd
 // inputs when present.
+// The dims a layer norm normalizes: the input's last, which must have the
+// sizes normalized_shape says (a symbolic one is not checked), as eager
+// requires.
+absl::StatusOr<std::vector<int64_t>> NormalizedDims(const ir::TensorType& type,
+                                                    const ir::Node& node) {
+  const std::vector<int64_t> shape = IntListArg(node, "normalized_shape");
+  const int64_t rank = type.rank(), count = static_cast<int64_t>(shape.size());
+  const std::string named = absl::StrCat("normalized_shape [", absl::StrJoin(shape, ", "), "]");
+  if (count == 0 || count > rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        named, " must name 1 to ", rank, " of the input's last dims (it has ", rank, ")"));
+  }
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t d = rank - count + i;
+    const ir::Dim& size = type.sizes[d];
+    if (!size.is_symbolic() && size.constant != shape[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(named, " does not match the input's dim ", d, ", of size ", size.constant));
+    }
+    dims.push_back(d);
+  }
+  return dims;
+}
+
 absl::StatusOr<std::vector<int>> LayerNorm(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[0]).dtype;
   ASSIGN_OR_RETURN(const int x, b.Cast(node.inputs[0], ComputeType(out)));
-  const int64_t rank = b.type(x).rank();
-  const int64_t normalized = static_cast<int64_t>(IntListArg(node, "normalized_shape").size());
-  std::vector<int64_t> dims;
-  for (int64_t d = rank - normalized; d < rank; ++d) dims.push_back(d);
+  ASSIGN_OR_RETURN(const std::vector<int64_t> dims, NormalizedDims(b.type(x), node));
   ASSIGN_OR_RETURN(const int mean, Mean(b, x, dims, /*keepdim=*/true));
   ASSIGN_OR_RETURN(const int centered, b.Add("aten.sub.Tensor", {x, mean}));
   ASSIGN_OR_RETURN(const int squared, b.Add("aten.mul.Tensor", {centered, centered}));
@@ -297,10 +319,9 @@ absl::StatusOr<std::vector<int>> LayerNormBackward(GraphBuilder& b, const ir::No
   }
   const int grad = in[0], x = in[1], mean = in[2], rstd = in[3];
   const bool has_weight = Present(node, "weight");
-  const int64_t rank = b.type(x).rank();
-  const int64_t normalized = static_cast<int64_t>(IntListArg(node, "normalized_shape").size());
-  std::vector<int64_t> row_dims, lead_dims;
-  for (int64_t d = 0; d < rank; ++d) (d < rank - normalized ? lead_dims : row_dims).push_back(d);
+  ASSIGN_OR_RETURN(const std::vector<int64_t> row_dims, NormalizedDims(b.type(x), node));
+  std::vector<int64_t> lead_dims;
+  for (int64_t d = 0; d < row_dims.front(); ++d) lead_dims.push_back(d);
   const ir::SymExpr count = Count(b.type(x), row_dims);
   auto add = [&](const char* op, std::vector<int> inputs,
                  std::map<std::string, ir::ArgValue> args = {}) {

@@ -251,6 +251,8 @@ absl::Status CheckDTypes(const InputTypes& inputs, const std::vector<ir::DType>&
 
 ir::SymExpr ElementCount(const ir::TensorType& type, const std::vector<int64_t>& dims) {
   ir::SymExpr count = ir::SymExpr::Constant(1);
+  // A 0-dim tensor's dim 0 (as reductions wrap it) is the one element.
+  if (type.rank() == 0) return count;
   for (int64_t d : dims) count = count * ir::SymExpr::Of(type.sizes[d]);
   return count;
 }

@@ -140,7 +140,8 @@ absl::Status RequireStatic(const ir::TensorType& type, absl::string_view what);
 absl::Status CheckDTypes(const InputTypes& inputs, const std::vector<ir::DType>& dtypes,
                          const std::vector<ir::DType>& refused);
 
-// How many elements `dims` of `type` hold (1 for none).
+// How many elements `dims` of `type` hold (1 for none, and for a 0-dim
+// tensor, whose one dim a reduction names as 0).
 ir::SymExpr ElementCount(const ir::TensorType& type, const std::vector<int64_t>& dims);
 // `op` (aten.div.Tensor or aten.mul.Tensor) of x by a count: a literal when
 // the count is constant, else the count's value at run time (kiln.size).
