@@ -563,13 +563,14 @@ int ConvolveF32(ThreadPool& pool, const kiln_conv& conv, const float* src, const
   static auto* const ways = new FasterOfTwo<std::string>;
   const std::string shape = absl::StrCat(PlanKey(conv, bias != nullptr), "/", pool.threads());
   const FasterOfTwo<std::string>::Choice choice = ways->Choose(shape);
-  if (!choice.timed) return Convolve(dnnl, pool, conv, choice.way, src, weights, bias, dst);
   const auto start = std::chrono::steady_clock::now();
   const int result = Convolve(dnnl, pool, conv, choice.way, src, weights, bias, dst);
-  ways->Record(
-      shape, choice.way,
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
-          .count());
+  if (choice.timed) {
+    ways->Record(shape, choice.way,
+                 std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count());
+  }
   return result;
 }
 

@@ -390,12 +390,12 @@ def _copied(gm, node):
 
 def _held_tensors(fn):
     """The tensors `fn` holds: a module's parameters, buffers and other
-    tensor attributes, and the globals and closure of a function or of a
-    module's forward."""
+    tensor attributes (_module_tensors), and the globals and closure of a
+    function or of a module's forward."""
     held = []
     if isinstance(fn, torch.nn.Module):
-        held += list(fn.parameters()) + list(fn.buffers())
-        held += [value for module in fn.modules() for value in vars(module).values()]
+        held += list(fn.parameters())
+        held += [value for _, _, value in _module_tensors(fn).values()]
         fn = fn.forward
     code = getattr(fn, "__code__", None)
     if code is not None:
