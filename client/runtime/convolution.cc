@@ -1,107 +1,22 @@
 #include "client/runtime/convolution.h"
 
-#include <dlfcn.h>
-#include <dnnl.h>
-
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "client/runtime/faster_of_two.h"
+#include "client/runtime/dnnl.h"
+#include "client/runtime/fastest_of.h"
 #include "client/runtime/runtime.h"
 #include "common/status_macros.h"
 
 namespace kiln {
 namespace {
-
-// The oneDNN C API functions Kiln calls.
-#define KILN_DNNL_FUNCTIONS(X)                    \
-  X(dnnl_engine_create)                           \
-  X(dnnl_stream_create)                           \
-  X(dnnl_stream_destroy)                          \
-  X(dnnl_stream_wait)                             \
-  X(dnnl_memory_desc_init_by_strides)             \
-  X(dnnl_memory_desc_init_by_tag)                 \
-  X(dnnl_memory_desc_equal)                       \
-  X(dnnl_memory_desc_get_size)                    \
-  X(dnnl_dilated_convolution_forward_desc_init)   \
-  X(dnnl_dilated_deconvolution_forward_desc_init) \
-  X(dnnl_primitive_attr_create)                   \
-  X(dnnl_primitive_attr_destroy)                  \
-  X(dnnl_primitive_attr_set_scratchpad_mode)      \
-  X(dnnl_primitive_desc_create)                   \
-  X(dnnl_reorder_primitive_desc_create)           \
-  X(dnnl_primitive_desc_query)                    \
-  X(dnnl_primitive_desc_query_md)                 \
-  X(dnnl_primitive_desc_destroy)                  \
-  X(dnnl_primitive_create)                        \
-  X(dnnl_primitive_destroy)                       \
-  X(dnnl_primitive_execute)                       \
-  X(dnnl_memory_create)                           \
-  X(dnnl_memory_destroy)
-
-struct Dnnl {
-#define KILN_DNNL_MEMBER(name) decltype(&::name) name = nullptr;
-  KILN_DNNL_FUNCTIONS(KILN_DNNL_MEMBER)
-#undef KILN_DNNL_MEMBER
-  // OpenMP's, from the libgomp oneDNN brought in.
-  int (*omp_get_max_threads)() = nullptr;
-  void (*omp_set_num_threads)(int) = nullptr;
-  dnnl_engine_t engine = nullptr;
-  std::string error;  // why oneDNN is not there; empty when it is
-};
-
-// oneDNN, loaded on first use, never unloaded.
-const Dnnl& LoadDnnl() {
-  static const Dnnl* const dnnl = [] {
-    auto* api = new Dnnl;
-    void* library = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) {
-      api->error = absl::StrCat("cannot load oneDNN (Debian's libdnnl2): ", dlerror());
-      return api;
-    }
-    auto resolve = [&](void* from, auto& function, const char* name) {
-      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(from, name));
-      if (function == nullptr && api->error.empty()) {
-        api->error = absl::StrCat("libdnnl.so.2 has no ", name, ": not oneDNN 2.x");
-      }
-    };
-#define KILN_DNNL_RESOLVE(name) resolve(library, api->name, #name);
-    KILN_DNNL_FUNCTIONS(KILN_DNNL_RESOLVE)
-#undef KILN_DNNL_RESOLVE
-    void* openmp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (openmp == nullptr) {
-      api->error = "oneDNN is loaded but its OpenMP runtime (libgomp.so.1) is not";
-      return api;
-    }
-    resolve(openmp, api->omp_get_max_threads, "omp_get_max_threads");
-    resolve(openmp, api->omp_set_num_threads, "omp_set_num_threads");
-    if (api->error.empty() && api->dnnl_engine_create(&api->engine, dnnl_cpu, 0) != dnnl_success) {
-      api->error = "oneDNN has no CPU engine";
-    }
-    return api;
-  }();
-  return *dnnl;
-}
-
-// Tells stderr why a convolution failed, once per reason.
-void Report(const std::string& reason) {
-  static absl::Mutex mutex(absl::kConstInit);
-  static auto* const told = new absl::flat_hash_set<std::string>;
-  absl::MutexLock lock(&mutex);
-  if (told->insert(reason).second) fprintf(stderr, "kiln runtime: %s\n", reason.c_str());
-}
 
 // One shape's primitives: the convolution in oneDNN's chosen layouts, and
 // the reorders from and to the artifact's strided tensors (null where the
@@ -274,12 +189,7 @@ absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Dnnl& dnnl, const kiln_conv
     plan->inner_dst = query(dnnl_query_dst_md);
     plan->scratch_bytes = dnnl.dnnl_memory_desc_get_size(
         dnnl.dnnl_primitive_desc_query_md(descriptor, dnnl_query_scratchpad_md, 0));
-    const char* implementation = nullptr;
-    if (dnnl.dnnl_primitive_desc_query(descriptor, dnnl_query_impl_info_str, 0, &implementation) ==
-            dnnl_success &&
-        implementation != nullptr) {
-      plan->implementation = implementation;
-    }
+    plan->implementation = ImplementationOf(dnnl, descriptor);
     status = dnnl.dnnl_primitive_create(&plan->convolution, descriptor);
     dnnl.dnnl_primitive_desc_destroy(descriptor);
   }
@@ -315,7 +225,7 @@ absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Dnnl& dnnl, const kiln_conv
 // `forward_training` (what eager's ideep asks for) its direct JIT ones on
 // blocked tensors. Which is faster depends on the CPU: on a Zen 4,
 // resnet18's 3x3 convolutions took ~15% longer as BRGEMM. Both ways are
-// made on a shape's first call (Warmup's), and FasterOfTwo keeps the
+// made on a shape's first call (Warmup's), and FastestOf keeps the
 // faster (ConvolveF32). way[1] is null when oneDNN gives both kinds the
 // same implementation.
 struct Ways {
@@ -384,7 +294,7 @@ int RunPart(const Dnnl& dnnl, const kiln_conv& conv, int way, const float* src,
             const float* weights, const float* bias, float* dst) {
   absl::StatusOr<const Ways*> found = FindWays(dnnl, conv, bias != nullptr);
   if (!found.ok()) {
-    Report(std::string(found.status().message()));
+    ReportOnce(std::string(found.status().message()));
     return 1;
   }
   const Plan& plan = (*found)->Get(way);
@@ -398,21 +308,12 @@ int RunPart(const Dnnl& dnnl, const kiln_conv& conv, int way, const float* src,
                                      Aligned(plan.dst_bytes) + plan.scratch_bytes));
   if (base == nullptr &&
       plan.src_bytes + plan.weights_bytes + plan.dst_bytes + plan.scratch_bytes) {
-    Report("out of memory for a convolution's buffers");
+    ReportOnce("out of memory for a convolution's buffers");
     return 1;
   }
-  // This thread's stream, destroyed when the thread ends (pools come and go).
-  struct Stream {
-    dnnl_stream_t stream = nullptr;
-    ~Stream() {
-      if (stream != nullptr) LoadDnnl().dnnl_stream_destroy(stream);
-    }
-  };
-  thread_local Stream own;
-  dnnl_stream_t& stream = own.stream;
-  if (stream == nullptr &&
-      dnnl.dnnl_stream_create(&stream, dnnl.engine, dnnl_stream_default_flags) != dnnl_success) {
-    Report("oneDNN cannot make a stream");
+  const dnnl_stream_t stream = ThisThreadsStream(dnnl);
+  if (stream == nullptr) {
+    ReportOnce("oneDNN cannot make a stream");
     return 1;
   }
   std::vector<dnnl_memory_t> memories;
@@ -443,8 +344,7 @@ int RunPart(const Dnnl& dnnl, const kiln_conv& conv, int way, const float* src,
   dnnl_memory_t scratch =
       memory(scratch_desc, plan.scratch_bytes ? take(plan.scratch_bytes) : next);
 
-  const int openmp_threads = dnnl.omp_get_max_threads();
-  if (openmp_threads != 1) dnnl.omp_set_num_threads(1);
+  const OneOpenMpThread one_openmp_thread(dnnl);
   dnnl_status_t status = dnnl_success;
   auto reorder = [&](dnnl_primitive_t primitive, dnnl_memory_t from, dnnl_memory_t to) {
     if (primitive == nullptr || status != dnnl_success) return;
@@ -465,11 +365,10 @@ int RunPart(const Dnnl& dnnl, const kiln_conv& conv, int way, const float* src,
   }
   reorder(plan.dst_reorder, inner_dst, user_dst);
   if (status == dnnl_success) status = dnnl.dnnl_stream_wait(stream);
-  if (openmp_threads != 1) dnnl.omp_set_num_threads(openmp_threads);
   for (dnnl_memory_t made : memories) dnnl.dnnl_memory_destroy(made);
   if (status != dnnl_success) {
-    Report(absl::StrCat("oneDNN failed to run a ", conv.transposed ? "transposed " : "",
-                        "convolution (status ", status, ")"));
+    ReportOnce(absl::StrCat("oneDNN failed to run a ", conv.transposed ? "transposed " : "",
+                            "convolution (status ", status, ")"));
     return 1;
   }
   if (plan.uncovered) FillUncovered(conv, plan, bias, dst);
@@ -557,20 +456,13 @@ int ConvolveF32(ThreadPool& pool, const kiln_conv& conv, const float* src, const
                 const float* bias, float* dst) {
   const Dnnl& dnnl = LoadDnnl();
   if (!dnnl.error.empty()) {
-    Report(dnnl.error);
+    ReportOnce(dnnl.error);
     return 1;
   }
-  static auto* const ways = new FasterOfTwo<std::string>;
-  const std::string shape = absl::StrCat(PlanKey(conv, bias != nullptr), "/", pool.threads());
-  const FasterOfTwo<std::string>::Choice choice = ways->Choose(shape);
-  const auto start = std::chrono::steady_clock::now();
-  const int result = Convolve(dnnl, pool, conv, choice.way, src, weights, bias, dst);
-  if (choice.timed) {
-    ways->Record(shape, choice.way,
-                 std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::steady_clock::now() - start)
-                     .count());
-  }
+  static auto* const ways = new FastestOf<std::string>;
+  int result = 0;
+  ways->Run(absl::StrCat(PlanKey(conv, bias != nullptr), "/", pool.threads()), 2,
+            [&](int way) { result = Convolve(dnnl, pool, conv, way, src, weights, bias, dst); });
   return result;
 }
 

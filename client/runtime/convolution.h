@@ -1,9 +1,6 @@
 // Convolutions for artifacts (kiln_runtime.conv_f32), through oneDNN 2.6
-// (Debian's libdnnl2), the library eager PyTorch convolves with on CPUs.
-//
-// oneDNN is 40 MB: it is loaded with dlopen on the first convolution, so a
-// process whose artifacts never convolve never maps it. It is called
-// through its C API, resolved with dlsym. A transposed convolution
+// (Debian's libdnnl2, loaded on first use: dnnl.h), the library eager
+// PyTorch convolves with on CPUs. A transposed convolution
 // (kiln_conv.transposed) is oneDNN's deconvolution, planned, laid out and
 // split the same way.
 //
@@ -12,16 +9,14 @@
 // tensors: what eager does too. oneDNN offers two implementations for many
 // shapes (its BRGEMM and its direct JIT convolutions), and which is faster
 // depends on the CPU, so a shape's first calls time both and the process
-// keeps the faster (faster_of_two.h); both compute the same sums within
+// keeps the faster (fastest_of.h); both compute the same sums within
 // float32 rounding. Primitives (where oneDNN generates its code) are made
 // once per shape and kept for the process's life, so only a shape's first
 // call pays for them, and Warmup's run makes that call.
 //
-// Threads: the runtime owns them. oneDNN runs on OpenMP (Debian's build),
-// which would start a second, spinning team next to the pool; instead each
-// pool thread runs oneDNN at one OpenMP thread on its part of the work:
-// a slice of the batch, or of the output channels when the batch is
-// smaller than the pool (docs/ARCHITECTURE.md, "Convolutions").
+// Threads: each pool thread runs oneDNN at one OpenMP thread on its part
+// of the work: a slice of the batch, or of the output channels when the
+// batch is smaller than the pool (docs/ARCHITECTURE.md, "Convolutions").
 #ifndef KILN_CLIENT_RUNTIME_CONVOLUTION_H_
 #define KILN_CLIENT_RUNTIME_CONVOLUTION_H_
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/runtime/faster_of_two.h"
+#include "client/runtime/fastest_of.h"
 #include "client/runtime/runtime.h"
 #include "gtest/gtest.h"
 
@@ -155,7 +155,7 @@ TEST_P(ConvolutionTest, MatchesTheReference) {
   // A shape's first calls try both of oneDNN's implementations for it (the
   // runtime's Ways), then keep the faster: every call, before, during and
   // after the trials, must match.
-  for (int call = 0; call < 2 + 2 * FasterOfTwo<int>::kTrials; ++call) {
+  for (int call = 0; call < 2 + 2 * FastestOf<int>::kTrials; ++call) {
     std::vector<float> dst(count(dst_dims), -1234.5f);
     ASSERT_EQ(ConvolveF32(pool, c, src.data(), weights.data(), s.bias ? bias.data() : nullptr,
                           dst.data()),

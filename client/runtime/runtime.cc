@@ -12,10 +12,11 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "client/runtime/convolution.h"
-#include "client/runtime/transposed_b.h"
+#include "client/runtime/matmul.h"
 
 namespace kiln {
 namespace {
@@ -111,6 +112,14 @@ Operand<T> MakeOperand(const T* data, long long rows, long long cols, long long 
   return {packed, CblasNoTrans, static_cast<blasint>(std::max(1LL, cols))};
 }
 
+// Whether the rows x cols operand whose element (i, j) is at
+// data[i * row + j * col] has a unit stride: MakeOperand takes it as it is
+// (row-major or transposed), and so does oneDNN.
+bool UnitStride(long long rows, long long cols, long long row, long long col) {
+  return ((col == 1 || cols == 1) && row >= std::max(1LL, cols)) ||
+         ((row == 1 || rows == 1) && col >= std::max(1LL, rows));
+}
+
 // Whether MakeOperand takes the k x n B whose element (i, j) is at
 // b[i * row + j * col] as stored transposed (or copies it row-major).
 bool StoredTransposed(long long k, long long n, long long row, long long col) {
@@ -118,25 +127,19 @@ bool StoredTransposed(long long k, long long n, long long row, long long col) {
   return !row_major && (row == 1 || k == 1) && col >= std::max(1LL, k);
 }
 
-// Runs `multiply` on B laid out for a product with m rows of A split over
-// `threads` threads: a B stored transposed is copied row-major first or
-// not as this process's TransposedBChoices says, and the call timed for
-// them when they ask.
-template <typename T, typename Multiply>
-void WithB(const T* b, long long k, long long n, long long row, long long col, long long m,
-           int threads, Multiply&& multiply) {
-  TransposedBChoices::Choice choice{false, false};
-  TransposedBChoices& choices = TransposedBChoices::Process();
-  if (StoredTransposed(k, n, row, col)) choice = choices.Choose(m, k, n, sizeof(T), threads);
-  if (!choice.timed) {
-    multiply(MakeOperand(b, k, n, row, col, 1, choice.copy));
-    return;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  multiply(MakeOperand(b, k, n, row, col, 1, choice.copy));
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::steady_clock::now() - start);
-  choices.Record(m, k, n, sizeof(T), threads, choice.copy, ns.count());
+template <typename T>
+GemmWays::Shape ShapeOf(long long batch, long long m, long long n, long long k, long long a_row,
+                        long long a_col, long long b_row, long long b_col, T alpha, T beta,
+                        int threads) {
+  return {batch,
+          m,
+          k,
+          n,
+          static_cast<int>(sizeof(T)),
+          threads,
+          StoredTransposed(k, n, b_row, b_col),
+          std::is_same_v<T, float> && alpha == T(1) && beta == T(0) &&
+              UnitStride(m, k, a_row, a_col) && UnitStride(k, n, b_row, b_col)};
 }
 
 // The beta to pass OpenBLAS for C (m x n, rows c_row apart) = alpha A.B +
@@ -170,53 +173,104 @@ void CallGemm(const Operand<double>& a, const Operand<double>& b, long long m, l
               b.leading, beta, c, c_row);
 }
 
+// C = alpha A.B + beta C by OpenBLAS, with B copied row-major first when
+// `copy_b`: on the calling thread when `pool` is null, else split along
+// C's longer side, each block an independent GEMM on a slice of A (rows)
+// or of B (columns), so no thread packs the whole of the larger operand
+// twice.
+template <typename T>
+void BlasGemm(ThreadPool* pool, bool copy_b, long long m, long long n, long long k, T alpha,
+              const T* a, long long a_row, long long a_col, const T* b, long long b_row,
+              long long b_col, T beta, T* c, long long c_row) {
+  const Operand<T> left = MakeOperand(a, m, k, a_row, a_col, 0);
+  if (pool == nullptr) {
+    CallGemm(left, MakeOperand(b, k, n, b_row, b_col, 1, copy_b), m, n, k, alpha, beta, c, c_row);
+  } else if (m >= n) {
+    const Operand<T> right = MakeOperand(b, k, n, b_row, b_col, 1, copy_b);
+    pool->ParallelFor(m, std::max(1LL, m / pool->threads()), [&](int64_t begin, int64_t end) {
+      Operand<T> slice = left;
+      slice.data += left.transpose == CblasNoTrans ? begin * left.leading : begin;
+      CallGemm(slice, right, end - begin, n, k, alpha, beta, c + begin * c_row, c_row);
+    });
+  } else {
+    // Each block lays out (copies, if asked) its own columns of B.
+    pool->ParallelFor(n, std::max(1LL, n / pool->threads()), [&](int64_t begin, int64_t end) {
+      CallGemm(left, MakeOperand(b + begin * b_col, k, end - begin, b_row, b_col, 1, copy_b), m,
+               end - begin, k, alpha, beta, c + begin, c_row);
+    });
+  }
+}
+
+// C = A.B by oneDNN, split as BlasGemm splits it; a block oneDNN does not
+// run, OpenBLAS does.
+void DnnlGemm(ThreadPool* pool, long long m, long long n, long long k, const float* a,
+              long long a_row, long long a_col, const float* b, long long b_row, long long b_col,
+              float* c, long long c_row) {
+  auto block = [&](long long row, long long rows, long long col, long long cols) {
+    const float* block_a = a + row * a_row;
+    const float* block_b = b + col * b_col;
+    float* block_c = c + row * c_row + col;
+    if (!MatmulF32({rows, cols, k, a_row, a_col, b_row, b_col, c_row}, block_a, block_b, block_c)) {
+      BlasGemm<float>(nullptr, false, rows, cols, k, 1.0f, block_a, a_row, a_col, block_b, b_row,
+                      b_col, 0.0f, block_c, c_row);
+    }
+  };
+  if (pool == nullptr) {
+    block(0, m, 0, n);
+  } else if (m >= n) {
+    pool->ParallelFor(m, std::max(1LL, m / pool->threads()),
+                      [&](int64_t begin, int64_t end) { block(begin, end - begin, 0, n); });
+  } else {
+    pool->ParallelFor(n, std::max(1LL, n / pool->threads()),
+                      [&](int64_t begin, int64_t end) { block(0, m, begin, end - begin); });
+  }
+}
+
+// C = alpha A.B + beta C the way `way`, as BlasGemm splits it.
+template <typename T>
+void Multiply(GemmWay way, ThreadPool* pool, long long m, long long n, long long k, T alpha,
+              const T* a, long long a_row, long long a_col, const T* b, long long b_row,
+              long long b_col, T beta, T* c, long long c_row) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (way == GemmWay::kOneDnn) {  // only offered for alpha 1, beta 0
+      DnnlGemm(pool, m, n, k, a, a_row, a_col, b, b_row, b_col, c, c_row);
+      return;
+    }
+  }
+  BlasGemm(pool, way == GemmWay::kOpenBlasCopiedB, m, n, k, alpha, a, a_row, a_col, b, b_row, b_col,
+           beta, c, c_row);
+}
+
 template <typename T>
 void Gemm(void* context, long long m, long long n, long long k, T alpha, const T* a,
           long long a_row, long long a_col, const T* b, long long b_row, long long b_col, T beta,
           T* c, long long c_row) {
   const OneBlasThread one_blas_thread;
   if (m <= 0 || n <= 0) return;
-  const Operand<T> left = MakeOperand(a, m, k, a_row, a_col, 0);
-  auto* pool = static_cast<ThreadPool*>(context);
-  const bool serial = m * n * k < kParallelGemmWork || pool->threads() == 1 || std::max(m, n) < 2;
-  // Split C along its longer side: each chunk is an independent GEMM on a
-  // slice of A (rows) or of B (columns), so no thread packs the whole of
-  // the larger operand twice.
-  if (serial) {
-    WithB(b, k, n, b_row, b_col, m, 1,
-          [&](const Operand<T>& right) { CallGemm(left, right, m, n, k, alpha, beta, c, c_row); });
-  } else if (m >= n) {
-    WithB(b, k, n, b_row, b_col, m, pool->threads(), [&](const Operand<T>& right) {
-      const long long grain = std::max(1LL, m / pool->threads());
-      pool->ParallelFor(m, grain, [&](int64_t begin, int64_t end) {
-        Operand<T> slice = left;
-        slice.data += left.transpose == CblasNoTrans ? begin * left.leading : begin;
-        CallGemm(slice, right, end - begin, n, k, alpha, beta, c + begin * c_row, c_row);
-      });
-    });
-  } else {
-    // Each chunk lays out (copies, if it pays) its own columns of B.
-    const long long grain = std::max(1LL, n / pool->threads());
-    pool->ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
-      WithB(b + begin * b_col, k, end - begin, b_row, b_col, m, 1, [&](const Operand<T>& slice) {
-        CallGemm(left, slice, m, end - begin, k, alpha, beta, c + begin, c_row);
-      });
-    });
-  }
+  Runtime& runtime = *static_cast<Runtime*>(context);
+  ThreadPool& pool = runtime.pool();
+  const bool serial = m * n * k < kParallelGemmWork || pool.threads() == 1 || std::max(m, n) < 2;
+  const GemmWays::Shape shape =
+      ShapeOf(1, m, n, k, a_row, a_col, b_row, b_col, alpha, beta, serial ? 1 : pool.threads());
+  runtime.gemm_ways().Run(shape, [&](GemmWay way) {
+    Multiply(way, serial ? nullptr : &pool, m, n, k, alpha, a, a_row, a_col, b, b_row, b_col, beta,
+             c, c_row);
+  });
 }
 
 // C[i] = A[i].B[i]. A batch of small products (each below the split
 // threshold, together worth splitting) is spread across the pool by batch
-// element, each one single-threaded GEMM; otherwise one Gemm per element,
-// each split as Gemm sees fit.
+// element, each one single-threaded GEMM, the way chosen for the batch;
+// otherwise one Gemm per element, each split as Gemm sees fit.
 template <typename T>
 void BatchedGemm(void* context, long long batch, long long m, long long n, long long k, const T* a,
                  long long a_batch, long long a_row, long long a_col, const T* b, long long b_batch,
                  long long b_row, long long b_col, T* c, long long c_batch, long long c_row) {
   const OneBlasThread one_blas_thread;
-  auto* pool = static_cast<ThreadPool*>(context);
+  Runtime& runtime = *static_cast<Runtime*>(context);
+  ThreadPool& pool = runtime.pool();
   if (batch <= 0 || m <= 0 || n <= 0) return;
-  if (batch < 2 || pool->threads() == 1 || m * n * k >= kParallelGemmWork ||
+  if (batch < 2 || pool.threads() == 1 || m * n * k >= kParallelGemmWork ||
       batch * m * n * k < kParallelGemmWork / 4) {
     for (long long i = 0; i < batch; ++i) {
       Gemm<T>(context, m, n, k, T(1), a + i * a_batch, a_row, a_col, b + i * b_batch, b_row, b_col,
@@ -224,13 +278,15 @@ void BatchedGemm(void* context, long long batch, long long m, long long n, long 
     }
     return;
   }
-  pool->ParallelFor(batch, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const Operand<T> left = MakeOperand(a + i * a_batch, m, k, a_row, a_col, 0);
-      WithB(b + i * b_batch, k, n, b_row, b_col, m, 1, [&](const Operand<T>& right) {
-        CallGemm(left, right, m, n, k, T(1), T(0), c + i * c_batch, c_row);
-      });
-    }
+  const GemmWays::Shape shape =
+      ShapeOf(batch, m, n, k, a_row, a_col, b_row, b_col, T(1), T(0), pool.threads());
+  runtime.gemm_ways().Run(shape, [&](GemmWay way) {
+    pool.ParallelFor(batch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        Multiply<T>(way, nullptr, m, n, k, T(1), a + i * a_batch, a_row, a_col, b + i * b_batch,
+                    b_row, b_col, T(0), c + i * c_batch, c_row);
+      }
+    });
   });
 }
 
@@ -240,7 +296,7 @@ void SyrkF32(void* context, long long n, long long k, const float* a, long long 
   const OneBlasThread one_blas_thread;
   if (n <= 0) return;
   const Operand<float> left = MakeOperand(a, n, k, a_row, a_col, 0);
-  auto* pool = static_cast<ThreadPool*>(context);
+  ThreadPool* pool = &static_cast<Runtime*>(context)->pool();
   if (n * n * k < 2 * kParallelGemmWork || pool->threads() == 1) {
     const float beta = ClearForBeta(0.0f, c, n, n, c_row);
     cblas_ssyrk(CblasRowMajor, CblasUpper, left.transpose, n, k, 1.0f, left.data, left.leading,
@@ -334,7 +390,7 @@ T FloorDivide(T a, T b) {
 
 void ParallelFor(void* context, long long n, long long grain, kiln_parallel_body body,
                  void* closure) {
-  static_cast<ThreadPool*>(context)->ParallelFor(
+  static_cast<Runtime*>(context)->pool().ParallelFor(
       n, grain, [&](int64_t begin, int64_t end) { body(closure, begin, end); });
 }
 
@@ -353,7 +409,7 @@ void* ThreadScratch(void*, long long bytes) {
 
 int ConvF32(void* context, const kiln_conv* conv, const float* src, const float* weights,
             const float* bias, float* dst) {
-  return ConvolveF32(*static_cast<ThreadPool*>(context), *conv, src, weights, bias, dst);
+  return ConvolveF32(static_cast<Runtime*>(context)->pool(), *conv, src, weights, bias, dst);
 }
 
 int DefaultThreads() {
@@ -377,10 +433,11 @@ void* GrowingBuffer::Get(int64_t bytes) {
   return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(block_) + 63) & ~uintptr_t{63});
 }
 
-Runtime::Runtime(int threads) : pool_(threads > 0 ? threads : DefaultThreads()) {
+Runtime::Runtime(int threads, GemmLibraries gemm_libraries)
+    : pool_(threads > 0 ? threads : DefaultThreads()), gemm_ways_(gemm_libraries, MatmulAvailable) {
   table_.abi_version = KILN_ABI_VERSION;
   table_.reserved = 0;
-  table_.context = &pool_;
+  table_.context = this;
   table_.parallel_for = ParallelFor;
   table_.gemm_f32 = Gemm<float>;
   table_.gemm_f64 = Gemm<double>;

@@ -1,18 +1,21 @@
 // The runtime table artifacts call back into (codegen/abi/kiln_abi.h):
-// parallel loops on the runtime's own pool and GEMM through OpenBLAS.
+// parallel loops on the runtime's own pool, GEMM through OpenBLAS or
+// oneDNN (whichever is faster for the shape: gemm_ways.h), convolutions
+// through oneDNN.
 //
 // OpenBLAS (Debian's libopenblas0-pthread) keeps a private, spin-waiting
-// thread pool that cannot be handed work. Large GEMMs are therefore split
-// by rows across this runtime's pool, with OpenBLAS held at one thread
-// while Kiln's GEMMs run, so busy threads never outnumber the pool's. The
-// process's own OpenBLAS thread count (eager PyTorch's) is restored
-// between them.
+// thread pool that cannot be handed work, and oneDNN runs on OpenMP.
+// Large GEMMs are therefore split by rows or columns across this
+// runtime's pool, each block at one OpenBLAS or OpenMP thread, so busy
+// threads never outnumber the pool's. The process's own OpenBLAS thread
+// count (eager PyTorch's) is restored between them.
 #ifndef KILN_CLIENT_RUNTIME_RUNTIME_H_
 #define KILN_CLIENT_RUNTIME_RUNTIME_H_
 
 #include <cstdint>
 #include <cstdlib>
 
+#include "client/runtime/gemm_ways.h"
 #include "client/runtime/thread_pool.h"
 #include "codegen/abi/kiln_abi.h"
 
@@ -45,7 +48,7 @@ class GrowingBuffer {
 class Runtime {
  public:
   // `threads` includes the calling thread; 0 means one per core.
-  explicit Runtime(int threads = 0);
+  explicit Runtime(int threads = 0, GemmLibraries gemm_libraries = GemmLibrariesFromEnvironment());
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
@@ -54,9 +57,11 @@ class Runtime {
 
   const kiln_runtime* table() const { return &table_; }
   ThreadPool& pool() { return pool_; }
+  GemmWays& gemm_ways() { return gemm_ways_; }
 
  private:
   ThreadPool pool_;
+  GemmWays gemm_ways_;
   kiln_runtime table_;
 };
 

@@ -5,12 +5,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <thread>
 #include <tuple>
 #include <vector>
 
-#include "client/runtime/transposed_b.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -57,68 +58,140 @@ TEST_P(GemmTest, AnyStridesMatchTheReference) {
   }
 }
 
-TEST_P(GemmTest, ATransposedBGivesTheSameBitsCopiedOrNot) {
-  // 64 x 256 x 1024 with B stored transposed: a shape whose first calls
-  // alternate between using B as stored and copying it row-major
-  // (TransposedBChoices). Every call matches the reference and the first.
-  Runtime runtime(GetParam());
-  constexpr int m = 64, n = 256, k = 1024;
-  std::vector<float> a(m * k), b(k * n);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) / 7 - 0.8f;
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) / 5 - 1.1f;
-  const std::vector<float> expected = Reference(m, n, k, a.data(), k, 1, b.data(), 1, k);
-  std::vector<float> first;
-  for (int call = 0; call < 2 * TransposedBChoices::kTrials + 3; ++call) {
+// 64 x 256 x 1024 with B stored transposed: a shape whose first calls
+// take OpenBLAS on B as stored, OpenBLAS on B copied row-major and (unless
+// pinned to OpenBLAS) oneDNN in turn (GemmWays).
+struct TransposedBProduct {
+  static constexpr int m = 64, n = 256, k = 1024;
+  std::vector<float> a = std::vector<float>(m * k), b = std::vector<float>(k * n);
+  std::vector<float> expected;
+  TransposedBProduct() {
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) / 7 - 0.8f;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) / 5 - 1.1f;
+    expected = Reference(m, n, k, a.data(), k, 1, b.data(), 1, k);
+  }
+  std::vector<float> Run(Runtime& runtime) const {
     std::vector<float> c(m * n, -1);
     runtime.table()->gemm_f32(runtime.table()->context, m, n, k, 1.0f, a.data(), k, 1, b.data(), 1,
                               k, 0.0f, c.data(), n);
-    for (int i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], expected[i], 2e-3) << "call " << call;
+    return c;
+  }
+};
+
+TEST_P(GemmTest, OpenBlasGivesTheSameBitsWithATransposedBCopiedOrNot) {
+  Runtime runtime(GetParam(), GemmLibraries::kOpenBlas);
+  const TransposedBProduct product;
+  std::vector<float> first;
+  for (int call = 0; call < 2 * GemmWays::kTrials + 3; ++call) {
+    const std::vector<float> c = product.Run(runtime);
+    for (size_t i = 0; i < c.size(); ++i) {
+      ASSERT_NEAR(c[i], product.expected[i], 2e-3) << "call " << call;
+    }
     if (call == 0) first = c;
     EXPECT_EQ(c, first) << "call " << call;
   }
 }
 
-TEST(TransposedBChoicesTest, SmallBsAreCopiedAndLargeOnesOrShortAsAreUsedAsStored) {
-  TransposedBChoices choices;
-  const TransposedBChoices::Choice small = choices.Choose(64, 128, 128, 4, 1);
-  EXPECT_TRUE(small.copy);
-  EXPECT_FALSE(small.timed);
-  const TransposedBChoices::Choice short_a = choices.Choose(31, 1024, 256, 4, 1);
-  EXPECT_FALSE(short_a.copy);
-  EXPECT_FALSE(short_a.timed);
-  const TransposedBChoices::Choice large = choices.Choose(197, 3072, 768, 4, 1);
-  EXPECT_FALSE(large.copy);
-  EXPECT_FALSE(large.timed);
-  // 2 MiB of floats is in the timed range (after an untimed first call),
-  // of doubles not.
-  EXPECT_FALSE(choices.Choose(64, 1024, 512, 4, 1).timed);
-  EXPECT_TRUE(choices.Choose(64, 1024, 512, 4, 1).timed);
-  EXPECT_FALSE(choices.Choose(64, 1024, 512, 8, 1).timed);
-  EXPECT_FALSE(choices.Choose(64, 1024, 512, 8, 1).timed);
+TEST_P(GemmTest, EveryWayMatchesTheReferenceThroughTheTrialsAndAfter) {
+  // The runtime's own choice (OpenBLAS either way, or oneDNN), and oneDNN
+  // pinned; each element sums 1024 products of terms below 2 in size.
+  for (const GemmLibraries libraries : {GemmLibraries::kFastest, GemmLibraries::kOneDnn}) {
+    Runtime runtime(GetParam(), libraries);
+    const TransposedBProduct product;
+    for (int call = 0; call < 3 * GemmWays::kTrials + 3; ++call) {
+      const std::vector<float> c = product.Run(runtime);
+      for (size_t i = 0; i < c.size(); ++i) {
+        ASSERT_NEAR(c[i], product.expected[i], 2e-3) << "call " << call << ", element " << i;
+      }
+    }
+  }
 }
 
-TEST(TransposedBChoicesTest, AShapeInBetweenIsTimedBothWaysThenTheFasterKept) {
-  TransposedBChoices choices;
-  // Copying wins for one shape, using B as stored for another, and the
-  // same shape over two threads is a shape of its own.
-  for (const auto& [n, threads, copy_ns, stored_ns] :
-       {std::tuple<int, int, int64_t, int64_t>{256, 1, 400, 500},
-        {512, 1, 500, 400},
-        {256, 2, 600, 300}}) {
-    const TransposedBChoices::Choice warming = choices.Choose(64, 1024, n, 4, threads);
-    EXPECT_FALSE(warming.copy);
-    EXPECT_FALSE(warming.timed);
-    for (int call = 0; call < 2 * TransposedBChoices::kTrials; ++call) {
-      const TransposedBChoices::Choice choice = choices.Choose(64, 1024, n, 4, threads);
-      ASSERT_TRUE(choice.timed) << "call " << call;
-      EXPECT_EQ(choice.copy, call % 2 == 1) << "call " << call;
-      choices.Record(64, 1024, n, 4, threads, choice.copy, choice.copy ? copy_ns : stored_ns);
+// A GemmWays whose oneDNN is there (or not) without loading it.
+bool Available() { return true; }
+bool Missing() { return false; }
+
+GemmWays::Shape Float32(int64_t m, int64_t k, int64_t n, bool b_transposed, int threads = 1) {
+  return {1, m, k, n, 4, threads, b_transposed, /*onednn_layout=*/true};
+}
+
+std::vector<GemmWay> Ways(const GemmWays& ways, const GemmWays::Shape& shape) {
+  const GemmWays::Candidates candidates = ways.WaysFor(shape);
+  return std::vector<GemmWay>(candidates.way, candidates.way + candidates.count);
+}
+
+TEST(GemmWaysTest, EachShapeIsOfferedTheWaysThatCanWinForIt) {
+  using W = GemmWay;
+  const GemmWays fastest(GemmLibraries::kFastest, Available);
+  // A small transposed B is always copied; a large one, or one against a
+  // short A, used as stored; in between both are tried.
+  EXPECT_EQ(Ways(fastest, Float32(64, 128, 128, true)),
+            (std::vector{W::kOpenBlasCopiedB, W::kOneDnn}));
+  EXPECT_EQ(Ways(fastest, Float32(31, 1024, 256, true)), (std::vector{W::kOpenBlas, W::kOneDnn}));
+  EXPECT_EQ(Ways(fastest, Float32(197, 3072, 768, true)), (std::vector{W::kOpenBlas, W::kOneDnn}));
+  EXPECT_EQ(Ways(fastest, Float32(64, 1024, 512, true)),
+            (std::vector{W::kOpenBlas, W::kOpenBlasCopiedB, W::kOneDnn}));
+  EXPECT_EQ(Ways(fastest, Float32(64, 1024, 512, false)), (std::vector{W::kOpenBlas, W::kOneDnn}));
+  // oneDNN only for products of 64^3 multiply-adds or more, in a layout it
+  // takes, when it is there and not ruled out.
+  EXPECT_EQ(Ways(fastest, Float32(16, 64, 64, false)), (std::vector{W::kOpenBlas}));
+  GemmWays::Shape strided = Float32(64, 1024, 512, false);
+  strided.onednn_layout = false;
+  EXPECT_EQ(Ways(fastest, strided), (std::vector{W::kOpenBlas}));
+  GemmWays::Shape doubles = Float32(64, 1024, 512, true);
+  doubles.element_bytes = 8;
+  doubles.onednn_layout = false;
+  EXPECT_EQ(Ways(fastest, doubles), (std::vector{W::kOpenBlas}));  // 4 MiB: as stored
+  EXPECT_EQ(Ways(GemmWays(GemmLibraries::kFastest, Missing), Float32(64, 1024, 512, false)),
+            (std::vector{W::kOpenBlas}));
+  EXPECT_EQ(Ways(GemmWays(GemmLibraries::kOpenBlas, Available), Float32(64, 1024, 512, true)),
+            (std::vector{W::kOpenBlas, W::kOpenBlasCopiedB}));
+  const GemmWays onednn(GemmLibraries::kOneDnn, Available);
+  EXPECT_EQ(Ways(onednn, Float32(64, 1024, 512, true)), (std::vector{W::kOneDnn}));
+  EXPECT_EQ(Ways(onednn, Float32(16, 64, 64, true)), (std::vector{W::kOpenBlasCopiedB}));
+}
+
+TEST(GemmWaysTest, EachWayIsTimedInTurnThenTheFastestKept) {
+  using W = GemmWay;
+  GemmWays ways(GemmLibraries::kFastest, Available);
+  // A different winner per shape; the same shape over two threads is a
+  // shape of its own.
+  for (const auto& [n, threads, winner] : {std::tuple<int, int, W>{256, 1, W::kOpenBlasCopiedB},
+                                           {512, 1, W::kOneDnn},
+                                           {256, 2, W::kOpenBlas}}) {
+    const GemmWays::Shape shape = Float32(64, 1024, n, true, threads);
+    std::vector<GemmWay> taken;
+    for (int call = 0; call < 1 + 3 * GemmWays::kTrials + 3; ++call) {
+      ways.Run(shape, [&](GemmWay way) {
+        taken.push_back(way);
+        // The winner's calls take 1 ms, the others' 3 ms.
+        std::this_thread::sleep_for(std::chrono::milliseconds(way == winner ? 1 : 3));
+      });
     }
-    for (int call = 0; call < 3; ++call) {
-      const TransposedBChoices::Choice choice = choices.Choose(64, 1024, n, 4, threads);
-      EXPECT_FALSE(choice.timed);
-      EXPECT_EQ(choice.copy, copy_ns < stored_ns) << n << " " << threads;
+    std::vector<GemmWay> expected = {W::kOpenBlas};  // the untimed first call
+    for (int trial = 0; trial < GemmWays::kTrials; ++trial) {
+      expected.insert(expected.end(), {W::kOpenBlas, W::kOpenBlasCopiedB, W::kOneDnn});
     }
+    expected.insert(expected.end(), {winner, winner, winner});
+    EXPECT_EQ(taken, expected) << n << " " << threads;
+  }
+}
+
+TEST(GemmWaysTest, KilnGemmPinsALibrary) {
+  const char* saved = getenv("KILN_GEMM");
+  for (const auto& [value, libraries] :
+       {std::pair<const char*, GemmLibraries>{"openblas", GemmLibraries::kOpenBlas},
+        {"onednn", GemmLibraries::kOneDnn},
+        {"fastest", GemmLibraries::kFastest},
+        {"", GemmLibraries::kFastest},
+        {"mkl", GemmLibraries::kFastest}}) {
+    setenv("KILN_GEMM", value, 1);
+    EXPECT_EQ(GemmLibrariesFromEnvironment(), libraries) << value;
+  }
+  if (saved != nullptr) {
+    setenv("KILN_GEMM", saved, 1);
+  } else {
+    unsetenv("KILN_GEMM");
   }
 }
 

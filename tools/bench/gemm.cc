@@ -1,8 +1,8 @@
 // //tools/bench:gemm — the measurements behind Kiln's GEMM choices
 // (docs/BENCHMARKS.md, "GEMM choices"): for the shapes the public workloads
-// multiply and a ladder of small ones, the runtime's gemm_f32 (OpenBLAS,
-// single-threaded, as artifacts call it) with B row-major and with B read
-// transposed (x @ W.T), against a generated-style loop (tools/bench/
+// multiply and a ladder of small ones, the runtime's gemm_f32 (as artifacts
+// call it) pinned to OpenBLAS and to oneDNN, each with B row-major and with
+// B read transposed (x @ W.T), against a generated-style loop (tools/bench/
 // gemm_loop.c); and a pair of linear layers (the feed-forward block) as
 // written, G = x · W1ᵀ then G · W2ᵀ, against the same in transposed space,
 // Gᵀ = W1 · xᵀ then W2 · Gᵀ (codegen/passes/transpose_linear.h).
@@ -73,7 +73,9 @@ std::vector<float> Transposed(const std::vector<float>& w, int64_t rows, int64_t
 }
 
 int Main() {
-  Runtime runtime(absl::GetFlag(FLAGS_threads));
+  Runtime runtime(absl::GetFlag(FLAGS_threads));  // its own choice per shape
+  Runtime openblas(absl::GetFlag(FLAGS_threads), GemmLibraries::kOpenBlas);
+  Runtime onednn(absl::GetFlag(FLAGS_threads), GemmLibraries::kOneDnn);
   const kiln_runtime* rt = runtime.table();
   Samples samples;
   std::vector<std::string> keys;
@@ -123,15 +125,21 @@ int Main() {
         if (round > 0 && !is_wrong(name)) samples[key(s, variant)].push_back(us);
       };
       // B (k x n) row-major; then the same product with B stored n x k and
-      // read transposed, as x @ W.T reads a Linear weight.
-      time("blas", [&] {
-        rt->gemm_f32(rt->context, s.m, s.n, s.k, 1.0f, a.data(), s.k, 1, b.data(), s.n, 1, 0.0f,
-                     c.data(), s.n);
-      });
-      time("blas_bt", [&] {
-        rt->gemm_f32(rt->context, s.m, s.n, s.k, 1.0f, a.data(), s.k, 1, b_t.data(), 1, s.k, 0.0f,
-                     c.data(), s.n);
-      });
+      // read transposed, as x @ W.T reads a Linear weight. oneDNN takes
+      // products of 64^3 multiply-adds or more (gemm_ways.h): below, its
+      // runtime multiplies by OpenBLAS too.
+      for (const auto& [variant, library] :
+           {std::pair{"blas", openblas.table()}, {"onednn", onednn.table()}}) {
+        const kiln_runtime* lib = library;
+        time(variant, [&] {
+          lib->gemm_f32(lib->context, s.m, s.n, s.k, 1.0f, a.data(), s.k, 1, b.data(), s.n, 1, 0.0f,
+                        c.data(), s.n);
+        });
+        time(absl::StrCat(variant, "_bt").c_str(), [&] {
+          lib->gemm_f32(lib->context, s.m, s.n, s.k, 1.0f, a.data(), s.k, 1, b_t.data(), 1, s.k,
+                        0.0f, c.data(), s.n);
+        });
+      }
       if (s.n <= 1024)
         time("loop", [&] { KilnBenchGemmLoop(a.data(), b.data(), c.data(), s.m, s.n, s.k); });
     }
@@ -185,14 +193,18 @@ int Main() {
       });
     }
   }
-  printf("GEMM choices: runtime gemm_f32 (OpenBLAS %s, %d thread(s)) vs a generated-style loop\n",
-         MappedLibraries("openblas").c_str(), absl::GetFlag(FLAGS_threads));
-  printf("%-16s %-22s %26s %26s %26s\n", "m x n x k", "where", "OpenBLAS, B row-major",
-         "OpenBLAS, B transposed", "loop (FMA, widest vectors)");
+  printf(
+      "GEMM choices: runtime gemm_f32 (OpenBLAS %s; oneDNN %s; %d thread(s)) vs a "
+      "generated-style loop\n",
+      MappedLibraries("openblas").c_str(), MappedLibraries("dnnl").c_str(),
+      absl::GetFlag(FLAGS_threads));
+  printf("%-16s %-22s %26s %26s %26s %26s %26s\n", "m x n x k", "where", "OpenBLAS, B row-major",
+         "OpenBLAS, B transposed", "oneDNN, B row-major", "oneDNN, B transposed",
+         "loop (FMA, widest vectors)");
   for (const Shape& s : kShapes) {
     std::string line =
         absl::StrFormat("%-16s %-22s", absl::StrCat(s.m, "x", s.n, "x", s.k), s.where);
-    for (const char* variant : {"blas", "blas_bt", "loop"}) {
+    for (const char* variant : {"blas", "blas_bt", "onednn", "onednn_bt", "loop"}) {
       const std::optional<Summary> summary = Summarize(samples, key(s, variant));
       keys.push_back(key(s, variant));
       absl::StrAppend(&line, summary ? absl::StrFormat(" %8.2f/%8.2f/%8.2f", summary->min,

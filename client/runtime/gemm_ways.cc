@@ -1,0 +1,54 @@
+#include "client/runtime/gemm_ways.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace kiln {
+
+GemmLibraries GemmLibrariesFromEnvironment() {
+  const char* env = getenv("KILN_GEMM");
+  if (env == nullptr || *env == '\0' || strcmp(env, "fastest") == 0) {
+    return GemmLibraries::kFastest;
+  }
+  if (strcmp(env, "openblas") == 0) return GemmLibraries::kOpenBlas;
+  if (strcmp(env, "onednn") == 0) return GemmLibraries::kOneDnn;
+  fprintf(stderr,
+          "kiln runtime: KILN_GEMM=%s is none of fastest, openblas, onednn; taking fastest\n",
+          env);
+  return GemmLibraries::kFastest;
+}
+
+GemmWays::GemmWays(GemmLibraries libraries, bool (*onednn_available)())
+    : libraries_(libraries), onednn_available_(onednn_available) {}
+
+GemmWays::Candidates GemmWays::WaysFor(const Shape& shape) const {
+  Candidates candidates;
+  constexpr int64_t kOneDnnWork = int64_t{1} << 18;  // 64^3 multiply-adds
+  const bool onednn = libraries_ != GemmLibraries::kOpenBlas && shape.onednn_layout &&
+                      shape.m * shape.n * shape.k >= kOneDnnWork && onednn_available_();
+  if (onednn && libraries_ == GemmLibraries::kOneDnn) {
+    candidates.way[candidates.count++] = GemmWay::kOneDnn;
+    return candidates;
+  }
+  const int64_t b_elements = shape.k * shape.n;
+  if (!shape.b_transposed) {
+    candidates.way[candidates.count++] = GemmWay::kOpenBlas;
+  } else if (b_elements <= (int64_t{1} << 14)) {
+    candidates.way[candidates.count++] = GemmWay::kOpenBlasCopiedB;
+  } else if (shape.m < 32 || b_elements * shape.element_bytes > (int64_t{2} << 20)) {
+    candidates.way[candidates.count++] = GemmWay::kOpenBlas;
+  } else {
+    candidates.way[candidates.count++] = GemmWay::kOpenBlas;
+    candidates.way[candidates.count++] = GemmWay::kOpenBlasCopiedB;
+  }
+  if (onednn) candidates.way[candidates.count++] = GemmWay::kOneDnn;
+  return candidates;
+}
+
+void GemmWays::Run(const Shape& shape, absl::FunctionRef<void(GemmWay)> multiply) {
+  const Candidates candidates = WaysFor(shape);
+  fastest_.Run(shape, candidates.count, [&](int way) { multiply(candidates.way[way]); });
+}
+
+}  // namespace kiln

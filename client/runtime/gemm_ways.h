@@ -1,0 +1,95 @@
+// How the runtime multiplies one GEMM shape: by OpenBLAS on B as stored,
+// by OpenBLAS on a row-major copy of a B stored transposed, or by oneDNN's
+// matmul (matmul.h). Which is fastest depends on the CPU and on the
+// kernels each library picked for it, so where more than one way applies
+// a shape's first calls in the process time each and keep the fastest
+// (fastest_of.h). Measured with //tools/bench:gemm and by hand:
+//   - a small B stored transposed (up to 16K elements) is always worth
+//     copying for OpenBLAS: used transposed it took 1.2-1.8x the
+//     row-major time;
+//   - a transposed B of up to 2 MiB of floats, against an A of 32 rows or
+//     more, goes either way: mlp's 64x256x1024 took 465 us transposed and
+//     416 us copied on a Zen 4, but 342 against 400 us on a Zen 5 (Haswell
+//     kernels). A larger B, or a shorter A, is used as it is: copying
+//     ViT's 3072 x 768 weights (9 MiB) made its 197-row product 8% slower;
+//   - oneDNN's BRGEMM matmul ran the five products of mlp's training step
+//     in 1675 us where OpenBLAS's Cooperlake kernels took 2035 and its
+//     Haswell ones 1693 on a Zen 4; it is offered for float32 products of
+//     64^3 multiply-adds or more with a unit stride in each operand.
+// OpenBLAS gives the same bits with B copied or not (it packs either into
+// the same panels); oneDNN sums in another order, within float32 rounding.
+// Pinning one library (GemmLibraries) gives the same bits in every process.
+#ifndef KILN_CLIENT_RUNTIME_GEMM_WAYS_H_
+#define KILN_CLIENT_RUNTIME_GEMM_WAYS_H_
+
+#include <cstdint>
+#include <utility>
+
+#include "absl/functional/function_ref.h"
+#include "client/runtime/fastest_of.h"
+
+namespace kiln {
+
+enum class GemmWay { kOpenBlas, kOpenBlasCopiedB, kOneDnn };
+
+// Which libraries multiply: the faster of OpenBLAS and oneDNN per shape,
+// or one of them ($KILN_GEMM=openblas or onednn; oneDNN's shapes are the
+// ones described above, OpenBLAS takes the rest).
+enum class GemmLibraries { kFastest, kOpenBlas, kOneDnn };
+
+// $KILN_GEMM's choice: fastest (the default), openblas or onednn.
+GemmLibraries GemmLibrariesFromEnvironment();
+
+class GemmWays {
+ public:
+  // `batch` products of m x k by k x n, of `element_bytes`-byte elements,
+  // split over `threads` threads. `b_transposed`: B is stored transposed;
+  // `onednn_layout`: float32, C = A.B (alpha 1, beta 0), and a unit
+  // stride in each of A and B.
+  struct Shape {
+    int64_t batch, m, k, n;
+    int element_bytes, threads;
+    bool b_transposed, onednn_layout;
+
+    bool operator==(const Shape& other) const {
+      return batch == other.batch && m == other.m && k == other.k && n == other.n &&
+             element_bytes == other.element_bytes && threads == other.threads &&
+             b_transposed == other.b_transposed && onednn_layout == other.onednn_layout;
+    }
+    template <typename H>
+    friend H AbslHashValue(H state, const Shape& shape) {
+      return H::combine(std::move(state), shape.batch, shape.m, shape.k, shape.n,
+                        shape.element_bytes, shape.threads, shape.b_transposed,
+                        shape.onednn_layout);
+    }
+  };
+
+  // `onednn_available`: whether oneDNN can be loaded (MatmulAvailable),
+  // asked only when a shape could use it.
+  GemmWays(GemmLibraries libraries, bool (*onednn_available)());
+
+  // The ways that apply to `shape`, in the order trials take them; at
+  // least one.
+  struct Candidates {
+    GemmWay way[3];
+    int count = 0;
+  };
+  Candidates WaysFor(const Shape& shape) const;
+
+  // Calls multiply(way) for the way to take now: the only one, a trial's,
+  // or the fastest once trials are done (timed as they run).
+  void Run(const Shape& shape, absl::FunctionRef<void(GemmWay)> multiply);
+
+  // Timed calls of each way before a shape's choice is made, after one
+  // untimed call.
+  static constexpr int kTrials = FastestOf<Shape>::kTrials;
+
+ private:
+  const GemmLibraries libraries_;
+  bool (*const onednn_available_)();
+  FastestOf<Shape> fastest_;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_CLIENT_RUNTIME_GEMM_WAYS_H_
