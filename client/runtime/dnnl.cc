@@ -53,9 +53,8 @@ dnnl_stream_t ThisThreadsStream(const Dnnl& dnnl) {
     }
   };
   thread_local Stream own;
-  if (own.stream == nullptr &&
-      dnnl.dnnl_stream_create(&own.stream, dnnl.engine, dnnl_stream_default_flags) !=
-          dnnl_success) {
+  if (own.stream == nullptr && dnnl.dnnl_stream_create(&own.stream, dnnl.engine,
+                                                       dnnl_stream_default_flags) != dnnl_success) {
     own.stream = nullptr;
   }
   return own.stream;

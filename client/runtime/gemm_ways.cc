@@ -14,8 +14,7 @@ GemmLibraries GemmLibrariesFromEnvironment() {
   if (strcmp(env, "openblas") == 0) return GemmLibraries::kOpenBlas;
   if (strcmp(env, "onednn") == 0) return GemmLibraries::kOneDnn;
   fprintf(stderr,
-          "kiln runtime: KILN_GEMM=%s is none of fastest, openblas, onednn; taking fastest\n",
-          env);
+          "kiln runtime: KILN_GEMM=%s is none of fastest, openblas, onednn; taking fastest\n", env);
   return GemmLibraries::kFastest;
 }
 

@@ -118,8 +118,10 @@ bool MatmulF32(const MatmulShape& shape, const float* a, const float* b, float* 
         static_cast<dnnl_dim_t>(std::max<size_t>(plan.scratch_bytes, 1))};
     dnnl.dnnl_memory_desc_init_by_tag(&scratch_desc, 1, scratch_dims, dnnl_u8, dnnl_x);
     bool made = true;
-    for (const auto& [memory, desc] : {std::pair{&memories.a, &plan.a}, {&memories.b, &plan.b},
-                                       {&memories.c, &plan.c}, {&memories.scratch, &scratch_desc}}) {
+    for (const auto& [memory, desc] : {std::pair{&memories.a, &plan.a},
+                                       {&memories.b, &plan.b},
+                                       {&memories.c, &plan.c},
+                                       {&memories.scratch, &scratch_desc}}) {
       made &= dnnl.dnnl_memory_create(memory, desc, dnnl.engine, DNNL_MEMORY_NONE) == dnnl_success;
     }
     if (!made) {

@@ -884,6 +884,10 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
       "Runtime(1) and Runtime(2) in one process (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS="
       "KILN_NUM_THREADS=1: the runtime holds OpenBLAS at one thread during its GEMMs and "
       "splits them across its own pool)";
+  const char* gemm_libraries = getenv("KILN_GEMM");
+  facts["kiln_gemm"] = absl::StrCat(
+      "KILN_GEMM=", gemm_libraries != nullptr ? gemm_libraries : "unset",
+      " (unset: OpenBLAS or oneDNN, the faster per shape; openblas: eager's BLAS alone)");
 
   ASSIGN_OR_RETURN(const bench::ScratchDirectory root, bench::ScratchDirectory::Make());
   ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon,
