@@ -18,14 +18,11 @@ GemmLibraries GemmLibrariesFromEnvironment() {
   return GemmLibraries::kFastest;
 }
 
-GemmWays::GemmWays(GemmLibraries libraries, bool (*onednn_available)())
-    : libraries_(libraries), onednn_available_(onednn_available) {}
-
 GemmWays::Candidates GemmWays::WaysFor(const Shape& shape) const {
   Candidates candidates;
-  constexpr int64_t kOneDnnWork = int64_t{1} << 18;  // 64^3 multiply-adds
+  constexpr int64_t kOneDnnWork = int64_t{1} << 21;  // multiply-adds
   const bool onednn = libraries_ != GemmLibraries::kOpenBlas && shape.onednn_layout &&
-                      shape.m * shape.n * shape.k >= kOneDnnWork && onednn_available_();
+                      shape.m * shape.n * shape.k >= kOneDnnWork;
   if (onednn && libraries_ == GemmLibraries::kOneDnn) {
     candidates.way[candidates.count++] = GemmWay::kOneDnn;
     return candidates;

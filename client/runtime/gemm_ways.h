@@ -13,9 +13,13 @@
 //     kernels). A larger B, or a shorter A, is used as it is: copying
 //     ViT's 3072 x 768 weights (9 MiB) made its 197-row product 8% slower;
 //   - oneDNN's BRGEMM matmul ran the five products of mlp's training step
-//     in 1675 us where OpenBLAS's Cooperlake kernels took 2035 and its
-//     Haswell ones 1693 on a Zen 4; it is offered for float32 products of
-//     64^3 multiply-adds or more with a unit stride in each operand.
+//     in 1622 us where OpenBLAS's Cooperlake kernels took 2034 and its
+//     Haswell ones 1866 on a Zen 4, but was 5% slower at 64^3. It is offered
+//     for float32 products of 2^21 multiply-adds (128^3) or more with a
+//     unit stride in each operand: products worth splitting across
+//     threads, where its gains are. It is loaded (~3 ms, 40 MB mapped) on
+//     a shape's first oneDNN trial, not its first call, so a process's
+//     first result never waits for it.
 // OpenBLAS gives the same bits with B copied or not (it packs either into
 // the same panels); oneDNN sums in another order, within float32 rounding.
 // Pinning one library (GemmLibraries) gives the same bits in every process.
@@ -64,9 +68,7 @@ class GemmWays {
     }
   };
 
-  // `onednn_available`: whether oneDNN can be loaded (MatmulAvailable),
-  // asked only when a shape could use it.
-  GemmWays(GemmLibraries libraries, bool (*onednn_available)());
+  explicit GemmWays(GemmLibraries libraries) : libraries_(libraries) {}
 
   // The ways that apply to `shape`, in the order trials take them; at
   // least one.
@@ -86,7 +88,6 @@ class GemmWays {
 
  private:
   const GemmLibraries libraries_;
-  bool (*const onednn_available_)();
   FastestOf<Shape> fastest_;
 };
 

@@ -85,8 +85,6 @@ const Plan& FindPlan(const Dnnl& dnnl, const MatmulShape& shape) {
 
 }  // namespace
 
-bool MatmulAvailable() { return LoadDnnl().error.empty(); }
-
 bool MatmulF32(const MatmulShape& shape, const float* a, const float* b, float* c) {
   const Dnnl& dnnl = LoadDnnl();
   if (!dnnl.error.empty()) return false;

@@ -30,9 +30,6 @@ struct MatmulShape {
   }
 };
 
-// Whether oneDNN can be loaded (the first call loads it).
-bool MatmulAvailable();
-
 // Runs the product on the calling thread at one OpenMP thread. Returns
 // false when oneDNN is not there, has only its reference implementation
 // for the shape, or fails (the reason on stderr, once): the caller

@@ -434,7 +434,7 @@ void* GrowingBuffer::Get(int64_t bytes) {
 }
 
 Runtime::Runtime(int threads, GemmLibraries gemm_libraries)
-    : pool_(threads > 0 ? threads : DefaultThreads()), gemm_ways_(gemm_libraries, MatmulAvailable) {
+    : pool_(threads > 0 ? threads : DefaultThreads()), gemm_ways_(gemm_libraries) {
   table_.abi_version = KILN_ABI_VERSION;
   table_.reserved = 0;
   table_.context = this;

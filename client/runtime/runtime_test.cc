@@ -107,10 +107,6 @@ TEST_P(GemmTest, EveryWayMatchesTheReferenceThroughTheTrialsAndAfter) {
   }
 }
 
-// A GemmWays whose oneDNN is there (or not) without loading it.
-bool Available() { return true; }
-bool Missing() { return false; }
-
 GemmWays::Shape Float32(int64_t m, int64_t k, int64_t n, bool b_transposed, int threads = 1) {
   return {1, m, k, n, 4, threads, b_transposed, /*onednn_layout=*/true};
 }
@@ -122,19 +118,19 @@ std::vector<GemmWay> Ways(const GemmWays& ways, const GemmWays::Shape& shape) {
 
 TEST(GemmWaysTest, EachShapeIsOfferedTheWaysThatCanWinForIt) {
   using W = GemmWay;
-  const GemmWays fastest(GemmLibraries::kFastest, Available);
+  const GemmWays fastest(GemmLibraries::kFastest);
   // A small transposed B is always copied; a large one, or one against a
   // short A, used as stored; in between both are tried.
-  EXPECT_EQ(Ways(fastest, Float32(64, 128, 128, true)),
-            (std::vector{W::kOpenBlasCopiedB, W::kOneDnn}));
+  EXPECT_EQ(Ways(fastest, Float32(64, 128, 128, true)), (std::vector{W::kOpenBlasCopiedB}));
   EXPECT_EQ(Ways(fastest, Float32(31, 1024, 256, true)), (std::vector{W::kOpenBlas, W::kOneDnn}));
   EXPECT_EQ(Ways(fastest, Float32(197, 3072, 768, true)), (std::vector{W::kOpenBlas, W::kOneDnn}));
   EXPECT_EQ(Ways(fastest, Float32(64, 1024, 512, true)),
             (std::vector{W::kOpenBlas, W::kOpenBlasCopiedB, W::kOneDnn}));
   EXPECT_EQ(Ways(fastest, Float32(64, 1024, 512, false)), (std::vector{W::kOpenBlas, W::kOneDnn}));
-  // oneDNN only for products of 64^3 multiply-adds or more, in a layout it
-  // takes, when it is there and not ruled out.
-  EXPECT_EQ(Ways(fastest, Float32(16, 64, 64, false)), (std::vector{W::kOpenBlas}));
+  // oneDNN only for products of 2^21 multiply-adds or more, in a layout it
+  // takes, unless ruled out.
+  EXPECT_EQ(Ways(fastest, Float32(128, 128, 128, false)), (std::vector{W::kOpenBlas, W::kOneDnn}));
+  EXPECT_EQ(Ways(fastest, Float32(128, 127, 128, false)), (std::vector{W::kOpenBlas}));
   GemmWays::Shape strided = Float32(64, 1024, 512, false);
   strided.onednn_layout = false;
   EXPECT_EQ(Ways(fastest, strided), (std::vector{W::kOpenBlas}));
@@ -142,18 +138,16 @@ TEST(GemmWaysTest, EachShapeIsOfferedTheWaysThatCanWinForIt) {
   doubles.element_bytes = 8;
   doubles.onednn_layout = false;
   EXPECT_EQ(Ways(fastest, doubles), (std::vector{W::kOpenBlas}));  // 4 MiB: as stored
-  EXPECT_EQ(Ways(GemmWays(GemmLibraries::kFastest, Missing), Float32(64, 1024, 512, false)),
-            (std::vector{W::kOpenBlas}));
-  EXPECT_EQ(Ways(GemmWays(GemmLibraries::kOpenBlas, Available), Float32(64, 1024, 512, true)),
+  EXPECT_EQ(Ways(GemmWays(GemmLibraries::kOpenBlas), Float32(64, 1024, 512, true)),
             (std::vector{W::kOpenBlas, W::kOpenBlasCopiedB}));
-  const GemmWays onednn(GemmLibraries::kOneDnn, Available);
+  const GemmWays onednn(GemmLibraries::kOneDnn);
   EXPECT_EQ(Ways(onednn, Float32(64, 1024, 512, true)), (std::vector{W::kOneDnn}));
   EXPECT_EQ(Ways(onednn, Float32(16, 64, 64, true)), (std::vector{W::kOpenBlasCopiedB}));
 }
 
 TEST(GemmWaysTest, EachWayIsTimedInTurnThenTheFastestKept) {
   using W = GemmWay;
-  GemmWays ways(GemmLibraries::kFastest, Available);
+  GemmWays ways(GemmLibraries::kFastest);
   // A different winner per shape; the same shape over two threads is a
   // shape of its own.
   for (const auto& [n, threads, winner] : {std::tuple<int, int, W>{256, 1, W::kOpenBlasCopiedB},

@@ -126,7 +126,7 @@ int Main() {
       };
       // B (k x n) row-major; then the same product with B stored n x k and
       // read transposed, as x @ W.T reads a Linear weight. oneDNN takes
-      // products of 64^3 multiply-adds or more (gemm_ways.h): below, its
+      // products of 2^21 multiply-adds or more (gemm_ways.h): below, its
       // runtime multiplies by OpenBLAS too.
       for (const auto& [variant, library] :
            {std::pair{"blas", openblas.table()}, {"onednn", onednn.table()}}) {
