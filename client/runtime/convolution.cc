@@ -22,19 +22,10 @@ namespace {
 // the reorders from and to the artifact's strided tensors (null where the
 // layouts agree). Made once, then shared by every thread.
 struct Plan {
-  Plan() = default;
-  Plan(const Plan&) = delete;
-  Plan& operator=(const Plan&) = delete;
-  ~Plan() {  // a Plan exists only once oneDNN is loaded
-    for (dnnl_primitive_t primitive : {convolution, src_reorder, weights_reorder, dst_reorder}) {
-      if (primitive != nullptr) LoadDnnl().dnnl_primitive_destroy(primitive);
-    }
-  }
-
   // Null when oneDNN has nothing to compute: every result position is
   // uncovered (see `covered`).
-  dnnl_primitive_t convolution = nullptr;
-  dnnl_primitive_t src_reorder = nullptr, weights_reorder = nullptr, dst_reorder = nullptr;
+  Primitive convolution;
+  Primitive src_reorder, weights_reorder, dst_reorder;
   dnnl_memory_desc_t src, weights, dst, bias;  // the artifact's
   dnnl_memory_desc_t inner_src, inner_weights, inner_dst;
   // Per-call buffers: the reordered tensors and one scratchpad for all.
@@ -190,19 +181,19 @@ absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Dnnl& dnnl, const kiln_conv
     plan->scratch_bytes = dnnl.dnnl_memory_desc_get_size(
         dnnl.dnnl_primitive_desc_query_md(descriptor, dnnl_query_scratchpad_md, 0));
     plan->implementation = ImplementationOf(dnnl, descriptor);
-    status = dnnl.dnnl_primitive_create(&plan->convolution, descriptor);
+    status = dnnl.dnnl_primitive_create(&plan->convolution.handle, descriptor);
     dnnl.dnnl_primitive_desc_destroy(descriptor);
   }
   if (status == dnnl_success) {
-    status = MakeReorder(dnnl, plan->src, plan->inner_src, attr, &plan->src_reorder,
+    status = MakeReorder(dnnl, plan->src, plan->inner_src, attr, &plan->src_reorder.handle,
                          &plan->scratch_bytes);
   }
   if (status == dnnl_success) {
-    status = MakeReorder(dnnl, plan->weights, plan->inner_weights, attr, &plan->weights_reorder,
-                         &plan->scratch_bytes);
+    status = MakeReorder(dnnl, plan->weights, plan->inner_weights, attr,
+                         &plan->weights_reorder.handle, &plan->scratch_bytes);
   }
   if (status == dnnl_success) {
-    status = MakeReorder(dnnl, plan->inner_dst, plan->dst, attr, &plan->dst_reorder,
+    status = MakeReorder(dnnl, plan->inner_dst, plan->dst, attr, &plan->dst_reorder.handle,
                          &plan->scratch_bytes);
   }
   dnnl.dnnl_primitive_attr_destroy(attr);
@@ -245,7 +236,7 @@ absl::StatusOr<const Ways*> FindWays(const Dnnl& dnnl, const kiln_conv& conv, bo
   }
   auto made = std::make_unique<Ways>();
   ASSIGN_OR_RETURN(made->way[0], MakePlan(dnnl, conv, bias, dnnl_forward_inference));
-  if (made->way[0]->convolution != nullptr) {
+  if (made->way[0]->convolution) {
     absl::StatusOr<std::unique_ptr<Plan>> training =
         MakePlan(dnnl, conv, bias, dnnl_forward_training);
     if (training.ok() && (*training)->implementation != made->way[0]->implementation) {
@@ -292,13 +283,16 @@ void FillUncovered(const kiln_conv& conv, const Plan& plan, const float* bias, f
 // `way` (see Ways).
 int RunPart(const Dnnl& dnnl, const kiln_conv& conv, int way, const float* src,
             const float* weights, const float* bias, float* dst) {
+  // oneDNN fixes a primitive's thread count when it makes it (a
+  // convolution's kernels then ask OpenMP for that many): one, here too.
+  const OneOpenMpThread one_openmp_thread(dnnl);
   absl::StatusOr<const Ways*> found = FindWays(dnnl, conv, bias != nullptr);
   if (!found.ok()) {
     ReportOnce(std::string(found.status().message()));
     return 1;
   }
   const Plan& plan = (*found)->Get(way);
-  if (plan.convolution == nullptr) {
+  if (!plan.convolution) {
     FillUncovered(conv, plan, bias, dst);
     return 0;
   }
@@ -344,7 +338,6 @@ int RunPart(const Dnnl& dnnl, const kiln_conv& conv, int way, const float* src,
   dnnl_memory_t scratch =
       memory(scratch_desc, plan.scratch_bytes ? take(plan.scratch_bytes) : next);
 
-  const OneOpenMpThread one_openmp_thread(dnnl);
   dnnl_status_t status = dnnl_success;
   auto reorder = [&](dnnl_primitive_t primitive, dnnl_memory_t from, dnnl_memory_t to) {
     if (primitive == nullptr || status != dnnl_success) return;
@@ -352,18 +345,18 @@ int RunPart(const Dnnl& dnnl, const kiln_conv& conv, int way, const float* src,
         {DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, scratch}};
     status = dnnl.dnnl_primitive_execute(primitive, stream, 3, args);
   };
-  reorder(plan.src_reorder, user_src, inner_src);
-  reorder(plan.weights_reorder, user_weights, inner_weights);
+  reorder(plan.src_reorder.handle, user_src, inner_src);
+  reorder(plan.weights_reorder.handle, user_weights, inner_weights);
   if (status == dnnl_success) {
     std::vector<dnnl_exec_arg_t> args = {{DNNL_ARG_SRC, inner_src},
                                          {DNNL_ARG_WEIGHTS, inner_weights},
                                          {DNNL_ARG_DST, inner_dst},
                                          {DNNL_ARG_SCRATCHPAD, scratch}};
     if (bias != nullptr) args.push_back({DNNL_ARG_BIAS, memory(plan.bias, bias)});
-    status = dnnl.dnnl_primitive_execute(plan.convolution, stream, static_cast<int>(args.size()),
-                                         args.data());
+    status = dnnl.dnnl_primitive_execute(plan.convolution.handle, stream,
+                                         static_cast<int>(args.size()), args.data());
   }
-  reorder(plan.dst_reorder, inner_dst, user_dst);
+  reorder(plan.dst_reorder.handle, inner_dst, user_dst);
   if (status == dnnl_success) status = dnnl.dnnl_stream_wait(stream);
   for (dnnl_memory_t made : memories) dnnl.dnnl_memory_destroy(made);
   if (status != dnnl_success) {

@@ -68,6 +68,19 @@ dnnl_stream_t ThisThreadsStream(const Dnnl& dnnl);
 // prints it ("brg:avx512_core"); empty when it gives none.
 std::string ImplementationOf(const Dnnl& dnnl, const_dnnl_primitive_desc_t descriptor);
 
+// A primitive, destroyed with its owner (oneDNN is loaded when it exists).
+struct Primitive {
+  Primitive() = default;
+  Primitive(const Primitive&) = delete;
+  Primitive& operator=(const Primitive&) = delete;
+  ~Primitive() {
+    if (handle != nullptr) LoadDnnl().dnnl_primitive_destroy(handle);
+  }
+  explicit operator bool() const { return handle != nullptr; }
+
+  dnnl_primitive_t handle = nullptr;
+};
+
 // While alive, oneDNN calls on this thread run at one OpenMP thread.
 class OneOpenMpThread {
  public:

@@ -18,11 +18,11 @@ GemmLibraries GemmLibrariesFromEnvironment() {
   return GemmLibraries::kFastest;
 }
 
-GemmWays::Candidates GemmWays::WaysFor(const Shape& shape) const {
+GemmWays::Candidates GemmWays::WaysFor(const Shape& shape, bool onednn_room) const {
   Candidates candidates;
   constexpr int64_t kOneDnnWork = int64_t{1} << 21;  // multiply-adds
   const bool onednn = libraries_ != GemmLibraries::kOpenBlas && shape.onednn_layout &&
-                      shape.m * shape.n * shape.k >= kOneDnnWork;
+                      shape.m * shape.n * shape.k >= kOneDnnWork && onednn_room;
   if (onednn && libraries_ == GemmLibraries::kOneDnn) {
     candidates.way[candidates.count++] = GemmWay::kOneDnn;
     return candidates;
@@ -42,8 +42,19 @@ GemmWays::Candidates GemmWays::WaysFor(const Shape& shape) const {
   return candidates;
 }
 
+bool GemmWays::OneDnnRoom(const Shape& shape) {
+  absl::MutexLock lock(&mutex_);
+  if (onednn_shapes_.contains(shape)) return true;
+  if (onednn_shapes_.size() >= kMaxOneDnnShapes) return false;
+  onednn_shapes_.insert(shape);
+  return true;
+}
+
 void GemmWays::Run(const Shape& shape, absl::FunctionRef<void(GemmWay)> multiply) {
-  const Candidates candidates = WaysFor(shape);
+  Candidates candidates = WaysFor(shape);
+  if (candidates.way[candidates.count - 1] == GemmWay::kOneDnn && !OneDnnRoom(shape)) {
+    candidates = WaysFor(shape, /*onednn_room=*/false);
+  }
   fastest_.Run(shape, candidates.count, [&](int way) { multiply(candidates.way[way]); });
 }
 

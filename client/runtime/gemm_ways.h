@@ -29,7 +29,9 @@
 #include <cstdint>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
 #include "client/runtime/fastest_of.h"
 
 namespace kiln {
@@ -71,12 +73,12 @@ class GemmWays {
   explicit GemmWays(GemmLibraries libraries) : libraries_(libraries) {}
 
   // The ways that apply to `shape`, in the order trials take them; at
-  // least one.
+  // least one. oneDNN only when `onednn_room`.
   struct Candidates {
     GemmWay way[3];
     int count = 0;
   };
-  Candidates WaysFor(const Shape& shape) const;
+  Candidates WaysFor(const Shape& shape, bool onednn_room = true) const;
 
   // Calls multiply(way) for the way to take now: the only one, a trial's,
   // or the fastest once trials are done (timed as they run).
@@ -85,9 +87,18 @@ class GemmWays {
   // Timed calls of each way before a shape's choice is made, after one
   // untimed call.
   static constexpr int kTrials = FastestOf<Shape>::kTrials;
+  // The most shapes offered oneDNN in a process: each makes a primitive
+  // (~0.5 ms, kept), and a graph with symbolic sizes meets new shapes as
+  // long as it runs. Later shapes are multiplied by OpenBLAS.
+  static constexpr int kMaxOneDnnShapes = 256;
 
  private:
+  // Whether `shape` is (or now becomes) one of the shapes offered oneDNN.
+  bool OneDnnRoom(const Shape& shape);
+
   const GemmLibraries libraries_;
+  absl::Mutex mutex_;
+  absl::flat_hash_set<Shape> onednn_shapes_ ABSL_GUARDED_BY(mutex_);
   FastestOf<Shape> fastest_;
 };
 

@@ -1,5 +1,6 @@
-// Matrix products through oneDNN's matmul (dnnl.h): its BRGEMM kernels,
-// the runtime's second way to run a float32 GEMM next to OpenBLAS. Which
+// Matrix products through oneDNN's matmul (dnnl.h; its BRGEMM kernels on
+// AVX-512 CPUs, its JIT GEMM on AVX2 ones): the runtime's second way to run
+// a float32 GEMM next to OpenBLAS. Which
 // is faster depends on the CPU and on the kernels OpenBLAS picked for it,
 // so runtime.cc times both per shape (gemm_ways.h).
 //

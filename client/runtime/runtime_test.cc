@@ -34,26 +34,37 @@ std::vector<float> Reference(int m, int n, int k, const float* a, int a_row, int
 class GemmTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(GemmTest, AnyStridesMatchTheReference) {
-  Runtime runtime(GetParam());
   // Big enough to split across threads: by rows (m >= n), then by columns
   // (the last with B deep enough that each chunk packs a transposed B
-  // row-major); and small enough that a transposed B is packed whole.
-  for (const auto& [m, n, k] :
-       {std::tuple<int, int, int>{70, 50, 600}, {20, 300, 600}, {40, 100, 600}, {12, 40, 30}}) {
-    std::vector<float> a(m * k * 2), b(k * n * 2);
-    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
-    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) - 5;
-    struct Layout {
-      int a_row, a_col, b_row, b_col;
-    };
-    // Row-major, transposed, and strided (packed by the runtime).
-    for (const Layout& l : {Layout{k, 1, n, 1}, Layout{1, m, 1, k}, Layout{2 * k, 2, 2 * n, 2}}) {
-      std::vector<float> c(m * n, -1);
-      runtime.table()->gemm_f32(runtime.table()->context, m, n, k, 1.0f, a.data(), l.a_row, l.a_col,
-                                b.data(), l.b_row, l.b_col, 0.0f, c.data(), n);
-      const std::vector<float> expected =
-          Reference(m, n, k, a.data(), l.a_row, l.a_col, b.data(), l.b_row, l.b_col);
-      for (int i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], expected[i], 1e-3) << i;
+  // row-major); and small enough that a transposed B is packed whole. On
+  // OpenBLAS, and on oneDNN where it takes the product (the first three
+  // shapes, row-major or transposed operands), each into a C whose rows
+  // are padded, the padding left alone.
+  for (const GemmLibraries libraries : {GemmLibraries::kOpenBlas, GemmLibraries::kOneDnn}) {
+    Runtime runtime(GetParam(), libraries);
+    for (const auto& [m, n, k] :
+         {std::tuple<int, int, int>{70, 50, 600}, {20, 300, 600}, {40, 100, 600}, {12, 40, 30}}) {
+      std::vector<float> a(m * k * 2), b(k * n * 2);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
+      for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) - 5;
+      struct Layout {
+        int a_row, a_col, b_row, b_col;
+      };
+      // Row-major, transposed, and strided (packed by the runtime).
+      for (const Layout& l : {Layout{k, 1, n, 1}, Layout{1, m, 1, k}, Layout{2 * k, 2, 2 * n, 2}}) {
+        const int c_row = n + 3;
+        std::vector<float> c(m * c_row, -1);
+        runtime.table()->gemm_f32(runtime.table()->context, m, n, k, 1.0f, a.data(), l.a_row,
+                                  l.a_col, b.data(), l.b_row, l.b_col, 0.0f, c.data(), c_row);
+        const std::vector<float> expected =
+            Reference(m, n, k, a.data(), l.a_row, l.a_col, b.data(), l.b_row, l.b_col);
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < c_row; ++j) {
+            ASSERT_NEAR(c[i * c_row + j], j < n ? expected[i * n + j] : -1.0f, 1e-3)
+                << m << "x" << n << "x" << k << " element " << i << ", " << j;
+          }
+        }
+      }
     }
   }
 }
@@ -169,6 +180,25 @@ TEST(GemmWaysTest, EachWayIsTimedInTurnThenTheFastestKept) {
     expected.insert(expected.end(), {winner, winner, winner});
     EXPECT_EQ(taken, expected) << n << " " << threads;
   }
+}
+
+TEST(GemmWaysTest, OnlyTheFirstShapesAreOfferedOneDnn) {
+  GemmWays ways(GemmLibraries::kFastest);
+  // Three calls of a shape with two ways: untimed OpenBLAS, then a trial
+  // of each.
+  auto offered = [&](int64_t m) {
+    bool onednn = false;
+    for (int call = 0; call < 3; ++call) {
+      ways.Run(Float32(m, 1024, 512, false),
+               [&](GemmWay way) { onednn |= way == GemmWay::kOneDnn; });
+    }
+    return onednn;
+  };
+  for (int shape = 0; shape < GemmWays::kMaxOneDnnShapes; ++shape) {
+    ASSERT_TRUE(offered(64 + shape)) << shape;
+  }
+  EXPECT_FALSE(offered(64 + GemmWays::kMaxOneDnnShapes));
+  EXPECT_TRUE(offered(64)) << "a shape offered oneDNN keeps it";
 }
 
 TEST(GemmWaysTest, KilnGemmPinsALibrary) {
