@@ -331,10 +331,7 @@ int RunPart(const Dnnl& dnnl, const kiln_conv& conv, int way, const float* src,
       plan.weights_reorder ? memory(plan.inner_weights, take(plan.weights_bytes)) : user_weights;
   dnnl_memory_t inner_dst =
       plan.dst_reorder ? memory(plan.inner_dst, take(plan.dst_bytes)) : user_dst;
-  dnnl_memory_desc_t scratch_desc;
-  const dnnl_dims_t scratch_dims = {
-      static_cast<dnnl_dim_t>(std::max<size_t>(plan.scratch_bytes, 1))};
-  dnnl.dnnl_memory_desc_init_by_tag(&scratch_desc, 1, scratch_dims, dnnl_u8, dnnl_x);
+  const dnnl_memory_desc_t scratch_desc = ScratchpadDesc(dnnl, plan.scratch_bytes);
   dnnl_memory_t scratch =
       memory(scratch_desc, plan.scratch_bytes ? take(plan.scratch_bytes) : next);
 

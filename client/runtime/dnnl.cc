@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <type_traits>
 
@@ -58,6 +59,13 @@ dnnl_stream_t ThisThreadsStream(const Dnnl& dnnl) {
     own.stream = nullptr;
   }
   return own.stream;
+}
+
+dnnl_memory_desc_t ScratchpadDesc(const Dnnl& dnnl, size_t bytes) {
+  dnnl_memory_desc_t desc;
+  const dnnl_dims_t dims = {static_cast<dnnl_dim_t>(std::max<size_t>(bytes, 1))};
+  dnnl.dnnl_memory_desc_init_by_tag(&desc, 1, dims, dnnl_u8, dnnl_x);
+  return desc;
 }
 
 std::string ImplementationOf(const Dnnl& dnnl, const_dnnl_primitive_desc_t descriptor) {

@@ -68,6 +68,10 @@ dnnl_stream_t ThisThreadsStream(const Dnnl& dnnl);
 // prints it ("brg:avx512_core"); empty when it gives none.
 std::string ImplementationOf(const Dnnl& dnnl, const_dnnl_primitive_desc_t descriptor);
 
+// The descriptor of a user-mode scratchpad of `bytes` (at least 1: oneDNN
+// takes no empty memory).
+dnnl_memory_desc_t ScratchpadDesc(const Dnnl& dnnl, size_t bytes);
+
 // A primitive, destroyed with its owner (oneDNN is loaded when it exists).
 struct Primitive {
   Primitive() = default;

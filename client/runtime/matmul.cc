@@ -1,6 +1,5 @@
 #include "client/runtime/matmul.h"
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -118,10 +117,7 @@ bool MatmulF32(const MatmulShape& shape, const float* a, const float* b, float* 
   thread_local GrowingBuffer scratch_buffer;
   Memories& memories = thread_memories.of[&plan];
   if (memories.of[0] == nullptr) {
-    dnnl_memory_desc_t scratch_desc;
-    const dnnl_dims_t scratch_dims = {
-        static_cast<dnnl_dim_t>(std::max<size_t>(plan.scratch_bytes, 1))};
-    dnnl.dnnl_memory_desc_init_by_tag(&scratch_desc, 1, scratch_dims, dnnl_u8, dnnl_x);
+    const dnnl_memory_desc_t scratch_desc = ScratchpadDesc(dnnl, plan.scratch_bytes);
     const dnnl_memory_desc_t* descs[4] = {&plan.a, &plan.b, &plan.c, &scratch_desc};
     Memories made;
     bool all = true;

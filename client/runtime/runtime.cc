@@ -74,6 +74,16 @@ void TransposeCopy(const double* src, long long rows, long long cols, long long 
   cblas_domatcopy(CblasRowMajor, CblasTrans, cols, rows, 1.0, src, leading, dst, cols);
 }
 
+// Whether the rows x cols matrix whose element (i, j) is at
+// data[i * row + j * col] is row-major as it is (BLAS's NoTrans), or
+// transposed (Trans): each a unit stride BLAS and oneDNN take as they are.
+bool RowMajor(long long rows, long long cols, long long row, long long col) {
+  return (col == 1 || cols == 1) && row >= std::max(1LL, cols);
+}
+bool Transposed(long long rows, long long cols, long long row, long long col) {
+  return (row == 1 || rows == 1) && col >= std::max(1LL, rows);
+}
+
 // A BLAS operand layout for a logical rows x cols matrix whose element
 // (i, j) is at data[i * row + j * col]: row-major as is, transposed, or a
 // packed row-major copy in this thread's buffer `slot` when neither stride
@@ -88,10 +98,10 @@ struct Operand {
 template <typename T>
 Operand<T> MakeOperand(const T* data, long long rows, long long cols, long long row, long long col,
                        int slot, bool prefer_row_major = false) {
-  if ((col == 1 || cols == 1) && row >= std::max(1LL, cols)) {
+  if (RowMajor(rows, cols, row, col)) {
     return {data, CblasNoTrans, static_cast<blasint>(std::max(1LL, row))};
   }
-  if ((row == 1 || rows == 1) && col >= std::max(1LL, rows) && !prefer_row_major) {
+  if (Transposed(rows, cols, row, col) && !prefer_row_major) {
     return {data, CblasTrans, static_cast<blasint>(std::max(1LL, col))};
   }
   T* packed = PackBuffer<T>(slot, rows * cols);
@@ -112,19 +122,10 @@ Operand<T> MakeOperand(const T* data, long long rows, long long cols, long long 
   return {packed, CblasNoTrans, static_cast<blasint>(std::max(1LL, cols))};
 }
 
-// Whether the rows x cols operand whose element (i, j) is at
-// data[i * row + j * col] has a unit stride: MakeOperand takes it as it is
-// (row-major or transposed), and so does oneDNN.
-bool UnitStride(long long rows, long long cols, long long row, long long col) {
-  return ((col == 1 || cols == 1) && row >= std::max(1LL, cols)) ||
-         ((row == 1 || rows == 1) && col >= std::max(1LL, rows));
-}
-
 // Whether MakeOperand takes the k x n B whose element (i, j) is at
 // b[i * row + j * col] as stored transposed (or copies it row-major).
 bool StoredTransposed(long long k, long long n, long long row, long long col) {
-  const bool row_major = (col == 1 || n == 1) && row >= std::max(1LL, n);
-  return !row_major && (row == 1 || k == 1) && col >= std::max(1LL, k);
+  return !RowMajor(k, n, row, col) && Transposed(k, n, row, col);
 }
 
 template <typename T>
@@ -139,7 +140,8 @@ GemmWays::Shape ShapeOf(long long batch, long long m, long long n, long long k, 
           threads,
           StoredTransposed(k, n, b_row, b_col),
           std::is_same_v<T, float> && alpha == T(1) && beta == T(0) &&
-              UnitStride(m, k, a_row, a_col) && UnitStride(k, n, b_row, b_col)};
+              (RowMajor(m, k, a_row, a_col) || Transposed(m, k, a_row, a_col)) &&
+              (RowMajor(k, n, b_row, b_col) || Transposed(k, n, b_row, b_col))};
 }
 
 // The beta to pass OpenBLAS for C (m x n, rows c_row apart) = alpha A.B +

@@ -244,9 +244,6 @@ absl::StatusOr<std::vector<int>> SmoothLossBackward(GraphBuilder& b, const ir::N
   return std::vector<int>{result};
 }
 
-// native_layer_norm(x, shape, weight?, bias?, eps) -> (out, mean, rstd) over
-// the last len(shape) dims; weight and bias are the node's 2nd and 3rd
-// inputs when present.
 // The dims a layer norm normalizes: the input's last, which must have the
 // sizes normalized_shape says (a symbolic one is not checked), as eager
 // requires.
@@ -272,6 +269,9 @@ absl::StatusOr<std::vector<int64_t>> NormalizedDims(const ir::TensorType& type,
   return dims;
 }
 
+// native_layer_norm(x, shape, weight?, bias?, eps) -> (out, mean, rstd) over
+// the last len(shape) dims; weight and bias are the node's 2nd and 3rd
+// inputs when present.
 absl::StatusOr<std::vector<int>> LayerNorm(GraphBuilder& b, const ir::Node& node) {
   const DType out = b.type(node.inputs[0]).dtype;
   ASSIGN_OR_RETURN(const int x, b.Cast(node.inputs[0], ComputeType(out)));
