@@ -1,8 +1,9 @@
-// oneDNN fixes a primitive's OpenMP thread count when it makes it. The
-// runtime makes and runs its primitives at one OpenMP thread, whatever the
+// oneDNN in a process: loaded by a product's first trial, not its first
+// call; and, since oneDNN fixes a primitive's OpenMP thread count when it
+// makes it, primitives made and run at one OpenMP thread whatever the
 // process's count, so a convolution never starts an OpenMP team next to
-// the pool. A binary of its own: it counts the process's threads, which no
-// earlier oneDNN call in it may have grown.
+// the pool. A binary of its own, its tests in this order: each needs a
+// process in which no earlier oneDNN call loaded it or grew its threads.
 #include <dirent.h>
 #include <dlfcn.h>
 
@@ -10,6 +11,7 @@
 
 #include "client/runtime/convolution.h"
 #include "client/runtime/fastest_of.h"
+#include "client/runtime/runtime.h"
 #include "client/runtime/thread_pool.h"
 #include "gtest/gtest.h"
 
@@ -48,6 +50,26 @@ kiln_conv SquareConvolution(long long channels, long long size, long long kernel
     c.weight_strides[d] = weights[d];
   }
   return c;
+}
+
+bool DnnlLoaded() { return dlopen("libdnnl.so.2", RTLD_NOW | RTLD_NOLOAD) != nullptr; }
+
+TEST(DnnlThreadsTest, AProductsFirstCallLeavesOneDnnUnloadedAndItsFirstTrialLoadsIt) {
+  ASSERT_FALSE(DnnlLoaded());
+  Runtime runtime(1, GemmLibraries::kFastest);
+  // 64 x 256 x 1024, B row-major: OpenBLAS untimed, then a trial of each.
+  constexpr int m = 64, n = 256, k = 1024;
+  std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
+  auto multiply = [&] {
+    runtime.table()->gemm_f32(runtime.table()->context, m, n, k, 1.0f, a.data(), k, 1, b.data(), n,
+                              1, 0.0f, c.data(), n);
+  };
+  multiply();
+  EXPECT_FALSE(DnnlLoaded()) << "a process's first result waited for oneDNN";
+  multiply();
+  multiply();
+  EXPECT_TRUE(DnnlLoaded());
+  EXPECT_EQ(c[n + 1], k * 0.5f * 0.25f);
 }
 
 TEST(DnnlThreadsTest, AConvolutionStartsNoOpenMpTeamWhateverTheProcessCount) {
