@@ -9,6 +9,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "client/runtime/fastest_of.h"
 #include "client/warmup_plan.h"
 #include "codegen/limits.h"
 #include "codegen/prepare.h"
@@ -20,6 +21,10 @@ namespace kiln {
 namespace {
 
 constexpr int kMaxStackTensors = 16;
+
+// The most runs of one warmup bucket: its first, every trial of a shape
+// with the most ways, and the run that finds them all decided.
+constexpr int kMaxWarmupRuns = 2 + FastestOf<int>::kMaxWays * FastestOf<int>::kTrials;
 
 // Bumped by UnloadIdle: each thread trims its scratch on its next call.
 std::atomic<uint64_t> scratch_trim_epoch{0};
@@ -358,6 +363,7 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(const kiln::v1
     found = true;
     ASSIGN_OR_RETURN(const WarmupResult warmed, Warmup(entry, progress));
     result.buckets += warmed.buckets;
+    result.runs += warmed.runs;
     result.entries += warmed.entries;
     result.local += warmed.local;
     for (const std::string& symbol : warmed.padded_symbols) {
@@ -407,11 +413,19 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
         inputs.push_back(std::move(tensor));
         views.push_back(inputs.back().view());
       }
-      const absl::StatusOr<std::vector<Tensor>> ran = RunIntoTensors(views, /*record=*/false);
-      if (!ran.ok()) {
-        return absl::Status(
-            ran.status().code(),
-            absl::StrCat(compile.name, ": running bucket: ", ran.status().message()));
+      // Until a run meets no shape whose GEMM or convolution way is still
+      // being timed (client/runtime/fastest_of.h): the trials, and the
+      // oneDNN primitives they make, happen here rather than on traffic.
+      for (int run = 0; run < kMaxWarmupRuns; ++run) {
+        const int64_t undecided = CallsBeforeAChoice().load(std::memory_order_relaxed);
+        const absl::StatusOr<std::vector<Tensor>> ran = RunIntoTensors(views, /*record=*/false);
+        if (!ran.ok()) {
+          return absl::Status(
+              ran.status().code(),
+              absl::StrCat(compile.name, ": running bucket: ", ran.status().message()));
+        }
+        ++result.runs;
+        if (CallsBeforeAChoice().load(std::memory_order_relaxed) == undecided) break;
       }
       ++result.buckets;
     }

@@ -25,7 +25,8 @@
 // policy is client/specialization.h; this class fetches, loads and invokes.
 //
 // Options for serving (docs/WARMUP.md):
-//   - Warmup: buckets loaded and run once before traffic; a bucket's
+//   - Warmup: buckets loaded and run before traffic (until their GEMM and
+//     convolution ways are chosen); a bucket's
 //     symbol marked paddable lets a call between buckets run the next
 //     larger one, padded (client/bucket_padding.h).
 //   - set_background_specialization: sizes only a symbolic entry serves run
@@ -104,18 +105,22 @@ class CompiledGraph final : private ForkAware {
   absl::StatusOr<PrepareResult> Prepare();
 
   struct WarmupResult {
-    int buckets = 0;                          // buckets run once
-    int entries = 0;                          // artifacts loaded for them
-    int local = 0;                            // of those, found in the local index (no round trip)
+    int buckets = 0;  // buckets run
+    int runs = 0;     // runs of them (a bucket runs until its choices are made)
+    int entries = 0;  // artifacts loaded for them
+    int local = 0;    // of those, found in the local index (no round trip)
     std::vector<std::string> padded_symbols;  // paddable symbols the graph allows
   };
   // Makes every bucket of `buckets` (a warmup plan entry for this graph,
   // client/warmup_plan.h; its `graph` and `target` are not read: this
   // graph and its options apply) ready before traffic: fetches and loads
-  // each bucket's artifact (compiling misses through kilnd) and runs it
-  // once on zero inputs of the bucket's sizes on the calling thread, so
-  // that the first real call on this thread does no RPC, no dlopen and no
-  // first touch of its scratch. Warmed entries do not count against the
+  // each bucket's artifact (compiling misses through kilnd) and runs it on
+  // zero inputs of the bucket's sizes on the calling thread, so that the
+  // first real call on this thread does no RPC, no dlopen and no first
+  // touch of its scratch: once, or, when it has GEMMs or convolutions with
+  // several ways to time (client/runtime/fastest_of.h), until a run finds
+  // every way chosen (a bounded number of runs), so that traffic meets no
+  // trial. Warmed entries do not count against the
   // specialization limit. Errors name the bucket. A symbol marked
   // paddable (static buckets only) lets later calls between its sizes run
   // the next larger bucket, padded; FailedPrecondition (before anything is

@@ -20,6 +20,7 @@
 #include "absl/synchronization/notification.h"
 #include "client/client.h"
 #include "client/compiled_graph.h"
+#include "client/runtime/fastest_of.h"
 #include "client/tensor.h"
 #include "client/traffic.h"
 #include "client/warmup_plan.h"
@@ -189,6 +190,7 @@ TEST_F(WarmupTest, AServingProcessWarmsItsBucketsAndRunsExactOnesBeforeTheSymbol
       });
   ASSERT_TRUE(warmed.ok()) << warmed.status();
   EXPECT_EQ(warmed->buckets, 4);
+  EXPECT_EQ(warmed->runs, 4) << "no GEMM, nothing to time: each bucket runs once";
   EXPECT_EQ(warmed->entries, 4);
   EXPECT_EQ(warmed->local, 4);
   EXPECT_THAT(progress_lines,
@@ -220,6 +222,48 @@ TEST_F(WarmupTest, AServingProcessWarmsItsBucketsAndRunsExactOnesBeforeTheSymbol
   EXPECT_EQ(key_at(5), symbolic);
   EXPECT_NE(key_at(4), symbolic);
   EXPECT_NE(key_at(4), key_at(8));
+}
+
+// x @ w at s0 = 32 and 64 rows: products of 2^21 multiply-adds and more,
+// which OpenBLAS and oneDNN both run (client/runtime/gemm_ways.h).
+constexpr char kProduct[] = R"({"name": "product", "inputs": [
+    {"value": 0, "name": "x",
+     "type": {"dtype": "FLOAT32", "sizes": [{"symbol": "s0"}, {"constant": 256}]}},
+    {"value": 1, "name": "w",
+     "type": {"dtype": "FLOAT32", "sizes": [{"constant": 256}, {"constant": 256}]}}],
+  "nodes": [{"name": "mm", "op": "aten.mm.default", "inputs": [0, 1], "outputs": [2],
+             "outputTypes": [{"dtype": "FLOAT32",
+                              "sizes": [{"symbol": "s0"}, {"constant": 256}]}]}],
+  "outputs": [2]})";
+
+TEST_F(WarmupTest, ABucketRunsUntilItsGemmWaysAreChosenSoTrafficTimesNone) {
+  kiln::v1::Graph graph;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(kProduct, &graph).ok());
+  kiln::v1::WarmupGraph buckets;
+  auto* sizes = buckets.add_symbols();
+  sizes->set_symbol("s0");
+  for (int64_t size : {32, 64}) sizes->add_sizes(size);
+  CompiledGraph compiled(client_.get(), graph);
+  auto warmed = compiled.Warmup(buckets);
+  ASSERT_TRUE(warmed.ok()) << warmed.status();
+  EXPECT_EQ(warmed->buckets, 2);
+  EXPECT_GT(warmed->runs, 2 * (1 + FastestOf<int>::kTrials)) << "the trials ran in the warmup";
+  EXPECT_LE(warmed->runs, 2 * (2 + FastestOf<int>::kMaxWays * FastestOf<int>::kTrials));
+
+  const int64_t before = CallsBeforeAChoice().load();
+  for (int64_t rows : {32, 64, 32, 64}) {
+    Tensor x(kiln::v1::FLOAT32, {rows, 256}), w(kiln::v1::FLOAT32, {256, 256});
+    for (int64_t i = 0; i < rows * 256; ++i) x.data<float>()[i] = static_cast<float>(i % 5);
+    for (int64_t i = 0; i < 256 * 256; ++i) w.data<float>()[i] = i % 256 == i / 256 ? 2.0f : 0.0f;
+    const TensorView inputs[] = {x.view(), w.view()};
+    auto out = compiled.Run(inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].sizes(), (std::vector<int64_t>{rows, 256}));
+    for (int64_t i = 0; i < rows * 256; ++i) {
+      ASSERT_EQ((*out)[0].data<float>()[i], 2.0f * x.data<float>()[i]) << "element " << i;
+    }
+  }
+  EXPECT_EQ(CallsBeforeAChoice().load(), before) << "a call after the warmup was a trial";
 }
 
 TEST_F(WarmupTest, TheSpecializationLimitIsAnOptionAndWarmedBucketsDoNotCount) {

@@ -279,6 +279,9 @@ def test_buckets_are_warmed_by_compile():
         x = torch.randn(batch, 16)
         torch.testing.assert_close(compiled(x), layer(x))
     assert compiles() == before, "every bucket was compiled and loaded by compile()"
+    # Loaded already; no GEMM or convolution to time: one run.
+    assert compiled.warmup({"symbols": [{"symbol": "B", "sizes": [3]}]}) == {
+        "buckets": 1, "runs": 1, "entries": 0, "local": 0, "padded_symbols": []}
 
 
 def test_explain_shows_the_artifact_and_the_generated_code():

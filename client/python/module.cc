@@ -269,6 +269,7 @@ class PyCompiledGraph {
     const CompiledGraph::WarmupResult result = ValueOrRaise(std::move(warmed));
     py::dict out;
     out["buckets"] = result.buckets;
+    out["runs"] = result.runs;
     out["entries"] = result.entries;
     out["local"] = result.local;
     out["padded_symbols"] = result.padded_symbols;

@@ -9,10 +9,15 @@
 // machine's state of the moment as often as the others, until each has
 // kTrials timed calls; the way with the fastest single call is kept for
 // the rest of the process. Thread-safe.
+//
+// Warmup (client/compiled_graph.h) runs a bucket until its run makes no
+// call of a shape still being timed (CallsBeforeAChoice), so that the
+// trials happen before traffic, not on it.
 #ifndef KILN_CLIENT_RUNTIME_FASTEST_OF_H_
 #define KILN_CLIENT_RUNTIME_FASTEST_OF_H_
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 
@@ -21,6 +26,15 @@
 #include "absl/synchronization/mutex.h"
 
 namespace kiln {
+
+// Calls handed out by every FastestOf of the process while their shape's
+// way was not yet chosen (its untimed first call and its trials). A run of
+// work that leaves the count unchanged met only shapes already decided
+// (unless another thread's work moved it meanwhile).
+inline std::atomic<int64_t>& CallsBeforeAChoice() {
+  static std::atomic<int64_t> calls{0};
+  return calls;
+}
 
 template <typename Shape>
 class FastestOf {
@@ -41,6 +55,7 @@ class FastestOf {
     absl::MutexLock lock(&mutex_);
     Trials& trials = trials_[shape];
     if (trials.decided) return {trials.way, false};
+    CallsBeforeAChoice().fetch_add(1, std::memory_order_relaxed);
     const int call = trials.started++;
     if (call == 0) return {0, false};
     return {(call - 1) % ways, true};

@@ -790,6 +790,9 @@ void PrintTable(const Samples& samples, const Fields& facts) {
   row("  in kilnd: C++ -> .so (worker clang+lld)", compile + "_compiler_ms", "");
   row("resnet18_first_call_ms (fresh process, 1 thread)", "resnet18_first_call_ms", "");
   row("  its Warmup before it, ms", "resnet18_warmup_ms", "");
+  row("  slowest of its first 16 calls, ms", "resnet18_first_calls_max_ms", "");
+  row("  median of the 16 after them, ms", "resnet18_steady_ms", "");
+  row("  slowest first call / steady median", "resnet18_first_calls_max_ratio", "");
 }
 
 std::string JsonLine(const Samples& samples, const Fields& facts) {
@@ -809,9 +812,10 @@ std::string JsonLine(const Samples& samples, const Fields& facts) {
 
 // The fresh process of `resnet18_first_call_ms`: connects to the bench's
 // kilnd (the artifact is in its cache by then), runs CompiledGraph::Warmup
-// as a serving worker does before traffic, then times its first Run on the
-// reference inputs. Prints `ready warmup_ms=W first_call_ms=F` and waits
-// for EOF.
+// as a serving worker does before traffic, then times its first Runs on
+// the reference inputs: the first, the slowest of the first 16 and the
+// median of the 16 after them. Prints `ready warmup_ms=W first_call_ms=F
+// first_calls_max_ms=M steady_ms=S` and waits for EOF.
 absl::Status RunFirstCallChild(const std::string& name) {
   ClientOptions options;
   options.socket_path = absl::GetFlag(FLAGS_first_call_socket);
@@ -832,9 +836,18 @@ absl::Status RunFirstCallChild(const std::string& name) {
   const int64_t warmup_start = NowNs();
   RETURN_IF_ERROR(compiled.Warmup(kiln::v1::WarmupGraph()).status());
   const double warmup_ms = MsSince(warmup_start);
-  const int64_t first_start = NowNs();
-  RETURN_IF_ERROR(compiled.Run(views).status());
-  absl::PrintF("ready warmup_ms=%.3f first_call_ms=%.3f\n", warmup_ms, MsSince(first_start));
+  constexpr int kFirstCalls = 16;
+  std::vector<double> ms;
+  for (int call = 0; call < 2 * kFirstCalls; ++call) {
+    const int64_t start = NowNs();
+    RETURN_IF_ERROR(compiled.Run(views).status());
+    ms.push_back(MsSince(start));
+  }
+  const double first_calls_max = *std::max_element(ms.begin(), ms.begin() + kFirstCalls);
+  std::vector<double> steady(ms.begin() + kFirstCalls, ms.end());
+  std::nth_element(steady.begin(), steady.begin() + kFirstCalls / 2, steady.end());
+  absl::PrintF("ready warmup_ms=%.3f first_call_ms=%.3f first_calls_max_ms=%.3f steady_ms=%.3f\n",
+               warmup_ms, ms[0], first_calls_max, steady[kFirstCalls / 2]);
   fflush(stdout);
   char line[16];
   while (fgets(line, sizeof(line), stdin) != nullptr) {
@@ -842,17 +855,22 @@ absl::Status RunFirstCallChild(const std::string& name) {
   return absl::OkStatus();
 }
 
-// resnet18's first call in a fresh process after Warmup (each round one
-// process), into samples["resnet18_first_call_ms"] and "_warmup_ms".
+// resnet18's first calls in a fresh process after Warmup (each round one
+// process), into samples["resnet18_first_call_ms"], "_warmup_ms",
+// "_first_calls_max_ms", "_steady_ms" and "_first_calls_max_ratio" (the
+// slowest of the first 16 calls over the steady median: trials of GEMM
+// and convolution ways left to traffic would show there).
 absl::Status TimeFirstCall(const std::string& socket, Samples& samples) {
   ASSIGN_OR_RETURN(std::unique_ptr<LineProcess> child,
                    LineProcess::Start({"/proc/self/exe", "--first_call_child=resnet18",
                                        absl::StrCat("--first_call_socket=", socket)},
                                       "first-call process"));
-  for (const char* figure : {"first_call_ms", "warmup_ms"}) {
+  for (const char* figure : {"first_call_ms", "warmup_ms", "first_calls_max_ms", "steady_ms"}) {
     ASSIGN_OR_RETURN(const double value, NumberField(child->facts(), figure));
     samples[absl::StrCat("resnet18_", figure)].push_back(value);
   }
+  samples["resnet18_first_calls_max_ratio"].push_back(
+      samples["resnet18_first_calls_max_ms"].back() / samples["resnet18_steady_ms"].back());
   return absl::OkStatus();
 }
 
