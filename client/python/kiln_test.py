@@ -730,6 +730,37 @@ def assert_changes_match(compiled_fn, eager_fn, make_inputs, calls=3):
                                        msg=f"{name} after call {call}")
 
 
+def test_inputs_changed_in_place_by_calls_on_several_threads_each_get_their_own_values():
+    # New values are written into buffers the compiled function keeps
+    # between calls (one set per call in flight), then copied back.
+    import threading
+
+    def step(state, x):
+        state.mul_(0.5).add_(x)
+        return state.sum(dim=1)
+    compiled = kiln.compile(step, [torch.zeros(64, 256), torch.ones(64, 256)])
+    failures = []
+
+    def worker(seed):
+        generator = torch.Generator().manual_seed(seed)
+        state, eager_state = torch.zeros(64, 256), torch.zeros(64, 256)
+        for call in range(200):
+            x = torch.randn(64, 256, generator=generator)
+            got, want = compiled(state, x), step(eager_state, x)
+            try:
+                torch.testing.assert_close(state, eager_state)
+                torch.testing.assert_close(got, want)
+            except AssertionError as error:
+                failures.append(f"thread {seed}, call {call}: {error}")
+                return
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
 def test_inputs_changed_in_place_are_changed_as_eager_changes_them():
     def chain(x, y):
         x.add_(1)

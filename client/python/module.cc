@@ -20,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/synchronization/mutex.h"
 #include "client/client.h"
 #include "client/compiled_graph.h"
 #include "client/tensor.h"
@@ -175,7 +176,12 @@ class PyCompiledGraph {
     compiled_.reset();
   }
 
-  // compiled(*tensors) -> [tensors]
+  // The inputs the function changes in place, by position among Call's
+  // arguments: the graph's last outputs are their new values, in order.
+  void SetWrites(std::vector<size_t> positions) { writes_ = std::move(positions); }
+
+  // compiled(*tensors) -> [tensors]: the graph's outputs, less the new
+  // values of the inputs changed in place, which are copied into them.
   py::list Call(const py::args& args) {
     const size_t n = args.size();
     std::vector<TensorView> inputs(n);
@@ -202,22 +208,46 @@ class PyCompiledGraph {
       }
       inputs[i] = TensorView{tensor.data_ptr(), *dtype, tensor.sizes(), tensor.strides()};
     }
+    for (const size_t position : writes_) {
+      if (position >= n) {
+        throw py::value_error(absl::StrCat("input ", position, " is changed in place, but only ", n,
+                                           " inputs were given"));
+      }
+    }
     std::vector<at::Tensor> outputs;
     absl::Status status;
     {
       py::gil_scoped_release unlocked;
       const InterruptScope interruptible(&PythonSignalled);  // a guard miss compiles
+      std::vector<at::Tensor> written = TakeWritten();
       status = compiled_->Run(
           inputs,
-          [&](int, DType dtype, absl::Span<const int64_t> sizes) -> absl::StatusOr<TensorView> {
-            outputs.push_back(at::empty(at::IntArrayRef(sizes.data(), sizes.size()),
-                                        at::TensorOptions().dtype(ToTorch(dtype))));
-            const at::Tensor& output = outputs.back();
-            return TensorView{output.data_ptr(), dtype, output.sizes(), output.strides()};
+          [&](int k, DType dtype, absl::Span<const int64_t> sizes) -> absl::StatusOr<TensorView> {
+            const at::IntArrayRef shape(sizes.data(), sizes.size());
+            const at::ScalarType type = ToTorch(dtype);
+            const int kept = compiled_->graph().outputs_size() - static_cast<int>(writes_.size());
+            at::Tensor* output = &outputs.emplace_back();
+            if (k >= kept) {
+              output = &written[k - kept];
+              if (!output->defined() || output->sizes() != shape || output->scalar_type() != type) {
+                *output = at::empty(shape, at::TensorOptions().dtype(type));
+              }
+            } else {
+              *output = at::empty(shape, at::TensorOptions().dtype(type));
+            }
+            return TensorView{output->data_ptr(), dtype, output->sizes(), output->strides()};
           });
+      if (status.ok()) {
+        const at::AutoGradMode no_grad(false);  // as eager's in-place op left them
+        for (size_t j = 0; j < writes_.size(); ++j) {
+          THPVariable_Unpack(args[writes_[j]].ptr()).copy_(written[j]);
+        }
+      }
+      GiveBackWritten(std::move(written));
     }
     ThrowIfSignalled();
     if (!status.ok()) Raise(status);
+    outputs.resize(outputs.size() - writes_.size());
     py::list result(outputs.size());
     for (size_t k = 0; k < outputs.size(); ++k) {
       result[k] = py::reinterpret_steal<py::object>(THPVariable_Wrap(std::move(outputs[k])));
@@ -301,8 +331,28 @@ class PyCompiledGraph {
   void SetSpecializationLimit(size_t limit) { compiled_->set_specialization_limit(limit); }
 
  private:
+  // The buffers the new values of inputs changed in place are written to
+  // before they are copied into the inputs: kept between calls, one set per
+  // call in flight, so that a large one (a key/value cache) is not a fresh
+  // allocation, its pages faulted in, at every call.
+  std::vector<at::Tensor> TakeWritten() {
+    absl::MutexLock lock(&written_mutex_);
+    if (written_pool_.empty()) return std::vector<at::Tensor>(writes_.size());
+    std::vector<at::Tensor> written = std::move(written_pool_.back());
+    written_pool_.pop_back();
+    return written;
+  }
+  void GiveBackWritten(std::vector<at::Tensor> written) {
+    if (written.empty()) return;
+    absl::MutexLock lock(&written_mutex_);
+    written_pool_.push_back(std::move(written));
+  }
+
   std::shared_ptr<Client> client_;  // outlives compiled_ (declared first)
   std::unique_ptr<CompiledGraph> compiled_;
+  std::vector<size_t> writes_;
+  absl::Mutex written_mutex_;
+  std::vector<std::vector<at::Tensor>> written_pool_ ABSL_GUARDED_BY(written_mutex_);
 };
 
 }  // namespace
@@ -361,6 +411,7 @@ PYBIND11_MODULE(_kiln, module) {
       .def("prepare", &PyCompiledGraph::Prepare)
       .def("warmup", &PyCompiledGraph::Warmup, py::arg("entry_json"),
            py::arg("progress") = py::none())
+      .def("set_writes", &PyCompiledGraph::SetWrites, py::arg("positions"))
       .def("artifact", &PyCompiledGraph::Artifact)
       .def("_median_cpp_run_ns", &PyCompiledGraph::MedianCppRunNs)
       .def("set_specialization_limit", &PyCompiledGraph::SetSpecializationLimit);

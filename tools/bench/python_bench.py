@@ -15,6 +15,9 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
                           position a tensor): Kiln copies each changed
                           cache back whole, eager writes one row
   py_decode_step_us       Kiln's time for that step
+  py_decode_step_2048_speedup  the same for a longer cache (width 1024, 16
+                          heads, 2048 positions: two 8 MiB caches), where
+                          the copies of the whole caches dominate
   py_sgd_step_speedup     the same for a whole training step of the public
                           MLP (256 -> 1024 -> 256, GELU, batch 64, MSE):
                           loss, gradients and SGD on the module's own
@@ -191,6 +194,7 @@ def main():
     samples = {key: [] for key in ("py_call_overhead_us", "py_f_speedup", "py_transformer_speedup",
                                    "py_transformer_speedup_eager_1blas",
                                    "py_decode_step_speedup", "py_decode_step_us",
+                                   "py_decode_step_2048_speedup",
                                    "py_sgd_step_speedup",
                                    "py_fresh_worker_ms", "py_fresh_worker_faults",
                                    "page_fault_us", "py_trace_ms",
@@ -217,6 +221,12 @@ def main():
             torch.testing.assert_close(compiled_step(token, position), eager_step(token, position),
                                        rtol=1e-4, atol=1e-4)
             torch.testing.assert_close(step.keys, eager_step.keys, rtol=1e-4, atol=1e-4)
+            long_step, eager_long_step = DecodingStep(1024, 16, 2048), DecodingStep(1024, 16, 2048)
+            eager_long_step.load_state_dict(long_step.state_dict())
+            long_token = torch.randn(1, 1, 1024)
+            compiled_long_step = kiln.compile(long_step, [long_token, position])
+            torch.testing.assert_close(compiled_long_step(long_token, position),
+                                       eager_long_step(long_token, position), rtol=1e-4, atol=1e-4)
             sgd, eager_sgd = SgdStep(), SgdStep()
             eager_sgd.load_state_dict(sgd.state_dict())
             batch, target = torch.randn(64, 256), torch.randn(64, 256)
@@ -246,6 +256,9 @@ def main():
                 samples["py_decode_step_us"].append(kiln_us)
                 samples["py_decode_step_speedup"].append(
                     median_us(lambda: eager_step(token, next_position()), 2000) / kiln_us)
+                samples["py_decode_step_2048_speedup"].append(
+                    median_us(lambda: eager_long_step(long_token, next_position()), 100)
+                    / median_us(lambda: compiled_long_step(long_token, next_position()), 100))
                 with torch.enable_grad():
                     samples["py_sgd_step_speedup"].append(
                         median_us(lambda: eager_sgd(batch, target), 200)

@@ -126,7 +126,8 @@ class Compiled:
         self._structure = structure
         # Inputs fn changes in place: the graph's last outputs, in order,
         # are their new values.
-        self._writes = writes
+        if writes:
+            native.set_writes(writes)  # it copies them back, into buffers it keeps
         # The usual results, without walking the structure at each call.
         self._single = structure == "tensor"
         self._tuple = isinstance(structure, dict) and "type" not in structure and all(
@@ -160,8 +161,6 @@ class Compiled:
                 return self._call_with_layout(args, kwargs)
             except (DaemonUnavailable, UnsupportedOpError) as error:
                 return self._eager(args, kwargs, error)
-            if self._writes:
-                outputs = self._write_back(args, outputs)
             return outputs[0] if self._single else self._results(outputs)
         return self._call_with_layout(args, kwargs)
 
@@ -172,8 +171,6 @@ class Compiled:
             outputs = self._native(*tensors, *self._lifted)
         except (DaemonUnavailable, UnsupportedOpError) as error:
             return self._eager(args, kwargs, error)
-        if self._writes:
-            outputs = self._write_back(tensors, outputs)
         return self._results(outputs)
 
     def _aliased_write(self, tensors):
@@ -190,17 +187,6 @@ class Compiled:
                         f"both, the compiled graph takes them apart; pass tensors that do not "
                         f"share memory")
         return None
-
-    def _write_back(self, tensors, outputs):
-        """Copies the new values of the inputs fn changes in place into them
-        (as eager's in-place ops leave them); fn's own results."""
-        import torch
-        inputs = (*tensors, *self._lifted)
-        kept = len(outputs) - len(self._writes)
-        with torch.no_grad():
-            for position, value in zip(self._writes, outputs[kept:]):
-                inputs[position].copy_(value)
-        return outputs[:kept]
 
     def _results(self, outputs):
         if self._single:
