@@ -178,7 +178,14 @@ class PyCompiledGraph {
 
   // The inputs the function changes in place, by position among Call's
   // arguments: the graph's last outputs are their new values, in order.
-  void SetWrites(std::vector<size_t> positions) { writes_ = std::move(positions); }
+  void SetWrites(std::vector<size_t> positions) {
+    if (positions.size() > static_cast<size_t>(compiled_->graph().outputs_size())) {
+      throw py::value_error(absl::StrCat(positions.size(),
+                                         " inputs changed in place, but the graph has ",
+                                         compiled_->graph().outputs_size(), " outputs"));
+    }
+    writes_ = std::move(positions);
+  }
 
   // compiled(*tensors) -> [tensors]: the graph's outputs, less the new
   // values of the inputs changed in place, which are copied into them.
@@ -208,13 +215,17 @@ class PyCompiledGraph {
       }
       inputs[i] = TensorView{tensor.data_ptr(), *dtype, tensor.sizes(), tensor.strides()};
     }
+    // The inputs changed in place, taken while the GIL is held.
+    std::vector<at::Tensor> targets;
     for (const size_t position : writes_) {
       if (position >= n) {
         throw py::value_error(absl::StrCat("input ", position, " is changed in place, but only ", n,
                                            " inputs were given"));
       }
+      targets.push_back(THPVariable_Unpack(args[position].ptr()));
     }
-    std::vector<at::Tensor> outputs;
+    const int kept = compiled_->graph().outputs_size() - static_cast<int>(writes_.size());
+    std::vector<at::Tensor> outputs(kept);
     absl::Status status;
     {
       py::gil_scoped_release unlocked;
@@ -225,29 +236,21 @@ class PyCompiledGraph {
           [&](int k, DType dtype, absl::Span<const int64_t> sizes) -> absl::StatusOr<TensorView> {
             const at::IntArrayRef shape(sizes.data(), sizes.size());
             const at::ScalarType type = ToTorch(dtype);
-            const int kept = compiled_->graph().outputs_size() - static_cast<int>(writes_.size());
-            at::Tensor* output = &outputs.emplace_back();
-            if (k >= kept) {
-              output = &written[k - kept];
-              if (!output->defined() || output->sizes() != shape || output->scalar_type() != type) {
-                *output = at::empty(shape, at::TensorOptions().dtype(type));
-              }
-            } else {
-              *output = at::empty(shape, at::TensorOptions().dtype(type));
+            at::Tensor& output = k < kept ? outputs[k] : written[k - kept];
+            if (k < kept || !output.defined() || output.sizes() != shape ||
+                output.scalar_type() != type) {
+              output = at::empty(shape, at::TensorOptions().dtype(type));
             }
-            return TensorView{output->data_ptr(), dtype, output->sizes(), output->strides()};
+            return TensorView{output.data_ptr(), dtype, output.sizes(), output.strides()};
           });
       if (status.ok()) {
         const at::AutoGradMode no_grad(false);  // as eager's in-place op left them
-        for (size_t j = 0; j < writes_.size(); ++j) {
-          THPVariable_Unpack(args[writes_[j]].ptr()).copy_(written[j]);
-        }
+        for (size_t j = 0; j < targets.size(); ++j) targets[j].copy_(written[j]);
       }
       GiveBackWritten(std::move(written));
     }
     ThrowIfSignalled();
     if (!status.ok()) Raise(status);
-    outputs.resize(outputs.size() - writes_.size());
     py::list result(outputs.size());
     for (size_t k = 0; k < outputs.size(); ++k) {
       result[k] = py::reinterpret_steal<py::object>(THPVariable_Wrap(std::move(outputs[k])));
