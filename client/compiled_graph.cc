@@ -417,7 +417,7 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
       // being timed (client/runtime/fastest_of.h): the trials, and the
       // oneDNN primitives they make, happen here rather than on traffic.
       for (int run = 0; run < kMaxWarmupRuns; ++run) {
-        const int64_t undecided = CallsBeforeAChoice().load(std::memory_order_relaxed);
+        const int64_t undecided = CallsBeforeAChoice();
         const absl::StatusOr<std::vector<Tensor>> ran = RunIntoTensors(views, /*record=*/false);
         if (!ran.ok()) {
           return absl::Status(
@@ -425,7 +425,7 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
               absl::StrCat(compile.name, ": running bucket: ", ran.status().message()));
         }
         ++result.runs;
-        if (CallsBeforeAChoice().load(std::memory_order_relaxed) == undecided) break;
+        if (CallsBeforeAChoice() == undecided) break;
       }
       ++result.buckets;
     }

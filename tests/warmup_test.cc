@@ -250,7 +250,7 @@ TEST_F(WarmupTest, ABucketRunsUntilItsGemmWaysAreChosenSoTrafficTimesNone) {
   EXPECT_GT(warmed->runs, 2 * (1 + FastestOf<int>::kTrials)) << "the trials ran in the warmup";
   EXPECT_LE(warmed->runs, 2 * (2 + FastestOf<int>::kMaxWays * FastestOf<int>::kTrials));
 
-  const int64_t before = CallsBeforeAChoice().load();
+  const int64_t before = CallsBeforeAChoice();
   for (int64_t rows : {32, 64, 32, 64}) {
     Tensor x(kiln::v1::FLOAT32, {rows, 256}), w(kiln::v1::FLOAT32, {256, 256});
     for (int64_t i = 0; i < rows * 256; ++i) x.data<float>()[i] = static_cast<float>(i % 5);
@@ -263,7 +263,7 @@ TEST_F(WarmupTest, ABucketRunsUntilItsGemmWaysAreChosenSoTrafficTimesNone) {
       ASSERT_EQ((*out)[0].data<float>()[i], 2.0f * x.data<float>()[i]) << "element " << i;
     }
   }
-  EXPECT_EQ(CallsBeforeAChoice().load(), before) << "a call after the warmup was a trial";
+  EXPECT_EQ(CallsBeforeAChoice(), before) << "a call after the warmup was a trial";
 }
 
 TEST_F(WarmupTest, TheSpecializationLimitIsAnOptionAndWarmedBucketsDoNotCount) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -145,9 +146,13 @@ kiln::v1::Graph ParseGraph(const py::object& graph) {
 // One graph, compiled on first use; calls run its kernels.
 class PyCompiledGraph {
  public:
+  // `writes`: the inputs the function changes in place, by position among
+  // Call's arguments; the graph's last outputs are their new values, in
+  // order.
   PyCompiledGraph(std::shared_ptr<Client> client, const py::object& graph,
-                  const std::string& target, const std::string& on_stride_miss)
-      : client_(std::move(client)) {
+                  const std::string& target, const std::string& on_stride_miss,
+                  std::vector<size_t> writes)
+      : client_(std::move(client)), writes_(std::move(writes)) {
     CompiledGraph::StrideMiss stride_miss;
     if (on_stride_miss == "specialize") {
       stride_miss = CompiledGraph::StrideMiss::kSpecialize;
@@ -168,23 +173,17 @@ class PyCompiledGraph {
     options.set_target(parsed);
     compiled_ = std::make_unique<CompiledGraph>(client_.get(), ParseGraph(graph), options);
     compiled_->set_stride_miss(stride_miss);
+    if (writes_.size() > static_cast<size_t>(compiled_->graph().outputs_size())) {
+      throw py::value_error(absl::StrCat(writes_.size(),
+                                         " inputs changed in place, but the graph has ",
+                                         compiled_->graph().outputs_size(), " outputs"));
+    }
   }
   // Destroying a CompiledGraph may wait on a background compile or send
   // its last traffic counts: not while holding up every Python thread.
   ~PyCompiledGraph() {
     py::gil_scoped_release unlocked;
     compiled_.reset();
-  }
-
-  // The inputs the function changes in place, by position among Call's
-  // arguments: the graph's last outputs are their new values, in order.
-  void SetWrites(std::vector<size_t> positions) {
-    if (positions.size() > static_cast<size_t>(compiled_->graph().outputs_size())) {
-      throw py::value_error(absl::StrCat(positions.size(),
-                                         " inputs changed in place, but the graph has ",
-                                         compiled_->graph().outputs_size(), " outputs"));
-    }
-    writes_ = std::move(positions);
   }
 
   // compiled(*tensors) -> [tensors]: the graph's outputs, less the new
@@ -226,11 +225,12 @@ class PyCompiledGraph {
     }
     const int kept = compiled_->graph().outputs_size() - static_cast<int>(writes_.size());
     std::vector<at::Tensor> outputs(kept);
+    std::vector<at::Tensor> written = TakeWritten();
+    const absl::Cleanup give_back = [&] { GiveBackWritten(std::move(written)); };
     absl::Status status;
     {
       py::gil_scoped_release unlocked;
       const InterruptScope interruptible(&PythonSignalled);  // a guard miss compiles
-      std::vector<at::Tensor> written = TakeWritten();
       status = compiled_->Run(
           inputs,
           [&](int k, DType dtype, absl::Span<const int64_t> sizes) -> absl::StatusOr<TensorView> {
@@ -243,14 +243,15 @@ class PyCompiledGraph {
             }
             return TensorView{output.data_ptr(), dtype, output.sizes(), output.strides()};
           });
-      if (status.ok()) {
-        const at::AutoGradMode no_grad(false);  // as eager's in-place op left them
-        for (size_t j = 0; j < targets.size(); ++j) targets[j].copy_(written[j]);
-      }
-      GiveBackWritten(std::move(written));
     }
+    // A Ctrl-C during the call leaves the inputs as they were.
     ThrowIfSignalled();
     if (!status.ok()) Raise(status);
+    if (!targets.empty()) {
+      py::gil_scoped_release unlocked;
+      const at::AutoGradMode no_grad(false);  // as eager's in-place op left them
+      for (size_t j = 0; j < targets.size(); ++j) targets[j].copy_(written[j]);
+    }
     py::list result(outputs.size());
     for (size_t k = 0; k < outputs.size(); ++k) {
       result[k] = py::reinterpret_steal<py::object>(THPVariable_Wrap(std::move(outputs[k])));
@@ -335,9 +336,10 @@ class PyCompiledGraph {
 
  private:
   // The buffers the new values of inputs changed in place are written to
-  // before they are copied into the inputs: kept between calls, one set per
-  // call in flight, so that a large one (a key/value cache) is not a fresh
-  // allocation, its pages faulted in, at every call.
+  // before they are copied into the inputs: kept between calls, a set per
+  // call in flight up to kMaxWrittenSets, so that a large one (a key/value
+  // cache) is not a fresh allocation, its pages faulted in, at every call.
+  static constexpr size_t kMaxWrittenSets = 4;
   std::vector<at::Tensor> TakeWritten() {
     absl::MutexLock lock(&written_mutex_);
     if (written_pool_.empty()) return std::vector<at::Tensor>(writes_.size());
@@ -348,12 +350,12 @@ class PyCompiledGraph {
   void GiveBackWritten(std::vector<at::Tensor> written) {
     if (written.empty()) return;
     absl::MutexLock lock(&written_mutex_);
-    written_pool_.push_back(std::move(written));
+    if (written_pool_.size() < kMaxWrittenSets) written_pool_.push_back(std::move(written));
   }
 
   std::shared_ptr<Client> client_;  // outlives compiled_ (declared first)
+  const std::vector<size_t> writes_;
   std::unique_ptr<CompiledGraph> compiled_;
-  std::vector<size_t> writes_;
   absl::Mutex written_mutex_;
   std::vector<std::vector<at::Tensor>> written_pool_ ABSL_GUARDED_BY(written_mutex_);
 };
@@ -407,14 +409,13 @@ PYBIND11_MODULE(_kiln, module) {
 
   py::class_<PyCompiledGraph>(module, "CompiledGraph")
       .def(py::init<std::shared_ptr<Client>, const py::object&, const std::string&,
-                    const std::string&>(),
+                    const std::string&, std::vector<size_t>>(),
            py::arg("client"), py::arg("graph"), py::arg("target") = "native",
-           py::arg("on_stride_miss") = "specialize")
+           py::arg("on_stride_miss") = "specialize", py::arg("writes") = std::vector<size_t>())
       .def("__call__", &PyCompiledGraph::Call)
       .def("prepare", &PyCompiledGraph::Prepare)
       .def("warmup", &PyCompiledGraph::Warmup, py::arg("entry_json"),
            py::arg("progress") = py::none())
-      .def("set_writes", &PyCompiledGraph::SetWrites, py::arg("positions"))
       .def("artifact", &PyCompiledGraph::Artifact)
       .def("_median_cpp_run_ns", &PyCompiledGraph::MedianCppRunNs)
       .def("set_specialization_limit", &PyCompiledGraph::SetSpecializationLimit);

@@ -17,7 +17,6 @@
 #define KILN_CLIENT_RUNTIME_FASTEST_OF_H_
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 
@@ -27,12 +26,13 @@
 
 namespace kiln {
 
-// Calls handed out by every FastestOf of the process while their shape's
-// way was not yet chosen (its untimed first call and its trials). A run of
-// work that leaves the count unchanged met only shapes already decided
-// (unless another thread's work moved it meanwhile).
-inline std::atomic<int64_t>& CallsBeforeAChoice() {
-  static std::atomic<int64_t> calls{0};
+// Calls this thread was handed by any FastestOf while their shape's way was
+// not yet chosen (its untimed first call and its trials). Every chooser is
+// asked on the thread that calls the GEMM or convolution, before any work
+// goes to the pool, so a run of work on this thread that leaves the count
+// unchanged met only shapes already decided, whatever other threads do.
+inline int64_t& CallsBeforeAChoice() {
+  static thread_local int64_t calls = 0;
   return calls;
 }
 
@@ -55,7 +55,7 @@ class FastestOf {
     absl::MutexLock lock(&mutex_);
     Trials& trials = trials_[shape];
     if (trials.decided) return {trials.way, false};
-    CallsBeforeAChoice().fetch_add(1, std::memory_order_relaxed);
+    ++CallsBeforeAChoice();
     const int call = trials.started++;
     if (call == 0) return {0, false};
     return {(call - 1) % ways, true};

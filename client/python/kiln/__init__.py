@@ -124,10 +124,6 @@ class Compiled:
         self._native = native
         self._lifted = lifted
         self._structure = structure
-        # Inputs fn changes in place: the graph's last outputs, in order,
-        # are their new values.
-        if writes:
-            native.set_writes(writes)  # it copies them back, into buffers it keeps
         # The usual results, without walking the structure at each call.
         self._single = structure == "tensor"
         self._tuple = isinstance(structure, dict) and "type" not in structure and all(
@@ -407,8 +403,10 @@ def compile(fn, example_inputs, *, example_kwargs=None, dynamic=None, relations=
     try:
         graph, lifted, structure, writes, layout = _trace(fn, example_inputs, example_kwargs,
                                                           name, dynamic, relations)
+        # `writes`: the inputs fn changes in place, which native copies
+        # their new values (the graph's last outputs) into.
         native = _native().CompiledGraph(_default_client(), json.dumps(graph), target,
-                                         on_stride_miss)
+                                         on_stride_miss, writes)
         native.prepare()  # compile errors surface here, not at the first call
     except (_tracing.TraceError, _arguments.ArgumentError, KilnError) as error:
         if fallback == "eager":
@@ -598,7 +596,8 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
         weights = [_module_tensor(module, layout["name"]) if module is not None and layout["name"]
                    else tensor for layout, tensor in zip(layouts, saved)]
     try:
-        native = _native().CompiledGraph(_default_client(), graph, target, on_stride_miss)
+        native = _native().CompiledGraph(_default_client(), graph, target, on_stride_miss,
+                                         package.get("writes", []))
         native.prepare()
     except KilnError as error:
         if fallback == "eager":
