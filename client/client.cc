@@ -517,6 +517,7 @@ absl::Status Client::RpcInto(const char* method, const google::protobuf::Message
   // before its listener closes: connect again — waiting for its successor,
   // starting one if allowed — and retry. Every call is idempotent.
   constexpr int kAttempts = 3;
+  const ForkGuard::Released waiting;  // a fork need not wait for kilnd
   for (int attempt = 1;; ++attempt) {
     ASSIGN_OR_RETURN(std::shared_ptr<Transport> transport, Connection());
     const absl::Status called =

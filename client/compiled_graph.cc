@@ -172,6 +172,7 @@ absl::StatusOr<const ir::Graph*> CompiledGraph::Entry::Canonical() const {
 }
 
 absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Prepare() {
+  const ForkGuard call;
   {
     absl::ReaderMutexLock lock(&mutex_);
     if (given_ != nullptr) {
@@ -382,6 +383,7 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(const kiln::v1
 
 absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
     const kiln::v1::WarmupGraph& buckets, const WarmupProgress& progress) {
+  const ForkGuard call;
   ASSIGN_OR_RETURN(const std::vector<WarmupCompile> compiles,
                    ExpandWarmupGraph(graph_, buckets, graph_.name()));
   WarmupResult result;
@@ -429,7 +431,10 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
       }
       ++result.buckets;
     }
-    if (progress) progress(++done, static_cast<int>(compiles.size()), compile.name);
+    if (progress) {
+      const ForkGuard::Released reporting;  // the callback may take the GIL
+      progress(++done, static_cast<int>(compiles.size()), compile.name);
+    }
   }
   absl::MutexLock lock(&mutex_);
   for (PaddableSymbol& symbol : paddable) {
@@ -746,6 +751,7 @@ absl::Status CompiledGraph::Call(const Entry& entry, const Symbols& symbols,
 
 absl::Status CompiledGraph::Run(absl::Span<const TensorView> inputs,
                                 absl::Span<const TensorView> outputs) {
+  const ForkGuard call;
   const uint64_t hash = HashOfSizes(inputs);
   traffic_.Record(hash, inputs);
   if (std::optional<PaddedShape> padded = PaddedShapeFor(inputs, hash)) {
@@ -777,10 +783,12 @@ absl::Status CompiledGraph::Run(absl::Span<const TensorView> inputs,
 }
 
 absl::StatusOr<std::vector<Tensor>> CompiledGraph::Run(absl::Span<const TensorView> inputs) {
+  const ForkGuard call;
   return RunIntoTensors(inputs, /*record=*/true);
 }
 
 absl::Status CompiledGraph::Run(absl::Span<const TensorView> inputs, OutputAllocator allocate) {
+  const ForkGuard call;
   return RunAllocating(inputs, allocate, /*record=*/true);
 }
 

@@ -1665,6 +1665,55 @@ def test_a_module_prepared_before_fork_works_in_the_children():
     assert run_python(FORKING_PARENT.format(connect=connect, offset=10)).split() == ["3", "3"]
 
 
+FORKING_UNDER_LOAD = """
+import os, signal, threading, time, torch, kiln
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(),
+                            torch.nn.Linear(1024, 256)).eval()
+x = torch.randn(64, 512)
+with torch.no_grad():
+    want = model(x)
+    compiled = kiln.compile(model, [x])
+stop = threading.Event()
+failures = []
+def call():
+    with torch.no_grad():
+        while not stop.is_set():
+            got = compiled(x)
+            if not torch.allclose(got, want, rtol=1e-4, atol=1e-4):
+                failures.append("a parent thread's result differs")
+threads = [threading.Thread(target=call) for _ in range(8)]
+for thread in threads:
+    thread.start()
+codes = []
+for _ in range({forks}):
+    time.sleep(0.005)  # the 8 threads are mid-call, in kernels and GEMMs
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(10)  # a hung child dies of SIGALRM (exit code -14)
+        with torch.no_grad():
+            ok = all(torch.allclose(compiled(x), want, rtol=1e-4, atol=1e-4) for _ in range(3))
+        os._exit(0 if ok else 1)
+    codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+stop.set()
+for thread in threads:
+    thread.join()
+print(failures or "no failures")
+print(*codes)
+"""
+
+
+def test_children_forked_while_threads_run_gemms_each_get_their_results():
+    # A pre-fork server whose threads are inside compiled calls (GEMMs on
+    # OpenBLAS, the runtime's pool) when it forks: every child runs the
+    # function and gets eager's result, none hangs on a lock a parent thread
+    # held.
+    forks = 40
+    out = run_python(FORKING_UNDER_LOAD.format(forks=forks)).splitlines()
+    assert out[0] == "no failures"
+    assert out[1].split() == ["0"] * forks
+
+
 def test_no_daemon_is_daemon_unavailable_or_eager_with_fallback(tmp_path):
     out = run_python("""
 import torch, kiln, warnings

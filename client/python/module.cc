@@ -249,6 +249,7 @@ class PyCompiledGraph {
     if (!status.ok()) Raise(status);
     if (!targets.empty()) {
       py::gil_scoped_release unlocked;
+      const ForkGuard copying;
       const at::AutoGradMode no_grad(false);  // as eager's in-place op left them
       for (size_t j = 0; j < targets.size(); ++j) targets[j].copy_(written[j]);
     }

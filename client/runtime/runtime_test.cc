@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "client/fork_aware.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -384,6 +385,57 @@ TEST(ThreadPoolTest, AForkedChildRunsParallelLoops) {
   sum = 0;
   pool.ParallelFor(1000, 10, add);
   EXPECT_EQ(sum, 499500) << "the parent's pool still works";
+}
+
+// Pre-fork servers fork while other threads run compiled calls: each
+// call holds a ForkGuard (as CompiledGraph::Run does), so a child never
+// starts with a lock or a count that a parent thread held mid-GEMM
+// (OpenBLAS's thread count is held at one while a GEMM runs, and restored
+// by the last one out).
+TEST(ForkTest, ChildrenForkedWhileEightThreadsRunGemmsRunThemToo) {
+  openblas_set_num_threads(2);  // so that every GEMM changes it, under a lock
+  Runtime runtime(2);
+  const kiln_runtime* table = runtime.table();
+  const int n = 160;  // 4 M multiply-adds: split across the pool
+  const std::vector<float> a(n * n, 1.0f), b(n * n, 2.0f);
+  auto gemm = [&](std::vector<float>& c) {
+    const ForkGuard call;
+    table->gemm_f32(table->context, n, n, n, 1.0f, a.data(), n, 1, b.data(), n, 1, 0.0f, c.data(),
+                    n);
+    return c[0] == 2.0f * n && c[n * n - 1] == 2.0f * n;
+  };
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      std::vector<float> c(n * n);
+      while (!stop) wrong += gemm(c) ? 0 : 1;
+    });
+  }
+  int hung = 0, failed = 0;
+  for (int fork_index = 0; fork_index < 24; ++fork_index) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(10);  // a hung child dies of SIGALRM rather than hanging the test
+      std::vector<float> c(n * n);
+      const bool right = gemm(c) && gemm(c);
+      _exit(right && openblas_get_num_threads() == 2 ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    hung += WIFSIGNALED(status) ? 1 : 0;
+    failed += WIFEXITED(status) && WEXITSTATUS(status) != 0 ? 1 : 0;
+  }
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(hung, 0) << "children that hung (killed by SIGALRM) of 24";
+  EXPECT_EQ(failed, 0) << "children whose GEMM or OpenBLAS thread count was wrong";
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(openblas_get_num_threads(), 2);
+  openblas_set_num_threads(1);
 }
 
 }  // namespace
