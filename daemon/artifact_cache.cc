@@ -892,6 +892,7 @@ absl::StatusOr<kiln::v1::ImportResponse> ArtifactCache::Import(
   BundleLimits limits;
   limits.max_blob_bytes = static_cast<uint64_t>(options_.max_artifact_bytes);
   limits.max_metadata_bytes = static_cast<uint64_t>(options_.max_bundle_metadata_bytes);
+  KILN_LOG(INFO) << "importing " << request.path();
   // First pass: the whole file checked, holding no blob.
   std::vector<std::pair<kiln::v1::ArtifactMetadata, int64_t>> entries;  // with blob lengths
   RETURN_IF_ERROR(ScanBundle(
@@ -955,6 +956,7 @@ absl::StatusOr<kiln::v1::ImportResponse> ArtifactCache::Import(
     return absl::AbortedError(
         absl::StrCat(request.path(), " changed during the import: import it again"));
   }
+  absl::SleepFor(options_.testonly_import_delay);
   {
     // As Build: an Evict sees the entries and their index records, or
     // neither. The entries in one write (the one atomic step: a failure

@@ -105,6 +105,9 @@ class ArtifactCache {
     // Tests only: every compile takes at least this long (a fleet test
     // kills a lease holder mid-compile).
     absl::Duration testonly_compile_delay = absl::ZeroDuration();
+    // Tests only: every import takes at least this long (before its
+    // entries are stored).
+    absl::Duration testonly_import_delay = absl::ZeroDuration();
     // Tests only: the background thread waits this long (or until
     // shutdown) before its first walk of the local index.
     absl::Duration testonly_first_walk_delay = absl::ZeroDuration();
