@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/container/flat_hash_map.h"
@@ -53,25 +54,45 @@ class BundleReader {
 
   uint64_t remaining() const { return remaining_; }
 
+  // `bytes` (a fixed-size field, or a length already checked against its
+  // limit) into memory.
   absl::StatusOr<std::string> Read(uint64_t bytes, absl::string_view what, bool hashed = true) {
-    if (bytes > remaining_) {
-      return absl::DataLossError(absl::StrCat(path_, ": ", what, " needs ", bytes,
-                                              " bytes; the file has ", remaining_,
-                                              " left (truncated or damaged)"));
-    }
-    std::string out(bytes, '\0');
-    if (bytes > 0 && fread(out.data(), 1, bytes, file_) != bytes) {
-      return absl::DataLossError(absl::StrCat(path_, ": cannot read ", what, ": ",
-                                              ferror(file_) ? strerror(errno) : "end of file"));
-    }
-    remaining_ -= bytes;
-    if (hashed) hash_.Update(out);
+    std::string out;
+    RETURN_IF_ERROR(Stream(bytes, what, hashed, [&](absl::string_view chunk) {
+      if (out.empty()) out.reserve(bytes);
+      out.append(chunk.data(), chunk.size());
+    }));
     return out;
   }
 
   absl::StatusOr<uint64_t> ReadInteger(int bytes, absl::string_view what) {
     ASSIGN_OR_RETURN(const std::string raw, Read(bytes, what));
     return FromLittleEndian(raw);
+  }
+
+  // Reads `bytes` in chunks of at most kChunkBytes, handing each to `take`.
+  absl::Status Stream(uint64_t bytes, absl::string_view what, bool hashed,
+                      const std::function<void(absl::string_view)>& take) {
+    if (bytes > remaining_) {
+      return absl::DataLossError(absl::StrCat(path_, ": ", what, " needs ", bytes,
+                                              " bytes; the file has ", remaining_,
+                                              " left (truncated or damaged)"));
+    }
+    constexpr uint64_t kChunkBytes = 1 << 20;
+    std::string chunk(std::min(bytes, kChunkBytes), '\0');
+    for (uint64_t left = bytes; left > 0;) {
+      const size_t size = std::min(left, kChunkBytes);
+      if (fread(chunk.data(), 1, size, file_) != size) {
+        return absl::DataLossError(absl::StrCat(path_, ": cannot read ", what, ": ",
+                                                ferror(file_) ? strerror(errno) : "end of file"));
+      }
+      const absl::string_view read(chunk.data(), size);
+      if (hashed) hash_.Update(read);
+      take(read);
+      left -= size;
+      remaining_ -= size;
+    }
+    return absl::OkStatus();
   }
 
   std::string HexDigest() { return hash_.HexDigest(); }
@@ -167,7 +188,8 @@ absl::Status WriteBundle(const std::string& path, const std::vector<BundleEntry>
   return writer->Finish();
 }
 
-absl::StatusOr<std::vector<BundleEntry>> ReadBundle(const std::string& path) {
+absl::Status ScanBundle(const std::string& path, const BundleLimits& limits, bool with_blobs,
+                        const BundleVisitor& visit) {
   FILE* file = fopen(path.c_str(), "rbe");
   if (file == nullptr) return ErrnoError("cannot open", path);
   struct stat info;
@@ -195,20 +217,34 @@ absl::StatusOr<std::vector<BundleEntry>> ReadBundle(const std::string& path) {
   }
   ASSIGN_OR_RETURN(const uint64_t count, reader.ReadInteger(8, "the header"));
 
-  std::vector<BundleEntry> entries;
-  absl::flat_hash_map<std::string, uint64_t> seen;  // key -> entry index
+  uint64_t metadata_total = 0;
+  // Key -> entry index. Each key came with at least its own bytes of
+  // metadata, so max_metadata_bytes bounds this too.
+  absl::flat_hash_map<std::string, uint64_t> seen;
   for (uint64_t i = 0; i < count; ++i) {
     const std::string where = absl::StrCat(path, ": ", EntryName(i, ""));
     ASSIGN_OR_RETURN(const uint64_t metadata_bytes,
                      reader.ReadInteger(4, EntryName(i, "") + "'s metadata length"));
+    if (metadata_bytes > reader.remaining()) {
+      return absl::DataLossError(absl::StrCat(where, "'s metadata needs ", metadata_bytes,
+                                              " bytes; the file has ", reader.remaining(),
+                                              " left (truncated or damaged)"));
+    }
+    metadata_total += metadata_bytes;
+    if (metadata_total > limits.max_metadata_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          where, "'s metadata (", metadata_bytes, " bytes) takes the bundle's metadata to ",
+          metadata_total, " bytes, past the limit of ", limits.max_metadata_bytes,
+          " (kilnd --max_bundle_metadata_bytes)"));
+    }
     ASSIGN_OR_RETURN(const std::string serialized,
                      reader.Read(metadata_bytes, EntryName(i, "") + "'s metadata"));
-    BundleEntry& entry = entries.emplace_back();
-    if (!entry.metadata.ParseFromString(serialized)) {
+    kiln::v1::ArtifactMetadata metadata;
+    if (!metadata.ParseFromString(serialized)) {
       return absl::DataLossError(absl::StrCat(where, ": metadata does not parse"));
     }
-    const std::string& key = entry.metadata.key();
-    if (!IsSha256Hex(key) || !IsSha256Hex(entry.metadata.digest())) {
+    const std::string& key = metadata.key();
+    if (!IsSha256Hex(key) || !IsSha256Hex(metadata.digest())) {
       return absl::DataLossError(
           absl::StrCat(where, ": key or digest is not 64 lowercase hex digits"));
     }
@@ -218,10 +254,23 @@ absl::StatusOr<std::vector<BundleEntry>> ReadBundle(const std::string& path) {
     }
     ASSIGN_OR_RETURN(const uint64_t blob_bytes,
                      reader.ReadInteger(8, EntryName(i, key) + "'s blob length"));
-    ASSIGN_OR_RETURN(entry.blob, reader.Read(blob_bytes, EntryName(i, key) + "'s blob"));
-    if (Sha256Hex(entry.blob) != entry.metadata.digest()) {
+    if (blob_bytes > limits.max_blob_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(name, ": its blob declares ", blob_bytes, " bytes, past the limit of ",
+                       limits.max_blob_bytes, " (kilnd --max_artifact_bytes)"));
+    }
+    std::string blob;
+    if (with_blobs) blob.reserve(blob_bytes);
+    Sha256 blob_hash;
+    RETURN_IF_ERROR(reader.Stream(blob_bytes, EntryName(i, key) + "'s blob", /*hashed=*/true,
+                                  [&](absl::string_view chunk) {
+                                    blob_hash.Update(chunk);
+                                    if (with_blobs) blob.append(chunk.data(), chunk.size());
+                                  }));
+    if (blob_hash.HexDigest() != metadata.digest()) {
       return absl::DataLossError(absl::StrCat(name, ": blob does not match its digest"));
     }
+    RETURN_IF_ERROR(visit(metadata, blob_bytes, blob));
   }
   const std::string computed = reader.HexDigest();
   ASSIGN_OR_RETURN(const std::string trailer,
@@ -235,6 +284,18 @@ absl::StatusOr<std::vector<BundleEntry>> ReadBundle(const std::string& path) {
     return absl::DataLossError(
         absl::StrCat(path, ": checksum does not match: the file is damaged"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<BundleEntry>> ReadBundle(const std::string& path,
+                                                    const BundleLimits& limits) {
+  std::vector<BundleEntry> entries;
+  RETURN_IF_ERROR(
+      ScanBundle(path, limits, /*with_blobs=*/true,
+                 [&](const kiln::v1::ArtifactMetadata& metadata, uint64_t, absl::string_view blob) {
+                   entries.push_back(BundleEntry{metadata, std::string(blob)});
+                   return absl::OkStatus();
+                 }));
   return entries;
 }
 

@@ -1,5 +1,9 @@
 #include "cache/bundle.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -19,6 +23,19 @@ BundleEntry Entry(const std::string& blob, const std::string& graph_name) {
   entry.metadata.set_graph_name(graph_name);
   entry.blob = blob;
   return entry;
+}
+
+std::string LittleEndian(uint64_t value, int bytes) {
+  std::string out(bytes, '\0');
+  for (int i = 0; i < bytes; ++i) out[i] = static_cast<char>((value >> (8 * i)) & 0xff);
+  return out;
+}
+
+// The most memory this process has had resident so far.
+int64_t PeakResidentBytes() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return int64_t{usage.ru_maxrss} << 10;
 }
 
 class BundleTest : public ::testing::Test {
@@ -113,6 +130,63 @@ TEST_F(BundleTest, AHugeLengthIsRefusedWithoutAllocatingIt) {
   EXPECT_NE(status.message().find("entry 0's metadata needs 4294967295 bytes"),
             absl::string_view::npos)
       << status;
+}
+
+TEST_F(BundleTest, ASparseFileDeclaringAHugeBlobIsRefusedBeforeItsMemoryIsTaken) {
+  // One entry whose blob length says 2 GiB, in a file extended (sparse) to
+  // hold that many bytes: a length that fits the file.
+  const BundleEntry entry = Entry("x", "sparse");
+  const std::string metadata = entry.metadata.SerializeAsString();
+  constexpr uint64_t kDeclared = uint64_t{2} << 30;
+  const std::string head =
+      absl::StrCat("KILNBNDL", LittleEndian(1, 4), LittleEndian(1, 8),
+                   LittleEndian(metadata.size(), 4), metadata, LittleEndian(kDeclared, 8));
+  const std::string sparse = dir_ + "/sparse.kb";
+  ASSERT_TRUE(WriteFileAtomically(sparse, head, 0600).ok());
+  ASSERT_EQ(truncate(sparse.c_str(), head.size() + kDeclared + 32), 0);
+
+  const int64_t peak_before = PeakResidentBytes();
+  EXPECT_EQ(ReadBundle(sparse).status(),
+            absl::ResourceExhaustedError(absl::StrCat(
+                sparse, ": entry 0 (key ", entry.metadata.key().substr(0, 12),
+                "…): its blob declares 2147483648 bytes, past the limit of 134217728 (kilnd "
+                "--max_artifact_bytes)")));
+  EXPECT_LT(PeakResidentBytes() - peak_before, BundleLimits().max_blob_bytes);
+}
+
+TEST_F(BundleTest, LengthsPastTheLimitsAreRefusedNamingThem) {
+  BundleLimits limits;
+  limits.max_blob_bytes = 999;  // entry 1's blob is 1000 bytes
+  EXPECT_EQ(ReadBundle(path_, limits).status(),
+            absl::ResourceExhaustedError(
+                absl::StrCat(path_, ": entry 1 (key ", entries_[1].metadata.key().substr(0, 12),
+                             "…): its blob declares 1000 bytes, past the limit of 999 (kilnd "
+                             "--max_artifact_bytes)")));
+  limits.max_blob_bytes = 1000;
+  EXPECT_TRUE(ReadBundle(path_, limits).ok());
+
+  const uint64_t first = entries_[0].metadata.ByteSizeLong();
+  const uint64_t second = entries_[1].metadata.ByteSizeLong();
+  limits.max_metadata_bytes = first + second - 1;
+  EXPECT_EQ(ReadBundle(path_, limits).status(),
+            absl::ResourceExhaustedError(absl::StrCat(
+                path_, ": entry 1's metadata (", second, " bytes) takes the bundle's metadata to ",
+                first + second, " bytes, past the limit of ", first + second - 1,
+                " (kilnd --max_bundle_metadata_bytes)")));
+}
+
+TEST_F(BundleTest, AScanWithoutBlobsHandsOutLengthsAndStopsAtAnError) {
+  std::vector<std::pair<std::string, uint64_t>> seen;
+  auto visit = [&](const kiln::v1::ArtifactMetadata& metadata, uint64_t blob_bytes,
+                   absl::string_view blob) {
+    EXPECT_TRUE(blob.empty());
+    seen.emplace_back(metadata.graph_name(), blob_bytes);
+    if (seen.size() == 2) return absl::AbortedError("enough");
+    return absl::OkStatus();
+  };
+  EXPECT_EQ(ScanBundle(path_, BundleLimits(), /*with_blobs=*/false, visit),
+            absl::AbortedError("enough"));
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, uint64_t>>{{"f", 12}, {"g", 1000}}));
 }
 
 TEST_F(BundleTest, WriterChecksDigestsAndCount) {

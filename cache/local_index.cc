@@ -21,7 +21,6 @@ namespace {
 
 constexpr char kMagic[] = "kiln-index";
 constexpr size_t kMaxHeaderBytes = 128;
-constexpr int64_t kMaxRecordBytes = 64 << 20;  // far above any signature; bounds a read
 
 std::string RecordChecksum(absl::string_view version, absl::string_view payload) {
   Sha256 hasher;
@@ -81,9 +80,12 @@ absl::StatusOr<bool> ReadRegularFile(const std::string& path, std::string& bytes
   absl::Status status;
   if (fstat(fd, &info) != 0) {
     status = absl::InternalError(absl::StrCat("cannot stat ", path, ": ", strerror(errno)));
-  } else if (!S_ISREG(info.st_mode) || info.st_size > kMaxRecordBytes) {
+  } else if (!S_ISREG(info.st_mode)) {
+    status = absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
+  } else if (info.st_size > kMaxIndexRecordBytes) {
     status = absl::FailedPreconditionError(
-        absl::StrCat(path, " is not a regular file of at most ", kMaxRecordBytes, " bytes"));
+        absl::StrCat(path, " is ", info.st_size, " bytes, past the limit of ", kMaxIndexRecordBytes,
+                     " for an index record; not read"));
   } else {
     bytes.resize(static_cast<size_t>(info.st_size));
     size_t done = 0;
@@ -130,8 +132,14 @@ absl::Status PublishRecord(const std::string& path, const std::string& payload,
                            bool synced = true) {
   struct stat info;
   if (lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) return absl::OkStatus();
+  const std::string record = EncodeRecord(payload);
+  if (static_cast<int64_t>(record.size()) > kMaxIndexRecordBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("the record for ", path, " would be ",
+                                                   record.size(), " bytes, past the limit of ",
+                                                   kMaxIndexRecordBytes, " for an index record"));
+  }
   RETURN_IF_ERROR(MakeDirectories(Dirname(path), 0700));
-  return WriteFileAtomically(path, EncodeRecord(payload), 0444, synced);
+  return WriteFileAtomically(path, record, 0444, synced);
 }
 
 absl::Status RemoveRecord(const std::string& path) {

@@ -21,7 +21,8 @@
 //   payload  := the message, binary protobuf
 //
 // A record that fails any of this (or names another key than its file) is
-// never trusted: reading it is DataLoss naming the file — callers treat
+// never trusted: reading it is DataLoss naming the file (FailedPrecondition
+// for a file past kMaxIndexRecordBytes) — callers treat
 // that as a miss — and kilnd removes it at start (ReconcileLocalIndex). A
 // record of another version is FailedPrecondition, also a miss. Records
 // are read with O_NOFOLLOW: a symlink in place of one is refused, not
@@ -52,6 +53,9 @@
 namespace kiln {
 
 inline constexpr int kLocalIndexRecordVersion = 1;
+// The largest record file read (and written): an entry's record is a few
+// kilobytes. A larger file is refused by its size, before it is read.
+inline constexpr int64_t kMaxIndexRecordBytes = 4 << 20;
 
 // This host's identity (/etc/machine-id, else the hostname).
 std::string MachineId();

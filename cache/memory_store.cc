@@ -46,7 +46,8 @@ absl::Status MemoryStore::Put(const kiln::v1::ArtifactMetadata& metadata, absl::
         absl::StrCat("entry ", metadata.key(), ": digest does not match the blob"));
   }
   absl::MutexLock lock(&mutex_);
-  PutLocked(metadata, blob);
+  blobs_[metadata.digest()] = std::string(blob);
+  PutLocked(metadata, static_cast<int64_t>(blob.size()));
   return absl::OkStatus();
 }
 
@@ -63,18 +64,50 @@ absl::Status MemoryStore::PutAll(
     }
   }
   absl::MutexLock lock(&mutex_);  // one lock: no reader sees part of them
-  for (const auto& [metadata, blob] : entries) PutLocked(metadata, blob);
+  for (const auto& [metadata, blob] : entries) {
+    blobs_[metadata.digest()] = blob;
+    PutLocked(metadata, static_cast<int64_t>(blob.size()));
+  }
   return absl::OkStatus();
 }
 
-void MemoryStore::PutLocked(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob) {
+absl::Status MemoryStore::PutBlob(const std::string& digest, absl::string_view blob) {
+  if (Sha256Hex(blob) != digest) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("blob ", digest, ": digest does not match the blob"));
+  }
+  absl::MutexLock lock(&mutex_);
+  blobs_[digest] = std::string(blob);
+  return absl::OkStatus();
+}
+
+absl::Status MemoryStore::PutEntries(
+    const std::vector<std::pair<kiln::v1::ArtifactMetadata, int64_t>>& entries) {
+  std::set<std::string> keys;
+  for (const auto& [metadata, blob_bytes] : entries) {
+    if (!keys.insert(metadata.key()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("entry ", metadata.key(), " is given twice"));
+    }
+  }
+  absl::MutexLock lock(&mutex_);
+  for (const auto& [metadata, blob_bytes] : entries) {
+    if (blobs_.count(metadata.digest()) == 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("entry ", metadata.key(), ": its blob ", metadata.digest(),
+                       " is not stored (evicted since it was put?)"));
+    }
+  }
+  for (const auto& [metadata, blob_bytes] : entries) PutLocked(metadata, blob_bytes);
+  return absl::OkStatus();
+}
+
+void MemoryStore::PutLocked(const kiln::v1::ArtifactMetadata& metadata, int64_t blob_bytes) {
   entries_[metadata.key()] = metadata.SerializeAsString();
-  blobs_[metadata.digest()] = std::string(blob);
   const std::string old_digest = usage_.count(metadata.key()) ? usage_[metadata.key()].digest : "";
   EntryUsage& usage = usage_[metadata.key()];
   usage.key = metadata.key();
   usage.digest = metadata.digest();
-  usage.object_bytes = static_cast<int64_t>(blob.size());
+  usage.object_bytes = blob_bytes;
   usage.last_use = absl::FromUnixMillis(metadata.created_unix_ms());
   usage.graph_name = metadata.graph_name();
   usage.created = absl::FromUnixMillis(metadata.created_unix_ms());

@@ -18,6 +18,9 @@ class MemoryStore : public ArtifactStore {
                    bool synced = true) override;
   absl::Status PutAll(
       const std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>& entries) override;
+  absl::Status PutBlob(const std::string& digest, absl::string_view blob) override;
+  absl::Status PutEntries(
+      const std::vector<std::pair<kiln::v1::ArtifactMetadata, int64_t>>& entries) override;
   absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() override;
   absl::StatusOr<std::vector<ListedEntry>> ListAfter(const std::string& after_key,
                                                      int limit) override;
@@ -36,8 +39,8 @@ class MemoryStore : public ArtifactStore {
   void OverwriteEntryForTesting(const std::string& key, std::string bytes);
 
  private:
-  // Put and PutAll, after their checks.
-  void PutLocked(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob)
+  // Put, PutAll and PutEntries, after their checks, with the blob stored.
+  void PutLocked(const kiln::v1::ArtifactMetadata& metadata, int64_t blob_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   absl::Mutex mutex_;

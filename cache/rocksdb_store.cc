@@ -550,13 +550,37 @@ absl::Status RocksDbStore::PutAll(
   return WriteEntries(to_write);
 }
 
+absl::Status RocksDbStore::PutBlob(const std::string& digest, absl::string_view blob) {
+  if (Sha256Hex(blob) != digest) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("blob ", digest, ": digest does not match the blob"));
+  }
+  // Unsynced: PutEntries' synced write makes it durable with the entries.
+  return Serve([&] {
+    return NoteWriteFailure(FromRocks(
+        db_->Put(rocksdb::WriteOptions(), blobs_, digest, rocksdb::Slice(blob.data(), blob.size())),
+        absl::StrCat("cannot store blob ", digest)));
+  });
+}
+
+absl::Status RocksDbStore::PutEntries(
+    const std::vector<std::pair<kiln::v1::ArtifactMetadata, int64_t>>& entries) {
+  std::vector<EntryToWrite> to_write;
+  to_write.reserve(entries.size());
+  for (const auto& [metadata, blob_bytes] : entries) {
+    to_write.push_back(EntryToWrite{&metadata, {}, /*blob_stored=*/true, blob_bytes});
+  }
+  return WriteEntries(to_write);
+}
+
 absl::StatusOr<RocksDbStore::StagedEntry> RocksDbStore::StageEntry(const EntryToWrite& entry,
                                                                    bool put_blob,
                                                                    rocksdb::WriteBatch& batch) {
   const kiln::v1::ArtifactMetadata& metadata = *entry.metadata;
   StagedEntry staged;
   staged.digest = metadata.digest();
-  staged.bytes = static_cast<int64_t>(entry.blob.size());
+  staged.bytes =
+      entry.blob_stored ? entry.stored_blob_bytes : static_cast<int64_t>(entry.blob.size());
   ASSIGN_OR_RETURN(staged.old, ReadUsage(metadata.key()));
   const kiln::v1::StoredUsage usage =
       UsageRecord(metadata, staged.bytes, metadata.created_unix_ms(),
@@ -573,7 +597,7 @@ absl::Status RocksDbStore::WriteEntries(const std::vector<EntryToWrite>& entries
   absl::flat_hash_set<absl::string_view> keys;
   for (const EntryToWrite& entry : entries) {
     const kiln::v1::ArtifactMetadata& metadata = *entry.metadata;
-    if (Sha256Hex(entry.blob) != metadata.digest()) {
+    if (!entry.blob_stored && Sha256Hex(entry.blob) != metadata.digest()) {
       return absl::InvalidArgumentError(
           absl::StrCat("entry ", metadata.key(), ": digest does not match the blob"));
     }
@@ -593,7 +617,20 @@ absl::Status RocksDbStore::WriteEntries(const std::vector<EntryToWrite>& entries
     // References each blob gains (+) or loses (-) with this batch.
     absl::flat_hash_map<std::string, int64_t> reference_change;
     for (const EntryToWrite& entry : entries) {
-      const bool put_blob = blobs_put.insert(entry.metadata->digest()).second;
+      if (entry.blob_stored) {
+        // Under writes_mutex_: no Evict can take the blob before the batch.
+        rocksdb::PinnableSlice stored;
+        const rocksdb::Status found =
+            db_->Get(rocksdb::ReadOptions(), blobs_, entry.metadata->digest(), &stored);
+        if (found.IsNotFound()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("entry ", entry.metadata->key(), ": its blob ", entry.metadata->digest(),
+                           " is not stored (evicted since it was put?)"));
+        }
+        RETURN_IF_ERROR(
+            FromRocks(found, absl::StrCat("cannot read blob ", entry.metadata->digest())));
+      }
+      const bool put_blob = !entry.blob_stored && blobs_put.insert(entry.metadata->digest()).second;
       ASSIGN_OR_RETURN(StagedEntry added, StageEntry(entry, put_blob, batch));
       staged.push_back(std::move(added));
       if (!staged.back().old.has_value() || staged.back().replaces_blob()) {

@@ -97,6 +97,9 @@ class RocksDbStore : public ArtifactStore {
                    bool synced = true) override;
   absl::Status PutAll(
       const std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>& entries) override;
+  absl::Status PutBlob(const std::string& digest, absl::string_view blob) override;
+  absl::Status PutEntries(
+      const std::vector<std::pair<kiln::v1::ArtifactMetadata, int64_t>>& entries) override;
   absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() override;
   absl::StatusOr<std::vector<ListedEntry>> ListAfter(const std::string& after_key,
                                                      int limit) override;
@@ -165,14 +168,18 @@ class RocksDbStore : public ArtifactStore {
   absl::Status LoadState();
   absl::StatusOr<std::optional<kiln::v1::StoredUsage>> ReadUsage(const std::string& key);
 
-  // One entry to write: its metadata and blob (not owned).
+  // One entry to write: its metadata and blob (not owned), or, when
+  // `blob_stored` (PutEntries), the length of its stored blob.
   struct EntryToWrite {
     const kiln::v1::ArtifactMetadata* metadata;
     absl::string_view blob;
+    bool blob_stored = false;
+    int64_t stored_blob_bytes = 0;
   };
-  // Put and PutAll: checks every digest and that no key repeats, then
-  // stores the entries in one synced WriteBatch and updates the in-memory
-  // state after it is written; retried once after a heal.
+  // Put, PutAll and PutEntries: checks every digest (or that the blob is
+  // stored) and that no key repeats, then stores the entries in one synced
+  // WriteBatch and updates the in-memory state after it is written;
+  // retried once after a heal.
   absl::Status WriteEntries(const std::vector<EntryToWrite>& entries, bool synced = true);
   // An entry added to a batch, and what writing it changes in memory.
   struct StagedEntry {

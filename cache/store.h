@@ -87,6 +87,21 @@ class ArtifactStore {
   virtual absl::Status PutAll(
       const std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>& entries) = 0;
 
+  // Stores `blob` under `digest` for a PutEntries to reference: an import
+  // that holds one blob at a time. InvalidArgument unless it hashes to
+  // `digest`. No entry references it until then, so it is in no count,
+  // listing or lookup; Put, PutAll and PutEntries of its digest take it
+  // over, and an Evict that drops the last reference to its digest removes
+  // it.
+  virtual absl::Status PutBlob(const std::string& digest, absl::string_view blob) = 0;
+
+  // Stores every entry in one atomic write, as PutAll, each referencing the
+  // blob of its digest (`blob_bytes` long) that a PutBlob or another entry
+  // stored. FailedPrecondition naming the entry when that blob is not stored
+  // (an eviction took it since); InvalidArgument when a key repeats.
+  virtual absl::Status PutEntries(
+      const std::vector<std::pair<kiln::v1::ArtifactMetadata, int64_t>>& entries) = 0;
+
   // Every readable entry, in key order (damaged ones are skipped and logged).
   virtual absl::StatusOr<std::vector<kiln::v1::ArtifactMetadata>> List() = 0;
 

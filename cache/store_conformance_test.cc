@@ -277,6 +277,41 @@ TEST_P(StoreConformanceTest, PutAllStoresEveryEntryOrNone) {
   EXPECT_TRUE(store_->PutAll({}).ok());
 }
 
+TEST_P(StoreConformanceTest, PutEntriesReferencesBlobsPutBefore) {
+  using Entries = std::vector<std::pair<kiln::v1::ArtifactMetadata, int64_t>>;
+  EXPECT_EQ(store_->PutBlob(Sha256Hex("shared"), "other"),
+            absl::InvalidArgumentError(
+                absl::StrCat("blob ", Sha256Hex("shared"), ": digest does not match the blob")));
+  ASSERT_TRUE(store_->PutBlob(Sha256Hex("shared"), "shared").ok());
+  // A blob alone is no entry and in no count.
+  EXPECT_EQ(store_->Totals()->blobs, 0);
+  EXPECT_EQ(store_->Usage()->size(), 0u);
+
+  const kiln::v1::ArtifactMetadata first = Entry("k1", "shared");
+  const kiln::v1::ArtifactMetadata missing = Entry("k2", "never put");
+  EXPECT_EQ(store_->PutEntries({{first, 6}, {missing, 9}}),
+            absl::FailedPreconditionError(absl::StrCat("entry k2: its blob ", missing.digest(),
+                                                       " is not stored (evicted since it was "
+                                                       "put?)")));
+  EXPECT_EQ(store_->PutEntries({{first, 6}, {first, 6}}),
+            absl::InvalidArgumentError("entry k1 is given twice"));
+  EXPECT_FALSE(store_->Lookup("k1")->has_value());
+
+  ASSERT_TRUE(store_->PutEntries({{first, 6}, {Entry("k2", "shared"), 6}}).ok());
+  auto totals = store_->Totals();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->entries, 2);
+  EXPECT_EQ(totals->blobs, 1);
+  EXPECT_EQ(totals->blob_bytes, 6);
+  EXPECT_EQ(**store_->ReadBlob(Sha256Hex("shared")), "shared");
+  EXPECT_EQ((*store_->Usage())[1].object_bytes, 6);
+  // The last entry of the blob takes it along.
+  EXPECT_EQ(*store_->Evict("k1"), std::nullopt);
+  EXPECT_EQ(*store_->Evict("k2"), Sha256Hex("shared"));
+  EXPECT_FALSE(store_->ReadBlob(Sha256Hex("shared"))->has_value());
+  EXPECT_EQ(store_->PutEntries({{first, 6}}).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_P(StoreConformanceTest, PutAllKeepsPinsAndLetsGoOfBlobsAsPutDoes) {
   using Entries = std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>>;
   ASSERT_TRUE(store_->Put(Entry("k1", "shared"), "shared").ok());

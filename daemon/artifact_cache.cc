@@ -403,6 +403,12 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
 
 absl::Status ArtifactCache::StoreLocally(const kiln::v1::ArtifactMetadata& metadata,
                                          absl::string_view object, bool synced) {
+  if (static_cast<int64_t>(object.size()) > options_.max_artifact_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the artifact of ", metadata.key().substr(0, 12), " is ", object.size(),
+                     " bytes, past the limit of ", options_.max_artifact_bytes,
+                     " (kilnd --max_artifact_bytes)"));
+  }
   // Object file first: an entry in the store always has its file, or gets
   // it back from the blob (a hit rewrites a missing one).
   RETURN_IF_ERROR(objects_.Write(metadata.digest(), object, /*replace=*/true, synced));
@@ -883,16 +889,27 @@ absl::StatusOr<kiln::v1::ExportResponse> ArtifactCache::Export(
 absl::StatusOr<kiln::v1::ImportResponse> ArtifactCache::Import(
     const kiln::v1::ImportRequest& request) {
   RETURN_IF_ERROR(CheckBundlePath(request.path()));
-  ASSIGN_OR_RETURN(std::vector<BundleEntry> bundle, ReadBundle(request.path()));
+  BundleLimits limits;
+  limits.max_blob_bytes = static_cast<uint64_t>(options_.max_artifact_bytes);
+  limits.max_metadata_bytes = static_cast<uint64_t>(options_.max_bundle_metadata_bytes);
+  KILN_LOG(INFO) << "importing " << request.path();
+  // First pass: the whole file checked, holding no blob.
+  std::vector<std::pair<kiln::v1::ArtifactMetadata, int64_t>> entries;  // with blob lengths
+  RETURN_IF_ERROR(ScanBundle(
+      request.path(), limits, /*with_blobs=*/false,
+      [&](const kiln::v1::ArtifactMetadata& metadata, uint64_t blob_bytes, absl::string_view) {
+        entries.emplace_back(metadata, static_cast<int64_t>(blob_bytes));
+        return absl::OkStatus();
+      }));
   kiln::v1::ImportResponse response;
   std::vector<std::string> refused;
-  for (size_t i = 0; i < bundle.size(); ++i) {
-    const kiln::v1::ArtifactMetadata& metadata = bundle[i].metadata;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& [metadata, blob_bytes] = entries[i];
     const std::string reason = StaleReason(metadata, toolchain_digests_);
     kiln::v1::BundledEntry* entry = response.add_entries();
     entry->set_key(metadata.key());
     entry->set_graph_name(metadata.graph_name());
-    entry->set_object_bytes(static_cast<int64_t>(bundle[i].blob.size()));
+    entry->set_object_bytes(blob_bytes);
     entry->set_stale_reason(reason);
     if (!reason.empty()) {
       refused.push_back(
@@ -905,47 +922,61 @@ absl::StatusOr<kiln::v1::ImportResponse> ArtifactCache::Import(
     const size_t more = refused.size() > kListed ? refused.size() - kListed : 0;
     refused.resize(refused.size() - more);
     return absl::FailedPreconditionError(absl::StrCat(
-        request.path(), ": ", refused.size() + more, " of ", bundle.size(),
+        request.path(), ": ", refused.size() + more, " of ", entries.size(),
         " entries were built for another toolchain, codegen version or target than this kilnd "
         "compiles for, and their keys cover those, so they could never be a hit here: ",
         absl::StrJoin(refused, "; "), more > 0 ? absl::StrCat("; and ", more, " more") : "",
         ". Nothing was imported; --force imports them anyway"));
   }
 
-  std::vector<std::pair<kiln::v1::ArtifactMetadata, std::string>> entries;
-  entries.reserve(bundle.size());
-  for (BundleEntry& entry : bundle) {
-    entries.emplace_back(std::move(entry.metadata), std::move(entry.blob));
+  // Second pass: one blob at a time into the store and the object
+  // directory, where no entry references it yet (object files first, as
+  // StoreLocally: an entry always has its file or gets it back from the
+  // blob). A file that changed since the first pass is refused by its
+  // checks, or here.
+  size_t next = 0;
+  RETURN_IF_ERROR(
+      ScanBundle(request.path(), limits, /*with_blobs=*/true,
+                 [&](const kiln::v1::ArtifactMetadata& metadata, uint64_t, absl::string_view blob) {
+                   if (next >= entries.size() || entries[next].first.key() != metadata.key() ||
+                       entries[next].first.digest() != metadata.digest()) {
+                     return absl::AbortedError(absl::StrCat(
+                         request.path(), " changed during the import: import it again"));
+                   }
+                   ++next;
+                   const absl::Status written =
+                       objects_.Write(metadata.digest(), blob, /*replace=*/false, /*synced=*/false);
+                   if (!written.ok()) {
+                     KILN_LOG(WARNING) << "cannot write the object of " << metadata.key()
+                                       << " (a request for it writes it): " << written;
+                   }
+                   return store_->PutBlob(metadata.digest(), blob);
+                 }));
+  if (next != entries.size()) {
+    return absl::AbortedError(
+        absl::StrCat(request.path(), " changed during the import: import it again"));
   }
-  bundle.clear();
+  absl::SleepFor(options_.testonly_import_delay);
   {
     // As Build: an Evict sees the entries and their index records, or
-    // neither. The store first (the one atomic step: a failure leaves the
-    // cache as it was), then each object file (an entry without its file
-    // gets it back from the blob on a hit), then the index record (one
-    // always has its entry and object behind it).
+    // neither. The entries in one write (the one atomic step: a failure
+    // leaves the cache as it was), then the index records (one always has
+    // its entry and object behind it).
     absl::MutexLock lock(&index_mutex_);
-    RETURN_IF_ERROR(store_->PutAll(entries));
+    RETURN_IF_ERROR(store_->PutEntries(entries));
     const absl::Time now = options_.now();
-    for (const auto& [metadata, blob] : entries) {
+    for (const auto& [metadata, blob_bytes] : entries) {
       // Imported now: not the oldest in the cache for eviction.
       const absl::Status used = store_->RecordUse(metadata.key(), now);
       if (!used.ok())
         KILN_LOG(WARNING) << "cannot record a use of " << metadata.key() << ": " << used;
-      // Objects and index records unsynced, then one sync of them all (an
-      // fsync each held imports to ~600 entries/s).
-      const absl::Status written =
-          objects_.Write(metadata.digest(), blob, /*replace=*/false, /*synced=*/false);
-      if (!written.ok()) {
-        KILN_LOG(WARNING) << "cannot write the object of " << metadata.key() << " (a request for "
-                          << "it writes it): " << written;
-        continue;
-      }
       const absl::Status published = index_.Publish(metadata, /*synced=*/false);
       if (!published.ok()) {
         KILN_LOG(WARNING) << "cannot index " << metadata.key() << ": " << published;
       }
     }
+    // Objects and index records unsynced, then one sync of them all (an
+    // fsync each held imports to ~600 entries/s).
     if (const absl::Status synced = SyncFileSystem(objects_.root()); !synced.ok()) {
       KILN_LOG(WARNING) << synced << " (an OS crash may leave imported objects short: clients "
                         << "catch that by their digests)";
@@ -953,7 +984,7 @@ absl::StatusOr<kiln::v1::ImportResponse> ArtifactCache::Import(
   }
   {
     absl::MutexLock lock(&failures_mutex_);
-    for (const auto& [metadata, blob] : entries) failures_.erase(metadata.key());
+    for (const auto& [metadata, blob_bytes] : entries) failures_.erase(metadata.key());
   }
   if (options_.max_cache_bytes > 0) {
     const absl::StatusOr<StoreTotals> totals = store_->Totals();

@@ -94,11 +94,20 @@ class ArtifactCache {
     // Reconcile the local index with the store (cache/index_reconcile.h)
     // on the background thread, first thing, while serving.
     bool reconcile_index = false;
+    // The largest artifact stored, from a compile, the fleet tier or a
+    // bundle (ResourceExhausted past it; kilnd --max_artifact_bytes).
+    int64_t max_artifact_bytes = int64_t{128} << 20;
+    // The most metadata one bundle's entries may carry: an import holds it
+    // all, with one blob at a time (kilnd --max_bundle_metadata_bytes).
+    int64_t max_bundle_metadata_bytes = int64_t{64} << 20;
     // The fleet tier (null: this machine alone).
     std::shared_ptr<RemoteTier> remote;
     // Tests only: every compile takes at least this long (a fleet test
     // kills a lease holder mid-compile).
     absl::Duration testonly_compile_delay = absl::ZeroDuration();
+    // Tests only: every import takes at least this long (before its
+    // entries are stored).
+    absl::Duration testonly_import_delay = absl::ZeroDuration();
     // Tests only: the background thread waits this long (or until
     // shutdown) before its first walk of the local index.
     absl::Duration testonly_first_walk_delay = absl::ZeroDuration();
@@ -171,11 +180,13 @@ class ArtifactCache {
   absl::StatusOr<kiln::v1::ExportResponse> Export(const kiln::v1::ExportRequest& request);
   // Stores every entry of the bundle at request.path in one write, after
   // checking the whole file: DataLoss or InvalidArgument naming the file
-  // and entry, and FailedPrecondition listing the entries that can never
-  // hit here (StaleReason) unless request.force — and then nothing is
-  // stored. Then writes their object files and publishes their index
-  // records, records now as their last use and forgets failures remembered
-  // for their keys.
+  // and entry, ResourceExhausted for a length past max_artifact_bytes or
+  // max_bundle_metadata_bytes, and FailedPrecondition listing the entries
+  // that can never hit here (StaleReason) unless request.force — and then
+  // no entry is stored. Reads the file twice (checks, then blobs and object
+  // files one at a time: ArtifactStore::PutBlob), holding one blob and
+  // every entry's metadata. Then publishes their index records, records now
+  // as their last use and forgets failures remembered for their keys.
   absl::StatusOr<kiln::v1::ImportResponse> Import(const kiln::v1::ImportRequest& request);
 
  private:

@@ -27,6 +27,7 @@
 #include "cache/request_key.h"
 #include "common/files.h"
 #include "common/sha256.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/redis_fixture.h"
 
@@ -451,6 +452,36 @@ TEST(ArtifactCacheBackgroundTest, ACompilePastTheCapWakesEviction) {
   for (int i = 0; i < 1000 && cache.Stats().evictions() == 0; ++i)
     absl::SleepFor(absl::Milliseconds(10));
   EXPECT_EQ(cache.Stats().evictions(), 1);
+  EXPECT_EQ(cache.Stats().entries(), 0);
+  RemoveRecursively(*dir).IgnoreError();
+}
+
+TEST(ArtifactCacheLimitsTest, AnArtifactPastTheLimitIsNotStored) {
+  auto dir = MakeTempDirectory("/tmp/kilnXXXXXX");
+  ASSERT_TRUE(dir.ok());
+  std::atomic<int> calls{0};
+  absl::Status ok;
+  ArtifactCache::Options options;
+  options.compile_threads = 1;
+  options.max_artifact_bytes = 10;  // FakeCompiler's objects are longer
+  ArtifactCache cache(std::make_unique<MemoryStore>(), ObjectDirectory(*dir + "/objects"),
+                      LocalIndex(*dir), std::make_unique<FakeCompiler>(&calls, &ok),
+                      {{kiln::v1::TARGET_NATIVE, kiln::v1::Toolchain()}}, options);
+  kiln::v1::CompileRequest request;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(kReluGraph, request.mutable_graph()).ok());
+  absl::Notification compiled;
+  absl::Status status;
+  cache.Compile(request, true, [&](absl::StatusOr<kiln::v1::CompileResponse> response) {
+    status = response.status();
+    compiled.Notify();
+  });
+  compiled.WaitForNotification();
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::MatchesRegex(
+                  "the artifact of [0-9a-f]{12} is [0-9]+ bytes, past the limit of 10 \\(kilnd "
+                  "--max_artifact_bytes\\)"));
   EXPECT_EQ(cache.Stats().entries(), 0);
   RemoveRecursively(*dir).IgnoreError();
 }

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -104,6 +105,23 @@ ABSL_FLAG(absl::Duration, remote_max_lease_wait, absl::Minutes(2),
           "How long a miss waits for another machine's compile before compiling itself.");
 ABSL_FLAG(absl::Duration, testonly_compile_delay, absl::ZeroDuration(),
           "Tests only: every compile takes at least this long.");
+ABSL_FLAG(absl::Duration, testonly_import_delay, absl::ZeroDuration(),
+          "Tests only: every import takes at least this long.");
+ABSL_FLAG(int64_t, max_artifact_bytes, int64_t{128} << 20,
+          "The largest artifact (shared object) kilnd stores, from a compile, the fleet tier "
+          "or a bundle; a bundle declaring a larger one is refused before it is read.");
+ABSL_FLAG(int64_t, max_bundle_metadata_bytes, int64_t{64} << 20,
+          "The most metadata the entries of one imported bundle may carry together (an import "
+          "holds it all, with one blob at a time); a few kilobytes an entry.");
+ABSL_FLAG(int64_t, max_request_bytes, kiln::kMaxRequestBytes,
+          "The largest request kilnd reads from a client (gRPC's maximum receive message "
+          "size); clients send at most 64 MiB.");
+ABSL_FLAG(int, admin_threads, 1,
+          "Threads for the admin calls (import, export, verify, gc, prune, pin, ls, why), "
+          "apart from compiles and hits.");
+ABSL_FLAG(int, admin_queue, 16,
+          "Admin calls that may wait for an admin thread; more are refused with "
+          "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error.");
 ABSL_FLAG(std::string, compiler, "worker",
           "worker: long-lived kiln-compile-worker processes (falls back to subprocess when no "
@@ -285,6 +303,19 @@ absl::Status Serve() {
   options.reconcile_index = true;
   ASSIGN_OR_RETURN(options.remote, MakeRemoteTier());
   options.testonly_compile_delay = absl::GetFlag(FLAGS_testonly_compile_delay);
+  options.testonly_import_delay = absl::GetFlag(FLAGS_testonly_import_delay);
+  options.max_artifact_bytes = absl::GetFlag(FLAGS_max_artifact_bytes);
+  options.max_bundle_metadata_bytes = absl::GetFlag(FLAGS_max_bundle_metadata_bytes);
+  const int64_t max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  for (const auto& [flag, value] :
+       {std::pair<const char*, int64_t>{"max_artifact_bytes", options.max_artifact_bytes},
+        {"max_bundle_metadata_bytes", options.max_bundle_metadata_bytes},
+        {"max_request_bytes", max_request_bytes}}) {
+    if (value <= 0 || value > std::numeric_limits<int>::max()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, "=", value, ": give a positive byte count below 2 GiB"));
+    }
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler,
                    MakeCompiler(cache_dir, options.compile_threads));
   // Same-host clients find hits through this without a round trip.
@@ -316,6 +347,8 @@ absl::Status Serve() {
   service_options.protocol_version = absl::GetFlag(FLAGS_testonly_protocol_version);
   // The Stop RPC drains as SIGTERM does: the supervisor below receives it.
   service_options.stop = [] { kill(getpid(), SIGTERM); };
+  service_options.admin.threads = std::max(1, absl::GetFlag(FLAGS_admin_threads));
+  service_options.admin.max_queued = std::max(1, absl::GetFlag(FLAGS_admin_queue));
   TrafficStore traffic(cache_dir + "/traffic");
   KilnService service(&cache, &traffic, cache_dir, service_options);
 
@@ -334,8 +367,10 @@ absl::Status Serve() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
   builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
-  builder.SetMaxSendMessageSize(256 << 20);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(max_request_bytes));
+  // A reply carries at most one artifact's bytes.
+  builder.SetMaxSendMessageSize(
+      static_cast<int>(std::max<int64_t>(256 << 20, options.max_artifact_bytes + (1 << 20))));
   const mode_t old_umask = umask(077);  // the socket is created 0600
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   umask(old_umask);

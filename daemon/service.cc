@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <exception>
+#include <new>
+
 #include "absl/strings/str_cat.h"
 #include "codegen/abi/kiln_abi.h"
 #include "common/logging.h"
@@ -17,7 +20,11 @@ grpc::Status ToGrpc(const absl::Status& status) {
 
 KilnService::KilnService(ArtifactCache* cache, TrafficStore* traffic, std::string cache_dir,
                          Options options)
-    : cache_(cache), traffic_(traffic), cache_dir_(std::move(cache_dir)), options_(options) {
+    : cache_(cache),
+      traffic_(traffic),
+      cache_dir_(std::move(cache_dir)),
+      options_(options),
+      admin_pool_(std::make_unique<AdminPool>(options.admin)) {
   Touch();
 }
 
@@ -26,6 +33,14 @@ void KilnService::Touch() { last_activity_ns_ = absl::ToUnixNanos(absl::Now()); 
 absl::Time KilnService::last_activity() const { return absl::FromUnixNanos(last_activity_ns_); }
 
 bool KilnService::busy() const { return in_flight_ > 0; }
+
+std::shared_ptr<void> KilnService::CountInFlight() {
+  ++in_flight_;
+  return std::shared_ptr<void>(nullptr, [this](void*) {
+    Touch();  // a long call is activity too
+    --in_flight_;
+  });
+}
 
 grpc::ServerUnaryReactor* KilnService::Hello(grpc::CallbackServerContext* context,
                                              const kiln::v1::HelloRequest* request,
@@ -84,12 +99,10 @@ grpc::ServerUnaryReactor* KilnService::CompileOrLookup(grpc::CallbackServerConte
     return Finish(context, refused);
   }
   auto* reactor = context->DefaultReactor();
-  ++in_flight_;
   cache_->Compile(*request, allow_compile,
-                  [this, reactor, response](absl::StatusOr<kiln::v1::CompileResponse> result) {
+                  [reactor, response,
+                   in_flight = CountInFlight()](absl::StatusOr<kiln::v1::CompileResponse> result) {
                     if (result.ok()) *response = *std::move(result);
-                    Touch();  // a long compile is activity too
-                    --in_flight_;
                     reactor->Finish(ToGrpc(result.status()));
                   });
   return reactor;
@@ -117,133 +130,184 @@ grpc::ServerUnaryReactor* KilnService::Stats(grpc::CallbackServerContext* contex
   return Finish(context, grpc::Status::OK);
 }
 
+namespace {
+
+// `work()`, with an exception or an error without a message turned into an
+// error that names `operation`.
+template <typename Response, typename Work>
+absl::StatusOr<Response> RunNamed(const char* operation, Work& work) {
+  absl::StatusOr<Response> result = [&]() -> absl::StatusOr<Response> {
+    try {
+      return work();
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(absl::StrCat(operation, ": kilnd ran out of memory"));
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat(operation, " failed: ", e.what()));
+    }
+  }();
+  if (!result.ok() && result.status().message().empty()) {
+    return absl::Status(result.status().code(),
+                        absl::StrCat(operation, " failed (",
+                                     absl::StatusCodeToString(result.status().code()), ")"));
+  }
+  return result;
+}
+
+}  // namespace
+
 template <typename Response, typename Work>
 grpc::ServerUnaryReactor* KilnService::Answer(grpc::CallbackServerContext* context,
-                                              Response* response, Work work) {
+                                              Response* response, const char* operation,
+                                              bool on_admin_pool, Work work) {
   if (grpc::Status refused = Admit(context); !refused.ok()) {
     return Finish(context, refused);
   }
-  ++in_flight_;
-  absl::StatusOr<Response> result = work();
-  --in_flight_;
-  Touch();
-  if (result.ok()) *response = *std::move(result);
-  return Finish(context, ToGrpc(result.status()));
+  auto* reactor = context->DefaultReactor();
+  auto answer = [reactor, response, operation, work = std::move(work),
+                 in_flight = CountInFlight()]() mutable {
+    absl::StatusOr<Response> result = RunNamed<Response>(operation, work);
+    if (result.ok()) *response = *std::move(result);
+    reactor->Finish(ToGrpc(result.status()));
+  };
+  if (!on_admin_pool) {
+    answer();
+  } else if (!admin_pool_->Submit(std::move(answer))) {
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     absl::StrCat(operation, ": kilnd's admin queue is full (",
+                                  admin_pool_->options().max_queued,
+                                  " calls waiting, --admin_queue); try again when they finish")));
+  }
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* KilnService::List(grpc::CallbackServerContext* context,
                                             const kiln::v1::ListRequest* request,
                                             kiln::v1::ListResponse* response) {
-  return Answer(context, response, [&] { return cache_->List(*request); });
+  return Answer(context, response, "list", /*on_admin_pool=*/true,
+                [this, request] { return cache_->List(*request); });
 }
 
 grpc::ServerUnaryReactor* KilnService::Show(grpc::CallbackServerContext* context,
                                             const kiln::v1::ShowRequest* request,
                                             kiln::v1::ShowResponse* response) {
-  return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::ShowResponse> {
-    kiln::v1::ShowResponse shown;
-    ASSIGN_OR_RETURN(*shown.mutable_artifact(), cache_->Show(request->key()));
-    return shown;
-  });
+  return Answer(context, response, "show", /*on_admin_pool=*/false,
+                [this, request]() -> absl::StatusOr<kiln::v1::ShowResponse> {
+                  kiln::v1::ShowResponse shown;
+                  ASSIGN_OR_RETURN(*shown.mutable_artifact(), cache_->Show(request->key()));
+                  return shown;
+                });
 }
 
 grpc::ServerUnaryReactor* KilnService::Evict(grpc::CallbackServerContext* context,
                                              const kiln::v1::EvictRequest* request,
                                              kiln::v1::EvictResponse* response) {
-  return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::EvictResponse> {
-    kiln::v1::EvictResponse evicted;
-    ASSIGN_OR_RETURN(*evicted.mutable_key(), cache_->Evict(request->key()));
-    return evicted;
-  });
+  return Answer(context, response, "evict", /*on_admin_pool=*/false,
+                [this, request]() -> absl::StatusOr<kiln::v1::EvictResponse> {
+                  kiln::v1::EvictResponse evicted;
+                  ASSIGN_OR_RETURN(*evicted.mutable_key(), cache_->Evict(request->key()));
+                  return evicted;
+                });
 }
 
 grpc::ServerUnaryReactor* KilnService::Gc(grpc::CallbackServerContext* context,
                                           const kiln::v1::GcRequest* request,
                                           kiln::v1::GcResponse* response) {
-  return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::GcResponse> {
-    ArtifactCache::GcOptions options;
-    if (request->has_max_bytes()) options.max_bytes = request->max_bytes();
-    if (request->has_older_than_ms()) {
-      options.max_age = absl::Milliseconds(request->older_than_ms());
-    }
-    options.dry_run = request->dry_run();
-    options.grace = absl::ZeroDuration();  // an operator's explicit request: the limits as given
-    ASSIGN_OR_RETURN(const ArtifactCache::GcResult result, cache_->Gc(options));
-    kiln::v1::GcResponse done;
-    for (const EntryUsage& entry : result.evicted) {
-      kiln::v1::GcResponse::Evicted* evicted = done.add_evicted();
-      evicted->set_key(entry.key);
-      evicted->set_object_bytes(entry.object_bytes);
-      evicted->set_last_use_unix_ms(absl::ToUnixMillis(entry.last_use));
-    }
-    done.set_bytes_before(result.bytes_before);
-    done.set_bytes_after(result.bytes_after);
-    return done;
-  });
+  return Answer(context, response, "gc", /*on_admin_pool=*/true,
+                [this, request]() -> absl::StatusOr<kiln::v1::GcResponse> {
+                  ArtifactCache::GcOptions options;
+                  if (request->has_max_bytes()) options.max_bytes = request->max_bytes();
+                  if (request->has_older_than_ms()) {
+                    options.max_age = absl::Milliseconds(request->older_than_ms());
+                  }
+                  options.dry_run = request->dry_run();
+                  options.grace =
+                      absl::ZeroDuration();  // an operator's explicit request: the limits as given
+                  ASSIGN_OR_RETURN(const ArtifactCache::GcResult result, cache_->Gc(options));
+                  kiln::v1::GcResponse done;
+                  for (const EntryUsage& entry : result.evicted) {
+                    kiln::v1::GcResponse::Evicted* evicted = done.add_evicted();
+                    evicted->set_key(entry.key);
+                    evicted->set_object_bytes(entry.object_bytes);
+                    evicted->set_last_use_unix_ms(absl::ToUnixMillis(entry.last_use));
+                  }
+                  done.set_bytes_before(result.bytes_before);
+                  done.set_bytes_after(result.bytes_after);
+                  return done;
+                });
 }
 
 grpc::ServerUnaryReactor* KilnService::Pin(grpc::CallbackServerContext* context,
                                            const kiln::v1::PinRequest* request,
                                            kiln::v1::PinResponse* response) {
-  return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::PinResponse> {
-    ASSIGN_OR_RETURN(const std::vector<std::string> keys,
-                     request->graph_digest().empty()
-                         ? cache_->SetPinned(request->key(), request->pinned())
-                         : cache_->SetPinnedForGraph(request->graph_digest(), request->pinned()));
-    kiln::v1::PinResponse pinned;
-    *pinned.mutable_keys() = {keys.begin(), keys.end()};
-    return pinned;
-  });
+  return Answer(context, response, "pin", /*on_admin_pool=*/true,
+                [this, request]() -> absl::StatusOr<kiln::v1::PinResponse> {
+                  ASSIGN_OR_RETURN(
+                      const std::vector<std::string> keys,
+                      request->graph_digest().empty()
+                          ? cache_->SetPinned(request->key(), request->pinned())
+                          : cache_->SetPinnedForGraph(request->graph_digest(), request->pinned()));
+                  kiln::v1::PinResponse pinned;
+                  *pinned.mutable_keys() = {keys.begin(), keys.end()};
+                  return pinned;
+                });
 }
 
 grpc::ServerUnaryReactor* KilnService::Verify(grpc::CallbackServerContext* context,
                                               const kiln::v1::VerifyRequest* request,
                                               kiln::v1::VerifyResponse* response) {
-  return Answer(context, response, [&] { return cache_->Verify(request->repair()); });
+  return Answer(context, response, "verify", /*on_admin_pool=*/true,
+                [this, request] { return cache_->Verify(request->repair()); });
 }
 
 grpc::ServerUnaryReactor* KilnService::Prune(grpc::CallbackServerContext* context,
                                              const kiln::v1::PruneRequest* request,
                                              kiln::v1::PruneResponse* response) {
-  return Answer(context, response, [&] { return cache_->Prune(request->dry_run()); });
+  return Answer(context, response, "prune", /*on_admin_pool=*/true,
+                [this, request] { return cache_->Prune(request->dry_run()); });
 }
 
 grpc::ServerUnaryReactor* KilnService::Why(grpc::CallbackServerContext* context,
                                            const kiln::v1::WhyRequest* request,
                                            kiln::v1::WhyResponse* response) {
-  return Answer(context, response, [&] { return cache_->Why(*request); });
+  return Answer(context, response, "why", /*on_admin_pool=*/true,
+                [this, request] { return cache_->Why(*request); });
 }
 
 grpc::ServerUnaryReactor* KilnService::ReportTraffic(grpc::CallbackServerContext* context,
                                                      const kiln::v1::TrafficReport* request,
                                                      kiln::v1::TrafficReportResponse* response) {
-  return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::TrafficReportResponse> {
-    if (request->local_index_hits() < 0) {
-      return absl::InvalidArgumentError("a traffic report counts below zero local-index hits");
-    }
-    cache_->AddLocalIndexHits(request->local_index_hits());
-    // A report of local-index hits alone names no graph.
-    const bool has_calls =
-        request->histogram().rows_size() > 0 || request->histogram().other_calls() != 0;
-    if (request->graph_digest().empty()) {
-      if (has_calls) {
-        return absl::InvalidArgumentError("a traffic report with calls names no graph");
-      }
-      return kiln::v1::TrafficReportResponse();
-    }
-    RETURN_IF_ERROR(traffic_->Add(*request));
-    return kiln::v1::TrafficReportResponse();
-  });
+  return Answer(
+      context, response, "report traffic", /*on_admin_pool=*/false,
+      [this, request]() -> absl::StatusOr<kiln::v1::TrafficReportResponse> {
+        if (request->local_index_hits() < 0) {
+          return absl::InvalidArgumentError("a traffic report counts below zero local-index hits");
+        }
+        cache_->AddLocalIndexHits(request->local_index_hits());
+        // A report of local-index hits alone names no graph.
+        const bool has_calls =
+            request->histogram().rows_size() > 0 || request->histogram().other_calls() != 0;
+        if (request->graph_digest().empty()) {
+          if (has_calls) {
+            return absl::InvalidArgumentError("a traffic report with calls names no graph");
+          }
+          return kiln::v1::TrafficReportResponse();
+        }
+        RETURN_IF_ERROR(traffic_->Add(*request));
+        return kiln::v1::TrafficReportResponse();
+      });
 }
 
 grpc::ServerUnaryReactor* KilnService::GetTraffic(grpc::CallbackServerContext* context,
                                                   const kiln::v1::GetTrafficRequest* request,
                                                   kiln::v1::GetTrafficResponse* response) {
-  return Answer(context, response, [&]() -> absl::StatusOr<kiln::v1::GetTrafficResponse> {
-    kiln::v1::GetTrafficResponse traffic;
-    ASSIGN_OR_RETURN(*traffic.mutable_histogram(), traffic_->Get(request->graph_digest()));
-    return traffic;
-  });
+  return Answer(context, response, "get traffic", /*on_admin_pool=*/false,
+                [this, request]() -> absl::StatusOr<kiln::v1::GetTrafficResponse> {
+                  kiln::v1::GetTrafficResponse traffic;
+                  ASSIGN_OR_RETURN(*traffic.mutable_histogram(),
+                                   traffic_->Get(request->graph_digest()));
+                  return traffic;
+                });
 }
 
 grpc::ServerUnaryReactor* KilnService::Stop(grpc::CallbackServerContext* context,
@@ -269,13 +333,15 @@ grpc::ServerUnaryReactor* KilnService::Stop(grpc::CallbackServerContext* context
 grpc::ServerUnaryReactor* KilnService::Export(grpc::CallbackServerContext* context,
                                               const kiln::v1::ExportRequest* request,
                                               kiln::v1::ExportResponse* response) {
-  return Answer(context, response, [&] { return cache_->Export(*request); });
+  return Answer(context, response, "export", /*on_admin_pool=*/true,
+                [this, request] { return cache_->Export(*request); });
 }
 
 grpc::ServerUnaryReactor* KilnService::Import(grpc::CallbackServerContext* context,
                                               const kiln::v1::ImportRequest* request,
                                               kiln::v1::ImportResponse* response) {
-  return Answer(context, response, [&] { return cache_->Import(*request); });
+  return Answer(context, response, "import", /*on_admin_pool=*/true,
+                [this, request] { return cache_->Import(*request); });
 }
 
 }  // namespace kiln

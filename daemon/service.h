@@ -1,16 +1,21 @@
 // The gRPC face of kilnd: kiln.v1.Kiln on the callback API. Each method
 // converts, hands the work to ArtifactCache, and finishes its reactor from
-// wherever the answer arrives (a compile finishes on the compile pool, never
-// blocking a gRPC thread).
+// wherever the answer arrives: a compile on the compile pool; the admin
+// calls that read or write the whole cache (List, Gc, Pin, Verify, Prune,
+// Why, Export, Import) on the admin pool (daemon/admin/admin_pool.h); only
+// quick calls on the gRPC thread. So no admin call holds a gRPC thread, and
+// a compile or a hit is answered while one runs.
 #ifndef KILN_DAEMON_SERVICE_H_
 #define KILN_DAEMON_SERVICE_H_
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/time/time.h"
 #include "common/version.h"
+#include "daemon/admin/admin_pool.h"
 #include "daemon/artifact_cache.h"
 #include "daemon/traffic_store.h"
 #include "proto/service.grpc.pb.h"
@@ -27,6 +32,9 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
     // Starts the drain the Stop RPC asks for (kilnd's is its SIGTERM path);
     // unset: Stop is Unimplemented.
     std::function<void()> stop;
+    // The admin calls' threads and queue; a call past the queue is
+    // RESOURCE_EXHAUSTED.
+    AdminPool::Options admin;
   };
   KilnService(ArtifactCache* cache, TrafficStore* traffic, std::string cache_dir, Options options);
 
@@ -98,12 +106,16 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
   grpc::Status Admit(const grpc::CallbackServerContext* context);
   static grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                           const grpc::Status& status);
-  // Admits the call, then answers it on this thread with `work()`, a
-  // StatusOr of the response; counted in flight meanwhile, so that the idle
-  // timeout waits for the long ones (Gc, Verify, Export, Import).
+  // Counts a call in flight until the last copy of what it returns goes,
+  // whatever way the call ends (the idle timeout waits for it).
+  std::shared_ptr<void> CountInFlight();
+  // Admits the call, then answers it with `work()`, a StatusOr of the
+  // response, counted in flight meanwhile: on this thread, or with
+  // `on_admin_pool` on the admin pool. An exception or an empty error
+  // becomes an error naming `operation`.
   template <typename Response, typename Work>
   grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, Response* response,
-                                   Work work);
+                                   const char* operation, bool on_admin_pool, Work work);
 
   ArtifactCache* const cache_;
   TrafficStore* const traffic_;
@@ -111,6 +123,7 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
   const Options options_;
   std::atomic<int64_t> last_activity_ns_;
   std::atomic<int> in_flight_{0};
+  std::unique_ptr<AdminPool> admin_pool_;  // last: its jobs use the members above
 };
 
 // absl::Status codes are gRPC's codes.

@@ -98,10 +98,11 @@ if [[ "${KILN_SANITIZERS:-1}" != "0" ]]; then
   # ASan+UBSan: every unit and end-to-end suite but the op cases and the
   # traced workloads (their eager comparisons are the default run's job).
   sanitizer_run asan //common:all //cache:all //cache/remote:all //codegen:all //codegen/compile:all \
-    //daemon:all //client:all //tests:e2e_test //tests:restart_test //tests:fleet_test \
+    //daemon:all //daemon/admin:all //client:all //tests:e2e_test //tests:restart_test //tests:fleet_test \
     //tests:hostile_user_test //tests/ops:compare_test //tests/fuzz:all
   # TSan: the tests whose threads share memory in one process.
-  sanitizer_run tsan //daemon:compile_queue_test //daemon:artifact_cache_test //client:runtime_test \
+  sanitizer_run tsan //daemon:compile_queue_test //daemon/admin:admin_pool_test \
+    //daemon:artifact_cache_test //client:runtime_test \
     //client:traffic_test //cache/remote:redis_client_test //cache/remote:remote_tier_test
   for target in $(scripts/fuzz.sh --list); do
     KILN_FUZZ_WORK=$(mktemp -d /tmp/kiln-fuzz-XXXXXX)

@@ -1,13 +1,18 @@
 // Cache bundles end to end: `kiln export` from one kilnd, `kiln import`
-// into another with an empty cache directory, and a fresh process there.
+// into another with an empty cache directory, and a fresh process there;
+// and the bounds on what kilnd reads from bundles and requests.
 #include "cache/bundle.h"
 
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/files.h"
 #include "common/sha256.h"
 #include "gmock/gmock.h"
@@ -18,6 +23,36 @@ namespace kiln {
 namespace {
 
 using ::testing::HasSubstr;
+
+std::string LittleEndian(uint64_t value, int bytes) {
+  std::string out(bytes, '\0');
+  for (int i = 0; i < bytes; ++i) out[i] = static_cast<char>((value >> (8 * i)) & 0xff);
+  return out;
+}
+
+// The peak resident memory of process `pid` (VmHWM), in bytes; -1 when
+// it cannot be read.
+int64_t PeakResidentBytes(pid_t pid) {
+  const absl::StatusOr<std::string> status = ReadFile(absl::StrCat("/proc/", pid, "/status"));
+  if (!status.ok()) return -1;
+  const size_t at = status->find("VmHWM:");
+  int64_t kilobytes = 0;
+  if (at == std::string::npos ||
+      !absl::SimpleAtoi(status->substr(at + 6, status->find(" kB", at) - at - 6), &kilobytes)) {
+    return -1;
+  }
+  return kilobytes << 10;
+}
+
+// Waits up to `patience` for `daemon` to exit by itself.
+bool ExitsWithin(DaemonFixture& daemon, absl::Duration patience) {
+  const absl::Time deadline = absl::Now() + patience;
+  while (daemon.Alive()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return true;
+}
 
 class BundleTest : public ::testing::Test {
  protected:
@@ -164,6 +199,84 @@ TEST_F(BundleTest, AnotherToolchainIsRefusedWithTheReasonAndForceTakesIt) {
   EXPECT_THAT(forced->output, HasSubstr("another toolchain or CPU (clang 1.0, cpu elsewhere)"));
   EXPECT_THAT(forced->output, HasSubstr("imported 1 entries"));
   EXPECT_EQ(Stats(target_).entries(), 1);
+}
+
+TEST(BundleBoundsTest, A64GiBBlobIsRefusedNamingTheLimitAndKilndStillGoesIdle) {
+  DaemonFixture daemon;
+  ASSERT_TRUE(daemon.Start({"--idle_timeout=2s"}).ok());
+  // One entry whose blob length says 64 GiB, in a file extended (sparse)
+  // to hold that many bytes: a length that fits the file.
+  kiln::v1::ArtifactMetadata metadata;
+  metadata.set_key(Sha256Hex("key"));
+  metadata.set_digest(Sha256Hex("blob"));
+  const std::string serialized = metadata.SerializeAsString();
+  constexpr uint64_t kDeclared = uint64_t{64} << 30;
+  const std::string head =
+      absl::StrCat("KILNBNDL", LittleEndian(1, 4), LittleEndian(1, 8),
+                   LittleEndian(serialized.size(), 4), serialized, LittleEndian(kDeclared, 8));
+  const std::string sparse = daemon.root() + "/sparse.kb";
+  ASSERT_TRUE(WriteFileAtomically(sparse, head, 0600).ok());
+  ASSERT_EQ(truncate(sparse.c_str(), head.size() + kDeclared + 32), 0);
+  const int64_t peak_before = PeakResidentBytes(daemon.pid());
+  ASSERT_GT(peak_before, 0);
+
+  auto imported = daemon.RunTool({kKilnCliPath, "import", sparse, "--start=false"});
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->exit_code, 1);
+  EXPECT_THAT(imported->output,
+              HasSubstr(absl::StrCat("kiln import: ", sparse, ": entry 0 (key ",
+                                     metadata.key().substr(0, 12),
+                                     "…): its blob declares 68719476736 bytes, past the limit of "
+                                     "134217728 (kilnd --max_artifact_bytes)")));
+  EXPECT_LT(PeakResidentBytes(daemon.pid()) - peak_before, int64_t{128} << 20);
+  // Nothing is left counted in flight: the idle timeout ends it.
+  EXPECT_TRUE(ExitsWithin(daemon, absl::Seconds(15))) << "kilnd did not go idle";
+  EXPECT_EQ(daemon.exit_status(), 0);
+}
+
+TEST_F(BundleTest, ACompileIsAnsweredWhileAnImportRuns) {
+  CompileAndExport();
+  DaemonFixture slow;
+  ASSERT_TRUE(slow.Start({"--testonly_import_delay=10s", "--log_level=info"}).ok());
+  std::atomic<bool> import_done{false};
+  absl::StatusOr<ProcessResult> imported;
+  std::thread importer([&] {
+    imported = slow.RunTool({kKilnCliPath, "import", bundle_, "--start=false"});
+    import_done = true;
+  });
+  for (int i = 0; i < 200 && slow.Log().find("importing " + bundle_) == std::string::npos; ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_THAT(slow.Log(), HasSubstr("importing " + bundle_));
+
+  auto run =
+      slow.RunTool({kKilnCliPath, "run", "examples/tail.json", "--repeat=1", "--start=false"});
+  const bool import_done_before_compile = import_done;
+  importer.join();
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->exit_code, 0) << run->output;
+  EXPECT_FALSE(import_done_before_compile) << "the compile waited for the import";
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->exit_code, 0) << imported->output;
+  EXPECT_THAT(imported->output, HasSubstr("imported 1 entries"));
+}
+
+TEST(RequestBoundsTest, ARequestPastTheLimitIsRefusedNamingTheSizes) {
+  DaemonFixture daemon;
+  ASSERT_TRUE(daemon.Start({"--max_request_bytes=2048"}).ok());
+  // examples/f.json named with 4,000 more bytes: a request above 2 KiB.
+  std::string graph = *ReadFile("examples/f.json");
+  graph.replace(graph.find("\"name\": \"f\""), 11,
+                absl::StrCat("\"name\": \"f", std::string(4000, 'x'), "\""));
+  const std::string path = daemon.root() + "/long_name.json";
+  ASSERT_TRUE(WriteFileAtomically(path, graph, 0600).ok());
+
+  auto run = daemon.RunTool({kKilnCliPath, "run", path, "--repeat=1", "--start=false"});
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->exit_code, 1) << run->output;
+  EXPECT_THAT(run->output, HasSubstr("Received message larger than max ("));
+  EXPECT_THAT(run->output, HasSubstr(" vs. 2048)"));
+  EXPECT_TRUE(daemon.Alive());
 }
 
 }  // namespace
