@@ -4,12 +4,17 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <functional>
+#include <tuple>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/files.h"
@@ -100,36 +105,105 @@ std::vector<std::string> SkipTargets(const std::string& after) {
   return targets;
 }
 
-// Moves a damaged database aside (kept for inspection) so that an empty one
-// can take its place.
-absl::StatusOr<std::string> MoveAside(const std::string& directory) {
+// Moves `from` (a damaged database, or what a repair set aside) to a new
+// "<directory>.corrupt-<unix ms>", kept for inspection.
+absl::StatusOr<std::string> MoveAside(const std::string& from, const std::string& directory) {
   std::string aside = absl::StrCat(directory, ".corrupt-", absl::ToUnixMillis(absl::Now()));
   // Two heals within one millisecond must not collide.
   for (int n = 2; access(aside.c_str(), F_OK) == 0; ++n) {
     aside = absl::StrCat(directory, ".corrupt-", absl::ToUnixMillis(absl::Now()), "-", n);
   }
-  if (rename(directory.c_str(), aside.c_str()) != 0) {
+  if (rename(from.c_str(), aside.c_str()) != 0) {
     return absl::InternalError(
-        absl::StrCat("cannot move ", directory, " to ", aside, ": ", strerror(errno)));
+        absl::StrCat("cannot move ", from, " to ", aside, ": ", strerror(errno)));
   }
   return aside;
 }
 
+// Removes all but the newest `keep` of the copies MoveAside made beside
+// `directory` (newest by the time in their names).
+void SweepCorruptCopies(const std::string& directory, int keep) {
+  const std::filesystem::path path(directory);
+  const std::string prefix = path.filename().string() + ".corrupt-";
+  std::vector<std::tuple<int64_t, int64_t, std::string>> copies;  // unix ms, n, path
+  std::error_code error;
+  std::filesystem::directory_iterator it(
+      path.has_parent_path() ? path.parent_path() : std::filesystem::path("."), error);
+  for (; !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (!absl::StartsWith(name, prefix)) continue;
+    const std::vector<std::string> parts = absl::StrSplit(name.substr(prefix.size()), '-');
+    int64_t unix_ms = 0, n = 1;
+    if (!absl::SimpleAtoi(parts[0], &unix_ms) ||
+        (parts.size() > 1 && !absl::SimpleAtoi(parts[1], &n))) {
+      continue;
+    }
+    copies.emplace_back(unix_ms, n, it->path().string());
+  }
+  std::sort(copies.begin(), copies.end());
+  for (size_t i = 0; i + std::max(keep, 0) < copies.size(); ++i) {
+    const std::string& copy = std::get<2>(copies[i]);
+    if (const absl::Status removed = RemoveRecursively(copy); !removed.ok()) {
+      KILN_LOG(WARNING) << "cannot remove " << copy << ": " << removed;
+    } else {
+      KILN_LOG(INFO) << "removed " << copy << " (keeping the newest " << keep
+                     << " copies of damaged stores)";
+    }
+  }
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(const std::string& directory) {
+absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(const std::string& directory,
+                                                                 const Options& options) {
+  SweepCorruptCopies(directory, options.max_corrupt_copies);
   absl::StatusOr<std::unique_ptr<RocksDbStore>> store = OpenOnce(directory);
-  if (store.ok() || !absl::IsDataLoss(store.status())) return store;
-  // A cache can always recompile: losing the artifacts beats a daemon that
-  // cannot start until someone deletes files by hand.
-  absl::StatusOr<std::string> aside = MoveAside(directory);
-  if (!aside.ok()) return store.status();
-  KILN_LOG(ERROR) << "THE STORE WAS DAMAGED AND IS RESET: " << store.status().message()
-                  << "; moved it to " << *aside << " and started an empty store (every "
-                  << "artifact will be compiled again)";
-  ASSIGN_OR_RETURN(store, OpenOnce(directory));
-  (*store)->moved_aside_ = *std::move(aside);
+  std::string aside;
+  if (absl::IsDataLoss(store.status())) {
+    const absl::Status damage = store.status();
+    absl::StatusOr<std::string> repaired = Repair(directory);
+    if (repaired.ok()) {
+      store = OpenOnce(directory);
+      if (store.ok()) {
+        aside = *std::move(repaired);
+        ASSIGN_OR_RETURN(const Recount recount, (*store)->KeepCompleteEntries());
+        KILN_LOG(ERROR) << "THE STORE WAS DAMAGED AND IS REPAIRED: " << damage.message()
+                        << "; kept " << recount.kept << " entries, dropped " << recount.dropped
+                        << " whose records were incomplete (they will be compiled again, as "
+                        << "will those of the damaged files); set aside in "
+                        << (aside.empty() ? "(nothing)" : aside);
+      }
+    } else {
+      KILN_LOG(ERROR) << repaired.status();
+      store = damage;
+    }
+  }
+  if (absl::IsDataLoss(store.status())) {
+    // A cache can always recompile: losing the artifacts beats a daemon
+    // that cannot start until someone deletes files by hand.
+    absl::StatusOr<std::string> moved = MoveAside(directory, directory);
+    if (!moved.ok()) return store.status();
+    KILN_LOG(ERROR) << "THE STORE WAS DAMAGED AND IS RESET: " << store.status().message()
+                    << "; moved it to " << *moved << " and started an empty store (every "
+                    << "artifact will be compiled again)";
+    aside = *std::move(moved);
+    store = OpenOnce(directory);
+  }
+  if (!store.ok()) return store.status();
+  (*store)->max_corrupt_copies_ = options.max_corrupt_copies;
+  (*store)->moved_aside_ = aside;
+  if (!aside.empty()) SweepCorruptCopies(directory, options.max_corrupt_copies);
   return store;
+}
+
+absl::StatusOr<std::string> RocksDbStore::Repair(const std::string& directory) {
+  RETURN_IF_ERROR(FromRocks(rocksdb::RepairDB(directory, DatabaseOptions(), FamilyDescriptors()),
+                            absl::StrCat("cannot repair the store in ", directory)));
+  // Where RepairDB moved what it could not use (and the old MANIFEST and
+  // WAL files, whose contents it rewrote).
+  const std::string lost = directory + "/lost";
+  if (access(lost.c_str(), F_OK) != 0) return std::string();
+  return MoveAside(lost, directory);
 }
 
 rocksdb::ColumnFamilyOptions RocksDbStore::LookupFamilyOptions(rocksdb::ColumnFamilyOptions base) {
@@ -143,7 +217,7 @@ rocksdb::ColumnFamilyOptions RocksDbStore::LookupFamilyOptions(rocksdb::ColumnFa
   return base;
 }
 
-absl::StatusOr<RocksDbStore::Database> RocksDbStore::OpenDatabase(const std::string& directory) {
+rocksdb::DBOptions RocksDbStore::DatabaseOptions() {
   rocksdb::DBOptions options;
   options.create_if_missing = true;
   options.create_missing_column_families = true;
@@ -152,6 +226,14 @@ absl::StatusOr<RocksDbStore::Database> RocksDbStore::OpenDatabase(const std::str
   // Chosen, not defaulted; the header says why.
   options.paranoid_checks = true;
   options.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  // Every flush takes every family, so a WAL file is never left holding
+  // what a table file holds too: RocksDB's repair would replay it into a
+  // second table with the same sequence numbers, and fail.
+  options.atomic_flush = true;
+  return options;
+}
+
+std::vector<rocksdb::ColumnFamilyDescriptor> RocksDbStore::FamilyDescriptors() {
   rocksdb::ColumnFamilyOptions plain_options;
   // Reads every table file back after writing it: a bad write is found at
   // flush, not by the first request for an artifact (writes are rare here).
@@ -161,16 +243,20 @@ absl::StatusOr<RocksDbStore::Database> RocksDbStore::OpenDatabase(const std::str
   // One cache for entries and usage (this database's own: a block must
   // never outlive a reopen).
   const rocksdb::ColumnFamilyOptions lookup_options = LookupFamilyOptions(plain_options);
-  const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
+  return {
       {rocksdb::kDefaultColumnFamilyName, plain_options},
       {"entries", lookup_options},
       {"blobs", blob_options},
       {"quarantine", plain_options},
       {"usage", lookup_options},
   };
+}
+
+absl::StatusOr<RocksDbStore::Database> RocksDbStore::OpenDatabase(const std::string& directory) {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
-  const rocksdb::Status opened = rocksdb::DB::Open(options, directory, families, &handles, &db);
+  const rocksdb::Status opened =
+      rocksdb::DB::Open(DatabaseOptions(), directory, FamilyDescriptors(), &handles, &db);
   const std::string what = absl::StrCat("cannot open the store in ", directory);
   // CURRENT naming a MANIFEST that is not there is damage too.
   if (opened.IsPathNotFound())
@@ -203,6 +289,12 @@ void RocksDbStore::Adopt(Database database) {
   blobs_ = database.blobs;
   quarantine_ = database.quarantine;
   usage_ = database.usage;
+  untabled_ = false;
+  for (rocksdb::ColumnFamilyHandle* family : {entries_, blobs_, usage_}) {
+    rocksdb::ColumnFamilyMetaData files;
+    db_->GetColumnFamilyMetaData(family, &files);
+    if (files.file_count == 0) untabled_ = true;
+  }
 }
 
 absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::OpenOnce(const std::string& directory) {
@@ -289,6 +381,50 @@ absl::Status RocksDbStore::LoadState() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<RocksDbStore::Recount> RocksDbStore::KeepCompleteEntries() {
+  absl::flat_hash_set<std::string> blobs, quarantined, usage;
+  auto collect = [](absl::flat_hash_set<std::string>& keys) {
+    return
+        [&keys](const rocksdb::Slice& key, const rocksdb::Slice&) { keys.insert(key.ToString()); };
+  };
+  RETURN_IF_ERROR(Scan(blobs_, collect(blobs)).status());
+  RETURN_IF_ERROR(Scan(quarantine_, collect(quarantined)).status());
+  RETURN_IF_ERROR(Scan(usage_, collect(usage)).status());
+  rocksdb::WriteBatch batch;
+  absl::flat_hash_set<std::string> referenced;
+  Recount recount;
+  RETURN_IF_ERROR(
+      Scan(entries_, [&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
+        const bool has_usage = usage.erase(key.ToString()) > 0;
+        kiln::v1::ArtifactMetadata metadata;
+        if (!metadata.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+          batch.Put(quarantine_, kEntryQuarantinePrefix + key.ToString(), value);
+        } else if (blobs.contains(metadata.digest()) || quarantined.contains(metadata.digest())) {
+          // A quarantined blob's entry stays, as after a damaged read: the
+          // next request compiles it again and its Put stores the blob.
+          ++recount.kept;
+          referenced.insert(metadata.digest());
+          if (has_usage) return;
+          const kiln::v1::StoredUsage record = UsageRecord(
+              metadata, metadata.object_bytes(), metadata.created_unix_ms(), /*pinned=*/false);
+          batch.Put(usage_, key, record.SerializeAsString());
+          return;
+        }
+        ++recount.dropped;
+        batch.Delete(entries_, key);
+        batch.Delete(usage_, key);
+      }).status());
+  recount.dropped += static_cast<int64_t>(usage.size());
+  for (const std::string& key : usage) batch.Delete(usage_, key);
+  for (const std::string& digest : blobs) {
+    if (!referenced.contains(digest)) batch.Delete(blobs_, digest);
+  }
+  RETURN_IF_ERROR(FromRocks(db_->Write(SyncedWrite(), &batch),
+                            absl::StrCat("cannot drop incomplete entries in ", directory_)));
+  RETURN_IF_ERROR(LoadState());
+  return recount;
+}
+
 void RocksDbStore::Reference(const std::string& digest, int64_t bytes, bool new_reference) {
   absl::MutexLock lock(&state_mutex_);
   Blob& blob = blobs_in_use_[digest];
@@ -365,7 +501,7 @@ absl::Status RocksDbStore::Heal() {
   ASSIGN_OR_RETURN(Database copy, OpenDatabase(fresh));
   const Database old{nullptr, default_, entries_, blobs_, quarantine_, usage_};
   const std::vector<rocksdb::ColumnFamilyHandle*> from = old.families(), to = copy.families();
-  int64_t kept = 0, skipped = 0;
+  int64_t skipped = 0;
   for (size_t f = 0; f < from.size(); ++f) {
     rocksdb::WriteBatch batch;
     absl::Status written = absl::OkStatus();
@@ -377,7 +513,6 @@ absl::Status RocksDbStore::Heal() {
     ASSIGN_OR_RETURN(const int64_t stretches,
                      Scan(from[f], [&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
                        batch.Put(to[f], key, value).PermitUncheckedError();
-                       if (f == 1) ++kept;
                        if (batch.GetDataSize() > (8 << 20)) flush();
                      }));
     flush();
@@ -387,7 +522,7 @@ absl::Status RocksDbStore::Heal() {
   copy.Close();
   Database current{std::move(db_), default_, entries_, blobs_, quarantine_, usage_};
   current.Close();
-  absl::StatusOr<std::string> aside = MoveAside(directory_);
+  absl::StatusOr<std::string> aside = MoveAside(directory_, directory_);
   if (aside.ok() && rename(fresh.c_str(), directory_.c_str()) != 0) {
     aside = absl::InternalError(
         absl::StrCat("cannot move ", fresh, " to ", directory_, ": ", strerror(errno)));
@@ -397,14 +532,15 @@ absl::Status RocksDbStore::Heal() {
   absl::StatusOr<Database> reopened = OpenDatabase(directory_);
   if (reopened.ok()) Adopt(*std::move(reopened));
   RETURN_IF_ERROR(aside.status());
+  SweepCorruptCopies(directory_, max_corrupt_copies_);
   RETURN_IF_ERROR(reopened.status());
-  RETURN_IF_ERROR(LoadState());
+  ASSIGN_OR_RETURN(const Recount recount, KeepCompleteEntries());
   damaged_ = false;  // the copy has none (the Scans above noted what they skipped)
   ++heals_;
-  KILN_LOG(ERROR) << "THE STORE MET DAMAGED DATA AND WAS REBUILT from what was readable: " << kept
-                  << " entries kept, " << skipped
-                  << " damaged stretches dropped (their entries are compiled again); the "
-                     "damaged "
+  KILN_LOG(ERROR) << "THE STORE MET DAMAGED DATA AND WAS REBUILT from what was readable: "
+                  << recount.kept << " entries kept, " << skipped
+                  << " damaged stretches dropped and " << recount.dropped
+                  << " entries left incomplete by them (they are compiled again); the damaged "
                   << "copy is in " << *aside;
   return absl::OkStatus();
 }
@@ -661,6 +797,15 @@ absl::Status RocksDbStore::WriteEntries(const std::vector<EntryToWrite>& entries
     }
     for (const StagedEntry& entry : staged) {
       if (entry.replaces_blob()) Unreference(entry.old->digest());
+    }
+    if (untabled_.exchange(false)) {
+      const absl::Status flushed = FromRocks(
+          db_->Flush(rocksdb::FlushOptions(), {default_, entries_, blobs_, quarantine_, usage_}),
+          "cannot flush");
+      if (!flushed.ok()) {
+        untabled_ = true;
+        KILN_LOG(WARNING) << flushed << " (a repair of the store would lose its first entries)";
+      }
     }
     return absl::OkStatus();
   };

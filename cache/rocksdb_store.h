@@ -52,9 +52,25 @@
 //   write that failed on such damage is retried once after the heal.
 //   Operations hold a shared lock; a heal holds it exclusively.
 // - A database that cannot open because of corruption (MANIFEST, CURRENT, a
-//   table's footer): Open moves the directory aside to
-//   "<dir>.corrupt-<unix ms>" (kept for inspection), logs an error and
-//   starts empty.
+//   table's footer or other metadata block): Open runs RocksDB's repair,
+//   which writes a new MANIFEST from every table file that reads whole and
+//   from the WAL, and moves the rest (a damaged table, the old MANIFEST and
+//   WAL) to "<dir>/lost"; Open moves that to "<dir>.corrupt-<unix ms>" and
+//   keeps the entries that are whole (KeepCompleteEntries). So only what a
+//   damaged file held is lost. The repair learns a family from its table
+//   files and drops WAL records of a family it did not learn, so a new
+//   store's first write flushes; and it replays every WAL file, so every
+//   flush takes every family (atomic_flush): no WAL file outlives a table
+//   holding its records. Only when the repair fails does Open move the
+//   whole directory to "<dir>.corrupt-<unix ms>" and start empty.
+// - Copies of damaged databases ("<dir>.corrupt-*", a heal's or a
+//   repair's) are kept for inspection, the newest
+//   Options::max_corrupt_copies of them: older ones are removed at Open
+//   and whenever a new one is made.
+// - A heal or repair keeps each family's readable keys on their own: an
+//   entry may come out without its blob or usage record, or a usage record
+//   or blob without its entry. KeepCompleteEntries drops those, so the
+//   totals and listings count what a lookup finds.
 // paranoid_checks stays on: it is what makes a failed WAL write or sync
 // stop later writes (fail closed) rather than trust a log in an unknown state.
 #ifndef KILN_CACHE_ROCKSDB_STORE_H_
@@ -76,13 +92,21 @@ namespace kiln {
 
 inline constexpr int kStoreFormatVersion = 3;
 
+struct RocksDbStoreOptions {
+  // Copies of damaged databases kept beside the store (see above).
+  int max_corrupt_copies = 2;
+};
+
 class RocksDbStore : public ArtifactStore {
  public:
   // Opens (creating if missing) the database in `directory`; a damaged one
-  // is moved aside and replaced by an empty one (see above).
+  // is repaired, or when it cannot be, moved aside and replaced by an empty
+  // one (see above).
   // FailedPrecondition when another process holds it open or its format
   // version differs.
-  static absl::StatusOr<std::unique_ptr<RocksDbStore>> Open(const std::string& directory);
+  using Options = RocksDbStoreOptions;
+  static absl::StatusOr<std::unique_ptr<RocksDbStore>> Open(const std::string& directory,
+                                                            const Options& options = {});
   ~RocksDbStore() override;
 
   // `base` with the table options of the families read by key on every hit
@@ -112,7 +136,8 @@ class RocksDbStore : public ArtifactStore {
   absl::Status SetPinned(const std::string& key, bool pinned) override;
   absl::StatusOr<std::vector<EntryUsage>> Usage() override;
 
-  // Where Open moved a damaged database, or empty when it opened as it was.
+  // Where Open moved a damaged database or what its repair set aside, or
+  // empty when it opened as it was.
   const std::string& moved_aside() const { return moved_aside_; }
 
   // Fault injection: replace a blob's bytes without updating its digest, or
@@ -143,7 +168,12 @@ class RocksDbStore : public ArtifactStore {
   };
 
   RocksDbStore() = default;
+  static rocksdb::DBOptions DatabaseOptions();
+  static std::vector<rocksdb::ColumnFamilyDescriptor> FamilyDescriptors();
   static absl::StatusOr<std::unique_ptr<RocksDbStore>> OpenOnce(const std::string& directory);
+  // RocksDB's repair of a database that cannot open; returns where what it
+  // could not use was moved aside ("" when nothing was).
+  static absl::StatusOr<std::string> Repair(const std::string& directory);
   static absl::StatusOr<Database> OpenDatabase(const std::string& directory);
   void Adopt(Database database);  // takes over db_ and the family handles
 
@@ -166,6 +196,14 @@ class RocksDbStore : public ArtifactStore {
   // The in-memory totals and reference counts, from "usage" and
   // "quarantine".
   absl::Status LoadState();
+  // After a repair or a heal: keeps the entries whose metadata parses and
+  // whose blob is stored (or quarantined), writing a usage record for those
+  // that lost theirs; drops every other entry and usage record, and blobs
+  // no entry references; then LoadState.
+  struct Recount {
+    int64_t kept = 0, dropped = 0;
+  };
+  absl::StatusOr<Recount> KeepCompleteEntries();
   absl::StatusOr<std::optional<kiln::v1::StoredUsage>> ReadUsage(const std::string& key);
 
   // One entry to write: its metadata and blob (not owned), or, when
@@ -222,6 +260,7 @@ class RocksDbStore : public ArtifactStore {
   rocksdb::ColumnFamilyHandle* default_ = nullptr;
   rocksdb::ColumnFamilyHandle* usage_ = nullptr;
   std::string moved_aside_;
+  int max_corrupt_copies_ = RocksDbStoreOptions().max_corrupt_copies;
 
   // Serializes writes that read first; taken inside the shared mutex_.
   absl::Mutex writes_mutex_ ABSL_ACQUIRED_AFTER(mutex_);
@@ -235,6 +274,10 @@ class RocksDbStore : public ArtifactStore {
   absl::flat_hash_map<std::string, Blob> blobs_in_use_ ABSL_GUARDED_BY(state_mutex_);
   StoreTotals totals_ ABSL_GUARDED_BY(state_mutex_);
   std::atomic<bool> damaged_{false};  // met damage: heal after the operation
+  // RocksDB's repair learns a family from its table files and drops what
+  // the WAL holds for a family it did not learn: true while "entries",
+  // "blobs" or "usage" has no table file, so that the next write flushes.
+  std::atomic<bool> untabled_{false};
   std::atomic<int> heals_{0};
 };
 

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -87,7 +88,7 @@ TEST_F(RocksDbDamageTest, AFlippedByteInABlobsTableIsQuarantinedAndHealedByAPut)
     auto store = OpenStore();
     ASSERT_NE(store, nullptr);
     for (int i = 0; i < 3; ++i) {
-      blobs.push_back(RandomBytes(i, 3000));
+      blobs.push_back(RandomBytes(i, 10000));  // a block each
       const std::string key = absl::StrCat("k", i);
       ASSERT_TRUE(store->Put(Entry(key, blobs[i]), blobs[i]).ok());
     }
@@ -343,23 +344,187 @@ TEST_F(RocksDbDamageTest, AFormat2StoreIsUpgradedKeepingUsesAndPins) {
   EXPECT_EQ((*store)->Totals()->entries, 1);
 }
 
-TEST_F(RocksDbDamageTest, AGarbledCurrentFileStartsAnEmptyStore) {
+// A database that cannot open is repaired from the table files and WAL
+// that read whole: only what a damaged file held is lost.
+class RocksDbRepairTest : public RocksDbDamageTest {
+ protected:
+  // k0..k2 flushed into one table per family, k3..k5 into another, k6 in
+  // the WAL only.
+  void SetUp() override {
+    RocksDbDamageTest::SetUp();
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    for (int i = 0; i < 7; ++i) {
+      const std::string blob = RandomBytes(i, 1000);
+      ASSERT_TRUE(store->Put(Entry(absl::StrCat("k", i), blob), blob).ok());
+      if (i == 2 || i == 5) ASSERT_TRUE(store->FlushForTesting().ok());
+    }
+  }
+
+  // Opens the damaged store, checks that it was repaired (not reset) and
+  // that it holds exactly `keys`, each whole, in every view.
+  void ExpectRepairedHolding(const std::vector<std::string>& keys) {
+    ::testing::internal::CaptureStderr();
+    auto store = RocksDbStore::Open(db_);
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_TRUE(absl::StrContains(log, "THE STORE WAS DAMAGED AND IS REPAIRED")) << log;
+    EXPECT_TRUE(absl::StrContains(log, absl::StrCat("kept ", keys.size(), " entries"))) << log;
+    EXPECT_FALSE(absl::StrContains(log, "IS RESET")) << log;
+    auto entries = (*store)->List();
+    auto usages = (*store)->Usage();
+    ASSERT_TRUE(entries.ok() && usages.ok());
+    std::vector<std::string> listed, used;
+    for (const auto& entry : *entries) listed.push_back(entry.key());
+    for (const EntryUsage& usage : *usages) used.push_back(usage.key);
+    EXPECT_EQ(listed, keys);
+    EXPECT_EQ(used, keys);
+    auto totals = (*store)->Totals();
+    ASSERT_TRUE(totals.ok()) << totals.status();
+    EXPECT_EQ(totals->entries, static_cast<int64_t>(keys.size()));
+    EXPECT_EQ(totals->blobs, static_cast<int64_t>(keys.size()));
+    EXPECT_EQ(totals->blob_bytes, static_cast<int64_t>(1000 * keys.size()));
+    for (const std::string& key : keys) {
+      auto entry = (*store)->Lookup(key);
+      ASSERT_TRUE(entry.ok() && entry->has_value()) << key;
+      const std::string blob = RandomBytes(key[1] - '0', 1000);
+      EXPECT_EQ((*store)->ReadBlob((*entry)->digest())->value_or("missing"), blob) << key;
+    }
+    EXPECT_EQ((*store)->heals(), 0);
+    ASSERT_TRUE((*store)->Put(Entry("k9", "more"), "more").ok());
+    EXPECT_TRUE((*store)->Lookup("k9")->has_value());
+  }
+
+  std::vector<std::string> AllKeys() { return {"k0", "k1", "k2", "k3", "k4", "k5", "k6"}; }
+};
+
+TEST_F(RocksDbRepairTest, AFlippedByteInCurrentLosesNothing) {
+  auto current = ReadFile(db_ + "/CURRENT");
+  ASSERT_TRUE(current.ok());
+  (*current)[0] ^= 0x20;  // "mANIFEST-...": names no file
+  ASSERT_TRUE(WriteFileAtomically(db_ + "/CURRENT", *current, 0644).ok());
+  ExpectRepairedHolding(AllKeys());
+}
+
+TEST_F(RocksDbRepairTest, AFlippedByteInTheManifestLosesNothing) {
+  ASSERT_NE(FlipByteWithin(FilesEndingIn(db_, ""), "leveldb.BytewiseComparator"), "");
+  ExpectRepairedHolding(AllKeys());
+}
+
+TEST_F(RocksDbRepairTest, AFlippedByteInATablesFooterLosesOnlyThatTablesEntries) {
+  // The entries family's second table (k3..k5): its metadata, not its data.
+  std::string table;
+  for (const std::string& path : FilesEndingIn(db_, ".sst")) {
+    if (absl::StrContains(*ReadFile(path), "compiler-of-k4")) table = path;
+  }
+  ASSERT_NE(table, "");
+  auto bytes = ReadFile(table);
+  ASSERT_TRUE(bytes.ok());
+  (*bytes)[bytes->size() - 3] ^= 0x40;  // the footer's magic number
+  ASSERT_TRUE(WriteFileAtomically(table, *bytes, 0644).ok());
+  ExpectRepairedHolding({"k0", "k1", "k2", "k6"});
+}
+
+// RocksDB's repair learns a family from its table files and drops what the
+// WAL holds for a family it did not learn.
+TEST_F(RocksDbDamageTest, ARepairKeepsTheFirstEntryOfANewStore) {
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Put(Entry("k1", "bytes"), "bytes").ok());
+  }
+  ASSERT_TRUE(WriteFileAtomically(db_ + "/CURRENT", "MANIFEST-9\xff\n", 0644).ok());
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  auto entry = store->Lookup("k1");
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  EXPECT_TRUE(entry->has_value());
+  EXPECT_EQ(store->ReadBlob(Sha256Hex("bytes"))->value_or("missing"), "bytes");
+  EXPECT_EQ(store->Totals()->entries, 1);
+}
+
+TEST_F(RocksDbDamageTest, AStoreThatRepairCannotFixStartsEmpty) {
   ExpectOpensEmptyAfter(db_, [&] {
     ASSERT_TRUE(WriteFileAtomically(db_ + "/CURRENT", "MANIFEST-9\xff\n", 0644).ok());
+    // Where the repair would write its new CURRENT: it fails.
+    ASSERT_TRUE(MakeDirectories(db_ + "/000001.dbtmp/x", 0700).ok());
   });
 }
 
-TEST_F(RocksDbDamageTest, ADamagedManifestStartsAnEmptyStore) {
-  ExpectOpensEmptyAfter(db_, [&] {
-    const std::vector<std::string> manifests = FilesEndingIn(db_, "");
-    for (const std::string& path : manifests) {
-      if (!absl::StrContains(path, "/MANIFEST-")) continue;
-      auto bytes = ReadFile(path);
-      ASSERT_TRUE(bytes.ok());
-      for (size_t i = 8; i < bytes->size(); i += 16) (*bytes)[i] ^= 0x5a;
-      ASSERT_TRUE(WriteFileAtomically(path, *bytes, 0644).ok());
+// A copy of a damaged database beside `db`'s directory.
+void MakeCopy(const std::string& db, const std::string& name) {
+  const std::string copy = absl::StrCat(Dirname(db), "/", name);
+  ASSERT_TRUE(MakeDirectories(copy, 0700).ok());
+  ASSERT_TRUE(WriteFileAtomically(copy + "/CURRENT", "MANIFEST-000001\n", 0644).ok());
+}
+
+// Opens the store in `db`; returns what is beside it after the open.
+std::vector<std::string> CopiesLeftAfterOpen(const std::string& db, int max_corrupt_copies) {
+  RocksDbStore::Options options;
+  options.max_corrupt_copies = max_corrupt_copies;
+  auto store = RocksDbStore::Open(db, options);
+  EXPECT_TRUE(store.ok()) << store.status();
+  std::vector<std::string> copies;
+  for (const std::string& path : FilesEndingIn(Dirname(db), "")) {
+    if (absl::StrContains(path, "/db.")) copies.push_back(path.substr(Dirname(db).size() + 1));
+  }
+  std::sort(copies.begin(), copies.end());
+  return copies;
+}
+
+TEST_F(RocksDbDamageTest, OpenKeepsOnlyTheNewestCopiesOfDamagedDatabases) {
+  for (const char* copy : {"db.corrupt-1700000000000", "db.corrupt-1700000000001-2",
+                           "db.corrupt-1700000000001", "db.corrupt-1600000000000"}) {
+    MakeCopy(db_, copy);
+  }
+  ASSERT_TRUE(MakeDirectories(dir_ + "/db.other", 0700).ok());
+  EXPECT_EQ(CopiesLeftAfterOpen(db_, 2),
+            (std::vector<std::string>{"db.corrupt-1700000000001", "db.corrupt-1700000000001-2",
+                                      "db.other"}));
+  EXPECT_EQ(CopiesLeftAfterOpen(db_, 0), (std::vector<std::string>{"db.other"}));
+}
+
+TEST_F(RocksDbRepairTest, ARepairsCopyCountsAgainstTheBound) {
+  MakeCopy(db_, "db.corrupt-1600000000000");
+  ASSERT_TRUE(WriteFileAtomically(db_ + "/CURRENT", "MANIFEST-9\xff\n", 0644).ok());
+  const std::vector<std::string> copies = CopiesLeftAfterOpen(db_, 1);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_NE(copies[0], "db.corrupt-1600000000000") << "the older copy goes";
+  const std::vector<std::string> kept = FilesEndingIn(dir_ + "/" + copies[0], "");
+  EXPECT_TRUE(std::any_of(kept.begin(), kept.end(), [](const std::string& path) {
+    return absl::StrContains(path, "/MANIFEST-");
+  })) << "the repair's copy holds the MANIFEST it set aside";
+}
+
+// A heal copies each family on its own: what it keeps must agree, so that
+// the counts and listings show what a lookup finds.
+TEST_F(RocksDbDamageTest, AfterAHealThatLostEveryEntryNothingIsCountedOrListed) {
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    for (int i = 0; i < 5; ++i) {
+      const std::string blob = RandomBytes(i, 100);
+      ASSERT_TRUE(store->Put(Entry(absl::StrCat("k", i), blob), blob).ok());
     }
-  });
+    ASSERT_TRUE(store->FlushForTesting().ok());
+  }
+  // Every entry is in the one damaged block; their usage and blobs are not.
+  ASSERT_NE(FlipByteWithin(FilesEndingIn(db_, ".sst"), "compiler-of-k0"), "");
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->Lookup("k0"), std::nullopt);
+  EXPECT_EQ(store->heals(), 1);
+  auto totals = store->Totals();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->entries, 0);
+  EXPECT_EQ(totals->blobs, 0);
+  EXPECT_EQ(totals->blob_bytes, 0);
+  EXPECT_EQ(totals->corrupt_entries, 1);
+  EXPECT_EQ(store->List()->size(), 0u);
+  EXPECT_EQ(store->Usage()->size(), 0u);
+  EXPECT_EQ(store->ListAfter("", 10)->size(), 0u);
+  EXPECT_EQ(*store->ReadBlob(Sha256Hex(RandomBytes(0, 100))), std::nullopt)
+      << "a blob no entry references goes with the entries";
 }
 
 }  // namespace

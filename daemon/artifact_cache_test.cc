@@ -11,12 +11,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
@@ -25,10 +27,12 @@
 #include "cache/remote/remote_tier.h"
 #include "cache/remote/signing.h"
 #include "cache/request_key.h"
+#include "cache/rocksdb_store.h"
 #include "common/files.h"
 #include "common/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rocksdb/sst_file_reader.h"
 #include "tests/redis_fixture.h"
 
 namespace kiln {
@@ -333,6 +337,69 @@ TEST_F(ArtifactCacheTest, TheIndexIsReconciledWithTheStoreInTheBackground) {
   const std::vector<int> niceness = ThreadNiceness();
   EXPECT_EQ(std::count(niceness.begin(), niceness.end(), 19), 1);
   EXPECT_EQ(std::count(niceness.begin(), niceness.end(), own), niceness.size() - 1);
+}
+
+// A store that rebuilt itself around damage: `kiln stats`, `kiln ls` and
+// the metrics (from Stats) show what it holds afterwards.
+TEST_F(ArtifactCacheTest, StatsAndListingsShowWhatTheStoreHoldsAfterARebuild) {
+  auto opened = RocksDbStore::Open(dir_ + "/db");
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  RocksDbStore* const store = opened->get();
+  ArtifactCache::Options options;
+  options.compile_threads = 1;
+  options.now = [this] { return now_; };
+  cache_ = std::make_unique<ArtifactCache>(
+      *std::move(opened), ObjectDirectory(dir_ + "/objects"), LocalIndex(dir_),
+      std::make_unique<FakeCompiler>(&calls_, &failure_), Toolchains(), options);
+  for (int n = 1; n <= 5; ++n) CompileSize(n);
+  ASSERT_TRUE(store->FlushForTesting().ok());
+  cache_.reset();
+  // A byte in every data block of the entries' tables ("fake" is their
+  // compiler; the blobs' tables hold "fake shared object of ..."), none in
+  // their metadata: the store opens, and loses every entry when it heals.
+  int tables = 0;
+  for (const auto& file : std::filesystem::directory_iterator(dir_ + "/db")) {
+    const std::string path = file.path().string();
+    absl::StatusOr<std::string> bytes = ReadFile(path);
+    if (file.path().extension() != ".sst" || !bytes.ok() || !absl::StrContains(*bytes, "fake") ||
+        absl::StrContains(*bytes, "fake shared object")) {
+      continue;
+    }
+    rocksdb::SstFileReader reader{rocksdb::Options()};
+    ASSERT_TRUE(reader.Open(path).ok());
+    const uint64_t data_size = reader.GetTableProperties()->data_size;
+    for (uint64_t at = 10; at < data_size; at += 64) (*bytes)[at] ^= 0x40;
+    ASSERT_TRUE(WriteFileAtomically(path, *bytes, 0644).ok());
+    ++tables;
+  }
+  ASSERT_GT(tables, 0);
+
+  opened = RocksDbStore::Open(dir_ + "/db");
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  cache_ = std::make_unique<ArtifactCache>(
+      *std::move(opened), ObjectDirectory(dir_ + "/objects"), LocalIndex(dir_),
+      std::make_unique<FakeCompiler>(&calls_, &failure_), Toolchains(), options);
+  EXPECT_EQ(cache_->Stats().entries(), 5) << "nothing has read the damaged block yet";
+  auto verified = cache_->Verify(/*repair=*/false);  // reads it: the store rebuilds
+  ASSERT_TRUE(verified.ok()) << verified.status();
+  EXPECT_EQ(verified->bad_entries(), 5);
+  const kiln::v1::StatsResponse stats = cache_->Stats();
+  EXPECT_EQ(stats.entries(), 0);
+  EXPECT_EQ(stats.blobs(), 0);
+  EXPECT_EQ(stats.bytes_stored(), 0);
+  for (const auto order : {kiln::v1::ListRequest::ORDER_LAST_USE, kiln::v1::ListRequest::ORDER_KEY,
+                           kiln::v1::ListRequest::ORDER_SIZE}) {
+    kiln::v1::ListRequest request;
+    request.set_order(order);
+    auto listed = cache_->List(request);
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    EXPECT_EQ(listed->entries_size(), 0) << kiln::v1::ListRequest::Order_Name(order);
+  }
+  SetSize(3);
+  auto compiled = Compile();
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_FALSE(compiled->cache_hit());
+  EXPECT_EQ(cache_->Stats().entries(), 1);
 }
 
 TEST_F(ArtifactCacheTest, AListingBeforeTheFirstWalkOfTheIndexShowsTheStoresUsesAndSaysSo) {

@@ -53,6 +53,11 @@ ABSL_FLAG(std::string, cache_dir, "",
           "Cache directory: the RocksDB store and the object files (default: $KILN_CACHE_DIR, "
           "else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln).");
 ABSL_FLAG(int, compile_jobs, 2, "Compiles that may run at once.");
+ABSL_FLAG(
+    int, max_corrupt_copies, kiln::RocksDbStoreOptions().max_corrupt_copies,
+    "Copies of damaged stores kept beside the store for inspection (<cache_dir>/db.corrupt-*, "
+    "newest first); older ones are removed at start and when a new one is made. 0 keeps "
+    "none.");
 ABSL_FLAG(int64_t, max_cache_bytes, -1,
           "Evict least recently used entries (local-index hits count as uses) to keep the "
           "store within this many bytes; -1: the smaller of 10 GiB and 10% of the cache "
@@ -287,7 +292,10 @@ absl::Status Serve() {
   // Private: clients dlopen what is in it, hashing first then opening by
   // path (client/loader.h).
   RETURN_IF_ERROR(EnsurePrivateDirectory(cache_dir));
-  ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(cache_dir + "/db"));
+  RocksDbStore::Options store_options;
+  store_options.max_corrupt_copies = std::max(0, absl::GetFlag(FLAGS_max_corrupt_copies));
+  ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store,
+                   RocksDbStore::Open(cache_dir + "/db", store_options));
   // Every target's (the descriptor below must let clients key any of
   // them), probed only when the compiler or the CPU changed.
   ASSIGN_OR_RETURN(TargetToolchains toolchains,

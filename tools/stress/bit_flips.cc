@@ -113,9 +113,9 @@ std::string BitFlipsReport::Json() const {
   for (const auto& [kind, f] : kinds) {
     kinds_json.push_back(absl::StrFormat(
         "%s: {\"trials\": %d, \"absent\": %d, \"detected\": %d, \"harmless\": %d, \"wrong\": %d, "
-        "\"crash\": %d, \"unhealed\": %d}",
-        JsonString(kind), f.trials, f.absent, f.detected, f.harmless, f.wrong, f.crash,
-        f.unhealed));
+        "\"crash\": %d, \"unhealed\": %d, \"graphs\": %d, \"kept\": %d}",
+        JsonString(kind), f.trials, f.absent, f.detected, f.harmless, f.wrong, f.crash, f.unhealed,
+        f.graphs, f.kept));
   }
   for (const std::string& violation : violations) quoted.push_back(JsonString(violation));
   return absl::StrFormat(
@@ -124,12 +124,12 @@ std::string BitFlipsReport::Json() const {
 }
 
 std::string BitFlipsReport::Text() const {
-  std::string text =
-      absl::StrFormat("bit_flips in %.1f s\n  %-11s %6s %8s %8s %5s %5s %8s\n", seconds, "kind",
-                      "trials", "detected", "harmless", "wrong", "crash", "unhealed");
+  std::string text = absl::StrFormat("bit_flips in %.1f s\n  %-11s %6s %8s %8s %5s %5s %8s %11s\n",
+                                     seconds, "kind", "trials", "detected", "harmless", "wrong",
+                                     "crash", "unhealed", "hits kept");
   for (const auto& [kind, f] : kinds) {
-    absl::StrAppendFormat(&text, "  %-11s %6d %8d %8d %5d %5d %8d%s\n", kind, f.trials, f.detected,
-                          f.harmless, f.wrong, f.crash, f.unhealed,
+    absl::StrAppendFormat(&text, "  %-11s %6d %8d %8d %5d %5d %8d %5d / %-5d%s\n", kind, f.trials,
+                          f.detected, f.harmless, f.wrong, f.crash, f.unhealed, f.kept, f.graphs,
                           f.absent > 0 ? absl::StrCat(" (", f.absent, " with no such file)") : "");
   }
   for (const std::string& violation : violations)
@@ -221,6 +221,8 @@ absl::StatusOr<BitFlipsReport> RunBitFlips(const BitFlipsOptions& options) {
             violation(unhealed,
                       absl::StrCat(workload.name, " fails twice: ", run.error.ToString()));
           }
+          ++figures.graphs;
+          if (run.cache_hit) ++figures.kept;
           if (!run.cache_hit) detected = true;  // lost, and compiled again
         }
         if (auto stats = client.ok() ? (*client)->Stats() : client.status(); stats.ok()) {

@@ -74,6 +74,9 @@ struct BitFlipsOptions {
 struct KindFigures {
   int trials = 0, absent = 0;  // absent: the cache had no file of the kind
   int detected = 0, harmless = 0, wrong = 0, crash = 0, unhealed = 0;
+  // Over the trials: graphs run after the flip, and how many of them were
+  // still a hit (their entry survived).
+  int graphs = 0, kept = 0;
 };
 struct BitFlipsReport {
   std::map<std::string, KindFigures> kinds;
