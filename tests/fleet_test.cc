@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "cache/remote/redis_client.h"
 #include "cache/remote/signing.h"
 #include "common/files.h"
@@ -101,6 +102,43 @@ class FleetTest : public ::testing::Test {
       lines.emplace_back(line);
     }
     return lines;
+  }
+
+  // A warmup plan of `buckets` shape buckets of tail_dynamic (one entry each).
+  std::string WritePlan(int buckets) const {
+    char graph[4096];
+    EXPECT_NE(realpath("examples/tail_dynamic.json", graph), nullptr);
+    const std::string plan = dir_ + "/plan.json";
+    EXPECT_TRUE(
+        WriteFileAtomically(
+            plan,
+            absl::StrCat(R"({"graphs": [{"graph": ")", graph, R"(", "symbols": [{"symbol": "s0", )",
+                         R"("multiples": {"of": 8, "upTo": )", 8 * buckets, "}}]}]}"),
+            0644)
+            .ok());
+    return plan;
+  }
+  static void Warm(const DaemonFixture& daemon, const std::string& plan) {
+    absl::StatusOr<ProcessResult> run =
+        daemon.RunTool({kKilnCliPath, "warmup", plan, "--jobs=8", "--start=false"});
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_EQ(run->exit_code, 0) << run->output;
+  }
+
+  // The daemon's peak resident memory so far (VmHWM).
+  static int64_t PeakRssBytes(const DaemonFixture& daemon) {
+    const std::string status =
+        ReadFile(absl::StrCat("/proc/", daemon.pid(), "/status")).value_or("");
+    for (absl::string_view line : absl::StrSplit(status, '\n')) {
+      int64_t kilobytes = 0;
+      if (absl::ConsumePrefix(&line, "VmHWM:") &&
+          absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"),
+                           &kilobytes)) {
+        return kilobytes << 10;
+      }
+    }
+    ADD_FAILURE() << "no VmHWM in " << status;
+    return 0;
   }
 
   std::unique_ptr<RedisServer> redis_;
@@ -233,6 +271,87 @@ TEST_F(FleetTest, AMissWaitingOnAnotherMachineHoldsNoCompileThread) {
   on_a.join();
   EXPECT_EQ(Stats(b).compiles(), 2);
   EXPECT_EQ(Stats(b).remote().lease_takeovers(), 1);
+}
+
+// Leases planted by someone who can write to Redis: eight that look held
+// (a TTL, renewed by no one) hold none of B's fleet threads while B waits
+// on them, and once they have no TTL they are taken over.
+TEST_F(FleetTest, PlantedLeasesStarveNoOtherGraphAndWithoutATtlAreTakenOver) {
+  constexpr int kBuckets = 8;
+  const std::string plan = WritePlan(kBuckets);
+  DaemonFixture a, b;
+  ASSERT_TRUE(a.Start(Publisher()).ok());
+  Warm(a, plan);
+  WaitForPublishes(a, kBuckets);
+  const std::vector<std::string> entries = RemoteKeys("a");
+  ASSERT_EQ(entries.size(), size_t{kBuckets});
+  std::vector<std::string> leases;
+  for (const std::string& entry : entries) {
+    ASSERT_EQ(redis_->Cli({"DEL", entry}).value_or(""), "1");
+    leases.push_back("kiln:l:" + entry.substr(std::string("kiln:a:").size()));
+    ASSERT_EQ(redis_->Cli({"SET", leases.back(), "planted", "PX", "600000"}).value_or(""), "OK");
+  }
+
+  std::vector<std::string> flags = Publisher();
+  flags.push_back("--remote_max_lease_wait=60s");
+  ASSERT_TRUE(b.Start(flags).ok());
+  std::atomic<bool> warmed{false};
+  std::thread warmup([&] {
+    Warm(b, plan);
+    warmed = true;
+  });
+  const kiln::v1::StatsResponse waiting =
+      WaitForStats(b, [](const auto& stats) { return stats.remote().lease_waits() >= kBuckets; });
+  ASSERT_EQ(waiting.remote().lease_waits(), kBuckets);
+
+  // Every bucket waits; f has no planted lease and must not wait for them.
+  const absl::Time start = absl::Now();
+  RunF(b);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30)) << "half the lease wait";
+  EXPECT_FALSE(warmed);
+  EXPECT_EQ(Stats(b).compiles(), 1);
+
+  // Leases without a TTL would never lapse: the waiters take them over.
+  for (const std::string& lease : leases) {
+    ASSERT_EQ(redis_->Cli({"PERSIST", lease}).value_or(""), "1");
+  }
+  warmup.join();
+  const kiln::v1::StatsResponse on_b = WaitForPublishes(b, 1 + kBuckets);
+  EXPECT_EQ(on_b.compiles(), 1 + kBuckets);
+  EXPECT_EQ(on_b.remote().lease_takeovers(), kBuckets);
+  EXPECT_EQ(on_b.remote().publishes(), 1 + kBuckets);
+  EXPECT_TRUE(RemoteKeys("l").empty()) << "released once published";
+}
+
+// A value larger than --remote_max_entry_bytes is refused without being
+// read: kilnd's memory does not grow with it.
+TEST_F(FleetTest, AnOversizedEntryIsRefusedUnreadAndCompiledOver) {
+  DaemonFixture a, b;
+  ASSERT_TRUE(a.Start(Publisher()).ok());
+  RunF(a);
+  WaitForPublishes(a, 1);
+  ASSERT_EQ(RemoteKeys("a").size(), 1u);
+  const std::string entry_key = RemoteKeys("a")[0];
+  RedisClient::Options options;
+  options.seeds = *ParseRedisUrl(redis_->url());
+  options.timeout = absl::Seconds(30);
+  std::unique_ptr<RedisClient> redis = *RedisClient::Create(options);
+  constexpr int64_t kValueBytes = int64_t{64} << 20;
+  ASSERT_TRUE(redis->Command({"SET", entry_key, std::string(kValueBytes, 'x')}).ok());
+
+  ASSERT_TRUE(b.Start(Publisher()).ok());
+  RunF(b);
+  const kiln::v1::StatsResponse on_b = WaitForPublishes(b, 1);
+  EXPECT_EQ(on_b.remote().refused(), 1);
+  EXPECT_EQ(on_b.remote().bytes_read(), 0);
+  EXPECT_EQ(on_b.compiles(), 1);
+  EXPECT_LT(redis->Command({"STRLEN", entry_key})->integer, 1 << 20) << "B's publish overwrote it";
+  // B did what A did, and refused the value besides.
+  EXPECT_LT(PeakRssBytes(b), PeakRssBytes(a) + (32 << 20));
+  EXPECT_THAT(b.Log(), HasSubstr("refused the fleet tier's entry for " +
+                                 entry_key.substr(std::string("kiln:a:").size()) + ": it is " +
+                                 std::to_string(kValueBytes) +
+                                 " bytes, over the cap of 16777216 (--remote_max_entry_bytes)"));
 }
 
 TEST_F(FleetTest, WithRedisDownOrSlowEachMachineCompilesLocally) {
