@@ -61,10 +61,11 @@ class FleetTest : public ::testing::Test {
     return {"--remote=" + redis_->url(), "--remote_trusted_keys=" + PublicKey(key)};
   }
 
-  // `kiln run examples/f.json --check` in a fresh process against `daemon`.
-  static void RunF(const DaemonFixture& daemon) {
-    absl::StatusOr<ProcessResult> run =
-        daemon.RunTool({kKilnCliPath, "run", "examples/f.json", "--check", "--start=false"});
+  // `kiln run examples/f.json --check` in a fresh process against `daemon`;
+  // a salt makes it another key.
+  static void RunF(const DaemonFixture& daemon, const std::string& salt = "") {
+    absl::StatusOr<ProcessResult> run = daemon.RunTool(
+        {kKilnCliPath, "run", "examples/f.json", "--check", "--salt=" + salt, "--start=false"});
     ASSERT_TRUE(run.ok()) << run.status();
     ASSERT_EQ(run->exit_code, 0) << run->output;
   }
@@ -102,27 +103,6 @@ class FleetTest : public ::testing::Test {
       lines.emplace_back(line);
     }
     return lines;
-  }
-
-  // A warmup plan of `buckets` shape buckets of tail_dynamic (one entry each).
-  std::string WritePlan(int buckets) const {
-    char graph[4096];
-    EXPECT_NE(realpath("examples/tail_dynamic.json", graph), nullptr);
-    const std::string plan = dir_ + "/plan.json";
-    EXPECT_TRUE(
-        WriteFileAtomically(
-            plan,
-            absl::StrCat(R"({"graphs": [{"graph": ")", graph, R"(", "symbols": [{"symbol": "s0", )",
-                         R"("multiples": {"of": 8, "upTo": )", 8 * buckets, "}}]}]}"),
-            0644)
-            .ok());
-    return plan;
-  }
-  static void Warm(const DaemonFixture& daemon, const std::string& plan) {
-    absl::StatusOr<ProcessResult> run =
-        daemon.RunTool({kKilnCliPath, "warmup", plan, "--jobs=8", "--start=false"});
-    ASSERT_TRUE(run.ok()) << run.status();
-    ASSERT_EQ(run->exit_code, 0) << run->output;
   }
 
   // The daemon's peak resident memory so far (VmHWM).
@@ -273,18 +253,18 @@ TEST_F(FleetTest, AMissWaitingOnAnotherMachineHoldsNoCompileThread) {
   EXPECT_EQ(Stats(b).remote().lease_takeovers(), 1);
 }
 
-// Leases planted by someone who can write to Redis: eight that look held
-// (a TTL, renewed by no one) hold none of B's fleet threads while B waits
-// on them, and once they have no TTL they are taken over.
+// Leases planted by someone who can write to Redis: as many as kilnd has
+// fleet threads, that look held (a TTL, renewed by no one), hold none of
+// them while B's misses wait on them; and without a TTL they are taken
+// over.
 TEST_F(FleetTest, PlantedLeasesStarveNoOtherGraphAndWithoutATtlAreTakenOver) {
-  constexpr int kBuckets = 8;
-  const std::string plan = WritePlan(kBuckets);
+  constexpr int kPlanted = 8;
   DaemonFixture a, b;
   ASSERT_TRUE(a.Start(Publisher()).ok());
-  Warm(a, plan);
-  WaitForPublishes(a, kBuckets);
+  for (int i = 0; i < kPlanted; ++i) RunF(a, absl::StrCat(i));
+  WaitForPublishes(a, kPlanted);
   const std::vector<std::string> entries = RemoteKeys("a");
-  ASSERT_EQ(entries.size(), size_t{kBuckets});
+  ASSERT_EQ(entries.size(), size_t{kPlanted});
   std::vector<std::string> leases;
   for (const std::string& entry : entries) {
     ASSERT_EQ(redis_->Cli({"DEL", entry}).value_or(""), "1");
@@ -295,31 +275,34 @@ TEST_F(FleetTest, PlantedLeasesStarveNoOtherGraphAndWithoutATtlAreTakenOver) {
   std::vector<std::string> flags = Publisher();
   flags.push_back("--remote_max_lease_wait=60s");
   ASSERT_TRUE(b.Start(flags).ok());
-  std::atomic<bool> warmed{false};
-  std::thread warmup([&] {
-    Warm(b, plan);
-    warmed = true;
-  });
+  std::atomic<int> planted_done{0};
+  std::vector<std::thread> planted;
+  for (int i = 0; i < kPlanted; ++i) {
+    planted.emplace_back([&, i] {
+      RunF(b, absl::StrCat(i));
+      ++planted_done;
+    });
+  }
   const kiln::v1::StatsResponse waiting =
-      WaitForStats(b, [](const auto& stats) { return stats.remote().lease_waits() >= kBuckets; });
-  ASSERT_EQ(waiting.remote().lease_waits(), kBuckets);
+      WaitForStats(b, [](const auto& stats) { return stats.remote().lease_waits() >= kPlanted; });
+  EXPECT_EQ(waiting.remote().lease_waits(), kPlanted);
 
-  // Every bucket waits; f has no planted lease and must not wait for them.
+  // f has no planted lease and must not wait for those.
   const absl::Time start = absl::Now();
   RunF(b);
   EXPECT_LT(absl::Now() - start, absl::Seconds(30)) << "half the lease wait";
-  EXPECT_FALSE(warmed);
+  EXPECT_EQ(planted_done, 0);
   EXPECT_EQ(Stats(b).compiles(), 1);
 
   // Leases without a TTL would never lapse: the waiters take them over.
   for (const std::string& lease : leases) {
-    ASSERT_EQ(redis_->Cli({"PERSIST", lease}).value_or(""), "1");
+    EXPECT_EQ(redis_->Cli({"PERSIST", lease}).value_or(""), "1");
   }
-  warmup.join();
-  const kiln::v1::StatsResponse on_b = WaitForPublishes(b, 1 + kBuckets);
-  EXPECT_EQ(on_b.compiles(), 1 + kBuckets);
-  EXPECT_EQ(on_b.remote().lease_takeovers(), kBuckets);
-  EXPECT_EQ(on_b.remote().publishes(), 1 + kBuckets);
+  for (std::thread& thread : planted) thread.join();
+  const kiln::v1::StatsResponse on_b = WaitForPublishes(b, 1 + kPlanted);
+  EXPECT_EQ(on_b.compiles(), 1 + kPlanted);
+  EXPECT_EQ(on_b.remote().lease_takeovers(), kPlanted);
+  EXPECT_EQ(on_b.remote().publishes(), 1 + kPlanted);
   EXPECT_TRUE(RemoteKeys("l").empty()) << "released once published";
 }
 
