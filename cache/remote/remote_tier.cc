@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
+#include "google/protobuf/io/coded_stream.h"
 
 namespace kiln {
 namespace {
@@ -52,6 +53,31 @@ constexpr char kFetchScript[] =
     "redis.call('getrange', KEYS[1], -4096, -1)) "
     "if identity == ARGV[2] or length > tonumber(ARGV[1]) then return {identity, length} end "
     "return {identity, length, redis.call('get', KEYS[1])}";
+
+// Values up to this size come with the first reply of a fetch; a larger
+// one is sent again, while no other large one is (kilnd's entries are tens
+// of KB: a large one is rare, or hostile).
+constexpr int64_t kInlineValueBytes = int64_t{1} << 20;
+
+// Whether `value` holds RemoteEntry's fields and no others. Parsed as a
+// message, junk would keep an unknown field (tens of bytes) for every byte
+// or two of it; a new field makes a new format (kSignedPrefix).
+bool HasOnlyEntryFields(const std::string& value) {
+  google::protobuf::io::CodedInputStream input(reinterpret_cast<const uint8_t*>(value.data()),
+                                               static_cast<int>(value.size()));
+  while (const uint32_t tag = input.ReadTag()) {
+    // A tag is (field number << 3) | wire type; every field is wire type 2,
+    // a length and its bytes.
+    uint32_t length = 0;
+    if ((tag & 7) != 2 ||
+        kiln::v1::RemoteEntry::descriptor()->FindFieldByNumber(static_cast<int>(tag >> 3)) ==
+            nullptr ||
+        !input.ReadVarint32(&length) || !input.Skip(static_cast<int>(length))) {
+      return false;
+    }
+  }
+  return input.ConsumedEntireMessage();
+}
 
 // Looks while another machine holds a lease are this far apart, doubling.
 constexpr absl::Duration kFirstPoll = absl::Milliseconds(5);
@@ -139,7 +165,7 @@ absl::StatusOr<std::string> RemoteTier::EncodeEntry(const kiln::v1::ArtifactMeta
 absl::StatusOr<RemoteTier::Fetched> RemoteTier::DecodeEntry(const std::string& key,
                                                             const std::string& value) const {
   kiln::v1::RemoteEntry entry;
-  if (!entry.ParseFromString(value)) {
+  if (!HasOnlyEntryFields(value) || !entry.ParseFromString(value)) {
     return absl::DataLossError("the value is not a Kiln entry");
   }
   RETURN_IF_ERROR(
@@ -181,9 +207,27 @@ void RemoteTier::Release(const std::string& lease_key, const std::string& token)
 
 absl::StatusOr<std::optional<RemoteTier::Fetched>> RemoteTier::Fetch(const std::string& key,
                                                                      Wait* wait) {
-  ASSIGN_OR_RETURN(const RedisReply reply,
-                   Run({"EVAL", kFetchScript, "1", EntryKey(key),
-                        absl::StrCat(options_.max_entry_bytes), wait->refused}));
+  auto run_script = [&](int64_t max_value_bytes) {
+    return Run(
+        {"EVAL", kFetchScript, "1", EntryKey(key), absl::StrCat(max_value_bytes), wait->refused});
+  };
+  ASSIGN_OR_RETURN(RedisReply reply,
+                   run_script(std::min(kInlineValueBytes, options_.max_entry_bytes)));
+  const bool held_back = reply.type == RedisReply::Type::kArray && reply.elements.size() == 2 &&
+                         reply.elements[0].str != wait->refused &&
+                         reply.elements[1].integer <= options_.max_entry_bytes;
+  if (held_back) {
+    // Concurrent misses hold one large value at a time.
+    absl::MutexLock lock(&large_fetch_mutex_);
+    ASSIGN_OR_RETURN(reply, run_script(options_.max_entry_bytes));
+    return Accept(key, reply, wait);
+  }
+  return Accept(key, reply, wait);
+}
+
+absl::StatusOr<std::optional<RemoteTier::Fetched>> RemoteTier::Accept(const std::string& key,
+                                                                      const RedisReply& reply,
+                                                                      Wait* wait) {
   if (reply.type == RedisReply::Type::kNil) return std::nullopt;
   if (reply.type != RedisReply::Type::kArray || reply.elements.size() < 2 ||
       reply.elements[0].type != RedisReply::Type::kString ||

@@ -7,6 +7,8 @@
 //     EVAL fetch NS:a:KEY -> nothing; or the value's length and identity,
 //                     and the value itself unless it is larger than
 //                     max_entry_bytes or is the one this wait refused
+//                     (one over 1 MiB comes in a second reply, fetched
+//                     while no other miss fetches a large one)
 //     an entry      -> check its signature (signing.h), its key and its
 //                     object's digest -> the caller stores it locally
 //     none, refused -> EVAL lease: SET NS:l:KEY TOKEN NX PX lease_ttl, or
@@ -167,6 +169,9 @@ class RemoteTier {
   // when there is none, or it is refused (counted, logged, and its
   // identity kept in `wait`) or was refused before.
   absl::StatusOr<std::optional<Fetched>> Fetch(const std::string& key, Wait* wait);
+  // Fetch's part after the fetch script answered `reply`.
+  absl::StatusOr<std::optional<Fetched>> Accept(const std::string& key, const RedisReply& reply,
+                                                Wait* wait);
   // kTaken: the lease was free and is ours; kTakenOver: it had no TTL and
   // is ours; kHeld: another machine holds it.
   absl::StatusOr<Leased> TryLease(const std::string& lease_key, const std::string& token);
@@ -185,6 +190,7 @@ class RemoteTier {
   std::atomic<bool> available_{true};
   std::atomic<bool> stop_waiting_{false};
 
+  absl::Mutex large_fetch_mutex_;  // held while a value over kInlineValueBytes is fetched
   mutable absl::Mutex mutex_;
   std::deque<PendingWrite> pending_ ABSL_GUARDED_BY(mutex_);
   int writing_ ABSL_GUARDED_BY(mutex_) = 0;

@@ -104,6 +104,10 @@ TEST_F(RemoteTierTest, EntryRoundTripsAndDamagedOnesAreRefused) {
     EXPECT_TRUE(absl::StrContains(status.message(), message)) << status;
   };
   expect_refused(kKey, "\xff\xff not a proto", absl::StatusCode::kDataLoss, "not a Kiln entry");
+  // A field RemoteEntry does not have (field 5, a varint): parsed, junk
+  // would cost tens of bytes of unknown fields per two bytes.
+  expect_refused(kKey, *value + std::string("\x28\x01"), absl::StatusCode::kDataLoss,
+                 "not a Kiln entry");
   expect_refused(kKey,
                  damaged([](kiln::v1::RemoteEntry& entry) { (*entry.mutable_object())[3] ^= 1; }),
                  absl::StatusCode::kDataLoss, "does not match the digest");
