@@ -337,6 +337,46 @@ TEST_F(FleetTest, AnOversizedEntryIsRefusedUnreadAndCompiledOver) {
                                  " bytes, over the cap of 16777216 (--remote_max_entry_bytes)"));
 }
 
+// Forged entries and junk just under --remote_max_entry_bytes, missed at
+// once on eight keys: kilnd's memory grows by a bound set by the cap (large
+// values are fetched one at a time), not by the number of misses.
+TEST_F(FleetTest, ConcurrentFetchesAtTheCapStayWithinABoundOfIt) {
+  constexpr int kForged = 8;
+  constexpr int64_t kCap = int64_t{8} << 20;
+  DaemonFixture a, b;
+  ASSERT_TRUE(a.Start(Publisher()).ok());
+  for (int i = 0; i < kForged; ++i) RunF(a, absl::StrCat(i));
+  WaitForPublishes(a, kForged);
+  RedisClient::Options options;
+  options.seeds = *ParseRedisUrl(redis_->url());
+  options.timeout = absl::Seconds(30);
+  std::unique_ptr<RedisClient> redis = *RedisClient::Create(options);
+  // Half well-formed and signed by no trusted key, half junk.
+  const std::vector<std::string> entries = RemoteKeys("a");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    kiln::v1::RemoteEntry forged;
+    forged.set_metadata("metadata");
+    forged.set_object(std::string(kCap - 4096, 'x'));
+    forged.set_key_id("stranger");
+    forged.set_signature("signature");
+    const std::string value = i % 2 == 0 ? forged.SerializeAsString() : forged.object();
+    ASSERT_TRUE(redis->Command({"SET", entries[i], value}).ok());
+  }
+
+  std::vector<std::string> flags = Publisher();
+  // Redis sends the eight values one after another.
+  flags.insert(flags.end(),
+               {absl::StrCat("--remote_max_entry_bytes=", kCap), "--remote_timeout=5s"});
+  ASSERT_TRUE(b.Start(flags).ok());
+  std::vector<std::thread> misses;
+  for (int i = 0; i < kForged; ++i) misses.emplace_back([&, i] { RunF(b, absl::StrCat(i)); });
+  for (std::thread& thread : misses) thread.join();
+  const kiln::v1::StatsResponse on_b = Stats(b);
+  EXPECT_EQ(on_b.remote().refused(), kForged);
+  EXPECT_EQ(on_b.compiles(), kForged);
+  EXPECT_LT(PeakRssBytes(b), PeakRssBytes(a) + 16 * kCap);
+}
+
 TEST_F(FleetTest, WithRedisDownOrSlowEachMachineCompilesLocally) {
   DaemonFixture a;
   std::vector<std::string> flags = Publisher();
