@@ -108,8 +108,12 @@ bool CompileQueue::HasRunnableJobOrStopping() const {
 }
 
 absl::Time CompileQueue::NextStepTime() const {
+  const absl::Time now = absl::Now();
   absl::Time next = absl::InfiniteFuture();
-  for (const std::string& key : queue_) next = std::min(next, jobs_.at(key).next_step);
+  for (const std::string& key : queue_) {
+    const absl::Time step = jobs_.at(key).next_step;
+    if (step > now) next = std::min(next, step);
+  }
   return next;
 }
 

@@ -112,7 +112,8 @@ class CompileQueue {
   // The index in queue_ of the job to start next, or -1 when none may.
   int NextJobIndex() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   bool HasRunnableJobOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  // When the first queued job that waits between steps may run again.
+  // When the first queued job now waiting between steps may run again
+  // (InfiniteFuture: none is).
   absl::Time NextStepTime() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   void RunLoop();
 

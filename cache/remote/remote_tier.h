@@ -74,7 +74,7 @@ class RemoteTier {
   };
   struct Stats {
     int64_t hits = 0;        // entries fetched, checked and handed over
-    int64_t misses = 0;      // FetchOrLease calls that found none
+    int64_t misses = 0;      // misses answered without an entry
     int64_t errors = 0;      // commands that failed (Redis down, slow, refusing)
     int64_t refused = 0;     // entries that failed their checks or were too large
     int64_t bytes_read = 0;  // of entries fetched
@@ -117,8 +117,8 @@ class RemoteTier {
   // it: a fresh one per miss, passed to each of its looks.
   struct Wait {
     absl::Time deadline = absl::InfiniteFuture();  // set by the first look
-    absl::Duration poll = absl::ZeroDuration();
-    bool waited = false;
+    absl::Duration poll = absl::ZeroDuration();    // between looks; zero before the first
+    bool waited = false;                           // counted in lease_waits
     std::string refused;  // the identity of the value refused: not fetched again
   };
 
