@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <tuple>
+#include <variant>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -318,14 +319,20 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
     if (joined) ++coalesced_;
   };
   if (options_.remote == nullptr) return compile(std::move(done));
-  // The fleet tier first, on threads of its own: a miss that waits for
-  // another machine's compile holds no compile thread.
-  const bool joined = fleet_queue_->Submit(
+  // The fleet tier first, on threads of its own, one look at a time: a
+  // miss that waits for another machine's compile holds no thread between
+  // looks, neither a compile thread nor a fleet one.
+  const bool joined = fleet_queue_->SubmitSteps(
       job_key,
-      [this, key = key.key, want_bytes]() -> CompileQueue::Result {
-        ASSIGN_OR_RETURN(auto stored, FindStored(key, want_bytes));
-        if (stored.has_value()) return *std::move(stored);
-        if (auto fetched = FetchRemote(key, want_bytes)) return *std::move(fetched);
+      [this, key = key.key, want_bytes, wait = std::make_shared<RemoteTier::Wait>()]()
+          -> std::variant<CompileQueue::Result, absl::Duration> {
+        absl::StatusOr<std::optional<kiln::v1::CompileResponse>> stored =
+            FindStored(key, want_bytes);
+        if (!stored.ok()) return stored.status();
+        if (stored->has_value()) return **std::move(stored);
+        RemoteTier::Claim claim = options_.remote->Look(key, wait.get());
+        if (claim.look_again_after > absl::ZeroDuration()) return claim.look_again_after;
+        if (auto fetched = UseClaim(key, want_bytes, std::move(claim))) return *std::move(fetched);
         return CompileHere();
       },
       [compile = std::move(compile), done = std::move(done)](CompileQueue::Result result) mutable {
@@ -430,9 +437,9 @@ absl::Status ArtifactCache::StoreLocally(const kiln::v1::ArtifactMetadata& metad
   return absl::OkStatus();
 }
 
-std::optional<kiln::v1::CompileResponse> ArtifactCache::FetchRemote(const std::string& key,
-                                                                    bool want_bytes) {
-  RemoteTier::Claim claim = options_.remote->FetchOrLease(key);
+std::optional<kiln::v1::CompileResponse> ArtifactCache::UseClaim(const std::string& key,
+                                                                 bool want_bytes,
+                                                                 RemoteTier::Claim claim) {
   if (claim.lease != nullptr) {
     absl::MutexLock lock(&leases_mutex_);
     leases_[key] = std::move(claim.lease);

@@ -10,7 +10,8 @@
 //     store Put (entry + blob, one batch) -> object file -> reply
 //
 // With a fleet tier (Options::remote, cache/remote/remote_tier.h), a miss
-// first goes to a fleet job (single-flight too, on threads of its own):
+// first goes to a fleet job (single-flight too, on threads of its own, and
+// holding none while it waits on another machine's lease between looks):
 // another machine's entry is stored here and answered; otherwise the
 // compile job compiles under the fleet-wide lease the fleet job took, and
 // publishes the artifact behind the reply.
@@ -206,10 +207,11 @@ class ArtifactCache {
   // or one fetched from the fleet tier).
   absl::Status StoreLocally(const kiln::v1::ArtifactMetadata& metadata, absl::string_view object,
                             bool synced);
-  // Asks the fleet tier after a local miss, on a fleet thread: a response
-  // from another machine's entry, or nullopt (compile here), leaving the
-  // lease to compile under, if any, for TakeLease.
-  std::optional<kiln::v1::CompileResponse> FetchRemote(const std::string& key, bool want_bytes);
+  // The fleet tier's answer to a local miss, on a fleet thread: a response
+  // from another machine's entry (stored here), or nullopt (compile here),
+  // leaving the lease to compile under, if any, for TakeLease.
+  std::optional<kiln::v1::CompileResponse> UseClaim(const std::string& key, bool want_bytes,
+                                                    RemoteTier::Claim claim);
   std::unique_ptr<RemoteTier::Lease> TakeLease(const std::string& key);
   absl::StatusOr<std::string> ResolveKey(const std::string& key_or_prefix);
   // Takes the entry out of the local index, then the store, then its
@@ -285,8 +287,8 @@ class ArtifactCache {
       ABSL_GUARDED_BY(leases_mutex_);
 
   // With a fleet tier: single-flight jobs that ask it before a compile job
-  // is queued; waiting on other machines' leases is cheap, so there are
-  // more of these threads than compile threads.
+  // is queued. Each look is a few Redis round trips; a job waiting on
+  // another machine's lease holds no thread between looks.
   static constexpr int kFleetThreads = 8;
   const std::unique_ptr<CompileQueue> fleet_queue_;
   CompileQueue queue_;  // last: its threads use the members above

@@ -38,6 +38,13 @@ bool CompileQueue::Submit(const std::string& key, Work work, Callback done) {
 }
 
 bool CompileQueue::Submit(const std::string& key, Work work, Callback done, JobOptions options) {
+  return SubmitSteps(
+      key, [work = std::move(work)]() -> std::variant<Result, absl::Duration> { return work(); },
+      std::move(done), options);
+}
+
+bool CompileQueue::SubmitSteps(const std::string& key, Step step, Callback done,
+                               JobOptions options) {
   {
     absl::MutexLock lock(&mutex_);
     if (!shutting_down_) {
@@ -49,7 +56,7 @@ bool CompileQueue::Submit(const std::string& key, Work work, Callback done, JobO
         if (!job.running) job.options.priority = std::max(job.options.priority, options.priority);
         return true;
       }
-      job.work = std::move(work);
+      job.step = std::move(step);
       job.options = options;
       job.sequence = next_sequence_++;
       queue_.push_back(key);
@@ -75,7 +82,7 @@ bool CompileQueue::IsHeavy(const Job& job) const {
 }
 
 bool CompileQueue::IsRunnable(const Job& job) const {
-  return !IsHeavy(job) || heavy_running_ < heavy_thread_limit_;
+  return job.next_step <= absl::Now() && (!IsHeavy(job) || heavy_running_ < heavy_thread_limit_);
 }
 
 bool CompileQueue::RunsBefore(const Job& a, const Job& b) const {
@@ -100,34 +107,64 @@ bool CompileQueue::HasRunnableJobOrStopping() const {
   return shutting_down_ || NextJobIndex() >= 0;
 }
 
+absl::Time CompileQueue::NextStepTime() const {
+  const absl::Time now = absl::Now();
+  absl::Time next = absl::InfiniteFuture();
+  for (const std::string& key : queue_) {
+    const absl::Time step = jobs_.at(key).next_step;
+    if (step > now) next = std::min(next, step);
+  }
+  return next;
+}
+
 void CompileQueue::RunLoop() {
   while (true) {
     std::string key;
-    Work work;
+    Step step;
     bool heavy = false;
     {
       absl::MutexLock lock(&mutex_);
-      mutex_.Await(absl::Condition(this, &CompileQueue::HasRunnableJobOrStopping));
+      while (!HasRunnableJobOrStopping()) {
+        // Until a job is due, or another thread defers one (due sooner, maybe).
+        const uint64_t deferred = steps_deferred_;
+        auto woken = [this, deferred]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+          return steps_deferred_ != deferred || HasRunnableJobOrStopping();
+        };
+        mutex_.AwaitWithDeadline(absl::Condition(&woken), NextStepTime());
+      }
       const int next = NextJobIndex();
       if (next < 0) return;  // shutting down (Shutdown emptied the queue)
       key = std::move(queue_[next]);
       queue_.erase(queue_.begin() + next);
       Job& job = jobs_.at(key);
       job.running = true;
-      work = std::move(job.work);
+      step = std::move(job.step);
       heavy = IsHeavy(job);
       if (heavy) ++heavy_running_;
     }
-    Result result = work();
+    std::variant<Result, absl::Duration> outcome = step();
     std::vector<Callback> waiters;
     {
+      absl::MutexLock lock(&mutex_);
+      if (heavy) --heavy_running_;
+      Job& job = jobs_.at(key);
+      if (const absl::Duration* delay = std::get_if<absl::Duration>(&outcome)) {
+        if (!shutting_down_) {
+          job.step = std::move(step);
+          job.running = false;
+          job.next_step = absl::Now() + *delay;
+          queue_.push_back(key);
+          ++steps_deferred_;
+          continue;
+        }
+        outcome = Result(absl::UnavailableError("kilnd is shutting down"));
+      }
       // Removing the job under the lock means a request arriving from now on
       // starts a new job, which will find the stored artifact.
-      absl::MutexLock lock(&mutex_);
-      waiters = std::move(jobs_.at(key).waiters);
+      waiters = std::move(job.waiters);
       jobs_.erase(key);
-      if (heavy) --heavy_running_;
     }
+    const Result& result = std::get<Result>(outcome);
     for (Callback& waiter : waiters) waiter(result);
   }
 }

@@ -13,6 +13,11 @@
 // be reserved; the order alone favours interactive and small work. A
 // request that joins a queued job lifts the job to its own priority.
 //
+// A job may also be a sequence of steps (SubmitSteps): one that waits on
+// something outside kilnd (another machine's compile, daemon/artifact_cache.h)
+// runs a short step, says when to run the next, and holds no thread in
+// between; requests for its key join it meanwhile, as any job.
+//
 // Callbacks run on a pool thread (a gRPC reactor must not block), except
 // the Unavailable of a refused job, which runs on the caller of Submit or
 // Shutdown; they must not block either. Thread-safe.
@@ -23,12 +28,14 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "proto/service.pb.h"
 
 namespace kiln {
@@ -38,6 +45,9 @@ class CompileQueue {
   using Result = absl::StatusOr<kiln::v1::CompileResponse>;
   using Work = std::function<Result()>;
   using Callback = std::function<void(Result)>;
+  // A step's outcome: the job's result, or how long to wait before the
+  // job's next step.
+  using Step = std::function<std::variant<Result, absl::Duration>()>;
 
   // Priorities: higher runs first. A request someone is waiting on is
   // kInteractive; ahead-of-time work (warmup) should pass kBackground.
@@ -70,6 +80,10 @@ class CompileQueue {
   // After Shutdown, `done` gets Unavailable at once.
   bool Submit(const std::string& key, Work work, Callback done, JobOptions options);
   bool Submit(const std::string& key, Work work, Callback done);  // default JobOptions
+  // The same for a job of steps: `step` runs again, on any pool thread and
+  // never two at once, each time it returns a delay, once the delay has
+  // passed; queued behind the jobs that were runnable first.
+  bool SubmitSteps(const std::string& key, Step step, Callback done, JobOptions options);
 
   // Stops accepting work; jobs not yet started get Unavailable (running
   // ones finish). Idempotent.
@@ -83,11 +97,12 @@ class CompileQueue {
 
  private:
   struct Job {
-    Work work;
+    Step step;
     std::vector<Callback> waiters;
     JobOptions options;
     uint64_t sequence = 0;  // submission order, for first-come, first-served
     bool running = false;
+    absl::Time next_step = absl::InfinitePast();  // not runnable before
   };
 
   bool IsHeavy(const Job& job) const;
@@ -97,6 +112,9 @@ class CompileQueue {
   // The index in queue_ of the job to start next, or -1 when none may.
   int NextJobIndex() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   bool HasRunnableJobOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // When the first queued job now waiting between steps may run again
+  // (InfiniteFuture: none is).
+  absl::Time NextStepTime() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   void RunLoop();
 
   const Options options_;
@@ -107,6 +125,7 @@ class CompileQueue {
   mutable absl::Mutex mutex_;
   bool shutting_down_ ABSL_GUARDED_BY(mutex_) = false;
   uint64_t next_sequence_ ABSL_GUARDED_BY(mutex_) = 0;
+  uint64_t steps_deferred_ ABSL_GUARDED_BY(mutex_) = 0;  // wakes threads to see a new NextStepTime
   int heavy_running_ ABSL_GUARDED_BY(mutex_) = 0;
   // Keys of queued jobs, in no particular order (NextJobIndex picks).
   std::vector<std::string> queue_ ABSL_GUARDED_BY(mutex_);

@@ -220,5 +220,70 @@ TEST(CompileQueueTest, AMissJoiningAQueuedWarmupLiftsIt) {
   EXPECT_EQ(log.started(), "blocker warm2 warm1");
 }
 
+// A job waiting between steps (a fleet job on another machine's lease)
+// holds no thread: with one thread, other work runs meanwhile, and
+// requests for its key join it.
+TEST(CompileQueueTest, AJobWaitingBetweenStepsHoldsNoThread) {
+  CompileQueue queue(1);
+  std::atomic<bool> ready{false};
+  std::atomic<int> steps{0};
+  absl::Mutex mutex;
+  std::vector<std::string> answers;
+  auto answer = [&](CompileQueue::Result result) {
+    absl::MutexLock lock(&mutex);
+    answers.push_back(result.ok() ? result->object_path() : result.status().ToString());
+  };
+  auto step = [&]() -> std::variant<CompileQueue::Result, absl::Duration> {
+    ++steps;
+    if (!ready) return absl::Milliseconds(10);
+    kiln::v1::CompileResponse response;
+    response.set_object_path("/waited.so");
+    return response;
+  };
+  EXPECT_FALSE(queue.SubmitSteps("waiting", step, answer, {}));
+  while (steps < 2) absl::SleepFor(absl::Milliseconds(1));
+
+  absl::Notification other_done;
+  queue.Submit(
+      "other",
+      [] {
+        kiln::v1::CompileResponse response;
+        response.set_object_path("/other.so");
+        return CompileQueue::Result(response);
+      },
+      [&](CompileQueue::Result result) {
+        answer(std::move(result));
+        other_done.Notify();
+      });
+  other_done.WaitForNotification();  // hangs (test timeout) if the waiting job holds the thread
+  EXPECT_TRUE(queue.SubmitSteps("waiting", step, answer, {})) << "joins the waiting job";
+  EXPECT_EQ(queue.busy(), 1);
+  ready = true;
+  while (queue.busy() > 0) absl::SleepFor(absl::Milliseconds(1));
+  absl::MutexLock lock(&mutex);
+  EXPECT_EQ(absl::StrJoin(answers, " "), "/other.so /waited.so /waited.so");
+}
+
+TEST(CompileQueueTest, ShutdownRefusesAJobWaitingBetweenSteps) {
+  CompileQueue queue(1);
+  std::atomic<int> steps{0};
+  absl::Notification refused;
+  queue.SubmitSteps(
+      "waiting",
+      [&]() -> std::variant<CompileQueue::Result, absl::Duration> {
+        ++steps;
+        return absl::Milliseconds(10);
+      },
+      [&](CompileQueue::Result result) {
+        EXPECT_EQ(result.status(), absl::UnavailableError("kilnd is shutting down"));
+        refused.Notify();
+      },
+      {});
+  while (steps < 2) absl::SleepFor(absl::Milliseconds(1));
+  queue.Shutdown();
+  refused.WaitForNotification();
+  EXPECT_EQ(queue.busy(), 0);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -108,6 +108,9 @@ ABSL_FLAG(absl::Duration, remote_lease_ttl, absl::Seconds(15),
           "A compile lease lapses this long after its holder stops renewing it (it died).");
 ABSL_FLAG(absl::Duration, remote_max_lease_wait, absl::Minutes(2),
           "How long a miss waits for another machine's compile before compiling itself.");
+ABSL_FLAG(int64_t, remote_max_entry_bytes, int64_t{16} << 20,
+          "The largest fleet-tier entry kilnd reads: a larger one is refused without being "
+          "transferred (and compiled here), and a larger local artifact is not published.");
 ABSL_FLAG(absl::Duration, testonly_compile_delay, absl::ZeroDuration(),
           "Tests only: every compile takes at least this long.");
 ABSL_FLAG(absl::Duration, testonly_import_delay, absl::ZeroDuration(),
@@ -225,6 +228,9 @@ absl::StatusOr<std::unique_ptr<Compiler>> MakeCompiler(const std::string& cache_
       std::make_unique<FallbackCompiler>(std::move(worker), std::move(subprocess)));
 }
 
+// Redis's own limit on a string value (proto-max-bulk-len's default).
+constexpr int64_t kMaxRemoteEntryBytes = int64_t{512} << 20;
+
 // The fleet tier the --remote flags describe, or null without --remote.
 absl::StatusOr<std::shared_ptr<RemoteTier>> MakeRemoteTier() {
   const std::string url = absl::GetFlag(FLAGS_remote);
@@ -232,6 +238,13 @@ absl::StatusOr<std::shared_ptr<RemoteTier>> MakeRemoteTier() {
   RedisClient::Options redis;
   ASSIGN_OR_RETURN(redis.seeds, ParseRedisUrl(url));
   redis.timeout = absl::GetFlag(FLAGS_remote_timeout);
+  const int64_t max_entry_bytes = absl::GetFlag(FLAGS_remote_max_entry_bytes);
+  if (max_entry_bytes <= 0 || max_entry_bytes > kMaxRemoteEntryBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("--remote_max_entry_bytes=", max_entry_bytes,
+                                                   " must be in 1-", kMaxRemoteEntryBytes));
+  }
+  // Room for RESP framing, and for a large cluster's CLUSTER SLOTS reply.
+  redis.max_reply_bytes = static_cast<size_t>(max_entry_bytes) + (size_t{1} << 20);
   redis.username = absl::GetFlag(FLAGS_remote_user);
   if (const std::string path = absl::GetFlag(FLAGS_remote_password_file); !path.empty()) {
     ASSIGN_OR_RETURN(redis.password, ReadSecretFile(path, "Redis password file"));
@@ -251,6 +264,7 @@ absl::StatusOr<std::shared_ptr<RemoteTier>> MakeRemoteTier() {
   options.entry_ttl = absl::GetFlag(FLAGS_remote_entry_ttl);
   options.lease_ttl = absl::GetFlag(FLAGS_remote_lease_ttl);
   options.max_lease_wait = absl::GetFlag(FLAGS_remote_max_lease_wait);
+  options.max_entry_bytes = max_entry_bytes;
   // A lease is renewed every third of its life, each renewal bounded by
   // the timeout: shorter, it would lapse under a live compile.
   const absl::Duration timeout = absl::GetFlag(FLAGS_remote_timeout);

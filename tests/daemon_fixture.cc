@@ -9,16 +9,18 @@
 namespace kiln {
 namespace {
 
-DaemonProcess::Options FixtureOptions() {
+DaemonProcess::Options FixtureOptions(EnvChanges env) {
   DaemonProcess::Options options;
   options.kilnd = kKilndPath;
+  options.env = std::move(env);
   options.client.client_name = "e2e-test";
   return options;
 }
 
 }  // namespace
 
-DaemonFixture::DaemonFixture() : process_(*DaemonProcess::Create(FixtureOptions())) {}
+DaemonFixture::DaemonFixture(EnvChanges env)
+    : process_(*DaemonProcess::Create(FixtureOptions(std::move(env)))) {}
 
 DaemonFixture::~DaemonFixture() {
   // The log goes with the root: show it while it can still explain a failure.

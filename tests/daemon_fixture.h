@@ -21,7 +21,9 @@ namespace kiln {
 // root()/kilnd.log (printed when the test has failed).
 class DaemonFixture {
  public:
-  DaemonFixture();   // creates the directories; does not start kilnd
+  // Creates the directories; does not start kilnd. `env`: changes to
+  // kilnd's environment.
+  explicit DaemonFixture(EnvChanges env = {});
   ~DaemonFixture();  // SIGKILLs a running kilnd, removes the directories
 
   // Starts kilnd and waits until it answers (a version mismatch counts).

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "cache/remote/redis_client.h"
 #include "cache/remote/signing.h"
 #include "common/files.h"
@@ -60,10 +61,11 @@ class FleetTest : public ::testing::Test {
     return {"--remote=" + redis_->url(), "--remote_trusted_keys=" + PublicKey(key)};
   }
 
-  // `kiln run examples/f.json --check` in a fresh process against `daemon`.
-  static void RunF(const DaemonFixture& daemon) {
-    absl::StatusOr<ProcessResult> run =
-        daemon.RunTool({kKilnCliPath, "run", "examples/f.json", "--check", "--start=false"});
+  // `kiln run examples/f.json --check` in a fresh process against `daemon`;
+  // a salt makes it another key.
+  static void RunF(const DaemonFixture& daemon, const std::string& salt = "") {
+    absl::StatusOr<ProcessResult> run = daemon.RunTool(
+        {kKilnCliPath, "run", "examples/f.json", "--check", "--salt=" + salt, "--start=false"});
     ASSERT_TRUE(run.ok()) << run.status();
     ASSERT_EQ(run->exit_code, 0) << run->output;
   }
@@ -101,6 +103,22 @@ class FleetTest : public ::testing::Test {
       lines.emplace_back(line);
     }
     return lines;
+  }
+
+  // The daemon's peak resident memory so far (VmHWM).
+  static int64_t PeakRssBytes(const DaemonFixture& daemon) {
+    const std::string status =
+        ReadFile(absl::StrCat("/proc/", daemon.pid(), "/status")).value_or("");
+    for (absl::string_view line : absl::StrSplit(status, '\n')) {
+      int64_t kilobytes = 0;
+      if (absl::ConsumePrefix(&line, "VmHWM:") &&
+          absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"),
+                           &kilobytes)) {
+        return kilobytes << 10;
+      }
+    }
+    ADD_FAILURE() << "no VmHWM in " << status;
+    return 0;
   }
 
   std::unique_ptr<RedisServer> redis_;
@@ -233,6 +251,134 @@ TEST_F(FleetTest, AMissWaitingOnAnotherMachineHoldsNoCompileThread) {
   on_a.join();
   EXPECT_EQ(Stats(b).compiles(), 2);
   EXPECT_EQ(Stats(b).remote().lease_takeovers(), 1);
+}
+
+// Leases planted by someone who can write to Redis: as many as kilnd has
+// fleet threads, that look held (a TTL, renewed by no one), hold none of
+// them while B's misses wait on them; and without a TTL they are taken
+// over.
+TEST_F(FleetTest, PlantedLeasesStarveNoOtherGraphAndWithoutATtlAreTakenOver) {
+  constexpr int kPlanted = 8;
+  DaemonFixture a, b;
+  ASSERT_TRUE(a.Start(Publisher()).ok());
+  for (int i = 0; i < kPlanted; ++i) RunF(a, absl::StrCat(i));
+  WaitForPublishes(a, kPlanted);
+  const std::vector<std::string> entries = RemoteKeys("a");
+  ASSERT_EQ(entries.size(), size_t{kPlanted});
+  std::vector<std::string> leases;
+  for (const std::string& entry : entries) {
+    ASSERT_EQ(redis_->Cli({"DEL", entry}).value_or(""), "1");
+    leases.push_back("kiln:l:" + entry.substr(std::string("kiln:a:").size()));
+    ASSERT_EQ(redis_->Cli({"SET", leases.back(), "planted", "PX", "600000"}).value_or(""), "OK");
+  }
+
+  std::vector<std::string> flags = Publisher();
+  flags.push_back("--remote_max_lease_wait=60s");
+  ASSERT_TRUE(b.Start(flags).ok());
+  std::atomic<int> planted_done{0};
+  std::vector<std::thread> planted;
+  for (int i = 0; i < kPlanted; ++i) {
+    planted.emplace_back([&, i] {
+      RunF(b, absl::StrCat(i));
+      ++planted_done;
+    });
+  }
+  const kiln::v1::StatsResponse waiting =
+      WaitForStats(b, [](const auto& stats) { return stats.remote().lease_waits() >= kPlanted; });
+  EXPECT_EQ(waiting.remote().lease_waits(), kPlanted);
+
+  // f has no planted lease and must not wait for those.
+  const absl::Time start = absl::Now();
+  RunF(b);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30)) << "half the lease wait";
+  EXPECT_EQ(planted_done, 0);
+  EXPECT_EQ(Stats(b).compiles(), 1);
+
+  // Leases without a TTL would never lapse: the waiters take them over.
+  for (const std::string& lease : leases) {
+    EXPECT_EQ(redis_->Cli({"PERSIST", lease}).value_or(""), "1");
+  }
+  for (std::thread& thread : planted) thread.join();
+  const kiln::v1::StatsResponse on_b = WaitForPublishes(b, 1 + kPlanted);
+  EXPECT_EQ(on_b.compiles(), 1 + kPlanted);
+  EXPECT_EQ(on_b.remote().lease_takeovers(), kPlanted);
+  EXPECT_EQ(on_b.remote().publishes(), 1 + kPlanted);
+  EXPECT_TRUE(RemoteKeys("l").empty()) << "released once published";
+}
+
+// A value larger than --remote_max_entry_bytes is refused without being
+// read: kilnd's memory does not grow with it.
+TEST_F(FleetTest, AnOversizedEntryIsRefusedUnreadAndCompiledOver) {
+  DaemonFixture a, b;
+  ASSERT_TRUE(a.Start(Publisher()).ok());
+  RunF(a);
+  WaitForPublishes(a, 1);
+  ASSERT_EQ(RemoteKeys("a").size(), 1u);
+  const std::string entry_key = RemoteKeys("a")[0];
+  RedisClient::Options options;
+  options.seeds = *ParseRedisUrl(redis_->url());
+  options.timeout = absl::Seconds(30);
+  std::unique_ptr<RedisClient> redis = *RedisClient::Create(options);
+  constexpr int64_t kValueBytes = int64_t{64} << 20;
+  ASSERT_TRUE(redis->Command({"SET", entry_key, std::string(kValueBytes, 'x')}).ok());
+
+  ASSERT_TRUE(b.Start(Publisher()).ok());
+  RunF(b);
+  const kiln::v1::StatsResponse on_b = WaitForPublishes(b, 1);
+  EXPECT_EQ(on_b.remote().refused(), 1);
+  EXPECT_EQ(on_b.remote().bytes_read(), 0);
+  EXPECT_EQ(on_b.compiles(), 1);
+  EXPECT_LT(redis->Command({"STRLEN", entry_key})->integer, 1 << 20) << "B's publish overwrote it";
+  // B did what A did, and refused the value besides.
+  EXPECT_LT(PeakRssBytes(b), PeakRssBytes(a) + (32 << 20));
+  EXPECT_THAT(b.Log(), HasSubstr("refused the fleet tier's entry for " +
+                                 entry_key.substr(std::string("kiln:a:").size()) + ": it is " +
+                                 std::to_string(kValueBytes) +
+                                 " bytes, over the cap of 16777216 (--remote_max_entry_bytes)"));
+}
+
+// Forged entries and junk just under --remote_max_entry_bytes, missed at
+// once on eight keys: kilnd's memory grows by a bound set by the cap (large
+// values are fetched one at a time), not by the number of misses.
+TEST_F(FleetTest, ConcurrentFetchesAtTheCapStayWithinABoundOfIt) {
+  constexpr int kForged = 8;
+  constexpr int64_t kCap = int64_t{8} << 20;
+  // Under ASan, freed memory would wait in its quarantine (256 MiB).
+  const char* asan_options = getenv("ASAN_OPTIONS");
+  const EnvChanges env = {
+      {"ASAN_OPTIONS", absl::StrCat(asan_options ? asan_options : "", ":quarantine_size_mb=0")}};
+  DaemonFixture a(env), b(env);
+  ASSERT_TRUE(a.Start(Publisher()).ok());
+  for (int i = 0; i < kForged; ++i) RunF(a, absl::StrCat(i));
+  WaitForPublishes(a, kForged);
+  RedisClient::Options options;
+  options.seeds = *ParseRedisUrl(redis_->url());
+  options.timeout = absl::Seconds(30);
+  std::unique_ptr<RedisClient> redis = *RedisClient::Create(options);
+  // Half well-formed and signed by no trusted key, half junk.
+  const std::vector<std::string> entries = RemoteKeys("a");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    kiln::v1::RemoteEntry forged;
+    forged.set_metadata("metadata");
+    forged.set_object(std::string(kCap - 4096, 'x'));
+    forged.set_key_id("stranger");
+    forged.set_signature("signature");
+    const std::string value = i % 2 == 0 ? forged.SerializeAsString() : forged.object();
+    ASSERT_TRUE(redis->Command({"SET", entries[i], value}).ok());
+  }
+
+  std::vector<std::string> flags = Publisher();
+  // Redis sends the eight values one after another.
+  flags.insert(flags.end(),
+               {absl::StrCat("--remote_max_entry_bytes=", kCap), "--remote_timeout=5s"});
+  ASSERT_TRUE(b.Start(flags).ok());
+  std::vector<std::thread> misses;
+  for (int i = 0; i < kForged; ++i) misses.emplace_back([&, i] { RunF(b, absl::StrCat(i)); });
+  for (std::thread& thread : misses) thread.join();
+  const kiln::v1::StatsResponse on_b = Stats(b);
+  EXPECT_EQ(on_b.remote().refused(), kForged);
+  EXPECT_EQ(on_b.compiles(), kForged);
+  EXPECT_LT(PeakRssBytes(b), PeakRssBytes(a) + 16 * kCap);
 }
 
 TEST_F(FleetTest, WithRedisDownOrSlowEachMachineCompilesLocally) {

@@ -10,8 +10,10 @@
 #include <iostream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/files.h"
@@ -178,6 +180,25 @@ absl::StatusOr<std::string> RedisServer::Cli(std::vector<std::string> args) cons
   }
   if (absl::EndsWith(result.output, "\n")) result.output.pop_back();
   return result.output;
+}
+
+absl::StatusOr<int64_t> RedisServer::Info(const std::string& field,
+                                          const std::string& subfield) const {
+  ASSIGN_OR_RETURN(const std::string info, Cli({"INFO", "everything"}));
+  for (absl::string_view line : absl::StrSplit(info, absl::ByAnyChar("\r\n"))) {
+    if (!absl::ConsumePrefix(&line, field + ":")) continue;
+    if (!subfield.empty()) {
+      for (absl::string_view pair : absl::StrSplit(line, ',')) {
+        if (absl::ConsumePrefix(&pair, subfield + "=")) line = pair;
+      }
+    }
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(line, &value)) {
+      return absl::InternalError(absl::StrCat("INFO ", field, " ", subfield, ": \"", line, "\""));
+    }
+    return value;
+  }
+  return 0;
 }
 
 std::string RedisServer::Log() const { return ReadFile(dir_ + "/redis.log").value_or(""); }

@@ -48,6 +48,10 @@ class RedisServer {
   // trailing newline. An error reply is output like any other ("ERR ...",
   // redis-cli exits 0); Internal when redis-cli itself fails.
   absl::StatusOr<std::string> Cli(std::vector<std::string> args) const;
+  // A number INFO shows as "FIELD:N" (total_net_output_bytes), or one
+  // field of an "a=1,b=2" line (field "cmdstat_get", then "calls"); 0
+  // when INFO does not show it (a command never called).
+  absl::StatusOr<int64_t> Info(const std::string& field, const std::string& subfield = "") const;
   // The server's log so far.
   std::string Log() const;
 

@@ -181,7 +181,9 @@ class Node {
   }
 
   // One round trip on the open connection; drops it on any failure (its
-  // state is unknown: a late reply would answer the next command).
+  // state is unknown: a late reply would answer the next command). The
+  // reply is read as hiredis's redisGetReply reads it, but counted:
+  // hiredis itself would buffer whatever length a bulk string announces.
   absl::StatusOr<RedisReply> SendLocked(absl::Span<const std::string> args)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<const char*> argv;
@@ -190,18 +192,40 @@ class Node {
       argv.push_back(arg.data());
       lengths.push_back(arg.size());
     }
+    redisContext* const context = context_.get();
     errno = 0;
-    const ReplyPtr reply(static_cast<redisReply*>(redisCommandArgv(
-        context_.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
+    bool failed = redisAppendCommandArgv(context, static_cast<int>(argv.size()), argv.data(),
+                                         lengths.data()) != REDIS_OK;
+    for (int written = 0; !failed && !written;) {
+      failed = redisBufferWrite(context, &written) != REDIS_OK;
+    }
+    void* raw_reply = nullptr;
+    size_t received = 0;
+    while (!failed) {
+      failed = redisGetReplyFromReader(context, &raw_reply) != REDIS_OK;
+      if (failed || raw_reply != nullptr) break;
+      const size_t buffered = context->reader->len;
+      failed = redisBufferRead(context) != REDIS_OK;
+      // A read appends to the buffer, which is empty or was emptied first.
+      received += context->reader->len - std::min(buffered, context->reader->len);
+      if (received > options_.max_reply_bytes) {
+        context_.reset();
+        return absl::ResourceExhaustedError(
+            absl::StrCat("redis ", endpoint_.ToString(), ": the reply to ", args[0],
+                         " is larger than the cap of ", options_.max_reply_bytes,
+                         " bytes (max_reply_bytes); not read further"));
+      }
+    }
     const int error_number = errno;
-    if (reply != nullptr) {
+    if (!failed) {
+      const ReplyPtr reply(static_cast<redisReply*>(raw_reply));
       backoff_ = absl::ZeroDuration();
       return CopyReply(*reply);
     }
     // A read that hit SO_RCVTIMEO fails with EAGAIN.
     const bool timed_out =
-        context_->err == REDIS_ERR_IO && (error_number == EAGAIN || error_number == EWOULDBLOCK);
-    const std::string why = context_->errstr;
+        context->err == REDIS_ERR_IO && (error_number == EAGAIN || error_number == EWOULDBLOCK);
+    const std::string why = context->errstr;
     context_.reset();
     if (timed_out) {
       // A slow node is treated as a down one: each miss must not wait the
@@ -446,9 +470,10 @@ absl::StatusOr<std::vector<RedisEndpoint>> ParseRedisUrl(absl::string_view url) 
 absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Create(Options options) {
   if (options.seeds.empty()) return absl::InvalidArgumentError("redis client without seeds");
   if (options.timeout <= absl::ZeroDuration() || options.min_backoff <= absl::ZeroDuration() ||
-      options.max_backoff < options.min_backoff) {
+      options.max_backoff < options.min_backoff || options.max_reply_bytes == 0) {
     return absl::InvalidArgumentError(
-        "redis client: timeout and min_backoff must be positive, max_backoff >= min_backoff");
+        "redis client: timeout, min_backoff and max_reply_bytes must be positive, max_backoff >= "
+        "min_backoff");
   }
   return std::unique_ptr<RedisClient>(new RedisClientImpl(std::move(options)));
 }

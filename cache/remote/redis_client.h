@@ -7,6 +7,11 @@
 // Connections are plain TCP or Unix sockets, not encrypted: run Redis on a
 // trusted network or behind a TLS tunnel (docs/DEPLOYMENT.md).
 //
+// Replies are read 16 KiB at a time and counted: one larger than
+// Options::max_reply_bytes fails (the connection is dropped) once that many
+// bytes have arrived, so no reply, whatever length it announces, makes the
+// client hold more than about the cap.
+//
 // Faults: every connect and command is bounded by Options::timeout. A node
 // that cannot be reached is not tried again until its backoff (doubling
 // from min_backoff to max_backoff) has passed; until then commands for it
@@ -64,11 +69,12 @@ class RedisClient {
     absl::Duration timeout = absl::Milliseconds(250);  // connect, and each command
     absl::Duration min_backoff = absl::Milliseconds(100);
     absl::Duration max_backoff = absl::Seconds(10);
+    size_t max_reply_bytes = size_t{64} << 20;  // bytes of one reply, as sent
   };
 
   // Does not connect: the first command does (so kilnd starts while Redis
-  // is down). InvalidArgument without seeds, or unless 0 < timeout and
-  // 0 < min_backoff <= max_backoff.
+  // is down). InvalidArgument without seeds, or unless 0 < timeout,
+  // 0 < min_backoff <= max_backoff and 0 < max_reply_bytes.
   static absl::StatusOr<std::unique_ptr<RedisClient>> Create(Options options);
   virtual ~RedisClient() = default;
 
@@ -81,8 +87,10 @@ class RedisClient {
   // returned. Unavailable when the node is down or in backoff (the message
   // names it and says when it is tried again), DeadlineExceeded when it did
   // not answer in time (the connection is then dropped and reopened by the
-  // next command, at once: a slow node is not a down one). InvalidArgument
-  // without arguments.
+  // next command, at once: a slow node is not a down one).
+  // ResourceExhausted when the reply passes max_reply_bytes (the message
+  // names the cap; the connection is reopened by the next command).
+  // InvalidArgument without arguments.
   virtual absl::StatusOr<RedisReply> Command(absl::Span<const std::string> args,
                                              size_t key_arg = 1) = 0;
 

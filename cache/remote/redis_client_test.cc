@@ -270,6 +270,70 @@ TEST(RedisClientTest, SlowCommandIsDeadlineExceededThenBacksOffLikeADownNode) {
   EXPECT_EQ(Get(*client, "k"), "v");        // on a new connection, the backoff passed
 }
 
+// A value of `bytes` random bytes (incompressible, as an object is).
+std::string RandomBytes(size_t bytes, unsigned seed) {
+  std::string value(bytes, '\0');
+  std::mt19937 random(seed);
+  for (char& byte : value) byte = static_cast<char>(random());
+  return value;
+}
+
+// Writes the large values: with appendfsync always, a SET of megabytes
+// can outlast the default timeout.
+RedisClient::Options Uncapped() {
+  RedisClient::Options options;
+  options.timeout = absl::Seconds(30);
+  return options;
+}
+
+// GET of a value past max_reply_bytes (256 KiB) through `capped`: refused
+// once the cap has arrived, and the next command works on a new
+// connection. `server` serves the keys.
+void ExpectReplyPastTheCapRefused(RedisClient& capped, RedisClient& uncapped,
+                                  const std::string& node, RedisServer& server) {
+  constexpr size_t kValueBytes = 64 << 20;
+  // One hash tag: one master serves both keys in a cluster.
+  ASSERT_TRUE(Set(uncapped, "{fleet}big", RandomBytes(kValueBytes, 7)).ok());
+  ASSERT_TRUE(Set(uncapped, "{fleet}small", "fits").ok());
+  const int64_t sent_before = server.Info("total_net_output_bytes").value_or(-1);
+  auto big = capped.Command({"GET", "{fleet}big"});
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted) << big.status();
+  EXPECT_EQ(big.status().message(),
+            absl::StrCat("redis ", node,
+                         ": the reply to GET is larger than the cap of 262144 bytes "
+                         "(max_reply_bytes); not read further"));
+  // Redis wrote what the socket buffers took before the client hung up
+  // (megabytes over TCP): far from all.
+  const int64_t sent = server.Info("total_net_output_bytes").value_or(-1) - sent_before;
+  EXPECT_LT(sent, int64_t{kValueBytes} / 4);
+  EXPECT_EQ(Get(capped, "{fleet}small"), "fits");
+}
+
+TEST(RedisClientTest, AReplyPastTheCapIsRefusedBeforeItIsReadWhole) {
+  auto server = StartServer();
+  ASSERT_NE(server, nullptr);
+  RedisClient::Options options;
+  options.max_reply_bytes = 256 << 10;
+  auto capped = ClientFor(server->url(), options);
+  auto uncapped = ClientFor(server->url(), Uncapped());
+  ASSERT_NE(capped, nullptr);
+  ASSERT_NE(uncapped, nullptr);
+  ExpectReplyPastTheCapRefused(*capped, *uncapped, server->endpoint().ToString(), *server);
+}
+
+TEST(RedisClusterClientTest, AReplyPastTheCapIsRefusedBeforeItIsReadWhole) {
+  auto cluster = StartCluster();
+  ASSERT_NE(cluster, nullptr);
+  RedisClient::Options options;
+  options.max_reply_bytes = 256 << 10;
+  auto capped = ClientFor(cluster->url(), options);
+  auto uncapped = ClientFor(cluster->url(), Uncapped());
+  ASSERT_NE(capped, nullptr);
+  ASSERT_NE(uncapped, nullptr);
+  RedisServer& master = cluster->node(NodeOfSlot(*cluster)[KeySlot("{fleet}big")]);
+  ExpectReplyPastTheCapRefused(*capped, *uncapped, master.endpoint().ToString(), master);
+}
+
 TEST(RedisClusterClientTest, SpreadsKeysOverEveryMaster) {
   auto cluster = StartCluster();
   ASSERT_NE(cluster, nullptr);

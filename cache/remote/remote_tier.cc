@@ -2,13 +2,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/logging.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
+#include "google/protobuf/io/coded_stream.h"
 
 namespace kiln {
 namespace {
@@ -27,6 +30,58 @@ constexpr char kRenewScript[] =
 constexpr char kReleaseScript[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then "
     "return redis.call('del', KEYS[1]) else return 0 end";
+
+// Takes the lease KEYS[1] for the owner ARGV[1] for ARGV[2] ms: 1 when it
+// was free, 2 when it had no TTL (every holder sets one, so it was planted
+// or left by hand, and would never lapse), 0 when another machine holds it.
+constexpr char kLeaseScript[] =
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end "
+    "if redis.call('pttl', KEYS[1]) ~= -1 then return 0 end "
+    "redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
+    "return 2";
+
+// The entry KEYS[1]: nil when there is none; else {identity, length}, and
+// its value third unless it is longer than ARGV[1] bytes or its identity
+// is ARGV[2] (refused before). The identity is the length and the SHA-1 of
+// the first and last 4 KiB: every publish changes both (the signed
+// metadata comes first, its signature last), and it costs Redis the same
+// for any length.
+constexpr char kFetchScript[] =
+    "local length = redis.call('strlen', KEYS[1]) "
+    "if length == 0 then return false end "
+    "local identity = length .. ':' .. redis.sha1hex(redis.call('getrange', KEYS[1], 0, 4095) .. "
+    "redis.call('getrange', KEYS[1], -4096, -1)) "
+    "if identity == ARGV[2] or length > tonumber(ARGV[1]) then return {identity, length} end "
+    "return {identity, length, redis.call('get', KEYS[1])}";
+
+// Values up to this size come with the first reply of a fetch; a larger
+// one is sent again, while no other large one is (kilnd's entries are tens
+// of KB: a large one is rare, or hostile).
+constexpr int64_t kInlineValueBytes = int64_t{1} << 20;
+
+// Whether `value` holds RemoteEntry's fields and no others. Parsed as a
+// message, junk would keep an unknown field (tens of bytes) for every byte
+// or two of it; a new field makes a new format (kSignedPrefix).
+bool HasOnlyEntryFields(const std::string& value) {
+  google::protobuf::io::CodedInputStream input(reinterpret_cast<const uint8_t*>(value.data()),
+                                               static_cast<int>(value.size()));
+  while (const uint32_t tag = input.ReadTag()) {
+    // A tag is (field number << 3) | wire type; every field is wire type 2,
+    // a length and its bytes.
+    uint32_t length = 0;
+    if ((tag & 7) != 2 ||
+        kiln::v1::RemoteEntry::descriptor()->FindFieldByNumber(static_cast<int>(tag >> 3)) ==
+            nullptr ||
+        !input.ReadVarint32(&length) || !input.Skip(static_cast<int>(length))) {
+      return false;
+    }
+  }
+  return input.ConsumedEntireMessage();
+}
+
+// Looks while another machine holds a lease are this far apart, doubling.
+constexpr absl::Duration kFirstPoll = absl::Milliseconds(5);
+constexpr absl::Duration kLastPoll = absl::Milliseconds(100);
 
 std::string Millis(absl::Duration duration) {
   return absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(duration)));
@@ -110,7 +165,7 @@ absl::StatusOr<std::string> RemoteTier::EncodeEntry(const kiln::v1::ArtifactMeta
 absl::StatusOr<RemoteTier::Fetched> RemoteTier::DecodeEntry(const std::string& key,
                                                             const std::string& value) const {
   kiln::v1::RemoteEntry entry;
-  if (!entry.ParseFromString(value)) {
+  if (!HasOnlyEntryFields(value) || !entry.ParseFromString(value)) {
     return absl::DataLossError("the value is not a Kiln entry");
   }
   RETURN_IF_ERROR(
@@ -131,10 +186,18 @@ absl::StatusOr<RemoteTier::Fetched> RemoteTier::DecodeEntry(const std::string& k
   return fetched;
 }
 
-absl::StatusOr<bool> RemoteTier::TryLease(const std::string& lease_key, const std::string& token) {
+absl::StatusOr<RemoteTier::Leased> RemoteTier::TryLease(const std::string& lease_key,
+                                                        const std::string& token) {
   ASSIGN_OR_RETURN(RedisReply reply,
-                   Run({"SET", lease_key, token, "NX", "PX", Millis(options_.lease_ttl)}));
-  return reply.type == RedisReply::Type::kStatus;  // OK; nil when held
+                   Run({"EVAL", kLeaseScript, "1", lease_key, token, Millis(options_.lease_ttl)}));
+  switch (reply.integer) {
+    case 1:
+      return Leased::kTaken;
+    case 2:
+      return Leased::kTakenOver;
+    default:
+      return Leased::kHeld;
+  }
 }
 
 void RemoteTier::Release(const std::string& lease_key, const std::string& token) {
@@ -142,67 +205,121 @@ void RemoteTier::Release(const std::string& lease_key, const std::string& token)
   (void)Run({"EVAL", kReleaseScript, "1", lease_key, token});
 }
 
-RemoteTier::Claim RemoteTier::FetchOrLease(const std::string& key) {
-  const std::string entry_key = EntryKey(key);
+absl::StatusOr<std::optional<RemoteTier::Fetched>> RemoteTier::Fetch(const std::string& key,
+                                                                     Wait* wait) {
+  auto run_script = [&](int64_t max_value_bytes) {
+    return Run(
+        {"EVAL", kFetchScript, "1", EntryKey(key), absl::StrCat(max_value_bytes), wait->refused});
+  };
+  ASSIGN_OR_RETURN(RedisReply reply,
+                   run_script(std::min(kInlineValueBytes, options_.max_entry_bytes)));
+  const bool held_back = reply.type == RedisReply::Type::kArray && reply.elements.size() == 2 &&
+                         reply.elements[0].str != wait->refused &&
+                         reply.elements[1].integer <= options_.max_entry_bytes;
+  if (held_back) {
+    // Concurrent misses hold one large value at a time.
+    absl::MutexLock lock(&large_fetch_mutex_);
+    ASSIGN_OR_RETURN(reply, run_script(options_.max_entry_bytes));
+    return Accept(key, reply, wait);
+  }
+  return Accept(key, reply, wait);
+}
+
+absl::StatusOr<std::optional<RemoteTier::Fetched>> RemoteTier::Accept(const std::string& key,
+                                                                      const RedisReply& reply,
+                                                                      Wait* wait) {
+  if (reply.type == RedisReply::Type::kNil) return std::nullopt;
+  if (reply.type != RedisReply::Type::kArray || reply.elements.size() < 2 ||
+      reply.elements[0].type != RedisReply::Type::kString ||
+      reply.elements[1].type != RedisReply::Type::kInteger) {
+    return absl::InternalError("redis answered the fetch script with another shape of reply");
+  }
+  const std::string& identity = reply.elements[0].str;
+  if (identity == wait->refused) return std::nullopt;
+  absl::Status refusal;
+  if (reply.elements.size() < 3) {
+    refusal = absl::ResourceExhaustedError(
+        absl::StrCat("it is ", reply.elements[1].integer, " bytes, over the cap of ",
+                     options_.max_entry_bytes, " (--remote_max_entry_bytes); not fetched"));
+  } else {
+    absl::StatusOr<Fetched> fetched = DecodeEntry(key, reply.elements[2].str);
+    if (fetched.ok()) {
+      bytes_read_ += static_cast<int64_t>(reply.elements[2].str.size());
+      return *std::move(fetched);
+    }
+    refusal = fetched.status();
+  }
+  ++refused_;
+  KILN_LOG(WARNING) << "refused the fleet tier's entry for " << key << ": " << refusal.message();
+  wait->refused = identity;
+  return std::nullopt;
+}
+
+RemoteTier::Claim RemoteTier::Look(const std::string& key, Wait* wait) {
+  const absl::Time now = absl::Now();
+  if (wait->poll == absl::ZeroDuration()) {
+    wait->deadline = now + options_.max_lease_wait;
+    wait->poll = kFirstPoll;
+  }
   const std::string lease_key = LeaseKey(key);
-  const absl::Time deadline = absl::Now() + options_.max_lease_wait;
-  absl::Duration poll = absl::Milliseconds(5);
-  bool waited = false;
-  bool refused = false;  // the value there is bad: compile under the lease and overwrite it
   Claim claim;
   while (true) {
-    absl::StatusOr<RedisReply> value = Run({"GET", entry_key});
-    if (!value.ok()) break;
-    if (value->type == RedisReply::Type::kString) {
-      absl::StatusOr<Fetched> fetched = DecodeEntry(key, value->str);
-      if (fetched.ok()) {
-        ++hits_;
-        bytes_read_ += static_cast<int64_t>(value->str.size());
-        claim.entry = *std::move(fetched);
-        return claim;
-      }
-      if (!refused) {
-        ++refused_;
-        KILN_LOG(WARNING) << "refused the fleet tier's entry for " << key << ": "
-                          << fetched.status().message();
-      }
-      refused = true;
+    absl::StatusOr<std::optional<Fetched>> fetched = Fetch(key, wait);
+    if (!fetched.ok()) break;
+    if (fetched->has_value()) {
+      ++hits_;
+      claim.entry = **std::move(fetched);
+      return claim;
     }
     if (!keys_.can_sign()) {
       // A reader cannot publish, so it takes no lease; it still waits for
-      // a machine that holds one.
-      absl::StatusOr<RedisReply> held = Run({"EXISTS", lease_key});
-      if (!held.ok() || held->integer == 0) break;
+      // a machine that holds one (-2: none; -1: no TTL, so no holder).
+      absl::StatusOr<RedisReply> ttl = Run({"PTTL", lease_key});
+      if (!ttl.ok() || ttl->integer < 0) break;
     } else {
       const std::string token = absl::StrCat(token_prefix_, next_token_++);
-      absl::StatusOr<bool> leased = TryLease(lease_key, token);
+      absl::StatusOr<Leased> leased = TryLease(lease_key, token);
       if (!leased.ok()) break;
-      if (*leased) {
+      if (*leased != Leased::kHeld) {
         auto lease = std::unique_ptr<Lease>(new Lease(this, lease_key, token));
-        // A holder may have published and released between our GET and
+        // A holder may have published and released between our fetch and
         // our SET: look once more before compiling.
-        if (!refused) {
-          absl::StatusOr<RedisReply> again = Run({"EXISTS", entry_key});
+        if (wait->refused.empty()) {
+          absl::StatusOr<RedisReply> again = Run({"EXISTS", EntryKey(key)});
           if (again.ok() && again->integer == 1) continue;  // `lease` is released
         }
-        if (waited) ++lease_takeovers_;
+        if (*leased == Leased::kTakenOver) {
+          KILN_LOG(WARNING) << "took over the fleet tier's lease on " << key
+                            << ", which had no TTL";
+        }
+        if (wait->waited || *leased == Leased::kTakenOver) ++lease_takeovers_;
         claim.lease = std::move(lease);
         break;
       }
     }
-    if (!waited) ++lease_waits_;
-    waited = true;
+    if (!wait->waited) ++lease_waits_;
+    wait->waited = true;
     if (stop_waiting_) break;
-    if (absl::Now() + poll > deadline) {
+    if (now + wait->poll > wait->deadline) {
       KILN_LOG(WARNING) << "waited " << options_.max_lease_wait
                         << " for another machine to compile " << key << "; compiling here";
       break;
     }
-    absl::SleepFor(poll);
-    poll = std::min(poll * 2, absl::Milliseconds(100));
+    claim.look_again_after = wait->poll;
+    wait->poll = std::min(wait->poll * 2, kLastPoll);
+    return claim;
   }
   ++misses_;
   return claim;
+}
+
+RemoteTier::Claim RemoteTier::FetchOrLease(const std::string& key) {
+  Wait wait;
+  while (true) {
+    Claim claim = Look(key, &wait);
+    if (claim.look_again_after == absl::ZeroDuration()) return claim;
+    absl::SleepFor(claim.look_again_after);
+  }
 }
 
 void RemoteTier::PublishBehind(const kiln::v1::ArtifactMetadata& metadata, std::string object,
@@ -246,6 +363,12 @@ void RemoteTier::WriterLoop() {
     absl::StatusOr<std::string> value = EncodeEntry(write.metadata, write.object);
     if (!value.ok()) {
       KILN_LOG(ERROR) << "cannot sign " << write.metadata.key() << ": " << value.status();
+      ++publishes_dropped_;
+    } else if (static_cast<int64_t>(value->size()) > options_.max_entry_bytes) {
+      // Every machine would refuse it.
+      KILN_LOG(WARNING) << "not publishing " << write.metadata.key() << ": its entry is "
+                        << value->size() << " bytes, over the cap of " << options_.max_entry_bytes
+                        << " (--remote_max_entry_bytes)";
       ++publishes_dropped_;
     } else if (Run({"SET", EntryKey(write.metadata.key()), *value, "PX",
                     Millis(options_.entry_ttl)})

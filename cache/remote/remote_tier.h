@@ -1,18 +1,32 @@
 // The fleet tier: artifacts shared by the kilnds of a fleet through Redis
 // (redis_client.h), so that a model started on a hundred machines compiles
-// once. kilnd (daemon/artifact_cache.h) asks it on a local miss:
+// once. kilnd (daemon/artifact_cache.h) asks it on a local miss, one look
+// at a time:
 //
-//   FetchOrLease(key):
-//     GET NS:a:KEY -> an entry: check its signature (signing.h), its key
-//                     and its object's digest -> the caller stores it locally
-//     nothing      -> SET NS:l:KEY TOKEN NX PX lease_ttl
+//   Look(key, wait):
+//     EVAL fetch NS:a:KEY -> nothing; or the value's length and identity,
+//                     and the value itself unless it is larger than
+//                     max_entry_bytes or is the one this wait refused
+//                     (one over 1 MiB comes in a second reply, fetched
+//                     while no other miss fetches a large one)
+//     an entry      -> check its signature (signing.h), its key and its
+//                     object's digest -> the caller stores it locally
+//     none, refused -> EVAL lease: SET NS:l:KEY TOKEN NX PX lease_ttl, or
+//                     take over a lease that has no TTL
 //                     -> got it: the caller compiles (the lease is renewed
 //                        meanwhile), then PublishBehind
-//                     -> another machine holds it: poll the entry until it
-//                        appears, the lease lapses (its holder died: take it
-//                        over) or max_lease_wait passes (compile anyway)
+//                     -> another machine holds it: the caller looks again
+//                        after look_again_after, holding no thread
+//                        meanwhile, until the entry appears, the lease
+//                        lapses (its holder died: take it over) or
+//                        max_lease_wait passes (compile anyway)
 //   PublishBehind: a writer thread signs the entry, SETs it with the entry
 //     TTL and then releases the lease; the compile's reply does not wait.
+//
+// A lease's value is its owner (host, pid, tier and a counter), and it
+// always has a TTL: a holder that dies lets it lapse. One without a TTL
+// was not set by a kilnd and would never lapse, so it is taken over at
+// once (readers ignore it).
 //
 // The Redis key is the local cache key under a namespace, and the local key
 // already covers the toolchain, codegen version and target CPU: machines
@@ -20,7 +34,8 @@
 //
 // Faults never fail a request: Redis down, slow or refusing is a local
 // compile, counted (Stats) and logged once per outage. An entry that fails
-// its checks is refused, counted, and overwritten by the local compile's
+// its checks or is larger than max_entry_bytes is refused, counted, not
+// fetched again during that wait, and overwritten by the local compile's
 // publish. Machines without a signing key only read (and never lease).
 //
 // Thread-safe.
@@ -53,18 +68,21 @@ class RemoteTier {
     absl::Duration lease_ttl = absl::Seconds(15);  // renewed every third of it while compiling
     absl::Duration max_lease_wait = absl::Minutes(2);
     size_t max_pending_writes = 256;  // past it a publish is dropped (counted)
+    // A larger value is refused without being read, and a larger entry of
+    // this machine's is not published.
+    int64_t max_entry_bytes = int64_t{16} << 20;
   };
   struct Stats {
     int64_t hits = 0;        // entries fetched, checked and handed over
-    int64_t misses = 0;      // FetchOrLease calls that found none
+    int64_t misses = 0;      // misses answered without an entry
     int64_t errors = 0;      // commands that failed (Redis down, slow, refusing)
-    int64_t refused = 0;     // entries that failed their signature or digest checks
+    int64_t refused = 0;     // entries that failed their checks or were too large
     int64_t bytes_read = 0;  // of entries fetched
     int64_t bytes_written = 0;
     int64_t publishes = 0;          // entries written
     int64_t publishes_dropped = 0;  // writes given up (queue full, or Redis failed)
     int64_t lease_waits = 0;        // misses that waited on another machine's compile
-    int64_t lease_takeovers = 0;    // of those, the ones whose holder lapsed
+    int64_t lease_takeovers = 0;    // leases taken from a lapsed holder, or without a TTL
     bool available = true;          // the last command reached Redis
   };
 
@@ -92,6 +110,16 @@ class RemoteTier {
   struct Claim {
     std::optional<Fetched> entry;  // another machine's artifact: store and answer it
     std::unique_ptr<Lease> lease;  // otherwise compile (null: without a fleet-wide claim)
+    // Positive while another machine holds the lease: Look again after it.
+    absl::Duration look_again_after = absl::ZeroDuration();
+  };
+  // What one miss remembers from one look to the next. Callers only keep
+  // it: a fresh one per miss, passed to each of its looks.
+  struct Wait {
+    absl::Time deadline = absl::InfiniteFuture();  // set by the first look
+    absl::Duration poll = absl::ZeroDuration();    // between looks; zero before the first
+    bool waited = false;                           // counted in lease_waits
+    std::string refused;  // the identity of the value refused: not fetched again
   };
 
   RemoteTier(std::unique_ptr<RedisClient> redis, SigningKeys keys, Options options);
@@ -99,7 +127,11 @@ class RemoteTier {
   // and releases the leases that came with it.
   ~RemoteTier();
 
-  // For a local miss; see above. Never fails.
+  // One look for a local miss (see above): an entry, a lease, neither
+  // (compile without a fleet-wide claim), or look_again_after. Never fails.
+  // One `wait` serves one caller at a time.
+  Claim Look(const std::string& key, Wait* wait);
+  // Looks until there is an answer, sleeping in between (tests, tools).
   Claim FetchOrLease(const std::string& key);
   // Queues the entry for Redis and releases `lease` once it is written
   // (or dropped). Without a signing key it only releases the lease.
@@ -129,10 +161,20 @@ class RemoteTier {
     std::string object;
     std::unique_ptr<Lease> lease;
   };
+  enum class Leased { kHeld, kTaken, kTakenOver };
+
   // Runs a command; a failure is counted and logged once per outage.
   absl::StatusOr<RedisReply> Run(std::initializer_list<std::string> args);
-  // True when the lease is ours now; false when another machine holds it.
-  absl::StatusOr<bool> TryLease(const std::string& lease_key, const std::string& token);
+  // The entry for `key` if Redis has one that passes its checks; nullopt
+  // when there is none, or it is refused (counted, logged, and its
+  // identity kept in `wait`) or was refused before.
+  absl::StatusOr<std::optional<Fetched>> Fetch(const std::string& key, Wait* wait);
+  // Fetch's part after the fetch script answered `reply`.
+  absl::StatusOr<std::optional<Fetched>> Accept(const std::string& key, const RedisReply& reply,
+                                                Wait* wait);
+  // kTaken: the lease was free and is ours; kTakenOver: it had no TTL and
+  // is ours; kHeld: another machine holds it.
+  absl::StatusOr<Leased> TryLease(const std::string& lease_key, const std::string& token);
   void Release(const std::string& lease_key, const std::string& token);
   void WriterLoop();
   void RenewerLoop();
@@ -148,6 +190,7 @@ class RemoteTier {
   std::atomic<bool> available_{true};
   std::atomic<bool> stop_waiting_{false};
 
+  absl::Mutex large_fetch_mutex_;  // held while a value over kInlineValueBytes is fetched
   mutable absl::Mutex mutex_;
   std::deque<PendingWrite> pending_ ABSL_GUARDED_BY(mutex_);
   int writing_ ABSL_GUARDED_BY(mutex_) = 0;

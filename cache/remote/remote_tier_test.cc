@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -54,10 +55,10 @@ class RemoteTierTest : public ::testing::Test {
     pair_ = *std::move(pair);
   }
 
-  std::unique_ptr<RedisClient> Client() {
+  std::unique_ptr<RedisClient> Client(absl::Duration timeout = absl::Milliseconds(200)) {
     RedisClient::Options options;
     options.seeds = {server_->endpoint()};
-    options.timeout = absl::Milliseconds(200);
+    options.timeout = timeout;
     options.min_backoff = absl::Milliseconds(20);
     options.max_backoff = absl::Milliseconds(100);
     auto client = RedisClient::Create(std::move(options));
@@ -103,6 +104,10 @@ TEST_F(RemoteTierTest, EntryRoundTripsAndDamagedOnesAreRefused) {
     EXPECT_TRUE(absl::StrContains(status.message(), message)) << status;
   };
   expect_refused(kKey, "\xff\xff not a proto", absl::StatusCode::kDataLoss, "not a Kiln entry");
+  // A field RemoteEntry does not have (field 5, a varint): parsed, junk
+  // would cost tens of bytes of unknown fields per two bytes.
+  expect_refused(kKey, *value + std::string("\x28\x01"), absl::StatusCode::kDataLoss,
+                 "not a Kiln entry");
   expect_refused(kKey,
                  damaged([](kiln::v1::RemoteEntry& entry) { (*entry.mutable_object())[3] ^= 1; }),
                  absl::StatusCode::kDataLoss, "does not match the digest");
@@ -237,6 +242,104 @@ TEST_F(RemoteTierTest, WaiterTakesOverALeaseThatLapses) {
   const std::string holder = server_->Cli({"GET", waiter->LeaseKey(kKey)}).value_or("");
   EXPECT_NE(holder, "dead-holder");
   EXPECT_FALSE(holder.empty());
+}
+
+// A value larger than max_entry_bytes is refused without being sent, and
+// a larger entry of this machine's is not published.
+TEST_F(RemoteTierTest, AValueOverTheCapIsRefusedWithoutBeingSent) {
+  RemoteTier::Options options;
+  options.max_entry_bytes = 1 << 20;
+  auto tier = Tier(/*writer=*/true, options);
+  auto redis = Client(absl::Seconds(30));
+  ASSERT_TRUE(redis->Command({"SET", tier->EntryKey(kKey), std::string(8 << 20, 'x')}).ok());
+  const int64_t sent_before = server_->Info("total_net_output_bytes").value_or(-1);
+
+  testing::internal::CaptureStderr();
+  RemoteTier::Claim claim = tier->FetchOrLease(kKey);
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(claim.entry.has_value());
+  EXPECT_NE(claim.lease, nullptr) << "compiled here, to overwrite it";
+  EXPECT_LT(server_->Info("total_net_output_bytes").value_or(-1) - sent_before, 64 << 10);
+  EXPECT_EQ(server_->Info("cmdstat_get", "calls").value_or(-1), 0);
+  EXPECT_TRUE(absl::StrContains(log,
+                                "refused the fleet tier's entry for 0123abcd: it is 8388608 bytes, "
+                                "over the cap of 1048576 (--remote_max_entry_bytes); not fetched"))
+      << log;
+  EXPECT_EQ(tier->stats().refused, 1);
+  EXPECT_EQ(tier->stats().bytes_read, 0);
+
+  const std::string large(2 << 20, 'y');
+  tier->PublishBehind(MetadataFor(kKey, large), large, std::move(claim.lease));
+  tier->Flush();
+  EXPECT_EQ(tier->stats().publishes, 0);
+  EXPECT_EQ(tier->stats().publishes_dropped, 1);
+  EXPECT_EQ(server_->Cli({"STRLEN", tier->EntryKey(kKey)}).value_or(""), "8388608");
+  EXPECT_EQ(server_->Cli({"EXISTS", tier->LeaseKey(kKey)}).value_or(""), "0") << "released";
+}
+
+// While another machine compiles over a refused value, the waiter polls
+// without fetching that value again; the holder's publish is fetched.
+TEST_F(RemoteTierTest, ARefusedValueIsFetchedOncePerWait) {
+  auto stranger_pair = GenerateSigningKeyPair();
+  ASSERT_TRUE(stranger_pair.ok()) << stranger_pair.status();
+  auto stranger_keys = SigningKeys::FromPem(stranger_pair->private_key, "");
+  ASSERT_TRUE(stranger_keys.ok()) << stranger_keys.status();
+  RemoteTier stranger(Client(), *std::move(stranger_keys), {});
+  const std::string padded(1 << 20, 'z');
+  auto forged = stranger.EncodeEntry(MetadataFor(kKey, padded), padded);
+  ASSERT_TRUE(forged.ok()) << forged.status();
+  auto redis = Client(absl::Seconds(30));
+  ASSERT_TRUE(redis->Command({"SET", stranger.EntryKey(kKey), *forged}).ok());
+
+  auto holder = Tier();
+  RemoteTier::Claim held = holder->FetchOrLease(kKey);  // refuses it, and compiles over it
+  ASSERT_NE(held.lease, nullptr);
+  ASSERT_EQ(server_->Cli({"CONFIG", "RESETSTAT"}).value_or(""), "OK");
+
+  auto waiter = Tier();
+  RemoteTier::Claim claim;
+  std::thread thread([&] { claim = waiter->FetchOrLease(kKey); });
+  EXPECT_TRUE(WaitFor([&] { return waiter->stats().lease_waits == 1; }));
+  absl::SleepFor(absl::Seconds(1));  // a dozen looks
+  holder->PublishBehind(MetadataFor(kKey, kObject), kObject, std::move(held.lease));
+  thread.join();
+
+  ASSERT_TRUE(claim.entry.has_value());
+  EXPECT_EQ(claim.entry->object, kObject);
+  const RemoteTier::Stats stats = waiter->stats();
+  EXPECT_EQ(stats.refused, 1);
+  EXPECT_EQ(stats.hits, 1);
+  // The forged value (a MiB) went out once; the holder's entry is small.
+  const int64_t sent = server_->Info("total_net_output_bytes").value_or(-1);
+  EXPECT_GT(sent, int64_t{1} << 20);
+  EXPECT_LT(sent, int64_t{2} << 20);
+}
+
+// A lease without a TTL has no holder that would ever release it: a
+// writer takes it over at once, and a reader does not wait on it.
+TEST_F(RemoteTierTest, ALeaseWithoutATtlIsTakenOverAtOnce) {
+  RemoteTier::Options options;
+  options.max_lease_wait = absl::Seconds(3);
+  auto writer = Tier(/*writer=*/true, options);
+  auto reader = Tier(/*writer=*/false, options);
+  auto redis = Client();
+  ASSERT_TRUE(redis->Command({"SET", writer->LeaseKey(kKey), "planted"}).ok());
+  ASSERT_TRUE(redis->Command({"SET", writer->LeaseKey("another"), "planted"}).ok());
+
+  RemoteTier::Claim read = reader->FetchOrLease("another");
+  EXPECT_EQ(read.lease, nullptr);
+  EXPECT_EQ(reader->stats().lease_waits, 0);
+  EXPECT_EQ(reader->stats().misses, 1);
+
+  RemoteTier::Claim claim = writer->FetchOrLease(kKey);
+  ASSERT_NE(claim.lease, nullptr);
+  EXPECT_EQ(writer->stats().lease_waits, 0);
+  EXPECT_EQ(writer->stats().lease_takeovers, 1);
+  EXPECT_NE(server_->Cli({"GET", writer->LeaseKey(kKey)}).value_or("planted"), "planted");
+  int64_t ttl = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(server_->Cli({"PTTL", writer->LeaseKey(kKey)}).value_or(""), &ttl));
+  EXPECT_GT(ttl, 0) << "ours now, with a TTL";
+  EXPECT_LE(ttl, absl::ToInt64Milliseconds(options.lease_ttl));
 }
 
 TEST_F(RemoteTierTest, RedisDownIsALocalCompileUntilItIsBack) {
