@@ -32,6 +32,10 @@ namespace kiln::limits {
 // Nodes per graph: a 100,000-node pointwise chain fits; a traced transformer
 // layer has a few hundred. Decompositions may add nodes past import.
 inline constexpr int64_t kMaxNodes = int64_t{1} << 17;
+// kilnd's default budget of nodes per graph it compiles (--max_graph_nodes,
+// at most kMaxNodes): ten times the largest real models, and what clang
+// compiles well within the default compile timeout.
+inline constexpr int64_t kDefaultMaxGraphNodes = 50000;
 // Graph inputs and graph outputs, each: kiln_run takes them as arrays.
 inline constexpr int64_t kMaxInputs = int64_t{1} << 14;
 inline constexpr int64_t kMaxOutputs = int64_t{1} << 14;

@@ -59,8 +59,8 @@ TEST(PipelineTest, FFusesAddReluAndComputesMmInPlaceInTheOutput) {
   EXPECT_NE(code.source.find("rt->syrk_f32(rt->context, 64, 64, b0 + 0, 64, 1, b1, 64);"),
             std::string::npos)
       << code.source;
-  EXPECT_NE(code.source.find("const float v1 = (v0 + 0x1p+0f);"), std::string::npos);
-  EXPECT_NE(code.source.find("const float v2 = (v1 < 0x0p+0f ? 0x0p+0f : v1);"), std::string::npos);
+  EXPECT_NE(code.source.find("float v1 = (v0 + 0x1p+0f);"), std::string::npos);
+  EXPECT_NE(code.source.find("float v2 = (v1 < 0x0p+0f ? 0x0p+0f : v1);"), std::string::npos);
   EXPECT_EQ(code.source.find("#include <"), std::string::npos) << "must be freestanding";
   EXPECT_EQ(code.signature.scratch_bytes(), 0);
 }
@@ -240,7 +240,7 @@ TEST(PipelineTest, SoftmaxTakesItsCheaperMaxAndExp) {
       << code.source;
   EXPECT_NE(code.source.find("#pragma clang loop interleave_count(2)\n"
                              "      for (kiln_int64 i1 = 0; i1 < 1024; ++i1) {\n"
-                             "        const float v2 = p0[i0 * 1024 + i1];"),
+                             "        float v2 = p0[i0 * 1024 + i1];"),
             std::string::npos)
       << code.source;
   EXPECT_NE(code.source.find("= kiln_expf_nonpositive("), std::string::npos) << code.source;
@@ -411,7 +411,7 @@ TEST(PipelineTest, GatheredLoadsReadTheTableOnlyInsideIt) {
                       "i2)"),
             std::string::npos)
       << Stage(code, "kernels");
-  EXPECT_NE(code.source.find("const float v2 = ((v1 >= 0) & (v1 < symbols[0]) ? p2[i1 * "
+  EXPECT_NE(code.source.find("float v2 = ((v1 >= 0) & (v1 < symbols[0]) ? p2[i1 * "
                              "symbols[0] + v1 * 1] : 0x0p+0f);"),
             std::string::npos)
       << code.source;
@@ -442,7 +442,7 @@ TEST(PipelineTest, ASumDownColumnsFoldsNeighbouringColumnsTogether) {
                                 "    for (kiln_int64 i1 = 0; i1 < 64; ++i1) {\n"
                                 "      for (kiln_int64 j = 0; j < width; ++j) {\n"
                                 "        const kiln_int64 i0 = col + j;\n"
-                                "        const float v0 = p1[i0 + i1 * 1024];\n"
+                                "        float v0 = p1[i0 + i1 * 1024];\n"
                                 "        cols[j] = (cols[j] + v0);\n"),
             std::string::npos)
       << columns.source;
@@ -489,10 +489,10 @@ TEST(PipelineTest, ScattersAddInOrderOntoTheirStartAndSkipOutOfRangeIndices) {
                              "  }\n"
                              "  for (kiln_int64 i0 = 0; i0 < 3; ++i0) {\n"
                              "    for (kiln_int64 i1 = 0; i1 < 4; ++i1) {\n"
-                             "      const int v0 = p1[i0];\n"
-                             "      const long long v1 = ((long long)v0);\n"
-                             "      const float v2 = p2[i0 * 4 + i1];\n"
-                             "      const float v3 = (v2 < 0x0p+0f ? 0x0p+0f : v2);\n"
+                             "      int v0 = p1[i0];\n"
+                             "      long long v1 = ((long long)v0);\n"
+                             "      float v2 = p2[i0 * 4 + i1];\n"
+                             "      float v3 = (v2 < 0x0p+0f ? 0x0p+0f : v2);\n"
                              "      if ((v1 >= 0) & (v1 < 5)) {\n"
                              "        p0[i1 + v1 * 4] = (p0[i1 + v1 * 4] + v3);\n"
                              "      }\n"),
@@ -524,8 +524,8 @@ TEST(PipelineTest, EmbeddingBackwardSkipsThePaddingRowAndRoundsEverySum) {
                       "-> (i0, i1)), 0), -1, load(%1, (i0, i1, i2) -> (i0, i1)))"),
             std::string::npos)
       << Stage(code, "loop IR");
-  EXPECT_NE(code.source.find("        const long long v2 = (v1 ? -1LL : v0);\n"
-                             "        const float v3 = kiln_bf16_to_float(p2[i0 * 24 + i1 * 8 + "
+  EXPECT_NE(code.source.find("        long long v2 = (v1 ? -1LL : v0);\n"
+                             "        float v3 = kiln_bf16_to_float(p2[i0 * 24 + i1 * 8 + "
                              "i2]);\n"
                              "        if ((v2 >= 0) & (v2 < 10)) {\n"
                              "          p0[i2 + v2 * 8] = kiln_float_to_bf16((kiln_bf16_to_float("
@@ -569,7 +569,7 @@ TEST(PipelineTest, BoundedLoadsTestOnlyWhatTheLoopsCanLeave) {
                              "            for (kiln_int64 i4 = 0; i4 < 3; ++i4) {\n"
                              "              #pragma clang loop unroll(full)\n"
                              "              for (kiln_int64 i5 = 0; i5 < 3; ++i5) {\n"
-                             "                const float v0 = ((i2 * 2 + i4 + -1 >= 0) & "
+                             "                float v0 = ((i2 * 2 + i4 + -1 >= 0) & "
                              "(i3 * 2 + i5 + -1 >= 0) ? p1[i0 * 72 + i1 * 36 + i2 * 12 + i3 * 2 + "
                              "i4 * 6 + i5 + -7] : (-__builtin_inff()));\n"
                              "                acc = (((v0 > acc) | (v0 != v0)) ? v0 : acc);\n"),
@@ -591,7 +591,7 @@ TEST(PipelineTest, BoundedLoadsTestOnlyWhatTheLoopsCanLeave) {
         "sizes": [{"constant": 2}, {"constant": 3}, {"constant": 3}]}]}],
     "outputs": [1]})";
   const GeneratedCode plain = Generate(ParseGraph(inside));
-  EXPECT_NE(plain.source.find("const float v0 = p1[i0 * 36 + i1 * 12 + i2 * 2 + i3 * 6 + i4];"),
+  EXPECT_NE(plain.source.find("float v0 = p1[i0 * 36 + i1 * 12 + i2 * 2 + i3 * 6 + i4];"),
             std::string::npos)
       << plain.source;
   EXPECT_EQ(plain.source.find(" ? p1["), std::string::npos) << plain.source;

@@ -38,7 +38,7 @@ bool IsCompilerCrash(const absl::Status& status) {
   const absl::string_view message = status.message();
   return absl::StartsWith(message, "compile worker crashed") ||
          absl::StartsWith(message, "compile worker exited") ||
-         absl::StartsWith(message, "clang++ failed (signal");
+         absl::StartsWith(message, "clang++ crashed");
 }
 
 // kilnd opens bundles as its user, from its own working directory: a
@@ -248,6 +248,11 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
       if (!response.ok()) response = failures_by_kind_.Count(response.status());
       done(std::move(response));
     };
+  }
+  if (request.graph().nodes_size() > options_.max_graph_nodes) {
+    return done(absl::InvalidArgumentError(absl::StrCat(
+        "the graph has ", request.graph().nodes_size(), " nodes, over the limit max_graph_nodes = ",
+        options_.max_graph_nodes, " (kilnd --max_graph_nodes)")));
   }
   const absl::Time received = absl::Now();
   absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, toolchain_digests_);

@@ -60,6 +60,7 @@
 #include "codegen/codegen_inputs.h"
 #include "codegen/compile/compiler.h"
 #include "codegen/compile/target.h"
+#include "codegen/limits.h"
 #include "daemon/compile_queue.h"
 #include "daemon/failure_kind.h"
 #include "daemon/list_page.h"
@@ -74,13 +75,16 @@ namespace kiln {
 // timeout (DeadlineExceeded). Not: Unavailable (no worker, shutdown),
 // ResourceExhausted (disk full, memory cap), and an Internal that reports a
 // crashed or killed compiler process (worker_compiler.cc's "compile worker
-// crashed/exited", subprocess_compiler.cc's "clang++ failed (signal").
+// crashed/exited", subprocess_compiler.cc's "clang++ crashed").
 bool IsDeterministicFailure(const absl::Status& status);
 
 class ArtifactCache {
  public:
   struct Options {
     int compile_threads = 2;
+    // Graphs of more nodes are refused before they are prepared
+    // (InvalidArgument naming the limit and kilnd's --max_graph_nodes).
+    int64_t max_graph_nodes = limits::kDefaultMaxGraphNodes;
     absl::Duration remember_failures_for = absl::Minutes(10);
     // Bounds the memory: past it the failure closest to expiry is forgotten.
     size_t max_remembered_failures = 1024;

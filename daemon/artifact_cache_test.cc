@@ -203,7 +203,8 @@ TEST_F(ArtifactCacheTest, TransientFailuresAreNotRemembered) {
       absl::UnavailableError("cannot start the compile worker"),
       absl::ResourceExhaustedError("no space left on device in /tmp/kiln"),
       absl::InternalError("compile worker crashed (signal 9: Killed); its stderr is in the log"),
-      absl::InternalError("clang++ failed (signal 9): "),
+      absl::InternalError("clang++ crashed (signal 9 in clang or a process it started) on the "
+                          "generated source; its report is in kilnd's log"),
   };
   int expected_calls = 0;
   for (const absl::Status& failure : transient) {

@@ -34,10 +34,10 @@ const char* FailureKindName(FailureKind kind) {
 FailureKind ClassifyFailure(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
-      // codegen/limits.h words every refusal "..., over the limit kMaxNodes = ...".
-      return absl::StrContains(status.message(), "over the limit kMax")
-                 ? FailureKind::kResourceLimit
-                 : FailureKind::kInvalidGraph;
+      // codegen/limits.h words every refusal "..., over the limit kMaxNodes = ...",
+      // and kilnd its own "..., over the limit max_graph_nodes = ...".
+      return absl::StrContains(status.message(), "over the limit ") ? FailureKind::kResourceLimit
+                                                                    : FailureKind::kInvalidGraph;
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange:
       return FailureKind::kInvalidGraph;

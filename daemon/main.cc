@@ -36,6 +36,7 @@
 #include "codegen/compile/subprocess_compiler.h"
 #include "codegen/compile/toolchain.h"
 #include "codegen/compile/worker_compiler.h"
+#include "codegen/limits.h"
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/paths.h"
@@ -71,6 +72,9 @@ ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(120),
 ABSL_FLAG(uint64_t, compile_memory_limit_mb, kiln::kDefaultCompileMemoryBytes >> 20,
           "Address space a compile may use (RLIMIT_AS of the compile worker and of clang++); "
           "a compile past it fails with ResourceExhausted naming the limit.");
+ABSL_FLAG(int64_t, max_graph_nodes, kiln::limits::kDefaultMaxGraphNodes,
+          "Refuse graphs of more nodes than this (InvalidArgument, before any codegen); at most "
+          "131072 (kMaxNodes).");
 ABSL_FLAG(absl::Duration, idle_timeout, absl::ZeroDuration(),
           "Exit after this long without a request (0: never). Auto-started daemons use 10m.");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
@@ -317,6 +321,11 @@ absl::Status Serve() {
   const kiln::v1::Toolchain& toolchain = toolchains.at(kiln::v1::TARGET_NATIVE);
   ArtifactCache::Options options;
   options.compile_threads = std::max(1, absl::GetFlag(FLAGS_compile_jobs));
+  options.max_graph_nodes = absl::GetFlag(FLAGS_max_graph_nodes);
+  if (options.max_graph_nodes < 1 || options.max_graph_nodes > limits::kMaxNodes) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_graph_nodes=", options.max_graph_nodes,
+                                                   " is not in [1, ", limits::kMaxNodes, "]"));
+  }
   ASSIGN_OR_RETURN(options.max_cache_bytes, CacheCap(cache_dir));
   options.max_entry_age = absl::GetFlag(FLAGS_max_entry_age);
   options.gc_interval = std::max(absl::Seconds(1), absl::GetFlag(FLAGS_gc_interval));

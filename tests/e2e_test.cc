@@ -167,6 +167,56 @@ TEST_F(EndToEndTest, EdgeValuesMatchEagerBitForBit) {
   EXPECT_EQ(Bits(relu[2]), Bits(0.0f));
 }
 
+// relu, relu, ... over n floats: `length` nodes.
+kiln::v1::Graph ReluChain(int64_t n, int length) {
+  kiln::v1::Graph graph;
+  graph.set_name("relu_chain");
+  auto* input = graph.add_inputs();
+  input->set_value(0);
+  input->set_name("x");
+  *input->mutable_type() = Vector(n);
+  for (int i = 0; i < length; ++i) {
+    auto* relu = graph.add_nodes();
+    relu->set_op("aten.relu.default");
+    relu->add_inputs(i);
+    relu->add_outputs(i + 1);
+    *relu->add_output_types() = Vector(n);
+  }
+  graph.add_outputs(length);
+  return graph;
+}
+
+TEST_F(EndToEndTest, AGraphOverTheNodeBudgetIsRefusedAtOnceAndKilndKeepsServing) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = ReluChain(64, 100000);
+  const absl::Time start = absl::Now();
+  EXPECT_EQ((*client)->Compile(request).status(),
+            absl::InvalidArgumentError("the graph has 100000 nodes, over the limit "
+                                       "max_graph_nodes = 50000 (kilnd --max_graph_nodes)"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << "refused before any codegen";
+  EXPECT_EQ(Stats().compiles(), 0);
+  EXPECT_EQ(Stats().failures_by_kind().at("resource_limit"), 1);
+  EXPECT_EQ(RunVector(client->get(), PointwiseGraph(3, true), {-2, 0.5, 1}),
+            (std::vector<float>{0, 1.5, 2}));
+  EXPECT_TRUE(daemon_.Alive());
+}
+
+TEST(NodeBudgetTest, KilndsFlagSetsTheBudgetAndAChainAtItRuns) {
+  DaemonFixture daemon;
+  ASSERT_TRUE(daemon.Start({"--max_graph_nodes=1000"}).ok());
+  auto client = daemon.Connect();
+  ASSERT_TRUE(client.ok());
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = ReluChain(4, 1001);
+  EXPECT_EQ((*client)->Compile(request).status(),
+            absl::InvalidArgumentError("the graph has 1001 nodes, over the limit "
+                                       "max_graph_nodes = 1000 (kilnd --max_graph_nodes)"));
+  EXPECT_EQ(RunVector(client->get(), ReluChain(4, 1000), {-2, 0.5, -0.0f, 3}),
+            (std::vector<float>{0, 0.5, 0, 3}));
+}
+
 TEST_F(EndToEndTest, BadInputGetsASpecificErrorAndTheDaemonKeepsServing) {
   auto client = daemon_.Connect();
   ASSERT_TRUE(client.ok());

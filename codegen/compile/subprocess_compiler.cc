@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/compile/stale_files.h"
 #include "common/files.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 
@@ -75,6 +76,16 @@ absl::Status SubprocessCompiler::FailureOf(const ProcessResult& process) const {
   }
   if (memory_limit_bytes_ > 0 && MentionsOutOfMemory(process.output)) {
     return MemoryLimitError(memory_limit_bytes_);
+  }
+  // A crash's report (a stack dump, a request to file a bug) means nothing
+  // to a client.
+  if (process.signal != 0 || absl::StrContains(process.output, "PLEASE submit a bug report") ||
+      absl::StrContains(process.output, "command failed due to signal")) {
+    KILN_LOG(ERROR) << "clang++ crashed: " << process.output.substr(0, 16000);
+    return absl::InternalError(absl::StrCat(
+        "clang++ crashed (", process.signal ? absl::StrCat("signal ", process.signal) : "a signal",
+        " in clang or a process it started) on the generated source; its report is in kilnd's "
+        "log"));
   }
   return absl::InternalError(absl::StrCat("clang++ failed (",
                                           process.signal ? absl::StrCat("signal ", process.signal)

@@ -28,7 +28,9 @@ class SubprocessCompiler : public Compiler {
                      uint64_t memory_limit_bytes = kDefaultCompileMemoryBytes);
 
   // Errors, besides those of Compiler::Compile: ResourceExhausted when the
-  // disk under `work_dir` is full or clang++ exceeds the memory limit.
+  // disk under `work_dir` is full or clang++ exceeds the memory limit;
+  // Internal "clang++ crashed (...)" when clang++ or a process it started
+  // died of a signal: its crash report goes to the log, not the message.
   absl::StatusOr<CompiledObject> Compile(absl::string_view source,
                                          kiln::v1::Target target) override;
   const char* name() const override { return "subprocess"; }

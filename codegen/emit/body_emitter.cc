@@ -26,8 +26,11 @@ std::string BodyEmitter::Bind(ir::DType dtype, const std::string& text) {
   auto it = memo_.find(text);
   if (it != memo_.end()) return it->second;
   const std::string name = function_.NewValueName();
-  absl::StrAppend(&function_.text(), indent_, "const ", StorageCType(dtype), " ", name, " = ", text,
-                  ";\n");
+  // Not const: clang tries to fold a const arithmetic local's initializer
+  // into a constant, through every const local it names, so a chain of
+  // them costs super-linear time and a recursion as deep as the chain
+  // (clang++ crashed on a 10,000-node relu chain).
+  absl::StrAppend(&function_.text(), indent_, StorageCType(dtype), " ", name, " = ", text, ";\n");
   memo_.emplace(text, name);
   return name;
 }

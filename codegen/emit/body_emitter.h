@@ -72,7 +72,8 @@ class FunctionWriter {
 // map reuses its name (a second expansion would only find its text
 // memoized), which also keeps a chain of x + x from expanding 2^n times.
 // Every call is bound to a named temporary, so the C++ is flat however deep
-// the chain: no nested expression for clang to recurse through.
+// the chain: no nested expression for clang to recurse through, and no
+// const local whose initializer clang would try to fold through the chain.
 class BodyEmitter {
  public:
   BodyEmitter(FunctionWriter& function, std::string indent, int outer_rank,
@@ -93,7 +94,7 @@ class BodyEmitter {
     return Run(Task::ForExpression(value, index, map));
   }
 
-  // `text` bound to a named constant of `dtype` (or the name it already has).
+  // `text` bound to a named local of `dtype` (or the name it already has).
   std::string Bind(ir::DType dtype, const std::string& text);
 
   void Line(const std::string& text);

@@ -104,13 +104,15 @@ void GroupKernels(const ir::Graph& graph, const ir::LoopProgram& program, Schedu
     return value;
   };
   std::vector<int> written_by(graph.values.size(), -1);
+  int64_t group_calls = 0;  // of the last group: a group is one function, held to kMaxFusedCalls
   for (int k = 0; k < static_cast<int>(schedule.kernels.size()); ++k) {
     Kernel& kernel = schedule.kernels[k];
     // Extern, concat, scan and scatter kernels are groups of their own.
     const bool loop = IsLoop(kernel.kind);
     const std::vector<ir::Dim> outer = loop ? OuterSizes(kernel, graph) : std::vector<ir::Dim>();
     kernel.outer_rank = static_cast<int>(outer.size());
-    bool join = loop && !outer.empty() && !schedule.groups.empty();
+    bool join = loop && !outer.empty() && !schedule.groups.empty() &&
+                group_calls + kernel.calls <= kMaxFusedCalls;
     if (join) {
       const KernelGroup& group = schedule.groups.back();
       const Kernel& first = schedule.kernels[group.begin];
@@ -125,8 +127,10 @@ void GroupKernels(const ir::Graph& graph, const ir::LoopProgram& program, Schedu
     }
     if (join) {
       ++schedule.groups.back().end;
+      group_calls += kernel.calls;
     } else {
       schedule.groups.push_back({k, k + 1, loop ? kernel.outer_rank : 0});
+      group_calls = kernel.calls;
     }
     schedule.group_of.push_back(static_cast<int>(schedule.groups.size()) - 1);
     if (kernel.kind != Kernel::Kind::kCopy) written_by[kernel.value] = k;
@@ -204,6 +208,43 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
                            (kind == Kind::kPointwise && (must_realize[v] || consumers[v] > 1));
   }
 
+  // What one kernel may hold: the calls of its value and of the values
+  // inlined into it, each inlined value counted once per load that reads
+  // it as written (the emitter expands it once per map it is read at). A
+  // value whose count would pass kMaxFusedCalls realizes its inlined
+  // producers instead, which then are kernels of their own: so no kernel
+  // holds more calls than kMaxFusedCalls (or its own value's, if more).
+  // Values are in topological order: a producer's count is final when its
+  // consumer is counted.
+  std::vector<int64_t> fused_calls(num_values, 0);
+  for (int v = 0; v < num_values; ++v) {
+    const ir::Definition& definition = program.definitions[v];
+    std::set<std::tuple<int, std::vector<std::vector<int64_t>>, std::vector<int64_t>>> loads;
+    std::vector<int> inlined;
+    for (const ir::Expr& expr : definition.exprs) {
+      if (expr.kind == ir::Expr::Kind::kCall) ++fused_calls[v];
+      if (expr.kind == ir::Expr::Kind::kLoad &&
+          loads.insert({expr.value, expr.index.coefficients, expr.index.offsets}).second) {
+        inlined.push_back(base_of(expr.value));
+      }
+    }
+    if (definition.kind == Kind::kScatter && definition.source >= 0) {
+      inlined.push_back(base_of(definition.source));
+    }
+    if (definition.kind == Kind::kConcat) {
+      for (int operand : definition.operands) inlined.push_back(base_of(operand));
+    }
+    int64_t total = fused_calls[v];
+    for (int producer : inlined) {
+      if (!schedule.realized[producer]) total += fused_calls[producer];
+    }
+    if (total > kMaxFusedCalls) {
+      for (int producer : inlined) schedule.realized[producer] = true;
+    } else {
+      fused_calls[v] = total;
+    }
+  }
+
   // Values are in topological order, so realized values in value order is a
   // valid execution order.
   std::vector<int> kernel_of(num_values, -1);
@@ -215,6 +256,7 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     }
     Kernel kernel;
     kernel.value = v;
+    kernel.calls = fused_calls[v];
     if (definition.kind == Kind::kReduction) kernel.kind = Kernel::Kind::kReduction;
     if (definition.kind == Kind::kScan) kernel.kind = Kernel::Kind::kScan;
     if (definition.kind == Kind::kScatter) kernel.kind = Kernel::Kind::kScatter;
@@ -279,6 +321,8 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
     copy.kind = Kernel::Kind::kCopy;
     copy.value = output;
     copy.output = static_cast<int>(schedule.output_kernel.size());
+    const int copied = base_of(output);
+    copy.calls = schedule.realized[copied] ? 0 : fused_calls[copied];
     ReadCollector reads(program, schedule.realized);
     reads.Add(output, ir::AffineMap::Identity(graph.values[output].rank()));
     copy.reads = reads.Take();

@@ -5,8 +5,10 @@
 // each consumer's loop body. Realized: graph inputs, extern, reduction,
 // scan and scatter results, aliases (and the values extern calls, aliases,
 // bounded and gathered loads read through), pointwise values that are graph
-// outputs or have more than one consumer.
-// Everything else is inlined, so a pointwise chain ends up as one loop, and
+// outputs or have more than one consumer, and those whose consumer's kernel
+// would otherwise hold more than kMaxFusedCalls calls.
+// Everything else is inlined, so a pointwise chain ends up as one loop per
+// kMaxFusedCalls calls, and
 // the pointwise producers of a reduction (or a scan, or a scatter's start,
 // index and added elements) end up in its body. Kernels are listed in
 // execution order, each with every realized value it reads (views and inlined producers resolved),
@@ -38,10 +40,21 @@ struct Kernel {
   Kind kind = Kind::kPointwise;
   int value = -1;   // the value computed (kCopy: the value copied)
   int output = -1;  // kCopy only: the graph output it writes
+  // The calls its body evaluates, its inlined producers' included, each
+  // counted once per load that reads it (see kMaxFusedCalls).
+  int64_t calls = 0;
   std::vector<Access> reads;
   // The leading output dims a group's shared loops run over (see Schedule).
   int outer_rank = 0;
 };
+
+// The most calls one kernel, and one group of kernels (one generated
+// function), holds: past it, inlined producers are realized into kernels
+// of their own and groups end. clang's time grows faster than linearly
+// with a function's size (register allocation); so bounded, it grows
+// linearly with the graph. A value whose own definition has more calls is
+// one kernel still.
+inline constexpr int64_t kMaxFusedCalls = 256;
 
 // Consecutive loop kernels over the same outer dims whose reads of each
 // other are row-local (element [r, ...] reads only row r of a value the
