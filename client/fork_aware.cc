@@ -105,18 +105,13 @@ void InChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   gate.forking.store(false);
 }
 
-void RegisterAtFork() {
-  static std::once_flag registered;
-  std::call_once(registered, [] { pthread_atfork(Prepare, InParent, InChild); });
-}
+// At load, so that a guard's path holds no check of its own.
+const bool registered_at_fork = pthread_atfork(Prepare, InParent, InChild) == 0;
 
 }  // namespace
 
 ForkGuard::ForkGuard() {
-  if (guard_depth++ == 0) {
-    RegisterAtFork();
-    Enter();
-  }
+  if (guard_depth++ == 0) Enter();
 }
 
 ForkGuard::~ForkGuard() {
@@ -136,7 +131,6 @@ ForkGuard::Released::~Released() {
 }
 
 void ForkAware::RegisterForFork() {
-  RegisterAtFork();
   absl::MutexLock lock(&registry().mutex);
   registry().objects.push_back(this);
 }
