@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -470,6 +471,7 @@ RocksDbStore::~RocksDbStore() {
 
 template <typename Operation>
 auto RocksDbStore::Serve(Operation operation) -> decltype(operation()) {
+  if (writes_stopped_.exchange(false) && !ResumeWrites().ok()) writes_stopped_ = true;
   auto result = [&]() -> decltype(operation()) {
     absl::ReaderMutexLock lock(&mutex_);
     if (db_ == nullptr) {
@@ -489,8 +491,34 @@ auto RocksDbStore::Serve(Operation operation) -> decltype(operation()) {
 absl::Status RocksDbStore::NoteWriteFailure(absl::Status status) {
   // A compaction that met a damaged table stops writes (paranoid_checks):
   // the write reports that background error, Corruption.
-  if (absl::IsDataLoss(status)) damaged_ = true;
+  if (absl::IsDataLoss(status)) {
+    damaged_ = true;
+  } else if (absl::IsInternal(status)) {
+    writes_stopped_ = true;  // an I/O error: a full disk, say
+  }
   return status;
+}
+
+absl::Status RocksDbStore::ResumeWrites() {
+  absl::MutexLock lock(&mutex_);
+  if (db_ == nullptr || db_->Resume().ok()) return absl::OkStatus();
+  // RocksDB recovers from a full disk by itself only once the disk has
+  // room for every family's write buffer (hundreds of MiB); until then it
+  // answers Busy. With room for some writes again, reopening clears it.
+  constexpr uint64_t kRoomToReopen = 1 << 20;
+  struct statvfs disk;
+  if (statvfs(directory_.c_str(), &disk) != 0 ||
+      static_cast<uint64_t>(disk.f_bavail) * disk.f_frsize < kRoomToReopen) {
+    return absl::ResourceExhaustedError(absl::StrCat("no space left on device in ", directory_));
+  }
+  Database current{std::move(db_), default_, entries_, blobs_, quarantine_, usage_};
+  current.Close();
+  // A store that cannot open answers Unavailable, as after a failed heal.
+  ASSIGN_OR_RETURN(Database reopened, OpenDatabase(directory_));
+  Adopt(std::move(reopened));
+  KILN_LOG(WARNING) << "the store in " << directory_
+                    << " is writable again after a failed write (a full disk?)";
+  return absl::OkStatus();
 }
 
 absl::Status RocksDbStore::Heal() {

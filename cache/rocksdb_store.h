@@ -183,7 +183,11 @@ class RocksDbStore : public ArtifactStore {
   auto Serve(Operation operation) -> decltype(operation());
   // Rebuilds the database from what is readable (see above). Exclusive.
   absl::Status Heal() ABSL_LOCKS_EXCLUDED(mutex_);
-  // Remembers that a write or compaction failed on damage.
+  // After a write failed (writes_stopped_): asks RocksDB to resume writing,
+  // or reopens the database once the disk has room again.
+  absl::Status ResumeWrites() ABSL_LOCKS_EXCLUDED(mutex_);
+  // Remembers that a write or compaction failed: on damage (heal after the
+  // operation), or otherwise (resume writes before the next one).
   absl::Status NoteWriteFailure(absl::Status status);
 
   absl::StatusOr<std::optional<kiln::v1::ArtifactMetadata>> LookupLocked(const std::string& key)
@@ -273,7 +277,8 @@ class RocksDbStore : public ArtifactStore {
   absl::Mutex state_mutex_ ABSL_ACQUIRED_AFTER(writes_mutex_);
   absl::flat_hash_map<std::string, Blob> blobs_in_use_ ABSL_GUARDED_BY(state_mutex_);
   StoreTotals totals_ ABSL_GUARDED_BY(state_mutex_);
-  std::atomic<bool> damaged_{false};  // met damage: heal after the operation
+  std::atomic<bool> damaged_{false};         // met damage: heal after the operation
+  std::atomic<bool> writes_stopped_{false};  // a write failed: resume before the next
   // RocksDB's repair learns a family from its table files and drops what
   // the WAL holds for a family it did not learn: true while "entries",
   // "blobs" or "usage" has no table file, so that the next write flushes.
