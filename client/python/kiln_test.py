@@ -1,7 +1,7 @@
 """The Python package through a real kilnd: compile, call, errors, fallback
 (conftest.py starts the kilnd).
 
-Runs under pytest (Debian's python3-pytest); each test case is counted by
+Runs under pytest (the checkout's .venv); each test case is counted by
 the test command through the JUnit XML written to $XML_OUTPUT_FILE.
 """
 import collections
@@ -1289,18 +1289,18 @@ def test_a_value_read_while_tracing_is_refused_naming_the_line():
 
 
 def test_tracing_a_long_unrolled_loop_names_each_node_in_a_few_steps(monkeypatch):
-    # FX (PyTorch 1.13) alone tries add_1, add_2, ... for each new add:
-    # 4,500,000 lookups of used names for these 3,000 (and 200 of the 270 s
-    # of tracing a GRU unrolled over 1,200 steps).
+    # FX's namespace remembers the last number it gave each base name, so
+    # naming 3,000 adds takes a few lookups each (trying add_1, add_2, ...
+    # for each would take 4,500,000).
     from torch.fx.graph import _Namespace
 
     from kiln import _tracing
     lookups = []
 
-    class CountedNames(dict):
+    class CountedNames(set):
         def __contains__(self, name):
             lookups.append(1)
-            return dict.__contains__(self, name)
+            return set.__contains__(self, name)
     init = _Namespace.__init__
 
     def counted_init(self):
@@ -1452,6 +1452,26 @@ print('_kiln' in maps(), 'grpc' in maps(), 'rocksdb' in maps(), 'libabsl' in map
 """
     assert run_python(code).split() == [
         "False", "False", "True", "False", "False", str(not own_abseil), "9.0"]
+
+
+def test_an_extension_built_against_another_torch_is_refused_naming_both_versions():
+    path = kiln._native().__file__
+    with open(os.path.join(os.path.dirname(path), "_kiln.torch_version")) as file:
+        assert file.read() == torch.__version__ + "\n"
+    code = """
+import torch
+torch.__version__ = '1.13.1'
+import kiln
+try:
+    kiln.compile(lambda x: x + 1, [torch.ones(2)])
+except ImportError as error:
+    print(error)
+"""
+    assert run_python(code).strip() == (
+        f"kiln's C++ extension {path} is built against torch {torch.__version__}, but this "
+        f"process runs torch 1.13.1: run it with torch {torch.__version__} "
+        "(scripts/install-deps.sh --with-torch installs it in the checkout's .venv), or "
+        "rebuild the extension against this torch")
 
 
 def run_python(code, **env):

@@ -875,7 +875,16 @@ _PYTORCHS = [
     aten.select_backward, aten.sigmoid_backward, aten.slice_backward,
     aten.soft_margin_loss_backward, aten.softplus_backward, aten.softshrink_backward,
     aten.tanh_backward,
+    # torch 2.x: what nn.MultiheadAttention and F.scaled_dot_product_attention
+    # call on the CPU (and the softmax of a fully masked row they use), and
+    # index_fill.
+    aten._scaled_dot_product_flash_attention_for_cpu, aten._safe_softmax, aten.index_fill,
+    aten.index_fill_,
 ]
+
+def _shrink_backward(grad, x, lambd):
+    return torch.where((x >= -lambd) & (x <= lambd), torch.zeros_like(grad), grad)
+
 
 def _native_multi_head_attention(query, key, value, embed_dim, num_heads, qkv_weight, qkv_bias,
                                  proj_weight, proj_bias, mask=None, need_weights=True,
@@ -946,6 +955,12 @@ DECOMPOSITIONS = {
     aten.block_diag.default: _block_diag,
     aten.bucketize.Tensor: _bucketize,
     aten.copysign.Tensor: _copysign,
+    # Functionalization's form of a write (x.copy_(src), x[i] = v): src as x's
+    # dtype and shape. torch's tables have no entry for it.
+    aten.copy.default: lambda x, src, non_blocking=False: src.to(x.dtype).expand(x.shape).clone(),
+    # In torch 1.13's table, not in torch 2.x's: eager's kernels, as a where.
+    aten.hardshrink_backward.default: _shrink_backward,
+    aten.softshrink_backward.default: _shrink_backward,
     aten.deg2rad.default: lambda x: x * (math.pi / 180),
     aten.frac.default: lambda x: x - torch.trunc(x),
     aten.heaviside.default: lambda x, values: torch.where(x == 0, values, (x > 0).to(x.dtype)),
@@ -1000,6 +1015,7 @@ DECOMPOSITIONS = {
     aten.hann_window.default: _hann_window,
     aten.hann_window.periodic: _hann_window,
     aten.index.Tensor: _index,
+    aten._unsafe_index.Tensor: _index,  # torch 2.x's interpolations index with it
     aten.index_put.default: _index_put,
     aten.index_put_.default: _in_place(_index_put),
     aten.isinf.default: lambda x: x.abs() == float("inf"),

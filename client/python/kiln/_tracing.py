@@ -54,7 +54,6 @@ import linecache
 import math
 import operator
 import os
-import threading
 import traceback
 import warnings
 
@@ -170,50 +169,6 @@ def _takes_exactly(fn, count):
     return len(parameters) == count and all(p.kind in positional for p in parameters)
 
 
-_FX_CREATE_NAME = torch.fx.graph._Namespace.create_name
-_naming = threading.local()
-
-
-def _create_name_from_last(self, candidate, obj):
-    """FX's _Namespace.create_name (PyTorch 1.13) tries base_1, base_2, ...
-    until a name is free: quadratic in the nodes of one kind, 200 of the
-    270 s of tracing a GRU unrolled over 1,200 steps. While this thread
-    traces, a namespace remembers the highest number it gave each base and
-    FX's search starts there; names stay unique and legal (FX still checks
-    each one)."""
-    if not getattr(_naming, "active", False):
-        return _FX_CREATE_NAME(self, candidate, obj)
-    last = self.__dict__.setdefault("_kiln_last_number", {})
-    legal = self._illegal_char_regex.sub("_", candidate)
-    match = self._name_suffix_regex.match(legal)
-    base = legal if match is None else match.group(1)
-    if base in last:  # (a builtin's name, "slice", is never given bare)
-        given = 0 if match is None else int(match.group(2))
-        candidate = f"{base}_{max(given, last[base] + 1)}"
-    name = _FX_CREATE_NAME(self, candidate, obj)
-    if name == base:
-        last.setdefault(base, 0)
-    else:
-        match = self._name_suffix_regex.match(name)
-        if match is not None and match.group(1) == base:
-            last[base] = max(last.get(base, 0), int(match.group(2)))
-    return name
-
-
-torch.fx.graph._Namespace.create_name = _create_name_from_last
-
-
-@contextlib.contextmanager
-def _names_in_linear_time():
-    """Nodes created in this block get _create_name_from_last's names."""
-    outer = getattr(_naming, "active", False)
-    _naming.active = True
-    try:
-        yield
-    finally:
-        _naming.active = outer
-
-
 def _where_in_user_code(error):
     """'file:line in function (the line)' of the innermost frame of
     `error`'s traceback outside torch and Kiln: the model's line that did
@@ -234,9 +189,8 @@ def _make_fx(fn, inputs, tracing_mode):
     """make_fx(fn)(*inputs) with Kiln's decompositions; a function that
     reads a tensor's value raises TraceError naming its line."""
     try:
-        with _names_in_linear_time():
-            return make_fx(fn, decomposition_table=DECOMPOSITIONS,
-                           tracing_mode=tracing_mode)(*inputs)
+        return make_fx(fn, decomposition_table=DECOMPOSITIONS,
+                       tracing_mode=tracing_mode)(*inputs)
     except RuntimeError as error:
         if "get value out of a tracing tensor" not in str(error):
             raise
@@ -263,7 +217,9 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
     structure = []
 
     def slow_paths(*args):
-        with TracingMode():
+        # oneDNN off: torch 2.x's recurrent nets would call its fused
+        # mkldnn_rnn_layer instead of the ops they are made of.
+        with TracingMode(), torch.backends.mkldnn.flags(enabled=False):
             result = fn(*args)
             tensors, shape = flatten_outputs(result)
         if not tensors:
