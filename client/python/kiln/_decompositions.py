@@ -118,6 +118,10 @@ def _upsample_nearest(x, output_size, scale_factors):
     return x
 
 
+def _upsample_nearest_to_size(x, output_size, *scales):
+    return _upsample_nearest(x, output_size, None if None in scales else scales)
+
+
 def _adaptive_max_pool(x, output_size):
     """adaptive_max_pool1d/2d where Kiln has the pooling: to one position (a
     max and argmax over the window), or windows that tile the input."""
@@ -866,7 +870,7 @@ def _logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=N
 _PYTORCHS = [
     aten.addcdiv, aten.addcmul, aten.addr, aten.binary_cross_entropy,
     aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed, aten.diagonal, aten.dot,
-    aten.eye, aten.glu, aten.grid_sampler_2d, aten.im2col, aten._log_softmax_backward_data,
+    aten.glu, aten.grid_sampler_2d, aten.im2col, aten._log_softmax_backward_data,
     aten.log_sigmoid_forward, aten.logit, aten.mish, aten.mv, aten.roll,
     aten.rot90, aten.sinc, aten.soft_margin_loss, aten.softplus, aten.threshold,
     aten.upsample_bicubic2d, aten.upsample_bilinear2d,
@@ -879,8 +883,15 @@ _PYTORCHS = [
     # call on the CPU (and the softmax of a fully masked row they use), and
     # index_fill.
     aten._scaled_dot_product_flash_attention_for_cpu, aten._safe_softmax, aten.index_fill,
-    aten.index_fill_,
+    aten.index_fill_, aten.index_copy, aten.index_copy_,
 ]
+
+def _eye(n, m=None, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """torch.eye as a comparison of ranges (torch 2.x's own form compares
+    uint8 ones, a dtype Kiln lacks)."""
+    rows = torch.arange(n).unsqueeze(1)
+    return (rows == torch.arange(n if m is None else m)).to(dtype or torch.get_default_dtype())
+
 
 def _shrink_backward(grad, x, lambd):
     return torch.where((x >= -lambd) & (x <= lambd), torch.zeros_like(grad), grad)
@@ -1060,6 +1071,13 @@ DECOMPOSITIONS = {
     aten.upsample_nearest1d.vec: _upsample_nearest,
     aten.upsample_nearest2d.vec: _upsample_nearest,
     aten.upsample_nearest3d.vec: _upsample_nearest,
+    # What F.interpolate calls in torch 2.x: the output size, and the scales
+    # (one per dim, or None) that eager's positions come from when given.
+    aten.upsample_nearest1d.default: _upsample_nearest_to_size,
+    aten.upsample_nearest2d.default: _upsample_nearest_to_size,
+    aten.upsample_nearest3d.default: _upsample_nearest_to_size,
+    aten.eye.default: _eye,
+    aten.eye.m: _eye,
 }
 
 

@@ -201,6 +201,23 @@ def _make_fx(fn, inputs, tracing_mode):
             f"instead, or compile with fallback=\"eager\"") from error
 
 
+@contextlib.contextmanager
+def _without_fused_paths():
+    """torch 2.x's fused CPU paths off, so that what they fuse traces as the
+    ops it is made of: oneDNN's (recurrent nets would call mkldnn_rnn_layer)
+    and nn.TransformerEncoder's and nn.MultiheadAttention's inference fast
+    paths (nested tensors), which TracingMode alone no longer turns off.
+    (torch.backends.mkldnn.flags would also set TF32 flags, and warn.)"""
+    onednn, fast_path = torch._C._get_mkldnn_enabled(), torch.backends.mha.get_fastpath_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        torch._C._set_mkldnn_enabled(onednn)
+        torch.backends.mha.set_fastpath_enabled(fast_path)
+
+
 class FunctionalizeError(TraceError):
     """A write into a view that functorch's functionalize cannot follow (it
     follows writes into its inputs' views only, not into a module's
@@ -217,9 +234,7 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
     structure = []
 
     def slow_paths(*args):
-        # oneDNN off: torch 2.x's recurrent nets would call its fused
-        # mkldnn_rnn_layer instead of the ops they are made of.
-        with TracingMode(), torch.backends.mkldnn.flags(enabled=False):
+        with TracingMode(), _without_fused_paths():
             result = fn(*args)
             tensors, shape = flatten_outputs(result)
         if not tensors:
@@ -609,6 +624,7 @@ def _update_running_statistics(gm, node):
 
 
 BATCH_NORM = torch.ops.aten.native_batch_norm.default
+LAYER_NORM = torch.ops.aten.native_layer_norm.default
 
 
 def _training_batch_norms(graph):
@@ -634,6 +650,18 @@ def warn_running_statistics(graph):
                       "normalizes with the batch's statistics but does not update running_mean "
                       "and running_var, which eager PyTorch updates in place (a Kiln artifact "
                       "is a pure function)", RuntimeWarning, stacklevel=3)
+
+
+def _float32_statistics(node, tensors):
+    """The results of a float16 normalization with its statistics (mean and
+    inverse standard deviation) float32, as Kiln's ops give them and torch
+    1.13's meta kernels declared them (torch 2.x's declare them float16;
+    an eval-mode batch norm's, empty in eager, are [C] in Kiln's op)."""
+    if node.target is BATCH_NORM and not node.args[5]:
+        statistics = [torch.empty(tensors[0].shape[1], dtype=torch.float32, device="meta")] * 2
+    else:
+        statistics = [torch.empty(t.shape, dtype=torch.float32, device="meta") for t in tensors[1:]]
+    return tensors[:1] + statistics
 
 
 def _with_dropped_results(node, tensors, results):
@@ -756,6 +784,8 @@ def to_kiln(gm, inputs, name, symbols=None):
         tensors = list(result) if isinstance(result, (tuple, list)) else [result]
         if any(t is None for t in tensors):
             tensors = _with_dropped_results(node, tensors, results)
+        if node.target in (BATCH_NORM, LAYER_NORM) and tensors[0].dtype == torch.float16:
+            tensors = _float32_statistics(node, tensors)
         node_ids = []
         for tensor in tensors:
             kiln_node["outputs"].append(next_id)
