@@ -879,11 +879,15 @@ _PYTORCHS = [
     aten.select_backward, aten.sigmoid_backward, aten.slice_backward,
     aten.soft_margin_loss_backward, aten.softplus_backward, aten.softshrink_backward,
     aten.tanh_backward,
-    # torch 2.x: what nn.MultiheadAttention and F.scaled_dot_product_attention
+    aten.index_fill, aten.index_fill_, aten.index_copy, aten.index_copy_,
+] + [
+    # torch 2.x's: what nn.MultiheadAttention and F.scaled_dot_product_attention
     # call on the CPU (and the softmax of a fully masked row they use), and
-    # index_fill.
-    aten._scaled_dot_product_flash_attention_for_cpu, aten._safe_softmax, aten.index_fill,
-    aten.index_fill_, aten.index_copy, aten.index_copy_,
+    # F.prelu's kernel and its gradient. (Named, not attributes: the genrules
+    # that trace the public workloads still run on Debian's torch 1.13.)
+    getattr(aten, name) for name in ("_scaled_dot_product_flash_attention_for_cpu",
+                                     "_safe_softmax", "_prelu_kernel", "_prelu_kernel_backward")
+    if hasattr(aten, name)
 ]
 
 def _eye(n, m=None, *, dtype=None, layout=None, device=None, pin_memory=None):
@@ -1026,7 +1030,6 @@ DECOMPOSITIONS = {
     aten.hann_window.default: _hann_window,
     aten.hann_window.periodic: _hann_window,
     aten.index.Tensor: _index,
-    aten._unsafe_index.Tensor: _index,  # torch 2.x's interpolations index with it
     aten.index_put.default: _index_put,
     aten.index_put_.default: _in_place(_index_put),
     aten.isinf.default: lambda x: x.abs() == float("inf"),
@@ -1079,6 +1082,8 @@ DECOMPOSITIONS = {
     aten.eye.default: _eye,
     aten.eye.m: _eye,
 }
+if hasattr(aten, "_unsafe_index"):  # torch 2.x's interpolations index with it
+    DECOMPOSITIONS[aten._unsafe_index.Tensor] = _index
 
 
 def _repeat_interleave(x, repeats, dim=None, *, output_size=None):

@@ -208,14 +208,17 @@ def _without_fused_paths():
     and nn.TransformerEncoder's and nn.MultiheadAttention's inference fast
     paths (nested tensors), which TracingMode alone no longer turns off.
     (torch.backends.mkldnn.flags would also set TF32 flags, and warn.)"""
-    onednn, fast_path = torch._C._get_mkldnn_enabled(), torch.backends.mha.get_fastpath_enabled()
+    mha = getattr(torch.backends, "mha", None)  # none in torch 1.13 (the genrules' torch)
+    onednn, fast_path = torch._C._get_mkldnn_enabled(), mha and mha.get_fastpath_enabled()
     torch._C._set_mkldnn_enabled(False)
-    torch.backends.mha.set_fastpath_enabled(False)
+    if mha:
+        mha.set_fastpath_enabled(False)
     try:
         yield
     finally:
         torch._C._set_mkldnn_enabled(onednn)
-        torch.backends.mha.set_fastpath_enabled(fast_path)
+        if mha:
+            mha.set_fastpath_enabled(fast_path)
 
 
 class FunctionalizeError(TraceError):
