@@ -25,8 +25,7 @@ if [[ "${1:-}" == "--with-torch" ]]; then
   with_torch=true
   packages+=(python3-venv python3-dev)  # the checkout's .venv (below); Python.h for the extension
   packages+=(python3-torch)             # Debian's torch 1.13: the genrules that trace workloads (tests/, tools/bench)
-  packages+=(python3-torchvision)       # convolution nets (resnet18) for the tracer's tests and the kernels bench
-  packages+=(python3-torchaudio)        # speech models for the Python package's tests
+  packages+=(python3-torchvision)       # resnet18 for those genrules
 fi
 
 # Abseil's sources, for the Python extension: Debian ships its static

@@ -9,7 +9,8 @@ tools/trace/kiln_trace.py (trace, sized_references), whose genrules trace the
 public workloads at build time. Graphs Kiln cannot take raise TraceError,
 whose message names the node.
 
-What it does to make_fx's graph (PyTorch 1.13):
+What it does to make_fx's graph (torch 2.15, the package's; Debian's 1.13
+still runs it for the genrules):
   - weights and buffers (get_attr constants) become graph inputs after the
     function's own inputs, so two models with the same architecture and
     different weights share one artifact;
@@ -42,7 +43,8 @@ What it does to make_fx's graph (PyTorch 1.13):
   - --relation "s0 % 8 == 0" (also "2 <= s0 <= 512", "s0 <= 512",
     "s0 >= 16", "a == b"; parse_relation reads them into `relations`) adds
     what the symbolic sizes promise to the graph.
-Only Debian's python3-torch is needed (no pip).
+Runs on the pinned torch 2.15 in the checkout's .venv, and on Debian's
+python3-torch 1.13 for the genrules that trace the public workloads.
 """
 import base64
 import contextlib
