@@ -789,7 +789,8 @@ def to_kiln(gm, inputs, name, symbols=None):
         tensors = list(result) if isinstance(result, (tuple, list)) else [result]
         if any(t is None for t in tensors):
             tensors = _with_dropped_results(node, tensors, results)
-        if node.target in (BATCH_NORM, LAYER_NORM) and tensors[0].dtype == torch.float16:
+        if node.target in (BATCH_NORM, LAYER_NORM) and tensors[0].dtype == torch.float16 and any(
+                t.dtype != torch.float32 for t in tensors[1:]):
             tensors = _float32_statistics(node, tensors)
         node_ids = []
         for tensor in tensors:
