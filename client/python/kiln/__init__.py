@@ -191,7 +191,7 @@ class Compiled:
         """A GuardError when an argument fn changes in place shares memory
         with another argument (eager would see the change through both; the
         graph takes them as two tensors), else None."""
-        storages = [t.storage().data_ptr() if t.numel() else None for t in tensors]
+        storages = [t.untyped_storage().data_ptr() if t.numel() else None for t in tensors]
         for written in self._written_arguments:
             for other, storage in enumerate(storages):
                 if other != written and storage is not None and storage == storages[written]:

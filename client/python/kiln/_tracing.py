@@ -171,6 +171,18 @@ def _takes_exactly(fn, count):
     return len(parameters) == count and all(p.kind in positional for p in parameters)
 
 
+def _storage_pointer(t):
+    """Where t's memory starts (its views share it). torch 2.x deprecates
+    storage(); Debian's 1.13, which the genrules trace with, lacks
+    untyped_storage()."""
+    return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()).data_ptr()
+
+
+# torch.func's in torch 2.x (nn.utils.stateless's is deprecated); 1.13 has only that one.
+_functional_call = getattr(getattr(torch, "func", None), "functional_call", None) or \
+    torch.nn.utils.stateless.functional_call
+
+
 def _where_in_user_code(error):
     """'file:line in function (the line)' of the innermost frame of
     `error`'s traceback outside torch and Kiln: the model's line that did
@@ -392,7 +404,7 @@ class _CopiedBeforeWritten(torch.overrides.TorchFunctionMode):
 
     def __init__(self, parameters):
         super().__init__()
-        self.parameters = {p.storage().data_ptr(): p for p in parameters if p.numel()}
+        self.parameters = {_storage_pointer(p): p for p in parameters if p.numel()}
         self.copies = {}  # id(parameter) -> (parameter, its values before)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -400,7 +412,7 @@ class _CopiedBeforeWritten(torch.overrides.TorchFunctionMode):
         if (name == "__setitem__" or (name.endswith("_") and not name.startswith("__"))) and \
                 args and isinstance(args[0], torch.Tensor) and args[0].numel():
             try:
-                written = self.parameters.get(args[0].storage().data_ptr())
+                written = self.parameters.get(_storage_pointer(args[0]))
             except RuntimeError:  # no storage: functionalize's wrappers, fake tensors
                 written = None
             if written is not None and id(written) not in self.copies:
@@ -918,7 +930,7 @@ def _flat_function(fn, arguments, state_names):
             return fn(*args, **kwargs)
         state = {name: tensor for names, tensor in zip(state_names, tensors[len(own):])
                  for name in names}
-        return torch.nn.utils.stateless.functional_call(fn, state, tuple(args), kwargs)
+        return _functional_call(fn, state, tuple(args), kwargs)
     return call if arguments is None else arguments.named(call, count)
 
 
