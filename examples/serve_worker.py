@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A minimal serving worker on Kiln (docs/PYTHON.md).
 
     examples/serve_worker.py --save layer.kiln   # once: trace and save the layer

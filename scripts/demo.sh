@@ -46,10 +46,11 @@ echo
 echo "== 5. Python: kiln.save the transformer encoder layer (traced, not compiled), then"
 echo "      fresh worker processes kiln.load it: the first compiles, the next one hits"
 export PYTHONPATH=$PWD/client/python
-/usr/bin/python3 examples/serve_worker.py --save "$work/layer.kiln"
+python=.venv/bin/python3  # the pinned torch the extension is built against
+"$python" examples/serve_worker.py --save "$work/layer.kiln"
 for worker in 1 2; do
   echo "worker $worker:"
-  printf '16 2\n8 3\n' | /usr/bin/python3 examples/serve_worker.py "$work/layer.kiln"
+  printf '16 2\n8 3\n' | "$python" examples/serve_worker.py "$work/layer.kiln"
 done
 
 echo

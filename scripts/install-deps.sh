@@ -20,12 +20,12 @@ packages=(
   libdnnl-dev                           # convolutions (oneDNN 2.6), loaded by the runtime only when an artifact needs them
   dpkg-dev                              # unpacks Abseil's source package (below)
 )
+with_torch=false
 if [[ "${1:-}" == "--with-torch" ]]; then
-  packages+=(python3-torch)             # eager baselines (benchmarks, tracer)
-  packages+=(libtorch-dev pybind11-dev) # the Python package's extension (client/python)
-  packages+=(python3-pytest)            # its tests
-  packages+=(python3-torchvision)       # convolution nets (resnet18) for the tracer's tests and the kernels bench
-  packages+=(python3-torchaudio)        # speech models for the Python package's tests
+  with_torch=true
+  packages+=(python3-venv python3-dev)  # the checkout's .venv (below); Python.h for the extension
+  packages+=(python3-torch)             # Debian's torch 1.13: the genrules that trace workloads (tests/, tools/bench)
+  packages+=(python3-torchvision)       # resnet18 for those genrules
 fi
 
 # Abseil's sources, for the Python extension: Debian ships its static
@@ -57,6 +57,28 @@ fetch_abseil_source() {
   rm -rf "$work"
 }
 
+# The pinned torch 2.x line that the Python package is built against and its
+# tests run on, from PyPI into .venv in the checkout (third_party/python says
+# how Bazel finds it). The pins are written to .venv/kiln-pins once pip has
+# installed them; a second run that finds the same pins there does nothing.
+python_packages=(
+  torch==2.15.0
+  torchvision==0.29.2   # the release for torch 2.15 (Requires-Dist: torch>=2.14)
+  torchaudio==2.11.1    # the newest release; Requires-Dist: torch>=2.11
+  transformers==5.25.0
+  pytest==9.2.0
+)
+install_python_packages() {
+  local venv pins
+  venv=$(cd "$(dirname "$0")/.." && pwd)/.venv
+  pins=$(printf '%s\n' "${python_packages[@]}")
+  [[ -x $venv/bin/python3 && -f $venv/kiln-pins && $(<"$venv/kiln-pins") == "$pins" ]] && return 0
+  echo "install-deps: installing ${python_packages[*]} into $venv" >&2
+  [[ -x $venv/bin/python3 ]] || /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "${python_packages[@]}"
+  echo "$pins" >"$venv/kiln-pins"
+}
+
 sudo=""
 [[ $(id -u) -ne 0 ]] && sudo="sudo"
 
@@ -73,3 +95,4 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 fetch_abseil_source
+if $with_torch; then install_python_packages; fi

@@ -1,7 +1,7 @@
 """The Python package through a real kilnd: compile, call, errors, fallback
 (conftest.py starts the kilnd).
 
-Runs under pytest (Debian's python3-pytest); each test case is counted by
+Runs under pytest (the checkout's .venv); each test case is counted by
 the test command through the JUnit XML written to $XML_OUTPUT_FILE.
 """
 import collections
@@ -371,11 +371,11 @@ def test_a_padded_batch_through_an_encoder_matches_eagers_plain_path():
     with torch.no_grad():
         compiled = kiln.compile(lambda a, m: encoder(a, src_key_padding_mask=m), [x, padding])
         got = compiled(x, padding)
-        nested = encoder(x, src_key_padding_mask=padding)  # eager's fast path: 9 positions
-        encoder.enable_nested_tensor = False
+        nested = encoder(x, src_key_padding_mask=padding)  # eager's fast path, zero-padded
+        encoder.use_nested_tensor = False  # what enable_nested_tensor set at construction
         plain = encoder(x, src_key_padding_mask=padding)
     torch.testing.assert_close(got, plain, rtol=1e-4, atol=1e-5)
-    assert nested.shape[1] == 9
+    assert nested[0, 7:].count_nonzero() == 0 and nested[1, 9:].count_nonzero() == 0
     torch.testing.assert_close(got[0, :7], nested[0, :7], rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(got[1, :9], nested[1, :9], rtol=1e-4, atol=1e-5)
 
@@ -1289,18 +1289,18 @@ def test_a_value_read_while_tracing_is_refused_naming_the_line():
 
 
 def test_tracing_a_long_unrolled_loop_names_each_node_in_a_few_steps(monkeypatch):
-    # FX (PyTorch 1.13) alone tries add_1, add_2, ... for each new add:
-    # 4,500,000 lookups of used names for these 3,000 (and 200 of the 270 s
-    # of tracing a GRU unrolled over 1,200 steps).
+    # FX's namespace remembers the last number it gave each base name, so
+    # naming 3,000 adds takes a few lookups each (trying add_1, add_2, ...
+    # for each would take 4,500,000).
     from torch.fx.graph import _Namespace
 
     from kiln import _tracing
     lookups = []
 
-    class CountedNames(dict):
+    class CountedNames(set):
         def __contains__(self, name):
             lookups.append(1)
-            return dict.__contains__(self, name)
+            return set.__contains__(self, name)
     init = _Namespace.__init__
 
     def counted_init(self):
@@ -1452,6 +1452,26 @@ print('_kiln' in maps(), 'grpc' in maps(), 'rocksdb' in maps(), 'libabsl' in map
 """
     assert run_python(code).split() == [
         "False", "False", "True", "False", "False", str(not own_abseil), "9.0"]
+
+
+def test_an_extension_built_against_another_torch_is_refused_naming_both_versions():
+    path = kiln._native().__file__
+    with open(os.path.join(os.path.dirname(path), "_kiln.torch_version")) as file:
+        assert file.read() == torch.__version__ + "\n"
+    code = """
+import torch
+torch.__version__ = '1.13.1'
+import kiln
+try:
+    kiln.compile(lambda x: x + 1, [torch.ones(2)])
+except ImportError as error:
+    print(error)
+"""
+    assert run_python(code).strip() == (
+        f"kiln's C++ extension {path} is built against torch {torch.__version__}, but this "
+        f"process runs torch 1.13.1: run it with torch {torch.__version__} "
+        "(scripts/install-deps.sh --with-torch installs it in the checkout's .venv), or "
+        "rebuild the extension against this torch")
 
 
 def run_python(code, **env):
@@ -1626,6 +1646,7 @@ for child in range(2):
     if pid == 0:
         code = 1
         try:
+            torch.set_num_threads(1)  # eager's OpenMP pool (torch's wheels) does not survive fork
             assert_matches(compiled(x), f(x))
             try:
                 shift = float(child + {offset})  # a graph of this child's own: a miss
@@ -1778,6 +1799,8 @@ signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job's i
 def f(x):
     return x * 3 + 1
 kiln._default_client().daemon()  # kilnd is up
+from kiln import _tracing
+_tracing.trace_fx(f, [torch.randn(5)])  # the tracer's imports (torch._inductor) done first
 threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
 start = time.monotonic()
 try:

@@ -78,11 +78,29 @@ def _native():
                 raise ImportError("kiln's C++ extension is not built: run `bazel build -c opt "
                                   "//client/python:kiln/_kiln.so //client/python:kiln/"
                                   "libkiln_grpc.so //:kilnd` in the Kiln checkout")
+            _check_torch_version(path, torch.__version__)
             spec = importlib.util.spec_from_file_location("kiln._kiln", path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             _native_module = module
         return _native_module
+
+
+def _check_torch_version(path, running):
+    """Refuses an extension built against another torch than the running one
+    (its libtorch symbols would not match): the build records the version
+    in _kiln.torch_version, beside the extension."""
+    record = os.path.join(os.path.dirname(path), "_kiln.torch_version")
+    try:
+        with open(record) as file:
+            built = file.read().strip()
+    except OSError:
+        built = f"an unknown version ({record} is missing)"
+    if built != running:
+        raise ImportError(f"kiln's C++ extension {path} is built against torch {built}, but this "
+                          f"process runs torch {running}: run it with torch {built} "
+                          "(scripts/install-deps.sh --with-torch installs it in the checkout's "
+                          ".venv), or rebuild the extension against this torch")
 
 
 def _kilnd_path():
@@ -173,7 +191,7 @@ class Compiled:
         """A GuardError when an argument fn changes in place shares memory
         with another argument (eager would see the change through both; the
         graph takes them as two tensors), else None."""
-        storages = [t.storage().data_ptr() if t.numel() else None for t in tensors]
+        storages = [t.untyped_storage().data_ptr() if t.numel() else None for t in tensors]
         for written in self._written_arguments:
             for other, storage in enumerate(storages):
                 if other != written and storage is not None and storage == storages[written]:

@@ -118,6 +118,10 @@ def _upsample_nearest(x, output_size, scale_factors):
     return x
 
 
+def _upsample_nearest_to_size(x, output_size, *scales):
+    return _upsample_nearest(x, output_size, None if None in scales else scales)
+
+
 def _adaptive_max_pool(x, output_size):
     """adaptive_max_pool1d/2d where Kiln has the pooling: to one position (a
     max and argmax over the window), or windows that tile the input."""
@@ -866,7 +870,7 @@ def _logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=N
 _PYTORCHS = [
     aten.addcdiv, aten.addcmul, aten.addr, aten.binary_cross_entropy,
     aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed, aten.diagonal, aten.dot,
-    aten.eye, aten.glu, aten.grid_sampler_2d, aten.im2col, aten._log_softmax_backward_data,
+    aten.glu, aten.grid_sampler_2d, aten.im2col, aten._log_softmax_backward_data,
     aten.log_sigmoid_forward, aten.logit, aten.mish, aten.mv, aten.roll,
     aten.rot90, aten.sinc, aten.soft_margin_loss, aten.softplus, aten.threshold,
     aten.upsample_bicubic2d, aten.upsample_bilinear2d,
@@ -875,7 +879,27 @@ _PYTORCHS = [
     aten.select_backward, aten.sigmoid_backward, aten.slice_backward,
     aten.soft_margin_loss_backward, aten.softplus_backward, aten.softshrink_backward,
     aten.tanh_backward,
+    aten.index_fill, aten.index_fill_, aten.index_copy, aten.index_copy_,
+] + [
+    # torch 2.x's: what nn.MultiheadAttention and F.scaled_dot_product_attention
+    # call on the CPU (and the softmax of a fully masked row they use), and
+    # F.prelu's kernel and its gradient. (Named, not attributes: the genrules
+    # that trace the public workloads still run on Debian's torch 1.13.)
+    getattr(aten, name) for name in ("_scaled_dot_product_flash_attention_for_cpu",
+                                     "_safe_softmax", "_prelu_kernel", "_prelu_kernel_backward")
+    if hasattr(aten, name)
 ]
+
+def _eye(n, m=None, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """torch.eye as a comparison of ranges (torch 2.x's own form compares
+    uint8 ones, a dtype Kiln lacks)."""
+    rows = torch.arange(n).unsqueeze(1)
+    return (rows == torch.arange(n if m is None else m)).to(dtype or torch.get_default_dtype())
+
+
+def _shrink_backward(grad, x, lambd):
+    return torch.where((x >= -lambd) & (x <= lambd), torch.zeros_like(grad), grad)
+
 
 def _native_multi_head_attention(query, key, value, embed_dim, num_heads, qkv_weight, qkv_bias,
                                  proj_weight, proj_bias, mask=None, need_weights=True,
@@ -946,6 +970,12 @@ DECOMPOSITIONS = {
     aten.block_diag.default: _block_diag,
     aten.bucketize.Tensor: _bucketize,
     aten.copysign.Tensor: _copysign,
+    # Functionalization's form of a write (x.copy_(src), x[i] = v): src as x's
+    # dtype and shape. torch's tables have no entry for it.
+    aten.copy.default: lambda x, src, non_blocking=False: src.to(x.dtype).expand(x.shape).clone(),
+    # In torch 1.13's table, not in torch 2.x's: eager's kernels, as a where.
+    aten.hardshrink_backward.default: _shrink_backward,
+    aten.softshrink_backward.default: _shrink_backward,
     aten.deg2rad.default: lambda x: x * (math.pi / 180),
     aten.frac.default: lambda x: x - torch.trunc(x),
     aten.heaviside.default: lambda x, values: torch.where(x == 0, values, (x > 0).to(x.dtype)),
@@ -1044,7 +1074,16 @@ DECOMPOSITIONS = {
     aten.upsample_nearest1d.vec: _upsample_nearest,
     aten.upsample_nearest2d.vec: _upsample_nearest,
     aten.upsample_nearest3d.vec: _upsample_nearest,
+    # What F.interpolate calls in torch 2.x: the output size, and the scales
+    # (one per dim, or None) that eager's positions come from when given.
+    aten.upsample_nearest1d.default: _upsample_nearest_to_size,
+    aten.upsample_nearest2d.default: _upsample_nearest_to_size,
+    aten.upsample_nearest3d.default: _upsample_nearest_to_size,
+    aten.eye.default: _eye,
+    aten.eye.m: _eye,
 }
+if hasattr(aten, "_unsafe_index"):  # torch 2.x's interpolations index with it
+    DECOMPOSITIONS[aten._unsafe_index.Tensor] = _index
 
 
 def _repeat_interleave(x, repeats, dim=None, *, output_size=None):

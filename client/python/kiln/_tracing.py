@@ -9,7 +9,8 @@ tools/trace/kiln_trace.py (trace, sized_references), whose genrules trace the
 public workloads at build time. Graphs Kiln cannot take raise TraceError,
 whose message names the node.
 
-What it does to make_fx's graph (PyTorch 1.13):
+What it does to make_fx's graph (torch 2.15, the package's; Debian's 1.13
+still runs it for the genrules):
   - weights and buffers (get_attr constants) become graph inputs after the
     function's own inputs, so two models with the same architecture and
     different weights share one artifact;
@@ -42,7 +43,8 @@ What it does to make_fx's graph (PyTorch 1.13):
   - --relation "s0 % 8 == 0" (also "2 <= s0 <= 512", "s0 <= 512",
     "s0 >= 16", "a == b"; parse_relation reads them into `relations`) adds
     what the symbolic sizes promise to the graph.
-Only Debian's python3-torch is needed (no pip).
+Runs on the pinned torch 2.15 in the checkout's .venv, and on Debian's
+python3-torch 1.13 for the genrules that trace the public workloads.
 """
 import base64
 import contextlib
@@ -54,7 +56,6 @@ import linecache
 import math
 import operator
 import os
-import threading
 import traceback
 import warnings
 
@@ -170,48 +171,16 @@ def _takes_exactly(fn, count):
     return len(parameters) == count and all(p.kind in positional for p in parameters)
 
 
-_FX_CREATE_NAME = torch.fx.graph._Namespace.create_name
-_naming = threading.local()
+def _storage_pointer(t):
+    """Where t's memory starts (its views share it). torch 2.x deprecates
+    storage(); Debian's 1.13, which the genrules trace with, lacks
+    untyped_storage()."""
+    return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()).data_ptr()
 
 
-def _create_name_from_last(self, candidate, obj):
-    """FX's _Namespace.create_name (PyTorch 1.13) tries base_1, base_2, ...
-    until a name is free: quadratic in the nodes of one kind, 200 of the
-    270 s of tracing a GRU unrolled over 1,200 steps. While this thread
-    traces, a namespace remembers the highest number it gave each base and
-    FX's search starts there; names stay unique and legal (FX still checks
-    each one)."""
-    if not getattr(_naming, "active", False):
-        return _FX_CREATE_NAME(self, candidate, obj)
-    last = self.__dict__.setdefault("_kiln_last_number", {})
-    legal = self._illegal_char_regex.sub("_", candidate)
-    match = self._name_suffix_regex.match(legal)
-    base = legal if match is None else match.group(1)
-    if base in last:  # (a builtin's name, "slice", is never given bare)
-        given = 0 if match is None else int(match.group(2))
-        candidate = f"{base}_{max(given, last[base] + 1)}"
-    name = _FX_CREATE_NAME(self, candidate, obj)
-    if name == base:
-        last.setdefault(base, 0)
-    else:
-        match = self._name_suffix_regex.match(name)
-        if match is not None and match.group(1) == base:
-            last[base] = max(last.get(base, 0), int(match.group(2)))
-    return name
-
-
-torch.fx.graph._Namespace.create_name = _create_name_from_last
-
-
-@contextlib.contextmanager
-def _names_in_linear_time():
-    """Nodes created in this block get _create_name_from_last's names."""
-    outer = getattr(_naming, "active", False)
-    _naming.active = True
-    try:
-        yield
-    finally:
-        _naming.active = outer
+# torch.func's in torch 2.x (nn.utils.stateless's is deprecated); 1.13 has only that one.
+_functional_call = getattr(getattr(torch, "func", None), "functional_call", None) or \
+    torch.nn.utils.stateless.functional_call
 
 
 def _where_in_user_code(error):
@@ -234,9 +203,8 @@ def _make_fx(fn, inputs, tracing_mode):
     """make_fx(fn)(*inputs) with Kiln's decompositions; a function that
     reads a tensor's value raises TraceError naming its line."""
     try:
-        with _names_in_linear_time():
-            return make_fx(fn, decomposition_table=DECOMPOSITIONS,
-                           tracing_mode=tracing_mode)(*inputs)
+        return make_fx(fn, decomposition_table=DECOMPOSITIONS,
+                       tracing_mode=tracing_mode)(*inputs)
     except RuntimeError as error:
         if "get value out of a tracing tensor" not in str(error):
             raise
@@ -245,6 +213,26 @@ def _make_fx(fn, inputs, tracing_mode):
             f"int(t), an if on a tensor, a size taken from data): a Kiln graph's work follows "
             f"its inputs' shapes, not their values. Take the size from a shape (x.size(1)) "
             f"instead, or compile with fallback=\"eager\"") from error
+
+
+@contextlib.contextmanager
+def _without_fused_paths():
+    """torch 2.x's fused CPU paths off, so that what they fuse traces as the
+    ops it is made of: oneDNN's (recurrent nets would call mkldnn_rnn_layer)
+    and nn.TransformerEncoder's and nn.MultiheadAttention's inference fast
+    paths (nested tensors), which TracingMode alone no longer turns off.
+    (torch.backends.mkldnn.flags would also set TF32 flags, and warn.)"""
+    mha = getattr(torch.backends, "mha", None)  # none in torch 1.13 (the genrules' torch)
+    onednn, fast_path = torch._C._get_mkldnn_enabled(), mha and mha.get_fastpath_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    if mha:
+        mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        torch._C._set_mkldnn_enabled(onednn)
+        if mha:
+            mha.set_fastpath_enabled(fast_path)
 
 
 class FunctionalizeError(TraceError):
@@ -263,7 +251,7 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
     structure = []
 
     def slow_paths(*args):
-        with TracingMode():
+        with TracingMode(), _without_fused_paths():
             result = fn(*args)
             tensors, shape = flatten_outputs(result)
         if not tensors:
@@ -416,7 +404,7 @@ class _CopiedBeforeWritten(torch.overrides.TorchFunctionMode):
 
     def __init__(self, parameters):
         super().__init__()
-        self.parameters = {p.storage().data_ptr(): p for p in parameters if p.numel()}
+        self.parameters = {_storage_pointer(p): p for p in parameters if p.numel()}
         self.copies = {}  # id(parameter) -> (parameter, its values before)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -424,7 +412,7 @@ class _CopiedBeforeWritten(torch.overrides.TorchFunctionMode):
         if (name == "__setitem__" or (name.endswith("_") and not name.startswith("__"))) and \
                 args and isinstance(args[0], torch.Tensor) and args[0].numel():
             try:
-                written = self.parameters.get(args[0].storage().data_ptr())
+                written = self.parameters.get(_storage_pointer(args[0]))
             except RuntimeError:  # no storage: functionalize's wrappers, fake tensors
                 written = None
             if written is not None and id(written) not in self.copies:
@@ -653,6 +641,7 @@ def _update_running_statistics(gm, node):
 
 
 BATCH_NORM = torch.ops.aten.native_batch_norm.default
+LAYER_NORM = torch.ops.aten.native_layer_norm.default
 
 
 def _training_batch_norms(graph):
@@ -678,6 +667,18 @@ def warn_running_statistics(graph):
                       "normalizes with the batch's statistics but does not update running_mean "
                       "and running_var, which eager PyTorch updates in place (a Kiln artifact "
                       "is a pure function)", RuntimeWarning, stacklevel=3)
+
+
+def _float32_statistics(node, tensors):
+    """The results of a float16 normalization with its statistics (mean and
+    inverse standard deviation) float32, as Kiln's ops give them and torch
+    1.13's meta kernels declared them (torch 2.x's declare them float16;
+    an eval-mode batch norm's, empty in eager, are [C] in Kiln's op)."""
+    if node.target is BATCH_NORM and not node.args[5]:
+        statistics = [torch.empty(tensors[0].shape[1], dtype=torch.float32, device="meta")] * 2
+    else:
+        statistics = [torch.empty(t.shape, dtype=torch.float32, device="meta") for t in tensors[1:]]
+    return tensors[:1] + statistics
 
 
 def _with_dropped_results(node, tensors, results):
@@ -800,6 +801,9 @@ def to_kiln(gm, inputs, name, symbols=None):
         tensors = list(result) if isinstance(result, (tuple, list)) else [result]
         if any(t is None for t in tensors):
             tensors = _with_dropped_results(node, tensors, results)
+        if node.target in (BATCH_NORM, LAYER_NORM) and tensors[0].dtype == torch.float16 and any(
+                t.dtype != torch.float32 for t in tensors[1:]):
+            tensors = _float32_statistics(node, tensors)
         node_ids = []
         for tensor in tensors:
             kiln_node["outputs"].append(next_id)
@@ -926,7 +930,7 @@ def _flat_function(fn, arguments, state_names):
             return fn(*args, **kwargs)
         state = {name: tensor for names, tensor in zip(state_names, tensors[len(own):])
                  for name in names}
-        return torch.nn.utils.stateless.functional_call(fn, state, tuple(args), kwargs)
+        return _functional_call(fn, state, tuple(args), kwargs)
     return call if arguments is None else arguments.named(call, count)
 
 
