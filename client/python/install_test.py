@@ -73,7 +73,8 @@ def make_venv(root):
     """A fresh virtual environment that sees the checkout's .venv (this
     interpreter's site-packages) after its own packages, through a .pth
     file: torch (gigabytes) is not installed again, and pip and setuptools
-    come from there too, so no install needs the network."""
+    (torch requires >= 77) come from there too, so no install needs the
+    network."""
     venv = os.path.join(root, "venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     site_packages = os.path.join(venv, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
