@@ -4,6 +4,9 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
   py_call_overhead_us     a Python call of f (relu(x @ x.T + 1), 64x64
                           float32, outputs allocated) minus the C++ Run of
                           the same artifact with outputs allocated
+  py_dlpack_export_us     torch's x.__dlpack__() for that x: what each
+                          input would add to a call if tensors crossed into
+                          the extension as DLPack capsules (docs/PYTHON.md)
   py_f_speedup            eager f / Kiln's f, both called from Python
   py_transformer_speedup  the same for the public transformer layer
                           (16 x 2 x 64)
@@ -191,7 +194,8 @@ def main():
     args = parser.parse_args()
 
     openblas = bench_kilnd.openblas()
-    samples = {key: [] for key in ("py_call_overhead_us", "py_f_speedup", "py_transformer_speedup",
+    samples = {key: [] for key in ("py_call_overhead_us", "py_dlpack_export_us", "py_f_speedup",
+                                   "py_transformer_speedup",
                                    "py_transformer_speedup_eager_1blas",
                                    "py_decode_step_speedup", "py_decode_step_us",
                                    "py_decode_step_2048_speedup",
@@ -238,6 +242,7 @@ def main():
                 python_us = median_us(lambda: compiled_f(x), 5000)
                 cpp_us = compiled_f._native._median_cpp_run_ns([x], 5000) / 1e3
                 samples["py_call_overhead_us"].append(python_us - cpp_us)
+                samples["py_dlpack_export_us"].append(median_us(lambda: x.__dlpack__(), 5000))
                 samples["py_f_speedup"].append(median_us(lambda: f(x), 2000) / python_us)
                 kiln_us = median_us(lambda: compiled_layer(src), 500)
                 samples["py_transformer_speedup"].append(median_us(lambda: layer(src), 500) / kiln_us)
