@@ -71,7 +71,7 @@ def _checked(options):
 def _training(gm, example_inputs, options):
     """AOTAutograd's forward and backward graphs of `gm`, each compiled with
     Kiln when first called."""
-    from torch._decomp import core_aten_decompositions
+    from torch._inductor.decomposition import select_decomp_table
     from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
     from ._decompositions import DECOMPOSITIONS
@@ -82,7 +82,7 @@ def _training(gm, example_inputs, options):
         return compile_part
     return aot_module_simplified(gm, example_inputs, fw_compiler=compiler("forward"),
                                  bw_compiler=compiler("backward"),
-                                 decompositions={**core_aten_decompositions(), **DECOMPOSITIONS})
+                                 decompositions={**select_decomp_table(), **DECOMPOSITIONS})
 
 
 def _value(node, given):
