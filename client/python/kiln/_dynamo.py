@@ -184,8 +184,10 @@ class _Graph:
         copied = {}
         graph.graph_copy(gm.graph, copied)
         graph.output(tuple(copied[node] for node in computed))
-        graph.eliminate_dead_code()
-        return torch.fx.GraphModule(gm, graph), results, kind
+        module = torch.fx.GraphModule(gm, graph)
+        module.graph.eliminate_dead_code()
+        module.recompile()
+        return module, results, kind
 
     def _kernel(self):
         """The function Kiln traces: the FX graph's computed tensors from
