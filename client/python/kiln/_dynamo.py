@@ -96,7 +96,8 @@ def _value(node, given):
 
 def _reads_value(node):
     """Whether `node` reads its tensor input's value (x.item())."""
-    return node.target in ("item", torch.ops.aten._local_scalar_dense.default, torch.ops.aten.item.default)
+    return node.target in ("item", torch.ops.aten._local_scalar_dense.default,
+                           torch.ops.aten.item.default)
 
 
 def _symbol(size):
