@@ -438,18 +438,14 @@ def compile(fn, example_inputs, *, example_kwargs=None, dynamic=None, relations=
     return compiled
 
 
-def backend(gm, example_inputs):
-    """A torch.compile backend: `torch.compile(model, backend=kiln.backend)`
-    in PyTorch 2.x. Dynamo hands backends torch-level fx.GraphModules; this
-    re-traces one to ATen (make_fx) and compiles it. Works as well on
-    GraphModules from torch.fx.symbolic_trace or make_fx. Training through
-    autograd is not in scope: inputs that require grad outside no_grad or
-    inference_mode are refused."""
-    import torch
-    if torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in example_inputs):
-        raise KilnError("an example input requires grad: Kiln does not record autograd; compile "
-                        "and call under torch.no_grad() or torch.inference_mode()")
-    return compile(gm, example_inputs, name=type(gm).__name__)
+def backend(gm, example_inputs, **kwargs):
+    """A torch.compile backend: `torch.compile(model, backend=kiln.backend,
+    options={...})`, or backend="kiln" through the torch_dynamo_backends entry
+    point. Each graph Dynamo captures is compiled with Kiln, its symbolic
+    dims as Kiln symbols; training goes through AOTAutograd, Kiln compiling
+    the forward and the backward graph (kiln._dynamo, docs/PYTHON.md)."""
+    from . import _dynamo
+    return _dynamo.backend(gm, example_inputs, **kwargs)
 
 
 _PACKAGE_FORMAT = "kiln-package-5"
