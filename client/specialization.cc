@@ -409,17 +409,18 @@ absl::Status CheckGraphTakesSizes(const kiln::v1::Graph& graph,
       const auto it = values.find(range.symbol());
       if (it != values.end() &&
           (it->second < range.min() || (range.max() != 0 && it->second > range.max()))) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            range.symbol(), " = ", it->second, "; the graph states ", range.min(),
-            " <= ", range.symbol(), range.max() != 0 ? absl::StrCat(" <= ", range.max()) : ""));
+        return absl::FailedPreconditionError(
+            absl::StrCat(bound_by[range.symbol()], " makes ", range.symbol(), " = ", it->second,
+                         "; the graph states ", range.min(), " <= ", range.symbol(),
+                         range.max() != 0 ? absl::StrCat(" <= ", range.max()) : ""));
       }
     } else if (relation.has_divisible()) {
       const auto& divisible = relation.divisible();
       const auto it = values.find(divisible.symbol());
       if (it != values.end() && divisible.divisor() > 0 && it->second % divisible.divisor() != 0) {
-        return absl::FailedPreconditionError(absl::StrCat(divisible.symbol(), " = ", it->second,
-                                                          "; the graph states ", divisible.symbol(),
-                                                          " % ", divisible.divisor(), " == 0"));
+        return absl::FailedPreconditionError(absl::StrCat(
+            bound_by[divisible.symbol()], " makes ", divisible.symbol(), " = ", it->second,
+            "; the graph states ", divisible.symbol(), " % ", divisible.divisor(), " == 0"));
       }
     }
   }
