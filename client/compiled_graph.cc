@@ -627,7 +627,10 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
     std::vector<std::vector<int64_t>> sizes;
     for (const TensorView& input : inputs)
       sizes.emplace_back(input.sizes.begin(), input.sizes.end());
-    const absl::Status taken = CheckGraphTakesSizes(graph_, sizes);
+    // Symbols at 0 or 1 that the relations allow get step 1's static
+    // specialization below (a torch.export Dim takes them unless its min
+    // says otherwise).
+    const absl::Status taken = CheckGraphTakesSizes(graph_, sizes, /*smallest_symbol=*/0);
     // (Another rank is FailedPrecondition below too, from the plan.)
     if (taken.code() == absl::StatusCode::kFailedPrecondition) return MarkedAsGuardMiss(taken);
   }

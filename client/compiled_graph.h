@@ -192,11 +192,12 @@ class CompiledGraph final : private ForkAware {
   void set_stride_miss(StrideMiss policy);
 
   // Sizes the graph as given does not take (CheckGraphTakesSizes: another
-  // constant size, a symbol below 2 or outside the graph's relations) are
-  // refused, FailedPrecondition naming the input and dim or the relation,
-  // instead of compiling a specialization for them: a torch.export program
-  // is valid only within its Dims' ranges. Inputs laid out otherwise at
-  // sizes it takes are still served as set_stride_miss says. Off by
+  // constant size, a symbol outside the graph's relations) are refused,
+  // FailedPrecondition naming the input and dim or the relation, instead of
+  // compiling a specialization for them: a torch.export program is valid
+  // only within its Dims' ranges. A symbol at 0 or 1 that the relations
+  // allow still gets its static specialization, and inputs laid out
+  // otherwise at sizes it takes are served as set_stride_miss says. Off by
   // default. Part of no key.
   void set_given_sizes_only(bool on);
 

@@ -360,7 +360,8 @@ std::vector<std::string> NewSymbols(const kiln::v1::Graph& graph, const InputLay
 }  // namespace
 
 absl::Status CheckGraphTakesSizes(const kiln::v1::Graph& graph,
-                                  const std::vector<std::vector<int64_t>>& sizes) {
+                                  const std::vector<std::vector<int64_t>>& sizes,
+                                  int64_t smallest_symbol) {
   if (absl::Status shape = CheckShapeOfSizes(graph, sizes); !shape.ok()) return shape;
   std::map<std::string, int64_t> values;
   std::map<std::string, std::string> bound_by;  // symbol -> the dim that bound it
@@ -389,9 +390,10 @@ absl::Status CheckGraphTakesSizes(const kiln::v1::Graph& graph,
                                                           " made it ", it->second));
       }
       bound_by.emplace(dim.symbol(), where);
-      if (value < 2) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            where, " makes ", dim.symbol(), " = ", value, "; symbolic sizes are at least 2"));
+      if (value < smallest_symbol) {
+        return absl::FailedPreconditionError(absl::StrCat(where, " makes ", dim.symbol(), " = ",
+                                                          value, "; symbolic sizes are at least ",
+                                                          smallest_symbol));
       }
     }
   }

@@ -389,6 +389,10 @@ TEST(CheckGraphTakesSizesTest, NamesTheDimOrRelationThatRefuses) {
   EXPECT_EQ(CheckGraphTakesSizes(graph, {{1, 64}, {2, 64}}),
             absl::FailedPreconditionError(
                 "input 0 'q' dim 0 makes S = 1; symbolic sizes are at least 2"));
+  // Sizes 0 and 1 too: then the relations decide.
+  EXPECT_EQ(CheckGraphTakesSizes(graph, {{1, 64}, {2, 64}}, /*smallest_symbol=*/0),
+            absl::FailedPreconditionError(
+                "input 0 'q' dim 0 makes S = 1; the graph states 2 <= S <= 512"));
   EXPECT_EQ(CheckGraphTakesSizes(graph, {{1024, 64}, {2048, 64}}),
             absl::FailedPreconditionError(
                 "input 0 'q' dim 0 makes S = 1024; the graph states 2 <= S <= 512"));

@@ -102,6 +102,7 @@ def trace(ep, name):
     results = {node: pytree.tree_map_only(torch.Tensor, torch.Tensor.detach, node.meta["val"])
                for node in gm.graph.nodes if node.op != "output"}
     graph = _tracing.to_kiln(gm, None, name, results=results)
+    _tracing._selects_from_the_end(graph)  # x[:, -1] in a symbolic dim
     symbols = {size["symbol"] for entry in graph["inputs"] for size in entry["type"]["sizes"]
                if "symbol" in size}
     relations = []
