@@ -78,10 +78,10 @@ def trace(ep, name):
     # User outputs first, then the new values of what the program mutates.
     output = gm.graph.output_node()
     returned = list(output.args[0])
-    mine, written, writes = [], [], []
+    user_outputs, written, writes = [], [], []
     for spec, value in zip(program.graph_signature.output_specs, returned):
         if spec.kind == OutputKind.USER_OUTPUT:
-            mine.append(value)
+            user_outputs.append(value)
         elif spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION):
             target = spec.target if spec.kind == OutputKind.USER_INPUT_MUTATION else next(
                 s.arg.name for s in state if s.target == spec.target)
@@ -91,10 +91,12 @@ def trace(ep, name):
             raise _tracing.TraceError(f"output '{spec.arg.name}' is a {spec.kind.name}: Kiln "
                                       f"returns user outputs and writes mutated buffers and inputs")
     result = pytree.tree_unflatten(
-        [value.meta["val"] if isinstance(value, torch.fx.Node) else value for value in mine],
+        [value.meta["val"] if isinstance(value, torch.fx.Node) else value
+         for value in user_outputs],
         ep.call_spec.out_spec)
     _, structure = _tracing.flatten_outputs(result)
-    output.args = ([value for value in mine if isinstance(value, torch.fx.Node)] + written,)
+    output.args = ([value for value in user_outputs if isinstance(value, torch.fx.Node)]
+                   + written,)
     gm.graph.eliminate_dead_code()
     _tracing._scalars_second(gm)
 
@@ -110,7 +112,7 @@ def trace(ep, name):
         if str(symbol) not in symbols:  # derived sizes (2*s0), symbols no input has
             continue
         relation = {"symbol": str(symbol)}
-        if bound.lower >= 2:  # Kiln's symbols are at least 2 anyway
+        if bound.lower > 0:  # else sizes 0 and 1 get static specializations, as Kiln's do
             relation["min"] = str(int(bound.lower))
         if bound.upper != int_oo:  # a Dim with a max
             relation["max"] = str(int(bound.upper))
