@@ -194,6 +194,11 @@ void CompiledGraph::set_stride_miss(StrideMiss policy) {
   stride_miss_ = policy;
 }
 
+void CompiledGraph::set_given_sizes_only(bool on) {
+  absl::MutexLock lock(&mutex_);
+  given_sizes_only_ = on;
+}
+
 void CompiledGraph::set_background_specialization(bool on) {
   absl::MutexLock lock(&mutex_);
   background_specialization_ = on;
@@ -612,6 +617,22 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
   if (miss.code() == absl::StatusCode::kNotFound) {
     RETURN_IF_ERROR(Prepare().status());
     return FindGuardedEntry(inputs, sizes_hash, symbols);
+  }
+  bool given_sizes_only;
+  {
+    absl::ReaderMutexLock lock(&mutex_);
+    given_sizes_only = given_sizes_only_;
+  }
+  if (given_sizes_only) {
+    std::vector<std::vector<int64_t>> sizes;
+    for (const TensorView& input : inputs)
+      sizes.emplace_back(input.sizes.begin(), input.sizes.end());
+    // Symbols at 0 or 1 that the relations allow get step 1's static
+    // specialization below (a torch.export Dim takes them unless its min
+    // says otherwise).
+    const absl::Status taken = CheckGraphTakesSizes(graph_, sizes, /*smallest_symbol=*/0);
+    // (Another rank is FailedPrecondition below too, from the plan.)
+    if (taken.code() == absl::StatusCode::kFailedPrecondition) return MarkedAsGuardMiss(taken);
   }
   // A symbolic graph at size 0 or 1 gets its static specialization; other
   // sizes than any entry covers a new one, within the specialization limit.

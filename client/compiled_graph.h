@@ -191,6 +191,16 @@ class CompiledGraph final : private ForkAware {
   };
   void set_stride_miss(StrideMiss policy);
 
+  // Sizes the graph as given does not take (CheckGraphTakesSizes: another
+  // constant size, a symbol outside the graph's relations) are refused,
+  // FailedPrecondition naming the input and dim or the relation, instead of
+  // compiling a specialization for them: a torch.export program is valid
+  // only within its Dims' ranges. A symbol at 0 or 1 that the relations
+  // allow still gets its static specialization, and inputs laid out
+  // otherwise at sizes it takes are served as set_stride_miss says. Off by
+  // default. Part of no key.
+  void set_given_sizes_only(bool on);
+
   // Sizes that a symbolic entry serves but no static one get their exact
   // specialization compiled in the background (at warmup priority, within
   // the specialization limit); the symbolic entry serves them meanwhile.
@@ -353,6 +363,7 @@ class CompiledGraph final : private ForkAware {
   std::atomic<bool> has_paddable_{false};  // !paddable_.empty(), read without the lock
   bool background_specialization_ ABSL_GUARDED_BY(mutex_) = false;
   StrideMiss stride_miss_ ABSL_GUARDED_BY(mutex_) = StrideMiss::kSpecialize;
+  bool given_sizes_only_ ABSL_GUARDED_BY(mutex_) = false;
   // Sizes (by hash) already queued for a background specialization.
   absl::flat_hash_set<uint64_t> background_tried_ ABSL_GUARDED_BY(mutex_);
 

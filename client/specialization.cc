@@ -360,7 +360,8 @@ std::vector<std::string> NewSymbols(const kiln::v1::Graph& graph, const InputLay
 }  // namespace
 
 absl::Status CheckGraphTakesSizes(const kiln::v1::Graph& graph,
-                                  const std::vector<std::vector<int64_t>>& sizes) {
+                                  const std::vector<std::vector<int64_t>>& sizes,
+                                  int64_t smallest_symbol) {
   if (absl::Status shape = CheckShapeOfSizes(graph, sizes); !shape.ok()) return shape;
   std::map<std::string, int64_t> values;
   std::map<std::string, std::string> bound_by;  // symbol -> the dim that bound it
@@ -389,9 +390,10 @@ absl::Status CheckGraphTakesSizes(const kiln::v1::Graph& graph,
                                                           " made it ", it->second));
       }
       bound_by.emplace(dim.symbol(), where);
-      if (value < 2) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            where, " makes ", dim.symbol(), " = ", value, "; symbolic sizes are at least 2"));
+      if (value < smallest_symbol) {
+        return absl::FailedPreconditionError(absl::StrCat(where, " makes ", dim.symbol(), " = ",
+                                                          value, "; symbolic sizes are at least ",
+                                                          smallest_symbol));
       }
     }
   }
@@ -409,17 +411,18 @@ absl::Status CheckGraphTakesSizes(const kiln::v1::Graph& graph,
       const auto it = values.find(range.symbol());
       if (it != values.end() &&
           (it->second < range.min() || (range.max() != 0 && it->second > range.max()))) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            range.symbol(), " = ", it->second, "; the graph states ", range.min(),
-            " <= ", range.symbol(), range.max() != 0 ? absl::StrCat(" <= ", range.max()) : ""));
+        return absl::FailedPreconditionError(
+            absl::StrCat(bound_by[range.symbol()], " makes ", range.symbol(), " = ", it->second,
+                         "; the graph states ", range.min(), " <= ", range.symbol(),
+                         range.max() != 0 ? absl::StrCat(" <= ", range.max()) : ""));
       }
     } else if (relation.has_divisible()) {
       const auto& divisible = relation.divisible();
       const auto it = values.find(divisible.symbol());
       if (it != values.end() && divisible.divisor() > 0 && it->second % divisible.divisor() != 0) {
-        return absl::FailedPreconditionError(absl::StrCat(divisible.symbol(), " = ", it->second,
-                                                          "; the graph states ", divisible.symbol(),
-                                                          " % ", divisible.divisor(), " == 0"));
+        return absl::FailedPreconditionError(absl::StrCat(
+            bound_by[divisible.symbol()], " makes ", divisible.symbol(), " = ", it->second,
+            "; the graph states ", divisible.symbol(), " % ", divisible.divisor(), " == 0"));
       }
     }
   }

@@ -116,12 +116,14 @@ std::vector<absl::StatusOr<kiln::v1::Graph>> RetypedCandidates(const kiln::v1::G
 
 // Whether `graph` as given takes inputs of `sizes` (its declared dtypes):
 // every constant dim equal, every symbol bound to one value by all the dims
-// naming it (codegen/retype.h SymbolValues: size / multiplier), at least 2,
-// and within the graph's relations — what a CompiledGraph's entry for the
-// graph checks. FailedPrecondition naming the input and dim, or the
+// naming it (codegen/retype.h SymbolValues: size / multiplier), at least
+// `smallest_symbol` (2: what a CompiledGraph's entry for the graph checks;
+// 0: the sizes step 1's static specializations take too), and within the
+// graph's relations. FailedPrecondition naming the input and dim, or the
 // relation; InvalidArgument for a wrong number of inputs or dims.
 absl::Status CheckGraphTakesSizes(const kiln::v1::Graph& graph,
-                                  const std::vector<std::vector<int64_t>>& sizes);
+                                  const std::vector<std::vector<int64_t>>& sizes,
+                                  int64_t smallest_symbol = 2);
 
 // A graph the client would request for some input sizes, and why it is
 // that one ("the graph as given", "changed dims symbolic (d64_32)", ...).

@@ -389,10 +389,16 @@ TEST(CheckGraphTakesSizesTest, NamesTheDimOrRelationThatRefuses) {
   EXPECT_EQ(CheckGraphTakesSizes(graph, {{1, 64}, {2, 64}}),
             absl::FailedPreconditionError(
                 "input 0 'q' dim 0 makes S = 1; symbolic sizes are at least 2"));
+  // Sizes 0 and 1 too: then the relations decide.
+  EXPECT_EQ(CheckGraphTakesSizes(graph, {{1, 64}, {2, 64}}, /*smallest_symbol=*/0),
+            absl::FailedPreconditionError(
+                "input 0 'q' dim 0 makes S = 1; the graph states 2 <= S <= 512"));
   EXPECT_EQ(CheckGraphTakesSizes(graph, {{1024, 64}, {2048, 64}}),
-            absl::FailedPreconditionError("S = 1024; the graph states 2 <= S <= 512"));
-  EXPECT_EQ(CheckGraphTakesSizes(graph, {{6, 64}, {12, 64}}),
-            absl::FailedPreconditionError("S = 6; the graph states S % 4 == 0"));
+            absl::FailedPreconditionError(
+                "input 0 'q' dim 0 makes S = 1024; the graph states 2 <= S <= 512"));
+  EXPECT_EQ(
+      CheckGraphTakesSizes(graph, {{6, 64}, {12, 64}}),
+      absl::FailedPreconditionError("input 0 'q' dim 0 makes S = 6; the graph states S % 4 == 0"));
   EXPECT_EQ(CheckGraphTakesSizes(graph, {{8, 64}}),
             absl::InvalidArgumentError("the graph has 2 inputs; the sizes give 1"));
   EXPECT_EQ(CheckGraphTakesSizes(graph, {{8, 64, 1}, {16, 64}}),

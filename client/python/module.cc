@@ -334,6 +334,7 @@ class PyCompiledGraph {
 
   py::dict Artifact() const { return ToDict(ValueOrRaise(compiled_->artifact())); }
   void SetSpecializationLimit(size_t limit) { compiled_->set_specialization_limit(limit); }
+  void SetGivenSizesOnly(bool on) { compiled_->set_given_sizes_only(on); }
 
  private:
   // The buffers the new values of inputs changed in place are written to
@@ -419,5 +420,6 @@ PYBIND11_MODULE(_kiln, module) {
            py::arg("progress") = py::none())
       .def("artifact", &PyCompiledGraph::Artifact)
       .def("_median_cpp_run_ns", &PyCompiledGraph::MedianCppRunNs)
-      .def("set_specialization_limit", &PyCompiledGraph::SetSpecializationLimit);
+      .def("set_specialization_limit", &PyCompiledGraph::SetSpecializationLimit)
+      .def("set_given_sizes_only", &PyCompiledGraph::SetGivenSizesOnly);
 }

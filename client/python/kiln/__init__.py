@@ -227,7 +227,8 @@ class Compiled:
         difference = self._layout.difference(layout)
         if self._options is None:
             raise GuardError(f"{difference}: a loaded package runs the arguments it was saved "
-                             f"with; save a package for each")
+                             f"with, and an ExportedProgram those it was exported with; save or "
+                             f"export one for each")
         if len(self._variants) + 1 >= _MAX_LAYOUTS:
             error = GuardError(f"{difference}, and {self._graph.get('name', 'the function')} is "
                                f"compiled for {_MAX_LAYOUTS} layouts of its arguments already: "
@@ -377,12 +378,34 @@ def _check_on_stride_miss(on_stride_miss):
         raise ValueError(f"on_stride_miss is 'specialize' or 'copy', not {on_stride_miss!r}")
 
 
-def compile(fn, example_inputs, *, example_kwargs=None, dynamic=None, relations=None,
+def _exported(fn):
+    """Whether fn is a torch.export.ExportedProgram (none exists before
+    torch.export is imported)."""
+    import sys
+    export = sys.modules.get("torch.export")
+    return export is not None and isinstance(fn, export.ExportedProgram)
+
+
+def _refuse_with_exported(what, **given):
+    passed = [name for name, value in given.items() if value is not None]
+    if passed:
+        raise TypeError(f"{what} takes no {', '.join(passed)} with an ExportedProgram: its example "
+                        f"inputs are the ones it was exported with, and its Dims say which sizes "
+                        f"vary and within what range")
+
+
+def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relations=None,
             buckets=None, fallback="raise", name=None, target="native",
             on_stride_miss="specialize"):
     """Traces `fn` (a function or nn.Module) called with `example_inputs`
     (and `example_kwargs`) and returns a callable that runs Kiln's compiled
     kernels.
+
+    `fn` may be a torch.export.ExportedProgram instead, given alone
+    (kiln.compile(ep)): it is compiled as exported, its Dims' symbols
+    symbolic and their ranges relations; the result is called as
+    ep.module() is, and refuses sizes outside those ranges (GuardError)
+    (kiln/_export.py).
 
     Arguments are tensors, tuples, lists and dicts of them, and plain values
     (None, bools, numbers, strings, dtypes): the graph takes those as
@@ -418,13 +441,27 @@ def compile(fn, example_inputs, *, example_kwargs=None, dynamic=None, relations=
     options = {"dynamic": dynamic, "relations": relations, "name": name, "target": target,
                "on_stride_miss": on_stride_miss}
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
+    exported = _exported(fn)
+    if exported:
+        _refuse_with_exported("kiln.compile", example_inputs=example_inputs,
+                              example_kwargs=example_kwargs, dynamic=dynamic, relations=relations)
+        options = None  # no other layouts: the program is exported for its own
+        program, fn = fn, fn.module()  # fn: for fallback="eager"
+    elif example_inputs is None:
+        raise TypeError("kiln.compile(fn, example_inputs) needs the inputs to trace fn with "
+                        "(kiln.compile(exported_program) takes none)")
     try:
-        graph, lifted, structure, writes, layout = _trace(fn, example_inputs, example_kwargs,
-                                                          name, dynamic, relations)
+        if exported:
+            from . import _export
+            graph, lifted, _, structure, writes, layout = _export.trace(program, name)
+        else:
+            graph, lifted, structure, writes, layout = _trace(fn, example_inputs, example_kwargs,
+                                                              name, dynamic, relations)
         # `writes`: the inputs fn changes in place, which native copies
         # their new values (the graph's last outputs) into.
         native = _native().CompiledGraph(_default_client(), json.dumps(graph), target,
                                          on_stride_miss, writes)
+        native.set_given_sizes_only(exported)
         native.prepare()  # compile errors surface here, not at the first call
     except (_tracing.TraceError, _arguments.ArgumentError, KilnError) as error:
         if fallback == "eager":
@@ -532,8 +569,8 @@ def _trace(fn, example_inputs, example_kwargs, name, dynamic, relations):
     return graph, lifted, structure, writes, layout
 
 
-def save(fn, example_inputs, path, *, example_kwargs=None, dynamic=None, relations=None,
-         buckets=None, name=None):
+def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=None,
+         relations=None, buckets=None, name=None):
     """Traces `fn` and writes a package for kiln.load: a directory with
 
         graph.json    the graph (kiln.v1.Graph; symbolic dims, relations): what
@@ -547,11 +584,34 @@ def save(fn, example_inputs, path, *, example_kwargs=None, dynamic=None, relatio
         plan.json     with `buckets` (a plan entry, as in Compiled.warmup): a
                       warmup plan for the graph, for `kiln warmup` or load()
 
+    kiln.save(exported_program, path) writes an ExportedProgram's (a
+    torch.export.ExportedProgram) as kiln.compile(exported_program) compiles
+    it; package.json then says "given_sizes_only": kiln.load's callable
+    refuses sizes outside its Dims' ranges too.
+
     Nothing is compiled here. (`kiln export` is the admin CLI's cache
     bundle: another thing.)"""
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
-    graph, lifted, structure, writes, layout = _trace(fn, example_inputs, example_kwargs, name,
-                                                      dynamic, relations)
+    exported = _exported(fn)
+    if exported:
+        if path is None and isinstance(example_inputs, (str, os.PathLike)):
+            path, example_inputs = example_inputs, None
+        _refuse_with_exported("kiln.save", example_inputs=example_inputs,
+                              example_kwargs=example_kwargs, dynamic=dynamic, relations=relations)
+    if path is None or isinstance(example_inputs, (str, os.PathLike)):
+        raise TypeError("kiln.save takes (fn, example_inputs, path), or (exported_program, path) "
+                        "for a torch.export.ExportedProgram")
+    from . import _tracing
+    try:
+        if exported:
+            from . import _export
+            graph, lifted, names, structure, writes, layout = _export.trace(fn, name)
+        else:
+            graph, lifted, structure, writes, layout = _trace(fn, example_inputs, example_kwargs,
+                                                              name, dynamic, relations)
+            names = _weight_names(fn, lifted)
+    except _tracing.TraceError as error:
+        raise UnsupportedOpError(str(error)) from error
     graph_json = json.dumps(graph, indent=1)
     binary = _native().graph_to_binary(graph_json)
     os.makedirs(path, exist_ok=True)
@@ -565,8 +625,9 @@ def save(fn, example_inputs, path, *, example_kwargs=None, dynamic=None, relatio
                    "arguments": layout.to_json(),
                    "outputs": structure,
                    "writes": writes,
+                   **({"given_sizes_only": True} if exported else {}),
                    "weights": [{"name": weight_name, **layout} for weight_name, layout
-                               in zip(_weight_names(fn, lifted), layouts)]}, out, indent=1)
+                               in zip(names, layouts)]}, out, indent=1)
     plan = os.path.join(path, "plan.json")
     if buckets is not None:
         with open(plan, "w") as out:
@@ -612,6 +673,7 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
     try:
         native = _native().CompiledGraph(_default_client(), graph, target, on_stride_miss,
                                          package.get("writes", []))
+        native.set_given_sizes_only(package.get("given_sizes_only", False))
         native.prepare()
     except KilnError as error:
         if fallback == "eager":

@@ -71,6 +71,9 @@ DTYPES = {
     torch.float32: "FLOAT32", torch.float64: "FLOAT64", torch.float16: "FLOAT16",
     torch.bfloat16: "BFLOAT16", torch.int64: "INT64", torch.int32: "INT32", torch.bool: "BOOL",
 }
+# torch 2.x's symbolic sizes (torch.export's fake tensors have them);
+# Debian's 1.13, which the genrules trace with, has none.
+SymInt = getattr(torch, "SymInt", ())
 # Arguments that never change what Kiln computes on the CPU.
 IGNORED_ARGS = {"layout", "device", "pin_memory", "memory_format", "non_blocking"}
 
@@ -287,16 +290,67 @@ def dtype_name(dtype, what, advice="convert it to one of those first (x.float(),
 
 def tensor_type(t, symbols=None, what="a tensor"):
     """TensorType JSON of a tensor (`what`, for errors); `symbols` maps dim
-    index -> symbol name."""
+    index -> symbol name. A fake tensor's symbolic sizes (torch.SymInt:
+    torch.export's) are the symbols they name (sym_dim)."""
     symbols = symbols or {}
-    sizes = [{"symbol": symbols[d]} if d in symbols else {"constant": int(s)}
+    sizes = [{"symbol": symbols[d]} if d in symbols else sym_dim(s, f"dim {d} of {what}")
              for d, s in enumerate(t.shape)]
     result = {"dtype": dtype_name(t.dtype, what), "sizes": sizes}
-    if not symbols:
+    if not symbols and all("constant" in size for size in sizes):
         result["strides"] = [{"constant": int(s)} for s in t.stride()]
     if t.requires_grad:
         result["requiresGrad"] = True
     return result
+
+
+def sym_terms(size, what):
+    """SymExpr JSON of an int or a torch.SymInt (a fake tensor's symbolic
+    size, an argument computed from one): a sum of integer coefficients
+    times products of symbols, named as torch names them (s0); TraceError
+    for any other expression (a division, a remainder)."""
+    import sympy
+    expr = sympy.expand(size.node.expr) if isinstance(size, SymInt) else sympy.Integer(size)
+    terms = []
+    for term in sympy.Add.make_args(expr):
+        coefficient, product = term.as_coeff_Mul()
+        symbols = []
+        for factor in sympy.Mul.make_args(product):
+            if factor == 1:
+                continue
+            base, power = factor.as_base_exp()
+            if not coefficient.is_Integer or not isinstance(base, sympy.Symbol) or \
+                    not power.is_Integer or power < 1:
+                raise TraceError(f"{what} is {expr}: Kiln takes symbolic sizes that are integers "
+                                 f"times products of symbols (2*s0, s0*s1), and sums of them in "
+                                 f"arguments")
+            symbols += [str(base)] * int(power)
+        terms.append({"coefficient": str(int(coefficient)), **({"symbols": symbols} if symbols
+                                                                else {})})
+    return {"terms": terms if expr != 0 else []}
+
+
+def sym_dim(size, what):
+    """Dim JSON of an int or a torch.SymInt size: a constant, or a positive
+    multiplier times one symbol and the further symbols (`times`) it is
+    multiplied by."""
+    if not isinstance(size, SymInt):
+        return {"constant": int(size)}
+    terms = sym_terms(size, what)["terms"]
+    if not terms:
+        return {"constant": 0}
+    if len(terms) == 1 and "symbols" not in terms[0]:
+        return {"constant": int(terms[0]["coefficient"])}
+    if len(terms) != 1 or int(terms[0]["coefficient"]) < 1:
+        raise TraceError(f"{what} is {size}: a Kiln size is a constant, or a constant times "
+                         f"symbols (2*s0, s0*s1), not a sum; export that dim static, or pad it "
+                         f"to such a size")
+    first, *times = terms[0]["symbols"]
+    dim = {"symbol": first}
+    if terms[0]["coefficient"] != "1":
+        dim["multiplier"] = terms[0]["coefficient"]
+    if times:
+        dim["times"] = times
+    return dim
 
 
 def tensor_data(t):
@@ -331,7 +385,15 @@ def scalar_arg(name, value, node="a node"):
                                                        "compute in one of those")}
     if isinstance(value, str):
         return {"name": name, "stringValue": value}
+    if isinstance(value, SymInt):
+        expr = sym_terms(value, f"the {name} of {node}")
+        if any("symbols" in term for term in expr["terms"]):
+            return {"name": name, "symInt": expr}
+        return {"name": name, "intValue": str(int(value))}
     if isinstance(value, (list, tuple)):
+        if any(isinstance(v, SymInt) for v in value):
+            return {"name": name, "symIntList": {"values": [
+                sym_terms(v, f"the {name} of {node}") for v in value]}}
         if all(isinstance(v, bool) for v in value) and value:
             return {"name": name, "boolList": {"values": list(value)}}
         if all(isinstance(v, int) for v in value):
@@ -751,10 +813,13 @@ def node_results(gm, inputs):
     return results
 
 
-def to_kiln(gm, inputs, name, symbols=None):
-    """The Kiln graph JSON of a make_fx graph module."""
+def to_kiln(gm, inputs, name, symbols=None, results=None):
+    """The Kiln graph JSON of a make_fx graph module. `results` ({node:
+    value}) types the graph instead of running it on `inputs`: fake tensors
+    with symbolic sizes, and the sizes nodes computing sizes give
+    (torch.export's graphs), which their users take as arguments."""
     symbols = symbols or {}
-    results = node_results(gm, inputs)
+    results = node_results(gm, inputs) if results is None else results
     ids = {}
     graph = {"name": name, "inputs": [], "nodes": [], "outputs": []}
     next_id = 0
@@ -764,9 +829,13 @@ def to_kiln(gm, inputs, name, symbols=None):
                                 "type": tensor_type(results[node], symbols.get(index),
                                                     f"input '{node.name}'")})
         next_id += 1
+
+    def as_argument(node):  # a size a node computed is its value
+        return node if isinstance(results[node], (torch.Tensor, tuple, list)) else results[node]
+
     for node in gm.graph.nodes:
-        if node.op != "call_function":
-            continue
+        if node.op != "call_function" or not isinstance(results[node], (torch.Tensor, tuple, list)):
+            continue  # sizes, and runtime asserts on them (None)
         if node.target is operator.getitem:
             source, index = node.args
             ids[node] = ids[source][index]
@@ -784,7 +853,7 @@ def to_kiln(gm, inputs, name, symbols=None):
         for argument in schema.arguments:
             if argument.name not in bound or argument.name in IGNORED_ARGS:
                 continue
-            value = bound[argument.name]
+            value = torch.fx.node.map_arg(bound[argument.name], as_argument)
             type_text = str(argument.type)
             if isinstance(value, torch.fx.Node):
                 kiln_node["inputs"].append(ids[value])
