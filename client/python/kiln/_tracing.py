@@ -235,6 +235,14 @@ def _without_fused_paths():
             mha.set_fastpath_enabled(fast_path)
 
 
+def _compiling():
+    """torch.compiler.is_compiling() true, as under torch.compile and
+    torch.export: libraries check it to leave out what reads a tensor's
+    value (transformers' shortcuts for masks that hide nothing)."""
+    session = getattr(getattr(torch, "compiler", None), "_compile_session_context", None)
+    return session() if session else contextlib.nullcontext()  # torch 1.13 has neither
+
+
 class FunctionalizeError(TraceError):
     """A write into a view that functorch's functionalize cannot follow (it
     follows writes into its inputs' views only, not into a module's
@@ -251,7 +259,7 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
     structure = []
 
     def slow_paths(*args):
-        with TracingMode(), _without_fused_paths():
+        with TracingMode(), _without_fused_paths(), _compiling():
             result = fn(*args)
             tensors, shape = flatten_outputs(result)
         if not tensors:
