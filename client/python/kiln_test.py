@@ -465,6 +465,7 @@ def test_indexing_padding_and_rolling_match_eager():
         (lambda t, a, b: t[:, a, b], [x, i, j]),
         (lambda t, a, b: t[a, :, b], [x, i, j]),  # apart: the index's dims come first
         (lambda t, a: t[a.view(-1)].view(4, 4, -1), [table, positions]),
+        (lambda t, a, b: t[a, b], [x[..., 0] > 0, i, j]),  # bools (transformers' padding masks)
         (lambda t: torch.nn.functional.pad(t, (1, 2, -1, 3), value=0.5), [x]),
         (lambda t: torch.roll(t, (2, -1), (0, 1)), [x]),
         # Reflected and replicated edges, 1-d to 3-d, a crop among them.
@@ -1286,6 +1287,20 @@ def test_a_value_read_while_tracing_is_refused_naming_the_line():
     with pytest.warns(RuntimeWarning, match="reads a tensor's value"):
         eager = kiln.compile(crop_to_longest, [x, lengths], fallback="eager")
         torch.testing.assert_close(eager(x, lengths), x * 2)
+
+
+def test_a_function_asking_whether_it_is_compiled_traces_its_compiled_path():
+    # transformers' masks read the mask to skip one that hides nothing,
+    # unless torch.compiler.is_compiling(), as under torch.compile.
+    def masked(x, mask):
+        if not torch.compiler.is_compiling() and mask.all():
+            return x
+        return x * mask
+    x, mask = torch.randn(2, 6), torch.ones(2, 6)
+    compiled = kiln.compile(masked, [x, mask])
+    assert not torch.compiler.is_compiling()
+    mask[1, 3:] = 0
+    torch.testing.assert_close(compiled(x, mask), x * mask)
 
 
 def test_tracing_a_long_unrolled_loop_names_each_node_in_a_few_steps(monkeypatch):

@@ -36,6 +36,8 @@ def _index(x, indices):
         raise TraceError("indexing with a boolean mask (x[mask]) gives a result whose size depends "
                          "on the data, and Kiln compiles fixed shapes: use torch.where(mask, x, "
                          "fill), or index with integer positions")
+    if x.dtype == torch.bool:  # Kiln's lookups read numbers (transformers' padding masks)
+        return _index(x.long(), indices).bool()
     linear = None
     for d in dims:
         index = torch.where(indices[d] < 0, indices[d] + x.shape[d], indices[d])

@@ -17,6 +17,8 @@ still runs it for the genrules):
   - PyTorch's fused inference fast paths (batch_first attention) are not
     taken, and ops Kiln lacks are decomposed (DECOMPOSITIONS: indexing,
     padding, scatters of slices, roll, interpolation);
+  - torch.compiler.is_compiling() is true while the function runs, as
+    under torch.compile, so libraries leave out what reads tensor values;
   - the function's result may be tensors in tuples, lists and dicts: the
     graph's outputs are its tensors in order (flatten_outputs);
   - in-place ops (relu_, add_) are replaced by their out-of-place forms,
@@ -238,6 +240,14 @@ def _without_fused_paths():
             mha.set_fastpath_enabled(fast_path)
 
 
+def _compiling():
+    """torch.compiler.is_compiling() true, as under torch.compile and
+    torch.export: libraries check it to leave out what reads a tensor's
+    value (transformers' shortcuts for masks that hide nothing)."""
+    session = getattr(getattr(torch, "compiler", None), "_compile_session_context", None)
+    return session() if session else contextlib.nullcontext()  # none in torch 1.13 (genrules)
+
+
 class FunctionalizeError(TraceError):
     """A write into a view that functorch's functionalize cannot follow (it
     follows writes into its inputs' views only, not into a module's
@@ -254,7 +264,7 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
     structure = []
 
     def slow_paths(*args):
-        with TracingMode(), _without_fused_paths():
+        with TracingMode(), _without_fused_paths(), _compiling():
             result = fn(*args)
             tensors, shape = flatten_outputs(result)
         if not tensors:
