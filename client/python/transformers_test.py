@@ -19,8 +19,15 @@ from transformers.models.whisper.modeling_whisper import WhisperEncoder  # noqa:
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kiln  # noqa: E402
 
+
+def dynamo(model, inputs):
+    torch._dynamo.reset()  # each model's graphs from its own capture
+    return torch.compile(model, backend=kiln.backend, fullgraph=True)
+
+
 ROUTES = {
     "kiln.compile": lambda model, inputs: kiln.compile(model, inputs),
+    "torch.compile": dynamo,
 }
 
 VOCABULARY, BATCH, LENGTH = 1000, 2, 12
