@@ -165,15 +165,16 @@ TEST(PaddingTest, TransformerSequenceIsRefusedAtTheSoftmax) {
   const ir::Graph graph = TransformerLayer();
   const auto dims = PaddableDims(graph, 0);
   ASSERT_EQ(dims.status().code(), absl::StatusCode::kFailedPrecondition) << dims.status();
-  // Scores are [4 * B, S, S]: q @ k.T contracts over the head dim, and the
-  // softmax is the first node that reads across S.
-  int softmax = -1;
-  for (size_t n = 0; n < graph.nodes.size() && softmax < 0; ++n) {
-    if (graph.nodes[n].op == "aten._softmax.default") softmax = static_cast<int>(n);
+  // Scores are [B, 4, S, S]: q @ k.T contracts over the head dim, and the
+  // softmax's test for rows masked whole (torch's _safe_softmax: a sum of
+  // the -inf matches) is the first node that reads across S.
+  int masked_rows = -1;
+  for (size_t n = 0; n < graph.nodes.size() && masked_rows < 0; ++n) {
+    if (graph.nodes[n].op == "aten.sum.dim_IntList") masked_rows = static_cast<int>(n);
   }
   EXPECT_EQ(dims.status().message(),
-            "node " + std::to_string(softmax) +
-                " (aten._softmax.default, '_softmax'): reduces over dim 2, which carries symbol "
+            "node " + std::to_string(masked_rows) +
+                " (aten.sum.dim_IntList, 'sum_1'): reduces over dim 3, which carries symbol "
                 "s0: padding s0 would change the result");
 }
 

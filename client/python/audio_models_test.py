@@ -1,4 +1,4 @@
-"""Debian's torchaudio models through kiln.compile against eager, with
+"""torchaudio's models through kiln.compile against eager, with
 random weights and small configurations: convolution nets over waveforms
 and features (Wav2Letter, ConvTasNet: PReLU, group norm, transposed
 convolution), recurrent ones (DeepSpeech; WaveRNN, a GRU unrolled over 64

@@ -1,4 +1,4 @@
-"""Debian's torchvision models through kiln.compile against eager: every
+"""torchvision's models through kiln.compile against eager: every
 classification model (convolution nets, ViT, Swin and MaxViT: attention,
 relative position tables indexed by tensors, shifted windows built by
 slice writes, padding and rolls), the segmentation models (dict results,

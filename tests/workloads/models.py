@@ -1,6 +1,6 @@
-"""Convolution nets beyond the public workloads, from Debian's
-python3-torchvision with random weights (nothing can be downloaded), in
-eval mode. Same conventions as workloads.py: FACTORY() returns
+"""Convolution nets beyond the public workloads, from torchvision (the
+checkout's .venv) with random weights (nothing can be downloaded), in eval
+mode. Same conventions as workloads.py: FACTORY() returns
 (fn, example_inputs). Traced by //tests/workloads:traced_models and
 timed by //tools/bench:kernels (resnet18_b8)."""
 import torch

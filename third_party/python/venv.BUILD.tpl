@@ -3,7 +3,10 @@ package(default_visibility = ["//visibility:public"])
 
 load("@bazel_tools//tools/python:toolchain.bzl", "py_runtime_pair")
 
-exports_files(["torch_version"])
+exports_files([
+    "python3",
+    "torch_version",
+])
 
 # py_test and py_binary run on the venv's interpreter (the stub that starts
 # them needs only the standard library, so Debian's python3 runs it).

@@ -1,9 +1,11 @@
 """The checkout's .venv (scripts/install-deps.sh --with-torch) as a repository.
 
 It holds what Bazel needs from the pinned torch, found by asking the venv's
-own interpreter: the Python toolchain that runs py_test and py_binary, the
-headers and libraries the extension builds against, and the torch version it
-is built against (`:torch_version`, which the package checks at load).
+own interpreter: the Python toolchain that runs py_test and py_binary,
+`:python3` for genrules and benches that run Python scripts (tracing the
+public workloads, eager baselines), the headers and libraries the extension
+builds against, and the torch version it is built against (`:torch_version`,
+which the package checks at load).
 """
 
 # The header trees of the torch wheel the extension includes. The wheel's
@@ -25,7 +27,7 @@ def _python_venv_impl(ctx):
         fail("%s is missing: run scripts/install-deps.sh --with-torch" % python)
 
     # Re-run when install-deps installs other pins.
-    ctx.path(Label("//:.venv/kiln-pins"))
+    pins = ctx.read(ctx.path(Label("//:.venv/kiln-pins")))
     result = ctx.execute([python, "-c", _QUERY], quiet = True)
     if result.return_code != 0:
         fail("%s cannot import torch: %s" % (python, result.stderr))
@@ -36,6 +38,12 @@ def _python_venv_impl(ctx):
     for name in _TORCH_HEADER_DIRS:
         ctx.symlink(torch_dir + "/include/" + name, "torch/include/" + name)
     ctx.file("torch_version", version + "\n")
+
+    # The interpreter by its venv path (a symlink to it would start Python
+    # outside the venv). The pins are in the script so that actions running
+    # it run again when they change.
+    pinned = "".join(["# %s\n" % pin for pin in pins.strip().split("\n")])
+    ctx.file("python3", "#!/bin/sh\n%sexec %s \"$@\"\n" % (pinned, python), executable = True)
     ctx.template("BUILD.bazel", ctx.attr._build_template, {
         "%{python}": str(python),
         "%{torch_lib}": torch_dir + "/lib",

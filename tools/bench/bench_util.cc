@@ -260,6 +260,10 @@ absl::StatusOr<std::string> Runfile(const std::string& path, absl::string_view t
                                           "); run with `bazel run -c opt ", target, "`"));
 }
 
+absl::StatusOr<std::string> VenvPython(absl::string_view target) {
+  return Runfile("external/kiln_python/python3", target);
+}
+
 absl::StatusOr<double> ProcStatusKb(pid_t pid, absl::string_view field) {
   ASSIGN_OR_RETURN(const std::string status, ReadFile(absl::StrCat("/proc/", pid, "/status")));
   for (absl::string_view line : absl::StrSplit(status, '\n')) {

@@ -192,6 +192,10 @@ std::string LogTail(const std::string& path);
 // the bench in the error message.
 absl::StatusOr<std::string> Runfile(const std::string& path, absl::string_view target);
 
+// The checkout's .venv interpreter (torch 2.15) in the runfiles: the eager
+// baselines' Python. The bench lists `@kiln_python//:python3` in its data.
+absl::StatusOr<std::string> VenvPython(absl::string_view target);
+
 // "VmRSS" and friends from /proc/PID/status, in KB.
 absl::StatusOr<double> ProcStatusKb(pid_t pid, absl::string_view field);
 

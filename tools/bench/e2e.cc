@@ -59,7 +59,9 @@ ABSL_FLAG(int, warm_calls, 5000, "Timed calls per side per round in the warm-cal
 ABSL_FLAG(int, dispatch_calls, 10000,
           "Timed calls per side per round in the dispatch phase (raised so that all rounds "
           "together make at least 10^5).");
-ABSL_FLAG(std::string, python, "/usr/bin/python3", "Interpreter for the eager PyTorch baseline.");
+ABSL_FLAG(std::string, python, "",
+          "Interpreter for the eager PyTorch baseline (default: the checkout's .venv, from "
+          "runfiles).");
 // The bench re-executes itself as the processes it times.
 ABSL_FLAG(std::string, child, "", "Internal: run as a timed child (fresh, hold or smaps).");
 ABSL_FLAG(std::string, socket, "", "Internal (--child): kilnd's socket.");
@@ -595,6 +597,10 @@ absl::Status RunBenchmark() {
   ASSIGN_OR_RETURN(const bench::KilndBinary kilnd, bench::FindKilnd(kTarget));
   ASSIGN_OR_RETURN(const std::string graph_path, Runfile("examples/f.json", kTarget));
   ASSIGN_OR_RETURN(const std::string eager_script, Runfile("tools/bench/eager.py", kTarget));
+  std::string python = absl::GetFlag(FLAGS_python);
+  if (python.empty()) {
+    ASSIGN_OR_RETURN(python, bench::VenvPython(kTarget));
+  }
   ASSIGN_OR_RETURN(const kiln::v1::Graph graph, ReadGraphFile(graph_path));
 
   Fields facts;
@@ -623,7 +629,7 @@ absl::Status RunBenchmark() {
   RETURN_IF_ERROR(MeasureFreshProcess(self, graph_path, *worker, rounds, samples));
 
   absl::FPrintF(stderr, "e2e: starting eager PyTorch (import torch takes ~1 s)...\n");
-  auto eager = Eager::Start(absl::GetFlag(FLAGS_python), eager_script);
+  auto eager = Eager::Start(python, eager_script);
   if (eager.ok()) {
     for (const char* key : {"torch", "threads", "libblas", "openblas"}) {
       facts[absl::StrCat("eager_", key)] =

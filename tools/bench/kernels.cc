@@ -1,6 +1,6 @@
-// kernels: Kiln's generated kernels against eager PyTorch 1.13, at 1 and 2
-// threads, in one run. What each figure means, how to run it and the latest
-// figures are in docs/BENCHMARKS.md ("Kernels").
+// kernels: Kiln's generated kernels against eager PyTorch (the checkout's
+// .venv), at 1 and 2 threads, in one run. What each figure means, how to run
+// it and the latest figures are in docs/BENCHMARKS.md ("Kernels").
 //
 // One private kilnd compiles the graphs traced at build time (//tools/bench:
 // traced: the public workloads plus f at 1024x1024). Each graph is loaded
@@ -11,7 +11,7 @@
 // eager's own outputs are held to the same bound. Eager PyTorch runs in
 // long-lived Python processes (eager_kernels.py, driven over pipes), one per
 // configuration: ATen dispatch (avx512 where the CPU has it, eager's best
-// there, and Debian's default AVX2) x threads (1, 2), plus, for the tail only, eager with
+// there, and torch's default AVX2) x threads (1, 2), plus, for the tail only, eager with
 // glibc's default malloc thresholds (a fresh process's heap). Per round, for
 // each graph, every side times one batch (calls one by one, median),
 // interleaved:
@@ -70,7 +70,9 @@ ABSL_FLAG(double, batch_ms, 50,
           "Target length of one batch (one side, one graph, one round); the warm-up round sizes "
           "each side's call count from its own time.");
 ABSL_FLAG(int, min_calls, 9, "Fewest timed calls in a batch.");
-ABSL_FLAG(std::string, python, "/usr/bin/python3", "Interpreter for the eager PyTorch baseline.");
+ABSL_FLAG(std::string, python, "",
+          "Interpreter for the eager PyTorch baseline (default: the checkout's .venv, from "
+          "runfiles).");
 ABSL_FLAG(std::string, first_call_child, "",
           "Internal: run as the fresh process of the first-call figure, for the graph named "
           "here, against kilnd at --first_call_socket.");
@@ -595,7 +597,7 @@ void RecordMeasures(const KilnGraph& graph, const RoundBatches& batches, Samples
       const Batch* kiln = find(BatchName("kiln", kiln_variant, threads));
       const Batch* kiln_prealloc = find(BatchName("kiln", "prealloc", threads));
       const Batch* eager = find(BatchName(measure.eager, eager_variant, threads));
-      // Debian's default dispatch, beside eager at its best.
+      // torch's default dispatch, beside eager at its best.
       const Batch* eager_default = std::string(measure.eager) == "eager"
                                        ? find(BatchName("eager_default", eager_variant, threads))
                                        : nullptr;
@@ -739,7 +741,7 @@ void PrintTable(const Samples& samples, const Fields& facts) {
       "per-batch medians)\n");
   for (const auto& [key, value] : facts) absl::PrintF("  %-24s %s\n", key, value);
   // Times in us; "pre": Kiln into preallocated outputs; "AVX2": eager with
-  // Debian's default dispatch; speedups are eager / Kiln, per round.
+  // torch's default dispatch; speedups are eager / Kiln, per round.
   absl::PrintF("\n%-22s %3s %9s %9s %9s %9s  %-19s %7s %7s  %-13s %s\n", "measure", "thr", "kiln",
                "kiln pre", "eager", "eager AVX2", "speedup min/med/max", "vs AVX2", "pre vs",
                "minflt k/e", "target (1 thread)");
@@ -885,6 +887,10 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
   ASSIGN_OR_RETURN(const bench::KilndBinary kilnd, bench::FindKilnd(kTarget));
   ASSIGN_OR_RETURN(const std::string eager_script,
                    Runfile("tools/bench/eager_kernels.py", kTarget));
+  std::string python = absl::GetFlag(FLAGS_python);
+  if (python.empty()) {
+    ASSIGN_OR_RETURN(python, bench::VenvPython(kTarget));
+  }
   ASSIGN_OR_RETURN(const std::string workloads, Runfile("tests/workloads/workloads.py", kTarget));
   ASSIGN_OR_RETURN(const std::string traced_tail, Runfile("tools/bench/traced/tail.json", kTarget));
   const std::string traced = Dirname(traced_tail);
@@ -944,8 +950,7 @@ absl::Status RunBenchmark(bool& kiln_wrong) {
   ASSIGN_OR_RETURN(const kiln::v1::Graph compiled_graph, ReadGraphFile(compiled_path));
 
   ASSIGN_OR_RETURN(std::vector<EagerSide> eager,
-                   StartEager(absl::GetFlag(FLAGS_python), eager_script, workloads, traced, graphs,
-                              facts, samples));
+                   StartEager(python, eager_script, workloads, traced, graphs, facts, samples));
 
   for (int round = -1; round < rounds; ++round) {
     absl::FPrintF(stderr, "kernels: round %d of %d%s...\n", round + 1, rounds,

@@ -1,7 +1,6 @@
-"""//tools/bench:models — real models from Debian's torchvision through
-kiln.compile, on a private kilnd with an empty cache, at one thread (Kiln's
-pool, torch's and OpenBLAS's; both sides call the same OpenBLAS). For each
-model:
+"""//tools/bench:models — real models from torchvision through kiln.compile,
+on a private kilnd with an empty cache, at one thread (Kiln's pool and
+OpenBLAS's, torch's and its MKL's). For each model:
 
   first_compile_ms  kiln.compile on an empty cache: trace, compile, load
   trace_ms          the tracing part of it (make_fx, decompositions, JSON)
