@@ -146,6 +146,61 @@ def test_buffers_the_program_mutates_are_written_back_after_each_call():
     assert eager.calls.item() == 4
 
 
+class Masked(torch.nn.Module):
+    """A padding mask in the activations' dtype (mask.to(x.dtype)): torch.export
+    checks the mask's dtype first with _assert_tensor_metadata, an op that
+    returns nothing."""
+
+    def forward(self, x, mask):
+        return x.softmax(-1) * mask.to(x.dtype)
+
+
+def test_a_dtype_conversion_and_the_check_export_puts_before_it_compile():
+    mask = torch.ones(2, 6, dtype=torch.int64)
+    mask[1, 4:] = 0
+    x = torch.randn(2, 6)
+    compiled = kiln.compile(torch.export.export(Masked(), (x, mask)))
+    assert_matches(compiled(x, mask), Masked()(x, mask))
+
+
+class NumbersFirst(torch.nn.Module):
+    """Arithmetic whose first operand is a number, which Kiln rewrites with
+    the tensor first: a full_like for the division, a mul for the alpha."""
+
+    def forward(self, x):
+        return torch.div(2.0, x) + torch.add(0.5, x, alpha=3)
+
+
+def test_arithmetic_with_a_number_first_compiles():
+    x = torch.rand(3, 4) + 0.5
+    compiled = kiln.compile(torch.export.export(NumbersFirst(), (x,)))
+    torch.testing.assert_close(compiled(x), 2.0 / x + (0.5 + 3 * x), rtol=1e-6, atol=1e-6)
+
+
+class Attention(torch.nn.Module):
+    """GPT-2's attention: query, key and value split from one projection
+    into heads, attended with F.scaled_dot_product_attention, and merged
+    back with a view, which the CPU kernel's output (laid out as its query)
+    allows."""
+
+    def forward(self, qkv):
+        batch, length, _ = qkv.shape
+        q, k, v = (t.view(batch, length, 4, 8).transpose(1, 2) for t in qkv.split(32, 2))
+        heads = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return heads.transpose(1, 2).reshape(batch, length, 32).view(-1, 32)
+
+
+def test_attention_heads_merged_with_a_view_compile_for_every_length():
+    qkv = torch.randn(2, 12, 96)
+    program = torch.export.export(Attention(), (qkv,),
+                                  dynamic_shapes={"qkv": {1: Dim("length", max=64)}})
+    compiled = kiln.compile(program)
+    for length in (12, 5, 64):
+        qkv = torch.randn(2, length, 96)
+        assert_matches(compiled(qkv), Attention()(qkv))
+    assert_matches(kiln.compile(Attention(), [qkv])(qkv), Attention()(qkv))
+
+
 def test_wrong_combinations_of_arguments_are_refused(tmp_path):
     model, program = exported()
     x, pairs = inputs(4)

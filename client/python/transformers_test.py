@@ -28,6 +28,7 @@ def dynamo(model, inputs):
 ROUTES = {
     "kiln.compile": lambda model, inputs: kiln.compile(model, inputs),
     "torch.compile": dynamo,
+    "torch.export": lambda model, inputs: kiln.compile(torch.export.export(model, tuple(inputs))),
 }
 
 VOCABULARY, BATCH, LENGTH = 1000, 2, 12

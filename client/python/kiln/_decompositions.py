@@ -16,6 +16,7 @@ import struct
 
 import torch
 import torch.nn.functional as F
+from torch import _prims_common
 from torch._decomp import get_decompositions
 from torch.overrides import TorchFunctionMode
 
@@ -883,14 +884,29 @@ _PYTORCHS = [
     aten.tanh_backward,
     aten.index_fill, aten.index_fill_, aten.index_copy, aten.index_copy_,
 ] + [
-    # torch 2.x's: what nn.MultiheadAttention and F.scaled_dot_product_attention
-    # call on the CPU (and the softmax of a fully masked row they use), and
+    # torch 2.x's: the softmax of a fully masked row that attention uses, and
     # F.prelu's kernel and its gradient. (Named, not attributes: the genrules
     # that trace the public workloads still run on Debian's torch 1.13.)
-    getattr(aten, name) for name in ("_scaled_dot_product_flash_attention_for_cpu",
-                                     "_safe_softmax", "_prelu_kernel", "_prelu_kernel_backward")
+    getattr(aten, name) for name in ("_safe_softmax", "_prelu_kernel", "_prelu_kernel_backward")
     if hasattr(aten, name)
 ]
+
+
+def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *,
+                             attn_mask=None, scale=None):
+    """What nn.MultiheadAttention and F.scaled_dot_product_attention call on
+    the CPU, as torch's math form, its output laid out as the kernel lays it
+    out: as query is (empty_like). torch's own decomposition lays it out as
+    (L, N, H, E), query's layout in nn.MultiheadAttention; with another
+    layout a view that the kernel's output allows fails (torch.export keeps a
+    program's .contiguous() only where the kernel's output needed it)."""
+    output, attention = aten._scaled_dot_product_attention_math.default(
+        query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+        scale=scale, enable_gqa=query.size(1) != key.size(1))
+    order, _ = _prims_common.compute_elementwise_output_logical_to_physical_perm(query)
+    laid_out = output.permute(order).contiguous()
+    return laid_out.permute(_prims_common.invert_perm(order)), attention
+
 
 def _eye(n, m=None, *, dtype=None, layout=None, device=None, pin_memory=None):
     """torch.eye as a comparison of ranges (torch 2.x's own form compares
@@ -1086,6 +1102,9 @@ DECOMPOSITIONS = {
 }
 if hasattr(aten, "_unsafe_index"):  # torch 2.x's interpolations index with it
     DECOMPOSITIONS[aten._unsafe_index.Tensor] = _index
+if hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu"):  # torch 2.x
+    DECOMPOSITIONS[aten._scaled_dot_product_flash_attention_for_cpu.default] = \
+        _flash_attention_for_cpu
 
 
 def _repeat_interleave(x, repeats, dim=None, *, output_size=None):

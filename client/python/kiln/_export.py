@@ -14,6 +14,7 @@ and the buffers and inputs it mutates follow them, written back after each
 call as kiln.compile's trace writes them.
 """
 import torch
+from torch._guards import detect_fake_mode
 from torch.export import default_decompositions
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
@@ -100,9 +101,19 @@ def trace(ep, name):
     gm.graph.eliminate_dead_code()
     _tracing._scalars_second(gm)
 
-    # Kiln compiles inference: parameters' fake tensors require grad, the graph's do not.
-    results = {node: pytree.tree_map_only(torch.Tensor, torch.Tensor.detach, node.meta["val"])
-               for node in gm.graph.nodes if node.op != "output"}
+    # Kiln compiles inference: parameters' fake tensors require grad, the graph's do not. A node
+    # with no fake value (an op that returns nothing, such as _assert_tensor_metadata; one that
+    # _scalars_second added) gets one from its inputs' fake values.
+    results = {}
+    with detect_fake_mode([node.meta["val"] for node in order]):
+        for node in gm.graph.nodes:
+            if node.op == "output":
+                continue
+            if "val" not in node.meta:
+                args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), results.__getitem__)
+                node.meta["val"] = node.target(*args, **kwargs)
+            results[node] = pytree.tree_map_only(torch.Tensor, torch.Tensor.detach,
+                                                 node.meta["val"])
     graph = _tracing.to_kiln(gm, None, name, results=results)
     _tracing._selects_from_the_end(graph)  # x[:, -1] in a symbolic dim
     symbols = {size["symbol"] for entry in graph["inputs"] for size in entry["type"]["sizes"]
