@@ -16,8 +16,8 @@ and its inputs are built (the user's code, the same for every route), and
 stops at the first result: importing kiln, torch._dynamo and
 torch._inductor is inside it. Every first result is checked against eager.
 Figures are min/median/max over --repetitions warm processes and
---cold_repetitions cold ones, the routes interleaved; one warm process of
-each route runs unmeasured first.
+--cold_repetitions cold ones, the routes interleaved, after
+--warmup_processes unmeasured warm ones of each route.
 
 Routes (ROUTES): kiln_compile (kiln.compile), kiln_package (kiln.save in
 the cold process, kiln.load in each), inductor (torch.compile), aoti
@@ -267,7 +267,7 @@ class Bench:
                     self.stop_kilnd(cold_reports[route])
                     shutil.rmtree(directories[route])
                 directories[route], cold_reports[route] = directory, report
-        for repetition in range(-1, self.args.repetitions):  # -1: unmeasured
+        for repetition in range(-self.args.warmup_processes, self.args.repetitions):
             for route in ROUTES:
                 report = self.child(model, route, directories[route], cold=False)
                 check_warm(model, route, report, cold_reports.get(route))
@@ -357,7 +357,8 @@ def print_tables(result, models):
             print(f"{model:12} {route:13} {cell(f'{model}_{route}_cold_ms', 28)} "
                   f"{cell(f'{model}_{route}_fresh_warm_ms', 30)} "
                   f"{cell(f'{model}_{route}_warm_call_us', 30)}")
-    print(f"\nKiln's figures: {', '.join(f'{figure} from {route}' for figure, route in KILN_SIDE.items())}\n")
+    sources = ", ".join(f"{figure} from {route}" for figure, route in KILN_SIDE.items())
+    print(f"\nKiln's figures: {sources}\n")
     for key, target in TARGETS.items():
         if key in result:
             verdict = "met" if result[key] >= target else f"missed by {target / result[key]:.2f}x"
@@ -370,6 +371,8 @@ def main():
     parser.add_argument("--repetitions", type=int, default=5, help="warm processes per route")
     parser.add_argument("--cold_repetitions", type=int, default=3,
                         help="cold processes per route")
+    parser.add_argument("--warmup_processes", type=int, default=1,
+                        help="unmeasured warm processes per route, before the measured ones")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                         help="threads of torch, OpenMP, MKL, OpenBLAS and Kiln's pool")
@@ -385,8 +388,9 @@ def main():
     unknown = [model for model in models if model not in MODELS]
     if unknown:
         parser.error(f"no model {', '.join(unknown)}: the models are {', '.join(MODELS)}")
-    if args.repetitions < 1 or args.cold_repetitions < 1:
-        parser.error("--repetitions and --cold_repetitions are at least 1")
+    if args.repetitions < 1 or args.cold_repetitions < 1 or args.warmup_processes < 0:
+        parser.error("--repetitions and --cold_repetitions are at least 1, "
+                     "--warmup_processes at least 0")
     root = tempfile.mkdtemp(prefix="kvi", dir="/tmp")  # short: kilnd's sockets live here
     bench = Bench(args, root)
     try:
