@@ -30,6 +30,7 @@ and the ratios Inductor / Kiln next to their targets (RATIO_target).
     bazel run -c opt //tools/bench:vs_inductor -- --json
 """
 import argparse
+import compileall
 import json
 import math
 import os
@@ -196,12 +197,11 @@ class Bench:
             "HF_HUB_OFFLINE": "1",
             "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
             "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
-            # Every process's bytecode comes from one cache (the unmeasured
-            # warm processes write it), as an installed package's would.
-            "PYTHONPYCACHEPREFIX": os.path.join(root, "pycache"),
             "CXX": self._compiler_with_torch_libraries(),
         })
-        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
+        # Every process runs bytecode compiled ahead, as an installed
+        # package's is (torch's is, in its site-packages).
+        compileall.compile_dir(os.path.join(PACKAGE, "kiln"), quiet=1)
 
     def _compiler_with_torch_libraries(self):
         """g++ with this torch's libraries first on the link path: Inductor
@@ -343,7 +343,8 @@ def cpu_name():
 def print_tables(result, models):
     torch_version, threads = result["torch"], result["threads"]
     print(f"\nKiln beside Inductor: torch {torch_version}, {threads} threads, {cpu_name()}, "
-          f"{result['cpus']} CPUs\n")
+          f"{result['cpus']} CPUs, load average {result['load_1m_start']:.1f} at the start, "
+          f"{result['load_1m_end']:.1f} at the end\n")
     print(f"{'model':12} {'route':13} {'cold ms min/median/max':>28} "
           f"{'fresh warm ms min/median/max':>30} {'warm call us min/median/max':>30}")
 
@@ -393,6 +394,7 @@ def main():
                      "--warmup_processes at least 0")
     root = tempfile.mkdtemp(prefix="kvi", dir="/tmp")  # short: kilnd's sockets live here
     bench = Bench(args, root)
+    load_start = os.getloadavg()[0]
     try:
         for model in models:
             bench.measure(model)
@@ -400,6 +402,9 @@ def main():
         bench.stop()
         shutil.rmtree(root, ignore_errors=True)
     result = bench.summary(models)
+    # Other users' processes on the machine: OpenMP's barriers (eager's and
+    # Inductor's) wait milliseconds for a thread the scheduler gave away.
+    result["load_1m_start"], result["load_1m_end"] = load_start, os.getloadavg()[0]
     print_tables(result, models)
     if args.json:
         print(json.dumps(result))
