@@ -369,7 +369,7 @@ def print_tables(result, models):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="a JSON object on the last line")
-    parser.add_argument("--repetitions", type=int, default=5, help="warm processes per route")
+    parser.add_argument("--repetitions", type=int, default=3, help="warm processes per route")
     parser.add_argument("--cold_repetitions", type=int, default=3,
                         help="cold processes per route")
     parser.add_argument("--warmup_processes", type=int, default=1,
