@@ -240,12 +240,20 @@ class Bench:
         return report
 
     def stop_kilnd(self, report):
-        if report.get("kilnd_pid") in self.kilnd_pids:
-            self.kilnd_pids.discard(report["kilnd_pid"])
-            try:
-                os.kill(report["kilnd_pid"], signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        """Stops the kilnd a process started and waits (up to 10 s) until it
+        has exited: it removes its socket and metrics files on the way."""
+        pid = report.get("kilnd_pid")
+        if pid not in self.kilnd_pids:
+            return
+        self.kilnd_pids.discard(pid)
+        try:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                os.kill(pid, 0)
+                time.sleep(0.01)
+        except ProcessLookupError:
+            pass
 
     def stop(self):
         for pid in list(self.kilnd_pids):
