@@ -134,8 +134,8 @@ ROUTES = {route.__name__: route for route in (kiln_compile, kiln_package, induct
 
 def median_call_us(fn, inputs):
     """The median of timed calls of fn, as many as fit in about 0.5 s (10
-    to 5,000), after a second of untimed ones (at least 3): the first few
-    dozen calls of an OpenMP pool on a loaded machine take milliseconds."""
+    to 5,000), after a second of untimed ones (at least 3): on a loaded
+    machine an OpenMP pool's first calls can be far slower than later ones."""
     warmup_end, calls = time.perf_counter() + 1.0, 0
     while calls < 3 or time.perf_counter() < warmup_end:
         fn(*inputs)
