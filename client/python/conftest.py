@@ -24,3 +24,17 @@ def private_kilnd():
     except (kiln.KilnError, ProcessLookupError):
         pass
     shutil.rmtree(root, ignore_errors=True)
+
+
+def assert_matches(got, want):
+    """assert_close with room for float32 sums of a few hundred terms in
+    another order (Kiln's GEMMs against eager's BLAS)."""
+    import torch
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def compiles():
+    """kilnd's count of compiles (kiln.stats() has kilnd's counters once a
+    client exists)."""
+    kiln._default_client()
+    return kiln.stats()["daemon"]["compiles"]

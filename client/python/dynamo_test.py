@@ -17,17 +17,7 @@ import torch._dynamo
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kiln  # noqa: E402
-
-
-def assert_matches(got, want):
-    """assert_close with room for float32 sums of a few hundred terms in
-    another order."""
-    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-
-
-def compiles():
-    kiln._default_client()  # kiln.stats() reports kilnd's counters once a client exists
-    return kiln.stats()["daemon"]["compiles"]
+from conftest import assert_matches, compiles  # noqa: E402
 
 
 class Graphs:

@@ -16,17 +16,7 @@ from torch.export import Dim
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kiln  # noqa: E402
-
-
-def assert_matches(got, want):
-    """assert_close with room for float32 dot products of a few dozen terms
-    summed in another order (Kiln's GEMM against eager's BLAS)."""
-    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-
-
-def compiles():
-    kiln._default_client()  # connected, so that stats() asks kilnd
-    return kiln.stats()["daemon"]["compiles"]
+from conftest import assert_matches, compiles  # noqa: E402
 
 
 class Block(torch.nn.Module):

@@ -19,16 +19,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kiln  # noqa: E402
-
-
-def assert_matches(got, want):
-    """assert_close with room for a float32 dot product of a few hundred terms
-    summed in another order (Kiln's GEMM against eager's BLAS)."""
-    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-
-
-def compiles():
-    return kiln.stats()["daemon"]["compiles"]
+from conftest import assert_matches, compiles  # noqa: E402
 
 
 def f(x):
