@@ -10,7 +10,7 @@
 // mean over the whole output: an element that is small by cancellation (a
 // dot product near 0) is held to the tensor's scale, not its own. NaN must
 // meet NaN and infinities the same infinity; integers and bools are exact.
-// docs/BENCHMARKS.md, "How results are checked".
+// docs/BENCHMARKS.md, "Method".
 #ifndef KILN_TOOLS_BENCH_ACCURACY_H_
 #define KILN_TOOLS_BENCH_ACCURACY_H_
 

@@ -1,6 +1,6 @@
 // Hand-written baselines for //tools/bench:kernels: what a kernel could at
 // best run at on this machine, timed in the same run as Kiln's generated
-// code on the same buffers (docs/BENCHMARKS.md, "Hand-written baselines").
+// code on the same buffers (docs/BENCHMARKS.md, "Kernels").
 #ifndef KILN_TOOLS_BENCH_HAND_KERNELS_H_
 #define KILN_TOOLS_BENCH_HAND_KERNELS_H_
 
