@@ -16,7 +16,7 @@
 //
 // Threads: each pool thread runs oneDNN at one OpenMP thread on its part
 // of the work: a slice of the batch, or of the output channels when the
-// batch is smaller than the pool (docs/ARCHITECTURE.md, "Convolutions").
+// batch is smaller than the pool (docs/ARCHITECTURE.md, "Codegen: op families").
 #ifndef KILN_CLIENT_RUNTIME_CONVOLUTION_H_
 #define KILN_CLIENT_RUNTIME_CONVOLUTION_H_
 
