@@ -97,6 +97,31 @@ def test_symint_inputs_and_results_follow_the_call_sizes():
     assert len(graphs.made) == 1 and compiles() == before + 1
 
 
+def test_a_dim_dynamo_guards_divisible_by_8_is_8_times_a_kiln_symbol():
+    def f(x, w):
+        if x.size(0) % 8 == 0:
+            return torch.relu(x.view(-1, 8) @ w + 1.0).sum(1)
+        return x * 3.0
+
+    graphs = Graphs()
+    compiled = torch.compile(f, backend=graphs, dynamic=True)
+    w = torch.randn(8, 4)
+    before = compiles()
+    with torch.no_grad():
+        for size in (16, 24, 40):
+            x = torch.randn(size)
+            assert_matches(compiled(x, w), f(x, w))
+        assert len(graphs.made) == 1 and compiles() == before + 1
+        (symbol,) = graphs.made[0].dynamic[0].values()
+        assert symbol.endswith("_div8")
+        inputs = graphs.made[0].compiled._graph["inputs"]
+        assert inputs[0]["type"]["sizes"] == [{"symbol": symbol}, {"constant": 8}]
+        # 12 fails Dynamo's guard s % 8 == 0: Dynamo traces the other branch.
+        x = torch.randn(12)
+        assert_matches(compiled(x, w), f(x, w))
+    assert len(graphs.made) == 2
+
+
 def test_unknown_options_and_modes_are_refused_naming_the_known_ones():
     def f(x):
         return x + 1.0

@@ -20,12 +20,16 @@ Figures are min/median/max over --repetitions warm processes and
 --warmup_processes unmeasured warm ones of each route.
 
 Routes (ROUTES): kiln_compile (kiln.compile), kiln_package (kiln.save in
+the cold process, kiln.load in each), kiln_dynamo (torch.compile with
+Kiln's backend), kiln_export (torch.export and kiln.save of the program in
 the cold process, kiln.load in each), inductor (torch.compile), aoti
 (torch.export and aoti_compile_and_package in the cold process,
 aoti_load_package in each) and eager. KILN_SIDE names the routes Kiln's own
 figures come from. With --json the last line is one flat JSON object:
 MODEL_ROUTE_FIGURE for every route, MODEL_kiln_FIGURE, MODEL_eager_warm_call_us,
-and the ratios Inductor / Kiln next to their targets (RATIO_target).
+the ratios Inductor / Kiln next to their targets (RATIO_target), and each
+user route's ratios: Inductor / kiln_dynamo (MODEL_dynamo_FIGURE_ratio) and
+AOTInductor / kiln_export (MODEL_export_FIGURE_ratio).
 
     bazel run -c opt //tools/bench:vs_inductor -- --json
 """
@@ -113,6 +117,19 @@ def kiln_package(model, inputs, directory, cold):
     return kiln.load(path)
 
 
+def kiln_dynamo(model, inputs, directory, cold):
+    import kiln
+    return torch.compile(model, backend=kiln.backend)  # what backend="kiln" names
+
+
+def kiln_export(model, inputs, directory, cold):
+    import kiln
+    path = os.path.join(directory, "model.kiln")
+    if cold:
+        kiln.save(torch.export.export(model, tuple(inputs)), path)
+    return kiln.load(path)
+
+
 def inductor(model, inputs, directory, cold):
     return torch.compile(model)
 
@@ -129,7 +146,8 @@ def eager(model, inputs, directory, cold):
     return model
 
 
-ROUTES = {route.__name__: route for route in (kiln_compile, kiln_package, inductor, aoti, eager)}
+ROUTES = {route.__name__: route for route in (kiln_compile, kiln_package, kiln_dynamo, kiln_export,
+                                              inductor, aoti, eager)}
 
 
 def median_call_us(fn, inputs):
@@ -314,6 +332,10 @@ class Bench:
             result[f"{model}_aoti_fresh_warm_ratio"] = ratio("aoti", "kiln_package",
                                                              "fresh_warm_ms")
             result[f"{model}_aoti_cold_ratio"] = ratio("aoti", "kiln_package", "cold_ms")
+            for figure in FIGURES:
+                name = figure.removesuffix("_ms").removesuffix("_us")
+                result[f"{model}_dynamo_{name}_ratio"] = ratio("inductor", "kiln_dynamo", figure)
+                result[f"{model}_export_{name}_ratio"] = ratio("aoti", "kiln_export", figure)
             cold_ratios.append(result[f"{model}_cold_ratio"])
             warm_call_ratios.append(result[f"{model}_warm_call_ratio"])
         result["cold_ratio_min"] = min(cold_ratios)

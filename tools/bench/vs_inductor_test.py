@@ -10,7 +10,7 @@ import sys
 import pytest
 
 BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vs_inductor.py")
-ROUTES = ("kiln_compile", "kiln_package", "inductor", "aoti")
+ROUTES = ("kiln_compile", "kiln_package", "kiln_dynamo", "kiln_export", "inductor", "aoti")
 FIGURES = ("cold_ms", "fresh_warm_ms", "warm_call_us")
 
 
@@ -30,6 +30,8 @@ def test_every_figure_of_f_is_printed_as_a_positive_number(figures):
              "f_fresh_warm_ratio", "f_cold_ratio", "f_warm_call_ratio", "f_eager_warm_call_ratio",
              "f_aoti_fresh_warm_ratio", "f_aoti_cold_ratio", "cold_ratio_min",
              "warm_call_ratio_min", "warm_call_ratio_geomean"]
+    keys += [f"f_{side}_{figure}_ratio" for side in ("dynamo", "export")
+             for figure in ("cold", "fresh_warm", "warm_call")]
     missing = [key for key in keys if key not in figures]
     assert missing == []
     bad = {key: figures[key] for key in keys
@@ -51,6 +53,12 @@ def test_the_ratios_are_inductor_over_kiln_next_to_the_issues_targets(figures):
     assert figures["warm_call_ratio_geomean"] == pytest.approx(figures["warm_call_ratio_min"])
     assert figures["f_aoti_fresh_warm_ratio"] == pytest.approx(
         figures["f_aoti_fresh_warm_ms"] / figures["f_kiln_package_fresh_warm_ms"])
+    for figure in FIGURES:
+        name = figure.removesuffix("_ms").removesuffix("_us")
+        assert figures[f"f_dynamo_{name}_ratio"] == pytest.approx(
+            figures[f"f_inductor_{figure}"] / figures[f"f_kiln_dynamo_{figure}"])
+        assert figures[f"f_export_{name}_ratio"] == pytest.approx(
+            figures[f"f_aoti_{figure}"] / figures[f"f_kiln_export_{figure}"])
     assert {key: figures[key] for key in figures if key.endswith("_target")} == {
         "f_fresh_warm_ratio_target": 100, "cold_ratio_min_target": 10,
         "warm_call_ratio_min_target": 1.0, "warm_call_ratio_geomean_target": 1.2}

@@ -14,8 +14,9 @@ compiled with Kiln on its own and cached by kilnd under its own key.
 
 A graph input dim that Dynamo made symbolic (dynamic=True, mark_dynamic, or
 its automatic dynamism after a recompile) is a Kiln symbol of the same name,
-bounded by what Dynamo's ShapeEnv knows of it (its value range; a divisor)
-as Kiln relations; two dims Dynamo found equal share one symbol. A SymInt
+bounded by its value range in Dynamo's ShapeEnv as Kiln relations; two dims
+Dynamo found equal share one symbol. A symbol the ShapeEnv knows a multiple
+of d (s0 % 8 == 0) is d times a Kiln symbol (s0_div8), its dims split. A SymInt
 graph input that is such a dim's size is computed from that dim, so one
 artifact serves every size. One that is no input's size (an int argument
 Dynamo made dynamic) is passed as a constant: Kiln compiles a graph per value
@@ -134,7 +135,6 @@ class _Graph:
         self._tensors = [i for i, v in enumerate(values)
                          if isinstance(v, torch.Tensor) and i not in self._numbers]
         self._sources = {}  # symbol -> (tensor's position among the tensors, dim)
-        self.dynamic = {}  # kiln.compile's: tensor position -> {dim: symbol name}
         shape_env = None
         for k, i in enumerate(self._tensors):
             for dim, size in enumerate(values[i].shape):
@@ -150,7 +150,23 @@ class _Graph:
                         f"tensor it derives from")
                 shape_env = size.node.shape_env
                 self._sources.setdefault(symbol, (k, dim))
-                self.dynamic.setdefault(k, {})[dim] = str(symbol)
+        # A symbol Dynamo knows a multiple of d (it guarded s % d == 0: a
+        # view(-1, d) needs it) is d * t to Kiln: Kiln takes each of its dims
+        # split in two, (t, d), and merges them back first, so that every
+        # size (s // d is t) stays a constant times symbols.
+        self._divisors = _divisors(shape_env, self._sources)
+        self._splits = {}  # tensor position -> [(dim, divisor)], the last dim first
+        self.dynamic = {}  # kiln.compile's: tensor position -> {dim: symbol name}
+        for k, i in enumerate(self._tensors):
+            sizes = [_symbol(size) for size in values[i].shape]
+            for dim, symbol in enumerate(sizes):
+                if symbol is None:
+                    continue
+                divisor = self._divisors.get(symbol, 1)
+                before = sum(self._divisors.get(s, 1) > 1 for s in sizes[:dim] if s is not None)
+                self.dynamic.setdefault(k, {})[dim + before] = _kiln_symbol(symbol, divisor)
+                if divisor > 1:
+                    self._splits.setdefault(k, []).insert(0, (dim, divisor))
         # SymInt inputs Kiln computes from a tensor's size; the other
         # non-tensors are passed to Kiln's graph as they are.
         self._sized = {i: self._sources[_symbol(v)] for i, v in enumerate(values)
@@ -159,7 +175,8 @@ class _Graph:
                         if i not in self._sized and i not in self._tensors]
         self._symbols = {_symbol(values[i]): i for i in self._passed
                          if _symbol(values[i]) is not None and _symbol(values[i]).is_Symbol}
-        self.relations = _relations(shape_env, self._sources) + list(options["relations"] or [])
+        self.relations = (_relations(shape_env, self._sources, self._divisors)
+                          + list(options["relations"] or []))
         self._module, self._results, self._kind = self._kernel_module(gm, placeholders)
 
     def _kernel_module(self, gm, placeholders):
@@ -194,9 +211,13 @@ class _Graph:
         """The function Kiln traces: the FX graph's computed tensors from
         its tensor inputs and its passed ones, named after its inputs."""
         module, tensors, sized, passed = self._module, self._tensors, self._sized, self._passed
-        numbers = self._numbers
+        numbers, splits = self._numbers, self._splits
 
         def kernel(*args):
+            args = list(args)
+            for k, dims in splits.items():
+                for n, (dim, _) in enumerate(dims):  # the last dim first
+                    args[k] = args[k].flatten(dim + len(dims) - 1 - n, dim + len(dims) - n)
             full = [None] * self._count
             for k, i in enumerate(tensors):
                 full[i] = args[k]
@@ -230,6 +251,9 @@ class _Graph:
     def __call__(self, *args):
         kernel_args = [args[i] for i in self._tensors] + [
             args[i].item() if i in self._numbers else args[i] for i in self._passed]
+        for k, dims in self._splits.items():
+            for dim, divisor in dims:
+                kernel_args[k] = kernel_args[k].unflatten(dim, (-1, divisor))
         computed = ()
         if any(kind == "kiln" for kind, _ in self._results):
             if self._compiled is None:
@@ -255,13 +279,34 @@ class _Graph:
         return int(where.node.expr.xreplace(values))
 
 
-def _relations(shape_env, sources):
-    """Kiln relations ("2 <= s0 <= 64", "s0 % 8 == 0") of what `shape_env`
-    knows of the symbols in `sources`: each one's value range and the
-    divisors it has (Dynamo records those it learned, as Mod(s0, 8) == 0)."""
+def _divisors(shape_env, sources):
+    """{symbol: d} for each symbol in `sources` that `shape_env` knows is a
+    multiple of d > 1 (Dynamo records Mod(s0, 8) when it guards
+    s0 % 8 == 0); d is the least common multiple of those it knows."""
+    import math
+
+    import sympy
+    from torch.utils._sympy.functions import Mod
+
+    divisors = {}
+    for expression in (shape_env.divisible if shape_env is not None else ()):
+        symbol, divisor = expression.args if isinstance(expression, Mod) else (None, None)
+        if symbol in sources and isinstance(divisor, sympy.Integer) and divisor > 1:
+            divisors[symbol] = math.lcm(divisors.get(symbol, 1), int(divisor))
+    return divisors
+
+
+def _kiln_symbol(symbol, divisor):
+    """Kiln's name of Dynamo's `symbol` divided by `divisor`."""
+    return str(symbol) if divisor == 1 else f"{symbol}_div{divisor}"
+
+
+def _relations(shape_env, sources, divisors):
+    """Kiln relations ("2 <= s0 <= 64") of what `shape_env` knows of the
+    value ranges of the symbols in `sources`, each in the symbol's Kiln
+    name: s0_div8's (s0 // 8) for one that is a multiple of 8 (`divisors`)."""
     if shape_env is None:
         return []
-    import sympy
     from torch.utils._sympy.numbers import int_oo
 
     relations = []
@@ -269,16 +314,16 @@ def _relations(shape_env, sources):
         bounds = shape_env.var_to_range.get(symbol)
         if bounds is None:
             continue
-        low = int(bounds.lower) if bounds.lower.is_finite and bounds.lower is not -int_oo else None
-        high = int(bounds.upper) if bounds.upper.is_finite and bounds.upper is not int_oo else None
+        divisor = divisors.get(symbol, 1)
+        name = _kiln_symbol(symbol, divisor)
+        low = -(-int(bounds.lower) // divisor) \
+            if bounds.lower.is_finite and bounds.lower is not -int_oo else None
+        high = int(bounds.upper) // divisor \
+            if bounds.upper.is_finite and bounds.upper is not int_oo else None
         if low is not None and high is not None:
-            relations.append(f"{low} <= {symbol} <= {high}")
+            relations.append(f"{low} <= {name} <= {high}")
         elif low is not None:
-            relations.append(f"{symbol} >= {low}")
+            relations.append(f"{name} >= {low}")
         elif high is not None:
-            relations.append(f"{symbol} <= {high}")
-    for expression in sorted(shape_env.divisible, key=str):
-        symbol, divisor = expression.args if isinstance(expression, sympy.Mod) else (None, None)
-        if symbol in sources and isinstance(divisor, sympy.Integer):
-            relations.append(f"{symbol} % {divisor} == 0")
+            relations.append(f"{name} <= {high}")
     return relations
