@@ -54,6 +54,9 @@ ArtifactCache::ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirecto
                              LocalIndex index, std::unique_ptr<Compiler> compiler,
                              TargetToolchains toolchains, Options options)
     : tier_(std::move(store), std::move(objects), std::move(index), options.max_artifact_bytes),
+      fleet_(options.remote == nullptr
+                 ? nullptr
+                 : std::make_unique<FleetTier>(&tier_, options.remote, options.now)),
       compiler_(std::move(compiler)),
       toolchains_(std::move(toolchains)),
       toolchain_digests_(DigestToolchains(toolchains_)),
@@ -230,15 +233,18 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
         job_key,
         [this, inputs, key, want_bytes, received, source_graph]() -> CompileQueue::Result {
           // Checked again: the job that just finished may have stored it.
-          ASSIGN_OR_RETURN(auto stored, tier_.Find(key.key, want_bytes));
-          if (stored.has_value()) return *std::move(stored);
-          return Build(*inputs, key.components, key.key, source_graph, want_bytes, received,
-                       TakeLease(key.key));
+          CompileQueue::Result result = [&]() -> CompileQueue::Result {
+            ASSIGN_OR_RETURN(auto stored, tier_.Find(key.key, want_bytes));
+            if (stored.has_value()) return *std::move(stored);
+            return Build(*inputs, key.components, key.key, source_graph, want_bytes, received);
+          }();
+          if (fleet_ != nullptr) fleet_->Abandon(key.key);  // no-op after a commit
+          return result;
         },
         std::move(done), job);
     if (joined) ++coalesced_;
   };
-  if (options_.remote == nullptr) return compile(std::move(done));
+  if (fleet_ == nullptr) return compile(std::move(done));
   // The fleet tier first, on threads of its own, one look at a time: a
   // miss that waits for another machine's compile holds no thread between
   // looks, neither a compile thread nor a fleet one.
@@ -246,14 +252,12 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
       job_key,
       [this, key = key.key, want_bytes, wait = std::make_shared<RemoteTier::Wait>()]()
           -> std::variant<CompileQueue::Result, absl::Duration> {
-        absl::StatusOr<std::optional<kiln::v1::CompileResponse>> stored =
-            tier_.Find(key, want_bytes);
-        if (!stored.ok()) return stored.status();
-        if (stored->has_value()) return **std::move(stored);
-        RemoteTier::Claim claim = options_.remote->Look(key, wait.get());
-        if (claim.look_again_after > absl::ZeroDuration()) return claim.look_again_after;
-        if (auto fetched = UseClaim(key, want_bytes, std::move(claim))) return *std::move(fetched);
-        return CompileHere();
+        absl::StatusOr<FleetTier::Found> found = fleet_->Find(key, want_bytes, wait.get());
+        if (!found.ok()) return found.status();
+        if (found->look_again_after > absl::ZeroDuration()) return found->look_again_after;
+        if (!found->response.has_value()) return CompileHere();
+        WakeGcIfOverCap();  // it may have been fetched
+        return *std::move(found->response);
       },
       [compile = std::move(compile), done = std::move(done)](CompileQueue::Result result) mutable {
         if (IsCompileHere(result)) return compile(std::move(done));
@@ -265,8 +269,7 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
 
 absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
     const CodegenInputs& inputs, const kiln::v1::KeyComponents& components, const std::string& key,
-    const std::string& source_graph, bool want_bytes, absl::Time received,
-    std::unique_ptr<RemoteTier::Lease> lease) {
+    const std::string& source_graph, bool want_bytes, absl::Time received) {
   ++compiles_;
   const absl::Time start = absl::Now();
   absl::SleepFor(options_.testonly_compile_delay);
@@ -314,25 +317,17 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   metadata.mutable_timings()->set_compile_ms(object->compile_ms);
   metadata.mutable_timings()->set_total_ms(MillisecondsSince(received));
 
-  RETURN_IF_ERROR(StoreLocally(metadata, object->shared_object, /*synced=*/true));
+  kiln::v1::CompileResponse response;
+  if (want_bytes) response.set_object_bytes(object->shared_object);
+  RETURN_IF_ERROR(fleet_ != nullptr
+                      ? fleet_->Commit(metadata, std::move(object->shared_object))
+                      : tier_.Commit(metadata, object->shared_object, /*synced=*/true));
+  WakeGcIfOverCap();
   KILN_LOG(INFO) << "compiled " << key.substr(0, 12) << " (" << inputs.graph.name << ") in "
                  << metadata.timings().total_ms() << " ms";
-  if (options_.remote != nullptr) {
-    options_.remote->PublishBehind(metadata, object->shared_object, std::move(lease));
-  }
-
-  kiln::v1::CompileResponse response;
   response.set_object_path(tier_.objects().PathFor(metadata.digest()));
-  if (want_bytes) response.set_object_bytes(std::move(object->shared_object));
   *response.mutable_artifact() = std::move(metadata);
   return response;
-}
-
-absl::Status ArtifactCache::StoreLocally(const kiln::v1::ArtifactMetadata& metadata,
-                                         absl::string_view object, bool synced) {
-  RETURN_IF_ERROR(tier_.Commit(metadata, object, synced));
-  WakeGcIfOverCap();
-  return absl::OkStatus();
 }
 
 void ArtifactCache::WakeGcIfOverCap() {
@@ -342,44 +337,6 @@ void ArtifactCache::WakeGcIfOverCap() {
     absl::MutexLock lock(&gc_mutex_);
     gc_wanted_ = true;
   }
-}
-
-std::optional<kiln::v1::CompileResponse> ArtifactCache::UseClaim(const std::string& key,
-                                                                 bool want_bytes,
-                                                                 RemoteTier::Claim claim) {
-  if (claim.lease != nullptr) {
-    absl::MutexLock lock(&leases_mutex_);
-    leases_[key] = std::move(claim.lease);
-  }
-  if (!claim.entry.has_value()) return std::nullopt;
-  kiln::v1::ArtifactMetadata& metadata = claim.entry->metadata;
-  // Unsynced: three fsyncs would double a remote hit's time, and an OS
-  // crash that loses the entry costs one fetch (a short object file is
-  // caught by its digest before anything loads it).
-  const absl::Status stored = StoreLocally(metadata, claim.entry->object, /*synced=*/false);
-  if (!stored.ok()) {
-    KILN_LOG(WARNING) << "cannot store the fleet tier's entry for " << key << " (" << stored
-                      << "); compiling it here";
-    return std::nullopt;
-  }
-  // Its use here starts now: the entry may have been compiled long ago.
-  const absl::Status used = tier_.store().RecordUse(key, options_.now());
-  if (!used.ok()) KILN_LOG(WARNING) << "cannot record a use of " << key << ": " << used;
-  kiln::v1::CompileResponse response;
-  response.set_object_path(tier_.objects().PathFor(metadata.digest()));
-  if (want_bytes) response.set_object_bytes(std::move(claim.entry->object));
-  *response.mutable_artifact() = std::move(metadata);
-  response.set_cache_hit(true);
-  return response;
-}
-
-std::unique_ptr<RemoteTier::Lease> ArtifactCache::TakeLease(const std::string& key) {
-  absl::MutexLock lock(&leases_mutex_);
-  auto it = leases_.find(key);
-  if (it == leases_.end()) return nullptr;
-  std::unique_ptr<RemoteTier::Lease> lease = std::move(it->second);
-  leases_.erase(it);
-  return lease;
 }
 
 kiln::v1::StatsResponse ArtifactCache::Stats() {

@@ -8,12 +8,12 @@
 //     miss -> CompileQueue (single-flight) -> GenerateCode -> Compiler ->
 //     LocalTier::Commit (cache/local_tier.h) -> reply
 //
-// With a fleet tier (Options::remote, cache/remote/remote_tier.h), a miss
+// With a fleet tier (Options::remote, cache/remote/fleet_tier.h), a miss
 // first goes to a fleet job (single-flight too, on threads of its own, and
 // holding none while it waits on another machine's lease between looks):
 // another machine's entry is stored here and answered; otherwise the
-// compile job compiles under the fleet-wide lease the fleet job took, and
-// publishes the artifact behind the reply.
+// compile job compiles under the fleet-wide lease the fleet tier holds,
+// and its Commit publishes the artifact behind the reply.
 //
 // Remembered failures: a compile that fails deterministically (see
 // IsDeterministicFailure) is remembered per key for
@@ -52,6 +52,7 @@
 #include "cache/local_index.h"
 #include "cache/local_tier.h"
 #include "cache/object_dir.h"
+#include "cache/remote/fleet_tier.h"
 #include "cache/remote/remote_tier.h"
 #include "cache/request_key.h"
 #include "cache/store.h"
@@ -165,18 +166,9 @@ class ArtifactCache {
                                                   const kiln::v1::KeyComponents& components,
                                                   const std::string& key,
                                                   const std::string& source_graph, bool want_bytes,
-                                                  absl::Time received,
-                                                  std::unique_ptr<RemoteTier::Lease> lease);
-  // Commits to the local tier, then wakes eviction past the cap.
-  absl::Status StoreLocally(const kiln::v1::ArtifactMetadata& metadata, absl::string_view object,
-                            bool synced);
+                                                  absl::Time received);
+  // Wakes eviction when the store is past Options::max_cache_bytes.
   void WakeGcIfOverCap();
-  // The fleet tier's answer to a local miss, on a fleet thread: a response
-  // from another machine's entry (stored here), or nullopt (compile here),
-  // leaving the lease to compile under, if any, for TakeLease.
-  std::optional<kiln::v1::CompileResponse> UseClaim(const std::string& key, bool want_bytes,
-                                                    RemoteTier::Claim claim);
-  std::unique_ptr<RemoteTier::Lease> TakeLease(const std::string& key);
   // The background thread: the index's reconciliation, then every
   // gc_interval the local index's uses (RefreshTouches) and eviction (see
   // above).
@@ -190,6 +182,7 @@ class ArtifactCache {
   std::vector<std::string> RememberedKeysWithPrefix(const std::string& prefix);
 
   LocalTier tier_;
+  const std::unique_ptr<FleetTier> fleet_;  // null without Options::remote
   const std::unique_ptr<Compiler> compiler_;
   const TargetToolchains toolchains_;
   const ToolchainDigests toolchain_digests_;  // their key components
@@ -222,11 +215,6 @@ class ArtifactCache {
   bool gc_stopping_ ABSL_GUARDED_BY(gc_mutex_) = false;
   bool gc_wanted_ ABSL_GUARDED_BY(gc_mutex_) = false;  // a compile went past the cap
   std::thread gc_thread_;
-
-  // Fleet-tier leases between a fleet job and the compile job it hands over to.
-  absl::Mutex leases_mutex_;
-  absl::flat_hash_map<std::string, std::unique_ptr<RemoteTier::Lease>> leases_
-      ABSL_GUARDED_BY(leases_mutex_);
 
   // With a fleet tier: single-flight jobs that ask it before a compile job
   // is queued. Each look is a few Redis round trips; a job waiting on
