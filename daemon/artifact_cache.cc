@@ -24,31 +24,7 @@ double MillisecondsSince(absl::Time start) {
   return absl::ToDoubleMilliseconds(absl::Now() - start);
 }
 
-// An Internal error that reports the compiler process dying rather than the
-// compiler rejecting the source (compiler.h gives both the same code).
-bool IsCompilerCrash(const absl::Status& status) {
-  const absl::string_view message = status.message();
-  return absl::StartsWith(message, "compile worker crashed") ||
-         absl::StartsWith(message, "compile worker exited") ||
-         absl::StartsWith(message, "clang++ crashed");
-}
-
 }  // namespace
-
-bool IsDeterministicFailure(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kUnimplemented:
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kOutOfRange:
-      return true;
-    case absl::StatusCode::kInternal:
-      return !IsCompilerCrash(status);
-    default:
-      return false;
-  }
-}
 
 ArtifactCache::ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirectory objects,
                              LocalIndex index, std::unique_ptr<Compiler> compiler,
@@ -61,6 +37,7 @@ ArtifactCache::ArtifactCache(std::unique_ptr<ArtifactStore> store, ObjectDirecto
       toolchains_(std::move(toolchains)),
       toolchain_digests_(DigestToolchains(toolchains_)),
       options_(options),
+      failures_({options.remember_failures_for, options.max_remembered_failures, options.now}),
       fleet_queue_(options.remote == nullptr ? nullptr
                                              : std::make_unique<CompileQueue>(kFleetThreads)),
       queue_(options.compile_threads) {
@@ -214,7 +191,7 @@ void ArtifactCache::Compile(const kiln::v1::CompileRequest& request, bool allow_
     return done(
         absl::NotFoundError(absl::StrCat("no artifact for this graph (key ", key.key, ")")));
   }
-  if (std::optional<absl::Status> failure = RememberedFailure(key.key)) {
+  if (std::optional<absl::Status> failure = failures_.Find(key.key)) {
     ++failures_replayed_;
     return done(*std::move(failure));
   }
@@ -276,7 +253,7 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
   auto code = GenerateCode(inputs);
   if (!code.ok()) {
     ++compile_failures_;
-    RememberIfDeterministic(key, code.status());
+    failures_.RememberIfDeterministic(key, code.status());
     return code.status();
   }
   const double codegen_ms = MillisecondsSince(start);
@@ -285,7 +262,7 @@ absl::StatusOr<kiln::v1::CompileResponse> ArtifactCache::Build(
     ++compile_failures_;
     KILN_LOG(ERROR) << "compile of " << key << " failed: " << object.status();
     const absl::Status failure = MarkedAsCompilerFailure(object.status());  // its kind
-    RememberIfDeterministic(key, failure);
+    failures_.RememberIfDeterministic(key, failure);
     return failure;
   }
   compile_us_total_ += static_cast<int64_t>(object->compile_ms * 1000);
@@ -373,13 +350,7 @@ kiln::v1::StatsResponse ArtifactCache::Stats() {
   stats.set_queue_length(queue_.queued());
   for (double bound : kCompileMsBounds) stats.add_compile_ms_bounds(bound);
   for (const std::atomic<int64_t>& count : compile_ms_counts_) stats.add_compile_ms_counts(count);
-  {
-    absl::MutexLock lock(&failures_mutex_);
-    const absl::Time now = options_.now();
-    for (const auto& [key, failure] : failures_) {
-      if (failure.expiry > now) stats.set_remembered_failures(stats.remembered_failures() + 1);
-    }
-  }
+  stats.set_remembered_failures(failures_.Count());
   auto totals = tier_.store().Totals();
   if (totals.ok()) {
     stats.set_entries(totals->entries);
@@ -409,56 +380,8 @@ absl::StatusOr<admin::GcResult> ArtifactCache::Gc(const admin::GcLimits& limits)
 }
 
 void ArtifactCache::Stored(const std::vector<std::string>& keys) {
-  {
-    absl::MutexLock lock(&failures_mutex_);
-    for (const std::string& key : keys) failures_.erase(key);
-  }
+  for (const std::string& key : keys) failures_.Forget(key);
   WakeGcIfOverCap();
-}
-
-std::optional<absl::Status> ArtifactCache::RememberedFailure(const std::string& key) {
-  absl::MutexLock lock(&failures_mutex_);
-  auto it = failures_.find(key);
-  if (it == failures_.end()) return std::nullopt;
-  if (it->second.expiry <= options_.now()) {
-    failures_.erase(it);
-    return std::nullopt;
-  }
-  return it->second.status;
-}
-
-void ArtifactCache::RememberIfDeterministic(const std::string& key, const absl::Status& failure) {
-  if (!IsDeterministicFailure(failure) || options_.remember_failures_for <= absl::ZeroDuration()) {
-    return;
-  }
-  absl::MutexLock lock(&failures_mutex_);
-  const absl::Time now = options_.now();
-  if (failures_.size() >= options_.max_remembered_failures) {
-    for (auto it = failures_.begin(); it != failures_.end();) {
-      it = it->second.expiry <= now ? failures_.erase(it) : std::next(it);
-    }
-  }
-  if (failures_.size() >= options_.max_remembered_failures && !failures_.empty()) {
-    auto soonest = failures_.begin();
-    for (auto it = failures_.begin(); it != failures_.end(); ++it) {
-      if (it->second.expiry < soonest->second.expiry) soonest = it;
-    }
-    failures_.erase(soonest);
-  }
-  failures_[key] = Failure{failure, now + options_.remember_failures_for};
-  KILN_LOG(INFO) << "remembering the failure of " << key.substr(0, 12) << " for "
-                 << absl::FormatDuration(options_.remember_failures_for) << " (`kiln evict "
-                 << key.substr(0, 12) << "` forgets it)";
-}
-
-std::vector<std::string> ArtifactCache::RememberedKeysWithPrefix(const std::string& prefix) {
-  absl::MutexLock lock(&failures_mutex_);
-  std::vector<std::string> keys;
-  for (auto it = failures_.lower_bound(prefix);
-       it != failures_.end() && absl::StartsWith(it->first, prefix); ++it) {
-    keys.push_back(it->first);
-  }
-  return keys;
 }
 
 absl::StatusOr<kiln::v1::ArtifactMetadata> ArtifactCache::Show(const std::string& key) {
@@ -471,7 +394,7 @@ absl::StatusOr<kiln::v1::ArtifactMetadata> ArtifactCache::Show(const std::string
 absl::StatusOr<std::string> ArtifactCache::Evict(const std::string& key) {
   // A key may name a stored entry, a remembered failure, or both; a prefix
   // must name one key among all of them.
-  const std::vector<std::string> failed = RememberedKeysWithPrefix(key);
+  const std::vector<std::string> failed = failures_.KeysWithPrefix(key);
   absl::StatusOr<std::string> stored = tier_.ResolveKey(key);
   if (!stored.ok() && !(absl::IsNotFound(stored.status()) && !failed.empty())) {
     return stored.status();
@@ -483,10 +406,7 @@ absl::StatusOr<std::string> ArtifactCache::Evict(const std::string& key) {
           absl::StrCat("key prefix ", key, " is ambiguous: give more digits"));
     }
   }
-  if (!failed.empty()) {
-    absl::MutexLock lock(&failures_mutex_);
-    failures_.erase(full);
-  }
+  if (!failed.empty()) failures_.Forget(full);
   if (!stored.ok()) return full;
   RETURN_IF_ERROR(tier_.Evict(full));
   return full;

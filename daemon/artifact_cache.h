@@ -15,13 +15,8 @@
 // compile job compiles under the fleet-wide lease the fleet tier holds,
 // and its Commit publishes the artifact behind the reply.
 //
-// Remembered failures: a compile that fails deterministically (see
-// IsDeterministicFailure) is remembered per key for
-// Options::remember_failures_for, so a retry (a training loop calling a
-// broken graph again) fails at once with the same error instead of
-// occupying a compile thread; Evict forgets it. Transient failures (disk
-// full, a crashed or killed worker, shutdown) are never remembered. In
-// memory only: a restarted daemon tries again.
+// A compile that fails deterministically is remembered per key
+// (daemon/remembered_failures.h) and replayed to a retry; Evict forgets it.
 //
 // Eviction (daemon/admin/gc.h) to Options::max_cache_bytes and
 // Options::max_entry_age: a background thread runs it every
@@ -64,18 +59,10 @@
 #include "daemon/compile_queue.h"
 #include "daemon/failure_kind.h"
 #include "daemon/miss_explainer.h"
+#include "daemon/remembered_failures.h"
 #include "proto/service.pb.h"
 
 namespace kiln {
-
-// Whether compiling the same inputs again would fail the same way: a
-// compiler error or a crash-free failure in codegen (Internal,
-// InvalidArgument, Unimplemented, FailedPrecondition, OutOfRange) and a
-// timeout (DeadlineExceeded). Not: Unavailable (no worker, shutdown),
-// ResourceExhausted (disk full, memory cap), and an Internal that reports a
-// crashed or killed compiler process (worker_compiler.cc's "compile worker
-// crashed/exited", subprocess_compiler.cc's "clang++ crashed").
-bool IsDeterministicFailure(const absl::Status& status);
 
 class ArtifactCache {
  public:
@@ -175,12 +162,6 @@ class ArtifactCache {
   void GcLoop();
   void ReconcileIndex();
 
-  // The failure remembered for `key`, if it has not expired.
-  std::optional<absl::Status> RememberedFailure(const std::string& key);
-  void RememberIfDeterministic(const std::string& key, const absl::Status& failure);
-  // Keys of remembered failures that start with `prefix` (expired or not).
-  std::vector<std::string> RememberedKeysWithPrefix(const std::string& prefix);
-
   LocalTier tier_;
   const std::unique_ptr<FleetTier> fleet_;  // null without Options::remote
   const std::unique_ptr<Compiler> compiler_;
@@ -189,12 +170,7 @@ class ArtifactCache {
   const absl::Time started_ = absl::Now();
   const Options options_;
 
-  struct Failure {
-    absl::Status status;
-    absl::Time expiry;
-  };
-  absl::Mutex failures_mutex_;
-  std::map<std::string, Failure> failures_ ABSL_GUARDED_BY(failures_mutex_);  // ordered: prefixes
+  RememberedFailures failures_;
 
   std::atomic<int64_t> hits_{0}, misses_{0}, compiles_{0}, compile_failures_{0}, coalesced_{0},
       failures_replayed_{0};
