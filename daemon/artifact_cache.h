@@ -3,34 +3,26 @@
 //
 //   Compile(request):
 //     PrepareGraph (import, verify, canonicalize) -> ResolveGuards ->
-//     ComputeCacheKey -> store lookup -> hit: make sure the object file
-//     exists -> reply
+//     ComputeCacheKey -> LocalTier::Find -> hit: reply
 //     miss -> a failure remembered for this key? reply with it
 //     miss -> CompileQueue (single-flight) -> GenerateCode -> Compiler ->
-//     store Put (entry + blob, one batch) -> object file -> reply
+//     LocalTier::Commit (cache/local_tier.h) -> reply
 //
-// With a fleet tier (Options::remote, cache/remote/remote_tier.h), a miss
+// With a fleet tier (Options::remote, cache/remote/fleet_tier.h), a miss
 // first goes to a fleet job (single-flight too, on threads of its own, and
 // holding none while it waits on another machine's lease between looks):
 // another machine's entry is stored here and answered; otherwise the
-// compile job compiles under the fleet-wide lease the fleet job took, and
-// publishes the artifact behind the reply.
+// compile job compiles under the fleet-wide lease the fleet tier holds,
+// and its Commit publishes the artifact behind the reply.
 //
-// Remembered failures: a compile that fails deterministically (see
-// IsDeterministicFailure) is remembered per key for
-// Options::remember_failures_for, so a retry (a training loop calling a
-// broken graph again) fails at once with the same error instead of
-// occupying a compile thread; Evict forgets it. Transient failures (disk
-// full, a crashed or killed worker, shutdown) are never remembered. In
-// memory only: a restarted daemon tries again.
+// A compile that fails deterministically is remembered per key
+// (daemon/remembered_failures.h) and replayed to a retry; Evict forgets it.
 //
-// Eviction (Gc): least recently used first — a hit here (RecordUse) or a
-// client's local-index hit (LocalIndex::Touch) is a use — until the store
-// is within Options::max_cache_bytes, and every entry unused for longer
-// than Options::max_entry_age; pinned entries never. A background thread
-// runs it every Options::gc_interval and after a compile that went past the
-// cap, so a hit never waits on it. An entry leaves the local index before
-// its object file goes; a process that has the object mapped keeps it.
+// Eviction (daemon/admin/gc.h) to Options::max_cache_bytes and
+// Options::max_entry_age: a background thread runs it every
+// Options::gc_interval and after a compile that went past the cap, so a hit
+// never waits on it. The other admin commands are functions of tier()
+// (daemon/admin/).
 //
 // Thread-safe. Bad requests fail with InvalidArgument/Unimplemented naming
 // the node; nothing a request does can corrupt the store.
@@ -53,7 +45,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cache/local_index.h"
+#include "cache/local_tier.h"
 #include "cache/object_dir.h"
+#include "cache/remote/fleet_tier.h"
 #include "cache/remote/remote_tier.h"
 #include "cache/request_key.h"
 #include "cache/store.h"
@@ -61,22 +55,14 @@
 #include "codegen/compile/compiler.h"
 #include "codegen/compile/target.h"
 #include "codegen/limits.h"
+#include "daemon/admin/gc.h"
 #include "daemon/compile_queue.h"
 #include "daemon/failure_kind.h"
-#include "daemon/list_page.h"
 #include "daemon/miss_explainer.h"
+#include "daemon/remembered_failures.h"
 #include "proto/service.pb.h"
 
 namespace kiln {
-
-// Whether compiling the same inputs again would fail the same way: a
-// compiler error or a crash-free failure in codegen (Internal,
-// InvalidArgument, Unimplemented, FailedPrecondition, OutOfRange) and a
-// timeout (DeadlineExceeded). Not: Unavailable (no worker, shutdown),
-// ResourceExhausted (disk full, memory cap), and an Internal that reports a
-// crashed or killed compiler process (worker_compiler.cc's "compile worker
-// crashed/exited", subprocess_compiler.cc's "clang++ crashed").
-bool IsDeterministicFailure(const absl::Status& status);
 
 class ArtifactCache {
  public:
@@ -118,19 +104,6 @@ class ArtifactCache {
     absl::Duration testonly_first_walk_delay = absl::ZeroDuration();
   };
 
-  struct GcOptions {
-    std::optional<int64_t> max_bytes;       // default: Options::max_cache_bytes
-    std::optional<absl::Duration> max_age;  // default: Options::max_entry_age
-    bool dry_run = false;                   // choose, but evict nothing
-    // Spares entries used this recently from the size cap; default:
-    // Options::eviction_grace (what the background eviction uses).
-    std::optional<absl::Duration> grace;
-  };
-  struct GcResult {
-    std::vector<EntryUsage> evicted;  // oldest use first
-    int64_t bytes_before = 0;
-    int64_t bytes_after = 0;
-  };
   using Done = std::function<void(absl::StatusOr<kiln::v1::CompileResponse>)>;
 
   // `index` is kept in step with the store for same-host clients' hits.
@@ -149,117 +122,55 @@ class ArtifactCache {
   kiln::v1::StatsResponse Stats();
   // Local-index hits clients report (ReportTraffic), for Stats.
   void AddLocalIndexHits(int64_t hits) { local_index_hits_ += hits; }
-  // One page of entries with their usage (daemon/list_page.h).
-  absl::StatusOr<kiln::v1::ListResponse> List(const kiln::v1::ListRequest& request = {});
   // `key` may be a unique prefix of at least 6 hex digits.
   absl::StatusOr<kiln::v1::ArtifactMetadata> Show(const std::string& key);
   // Removes the entry and forgets a failure remembered for the key; either
   // one suffices. `key` may be a unique prefix of at least 6 hex digits.
   absl::StatusOr<std::string> Evict(const std::string& key);
-  // Evicts what the limits say (see above); a limit of 0 is none.
-  absl::StatusOr<GcResult> Gc(const GcOptions& options);
-  // Reads every entry, blob, object file and index record (see
-  // VerifyRequest in proto/service.proto).
-  absl::StatusOr<kiln::v1::VerifyResponse> Verify(bool repair);
-  // Removes (or, dry, lists) entries that can never hit here (StaleReason).
-  absl::StatusOr<kiln::v1::PruneResponse> Prune(bool dry_run);
-  // The last misses (at most kRememberedMisses), or `request`, explained
-  // against the stored entries (daemon/miss_explainer.h).
-  absl::StatusOr<kiln::v1::WhyResponse> Why(const kiln::v1::WhyRequest& request);
-  static constexpr int kRememberedMisses = 64;
-  // Pins or unpins every entry whose key starts with `key_or_prefix` (at
-  // least 6 hex digits); the full keys. NotFound when none does.
-  absl::StatusOr<std::vector<std::string>> SetPinned(const std::string& key_or_prefix, bool pinned);
-  // The same for every entry compiled from the graph of this GraphDigest
-  // (CompileRequest.source_graph).
-  absl::StatusOr<std::vector<std::string>> SetPinnedForGraph(const std::string& graph_digest,
-                                                             bool pinned);
-
   // Stops accepting compiles; running ones finish.
   void Shutdown();
 
-  // Writes the entries the request names (every entry when it names none)
-  // with their blobs to a bundle (cache/bundle.h) at request.path. Keys as
-  // Show takes them; requests are keyed as Compile keys them, and one that
-  // is not stored is NotFound naming it. Reads one blob at a time.
-  absl::StatusOr<kiln::v1::ExportResponse> Export(const kiln::v1::ExportRequest& request);
-  // Stores every entry of the bundle at request.path in one write, after
-  // checking the whole file: DataLoss or InvalidArgument naming the file
-  // and entry, ResourceExhausted for a length past max_artifact_bytes or
-  // max_bundle_metadata_bytes, and FailedPrecondition listing the entries
-  // that can never hit here (StaleReason) unless request.force — and then
-  // no entry is stored. Reads the file twice (checks, then blobs and object
-  // files one at a time: ArtifactStore::PutBlob), holding one blob and
-  // every entry's metadata. Then publishes their index records, records now
-  // as their last use and forgets failures remembered for their keys.
-  absl::StatusOr<kiln::v1::ImportResponse> Import(const kiln::v1::ImportRequest& request);
+  // What the admin commands (daemon/admin/) work on.
+  LocalTier& tier() { return tier_; }
+  const TargetToolchains& toolchains() const { return toolchains_; }
+  const ToolchainDigests& toolchain_digests() const { return toolchain_digests_; }
+  const Options& options() const { return options_; }
+  // The last `count` misses (at most kRememberedMisses), newest first.
+  std::vector<KeyedRequestSummary> RecentMisses(int count);
+  static constexpr int kRememberedMisses = 64;
+  // Whether listings must do without clients' local-index uses: the
+  // background thread has not walked the index yet (a stat per entry would
+  // slow `kiln ls` right after a start).
+  bool UsesUnread();
+  // Evicts what `limits` say (daemon/admin/gc.h) and counts the evictions.
+  absl::StatusOr<admin::GcResult> Gc(const admin::GcLimits& limits);
+  // After entries were stored outside a compile (an import): forgets the
+  // failures remembered for their keys, and wakes eviction past the cap.
+  void Stored(const std::vector<std::string>& keys);
 
  private:
-  // The artifact for `key` if the store has it and its object is on disk
-  // (rebuilt from the blob when missing); nullopt on a miss or a corrupt blob.
-  // With `repair`, the object file is rewritten from the blob first.
-  absl::StatusOr<std::optional<kiln::v1::CompileResponse>> FindStored(const std::string& key,
-                                                                      bool want_bytes,
-                                                                      bool repair = false);
   absl::StatusOr<kiln::v1::CompileResponse> Build(const CodegenInputs& inputs,
                                                   const kiln::v1::KeyComponents& components,
                                                   const std::string& key,
                                                   const std::string& source_graph, bool want_bytes,
-                                                  absl::Time received,
-                                                  std::unique_ptr<RemoteTier::Lease> lease);
-  // Writes the object file, then stores and indexes the entry (a compile's
-  // or one fetched from the fleet tier).
-  absl::Status StoreLocally(const kiln::v1::ArtifactMetadata& metadata, absl::string_view object,
-                            bool synced);
-  // The fleet tier's answer to a local miss, on a fleet thread: a response
-  // from another machine's entry (stored here), or nullopt (compile here),
-  // leaving the lease to compile under, if any, for TakeLease.
-  std::optional<kiln::v1::CompileResponse> UseClaim(const std::string& key, bool want_bytes,
-                                                    RemoteTier::Claim claim);
-  std::unique_ptr<RemoteTier::Lease> TakeLease(const std::string& key);
-  absl::StatusOr<std::string> ResolveKey(const std::string& key_or_prefix);
-  // Takes the entry out of the local index, then the store, then its
-  // object file when no other entry shares it. Not `synced`: one of many,
-  // as ArtifactStore::Evict.
-  absl::Status EvictStored(const std::string& key, bool synced = true);
+                                                  absl::Time received);
+  // Wakes eviction when the store is past Options::max_cache_bytes.
+  void WakeGcIfOverCap();
   // The background thread: the index's reconciliation, then every
   // gc_interval the local index's uses (RefreshTouches) and eviction (see
   // above).
   void GcLoop();
   void ReconcileIndex();
-  void RefreshTouches();
-  // Local-index uses: from the background thread's last walk of the index
-  // (a local hit shows within a gc_interval), or, before one, a stat per
-  // entry asked about.
-  LastTouchedFn LastTouched();
-  // Whether the background thread has walked the index since the start.
-  bool TouchesRead();
 
-  // The failure remembered for `key`, if it has not expired.
-  std::optional<absl::Status> RememberedFailure(const std::string& key);
-  void RememberIfDeterministic(const std::string& key, const absl::Status& failure);
-  // Keys of remembered failures that start with `prefix` (expired or not).
-  std::vector<std::string> RememberedKeysWithPrefix(const std::string& prefix);
-
-  const std::unique_ptr<ArtifactStore> store_;
-  const ObjectDirectory objects_;
-  const LocalIndex index_;
+  LocalTier tier_;
+  const std::unique_ptr<FleetTier> fleet_;  // null without Options::remote
   const std::unique_ptr<Compiler> compiler_;
   const TargetToolchains toolchains_;
   const ToolchainDigests toolchain_digests_;  // their key components
   const absl::Time started_ = absl::Now();
   const Options options_;
 
-  struct Failure {
-    absl::Status status;
-    absl::Time expiry;
-  };
-  absl::Mutex failures_mutex_;
-  std::map<std::string, Failure> failures_ ABSL_GUARDED_BY(failures_mutex_);  // ordered: prefixes
-
-  // Keeps publishing (Build; shared: a hit's lookup-then-publish) and Evict
-  // apart, so an eviction never interleaves with a publish of its entry.
-  absl::Mutex index_mutex_;
+  RememberedFailures failures_;
 
   std::atomic<int64_t> hits_{0}, misses_{0}, compiles_{0}, compile_failures_{0}, coalesced_{0},
       failures_replayed_{0};
@@ -276,19 +187,10 @@ class ArtifactCache {
   absl::Mutex misses_mutex_;
   std::deque<KeyedRequestSummary> recent_misses_ ABSL_GUARDED_BY(misses_mutex_);  // newest first
 
-  absl::Mutex touches_mutex_;
-  std::shared_ptr<const absl::flat_hash_map<std::string, absl::Time>> touches_
-      ABSL_GUARDED_BY(touches_mutex_);
-
   absl::Mutex gc_mutex_;
   bool gc_stopping_ ABSL_GUARDED_BY(gc_mutex_) = false;
   bool gc_wanted_ ABSL_GUARDED_BY(gc_mutex_) = false;  // a compile went past the cap
   std::thread gc_thread_;
-
-  // Fleet-tier leases between a fleet job and the compile job it hands over to.
-  absl::Mutex leases_mutex_;
-  absl::flat_hash_map<std::string, std::unique_ptr<RemoteTier::Lease>> leases_
-      ABSL_GUARDED_BY(leases_mutex_);
 
   // With a fleet tier: single-flight jobs that ask it before a compile job
   // is queued. Each look is a few Redis round trips; a job waiting on

@@ -30,6 +30,10 @@
 #include "cache/rocksdb_store.h"
 #include "common/files.h"
 #include "common/sha256.h"
+#include "daemon/admin/list.h"
+#include "daemon/admin/pin.h"
+#include "daemon/admin/prune.h"
+#include "daemon/admin/verify.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rocksdb/sst_file_reader.h"
@@ -68,6 +72,14 @@ std::vector<int> ThreadNiceness() {
 }
 
 // Fails with `failure` while it is set; counts every call.
+absl::StatusOr<kiln::v1::PinResponse> SetPinned(LocalTier& tier, const std::string& key,
+                                                bool pinned) {
+  kiln::v1::PinRequest request;
+  request.set_key(key);
+  request.set_pinned(pinned);
+  return admin::Pin(tier, request);
+}
+
 class FakeCompiler : public Compiler {
  public:
   explicit FakeCompiler(std::atomic<int>* calls, absl::Status* failure)
@@ -142,7 +154,7 @@ class ArtifactCacheTest : public ::testing::Test {
     return {response->artifact().key(), response->artifact().object_bytes()};
   }
 
-  static std::vector<std::string> Keys(const ArtifactCache::GcResult& result) {
+  static std::vector<std::string> Keys(const admin::GcResult& result) {
     std::vector<std::string> keys;
     for (const EntryUsage& entry : result.evicted) keys.push_back(entry.key);
     return keys;
@@ -243,23 +255,23 @@ TEST_F(ArtifactCacheTest, GcEvictsLeastRecentlyUsedFirstAndNeverPinnedOrFreshEnt
     ASSERT_EQ(utimensat(AT_FDCWD, LocalIndex(dir_).PathFor(key).c_str(), epoch, 0), 0);
   }
   ASSERT_TRUE(LocalIndex(dir_).Touch(a).ok());
-  ASSERT_TRUE(cache_->SetPinned(c.substr(0, 8), true).ok());
+  ASSERT_TRUE(SetPinned(cache_->tier(), c.substr(0, 8), true).ok());
   now_ += absl::Minutes(5);
   const int64_t total = a_bytes + b_bytes + c_bytes + d_bytes;
 
-  ArtifactCache::GcOptions dry;
+  admin::GcLimits dry;
   dry.max_bytes = a_bytes + c_bytes;
   dry.dry_run = true;
-  absl::StatusOr<ArtifactCache::GcResult> planned = cache_->Gc(dry);
+  absl::StatusOr<admin::GcResult> planned = cache_->Gc(dry);
   ASSERT_TRUE(planned.ok()) << planned.status();
   EXPECT_EQ(Keys(*planned), (std::vector<std::string>{d, b}));
   EXPECT_EQ(planned->bytes_before, total);
   EXPECT_EQ(planned->bytes_after, a_bytes + c_bytes);
   EXPECT_TRUE(cache_->Show(d).ok()) << "a dry run evicts nothing";
 
-  ArtifactCache::GcOptions cap;
+  admin::GcLimits cap;
   cap.max_bytes = a_bytes + c_bytes;
-  absl::StatusOr<ArtifactCache::GcResult> done = cache_->Gc(cap);
+  absl::StatusOr<admin::GcResult> done = cache_->Gc(cap);
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_EQ(Keys(*done), (std::vector<std::string>{d, b}));
   EXPECT_EQ(cache_->Show(d).status().code(), absl::StatusCode::kNotFound);
@@ -274,7 +286,7 @@ TEST_F(ArtifactCacheTest, GcEvictsLeastRecentlyUsedFirstAndNeverPinnedOrFreshEnt
   done = cache_->Gc(cap);
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_TRUE(done->evicted.empty());
-  ASSERT_TRUE(cache_->SetPinned(c, false).ok());
+  ASSERT_TRUE(SetPinned(cache_->tier(), c, false).ok());
   done = cache_->Gc(cap);
   EXPECT_EQ(Keys(*done), (std::vector<std::string>{c}));
 }
@@ -288,9 +300,9 @@ TEST_F(ArtifactCacheTest, GcEvictsWhatIsUnusedForLongerThanTheMaxAge) {
     const struct timespec epoch[2] = {{0, 0}, {0, 0}};
     ASSERT_EQ(utimensat(AT_FDCWD, LocalIndex(dir_).PathFor(key).c_str(), epoch, 0), 0);
   }
-  ArtifactCache::GcOptions age;
+  admin::GcLimits age;
   age.max_age = absl::Minutes(8);
-  absl::StatusOr<ArtifactCache::GcResult> done = cache_->Gc(age);
+  absl::StatusOr<admin::GcResult> done = cache_->Gc(age);
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_EQ(Keys(*done), (std::vector<std::string>{old_key}));
   EXPECT_EQ(done->bytes_after, new_bytes);
@@ -381,7 +393,7 @@ TEST_F(ArtifactCacheTest, StatsAndListingsShowWhatTheStoreHoldsAfterARebuild) {
       *std::move(opened), ObjectDirectory(dir_ + "/objects"), LocalIndex(dir_),
       std::make_unique<FakeCompiler>(&calls_, &failure_), Toolchains(), options);
   EXPECT_EQ(cache_->Stats().entries(), 5) << "nothing has read the damaged block yet";
-  auto verified = cache_->Verify(/*repair=*/false);  // reads it: the store rebuilds
+  auto verified = admin::Verify(cache_->tier(), /*repair=*/false);  // reads it: the store rebuilds
   ASSERT_TRUE(verified.ok()) << verified.status();
   EXPECT_EQ(verified->bad_entries(), 5);
   const kiln::v1::StatsResponse stats = cache_->Stats();
@@ -392,7 +404,7 @@ TEST_F(ArtifactCacheTest, StatsAndListingsShowWhatTheStoreHoldsAfterARebuild) {
                            kiln::v1::ListRequest::ORDER_SIZE}) {
     kiln::v1::ListRequest request;
     request.set_order(order);
-    auto listed = cache_->List(request);
+    auto listed = admin::List(cache_->tier(), cache_->UsesUnread(), request);
     ASSERT_TRUE(listed.ok()) << listed.status();
     EXPECT_EQ(listed->entries_size(), 0) << kiln::v1::ListRequest::Order_Name(order);
   }
@@ -430,17 +442,19 @@ TEST_F(ArtifactCacheTest, AListingBeforeTheFirstWalkOfTheIndexShowsTheStoresUses
   request.set_order(kiln::v1::ListRequest::ORDER_LAST_USE);
 
   reopen(absl::Hours(1));  // shut down long before it walks
-  absl::StatusOr<kiln::v1::ListResponse> early = cache_->List(request);
+  absl::StatusOr<kiln::v1::ListResponse> early =
+      admin::List(cache_->tier(), cache_->UsesUnread(), request);
   ASSERT_TRUE(early.ok()) << early.status();
   EXPECT_TRUE(early->local_uses_unread());
   ASSERT_EQ(early->uses_size(), 1);
   EXPECT_EQ(early->uses(0).last_use_unix_ms(), stored_use);
 
   reopen(absl::ZeroDuration());
-  absl::StatusOr<kiln::v1::ListResponse> later = cache_->List(request);
+  absl::StatusOr<kiln::v1::ListResponse> later =
+      admin::List(cache_->tier(), cache_->UsesUnread(), request);
   for (int i = 0; i < 1000 && later.ok() && later->local_uses_unread(); ++i) {
     absl::SleepFor(absl::Milliseconds(10));
-    later = cache_->List(request);
+    later = admin::List(cache_->tier(), cache_->UsesUnread(), request);
   }
   ASSERT_TRUE(later.ok()) << later.status();
   EXPECT_FALSE(later->local_uses_unread());
@@ -452,8 +466,9 @@ TEST_F(ArtifactCacheTest, AListingBeforeTheFirstWalkOfTheIndexShowsTheStoresUses
 }
 
 TEST_F(ArtifactCacheTest, PinNeedsAKeyPrefixThatNamesEntries) {
-  EXPECT_EQ(cache_->SetPinned("abc", true).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(cache_->SetPinned("abcdef", true).status(),
+  EXPECT_EQ(SetPinned(cache_->tier(), "abc", true).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SetPinned(cache_->tier(), "abcdef", true).status(),
             absl::NotFoundError("no entry with key abcdef"));
 }
 
@@ -481,7 +496,8 @@ TEST_F(ArtifactCacheTest, PruneRemovesOnlyEntriesThatCanNeverHitHere) {
   put(target,
       [](kiln::v1::ArtifactMetadata& entry) { entry.set_target(kiln::v1::TARGET_X86_64_V4); });
 
-  absl::StatusOr<kiln::v1::PruneResponse> dry = cache_->Prune(/*dry_run=*/true);
+  absl::StatusOr<kiln::v1::PruneResponse> dry =
+      admin::Prune(cache_->tier(), cache_->toolchain_digests(), /*dry_run=*/true);
   ASSERT_TRUE(dry.ok()) << dry.status();
   ASSERT_EQ(dry->pruned_size(), 3);
   EXPECT_EQ(dry->pruned(0).key(), toolchain);
@@ -490,7 +506,7 @@ TEST_F(ArtifactCacheTest, PruneRemovesOnlyEntriesThatCanNeverHitHere) {
   EXPECT_EQ(dry->pruned(2).reason(), "target TARGET_X86_64_V4 is not compiled for here");
   EXPECT_EQ(cache_->Stats().entries(), 4) << "a dry run removes nothing";
 
-  ASSERT_TRUE(cache_->Prune(/*dry_run=*/false).ok());
+  ASSERT_TRUE(admin::Prune(cache_->tier(), cache_->toolchain_digests(), /*dry_run=*/false).ok());
   EXPECT_EQ(cache_->Stats().entries(), 1);
   EXPECT_TRUE(cache_->Show(current).ok());
 }

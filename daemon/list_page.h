@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cache/local_tier.h"
 #include "cache/store.h"
 #include "proto/service.pb.h"
 
@@ -34,10 +35,6 @@ inline constexpr int kMaxListPageSize = 10000;
 // Brief entries (ListRequest.brief) are a few hundred bytes: a page holds
 // every entry of a full cache.
 inline constexpr int kMaxBriefListPageSize = 100000;
-
-// A use the store has not recorded (a client's local-index hit,
-// LocalIndex::LastTouched), or nullopt.
-using LastTouchedFn = std::function<std::optional<absl::Time>(const std::string& key)>;
 
 // The page `request` asks for. InvalidArgument for a negative page_size or
 // a page_token this order never returned (naming it).

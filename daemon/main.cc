@@ -129,7 +129,7 @@ ABSL_FLAG(int64_t, max_request_bytes, kiln::kMaxRequestBytes,
           "The largest request kilnd reads from a client (gRPC's maximum receive message "
           "size); clients send at most 64 MiB.");
 ABSL_FLAG(int, admin_threads, 1,
-          "Threads for the admin calls (import, export, verify, gc, prune, pin, ls, why), "
+          "Threads for the admin calls (import, export, verify, gc, prune, pin, evict, ls, why), "
           "apart from compiles and hits.");
 ABSL_FLAG(int, admin_queue, 16,
           "Admin calls that may wait for an admin thread; more are refused with "

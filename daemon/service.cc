@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <exception>
 #include <new>
 
@@ -10,6 +11,12 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/version.h"
+#include "daemon/admin/bundles.h"
+#include "daemon/admin/list.h"
+#include "daemon/admin/pin.h"
+#include "daemon/admin/prune.h"
+#include "daemon/admin/verify.h"
+#include "daemon/admin/why.h"
 
 namespace kiln {
 
@@ -184,8 +191,9 @@ grpc::ServerUnaryReactor* KilnService::Answer(grpc::CallbackServerContext* conte
 grpc::ServerUnaryReactor* KilnService::List(grpc::CallbackServerContext* context,
                                             const kiln::v1::ListRequest* request,
                                             kiln::v1::ListResponse* response) {
-  return Answer(context, response, "list", /*on_admin_pool=*/true,
-                [this, request] { return cache_->List(*request); });
+  return Answer(context, response, "list", /*on_admin_pool=*/true, [this, request] {
+    return admin::List(cache_->tier(), cache_->UsesUnread(), *request);
+  });
 }
 
 grpc::ServerUnaryReactor* KilnService::Show(grpc::CallbackServerContext* context,
@@ -202,7 +210,7 @@ grpc::ServerUnaryReactor* KilnService::Show(grpc::CallbackServerContext* context
 grpc::ServerUnaryReactor* KilnService::Evict(grpc::CallbackServerContext* context,
                                              const kiln::v1::EvictRequest* request,
                                              kiln::v1::EvictResponse* response) {
-  return Answer(context, response, "evict", /*on_admin_pool=*/false,
+  return Answer(context, response, "evict", /*on_admin_pool=*/true,
                 [this, request]() -> absl::StatusOr<kiln::v1::EvictResponse> {
                   kiln::v1::EvictResponse evicted;
                   ASSIGN_OR_RETURN(*evicted.mutable_key(), cache_->Evict(request->key()));
@@ -215,15 +223,15 @@ grpc::ServerUnaryReactor* KilnService::Gc(grpc::CallbackServerContext* context,
                                           kiln::v1::GcResponse* response) {
   return Answer(context, response, "gc", /*on_admin_pool=*/true,
                 [this, request]() -> absl::StatusOr<kiln::v1::GcResponse> {
-                  ArtifactCache::GcOptions options;
-                  if (request->has_max_bytes()) options.max_bytes = request->max_bytes();
-                  if (request->has_older_than_ms()) {
-                    options.max_age = absl::Milliseconds(request->older_than_ms());
-                  }
-                  options.dry_run = request->dry_run();
-                  options.grace =
-                      absl::ZeroDuration();  // an operator's explicit request: the limits as given
-                  ASSIGN_OR_RETURN(const ArtifactCache::GcResult result, cache_->Gc(options));
+                  // An operator's explicit request: the limits as given.
+                  admin::GcLimits limits;
+                  limits.max_bytes = request->has_max_bytes() ? request->max_bytes()
+                                                              : cache_->options().max_cache_bytes;
+                  limits.max_age = request->has_older_than_ms()
+                                       ? absl::Milliseconds(request->older_than_ms())
+                                       : cache_->options().max_entry_age;
+                  limits.dry_run = request->dry_run();
+                  ASSIGN_OR_RETURN(const admin::GcResult result, cache_->Gc(limits));
                   kiln::v1::GcResponse done;
                   for (const EntryUsage& entry : result.evicted) {
                     kiln::v1::GcResponse::Evicted* evicted = done.add_evicted();
@@ -241,37 +249,31 @@ grpc::ServerUnaryReactor* KilnService::Pin(grpc::CallbackServerContext* context,
                                            const kiln::v1::PinRequest* request,
                                            kiln::v1::PinResponse* response) {
   return Answer(context, response, "pin", /*on_admin_pool=*/true,
-                [this, request]() -> absl::StatusOr<kiln::v1::PinResponse> {
-                  ASSIGN_OR_RETURN(
-                      const std::vector<std::string> keys,
-                      request->graph_digest().empty()
-                          ? cache_->SetPinned(request->key(), request->pinned())
-                          : cache_->SetPinnedForGraph(request->graph_digest(), request->pinned()));
-                  kiln::v1::PinResponse pinned;
-                  *pinned.mutable_keys() = {keys.begin(), keys.end()};
-                  return pinned;
-                });
+                [this, request] { return admin::Pin(cache_->tier(), *request); });
 }
 
 grpc::ServerUnaryReactor* KilnService::Verify(grpc::CallbackServerContext* context,
                                               const kiln::v1::VerifyRequest* request,
                                               kiln::v1::VerifyResponse* response) {
   return Answer(context, response, "verify", /*on_admin_pool=*/true,
-                [this, request] { return cache_->Verify(request->repair()); });
+                [this, request] { return admin::Verify(cache_->tier(), request->repair()); });
 }
 
 grpc::ServerUnaryReactor* KilnService::Prune(grpc::CallbackServerContext* context,
                                              const kiln::v1::PruneRequest* request,
                                              kiln::v1::PruneResponse* response) {
-  return Answer(context, response, "prune", /*on_admin_pool=*/true,
-                [this, request] { return cache_->Prune(request->dry_run()); });
+  return Answer(context, response, "prune", /*on_admin_pool=*/true, [this, request] {
+    return admin::Prune(cache_->tier(), cache_->toolchain_digests(), request->dry_run());
+  });
 }
 
 grpc::ServerUnaryReactor* KilnService::Why(grpc::CallbackServerContext* context,
                                            const kiln::v1::WhyRequest* request,
                                            kiln::v1::WhyResponse* response) {
-  return Answer(context, response, "why", /*on_admin_pool=*/true,
-                [this, request] { return cache_->Why(*request); });
+  return Answer(context, response, "why", /*on_admin_pool=*/true, [this, request] {
+    return admin::Why(cache_->tier(), *request, cache_->RecentMisses(std::max(request->last(), 1)),
+                      cache_->toolchains(), cache_->toolchain_digests(), cache_->options().now());
+  });
 }
 
 grpc::ServerUnaryReactor* KilnService::ReportTraffic(grpc::CallbackServerContext* context,
@@ -333,15 +335,32 @@ grpc::ServerUnaryReactor* KilnService::Stop(grpc::CallbackServerContext* context
 grpc::ServerUnaryReactor* KilnService::Export(grpc::CallbackServerContext* context,
                                               const kiln::v1::ExportRequest* request,
                                               kiln::v1::ExportResponse* response) {
-  return Answer(context, response, "export", /*on_admin_pool=*/true,
-                [this, request] { return cache_->Export(*request); });
+  return Answer(context, response, "export", /*on_admin_pool=*/true, [this, request] {
+    return admin::Export(cache_->tier(), cache_->toolchain_digests(), *request);
+  });
 }
 
 grpc::ServerUnaryReactor* KilnService::Import(grpc::CallbackServerContext* context,
                                               const kiln::v1::ImportRequest* request,
                                               kiln::v1::ImportResponse* response) {
   return Answer(context, response, "import", /*on_admin_pool=*/true,
-                [this, request] { return cache_->Import(*request); });
+                [this, request]() -> absl::StatusOr<kiln::v1::ImportResponse> {
+                  const ArtifactCache::Options& options = cache_->options();
+                  admin::ImportOptions import;
+                  import.max_blob_bytes = options.max_artifact_bytes;
+                  import.max_metadata_bytes = options.max_bundle_metadata_bytes;
+                  import.now = options.now();
+                  import.testonly_delay = options.testonly_import_delay;
+                  ASSIGN_OR_RETURN(
+                      kiln::v1::ImportResponse imported,
+                      admin::Import(cache_->tier(), cache_->toolchain_digests(), import, *request));
+                  std::vector<std::string> keys;
+                  for (const kiln::v1::BundledEntry& entry : imported.entries()) {
+                    keys.push_back(entry.key());
+                  }
+                  cache_->Stored(keys);
+                  return imported;
+                });
 }
 
 }  // namespace kiln

@@ -1,10 +1,10 @@
 // The gRPC face of kilnd: kiln.v1.Kiln on the callback API. Each method
-// converts, hands the work to ArtifactCache, and finishes its reactor from
-// wherever the answer arrives: a compile on the compile pool; the admin
-// calls that read or write the whole cache (List, Gc, Pin, Verify, Prune,
-// Why, Export, Import) on the admin pool (daemon/admin/admin_pool.h); only
-// quick calls on the gRPC thread. So no admin call holds a gRPC thread, and
-// a compile or a hit is answered while one runs.
+// only dispatches, and finishes its reactor from wherever the answer
+// arrives: a compile on the compile pool; the admin calls (List, Evict, Gc,
+// Pin, Verify, Prune, Why, Export, Import: one file each in daemon/admin/)
+// on the admin pool (daemon/admin/admin_pool.h); on the gRPC thread only a
+// hit's point lookup and the calls that read counters. So no admin call
+// holds a gRPC thread, and a compile or a hit is answered while one runs.
 #ifndef KILN_DAEMON_SERVICE_H_
 #define KILN_DAEMON_SERVICE_H_
 

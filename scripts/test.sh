@@ -103,7 +103,8 @@ if [[ "${KILN_SANITIZERS:-1}" != "0" ]]; then
   # TSan: the tests whose threads share memory in one process.
   sanitizer_run tsan //daemon:compile_queue_test //daemon/admin:admin_pool_test \
     //daemon:artifact_cache_test //client:runtime_test \
-    //client:traffic_test //cache/remote:redis_client_test //cache/remote:remote_tier_test
+    //client:traffic_test //cache/remote:redis_client_test //cache/remote:remote_tier_test \
+    //cache/remote:fleet_tier_test
   for target in $(scripts/fuzz.sh --list); do
     KILN_FUZZ_WORK=$(mktemp -d /tmp/kiln-fuzz-XXXXXX)
     if KILN_FUZZ_WORK=$KILN_FUZZ_WORK scripts/fuzz.sh "$target" "${KILN_FUZZ_SECONDS:-25}"; then

@@ -261,6 +261,35 @@ TEST_F(BundleTest, ACompileIsAnsweredWhileAnImportRuns) {
   EXPECT_THAT(imported->output, HasSubstr("imported 1 entries"));
 }
 
+TEST_F(BundleTest, AnEvictRunsOnTheAdminPoolAndIsRefusedWhenItsQueueIsFull) {
+  CompileAndExport();
+  DaemonFixture slow;
+  ASSERT_TRUE(slow.Start({"--testonly_import_delay=10s", "--admin_threads=1", "--admin_queue=1",
+                          "--log_level=info"})
+                  .ok());
+  // One import holds the admin thread, a second waits in its queue.
+  std::vector<std::thread> importers;
+  auto import = [&] {
+    slow.RunTool({kKilnCliPath, "import", bundle_, "--start=false"}).IgnoreError();
+  };
+  importers.emplace_back(import);
+  for (int i = 0; i < 200 && slow.Log().find("importing " + bundle_) == std::string::npos; ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_THAT(slow.Log(), HasSubstr("importing " + bundle_));
+  importers.emplace_back(import);
+  absl::SleepFor(absl::Seconds(2));
+
+  auto client = slow.Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_EQ((*client)->Evict("abcdef").status(),
+            absl::ResourceExhaustedError(
+                "evict: kilnd's admin queue is full (1 calls waiting, --admin_queue); try again "
+                "when they finish"));
+  for (std::thread& importer : importers) importer.join();
+  EXPECT_EQ((*client)->Evict("abcdef").status(), absl::NotFoundError("no entry with key abcdef"));
+}
+
 TEST(RequestBoundsTest, ARequestPastTheLimitIsRefusedNamingTheSizes) {
   DaemonFixture daemon;
   ASSERT_TRUE(daemon.Start({"--max_request_bytes=2048"}).ok());

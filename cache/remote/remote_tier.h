@@ -1,6 +1,6 @@
 // The fleet tier: artifacts shared by the kilnds of a fleet through Redis
 // (redis_client.h), so that a model started on a hundred machines compiles
-// once. kilnd (daemon/artifact_cache.h) asks it on a local miss, one look
+// once. The fleet tier (fleet_tier.h) asks it on a local miss, one look
 // at a time:
 //
 //   Look(key, wait):
