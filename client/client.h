@@ -156,7 +156,7 @@ class Client final : private ForkAware {
   // were compiled from the graph of request.graph_digest; their keys.
   absl::StatusOr<std::vector<std::string>> Pin(const kiln::v1::PinRequest& request);
   // Has kilnd write a bundle of entries to request.path, or store a
-  // bundle's entries (ArtifactCache::Export and Import); paths absolute.
+  // bundle's entries (daemon/admin/bundles.h); paths absolute.
   absl::StatusOr<kiln::v1::ExportResponse> Export(const kiln::v1::ExportRequest& request);
   absl::StatusOr<kiln::v1::ImportResponse> Import(const kiln::v1::ImportRequest& request);
   absl::StatusOr<kiln::v1::VerifyResponse> Verify(bool repair);
