@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/warmup_plan.h"
-#include "codegen/padding.h"
+#include "codegen/symbol_independence.h"
 #include "codegen/prepare.h"
 #include "common/status_macros.h"
 

@@ -186,7 +186,7 @@ absl::Status MeasurePlan(Fleet& fleet, const std::string& root, Samples& samples
         plan,
         absl::StrCat(R"({"graphs": [{"graph": ")", absolute,
                      R"(", "symbols": [{"symbol": "s0", "multiples": {"of": )", round + 1,
-                     R"(, "upTo": )", (round + 1) * kPlanBuckets, "}}]}]}"),
+                     R"(, "up_to": )", (round + 1) * kPlanBuckets, "}}]}]}"),
         0644));
     ASSIGN_OR_RETURN(const std::string flushed, fleet.redis().Cli({"FLUSHALL"}));
     if (flushed != "OK") return absl::InternalError("FLUSHALL: " + flushed);

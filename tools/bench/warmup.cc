@@ -52,8 +52,8 @@ namespace {
 constexpr char kTarget[] = "//tools/bench:warmup";
 constexpr char kGraph[] = "tests/workloads/dynamic/transformer_layer_both.json";
 constexpr char kPlan[] = R"({"graphs": [{"graph": "layer.json", "symbols": [
-    {"symbol": "B", "powersOfTwo": {"from": 1, "to": 32}},
-    {"symbol": "S", "powersOfTwo": {"from": 16, "to": 128}}]}]})";
+    {"symbol": "B", "powers_of_two": {"from": 1, "to": 32}},
+    {"symbol": "S", "powers_of_two": {"from": 16, "to": 128}}]}]})";
 
 absl::Status Warm(Client& client, const std::string& plan) {
   WarmupOptions options;

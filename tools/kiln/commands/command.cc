@@ -1,7 +1,5 @@
 #include "tools/kiln/commands/command.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/compile/target.h"
@@ -52,15 +50,6 @@ absl::StatusOr<kiln::v1::CompileOptions> CompileOptionsFromFlags() {
   ASSIGN_OR_RETURN(const kiln::v1::Target target, ParseTarget(absl::GetFlag(FLAGS_target)));
   options.set_target(target);
   return options;
-}
-
-std::string ToJson(const google::protobuf::Message& message) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  return json;
 }
 
 std::string ShortKey(const std::string& key) { return key.substr(0, 16); }

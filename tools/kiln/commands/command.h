@@ -12,8 +12,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/client.h"
-#include "google/protobuf/message.h"
 #include "proto/artifact.pb.h"
+#include "tools/kiln/json.h"  // IWYU pragma: export
 
 // Flags more than one command takes (command.cc); a command that reads one
 // lists it in its Command::flags.
@@ -61,9 +61,6 @@ ClientOptions DaemonOptionsFromFlags();
 
 // --salt and --target.
 absl::StatusOr<kiln::v1::CompileOptions> CompileOptionsFromFlags();
-
-// `message` as indented JSON with the .proto field names (snake_case).
-std::string ToJson(const google::protobuf::Message& message);
 
 // The first 16 hex digits of a cache key.
 std::string ShortKey(const std::string& key);
