@@ -5,7 +5,7 @@
 #include "client/client.h"
 #include "common/files.h"
 #include "common/graph_file.h"
-#include "common/tiny_filesystem.h"
+#include "common/testing/tiny_filesystem.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_fixture.h"
