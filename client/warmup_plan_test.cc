@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 
 namespace kiln {
 namespace {

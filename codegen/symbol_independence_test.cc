@@ -6,8 +6,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "codegen/prepare.h"
-#include "common/graph_file.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 
 namespace kiln {
 namespace {

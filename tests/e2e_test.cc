@@ -18,12 +18,12 @@
 #include "cache/object_dir.h"
 #include "client/compiled_graph.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/sha256.h"
 #include "common/version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/artifact.pb.h"
+#include "proto/graph_file.h"
 #include "proto/service.grpc.pb.h"
 #include "tests/daemon_fixture.h"
 

@@ -26,10 +26,10 @@
 #include "client/warmup_plan.h"
 #include "codegen/retype.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 #include "tests/daemon_fixture.h"
 
 namespace kiln {

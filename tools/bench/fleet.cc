@@ -26,8 +26,8 @@
 #include "absl/strings/str_join.h"
 #include "cache/remote/signing.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
+#include "proto/graph_file.h"
 #include "tests/redis_fixture.h"
 #include "tools/bench/bench_util.h"
 

@@ -39,8 +39,8 @@
 #include "client/compiled_graph.h"
 #include "client/warmup_plan.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
+#include "proto/graph_file.h"
 #include "tools/bench/bench_util.h"
 
 ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");

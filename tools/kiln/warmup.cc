@@ -16,8 +16,8 @@
 #include "client/warmup_plan.h"
 #include "client/warmup_suggest.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
+#include "proto/graph_file.h"
 #include "tools/kiln/json.h"
 
 namespace kiln {

@@ -6,8 +6,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "codegen/compile/target.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
+#include "proto/graph_file.h"
 #include "tools/kiln/commands/command.h"
 
 namespace kiln {

@@ -7,9 +7,9 @@
 #include "codegen/pipeline.h"
 #include "codegen/prepare.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "proto/graph_file.h"
 #include "tools/kiln/commands/command.h"
 
 ABSL_FLAG(bool, asm, false, "Also print the assembly clang generates.");

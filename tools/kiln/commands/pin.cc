@@ -4,8 +4,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
+#include "proto/graph_file.h"
 #include "tools/kiln/commands/command.h"
 
 namespace kiln {

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/prometheus.h"
 #include "common/status_macros.h"
+#include "daemon/prometheus.h"
 #include "tools/kiln/commands/command.h"
 
 ABSL_FLAG(std::string, format, "text",

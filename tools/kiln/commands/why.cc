@@ -5,8 +5,8 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "client/specialization.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
+#include "proto/graph_file.h"
 #include "tools/kiln/commands/command.h"
 #include "tools/kiln/human_units.h"
 
