@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/warmup_plan.h"
-#include "codegen/padding.h"
 #include "codegen/prepare.h"
+#include "codegen/symbol_independence.h"
 #include "common/status_macros.h"
 
 namespace kiln {

@@ -2,7 +2,7 @@
 // marks paddable, a call whose size lies between buckets runs the next
 // larger bucket's static artifact on zero-padded copies of its inputs, and
 // its outputs are the leading part of the bucket's. Correct only where
-// positions along the symbol's dims never mix — codegen/padding.h proves
+// positions along the symbol's dims never mix — codegen/symbol_independence.h proves
 // that from the graph and finds the dims; this file does the arithmetic
 // and the copies. Inputs must be contiguous.
 #ifndef KILN_CLIENT_BUCKET_PADDING_H_
@@ -34,7 +34,7 @@ struct PaddableSymbol {
 // with their dims and bucket sizes. InvalidArgument when the entry is not
 // served static or a symbol is not the graph's; FailedPrecondition naming
 // the node when the graph mixes positions along a symbol
-// (codegen/padding.h).
+// (codegen/symbol_independence.h).
 absl::StatusOr<std::vector<PaddableSymbol>> PaddableSymbols(const kiln::v1::Graph& graph,
                                                             const kiln::v1::WarmupGraph& entry);
 

@@ -14,8 +14,8 @@
 #include "codegen/limits.h"
 #include "codegen/prepare.h"
 #include "codegen/retype.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
+#include "proto/graph_file.h"
 
 namespace kiln {
 namespace {

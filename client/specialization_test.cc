@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/retype.h"
-#include "common/graph_file.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 
 namespace kiln {
 namespace {

@@ -58,9 +58,9 @@ namespace {
 // 64-byte-aligned memory from plain malloc, the block's own address kept
 // just below the aligned one. Not aligned_alloc: glibc carves each large
 // aligned block out of fresh heap (a freed block lacks the alignment slack
-// the next request asks for), so Run(inputs) in a loop page-faulted every
-// output anew (a 4 MiB output: 2.8 ms of faults instead of 0.1 ms of
-// writes); malloc hands the freed block back. (Blocks above glibc's
+// the next request asks for), so Run(inputs) in a loop would page-fault
+// every output anew, the faults costing many times the writes; malloc
+// hands the freed block back. (Blocks above glibc's
 // adaptive mmap threshold, at most 32 MiB, are mapped afresh either way.)
 void* AllocateAligned(size_t bytes) {
   char* block = static_cast<char*>(malloc(bytes + 64));

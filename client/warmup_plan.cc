@@ -12,8 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "codegen/retype.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
+#include "proto/graph_file.h"
 
 namespace kiln {
 namespace {
@@ -227,7 +227,7 @@ absl::StatusOr<std::vector<int64_t>> ExpandSizes(const kiln::v1::SymbolSizes& si
   if (sizes.has_powers_of_two()) {
     const auto& rule = sizes.powers_of_two();
     if (rule.from() < 1 || rule.to() < rule.from()) {
-      return absl::InvalidArgumentError(absl::StrCat("powersOfTwo from ", rule.from(), " to ",
+      return absl::InvalidArgumentError(absl::StrCat("powers_of_two from ", rule.from(), " to ",
                                                      rule.to(),
                                                      " is empty (needs 1 <= from <= to)"));
     }
@@ -241,7 +241,7 @@ absl::StatusOr<std::vector<int64_t>> ExpandSizes(const kiln::v1::SymbolSizes& si
     if (rule.of() < 1 || rule.up_to() < rule.of()) {
       return absl::InvalidArgumentError(absl::StrCat("multiples of ", rule.of(), " up to ",
                                                      rule.up_to(),
-                                                     " is empty (needs 1 <= of <= upTo)"));
+                                                     " is empty (needs 1 <= of <= up_to)"));
     }
     if (rule.up_to() / rule.of() > kMaxSizesPerSymbol) {
       return absl::InvalidArgumentError(absl::StrCat("multiples of ", rule.of(), " up to ",
@@ -251,7 +251,7 @@ absl::StatusOr<std::vector<int64_t>> ExpandSizes(const kiln::v1::SymbolSizes& si
     for (int64_t value = rule.of(); value <= rule.up_to(); value += rule.of()) values.insert(value);
   }
   if (values.empty()) {
-    return absl::InvalidArgumentError("no sizes: give `sizes`, `powersOfTwo` or `multiples`");
+    return absl::InvalidArgumentError("no sizes: give `sizes`, `powers_of_two` or `multiples`");
   }
   if (*values.begin() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("size ", *values.begin(), " is below 1"));

@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 
 namespace kiln {
 namespace {
@@ -88,12 +88,12 @@ TEST_F(WarmupPlanTest, SizesAreTheUnionOfTheListAndTheRulesSorted) {
 TEST_F(WarmupPlanTest, EmptyInvertedAndNonPositiveSizesAreRefused) {
   kiln::v1::SymbolSizes sizes;
   EXPECT_EQ(ExpandSizes(sizes).status(),
-            absl::InvalidArgumentError("no sizes: give `sizes`, `powersOfTwo` or `multiples`"));
+            absl::InvalidArgumentError("no sizes: give `sizes`, `powers_of_two` or `multiples`"));
   sizes.mutable_powers_of_two()->set_from(64);
   sizes.mutable_powers_of_two()->set_to(8);
   EXPECT_EQ(
       ExpandSizes(sizes).status(),
-      absl::InvalidArgumentError("powersOfTwo from 64 to 8 is empty (needs 1 <= from <= to)"));
+      absl::InvalidArgumentError("powers_of_two from 64 to 8 is empty (needs 1 <= from <= to)"));
   sizes.Clear();
   sizes.mutable_multiples()->set_of(0);
   sizes.mutable_multiples()->set_up_to(8);
@@ -105,7 +105,7 @@ TEST_F(WarmupPlanTest, EmptyInvertedAndNonPositiveSizesAreRefused) {
 
 TEST_F(WarmupPlanTest, StaticBucketsAreTheGraphSpecializedToEachSize) {
   auto compiles = Expand(R"({"graphs": [{"graph": "tail.json",
-      "symbols": [{"symbol": "s0", "powersOfTwo": {"from": 1, "to": 8}}]}]})");
+      "symbols": [{"symbol": "s0", "powers_of_two": {"from": 1, "to": 8}}]}]})");
   ASSERT_TRUE(compiles.ok()) << compiles.status();
   ASSERT_EQ(compiles->size(), 4);
   const int64_t expected[] = {1, 2, 4, 8};
@@ -179,7 +179,7 @@ TEST_F(WarmupPlanTest, ErrorsNameThePlanEntry) {
   EXPECT_EQ(
       Expand(R"({"graphs": [{"graph": "tail.json", "symbols": [{"symbol": "s0"}]}]})").status(),
       absl::InvalidArgumentError("graphs[0] tail.json symbol 's0': no sizes: give `sizes`, "
-                                 "`powersOfTwo` or `multiples`"));
+                                 "`powers_of_two` or `multiples`"));
   EXPECT_EQ(Expand(R"({"graphs": [{"graph": "tail.json"}]})").status(),
             absl::InvalidArgumentError("graphs[0] tail.json: lists no symbol sizes"));
   EXPECT_THAT(Expand(R"({"graphs": [{"graph": "tail.json", "bucket": 3}]})").status().message(),

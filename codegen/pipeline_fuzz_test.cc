@@ -9,8 +9,8 @@
 #include "codegen/pipeline.h"
 #include "codegen/retype.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 
 namespace kiln {
 namespace {

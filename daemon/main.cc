@@ -40,11 +40,11 @@
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/paths.h"
-#include "common/prometheus.h"
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "daemon/artifact_cache.h"
 #include "daemon/metrics_server.h"
+#include "daemon/prometheus.h"
 #include "daemon/service.h"
 
 ABSL_FLAG(std::string, socket, "",

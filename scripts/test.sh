@@ -98,6 +98,7 @@ if [[ "${KILN_SANITIZERS:-1}" != "0" ]]; then
   # ASan+UBSan: every unit and end-to-end suite but the op cases and the
   # traced workloads (their eager comparisons are the default run's job).
   sanitizer_run asan //common:all //cache:all //cache/remote:all //codegen:all //codegen/compile:all \
+    //codegen/compile/worker:worker_compiler_test \
     //daemon:all //daemon/admin:all //client:all //tests:e2e_test //tests:restart_test //tests:fleet_test \
     //tests:hostile_user_test //tests/ops:compare_test //tests/fuzz:all
   # TSan: the tests whose threads share memory in one process.

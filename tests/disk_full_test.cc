@@ -4,10 +4,10 @@
 
 #include "client/client.h"
 #include "common/files.h"
-#include "common/graph_file.h"
-#include "common/tiny_filesystem.h"
+#include "common/testing/tiny_filesystem.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 #include "tests/daemon_fixture.h"
 
 namespace kiln {

@@ -18,12 +18,12 @@
 #include "cache/object_dir.h"
 #include "client/compiled_graph.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/sha256.h"
 #include "common/version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/artifact.pb.h"
+#include "proto/graph_file.h"
 #include "proto/service.grpc.pb.h"
 #include "tests/daemon_fixture.h"
 
@@ -965,6 +965,36 @@ TEST_F(EndToEndTest, EachCommandsHelpListsItsFlagsDefaultsEnvironmentAndAnExampl
   EXPECT_THAT(daemon->output,
               HasSubstr("--compile_jobs (Compiles that may run at once.); default: 2"));
   EXPECT_THAT(daemon->output, Not(HasSubstr("No flags matched")));
+}
+
+TEST_F(EndToEndTest, EachCommandAcceptsAndListsOnlyItsOwnFlags) {
+  auto gc = daemon_.RunTool({kKilnCliPath, "gc", "--help"});
+  ASSERT_TRUE(gc.ok());
+  EXPECT_EQ(gc->exit_code, 0);
+  EXPECT_THAT(gc->output, HasSubstr("Usage: kiln gc [FLAGS]"));
+  EXPECT_THAT(gc->output, HasSubstr("--older_than (default: \"\")\n      Evict entries unused"));
+  EXPECT_THAT(gc->output, HasSubstr("--dry_run (default: false)\n      List what would be removed; "
+                                    "remove nothing.\n"));
+  EXPECT_THAT(gc->output, Not(HasSubstr("--sort"))) << "ls's flag is not gc's";
+  EXPECT_THAT(gc->output, Not(HasSubstr("prune"))) << "no other command's help";
+  auto ls = daemon_.RunTool({kKilnCliPath, "ls", "--help"});
+  EXPECT_THAT(ls->output, HasSubstr("--graph (default: \"\")\n      only entries whose graph name "
+                                    "contains this\n"));
+
+  auto refused = daemon_.RunTool({kKilnCliPath, "ls", "--older_than=1d", "--start=false"});
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->exit_code, 2);
+  EXPECT_EQ(refused->output,
+            "kiln ls: --older_than is a flag of kiln gc, not of kiln ls; `kiln ls --help` lists "
+            "its flags\n");
+  auto shared = daemon_.RunTool({kKilnCliPath, "status", "--nodry_run"});
+  EXPECT_EQ(shared->exit_code, 2);
+  EXPECT_EQ(shared->output,
+            "kiln status: --dry_run is a flag of kiln gc, kiln prune, not of kiln status; `kiln "
+            "status --help` lists its flags\n");
+  auto unknown = daemon_.RunTool({kKilnCliPath, "gc", "--max_age", "1d"});
+  EXPECT_EQ(unknown->exit_code, 2);
+  EXPECT_EQ(unknown->output, "kiln gc: unknown flag --max_age; `kiln gc --help` lists its flags\n");
 }
 
 TEST_F(EndToEndTest, CliAdminCommandsListShowAndEvict) {

@@ -545,7 +545,7 @@ TEST(FleetClusterTest, EntriesSpreadOverTheMastersAndSurviveOneRestarting) {
   ASSERT_TRUE(WriteFileAtomically(plan,
                                   absl::StrCat(R"({"graphs": [{"graph": ")", graph,
                                                R"(", "symbols": [{"symbol": "s0", )",
-                                               R"("multiples": {"of": 8, "upTo": 192}}]}]})"),
+                                               R"("multiples": {"of": 8, "up_to": 192}}]}]})"),
                                   0644)
                   .ok());
   auto warm = [&](const DaemonFixture& daemon) {

@@ -25,12 +25,12 @@
 #include "codegen/guards.h"
 #include "codegen/prepare.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/sha256.h"
 #include "common/subprocess.h"
 #include "common/version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 #include "tests/daemon_fixture.h"
 
 namespace kiln {

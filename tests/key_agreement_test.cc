@@ -32,10 +32,10 @@
 #include "codegen/compile/target.h"
 #include "codegen/retype.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/version.h"
 #include "daemon/artifact_cache.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 
 namespace kiln {
 namespace {

@@ -46,8 +46,12 @@ TEST(StatusTest, SaysWhenNoKilndRunsAndNeverStartsOne) {
   ASSERT_TRUE(stop.ok());
   EXPECT_EQ(stop->exit_code, 3) << stop->output;
   EXPECT_THAT(stop->output, HasSubstr("kiln stop: no kilnd on " + daemon.socket_path()));
-  // --start (the default) does not apply: still nothing on the socket.
-  auto again = daemon.RunTool({kKilnCliPath, "status", "--json", "--start=true"});
+  // --start is not status's flag: refused, and still nothing on the socket.
+  auto start = daemon.RunTool({kKilnCliPath, "status", "--json", "--start=true"});
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->exit_code, 2);
+  EXPECT_THAT(start->output, HasSubstr("kiln status: --start is a flag of kiln compile"));
+  auto again = daemon.RunTool({kKilnCliPath, "status", "--json"});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->exit_code, 3);
   EXPECT_THAT(again->output, HasSubstr("\"running\": false"));

@@ -23,10 +23,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 #include "tests/daemon_fixture.h"
 
 namespace kiln {

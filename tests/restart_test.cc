@@ -14,11 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
-#include "common/graph_file.h"
 #include "common/subprocess.h"
 #include "common/version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 #include "tests/daemon_fixture.h"
 
 namespace kiln {

@@ -26,10 +26,10 @@
 #include "client/warmup_plan.h"
 #include "codegen/retype.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 #include "tests/daemon_fixture.h"
 
 namespace kiln {
@@ -71,7 +71,7 @@ int MappedObjects(const std::string& cache_dir) {
 // Static buckets s0 = 1, 2, 4, 8, and 16 and 32 served by the symbolic
 // artifact: five compiles for six buckets.
 constexpr char kPlan[] = R"({"graphs": [
-    {"graph": "tail.json", "symbols": [{"symbol": "s0", "powersOfTwo": {"from": 1, "to": 8}}]},
+    {"graph": "tail.json", "symbols": [{"symbol": "s0", "powers_of_two": {"from": 1, "to": 8}}]},
     {"graph": "tail.json", "serve": "SERVE_SYMBOLIC",
      "symbols": [{"symbol": "s0", "sizes": ["16", "32"]}]}]})";
 
@@ -123,7 +123,7 @@ class WarmupTest : public ::testing::Test {
 
   // Sixteen static buckets of a graph whose compiles take a while each.
   static constexpr char kLongPlan[] = R"({"graphs": [{"graph": "tail.json",
-      "symbols": [{"symbol": "s0", "multiples": {"of": 3, "upTo": 48}}]}]})";
+      "symbols": [{"symbol": "s0", "multiples": {"of": 3, "up_to": 48}}]}]})";
 
   DaemonFixture daemon_;
   std::unique_ptr<Client> client_;

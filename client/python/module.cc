@@ -25,7 +25,7 @@
 #include "client/client.h"
 #include "client/compiled_graph.h"
 #include "client/tensor.h"
-#include "common/graph_file.h"
+#include "proto/graph_file.h"
 
 namespace py = pybind11;
 

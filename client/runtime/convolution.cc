@@ -214,8 +214,8 @@ absl::StatusOr<std::unique_ptr<Plan>> MakePlan(const Dnnl& dnnl, const kiln_conv
 // propagation kind: for a forward pass of f32 on AVX-512 CPUs, 2.6 gives
 // `forward_inference` its BRGEMM convolutions on channels-last tensors and
 // `forward_training` (what eager's ideep asks for) its direct JIT ones on
-// blocked tensors. Which is faster depends on the CPU: on a Zen 4,
-// resnet18's 3x3 convolutions took ~15% longer as BRGEMM. Both ways are
+// blocked tensors. Which is faster depends on the CPU and the shape, so
+// both ways are
 // made on a shape's first call (Warmup's), and FastestOf keeps the
 // faster (ConvolveF32). way[1] is null when oneDNN gives both kinds the
 // same implementation.

@@ -3,23 +3,20 @@
 // matmul (matmul.h). Which is fastest depends on the CPU and on the
 // kernels each library picked for it, so where more than one way applies
 // a shape's first calls in the process time each and keep the fastest
-// (fastest_of.h). Measured with //tools/bench:gemm and by hand:
+// (fastest_of.h). The rules, from //tools/bench:gemm (figures in
+// docs/BENCHMARKS.md "GEMM choices"):
 //   - a small B stored transposed (up to 16K elements) is always worth
-//     copying for OpenBLAS: used transposed it took 1.2-1.8x the
-//     row-major time;
+//     copying for OpenBLAS: used transposed it is slower on every CPU tried;
 //   - a transposed B of up to 2 MiB of floats, against an A of 32 rows or
-//     more, goes either way: mlp's 64x256x1024 took 465 us transposed and
-//     416 us copied on a Zen 4, but 342 against 400 us on a Zen 5 (Haswell
-//     kernels). A larger B, or a shorter A, is used as it is: copying
-//     ViT's 3072 x 768 weights (9 MiB) made its 197-row product 8% slower;
-//   - oneDNN's BRGEMM matmul ran the five products of mlp's training step
-//     in 1622 us where OpenBLAS's Cooperlake kernels took 2034 and its
-//     Haswell ones 1866 on a Zen 4, but was 5% slower at 64^3. It is offered
-//     for float32 products of 2^21 multiply-adds (128^3) or more with a
-//     unit stride in each operand: products worth splitting across
-//     threads, where its gains are. It is loaded (~3 ms, 40 MB mapped) on
-//     a shape's first oneDNN trial, not its first call, so a process's
-//     first result never waits for it.
+//     more, goes either way, by CPU and OpenBLAS kernel set, so both are
+//     timed. A larger B, or a shorter A, is used as it is: copying it costs
+//     more than the product gains;
+//   - oneDNN's BRGEMM matmul wins on larger products and loses on small
+//     ones. It is offered for float32 products of 2^21 multiply-adds
+//     (128^3) or more with a unit stride in each operand: products worth
+//     splitting across threads, where its gains are. Loading it maps a
+//     large library, so it is loaded on a shape's first oneDNN trial, not
+//     its first call, and a process's first result never waits for it.
 // OpenBLAS gives the same bits with B copied or not (it packs either into
 // the same panels); oneDNN sums in another order, within float32 rounding.
 // Pinning one library (GemmLibraries) gives the same bits in every process.
@@ -88,7 +85,7 @@ class GemmWays {
   // untimed call.
   static constexpr int kTrials = FastestOf<Shape>::kTrials;
   // The most shapes offered oneDNN in a process: each makes a primitive
-  // (~0.5 ms, kept), and a graph with symbolic sizes meets new shapes as
+  // (kept, and costly to make), and a graph with symbolic sizes meets new shapes as
   // long as it runs. Later shapes are multiplied by OpenBLAS.
   static constexpr int kMaxOneDnnShapes = 256;
 

@@ -145,11 +145,10 @@ GemmWays::Shape ShapeOf(long long batch, long long m, long long n, long long k, 
 }
 
 // The beta to pass OpenBLAS for C (m x n, rows c_row apart) = alpha A.B +
-// beta C. For beta = 0 OpenBLAS first clears C, with its Zen kernel set
-// one element at a time (the Haswell and AVX-512 sets are as fast as this);
-// clearing it here by rows and passing beta = 1 starts the same sums from
-// the same zeros, several times faster (a 1024 x 256 C: 62 us less on a
-// Zen 3, docs/BENCHMARKS.md "GEMM choices").
+// beta C. For beta = 0 some of OpenBLAS's kernel sets first clear C one
+// element at a time; clearing it here by rows and passing beta = 1 starts
+// the same sums from the same zeros, and is never slower
+// (docs/BENCHMARKS.md "GEMM choices").
 template <typename T>
 T ClearForBeta(T beta, T* c, long long m, long long n, long long c_row) {
   if (beta != T(0)) return beta;
@@ -336,8 +335,8 @@ void SyrkF32(void* context, long long n, long long k, const float* a, long long 
   }
   // Mirror the upper triangle into the lower one, in 8 x 8 tiles: a column
   // walk of a row-major matrix whose rows are a multiple of 4 KiB apart
-  // maps every element to one L1 set, which holds 8 lines (1024^2: 1.4 ms
-  // with 64 x 64 tiles, 0.29 ms with 8 x 8). Tile row ti copies ti + 1
+  // maps every element to one L1 set, which holds 8 lines, so a tile
+  // wider than 8 rows evicts its own lines. Tile row ti copies ti + 1
   // tiles, so the first r tile rows hold ~r^2 of the work: thread t takes
   // tile rows up to tiles sqrt((t + 1) / T).
   constexpr long long kTile = 8;

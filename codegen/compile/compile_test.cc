@@ -6,7 +6,7 @@
 #include "codegen/compile/subprocess_compiler.h"
 #include "codegen/compile/toolchain.h"
 #include "common/files.h"
-#include "common/tiny_filesystem.h"
+#include "common/testing/tiny_filesystem.h"
 #include "gtest/gtest.h"
 
 namespace kiln {

@@ -1,7 +1,7 @@
 // Compiles by running the clang++ driver once per artifact (fork or
-// posix_spawn, a fixed argv, no shell). About 170 ms a compile here; kept as
-// the fallback when no worker can start or workers keep crashing, and as
-// the benchmark's baseline.
+// posix_spawn, a fixed argv, no shell). Slower than a worker, which pays
+// the driver's and LLVM's start-up once; kept as the fallback when no worker can start or workers
+// keep crashing, and as the benchmark's baseline.
 #ifndef KILN_CODEGEN_COMPILE_SUBPROCESS_COMPILER_H_
 #define KILN_CODEGEN_COMPILE_SUBPROCESS_COMPILER_H_
 

@@ -81,9 +81,9 @@ std::string ProbeFingerprint(const std::string& clang) {
 }  // namespace
 
 std::vector<std::string> CodegenFlags(kiln::v1::Target target) {
-  // Full unrolling of constant-trip loops made one attention graph compile
-  // for 3 s (post-RA scheduling of the unrolled code); without it, 80 ms.
-  // The vectorizer still interleaves.
+  // No full unrolling of constant-trip loops: post-RA scheduling of the
+  // unrolled code makes some graphs' compiles tens of times slower. The
+  // vectorizer still interleaves.
   std::vector<std::string> flags = {"-std=c++17", "-O3", "-fno-unroll-loops"};
   // In this place for native: its flags (and so its keys) are what they were
   // before targets existed.

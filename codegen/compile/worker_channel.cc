@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "codegen/compile/worker/frame.h"
+#include "codegen/compile/worker_frame.h"
 #include "common/status_macros.h"
 
 namespace kiln {

@@ -1,5 +1,5 @@
 // The client side of the compile-worker protocol (framing in
-// worker/worker.proto): one request/response round trip over a non-blocking
+// worker.proto): one request/response round trip over a non-blocking
 // stream socket, within a deadline. Used by WorkerCompiler; free of LLVM.
 // Thread-compatible: one caller per socket at a time.
 #ifndef KILN_CODEGEN_COMPILE_WORKER_CHANNEL_H_
@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "codegen/compile/worker/worker.pb.h"
+#include "codegen/compile/worker.pb.h"
 
 namespace kiln {
 

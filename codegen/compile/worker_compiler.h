@@ -102,8 +102,8 @@ class WorkerCompiler : public Compiler {
   // disk under temp_root is full or the worker exceeded its memory limit.
   absl::StatusOr<CompiledObject> Compile(absl::string_view source,
                                          kiln::v1::Target target) override;
-  // Starts every worker (options.jobs; LLVM's initialisation: ~50-90 ms
-  // each) with a trivial compile apiece, concurrently.
+  // Starts every worker (options.jobs), each paying LLVM's initialisation
+  // with a trivial compile, concurrently.
   absl::Status WarmUp() override;
   const char* name() const override { return "worker"; }
 

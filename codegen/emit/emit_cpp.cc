@@ -93,8 +93,8 @@ absl::Status EmitLoopKernel(const Kernel& kernel, int first_dim, std::string ind
     ASSIGN_OR_RETURN(const bool calls_polynomial, EmitPointwiseBody(site, function));
     // A polynomial makes the body long enough that clang's cost model
     // leaves the vector loop uninterleaved; two vectors per iteration
-    // overlap better. Measured on softmax's exp pass (354 -> 344 us);
-    // gelu's erf loop is unchanged (126 us), and the rest is assumed alike.
+    // overlap better (docs/BENCHMARKS.md has the effect on softmax and
+    // gelu).
     if (calls_polynomial && rank > first_dim && Extent(type.sizes[rank - 1]) != "1") {
       text.insert(innermost,
                   absl::StrCat(innermost_indent, "#pragma clang loop interleave_count(2)\n"));

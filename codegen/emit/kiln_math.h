@@ -139,8 +139,8 @@ static inline float kiln_tanhf(float x) {
  * erf rounds to 1). Within 1.7e-7 absolute over a dense sweep of
  * [-10, 10] (kiln_math_test allows 5e-7); gelu is held to assert_close
  * tolerances against eager, whose own contiguous float32 gelu is an
- * approximation too. 23% faster than the Abramowitz-Stegun form with its
- * division and exp (gelu 256 x 1024: 162 -> 125 us). */
+ * approximation too. Two polynomials in FMAs: no division and no exp, which
+ * the Abramowitz-Stegun form needs. */
 static inline float kiln_erf_for_gelu(float x) {
   const float a = x < 0.0f ? -x : x;
   const float z = a * a;
@@ -175,11 +175,11 @@ static inline float kiln_erf_for_gelu(float x) {
  * / 2 and pdf(x) = exp(-x^2 / 2) / sqrt(2 pi), for gelu_backward. One exp
  * serves both: erf(z) = 1 - P(t) t exp(-z^2), t = 1 / (1 + p |z|)
  * (Abramowitz-Stegun 7.1.26, within 1.5e-7), with exp(-z^2) the pdf's own
- * exp(-x^2 / 2). 38% faster than the pdf's exp beside kiln_erf_for_gelu's
- * polynomials (gelu_backward 64 x 1024: 93 -> 58 us on a Zen 3). Past
- * |x| = 12.6 (x^2 / 2 > 80) the exp is taken as 0, so that no step is a
- * denormal (each costs a microcode assist: 3x slower where a third of the
- * inputs are that large), and the result is exactly 0 or 1, less than 1e-33
+ * exp(-x^2 / 2): one exp where the pdf's exp beside kiln_erf_for_gelu's
+ * polynomials would take more work per element. Past |x| = 12.6
+ * (x^2 / 2 > 80) the exp is taken as 0, so that no step is a denormal (a
+ * denormal operand costs a microcode assist on x86), and the result is
+ * exactly 0 or 1, less than 1e-33
  * from the true value; at +-inf it is NaN (inf times a zero pdf), as the
  * unfused formula's. */
 static inline float kiln_gelu_derivative(float x) {

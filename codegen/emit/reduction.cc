@@ -27,8 +27,7 @@ absl::StatusOr<Combiner> CombinerFor(const std::string& name, ir::DType accumula
   // NaN wins, as in eager's max/min; integers need no NaN test. The start
   // is the type's lowest (highest) value: -inf as a bool would be true. A
   // bitwise | rather than ||: no short circuit, so the scalar steps (tails,
-  // the last levels of the tree) are selects, not branches (attention's
-  // softmax without its GEMMs: 109 -> 90 us).
+  // the last levels of the tree) are selects, not data-dependent branches.
   if (name == "max") {
     return Combiner{boolean ? 0.0 : -INFINITY, floating
                                                    ? "((({a} != {a}) | ({a} > {b})) ? {a} : {b})"
@@ -55,8 +54,8 @@ std::string Step(const Combiner& combiner, const std::string& a, const std::stri
 }
 
 // The lanes' final combine, an explicit tree in clang's vector types (so it
-// stays in registers: as loops over `lanes` it went through the stack, each
-// narrower load waiting on a wider store; softmax 406 -> 377 us) into one
+// stays in registers: as loops over `lanes` it goes through the stack, each
+// narrower load waiting on a wider store) into one
 // scalar, lanes[0]. Lane k meets lane k + n/2, then k + n/4, ...: the same
 // order as a loop would take.
 std::string LaneTree(const Combiner& combiner, const char* acc_type, int num_lanes,
@@ -93,18 +92,15 @@ std::string LaneTree(const Combiner& combiner, const char* acc_type, int num_lan
 // 16 lanes are one 512-bit float vector, whose every step waits for the
 // last; long rows (512 or more, a multiple of 64: no long scalar tail) get
 // 64 lanes, four independent chains (the chunk loop fully unrolled keeps
-// them in registers). Measured: softmax over 1024-wide rows 537 -> 474 us;
-// attention's 128-wide rows 84 -> 135 us (the longer tree combine per row
-// costs more than the chains save), hence the threshold.
+// them in registers). Short rows keep 16: there the longer tree combine per
+// row costs more than the extra chains save, hence the threshold.
 int LanesFor(const ir::Dim& extent) {
   return !extent.is_symbolic() && extent.constant >= 512 && extent.constant % 64 == 0 ? 64 : 16;
 }
 
 // A small static window (pooling's 3x3) is unrolled in full, so that the
-// loop over the last output dim holds no loop and vectorizes. resnet18's
-// max pooling (1x64x112x112, 3x3 windows, stride 2, one thread; fastest of
-// 500 calls): values 1.38 -> 0.34 ms, values and indices 6.5 -> 1.26 ms
-// (eager: 5.3 ms either way).
+// loop over the last output dim holds no loop and vectorizes (resnet18's
+// max pooling is the case in docs/BENCHMARKS.md).
 constexpr int64_t kMaxUnrolledWindow = 16;
 
 bool UnrollsWindow(const std::vector<ir::Dim>& reduction_sizes) {

@@ -35,7 +35,7 @@ bool IsView(const ir::Node& node) {
 // a batch no larger than the narrowest of the three widths, 1.02-1.75x on
 // both products. Past it the products gain at most 4% (and lose up to 7% at
 // narrow widths) while reading C back through the transposed view costs
-// more: mlp at 1024 rows went 11.55 -> 12.20 ms. A symbolic batch counts as
+// more than that. A symbolic batch counts as
 // its upper bound (the symbol's, times its multiplier); without one, or as a
 // product of symbols, it is not rewritten.
 bool WorthTransposing(const ir::Graph& graph, const Pair& pair) {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/graph_file.h"
+#include "proto/graph_file.h"
 #include "tests/fuzz/fuzz_checks.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

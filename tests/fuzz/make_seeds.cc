@@ -15,8 +15,8 @@
 #include "codegen/guards.h"
 #include "codegen/prepare.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/sha256.h"
+#include "proto/graph_file.h"
 #include "proto/service.pb.h"
 
 namespace kiln {

@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "client/compiled_graph.h"
 #include "client/runtime/runtime.h"
-#include "common/graph_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 #include "tests/daemon_fixture.h"
 #include "tools/reference/tensor_data.h"
 

@@ -46,9 +46,9 @@
 #include "client/compiled_graph.h"
 #include "client/tensor.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "proto/graph_file.h"
 #include "tools/bench/accuracy.h"
 #include "tools/bench/bench_util.h"
 

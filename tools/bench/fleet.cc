@@ -26,8 +26,8 @@
 #include "absl/strings/str_join.h"
 #include "cache/remote/signing.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
+#include "proto/graph_file.h"
 #include "tests/redis_fixture.h"
 #include "tools/bench/bench_util.h"
 
@@ -186,7 +186,7 @@ absl::Status MeasurePlan(Fleet& fleet, const std::string& root, Samples& samples
         plan,
         absl::StrCat(R"({"graphs": [{"graph": ")", absolute,
                      R"(", "symbols": [{"symbol": "s0", "multiples": {"of": )", round + 1,
-                     R"(, "upTo": )", (round + 1) * kPlanBuckets, "}}]}]}"),
+                     R"(, "up_to": )", (round + 1) * kPlanBuckets, "}}]}]}"),
         0644));
     ASSIGN_OR_RETURN(const std::string flushed, fleet.redis().Cli({"FLUSHALL"}));
     if (flushed != "OK") return absl::InternalError("FLUSHALL: " + flushed);

@@ -48,9 +48,9 @@
 #include "cache/local_index.h"
 #include "cache/rocksdb_store.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
+#include "proto/graph_file.h"
 #include "rocksdb/db.h"
 #include "tools/bench/bench_util.h"
 

@@ -39,8 +39,8 @@
 #include "client/compiled_graph.h"
 #include "client/warmup_plan.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
+#include "proto/graph_file.h"
 #include "tools/bench/bench_util.h"
 
 ABSL_FLAG(bool, json, false, "Also print every figure as one JSON object on the last line.");
@@ -52,8 +52,8 @@ namespace {
 constexpr char kTarget[] = "//tools/bench:warmup";
 constexpr char kGraph[] = "tests/workloads/dynamic/transformer_layer_both.json";
 constexpr char kPlan[] = R"({"graphs": [{"graph": "layer.json", "symbols": [
-    {"symbol": "B", "powersOfTwo": {"from": 1, "to": 32}},
-    {"symbol": "S", "powersOfTwo": {"from": 16, "to": 128}}]}]})";
+    {"symbol": "B", "powers_of_two": {"from": 1, "to": 32}},
+    {"symbol": "S", "powers_of_two": {"from": 16, "to": 128}}]}]})";
 
 absl::Status Warm(Client& client, const std::string& plan) {
   WarmupOptions options;

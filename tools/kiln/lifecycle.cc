@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -20,6 +19,7 @@
 #include "common/paths.h"
 #include "common/status_macros.h"
 #include "tools/kiln/human_units.h"
+#include "tools/kiln/json.h"
 
 namespace kiln {
 namespace {
@@ -40,14 +40,6 @@ absl::Status NotRunning(const std::string& socket_path, const absl::Status& why)
           "; any compile starts one, or start it with `kilnd --socket=", socket_path,
           "` or as a service (docs/OPERATIONS.md)")),
       kExitNotRunning);
-}
-
-std::string Json(const google::protobuf::Struct& fields) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  (void)google::protobuf::util::MessageToJsonString(fields, &json, options);
-  return json;
 }
 
 void Set(google::protobuf::Struct& fields, const std::string& name, const std::string& value) {
@@ -98,7 +90,7 @@ absl::Status PrintDaemonStatus(ClientOptions options, bool json, std::ostream& o
       google::protobuf::Struct fields;
       SetBool(fields, "running", false);
       Set(fields, "socket", client->socket_path());
-      out << Json(fields) << "\n";
+      out << ToJson(fields) << "\n";
     }
     return NotRunning(client->socket_path(), daemon.status());
   }
@@ -115,7 +107,7 @@ absl::Status PrintDaemonStatus(ClientOptions options, bool json, std::ostream& o
     Set(fields, "entries", static_cast<double>(stats.entries()));
     Set(fields, "bytes_stored", static_cast<double>(stats.bytes_stored()));
     SetBool(fields, "auto_started", daemon->auto_started());
-    out << Json(fields) << "\n";
+    out << ToJson(fields) << "\n";
     return absl::OkStatus();
   }
   out << absl::StrFormat(

@@ -1,7 +1,6 @@
 #include "tools/kiln/ls.h"
 
 #include <google/protobuf/arena.h>
-#include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "tools/kiln/human_units.h"
+#include "tools/kiln/json.h"
 
 namespace kiln {
 namespace {
@@ -166,12 +166,7 @@ absl::Status ListEntries(Client& client, const LsOptions& options, std::ostream&
       *shown.add_entries() = *row.entry;
       *shown.add_uses() = *row.use;
     }
-    std::string json;
-    google::protobuf::util::JsonPrintOptions print;
-    print.add_whitespace = true;
-    print.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(shown, &json, print);
-    out << json << "\n";
+    out << ToJson(shown) << "\n";
   } else {
     PrintTable(rows, out);
   }

@@ -16,9 +16,9 @@
 #include "client/warmup_plan.h"
 #include "client/warmup_suggest.h"
 #include "common/files.h"
-#include "common/graph_file.h"
 #include "common/status_macros.h"
-#include "google/protobuf/util/json_util.h"
+#include "proto/graph_file.h"
+#include "tools/kiln/json.h"
 
 namespace kiln {
 namespace {
@@ -173,13 +173,7 @@ absl::Status SuggestWarmup(const std::string& graph_path, Client& client,
   kiln::v1::WarmupGraph* entry = plan.add_graphs();
   *entry = suggestion.entry;
   entry->set_graph(graph_path);
-  std::string json;
-  google::protobuf::util::JsonPrintOptions print;
-  print.add_whitespace = true;
-  if (!google::protobuf::util::MessageToJsonString(plan, &json, print).ok()) {
-    return absl::InternalError("cannot print the plan as JSON");
-  }
-  out << json;
+  out << ToJson(plan);
   const double covered =
       100.0 * suggestion.covered_calls / std::max<int64_t>(suggestion.total_calls, 1);
   info << absl::StrFormat("%d buckets cover %.1f%% of %d recorded calls", suggestion.buckets,

@@ -15,7 +15,7 @@
 #include "client/compiled_graph.h"
 #include "client/tensor.h"
 #include "codegen/prepare.h"
-#include "common/graph_file.h"
+#include "proto/graph_file.h"
 #include "tools/reference/reference.h"
 #include "tools/reference/tensor_data.h"
 

@@ -2,7 +2,7 @@
 // files with clang and lld linked in, for WorkerCompiler
 // (codegen/compile/worker_compiler.h). It reads framed CompileRequests from
 // stdin and answers each with a framed CompileResponse on stdout (grammar in
-// worker.proto), one at a time. Diagnostics travel in the response; the
+// ../worker.proto), one at a time. Diagnostics travel in the response; the
 // worker's own messages go to stderr (the daemon's log). Single-threaded.
 //
 // Not a user-facing command: WorkerCompiler starts it with
@@ -24,9 +24,9 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/time/clock.h"
-#include "codegen/compile/worker/frame.h"
+#include "codegen/compile/worker.pb.h"
 #include "codegen/compile/worker/in_process_compiler.h"
-#include "codegen/compile/worker/worker.pb.h"
+#include "codegen/compile/worker_frame.h"
 #include "common/sanitizers.h"
 
 ABSL_FLAG(int, parent_pid, 0,

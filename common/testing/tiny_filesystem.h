@@ -7,8 +7,8 @@
 // process; threads and processes that thread starts afterwards (a
 // WorkerCompiler's launcher thread, its workers, clang++) see it. Needs
 // CAP_SYS_ADMIN: tests and CI run as root.
-#ifndef KILN_COMMON_TINY_FILESYSTEM_H_
-#define KILN_COMMON_TINY_FILESYSTEM_H_
+#ifndef KILN_COMMON_TESTING_TINY_FILESYSTEM_H_
+#define KILN_COMMON_TESTING_TINY_FILESYSTEM_H_
 
 #include <cstddef>
 #include <memory>
@@ -42,4 +42,4 @@ class TinyFilesystem {
 
 }  // namespace kiln
 
-#endif  // KILN_COMMON_TINY_FILESYSTEM_H_
+#endif  // KILN_COMMON_TESTING_TINY_FILESYSTEM_H_

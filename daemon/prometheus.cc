@@ -1,4 +1,4 @@
-#include "common/prometheus.h"
+#include "daemon/prometheus.h"
 
 #include <charconv>
 #include <cmath>

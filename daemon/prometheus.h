@@ -13,8 +13,8 @@
 // (daemon/failure_kind.h). No cache key or graph name ever appears in a
 // label or anywhere else (any local user may read a loopback port).
 // Durations are in seconds.
-#ifndef KILN_COMMON_PROMETHEUS_H_
-#define KILN_COMMON_PROMETHEUS_H_
+#ifndef KILN_DAEMON_PROMETHEUS_H_
+#define KILN_DAEMON_PROMETHEUS_H_
 
 #include <string>
 #include <vector>
@@ -37,4 +37,4 @@ std::vector<std::string> PrometheusDescribedFields();
 
 }  // namespace kiln
 
-#endif  // KILN_COMMON_PROMETHEUS_H_
+#endif  // KILN_DAEMON_PROMETHEUS_H_

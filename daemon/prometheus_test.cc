@@ -1,4 +1,4 @@
-#include "common/prometheus.h"
+#include "daemon/prometheus.h"
 
 #include <algorithm>
 #include <string>
@@ -143,7 +143,7 @@ TEST(PrometheusTest, LabelValuesAreEscaped) {
 }
 
 // A numeric StatsResponse field the table does not describe would never be
-// exported: add a row to common/prometheus.cc's table (or to the histogram).
+// exported: add a row to daemon/prometheus.cc's table (or to the histogram).
 TEST(PrometheusTest, EveryNumericStatsFieldIsDescribed) {
   const std::vector<std::string> described = PrometheusDescribedFields();
   // StatsResponse's fields by name, RemoteStats's as "remote.NAME".
@@ -160,7 +160,7 @@ TEST(PrometheusTest, EveryNumericStatsFieldIsDescribed) {
           EXPECT_NE(std::find(described.begin(), described.end(), prefix + field->name()),
                     described.end())
               << prefix + field->name()
-              << " is not exported: add it to the table in common/prometheus.cc";
+              << " is not exported: add it to the table in daemon/prometheus.cc";
           break;
         default:
           break;
@@ -174,7 +174,7 @@ TEST(PrometheusTest, EveryNumericStatsFieldIsDescribed) {
     const auto* descriptor =
         remote ? kiln::v1::RemoteStats::descriptor() : kiln::v1::StatsResponse::descriptor();
     EXPECT_NE(descriptor->FindFieldByName(remote ? name.substr(7) : name), nullptr)
-        << "common/prometheus.cc names " << name << ", which does not exist";
+        << "daemon/prometheus.cc names " << name << ", which does not exist";
   }
 }
 

@@ -1,4 +1,4 @@
-#include "codegen/padding.h"
+#include "codegen/symbol_independence.h"
 
 #include <algorithm>
 #include <iterator>

@@ -1,4 +1,4 @@
-#include "codegen/padding.h"
+#include "codegen/symbol_independence.h"
 
 #include <string>
 #include <vector>
@@ -6,8 +6,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "codegen/prepare.h"
-#include "common/graph_file.h"
 #include "gtest/gtest.h"
+#include "proto/graph_file.h"
 
 namespace kiln {
 namespace {
@@ -148,7 +148,7 @@ ir::Graph TransformerLayer() {
   return prepared.ok() ? *std::move(prepared) : ir::Graph();
 }
 
-TEST(PaddingTest, TransformerBatchIsPaddable) {
+TEST(SymbolIndependenceTest, TransformerBatchIsPaddable) {
   const ir::Graph graph = TransformerLayer();
   // Canonical names by first occurrence: src's [S, B, 64] is [s0, s1, 64].
   ASSERT_EQ(graph.symbols, (std::vector<std::string>{"s0", "s1"}));
@@ -161,7 +161,7 @@ TEST(PaddingTest, TransformerBatchIsPaddable) {
             "inputs [1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1] outputs [1]");
 }
 
-TEST(PaddingTest, TransformerSequenceIsRefusedAtTheSoftmax) {
+TEST(SymbolIndependenceTest, TransformerSequenceIsRefusedAtTheSoftmax) {
   const ir::Graph graph = TransformerLayer();
   const auto dims = PaddableDims(graph, 0);
   ASSERT_EQ(dims.status().code(), absl::StatusCode::kFailedPrecondition) << dims.status();
@@ -178,14 +178,14 @@ TEST(PaddingTest, TransformerSequenceIsRefusedAtTheSoftmax) {
                 "s0: padding s0 would change the result");
 }
 
-TEST(PaddingTest, SymbolOutOfRangeIsInvalidArgument) {
+TEST(SymbolIndependenceTest, SymbolOutOfRangeIsInvalidArgument) {
   EXPECT_EQ(PaddableDims(TransformerLayer(), 2).status(),
             absl::InvalidArgumentError("symbol 2 is out of range: the graph has 2 symbols"));
 }
 
 // --- Reductions -----------------------------------------------------------
 
-TEST(PaddingTest, SumOverTheSymbolsDimIsRefused) {
+TEST(SymbolIndependenceTest, SumOverTheSymbolsDimIsRefused) {
   TestGraph g;
   const int x = g.Input("x", "B, 8");
   const int sum = g.Node("aten.sum.dim_IntList", "sum", {x}, {IntListArg("dim", {0})}, "8");
@@ -194,14 +194,14 @@ TEST(PaddingTest, SumOverTheSymbolsDimIsRefused) {
             "which carries symbol s0: padding s0 would change the result");
 }
 
-TEST(PaddingTest, SumOverAnotherDimIsAllowed) {
+TEST(SymbolIndependenceTest, SumOverAnotherDimIsAllowed) {
   TestGraph g;
   const int x = g.Input("x", "B, 8");
   const int sum = g.Node("aten.sum.dim_IntList", "sum", {x}, {IntListArg("dim", {-1})}, "B");
   EXPECT_EQ(Padding(g.Prepare({sum})), "inputs [0] outputs [0]");
 }
 
-TEST(PaddingTest, SoftmaxAndLayerNormOverOtherDimsAreAllowed) {
+TEST(SymbolIndependenceTest, SoftmaxAndLayerNormOverOtherDimsAreAllowed) {
   TestGraph g;
   const int x = g.Input("x", "4, B, 8");
   const int softmax =
@@ -228,7 +228,7 @@ TEST(PaddingTest, SoftmaxAndLayerNormOverOtherDimsAreAllowed) {
 
 // --- GEMM -----------------------------------------------------------------
 
-TEST(PaddingTest, MmContractingOverTheSymbolIsRefused) {
+TEST(SymbolIndependenceTest, MmContractingOverTheSymbolIsRefused) {
   TestGraph g;
   const int x = g.Input("x", "8, B");
   const int w = g.Input("w", "B, 4");
@@ -238,7 +238,7 @@ TEST(PaddingTest, MmContractingOverTheSymbolIsRefused) {
             "0, which carries symbol s0: padding s0 would change the result");
 }
 
-TEST(PaddingTest, MmWithTheSymbolAsRowsIsAllowed) {
+TEST(SymbolIndependenceTest, MmWithTheSymbolAsRowsIsAllowed) {
   TestGraph g;
   const int x = g.Input("x", "B, 8");
   const int w = g.Input("w", "8, 4");
@@ -250,14 +250,14 @@ TEST(PaddingTest, MmWithTheSymbolAsRowsIsAllowed) {
 
 // --- Views ----------------------------------------------------------------
 
-TEST(PaddingTest, ViewMergingTheSymbolAsOuterFactorIsAllowed) {
+TEST(SymbolIndependenceTest, ViewMergingTheSymbolAsOuterFactorIsAllowed) {
   TestGraph g;
   const int x = g.Input("x", "B, 4, 8");
   const int view = g.Node("aten.view.default", "view", {x}, {SizeArg("4*B, 8")}, "4*B, 8");
   EXPECT_EQ(Padding(g.Prepare({view})), "inputs [0] outputs [0]");
 }
 
-TEST(PaddingTest, ViewMergingTheSymbolAsInnerFactorIsRefusedAsAResult) {
+TEST(SymbolIndependenceTest, ViewMergingTheSymbolAsInnerFactorIsRefusedAsAResult) {
   TestGraph g;
   const int x = g.Input("x", "4, B, 8");
   const int view = g.Node("aten.view.default", "view", {x}, {SizeArg("4*B, 8")}, "4*B, 8");
@@ -266,7 +266,7 @@ TEST(PaddingTest, ViewMergingTheSymbolAsInnerFactorIsRefusedAsAResult) {
             "symbol s0 as an inner factor (4 * s0 * 1): a padded result could not be sliced back");
 }
 
-TEST(PaddingTest, InnerMergeSplitBackAfterRowWiseOpsIsAllowed) {
+TEST(SymbolIndependenceTest, InnerMergeSplitBackAfterRowWiseOpsIsAllowed) {
   // The transformer's pattern: rows of [4 * B] stay independent through a
   // GEMM over the other dim, and the view back makes B a dim again.
   TestGraph g;
@@ -278,7 +278,7 @@ TEST(PaddingTest, InnerMergeSplitBackAfterRowWiseOpsIsAllowed) {
   EXPECT_EQ(Padding(g.Prepare({back})), "inputs [1, -1] outputs [1]");
 }
 
-TEST(PaddingTest, ViewSplittingTheSymbolFromItsDimIsRefused) {
+TEST(SymbolIndependenceTest, ViewSplittingTheSymbolFromItsDimIsRefused) {
   // [4 * B] holds B outermost; read as [4, B] the 4 would be outside.
   TestGraph g;
   const int x = g.Input("x", "4*B");
@@ -289,7 +289,7 @@ TEST(PaddingTest, ViewSplittingTheSymbolFromItsDimIsRefused) {
             "s0 would change the result");
 }
 
-TEST(PaddingTest, PointwiseOperandsInDifferentLayoutsAreRefused) {
+TEST(SymbolIndependenceTest, PointwiseOperandsInDifferentLayoutsAreRefused) {
   TestGraph g;
   const int x = g.Input("x", "B, 4, 8");
   const int y = g.Input("y", "4, B, 8");
@@ -302,7 +302,7 @@ TEST(PaddingTest, PointwiseOperandsInDifferentLayoutsAreRefused) {
             "padding s0 would change the result");
 }
 
-TEST(PaddingTest, BroadcastAlongTheSymbolIsAllowed) {
+TEST(SymbolIndependenceTest, BroadcastAlongTheSymbolIsAllowed) {
   TestGraph g;
   const int x = g.Input("x", "B, 8");
   const int bias = g.Input("bias", "8");
@@ -311,7 +311,7 @@ TEST(PaddingTest, BroadcastAlongTheSymbolIsAllowed) {
   EXPECT_EQ(Padding(g.Prepare({add, expanded})), "inputs [0, -1] outputs [0, 0]");
 }
 
-TEST(PaddingTest, InputsAndOutputsHoldTheSymbolInOneDim) {
+TEST(SymbolIndependenceTest, InputsAndOutputsHoldTheSymbolInOneDim) {
   TestGraph twice;
   const int mask = twice.Input("mask", "B, B");
   const int relu = twice.Node("aten.relu.default", "relu", {mask}, {}, "B, B");
@@ -322,7 +322,7 @@ TEST(PaddingTest, InputsAndOutputsHoldTheSymbolInOneDim) {
 
 // --- Slices, unknown ops --------------------------------------------------
 
-TEST(PaddingTest, SplitAndSliceAlongAnotherDimAreAllowed) {
+TEST(SymbolIndependenceTest, SplitAndSliceAlongAnotherDimAreAllowed) {
   // (Kiln cannot slice or concatenate along a symbolic dim at all yet.)
   TestGraph g;
   const int x = g.Input("x", "B, 16");
@@ -336,7 +336,7 @@ TEST(PaddingTest, SplitAndSliceAlongAnotherDimAreAllowed) {
   EXPECT_EQ(Padding(g.Prepare({slice, select})), "inputs [0] outputs [0, 0]");
 }
 
-TEST(PaddingTest, AnOpNotKnownToBeSafeIsRefusedNamingIt) {
+TEST(SymbolIndependenceTest, AnOpNotKnownToBeSafeIsRefusedNamingIt) {
   // layer_norm's backward sums the weight's gradient over rows: over B.
   TestGraph g;
   const int grad = g.Input("grad", "B, 8");
@@ -356,7 +356,7 @@ TEST(PaddingTest, AnOpNotKnownToBeSafeIsRefusedNamingIt) {
             "padding s0 could change the result");
 }
 
-TEST(PaddingTest, ReadingTheSymbolsValueIsRefused) {
+TEST(SymbolIndependenceTest, ReadingTheSymbolsValueIsRefused) {
   TestGraph g;
   const int x = g.Input("x", "B, 8");
   kiln::v1::Argument other;

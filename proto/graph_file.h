@@ -1,7 +1,7 @@
 // Graph files: the protobuf JSON mapping of kiln.v1.Graph (see examples/),
 // and the JSON files of Kiln's other messages (warmup plans, references).
-#ifndef KILN_COMMON_GRAPH_FILE_H_
-#define KILN_COMMON_GRAPH_FILE_H_
+#ifndef KILN_PROTO_GRAPH_FILE_H_
+#define KILN_PROTO_GRAPH_FILE_H_
 
 #include <google/protobuf/message.h>
 
@@ -27,4 +27,4 @@ absl::Status ReadJsonFile(const std::string& path, const std::string& what,
 
 }  // namespace kiln
 
-#endif  // KILN_COMMON_GRAPH_FILE_H_
+#endif  // KILN_PROTO_GRAPH_FILE_H_

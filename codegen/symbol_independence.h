@@ -19,8 +19,8 @@
 // as long as nothing but position-wise ops touches it. Graph inputs and
 // outputs must hold it in one dim, as that dim's outermost factor, so that
 // padding and slicing are along one dim.
-#ifndef KILN_CODEGEN_PADDING_H_
-#define KILN_CODEGEN_PADDING_H_
+#ifndef KILN_CODEGEN_SYMBOL_INDEPENDENCE_H_
+#define KILN_CODEGEN_SYMBOL_INDEPENDENCE_H_
 
 #include <vector>
 
@@ -47,4 +47,4 @@ absl::StatusOr<PaddedDims> PaddableDims(const ir::Graph& graph, int symbol);
 
 }  // namespace kiln
 
-#endif  // KILN_CODEGEN_PADDING_H_
+#endif  // KILN_CODEGEN_SYMBOL_INDEPENDENCE_H_

@@ -16,7 +16,7 @@
 #include "codegen/compile/target.h"
 #include "common/files.h"
 #include "common/sanitizers.h"
-#include "common/tiny_filesystem.h"
+#include "common/testing/tiny_filesystem.h"
 #include "gtest/gtest.h"
 
 // Under ASan or TSan the worker skips RLIMIT_AS and their runtimes catch

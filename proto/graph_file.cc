@@ -1,4 +1,4 @@
-#include "common/graph_file.h"
+#include "proto/graph_file.h"
 
 #include <google/protobuf/util/json_util.h>
 

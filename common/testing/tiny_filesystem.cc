@@ -1,4 +1,4 @@
-#include "common/tiny_filesystem.h"
+#include "common/testing/tiny_filesystem.h"
 
 #include <errno.h>
 #include <fcntl.h>
