@@ -133,6 +133,19 @@ def test_the_warning_names_the_ops_and_strict_and_is_raised_once():
     assert "strict=True" in messages[0]
 
 
+def test_torch_compile_partitions_a_graph_and_strict_refuses_it():
+    torch._dynamo.reset()
+    a, b, w = torch.randn(8, 8), torch.randn(8, 6), torch.randn(6, 6)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_matches(torch.compile(solved, backend=kiln.backend)(a, b, w), solved(a, b, w))
+        torch._dynamo.reset()
+        strict = torch.compile(solved, backend=kiln.backend, options={"strict": True})
+        with pytest.raises(kiln.UnsupportedOpError, match=r"aten\._linalg_solve_ex\.default"):
+            strict(a, b, w)
+    torch._dynamo.reset()
+
+
 FRESH = """
 import json, sys, warnings
 import torch

@@ -476,7 +476,7 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
         except UnsupportedOpError as error:
             if strict or exported or not error.ops:
                 raise
-            _partition.refuse(error.ops, str(error))  # an op kilnd refuses for these inputs
+            _partition.refuse(traced[0], error.ops, str(error))  # refused for these arguments
             refused = _partition.refused_nodes(traced[0])
             if not refused:
                 raise

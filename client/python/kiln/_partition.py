@@ -34,8 +34,9 @@ from . import _tracing
 
 _lock = threading.Lock()
 _op_table = None
-# ATen op -> why kilnd refused it, for ops the op table lists (a dtype or
-# argument it takes only some of): asked once per process.
+# An op's signature (signature()) -> why kilnd refused it, for ops the op
+# table lists but takes only some arguments of (a sort past 4,096
+# elements): kilnd is asked once per process.
 _refused = {}
 
 
@@ -47,11 +48,34 @@ def _ops():
     return _op_table
 
 
-def refuse(ops, reason):
-    """Records that kilnd refused `ops` (UnsupportedOpError.ops) for `reason`."""
+def signature(node):
+    """A node's op, with its arguments' dtypes and shapes and its other
+    arguments: what kilnd's answer for it depends on."""
+    def described(value):
+        if isinstance(value, torch.fx.Node):
+            value = _value(value)
+        if isinstance(value, torch.SymInt):  # the size it was traced at
+            return value.node.hint if value.node.hint is not None else str(value)
+        if isinstance(value, torch.Tensor):
+            return (str(value.dtype), tuple(described(size) for size in value.shape))
+        if isinstance(value, (tuple, list)):
+            return tuple(described(part) for part in value)
+        return repr(value)
+    return (str(node.target), described(node.args), described(tuple(sorted(node.kwargs.items()))))
+
+
+def refuse(gm, ops, reason):
+    """Records that kilnd refused the nodes of `gm` that call `ops`
+    (UnsupportedOpError.ops) for `reason`; whether there were any not
+    recorded before."""
+    added = False
     with _lock:
-        for op in ops:
-            _refused.setdefault(op, reason)
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and str(node.target) in ops and \
+                    signature(node) not in _refused:
+                _refused[signature(node)] = reason
+                added = True
+    return added
 
 
 def _tensors(value):
@@ -77,8 +101,8 @@ def why_torch(node):
         if torch.Tag.dynamic_output_shape in target.tags:
             return "the shape of its result depends on its input's values"
         return "Kiln's op table lacks it"
-    if name in _refused:
-        return _refused[name]
+    if _refused and signature(node) in _refused:
+        return _refused[signature(node)]
     inputs = [_value(arg) for arg in node.all_input_nodes]
     for tensor in _tensors(_value(node)) + [t for value in inputs for t in _tensors(value)]:
         if tensor.dtype not in _tracing.DTYPES:
@@ -243,10 +267,28 @@ class Partitioned:
 def compile(fn, inputs, layout, name, *, dynamic, relations, target, on_stride_miss):
     """A Partitioned of fn(*inputs): traced with symbolic sizes, its ops
     Kiln lacks left to torch, each region compiled by kiln.compile.
-    `dynamic` is [(input position or name, dim, symbol)]."""
-    gm, lifted, structure, writes, _ = _tracing.trace_module(
-        fn, inputs, arguments=None if layout.plain else layout, write_back=True,
-        tracing_mode="symbolic")
+    `dynamic` is [(input position or name, dim, symbol)]. A region kilnd
+    refuses for an op it takes only some arguments of is split again
+    around that op."""
+    from . import UnsupportedOpError
+    while True:
+        gm, lifted, structure, writes, _ = _tracing.trace_module(
+            fn, inputs, arguments=None if layout.plain else layout, write_back=True,
+            tracing_mode="symbolic")
+        partitioned = _partitioned(gm, lifted, structure, writes, layout, name, dynamic,
+                                   {"relations": relations, "target": target,
+                                    "on_stride_miss": on_stride_miss})
+        try:
+            with torch.no_grad():
+                partitioned._module(*(list(inputs) + lifted))  # compiles (or hits) each segment
+            return partitioned
+        except UnsupportedOpError as error:
+            segment = next(s for s in partitioned.segments if s.compiled is None)
+            if not error.ops or not refuse(segment.module, error.ops, str(error)):
+                raise
+
+
+def _partitioned(gm, lifted, structure, writes, layout, name, dynamic, options):
     placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
     symbols = {}  # symbol of an input dim -> the name `dynamic` gives it
     for position, dim, symbol in dynamic:
@@ -263,8 +305,7 @@ def compile(fn, inputs, layout, name, *, dynamic, relations, target, on_stride_m
     partitions = [p for p in partitioner.propose_partitions()
                   if any(_tensors(_value(node)) for node in p.nodes)]
     fused = partitioner.fuse_partitions(partitions)
-    options = {"symbols": symbols, "relations": relations, "target": target,
-               "on_stride_miss": on_stride_miss}
+    options = {**options, "symbols": symbols}
     segments = []
     for node in fused.graph.nodes:
         if node.op != "call_module":
@@ -275,7 +316,4 @@ def compile(fn, inputs, layout, name, *, dynamic, relations, target, on_stride_m
         setattr(fused, node.target, segment)
         segments.append(segment)
     fused.recompile()
-    partitioned = Partitioned(fused, lifted, structure, writes, layout, segments, torch_ops)
-    with torch.no_grad():
-        partitioned._module(*(list(inputs) + lifted))  # compiles (or hits) every segment
-    return partitioned
+    return Partitioned(fused, lifted, structure, writes, layout, segments, torch_ops)
