@@ -24,7 +24,6 @@ them, so regions pass tensors only.
 import operator
 import re
 import threading
-import warnings
 
 import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
