@@ -1351,11 +1351,12 @@ def test_a_dtype_kiln_lacks_is_named_with_what_to_do():
     image = torch.randint(0, 255, (1, 3, 4, 4), dtype=torch.uint8)
     with pytest.raises(kiln.UnsupportedOpError, match=r"input 'image_1' is torch.uint8: Kiln "
                        r"compiles tensors of float32, .*; convert it to one of those first"):
-        kiln.compile(lambda image: image.float() / 255, [image])
+        kiln.compile(lambda image: image.float() / 255, [image], strict=True)
     with pytest.raises(kiln.UnsupportedOpError, match=r"the dtype of node '_to_copy' "
                        r"\(aten._to_copy.default\) is torch.int16: .*; compute in one of those"):
-        kiln.compile(lambda x: (x * 3).to(torch.int16), [torch.randn(3)])
-    eager = kiln.compile(lambda image: image.float() / 255, [image], fallback="eager")
+        kiln.compile(lambda x: (x * 3).to(torch.int16), [torch.randn(3)], strict=True)
+    eager = kiln.compile(lambda image: image.float() / 255, [image], fallback="eager",
+                         strict=True)
     with pytest.warns(RuntimeWarning, match="input 'image_1' is torch.uint8"):
         torch.testing.assert_close(eager(image), image.float() / 255)
 
@@ -1410,7 +1411,7 @@ def test_an_unsupported_op_names_it():
     def inverse(x):
         return torch.erfinv(x)
     with pytest.raises(kiln.UnsupportedOpError) as raised:
-        kiln.compile(inverse, [torch.randn(8)])
+        kiln.compile(inverse, [torch.randn(8)], strict=True)
     assert raised.value.ops == ["aten.erfinv.default"]
 
 
@@ -1418,7 +1419,7 @@ def test_every_unsupported_op_is_named_at_once():
     def special(x):
         return torch.erfinv(x) + torch.digamma(x) + torch.erfinv(x * 2)
     with pytest.raises(kiln.UnsupportedOpError) as raised:
-        kiln.compile(special, [torch.randn(8)])
+        kiln.compile(special, [torch.randn(8)], strict=True)
     assert raised.value.ops == ["aten.digamma.default", "aten.erfinv.default"]
     assert "2 ops are not supported" in str(raised.value)
 
@@ -1427,7 +1428,7 @@ def test_fallback_eager_runs_what_cannot_compile_and_warns_once():
     def inverse(x):
         return torch.erfinv(x)
     before = kiln.stats()["process"]["eager_fallbacks"]
-    compiled = kiln.compile(inverse, [torch.randn(8)], fallback="eager")
+    compiled = kiln.compile(inverse, [torch.randn(8)], fallback="eager", strict=True)
     x = torch.rand(8)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

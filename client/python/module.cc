@@ -25,6 +25,7 @@
 #include "client/client.h"
 #include "client/compiled_graph.h"
 #include "client/tensor.h"
+#include "codegen/ops/op_table.h"
 #include "proto/graph_file.h"
 
 namespace py = pybind11;
@@ -383,6 +384,18 @@ PYBIND11_MODULE(_kiln, module) {
         return py::bytes(ParseGraph(py::str(graph_json)).SerializeAsString());
       },
       py::arg("graph_json"));
+
+  // The op table's ops, each with the input dtypes it compiles: what the
+  // package's partitioner asks before it sends a region to kilnd.
+  module.def("op_table", [] {
+    py::dict ops;
+    for (const auto& [name, op] : kiln::ops::OpTable::Get().ops()) {
+      py::list dtypes;
+      for (const ir::DType dtype : op.dtypes) dtypes.append(ir::DTypeName(dtype));
+      ops[py::str(name)] = dtypes;
+    }
+    return ops;
+  });
 
   py::class_<Client, std::shared_ptr<Client>>(module, "Client")
       .def(py::init(&OpenClient), py::arg("socket_path") = "", py::arg("cache_dir") = "",

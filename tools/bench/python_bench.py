@@ -33,6 +33,15 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
   page_fault_us           what one page fault costs on this machine (a
                           file-backed page, then an anonymous one): on
                           some VMs it is 20-70 us, where hardware takes ~1
+  py_partitioned_fraction  a model with one op Kiln lacks in the middle
+                          (four pre-norm MLP blocks around an FFT token
+                          mixer, FNet's, 8 x 32 x 128), run partitioned (the
+                          FFT through torch): the time of the same model
+                          without the FFT compiled whole / its time, so a
+                          speed ratio (1 = partitioning costs nothing
+                          beyond the op)
+  py_partitioned_overhead_us  its time minus that model's and the FFT's
+                          eager time: what the partition's seams cost
   py_trace_ms             kiln's tracing of the transformer layer (make_fx,
                           lifting, graph JSON)
   eager_slowdown_after_import  the eager transformer layer after importing
@@ -51,6 +60,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 
 import bench_kilnd
 
@@ -60,6 +70,29 @@ import torch  # noqa: E402
 
 import kiln  # noqa: E402
 from kiln import _tracing  # noqa: E402
+
+
+class FourierModel(torch.nn.Module):
+    """Pre-norm MLP blocks around one FFT token mixer (FNet's); with
+    `mixer=False` the mixer's FFT is left out (the block adds the norm)."""
+
+    def __init__(self, width=128, hidden=256, blocks=4, mixer=True):
+        super().__init__()
+        self.mixer = mixer
+        self.norm = torch.nn.LayerNorm(width)
+        self.blocks = torch.nn.ModuleList(torch.nn.Sequential(
+            torch.nn.LayerNorm(width), torch.nn.Linear(width, hidden), torch.nn.GELU(),
+            torch.nn.Linear(hidden, width)) for _ in range(blocks))
+
+    def forward(self, x):
+        half = len(self.blocks) // 2
+        for block in self.blocks[:half]:
+            x = x + block(x)
+        mixed = self.norm(x)
+        x = x + (torch.fft.fft2(mixed).real if self.mixer else mixed)
+        for block in self.blocks[half:]:
+            x = x + block(x)
+        return x
 
 
 def median_us(fn, calls):
@@ -201,7 +234,8 @@ def main():
                                    "py_decode_step_2048_speedup",
                                    "py_sgd_step_speedup",
                                    "py_fresh_worker_ms", "py_fresh_worker_faults",
-                                   "page_fault_us", "py_trace_ms",
+                                   "page_fault_us", "py_partitioned_fraction",
+                                   "py_partitioned_overhead_us", "py_trace_ms",
                                    "eager_slowdown_after_import",
                                    "eager_matmul_slowdown_after_import")}
     with bench_kilnd.private_kilnd("kbp") as root:
@@ -238,7 +272,22 @@ def main():
                 compiled_sgd = kiln.compile(sgd, [batch, target])
                 torch.testing.assert_close(compiled_sgd(batch, target), eager_sgd(batch, target),
                                            rtol=1e-4, atol=1e-5)
+            torch.manual_seed(0)
+            fourier, tokens = FourierModel().eval(), torch.randn(8, 32, 128)
+            without_fft = FourierModel(mixer=False).eval()
+            without_fft.load_state_dict(fourier.state_dict())
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # the partitioning's own
+                partitioned = kiln.compile(fourier, [tokens])
+            whole = kiln.compile(without_fft, [tokens], strict=True)
+            torch.testing.assert_close(partitioned(tokens), fourier(tokens), rtol=1e-4, atol=1e-4)
+            mixed = fourier.norm(tokens)
             for _ in range(args.repetitions):
+                partitioned_us = median_us(lambda: partitioned(tokens), 500)
+                whole_us = median_us(lambda: whole(tokens), 500)
+                fft_us = median_us(lambda: torch.fft.fft2(mixed).real, 500)
+                samples["py_partitioned_fraction"].append(whole_us / partitioned_us)
+                samples["py_partitioned_overhead_us"].append(partitioned_us - whole_us - fft_us)
                 python_us = median_us(lambda: compiled_f(x), 5000)
                 cpp_us = compiled_f._native._median_cpp_run_ns([x], 5000) / 1e3
                 samples["py_call_overhead_us"].append(python_us - cpp_us)

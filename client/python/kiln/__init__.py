@@ -396,7 +396,7 @@ def _refuse_with_exported(what, **given):
 
 def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relations=None,
             buckets=None, fallback="raise", name=None, target="native",
-            on_stride_miss="specialize"):
+            on_stride_miss="specialize", strict=False):
     """Traces `fn` (a function or nn.Module) called with `example_inputs`
     (and `example_kwargs`) and returns a callable that runs Kiln's compiled
     kernels.
@@ -430,6 +430,11 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
                those strides, once per stride pattern, and later calls hit
                it; "copy" copies such inputs into the traced layout and runs
                the traced artifact, compiling nothing for strides.
+    strict:    False (the default) runs the ops Kiln cannot compile (an op
+               its op table lacks, a complex tensor, nonzero's data-dependent
+               shape) through torch, and compiles the regions between them,
+               warning once (kiln/_partition.py); True refuses such a graph
+               (UnsupportedOpError naming the op).
 
     Parameters and buffers of a module become graph inputs; each call passes
     the module's tensors, so in-place weight updates are seen.
@@ -437,7 +442,7 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
     if fallback not in ("raise", "eager"):
         raise ValueError(f"fallback is 'raise' or 'eager', not {fallback!r}")
     _check_on_stride_miss(on_stride_miss)
-    from . import _arguments, _tracing
+    from . import _arguments, _partition, _tracing
     options = {"dynamic": dynamic, "relations": relations, "name": name, "target": target,
                "on_stride_miss": on_stride_miss}
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
@@ -455,14 +460,28 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
             from . import _export
             graph, lifted, _, structure, writes, layout = _export.trace(program, name)
         else:
+            traced, inputs, layout = _trace_module(fn, example_inputs, example_kwargs)
+            if not strict and (refused := _partition.refused_nodes(traced[0])):
+                return _partitioned(fn, inputs, layout, refused, name, dynamic, relations,
+                                    target, on_stride_miss)
             graph, lifted, structure, writes, layout = _trace(fn, example_inputs, example_kwargs,
-                                                              name, dynamic, relations)
+                                                              name, dynamic, relations, traced)
         # `writes`: the inputs fn changes in place, which native copies
         # their new values (the graph's last outputs) into.
         native = _native().CompiledGraph(_default_client(), json.dumps(graph), target,
                                          on_stride_miss, writes)
         native.set_given_sizes_only(exported)
-        native.prepare()  # compile errors surface here, not at the first call
+        try:
+            native.prepare()  # compile errors surface here, not at the first call
+        except UnsupportedOpError as error:
+            if strict or exported or not error.ops:
+                raise
+            _partition.refuse(traced[0], error.ops, str(error))  # refused for these arguments
+            refused = _partition.refused_nodes(traced[0])
+            if not refused:
+                raise
+            return _partitioned(fn, inputs, layout, refused, name, dynamic, relations, target,
+                                on_stride_miss)
     except (_tracing.TraceError, _arguments.ArgumentError, KilnError) as error:
         if fallback == "eager":
             return _Eager(fn, error)
@@ -556,17 +575,40 @@ def _read_weights(path, layouts):
     return weights
 
 
-def _trace(fn, example_inputs, example_kwargs, name, dynamic, relations):
+def _trace_module(fn, example_inputs, example_kwargs):
+    """(_tracing.trace_module's result, the graph's inputs, their layout) of
+    fn called with the example arguments, whose tensors are the inputs."""
+    from . import _arguments, _tracing
+    inputs, layout = _arguments.flatten(_arguments.signature_of(fn), example_inputs,
+                                        example_kwargs or {})
+    traced = _tracing.trace_module(fn, inputs, None if layout.plain else layout, write_back=True)
+    return traced, inputs, layout
+
+
+def _trace(fn, example_inputs, example_kwargs, name, dynamic, relations, traced=None):
     """(graph, lifted, structure, writes, layout): _tracing.trace_graph of fn
-    called with the example arguments, whose tensors are the graph's inputs."""
+    called with the example arguments, whose tensors are the graph's inputs
+    (`traced`: what _trace_module gave for them)."""
     from . import _arguments, _tracing
     relation_json = [_tracing.parse_relation(text) for text in relations or []]
     inputs, layout = _arguments.flatten(_arguments.signature_of(fn), example_inputs,
                                         example_kwargs or {})
     graph, lifted, structure, writes = _tracing.trace_graph(
         fn, inputs, name, _symbolic(dynamic), relation_json,
-        arguments=None if layout.plain else layout)
+        arguments=None if layout.plain else layout, traced=traced)
     return graph, lifted, structure, writes, layout
+
+
+def _partitioned(fn, inputs, layout, refused, name, dynamic, relations, target, on_stride_miss):
+    """fn compiled in segments around the ops in `refused` ({node: why}),
+    which run through torch; warns once, naming them."""
+    from . import _partition
+    ops = sorted({str(node.target) for node in refused})
+    warnings.warn(f"kiln: {name} runs {', '.join(ops)} through torch (kiln.explain says why) and "
+                  f"compiles the rest in segments; kiln.compile(..., strict=True) refuses it "
+                  f"instead", RuntimeWarning, stacklevel=3)
+    return _partition.compile(fn, inputs, layout, name, dynamic=_symbolic(dynamic),
+                              relations=relations, target=target, on_stride_miss=on_stride_miss)
 
 
 def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=None,
@@ -711,6 +753,9 @@ def explain(compiled):
     import tempfile
     if isinstance(compiled, _Eager):
         return f"running eagerly: {compiled._error}"
+    from . import _partition
+    if isinstance(compiled, _partition.Partitioned):
+        return compiled.explain()
     artifact = compiled.artifact()
     lines = [f"artifact {artifact.get('key', '')}",
              f"guards   {json.dumps(artifact.get('guards', {}), sort_keys=True)}"]

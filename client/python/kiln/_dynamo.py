@@ -34,6 +34,7 @@ OPTIONS = {
     "on_stride_miss": "specialize",  # or "copy" (kiln.compile)
     "relations": None,             # more relations of Dynamo's symbols: ["s0 % 8 == 0"]
     "name": None,                  # the graphs' name in kilnd (`kiln ls`); else "dynamo"
+    "strict": False,               # True: refuse a graph with ops Kiln lacks (kiln.compile)
 }
 
 
@@ -240,7 +241,7 @@ class _Graph:
         return compile(self._kernel(), args, dynamic=self.dynamic or None,
                        relations=self.relations or None, fallback=options["fallback"],
                        name=self._name, target=options["target"],
-                       on_stride_miss=options["on_stride_miss"])
+                       on_stride_miss=options["on_stride_miss"], strict=options["strict"])
 
     @property
     def compiled(self):

@@ -898,7 +898,7 @@ def to_kiln(gm, inputs, name, symbols=None, results=None):
     return graph
 
 
-def trace_graph(fn, inputs, name, symbolic=None, relations=None, arguments=None):
+def trace_graph(fn, inputs, name, symbolic=None, relations=None, arguments=None, traced=None):
     """(graph JSON dict, lifted, structure, writes) for fn(*inputs) without
     computing a reference: `lifted` are the weights and buffers lifted into
     graph inputs after `inputs` (detached tensors sharing the module's
@@ -908,9 +908,12 @@ def trace_graph(fn, inputs, name, symbolic=None, relations=None, arguments=None)
     value is copied into that input after a call. `symbolic` and
     `relations` are as for trace; `arguments` (an _arguments.Layout) says
     how `inputs` make fn's call when they are not its positional arguments.
-    Raises TraceError for a graph Kiln cannot take."""
+    `traced` is what trace_module(fn, inputs, arguments, write_back=True)
+    returned, when the caller has it. Raises TraceError for a graph Kiln
+    cannot take."""
     graph, lifted, _, structure, writes = _trace_graph(fn, inputs, name, symbolic, relations,
-                                                       arguments=arguments, write_back=True)
+                                                       arguments=arguments, write_back=True,
+                                                       traced=traced)
     return graph, lifted, structure, writes
 
 
@@ -1013,20 +1016,22 @@ def _flat_function(fn, arguments, state_names):
     return call if arguments is None else arguments.named(call, count)
 
 
-def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=None,
-                 arguments=None, write_back=False):
-    """(graph, lifted, the graph module that computes the graph's outputs
-    from list(inputs) + lifted, structure, writes). With `weights_seed`, the
-    lifted weights are replaced by other random values of the same shapes.
+def trace_module(fn, inputs, arguments=None, write_back=False, tracing_mode=None):
+    """(the graph module that computes the graph's outputs from list(inputs)
+    + lifted, lifted, structure, writes, whether it is float16): make_fx's
+    graph, functionalized, its weights and buffers lifted into inputs.
     With `write_back`, inputs fn changes in place are outputs too (writes:
-    functionalize's); else such a change is refused."""
+    functionalize's); else such a change is refused. `tracing_mode` is
+    make_fx's ("symbolic": sizes as SymInts, a data-dependent size an
+    unbacked one); by default "real", or "fake" for float16."""
     names, state = _module_state(fn)
     half = any(t.dtype == torch.float16 for t in itertools.chain(inputs, state))
-    # Traced with fake tensors (eager has almost no float16 kernels), which
-    # make_fx makes of its inputs only, a float16 module's own tensors are
-    # inputs too; so are a module's that writes into a view of its buffer
-    # (a cache: self.keys[:, i:j] = k), for functionalize to follow.
-    if not half:
+    tracing_mode = tracing_mode or ("fake" if half else "real")
+    # Traced with fake tensors (eager has almost no float16 kernels; symbolic
+    # sizes), which make_fx makes of its inputs only, a float16 module's own
+    # tensors are inputs too; so are a module's that writes into a view of
+    # its buffer (a cache: self.keys[:, i:j] = k), for functionalize to follow.
+    if tracing_mode == "real":
         names, state = [], []
 
     def trace_with(state_names, state):
@@ -1034,7 +1039,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
         if isinstance(fn, torch.nn.Module):
             traced = _rebinding_as_writes(fn, traced, write_back and not state_names)
         with _changes_undone(fn, inputs):
-            return trace_fx(traced, list(inputs) + state, tracing_mode="fake" if half else "real")
+            return trace_fx(traced, list(inputs) + state, tracing_mode=tracing_mode)
     try:
         gm, structure = trace_with(names, state)
     except FunctionalizeError:
@@ -1050,13 +1055,25 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     warn_running_statistics(gm.graph)
     writes = _input_positions(gm, written)
     lifted = state + lift_constants(gm)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm, lifted, structure, writes, half
+
+
+def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=None,
+                 arguments=None, write_back=False, traced=None):
+    """(graph, lifted, the graph module that computes the graph's outputs
+    from list(inputs) + lifted, structure, writes): trace_module's (or
+    `traced`, what it returned), in Kiln graph JSON. With `weights_seed`,
+    the lifted weights are replaced by other random values of the same
+    shapes."""
+    gm, lifted, structure, writes, half = traced or trace_module(fn, inputs, arguments,
+                                                                 write_back)
     if weights_seed is not None:
         generator = torch.Generator().manual_seed(weights_seed)
         # Same scale as the originals, so activations stay in range.
         lifted = [(torch.randn(w.shape, generator=generator) * w.float().std() + w.float().mean())
                   .to(w.dtype) if w.is_floating_point() and w.numel() > 1 else w for w in lifted]
-    gm.graph.eliminate_dead_code()
-    gm.recompile()
     all_inputs = list(inputs) + lifted
     graph = to_kiln_half(gm, all_inputs, name) if half else to_kiln(gm, all_inputs, name)
     if symbolic:

@@ -1,0 +1,318 @@
+"""Partitioned graphs: a function whose traced graph holds ops Kiln does not
+compile runs them through torch, and Kiln compiles the regions between them
+(kiln.compile's default; strict=True refuses such a graph instead).
+
+An op runs through torch when Kiln's op table (the extension's op_table(),
+what kilnd's type checker reads) lacks it, when a tensor it takes or makes
+has a dtype Kiln lacks (complex), when its output's shape depends on its
+input's values (nonzero, masked_select, unique: torch.Tag.dynamic_output_shape),
+or when kilnd refused it before in this process. torch.fx's
+CapabilityBasedPartitioner groups the other ops into the largest regions
+that keep the graph acyclic; each region is a graph module that
+kiln.compile compiles (strict) at its first call, under its own cache key,
+so a fresh process hits each one as it hits any graph.
+
+The function is traced with make_fx's symbolic sizes, so a size that
+follows a data-dependent op (nonzero's count) is an unbacked SymInt (u0)
+and the ops after it take their sizes from their inputs (aten.sym_size),
+not a number seen once. A region input dim whose size holds such a symbol,
+or a symbol of `dynamic`, is a Kiln symbol: one artifact serves every count,
+as it serves every batch, where a compile per size would compile again for
+each count the data gives. Sizes are duplicated into each region that reads
+them, so regions pass tensors only.
+"""
+import operator
+import re
+import threading
+
+import torch
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from . import _tracing
+
+_lock = threading.Lock()
+_op_table = None
+# An op's signature (signature()) -> why kilnd refused it, for ops the op
+# table lists but takes only some arguments of (a sort past 4,096
+# elements): kilnd is asked once per process.
+_refused = {}
+
+
+def _ops():
+    global _op_table
+    if _op_table is None:
+        from . import _native
+        _op_table = set(_native().op_table())
+    return _op_table
+
+
+def signature(node):
+    """A node's op, with its arguments' dtypes and shapes and its other
+    arguments: what kilnd's answer for it depends on."""
+    def described(value):
+        if isinstance(value, torch.fx.Node):
+            value = _value(value)
+        if isinstance(value, torch.SymInt):  # the size it was traced at
+            return value.node.hint if value.node.hint is not None else str(value)
+        if isinstance(value, torch.Tensor):
+            return (str(value.dtype), tuple(described(size) for size in value.shape))
+        if isinstance(value, (tuple, list)):
+            return tuple(described(part) for part in value)
+        return repr(value)
+    return (str(node.target), described(node.args), described(tuple(sorted(node.kwargs.items()))))
+
+
+def refuse(gm, ops, reason):
+    """Records that kilnd refused the nodes of `gm` that call `ops`
+    (UnsupportedOpError.ops) for `reason`; whether there were any not
+    recorded before."""
+    added = False
+    with _lock:
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and str(node.target) in ops and \
+                    signature(node) not in _refused:
+                _refused[signature(node)] = reason
+                added = True
+    return added
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for t in value if isinstance(t, torch.Tensor)]
+    return []
+
+
+def _value(node):
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def why_torch(node):
+    """Why `node` (a call_function) runs through torch, or None when Kiln
+    compiles it."""
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload):
+        return f"{target} is not an ATen op"
+    name = str(target)
+    if name not in _ops():
+        if torch.Tag.dynamic_output_shape in target.tags:
+            return "the shape of its result depends on its input's values"
+        return "Kiln's op table lacks it"
+    if _refused and signature(node) in _refused:
+        return _refused[signature(node)]
+    inputs = [_value(arg) for arg in node.all_input_nodes]
+    for tensor in _tensors(_value(node)) + [t for value in inputs for t in _tensors(value)]:
+        if tensor.dtype not in _tracing.DTYPES:
+            return f"Kiln compiles no {str(tensor.dtype).removeprefix('torch.')} tensors"
+    return None
+
+
+def refused_nodes(gm):
+    """{node: why} of the nodes of `gm` that run through torch."""
+    reasons = {}
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is not operator.getitem and \
+                _tensors(_value(node)) and (reason := why_torch(node)) is not None:
+            reasons[node] = reason
+    return reasons
+
+
+def _is_size(node):
+    """A node computing a size (aten.sym_size, SymInt arithmetic), not a tensor."""
+    return isinstance(_value(node), (int, torch.SymInt)) and not isinstance(_value(node), bool)
+
+
+def _sizes_per_reader(gm):
+    """Each size node read by several nodes is copied for each, so a region
+    computes the sizes it reads from its own inputs."""
+    graph = gm.graph
+    for node in reversed(list(graph.nodes)):
+        if not _is_size(node) or len(node.users) < 2:
+            continue
+        for user in list(node.users)[1:]:
+            with graph.inserting_before(user):
+                copy = graph.node_copy(node)
+            user.replace_input_with(node, copy)
+
+
+class _Support(OperatorSupportBase):
+    def __init__(self, torch_nodes):
+        self._torch = torch_nodes
+
+    def is_node_supported(self, submodules, node):
+        if node.op != "call_function" or node in self._torch:
+            return False
+        if node.target is operator.getitem:
+            return node.args[0] not in self._torch
+        if _is_size(node):  # with its reader
+            return all(self.is_node_supported(submodules, user) for user in node.users)
+        return _tensors(_value(node)) != []
+
+
+class Segment(torch.nn.Module):
+    """A region Kiln compiles: its graph module, compiled at its first call."""
+
+    def __init__(self, module, name, placeholders, options):
+        super().__init__()
+        self.module = module
+        self.name = name
+        self.compiled = None
+        self._options = options
+        self._lock = threading.Lock()
+        # Tensor input -> {dim: Kiln symbol}: dims whose size holds an
+        # unbacked symbol (a data-dependent size) or one of `dynamic`'s.
+        self.dynamic = {}
+        for position, node in enumerate(placeholders):
+            value = _value(node)
+            if not isinstance(value, torch.Tensor):
+                continue
+            for dim, size in enumerate(value.shape):
+                symbol = _symbol_of(size, options["symbols"])
+                if symbol is not None:
+                    self.dynamic.setdefault(position, {})[dim] = symbol
+
+    def forward(self, *args):
+        if self.compiled is None:
+            with self._lock:
+                if self.compiled is None:
+                    self.compiled = self._compile(args)
+        return self.compiled(*args)
+
+    def _compile(self, args):
+        from . import compile
+        options = self._options
+        symbols = {s for dims in self.dynamic.values() for s in dims.values()}
+        relations = [text for text in options["relations"] or []
+                     if set(re.findall(r"[A-Za-z_]\w*", text)) <= symbols]
+        return compile(self.module, _at_least_two(args, self.dynamic), name=self.name,
+                       dynamic=self.dynamic or None, relations=relations or None,
+                       target=options["target"], on_stride_miss=options["on_stride_miss"],
+                       strict=True)
+
+
+def _symbol_of(size, symbols):
+    """The Kiln symbol of a traced size: a data-dependent size's own (u0),
+    or the name `dynamic` gave an input dim's; None for a static size."""
+    if not isinstance(size, torch.SymInt):
+        return None
+    expression = size.node.expr
+    free = {str(s) for s in expression.free_symbols}
+    if not any(s in symbols or s.startswith("u") for s in free):
+        return None
+    text = str(expression.xreplace({s: s.func(symbols.get(str(s), str(s)))
+                                    for s in expression.free_symbols}))
+    return re.sub(r"\W+", "_", text).strip("_")
+
+
+def _at_least_two(args, dynamic):
+    """The example arguments to trace a segment with: a symbolic dim traced
+    at size 0 or 1 (Kiln traces symbols at 2 or more) grown to 2, with
+    zeros, in every argument that has that symbol."""
+    small = {symbol for position, dims in dynamic.items() for dim, symbol in dims.items()
+             if args[position].shape[dim] < 2}
+    if not small:
+        return list(args)
+    grown = list(args)
+    for position, dims in dynamic.items():
+        if any(symbol in small for symbol in dims.values()):
+            sizes = list(args[position].shape)
+            for dim, symbol in dims.items():
+                if symbol in small:
+                    sizes[dim] = 2
+            grown[position] = torch.zeros(sizes, dtype=args[position].dtype)
+    return grown
+
+
+class Partitioned:
+    """A function whose graph runs partly through torch: call it like the
+    original."""
+
+    def __init__(self, module, lifted, structure, writes, layout, segments, torch_ops):
+        self._module = module
+        self._lifted = lifted
+        self._structure = structure
+        self._writes = writes
+        self._layout = layout
+        self.segments = segments
+        self.torch_ops = torch_ops  # [(node name, ATen op, why)]
+
+    def __call__(self, *args, **kwargs):
+        from . import GuardError, _arguments, unflatten
+        tensors, layout = _arguments.flatten(self._layout.signature, args, kwargs)
+        if layout.key != self._layout.key:
+            raise GuardError(f"{self._layout.difference(layout)}: a partitioned graph runs the "
+                             f"arguments it was compiled with; compile one for each")
+        inputs = list(tensors) + self._lifted
+        outputs = self._module(*inputs)
+        count = len(outputs) - len(self._writes)
+        with torch.no_grad():
+            for position, value in zip(self._writes, outputs[count:]):
+                inputs[position].copy_(value)
+        return unflatten(iter(outputs[:count]), self._structure)
+
+    def explain(self):
+        lines = [f"partitioned: {len(self.segments)} segment{'s' * (len(self.segments) != 1)} "
+                 f"compiled by Kiln, {len(self.torch_ops)} op"
+                 f"{'s' * (len(self.torch_ops) != 1)} through torch"]
+        lines += [f"  torch: node '{node}' ({op}): {why}" for node, op, why in self.torch_ops]
+        for segment in self.segments:
+            key = segment.compiled.artifact().get("key", "") if segment.compiled else "not compiled"
+            lines.append(f"  kiln:  {segment.name}: artifact {key}")
+        return "\n".join(lines)
+
+
+def compile(fn, inputs, layout, name, *, dynamic, relations, target, on_stride_miss):
+    """A Partitioned of fn(*inputs): traced with symbolic sizes, its ops
+    Kiln lacks left to torch, each region compiled by kiln.compile.
+    `dynamic` is [(input position or name, dim, symbol)]. A region kilnd
+    refuses for an op it takes only some arguments of is split again
+    around that op."""
+    from . import UnsupportedOpError
+    while True:
+        gm, lifted, structure, writes, _ = _tracing.trace_module(
+            fn, inputs, arguments=None if layout.plain else layout, write_back=True,
+            tracing_mode="symbolic")
+        partitioned = _partitioned(gm, lifted, structure, writes, layout, name, dynamic,
+                                   {"relations": relations, "target": target,
+                                    "on_stride_miss": on_stride_miss})
+        try:
+            with torch.no_grad():
+                partitioned._module(*(list(inputs) + lifted))  # compiles (or hits) each segment
+            return partitioned
+        except UnsupportedOpError as error:
+            segment = next(s for s in partitioned.segments if s.compiled is None)
+            if not error.ops or not refuse(segment.module, error.ops, str(error)):
+                raise
+
+
+def _partitioned(gm, lifted, structure, writes, layout, name, dynamic, options):
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    symbols = {}  # symbol of an input dim -> the name `dynamic` gives it
+    for position, dim, symbol in dynamic:
+        if isinstance(position, str):
+            position = layout.input_names().index(position)
+        size = _value(placeholders[position]).shape[dim]
+        if isinstance(size, torch.SymInt):
+            symbols[str(size.node.expr)] = symbol
+    torch_nodes = refused_nodes(gm)
+    torch_ops = [(node.name, str(node.target), why) for node, why in torch_nodes.items()]
+    _sizes_per_reader(gm)
+    partitioner = CapabilityBasedPartitioner(gm, _Support(torch_nodes),
+                                             allows_single_node_partition=True)
+    partitions = [p for p in partitioner.propose_partitions()
+                  if any(_tensors(_value(node)) for node in p.nodes)]
+    fused = partitioner.fuse_partitions(partitions)
+    options = {**options, "symbols": symbols}
+    segments = []
+    for node in fused.graph.nodes:
+        if node.op != "call_module":
+            continue
+        module = fused.get_submodule(node.target)
+        module_placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+        segment = Segment(module, f"{name}_segment{len(segments)}", module_placeholders, options)
+        setattr(fused, node.target, segment)
+        segments.append(segment)
+    fused.recompile()
+    return Partitioned(fused, lifted, structure, writes, layout, segments, torch_ops)
