@@ -816,6 +816,7 @@ def to_kiln(gm, inputs, name, symbols=None, results=None):
     symbols = symbols or {}
     results = node_results(gm, inputs) if results is None else results
     ids = {}
+    statistics = set()  # ids of float16 normalizations' float32 statistics
     graph = {"name": name, "inputs": [], "nodes": [], "outputs": []}
     next_id = 0
     for index, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
@@ -865,15 +866,23 @@ def to_kiln(gm, inputs, name, symbols=None, results=None):
         tensors = list(result) if isinstance(result, (tuple, list)) else [result]
         if any(t is None for t in tensors):
             tensors = _with_dropped_results(node, tensors, results)
+        widened = []  # the results that are float32 statistics
         if node.target in NORMALIZATIONS and tensors[0].dtype == torch.float16 and any(
                 t.dtype != torch.float32 for t in tensors[1:]):
             tensors = _float32_statistics(node, tensors)
+            widened = tensors[1:]
+        elif _is_view(node) and kiln_node["inputs"] and kiln_node["inputs"][0] in statistics:
+            # A view of one (training graphs save them through an alias).
+            tensors = widened = [torch.empty(t.shape, dtype=torch.float32, device="meta")
+                                 for t in tensors]
         node_ids = []
         for tensor in tensors:
             kiln_node["outputs"].append(next_id)
             kiln_node["outputTypes"].append(
                 tensor_type(tensor, what=f"the result of node '{node.name}' ({node.target})"))
             node_ids.append(next_id)
+            if any(tensor is w for w in widened):
+                statistics.add(next_id)
             next_id += 1
         ids[node] = node_ids if isinstance(result, (tuple, list)) else node_ids[0]
         graph["nodes"].append(kiln_node)
