@@ -129,7 +129,9 @@ struct Definition {
   std::vector<Dim> reduction_sizes;
   // "sum", "max", "min", "prod", "argmax", "argmin", "max_nan_unspecified",
   // and max pooling's "pool_max" / "pool_argmax" (emit/reduction.h); kScan:
-  // "sum".
+  // "sum"; kScatter: "sum" (each 16-bit sum rounded to the dtype, as eager's
+  // embedding_dense_backward) or "sum_rounded_once" (16-bit sums kept in
+  // float32 and rounded at the end, as eager's index_add and scatter_add).
   std::string combiner;
   // argmax, argmin and pool_argmax: what is stored for the element kept.
   // -1: its flat position over the reduced dims; else exprs[position], an

@@ -24,7 +24,6 @@ with_torch=false
 if [[ "${1:-}" == "--with-torch" ]]; then
   with_torch=true
   packages+=(python3-venv python3-dev)  # the checkout's .venv (below); Python.h for the extension
-  packages+=(python3-torch)             # Debian's torch 1.13: the genrule that traces tests/ops' op cases
 fi
 
 # Abseil's sources, for the Python extension: Debian ships its static

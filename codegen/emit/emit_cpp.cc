@@ -413,11 +413,12 @@ absl::StatusOr<EmittedFunction> EmitScan(int index, const Kernel& kernel, const 
 // A scatter kernel (index_add, scatter_add, embedding_dense_backward): one
 // loop nest writes the start (a value at the same coordinates, or 0), then
 // one over the points, in row-major order, adds each point's element to the
-// element its index names, in the output's own storage: each sum is rounded
-// to the output's dtype after every term, in the order eager adds them. A
-// point whose index falls outside the dim adds nothing. Pointwise producers
-// of the start, the index and the elements are inlined. It runs whole on
-// the calling thread: any two points may add to the same element.
+// element its index names, in the order eager adds them. A point whose
+// index falls outside the dim adds nothing. The sums are kept in the
+// output's own storage, or with the combiner "sum_rounded_once" for 16-bit
+// outputs in float32 in the thread's scratch, rounded at the end. Pointwise
+// producers of the start, the index and the elements are inlined. It runs
+// whole on the calling thread: any two points may add to the same element.
 absl::StatusOr<EmittedFunction> EmitScatter(int index, const Kernel& kernel, const EmitInputs& in) {
   const ir::Definition& definition = in.program.definitions[kernel.value];
   const ir::TensorType& type = in.graph.values[kernel.value];
@@ -427,20 +428,39 @@ absl::StatusOr<EmittedFunction> EmitScatter(int index, const Kernel& kernel, con
   const std::string out = function.StorageParameter(in.plan.storage_of[kernel.value]);
   std::string& text = function.text();
   const Layout layout{ir::ContiguousStrides(type.sizes), ir::SymExpr()};
-
-  std::string indent = "  ";
-  for (int d = 0; d < rank; ++d) {
-    text += LoopHeader(d, Extent(type.sizes[d]), indent);
-    indent += "  ";
+  const std::string element_offset = Offset(layout, ir::AffineMap::Identity(rank)).ToString();
+  ir::DType sum_type = type.dtype;
+  std::string sums = out;
+  if (definition.combiner == "sum_rounded_once" && compute != type.dtype) {
+    sums = "sums";
+    sum_type = compute;
+    std::string bytes = absl::StrCat(ir::DTypeSize(compute));
+    for (const ir::Dim& size : type.sizes) absl::StrAppend(&bytes, " * ", Extent(size));
+    absl::StrAppend(&text, "  ", StorageCType(compute), "* const sums = (", StorageCType(compute),
+                    "*)rt->thread_scratch(rt->context, ", bytes, ");\n");
   }
+  auto loops_over_output = [&](std::string& indent) {
+    indent = "  ";
+    for (int d = 0; d < rank; ++d) {
+      text += LoopHeader(d, Extent(type.sizes[d]), indent);
+      indent += "  ";
+    }
+  };
+  auto close_loops = [&](int count) {
+    for (int d = count - 1; d >= 0; --d) {
+      absl::StrAppend(&text, std::string(2 * d + 2, ' '), "}\n");
+    }
+  };
+
+  std::string indent;
+  loops_over_output(indent);
   BodyEmitter start(function, indent, 0, type.sizes);
   std::string value = EmitLiteral(0, compute);
   if (definition.source >= 0) {
     ASSIGN_OR_RETURN(value, start.Value(definition.source, ir::AffineMap::Identity(rank), compute));
   }
-  start.Line(absl::StrCat(out, "[", Offset(layout, ir::AffineMap::Identity(rank)).ToString(),
-                          "] = ", ToStorage(value, type.dtype), ";"));
-  for (int d = rank - 1; d >= 0; --d) absl::StrAppend(&text, std::string(2 * d + 2, ' '), "}\n");
+  start.Line(absl::StrCat(sums, "[", element_offset, "] = ", ToStorage(value, sum_type), ";"));
+  close_loops(rank);
 
   const int points = static_cast<int>(definition.reduction_sizes.size());
   indent = "  ";
@@ -460,16 +480,21 @@ absl::StatusOr<EmittedFunction> EmitScatter(int index, const Kernel& kernel, con
   const ir::SymExpr stride = offset.coefficients.back();
   offset.coefficients.pop_back();
   const std::string target =
-      absl::StrCat(out, "[", offset.ToString(), " + ", position, " * ", SymC(stride), "]");
+      absl::StrCat(sums, "[", offset.ToString(), " + ", position, " * ", SymC(stride), "]");
   body.Line(absl::StrCat("if ((", position, " >= 0) & (", position, " < ",
                          Extent(type.sizes[definition.axis]), ")) {"));
-  absl::StrAppend(&text, indent, "  ", target, " = ",
-                  ToStorage(absl::StrCat("(", FromStorage(target, type.dtype), " + ", element, ")"),
-                            type.dtype),
-                  ";\n");
+  absl::StrAppend(
+      &text, indent, "  ", target, " = ",
+      ToStorage(absl::StrCat("(", FromStorage(target, sum_type), " + ", element, ")"), sum_type),
+      ";\n");
   body.Line("}");
-  for (int d = points - 1; d >= 0; --d) {
-    absl::StrAppend(&text, std::string(2 * d + 2, ' '), "}\n");
+  close_loops(points);
+  if (sums != out) {
+    loops_over_output(indent);
+    absl::StrAppend(&text, indent, out, "[", element_offset,
+                    "] = ", ToStorage(absl::StrCat(sums, "[", element_offset, "]"), type.dtype),
+                    ";\n");
+    close_loops(rank);
   }
   return Unchunked(index, function);
 }

@@ -60,7 +60,7 @@ constexpr RuntimeFunction kRuntimeFunctions[] = {
     {"floor_divide", "FLOOR_DIVIDE", 2, "kiln_floor_divide_i64({0}, {1})"},
 };
 
-// Numerics follow eager PyTorch 1.13's CPU kernels, without fast-math.
+// Numerics follow eager torch 2.15's CPU kernels, without fast-math.
 const std::map<std::string, Function>& Table() {
   static const auto* const table = [] {
     auto* functions = new std::map<std::string, Function>{
@@ -107,7 +107,7 @@ const std::map<std::string, Function>& Table() {
         // relu(-0.0) = -0.0 and relu(nan) = nan, as eager: neither
         // x > 0 ? x : 0 nor fmax(x, 0) gets both.
         {"relu", {1, "({0} < {zero} ? {zero} : {0})"}},
-        // NaN-propagating, as torch.maximum / clamp (a NaN bound is ignored).
+        // NaN-propagating, as torch.maximum (clamp's NaN bounds: ops/pointwise.cc).
         {"maximum",
          {2, "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} > {1} ? {0} : {1})))",
           "({0} > {1} ? {0} : {1})"}},

@@ -1,5 +1,5 @@
 // Clamp-style activations and the backward ops autograd emits for them in a
-// training graph (make_fx, PyTorch 1.13): hardtanh (ReLU6 is hardtanh(0, 6)),
+// training graph (make_fx, torch 2.15): hardtanh (ReLU6 is hardtanh(0, 6)),
 // hardswish, hardsigmoid, leaky_relu and elu (selu traces to elu; celu's
 // gradient is elu_backward, though its forward, aten.celu, is not here), and
 // the shrinks (hardshrink, softshrink).
@@ -126,17 +126,18 @@ absl::StatusOr<int> Hardshrink(ExprBuilder& b, const ir::Node& node,
   return e.Select(inside, e.Constant(0), x);
 }
 
-// softshrink(x) = x > lambd ? x - lambd : (x < -lambd ? x + lambd : 0), a
-// NaN to 0 as well, lambd in the compute type (float for 16-bit x), as
-// eager.
+// softshrink(x) = -lambd <= x <= lambd ? 0 : (x > lambd ? x - lambd :
+// x + lambd), NaN for NaN, lambd converted to x's dtype and computed in the
+// compute type, as eager's vectorized loop (its scalar loop gives -0 for a
+// negative x inside).
 absl::StatusOr<int> Softshrink(ExprBuilder& b, const ir::Node& node,
                                const std::vector<int>& operands, Types types) {
   Element e(b, types.compute);
   const int x = operands[0];
-  const double lambd = ComputeScalar(node, "lambd", types);
+  const double lambd = RoundScalar(ScalarArgAsDouble(node, "lambd"), types.operand);
   const int high = e.Constant(lambd), low = e.Constant(-lambd);
-  return e.Select(e.Greater(x, high), e.Sub(x, high),
-                  e.Select(e.Less(x, low), e.Add(x, high), e.Constant(0)));
+  return e.Select(e.And(e.GreaterEqual(x, low), e.LessEqual(x, high)), e.Constant(0),
+                  e.Select(e.Greater(x, high), e.Sub(x, high), e.Add(x, high)));
 }
 
 // elu(x) = x <= 0 ? (exp(x * input_scale) - 1) * alpha * scale : x * scale;
@@ -161,15 +162,15 @@ absl::StatusOr<int> HardtanhBackward(ExprBuilder& b, const ir::Node& node,
   return e.Select(e.And(e.Greater(self, low), e.Less(self, high)), grad, e.Constant(0));
 }
 
-// hardswish_backward(grad, self) = self < -3 ? 0 : self >= 3 ? grad :
-// grad * (self / 3 + 0.5). At self = 3 that is grad, and a NaN self gives
-// NaN (eager's vectorized loop; its scalar loop gives 1.5 grad and grad).
+// hardswish_backward(grad, self) = self <= -3 ? 0 : self >= 3 ? grad :
+// grad * (self / 3 + 0.5). A NaN self gives NaN (eager's vectorized loop;
+// its scalar loop gives grad).
 absl::StatusOr<int> HardswishBackward(ExprBuilder& b, const ir::Node&,
                                       const std::vector<int>& operands, Types types) {
   Element e(b, types.compute);
   const int grad = operands[0], self = operands[1];
   const int inside = e.Mul(grad, e.Add(e.Div(self, e.Constant(3)), e.Constant(0.5)));
-  return e.Select(e.Less(self, e.Constant(-3)), e.Constant(0),
+  return e.Select(e.LessEqual(self, e.Constant(-3)), e.Constant(0),
                   e.Select(e.GreaterEqual(self, e.Constant(3)), grad, inside));
 }
 

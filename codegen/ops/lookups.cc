@@ -86,10 +86,13 @@ ir::Definition Gather(const ir::Graph& graph, int table, int index, ir::AffineMa
 
 // A scatter-add (ir::Definition::Kind::kScatter) onto `start` (-1: zeros):
 // each point of `points` adds exprs[element] of `b` at `target_map`(point),
-// whose coordinate `dim` is exprs[position] instead.
+// whose coordinate `dim` is exprs[position] instead. `combiner` says how
+// 16-bit sums round (loop_ir.h).
 ir::Definition ScatterAdd(ExprBuilder& b, int element, int position, std::vector<ir::Dim> points,
-                          ir::AffineMap target_map, int dim, int start) {
+                          ir::AffineMap target_map, int dim, int start,
+                          const std::string& combiner) {
   ir::Definition definition = b.Finish(element);
+  definition.combiner = combiner;
   definition.position = position;
   definition.reduction_sizes = std::move(points);
   target_map.coefficients[dim].assign(target_map.num_variables, 0);
@@ -284,8 +287,8 @@ void AddEmbeddingDenseBackward(OpTable& table) {
         b.LoadAt(grad, ir::AffineMap::Identity(rank), ComputeType(graph.values[grad].dtype));
     ir::AffineMap target_map = ZeroMap(rank, 2);
     target_map.coefficients[1][rank - 1] = 1;
-    return std::vector<ir::Definition>{
-        ScatterAdd(b, element, position, graph.values[grad].sizes, std::move(target_map), 0, -1)};
+    return std::vector<ir::Definition>{ScatterAdd(b, element, position, graph.values[grad].sizes,
+                                                  std::move(target_map), 0, -1, "sum")};
   };
   table.Add(std::move(def));
 }
@@ -359,7 +362,8 @@ void AddIndexAdd(OpTable& table) {
         ir::IsFloatingPoint(type.dtype) ? RoundScalar(given, type.dtype) : std::trunc(given);
     if (alpha != 1) element = b.Call("mul", {element, b.Constant(alpha, compute)}, compute);
     return std::vector<ir::Definition>{ScatterAdd(b, element, position, graph.values[source].sizes,
-                                                  ir::AffineMap::Identity(rank), dim, self)};
+                                                  ir::AffineMap::Identity(rank), dim, self,
+                                                  "sum_rounded_once")};
   };
   table.Add(std::move(def));
 }
@@ -413,7 +417,8 @@ void AddScatterAdd(OpTable& table) {
     const int element =
         b.LoadAt(source, ir::AffineMap::Identity(rank), ComputeType(graph.values[self].dtype));
     return std::vector<ir::Definition>{ScatterAdd(b, element, position, graph.values[index].sizes,
-                                                  ir::AffineMap::Identity(rank), dim, self)};
+                                                  ir::AffineMap::Identity(rank), dim, self,
+                                                  "sum_rounded_once")};
   };
   table.Add(std::move(def));
 }

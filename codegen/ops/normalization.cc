@@ -453,8 +453,8 @@ absl::StatusOr<std::vector<int>> GroupNorm(GraphBuilder& b, const ir::Node& node
 //   grad_weight = sum over samples of (ds - db * mean) * rstd,
 //   grad_bias = sum over samples of db.
 // All three are computed whatever output_mask says (unused ones are dead),
-// in the dtype of input and mean promoted: the input's, but float32 in
-// float16 graphs, whose meta kernels declare their float32 mean's.
+// in the input's dtype, as eager (float16 graphs' mean and rstd are
+// float32, as Kiln's forward gives them).
 absl::StatusOr<std::vector<int>> GroupNormBackward(GraphBuilder& b, const ir::Node& node) {
   ASSIGN_OR_RETURN(const auto inputs,
                    TensorInputs(node, {"grad_out", "input", "mean", "rstd"}, {"weight"}));
@@ -471,7 +471,7 @@ absl::StatusOr<std::vector<int>> GroupNormBackward(GraphBuilder& b, const ir::No
     }
   }
   RETURN_IF_ERROR(CheckParameter(b, inputs, "weight", {type.sizes[1]}, /*mixed=*/false));
-  const DType out = PromoteTensors(type.dtype, b.type(inputs.at("mean")).dtype);
+  const DType out = type.dtype;
   ASSIGN_OR_RETURN(const auto in, Converted(b, inputs, ComputeType(out)));
   const int x = in.at("input"), grad = in.at("grad_out");
   const int mean = in.at("mean"), rstd = in.at("rstd");

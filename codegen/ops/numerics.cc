@@ -4,11 +4,13 @@ namespace kiln::ops {
 
 const std::vector<UlpBound>& UlpBounds() {
   // Measured by tests/ops (ops_test prints the worst distance per function
-  // and dtype): float32 and float64 bounds are the largest measured; sqrt and
-  // reciprocal are correctly rounded on both sides; rsqrt is 1 / sqrt on
-  // both sides, but eager's 16-bit scalar loop rounds sqrt first.
+  // and dtype): float32 and float64 bounds are the largest measured;
+  // reciprocal is correctly rounded on both sides, sqrt on Kiln's (eager's
+  // float32 and float64 sqrt is 1 ulp off at times, so 16-bit results may
+  // round either way); rsqrt is 1 / sqrt on both sides, but eager's 16-bit scalar loop
+  // rounds sqrt first.
   static const auto* const bounds = new std::vector<UlpBound>{
-      {"sqrt", 0, 0, 0, 0},    {"reciprocal", 0, 0, 0, 0}, {"rsqrt", 0, 0, 1, 1},
+      {"sqrt", 1, 1, 1, 1},    {"reciprocal", 0, 0, 0, 0}, {"rsqrt", 0, 0, 1, 1},
       {"exp", 1, 1, 1, 1},     {"expm1", 1, 1, 1, 1},      {"log", 1, 1, 1, 1},
       {"log1p", 1, 1, 1, 1},   {"tanh", 2, 2, 1, 1},       {"erf", 1, 1, 1, 1},
       {"sin", 1, 1, 1, 1},     {"cos", 1, 1, 1, 1},        {"pow", 1, 1, 1, 1},

@@ -216,12 +216,14 @@ absl::StatusOr<int> PowScalar(ExprBuilder& b, const ir::Node& node,
   return b.Call("pow", {x, b.Constant(exponent, compute)}, compute);
 }
 
-// clamp, clamp_min, clamp_max: whichever bounds the node has.
+// clamp, clamp_min, clamp_max: whichever bounds the node has. A NaN bound
+// makes every result NaN, as eager.
 absl::StatusOr<int> Clamp(ExprBuilder& b, const ir::Node& node, const std::vector<int>& operands,
                           Types types) {
   int x = operands[0];
   for (const char* bound : {"min", "max"}) {
     if (!Present(node, bound)) continue;
+    if (std::isnan(ScalarArgAsDouble(node, bound))) return b.Constant(NAN, types.compute);
     x = b.Call(std::string("clamp_") + bound, {x, ScalarConstant(b, node, bound, types)},
                types.compute);
   }

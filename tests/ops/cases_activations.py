@@ -1,12 +1,13 @@
 """Clamp-style activations (hardtanh and ReLU6, hardswish, hardsigmoid,
-leaky_relu, elu and selu, hardshrink and softshrink) and the backward ops autograd emits for them, over
-every claimed dtype: random values in each layout, each op's boundaries with
-the edge values of the dtype, a few argument values, and make_fx training
-graphs (forward and gradient, in-place forward included).
+leaky_relu, elu and selu, hardshrink and softshrink) and the backward ops
+autograd emits for them, over every claimed dtype: random values in each
+layout, each op's boundaries with the edge values of the dtype, a few
+argument values, and make_fx training graphs (forward and gradient, in-place
+forward included).
 
 Where eager's vectorized and scalar loops disagree (a NaN self of
-hardtanh_backward, hardswish_backward and elu_backward; hardswish_backward
-at exactly 3), Kiln follows the vectorized loop, eager's for contiguous
+hardtanh_backward, hardswish_backward and elu_backward; softshrink's zero
+for a negative x inside), Kiln follows the vectorized loop, eager's for contiguous
 tensors: edge values are traced contiguous, and a transposed case takes its
 reference from contiguous copies."""
 import torch
@@ -33,6 +34,7 @@ def boundaries(dtype):
                            0.3, -0.1, 1e-3, -1e-3, -20.0, -100.0]
 
 
+SOFTSHRINK = {"default": 0.5, "lambd3": 3.0, "lambd0.1": 0.1}  # variant -> lambd
 # op -> check, [(variant, fn)]: the forward ops with the argument values
 # that matter (the first is what the layout cases use).
 FORWARD = {
@@ -48,8 +50,7 @@ FORWARD = {
         ("default", unary(F.hardshrink)), ("lambd3", unary(F.hardshrink, 3.0)),
         ("lambd0.1", unary(F.hardshrink, 0.1))]),
     "aten.softshrink.default": (EXACT, [
-        ("default", unary(F.softshrink)), ("lambd3", unary(F.softshrink, 3.0)),
-        ("lambd0.1", unary(F.softshrink, 0.1))]),
+        (variant, unary(F.softshrink, lambd)) for variant, lambd in SOFTSHRINK.items()]),
     # exp(x) - 1: eager's SLEEF exp and Kiln's differ in the last bit, which
     # the subtraction amplifies near 0: assert_close's tolerances.
     "aten.elu.default": (CLOSE, [
@@ -126,14 +127,30 @@ def contiguous_reference(case, fn):
     return case
 
 
+def softshrink_reference(case, fn):
+    """A softshrink case's reference as eager's vectorized loop gives it: +0
+    for every x inside (its scalar loop, which strided inputs and the last
+    elements take, gives -0 for a negative x)."""
+    case.reference_fn = lambda x: fn(x) + 0
+    return case
+
+
 def forward_cases(claims):
     for op, (check, variants) in FORWARD.items():
+        shrink = op == "aten.softshrink.default"
         for dtype in claimed(claims, op):
             g = generator(op, NAMES[dtype])
-            yield from layouts(op, dtype, variants[0][1], wide, check)
+            for case in layouts(op, dtype, variants[0][1], wide, check):
+                yield softshrink_reference(case, case.fn) if shrink else case
             for variant, fn in variants:
-                yield Case(op, dtype, f"{variant}_edges", fn,
-                           [with_edges(SHAPE, dtype, g, boundaries(dtype))], check)
+                case = Case(op, dtype, f"{variant}_edges", fn,
+                            [with_edges(SHAPE, dtype, g, boundaries(dtype))], check)
+                if shrink:
+                    # Eager converts lambd to x's dtype (0.1 is not a 16-bit
+                    # value); a float16 case's reference runs in float32.
+                    lambd = torch.tensor(SOFTSHRINK[variant], dtype=dtype).item()
+                    case = softshrink_reference(case, unary(F.softshrink, lambd))
+                yield case
     op = "aten.hardtanh.default"
     for dtype in claimed(claims, op, [torch.int64]):
         g = generator(op, NAMES[dtype], "bounds")
@@ -194,30 +211,39 @@ def manual_args(op):
                                           ("is_result", False)]}.get(op, [])
 
 
+def _prelu_gradients(grad, x, weight):
+    """prelu's input and weight gradients, as autograd computes them, 16-bit
+    dtypes in float32 and rounded back (eager's 16-bit weight gradient sums
+    in that dtype; Kiln sums in float32)."""
+    wide = torch.float64 if x.dtype == torch.float64 else torch.float32
+    x_wide, weight_wide = (t.to(wide).requires_grad_() for t in (x, weight))
+    gradients = torch.autograd.grad(F.prelu(x_wide, weight_wide), [x_wide, weight_wide],
+                                    grad.to(wide))
+    return [g.to(x.dtype) for g in gradients]
+
+
 def prelu_cases(claims):
     """prelu with one weight, one per channel (4-d and 2-d inputs), and the
-    module's own; edge values."""
+    module's own; edge values. make_fx emits neither op (torch takes prelu
+    as _prelu_kernel, which the tracer decomposes): one node built by hand."""
     op = "aten.prelu.default"
     for dtype in claimed(claims, op):
         g = generator(op, NAMES[dtype])
-        yield Case(op, dtype, "per_channel", F.prelu,
-                   [with_edges((2, 3, 4, 5), dtype, g), random((3,), dtype, g)], EXACT)
-        yield Case(op, dtype, "single", F.prelu, [wide(SHAPE, dtype, g), random((1,), dtype, g)],
-                   EXACT)
-        yield Case(op, dtype, "rows", F.prelu, [wide(SHAPE, dtype, g), random((40,), dtype, g)],
-                   EXACT)
-        yield Case(op, dtype, "transposed", lambda x, w: F.prelu(x.transpose(1, 2), w),
-                   [wide((2, 5, 3), dtype, g), random((3,), dtype, g)], EXACT)
+        for variant, inputs in (
+                ("per_channel", [with_edges((2, 3, 4, 5), dtype, g), random((3,), dtype, g)]),
+                ("single", [wide(SHAPE, dtype, g), random((1,), dtype, g)]),
+                ("rows", [wide(SHAPE, dtype, g), random((40,), dtype, g)]),
+                ("transposed", [wide((2, 5, 3), dtype, g).transpose(1, 2),
+                                random((3,), dtype, g)])):
+            yield Case(op, dtype, variant, F.prelu, inputs, EXACT, manual=(op, []))
     op = "aten.prelu_backward.default"
     for dtype in claimed(claims, op):
         g = generator(op, NAMES[dtype])
         for variant, shape, weights in (("per_channel", (2, 3, 4, 5), 3), ("single", SHAPE, 1),
                                         ("rows", SHAPE, 40)):
-            # Eager's bfloat16 weight gradient sums in bfloat16; Kiln sums
-            # in float32: the reference is float32 math.
-            yield Case(op, dtype, variant, A.prelu_backward,
+            yield Case(op, dtype, variant, _prelu_gradients,
                        [random(shape, dtype, g), with_edges(shape, dtype, g),
-                        random((weights,), dtype, g)], float32_reference=dtype == torch.bfloat16)
+                        random((weights,), dtype, g)], manual=(op, []))
 
 
 def cases(claims):

@@ -43,10 +43,6 @@ class Case:
     reference_fn: Optional[Callable] = None
     # A bug outside the op table (emitter, passes), for ops_test to track.
     known_bug: str = ""
-    # Why eager's kernel for this dtype cannot run the case (it has none, or
-    # a wrong one): the case is traced with fake tensors, and the reference
-    # is float32 math rounded to the output dtype.
-    fake_trace: str = ""
 
     @property
     def name(self):

@@ -206,9 +206,11 @@ def smooth_loss_cases(claims):
             x, target = random((6, 5), dtype, g) * 2, random((6, 5), dtype, g)
             x[0, :3] = target[0, :3] + torch.tensor([widths[0], -widths[0], 0.0], dtype=dtype)
             for w in widths:
-                for reduction in ("mean", "sum", "none"):
-                    yield Case(op, dtype, f"{width}{w}_{reduction}",
-                               binary(loss, reduction=reduction, **{width: w}), [x, target])
+                for reduction, code in (("mean", 1), ("sum", 2), ("none", 0)):
+                    # F.smooth_l1_loss takes beta 0 as l1_loss: the op itself.
+                    fn = (binary(loss, reduction=reduction, **{width: w}) if w else
+                          binary(A.smooth_l1_loss, code, 0.0))
+                    yield Case(op, dtype, f"{width}{w}_{reduction}", fn, [x, target])
         op = f"aten.{name}_backward.default"
         backward = getattr(A, f"{name}_backward")
         for dtype in claimed(claims, op):

@@ -77,18 +77,11 @@ def all_cases(claims):
                    tolerance=SUMS)
 
 
-# Torch 1.13's bfloat16 transposed convolution on CPU runs a forward
-# convolution through mkldnn (wrong sizes, or wrong values when the channels
-# agree), and slow_conv_transpose has no bfloat16 kernel.
-EAGER_BFLOAT16_TRANSPOSED = "eager's bfloat16 conv_transpose computes a forward convolution"
-
-
 def transposed_cases(claims):
     op = "aten.convolution.default"
     for dtype in claimed(claims, op):
         g = generator(op, NAMES[dtype], "transposed")
         tolerance = SUMS if dtype == torch.float32 else None
-        fake_trace = EAGER_BFLOAT16_TRANSPOSED if dtype == torch.bfloat16 else ""
 
         def transposed(fn, shape, weight, bias=True, **kwargs):
             """fn (conv_transpose1d/2d/3d) over an input of `shape` and a
@@ -121,11 +114,11 @@ def transposed_cases(claims):
             "transposed_3d": transposed(d3, (1, 2, 3, 4, 3), (2, 3, 2, 3, 2), stride=(2, 1, 2),
                                         padding=(0, 1, 0), output_padding=(1, 0, 1)),
         }.items():
-            yield Case(op, dtype, name, fn, inputs, tolerance=tolerance, fake_trace=fake_trace)
+            yield Case(op, dtype, name, fn, inputs, tolerance=tolerance)
         yield Case(op, dtype, "transposed_sliced_input",
                    lambda x, w: F.conv_transpose2d(x[:, :, ::2, 1:], w, stride=2),
                    [random((1, 3, 10, 7), dtype, g), random((3, 4, 3, 3), dtype, g, scale=0.3)],
-                   tolerance=tolerance, fake_trace=fake_trace)
+                   tolerance=tolerance)
     if torch.float32 in claimed(claims, op):
         # A decoder's upsampling step: transposed convolution, batch norm
         # (eval), ReLU.

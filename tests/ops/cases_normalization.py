@@ -306,7 +306,7 @@ def repeat_cases(claims):
 
 def cumsum_check(dtype):
     """Bit for bit where Kiln accumulates in eager's type and order; float16
-    references are float32 math (torch 1.13 has no float16 kernel)."""
+    references are float32 math, as Kiln computes float16 (op_cases.py)."""
     return CLOSE if dtype == torch.float16 else EXACT
 
 

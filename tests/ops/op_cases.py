@@ -1,6 +1,5 @@
-#!/usr/bin/python3
 """Generates the per-op test cases: every op of Kiln's table, traced from
-eager PyTorch (Debian's python3-torch 1.13) with tools/trace.
+eager PyTorch (torch 2.15, the checkout's .venv) with tools/trace.
 
     op_cases.py --trace tools/trace/kiln_trace.py --ops docs/OPS.md --out op_cases.jsonl
 
@@ -13,11 +12,10 @@ docs/OPS.md. The generator fails, listing them, when a claimed (op, dtype)
 has no case or eager refuses a claimed dtype: the table must not claim what
 is not tested, or what eager does not do.
 
-float16: Debian's torch 1.13 has almost no float16 CPU kernels, so these are
-traced with fake tensors and the reference is float32 math on the same
-values, rounded to each output's dtype. The same holds for the few bfloat16
-ops eager lacks a kernel for, and for cases whose eager kernel is wrong
-(Case.fake_trace says why).
+float16: these are traced with fake tensors and the reference is float32 math
+on the same values, rounded to each output's dtype, as Kiln computes float16
+ops (eager's float16 CPU kernels round some intermediate results). The same
+holds for the few bfloat16 ops eager lacks a kernel for.
 """
 import argparse
 import importlib.util
@@ -131,7 +129,7 @@ def trace_graph(case):
     float16 and for bfloat16 ops eager has no kernel for. (kiln_trace.trace's
     own float16 reference runs the traced graph, whose dtype arguments say
     float16, on float32 inputs: it is not used.)"""
-    if has_float16(case.inputs) or case.fake_trace:
+    if has_float16(case.inputs):
         return trace_fake(case.fn, case.inputs, case.name), None
     try:
         return tracer.trace(case.fn, case.inputs, case.name, eager_bfloat16=True)

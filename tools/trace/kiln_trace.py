@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Traces a PyTorch function or nn.Module into a Kiln graph file.
 
 Writes NAME.json (a kiln.v1.Graph in protobuf JSON) and NAME.ref.json (a

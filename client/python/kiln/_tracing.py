@@ -9,8 +9,7 @@ tools/trace/kiln_trace.py (trace, sized_references), whose genrules trace the
 public workloads at build time. Graphs Kiln cannot take raise TraceError,
 whose message names the node.
 
-What it does to make_fx's graph (torch 2.15, the package's; Debian's 1.13
-still runs it for the genrules):
+What it does to make_fx's graph:
   - weights and buffers (get_attr constants) become graph inputs after the
     function's own inputs, so two models with the same architecture and
     different weights share one artifact;
@@ -22,7 +21,7 @@ still runs it for the genrules):
   - the function's result may be tensors in tuples, lists and dicts: the
     graph's outputs are its tensors in order (flatten_outputs);
   - in-place ops (relu_, add_) are replaced by their out-of-place forms,
-    and a graph that writes into a view is traced again through functorch's
+    and a graph that writes into a view is traced again through torch.func's
     functionalize; an input changed in place (an argument, a buffer, a
     tensor the function holds) is refused, or for kiln.compile (trace_graph)
     its final value is an extra output, copied into it after each call;
@@ -45,8 +44,7 @@ still runs it for the genrules):
   - --relation "s0 % 8 == 0" (also "2 <= s0 <= 512", "s0 <= 512",
     "s0 >= 16", "a == b"; parse_relation reads them into `relations`) adds
     what the symbolic sizes promise to the graph.
-Runs on the pinned torch 2.15 in the checkout's .venv, and on Debian's
-python3-torch 1.13 for the genrules that trace the public workloads.
+Runs on the pinned torch 2.15 in the checkout's .venv.
 """
 import base64
 import contextlib
@@ -61,7 +59,6 @@ import os
 import traceback
 import warnings
 
-import functorch
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -73,9 +70,6 @@ DTYPES = {
     torch.float32: "FLOAT32", torch.float64: "FLOAT64", torch.float16: "FLOAT16",
     torch.bfloat16: "BFLOAT16", torch.int64: "INT64", torch.int32: "INT32", torch.bool: "BOOL",
 }
-# torch 2.x's symbolic sizes (torch.export's fake tensors have them);
-# Debian's 1.13, which the genrules trace with, has none.
-SymInt = getattr(torch, "SymInt", ())
 # Arguments that never change what Kiln computes on the CPU.
 IGNORED_ARGS = {"layout", "device", "pin_memory", "memory_format", "non_blocking"}
 
@@ -177,27 +171,20 @@ def _takes_exactly(fn, count):
 
 
 def _storage_pointer(t):
-    """Where t's memory starts (its views share it). torch 2.x deprecates
-    storage(); Debian's 1.13, which the genrules trace with, lacks
-    untyped_storage()."""
-    return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()).data_ptr()
-
-
-# torch.func's in torch 2.x (nn.utils.stateless's is deprecated); 1.13 has only that one.
-_functional_call = getattr(getattr(torch, "func", None), "functional_call", None) or \
-    torch.nn.utils.stateless.functional_call
+    """Where t's memory starts (its views share it)."""
+    return t.untyped_storage().data_ptr()
 
 
 def _where_in_user_code(error):
     """'file:line in function (the line)' of the innermost frame of
     `error`'s traceback outside torch and Kiln: the model's line that did
     it, or that called a torch function that did."""
-    library = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, functorch))
+    library = os.path.dirname(torch.__file__) + os.sep
     kiln = os.path.dirname(os.path.abspath(__file__)) + os.sep
     where = "the function"
     for frame, line in traceback.walk_tb(error.__traceback__):
         path = frame.f_code.co_filename
-        if not path.startswith(library + (kiln, "<")):
+        if not path.startswith((library, kiln, "<")):
             code = linecache.getline(path, line).strip()
             where = f"{os.path.basename(path)}:{line} in {frame.f_code.co_name}" + (
                 f" ({code[:80]})" if code else "")
@@ -227,29 +214,26 @@ def _without_fused_paths():
     and nn.TransformerEncoder's and nn.MultiheadAttention's inference fast
     paths (nested tensors), which TracingMode alone no longer turns off.
     (torch.backends.mkldnn.flags would also set TF32 flags, and warn.)"""
-    mha = getattr(torch.backends, "mha", None)  # none in torch 1.13 (the genrules' torch)
-    onednn, fast_path = torch._C._get_mkldnn_enabled(), mha and mha.get_fastpath_enabled()
+    mha = torch.backends.mha
+    onednn, fast_path = torch._C._get_mkldnn_enabled(), mha.get_fastpath_enabled()
     torch._C._set_mkldnn_enabled(False)
-    if mha:
-        mha.set_fastpath_enabled(False)
+    mha.set_fastpath_enabled(False)
     try:
         yield
     finally:
         torch._C._set_mkldnn_enabled(onednn)
-        if mha:
-            mha.set_fastpath_enabled(fast_path)
+        mha.set_fastpath_enabled(fast_path)
 
 
 def _compiling():
     """torch.compiler.is_compiling() true, as under torch.compile and
     torch.export: libraries check it to leave out what reads a tensor's
     value (transformers' shortcuts for masks that hide nothing)."""
-    session = getattr(getattr(torch, "compiler", None), "_compile_session_context", None)
-    return session() if session else contextlib.nullcontext()  # none in torch 1.13 (genrules)
+    return torch.compiler._compile_session_context()
 
 
 class FunctionalizeError(TraceError):
-    """A write into a view that functorch's functionalize cannot follow (it
+    """A write into a view that torch.func's functionalize cannot follow (it
     follows writes into its inputs' views only, not into a module's
     buffer)."""
 
@@ -258,7 +242,7 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
     """(make_fx's graph module of fn(*inputs) returning the list of fn's
     output tensors, flatten_outputs' structure of fn's result), with Kiln's
     decompositions and no fast paths. One that writes into views
-    (x[a:b] = v) is traced again through functorch's functionalize, which
+    (x[a:b] = v) is traced again through torch.func's functionalize, which
     makes such writes scatters of their base (not first: it cannot trace
     torch.autograd.grad)."""
     structure = []
@@ -279,10 +263,10 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
     writer = _needs_functionalize(gm.graph)
     if writer is not None:
         try:
-            gm = _make_fx(functorch.functionalize(slow_paths), inputs, tracing_mode)
+            gm = _make_fx(torch.func.functionalize(slow_paths), inputs, tracing_mode)
         except TraceError:
             raise
-        except Exception as error:  # functorch's own limits (torch 1.13)
+        except Exception as error:  # functionalize's own limits
             raise FunctionalizeError(f"node '{writer.name}' ({writer.target}) writes in place "
                                      f"where functionalize cannot follow ({error}): write the "
                                      f"result out of place instead") from error
@@ -319,7 +303,7 @@ def sym_terms(size, what):
     times products of symbols, named as torch names them (s0); TraceError
     for any other expression (a division, a remainder)."""
     import sympy
-    expr = sympy.expand(size.node.expr) if isinstance(size, SymInt) else sympy.Integer(size)
+    expr = sympy.expand(size.node.expr) if isinstance(size, torch.SymInt) else sympy.Integer(size)
     terms = []
     for term in sympy.Add.make_args(expr):
         coefficient, product = term.as_coeff_Mul()
@@ -343,7 +327,7 @@ def sym_dim(size, what):
     """Dim JSON of an int or a torch.SymInt size: a constant, or a positive
     multiplier times one symbol and the further symbols (`times`) it is
     multiplied by."""
-    if not isinstance(size, SymInt):
+    if not isinstance(size, torch.SymInt):
         return {"constant": int(size)}
     terms = sym_terms(size, what)["terms"]
     if not terms:
@@ -395,13 +379,13 @@ def scalar_arg(name, value, node="a node"):
                                                        "compute in one of those")}
     if isinstance(value, str):
         return {"name": name, "stringValue": value}
-    if isinstance(value, SymInt):
+    if isinstance(value, torch.SymInt):
         expr = sym_terms(value, f"the {name} of {node}")
         if any("symbols" in term for term in expr["terms"]):
             return {"name": name, "symInt": expr}
         return {"name": name, "intValue": str(int(value))}
     if isinstance(value, (list, tuple)):
-        if any(isinstance(v, SymInt) for v in value):
+        if any(isinstance(v, torch.SymInt) for v in value):
             return {"name": name, "symIntList": {"values": [
                 sym_terms(v, f"the {name} of {node}") for v in value]}}
         if all(isinstance(v, bool) for v in value) and value:
@@ -714,6 +698,7 @@ def _update_running_statistics(gm, node):
 
 BATCH_NORM = torch.ops.aten.native_batch_norm.default
 LAYER_NORM = torch.ops.aten.native_layer_norm.default
+NORMALIZATIONS = (BATCH_NORM, LAYER_NORM, torch.ops.aten.native_group_norm.default)
 
 
 def _training_batch_norms(graph):
@@ -743,9 +728,9 @@ def warn_running_statistics(graph):
 
 def _float32_statistics(node, tensors):
     """The results of a float16 normalization with its statistics (mean and
-    inverse standard deviation) float32, as Kiln's ops give them and torch
-    1.13's meta kernels declared them (torch 2.x's declare them float16;
-    an eval-mode batch norm's, empty in eager, are [C] in Kiln's op)."""
+    inverse standard deviation) float32, as Kiln's ops give them (torch's
+    meta kernels declare them float16; an eval-mode batch norm's, empty in
+    eager, are [C] in Kiln's op)."""
     if node.target is BATCH_NORM and not node.args[5]:
         statistics = [torch.empty(tensors[0].shape[1], dtype=torch.float32, device="meta")] * 2
     else:
@@ -831,6 +816,7 @@ def to_kiln(gm, inputs, name, symbols=None, results=None):
     symbols = symbols or {}
     results = node_results(gm, inputs) if results is None else results
     ids = {}
+    statistics = set()  # ids of float16 normalizations' float32 statistics
     graph = {"name": name, "inputs": [], "nodes": [], "outputs": []}
     next_id = 0
     for index, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
@@ -880,15 +866,23 @@ def to_kiln(gm, inputs, name, symbols=None, results=None):
         tensors = list(result) if isinstance(result, (tuple, list)) else [result]
         if any(t is None for t in tensors):
             tensors = _with_dropped_results(node, tensors, results)
-        if node.target in (BATCH_NORM, LAYER_NORM) and tensors[0].dtype == torch.float16 and any(
+        widened = []  # the results that are float32 statistics
+        if node.target in NORMALIZATIONS and tensors[0].dtype == torch.float16 and any(
                 t.dtype != torch.float32 for t in tensors[1:]):
             tensors = _float32_statistics(node, tensors)
+            widened = tensors[1:]
+        elif _is_view(node) and kiln_node["inputs"] and kiln_node["inputs"][0] in statistics:
+            # A view of one (training graphs save them through an alias).
+            tensors = widened = [torch.empty(t.shape, dtype=torch.float32, device="meta")
+                                 for t in tensors]
         node_ids = []
         for tensor in tensors:
             kiln_node["outputs"].append(next_id)
             kiln_node["outputTypes"].append(
                 tensor_type(tensor, what=f"the result of node '{node.name}' ({node.target})"))
             node_ids.append(next_id)
+            if any(tensor is w for w in widened):
+                statistics.add(next_id)
             next_id += 1
         ids[node] = node_ids if isinstance(result, (tuple, list)) else node_ids[0]
         graph["nodes"].append(kiln_node)
@@ -1012,7 +1006,7 @@ def _flat_function(fn, arguments, state_names):
             return fn(*args, **kwargs)
         state = {name: tensor for names, tensor in zip(state_names, tensors[len(own):])
                  for name in names}
-        return _functional_call(fn, state, tuple(args), kwargs)
+        return torch.func.functional_call(fn, state, tuple(args), kwargs)
     return call if arguments is None else arguments.named(call, count)
 
 
@@ -1118,10 +1112,9 @@ def trace(fn, inputs, name, symbolic=None, weights_seed=None, relations=None,
     if low == torch.bfloat16 and eager_bfloat16:
         low = None
     if low is not None:
-        # The reference is float32 math on the same values, rounded back:
-        # Debian's torch 1.13 has almost no float16 CPU kernels, and its
-        # bfloat16 ones keep statistics in bfloat16 (layer norm is off by
-        # up to 0.0625), which Kiln does not.
+        # The reference is float32 math on the same values, rounded back,
+        # as Kiln computes half-precision ops: eager's half-precision CPU
+        # kernels round some intermediate results to the input's dtype.
         as_float = [t.float() if t.dtype == low else t for t in all_inputs]
         outputs = _as_list(gm(*as_float))
         if low == torch.bfloat16:  # its kernels exist: they say each output's dtype
