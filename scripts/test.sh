@@ -16,7 +16,7 @@ fi
 # (build failure, crash, timeout) counts as one failure. Prints "PASSED FAILED".
 count_cases() {
   python3 - "$1" "$2" <<'PY'
-import os, re, sys, xml.etree.ElementTree as ET
+import glob, os, re, sys, xml.etree.ElementTree as ET
 passed = failed = 0
 line_re = re.compile(r"^(//\S+)\s+(?:\(cached\) )?(PASSED|FAILED|TIMEOUT|FLAKY|NO STATUS|FAILED TO BUILD|SKIPPED)")
 for line in open(sys.argv[1], errors="replace"):
@@ -24,10 +24,12 @@ for line in open(sys.argv[1], errors="replace"):
     if not m:
         continue
     target, status = m.groups()
-    path = os.path.join(sys.argv[2], target[2:].replace(":", "/"), "test.xml")
+    logs = os.path.join(sys.argv[2], target[2:].replace(":", "/"))
+    # A sharded target has one XML per shard.
+    paths = glob.glob(os.path.join(logs, "test.xml")) or glob.glob(os.path.join(logs, "shard_*", "test.xml"))
     cases = fails = 0
-    if status in ("PASSED", "FAILED", "FLAKY") and os.path.exists(path):
-        for suite in ET.parse(path).getroot().iter("testsuite"):
+    if status in ("PASSED", "FAILED", "FLAKY"):
+        for suite in (s for path in paths for s in ET.parse(path).getroot().iter("testsuite")):
             cases += int(suite.get("tests", 0)) - int(suite.get("disabled", 0) or 0) - int(suite.get("skipped", 0) or 0)
             fails += int(suite.get("failures", 0)) + int(suite.get("errors", 0))
     if status == "PASSED" and cases:
