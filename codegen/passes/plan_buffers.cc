@@ -19,6 +19,20 @@ int64_t AlignUp(int64_t value) {
   return (value + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
 }
 
+// Whether `map` reads, at each loop position over `type`, the element
+// written there: identity, a size-1 dim's coordinate possibly pinned to 0.
+bool ReadsTheElementWritten(const ir::AffineMap& map, const ir::TensorType& type) {
+  if (map.num_variables != type.rank() || map.num_coordinates() != type.rank()) return false;
+  for (int d = 0; d < map.num_coordinates(); ++d) {
+    std::vector<int64_t> unit(map.num_variables, 0);
+    unit[d] = 1;
+    const bool pinned = type.sizes[d] == ir::Dim::Constant(1) &&
+                        map.coefficients[d] == std::vector<int64_t>(map.num_variables, 0);
+    if (map.offsets[d] != 0 || (map.coefficients[d] != unit && !pinned)) return false;
+  }
+  return true;
+}
+
 // Why output `output` cannot be written in input `input`'s storage
 // (docs/ARCHITECTURE.md, "Outputs that are inputs"); empty when it can.
 // `last_read` is per value, by alias root.
@@ -43,7 +57,7 @@ std::string WhyNotAliased(const ir::Graph& graph, const Schedule& schedule, cons
   }
   for (const Access& access : kernel.reads) {
     if (plan.alias_root[access.value] != input_value) continue;
-    if (access.value != input_value || !access.map.IsIdentity()) {
+    if (access.value != input_value || !ReadsTheElementWritten(access.map, input_type)) {
       return absl::StrCat("kernel ", writer, " reads input ", input,
                           " at another element than the one it writes");
     }
