@@ -131,6 +131,14 @@ std::string GraphDigest(const ir::Graph& graph) {
   for (const ir::Node& node : graph.nodes) EncodeNode(graph, node, out);
   out.Int(static_cast<int64_t>(graph.outputs.size()));
   for (int output : graph.outputs) out.Int(output);
+  if (!graph.output_aliases.empty()) {  // absent before aliases existed: old keys hold
+    out.Tag('A');
+    out.Int(static_cast<int64_t>(graph.output_aliases.size()));
+    for (const auto& [output, input] : graph.output_aliases) {
+      out.Int(output);
+      out.Int(input);
+    }
+  }
   return out.Digest();
 }
 

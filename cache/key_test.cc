@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_join.h"
+#include "cache/request_key.h"
 #include "codegen/guards.h"
 #include "codegen/prepare.h"
 #include "common/files.h"
@@ -240,6 +241,27 @@ TEST(CacheKeyTest, DefaultsStatedOrOmittedGiveOneKeyAndScalarTypesDiffer) {
   kiln::v1::Graph int_scalar = omitted;
   int_scalar.mutable_nodes(2)->mutable_args(0)->set_int_value(1);  // add(t, 1), not add(t, 1.0)
   EXPECT_NE(KeyOf(int_scalar), KeyOf(omitted));
+}
+
+// f's output 0 has input 0's type: output 0 may be input 0's new value.
+TEST(CacheKeyTest, AGraphThatDiffersOnlyInAliasingHasAnotherKeyAndRequestDigest) {
+  kiln::v1::Graph graph = LoadExample("f");
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = graph;
+  const ToolchainDigests toolchains = {{kiln::v1::TARGET_NATIVE, std::string(64, '1')}};
+  const absl::StatusOr<std::string> digest = RequestDigest(request, toolchains);
+  ASSERT_TRUE(digest.ok()) << digest.status();
+  const std::string key = KeyOf(graph);
+
+  kiln::v1::OutputAlias* alias = graph.add_output_aliases();
+  alias->set_output(0);
+  alias->set_input(0);
+  *request.mutable_graph() = graph;
+  const absl::StatusOr<std::string> aliased_digest = RequestDigest(request, toolchains);
+  ASSERT_TRUE(aliased_digest.ok()) << aliased_digest.status();
+  EXPECT_NE(KeyOf(graph), key);
+  EXPECT_NE(*aliased_digest, *digest);
+  EXPECT_EQ(InputsFor(graph).graph.output_aliases, (std::vector<std::pair<int, int>>{{0, 0}}));
 }
 
 TEST(CacheKeyTest, DeadNodesDoNotChangeTheKey) {

@@ -84,6 +84,14 @@ uint64_t HashOfSizes(const kiln::v1::Signature& signature) {
   return hash.value();
 }
 
+// The input whose storage output k is (Signature.output_aliases), or -1.
+int AliasedInput(const kiln::v1::Signature& signature, int output) {
+  for (const kiln::v1::OutputAlias& alias : signature.output_aliases()) {
+    if (alias.output() == output) return alias.input();
+  }
+  return -1;
+}
+
 bool Overlaps(const TensorView& a, const TensorView& b) {
   const auto [a_begin, a_end] = a.ByteRange();
   const auto [b_begin, b_end] = b.ByteRange();
@@ -694,6 +702,7 @@ absl::Status CompiledGraph::CheckOutputs(const Entry& entry, const Symbols& symb
         "got ", outputs.size(), " output buffers; the graph returns ", signature.outputs_size()));
   }
   for (size_t k = 0; k < outputs.size(); ++k) {
+    if (AliasedInput(signature, k) >= 0) continue;  // the input is written; outputs[k] is not
     const TensorView& output = outputs[k];
     const std::vector<Size>& sizes = entry.guards.output_sizes(k);
     bool shape_ok = output.dtype == signature.outputs(k).dtype() &&
@@ -718,7 +727,7 @@ absl::Status CompiledGraph::CheckOutputs(const Entry& entry, const Symbols& symb
       }
     }
     for (size_t j = 0; j < k; ++j) {
-      if (Overlaps(output, outputs[j])) {
+      if (AliasedInput(signature, j) < 0 && Overlaps(output, outputs[j])) {
         return absl::InvalidArgumentError(absl::StrCat("output ", k, " overlaps output ", j));
       }
     }
@@ -729,9 +738,27 @@ absl::Status CompiledGraph::CheckOutputs(const Entry& entry, const Symbols& symb
 absl::Status CompiledGraph::Invoke(const EntryUse& use, const Symbols& symbols,
                                    absl::Span<const TensorView> inputs,
                                    absl::Span<const TensorView> outputs) {
+  // The kernel writes an aliased input through its one pointer: no other
+  // input may see that memory.
+  for (const kiln::v1::OutputAlias& alias : use->artifact->metadata.signature().output_aliases()) {
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      if (static_cast<int>(j) != alias.input() && Overlaps(inputs[alias.input()], inputs[j])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input ", alias.input(), " is written in place (output ", alias.output(),
+                         ") and overlaps input ", j, "; use separate memory"));
+      }
+    }
+  }
   if (use.copy_inputs()) {
     ASSIGN_OR_RETURN(const CopiedInputs copied, CopyIntoLayouts(*use, symbols, inputs));
-    return Call(*use, symbols, copied.views, outputs);
+    RETURN_IF_ERROR(Call(*use, symbols, copied.views, outputs));
+    // An aliased output was written in the input's copy: it goes back.
+    for (const kiln::v1::OutputAlias& alias :
+         use->artifact->metadata.signature().output_aliases()) {
+      const TensorView& written = copied.views[alias.input()];
+      if (written.data != inputs[alias.input()].data) CopyElements(written, inputs[alias.input()]);
+    }
+    return absl::OkStatus();
   }
   return Call(*use, symbols, inputs, outputs);
 }
@@ -815,14 +842,13 @@ absl::Status CompiledGraph::Run(absl::Span<const TensorView> inputs, OutputAlloc
 
 absl::StatusOr<std::vector<Tensor>> CompiledGraph::RunIntoTensors(
     absl::Span<const TensorView> inputs, bool record) {
-  std::vector<Tensor> outputs;
+  std::vector<Tensor> outputs(graph_.outputs_size());  // an aliased output stays empty
   RETURN_IF_ERROR(RunAllocating(
       inputs,
-      [&](int, DType dtype, absl::Span<const int64_t> sizes) -> absl::StatusOr<TensorView> {
-        ASSIGN_OR_RETURN(Tensor output,
+      [&](int k, DType dtype, absl::Span<const int64_t> sizes) -> absl::StatusOr<TensorView> {
+        ASSIGN_OR_RETURN(outputs[k],
                          Tensor::Empty(dtype, std::vector<int64_t>(sizes.begin(), sizes.end())));
-        outputs.push_back(std::move(output));
-        return outputs.back().view();
+        return outputs[k].view();
       },
       record));
   return outputs;
@@ -849,6 +875,10 @@ absl::Status CompiledGraph::RunAllocating(absl::Span<const TensorView> inputs,
   int64_t stack_sizes[8];
   std::vector<int64_t> heap_sizes;
   for (int k = 0; k < signature.outputs_size(); ++k) {
+    if (const int input = AliasedInput(signature, k); input >= 0) {
+      views[k] = inputs[input];  // the kernel writes the input: nothing to allocate
+      continue;
+    }
     const std::vector<Size>& dims = entry->guards.output_sizes(k);
     int64_t* sizes = stack_sizes;
     if (dims.size() > std::size(stack_sizes)) {
@@ -870,7 +900,10 @@ absl::Status CompiledGraph::RunAllocating(absl::Span<const TensorView> inputs,
 
 std::optional<PaddedShape> CompiledGraph::PaddedShapeFor(absl::Span<const TensorView> inputs,
                                                          uint64_t sizes_hash) {
-  if (!has_paddable_.load(std::memory_order_acquire)) return std::nullopt;
+  // Padding copies the inputs: an aliased output would be written in the copy.
+  if (!has_paddable_.load(std::memory_order_acquire) || graph_.output_aliases_size() > 0) {
+    return std::nullopt;
+  }
   absl::ReaderMutexLock lock(&mutex_);
   if (static_by_sizes_.contains(sizes_hash)) return std::nullopt;
   std::optional<PaddedShape> shape = PadShape(paddable_, inputs);

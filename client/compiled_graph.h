@@ -135,11 +135,19 @@ class CompiledGraph final : private ForkAware {
   absl::StatusOr<WarmupResult> Warmup(const kiln::v1::WarmupPlan& plan, const std::string& plan_dir,
                                       const WarmupProgress& progress = nullptr);
 
-  // Runs with outputs allocated here.
+  // An output the artifact's signature pairs with input i
+  // (Signature.output_aliases, docs/ARCHITECTURE.md "Outputs that are
+  // inputs") is written in input i itself: nothing is allocated, copied or
+  // checked for it, and outputs[k] below is neither checked nor written
+  // (an input copied into the artifact's layout is copied back). A graph
+  // with output aliases is never padded to a bucket.
+  //
+  // Runs with outputs allocated here; an aliased output's Tensor is empty.
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs);
   // Runs with outputs from `allocate`: given output k's dtype and sizes, it
   // returns contiguous memory for them (a torch.empty, say) that stays
-  // valid until Run returns, or an error Run returns.
+  // valid until Run returns, or an error Run returns. It is not called for
+  // an aliased output.
   using OutputAllocator = absl::FunctionRef<absl::StatusOr<TensorView>(
       int k, DType dtype, absl::Span<const int64_t> sizes)>;
   absl::Status Run(absl::Span<const TensorView> inputs, OutputAllocator allocate);

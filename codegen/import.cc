@@ -293,6 +293,32 @@ absl::Status CheckSymbolsAreBound(const ir::Graph& graph) {
 
 // The counts and names of `proto` against limits.h, before anything reads
 // further: later errors quote names (a node's, a later node's).
+absl::Status ImportOutputAliases(const kiln::v1::Graph& proto, ir::Graph& graph) {
+  std::vector<bool> output_taken(graph.outputs.size()), input_taken(graph.inputs.size());
+  for (int a = 0; a < proto.output_aliases_size(); ++a) {
+    const kiln::v1::OutputAlias& alias = proto.output_aliases(a);
+    const std::string where = absl::StrCat("output_aliases[", a, "]");
+    if (alias.output() < 0 || alias.output() >= static_cast<int>(graph.outputs.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".output is ", alias.output(),
+                                                     "; the graph has ", graph.outputs.size(),
+                                                     " outputs"));
+    }
+    if (alias.input() < 0 || alias.input() >= static_cast<int>(graph.inputs.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ".input is ", alias.input(), "; the graph has ", graph.inputs.size(), " inputs"));
+    }
+    if (output_taken[alias.output()] || input_taken[alias.input()]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " names output ", alias.output(), " or input ", alias.input(),
+                       " a second time; each output and input may alias once"));
+    }
+    output_taken[alias.output()] = input_taken[alias.input()] = true;
+    graph.output_aliases.emplace_back(alias.output(), alias.input());
+  }
+  std::sort(graph.output_aliases.begin(), graph.output_aliases.end());  // canonical
+  return absl::OkStatus();
+}
+
 absl::Status CheckCountsAndNames(const kiln::v1::Graph& proto) {
   using limits::CheckCount;
   using limits::CheckNameLength;
@@ -480,6 +506,7 @@ absl::StatusOr<ir::Graph> ImportGraph(const kiln::v1::Graph& proto) {
     }
     graph.outputs.push_back(it->second);
   }
+  RETURN_IF_ERROR(ImportOutputAliases(proto, graph));
   RETURN_IF_ERROR(ImportRelations(proto, graph));
   RETURN_IF_ERROR(CheckSymbolsAreBound(graph));
   return graph;

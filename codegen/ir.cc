@@ -238,6 +238,7 @@ Graph WithInputsOf(const Graph& graph, std::vector<int>& new_value) {
   Graph result;
   result.name = graph.name;
   result.input_names = graph.input_names;
+  result.output_aliases = graph.output_aliases;
   new_value.assign(graph.values.size(), -1);
   for (int input : graph.inputs) {
     new_value[input] = result.AddValue(graph.values[input], -1);
@@ -377,6 +378,9 @@ std::string ToString(const Graph& graph) {
                   absl::StrJoin(graph.outputs, ", ",
                                 [](std::string* out, int v) { absl::StrAppend(out, "%", v); }),
                   ")\n");
+  for (const auto& [output, input] : graph.output_aliases) {
+    absl::StrAppend(&text, "output ", output, " is the new value of input ", input, "\n");
+  }
   return text;
 }
 

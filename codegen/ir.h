@@ -150,9 +150,12 @@ struct Graph {
   std::vector<std::string> input_names;  // for humans only
   std::vector<Node> nodes;               // topological order
   std::vector<int> outputs;              // value indices, in output order
-  std::vector<std::string> symbols;      // symbol names by index
-  std::vector<SymbolBounds> bounds;      // by symbol index, as long as `symbols`
-  std::string name;                      // for humans only
+  // Per alias: {output position, input position}: the output is the new
+  // value of the input (kiln.v1.OutputAlias), sorted.
+  std::vector<std::pair<int, int>> output_aliases;
+  std::vector<std::string> symbols;  // symbol names by index
+  std::vector<SymbolBounds> bounds;  // by symbol index, as long as `symbols`
+  std::string name;                  // for humans only
 
   // Adds a value produced by `node` (-1 for an input) and returns its index.
   int AddValue(TensorType type, int node);
@@ -164,8 +167,9 @@ struct Graph {
   int SymbolIndex(const std::string& name);
 };
 
-// A graph with `graph`'s name and inputs (input names, types) and nothing
-// else, for a pass that rebuilds `graph`; `new_value` maps `graph`'s input
+// A graph with `graph`'s name, inputs (input names, types) and output
+// aliases and nothing else, for a pass that rebuilds `graph` (its outputs
+// in the same order); `new_value` maps `graph`'s input
 // values to the copies (-1 for every other value).
 Graph WithInputsOf(const Graph& graph, std::vector<int>& new_value);
 

@@ -42,6 +42,12 @@ absl::StatusOr<GeneratedCode> GenerateCode(const CodegenInputs& inputs, bool kee
     type.strides = ir::ContiguousStrides(type.sizes);  // outputs are contiguous
     *code.signature.add_outputs() = ExportTensorType(type, graph);
   }
+  for (const Storage& storage : plan.storages) {
+    if (storage.kind != Storage::Kind::kOutput || storage.aliased_input < 0) continue;
+    kiln::v1::OutputAlias* alias = code.signature.add_output_aliases();
+    alias->set_output(storage.index);
+    alias->set_input(storage.aliased_input);
+  }
   for (const std::string& symbol : graph.symbols) code.signature.add_symbols(symbol);
   code.signature.set_scratch_bytes(plan.symbolic_scratch ? -1 : plan.scratch_bytes);
   return code;

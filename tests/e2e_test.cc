@@ -515,6 +515,80 @@ TEST_F(EndToEndTest, StaticGuardsAndOutputBuffersAreChecked) {
             absl::InvalidArgumentError("output 0 overlaps input 0 'x'; use separate memory"));
 }
 
+// cache += x with output 0 the new value of input 0 (the cache).
+kiln::v1::Graph AccumulateIntoCache() {
+  kiln::v1::Graph graph;
+  graph.set_name("accumulate");
+  for (const char* name : {"cache", "x"}) {
+    kiln::v1::Input* input = graph.add_inputs();
+    input->set_value(graph.inputs_size() - 1);
+    input->set_name(name);
+    *input->mutable_type() = Vector(8);
+  }
+  kiln::v1::Node* add = graph.add_nodes();
+  add->set_op("aten.add.Tensor");
+  add->add_inputs(0);
+  add->add_inputs(1);
+  add->add_outputs(2);
+  *add->add_output_types() = Vector(8);
+  graph.add_outputs(2);
+  kiln::v1::OutputAlias* alias = graph.add_output_aliases();
+  alias->set_output(0);
+  alias->set_input(0);
+  return graph;
+}
+
+TEST_F(EndToEndTest, AnAliasedOutputIsTheInputsStorageAndNothingIsCopied) {
+  auto client = daemon_.Connect();
+  ASSERT_TRUE(client.ok());
+  CompiledGraph graph(client->get(), AccumulateIntoCache());
+  graph.set_stride_miss(CompiledGraph::StrideMiss::kCopyToTracedLayout);
+  std::vector<float> cache(8, 1.0f), x(8, 2.0f);
+  const std::vector<int64_t> sizes = {8}, strides = {1};
+  const TensorView cache_view{cache.data(), kiln::v1::FLOAT32, sizes, strides};
+  const TensorView x_view{x.data(), kiln::v1::FLOAT32, sizes, strides};
+  int allocated = 0;
+  ASSERT_TRUE(graph
+                  .Run({cache_view, x_view},
+                       [&](int, DType, absl::Span<const int64_t>) -> absl::StatusOr<TensorView> {
+                         ++allocated;
+                         return absl::InternalError("an aliased output was allocated");
+                       })
+                  .ok());
+  EXPECT_EQ(allocated, 0);
+  EXPECT_EQ(cache, std::vector<float>(8, 3.0f)) << "written in the cache's own storage";
+  auto metadata = graph.ArtifactFor({cache_view, x_view});
+  ASSERT_TRUE(metadata.ok()) << metadata.status();
+  ASSERT_EQ(metadata->signature().output_aliases_size(), 1);
+  EXPECT_EQ(metadata->signature().output_aliases(0).input(), 0);
+
+  // Run(inputs) returns an empty tensor for it; into caller-given outputs,
+  // the input itself may be passed.
+  auto outputs = graph.Run({cache_view, x_view});
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(outputs->size(), 1u);
+  EXPECT_EQ((*outputs)[0].data<float>(), nullptr);
+  EXPECT_EQ(cache, std::vector<float>(8, 5.0f));
+  ASSERT_TRUE(graph.Run({cache_view, x_view}, {cache_view}).ok());
+  EXPECT_EQ(cache, std::vector<float>(8, 7.0f));
+
+  // A cache in another layout is copied into the artifact's, and back.
+  std::vector<float> spread(16, -1.0f);
+  for (int i = 0; i < 8; ++i) spread[2 * i] = 1.0f;
+  const std::vector<int64_t> every_other = {2};
+  ASSERT_TRUE(graph.Run({{spread.data(), kiln::v1::FLOAT32, sizes, every_other}, x_view}).ok());
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(spread[2 * i], 3.0f) << i;
+    EXPECT_EQ(spread[2 * i + 1], -1.0f) << i;
+  }
+  // A cache that other inputs can see is refused before the kernel runs.
+  EXPECT_EQ(
+      graph.Run({cache_view, cache_view}).status(),
+      absl::InvalidArgumentError(
+          "input 0 is written in place (output 0) and overlaps input 1; use separate memory"));
+  EXPECT_EQ(Stats().compiles(), 1);
+}
+
 TEST_F(EndToEndTest, NewSizesGetASpecializationAndChangedDimsTurnSymbolic) {
   auto client = daemon_.Connect();
   ASSERT_TRUE(client.ok());

@@ -188,7 +188,8 @@ class PyCompiledGraph {
   }
 
   // compiled(*tensors) -> [tensors]: the graph's outputs, less the new
-  // values of the inputs changed in place, which are copied into them.
+  // values of the inputs changed in place, which are copied into them
+  // unless the kernel wrote them there (Signature.output_aliases).
   py::list Call(const py::args& args) {
     const size_t n = args.size();
     std::vector<TensorView> inputs(n);
@@ -226,6 +227,9 @@ class PyCompiledGraph {
     }
     const int kept = compiled_->graph().outputs_size() - static_cast<int>(writes_.size());
     std::vector<at::Tensor> outputs(kept);
+    // An output the kernel writes in its input is never allocated (and
+    // never copied back).
+    std::vector<bool> allocated(compiled_->graph().outputs_size(), false);
     std::vector<at::Tensor> written = TakeWritten();
     const absl::Cleanup give_back = [&] { GiveBackWritten(std::move(written)); };
     absl::Status status;
@@ -237,6 +241,7 @@ class PyCompiledGraph {
           [&](int k, DType dtype, absl::Span<const int64_t> sizes) -> absl::StatusOr<TensorView> {
             const at::IntArrayRef shape(sizes.data(), sizes.size());
             const at::ScalarType type = ToTorch(dtype);
+            allocated[k] = true;
             at::Tensor& output = k < kept ? outputs[k] : written[k - kept];
             if (k < kept || !output.defined() || output.sizes() != shape ||
                 output.scalar_type() != type) {
@@ -252,7 +257,9 @@ class PyCompiledGraph {
       py::gil_scoped_release unlocked;
       const ForkGuard copying;
       const at::AutoGradMode no_grad(false);  // as eager's in-place op left them
-      for (size_t j = 0; j < targets.size(); ++j) targets[j].copy_(written[j]);
+      for (size_t j = 0; j < targets.size(); ++j) {
+        if (allocated[kept + j]) targets[j].copy_(written[j]);
+      }
     }
     py::list result(outputs.size());
     for (size_t k = 0; k < outputs.size(); ++k) {

@@ -13,15 +13,17 @@
  * `symbols` holds the value of each size symbol, in the signature's order.
  * kiln_run returns 0 on success. Inputs follow the strides the artifact's
  * guards state; outputs are contiguous, caller-allocated, and never overlap
- * an input; scratch is kiln_scratch_bytes(symbols) bytes (info->scratch_bytes
- * when the graph has no symbols; -1 there when it depends on them),
- * 64-byte aligned. kiln_run returns 2 when a runtime service failed (the
- * runtime has told stderr why: no oneDNN for a convolution).
+ * an input; an output the signature's output_aliases pair with input i is
+ * written in input i's memory, and outputs[k] is ignored for it. Scratch is
+ * kiln_scratch_bytes(symbols) bytes (info->scratch_bytes when the graph has
+ * no symbols; -1 there when it depends on them), 64-byte aligned. kiln_run
+ * returns 2 when a runtime service failed (the runtime has told stderr why:
+ * no oneDNN for a convolution).
  */
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
-#define KILN_ABI_VERSION 6
+#define KILN_ABI_VERSION 7
 
 typedef long long kiln_int64;
 typedef unsigned int kiln_uint32;

@@ -585,8 +585,9 @@ StorageDeclarations DeclareStorages(const ir::Graph& graph, const BufferPlan& pl
       case Storage::Kind::kInput:
         address = absl::StrCat("inputs[", storage.index, "]");
         break;
-      case Storage::Kind::kOutput:
-        address = absl::StrCat("outputs[", storage.index, "]");
+      case Storage::Kind::kOutput:  // an aliased output: the input's storage, written
+        address = storage.aliased_input >= 0 ? absl::StrCat("inputs[", storage.aliased_input, "]")
+                                             : absl::StrCat("outputs[", storage.index, "]");
         break;
       case Storage::Kind::kScratch:
         address =

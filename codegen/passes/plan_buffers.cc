@@ -19,6 +19,62 @@ int64_t AlignUp(int64_t value) {
   return (value + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
 }
 
+// Whether `map` reads, at each loop position over `type`, the element
+// written there: identity, a size-1 dim's coordinate possibly pinned to 0.
+bool ReadsTheElementWritten(const ir::AffineMap& map, const ir::TensorType& type) {
+  if (map.num_variables != type.rank() || map.num_coordinates() != type.rank()) return false;
+  for (int d = 0; d < map.num_coordinates(); ++d) {
+    std::vector<int64_t> unit(map.num_variables, 0);
+    unit[d] = 1;
+    const bool pinned = type.sizes[d] == ir::Dim::Constant(1) &&
+                        map.coefficients[d] == std::vector<int64_t>(map.num_variables, 0);
+    if (map.offsets[d] != 0 || (map.coefficients[d] != unit && !pinned)) return false;
+  }
+  return true;
+}
+
+// Why output `output` cannot be written in input `input`'s storage
+// (docs/ARCHITECTURE.md, "Outputs that are inputs"); empty when it can.
+// `last_read` is per value, by alias root.
+std::string WhyNotAliased(const ir::Graph& graph, const Schedule& schedule, const BufferPlan& plan,
+                          const std::vector<int>& last_read, int output, int input) {
+  const int input_value = graph.inputs[input];
+  const int writer = schedule.output_kernel[output];
+  const Kernel& kernel = schedule.kernels[writer];
+  if (kernel.kind != Kernel::Kind::kPointwise || kernel.value != graph.outputs[output]) {
+    return absl::StrCat("output ", output, " is not computed by a pointwise kernel of its own");
+  }
+  const ir::TensorType& input_type = graph.values[input_value];
+  const ir::TensorType& output_type = graph.values[graph.outputs[output]];
+  if (input_type.dtype != output_type.dtype || input_type.sizes != output_type.sizes ||
+      !input_type.IsContiguous()) {
+    return absl::StrCat("input ", input, " is not a contiguous tensor of output ", output,
+                        "'s dtype and sizes");
+  }
+  if (last_read[input_value] != writer) {
+    return absl::StrCat("input ", input, " is read after the kernel that writes output ", output,
+                        " (kernel ", last_read[input_value], ")");
+  }
+  for (const Access& access : kernel.reads) {
+    if (plan.alias_root[access.value] != input_value) continue;
+    if (access.value != input_value || !ReadsTheElementWritten(access.map, input_type)) {
+      return absl::StrCat("kernel ", writer, " reads input ", input,
+                          " at another element than the one it writes");
+    }
+  }
+  const KernelGroup& group = schedule.groups[schedule.group_of[writer]];
+  for (int other = group.begin; other < group.end; ++other) {
+    if (other == writer) continue;
+    for (const Access& access : schedule.kernels[other].reads) {
+      if (plan.alias_root[access.value] == input_value) {
+        return absl::StrCat("kernel ", other, ", of the same group as kernel ", writer,
+                            ", reads input ", input);
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopProgram& program,
@@ -69,6 +125,25 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
     for (const Access& access : kernel.reads) last_read[plan.alias_root[access.value]] = k;
   }
 
+  // Outputs that are inputs: output k takes input i's storage (and the
+  // input value moves there) when the proof holds; else a note says why not.
+  for (const auto& [output, input] : graph.output_aliases) {
+    const std::string why_not = WhyNotAliased(graph, schedule, plan, last_read, output, input);
+    if (!why_not.empty()) {
+      plan.notes.push_back(
+          absl::StrCat("output ", output, " is not input ", input, "'s storage: ", why_not));
+      continue;
+    }
+    Storage& target = plan.storages[plan.storage_of[graph.outputs[output]]];
+    Storage& from = plan.storages[plan.storage_of[graph.inputs[input]]];
+    target.aliased_input = input;
+    target.values.insert(target.values.begin(), graph.inputs[input]);
+    plan.storage_of[graph.inputs[input]] = plan.storage_of[graph.outputs[output]];
+    from.values.clear();  // left empty; skipped from here on
+    plan.notes.push_back(
+        absl::StrCat("output ", output, " is written in input ", input, "'s storage"));
+  }
+
   // Per value: how many kernels of the current group read its memory
   // (counted once per group, so a group of n kernels costs O(n), not n^2).
   std::vector<int> group_readers(num_values, 0);
@@ -98,6 +173,11 @@ absl::StatusOr<BufferPlan> PlanBuffers(const ir::Graph& graph, const ir::LoopPro
     }
     if (kernel.kind != Kernel::Kind::kPointwise) continue;
     const int written = kernel.value;
+    // An output in an input's storage: nothing may be written there before.
+    if (plan.storage_of[written] >= 0 &&
+        plan.storages[plan.storage_of[written]].aliased_input >= 0) {
+      continue;
+    }
     const ir::TensorType& type = graph.values[written];
     for (const Access& candidate : kernel.reads) {
       const int read = candidate.value;
@@ -277,6 +357,9 @@ std::string ToString(const BufferPlan& plan) {
         break;
       case Storage::Kind::kOutput:
         absl::StrAppend(&text, "output ", storage.index);
+        if (storage.aliased_input >= 0) {
+          absl::StrAppend(&text, " (input ", storage.aliased_input, "'s storage)");
+        }
         break;
       case Storage::Kind::kScratch:
         if (storage.is_symbolic()) {

@@ -11,6 +11,14 @@
 // the stack, when a row is small — the mm result of
 // relu(x @ x.T + 1) lives in the output buffer, but in
 // (x @ x.T, relu(x @ x.T + 1)) it is output 0 and stays apart.
+//
+// An output the graph says is an input's new value (Graph::output_aliases)
+// is written in that input's storage, which then holds both values, when
+// docs/ARCHITECTURE.md's "Outputs that are inputs" proves it safe: a
+// pointwise kernel of its own writes it, the input has its dtype and sizes
+// and is contiguous, that kernel reads the input last, only at identity,
+// and no other kernel of its group reads the input. Nothing is computed in
+// place into such a storage. Otherwise a note says which condition failed.
 #ifndef KILN_CODEGEN_PASSES_PLAN_BUFFERS_H_
 #define KILN_CODEGEN_PASSES_PLAN_BUFFERS_H_
 
@@ -30,7 +38,10 @@ struct Storage {
   // in the runtime's per-thread scratch when its length is symbolic.
   enum class Kind { kInput, kOutput, kScratch, kRow };
   Kind kind = Kind::kScratch;
-  int index = -1;      // kInput / kOutput: position; kRow: the group
+  int index = -1;  // kInput / kOutput: position; kRow: the group
+  // kOutput: the input whose storage it is (an output alias the planner
+  // proved safe, see below), or -1.
+  int aliased_input = -1;
   int64_t offset = 0;  // kScratch: byte offset in the arena (static slices)
   ir::SymExpr bytes;   // size: symbolic when the value's sizes are
   int slot = -1;       // symbolic kScratch: its run-time slot (BufferPlan::slots)

@@ -131,4 +131,5 @@ def trace(ep, name):
             relations.append({"range": relation})
     if relations:
         graph["relations"] = relations
+    _tracing.alias_writes(graph, writes)
     return graph, lifted, names, structure, writes, layout

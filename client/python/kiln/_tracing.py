@@ -1074,7 +1074,18 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
         mark_symbolic(fn, inputs, graph, symbolic, name, arguments)
     if relations:
         graph["relations"] = relations + graph.get("relations", [])
+    alias_writes(graph, writes)
     return graph, lifted, gm, structure, writes
+
+
+def alias_writes(graph, writes):
+    """Marks the graph's last outputs, the new values of the inputs at
+    `writes`, as those inputs' (Graph.output_aliases): Kiln writes each in
+    its input's storage when it can (docs/ARCHITECTURE.md, "Outputs that are
+    inputs"), and copies it back otherwise."""
+    first = len(graph["outputs"]) - len(writes)
+    graph["outputAliases"] = [{"output": first + j, "input": position}
+                              for j, position in enumerate(writes)]
 
 
 def _input_positions(gm, nodes):
