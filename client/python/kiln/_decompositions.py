@@ -59,6 +59,7 @@ def _index(x, indices):
 def _gather_along(x, dim, positions, count):
     """x gathered along dim at `positions` (int64, one per result position),
     and where a position is outside [0, count): a mask of x's rank."""
+    dim = dim + x.dim() if dim < 0 else dim
     outside = (positions < 0).logical_or(positions >= count)
     gathered = torch.index_select(x, dim, positions.clamp(0, count - 1))
     return gathered, outside.view([-1] + [1] * (x.dim() - dim - 1))
