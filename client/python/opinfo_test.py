@@ -12,9 +12,11 @@ coverage section differs from the run.
     opinfo_test.py --write-docs    the test, then docs/OPS.md's coverage section rewritten
     opinfo_test.py --only NAME     the entries named so (no file checks): for debugging
 
-Samples run in worker processes (WORKERS of them, one kilnd for the run, a
-fresh cache), so a worker that crashes is named with its sample and the run
-goes on in a new one.
+Samples run in worker processes (one kilnd for the run, a fresh cache), so a
+worker that crashes is named with its sample and the run goes on in a new one.
+A worker compiles an entry's samples as one graph, and each alone when that
+is refused or wrong. Under Bazel's sharding each shard runs every n-th entry;
+the first also checks docs/OPS.md, from eager's samples and the refusals list.
 """
 import argparse
 import collections
@@ -34,7 +36,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFUSALS = os.path.join(HERE, "opinfo_refusals.txt")
 SAMPLES = 3
-WORKERS = 2
+WORKERS = 2  # unsharded; a shard runs one (Bazel runs shards side by side)
 DTYPES = ("float32", "float64", "int64", "bool")
 COVERAGE_END = "<!-- end of the OpInfo coverage (client/python/opinfo_test.py) -->\n"
 
@@ -252,8 +254,9 @@ def _worker_process():
                             stderr=subprocess.DEVNULL, env=os.environ)
 
 
-def run(chosen):
-    """{(entry, dtype): {sample index: result}} for every chosen entry."""
+def run(chosen, workers):
+    """{(entry, dtype): {sample index: result}} for every chosen entry, run
+    by `workers` worker processes."""
     tasks = queue.Queue()
     for item in chosen:
         tasks.put(item)
@@ -304,7 +307,7 @@ def run(chosen):
         process.stdin.close()
         process.wait()
 
-    threads = [threading.Thread(target=serve) for _ in range(WORKERS)]
+    threads = [threading.Thread(target=serve) for _ in range(workers)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -328,13 +331,46 @@ def refusal_lines(results):
 
 
 def read_refusals():
+    """{(entry, dtype): [line]} of opinfo_refusals.txt."""
+    listed = collections.defaultdict(list)
     with open(REFUSALS) as file:
-        return [line.rstrip("\n") for line in file if line.strip() and not line.startswith("#")]
+        for line in file:
+            if line.strip() and not line.startswith("#"):
+                name, dtype, _ = line.split(" ", 2)
+                listed[(name, dtype)].append(line.rstrip("\n"))
+    return listed
+
+
+def eager_samples(chosen):
+    """{(entry, dtype): [the indices of the chosen samples that eager runs]}."""
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+    by_name = {entry_name(op): op for op in op_db}
+    runs = {}
+    for name, dtype in chosen:
+        op = by_name[name]
+        runs[(name, dtype)] = [index for index, sample in _choose_samples(op, getattr(torch, dtype))
+                               if _eager(*_as_call(op, sample)) is not None]
+    return runs
+
+
+def listed_results(runs, listed):
+    """What the run of every entry gives when opinfo_refusals.txt is right:
+    {(entry, dtype): {index: result}}, the listed samples refused, the rest passing."""
+    results = {}
+    for key, indices in runs.items():
+        outcome = {index: "pass" for index in indices}
+        for line in listed.get(key, []):
+            which, reason = line.split(" ", 2)[2].split(": ", 1)
+            for index in indices if which == "*" else map(int, which.split(",")):
+                outcome[index] = ["refused", reason]
+        results[key] = outcome
+    return results
 
 
 def coverage(results):
     """docs/OPS.md's coverage section, from a run."""
-    by_family = collections.defaultdict(lambda: collections.Counter())
+    by_family = collections.defaultdict(collections.Counter)
     total = collections.Counter()
     reasons = collections.Counter()
     for (name, _), outcome in results.items():
@@ -342,27 +378,24 @@ def coverage(results):
         counts["entries"] += 1
         kinds = [r if isinstance(r, str) else r[0] for r in outcome.values()]
         counts["samples"] += len(kinds)
-        for kind in kinds:
-            counts[kind] += 1
-            total[kind] += 1
         total["samples"] += len(kinds)
+        counts.update(kinds)
+        total.update(kinds)
         if kinds and all(kind == "pass" for kind in kinds):
             counts["entries passing"] += 1
-        for result in outcome.values():
-            if not isinstance(result, str) and result[0] == "refused":
-                reasons[result[1]] += 1
+        reasons.update(r[1] for r in outcome.values() if not isinstance(r, str))
     rate = 100.0 * total["pass"] / max(total["samples"], 1)
     text = ["# Op coverage: PyTorch's OpInfo suite\n\n",
             f"**{total['pass']} of {total['samples']} samples pass natively ({rate:.1f}%)**; "
-            f"{total['refused']} are refused, {total['wrong']} wrong, {total['crash']} crash. "
+            f"{total['refused']} are refused, 0 wrong, 0 crash. "
             f"{len(results)} OpInfo entries (torch's `op_db`) that run on the CPU in float32, "
             "float64, int64 or bool (the first each supports), up to "
-            f"{SAMPLES} samples each, through `kiln.compile`, compared with eager "
-            "(`//client/python:opinfo_test`; the refusals it expects are "
-            "`client/python/opinfo_refusals.txt`). Regenerate this section: "
+            f"{SAMPLES} samples each (those eager runs), through `kiln.compile`, compared with "
+            "eager by `//client/python:opinfo_test`; the refusals it expects, with Kiln's "
+            "reasons, are `client/python/opinfo_refusals.txt`. Regenerate this section: "
             "`bazel run //client/python:opinfo_test -- --write-docs`. No sample runs through "
             "torch yet: a refused sample is refused whole.\n\n",
-            "| family | entries | all samples pass | samples | native | through torch | "
+            "| family | entries | entries passing | samples | native | through torch | "
             "refused |\n",
             "| --- | --- | --- | --- | --- | --- | --- |\n"]
     for label in sorted(by_family):
@@ -390,29 +423,39 @@ def split_docs(text):
     return head + marker + "\n", rest[1:] if rest.startswith("\n") else rest
 
 
-def check(results, write_docs):
+def check_run(results, listed):
+    """The problems of a run: wrong results, crashes, and refusals that differ
+    from opinfo_refusals.txt's lines for the entries run."""
     problems = []
     for (name, dtype), outcome in sorted(results.items()):
         for index, result in sorted(outcome.items()):
             if not isinstance(result, str) and result[0] in ("wrong", "crash"):
                 problems.append(f"{result[0]}: {name} {dtype} sample {index}: {result[1]}")
-    made, listed = refusal_lines(results), read_refusals()
-    for line in sorted(set(made) - set(listed)):
+    made = set(refusal_lines(results))
+    expected = {line for key in results for line in listed.get(key, [])}
+    for line in sorted(made - expected):
         problems.append(f"refused, not in {os.path.basename(REFUSALS)}: {line}")
-    for line in sorted(set(listed) - set(made)):
+    for line in sorted(expected - made):
         problems.append(f"{os.path.basename(REFUSALS)} lists a refusal this run does not make "
                         f"(it passes now, or is refused otherwise): delete the line: {line}")
-    section = coverage(results)
+    return problems
+
+
+def check_docs(chosen, listed, write):
+    """docs/OPS.md's coverage section against what every entry gives when
+    opinfo_refusals.txt is right (each shard's run checks that it is)."""
+    section = coverage(listed_results(eager_samples(chosen), listed))
     path = docs_path()
     with open(path) as file:
         current, rest = split_docs(file.read())
-    if write_docs:
+    if write:
         with open(path, "w") as file:
             file.write(section + rest)
-    elif current != section:
-        problems.append("docs/OPS.md's coverage section differs from this run: "
-                        "bazel run //client/python:opinfo_test -- --write-docs")
-    return problems
+        return []
+    if current != section:
+        return ["docs/OPS.md's coverage section differs from this run: "
+                "bazel run //client/python:opinfo_test -- --write-docs"]
+    return []
 
 
 def main():
@@ -427,13 +470,20 @@ def main():
         return worker()
     sys.path.insert(0, HERE)
     import kiln
+    chosen = entries(flags.only)
+    # Bazel's shards: each runs every n-th entry; the first also checks the docs.
+    shards = int(os.environ.get("TEST_TOTAL_SHARDS", "1"))
+    shard = int(os.environ.get("TEST_SHARD_INDEX", "0"))
+    if os.environ.get("TEST_SHARD_STATUS_FILE"):
+        open(os.environ["TEST_SHARD_STATUS_FILE"], "w").close()
     root = tempfile.mkdtemp(prefix="kop", dir="/tmp")
     os.environ["KILN_SOCKET"] = os.path.join(root, "s")
     os.environ["KILN_CACHE_DIR"] = os.path.join(root, "cache")
     pid = int(kiln._default_client().daemon()["pid"])
     try:
-        results = run(entries(flags.only))
-        alive = int(kiln._default_client().daemon()["pid"]) == pid
+        results = run(chosen[shard::shards], 1 if shards > 1 else WORKERS)
+        daemon = kiln._default_client().daemon()
+        compiles = kiln.stats()["daemon"]
     finally:
         try:
             os.kill(pid, signal.SIGTERM)
@@ -446,13 +496,17 @@ def main():
     kinds = collections.Counter(r if isinstance(r, str) else r[0]
                                 for outcome in results.values() for r in outcome.values())
     print(f"{len(results)} entries, {sum(kinds.values())} samples: " +
-          ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items())))
-    problems = [] if alive else ["kilnd died during the run (another pid answers now)"]
+          ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items())) +
+          f"; kilnd compiled {compiles['compiles']} graphs in "
+          f"{compiles['compile_ms_total'] / 1000:.0f} s")
+    problems = [] if int(daemon["pid"]) == pid else ["kilnd died during the run"]
     if flags.only:
-        problems += [f"{line}" for line in refusal_lines(results)]
-        print("\n".join(problems))
+        print("\n".join(problems + refusal_lines(results)))
         return 0
-    problems += check(results, flags.write_docs)
+    listed = read_refusals()
+    problems += check_run(results, listed)
+    if shard == 0:
+        problems += check_docs(chosen, listed, flags.write_docs)
     if problems:
         print(f"{len(problems)} problems:\n" + "\n".join(problems))
         return 1

@@ -1,6 +1,7 @@
-"""kiln.compile of the tracer's scatter decompositions (kiln/_decompositions.py)
-with negative dims, and of ops on empty tensors, through a real kilnd
-(conftest.py starts it).
+"""kiln.compile of what the OpInfo suite (opinfo_test.py) found wrong or
+refused: the tracer's scatter decompositions with negative dims, ops on empty
+tensors, attention's logsumexp, writes into views (kiln/_decompositions.py,
+kiln/_tracing.py), through a real kilnd (conftest.py starts it).
 
 Runs under pytest (the checkout's .venv); each test case is counted by
 the test command through the JUnit XML written to $XML_OUTPUT_FILE.
@@ -31,6 +32,26 @@ def test_select_scatter_counts_negative_dims_from_the_end(dim, index):
 def test_slice_scatter_counts_negative_dims_from_the_end():
     x, src = torch.randn(2, 3, 6), torch.randn(2, 3, 2)
     assert_same(lambda a, b: torch.slice_scatter(a, b, -1, 1, 5, 2), x, src)
+
+
+def test_pixel_shuffle_of_no_channels_is_empty():
+    assert_same(lambda x: torch.pixel_shuffle(x, 2), torch.randn(1, 0, 4, 4))
+
+
+def test_flash_attention_for_cpu_returns_the_logsumexp_of_the_scores():
+    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    q, k, v = torch.randn(2, 2, 3, 8), torch.randn(2, 2, 6, 8), torch.randn(2, 2, 6, 8)
+    for options in [{"is_causal": True}, {"attn_mask": torch.randn(3, 6)}]:
+        fn = lambda q, k, v: flash(q, k, v, **options)  # noqa: E731
+        got = kiln.compile(fn, [q, k, v])(q, k, v)
+        torch.testing.assert_close(got, list(fn(q, k, v)), rtol=1e-4, atol=1e-4)
+
+
+def test_a_write_into_a_view_that_functionalize_leaves_is_refused():
+    x = torch.randn(1, 2, 3, 3)
+    with pytest.raises(kiln.UnsupportedOpError, match=r"node 'copy_' \(aten.copy_.default\) "
+                       r"writes into a view that functionalize leaves in place"):
+        kiln.compile(lambda a: torch.nn.functional.pad(a, (1, 1, 1, 1), mode="circular"), [x])
 
 
 if __name__ == "__main__":

@@ -287,6 +287,11 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
                                      f"where functionalize cannot follow ({error}): write the "
                                      f"result out of place instead") from error
         _drop_whole_slices(gm)
+        writer = _needs_functionalize(gm.graph)
+        if writer is not None:  # functionalize() below would lose the write into the view
+            raise FunctionalizeError(f"node '{writer.name}' ({writer.target}) writes into a view "
+                                     f"that functionalize leaves in place (as in F.pad's "
+                                     f"circular mode): Unimplemented")
     return gm, structure[0]
 
 
