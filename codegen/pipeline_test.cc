@@ -893,6 +893,19 @@ TEST(PipelineTest, PixelShuffleOfNoChannelsIsEmpty) {
       "ok");
 }
 
+TEST(PipelineTest, SoftmaxOverAnEmptyDimOfAnEmptyTensorIsEmpty) {
+  const std::string c = R"({"constant": )";
+  const std::string empty = c + "5}, " + c + "0}, " + c + "0}";
+  EXPECT_EQ(OneNodeError({empty}, "aten._softmax.default",
+                         R"({"name": "dim", "intValue": "2"}, )"
+                         R"({"name": "half_to_float", "boolValue": false})",
+                         empty),
+            "ok");
+  EXPECT_EQ(OneNodeError({c + "5}, " + c + "0}"}, "aten.amax.default",
+                         R"({"name": "dim", "intList": {"values": ["1"]}})", c + "5}"),
+            "node 0 'n' (aten.amax.default): cannot take max over dim 1 of size 0 (no identity)");
+}
+
 TEST(PipelineTest, TheOpsFromTheProbeNameWhatDoesNotFit) {
   const std::string c = R"({"constant": )";
   EXPECT_EQ(

@@ -38,6 +38,10 @@ def test_pixel_shuffle_of_no_channels_is_empty():
     assert_same(lambda x: torch.pixel_shuffle(x, 2), torch.randn(1, 0, 4, 4))
 
 
+def test_softmax_of_an_empty_tensor_is_empty():
+    assert_same(lambda x: torch.softmax(x, 2), torch.randn(5, 0, 0))
+
+
 def test_flash_attention_for_cpu_returns_the_logsumexp_of_the_scores():
     flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
     q, k, v = torch.randn(2, 2, 3, 8), torch.randn(2, 2, 6, 8), torch.randn(2, 2, 6, 8)
