@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFUSALS = os.path.join(HERE, "opinfo_refusals.txt")
@@ -104,6 +105,7 @@ def normalize(message):
     numbers, generated names and sizes made generic."""
     line = str(message).strip().splitlines()[0] if str(message).strip() else "(no message)"
     line = re.sub(r"node \d+ '[^']*'", "node", line)
+    line = re.sub(r"0x[0-9a-f]+", "0x", line)
     line = re.sub(r"\b\d+\b", "N", line)
     return line[:200]
 
@@ -347,6 +349,7 @@ def eager_samples(chosen):
     from torch.testing._internal.common_methods_invocations import op_db
     by_name = {entry_name(op): op for op in op_db}
     runs = {}
+    warnings.simplefilter("ignore")  # eager's deprecation notes, once per op
     for name, dtype in chosen:
         op = by_name[name]
         runs[(name, dtype)] = [index for index, sample in _choose_samples(op, getattr(torch, dtype))
