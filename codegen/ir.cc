@@ -155,7 +155,9 @@ SymExpr SymExpr::operator*(int64_t factor) const { return *this * Constant(facto
 SymExpr SymExpr::Canonicalized() const { return Canonical(terms); }
 
 std::optional<SymExpr> DivideExactly(const SymExpr& a, const SymExpr& b) {
-  if (a.terms.size() != 1 || b.terms.size() != 1) return std::nullopt;
+  if (b.terms.size() != 1) return std::nullopt;
+  if (a.terms.empty()) return a;  // 0 / b: an empty dim splits into empty parts
+  if (a.terms.size() != 1) return std::nullopt;
   const SymExpr::Term& numerator = a.terms[0];
   const SymExpr::Term& denominator = b.terms[0];
   if (denominator.coefficient <= 0 || numerator.coefficient % denominator.coefficient != 0) {

@@ -88,8 +88,8 @@ struct SymExpr {
   bool operator!=(int64_t value) const { return !(*this == value); }
 };
 
-// a / b when both are single terms and b divides a exactly (coefficient
-// and symbols), else nullopt.
+// a / b when b is a single term that divides a, zero or a single term,
+// exactly (coefficient and symbols), else nullopt.
 std::optional<SymExpr> DivideExactly(const SymExpr& a, const SymExpr& b);
 
 struct TensorType {

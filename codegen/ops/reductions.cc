@@ -56,7 +56,11 @@ absl::StatusOr<ir::TensorType> InferReduction(const std::string& combiner, const
       sizes.push_back(ir::Dim::Constant(1));
     }
   }
-  if (combiner != "sum" && combiner != "prod") {
+  // An empty result has no element to give an identity to (softmax over
+  // [N, 0, 0] takes its max over an empty dim into an empty [N, 0, 1]).
+  const bool empty_result = std::any_of(
+      sizes.begin(), sizes.end(), [](const ir::Dim& size) { return size == ir::Dim::Constant(0); });
+  if (combiner != "sum" && combiner != "prod" && !empty_result) {
     for (int64_t d = 0; d < input.rank(); ++d) {
       if (reduced[d] && input.sizes[d] == ir::Dim::Constant(0)) {
         return absl::InvalidArgumentError(

@@ -59,6 +59,7 @@ def _index(x, indices):
 def _gather_along(x, dim, positions, count):
     """x gathered along dim at `positions` (int64, one per result position),
     and where a position is outside [0, count): a mask of x's rank."""
+    dim = dim + x.dim() if dim < 0 else dim
     outside = (positions < 0).logical_or(positions >= count)
     gathered = torch.index_select(x, dim, positions.clamp(0, count - 1))
     return gathered, outside.view([-1] + [1] * (x.dim() - dim - 1))
@@ -899,13 +900,23 @@ def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, 
     out: as query is (empty_like). torch's own decomposition lays it out as
     (L, N, H, E), query's layout in nn.MultiheadAttention; with another
     layout a view that the kernel's output allows fails (torch.export keeps a
-    program's .contiguous() only where the kernel's output needed it)."""
-    output, attention = aten._scaled_dot_product_attention_math.default(
+    program's .contiguous() only where the kernel's output needed it). The
+    second result is the kernel's: the logsumexp of each query's scaled,
+    masked scores, (N, H, L)."""
+    output, _ = aten._scaled_dot_product_attention_math.default(
         query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
         scale=scale, enable_gqa=query.size(1) != key.size(1))
     order, _ = _prims_common.compute_elementwise_output_logical_to_physical_perm(query)
     laid_out = output.permute(order).contiguous()
-    return laid_out.permute(_prims_common.invert_perm(order)), attention
+    key = key.repeat_interleave(query.size(1) // key.size(1), dim=1)
+    scores = query @ key.transpose(-2, -1) * (scale or query.size(-1) ** -0.5)
+    if is_causal:
+        attn_mask = torch.ones(scores.shape[-2:], dtype=torch.bool).tril()
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+    elif attn_mask is not None:
+        scores = scores + attn_mask
+    return laid_out.permute(_prims_common.invert_perm(order)), torch.logsumexp(scores, -1)
 
 
 def _eye(n, m=None, *, dtype=None, layout=None, device=None, pin_memory=None):

@@ -126,6 +126,20 @@ def _needs_functionalize(graph):
     return None
 
 
+def _write_into_made_view(graph):
+    """The first in-place op that writes into a view of a tensor the graph
+    makes (not of an input), or None."""
+    for node in graph.nodes:
+        if not _is_in_place(node) or not _is_view(node.args[0]):
+            continue
+        base = node.args[0]
+        while _is_view(base):
+            base = base.args[0]
+        if base.op not in ("placeholder", "get_attr"):
+            return node
+    return None
+
+
 def flatten_outputs(value):
     """(tensors, structure) of what a function returns: its tensors in order,
     and the JSON that kiln.unflatten rebuilds the result from
@@ -271,6 +285,11 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
                                      f"where functionalize cannot follow ({error}): write the "
                                      f"result out of place instead") from error
         _drop_whole_slices(gm)
+        writer = _write_into_made_view(gm.graph)
+        if writer is not None:  # functionalize() below would lose the write into the view
+            raise FunctionalizeError(f"node '{writer.name}' ({writer.target}) writes into a view "
+                                     f"that functionalize leaves in place (as in F.pad's "
+                                     f"circular mode): Unimplemented")
     return gm, structure[0]
 
 
