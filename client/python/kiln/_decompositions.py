@@ -453,8 +453,8 @@ def _max_pool3d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, c
                 raise TraceError(f"max_pool3d: window {o} of dim {d - 3} lies wholly in the "
                                  f"padding (kernel {kernel}, stride {step}, padding {pad}, "
                                  f"dilation {spread})")
-    return decomposition_table[aten.max_pool3d_with_indices.default](x, kernel_size, stride, padding,
-                                                             dilation, ceil_mode)
+    torchs = decomposition_table[aten.max_pool3d_with_indices.default]
+    return torchs(x, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def _pow_scalar(base, exponent):
@@ -473,7 +473,7 @@ def _reflection_pad(x, padding):
         if max(left, right) >= x.shape[dim]:
             raise TraceError(f"reflection padding ({left}, {right}) of dim {dim}: each side "
                              f"must be smaller than its size {x.shape[dim]}")
-    return decomposition_table[aten.reflection_pad1d.default](x, padding)
+    return decomposition_table[aten.reflection_pad1d.default](x, padding)  # any rank
 
 
 def _avg_pool3d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
