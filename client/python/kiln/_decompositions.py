@@ -1,23 +1,23 @@
 """What the tracer (kiln._tracing) does so that PyTorch programs trace into
 ops Kiln's op table has (docs/PYTHON.md, "What the tracer does"):
 
-  - DECOMPOSITIONS, make_fx's decomposition table: ops Kiln lacks, as ops it
-    has (indexing, padding, scatters of slices, interpolation, norms, topk,
-    losses, and PyTorch's own decompositions of others);
+  - DECOMPOSITIONS, make_fx's decomposition table: torch's own
+    (core_aten_decompositions, and a few of its full table) for every op
+    Kiln lacks, never for an op Kiln lowers (KILN_OPS); then Kiln's forms
+    where torch has none, or where torch's is wrong for Kiln or grows the
+    graph, each entry saying which;
   - TracingMode, active while tracing: PyTorch's fused inference fast paths
     turned off, and torch functions whose ATen forms depend on data
     (repeat_interleave, one_hot) run as Kiln's forms.
 
 Each form computes what eager does; kiln_test checks every one against it.
 """
-import functools
 import math
-import struct
 
 import torch
 import torch.nn.functional as F
 from torch import _prims_common
-from torch._decomp import get_decompositions
+from torch._decomp import core_aten_decompositions, decomposition_table, get_decompositions
 from torch.overrides import TorchFunctionMode
 
 
@@ -65,27 +65,6 @@ def _gather_along(x, dim, positions, count):
     return gathered, outside.view([-1] + [1] * (x.dim() - dim - 1))
 
 
-def _constant_pad_nd(x, pad, value=0):
-    """F.pad's constant mode, one gather per padded dim (PyTorch's own
-    decomposition writes into a slice of its result, which make_fx records
-    as a mutation)."""
-    for pair in range(len(pad) // 2):
-        dim = x.dim() - 1 - pair
-        left, right = pad[2 * pair], pad[2 * pair + 1]
-        if left < 0:
-            x = x.narrow(dim, -left, x.shape[dim] + left)
-            left = 0
-        if right < 0:
-            x = x.narrow(dim, 0, x.shape[dim] + right)
-            right = 0
-        if left or right:
-            size = x.shape[dim]
-            positions = torch.arange(size + left + right) - left
-            gathered, outside = _gather_along(x, dim, positions, size)
-            x = gathered.masked_fill(outside, value)
-    return x
-
-
 def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
     """x with x[start:end:step] along dim replaced by src: what functionalize
     makes of x[a:b] = v and of an in-place op on a slice."""
@@ -103,44 +82,6 @@ def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
     return torch.where(outside, x, gathered)
 
 
-def _select_scatter(x, src, dim, index):
-    index = index + x.shape[dim] if index < 0 else index
-    return _slice_scatter(x, src.unsqueeze(dim), dim, index, index + 1)
-
-
-def _upsample_nearest(x, output_size, scale_factors):
-    """F.interpolate's "nearest": along each spatial dim, the input position
-    floor(out * scale) in float32, as eager computes it."""
-    spatial = x.dim() - 2
-    for i in range(spatial):
-        dim, size = 2 + i, x.shape[2 + i]
-        out = output_size[i] if output_size else int(size * scale_factors[i])
-        scale = 1.0 / scale_factors[i] if scale_factors else size / out
-        scale = struct.unpack("f", struct.pack("f", scale))[0]  # eager's float
-        positions = (torch.arange(out, dtype=torch.float32) * scale).floor()
-        x = torch.index_select(x, dim, positions.to(torch.int64).clamp_max(size - 1))
-    return x
-
-
-def _upsample_nearest_to_size(x, output_size, *scales):
-    return _upsample_nearest(x, output_size, None if None in scales else scales)
-
-
-def _adaptive_max_pool(x, output_size):
-    """adaptive_max_pool1d/2d where Kiln has the pooling: to one position (a
-    max and argmax over the window), or windows that tile the input."""
-    spatial = x.shape[-len(output_size):]
-    if all(out == 1 for out in output_size):
-        flat = x.flatten(-len(output_size))
-        shape = list(x.shape[:-len(output_size)]) + [1] * len(output_size)
-        return flat.amax(-1).view(shape), flat.argmax(-1).view(shape)
-    if all(size % out == 0 for size, out in zip(spatial, output_size)):
-        kernel = [size // out for size, out in zip(spatial, output_size)]
-        return aten.max_pool2d_with_indices(x, kernel, kernel)
-    raise TraceError(f"adaptive max pooling of {list(spatial)} to {list(output_size)}: Kiln takes "
-                     f"an output of 1 or one that divides the input")
-
-
 def _clamp_tensor(x, min=None, max=None):
     """clamp with tensor bounds as eager computes it: maximum, then minimum
     (the upper bound wins where they cross; a NaN bound gives NaN)."""
@@ -150,9 +91,8 @@ def _clamp_tensor(x, min=None, max=None):
 
 
 def _nll_loss_forward(x, target, weight, reduction, ignore_index):
-    """nll_loss as eager computes it for any ignore_index: PyTorch 1.13's
-    decomposition gathers at a negative one (the default, -100) and counts
-    it in the mean. Ignored targets add nothing and weigh nothing."""
+    """nll_loss as eager computes it: ignored targets add nothing and weigh
+    nothing."""
     channel_dim = 0 if x.dim() < 2 else 1
     if weight is not None:
         x = x * (weight.unsqueeze(0) if x.dim() > 1 else weight)
@@ -190,7 +130,7 @@ def _nll_loss2d_forward(x, target, weight, reduction, ignore_index):
 def _nll_loss_backward(grad_output, x, target, weight, reduction, ignore_index, total_weight):
     """nll_loss's input gradient for any ignore_index: -weight * grad at each
     counted target's class (divided by the total weight for a mean), as a
-    comparison with the classes (PyTorch 1.13's scatters at -100)."""
+    comparison with the classes."""
     channel_dim = 0 if x.dim() < 2 else 1
     counted = target != ignore_index
     classes = torch.arange(x.shape[channel_dim])
@@ -321,28 +261,13 @@ def _cumulative_extreme(largest):
     return extreme
 
 
-def _logsumexp(x, dim, keepdim=False):
-    """logsumexp as eager: the max subtracted first, taken as 0 where it is
-    infinite, so a row of -inf gives -inf and one with inf gives inf
-    (PyTorch 1.13's decomposition subtracts it as it is: NaN)."""
-    if not x.dtype.is_floating_point:
-        x = x.to(torch.get_default_dtype())
-    maxes = torch.amax(x, dim, keepdim=True)
-    maxes = maxes.masked_fill(maxes.abs() == math.inf, 0.0)
-    result = torch.sum(torch.exp(x - maxes), dim, keepdim=True).log() + maxes
-    if not keepdim:
-        for d in sorted((d % max(x.dim(), 1) for d in dim), reverse=True):
-            result = result.squeeze(d)
-    return result
-
-
 def _logcumsumexp(x, dim):
     """logcumsumexp as the logsumexp of each prefix (eager adds one term at
     a time: the same within rounding)."""
     if x.dim() == 0:
         return x.clone()
     _, prefix, _, _ = _prefixes(x, dim, -math.inf)
-    return _logsumexp(prefix, [-1]).movedim(-1, dim)
+    return torch.logsumexp(prefix, -1).movedim(-1, dim)
 
 
 def _sort(x, dim=-1, descending=False, *, stable=None):
@@ -381,26 +306,6 @@ def _median(x):
     return _median_dim(x.reshape(-1), 0)[0]
 
 
-def _edge_pad(reflect):
-    """reflection_padNd (reflect) or replication_padNd: an index_select per
-    padded dim, at positions reflected about the first and last element
-    (which are not repeated) or clamped to them."""
-    def pad(x, padding):
-        for i in range(len(padding) // 2):
-            dim, (left, right) = x.dim() - 1 - i, padding[2 * i:2 * i + 2]
-            if left == 0 and right == 0:
-                continue
-            last = x.shape[dim] - 1
-            if reflect and max(left, right) > last:
-                raise TraceError(f"reflection padding ({left}, {right}) of dim {dim}: each side "
-                                 f"must be smaller than its size {last + 1}")
-            at = torch.arange(-left, last + 1 + right)
-            at = last - (last - at.abs()).abs() if reflect else at.clamp(0, last)
-            x = x.index_select(dim, at)
-        return x
-    return pad
-
-
 def _p_norms(difference, p, nan_max):
     """The p-norms of the last dim of |differences|, as cdist and pdist take
     them; nan_max: whether a NaN wins the max of p = inf (pdist's) or is
@@ -427,15 +332,6 @@ def _cdist(x1, x2, p=2.0, compute_mode=None):
     return _p_norms((x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs(), p, nan_max=False)
 
 
-def _euclidean_dist(x1, x2):
-    """cdist's matrix product form (p = 2, more than 25 rows), as eager
-    writes it: |a|^2 - 2 a.b + |b|^2 as one product, clamped at 0."""
-    norm1, norm2 = (x1 * x1).sum(-1, keepdim=True), (x2 * x2).sum(-1, keepdim=True)
-    left = torch.cat([x1 * -2, norm1, torch.ones_like(norm1)], -1)
-    right = torch.cat([x2, torch.ones_like(norm2), norm2], -1)
-    return (left @ right.transpose(-2, -1)).clamp_min(0).sqrt()
-
-
 def _pdist(x, p=2.0):
     """pdist: cdist of the rows with themselves, the pairs i < j in order."""
     n = x.shape[0]
@@ -444,24 +340,6 @@ def _pdist(x, p=2.0):
     if distances is NotImplemented:
         return distances
     return distances.reshape(-1)[torch.tensor(pairs, dtype=torch.int64)]
-
-
-def _affine_grid(theta, size, align_corners):
-    """affine_grid of a 4-D size as eager builds it: a base grid of (x, y, 1)
-    at normalized positions (linspace from -1 to 1, scaled in by (n - 1) /
-    n without align_corners) times each theta."""
-    if len(size) != 4:
-        return NotImplemented
-
-    def positions(n):
-        if n <= 1:
-            return torch.zeros(n, dtype=theta.dtype)
-        line = torch.linspace(-1, 1, n, dtype=theta.dtype)
-        return line if align_corners else line * (n - 1) / n
-    batch, _, h, w = size
-    base = torch.stack([positions(w).expand(h, w), positions(h).unsqueeze(1).expand(h, w),
-                        torch.ones(h, w, dtype=theta.dtype)], -1)
-    return (base.reshape(1, h * w, 3) @ theta.transpose(1, 2)).reshape(batch, h, w, 2)
 
 
 def _rrelu_with_noise(x, noise, lower=0.125, upper=1.0 / 3, training=False, generator=None):
@@ -510,20 +388,6 @@ def _hypot(a, b):
     return torch.where((a == math.inf) | (b == math.inf), math.inf, result)
 
 
-def _log_add_exp(base2):
-    """logaddexp (logaddexp2): the larger plus log1p(exp(-|a - b|)), and
-    an infinity added to itself is that infinity, as eager."""
-    def op(a, b):
-        larger = torch.maximum(a, b)
-        gap = -(a - b).abs()
-        if base2:
-            result = larger + torch.log1p(torch.exp2(gap)) / math.log(2)
-        else:
-            result = larger + torch.log1p(torch.exp(gap))
-        return torch.where((a == b) & (a.abs() == math.inf), a, result)
-    return op
-
-
 def _signbit(x):
     """x < 0, and -0.0 too (its reciprocal is -inf); a NaN's sign is not
     read (Kiln has no bit views of floats): false."""
@@ -535,32 +399,6 @@ def _signbit(x):
 def _copysign(a, b):
     magnitude = a.abs() if a.dtype.is_floating_point else a.abs().to(torch.get_default_dtype())
     return torch.where(_signbit(b), -magnitude, magnitude)
-
-
-def _nansum(x, dim=None, keepdim=False, *, dtype=None):
-    dims = [] if dim is None else dim
-    return torch.where(x != x, 0, x).sum(dims, keepdim=keepdim, dtype=dtype)
-
-
-def _std_mean(x, dim=None, *, correction=None, keepdim=False):
-    variance, mean = torch.var_mean(x, dim, correction=correction, keepdim=keepdim)
-    return torch.sqrt(variance), mean
-
-
-def _addmv(x, matrix, vector, *, beta=1, alpha=1):
-    product = matrix @ vector
-    product = product if alpha == 1 else product * alpha
-    return product if beta == 0 else (x if beta == 1 else x * beta) + product
-
-
-def _xlog1py(x, y):
-    """x * log1p(y), 0 where x is 0 and y is not NaN, as eager."""
-    return torch.where((x == 0) & (y == y), 0.0, x * torch.log1p(y))
-
-
-def _entr(x):
-    """-x log x: 0 at 0, -inf below, NaN at NaN, as eager."""
-    return torch.where(x > 0, -x * torch.log(x), torch.where(x == 0, 0.0, x * math.inf))
 
 
 def _count_below(sorted_sequence, values, right):
@@ -581,41 +419,6 @@ def _searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side
     else:
         count = _count_below(sorted_sequence, values, right)
     return count.to(torch.int32 if out_int32 else torch.int64)
-
-
-def _bucketize(values, boundaries, *, out_int32=False, right=False):
-    return _searchsorted(boundaries, values, out_int32=out_int32, right=right)
-
-
-def _cross(a, b, dim=-1):
-    """The cross product along dim (of size 3): a[1] b[2] - a[2] b[1], ...
-    with each rotation an index_select."""
-    one, two = torch.tensor([1, 2, 0]), torch.tensor([2, 0, 1])
-    return (a.index_select(dim, one) * b.index_select(dim, two)
-            - a.index_select(dim, two) * b.index_select(dim, one))
-
-
-def _triangle_indices(lower):
-    """tril_indices / triu_indices: the [2, count] positions, a constant."""
-    def indices(row, col, offset=0, *, dtype=torch.int64, layout=None, device=None,
-                pin_memory=None):
-        pairs = [(i, j) for i in range(row) for j in range(col)
-                 if (j - i <= offset if lower else j - i >= offset)]
-        return torch.tensor([[i for i, _ in pairs], [j for _, j in pairs]], dtype=dtype)
-    return indices
-
-
-def _block_diag(tensors):
-    """block_diag: each block padded with zeros to the full width, then
-    stacked down."""
-    blocks = [t.reshape(1, -1) if t.dim() < 2 else t for t in tensors]
-    width = sum(t.shape[1] for t in blocks)
-    dtype = functools.reduce(torch.promote_types, (t.dtype for t in blocks))
-    rows, left = [], 0
-    for t in blocks:
-        rows.append(torch.nn.functional.pad(t.to(dtype), (left, width - left - t.shape[1])))
-        left += t.shape[1]
-    return torch.cat(rows, 0)
 
 
 def _triple(value):
@@ -639,31 +442,39 @@ def _frames_then_time(x, pool2d, kernel_size, stride, padding, rest):
 
 
 def _max_pool3d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    """max_pool3d as eager computes it: a max is separable, and eager's
-    rules (the first maximum, the last NaN, in (t, h, w) order) hold when
-    each frame's winner competes with the other frames'. The index is
-    t * H * W + the winner's index in its frame."""
-    unbatched = x.dim() == 4
-    x = x.unsqueeze(0) if unbatched else x
-    dt, dh, dw = _triple(dilation)
-    (kt, _, _), (st, _, _), (pt, _, _) = (_triple(kernel_size), _triple(stride or kernel_size),
-                                          _triple(padding))
-    frames = x.shape[2]
-    span = frames + 2 * pt - dt * (kt - 1) - 1
-    windows = (span + (st - 1 if ceil_mode else 0)) // st + 1
-    for o in range(max(windows, 0)):
-        if all(not 0 <= o * st - pt + k * dt < frames for k in range(kt)):
-            raise TraceError(f"max_pool3d: window {o} of the frames lies wholly in the padding "
-                             f"(kernel {kt}, stride {st}, padding {pt}, dilation {dt} over "
-                             f"{frames} frames)")
-    (frames, in_frame), (values, flat), (n, c, oh, ow) = _frames_then_time(
-        x, aten.max_pool2d_with_indices, kernel_size, stride, padding,
-        lambda stage: ([dh, dw] if stage == 0 else [dt, 1], ceil_mode))
-    in_frame = in_frame.reshape(n * c, 1, -1).gather(2, flat.reshape(n * c, 1, -1))
-    index = (flat.reshape(n * c, 1, -1) // (oh * ow)) * (x.shape[-2] * x.shape[-1]) + in_frame
-    shape = [n, c, -1, oh, ow]
-    values, index = values.reshape(shape), index.reshape(shape)
-    return (values[0], index[0]) if unbatched else (values, index)
+    """torch's max_pool3d, refusing a window that lies wholly in the padding,
+    where eager's index points into the padding and torch's is negative."""
+    kernel, step, pad, spread = map(_triple, (kernel_size, stride or kernel_size, padding,
+                                              dilation))
+    for d, size in enumerate(x.shape[-3:]):
+        span = size + 2 * pad[d] - spread[d] * (kernel[d] - 1) - 1
+        for o in range(max((span + (step[d] - 1 if ceil_mode else 0)) // step[d] + 1, 0)):
+            if all(not 0 <= o * step[d] - pad[d] + k * spread[d] < size
+                   for k in range(kernel[d])):
+                raise TraceError(f"max_pool3d: window {o} of dim {d - 3} lies wholly in the "
+                                 f"padding (kernel {kernel}, stride {step}, padding {pad}, "
+                                 f"dilation {spread})")
+    torchs = decomposition_table[aten.max_pool3d_with_indices.default]
+    return torchs(x, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def _pow_scalar(base, exponent):
+    """base ** t as eager computes it: pow of a tensor of base (1 ** t is 1)."""
+    dtype = torch.result_type(base, exponent)
+    if base == 1:
+        return torch.ones(exponent.shape, dtype=dtype)
+    return torch.pow(torch.full(exponent.shape, base, dtype=dtype), exponent)
+
+
+def _reflection_pad(x, padding):
+    """torch's reflection_padNd, refusing a side as large as its dim, as
+    eager does (torch's reads out of range there)."""
+    for i in range(len(padding) // 2):
+        dim, (left, right) = x.dim() - 1 - i, padding[2 * i:2 * i + 2]
+        if max(left, right) >= x.shape[dim]:
+            raise TraceError(f"reflection padding ({left}, {right}) of dim {dim}: each side "
+                             f"must be smaller than its size {x.shape[dim]}")
+    return decomposition_table[aten.reflection_pad1d.default](x, padding)  # any rank
 
 
 def _avg_pool3d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
@@ -686,24 +497,6 @@ def _avg_pool3d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_inc
     return pooled[0] if unbatched else pooled
 
 
-def _vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
-    """linalg.vector_norm (and Tensor.norm, F.normalize's) as reductions Kiln
-    has: PyTorch's own decomposition goes through prims."""
-    x = x if dtype is None else x.to(dtype)
-    dims = list(range(x.dim())) if dim is None or dim == [] else dim
-    if ord == 2:
-        return torch.sqrt(torch.sum(x * x, dims, keepdim=keepdim))
-    if ord == 1:
-        return torch.sum(x.abs(), dims, keepdim=keepdim)
-    if ord == float("inf"):
-        return torch.amax(x.abs(), dims, keepdim=keepdim)
-    raise TraceError(f"a vector norm of order {ord}: Kiln takes orders 1, 2 and inf")
-
-
-def _norm(x, p=2, dim=None, keepdim=False, dtype=None):
-    return _vector_norm(x, 2 if p is None else p, dim, keepdim, dtype)
-
-
 def _logical(name):
     """A bitwise op on bools as its logical op."""
     def op(*tensors):
@@ -721,15 +514,6 @@ def _any(x, dim=None, keepdim=False):
 def _all(x, dim=None, keepdim=False):
     dims = list(range(x.dim())) if dim is None else [dim]
     return (x == 0).sum(dims, keepdim=keepdim) == 0
-
-
-def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
-    if not x.is_floating_point():
-        return x.clone()
-    largest = torch.finfo(x.dtype).max
-    x = torch.where(x != x, torch.full_like(x, nan), x)
-    x = x.masked_fill(x == float("inf"), largest if posinf is None else posinf)
-    return x.masked_fill(x == float("-inf"), -largest if neginf is None else neginf)
 
 
 def _index_put(x, indices, values, accumulate=False):
@@ -836,63 +620,6 @@ def _hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtyp
     return window[:-1] if periodic else window
 
 
-def _hann_window(window_length, periodic=True, **kwargs):
-    return _hamming_window(window_length, periodic, 0.5, 0.5, **kwargs)
-
-
-def _linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None):
-    """linspace of a floating dtype as eager's kernel computes it: the first
-    half up from start, the second down from end, so both ends are exact."""
-    dtype = dtype or torch.get_default_dtype()
-    if not dtype.is_floating_point:
-        return NotImplemented
-    if steps <= 1:
-        return torch.full((steps,), start, dtype=dtype)
-    step = (end - start) / (steps - 1)
-    index = torch.arange(steps, dtype=dtype)
-    up, down = index * step + start, end - (steps - 1 - index) * step
-    return torch.where(index < steps // 2, up, down)
-
-
-def _pow_scalar(base, exponent):
-    """base ** t as eager computes it: pow of a tensor of base (1 ** t is 1)."""
-    dtype = torch.result_type(base, exponent)
-    if base == 1:
-        return torch.ones(exponent.shape, dtype=dtype)
-    return torch.pow(torch.full(exponent.shape, base, dtype=dtype), exponent)
-
-
-def _logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None,
-              pin_memory=None):
-    """logspace of a floating dtype: base to the powers linspace gives."""
-    powers = _linspace(start, end, steps, dtype=dtype)
-    return NotImplemented if powers is NotImplemented else torch.pow(base, powers)
-
-
-# Ops Kiln takes as what PyTorch's own decompositions make of them (the
-# second group: gradients a training step's graph holds).
-_PYTORCHS = [
-    aten.addcdiv, aten.addcmul, aten.addr, aten.binary_cross_entropy,
-    aten.binary_cross_entropy_with_logits, aten.celu, aten.diag_embed, aten.diagonal, aten.dot,
-    aten.glu, aten.grid_sampler_2d, aten.im2col, aten._log_softmax_backward_data,
-    aten.log_sigmoid_forward, aten.logit, aten.mish, aten.mv, aten.roll,
-    aten.rot90, aten.sinc, aten.soft_margin_loss, aten.softplus, aten.threshold,
-    aten.upsample_bicubic2d, aten.upsample_bilinear2d,
-    aten.binary_cross_entropy_backward, aten.glu_backward,
-    aten.hardshrink_backward, aten.log_sigmoid_backward, aten.logit_backward,
-    aten.select_backward, aten.sigmoid_backward, aten.slice_backward,
-    aten.soft_margin_loss_backward, aten.softplus_backward, aten.softshrink_backward,
-    aten.tanh_backward,
-    aten.index_fill, aten.index_fill_, aten.index_copy, aten.index_copy_,
-] + [
-    # torch 2.x's: the softmax of a fully masked row that attention uses, and
-    # F.prelu's kernel and its gradient. (Named, not attributes: the genrules
-    # that trace the public workloads still run on Debian's torch 1.13.)
-    getattr(aten, name) for name in ("_safe_softmax", "_prelu_kernel", "_prelu_kernel_backward")
-    if hasattr(aten, name)
-]
-
-
 def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *,
                              attn_mask=None, scale=None):
     """What nn.MultiheadAttention and F.scaled_dot_product_attention call on
@@ -920,8 +647,8 @@ def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, 
 
 
 def _eye(n, m=None, *, dtype=None, layout=None, device=None, pin_memory=None):
-    """torch.eye as a comparison of ranges (torch 2.x's own form compares
-    uint8 ones, a dtype Kiln lacks)."""
+    """torch.eye as a comparison of ranges (torch's compares uint8 ones, a
+    dtype Kiln lacks)."""
     rows = torch.arange(n).unsqueeze(1)
     return (rows == torch.arange(n if m is None else m)).to(dtype or torch.get_default_dtype())
 
@@ -989,133 +716,155 @@ def _convolution_without_flags(x, weight, bias, stride, padding, dilation, trans
                                     output_padding, groups)
 
 
-# make_fx's decomposition table: PyTorch's, and the forms above.
+# Kiln's op table (codegen/ops/, listed in docs/OPS.md; kiln_test checks that
+# the two agree): ops Kiln lowers natively, which make_fx must leave as they
+# are (a native kernel beats any decomposition), with their in-place forms.
+KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" for name in """
+    _adaptive_avg_pool2d.default _adaptive_avg_pool2d_backward.default _log_softmax.default
+    _reshape_alias.default _softmax.default _softmax_backward_data.default _to_copy.default
+    _unsafe_view.default _weight_norm_interface.default abs.default acos.default acosh.default
+    add.Scalar add.Tensor addmm.default alias.default amax.default amin.default arange.default
+    arange.start arange.start_step argmax.default argmin.default as_strided.default
+    asin.default asinh.default atan.default atan2.default atanh.default avg_pool2d.default
+    avg_pool2d_backward.default baddbmm.default bmm.default cat.default ceil.default
+    clamp.default clamp_max.default clamp_min.default clone.default contiguous.default
+    convolution.default cos.default cosh.default count_nonzero.default
+    count_nonzero.dim_IntList cumprod.default cumsum.default detach.default div.Scalar
+    div.Tensor div.Tensor_mode elu.default elu_backward.default embedding.default
+    embedding_dense_backward.default empty.memory_format empty_like.default eq.Scalar eq.Tensor
+    erf.default exp.default exp2.default expand.default expm1.default fill.Scalar fill.Tensor
+    flip.default floor.default floor_divide.default fmod.Scalar fmod.Tensor full.default
+    full_like.default gather.default ge.Scalar ge.Tensor gelu.default gelu_backward.default
+    gt.Scalar gt.Tensor hardshrink.default hardsigmoid.default hardsigmoid_backward.default
+    hardswish.default hardswish_backward.default hardtanh.default hardtanh_backward.default
+    huber_loss.default huber_loss_backward.default index_add.default index_select.default
+    le.Scalar le.Tensor leaky_relu.default leaky_relu_backward.default lerp.Scalar lerp.Tensor
+    lift_fresh.default lift_fresh_copy.default linear.default log.default log10.default
+    log1p.default log2.default logical_and.default logical_not.default logical_or.default
+    logical_xor.default lt.Scalar lt.Tensor masked_fill.Scalar masked_fill.Tensor max.dim
+    max_pool2d_with_indices.default max_pool2d_with_indices_backward.default maximum.default
+    mean.default mean.dim min.dim minimum.default mm.default mse_loss.default
+    mse_loss_backward.default mul.Scalar mul.Tensor native_batch_norm.default
+    native_batch_norm_backward.default native_group_norm.default
+    native_group_norm_backward.default native_layer_norm.default
+    native_layer_norm_backward.default ne.Scalar ne.Tensor neg.default new_empty.default
+    new_full.default new_ones.default new_zeros.default ones.default ones_like.default
+    permute.default pixel_shuffle.default pixel_unshuffle.default pow.Tensor_Scalar
+    pow.Tensor_Tensor prelu.default prelu_backward.default prod.default prod.dim_int
+    reciprocal.default relu.default remainder.Scalar remainder.Tensor repeat.default
+    reshape.default round.default rsqrt.default rsub.Scalar scalar_tensor.default
+    scatter_add.default select.int sigmoid.default sign.default silu.default sin.default
+    sinh.default slice.Tensor smooth_l1_loss.default smooth_l1_loss_backward.default
+    softshrink.default split.Tensor split_with_sizes.default sqrt.default squeeze.default
+    squeeze.dim squeeze.dims stack.default std.correction sub.Scalar sub.Tensor sum.default
+    sum.dim_IntList t.default tan.default tanh.default threshold_backward.default transpose.int
+    tril.default triu.default trunc.default unbind.int unfold.default unsqueeze.default
+    var.correction var_mean.correction view.default where.self xlogy.Scalar_Other xlogy.Tensor
+    zeros.default zeros_like.default
+""".split()])
+
+
+def _torchs(table):
+    """The entries of torch's decomposition `table` for ops Kiln lacks."""
+    def lacks(op):
+        namespace, name, overload = str(op).split(".")
+        return f"{namespace}.{name.rstrip('_')}.{overload}" not in KILN_OPS
+    return {op: fn for op, fn in table.items() if lacks(op)}
+
+
+# Ops core ATen keeps and Kiln lacks, which torch's full table decomposes.
+_BEYOND_CORE = [
+    aten.adaptive_max_pool2d, aten.addmv, aten.bucketize, aten.constant_pad_nd,
+    aten.diagonal, aten.grid_sampler_2d, aten.isinf,
+    aten.tril_indices, aten.triu_indices, aten.upsample_bicubic2d,
+    aten.upsample_bilinear2d, aten.upsample_nearest2d, aten.upsample_trilinear3d,
+]
+
+# make_fx's decomposition table: torch's own for the ops Kiln lacks, then
+# Kiln's forms above where torch's do not serve (each says why).
 DECOMPOSITIONS = {
-    **get_decompositions(_PYTORCHS),
+    **_torchs(core_aten_decompositions()),
+    **_torchs(get_decompositions(_BEYOND_CORE)),
+    # In none of torch's tables.
     aten._cdist_forward.default: _cdist,
-    aten.addmv.default: _addmv,
-    aten.bitwise_and_.Tensor: _in_place(_logical("and")),
-    aten.bitwise_or_.Tensor: _in_place(_logical("or")),
-    aten.block_diag.default: _block_diag,
-    aten.bucketize.Tensor: _bucketize,
-    aten.copysign.Tensor: _copysign,
-    # Functionalization's form of a write (x.copy_(src), x[i] = v): src as x's
-    # dtype and shape. torch's tables have no entry for it.
-    aten.copy.default: lambda x, src, non_blocking=False: src.to(x.dtype).expand(x.shape).clone(),
-    # In torch 1.13's table, not in torch 2.x's: eager's kernels, as a where.
-    aten.hardshrink_backward.default: _shrink_backward,
-    aten.softshrink_backward.default: _shrink_backward,
-    aten.deg2rad.default: lambda x: x * (math.pi / 180),
-    aten.frac.default: lambda x: x - torch.trunc(x),
-    aten.heaviside.default: lambda x, values: torch.where(x == 0, values, (x > 0).to(x.dtype)),
-    aten.hypot.default: _hypot,
-    aten.linalg_cross.default: _cross,
-    aten.logaddexp.default: _log_add_exp(base2=False),
-    aten.logaddexp2.default: _log_add_exp(base2=True),
-    aten.nansum.default: _nansum,
-    aten.rad2deg.default: lambda x: x * (180 / math.pi),
-    aten.searchsorted.Tensor: _searchsorted,
-    aten.sgn.default: torch.sign,
-    aten.signbit.default: _signbit,
-    aten.special_entr.default: _entr,
-    aten.special_xlog1py.default: _xlog1py,
-    aten.std_mean.correction: _std_mean,
-    aten.trace.default: lambda x: x.diagonal().sum(),
-    aten.tril_indices.default: _triangle_indices(lower=True),
-    aten.triu_indices.default: _triangle_indices(lower=False),
-    aten._euclidean_dist.default: _euclidean_dist,
     aten._pdist_forward.default: _pdist,
-    aten.adaptive_max_pool2d.default: _adaptive_max_pool,
-    aten.aminmax.default: lambda x, *, dim=None, keepdim=False: (
-        torch.amin(x, [] if dim is None else dim, keepdim),
-        torch.amax(x, [] if dim is None else dim, keepdim)),
-    aten.affine_grid_generator.default: _affine_grid,
     aten.avg_pool3d.default: _avg_pool3d,
-    aten.all.default: _all,
-    aten.all.dim: _all,
-    aten.any.default: _any,
-    aten.any.dim: _any,
-    aten.bitwise_and.Tensor: _logical("and"),
-    aten.bitwise_not.default: _logical("not"),
-    aten.bitwise_or.Tensor: _logical("or"),
-    aten.bitwise_xor.Tensor: _logical("xor"),
-    aten.clamp.Tensor: _clamp_tensor,
-    aten.col2im.default: _col2im,
-    aten.clamp_max.Tensor: torch.minimum,
-    aten.clamp_min.Tensor: torch.maximum,
-    aten.constant_pad_nd.default: _constant_pad_nd,
+    aten.convolution_backward.default: _convolution_backward,
     aten.cummax.default: _cumulative_extreme(largest=True),
     aten.cummin.default: _cumulative_extreme(largest=False),
-    aten.convolution_backward.default: _convolution_backward,
-    # What TorchScript's tracer records (torch.jit.trace), with cuDNN's flags.
-    aten._convolution.default: _convolution_without_flags,
-    aten._convolution.deprecated: _convolution_without_flags,
-    aten._native_multi_head_attention.default: _native_multi_head_attention,
-    aten._transformer_encoder_layer_fwd.default: _transformer_encoder_layer_fwd,
     aten.hamming_window.default: _hamming_window,
     aten.hamming_window.periodic: _hamming_window,
     aten.hamming_window.periodic_alpha: _hamming_window,
     aten.hamming_window.periodic_alpha_beta: _hamming_window,
-    aten.hann_window.default: _hann_window,
-    aten.hann_window.periodic: _hann_window,
-    aten.index.Tensor: _index,
-    aten.index_put.default: _index_put,
-    aten.index_put_.default: _in_place(_index_put),
-    aten.isinf.default: lambda x: x.abs() == float("inf"),
-    aten.isnan.default: lambda x: x != x,
-    aten.isneginf.default: lambda x: x == float("-inf"),
-    aten.isposinf.default: lambda x: x == float("inf"),
-    aten.linalg_vector_norm.default: _vector_norm,
-    aten.linspace.default: _linspace,
+    aten.hardshrink_backward.default: _shrink_backward,
+    aten.softshrink_backward.default: _shrink_backward,
     aten.logcumsumexp.default: _logcumsumexp,
-    aten.logsumexp.default: _logsumexp,
-    aten.logspace.default: _logspace,
-    aten.max_pool3d_with_indices.default: _max_pool3d_with_indices,
     aten.median.default: _median,
     aten.median.dim: _median_dim,
-    aten.nan_to_num.default: _nan_to_num,
-    aten.nll_loss_forward.default: _nll_loss_forward,
-    aten.nll_loss2d_forward.default: _nll_loss2d_forward,
-    aten.nll_loss_backward.default: _nll_loss_backward,
-    aten.nll_loss2d_backward.default: _nll_loss2d_backward,
-    aten.pow.Scalar: _pow_scalar,
-    aten.norm.Scalar: _norm,
-    aten.norm.ScalarOpt_dim: _norm,
-    aten.reflection_pad1d.default: _edge_pad(reflect=True),
-    aten.reflection_pad2d.default: _edge_pad(reflect=True),
-    aten.reflection_pad3d.default: _edge_pad(reflect=True),
-    aten.replication_pad1d.default: _edge_pad(reflect=False),
-    aten.replication_pad2d.default: _edge_pad(reflect=False),
-    aten.replication_pad3d.default: _edge_pad(reflect=False),
     aten.rrelu_with_noise.default: _rrelu_with_noise,
-    aten.scatter.src: _scatter,
-    aten.scatter.value: _scatter,
-    aten.scatter_.src: _in_place(_scatter),
-    aten.scatter_.value: _in_place(_scatter),
-    aten.select_scatter.default: _select_scatter,
-    aten.slice_scatter.default: _slice_scatter,
+    aten.searchsorted.Tensor: _searchsorted,
     aten.sort.default: _sort,
     aten.sort.stable: _sort_stable,
     aten.topk.default: _topk,
     aten.unsafe_chunk.default: aten.chunk.default,
-    aten.unsafe_split.Tensor: aten.split.Tensor,
-    aten.unsafe_split_with_sizes.default: aten.split_with_sizes.default,
-    aten.upsample_nearest1d.vec: _upsample_nearest,
-    aten.upsample_nearest2d.vec: _upsample_nearest,
-    aten.upsample_nearest3d.vec: _upsample_nearest,
-    # What F.interpolate calls in torch 2.x: the output size, and the scales
-    # (one per dim, or None) that eager's positions come from when given.
-    aten.upsample_nearest1d.default: _upsample_nearest_to_size,
-    aten.upsample_nearest2d.default: _upsample_nearest_to_size,
-    aten.upsample_nearest3d.default: _upsample_nearest_to_size,
+    aten.index.Tensor: _index,  # also what torch's _unsafe_index (interpolation) is
+    aten.index_put.default: _index_put,
+    aten.index_put_.default: _in_place(_index_put),
+    aten.scatter.src: _scatter,
+    aten.scatter.value: _scatter,
+    aten.scatter_.src: _in_place(_scatter),
+    aten.scatter_.value: _in_place(_scatter),
+    # A count of zeros: torch's all is not(any(not x)), two nodes more in
+    # every attention's softmax (_safe_softmax).
+    aten.all.default: _all,
+    aten.all.dim: _all,
+    aten.any.default: _any,
+    aten.any.dim: _any,
+    # torch's, after the checks eager makes and torch's leave out.
+    aten.max_pool3d_with_indices.default: _max_pool3d_with_indices,
+    aten.reflection_pad1d.default: _reflection_pad,
+    aten.reflection_pad2d.default: _reflection_pad,
+    aten.reflection_pad3d.default: _reflection_pad,
+    # Functionalization's form of a write (x.copy_(src), x[i] = v): src as x's
+    # dtype and shape.
+    aten.copy.default: lambda x, src, non_blocking=False: src.to(x.dtype).expand(x.shape).clone(),
+    # What TorchScript's tracer records (torch.jit.trace): cuDNN's flags, and
+    # fused paths no mode turns off there.
+    aten._convolution.default: _convolution_without_flags,
+    aten._convolution.deprecated: _convolution_without_flags,
+    aten._native_multi_head_attention.default: _native_multi_head_attention,
+    aten._transformer_encoder_layer_fwd.default: _transformer_encoder_layer_fwd,
+    # Fewer nodes than torch's: a gather and a where per scattered dim
+    # (torch's compares positions by floor division: 24 nodes to 11), and
+    # nll_loss's comparisons with the classes (torch's gathers the weights
+    # and scatters the gradient: a cross_entropy step is 48 nodes to 33).
+    aten.slice_scatter.default: _slice_scatter,
+    aten.nll_loss_forward.default: _nll_loss_forward,
+    aten.nll_loss2d_forward.default: _nll_loss2d_forward,
+    aten.nll_loss_backward.default: _nll_loss_backward,
+    aten.nll_loss2d_backward.default: _nll_loss2d_backward,
+    # torch's lays its output out as (L, N, H, E) whatever the query's layout.
+    aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_attention_for_cpu,
+    # torch's go through ops or dtypes Kiln lacks: prims (bitwise ops, pow,
+    # signbit, hypot, ne), uint8 (eye).
+    aten.bitwise_and.Tensor: _logical("and"),
+    aten.bitwise_and_.Tensor: _in_place(_logical("and")),
+    aten.bitwise_not.default: _logical("not"),
+    aten.bitwise_or.Tensor: _logical("or"),
+    aten.bitwise_or_.Tensor: _in_place(_logical("or")),
+    aten.bitwise_xor.Tensor: _logical("xor"),
+    aten.copysign.Tensor: _copysign,
+    aten.pow.Scalar: _pow_scalar,
     aten.eye.default: _eye,
     aten.eye.m: _eye,
+    aten.hypot.default: _hypot,
+    aten.isnan.default: lambda x: x != x,
+    aten.signbit.default: _signbit,
+    # torch's accumulates with an index_put, which Kiln refuses.
+    aten.col2im.default: _col2im,
+    # torch's is 9 nodes to these 3 (maximum, then minimum, as eager).
+    aten.clamp.Tensor: _clamp_tensor,
 }
-if hasattr(aten, "_unsafe_index"):  # torch 2.x's interpolations index with it
-    DECOMPOSITIONS[aten._unsafe_index.Tensor] = _index
-if hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu"):  # torch 2.x
-    DECOMPOSITIONS[aten._scaled_dot_product_flash_attention_for_cpu.default] = \
-        _flash_attention_for_cpu
 
 
 def _repeat_interleave(x, repeats, dim=None, *, output_size=None):
