@@ -28,10 +28,8 @@ namespace bench {
 
 // Random-walk rounding of a K-long float32 sum is ~eps * sqrt(K) times its
 // terms' size; 16 leaves room for the pointwise ops around it (polynomial
-// exp, erf: a few ulp each) and for chains of reductions. Measured on a Zen 4
-// (max_rel_err / bound): gelu (K = 1) 0.34 in eager (ATen's vector erf),
-// 0.16 in Kiln, the rest at most 0.10; a wrong kernel's error is of the
-// order of its values.
+// exp, erf: a few ulp each) and for chains of reductions; a wrong kernel's
+// error is of the order of its values, far past it.
 inline constexpr double kToleranceFactor = 16;
 
 // Per output of `graph` (static sizes): the summed lengths of the
