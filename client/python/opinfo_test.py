@@ -2,15 +2,17 @@
 
 Every entry of op_db that runs on the CPU in float32, float64, int64 or bool
 (the first of these it supports) is run with up to SAMPLES of its samples,
-chosen by a fixed seed, through kiln.compile and compared with eager. Each
-sample passes, is refused (Kiln's error, normalized) or is wrong; a wrong
+chosen by a fixed seed, through kiln.compile(strict=True) and compared with
+eager. Each sample passes, or is refused (Kiln's error, normalized) and then
+runs partitioned, the ops Kiln refuses through torch, or is wrong; a wrong
 result, a crash, a refusal not in opinfo_refusals.txt and a line of that file
 that the run does not produce all fail the test, as does a docs/OPS.md whose
 coverage section differs from the run.
 
-    opinfo_test.py                 the test (what Bazel runs)
-    opinfo_test.py --write-docs    the test, then docs/OPS.md's coverage section rewritten
-    opinfo_test.py --only NAME     the entries named so (no file checks): for debugging
+    opinfo_test.py                    the test (what Bazel runs)
+    opinfo_test.py --write-docs       the test, then docs/OPS.md's coverage section rewritten
+    opinfo_test.py --write-refusals   the test, then opinfo_refusals.txt rewritten from the run
+    opinfo_test.py --only NAME        the entries named so (no file checks): for debugging
 
 Samples run in worker processes (one kilnd for the run, a fresh cache), so a
 worker that crashes is named with its sample and the run goes on in a new one.
@@ -152,9 +154,14 @@ def _eager(call, inputs):
         return None
 
 
-def _run(calls, wants, unchecked):
-    """'pass', ('refused', reason) or ('wrong', what differs) for calls (a list
-    of (function, inputs)) compiled as one graph, against eager's wants."""
+NO_FALLBACK = "not even through torch: "
+
+
+def _run(calls, wants, unchecked, strict=True):
+    """'pass', ['torch', reason] (refused natively for reason, then run
+    partitioned through torch and matching), ['refused', reason] or ['wrong',
+    what differs] for calls (a list of (function, inputs)) compiled as one
+    graph, against eager's wants."""
     import torch
     import kiln
 
@@ -169,16 +176,30 @@ def _run(calls, wants, unchecked):
 
     inputs = [t for _, given in calls for t in given]
     try:
-        compiled = kiln.compile(together, [t.clone() for t in inputs], name="opinfo")
-        torch.manual_seed(0)
-        got = compiled(*[t.clone() for t in inputs])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the partitioned graph's note
+            compiled = kiln.compile(together, [t.clone() for t in inputs], name="opinfo",
+                                    strict=strict)
+            torch.manual_seed(0)
+            got = compiled(*[t.clone() for t in inputs])
     except Exception as error:  # the tracer's and kilnd's refusals, and any other error
-        return ("refused", normalize(f"{type(error).__name__}: {error}"))
+        reason = normalize(f"{type(error).__name__}: {error}")
+        return ["refused", reason if strict else NO_FALLBACK + reason]
     try:
         _compare(got, wants, unchecked)
     except AssertionError as error:
-        return ("wrong", str(error).strip().splitlines()[0][:300])
+        where = "" if strict else "through torch: "
+        return ["wrong", where + str(error).strip().splitlines()[0][:300]]
     return "pass"
+
+
+def _run_sample(calls, wants, unchecked):
+    """_run natively, and when that is refused, partitioned."""
+    result = _run(calls, wants, unchecked)
+    if result == "pass" or result[0] != "refused":
+        return result
+    fallback = _run(calls, wants, unchecked, strict=False)
+    return ["torch", result[1]] if fallback == "pass" else fallback
 
 
 def _compare(got, want, unchecked):
@@ -230,7 +251,7 @@ def worker():
                 samples = []
         for (index, call, inputs), want in samples:
             print(json.dumps({"start": index}), flush=True)
-            result = _run([(call, inputs)], [want], unchecked)
+            result = _run_sample([(call, inputs)], [want], unchecked)
             print(json.dumps({"index": index, "result": result}), flush=True)
         print(json.dumps({"done": task["entry"]}), flush=True)
 
@@ -324,12 +345,24 @@ def refusal_lines(results):
     for (name, dtype), outcome in sorted(results.items()):
         reasons = collections.defaultdict(list)
         for index, result in sorted(outcome.items()):
-            if isinstance(result, list) and result[0] == "refused":
+            if isinstance(result, list) and result[0] in ("torch", "refused"):
                 reasons[result[1]].append(index)
         for reason, indices in sorted(reasons.items()):
             which = "*" if len(indices) == len(outcome) else ",".join(map(str, indices))
             lines.append(f"{name} {dtype} {which}: {reason}")
     return lines
+
+
+def write_refusals(lines):
+    """opinfo_refusals.txt with its header kept and lines as its list."""
+    with open(REFUSALS) as file:
+        header = [line for line in file if line.startswith("#")]
+    path = REFUSALS
+    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY")
+    if workspace:
+        path = os.path.join(workspace, "client", "python", os.path.basename(REFUSALS))
+    with open(path, "w") as file:
+        file.writelines(header + [line + "\n" for line in lines])
 
 
 def read_refusals():
@@ -365,8 +398,9 @@ def listed_results(runs, listed):
         outcome = {index: "pass" for index in indices}
         for line in listed.get(key, []):
             which, reason = line.split(" ", 2)[2].split(": ", 1)
+            kind = "refused" if reason.startswith(NO_FALLBACK) else "torch"
             for index in indices if which == "*" else map(int, which.split(",")):
-                outcome[index] = ["refused", reason]
+                outcome[index] = [kind, reason]
         results[key] = outcome
     return results
 
@@ -387,25 +421,28 @@ def coverage(results):
         if kinds and all(kind == "pass" for kind in kinds):
             counts["entries passing"] += 1
         reasons.update(r[1] for r in outcome.values() if not isinstance(r, str))
+    ran = total["pass"] + total["torch"]
     rate = 100.0 * total["pass"] / max(total["samples"], 1)
     text = ["# Op coverage: PyTorch's OpInfo suite\n\n",
             f"**{total['pass']} of {total['samples']} samples pass natively ({rate:.1f}%)**; "
-            f"{total['refused']} are refused, 0 wrong, 0 crash. "
+            f"with the ops Kiln refuses run through torch (partitioned graphs), {ran} "
+            f"({100.0 * ran / max(total['samples'], 1):.1f}%) run and match; "
+            f"{total['refused']} run neither way, 0 wrong, 0 crash. "
             f"{len(results)} OpInfo entries (torch's `op_db`) that run on the CPU in float32, "
             "float64, int64 or bool (the first each supports), up to "
             f"{SAMPLES} samples each (those eager runs), through `kiln.compile`, compared with "
             "eager by `//client/python:opinfo_test`; the refusals it expects, with Kiln's "
             "reasons, are `client/python/opinfo_refusals.txt`. Regenerate this section: "
-            "`bazel run //client/python:opinfo_test -- --write-docs`. No sample runs through "
-            "torch yet: a refused sample is refused whole.\n\n",
+            "`bazel run //client/python:opinfo_test -- --write-docs`.\n\n",
             "| family | entries | entries passing | samples | native | through torch | "
             "refused |\n",
             "| --- | --- | --- | --- | --- | --- | --- |\n"]
     for label in sorted(by_family):
         counts = by_family[label]
         text.append(f"| {label} | {counts['entries']} | {counts['entries passing']} | "
-                    f"{counts['samples']} | {counts['pass']} | 0 | {counts['refused']} |\n")
-    text.append("\nThe most frequent reasons for a refusal:\n\n| samples | reason |\n"
+                    f"{counts['samples']} | {counts['pass']} | {counts['torch']} | "
+                    f"{counts['refused']} |\n")
+    text.append("\nThe most frequent reasons for a native refusal:\n\n| samples | reason |\n"
                 "| --- | --- |\n")
     for reason, count in sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:15]:
         text.append(f"| {count} | `{reason.replace('|', '/')}` |\n")
@@ -466,6 +503,8 @@ def main():
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--write-docs", action="store_true",
                         help="rewrite docs/OPS.md's coverage section from the run")
+    parser.add_argument("--write-refusals", action="store_true",
+                        help="rewrite opinfo_refusals.txt from the run (every entry)")
     parser.add_argument("--only", nargs="+", help="run only these entries; check no files")
     parser.add_argument("--json", help="write every sample's result to this file")
     flags = parser.parse_args()
@@ -506,6 +545,8 @@ def main():
     if flags.only:
         print("\n".join(problems + refusal_lines(results)))
         return 0
+    if flags.write_refusals:
+        write_refusals(refusal_lines(results))
     listed = read_refusals()
     problems += check_run(results, listed)
     if shard == 0:
