@@ -374,9 +374,8 @@ class Bench:
                 result[f"{model}_export_{name}_ratio"] = ratio("aoti", "kiln_export", figure)
             for route, kiln in (("inductor291", "kiln"), ("aoti291", "kiln_package")):
                 measured = route in self.routes
-                for figure in FIGURES:
-                    if not measured:
-                        result[f"{model}_{route}_{figure}"] = None
+                if not measured:
+                    result.update({f"{model}_{route}_{figure}": None for figure in FIGURES})
                 for figure in ("fresh_warm_ms", "cold_ms"):
                     result[f"{model}_{route}_{figure.removesuffix('_ms')}_ratio"] = (
                         ratio(route, kiln, figure) if measured else None)
