@@ -21,10 +21,19 @@ packages=(
   dpkg-dev                              # unpacks Abseil's source package (below)
 )
 with_torch=false
-if [[ "${1:-}" == "--with-torch" ]]; then
-  with_torch=true
+with_torch291=false
+for option in "$@"; do
+  case $option in
+    --with-torch) with_torch=true ;;
+    --with-torch291) with_torch291=true ;;
+    *) echo "install-deps: unknown option $option (the options are --with-torch, --with-torch291)" >&2
+       exit 2 ;;
+  esac
+done
+if $with_torch; then
   packages+=(python3-venv python3-dev)  # the checkout's .venv (below); Python.h for the extension
 fi
+if $with_torch291; then packages+=(python3-venv); fi
 
 # Abseil's sources, for the Python extension: Debian ships its static
 # libraries built for executables only, and an extension linked to the 30
@@ -57,7 +66,7 @@ fetch_abseil_source() {
 
 # The pinned torch 2.x line that the Python package is built against and its
 # tests run on, from PyPI into .venv in the checkout (third_party/python says
-# how Bazel finds it). The pins are written to .venv/kiln-pins once pip has
+# how Bazel finds it). The pins are written to VENV/kiln-pins once pip has
 # installed them; a second run that finds the same pins there does nothing.
 python_packages=(
   torch==2.15.0
@@ -68,14 +77,24 @@ python_packages=(
   pytest==9.2.0
   expecttest==0.3.0     # torch.testing._internal imports it: the OpInfo test (client/python/opinfo_test.py)
 )
+# --with-torch291: torch 2.9.1's Inductor for //tools/bench:vs_inductor
+# only (docs/BENCHMARKS.md, "Kiln beside Inductor"), in .venv-torch291;
+# several GB, most of it the CUDA runtime wheels torch's Linux wheel needs.
+torch291_packages=(
+  torch==2.9.1
+  torchvision==0.24.1   # resnet18; Requires-Dist: torch==2.9.1
+  transformers==5.25.0  # BERT; Requires-Dist: torch>=2.6
+)
+# install_python_packages VENV PACKAGE...
 install_python_packages() {
-  local venv pins
-  venv=$(cd "$(dirname "$0")/.." && pwd)/.venv
-  pins=$(printf '%s\n' "${python_packages[@]}")
+  local venv=$1 pins
+  shift
+  venv=$(cd "$(dirname "$0")/.." && pwd)/$venv
+  pins=$(printf '%s\n' "$@")
   [[ -x $venv/bin/python3 && -f $venv/kiln-pins && $(<"$venv/kiln-pins") == "$pins" ]] && return 0
-  echo "install-deps: installing ${python_packages[*]} into $venv" >&2
+  echo "install-deps: installing $* into $venv" >&2
   [[ -x $venv/bin/python3 ]] || /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "${python_packages[@]}"
+  "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "$@"
   echo "$pins" >"$venv/kiln-pins"
 }
 
@@ -95,4 +114,5 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 fetch_abseil_source
-if $with_torch; then install_python_packages; fi
+if $with_torch; then install_python_packages .venv "${python_packages[@]}"; fi
+if $with_torch291; then install_python_packages .venv-torch291 "${torch291_packages[@]}"; fi

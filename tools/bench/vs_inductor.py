@@ -24,12 +24,17 @@ the cold process, kiln.load in each), kiln_dynamo (torch.compile with
 Kiln's backend), kiln_export (torch.export and kiln.save of the program in
 the cold process, kiln.load in each), inductor (torch.compile), aoti
 (torch.export and aoti_compile_and_package in the cold process,
-aoti_load_package in each) and eager. KILN_SIDE names the routes Kiln's own
-figures come from. With --json the last line is one flat JSON object:
-MODEL_ROUTE_FIGURE for every route, MODEL_kiln_FIGURE, MODEL_eager_warm_call_us,
-the ratios Inductor / Kiln next to their targets (RATIO_target), and each
-user route's ratios: Inductor / kiln_dynamo (MODEL_dynamo_FIGURE_ratio) and
-AOTInductor / kiln_export (MODEL_export_FIGURE_ratio).
+aoti_load_package in each) and eager. inductor291 and aoti291 are inductor
+and aoti in torch 2.9.1's interpreter (--inductor291_python, by default the
+checkout's .venv-torch291 from scripts/install-deps.sh --with-torch291);
+without it their figures are null and the fact `inductor291` says why.
+KILN_SIDE names the routes Kiln's own figures come from. With --json the
+last line is one flat JSON object: MODEL_ROUTE_FIGURE for every route,
+MODEL_kiln_FIGURE, MODEL_eager_warm_call_us, the ratios Inductor / Kiln next
+to their targets (RATIO_target), each user route's ratios: Inductor /
+kiln_dynamo (MODEL_dynamo_FIGURE_ratio) and AOTInductor / kiln_export
+(MODEL_export_FIGURE_ratio), and torch 2.9.1's over Kiln's as inductor's and
+aoti's are (MODEL_{inductor291,aoti291}_{fresh_warm,cold}_ratio).
 
     bazel run -c opt //tools/bench:vs_inductor -- --json
 """
@@ -148,6 +153,8 @@ def eager(model, inputs, directory, cold):
 
 ROUTES = {route.__name__: route for route in (kiln_compile, kiln_package, kiln_dynamo, kiln_export,
                                               inductor, aoti, eager)}
+# The routes run in torch 2.9.1's interpreter: ROUTE291 is ROUTE there.
+TORCH291_ROUTES = ("inductor291", "aoti291")
 
 
 def median_call_us(fn, inputs):
@@ -175,7 +182,8 @@ def run_child(args):
     model, inputs, tolerance = build_model(args.model)
     with torch.no_grad():
         start = time.perf_counter()
-        compiled = ROUTES[args.route](model, inputs, args.directory, args.cold)
+        compiled = ROUTES[args.route.removesuffix("291")](model, inputs, args.directory,
+                                                          args.cold)
         result = compiled(*inputs)
         first_ms = 1e3 * (time.perf_counter() - start)
         expected = model(*inputs)
@@ -191,7 +199,7 @@ def run_child(args):
         daemon = kiln._default_client().daemon()
         report["kilnd_pid"] = int(daemon["pid"])
         report["kilnd_compiles"] = kiln.stats()["daemon"]["compiles"]
-    if args.route == "inductor":
+    if args.route.startswith("inductor"):
         from torch._dynamo.utils import counters
         report["inductor_counters"] = {**counters["inductor"], **counters["aot_autograd"]}
     print(json.dumps(report))
@@ -207,6 +215,8 @@ class Bench:
         self.errors = {}  # (model, route) -> (largest error from eager, its tolerance)
         self.kilnd_pids = set()
         self.torch = None
+        self.routes = list(ROUTES)
+        self.python = {route: sys.executable for route in ROUTES}
         self.env = dict(os.environ)
         for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                          "KILN_NUM_THREADS"):
@@ -215,29 +225,54 @@ class Bench:
             "HF_HUB_OFFLINE": "1",
             "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
             "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
-            "CXX": self._compiler_with_torch_libraries(),
         })
+        self.cxx = {sys.executable: self._compiler_with_torch_libraries(
+            "g++", os.path.dirname(torch.__file__))}
+        self.torch291 = self._find_torch291(args.inductor291_python)
         # Every process runs bytecode compiled ahead, as an installed
         # package's is (torch's is, in its site-packages).
         compileall.compile_dir(os.path.join(PACKAGE, "kiln"), quiet=1)
 
-    def _compiler_with_torch_libraries(self):
-        """g++ with this torch's libraries first on the link path: Inductor
-        puts Python's LIBDIR there first, where Debian's python3-torch keeps
-        a libtorch 1.13 that AOTInductor's wrapper would otherwise link."""
-        path = os.path.join(self.root, "g++")
-        libraries = os.path.join(os.path.dirname(torch.__file__), "lib")
+    def _compiler_with_torch_libraries(self, name, torch_directory):
+        """g++ with the libraries of the torch in torch_directory first on the
+        link path: Inductor puts Python's LIBDIR there first, where Debian's
+        python3-torch keeps a libtorch 1.13 that AOTInductor's wrapper would
+        otherwise link."""
+        path = os.path.join(self.root, name)
+        libraries = os.path.join(torch_directory, "lib")
         with open(path, "w") as script:
             script.write(f'#!/bin/sh\nexec {shutil.which("g++")} -L{libraries} "$@"\n')
         os.chmod(path, 0o755)
         return path
 
+    def _find_torch291(self, python):
+        """Adds TORCH291_ROUTES, run by `python`, when it has torch 2.9.1.
+        The fact `inductor291`: the torch that ran them, or why none did."""
+        if not os.path.exists(python):
+            return (f"not measured: no {python} (scripts/install-deps.sh --with-torch291 "
+                    f"creates .venv-torch291 in the checkout)")
+        probe = subprocess.run(
+            [python, "-c", "import importlib.metadata, importlib.util; "
+             "print(importlib.metadata.version('torch'), "
+             "importlib.util.find_spec('torch').submodule_search_locations[0])"],
+            capture_output=True, text=True)
+        if probe.returncode != 0:
+            return f"not measured: {python} has no torch: {probe.stderr.strip()[-500:]}"
+        version, directory = probe.stdout.strip().split(" ", 1)
+        if not version.startswith("2.9.1"):
+            return f"not measured: {python} has torch {version}, not 2.9.1"
+        self.routes += TORCH291_ROUTES
+        self.python.update(dict.fromkeys(TORCH291_ROUTES, python))
+        self.cxx[python] = self._compiler_with_torch_libraries("g++291", directory)
+        return f"torch {version} from {python}"
+
     def child(self, model, route, directory, cold):
         """Runs one process of `route`; its report."""
+        python = self.python[route]
         env = dict(self.env, TORCHINDUCTOR_CACHE_DIR=os.path.join(directory, "inductor"),
                    KILN_CACHE_DIR=os.path.join(directory, "kiln"),
-                   KILN_SOCKET=os.path.join(directory, "s"))
-        command = [sys.executable, os.path.abspath(__file__), "--child", route, "--model", model,
+                   KILN_SOCKET=os.path.join(directory, "s"), CXX=self.cxx[python])
+        command = [python, os.path.abspath(__file__), "--child", route, "--model", model,
                    "--directory", directory, "--threads", str(self.args.threads)]
         kind = "cold" if cold else "warm"
         start = time.perf_counter()
@@ -251,7 +286,8 @@ class Bench:
               f"(process {time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
         if "kilnd_pid" in report:
             self.kilnd_pids.add(report["kilnd_pid"])
-        self.torch = report["torch"], report["torch_threads"]
+        if route not in TORCH291_ROUTES:
+            self.torch = report["torch"], report["torch_threads"]
         error, tolerance = self.errors.get((model, route), (0.0, 0.0))
         self.errors[model, route] = (max(error, report["max_abs_err"]),
                                      max(tolerance, report["tolerance"]))
@@ -282,7 +318,7 @@ class Bench:
         last cold process of each left, the routes interleaved."""
         directories, cold_reports = {"eager": self.root}, {}
         for repetition in range(self.args.cold_repetitions):
-            for route in ROUTES:
+            for route in self.routes:
                 if route == "eager":
                     continue
                 directory = os.path.join(self.root, f"{model}-{route}-{repetition}")
@@ -294,7 +330,7 @@ class Bench:
                     shutil.rmtree(directories[route])
                 directories[route], cold_reports[route] = directory, report
         for repetition in range(-self.args.warmup_processes, self.args.repetitions):
-            for route in ROUTES:
+            for route in self.routes:
                 report = self.child(model, route, directories[route], cold=False)
                 check_warm(model, route, report, cold_reports.get(route))
                 if repetition < 0:
@@ -336,6 +372,13 @@ class Bench:
                 name = figure.removesuffix("_ms").removesuffix("_us")
                 result[f"{model}_dynamo_{name}_ratio"] = ratio("inductor", "kiln_dynamo", figure)
                 result[f"{model}_export_{name}_ratio"] = ratio("aoti", "kiln_export", figure)
+            for route, kiln in (("inductor291", "kiln"), ("aoti291", "kiln_package")):
+                measured = route in self.routes
+                if not measured:
+                    result.update({f"{model}_{route}_{figure}": None for figure in FIGURES})
+                for figure in ("fresh_warm_ms", "cold_ms"):
+                    result[f"{model}_{route}_{figure.removesuffix('_ms')}_ratio"] = (
+                        ratio(route, kiln, figure) if measured else None)
             cold_ratios.append(result[f"{model}_cold_ratio"])
             warm_call_ratios.append(result[f"{model}_warm_call_ratio"])
         result["cold_ratio_min"] = min(cold_ratios)
@@ -346,6 +389,7 @@ class Bench:
             if key in result:
                 result[key + "_target"] = target
         result["torch"], result["threads"] = self.torch[0], self.torch[1]
+        result["inductor291"] = self.torch291
         result["cpus"] = os.cpu_count()
         return result
 
@@ -379,17 +423,17 @@ def print_tables(result, models):
           f"{'fresh warm ms min/median/max':>30} {'warm call us min/median/max':>30}")
 
     def cell(key, width):
-        if key not in result:
+        if result.get(key) is None:
             return " " * (width - 1) + "-"
         text = f"{result[key + '_min']:.4g} / {result[key]:.4g} / {result[key + '_max']:.4g}"
         return f"{text:>{width}}"
     for model in models:
-        for route in ROUTES:
+        for route in list(ROUTES) + list(TORCH291_ROUTES):
             print(f"{model:12} {route:13} {cell(f'{model}_{route}_cold_ms', 28)} "
                   f"{cell(f'{model}_{route}_fresh_warm_ms', 30)} "
                   f"{cell(f'{model}_{route}_warm_call_us', 30)}")
     sources = ", ".join(f"{figure} from {route}" for figure, route in KILN_SIDE.items())
-    print(f"\nKiln's figures: {sources}\n")
+    print(f"\nKiln's figures: {sources}; inductor291 and aoti291: {result['inductor291']}\n")
     for key, target in TARGETS.items():
         if key in result:
             verdict = "met" if result[key] >= target else f"missed by {target / result[key]:.2f}x"
@@ -407,7 +451,12 @@ def main():
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                         help="threads of torch, OpenMP, MKL, OpenBLAS and Kiln's pool")
-    parser.add_argument("--child", choices=ROUTES, help=argparse.SUPPRESS)
+    parser.add_argument("--inductor291_python", default=os.path.join(
+        os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd()), ".venv-torch291", "bin",
+        "python3"), help="the interpreter of torch 2.9.1's Inductor (default: the checkout's, "
+                         "from scripts/install-deps.sh --with-torch291)")
+    parser.add_argument("--child", choices=list(ROUTES) + list(TORCH291_ROUTES),
+                        help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--directory", help=argparse.SUPPRESS)
     parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)

@@ -14,10 +14,15 @@ ROUTES = ("kiln_compile", "kiln_package", "kiln_dynamo", "kiln_export", "inducto
 FIGURES = ("cold_ms", "fresh_warm_ms", "warm_call_us")
 
 
+# An interpreter that does not exist: the bench runs without torch 2.9.1.
+NO_TORCH291 = "/nonexistent/.venv-torch291/bin/python3"
+
+
 @pytest.fixture(scope="module")
 def figures():
     out = subprocess.run([sys.executable, BENCH, "--models=f", "--repetitions=1",
-                          "--cold_repetitions=1", "--warmup_processes=0", "--json"],
+                          "--cold_repetitions=1", "--warmup_processes=0", "--json",
+                          "--inductor291_python", NO_TORCH291],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-4000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -69,6 +74,16 @@ def test_every_route_gives_eagers_result(figures):
         # 1e-4 of f's largest output (relu(x @ x.T + 1) on randn(64, 64): ~90).
         assert 1e-3 < figures[f"f_{route}_tolerance"] < 1e-1
         assert figures[f"f_{route}_max_abs_err"] <= figures[f"f_{route}_tolerance"]
+
+
+def test_without_torch_291_its_figures_are_null_and_the_fact_says_why(figures):
+    keys = [f"f_{route}_{figure}" for route in ("inductor291", "aoti291") for figure in FIGURES]
+    keys += [f"f_{route}_{name}_ratio" for route in ("inductor291", "aoti291")
+             for name in ("fresh_warm", "cold")]
+    assert {key: figures.get(key, "missing") for key in keys} == dict.fromkeys(keys)
+    assert figures["inductor291"] == (
+        f"not measured: no {NO_TORCH291} (scripts/install-deps.sh --with-torch291 creates "
+        ".venv-torch291 in the checkout)")
 
 
 def test_an_unknown_model_is_refused_naming_the_models():
