@@ -1,7 +1,9 @@
 """pytest fixtures of the Python package's tests."""
+import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 
@@ -38,3 +40,12 @@ def compiles():
     client exists)."""
     kiln._default_client()
     return kiln.stats()["daemon"]["compiles"]
+
+
+def fresh_process_result(source, *args):
+    """The JSON last line of `source` run by a fresh Python process (with this
+    process's environment, so the same kilnd), which must exit 0."""
+    out = subprocess.run([sys.executable, "-c", source, *args], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])

@@ -5,9 +5,7 @@ options, and training through AOTAutograd against eager's gradients.
 Runs under pytest (the checkout's .venv), as kiln_test does.
 """
 import copy
-import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -17,7 +15,7 @@ import torch._dynamo
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kiln  # noqa: E402
-from conftest import assert_matches, compiles  # noqa: E402
+from conftest import assert_matches, compiles, fresh_process_result  # noqa: E402
 
 
 class Graphs:
@@ -181,17 +179,11 @@ print(json.dumps([graph.compiled.artifact()["key"] for graph in made if graph.co
 
 
 def test_each_graph_of_a_broken_function_is_cached_and_a_fresh_process_hits_them_all():
-    def run():
-        out = subprocess.run([sys.executable, "-c", BREAKS, HERE], capture_output=True,
-                             text=True, timeout=300)
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout.splitlines()[-1])
-
     before = compiles()
-    keys = run()
+    keys = fresh_process_result(BREAKS, HERE)
     assert len(keys) >= 3 and len(set(keys)) == len(keys), keys
     assert compiles() == before + len(keys), "each graph compiled on its own"
-    assert run() == keys
+    assert fresh_process_result(BREAKS, HERE) == keys
     assert compiles() == before + len(keys), "the fresh process hit every graph"
 
 

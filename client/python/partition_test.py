@@ -1,9 +1,7 @@
 """Partitioned graphs (kiln/_partition.py): ops Kiln does not compile run
 through torch, and Kiln compiles the regions between them (conftest.py
 starts the kilnd)."""
-import json
 import os
-import subprocess
 import sys
 import warnings
 
@@ -13,7 +11,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kiln  # noqa: E402
-from conftest import assert_matches, compiles  # noqa: E402
+from conftest import assert_matches, compiles, fresh_process_result  # noqa: E402
 
 
 class FourierLayer(torch.nn.Module):
@@ -166,16 +164,10 @@ print(json.dumps(keys))
 
 
 def test_a_fresh_process_hits_every_segment():
-    def run():
-        out = subprocess.run([sys.executable, "-c", FRESH, HERE], capture_output=True,
-                             text=True, timeout=300)
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout.splitlines()[-1])
-
-    keys = run()
+    keys = fresh_process_result(FRESH, HERE)
     assert len(keys) >= 6 and len(set(keys)) == len(keys), keys
     before = compiles()
-    assert run() == keys
+    assert fresh_process_result(FRESH, HERE) == keys
     assert compiles() == before, "the fresh process hit every segment"
 
 
