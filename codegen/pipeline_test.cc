@@ -107,6 +107,13 @@ TEST(PipelineTest, ErrorsNameTheNode) {
             absl::InvalidArgumentError("node 2 'add' (add): 'add' is not an ATen op name "
                                        "(expected aten.<op>.<overload>)"));
 
+  // A library's own op (torch.library) is an op Kiln lacks, not a malformed name.
+  kiln::v1::Graph custom = LoadExample("f");
+  custom.mutable_nodes(2)->set_op("mylib.mix.default");
+  EXPECT_EQ(PrepareGraph(custom).status(),
+            absl::UnimplementedError("node 2 'add' (mylib.mix.default): op 'mylib.mix.default' is "
+                                     "not supported (see docs/OPS.md)"));
+
   kiln::v1::Graph arity = LoadExample("f");
   arity.mutable_nodes(1)->mutable_inputs()->RemoveLast();
   EXPECT_EQ(

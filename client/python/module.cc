@@ -6,6 +6,7 @@
 // released for the whole Run. Errors become the package's exceptions, each
 // carrying the client's message.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <google/protobuf/util/json_util.h>
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
@@ -24,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/client.h"
 #include "client/compiled_graph.h"
+#include "client/runtime/runtime.h"
 #include "client/tensor.h"
 #include "codegen/ops/op_table.h"
 #include "proto/graph_file.h"
@@ -384,6 +386,15 @@ PYBIND11_MODULE(_kiln, module) {
   unsupported_op_error = py::object(package.attr("UnsupportedOpError")).release().ptr();
   guard_error = py::object(package.attr("GuardError")).release().ptr();
   daemon_unavailable = py::object(package.attr("DaemonUnavailable")).release().ptr();
+
+  // Kiln's kernels run on torch's intra-op threads, as many as
+  // torch.get_num_threads() (client/runtime/thread_pool.h).
+  static constexpr ThreadPool::Loops kTorchLoops = {
+      [] { return at::get_num_threads(); },
+      [](int64_t n, int64_t grain, ThreadPool::Body body) {
+        at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) { body(begin, end); });
+      }};
+  Runtime::Default().pool().RunOn(&kTorchLoops);
 
   module.def(
       "graph_to_binary",

@@ -14,9 +14,31 @@ import kiln  # noqa: E402
 from conftest import assert_matches, compiles, fresh_process_result  # noqa: E402
 
 
+# A library's own ops (torch.library), which Kiln has no lowering for and
+# runs through torch: FNet's FFT token mixer and a linear solve.
+@torch.library.custom_op("kiln_test::spectral_mix", mutates_args=())
+def spectral_mix(x: torch.Tensor) -> torch.Tensor:
+    return torch.fft.fft2(x).real
+
+
+@spectral_mix.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("kiln_test::solve", mutates_args=())
+def solve(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.linalg.solve(a, b)
+
+
+@solve.register_fake
+def _(a, b):
+    return torch.empty_like(b)
+
+
 class FourierLayer(torch.nn.Module):
-    """A transformer-ish layer whose token mixer is an FFT (FNet): complex
-    tensors, which Kiln does not compile, between a norm and an MLP."""
+    """A transformer-ish layer whose token mixer is an FFT (FNet), a custom
+    op between a norm and an MLP."""
 
     def __init__(self, width=32, hidden=64):
         super().__init__()
@@ -26,7 +48,7 @@ class FourierLayer(torch.nn.Module):
         self.down = torch.nn.Linear(hidden, width)
 
     def forward(self, x):
-        x = x + torch.fft.fft2(self.norm1(x)).real
+        x = x + spectral_mix(self.norm1(x))
         return x + self.down(torch.nn.functional.gelu(self.up(self.norm2(x))))
 
 
@@ -48,9 +70,9 @@ class DetectionHead(torch.nn.Module):
 
 
 def solved(a, b, w):
-    """A linear solve between two regions Kiln compiles."""
+    """A linear solve, a custom op, between two regions Kiln compiles."""
     system = a @ a.transpose(-1, -2) + 4.0 * torch.eye(a.shape[-1])
-    x = torch.linalg.solve(system, torch.tanh(b @ w))
+    x = solve(system, torch.tanh(b @ w))
     return torch.relu(x @ w.T) + 1.0
 
 
@@ -100,10 +122,10 @@ def test_a_linear_solve_in_the_middle_matches_eager():
 
 @pytest.mark.parametrize("fn, inputs, refused, op", [
     (FourierLayer().eval(), [torch.randn(2, 8, 32)],
-     "(aten._to_copy.default) is torch.complex64", "aten._fft_c2c.default"),
+     "kiln_test.spectral_mix.default", "kiln_test.spectral_mix.default"),
     (DetectionHead().eval(), [torch.randn(64, 16)], "aten.nonzero.default", "aten.nonzero.default"),
     (solved, [torch.randn(8, 8), torch.randn(8, 6), torch.randn(6, 6)],
-     "aten._linalg_solve_ex.default", "aten._linalg_solve_ex.default"),
+     "kiln_test.solve.default", "kiln_test.solve.default"),
 ], ids=["fft", "nonzero", "solve"])
 def test_strict_refuses_naming_the_op_and_explain_names_why_it_ran_through_torch(fn, inputs,
                                                                                  refused, op):
@@ -127,7 +149,7 @@ def test_the_warning_names_the_ops_and_strict_and_is_raised_once():
             compiled(a, b, w)
     messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(messages) == 1, messages
-    assert "aten._linalg_solve_ex.default" in messages[0]
+    assert "kiln_test.solve.default" in messages[0]
     assert "strict=True" in messages[0]
 
 
@@ -139,9 +161,47 @@ def test_torch_compile_partitions_a_graph_and_strict_refuses_it():
         assert_matches(torch.compile(solved, backend=kiln.backend)(a, b, w), solved(a, b, w))
         torch._dynamo.reset()
         strict = torch.compile(solved, backend=kiln.backend, options={"strict": True})
-        with pytest.raises(kiln.UnsupportedOpError, match=r"aten\._linalg_solve_ex\.default"):
+        with pytest.raises(kiln.UnsupportedOpError, match=r"kiln_test\.solve\.default"):
             strict(a, b, w)
     torch._dynamo.reset()
+
+
+THREADS = """
+import json, os, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+import kiln
+torch.set_num_threads(2)
+def threads():
+    names = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            names.append(open(f"/proc/self/task/{task}/comm").read().strip())
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return sorted(names)
+def f(x, w):
+    return torch.relu(x @ w + 1.0).sum(1)
+x, w = torch.randn(512, 512), torch.randn(512, 512)
+with torch.no_grad():
+    compiled = kiln.compile(f, [x, w])
+    for _ in range(3):
+        f(x, w)
+    eager = threads()
+    for _ in range(3):
+        compiled(x, w)
+    torch.testing.assert_close(compiled(x, w), f(x, w), rtol=1e-4, atol=1e-3)
+print(json.dumps({"after_eager": eager, "after_kiln": threads()}))
+"""
+
+
+def test_kilns_kernels_run_on_torchs_threads_and_start_none_of_their_own():
+    # One set of threads for eager ops and Kiln's kernels: at each seam of a
+    # partitioned graph, neither side's idle threads spin on the cores the
+    # other needs, and torch.set_num_threads governs both.
+    threads = fresh_process_result(THREADS, HERE)
+    assert "kiln-pool" not in threads["after_kiln"], threads
+    assert threads["after_kiln"] == threads["after_eager"], threads
 
 
 FRESH = """

@@ -8,6 +8,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -357,6 +360,46 @@ TEST(ThreadPoolTest, CoversTheRangeOnceAndNestsInline) {
     EXPECT_EQ(end, 5);
   });
   EXPECT_EQ(calls, 1);
+}
+
+// Threads of this process whose name (/proc's comm) is `name`.
+int CountThreadsNamed(const std::string& name) {
+  int count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++count;
+  }
+  return count;
+}
+
+// Another pool's loops (torch's, in the Python extension): every loop and
+// the thread count are theirs, and this pool starts no thread of its own.
+TEST(ThreadPoolTest, RunsOnAnotherPoolsLoopsAndStartsNoThread) {
+  static std::atomic<int> delegated{0};
+  static constexpr ThreadPool::Loops kInline = {
+      [] { return 5; },
+      [](int64_t n, int64_t grain, ThreadPool::Body body) {
+        ++delegated;
+        EXPECT_EQ(grain, 10);
+        body(0, n);
+      }};
+  const int named_before = CountThreadsNamed("kiln-pool");
+  ThreadPool pool(3);
+  pool.RunOn(&kInline);
+  EXPECT_EQ(pool.threads(), 5);
+  int64_t covered = 0;
+  pool.ParallelFor(1000, 10, [&](int64_t begin, int64_t end) { covered += end - begin; });
+  EXPECT_EQ(covered, 1000);
+  EXPECT_EQ(delegated, 1);
+  EXPECT_EQ(CountThreadsNamed("kiln-pool"), named_before);
+  pool.RunOn(nullptr);
+  EXPECT_EQ(pool.threads(), 3);
+  std::atomic<int64_t> again{0};
+  pool.ParallelFor(1000, 10, [&](int64_t begin, int64_t end) { again += end - begin; });
+  EXPECT_EQ(again, 1000);
+  EXPECT_EQ(delegated, 1);
+  EXPECT_EQ(CountThreadsNamed("kiln-pool"), named_before + 2) << "its own workers, named";
 }
 
 // Pre-fork servers: a pool whose workers ran in the parent runs loops in

@@ -1,5 +1,7 @@
 #include "client/runtime/thread_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 
 #include "absl/time/clock.h"
@@ -45,12 +47,17 @@ void ThreadPool::AfterForkInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS { call_mutex_
 void ThreadPool::StartWorkers() {
   while (static_cast<int>(workers_.size()) + 1 < threads_) {
     workers_.emplace_back([this] { WorkerLoop(); });
+    pthread_setname_np(workers_.back().native_handle(), "kiln-pool");
   }
 }
 
 void ThreadPool::ParallelFor(int64_t n, int64_t grain, Body body) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
+  if (const Loops* loops = loops_.load(std::memory_order_acquire); loops != nullptr) {
+    loops->parallel_for(n, grain, body);
+    return;
+  }
   const int64_t chunks = std::min<int64_t>(threads(), (n + grain - 1) / grain);
   if (chunks <= 1 || inside_pool_loop || !call_mutex_.TryLock()) {
     // Serial: small work, a nested loop, or another thread's loop holds the

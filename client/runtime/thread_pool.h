@@ -4,6 +4,12 @@
 // ParallelFor may be called from any thread, including from inside a loop
 // body (nested calls run inline). Thread-safe. Survives fork(): a child
 // starts workers of its own on its first parallel loop.
+//
+// In a process with PyTorch, the loops run on torch's intra-op threads
+// instead (RunOn, client/python/module.cc): one set of threads serves eager
+// ops and Kiln's kernels, so neither spins on a core the other needs where
+// a partitioned graph hands work back and forth, and torch.set_num_threads
+// governs both.
 #ifndef KILN_CLIENT_RUNTIME_THREAD_POOL_H_
 #define KILN_CLIENT_RUNTIME_THREAD_POOL_H_
 
@@ -25,11 +31,24 @@ class ThreadPool final : private ForkAware {
   explicit ThreadPool(int threads);
   ~ThreadPool();
 
-  int threads() const { return threads_; }
+  int threads() const {
+    const Loops* loops = loops_.load(std::memory_order_acquire);
+    return loops != nullptr ? loops->threads() : threads_;
+  }
 
   // Not owning and never allocating (std::function would, for most
   // lambdas): ParallelFor returns only when every chunk is done.
   using Body = absl::FunctionRef<void(int64_t, int64_t)>;
+
+  // Another pool's parallel loop, with ParallelFor's contract, and its
+  // current thread count (the calling thread included).
+  struct Loops {
+    int (*threads)();
+    void (*parallel_for)(int64_t n, int64_t grain, Body body);
+  };
+  // Runs every later loop on `loops` (not owned; it must outlive the pool)
+  // and starts no thread of its own; nullptr returns to this pool's threads.
+  void RunOn(const Loops* loops) { loops_.store(loops, std::memory_order_release); }
 
   // Calls body(begin, end) over chunks covering [0, n), each at least
   // `grain` long (but the last), and returns when all are done.
@@ -59,6 +78,7 @@ class ThreadPool final : private ForkAware {
   std::atomic<uint64_t> published_{0};  // generation_, readable without the lock
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   const int threads_;
+  std::atomic<const Loops*> loops_{nullptr};
   std::vector<std::thread> workers_ ABSL_GUARDED_BY(call_mutex_);
 };
 

@@ -18,11 +18,12 @@ std::string ShapeString(const ir::TensorType& type, const ir::Graph& graph) {
                       graph);
 }
 
-// "aten.<name>.<overload>" (or prims.): anything else is not an op name.
-bool IsAtenOpName(absl::string_view name) {
+// "<namespace>.<name>.<overload>": ATen's ops, prims, and a library's own
+// (torch.library custom ops, which Kiln lacks but a graph may hold);
+// anything else is not an op name.
+bool IsOpName(absl::string_view name) {
   const std::vector<absl::string_view> parts = absl::StrSplit(name, '.');
-  return parts.size() == 3 && (parts[0] == "aten" || parts[0] == "prims") && !parts[1].empty() &&
-         !parts[2].empty();
+  return parts.size() == 3 && !parts[0].empty() && !parts[1].empty() && !parts[2].empty();
 }
 
 absl::Status VerifyNode(const ir::Graph& graph, int index) {
@@ -30,7 +31,7 @@ absl::Status VerifyNode(const ir::Graph& graph, int index) {
   const std::string where = NodeLabel(graph, index);
   const ops::OpDef* op = ops::OpTable::Get().Find(node.op);
   const std::vector<absl::string_view> parts = absl::StrSplit(node.op, '.');
-  if (op == nullptr && !IsAtenOpName(node.op)) {
+  if (op == nullptr && !IsOpName(node.op)) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, ": '", node.op, "' is not an ATen op name (expected aten.<op>.<overload>)"));
   }
@@ -94,7 +95,7 @@ absl::Status VerifyGraph(const ir::Graph& graph) {
   std::vector<std::string> order;                       // first appearance
   for (int n = 0; n < static_cast<int>(graph.nodes.size()); ++n) {
     const std::string& op = graph.nodes[n].op;
-    if (ops::OpTable::Get().Find(op) != nullptr || !IsAtenOpName(op)) continue;
+    if (ops::OpTable::Get().Find(op) != nullptr || !IsOpName(op)) continue;
     std::vector<int>& nodes = unsupported[op];
     if (nodes.empty()) order.push_back(op);
     nodes.push_back(n);
