@@ -2,9 +2,9 @@
 //
 // Requires: a graph from ImportGraph (value ids resolved, topological order).
 // Guarantees, or returns the first violation naming the node:
-//   - every op name has the form aten.<op>.<overload> or prims.<op>.<overload>
-//     (else InvalidArgument)
-//     and is in the op table (else Unimplemented: a real op Kiln lacks);
+//   - every op name has the form <namespace>.<op>.<overload> (else
+//     InvalidArgument) and is in the op table (else Unimplemented: a real
+//     op Kiln lacks, ATen's or a library's own);
 //   - input counts and arguments match the op's schema (InvalidArgument);
 //   - each declared result dtype and shape equals what the inputs imply
 //     (InvalidArgument) — later passes trust graph.values.
