@@ -21,154 +21,6 @@ namespace {
 
 using ir::DType;
 
-absl::StatusOr<std::vector<ir::TensorType>> Infer(const std::string& op, const ir::Node& node,
-                                                  const InputTypes& inputs) {
-  const OpDef* def = OpTable::Get().Find(op);
-  if (def == nullptr) return absl::InternalError(absl::StrCat("no op ", op));
-  return def->infer(node, inputs);
-}
-
-// The op's own type rule on the inputs' part types; a floating result of
-// an op with a complex input is complex (complex64 * float64 is
-// complex128, as torch promotes).
-absl::StatusOr<std::vector<ir::TensorType>> InferOnParts(const ir::Node& node,
-                                                         const InputTypes& inputs) {
-  std::vector<ir::TensorType> parts;
-  parts.reserve(inputs.size());
-  InputTypes part_inputs;
-  bool complex = false;
-  for (const ir::TensorType* input : inputs) {
-    complex |= ir::IsComplex(input->dtype);
-    parts.push_back(*input);
-    parts.back().dtype = ir::RealPart(input->dtype);
-    part_inputs.push_back(&parts.back());
-  }
-  ASSIGN_OR_RETURN(std::vector<ir::TensorType> results, Infer(node.op, node, part_inputs));
-  if (!complex) return results;
-  for (ir::TensorType& result : results) {
-    if (ir::IsFloatingPoint(result.dtype)) {
-      ASSIGN_OR_RETURN(result.dtype, ComplexOf(result.dtype));
-    }
-  }
-  return results;
-}
-
-// The one result of `node` when it computes on pairs of `types`' promoted
-// part type.
-absl::StatusOr<DType> ResultPart(const ir::Node& node, const InputTypes& types) {
-  ASSIGN_OR_RETURN(const std::vector<ir::TensorType> results, InferOnParts(node, types));
-  return ir::RealPart(results[0].dtype);
-}
-
-absl::StatusOr<std::vector<int>> One(absl::StatusOr<int> value) {
-  if (!value.ok()) return value.status();
-  return std::vector<int>{*value};
-}
-
-// Every tensor input as pairs of the result's part type.
-absl::StatusOr<std::vector<int>> InputsAsPairs(GraphBuilder& b, const ir::Node& node,
-                                               const InputTypes& types, DType part) {
-  std::vector<int> pairs;
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    ASSIGN_OR_RETURN(const int pair, AsPair(b, node.inputs[i], *types[i], part));
-    pairs.push_back(pair);
-  }
-  return pairs;
-}
-
-// How a shape op's arguments change when it applies to pairs.
-enum class Adjust {
-  kNone,
-  kDim,          // "dim" (or "dim0" and "dim1"), counted from the input's complex rank
-  kOutputDim,    // "dim", counted from the result's rank (unsqueeze, stack)
-  kDimList,      // "dim" or "dims", each counted from the complex rank; none: every dim
-  kPermutation,  // "dims": the pair stays last
-  kSizes,        // "size": the pair's 2 appended
-};
-
-absl::StatusOr<int64_t> Wrapped(const ir::ArgValue& value, int64_t rank) {
-  ASSIGN_OR_RETURN(const int dim, WrapDim(std::get<int64_t>(value), rank));
-  return int64_t{dim};
-}
-
-absl::StatusOr<std::map<std::string, ir::ArgValue>> AdjustArgs(const ir::Node& node, Adjust adjust,
-                                                               int64_t rank) {
-  std::map<std::string, ir::ArgValue> args = node.args;
-  switch (adjust) {
-    case Adjust::kNone:
-      break;
-    case Adjust::kDim:
-    case Adjust::kOutputDim:
-      for (const char* name : {"dim", "dim0", "dim1"}) {
-        auto it = args.find(name);
-        if (it == args.end() || !std::holds_alternative<int64_t>(it->second)) continue;
-        ASSIGN_OR_RETURN(it->second, Wrapped(it->second, rank + (adjust == Adjust::kOutputDim)));
-      }
-      break;
-    case Adjust::kDimList: {
-      // flip's "dims", squeeze's and a reduction's "dim" (none or empty:
-      // a reduction's every dim).
-      const char* name = args.count("dims") ? "dims" : "dim";
-      std::vector<int64_t> dims =
-          name == std::string("dims") ? IntListArg(node, "dims") : DimsArg(node);
-      if (dims.empty() && (node.op == "aten.sum.dim_IntList" || node.op == "aten.mean.dim")) {
-        for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
-      }
-      for (int64_t& dim : dims) {
-        ASSIGN_OR_RETURN(dim, Wrapped(ir::ArgValue(dim), std::max<int64_t>(rank, 1)));
-      }
-      args[name] = dims;
-      break;
-    }
-    case Adjust::kPermutation: {
-      std::vector<int64_t> dims = IntListArg(node, "dims");
-      for (int64_t& dim : dims) {
-        ASSIGN_OR_RETURN(const int wrapped, WrapDim(dim, rank));
-        dim = wrapped;
-      }
-      dims.push_back(rank);
-      args["dims"] = dims;
-      break;
-    }
-    case Adjust::kSizes: {
-      std::vector<ir::SymExpr> sizes = SizeListArg(node, "size");
-      sizes.push_back(ir::SymExpr::Constant(2));
-      args["size"] = sizes;
-      break;
-    }
-  }
-  return args;
-}
-
-ComplexRule ShapeRule(Adjust adjust) {
-  return {InferOnParts,
-          [adjust](GraphBuilder& b, const ir::Node& node,
-                   const InputTypes& types) -> absl::StatusOr<std::vector<int>> {
-            ASSIGN_OR_RETURN(const DType part, ResultPart(node, types));
-            ASSIGN_OR_RETURN(const std::vector<int> pairs, InputsAsPairs(b, node, types, part));
-            const int64_t rank = types[0]->rank();
-            if (adjust == Adjust::kDimList && rank == 0 && node.op != "aten.flip.default") {
-              return One(b.Cast(pairs[0], part));  // a 0-dim value reduces to itself
-            }
-            ASSIGN_OR_RETURN(auto args, AdjustArgs(node, adjust, rank));
-            return b.AddNode(node.op, pairs, std::move(args));
-          }};
-}
-
-// sum.default / mean.default: the dim form over every complex dim.
-ComplexRule FullReduction(std::string dim_op) {
-  return {InferOnParts,
-          [dim_op](GraphBuilder& b, const ir::Node& node,
-                   const InputTypes& types) -> absl::StatusOr<std::vector<int>> {
-            std::vector<int64_t> dims;
-            for (int64_t d = 0; d < types[0]->rank(); ++d) dims.push_back(d);
-            if (dims.empty()) return One(b.Add("aten.clone.default", {node.inputs[0]}));
-            std::map<std::string, ir::ArgValue> args = node.args;
-            args["dim"] = dims;
-            return b.AddNode(dim_op, {node.inputs[0]}, std::move(args));
-          }};
-}
-
 absl::StatusOr<int> Square(GraphBuilder& b, int x) { return b.Add("aten.mul.Tensor", {x, x}); }
 
 // re * re + im * im
@@ -307,16 +159,6 @@ absl::StatusOr<int> Reciprocal(GraphBuilder& b, const Parts& z, int) {
   return Pair(b, re, im);
 }
 
-// z / |z|, and 0 at 0.
-absl::StatusOr<int> Sign(GraphBuilder& b, const Parts& z, int pair) {
-  ASSIGN_OR_RETURN(const int abs, Abs(b, z));
-  ASSIGN_OR_RETURN(const int column, b.Add("aten.unsqueeze.default", {abs}, {{"dim", -1L}}));
-  ASSIGN_OR_RETURN(const int quotient, b.Add("aten.div.Tensor", {pair, column}));
-  ASSIGN_OR_RETURN(const int zero, b.Add("aten.le.Scalar", {column}, {{"other", 0.0}}));
-  ASSIGN_OR_RETURN(const int zeros, b.Add("aten.zeros_like.default", {pair}));
-  return b.Add("aten.where.self", {zero, zeros, quotient});
-}
-
 // view_as_complex, complex and polar: a complex result of real inputs.
 absl::StatusOr<std::vector<ir::TensorType>> InferFromReal(const ir::Node& node,
                                                           const InputTypes& inputs) {
@@ -392,6 +234,56 @@ ComplexRule ToCopy() {
 
 }  // namespace
 
+absl::StatusOr<std::vector<ir::TensorType>> InferAs(const std::string& op, const ir::Node& node,
+                                                    const InputTypes& inputs) {
+  const OpDef* def = OpTable::Get().Find(op);
+  if (def == nullptr) return absl::InternalError(absl::StrCat("no op ", op));
+  return def->infer(node, inputs);
+}
+
+// The op's own type rule on the inputs' part types; a floating result of
+// an op with a complex input is complex (complex64 * float64 is
+// complex128, as torch promotes).
+absl::StatusOr<std::vector<ir::TensorType>> InferOnParts(const ir::Node& node,
+                                                         const InputTypes& inputs) {
+  std::vector<ir::TensorType> parts;
+  parts.reserve(inputs.size());
+  InputTypes part_inputs;
+  bool complex = false;
+  for (const ir::TensorType* input : inputs) {
+    complex |= ir::IsComplex(input->dtype);
+    parts.push_back(*input);
+    parts.back().dtype = ir::RealPart(input->dtype);
+    part_inputs.push_back(&parts.back());
+  }
+  ASSIGN_OR_RETURN(std::vector<ir::TensorType> results, InferAs(node.op, node, part_inputs));
+  if (!complex) return results;
+  for (ir::TensorType& result : results) {
+    if (ir::IsFloatingPoint(result.dtype)) {
+      ASSIGN_OR_RETURN(result.dtype, ComplexOf(result.dtype));
+    }
+  }
+  return results;
+}
+
+// The one result of `node` when it computes on pairs of `types`' promoted
+// part type.
+absl::StatusOr<DType> ResultPart(const ir::Node& node, const InputTypes& types) {
+  ASSIGN_OR_RETURN(const std::vector<ir::TensorType> results, InferOnParts(node, types));
+  return ir::RealPart(results[0].dtype);
+}
+
+// Every tensor input as pairs of the result's part type.
+absl::StatusOr<std::vector<int>> InputsAsPairs(GraphBuilder& b, const ir::Node& node,
+                                               const InputTypes& types, DType part) {
+  std::vector<int> pairs;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    ASSIGN_OR_RETURN(const int pair, AsPair(b, node.inputs[i], *types[i], part));
+    pairs.push_back(pair);
+  }
+  return pairs;
+}
+
 absl::StatusOr<DType> ComplexOf(DType part) {
   if (part == DType::kFloat32) return DType::kComplex64;
   if (part == DType::kFloat64) return DType::kComplex128;
@@ -446,30 +338,7 @@ const ComplexRule* FindComplexRule(absl::string_view op) {
          {"aten.add.Tensor", "aten.sub.Tensor", "aten.mul.Tensor", "aten.div.Tensor"}) {
       r[op] = {InferOnParts, Arithmetic};
     }
-    r["aten.neg.default"] = ShapeRule(Adjust::kNone);
-    for (const char* op : {"aten.clone.default", "aten.contiguous.default", "aten.alias.default",
-                           "aten.detach.default", "aten.lift_fresh.default",
-                           "aten.lift_fresh_copy.default", "aten.squeeze.default"}) {
-      r[op] = ShapeRule(Adjust::kNone);
-    }
-    for (const char* op : {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
-                           "aten.expand.default"}) {
-      r[op] = ShapeRule(Adjust::kSizes);
-    }
-    r["aten.permute.default"] = ShapeRule(Adjust::kPermutation);
-    for (const char* op : {"aten.transpose.int", "aten.squeeze.dim", "aten.slice.Tensor",
-                           "aten.select.int", "aten.split.Tensor", "aten.split_with_sizes.default",
-                           "aten.unbind.int", "aten.cat.default"}) {
-      r[op] = ShapeRule(Adjust::kDim);
-    }
-    r["aten.unsqueeze.default"] = ShapeRule(Adjust::kOutputDim);
-    r["aten.stack.default"] = ShapeRule(Adjust::kOutputDim);
-    for (const char* op :
-         {"aten.squeeze.dims", "aten.flip.default", "aten.sum.dim_IntList", "aten.mean.dim"}) {
-      r[op] = ShapeRule(Adjust::kDimList);
-    }
-    r["aten.sum.default"] = FullReduction("aten.sum.dim_IntList");
-    r["aten.mean.default"] = FullReduction("aten.mean.dim");
+    AddShapeRules(r);
     r["aten.where.self"] = {
         InferOnParts,
         [](GraphBuilder& b, const ir::Node& node,
@@ -488,7 +357,6 @@ const ComplexRule* FindComplexRule(absl::string_view op) {
     r["aten.log.default"] = Unary(Log);
     r["aten.sqrt.default"] = Unary(Sqrt);
     r["aten.reciprocal.default"] = Unary(Reciprocal);
-    r["aten.sgn.default"] = Unary(Sign);
     r["aten.abs.default"] = Unary([](GraphBuilder& b, const Parts& z, int) { return Abs(b, z); },
                                   /*real_result=*/true);
     r["aten.angle.default"] = Unary([](GraphBuilder& b, const Parts& z,
@@ -542,8 +410,8 @@ void RegisterComplexOps(OpTable& table) {
   };
   const std::vector<DType> complex = {DType::kComplex64, DType::kComplex128};
   // (make_fx writes x.real as view_as_real and select, x.conj() as _conj.)
-  for (const char* op : {"aten._conj_physical.default", "aten._conj.default", "aten.sgn.default",
-                         "aten.view_as_real.default"}) {
+  for (const char* op :
+       {"aten._conj_physical.default", "aten._conj.default", "aten.view_as_real.default"}) {
     add(op, 1, {}, complex, "complex");
   }
   const std::vector<DType> real = {DType::kFloat32, DType::kFloat64};

@@ -32,6 +32,27 @@ absl::StatusOr<int> Pair(GraphBuilder& b, int re, int im);
 // gains a zero imaginary part.
 absl::StatusOr<int> AsPair(GraphBuilder& b, int value, const ir::TensorType& type, ir::DType part);
 
+// The op's own type rule (of the op table's `op`).
+absl::StatusOr<std::vector<ir::TensorType>> InferAs(const std::string& op, const ir::Node& node,
+                                                    const InputTypes& inputs);
+// The op's own type rule on the inputs' part types; a floating result of
+// an op with a complex input is complex (complex64 * float64 is
+// complex128, as torch promotes).
+absl::StatusOr<std::vector<ir::TensorType>> InferOnParts(const ir::Node& node,
+                                                         const InputTypes& inputs);
+// The part type of the one result of `node`, computing on pairs.
+absl::StatusOr<ir::DType> ResultPart(const ir::Node& node, const InputTypes& types);
+// Every tensor input as pairs of `part`.
+absl::StatusOr<std::vector<int>> InputsAsPairs(GraphBuilder& b, const ir::Node& node,
+                                               const InputTypes& types, ir::DType part);
+inline absl::StatusOr<std::vector<int>> One(absl::StatusOr<int> value) {
+  if (!value.ok()) return value.status();
+  return std::vector<int>{*value};
+}
+
+// complex_shapes.cc: the rules of shape ops, reductions and factories.
+void AddShapeRules(ComplexRules& rules);
+
 // Registers an op only complex values have (its schema; FindComplexRule
 // gives its rule): name, inputs, arguments, input dtypes, family.
 using AddComplexOp = std::function<void(const std::string&, int, std::vector<ArgSpec>,

@@ -8,7 +8,7 @@ order of summation: relative 1e-5 and absolute 1e-4 for complex64 and
 float32 (values of size ~n), 1e-10 for complex128 and float64."""
 import torch
 
-from cases_common import NAMES, Case, claimed, generator, positive, random
+from cases_common import NAMES, Case, claimed, generator, positive, random, with_edges
 
 COMPLEX = (torch.complex64, torch.complex128)
 REAL_OF = {torch.complex64: torch.float32, torch.complex128: torch.float64}
@@ -40,16 +40,17 @@ def complex_only(claims):
         g = generator("conj_physical", NAMES[dtype])
         yield Case("aten._conj_physical.default", dtype, "plain", torch.conj_physical,
                    [random((4, 3), dtype, g)])
-    for dtype in claimed(claims, "aten.sgn.default"):
-        g = generator("sgn", NAMES[dtype])
-        x = random((4, 3), dtype, g)
-        x[0, 0] = 0
-        yield Case("aten.sgn.default", dtype, "with_zero", torch.sgn, [x])
     for dtype in claimed(claims, "aten.angle.default"):
         g = generator("angle", NAMES[dtype])
         x = random((4, 3), dtype, g)
-        x[0, :] = torch.tensor([1, -1, -1j], dtype=dtype)
-        yield Case("aten.angle.default", dtype, "quadrants", torch.angle, [x])
+        if dtype.is_complex:
+            x[0, :] = torch.tensor([1, -1, -1j], dtype=dtype)
+            yield Case("aten.angle.default", dtype, "quadrants", torch.angle, [x])
+        elif dtype.is_floating_point:  # 0 or pi; NaN stays NaN; -0.0 is not below 0
+            yield Case("aten.angle.default", dtype, "edges", torch.angle,
+                       [with_edges((4, 5), dtype, g)])
+        else:
+            yield Case("aten.angle.default", dtype, "signs", torch.angle, [x])
     for dtype in claimed(claims, "aten.view_as_complex.default"):
         g = generator("view_as_complex", NAMES[dtype])
         yield Case("aten.view_as_complex.default", dtype, "product",
@@ -90,7 +91,10 @@ def arithmetic():
         yield Case("aten.sqrt.default", dtype, "axes", torch.sqrt, [axes])
         yield Case("aten.sum.dim_IntList", dtype, "rows", lambda a: a.sum(-1), [a])
         yield Case("aten.mean.dim", dtype, "columns", lambda a: a.mean(0, keepdim=True), [a])
-        yield Case("aten.permute.default", dtype, "transpose_then_mul",
+        # sgn: the tracer's decomposition, z / |z| where |z| != 0.
+        yield Case("aten.where.self", dtype, "sgn_with_zero", torch.sgn,
+                   [torch.cat([a.flatten(), torch.zeros(1, dtype=dtype)])])
+        yield Case("aten.t.default", dtype, "transpose_then_mul",
                    lambda a, c: a.t() * c, [a, random((4, 3), dtype, g)])
         yield Case("aten.cat.default", dtype, "rows", lambda a, b: torch.cat([a, b[None]], -2),
                    [a, b])
