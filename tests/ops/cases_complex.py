@@ -8,7 +8,7 @@ order of summation: relative 1e-5 and absolute 1e-4 for complex64 and
 float32 (values of size ~n), 1e-10 for complex128 and float64."""
 import torch
 
-from cases_common import NAMES, Case, claimed, generator, positive, random, with_edges
+from cases_common import ERROR, NAMES, Case, claimed, generator, positive, random, with_edges
 
 COMPLEX = (torch.complex64, torch.complex128)
 REAL_OF = {torch.complex64: torch.float32, torch.complex128: torch.float64}
@@ -23,6 +23,22 @@ def cases(claims):
     yield from complex_only(claims)
     yield from arithmetic()
     yield from ffts(claims)
+    yield from refusals()
+
+
+def refusals():
+    """What Kiln refuses on complex values, each naming the node and what
+    to do."""
+    g = generator("complex_refusals")
+    x = random((5,), torch.complex64, g)
+    yield Case("aten.cumsum.default", torch.complex64, "no_complex_rule", lambda x: x, [x],
+               ERROR, error=("UNIMPLEMENTED", "on complex values is not supported yet"),
+               manual=("aten.cumsum.default", [("dim", 0)]))
+    yield Case("aten._fft_c2r.default", torch.complex64, "too_few_entries",
+               lambda x: torch.zeros(12), [x], ERROR,
+               error=("INVALID_ARGUMENT", "needs 7 input entries there, got 5"),
+               manual=("aten._fft_c2r.default",
+                       [("dim", [0]), ("normalization", 0), ("last_dim_size", 12)]))
 
 
 def complex_only(claims):
