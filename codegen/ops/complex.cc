@@ -1,8 +1,8 @@
-// Complex values as real pairs (complex.h): each rule's type and its
-// rewrite. Arithmetic is written out on the parts (a product is four real
-// products and two sums, as eager's vectorized kernels compute it); shape
-// ops apply to the pairs with their dims counted from the complex rank, so
-// the pair stays the last dim.
+// Complex values as real pairs (complex.h): the rule table, arithmetic and
+// functions, conversions, and the ops only complex values have. Arithmetic
+// is written out on the parts (a product is four real products and two
+// sums, as eager's vectorized kernels compute it). Shape ops, reductions
+// and factories: complex_shapes.cc; FFTs: fft.cc.
 #include "codegen/ops/complex.h"
 
 #include <algorithm>
