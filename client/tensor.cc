@@ -15,8 +15,11 @@ namespace kiln {
 
 int64_t ElementSize(DType dtype) {
   switch (dtype) {
+    case kiln::v1::COMPLEX128:
+      return 16;
     case kiln::v1::FLOAT64:
     case kiln::v1::INT64:
+    case kiln::v1::COMPLEX64:
       return 8;
     case kiln::v1::FLOAT32:
     case kiln::v1::INT32:

@@ -26,6 +26,10 @@ absl::StatusOr<ir::DType> ImportDType(kiln::v1::DType dtype) {
       return ir::DType::kInt32;
     case kiln::v1::BOOL:
       return ir::DType::kBool;
+    case kiln::v1::COMPLEX64:
+      return ir::DType::kComplex64;
+    case kiln::v1::COMPLEX128:
+      return ir::DType::kComplex128;
     default:
       break;
   }
@@ -528,6 +532,10 @@ kiln::v1::DType ExportDType(ir::DType dtype) {
       return kiln::v1::INT32;
     case ir::DType::kBool:
       return kiln::v1::BOOL;
+    case ir::DType::kComplex64:
+      return kiln::v1::COMPLEX64;
+    case ir::DType::kComplex128:
+      return kiln::v1::COMPLEX128;
   }
   return kiln::v1::DTYPE_UNSPECIFIED;
 }

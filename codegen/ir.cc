@@ -25,6 +25,10 @@ const char* DTypeName(DType dtype) {
       return "int32";
     case DType::kBool:
       return "bool";
+    case DType::kComplex64:
+      return "complex64";
+    case DType::kComplex128:
+      return "complex128";
   }
   return "?";
 }
@@ -42,6 +46,10 @@ int64_t DTypeSize(DType dtype) {
       return 2;
     case DType::kBool:
       return 1;
+    case DType::kComplex64:
+      return 8;
+    case DType::kComplex128:
+      return 16;
   }
   return 0;
 }
@@ -49,6 +57,13 @@ int64_t DTypeSize(DType dtype) {
 bool IsFloatingPoint(DType dtype) {
   return dtype == DType::kFloat32 || dtype == DType::kFloat64 || dtype == DType::kFloat16 ||
          dtype == DType::kBFloat16;
+}
+
+bool IsComplex(DType dtype) { return dtype == DType::kComplex64 || dtype == DType::kComplex128; }
+
+DType RealPart(DType dtype) {
+  if (dtype == DType::kComplex64) return DType::kFloat32;
+  return dtype == DType::kComplex128 ? DType::kFloat64 : dtype;
 }
 
 DType ComputeType(DType dtype) {

@@ -23,11 +23,20 @@ enum class DType : uint8_t {
   kInt64,
   kInt32,
   kBool,
+  // Interleaved (real, imaginary) pairs of float32 / float64, as torch
+  // stores them. passes/split_complex.h rewrites them into real pairs
+  // before anything lowers.
+  kComplex64,
+  kComplex128,
 };
 
 const char* DTypeName(DType dtype);  // "float32", ...
 int64_t DTypeSize(DType dtype);      // bytes per element
 bool IsFloatingPoint(DType dtype);
+bool IsComplex(DType dtype);
+// The real type of a complex dtype's parts (float32 for complex64); any
+// other dtype is itself.
+DType RealPart(DType dtype);
 // What a dtype computes in: itself, except 16-bit floats (float32).
 DType ComputeType(DType dtype);
 

@@ -8,6 +8,7 @@
 #include "codegen/passes/lower.h"
 #include "codegen/passes/plan_buffers.h"
 #include "codegen/passes/schedule.h"
+#include "codegen/passes/split_complex.h"
 #include "codegen/passes/transpose_linear.h"
 #include "common/status_macros.h"
 
@@ -21,7 +22,8 @@ absl::StatusOr<GeneratedCode> GenerateCode(const CodegenInputs& inputs, bool kee
     if (keep_stages) code.stages.emplace_back(name, print());
   };
   stage("graph", [&] { return ir::ToString(inputs.graph); });
-  ASSIGN_OR_RETURN(const ir::Graph decomposed, Decompose(inputs.graph));
+  ASSIGN_OR_RETURN(const ir::Graph split, SplitComplex(inputs.graph));
+  ASSIGN_OR_RETURN(const ir::Graph decomposed, Decompose(split));
   ASSIGN_OR_RETURN(const ir::Graph graph, TransposeLinearPairs(decomposed));
   stage("core graph", [&] { return ir::ToString(graph); });
   ASSIGN_OR_RETURN(const ir::LoopProgram program, Lower(graph));
@@ -34,13 +36,16 @@ absl::StatusOr<GeneratedCode> GenerateCode(const CodegenInputs& inputs, bool kee
   ASSIGN_OR_RETURN(code.source, EmitCpp(graph, program, schedule, plan));
   stage("C++", [&] { return code.source; });
 
-  for (int input : graph.inputs) {
-    *code.signature.add_inputs() = ExportTensorType(graph.values[input], graph);
+  // The signature is the user's graph's: a complex value keeps its dtype
+  // (its pairs are the same memory).
+  const ir::Graph& user = inputs.graph;
+  for (int input : user.inputs) {
+    *code.signature.add_inputs() = ExportTensorType(user.values[input], user);
   }
-  for (int output : graph.outputs) {
-    ir::TensorType type = graph.values[output];
+  for (int output : user.outputs) {
+    ir::TensorType type = user.values[output];
     type.strides = ir::ContiguousStrides(type.sizes);  // outputs are contiguous
-    *code.signature.add_outputs() = ExportTensorType(type, graph);
+    *code.signature.add_outputs() = ExportTensorType(type, user);
   }
   for (const Storage& storage : plan.storages) {
     if (storage.kind != Storage::Kind::kOutput || storage.aliased_input < 0) continue;

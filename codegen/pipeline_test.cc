@@ -92,13 +92,13 @@ TEST(PipelineTest, ErrorsNameTheNode) {
 
   // Every unsupported op at once, each with its first node and how many more.
   kiln::v1::Graph several = LoadExample("f");
-  several.mutable_nodes(0)->set_op("aten._fft_r2c.default");
+  several.mutable_nodes(0)->set_op("aten.nonzero.default");
   several.mutable_nodes(1)->set_op("aten.linalg_svd.default");
-  several.mutable_nodes(2)->set_op("aten._fft_r2c.default");
+  several.mutable_nodes(2)->set_op("aten.nonzero.default");
   EXPECT_EQ(PrepareGraph(several).status(),
             absl::UnimplementedError(
-                "2 ops are not supported (see docs/OPS.md): 'aten._fft_r2c.default' "
-                "(node 0 'permute' (aten._fft_r2c.default) and 1 more), "
+                "2 ops are not supported (see docs/OPS.md): 'aten.nonzero.default' "
+                "(node 0 'permute' (aten.nonzero.default) and 1 more), "
                 "'aten.linalg_svd.default' (node 1 'mm' (aten.linalg_svd.default))"));
 
   kiln::v1::Graph malformed = LoadExample("f");

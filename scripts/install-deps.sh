@@ -12,6 +12,7 @@ packages=(
   clang-format-19                       # scripts/format.sh (the test command checks formatting)
   llvm-19-dev libclang-19-dev libclang-cpp19-dev liblld-19-dev  # the in-process worker
   libopenblas-dev                       # GEMM in the client runtime
+  libfftw3-dev                          # FFTs in the client runtime
   libclang-rt-19-dev                    # ASan/UBSan/TSan and libFuzzer runtimes (--config=asan/tsan/fuzz)
   libmicrohttpd-dev                     # kilnd's /metrics endpoint (HTTP on a Unix socket)
   curl                                  # tests/metrics_test scrapes /metrics with it

@@ -88,10 +88,15 @@ T ValueOrRaise(absl::StatusOr<T> value) {
 
 // Kiln's dtypes and torch's, pair by pair.
 constexpr std::pair<DType, at::ScalarType> kDTypes[] = {
-    {kiln::v1::FLOAT32, at::kFloat}, {kiln::v1::FLOAT64, at::kDouble},
-    {kiln::v1::FLOAT16, at::kHalf},  {kiln::v1::BFLOAT16, at::kBFloat16},
-    {kiln::v1::INT64, at::kLong},    {kiln::v1::INT32, at::kInt},
+    {kiln::v1::FLOAT32, at::kFloat},
+    {kiln::v1::FLOAT64, at::kDouble},
+    {kiln::v1::FLOAT16, at::kHalf},
+    {kiln::v1::BFLOAT16, at::kBFloat16},
+    {kiln::v1::INT64, at::kLong},
+    {kiln::v1::INT32, at::kInt},
     {kiln::v1::BOOL, at::kBool},
+    {kiln::v1::COMPLEX64, at::kComplexFloat},
+    {kiln::v1::COMPLEX128, at::kComplexDouble},
 };
 
 std::optional<DType> ToKiln(at::ScalarType type) {
@@ -195,6 +200,8 @@ class PyCompiledGraph {
   py::list Call(const py::args& args) {
     const size_t n = args.size();
     std::vector<TensorView> inputs(n);
+    std::vector<at::Tensor> resolved;
+    resolved.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       PyObject* object = args[i].ptr();
       if (!THPVariable_Check(object)) {
@@ -204,9 +211,10 @@ class PyCompiledGraph {
       const at::Tensor& tensor = THPVariable_Unpack(object);
       const std::optional<DType> dtype = ToKiln(tensor.scalar_type());
       if (!dtype.has_value() || !tensor.device().is_cpu() || tensor.layout() != at::kStrided) {
-        throw py::type_error(absl::StrCat("input ", i, " is a ", tensor.toString(),
-                                          ": Kiln runs dense CPU tensors of float32, float64, "
-                                          "float16, bfloat16, int64, int32 or bool"));
+        throw py::type_error(
+            absl::StrCat("input ", i, " is a ", tensor.toString(),
+                         ": Kiln runs dense CPU tensors of float32, float64, "
+                         "float16, bfloat16, int64, int32, bool, complex64 or complex128"));
       }
       if (tensor.requires_grad() && at::GradMode::is_enabled()) {
         PyErr_SetString(kiln_error,
@@ -215,6 +223,14 @@ class PyCompiledGraph {
                                      "under torch.no_grad() or torch.inference_mode()")
                             .c_str());
         throw py::error_already_set();
+      }
+      if (tensor.is_conj() || tensor.is_neg()) {
+        // A lazily conjugated (or negated) view: the artifact reads memory,
+        // so it gets the values themselves.
+        resolved.push_back(tensor.resolve_conj().resolve_neg());
+        const at::Tensor& values = resolved.back();
+        inputs[i] = TensorView{values.data_ptr(), *dtype, values.sizes(), values.strides()};
+        continue;
       }
       inputs[i] = TensorView{tensor.data_ptr(), *dtype, tensor.sizes(), tensor.strides()};
     }

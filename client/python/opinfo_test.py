@@ -210,7 +210,8 @@ def _compare(got, want, unchecked):
     exactly. Random and uninitialized results: shape and dtype only."""
     import torch
     import torch.utils._pytree as pytree
-    tolerances = {torch.float32: 1e-4, torch.float64: 1e-10}
+    tolerances = {torch.float32: 1e-4, torch.float64: 1e-10,
+                  torch.complex64: 1e-4, torch.complex128: 1e-10}
     got_leaves, want_leaves = pytree.tree_leaves(got), pytree.tree_leaves(want)
     assert len(got_leaves) == len(want_leaves), (
         f"{len(got_leaves)} outputs where eager returns {len(want_leaves)}")

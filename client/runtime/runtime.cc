@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "client/runtime/convolution.h"
+#include "client/runtime/fft.h"
 #include "client/runtime/matmul.h"
 
 namespace kiln {
@@ -413,6 +414,9 @@ int ConvF32(void* context, const kiln_conv* conv, const float* src, const float*
   return ConvolveF32(static_cast<Runtime*>(context)->pool(), *conv, src, weights, bias, dst);
 }
 
+int FftF32(void*, const kiln_fft* fft, const float* in, float* out) { return Fft(*fft, in, out); }
+int FftF64(void*, const kiln_fft* fft, const double* in, double* out) { return Fft(*fft, in, out); }
+
 int DefaultThreads() {
   if (const char* env = getenv("KILN_NUM_THREADS")) {
     const int threads = atoi(env);
@@ -467,6 +471,8 @@ Runtime::Runtime(int threads, GemmLibraries gemm_libraries)
   }
   table_.thread_scratch = ThreadScratch;
   table_.conv_f32 = ConvF32;
+  table_.fft_f32 = FftF32;
+  table_.fft_f64 = FftF64;
 }
 
 Runtime& Runtime::Default() {

@@ -23,7 +23,7 @@
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
-#define KILN_ABI_VERSION 7
+#define KILN_ABI_VERSION 8
 
 typedef long long kiln_int64;
 typedef unsigned int kiln_uint32;
@@ -69,6 +69,21 @@ typedef struct kiln_conv {
   kiln_int64 transposed;
 } kiln_conv;
 
+/* A batch of discrete Fourier transforms over `rank` (1 to 8) dims, as
+ * FFTW's guru interface states one: dims[d] is the logical length of
+ * transformed dim d (for c2r, the real result's), batch[b] the extent of
+ * each other dim; strides are in elements of the array's own type (a
+ * complex element is a (real, imaginary) pair). kind 0 is complex to
+ * complex (sign -1 forward, +1 backward), 1 real to complex and 2 complex
+ * to real, where the last transformed dim holds dims[rank - 1] / 2 + 1
+ * complex elements. Every result is multiplied by `scale`. */
+typedef struct kiln_fft {
+  kiln_int32 kind, sign, rank, batch_rank;
+  kiln_int64 dims[8], in_strides[8], out_strides[8];
+  kiln_int64 batch[8], batch_in_strides[8], batch_out_strides[8];
+  double scale;
+} kiln_fft;
+
 /* Services an artifact may call. The runtime owns every thread. */
 typedef struct kiln_runtime {
   kiln_uint32 abi_version;
@@ -113,6 +128,11 @@ typedef struct kiln_runtime {
    * first use). Returns 0, or nonzero when the runtime cannot convolve. */
   kiln_int32 (*conv_f32)(void* context, const kiln_conv* conv, const float* src,
                          const float* weights, const float* bias, float* dst);
+  /* out = fft(in) (client/runtime/fft.h: FFTW), in float32 or float64
+   * parts. `in` is only read; in and out never overlap. Returns 0, or
+   * nonzero when the runtime cannot transform. */
+  kiln_int32 (*fft_f32)(void* context, const kiln_fft* fft, const float* in, float* out);
+  kiln_int32 (*fft_f64)(void* context, const kiln_fft* fft, const double* in, double* out);
 } kiln_runtime;
 
 /* Transcendentals: one named source for every artifact (the client

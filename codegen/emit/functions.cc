@@ -216,6 +216,9 @@ const char* StorageCType(ir::DType dtype) {
       return "_Float16";
     case ir::DType::kBFloat16:
       return "kiln_bf16";
+    case ir::DType::kComplex64:  // split into real pairs before lowering
+    case ir::DType::kComplex128:
+      break;
   }
   return "void";
 }

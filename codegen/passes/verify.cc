@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "codegen/import.h"
+#include "codegen/ops/complex.h"
 #include "codegen/ops/op_table.h"
 
 namespace kiln {
@@ -58,12 +59,22 @@ absl::Status VerifyNode(const ir::Graph& graph, int index) {
   }
   ops::InputTypes inputs;
   for (int input : node.inputs) inputs.push_back(&graph.values[input]);
-  auto implied = op->infer(*filled, inputs);
+  // A complex value: the op's complex rule says what it makes (a rule's
+  // rewrite into real ops runs later, passes/split_complex.h).
+  const ops::ComplexRule* complex_rule = nullptr;
+  if (ops::TouchesComplex(graph, index)) {
+    complex_rule = ops::FindComplexRule(node.op);
+    if (complex_rule == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          where, ": op '", node.op, "' on complex values is not supported yet (see docs/OPS.md)"));
+    }
+  }
+  auto implied = complex_rule ? complex_rule->infer(*filled, inputs) : op->infer(*filled, inputs);
   if (!implied.ok()) {
     return absl::Status(implied.status().code(),
                         absl::StrCat(where, ": ", implied.status().message()));
   }
-  if (op->check_bounds) {
+  if (op->check_bounds && complex_rule == nullptr) {
     const absl::Status bounded = op->check_bounds(graph, *filled, inputs);
     if (!bounded.ok()) {
       return absl::Status(bounded.code(), absl::StrCat(where, ": ", bounded.message()));

@@ -12,7 +12,8 @@ import torch
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 NAMES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
-         torch.bfloat16: "bfloat16", torch.int64: "int64", torch.bool: "bool"}
+         torch.bfloat16: "bfloat16", torch.int64: "int64", torch.bool: "bool",
+         torch.complex64: "complex64", torch.complex128: "complex128"}
 BY_NAME = {name: dtype for dtype, name in NAMES.items()}
 
 # Checks (tests/ops/op_case.proto).
@@ -62,6 +63,9 @@ def generator(*parts):
 
 
 def random(shape, dtype, g, scale=2.0, low=-9, high=10):
+    if dtype.is_complex:
+        parts = torch.randn(tuple(shape) + (2,), generator=g, dtype=torch.float64) * scale
+        return torch.view_as_complex(parts).to(dtype)
     if dtype.is_floating_point:
         return (torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(dtype)
     if dtype == torch.bool:

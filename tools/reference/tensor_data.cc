@@ -49,8 +49,10 @@ absl::StatusOr<Tensor> ToTensor(const kiln::v1::TensorData& data) {
 Tolerance DefaultTolerance(DType dtype) {
   switch (dtype) {
     case kiln::v1::FLOAT32:
+    case kiln::v1::COMPLEX64:
       return {1.3e-6, 1e-5};
     case kiln::v1::FLOAT64:
+    case kiln::v1::COMPLEX128:
       return {1e-7, 1e-7};
     case kiln::v1::FLOAT16:
       return {1e-3, 1e-5};
@@ -64,8 +66,10 @@ Tolerance DefaultTolerance(DType dtype) {
 double ElementAsDouble(const Tensor& tensor, int64_t i) {
   switch (tensor.dtype()) {
     case kiln::v1::FLOAT32:
+    case kiln::v1::COMPLEX64:  // part i: the real and imaginary parts interleaved
       return tensor.data<float>()[i];
     case kiln::v1::FLOAT64:
+    case kiln::v1::COMPLEX128:
       return tensor.data<double>()[i];
     case kiln::v1::FLOAT16:
       return HalfToFloat(tensor.data<uint16_t>()[i]);
@@ -93,7 +97,10 @@ absl::Status CompareToReference(const std::string& what, const Tensor& got,
   }
   int64_t mismatches = 0, first = -1;
   double worst = 0;
-  for (int64_t i = 0; i < got.NumElements(); ++i) {
+  // A complex tensor compares part by part.
+  const bool complex = got.dtype() == kiln::v1::COMPLEX64 || got.dtype() == kiln::v1::COMPLEX128;
+  const int64_t count = got.NumElements() * (complex ? 2 : 1);
+  for (int64_t i = 0; i < count; ++i) {
     const double a = ElementAsDouble(got, i), b = ElementAsDouble(expected, i);
     bool ok;
     if (std::isnan(a) || std::isnan(b)) {
@@ -109,10 +116,10 @@ absl::Status CompareToReference(const std::string& what, const Tensor& got,
   }
   if (mismatches == 0) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrFormat(
-      "%s: %d of %d elements differ from eager beyond rtol %g, atol %g; first at %d: %.9g vs "
+      "%s: %d of %d %s differ from eager beyond rtol %g, atol %g; first at %d: %.9g vs "
       "eager %.9g",
-      what, mismatches, got.NumElements(), tolerance.rtol, tolerance.atol, first,
-      ElementAsDouble(got, first), ElementAsDouble(expected, first)));
+      what, mismatches, count, complex ? "parts" : "elements", tolerance.rtol, tolerance.atol,
+      first, ElementAsDouble(got, first), ElementAsDouble(expected, first)));
 }
 
 }  // namespace kiln

@@ -431,7 +431,7 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
                it; "copy" copies such inputs into the traced layout and runs
                the traced artifact, compiling nothing for strides.
     strict:    False (the default) runs the ops Kiln cannot compile (an op
-               its op table lacks, a complex tensor, nonzero's data-dependent
+               its op table lacks, nonzero's data-dependent
                shape) through torch, and compiles the regions between them,
                warning once (kiln/_partition.py); True refuses such a graph
                (UnsupportedOpError naming the op).

@@ -761,7 +761,10 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
     tril.default triu.default trunc.default unbind.int unfold.default unsqueeze.default
     var.correction var_mean.correction view.default where.self xlogy.Scalar_Other xlogy.Tensor
     zeros.default zeros_like.default
-""".split()])
+""".split()] + [f"aten.{name}" for name in """
+    _conj.default _conj_physical.default _fft_c2c.default _fft_c2r.default _fft_r2c.default
+    angle.default complex.default polar.default view_as_complex.default view_as_real.default
+""".split()])  # complex numbers and FFTs (codegen/ops/complex.cc, fft.cc)
 
 
 def _torchs(table):

@@ -4,7 +4,7 @@ compile runs them through torch, and Kiln compiles the regions between them
 
 An op runs through torch when Kiln's op table (the extension's op_table(),
 what kilnd's type checker reads) lacks it, when a tensor it takes or makes
-has a dtype Kiln lacks (complex), when its output's shape depends on its
+has a dtype Kiln lacks, when its output's shape depends on its
 input's values (nonzero, masked_select, unique: torch.Tag.dynamic_output_shape),
 or when kilnd refused it before in this process. torch.fx's
 CapabilityBasedPartitioner groups the other ops into the largest regions

@@ -69,6 +69,7 @@ aten = torch.ops.aten
 DTYPES = {
     torch.float32: "FLOAT32", torch.float64: "FLOAT64", torch.float16: "FLOAT16",
     torch.bfloat16: "BFLOAT16", torch.int64: "INT64", torch.int32: "INT32", torch.bool: "BOOL",
+    torch.complex64: "COMPLEX64", torch.complex128: "COMPLEX128",
 }
 # Arguments that never change what Kiln computes on the CPU.
 IGNORED_ARGS = {"layout", "device", "pin_memory", "memory_format", "non_blocking"}
@@ -370,7 +371,7 @@ def tensor_data(t):
     """TensorData JSON: the values row-major, and the strides the tensor has
     when it is not contiguous (a transpose, a slice, an expand)."""
     strides = None if t.is_contiguous() else [int(s) for s in t.stride()]
-    t = t.detach().contiguous()
+    t = t.detach().resolve_conj().contiguous()
     if t.dtype == torch.bfloat16:
         raw = t.view(torch.int16).numpy().tobytes()
     else:
