@@ -249,7 +249,7 @@ TEST(CacheKeyTest, AGraphThatDiffersOnlyInAliasingHasAnotherKeyAndRequestDigest)
   kiln::v1::CompileRequest request;
   *request.mutable_graph() = graph;
   const ToolchainDigests toolchains = {{kiln::v1::TARGET_NATIVE, std::string(64, '1')}};
-  const absl::StatusOr<std::string> digest = RequestDigest(request, toolchains);
+  const absl::StatusOr<std::string> digest = RequestDigest(request, RequestSaltsFor(toolchains));
   ASSERT_TRUE(digest.ok()) << digest.status();
   const std::string key = KeyOf(graph);
 
@@ -257,7 +257,8 @@ TEST(CacheKeyTest, AGraphThatDiffersOnlyInAliasingHasAnotherKeyAndRequestDigest)
   alias->set_output(0);
   alias->set_input(0);
   *request.mutable_graph() = graph;
-  const absl::StatusOr<std::string> aliased_digest = RequestDigest(request, toolchains);
+  const absl::StatusOr<std::string> aliased_digest =
+      RequestDigest(request, RequestSaltsFor(toolchains));
   ASSERT_TRUE(aliased_digest.ok()) << aliased_digest.status();
   EXPECT_NE(KeyOf(graph), key);
   EXPECT_NE(*aliased_digest, *digest);

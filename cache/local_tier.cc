@@ -8,24 +8,26 @@
 namespace kiln {
 
 LocalTier::LocalTier(std::unique_ptr<ArtifactStore> store, ObjectDirectory objects,
-                     LocalIndex index, int64_t max_artifact_bytes)
+                     LocalIndex index, int64_t max_artifact_bytes, std::function<absl::Time()> now)
     : store_(std::move(store)),
       objects_(std::move(objects)),
       index_(std::move(index)),
-      max_artifact_bytes_(max_artifact_bytes) {}
+      max_artifact_bytes_(max_artifact_bytes),
+      now_(std::move(now)) {}
 
-absl::StatusOr<std::optional<kiln::v1::CompileResponse>> LocalTier::Find(const std::string& key,
-                                                                         bool want_bytes,
-                                                                         bool repair) {
+absl::StatusOr<Tier::Found> LocalTier::Find(Query& query) {
+  const std::string& key = query.key;
+  const bool want_bytes = query.want_bytes, repair = query.repair;
+  Found found;
   absl::ReaderMutexLock lock(&mutex_);  // hits only rename files in: they may overlap
   ASSIGN_OR_RETURN(auto entry, store_->Lookup(key));
   if (!entry.has_value()) {
     // The store may have just quarantined a damaged entry: its index file
     // goes too. (A Commit needs the entry, which this lock keeps absent.)
     RETURN_IF_ERROR(index_.Remove(key));
-    return std::nullopt;
+    return found;
   }
-  kiln::v1::CompileResponse response;
+  kiln::v1::CompileResponse& response = found.response.emplace();
   const std::string& digest = entry->digest();
   if (repair) {
     KILN_LOG(WARNING) << "object " << digest << " reported corrupt by a client; rewriting it";
@@ -35,7 +37,8 @@ absl::StatusOr<std::optional<kiln::v1::CompileResponse>> LocalTier::Find(const s
     if (!blob.has_value()) {
       KILN_LOG(WARNING) << "entry " << key << " has no intact blob; compiling again";
       RETURN_IF_ERROR(index_.Remove(key));  // clients must not find it either
-      return std::nullopt;
+      found.response.reset();
+      return found;
     }
     RETURN_IF_ERROR(objects_.Write(digest, *blob, /*replace=*/repair));
     if (want_bytes) response.set_object_bytes(*std::move(blob));
@@ -45,10 +48,12 @@ absl::StatusOr<std::optional<kiln::v1::CompileResponse>> LocalTier::Find(const s
   *response.mutable_artifact() = *std::move(entry);
   response.set_object_path(objects_.PathFor(digest));
   response.set_cache_hit(true);
-  return response;
+  const absl::Status used = store_->RecordUse(key, now_());
+  if (!used.ok()) KILN_LOG(WARNING) << "cannot record a use of " << key << ": " << used;
+  return found;
 }
 
-absl::Status LocalTier::Commit(const kiln::v1::ArtifactMetadata& metadata, absl::string_view object,
+absl::Status LocalTier::Commit(const kiln::v1::ArtifactMetadata& metadata, std::string object,
                                bool synced) {
   if (static_cast<int64_t>(object.size()) > max_artifact_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat(

@@ -9,9 +9,9 @@
 // rewrites a missing one). Eviction goes the other way: index record, then
 // entry, then the object file when no other entry shares it.
 //
-// One lock keeps writes and evictions of an entry apart: Find, Commit and
-// Evict take it; the admin commands that walk the whole cache (verify,
-// reconciliation) take it per entry through mutex(). Thread-safe.
+// The bottom tier (cache/tier.h). One lock keeps writes and evictions of an
+// entry apart: Find, Commit and Evict take it; the admin commands that walk the whole cache
+// (verify, reconciliation) take it per entry through mutex(). Thread-safe.
 #ifndef KILN_CACHE_LOCAL_TIER_H_
 #define KILN_CACHE_LOCAL_TIER_H_
 
@@ -29,6 +29,7 @@
 #include "cache/local_index.h"
 #include "cache/object_dir.h"
 #include "cache/store.h"
+#include "cache/tier.h"
 #include "proto/service.pb.h"
 
 namespace kiln {
@@ -37,24 +38,22 @@ namespace kiln {
 // LocalIndex::LastTouched), or nullopt.
 using LastTouchedFn = std::function<std::optional<absl::Time>(const std::string& key)>;
 
-class LocalTier {
+class LocalTier : public Tier {
  public:
   // `max_artifact_bytes`: the largest object Commit stores
-  // (ResourceExhausted past it, naming kilnd --max_artifact_bytes).
+  // (ResourceExhausted past it, naming kilnd --max_artifact_bytes). `now`
+  // stamps the uses hits record.
   LocalTier(std::unique_ptr<ArtifactStore> store, ObjectDirectory objects, LocalIndex index,
-            int64_t max_artifact_bytes);
+            int64_t max_artifact_bytes, std::function<absl::Time()> now);
 
-  // The artifact for `key` if the store has it, with its object file on
-  // disk (written from the blob when missing, rewritten with `repair`) and
-  // its index record published; with `want_bytes` the object inline too.
-  // nullopt on a miss or a corrupt blob (whose index record goes).
-  absl::StatusOr<std::optional<kiln::v1::CompileResponse>> Find(const std::string& key,
-                                                                bool want_bytes,
-                                                                bool repair = false);
-  // Stores one entry with its object, in the order above. Not `synced`: an
-  // OS crash may lose it (a fleet fetch, fetched again).
-  absl::Status Commit(const kiln::v1::ArtifactMetadata& metadata, absl::string_view object,
-                      bool synced);
+  // The artifact if the store has it, with its object file on disk
+  // (written from the blob when missing, rewritten with `repair`), its
+  // index record published and its use recorded. A miss on a corrupt blob
+  // takes its index record out. Never asks to look again.
+  absl::StatusOr<Found> Find(Query& query) override;
+  // Stores one entry with its object, in the order above.
+  absl::Status Commit(const kiln::v1::ArtifactMetadata& metadata, std::string object,
+                      bool synced) override;
   // Writes one bundle entry's object file (unsynced) and stores its blob,
   // which no entry references until CommitImported.
   absl::Status StageBlob(const kiln::v1::ArtifactMetadata& metadata, absl::string_view blob);
@@ -90,6 +89,7 @@ class LocalTier {
   const ObjectDirectory objects_;
   const LocalIndex index_;
   const int64_t max_artifact_bytes_;
+  const std::function<absl::Time()> now_;
   // Shared by hits (they only rename files in), exclusive for the rest.
   absl::Mutex mutex_;
 

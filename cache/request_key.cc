@@ -1,8 +1,5 @@
 #include "cache/request_key.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
 #include <cstdint>
 #include <utility>
 
@@ -33,37 +30,19 @@ absl::StatusOr<std::string> TargetToolchainDigest(const kiln::v1::CompileRequest
   return toolchain->second;
 }
 
-// Length-prefixed, so that no two field sequences hash the same bytes.
-void HashField(Sha256& hasher, absl::string_view bytes) {
-  const uint64_t length = bytes.size();
-  hasher.Update(absl::string_view(reinterpret_cast<const char*>(&length), sizeof(length)));
-  hasher.Update(bytes);
-}
-
 }  // namespace
 
-std::string DeterministicBytes(const google::protobuf::MessageLite& message) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream out(&stream);
-    out.SetSerializationDeterministic(true);
-    message.SerializeToCodedStream(&out);
+RequestSalts RequestSaltsFor(const ToolchainDigests& toolchains) {
+  RequestSalts salts;
+  for (const auto& [target, toolchain] : toolchains) {
+    Sha256 hasher;
+    hasher.Update(absl::StrCat("kiln-request-salt key-format ", kKeyFormatVersion, "\n"));
+    hasher.Update(CodegenVersionDigest());
+    hasher.Update("\n");
+    hasher.Update(toolchain);
+    salts.by_target[target] = hasher.HexDigest();
   }
-  return bytes;
-}
-
-absl::StatusOr<std::string> RequestDigest(const kiln::v1::CompileRequest& request,
-                                          const ToolchainDigests& toolchains) {
-  ASSIGN_OR_RETURN(const std::string toolchain, TargetToolchainDigest(request, toolchains));
-  Sha256 hasher;
-  HashField(hasher, absl::StrCat("kiln-request-digest 1 key-format ", kKeyFormatVersion));
-  HashField(hasher, toolchain);
-  HashField(hasher, CodegenVersionDigest());
-  HashField(hasher, DeterministicBytes(request.graph()));
-  HashField(hasher, DeterministicBytes(request.guards()));
-  HashField(hasher, DeterministicBytes(request.options()));
-  return hasher.HexDigest();
+  return salts;
 }
 
 absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
@@ -102,14 +81,6 @@ std::string StaleReason(const kiln::v1::ArtifactMetadata& metadata,
   return "";
 }
 
-ToolchainDigests DescriptorToolchainDigests(const kiln::v1::CacheDescriptor& descriptor) {
-  ToolchainDigests digests;
-  for (const kiln::v1::TargetToolchainDigest& entry : descriptor.toolchain_digests()) {
-    digests[entry.target()] = entry.digest();
-  }
-  return digests;
-}
-
 void SetDescriptorToolchainDigests(const ToolchainDigests& toolchains,
                                    kiln::v1::CacheDescriptor& descriptor) {
   descriptor.clear_toolchain_digests();
@@ -117,6 +88,12 @@ void SetDescriptorToolchainDigests(const ToolchainDigests& toolchains,
     kiln::v1::TargetToolchainDigest* entry = descriptor.add_toolchain_digests();
     entry->set_target(target);
     entry->set_digest(digest);
+  }
+  descriptor.clear_request_salts();
+  for (const auto& [target, salt] : RequestSaltsFor(toolchains).by_target) {
+    kiln::v1::TargetToolchainDigest* entry = descriptor.add_request_salts();
+    entry->set_target(target);
+    entry->set_digest(salt);
   }
 }
 

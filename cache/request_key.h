@@ -1,14 +1,11 @@
 // A compile request's key: the one path from a request to the key it is
-// stored under, for kilnd (daemon/artifact_cache.cc, which stores under it)
-// and for clients (client/client.cc FindLocal, which looks it up in the
-// local index). Both must compute the same key for the same request, or a
-// client misses what kilnd stored; so neither assembles it itself.
+// stored under, in kilnd alone (daemon/compile_path.cc). Clients look hits
+// up by the request's digest (cache/request_digest.h) instead.
 //
 //   request.graph   --PrepareGraph-->   canonical graph   --+
 //   request.guards  --ResolveGuards-->  canonical guards  --+--> CodegenInputs
 //   request.options ------------------------------------------+      |
 //   toolchain digest of request.options.target  -------------+  ComputeCacheKey
-//     (kilnd's; a client reads them from the cache descriptor)
 //
 // Everything else in the request (want_bytes, repair, priority) says how to answer,
 // not what to build, and stays out of the key.
@@ -20,9 +17,9 @@
 
 #include "absl/status/statusor.h"
 #include "cache/key.h"
+#include "cache/request_digest.h"
 #include "codegen/codegen_inputs.h"
 #include "codegen/compile/target.h"
-#include "google/protobuf/message_lite.h"
 #include "proto/service.pb.h"
 
 namespace kiln {
@@ -44,21 +41,9 @@ struct KeyedRequest {
 absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
                                         const ToolchainDigests& toolchains);
 
-// What `request` asks for, as SHA-256 (hex) of the exact bytes of its graph,
-// guards and options (deterministic serialization), with its target's
-// toolchain digest, the codegen version and the key's format version:
-// cheap, as it prepares nothing.
-// Not a key: requests that differ only in names or node order have other
-// digests and one key. kilnd records each answered request's digest with
-// its key (LocalIndex::PublishAlias), so that a fresh process that sends
-// the same request again finds the key without preparing the graph. Errors
-// as KeyRequest's for the target.
-absl::StatusOr<std::string> RequestDigest(const kiln::v1::CompileRequest& request,
-                                          const ToolchainDigests& toolchains);
-
-// A message's bytes in protobuf's deterministic encoding (map entries
-// sorted): what request digests and traffic's graph digests hash.
-std::string DeterministicBytes(const google::protobuf::MessageLite& message);
+// The request-digest salt of each target (cache/request_digest.h): the key's
+// format version, the codegen version and the target's toolchain digest.
+RequestSalts RequestSaltsFor(const ToolchainDigests& toolchains);
 
 ToolchainDigests DigestToolchains(const TargetToolchains& toolchains);
 
@@ -69,9 +54,8 @@ ToolchainDigests DigestToolchains(const TargetToolchains& toolchains);
 std::string StaleReason(const kiln::v1::ArtifactMetadata& metadata,
                         const ToolchainDigests& toolchains);
 
-// The digests a cache descriptor lists (cache/local_index.h), and a
-// descriptor's list for `toolchains`.
-ToolchainDigests DescriptorToolchainDigests(const kiln::v1::CacheDescriptor& descriptor);
+// Sets a cache descriptor's (cache/local_index.h) toolchain digests and
+// request salts for `toolchains`.
 void SetDescriptorToolchainDigests(const ToolchainDigests& toolchains,
                                    kiln::v1::CacheDescriptor& descriptor);
 

@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "cache/local_index.h"
 #include "cache/object_dir.h"
-#include "cache/request_key.h"
+#include "cache/request_digest.h"
 #include "codegen/abi/kiln_abi.h"
 #include "common/files.h"
 #include "common/logging.h"
@@ -460,38 +460,30 @@ std::optional<kiln::v1::CompileResponse> Client::FindLocal(
   // Nothing is read from a directory someone else could have written.
   if (!CheckCacheDirectory(options_.cache_dir).ok()) return std::nullopt;
   const LocalIndex index(options_.cache_dir);
-  std::shared_ptr<const ToolchainDigests> toolchains;
+  std::shared_ptr<const RequestSalts> salts;
   {
     // Read until found (a daemon may start after this process), then kept.
     absl::MutexLock lock(&descriptor_mutex_);
-    if (toolchains_ == nullptr) {
+    if (request_salts_ == nullptr) {
       auto descriptor = index.ReadDescriptor();
       if (descriptor.ok() && descriptor->has_value() &&
           (*descriptor)->protocol_version() == kProtocolVersion &&
           (*descriptor)->abi_version() == KILN_ABI_VERSION &&
           (*descriptor)->machine_id() == MachineId()) {
-        toolchains_ =
-            std::make_shared<const ToolchainDigests>(DescriptorToolchainDigests(**descriptor));
+        request_salts_ = std::make_shared<const RequestSalts>(DescriptorRequestSalts(**descriptor));
       }
     }
-    if (toolchains_ == nullptr) return std::nullopt;
-    toolchains = toolchains_;
+    if (request_salts_ == nullptr) return std::nullopt;
+    salts = request_salts_;
   }
-  // A request kilnd has answered before names its key (an alias), and
-  // nothing needs preparing; otherwise the daemon's key computation
-  // (cache/request_key.h): a graph it would refuse is left for it to
-  // refuse, with its message.
-  std::optional<std::string> key;
-  if (const absl::StatusOr<std::string> digest = RequestDigest(request, *toolchains); digest.ok()) {
-    absl::StatusOr<std::optional<std::string>> alias = index.FindAlias(*digest);
-    if (alias.ok()) key = *std::move(alias);
-  }
-  if (!key.has_value()) {
-    absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, *toolchains);
-    if (!keyed.ok()) return std::nullopt;
-    key = std::move(keyed->key.key);
-  }
-  auto entry = index.Find(*key);
+  // A request kilnd has answered before names its key (an alias). The key
+  // is kilnd's alone: a request no process here has sent yet is a miss,
+  // one RPC, and kilnd keys it.
+  const absl::StatusOr<std::string> digest = RequestDigest(request, *salts);
+  if (!digest.ok()) return std::nullopt;
+  absl::StatusOr<std::optional<std::string>> key = index.FindAlias(*digest);
+  if (!key.ok() || !key->has_value()) return std::nullopt;
+  auto entry = index.Find(**key);
   if (!entry.ok() || !entry->has_value()) return std::nullopt;
   kiln::v1::CompileResponse response;
   response.set_object_path(

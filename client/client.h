@@ -11,8 +11,9 @@
 // timeout. A lock file in the socket's directory makes racing clients start
 // one daemon between them.
 //
-// Same-host hits need no daemon at all: FindLocal computes the cache key
-// in-process and reads kilnd's local index (cache/local_index.h); a Client
+// Same-host hits need no daemon at all: FindLocal digests the request
+// (cache/request_digest.h) and reads the key kilnd aliased to that digest
+// in its local index (cache/local_index.h); a Client
 // made with Open connects only when something needs the daemon. That makes
 // a fresh worker's first hit a few file reads and a dlopen.
 //
@@ -53,7 +54,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "cache/request_key.h"
+#include "cache/request_digest.h"
 #include "client/fork_aware.h"
 #include "client/loader.h"
 #include "client/traffic.h"
@@ -124,8 +125,8 @@ class Client final : private ForkAware {
   ~Client();
 
   // The artifact for `request` from the local index, without a round trip;
-  // nullopt when the index cannot answer (a miss, no index yet, another
-  // toolchain, or a graph the daemon should judge). Never compiles.
+  // nullopt when the index cannot answer (a request no process here has
+  // sent, no index yet, another toolchain). Never compiles.
   std::optional<kiln::v1::CompileResponse> FindLocal(const kiln::v1::CompileRequest& request);
 
   // Where a response came from, and so which cache directory holds its
@@ -230,9 +231,9 @@ class Client final : private ForkAware {
   // The daemon's cache descriptor once found (its own mutex: local hits do
   // not wait behind a connection attempt).
   absl::Mutex descriptor_mutex_;
-  // The toolchain digest of each target, from the daemon's cache descriptor
+  // The request salt of each target, from the daemon's cache descriptor
   // (parsed once; shared so that a lookup does not copy it under the lock).
-  std::shared_ptr<const ToolchainDigests> toolchains_ ABSL_GUARDED_BY(descriptor_mutex_);
+  std::shared_ptr<const RequestSalts> request_salts_ ABSL_GUARDED_BY(descriptor_mutex_);
   std::vector<std::string> trusted_dirs_ ABSL_GUARDED_BY(descriptor_mutex_);
 
   absl::Mutex traffic_mutex_;

@@ -1,6 +1,6 @@
 #include "client/traffic.h"
 
-#include "cache/request_key.h"
+#include "cache/request_digest.h"
 #include "common/sha256.h"
 
 namespace kiln {

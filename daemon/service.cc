@@ -271,7 +271,8 @@ grpc::ServerUnaryReactor* KilnService::Why(grpc::CallbackServerContext* context,
                                            const kiln::v1::WhyRequest* request,
                                            kiln::v1::WhyResponse* response) {
   return Answer(context, response, "why", /*on_admin_pool=*/true, [this, request] {
-    return admin::Why(cache_->tier(), *request, cache_->RecentMisses(std::max(request->last(), 1)),
+    return admin::Why(cache_->tier(), *request,
+                      cache_->compile_path().RecentMisses(std::max(request->last(), 1)),
                       cache_->toolchains(), cache_->toolchain_digests(), cache_->options().now());
   });
 }

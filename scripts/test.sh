@@ -77,6 +77,17 @@ else
   passed=$((passed + 1))
 fi
 
+# Keys are kilnd's alone: the client finds hits by request digest and links
+# no key computation (cache/request_key). One more case.
+leak=$(bazel query 'somepath(//client:client_core, //cache:request_key)' 2>/dev/null) ||
+  leak="(bazel query failed)"
+if [[ -n "$leak" ]]; then
+  echo "BUILD.bazel: //client:client_core must not depend on //cache:request_key:" $leak >&2
+  failed=$((failed + 1)) bazel_status=1
+else
+  passed=$((passed + 1))
+fi
+
 # ---------------------------------------------------------------------------
 # Sanitizers and fuzzing (docs/RELIABILITY.md; owner: the reliability work).
 # Bounded forms only: ASan+UBSan over the unit and end-to-end tests, TSan

@@ -21,6 +21,8 @@
 #include "absl/strings/str_cat.h"
 #include "cache/key.h"
 #include "cache/local_index.h"
+#include "cache/request_digest.h"
+#include "cache/request_key.h"
 #include "client/client.h"
 #include "codegen/guards.h"
 #include "codegen/prepare.h"
@@ -212,6 +214,7 @@ void PlantCache(const std::string& cache_dir, const kiln::v1::Graph& graph,
   kiln::v1::TargetToolchainDigest* planted = descriptor.add_toolchain_digests();
   planted->set_target(kiln::v1::TARGET_NATIVE);
   planted->set_digest(std::string(64, 'a'));
+  SetDescriptorToolchainDigests({{kiln::v1::TARGET_NATIVE, planted->digest()}}, descriptor);
   ASSERT_TRUE(index.WriteDescriptor(descriptor).ok());
 
   auto prepared = PrepareGraph(graph);
@@ -226,6 +229,11 @@ void PlantCache(const std::string& cache_dir, const kiln::v1::Graph& graph,
   metadata.set_key(ComputeCacheKey(inputs).key);
   metadata.set_digest(Sha256Hex(object));
   ASSERT_TRUE(index.Publish(metadata).ok());
+  kiln::v1::CompileRequest request;
+  *request.mutable_graph() = graph;
+  auto request_digest = RequestDigest(request, DescriptorRequestSalts(descriptor));
+  ASSERT_TRUE(request_digest.ok()) << request_digest.status();
+  ASSERT_TRUE(index.PublishAlias(*request_digest, metadata.key()).ok());
   const std::string path = cache_dir + "/objects/" + metadata.digest().substr(0, 2);
   ASSERT_TRUE(MakeDirectories(path, 0755).ok());
   ASSERT_TRUE(WriteFileAtomically(path + "/" + metadata.digest() + ".so", object, 0444).ok());

@@ -1,11 +1,17 @@
-// The fleet tier over a local tier, against a real redis-server
-// (tests/redis_fixture.h): another machine is a RemoteTier of its own.
+// The fleet tier over a local tier and over a recording one, against a real
+// redis-server (tests/redis_fixture.h): another machine is a RemoteTier of
+// its own.
 #include "cache/remote/fleet_tier.h"
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "cache/local_tier.h"
 #include "cache/memory_store.h"
 #include "common/files.h"
 #include "common/sha256.h"
@@ -41,8 +47,8 @@ class FleetTierTest : public ::testing::Test {
     ASSERT_TRUE(dir.ok()) << dir.status();
     local_ = std::make_unique<LocalTier>(std::make_unique<MemoryStore>(),
                                          ObjectDirectory(*dir + "/objects"), LocalIndex(*dir),
-                                         int64_t{1} << 20);
-    fleet_ = std::make_unique<FleetTier>(local_.get(), Machine(), [] { return absl::Now(); });
+                                         int64_t{1} << 20, [] { return absl::Now(); });
+    fleet_ = std::make_unique<FleetTier>(local_.get(), Machine());
   }
 
   // Another machine's view of the fleet.
@@ -65,8 +71,8 @@ class FleetTierTest : public ::testing::Test {
 };
 
 TEST_F(FleetTierTest, AMissHoldsTheLeaseUntilItIsAbandoned) {
-  RemoteTier::Wait wait;
-  absl::StatusOr<FleetTier::Found> found = fleet_->Find(kKey, /*want_bytes=*/false, &wait);
+  Tier::Query query{kKey};
+  absl::StatusOr<Tier::Found> found = fleet_->Find(query);
   ASSERT_TRUE(found.ok()) << found.status();
   EXPECT_FALSE(found->response.has_value());
   EXPECT_EQ(found->look_again_after, absl::ZeroDuration()) << "compile here";
@@ -85,16 +91,16 @@ TEST_F(FleetTierTest, AMissHoldsTheLeaseUntilItIsAbandoned) {
 }
 
 TEST_F(FleetTierTest, ACommitIsStoredHereAndPublishedToTheFleet) {
-  RemoteTier::Wait wait;
-  ASSERT_TRUE(fleet_->Find(kKey, /*want_bytes=*/false, &wait).ok());
-  ASSERT_TRUE(fleet_->Commit(Metadata(), kObject).ok());
+  Tier::Query query{kKey};
+  ASSERT_TRUE(fleet_->Find(query).ok());
+  ASSERT_TRUE(fleet_->Commit(Metadata(), kObject, /*synced=*/true).ok());
   fleet_->remote().Flush();
 
-  absl::StatusOr<std::optional<kiln::v1::CompileResponse>> here =
-      local_->Find(kKey, /*want_bytes=*/true);
+  Tier::Query local_query{kKey, /*want_bytes=*/true};
+  absl::StatusOr<Tier::Found> here = local_->Find(local_query);
   ASSERT_TRUE(here.ok()) << here.status();
-  ASSERT_TRUE(here->has_value());
-  EXPECT_EQ((*here)->object_bytes(), kObject);
+  ASSERT_TRUE(here->response.has_value());
+  EXPECT_EQ(here->response->object_bytes(), kObject);
 
   RemoteTier::Claim there = Machine()->FetchOrLease(kKey);
   ASSERT_TRUE(there.entry.has_value()) << "published, and the lease released";
@@ -106,17 +112,54 @@ TEST_F(FleetTierTest, AnotherMachinesEntryIsStoredHereAndAnswered) {
   other->PublishBehind(Metadata(), kObject, nullptr);
   other->Flush();
 
-  RemoteTier::Wait wait;
-  absl::StatusOr<FleetTier::Found> found = fleet_->Find(kKey, /*want_bytes=*/true, &wait);
+  Tier::Query query{kKey, /*want_bytes=*/true};
+  absl::StatusOr<Tier::Found> found = fleet_->Find(query);
   ASSERT_TRUE(found.ok()) << found.status();
   ASSERT_TRUE(found->response.has_value());
   EXPECT_TRUE(found->response->cache_hit());
   EXPECT_EQ(found->response->object_bytes(), kObject);
   EXPECT_EQ(ReadFile(found->response->object_path()).value_or(""), kObject);
-  absl::StatusOr<std::optional<kiln::v1::CompileResponse>> here =
-      local_->Find(kKey, /*want_bytes=*/false);
+  Tier::Query local_query{kKey};
+  absl::StatusOr<Tier::Found> here = local_->Find(local_query);
   ASSERT_TRUE(here.ok()) << here.status();
-  EXPECT_TRUE(here->has_value()) << "stored in the local tier";
+  EXPECT_TRUE(here->response.has_value()) << "stored in the local tier";
+}
+
+// A tier that keeps committed entries in a map and logs each call.
+class RecordingTier : public Tier {
+ public:
+  absl::StatusOr<Found> Find(Query& query) override {
+    calls.push_back("Find " + query.key);
+    Found found;
+    if (auto it = objects.find(query.key); it != objects.end()) {
+      found.response.emplace().set_object_bytes(it->second);
+    }
+    return found;
+  }
+  absl::Status Commit(const kiln::v1::ArtifactMetadata& metadata, std::string object,
+                      bool synced) override {
+    calls.push_back(absl::StrCat("Commit ", metadata.key(), synced ? " synced" : " unsynced"));
+    objects[metadata.key()] = std::move(object);
+    return absl::OkStatus();
+  }
+  std::vector<std::string> calls;
+  std::map<std::string, std::string> objects;
+};
+
+TEST_F(FleetTierTest, WrapsAnyTierAndCommitsAFetchedEntryToItUnsynced) {
+  std::shared_ptr<RemoteTier> other = Machine();
+  other->PublishBehind(Metadata(), kObject, nullptr);
+  other->Flush();
+  RecordingTier inner;
+  FleetTier fleet(&inner, Machine());
+
+  Tier::Query query{kKey};
+  absl::StatusOr<Tier::Found> found = fleet.Find(query);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->response.has_value());
+  EXPECT_EQ(found->response->object_bytes(), kObject);
+  EXPECT_EQ(absl::StrJoin(inner.calls, "; "),
+            absl::StrCat("Find ", kKey, "; Commit ", kKey, " unsynced; Find ", kKey));
 }
 
 }  // namespace

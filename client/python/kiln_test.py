@@ -1487,8 +1487,6 @@ def test_importing_kiln_loads_no_extension_and_a_local_hit_loads_no_grpc():
     # built with its own (third_party/abseil: when its sources were there).
     own_abseil = os.path.exists(os.path.join(HERE, "..", "..", "third_party", "abseil", "src",
                                              "VERSION"))
-    x = torch.randn(8, 8)
-    kiln.compile(f, [x])  # in the local index now
     code = """
 import torch
 maps = lambda: open('/proc/self/maps').read()
@@ -1499,6 +1497,7 @@ with torch.no_grad():
 print('_kiln' in maps(), 'grpc' in maps(), 'rocksdb' in maps(), 'libabsl' in maps(),
       float(y[0, 0]))
 """
+    run_python(code)  # kilnd has answered this very request: its alias is in the local index
     assert run_python(code).split() == [
         "False", "False", "True", "False", "False", str(not own_abseil), "9.0"]
 
@@ -1721,11 +1720,10 @@ print(*codes)
 
 
 def test_a_module_prepared_before_fork_works_in_the_children():
-    # The artifact is compiled here first, so a fresh parent finds it in the
-    # local index and never connects: its children run it and connect to
-    # kilnd for new compiles of their own.
-    x = torch.randn(256, 256)
-    kiln.compile(f, [x])
+    # A first parent's request is answered by kilnd, so a second one finds
+    # it in the local index (by the request's alias) and never connects: its
+    # children run it and connect to kilnd for new compiles of their own.
+    run_python(FORKING_PARENT.format(connect="", offset=0))
     assert run_python(FORKING_PARENT.format(connect="", offset=0)).split() == ["0", "0"]
     # A parent that connected: its children still run what is loaded, and
     # are told why they cannot ask kilnd (gRPC does not survive fork).
