@@ -75,7 +75,7 @@ void AddIndexCopy(OpTable& table) {
   OpDef def;
   def.name = "aten.index_copy.default";
   def.family = "write";
-  def.dtypes = kNoBool;
+  def.dtypes = kAllTypes;
   def.min_inputs = def.max_inputs = 3;
   def.args = {{"dim", ArgKind::kInt, std::nullopt}};
   def.infer = [](const ir::Node& node,
@@ -83,7 +83,7 @@ void AddIndexCopy(OpTable& table) {
     const ir::TensorType& self = *inputs[0];
     const ir::TensorType& index = *inputs[1];
     const ir::TensorType& source = *inputs[2];
-    RETURN_IF_ERROR(CheckDTypes({inputs[0], inputs[2]}, kNoBool, {}));
+    RETURN_IF_ERROR(CheckDTypes({inputs[0], inputs[2]}, kAllTypes, {}));
     RETURN_IF_ERROR(CheckInt64Index(index, "index_copy"));
     if (source.dtype != self.dtype) {
       return absl::InvalidArgumentError(
@@ -136,7 +136,7 @@ void AddScatter(OpTable& table, const std::string& overload) {
   OpDef def;
   def.name = absl::StrCat("aten.scatter.", overload);
   def.family = "write";
-  def.dtypes = kNoBool;
+  def.dtypes = kAllTypes;
   def.min_inputs = def.max_inputs = from_tensor ? 3 : 2;
   def.args = {{"dim", ArgKind::kInt, std::nullopt}};
   if (!from_tensor) def.args.push_back({"value", ArgKind::kScalar, std::nullopt});
@@ -145,7 +145,7 @@ void AddScatter(OpTable& table, const std::string& overload) {
                   const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
     const ir::TensorType& self = *inputs[0];
     const ir::TensorType& index = *inputs[1];
-    RETURN_IF_ERROR(CheckDTypes({inputs[0]}, kNoBool, {}));
+    RETURN_IF_ERROR(CheckDTypes({inputs[0]}, kAllTypes, {}));
     RETURN_IF_ERROR(CheckInt64Index(index, "scatter"));
     if (self.rank() == 0) {
       return absl::UnimplementedError("scatter of a 0-dim tensor: Kiln takes rank 1 and up");

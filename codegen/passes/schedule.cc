@@ -387,8 +387,10 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
                 ? absl::StrCat(": ", program.definitions[kernel.value].combiner, " scan along dim ",
                                program.definitions[kernel.value].axis, " %")
             : kernel.kind == Kernel::Kind::kScatter
-                ? absl::StrCat(": scatter-add along dim ", program.definitions[kernel.value].axis,
-                               " %")
+                ? absl::StrCat(program.definitions[kernel.value].combiner == "assign"
+                                   ? ": scatter-write along dim "
+                                   : ": scatter-add along dim ",
+                               program.definitions[kernel.value].axis, " %")
                 : std::string(": pointwise %"),
             kernel.value, " ", ir::ToString(type, graph));
         if (!inlined.empty()) {
