@@ -466,7 +466,8 @@ absl::StatusOr<EmittedFunction> EmitScatter(int index, const Kernel& kernel, con
 
   const int points = static_cast<int>(definition.reduction_sizes.size());
   const ir::AffineMap identity = ir::AffineMap::Identity(points);
-  const std::string size = Extent(type.sizes[definition.axis]);
+  // A 0-dim result is one element, which index 0 names (as in eager).
+  const std::string size = rank == 0 ? "1" : Extent(type.sizes[definition.axis]);
   auto loops_over_points = [&](std::string& indent) {
     indent = "  ";
     for (int d = 0; d < points; ++d) {
@@ -515,11 +516,13 @@ absl::StatusOr<EmittedFunction> EmitScatter(int index, const Kernel& kernel, con
                    body.Expression(kernel.value, definition.root, identity));
   // The index's term of the offset by name, as a gathered load's
   // (ir::AffineMap::WithGatheredCoordinate: the last variable is the index).
-  Linear offset = Offset(layout, definition.map.WithGatheredCoordinate(definition.axis));
-  const ir::SymExpr stride = offset.coefficients.back();
-  offset.coefficients.pop_back();
-  const std::string target =
-      absl::StrCat(sums, "[", offset.ToString(), " + ", position, " * ", SymC(stride), "]");
+  std::string target = absl::StrCat(sums, "[0]");
+  if (rank > 0) {
+    Linear offset = Offset(layout, definition.map.WithGatheredCoordinate(definition.axis));
+    const ir::SymExpr stride = offset.coefficients.back();
+    offset.coefficients.pop_back();
+    target = absl::StrCat(sums, "[", offset.ToString(), " + ", position, " * ", SymC(stride), "]");
+  }
   body.Line(absl::StrCat("if ((", position, " >= 0) & (", position, " < ", size, ")) {"));
   const std::string written =
       definition.combiner == "assign"

@@ -10,6 +10,7 @@
 // Kiln makes it deterministic. An index outside [0, size) stops the run
 // before anything is written, naming the op, the index and the size (eager
 // raises an IndexError there).
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -54,14 +55,15 @@ ir::AffineMap ZeroMap(int num_variables, int rows) {
 }
 
 // The scatter of `b`'s exprs[element] over `points` onto `self`: point p
-// writes at p's coordinates but `dim`, which is exprs[position].
+// writes at p's coordinates but `dim`, which is exprs[position] (a 0-dim
+// self has no points dims: its one element is index 0).
 ir::Definition Assign(ExprBuilder& b, int element, int position, std::vector<ir::Dim> points,
                       int self, int dim, const std::string& op) {
   ir::Definition definition = b.Finish(element);
   definition.combiner = "assign";
   definition.position = position;
   definition.map = ir::AffineMap::Identity(static_cast<int>(points.size()));
-  definition.map.coefficients[dim].assign(definition.map.num_variables, 0);
+  if (!points.empty()) definition.map.coefficients[dim].assign(definition.map.num_variables, 0);
   definition.reduction_sizes = std::move(points);
   definition.axis = dim;
   definition.source = self;
@@ -94,14 +96,17 @@ void AddIndexCopy(OpTable& table) {
       return absl::InvalidArgumentError(
           absl::StrCat("index_copy's index must be a vector, got rank ", index.rank()));
     }
-    if (self.rank() == 0 || source.rank() != self.rank()) {
+    if (source.rank() != self.rank()) {
       return absl::UnimplementedError(absl::StrCat("index_copy with source rank ", source.rank(),
                                                    " and self rank ", self.rank(),
-                                                   ": Kiln takes equal ranks of at least 1"));
+                                                   ": Kiln takes equal ranks"));
     }
-    ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), self.rank()));
+    // A 0-dim self is one element along dim 0 (or -1), as in eager.
+    ASSIGN_OR_RETURN(const int dim,
+                     WrapDim(IntArg(node, "dim"), std::max<int64_t>(self.rank(), 1)));
     const ir::Dim count = index.rank() == 0 ? ir::Dim::Constant(1) : index.sizes[0];
-    RETURN_IF_ERROR(Fits(count, source.sizes[dim], /*at_most=*/false,
+    const ir::Dim rows = self.rank() == 0 ? ir::Dim::Constant(1) : source.sizes[dim];
+    RETURN_IF_ERROR(Fits(count, rows, /*at_most=*/false,
                          absl::StrCat("index_copy's index length and source's size at dim ", dim)));
     for (int d = 0; d < static_cast<int>(self.rank()); ++d) {
       if (d == dim) continue;
@@ -114,10 +119,10 @@ void AddIndexCopy(OpTable& table) {
                  const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
     const int self = node.inputs[0], index = node.inputs[1], source = node.inputs[2];
     const int rank = static_cast<int>(graph.values[self].rank());
-    ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), rank));
+    ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), std::max(rank, 1)));
     ExprBuilder b(ir::Definition::Kind::kScatter);
     ir::AffineMap index_map = ZeroMap(rank, static_cast<int>(graph.values[index].rank()));
-    if (graph.values[index].rank() == 1) index_map.coefficients[0][dim] = 1;
+    if (graph.values[index].rank() == 1 && rank > 0) index_map.coefficients[0][dim] = 1;
     const int position = b.LoadAt(index, std::move(index_map), DType::kInt64);
     const int element =
         b.LoadAt(source, ir::AffineMap::Identity(rank), ComputeType(graph.values[self].dtype));
