@@ -142,7 +142,7 @@ std::string ToString(const LoopProgram& program, const Graph& graph) {
         break;
       case Definition::Kind::kScatter:
         absl::StrAppend(
-            &text, "scatter-add onto ",
+            &text, definition.combiner == "assign" ? "scatter-write onto " : "scatter-add onto ",
             definition.source < 0 ? std::string("0") : absl::StrCat("%", definition.source),
             ", over [",
             absl::StrJoin(
@@ -151,7 +151,8 @@ std::string ToString(const LoopProgram& program, const Graph& graph) {
                   out->append(ToString(SymExpr::Of(size), graph));
                 }),
             "]: ", ExprString(definition, definition.root), " at ", definition.map.ToString(),
-            ", coordinate ", definition.axis, " = ", ExprString(definition, definition.position));
+            ", coordinate ", definition.axis, " = ", ExprString(definition, definition.position),
+            definition.checked_op.empty() ? "" : ", checked");
         break;
       case Definition::Kind::kAlias:
         absl::StrAppend(&text, "alias %", definition.source, " strides [",

@@ -15,9 +15,10 @@
 //   - extern: a call through the runtime table (GEMM) that writes a buffer;
 //   - concat: parts written one after another along an axis, each by a loop
 //     over its own shape (so no load is ever out of bounds);
-//   - scatter: a scatter-add (index_add, scatter_add, embedding's
-//     backward): a start value, then each point of an iteration space adds
-//     one element at coordinates of which one is an index tensor's value.
+//   - scatter: a start value, then each point of an iteration space adds
+//     (index_add, scatter_add, embedding's backward) or writes (index_copy,
+//     scatter) one element at coordinates of which one is an index
+//     tensor's value: its loops run over the points, not the result.
 // A load may be *bounded*: where its coordinates fall outside the loaded
 // value's sizes it yields a constant instead of reading (pooling's padding:
 // -inf for a max, 0 for a sum). See Expr::bounded.
@@ -131,7 +132,9 @@ struct Definition {
   // and max pooling's "pool_max" / "pool_argmax" (emit/reduction.h); kScan:
   // "sum"; kScatter: "sum" (each 16-bit sum rounded to the dtype, as eager's
   // embedding_dense_backward) or "sum_rounded_once" (16-bit sums kept in
-  // float32 and rounded at the end, as eager's index_add and scatter_add).
+  // float32 and rounded at the end, as eager's index_add and scatter_add),
+  // or "assign": the point's element replaces the element (where several
+  // points name one, the last in row-major order wins).
   std::string combiner;
   // argmax, argmin and pool_argmax: what is stored for the element kept.
   // -1: its flat position over the reduced dims; else exprs[position], an
@@ -154,8 +157,12 @@ struct Definition {
   // reduction_sizes, point p adds exprs[root] at coordinates map(p), except
   // coordinate `axis`, which is exprs[position] (map's row for it is all
   // zero). A point whose index falls outside [0, size) of that dim adds
-  // nothing and touches no memory.
+  // nothing and touches no memory; with `checked_op` set, it stops the run
+  // instead, before anything is written: the runtime's index_error hears
+  // checked_op, the dim, the index and the size, and kiln_run returns
+  // KILN_RUN_INDEX_ERROR (abi/kiln_abi.h).
   int source = -1;
+  std::string checked_op;
   AffineMap map;
 
   // kExtern: runtime function ("mm") and its tensor operands.

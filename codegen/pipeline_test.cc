@@ -460,11 +460,11 @@ TEST(PipelineTest, ASumDownColumnsFoldsNeighbouringColumnsTogether) {
 }
 
 // index_select's backward (loop_ir.h, Definition::Kind::kScatter): one
-// kernel on the calling thread writes the start, autograd's new_zeros
+// kernel on the calling thread checks every index (one out of range stops
+// the run, as eager's IndexError), writes the start, autograd's new_zeros
 // inlined as a store of 0, then adds each element of the source (relu
-// inlined) at the row its index names, in the output's memory, in order;
-// an out-of-range index adds nothing.
-TEST(PipelineTest, ScattersAddInOrderOntoTheirStartAndSkipOutOfRangeIndices) {
+// inlined) at the row its index names, in the output's memory, in order.
+TEST(PipelineTest, ScattersAddInOrderOntoTheirStartAfterCheckingEveryIndex) {
   const std::string json = R"({"name": "index_select_backward", "inputs": [
       {"value": 0, "name": "grad", "type": {"dtype": "FLOAT32",
        "sizes": [{"constant": 3}, {"constant": 4}]}},
@@ -491,21 +491,32 @@ TEST(PipelineTest, ScattersAddInOrderOntoTheirStartAndSkipOutOfRangeIndices) {
                       "    reads %1 at (i0, i1) -> (i0); %0 at (i0, i1) -> (i0, i1)\n"),
             std::string::npos)
       << Stage(code, "kernels");
-  EXPECT_NE(code.source.find("      p0[i0 * 4 + i1] = 0x0p+0f;\n"
+  EXPECT_NE(code.source.find("      long long v1 = ((long long)v0);\n"
+                             "      if ((v1 < 0) | (v1 >= 5)) {\n"
+                             "        rt->index_error(rt->context, \"index_add\", 0, v1, 5);\n"
+                             "        return KILN_RUN_INDEX_ERROR;\n"
+                             "      }\n"
+                             "    }\n"
+                             "  }\n"
+                             "  for (kiln_int64 i0 = 0; i0 < 5; ++i0) {\n"
+                             "    for (kiln_int64 i1 = 0; i1 < 4; ++i1) {\n"
+                             "      p0[i0 * 4 + i1] = 0x0p+0f;\n"
                              "    }\n"
                              "  }\n"
                              "  for (kiln_int64 i0 = 0; i0 < 3; ++i0) {\n"
                              "    for (kiln_int64 i1 = 0; i1 < 4; ++i1) {\n"
-                             "      int v0 = p1[i0];\n"
-                             "      long long v1 = ((long long)v0);\n"
-                             "      float v2 = p2[i0 * 4 + i1];\n"
-                             "      float v3 = (v2 < 0x0p+0f ? 0x0p+0f : v2);\n"
-                             "      if ((v1 >= 0) & (v1 < 5)) {\n"
-                             "        p0[i1 + v1 * 4] = (p0[i1 + v1 * 4] + v3);\n"
+                             "      int v2 = p1[i0];\n"
+                             "      long long v3 = ((long long)v2);\n"
+                             "      float v4 = p2[i0 * 4 + i1];\n"
+                             "      float v5 = (v4 < 0x0p+0f ? 0x0p+0f : v4);\n"
+                             "      if ((v3 >= 0) & (v3 < 5)) {\n"
+                             "        p0[i1 + v3 * 4] = (p0[i1 + v3 * 4] + v5);\n"
                              "      }\n"),
             std::string::npos)
       << code.source;
-  EXPECT_NE(code.source.find("  kiln_group_0(rt, symbols, b2, b1, b0);\n"), std::string::npos)
+  EXPECT_NE(code.source.find("    const kiln_int32 status = kiln_group_0(rt, symbols, b2, b1, "
+                             "b0);\n    if (status != 0) return status;\n"),
+            std::string::npos)
       << code.source;
 }
 

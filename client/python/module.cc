@@ -59,6 +59,9 @@ PyObject* daemon_unavailable = nullptr;    // Unavailable, or unanswered: no kil
     case absl::StatusCode::kInvalidArgument:
       type = PyExc_ValueError;
       break;
+    case absl::StatusCode::kOutOfRange:  // an index out of its dim, as eager's IndexError
+      type = PyExc_IndexError;
+      break;
     default:
       break;
   }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -409,6 +410,15 @@ void* ThreadScratch(void*, long long bytes) {
   return block;
 }
 
+// What the last index_error on this thread said (Runtime::TakeIndexError).
+thread_local std::string index_error_message;
+
+void IndexError(void*, const char* op, long long dim, long long index, long long size) {
+  index_error_message = std::string(op) + ": index " + std::to_string(index) +
+                        " is out of bounds for dim " + std::to_string(dim) + " with size " +
+                        std::to_string(size);
+}
+
 int ConvF32(void* context, const kiln_conv* conv, const float* src, const float* weights,
             const float* bias, float* dst) {
   return ConvolveF32(static_cast<Runtime*>(context)->pool(), *conv, src, weights, bias, dst);
@@ -473,7 +483,10 @@ Runtime::Runtime(int threads, GemmLibraries gemm_libraries)
   table_.conv_f32 = ConvF32;
   table_.fft_f32 = FftF32;
   table_.fft_f64 = FftF64;
+  table_.index_error = IndexError;
 }
+
+std::string Runtime::TakeIndexError() { return std::move(index_error_message); }
 
 Runtime& Runtime::Default() {
   static Runtime* const runtime = new Runtime();

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 
 #include "client/runtime/gemm_ways.h"
 #include "client/runtime/thread_pool.h"
@@ -56,6 +57,10 @@ class Runtime {
   static Runtime& Default();
 
   const kiln_runtime* table() const { return &table_; }
+  // What the calling thread's last kiln_run that returned
+  // KILN_RUN_INDEX_ERROR was told ("index_copy: index 9 is out of bounds
+  // for dim 2 with size 8"), once.
+  static std::string TakeIndexError();
   ThreadPool& pool() { return pool_; }
   GemmWays& gemm_ways() { return gemm_ways_; }
 

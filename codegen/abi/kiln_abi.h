@@ -18,12 +18,16 @@
  * kiln_scratch_bytes(symbols) bytes (info->scratch_bytes when the graph has
  * no symbols; -1 there when it depends on them), 64-byte aligned. kiln_run
  * returns 2 when a runtime service failed (the runtime has told stderr why:
- * no oneDNN for a convolution).
+ * no oneDNN for a convolution), and KILN_RUN_INDEX_ERROR when an index
+ * tensor named a position outside its dim (after calling the runtime's
+ * index_error on the calling thread; the kernel that checks it has written
+ * nothing).
  */
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
 #define KILN_ABI_VERSION 8
+#define KILN_RUN_INDEX_ERROR 3
 
 typedef long long kiln_int64;
 typedef unsigned int kiln_uint32;
@@ -133,6 +137,11 @@ typedef struct kiln_runtime {
    * nonzero when the runtime cannot transform. */
   kiln_int32 (*fft_f32)(void* context, const kiln_fft* fft, const float* in, float* out);
   kiln_int32 (*fft_f64)(void* context, const kiln_fft* fft, const double* in, double* out);
+  /* Told, on the thread that called kiln_run, that `op` found `index`
+   * outside [0, size) of dim `dim`; kiln_run then returns
+   * KILN_RUN_INDEX_ERROR. `op` is a static string ("index_copy"). */
+  void (*index_error)(void* context, const char* op, kiln_int64 dim, kiln_int64 index,
+                      kiln_int64 size);
 } kiln_runtime;
 
 /* Transcendentals: one named source for every artifact (the client

@@ -129,8 +129,10 @@ struct EmittedFunction {
 
 // A kernel's static function that runs whole on the calling thread (a
 // concat, a scan, a scatter): its body is `function`'s text; its parameters
-// the storages it names (the first, written, the others read).
-EmittedFunction Unchunked(int index, FunctionWriter& function) {
+// the storages it names (the first, written, the others read). With
+// `returns_status`, the body returns kiln_run's status (0 at its end), and
+// kiln_run returns any other at once.
+EmittedFunction Unchunked(int index, FunctionWriter& function, bool returns_status = false) {
   const EmitInputs& in = function.inputs();
   std::vector<std::string> declarations = {"const kiln_runtime* rt", "const kiln_int64* symbols"};
   std::vector<std::string> arguments = {"rt", "symbols"};
@@ -143,10 +145,14 @@ EmittedFunction Unchunked(int index, FunctionWriter& function) {
   }
   const std::string name = absl::StrCat("kiln_group_", index);
   EmittedFunction emitted;
-  emitted.call = absl::StrCat("  ", name, "(", absl::StrJoin(arguments, ", "), ");\n");
+  const std::string call = absl::StrCat(name, "(", absl::StrJoin(arguments, ", "), ")");
+  emitted.call = returns_status ? absl::StrCat("  {\n    const kiln_int32 status = ", call,
+                                               ";\n    if (status != 0) return status;\n  }\n")
+                                : absl::StrCat("  ", call, ";\n");
   emitted.definition =
-      absl::StrCat("static void ", name, "(", absl::StrJoin(declarations, ", "),
-                   ") {\n  (void)rt;\n  (void)symbols;\n", function.text(), "}\n\n");
+      absl::StrCat("static ", returns_status ? "kiln_int32 " : "void ", name, "(",
+                   absl::StrJoin(declarations, ", "), ") {\n  (void)rt;\n  (void)symbols;\n",
+                   function.text(), returns_status ? "  return 0;\n" : "", "}\n\n");
   return emitted;
 }
 
@@ -411,15 +417,21 @@ absl::StatusOr<EmittedFunction> EmitScan(int index, const Kernel& kernel, const 
   return Unchunked(index, function);
 }
 
-// A scatter kernel (index_add, scatter_add, embedding_dense_backward): one
-// loop nest writes the start (a value at the same coordinates, or 0), then
-// one over the points, in row-major order, adds each point's element to the
-// element its index names, in the order eager adds them. A point whose
-// index falls outside the dim adds nothing. The sums are kept in the
-// output's own storage, or with the combiner "sum_rounded_once" for 16-bit
-// outputs in float32 in the thread's scratch, rounded at the end. Pointwise
-// producers of the start, the index and the elements are inlined. It runs
-// whole on the calling thread: any two points may add to the same element.
+// A scatter kernel (index_add, scatter_add, embedding_dense_backward; with
+// the combiner "assign", index_copy and scatter). A checked one first runs
+// over the points computing each index alone, and stops the run at the
+// first outside the dim, before anything is written (loop_ir.h,
+// checked_op). Then one loop nest writes the start (a value at the same
+// coordinates, or 0), unless the start is the output's own storage read at
+// identity (an output the planner put in its input's storage): then it is
+// already there. Then one loop over the points, in row-major order, adds
+// each point's element to the element its index names (or, "assign",
+// writes it there), in the order eager does. A point whose index falls
+// outside the dim writes nothing. The sums are kept in the output's own
+// storage, or with the combiner "sum_rounded_once" for 16-bit outputs in
+// float32 in the thread's scratch, rounded at the end. Pointwise producers
+// of the start, the index and the elements are inlined. It runs whole on
+// the calling thread: any two points may write the same element.
 absl::StatusOr<EmittedFunction> EmitScatter(int index, const Kernel& kernel, const EmitInputs& in) {
   const ir::Definition& definition = in.program.definitions[kernel.value];
   const ir::TensorType& type = in.graph.values[kernel.value];
@@ -453,41 +465,71 @@ absl::StatusOr<EmittedFunction> EmitScatter(int index, const Kernel& kernel, con
     }
   };
 
-  std::string indent;
-  loops_over_output(indent);
-  BodyEmitter start(function, indent, 0, type.sizes);
-  std::string value = EmitLiteral(0, compute);
-  if (definition.source >= 0) {
-    ASSIGN_OR_RETURN(value, start.Value(definition.source, ir::AffineMap::Identity(rank), compute));
-  }
-  start.Line(absl::StrCat(sums, "[", element_offset, "] = ", ToStorage(value, sum_type), ";"));
-  close_loops(rank);
-
   const int points = static_cast<int>(definition.reduction_sizes.size());
-  indent = "  ";
-  for (int d = 0; d < points; ++d) {
-    text += LoopHeader(d, Extent(definition.reduction_sizes[d]), indent);
-    indent += "  ";
-  }
-  BodyEmitter body(function, indent, 0, definition.reduction_sizes);
   const ir::AffineMap identity = ir::AffineMap::Identity(points);
+  // A 0-dim result is one element, which index 0 names (as in eager).
+  const std::string size = rank == 0 ? "1" : Extent(type.sizes[definition.axis]);
+  auto loops_over_points = [&](std::string& indent) {
+    indent = "  ";
+    for (int d = 0; d < points; ++d) {
+      text += LoopHeader(d, Extent(definition.reduction_sizes[d]), indent);
+      indent += "  ";
+    }
+  };
+  std::string indent;
+  if (!definition.checked_op.empty()) {
+    loops_over_points(indent);
+    BodyEmitter check(function, indent, 0, definition.reduction_sizes);
+    ASSIGN_OR_RETURN(const std::string position,
+                     check.Expression(kernel.value, definition.position, identity));
+    check.Line(absl::StrCat("if ((", position, " < 0) | (", position, " >= ", size, ")) {"));
+    check.Line(absl::StrCat("  rt->index_error(rt->context, \"", definition.checked_op, "\", ",
+                            definition.axis, ", ", position, ", ", size, ");"));
+    check.Line("  return KILN_RUN_INDEX_ERROR;");
+    check.Line("}");
+    close_loops(points);
+  }
+
+  const ir::AffineMap whole = ir::AffineMap::Identity(rank);
+  const Access start =
+      definition.source >= 0 ? ResolveViews(in.program, definition.source, whole) : Access{};
+  const bool start_in_place = definition.source >= 0 && sums == out && start.map.IsIdentity() &&
+                              in.plan.alias_root[start.value] == start.value &&
+                              in.plan.storage_of[start.value] == in.plan.storage_of[kernel.value] &&
+                              in.graph.values[start.value].dtype == type.dtype;
+  if (!start_in_place) {
+    loops_over_output(indent);
+    BodyEmitter start_body(function, indent, 0, type.sizes);
+    std::string value = EmitLiteral(0, compute);
+    if (definition.source >= 0) {
+      ASSIGN_OR_RETURN(value, start_body.Value(definition.source, whole, compute));
+    }
+    start_body.Line(
+        absl::StrCat(sums, "[", element_offset, "] = ", ToStorage(value, sum_type), ";"));
+    close_loops(rank);
+  }
+
+  loops_over_points(indent);
+  BodyEmitter body(function, indent, 0, definition.reduction_sizes);
   ASSIGN_OR_RETURN(const std::string position,
                    body.Expression(kernel.value, definition.position, identity));
   ASSIGN_OR_RETURN(const std::string element,
                    body.Expression(kernel.value, definition.root, identity));
   // The index's term of the offset by name, as a gathered load's
   // (ir::AffineMap::WithGatheredCoordinate: the last variable is the index).
-  Linear offset = Offset(layout, definition.map.WithGatheredCoordinate(definition.axis));
-  const ir::SymExpr stride = offset.coefficients.back();
-  offset.coefficients.pop_back();
-  const std::string target =
-      absl::StrCat(sums, "[", offset.ToString(), " + ", position, " * ", SymC(stride), "]");
-  body.Line(absl::StrCat("if ((", position, " >= 0) & (", position, " < ",
-                         Extent(type.sizes[definition.axis]), ")) {"));
-  absl::StrAppend(
-      &text, indent, "  ", target, " = ",
-      ToStorage(absl::StrCat("(", FromStorage(target, sum_type), " + ", element, ")"), sum_type),
-      ";\n");
+  std::string target = absl::StrCat(sums, "[0]");
+  if (rank > 0) {
+    Linear offset = Offset(layout, definition.map.WithGatheredCoordinate(definition.axis));
+    const ir::SymExpr stride = offset.coefficients.back();
+    offset.coefficients.pop_back();
+    target = absl::StrCat(sums, "[", offset.ToString(), " + ", position, " * ", SymC(stride), "]");
+  }
+  body.Line(absl::StrCat("if ((", position, " >= 0) & (", position, " < ", size, ")) {"));
+  const std::string written =
+      definition.combiner == "assign"
+          ? element
+          : absl::StrCat("(", FromStorage(target, sum_type), " + ", element, ")");
+  absl::StrAppend(&text, indent, "  ", target, " = ", ToStorage(written, sum_type), ";\n");
   body.Line("}");
   close_loops(points);
   if (sums != out) {
@@ -497,7 +539,7 @@ absl::StatusOr<EmittedFunction> EmitScatter(int index, const Kernel& kernel, con
                     ";\n");
     close_loops(rank);
   }
-  return Unchunked(index, function);
+  return Unchunked(index, function, !definition.checked_op.empty());
 }
 
 // An extern kernel: a GEMM call through the runtime table, inline in kiln_run

@@ -11,8 +11,9 @@
 //
 // Out-of-range indices (outside [0, size) of the dim, negative ones too):
 // eager raises an IndexError, but for embedding_dense_backward, which skips
-// them. An artifact cannot raise, so a lookup reads 0 there and a scatter
-// adds nothing, neither touching memory out of bounds.
+// them. index_add stops the run with that error (loop_ir.h, checked_op);
+// elsewhere a lookup reads 0 there and a scatter adds nothing, neither
+// touching memory out of bounds.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -361,9 +362,11 @@ void AddIndexAdd(OpTable& table) {
     const double alpha =
         ir::IsFloatingPoint(type.dtype) ? RoundScalar(given, type.dtype) : std::trunc(given);
     if (alpha != 1) element = b.Call("mul", {element, b.Constant(alpha, compute)}, compute);
-    return std::vector<ir::Definition>{ScatterAdd(b, element, position, graph.values[source].sizes,
-                                                  ir::AffineMap::Identity(rank), dim, self,
-                                                  "sum_rounded_once")};
+    ir::Definition definition =
+        ScatterAdd(b, element, position, graph.values[source].sizes, ir::AffineMap::Identity(rank),
+                   dim, self, "sum_rounded_once");
+    definition.checked_op = "index_add";  // x[pos] += v (index_put_ with accumulate) too
+    return std::vector<ir::Definition>{std::move(definition)};
   };
   table.Add(std::move(def));
 }

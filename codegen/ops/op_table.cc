@@ -23,6 +23,7 @@ const OpTable& OpTable::Get() {
     RegisterNormalizationOps(*built);
     RegisterLookupOps(*built);
     RegisterComplexOps(*built);
+    RegisterWriteOps(*built);
     return built;
   }();
   return *table;

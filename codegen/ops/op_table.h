@@ -108,6 +108,7 @@ void RegisterPoolingOps(OpTable& table);
 void RegisterNormalizationOps(OpTable& table);
 void RegisterLookupOps(OpTable& table);
 void RegisterComplexOps(OpTable& table);  // complex.cc, fft.cc
+void RegisterWriteOps(OpTable& table);  // writes.cc: index_copy, scatter
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);

@@ -41,8 +41,11 @@ std::string WhyNotAliased(const ir::Graph& graph, const Schedule& schedule, cons
   const int input_value = graph.inputs[input];
   const int writer = schedule.output_kernel[output];
   const Kernel& kernel = schedule.kernels[writer];
-  if (kernel.kind != Kernel::Kind::kPointwise || kernel.value != graph.outputs[output]) {
-    return absl::StrCat("output ", output, " is not computed by a pointwise kernel of its own");
+  const bool scatter = kernel.kind == Kernel::Kind::kScatter;
+  if ((kernel.kind != Kernel::Kind::kPointwise && !scatter) ||
+      kernel.value != graph.outputs[output]) {
+    return absl::StrCat("output ", output,
+                        " is not computed by a pointwise or scatter kernel of its own");
   }
   const ir::TensorType& input_type = graph.values[input_value];
   const ir::TensorType& output_type = graph.values[graph.outputs[output]];
@@ -55,8 +58,14 @@ std::string WhyNotAliased(const ir::Graph& graph, const Schedule& schedule, cons
     return absl::StrCat("input ", input, " is read after the kernel that writes output ", output,
                         " (kernel ", last_read[input_value], ")");
   }
-  for (const Access& access : kernel.reads) {
+  // A scatter writes elements its points name: its points may not read the
+  // input at all; its start, like a pointwise kernel, only at identity.
+  for (size_t r = 0; r < kernel.reads.size(); ++r) {
+    const Access& access = kernel.reads[r];
     if (plan.alias_root[access.value] != input_value) continue;
+    if (scatter && static_cast<int>(r) < kernel.point_reads) {
+      return absl::StrCat("kernel ", writer, " reads input ", input, " at the points it writes");
+    }
     if (access.value != input_value || !ReadsTheElementWritten(access.map, input_type)) {
       return absl::StrCat("kernel ", writer, " reads input ", input,
                           " at another element than the one it writes");

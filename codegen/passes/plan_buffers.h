@@ -15,9 +15,11 @@
 // An output the graph says is an input's new value (Graph::output_aliases)
 // is written in that input's storage, which then holds both values, when
 // docs/ARCHITECTURE.md's "Outputs that are inputs" proves it safe: a
-// pointwise kernel of its own writes it, the input has its dtype and sizes
-// and is contiguous, that kernel reads the input last, only at identity,
-// and no other kernel of its group reads the input. Nothing is computed in
+// pointwise kernel of its own writes it (or a scatter, whose points then
+// may not read the input: a step writes only the rows they name), the
+// input has its dtype and sizes and is contiguous, that kernel reads the
+// input last, only at identity, and no other kernel of its group reads the
+// input. Nothing is computed in
 // place into such a storage. Otherwise a note says which condition failed.
 #ifndef KILN_CODEGEN_PASSES_PLAN_BUFFERS_H_
 #define KILN_CODEGEN_PASSES_PLAN_BUFFERS_H_

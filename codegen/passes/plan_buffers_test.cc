@@ -67,7 +67,7 @@ TEST(PlanBuffersAliasTest, APointwiseLastReaderAtIdentityWritesInTheInput) {
 TEST(PlanBuffersAliasTest, AnOutputWrittenByACopyKeepsItsOwnStorage) {
   const GeneratedCode code = Generate(AliasGraph(Node("aten.add.Tensor", "0, 1", 2), "1, 2"));
   EXPECT_NE(BufferPlan(code).find("note: output 0 is not input 0's storage: output 0 is not "
-                                  "computed by a pointwise kernel of its own\n"),
+                                  "computed by a pointwise or scatter kernel of its own\n"),
             std::string::npos)
       << BufferPlan(code);
   EXPECT_EQ(code.signature.output_aliases_size(), 0);
@@ -134,6 +134,77 @@ TEST(PlanBuffersAliasTest, AnInputReadByAnotherKernelOfTheGroupKeepsItsOwnStorag
                                   "group as kernel 1, reads input 0\n"),
             std::string::npos)
       << BufferPlan(code);
+}
+
+// A cache c [4, 8] written at positions pos [n] with rows k [n, 8] by
+// index_copy along dim 0 (x[pos] = k), returned as c's new value.
+kiln::v1::Graph CacheWrite(int rows, const std::string& source_input = "2") {
+  const std::string k = absl::StrCat(R"({"dtype": "FLOAT32", "sizes": [{"constant": )", rows,
+                                     R"(}, {"constant": 8}]})");
+  const std::string json = absl::StrCat(
+      R"({"name": "cache_write", "inputs": [{"value": 0, "name": "c", "type": )", kRows,
+      R"(}, {"value": 1, "name": "pos", "type": {"dtype": "INT64", "sizes": [{"constant": )", rows,
+      R"(}]}}, {"value": 2, "name": "k", "type": )", k, R"(}], "nodes": [)",
+      Node("aten.index_copy.default", absl::StrCat("0, 1, ", source_input), 3,
+           R"({"name": "dim", "intValue": "0"})"),
+      R"(], "outputs": [3], "outputAliases": [{"output": 0, "input": 0}]})");
+  kiln::v1::Graph graph;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok()) << json;
+  return graph;
+}
+
+TEST(PlanBuffersAliasTest, AnIndexedWriteWritesOnlyItsRowsInTheInput) {
+  const GeneratedCode code = Generate(CacheWrite(1));
+  EXPECT_EQ(BufferPlan(code),
+            "input 1: 8 bytes, holds %1\n"
+            "input 2: 32 bytes, holds %2\n"
+            "output 0 (input 0's storage): 128 bytes, holds %0, %3\n"
+            "scratch arena: 0 bytes\n"
+            "note: output 0 is written in input 0's storage\n");
+  // Every index checked first; then no loop over c's 4 rows, only k's one.
+  EXPECT_NE(code.source.find("static kiln_int32 kiln_group_0(const kiln_runtime* rt, const "
+                             "kiln_int64* symbols, float* __restrict__ p0, const long long* "
+                             "__restrict__ p1, const float* __restrict__ p2) {\n"
+                             "  (void)rt;\n  (void)symbols;\n"
+                             "  {\n"
+                             "    const kiln_int64 i0 = 0;\n"
+                             "    for (kiln_int64 i1 = 0; i1 < 8; ++i1) {\n"
+                             "      long long v0 = p1[i0];\n"
+                             "      if ((v0 < 0) | (v0 >= 4)) {\n"
+                             "        rt->index_error(rt->context, \"index_copy\", 0, v0, 4);\n"
+                             "        return KILN_RUN_INDEX_ERROR;\n"
+                             "      }\n"
+                             "    }\n"
+                             "  }\n"
+                             "  {\n"
+                             "    const kiln_int64 i0 = 0;\n"
+                             "    for (kiln_int64 i1 = 0; i1 < 8; ++i1) {\n"
+                             "      long long v1 = p1[i0];\n"
+                             "      float v2 = p2[i0 * 8 + i1];\n"
+                             "      if ((v1 >= 0) & (v1 < 4)) {\n"
+                             "        p0[i1 + v1 * 8] = v2;\n"
+                             "      }\n"
+                             "    }\n"
+                             "  }\n"
+                             "  return 0;\n"
+                             "}\n"),
+            std::string::npos)
+      << code.source;
+  EXPECT_EQ(code.source.find("i0 < 4;"), std::string::npos) << code.source;
+  EXPECT_NE(code.source.find("    const kiln_int32 status = kiln_group_0(rt, symbols, b3, b1, "
+                             "b2);\n    if (status != 0) return status;\n"),
+            std::string::npos)
+      << code.source;
+}
+
+TEST(PlanBuffersAliasTest, AnIndexedWriteWhosePointsReadTheInputKeepsItsOwnStorage) {
+  // c.index_copy(0, pos, c): the rows written are read from c itself.
+  const GeneratedCode code = Generate(CacheWrite(4, "0"));
+  EXPECT_NE(BufferPlan(code).find("note: output 0 is not input 0's storage: kernel 0 reads "
+                                  "input 0 at the points it writes\n"),
+            std::string::npos)
+      << BufferPlan(code);
+  EXPECT_EQ(code.signature.output_aliases_size(), 0);
 }
 
 TEST(EmitAliasTest, TheAliasedInputIsWrittenThroughOneNonConstPointer) {

@@ -275,15 +275,18 @@ absl::StatusOr<Schedule> ScheduleProgram(const ir::Graph& graph, const ir::LoopP
       }
     } else {
       ReadCollector reads(program, schedule.realized);
-      if (definition.kind == Kind::kScatter && definition.source >= 0) {
-        reads.Add(definition.source, ir::AffineMap::Identity(graph.values[v].rank()));
-      }
       for (const ir::Expr& expr : definition.exprs) {
         if (expr.kind != ir::Expr::Kind::kLoad) continue;
         const ir::AffineMap identity = ir::AffineMap::Identity(expr.index.num_variables);
         reads.Add(expr.value, ir::LoadCoordinates(expr, identity));
       }
       kernel.reads = reads.Take();
+      kernel.point_reads = static_cast<int>(kernel.reads.size());
+      if (definition.kind == Kind::kScatter && definition.source >= 0) {
+        ReadCollector start(program, schedule.realized);
+        start.Add(definition.source, ir::AffineMap::Identity(graph.values[v].rank()));
+        for (Access& access : start.Take()) kernel.reads.push_back(std::move(access));
+      }
     }
     kernel_of[v] = static_cast<int>(schedule.kernels.size());
     schedule.kernels.push_back(std::move(kernel));
@@ -384,8 +387,10 @@ std::string ToString(const Schedule& schedule, const ir::Graph& graph,
                 ? absl::StrCat(": ", program.definitions[kernel.value].combiner, " scan along dim ",
                                program.definitions[kernel.value].axis, " %")
             : kernel.kind == Kernel::Kind::kScatter
-                ? absl::StrCat(": scatter-add along dim ", program.definitions[kernel.value].axis,
-                               " %")
+                ? absl::StrCat(program.definitions[kernel.value].combiner == "assign"
+                                   ? ": scatter-write along dim "
+                                   : ": scatter-add along dim ",
+                               program.definitions[kernel.value].axis, " %")
                 : std::string(": pointwise %"),
             kernel.value, " ", ir::ToString(type, graph));
         if (!inlined.empty()) {

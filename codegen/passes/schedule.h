@@ -44,6 +44,9 @@ struct Kernel {
   // counted once per load that reads it (see kMaxFusedCalls).
   int64_t calls = 0;
   std::vector<Access> reads;
+  // kScatter: reads[0, point_reads) are its points' (the index and the
+  // elements, over the points), the rest its start's (over the result).
+  int point_reads = 0;
   // The leading output dims a group's shared loops run over (see Schedule).
   int outer_rank = 0;
 };

@@ -12,15 +12,20 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
                           (16 x 2 x 64)
   py_transformer_speedup_eager_1blas  the same with eager's OpenBLAS at one
                           thread (faster for its small GEMMs here)
-  py_decode_step_speedup  the same for one decoding step of self-attention
-                          that writes its key/value cache buffers in place
-                          (width 256, 8 heads, 256 positions, batch 1; the
-                          position a tensor): Kiln copies each changed
-                          cache back whole, eager writes one row
-  py_decode_step_us       Kiln's time for that step
-  py_decode_step_2048_speedup  the same for a longer cache (width 1024, 16
-                          heads, 2048 positions: two 8 MiB caches), where
-                          the copies of the whole caches dominate
+  py_decode_step_{256,2048,8192}_speedup  eager's per-token time ÷ Kiln's
+                          for a GPT-style decoder (decoding.py: 4 layers,
+                          width 256, 4 heads, one sequence) with a static
+                          cache of 256, 2,048 or 8,192 positions written
+                          by index_copy_ at a position tensor
+  decode_growth           Kiln's per-token time at 8,192 positions ÷ at 256
+  eager_decode_growth     the same for eager, in the same run
+  decode_bytes_written_per_step  the bytes of the cache pages one Kiln step
+                          at 8,192 positions writes, counted by the kernel
+                          (decoding.PagesWritten: copy-on-write pages)
+  py_decode_paged_speedup  eager's time ÷ Kiln's for a step of 8 sequences
+                          at lengths 64 to 4,000 through a block table
+                          into one pool (decoding.PagedDecoder, the same
+                          sizes, blocks of 16 positions, a symbolic batch)
   py_sgd_step_speedup     the same for a whole training step of the public
                           MLP (256 -> 1024 -> 256, GELU, batch 64, MSE):
                           loss, gradients and SGD on the module's own
@@ -54,6 +59,7 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
     bazel run -c opt //tools/bench:python -- --json
 """
 import argparse
+import copy
 import json
 import os
 import statistics
@@ -68,6 +74,7 @@ PACKAGE = bench_kilnd.use_package()
 
 import torch  # noqa: E402
 
+import decoding  # noqa: E402
 import kiln  # noqa: E402
 from kiln import _tracing  # noqa: E402
 
@@ -140,24 +147,51 @@ class SgdStep(torch.nn.Module):
         return loss
 
 
-class DecodingStep(torch.nn.Module):
-    """Self-attention of one new token over a key/value cache it writes
-    its own keys and values into at `position`."""
+def decoders():
+    """{positions: (eager, compiled, module)}: the decoder at each cache
+    length, eager and compiled, which generate the same tokens."""
+    made = {}
+    for positions in (256, 2048, 8192):
+        torch.manual_seed(0)
+        decoder = decoding.Decoder(vocab=256, width=256, heads=4, layers=4,
+                                   positions=positions).eval()
+        eager = copy.deepcopy(decoder)
+        compiled = kiln.compile(decoder, (torch.tensor([0]), torch.tensor([0])), strict=True)
+        assert decoding.greedy(compiled, 1, 0, 8) == decoding.greedy(eager, 1, 0, 8)
+        made[positions] = (eager, compiled, decoder)
+    return made
 
-    def __init__(self, width=256, heads=8, positions=256):
-        super().__init__()
-        self.qkv, self.out = torch.nn.Linear(width, 3 * width), torch.nn.Linear(width, width)
-        self.heads, self.head_width = heads, width // heads
-        self.register_buffer("keys", torch.zeros(1, heads, positions, width // heads))
-        self.register_buffer("values", torch.zeros(1, heads, positions, width // heads))
 
-    def forward(self, x, position):
-        q, k, v = self.qkv(x).view(1, 1, 3, self.heads, self.head_width).permute(2, 0, 3, 1, 4)
-        self.keys[:, :, position] = k
-        self.values[:, :, position] = v
-        scores = q @ self.keys.transpose(-1, -2) / self.head_width ** 0.5
-        scores = scores.masked_fill(torch.arange(self.keys.shape[2]) > position, float("-inf"))
-        return self.out((torch.softmax(scores, -1) @ self.values).reshape(1, 1, -1))
+def paged_decoder():
+    """The paged decoder, eager and compiled (batch symbolic), and a step's
+    inputs: 8 sequences at lengths 64 to 4,000."""
+    torch.manual_seed(0)
+    decoder = decoding.PagedDecoder(vocab=256, width=256, heads=4, layers=4, blocks=8 * 256,
+                                    block=16, positions=4096).eval()
+    eager = copy.deepcopy(decoder)
+    inputs = (torch.arange(8), torch.linspace(64, 4000, 8).to(torch.int64),
+              torch.randperm(8 * 256).to(torch.int32).view(8, 256))
+    compiled = kiln.compile(decoder, inputs, dynamic={0: {0: "B"}, 1: {0: "B"}, 2: {0: "B"}},
+                            strict=True)
+    assert compiled(*inputs).argmax(-1).tolist() == eager(*inputs).argmax(-1).tolist()
+    return eager, compiled, inputs
+
+
+def decoding_figures(made):
+    """{positions: (eager's, Kiln's per-token microseconds)}, and the bytes
+    a Kiln step writes at the longest cache."""
+    figures = {}
+    for positions, (eager, compiled, decoder) in made.items():
+        places = iter(range(10**9))
+
+        def step(model):
+            return lambda: model(torch.tensor([1]), torch.tensor([next(places) % positions]))
+        calls = max(20, 1000 * 256 // positions)
+        figures[positions] = (median_us(step(eager), calls), median_us(step(compiled), calls))
+    with decoding.PagesWritten(decoder.caches()) as pages:
+        compiled(torch.tensor([1]), torch.tensor([positions // 2]))
+        written = pages.bytes()
+    return figures, written
 
 
 FRESH_WORKER = """
@@ -242,8 +276,11 @@ def main():
     samples = {key: [] for key in ("py_call_overhead_us", "py_dlpack_export_us", "py_f_speedup",
                                    "py_transformer_speedup",
                                    "py_transformer_speedup_eager_1blas",
-                                   "py_decode_step_speedup", "py_decode_step_us",
+                                   "py_decode_step_256_speedup",
                                    "py_decode_step_2048_speedup",
+                                   "py_decode_step_8192_speedup", "decode_growth",
+                                   "eager_decode_growth", "decode_bytes_written_per_step",
+                                   "py_decode_paged_speedup",
                                    "py_sgd_step_speedup",
                                    "py_fresh_worker_ms", "py_fresh_worker_faults",
                                    "page_fault_us", "py_partitioned_fraction",
@@ -263,20 +300,8 @@ def main():
             kiln.load(package)(src)  # compiled here, so fresh workers hit
             torch.testing.assert_close(compiled_f(x), f(x), rtol=1e-4, atol=1e-4)
             torch.testing.assert_close(compiled_layer(src), layer(src), rtol=1e-4, atol=1e-4)
-            torch.manual_seed(0)
-            step, eager_step = DecodingStep(), DecodingStep()
-            eager_step.load_state_dict(step.state_dict())
-            token, position = torch.randn(1, 1, 256), torch.tensor([0])
-            compiled_step = kiln.compile(step, [token, position])
-            torch.testing.assert_close(compiled_step(token, position), eager_step(token, position),
-                                       rtol=1e-4, atol=1e-4)
-            torch.testing.assert_close(step.keys, eager_step.keys, rtol=1e-4, atol=1e-4)
-            long_step, eager_long_step = DecodingStep(1024, 16, 2048), DecodingStep(1024, 16, 2048)
-            eager_long_step.load_state_dict(long_step.state_dict())
-            long_token = torch.randn(1, 1, 1024)
-            compiled_long_step = kiln.compile(long_step, [long_token, position])
-            torch.testing.assert_close(compiled_long_step(long_token, position),
-                                       eager_long_step(long_token, position), rtol=1e-4, atol=1e-4)
+            made = decoders()
+            eager_paged, compiled_paged, paged_inputs = paged_decoder()
             sgd, eager_sgd = SgdStep(), SgdStep()
             eager_sgd.load_state_dict(sgd.state_dict())
             batch, target = torch.randn(64, 256), torch.randn(64, 256)
@@ -314,17 +339,15 @@ def main():
                 samples["py_transformer_speedup_eager_1blas"].append(
                     median_us(lambda: layer(src), 500) / kiln_us)
                 openblas.openblas_set_num_threads(openblas_threads)
-                positions = iter(range(10**9))
-
-                def next_position():
-                    return torch.tensor([next(positions) % 256])
-                kiln_us = median_us(lambda: compiled_step(token, next_position()), 2000)
-                samples["py_decode_step_us"].append(kiln_us)
-                samples["py_decode_step_speedup"].append(
-                    median_us(lambda: eager_step(token, next_position()), 2000) / kiln_us)
-                samples["py_decode_step_2048_speedup"].append(
-                    median_us(lambda: eager_long_step(long_token, next_position()), 100)
-                    / median_us(lambda: compiled_long_step(long_token, next_position()), 100))
+                figures, written = decoding_figures(made)
+                for positions, (eager_us, kiln_us) in figures.items():
+                    samples[f"py_decode_step_{positions}_speedup"].append(eager_us / kiln_us)
+                samples["decode_growth"].append(figures[8192][1] / figures[256][1])
+                samples["eager_decode_growth"].append(figures[8192][0] / figures[256][0])
+                samples["decode_bytes_written_per_step"].append(written)
+                samples["py_decode_paged_speedup"].append(
+                    median_us(lambda: eager_paged(*paged_inputs), 10)
+                    / median_us(lambda: compiled_paged(*paged_inputs), 10))
                 with torch.enable_grad():
                     samples["py_sgd_step_speedup"].append(
                         median_us(lambda: eager_sgd(batch, target), 200)

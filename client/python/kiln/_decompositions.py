@@ -518,54 +518,27 @@ def _all(x, dim=None, keepdim=False):
 
 def _index_put(x, indices, values, accumulate=False):
     """x with x[indices] = values (not in place): where a boolean mask over
-    x's dims selects (a scalar value), or, for integer positions along one
-    dim, each position matched against the index (last write wins)."""
-    if accumulate:
-        raise TraceError("x[i] += v with an index tensor (index_put with accumulate): use "
-                         "index_add, which Kiln takes")
+    x's dims selects (a scalar value); integer positions along one dim
+    (negative ones counted from the end) are an index_copy, or with
+    accumulate an index_add: kernels that write only the rows named."""
     dims = [d for d, index in enumerate(indices) if index is not None]
     if len(dims) != 1:
         raise TraceError("x[i, j] = v with several index tensors: Kiln takes one")
     dim, index = dims[0], indices[dims[0]]
     if index.dtype in (torch.bool, torch.uint8):
-        if values.numel() != 1 or list(index.shape) != list(x.shape[dim:dim + index.dim()]):
+        if accumulate or values.numel() != 1 or \
+                list(index.shape) != list(x.shape[dim:dim + index.dim()]):
             raise TraceError("x[mask] = v takes a scalar v and a mask of x's shape: use "
                              "torch.where(mask, v, x)")
         mask = index.bool().view([1] * dim + list(index.shape)
                                  + [1] * (x.dim() - dim - index.dim()))
         return torch.where(mask, values.reshape([]).to(x.dtype), x)
-    size, positions = x.shape[dim], index.reshape(-1)
+    size, positions = x.shape[dim], index.reshape(-1).to(torch.int64)
     positions = torch.where(positions < 0, positions + size, positions)
     shape = list(x.shape[:dim]) + list(index.shape) + list(x.shape[dim + 1:])
     values = values.to(x.dtype).expand(shape).reshape(
         list(x.shape[:dim]) + [positions.shape[0]] + list(x.shape[dim + 1:]))
-    matches = torch.arange(size).view(size, 1) == positions.view(1, -1)  # [size, count]
-    last = (matches * torch.arange(1, positions.shape[0] + 1)).amax(1)  # 0: no match
-    gathered = torch.index_select(values, dim, (last - 1).clamp_min(0))
-    return torch.where((last > 0).view([-1] + [1] * (x.dim() - dim - 1)), gathered, x)
-
-
-def _scatter(x, dim, index, src):
-    """x.scatter(dim, index, src): each src element written at its index
-    along dim, as a match of every position against the index (the last
-    wins where two name one element; an index out of range, which eager
-    refuses, writes nothing). Fine for routing to k of a few experts: each
-    line compares its positions with all of its indices."""
-    dim %= x.dim()
-    if any(index.shape[d] != x.shape[d] for d in range(x.dim()) if d != dim):
-        raise TraceError("scatter with an index narrower than its input in another dim than "
-                         "`dim`: Kiln takes one as wide")
-    if not isinstance(src, torch.Tensor):
-        src = torch.full_like(index, src, dtype=x.dtype)
-    for d in range(src.dim()):
-        src = src.narrow(d, 0, index.shape[d]) if src.shape[d] != index.shape[d] else src
-    size, count = x.shape[dim], index.shape[dim]
-    index = index.unsqueeze(dim)  # [.., 1, count, ..]; out of [0, size): written nowhere
-    rest = [1] * (x.dim() - dim - 1)
-    matches = torch.arange(size).view([size, 1] + rest) == index  # [.., size, count, ..]
-    last = (matches * torch.arange(1, count + 1).view([count] + rest)).amax(dim + 1)
-    gathered = torch.gather(src.to(x.dtype), dim, (last - 1).clamp_min(0))
-    return torch.where(last > 0, gathered, x)
+    return (torch.index_add if accumulate else torch.index_copy)(x, dim, positions, values)
 
 
 _MAX_TOPK = 64
@@ -737,7 +710,8 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
     full_like.default gather.default ge.Scalar ge.Tensor gelu.default gelu_backward.default
     gt.Scalar gt.Tensor hardshrink.default hardsigmoid.default hardsigmoid_backward.default
     hardswish.default hardswish_backward.default hardtanh.default hardtanh_backward.default
-    huber_loss.default huber_loss_backward.default index_add.default index_select.default
+    huber_loss.default huber_loss_backward.default index_add.default index_copy.default
+    index_select.default
     le.Scalar le.Tensor leaky_relu.default leaky_relu_backward.default lerp.Scalar lerp.Tensor
     lift_fresh.default lift_fresh_copy.default linear.default log.default log10.default
     log1p.default log2.default logical_and.default logical_not.default logical_or.default
@@ -753,7 +727,8 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
     pow.Tensor_Tensor prelu.default prelu_backward.default prod.default prod.dim_int
     reciprocal.default relu.default remainder.Scalar remainder.Tensor repeat.default
     reshape.default round.default rsqrt.default rsub.Scalar scalar_tensor.default
-    scatter_add.default select.int sigmoid.default sign.default silu.default sin.default
+    scatter.src scatter.value scatter_add.default select.int sigmoid.default sign.default
+    silu.default sin.default
     sinh.default slice.Tensor smooth_l1_loss.default smooth_l1_loss_backward.default
     softshrink.default split.Tensor split_with_sizes.default sqrt.default squeeze.default
     squeeze.dim squeeze.dims stack.default std.correction sub.Scalar sub.Tensor sum.default
@@ -813,10 +788,6 @@ DECOMPOSITIONS = {
     aten.index.Tensor: _index,  # also what torch's _unsafe_index (interpolation) is
     aten.index_put.default: _index_put,
     aten.index_put_.default: _in_place(_index_put),
-    aten.scatter.src: _scatter,
-    aten.scatter.value: _scatter,
-    aten.scatter_.src: _in_place(_scatter),
-    aten.scatter_.value: _in_place(_scatter),
     # A count of zeros: torch's all is not(any(not x)), two nodes more in
     # every attention's softmax (_safe_softmax).
     aten.all.default: _all,

@@ -1,0 +1,204 @@
+"""Writes that touch only what they write (docs/ARCHITECTURE.md, "Outputs
+that are inputs"): index_copy_, x[:, :, pos] = k, index_put_ with and
+without accumulate and scatter_ write only the elements they name, in the
+buffer's own storage, with out-of-range positions an IndexError; and a
+GPT-style decoder with a static cache (decoding.py) generates eager's
+tokens, writing the same bytes per step at any cache length.
+
+Runs under pytest (the checkout's .venv) on a real kilnd (conftest.py); each
+test case is counted by the test command through the JUnit XML written to
+$XML_OUTPUT_FILE.
+"""
+import copy
+import os
+import re
+import sys
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import kiln  # noqa: E402
+from conftest import assert_matches, compiles  # noqa: E402
+from decoding import (PAGE, Decoder, PagedDecoder, PagesWritten, greedy,  # noqa: E402
+                      page_aligned_zeros)
+
+
+class Cache(torch.nn.Module):
+    """A [1, heads, positions, width] cache written at `position` by `write`."""
+
+    def __init__(self, write, heads=4, positions=512, width=64):
+        super().__init__()
+        self.write = write
+        self.register_buffer("cache", page_aligned_zeros(1, heads, positions, width))
+
+    def forward(self, rows, position):
+        self.write(self.cache, rows, position)
+        return self.cache.sum(-1)
+
+
+WRITES = {
+    "index_copy_": lambda cache, rows, position: cache.index_copy_(2, position, rows),
+    "setitem": lambda cache, rows, position: cache.__setitem__(
+        (slice(None), slice(None), position), rows),
+    "scatter_": lambda cache, rows, position: cache.scatter_(
+        2, position.view(1, 1, -1, 1).expand(rows.shape), rows),
+}
+
+
+def rows_written_in_place(compiled):
+    """How many kernels write rows into a buffer's own storage: scatter-writes
+    (loops over the rows, not the buffer) whose output the planner put in
+    its input's storage."""
+    explained = kiln.explain(compiled)
+    writes = re.findall(r"kernel \d+: scatter-write along dim \d+ %(\d+)", explained)
+    in_place = re.findall(r"output \d+ \(input \d+'s storage\): \d+ bytes, holds %\d+, %(\d+)",
+                          explained)
+    return len(set(writes) & set(in_place))
+
+
+def compiled_cache(write):
+    torch.manual_seed(0)
+    module = Cache(write)
+    eager = copy.deepcopy(module)
+    with torch.no_grad():
+        compiled = kiln.compile(module, (torch.randn(1, 4, 1, 64), torch.tensor([0])),
+                                strict=True)
+    return module, eager, compiled
+
+
+@pytest.mark.parametrize("name", sorted(WRITES))
+def test_a_write_at_a_position_writes_only_its_rows_in_the_buffer(name):
+    module, eager, compiled = compiled_cache(WRITES[name])
+    with torch.no_grad():
+        for position in (3, 0, 511, 3):
+            rows, at = torch.randn(1, 4, 1, 64), torch.tensor([position])
+            storage = module.cache.data_ptr()
+            with PagesWritten([module.cache]) as pages:
+                assert_matches(compiled(rows, at), eager(rows, at))
+                # One 256-byte row in each of the 4 heads' planes: 4 pages,
+                # of the cache's 128.
+                assert pages.bytes() == 4 * PAGE, kiln.explain(compiled)
+            assert_matches(module.cache, eager.cache)
+            assert module.cache.data_ptr() == storage
+    assert compiled.artifact()["signature"]["output_aliases"] == [{"output": 1, "input": 2}]
+    assert rows_written_in_place(compiled) == 1, kiln.explain(compiled)
+
+
+def test_a_position_out_of_range_is_an_index_error_and_writes_nothing():
+    module, _, compiled = compiled_cache(WRITES["index_copy_"])
+    before = module.cache.clone()
+    with torch.no_grad(), pytest.raises(IndexError) as error:
+        compiled(torch.randn(1, 4, 1, 64), torch.tensor([512]))
+    assert str(error.value) == "index_copy: index 512 is out of bounds for dim 2 with size 512"
+    torch.testing.assert_close(module.cache, before, rtol=0, atol=0)
+    with torch.no_grad():  # and a call in range after it runs as before
+        compiled(torch.ones(1, 4, 1, 64), torch.tensor([7]))
+    assert torch.equal(module.cache[0, :, 7], torch.ones(4, 64))
+
+
+class Rows(torch.nn.Module):
+    """x[positions] = values (or += with accumulate) on an [8, 16] buffer."""
+
+    def __init__(self, accumulate):
+        super().__init__()
+        self.accumulate = accumulate
+        self.register_buffer("x", torch.arange(128.0).view(8, 16))
+
+    def forward(self, values, positions):
+        self.x.index_put_((positions,), values, accumulate=self.accumulate)
+        return self.x * 1
+
+
+def test_repeated_positions_add_up_with_accumulate_and_the_last_wins_without():
+    values = torch.randn(5, 16)
+    positions = torch.tensor([1, 6, 1, -1, 1])  # -1 is row 7, as in eager
+    for accumulate in (True, False):
+        module, eager = Rows(accumulate), Rows(accumulate)
+        with torch.no_grad():
+            compiled = kiln.compile(module, (values, positions), strict=True)
+            module.x.copy_(eager.x)
+            assert_matches(compiled(values, positions), eager(values, positions))
+        expected = torch.arange(128.0).view(8, 16)
+        if accumulate:
+            expected[1] += values[0] + values[2] + values[4]
+            expected[6] += values[1]
+            expected[7] += values[3]
+        else:  # deterministic in Kiln: the last of the repeated positions
+            expected[1], expected[6], expected[7] = values[4], values[1], values[3]
+        torch.testing.assert_close(module.x, expected, rtol=1e-6, atol=1e-5)
+
+
+def test_a_decoder_with_a_static_cache_generates_eagers_tokens():
+    torch.manual_seed(0)
+    decoder = Decoder(positions=64).eval()
+    eager = copy.deepcopy(decoder)
+    with torch.no_grad():
+        compiled = kiln.compile(decoder, (torch.tensor([0]), torch.tensor([0])), strict=True)
+        for cache in decoder.caches():
+            cache.zero_()
+        assert greedy(compiled, 1, 0, 64) == greedy(eager, 1, 0, 64)
+        for got, want in zip(decoder.caches(), eager.caches()):
+            assert_matches(got, want)
+    assert rows_written_in_place(compiled) == len(decoder.caches()), kiln.explain(compiled)
+
+
+def test_a_decoding_step_writes_the_same_bytes_at_any_cache_length():
+    """decode_bytes_written_per_step: pages one step writes in its caches,
+    counted by the kernel (PagesWritten): each layer's keys and values get
+    one row per head, one page each, however long the cache."""
+    written = {}
+    for positions in (256, 2048):
+        torch.manual_seed(0)
+        decoder = Decoder(positions=positions).eval()
+        with torch.no_grad():
+            compiled = kiln.compile(decoder, (torch.tensor([0]), torch.tensor([0])), strict=True)
+            greedy(compiled, 1, 0, 4)
+            with PagesWritten(decoder.caches()) as pages:
+                compiled(torch.tensor([3]), torch.tensor([100]))
+                written[positions] = pages.bytes()
+        assert rows_written_in_place(compiled) == len(decoder.caches()), kiln.explain(compiled)
+    layers, heads = 2, 4
+    assert written == {256: 2 * layers * heads * PAGE, 2048: 2 * layers * heads * PAGE}
+
+
+def test_a_paged_decoder_serves_sequences_joining_and_leaving_with_eagers_tokens():
+    """Continuous batching: sequences at their own lengths, through a block
+    table into one pool, joining and leaving a symbolic batch; 64 greedy
+    steps, eager's tokens, one compile."""
+    torch.manual_seed(0)
+    decoder = PagedDecoder().eval()
+    eager = copy.deepcopy(decoder)
+    table = torch.randperm(64).to(torch.int32).view(4, 16)  # 16 blocks of 16 each
+    dynamic = {0: {0: "B"}, 1: {0: "B"}, 2: {0: "B"}}
+    with torch.no_grad():
+        compiled = kiln.compile(decoder, (torch.tensor([0, 0]), torch.tensor([0, 0]), table[:2]),
+                                dynamic=dynamic, strict=True)
+        for cache in decoder.caches():
+            cache.zero_()
+        compiled_before = compiles()
+        lengths, tokens = {0: 0, 1: 9, 2: 40}, {0: 1, 1: 2, 2: 3}
+        for step in range(64):
+            if step == 20:
+                lengths[3], tokens[3] = 0, 4  # joins
+            if step == 40:
+                del lengths[1], tokens[1]  # leaves
+            active = sorted(lengths)
+            inputs = (torch.tensor([tokens[s] for s in active]),
+                      torch.tensor([lengths[s] for s in active]), table[active])
+            got, want = compiled(*inputs).argmax(-1), eager(*inputs).argmax(-1)
+            assert got.tolist() == want.tolist(), step
+            for s, token in zip(active, got.tolist()):
+                tokens[s], lengths[s] = token, lengths[s] + 1
+        assert compiles() == compiled_before
+        for got, want in zip(decoder.caches(), eager.caches()):
+            assert_matches(got, want)
+    assert rows_written_in_place(compiled) == len(decoder.caches()), kiln.explain(compiled)
+
+
+if __name__ == "__main__":
+    args = [__file__, "-q", "-p", "no:cacheprovider"]
+    if os.environ.get("XML_OUTPUT_FILE"):
+        args.append("--junitxml=" + os.environ["XML_OUTPUT_FILE"])
+    sys.exit(pytest.main(args))
