@@ -1,0 +1,113 @@
+// The special functions (torch.special and their aten spellings): the gamma
+// family, Hurwitz zeta, Bessel functions, the normal quantile and the
+// orthogonal polynomials. Each element calls one of kiln_special.h's
+// functions (emit/functions.cc names them), which compute in double and
+// follow eager's CPU kernels' special values.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/ops/op_table.h"
+#include "codegen/ops/pointwise.h"
+#include "codegen/ops/pointwise_util.h"
+
+namespace kiln::ops {
+namespace {
+
+Body Apply(const std::string& function) {
+  return [function](ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
+                    Types types) -> absl::StatusOr<int> {
+    return b.Call(function, operands, types.compute);
+  };
+}
+
+// polygamma(n, x): digamma for n = 0, trigamma for n = 1, else
+// (-1)^(n+1) n! zeta(n + 1, x), as eager.
+absl::StatusOr<int> Polygamma(ExprBuilder& b, const ir::Node& node,
+                              const std::vector<int>& operands, Types types) {
+  const int64_t n = std::get<int64_t>(node.args.at("n"));
+  if (n < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("polygamma's n is ", n, ": it must be 0 or more (as in eager PyTorch)"));
+  }
+  const ir::DType t = types.compute;
+  if (n == 0) return b.Call("digamma", operands, t);
+  if (n == 1) return b.Call("trigamma", operands, t);
+  const double factor = (n % 2 ? 1.0 : -1.0) * std::tgamma(static_cast<double>(n) + 1);
+  const int zeta = b.Call("zeta", {b.Constant(static_cast<double>(n + 1), t), operands[0]}, t);
+  return b.Call("mul", {b.Constant(factor, t), zeta}, t);
+}
+
+}  // namespace
+
+void RegisterSpecialOps(OpTable& table) {
+  // Unary: integers and bool compute in float32, as eager.
+  const std::pair<const char*, const char*> unary[] = {
+      {"aten.lgamma.default", "lgamma"},
+      {"aten.digamma.default", "digamma"},
+      {"aten.i0.default", "i0"},
+      {"aten.special_i0e.default", "i0e"},
+      {"aten.special_i1.default", "i1"},
+      {"aten.special_i1e.default", "i1e"},
+      {"aten.special_modified_bessel_i0.default", "i0"},
+      {"aten.special_modified_bessel_i1.default", "i1"},
+      {"aten.special_bessel_j0.default", "bessel_j0"},
+      {"aten.special_bessel_j1.default", "bessel_j1"},
+      {"aten.special_bessel_y0.default", "bessel_y0"},
+      {"aten.special_bessel_y1.default", "bessel_y1"},
+      {"aten.special_spherical_bessel_j0.default", "spherical_bessel_j0"},
+      {"aten.special_ndtri.default", "ndtri"},
+  };
+  for (const auto& [op, function] : unary) {
+    AddPointwise(table, {op, 1, 1, {}, Result::kFloating, "", Apply(function)});
+  }
+  AddPointwise(table, {"aten.polygamma.default",
+                       1,
+                       1,
+                       {{"n", ArgKind::kInt, std::nullopt}},
+                       Result::kFloating,
+                       "",
+                       Polygamma});
+
+  // Binary, floating operands: zeta(x, q) and the polynomials p(x, n), the
+  // second operand a tensor or a scalar.
+  const std::pair<const char*, const char*> binary[] = {
+      {"special_zeta", "zeta"},
+      {"special_chebyshev_polynomial_t", "chebyshev_polynomial_t"},
+      {"special_chebyshev_polynomial_u", "chebyshev_polynomial_u"},
+      {"special_chebyshev_polynomial_v", "chebyshev_polynomial_v"},
+      {"special_chebyshev_polynomial_w", "chebyshev_polynomial_w"},
+      {"special_shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_t"},
+      {"special_shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_u"},
+      {"special_shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_v"},
+      {"special_shifted_chebyshev_polynomial_w", "shifted_chebyshev_polynomial_w"},
+      {"special_hermite_polynomial_h", "hermite_polynomial_h"},
+      {"special_hermite_polynomial_he", "hermite_polynomial_he"},
+      {"special_laguerre_polynomial_l", "laguerre_polynomial_l"},
+      {"special_legendre_polynomial_p", "legendre_polynomial_p"},
+  };
+  for (const auto& [op, function] : binary) {
+    const std::string name = op;
+    const std::string scalar = name == "special_zeta" ? "other" : "n";
+    const std::string overload = name == "special_zeta" ? "other_scalar" : "n_scalar";
+    AddPointwise(table, {absl::StrCat("aten.", name, ".default"),
+                         2,
+                         2,
+                         {},
+                         Result::kFloating,
+                         "",
+                         Apply(function),
+                         kFloatTypes});
+    AddPointwise(table, {absl::StrCat("aten.", name, ".", overload),
+                         1,
+                         2,
+                         {{scalar, ArgKind::kScalar, std::nullopt}},
+                         Result::kFloating,
+                         scalar,
+                         Apply(function),
+                         kFloatTypes});
+  }
+}
+
+}  // namespace kiln::ops
