@@ -60,7 +60,8 @@ constexpr RuntimeFunction kRuntimeFunctions[] = {
     {"floor_divide", "FLOOR_DIVIDE", 2, "kiln_floor_divide_i64({0}, {1})"},
 };
 
-// kiln_special.h's functions, computed in double whatever the compute type
+// kiln_special.h's, kiln_bessel.h's and kiln_polynomials.h's functions,
+// computed in double whatever the compute type
 // (a float32 operand is widened, the result rounded once); the emitter
 // pastes the header into a source that calls one (emit_cpp.cc).
 struct SpecialFunction {
@@ -72,10 +73,17 @@ constexpr SpecialFunction kSpecialFunctions[] = {
     {"digamma", 1},
     {"trigamma", 1},
     {"zeta", 2},
+    {"erfc", 1},
+    {"erfcx", 1},
+    {"erfinv", 1},
     {"i0", 1},
     {"i0e", 1},
     {"i1", 1},
     {"i1e", 1},
+    {"modified_bessel_k0", 1},
+    {"modified_bessel_k1", 1},
+    {"scaled_modified_bessel_k0", 1},
+    {"scaled_modified_bessel_k1", 1},
     {"bessel_j0", 1},
     {"bessel_j1", 1},
     {"bessel_y0", 1},

@@ -1,8 +1,13 @@
-// Kiln's special functions (kiln_special.h) against libstdc++'s special
+// Kiln's special functions (kiln_special.h, kiln_bessel.h,
+// kiln_polynomials.h) against libstdc++'s special
 // math functions and libm where they exist, against tabulated values where
 // they do not, and at the extreme arguments: zero, poles, negatives, huge
 // values, infinities and NaN.
 #include "codegen/emit/kiln_special.h"
+// clang-format off: pasted in this order into generated sources.
+#include "codegen/emit/kiln_bessel.h"
+#include "codegen/emit/kiln_polynomials.h"
+// clang-format on
 
 #include <cmath>
 #include <functional>
@@ -46,10 +51,10 @@ TEST(KilnSpecialTest, ElementaryFunctionsMatchLibm) {
 }
 
 TEST(KilnSpecialTest, LgammaMatchesStd) {
-  ExpectClose(kiln_special_lgamma, [](double x) { return std::lgamma(x); }, -40.25, 170, 50000,
-              1e-14);
-  ExpectClose(kiln_special_lgamma, [](double x) { return std::lgamma(x); }, 1e5, 1e300, 1000,
-              1e-14);
+  ExpectClose(
+      kiln_special_lgamma, [](double x) { return std::lgamma(x); }, -40.25, 170, 50000, 1e-14);
+  ExpectClose(
+      kiln_special_lgamma, [](double x) { return std::lgamma(x); }, 1e5, 1e300, 1000, 1e-14);
   for (double pole : {0.0, -0.0, -1.0, -2.0, -50.0, kInf, -kInf}) {
     EXPECT_EQ(kiln_special_lgamma(pole), kInf) << pole;
   }
@@ -88,18 +93,57 @@ TEST(KilnSpecialTest, DigammaTrigammaZetaMatchTables) {
   EXPECT_TRUE(std::isnan(kiln_special_zeta(kNan, 2.0)));
 }
 
+TEST(KilnSpecialTest, ErrorFunctionsMatchLibm) {
+  ExpectClose(kiln_special_erfc, [](double x) { return std::erfc(x); }, -6, 6, 20000, 1e-15);
+  ExpectClose(kiln_special_erf, [](double x) { return std::erf(x); }, -6, 6, 20000, 1e-15);
+  // Relative to erfc itself, down to its underflow.
+  for (double x = 0.5; x < 26.5; x += 0.0037) {
+    EXPECT_NEAR(kiln_special_erfc(x), std::erfc(x), 2e-14 * std::erfc(x)) << x;
+  }
+  // erfcx(x) = exp(x^2) erfc(x) where both sides are representable, and its
+  // asymptote 1 / (x sqrt(pi)) (1 - 1 / (2 x^2)) far out.
+  for (double x = -5.0; x < 26.0; x += 0.0029) {
+    const double want = std::exp(x * x) * std::erfc(x);
+    EXPECT_NEAR(kiln_special_erfcx(x), want, 1e-13 * want) << x;
+  }
+  const double far = 1e8;
+  EXPECT_NEAR(kiln_special_erfcx(far), 1 / (far * std::sqrt(M_PI)), 1e-15 / far);
+  EXPECT_EQ(kiln_special_erfcx(kInf), 0.0);
+  EXPECT_EQ(kiln_special_erfcx(-30.0), kInf);
+  EXPECT_EQ(kiln_special_erfc(kInf), 0.0);
+  EXPECT_EQ(kiln_special_erfc(-kInf), 2.0);
+  EXPECT_EQ(kiln_special_erfc(0.0), 1.0);
+  EXPECT_EQ(kiln_special_erf(-0.0), 0.0);
+  EXPECT_TRUE(std::signbit(kiln_special_erf(-0.0)));
+  EXPECT_TRUE(std::isnan(kiln_special_erfc(kNan)));
+  EXPECT_TRUE(std::isnan(kiln_special_erfcx(kNan)));
+  // erfinv inverts erf, to y's rounding carried through erfinv's slope
+  // sqrt(pi) / 2 exp(x^2).
+  for (double x = -5.9; x < 5.9; x += 0.0031) {
+    const double slope = std::sqrt(M_PI) / 2 * std::exp(x * x);
+    EXPECT_NEAR(kiln_special_erfinv(std::erf(x)), x, 1e-14 + 2.3e-16 * slope) << x;
+  }
+  EXPECT_NEAR(kiln_special_erfinv(1 - 1e-15), 5.675915739744713, 1e-12);  // mpmath
+  EXPECT_EQ(kiln_special_erfinv(1.0), kInf);
+  EXPECT_EQ(kiln_special_erfinv(-1.0), -kInf);
+  EXPECT_EQ(kiln_special_erfinv(0.0), 0.0);
+  EXPECT_TRUE(std::isnan(kiln_special_erfinv(1.5)));
+  EXPECT_TRUE(std::isnan(kiln_special_erfinv(kNan)));
+}
+
 TEST(KilnSpecialTest, BesselFunctionsMatchStd) {
   const double tolerance = 1e-14;
-  ExpectClose(kiln_special_i0, [](double x) { return std::cyl_bessel_i(0.0, std::fabs(x)); },
-              -700, 700, 20000, tolerance);
+  ExpectClose(
+      kiln_special_i0, [](double x) { return std::cyl_bessel_i(0.0, std::fabs(x)); }, -700, 700,
+      20000, tolerance);
   ExpectClose(
       kiln_special_i1,
-      [](double x) { return std::copysign(std::cyl_bessel_i(1.0, std::fabs(x)), x); }, -700,
-      700, 20000, tolerance);
+      [](double x) { return std::copysign(std::cyl_bessel_i(1.0, std::fabs(x)), x); }, -700, 700,
+      20000, tolerance);
   ExpectClose(
       kiln_special_i0e,
-      [](double x) { return std::cyl_bessel_i(0.0, std::fabs(x)) * std::exp(-std::fabs(x)); },
-      -700, 700, 20000, tolerance);
+      [](double x) { return std::cyl_bessel_i(0.0, std::fabs(x)) * std::exp(-std::fabs(x)); }, -700,
+      700, 20000, tolerance);
   ExpectClose(
       kiln_special_i1e,
       [](double x) {
@@ -108,18 +152,41 @@ TEST(KilnSpecialTest, BesselFunctionsMatchStd) {
       -700, 700, 20000, tolerance);
   // J and Y: absolute error, as their zeros make relative error meaningless;
   // past 5 it grows with x (the phase x - pi/4 is rounded to x's ulp).
-  ExpectClose(kiln_special_bessel_j0, [](double x) { return std::cyl_bessel_j(0.0, std::fabs(x)); },
-              -200, 200, 20000, 1e-13);
+  ExpectClose(
+      kiln_special_bessel_j0, [](double x) { return std::cyl_bessel_j(0.0, std::fabs(x)); }, -200,
+      200, 20000, 1e-13);
   ExpectClose(
       kiln_special_bessel_j1,
       [](double x) { return (x < 0 ? -1 : 1) * std::cyl_bessel_j(1.0, std::fabs(x)); }, -200, 200,
       20000, 1e-13);
-  ExpectClose(kiln_special_bessel_y0, [](double x) { return std::cyl_neumann(0.0, x); }, 0.01,
-              200, 20000, 1e-13);
-  ExpectClose(kiln_special_bessel_y1, [](double x) { return std::cyl_neumann(1.0, x); }, 0.01,
-              200, 20000, 1e-13);
-  ExpectClose(kiln_special_spherical_bessel_j0, [](double x) { return std::sph_bessel(0, x); },
-              0.001, 200, 20000, 1e-13);
+  ExpectClose(
+      kiln_special_bessel_y0, [](double x) { return std::cyl_neumann(0.0, x); }, 0.01, 200, 20000,
+      1e-13);
+  ExpectClose(
+      kiln_special_bessel_y1, [](double x) { return std::cyl_neumann(1.0, x); }, 0.01, 200, 20000,
+      1e-13);
+  ExpectClose(
+      kiln_special_spherical_bessel_j0, [](double x) { return std::sph_bessel(0, x); }, 0.001, 200,
+      20000, 1e-13);
+  ExpectClose(
+      kiln_special_modified_bessel_k0, [](double x) { return std::cyl_bessel_k(0.0, x); }, 0.001,
+      700, 20000, tolerance);
+  ExpectClose(
+      kiln_special_modified_bessel_k1, [](double x) { return std::cyl_bessel_k(1.0, x); }, 0.001,
+      700, 20000, tolerance);
+  ExpectClose(
+      kiln_special_scaled_modified_bessel_k0,
+      [](double x) { return std::cyl_bessel_k(0.0, x) * std::exp(x); }, 0.001, 700, 20000,
+      tolerance);
+  ExpectClose(
+      kiln_special_scaled_modified_bessel_k1,
+      [](double x) { return std::cyl_bessel_k(1.0, x) * std::exp(x); }, 0.001, 700, 20000,
+      tolerance);
+  EXPECT_EQ(kiln_special_modified_bessel_k0(0.0), kInf);
+  EXPECT_EQ(kiln_special_scaled_modified_bessel_k1(0.0), kInf);
+  EXPECT_TRUE(std::isnan(kiln_special_modified_bessel_k1(-1.0)));
+  EXPECT_EQ(kiln_special_modified_bessel_k0(kInf), 0.0);
+  EXPECT_EQ(kiln_special_scaled_modified_bessel_k0(kInf), 0.0);
   EXPECT_EQ(kiln_special_i0(0.0), 1.0);
   EXPECT_EQ(kiln_special_i0(800.0), kInf);
   EXPECT_EQ(kiln_special_i0e(kInf), 0.0);
