@@ -89,6 +89,7 @@ constexpr SpecialFunction kSpecialFunctions[] = {
     {"bessel_y0", 1},
     {"bessel_y1", 1},
     {"spherical_bessel_j0", 1},
+    {"airy_ai", 1},
     {"ndtri", 1},
     {"chebyshev_polynomial_t", 2},
     {"chebyshev_polynomial_u", 2},

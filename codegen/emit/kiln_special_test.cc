@@ -182,6 +182,21 @@ TEST(KilnSpecialTest, BesselFunctionsMatchStd) {
       kiln_special_scaled_modified_bessel_k1,
       [](double x) { return std::cyl_bessel_k(1.0, x) * std::exp(x); }, 0.001, 700, 20000,
       tolerance);
+  // Airy Ai against mpmath's (tabulated), across the three forms' borders.
+  const struct {
+    double x, ai;
+  } kAiry[] = {{-100.0, 0.1767533932395529},  {-10.0, 0.04024123848644319},
+               {-2.1, 0.16348451299929267},   {-2.08, 0.17658105160983956},
+               {-1.0, 0.5355608832923521},    {0.0, 0.3550280538878172},
+               {1.0, 0.13529241631288141},    {2.08, 0.030894392489319442},
+               {2.1, 0.029952602115866523},   {8.0, 4.6922076160992316e-08},
+               {8.5, 1.0997009755195506e-08}, {50.0, 4.5849417240748285e-104}};
+  for (const auto& row : kAiry) {
+    EXPECT_NEAR(kiln_special_airy_ai(row.x), row.ai, 1e-13 * std::fabs(row.ai)) << row.x;
+  }
+  EXPECT_EQ(kiln_special_airy_ai(104.0), 0.0);
+  EXPECT_TRUE(std::isnan(kiln_special_airy_ai(kInf)));
+  EXPECT_TRUE(std::isnan(kiln_special_airy_ai(-kInf)));
   EXPECT_EQ(kiln_special_modified_bessel_k0(0.0), kInf);
   EXPECT_EQ(kiln_special_scaled_modified_bessel_k1(0.0), kInf);
   EXPECT_TRUE(std::isnan(kiln_special_modified_bessel_k1(-1.0)));

@@ -64,6 +64,7 @@ void RegisterSpecialOps(OpTable& table) {
       {"aten.special_bessel_y0.default", "bessel_y0"},
       {"aten.special_bessel_y1.default", "bessel_y1"},
       {"aten.special_spherical_bessel_j0.default", "spherical_bessel_j0"},
+      {"aten.special_airy_ai.default", "airy_ai"},
       {"aten.special_ndtri.default", "ndtri"},
   };
   for (const auto& [op, function] : unary) {
