@@ -73,6 +73,8 @@ constexpr SpecialFunction kSpecialFunctions[] = {
     {"digamma", 1},
     {"trigamma", 1},
     {"zeta", 2},
+    {"igamma", 2},
+    {"igammac", 2},
     {"erfc", 1},
     {"erfcx", 1},
     {"erfinv", 1},

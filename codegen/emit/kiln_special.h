@@ -1,7 +1,8 @@
 /* Kiln's special functions for generated sources: the gamma family
- * (lgamma, digamma, trigamma), Hurwitz zeta, erf, erfc, erfcx, erfinv and
- * the normal quantile, and the elementary functions they and
- * kiln_bessel.h and kiln_polynomials.h (pasted after this file) build on.
+ * (lgamma, digamma, trigamma, the regularized incomplete gamma functions),
+ * Hurwitz zeta, erf, erfc, erfcx, erfinv and the normal quantile, and the
+ * elementary functions they and kiln_bessel.h and kiln_polynomials.h
+ * (pasted after this file) build on.
  * The emitter pastes the three into a source that calls one of them
  * (codegen/emit/emit_cpp.cc).
  *
@@ -9,15 +10,17 @@
  * function computes in double (float32 operands are widened and the result
  * rounded once), with its own exp, log, sin, cos and atan. Branches are
  * selects and coefficient loops have constant trip counts (unrolled), so
- * clang vectorizes loops that call them; zeta's sum for a negative q is the
- * one data-dependent loop here.
+ * clang vectorizes loops that call them; zeta's sum for a negative q and
+ * the incomplete gamma functions' series and continued fraction are the
+ * data-dependent loops here.
  * Algorithms: Cephes (zeta, digamma, trigamma, ndtri, and in kiln_bessel.h
- * i0, i1, k0, k1 and their scaled forms, j0, j1, y0, y1), derived from the
- * Cephes Math Library (3-clause BSD, Copyright (c) 2018, Steven Moshier);
- * lgamma from Lanczos's approximation (g = 7, 9 terms); erfcx from a
- * Chebyshev series fitted by kiln_special_fit.py; erfinv by Newton's method
- * from eager's rational first guess. Special values (poles, infinities,
- * NaN, domain edges) follow eager PyTorch's CPU kernels.
+ * i0, i1, k0, k1 and their scaled forms, j0, j1, y0, y1 and airy), derived
+ * from the Cephes Math Library (3-clause BSD, Copyright (c) 2018, Steven
+ * Moshier); lgamma from Lanczos's approximation (g = 7, 9 terms); erfcx from
+ * a Chebyshev series fitted by kiln_special_fit.py; erfinv by Newton's
+ * method from eager's rational first guess; the incomplete gamma functions
+ * by Numerical Recipes' series and continued fraction. Special values
+ * (poles, infinities, NaN, domain edges) follow eager PyTorch's CPU kernels.
  * Accuracy: kiln_special_test checks each against libm, libstdc++'s special
  * functions or tabulated values, to 1e-14 relative or better for most (the
  * test states each bound).
@@ -325,6 +328,65 @@ static inline double kiln_special_zeta(double x, double q) {
   result = x < 1.0 ? __builtin_nan("") : result;
   result = x == 1.0 ? __builtin_inf() : result;
   return x != x || q != q ? x + q : result;
+}
+
+/* The regularized incomplete gamma functions P(a, x) (upper = 0) and
+ * Q(a, x) = 1 - P (upper = 1): x^a e^-x / Gamma(a) times the series
+ * sum x^n / (a (a+1) ... (a+n)) below x = a + 1, times Lentz's continued
+ * fraction above (Numerical Recipes' gser and gcf); each runs to
+ * convergence, the two loops here whose trip counts depend on the data.
+ * Boundary values as eager's (after SciPy): NaN for a or x < 0; at a = 0,
+ * P = 1 for x > 0 (else NaN); at x = 0, P = 0; P = 0 at a = inf (NaN if x
+ * is inf too), P = 1 at x = inf. */
+static inline double kiln_special_incomplete_gamma(double a, double x, int upper) {
+  const double prefactor = kiln_special_exp(a * kiln_special_log(x) - x - kiln_special_lgamma(a));
+  double lower, upper_value;
+  if (x < a + 1.0) {
+    double term = 1.0 / a, sum = term, denominator = a;
+    for (int n = 0; n < 1000000 && term > sum * 1e-17; ++n) {
+      denominator += 1.0;
+      term *= x / denominator;
+      sum += term;
+    }
+    lower = sum * prefactor;
+    upper_value = 1.0 - lower;
+  } else {
+    const double tiny = 1e-300;
+    double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, fraction = d, change = 0.0;
+    for (int i = 1; i < 1000000 && __builtin_fabs(change - 1.0) > 1e-16; ++i) {
+      const double numerator = -i * (i - a);
+      b += 2.0;
+      d = numerator * d + b;
+      d = __builtin_fabs(d) < tiny ? tiny : d;
+      c = b + numerator / c;
+      c = __builtin_fabs(c) < tiny ? tiny : c;
+      d = 1.0 / d;
+      change = d * c;
+      fraction *= change;
+    }
+    upper_value = prefactor * fraction;
+    lower = 1.0 - upper_value;
+  }
+  return upper ? upper_value : lower;
+}
+
+static inline double kiln_special_incomplete_gamma_edges(double a, double x, int upper) {
+  const double one = upper ? 0.0 : 1.0, zero = upper ? 1.0 : 0.0;
+  if (a != a || x != x) return a + x;
+  if (x < 0.0 || a < 0.0) return __builtin_nan("");
+  if (a == 0.0) return x > 0.0 ? one : __builtin_nan("");
+  if (x == 0.0) return zero;
+  if (a == __builtin_inf()) return x == __builtin_inf() ? __builtin_nan("") : zero;
+  if (x == __builtin_inf()) return one;
+  return kiln_special_incomplete_gamma(a, x, upper);
+}
+
+static inline double kiln_special_igamma(double a, double x) {
+  return kiln_special_incomplete_gamma_edges(a, x, 0);
+}
+
+static inline double kiln_special_igammac(double a, double x) {
+  return kiln_special_incomplete_gamma_edges(a, x, 1);
 }
 
 /* sum c[k] T_k(u) for u in [-1, 1] (Clenshaw's recurrence). */

@@ -1,8 +1,9 @@
 // The special functions (torch.special and their aten spellings): the gamma
-// family, Hurwitz zeta, Bessel functions, the normal quantile and the
-// orthogonal polynomials. Each element calls one of kiln_special.h's
-// functions (emit/functions.cc names them), which compute in double and
-// follow eager's CPU kernels' special values.
+// family, the incomplete gamma functions, Hurwitz zeta, erfc, erfcx, erfinv,
+// the normal quantile, Bessel and Airy functions and the orthogonal
+// polynomials. Each element calls one function of kiln_special.h,
+// kiln_bessel.h or kiln_polynomials.h (emit/functions.cc names them), which
+// compute in double and follow eager's CPU kernels' special values.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -77,6 +78,18 @@ void RegisterSpecialOps(OpTable& table) {
                        Result::kFloating,
                        "",
                        Polygamma});
+
+  // The regularized incomplete gamma functions P(a, x) and Q(a, x).
+  for (const char* function : {"igamma", "igammac"}) {
+    AddPointwise(table, {absl::StrCat("aten.", function, ".default"),
+                         2,
+                         2,
+                         {},
+                         Result::kFloating,
+                         "",
+                         Apply(function),
+                         kFloatTypes});
+  }
 
   // Binary, floating operands: zeta(x, q) and the polynomials p(x, n), the
   // second operand a tensor or a scalar.
