@@ -260,11 +260,14 @@ static inline double kiln_special_digamma(double x) {
   return kiln_special_select_nan(x, result);
 }
 
-/* trigamma: psi'(x) = sum 1/(x + k)^2, six terms of the sum, then the
- * asymptotic series; the reflection pi^2 / sin^2(pi x) below 1/2. */
+/* trigamma (eager's): psi'(x) = sum 1/(x + k)^2, six terms of the sum, then
+ * the asymptotic series; the reflection pi^2 / sin^2(pi x) below 1/2, with
+ * sin(pi x) rounded as eager's, so that at the negative integers it is the
+ * same large finite value (eager's float64; its float32 kernel computes in
+ * float and gives another). */
 static inline double kiln_special_trigamma(double x) {
   const int reflect = x < 0.5;
-  const double sin_pi_x = kiln_special_sinpi(x);
+  const double sin_pi_x = kiln_special_sin(3.14159265358979323846 * x);
   double result = reflect ? -(9.86960440108935861883 / (sin_pi_x * sin_pi_x)) : 0.0;
   double y = reflect ? 1.0 - x : x;
   KILN_SPECIAL_UNROLL for (int i = 0; i < 6; ++i) {
@@ -284,8 +287,9 @@ static inline double kiln_special_pow_negated(double a, double x) {
 }
 
 /* Hurwitz zeta(x, q) = sum_k (q + k)^-x (Cephes zeta): the sum to k with
- * q + k > 9 and k >= 9, then the Euler-Maclaurin tail with 12 terms. inf at
- * x = 1 and at the poles q = 0, -1, ...; NaN for x < 1, and for q < 0 with a
+ * q + k > 9 and k >= 9 (about -q terms for a negative q, as eager's), then
+ * the Euler-Maclaurin tail with 12 terms. inf at x = 1 and at the poles
+ * q = 0, -1, ... (and -inf); NaN for x < 1, and for q < 0 with a
  * non-integer x. */
 static inline double kiln_special_zeta(double x, double q) {
   static const double kEulerMaclaurin[12] = {12.0,
@@ -300,6 +304,10 @@ static inline double kiln_special_zeta(double x, double q) {
                                              -4.5979787224074726105e15,
                                              1.8152105401943546773e17,
                                              -7.1661652561756670113e18};
+  if (x == 1.0) return __builtin_inf();
+  if (x < 1.0) return __builtin_nan("");
+  if (q <= 0.0 && q == __builtin_floor(q)) return __builtin_inf();
+  if (q <= 0.0 && x != __builtin_floor(x)) return __builtin_nan("");
   double s = kiln_special_pow_negated(q, x);
   double a = q, b = 0.0;
   int i = 0;
@@ -322,12 +330,7 @@ static inline double kiln_special_zeta(double x, double q) {
     b /= w;
     k += 1.0;
   }
-  double result = s;
-  result = q <= 0.0 && x != __builtin_floor(x) ? __builtin_nan("") : result;
-  result = q <= 0.0 && q == __builtin_floor(q) ? __builtin_inf() : result;
-  result = x < 1.0 ? __builtin_nan("") : result;
-  result = x == 1.0 ? __builtin_inf() : result;
-  return x != x || q != q ? x + q : result;
+  return x != x || q != q ? x + q : s;
 }
 
 /* The regularized incomplete gamma functions P(a, x) (upper = 0) and
