@@ -127,7 +127,8 @@ std::string OpsMarkdown() {
                   "sparse gradient Kiln does not support. `index_select`, `gather`, `index_add`\n"
                   "and `scatter_add` of a 0-dim tensor are `Unimplemented`, as are index sizes\n"
                   "that differ symbolically from the input's and an `index_add` source broadcast\n"
-                  "along `self`.\n"
+                  "along `self`.\n",
+                  SpecialFunctionsMarkdown(),
                   "\n## Ops\n\n"
                   "| op | family | tensor inputs | arguments (default) | dtypes |\n"
                   "| --- | --- | --- | --- | --- |\n");

@@ -10,11 +10,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/op_table.h"
+#include "codegen/ops/ops_doc.h"
 #include "codegen/ops/pointwise.h"
 #include "codegen/ops/pointwise_util.h"
 
 namespace kiln::ops {
 namespace {
+
+// float32 and float64, the dtypes //tests/ops checks them in.
+const std::vector<ir::DType> kSpecialTypes = {ir::DType::kFloat32, ir::DType::kFloat64};
 
 Body Apply(const std::string& function) {
   return [function](ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
@@ -42,8 +46,33 @@ absl::StatusOr<int> Polygamma(ExprBuilder& b, const ir::Node& node,
 
 }  // namespace
 
+std::string SpecialFunctionsMarkdown() {
+  return "\n## Special functions\n\n"
+         "`lgamma`, `digamma`, `polygamma`, `igamma`, `igammac`, `erfc`, `erfinv`, `i0` and the\n"
+         "`special_*` ops below (zeta, erfcx, ndtri, the Bessel and Airy functions, the\n"
+         "orthogonal polynomials) are native, from Kiln's own vectorizable C\n"
+         "(`codegen/emit/kiln_special.h`, `kiln_bessel.h`, `kiln_polynomials.h`, pasted into an\n"
+         "artifact that calls one; no libm). They compute in double for every dtype: a float32\n"
+         "operand is widened and the result rounded once, so float32 results are at least as\n"
+         "close as eager's own float kernels. Algorithms: Cephes' (zeta, digamma, trigamma,\n"
+         "ndtri, i0, i1, k0, k1 and their scaled forms, j0, j1, y0, y1, Airy Ai), Lanczos's\n"
+         "lgamma, a fitted Chebyshev series for erfcx (erfc and erf from it), Newton's method\n"
+         "for erfinv, Numerical Recipes' series and continued fraction for the incomplete\n"
+         "gamma functions, and eager's own recurrences and trigonometric forms for the\n"
+         "polynomials; special values (poles, infinities, NaN, domain edges) are eager's.\n"
+         "`//codegen:kiln_special_test` holds float64 results to libm, libstdc++'s special\n"
+         "functions, SciPy's and mpmath's values: within 1e-14 relative for most, 1e-13\n"
+         "absolute for J and Y (their phase is x's rounding), 1e-12 for ndtri's far tail, 1e-11 "
+         "for\n"
+         "the polynomials' recurrences; trigamma is Cephes' series, within 1e-9. Differences\n"
+         "from eager: at the negative integers trigamma's float32 result is float64's large\n"
+         "finite value (eager's float kernel rounds `sin(pi x)` in float and gives another);\n"
+         "erfinv takes a third Newton step. `zeta(x, q)` sums about -q terms for a negative q,\n"
+         "as eager's, and so do the polynomials' recurrences up to their degree n.\n";
+}
+
 void RegisterSpecialOps(OpTable& table) {
-  // Unary: integers and bool compute in float32, as eager.
+  // Unary.
   const std::pair<const char*, const char*> unary[] = {
       {"aten.lgamma.default", "lgamma"},
       {"aten.digamma.default", "digamma"},
@@ -69,7 +98,7 @@ void RegisterSpecialOps(OpTable& table) {
       {"aten.special_ndtri.default", "ndtri"},
   };
   for (const auto& [op, function] : unary) {
-    AddPointwise(table, {op, 1, 1, {}, Result::kFloating, "", Apply(function)});
+    AddPointwise(table, {op, 1, 1, {}, Result::kFloating, "", Apply(function), kSpecialTypes});
   }
   AddPointwise(table, {"aten.polygamma.default",
                        1,
@@ -77,7 +106,8 @@ void RegisterSpecialOps(OpTable& table) {
                        {{"n", ArgKind::kInt, std::nullopt}},
                        Result::kFloating,
                        "",
-                       Polygamma});
+                       Polygamma,
+                       kSpecialTypes});
 
   // The regularized incomplete gamma functions P(a, x) and Q(a, x).
   for (const char* function : {"igamma", "igammac"}) {
@@ -88,7 +118,7 @@ void RegisterSpecialOps(OpTable& table) {
                          Result::kFloating,
                          "",
                          Apply(function),
-                         kFloatTypes});
+                         kSpecialTypes});
   }
 
   // Binary, floating operands: zeta(x, q) and the polynomials p(x, n), the
@@ -119,7 +149,7 @@ void RegisterSpecialOps(OpTable& table) {
                          Result::kFloating,
                          "",
                          Apply(function),
-                         kFloatTypes});
+                         kSpecialTypes});
     AddPointwise(table, {absl::StrCat("aten.", name, ".", overload),
                          1,
                          2,
@@ -127,7 +157,7 @@ void RegisterSpecialOps(OpTable& table) {
                          Result::kFloating,
                          scalar,
                          Apply(function),
-                         kFloatTypes});
+                         kSpecialTypes});
   }
 }
 
