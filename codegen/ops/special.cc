@@ -68,7 +68,10 @@ std::string SpecialFunctionsMarkdown() {
          "from eager: at the negative integers trigamma's float32 result is float64's large\n"
          "finite value (eager's float kernel rounds `sin(pi x)` in float and gives another);\n"
          "erfinv takes a third Newton step. `zeta(x, q)` sums about -q terms for a negative q,\n"
-         "as eager's, and so do the polynomials' recurrences up to their degree n.\n";
+         "as eager's, and so do the polynomials' recurrences up to their degree n. Kiln's sin\n"
+         "and cos reduce their argument accurately while it is below 2^40 in magnitude: beyond,\n"
+         "the oscillating functions (J, Y, Airy Ai for x << 0, trigamma's reflection) give\n"
+         "other values than eager's (all tiny but trigamma's).\n";
 }
 
 void RegisterSpecialOps(OpTable& table) {
