@@ -317,6 +317,7 @@ static inline double kiln_special_zeta(double x, double q) {
     b = kiln_special_pow_negated(a, x);
     s += b;
   }
+  if (s == __builtin_inf()) return s; /* x = inf and q < 1 */
   const double w = a;
   s += b * w / (x - 1.0);
   s -= 0.5 * b;
@@ -375,7 +376,7 @@ static inline double kiln_special_incomplete_gamma(double a, double x, int upper
 
 static inline double kiln_special_incomplete_gamma_edges(double a, double x, int upper) {
   const double one = upper ? 0.0 : 1.0, zero = upper ? 1.0 : 0.0;
-  if (a != a || x != x) return a + x;
+  /* In eager's order: a NaN passes every test but x == 0's. */
   if (x < 0.0 || a < 0.0) return __builtin_nan("");
   if (a == 0.0) return x > 0.0 ? one : __builtin_nan("");
   if (x == 0.0) return zero;

@@ -87,6 +87,7 @@ TEST(KilnSpecialTest, DigammaTrigammaZetaMatchTables) {
   }
   EXPECT_NEAR(kiln_special_zeta(2.0, -1.5), M_PI * M_PI / 2 + 4 + 4.0 / 9, 1e-13);
   EXPECT_EQ(kiln_special_zeta(1.0, 2.0), kInf);
+  EXPECT_EQ(kiln_special_zeta(kInf, 0.5), kInf);
   EXPECT_EQ(kiln_special_zeta(2.0, -3.0), kInf);
   EXPECT_TRUE(std::isnan(kiln_special_zeta(0.5, 2.0)));
   EXPECT_TRUE(std::isnan(kiln_special_zeta(2.5, -1.5)));
@@ -128,6 +129,7 @@ TEST(KilnSpecialTest, IncompleteGammaMatchesScipy) {
   EXPECT_EQ(kiln_special_igamma(2.0, kInf), 1.0);
   EXPECT_EQ(kiln_special_igammac(2.0, kInf), 0.0);
   EXPECT_TRUE(std::isnan(kiln_special_igamma(kNan, 1.0)));
+  EXPECT_EQ(kiln_special_igamma(kNan, 0.0), 0.0);  // eager's order of tests
 }
 
 TEST(KilnSpecialTest, ErrorFunctionsMatchLibm) {

@@ -70,11 +70,38 @@ def tolerance(dtype):
     return (2e-5, 1e-6) if dtype == torch.float32 else (1e-10, 1e-13)
 
 
+# Where eager is less accurate than these tolerances: its ports of Cephes'
+# J0, J1, Y0, Y1 and Airy Ai drop the implicit leading 1 of Cephes' monic
+# denominators (p1evl), up to 5e-5 relative from libstdc++'s and mpmath's
+# values, which Kiln's match (//codegen:kiln_special_test); its float32 Airy
+# Ai rounds the phase 2/3 |x|^1.5 to float for x << 0, and its float32
+# trigamma rounds sin(pi x) to float near the poles.
+LOOSER = {
+    ("aten.special_bessel_j0.default", torch.float64): (1e-4, 1e-6),
+    ("aten.special_bessel_j1.default", torch.float64): (1e-4, 1e-6),
+    ("aten.special_bessel_y0.default", torch.float64): (1e-4, 1e-6),
+    ("aten.special_bessel_y1.default", torch.float64): (1e-4, 1e-6),
+    ("aten.special_bessel_j1.default", torch.float32): (1e-4, 1e-5),
+    ("aten.special_bessel_y0.default", torch.float32): (1e-4, 1e-5),
+    ("aten.special_airy_ai.default", torch.float64): (1e-4, 1e-5),
+    ("aten.special_airy_ai.default", torch.float32): (1e-1, 5e-3),
+    ("aten.polygamma.default/n1", torch.float32): (2e-3, 1e-5),
+}
+# float32 arguments past which eager's float exp overflows where the result
+# does not (I0 and I1 of 88.8 to 91.9): left out of the float32 sweeps.
+OVERFLOWS_IN_FLOAT = {"aten.i0.default", "aten.special_i1.default",
+                      "aten.special_modified_bessel_i0.default",
+                      "aten.special_modified_bessel_i1.default"}
+
+
 def cases(claims):
     for op, (fn, extra) in UNARY.items():
         for dtype in claimed(claims, op):
             x = sweep(dtype, generator(op, dtype), extra)
-            yield Case(op, dtype, "sweep", unary(fn), [x], CLOSE, tolerance=tolerance(dtype))
+            if dtype == torch.float32 and op in OVERFLOWS_IN_FLOAT:
+                x = x[~((x.abs() > 80) & x.isfinite())]
+            yield Case(op, dtype, "sweep", unary(fn), [x], CLOSE,
+                       tolerance=LOOSER.get((op, dtype), tolerance(dtype)))
     for n in (0, 1, 2, 3):
         op = "aten.polygamma.default"
         for dtype in claimed(claims, op):
@@ -83,7 +110,7 @@ def cases(claims):
             x = sweep(dtype, generator(op, n, dtype), [-2.5, 0.5, 1.0, 7.5, 1e-3])
             x = x[~((x <= 0) & (x == x.round()))]
             yield Case(op, dtype, f"n{n}", lambda v, n=n: torch.polygamma(n, v), [x], CLOSE,
-                       tolerance=tolerance(dtype))
+                       tolerance=LOOSER.get((f"{op}/n{n}", dtype), tolerance(dtype)))
     for op, fn in [("aten.special_zeta.default", S.zeta), ("aten.igamma.default", torch.igamma),
                    ("aten.igammac.default", torch.igammac)]:
         for dtype in claimed(claims, op):
