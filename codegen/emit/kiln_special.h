@@ -281,8 +281,9 @@ static inline double kiln_special_trigamma(double x) {
 
 /* a^-x, a negative base taking an integer x's sign. */
 static inline double kiln_special_pow_negated(double a, double x) {
-  const double magnitude = kiln_special_exp(-x * kiln_special_log(__builtin_fabs(a)));
-  const int odd = x - 2.0 * __builtin_rint(0.5 * x) != 0.0;
+  const double power = kiln_special_exp(-x * kiln_special_log(__builtin_fabs(a)));
+  const double magnitude = __builtin_fabs(a) == 1.0 ? 1.0 : power;          /* 1^inf = 1, as pow */
+  const int odd = __builtin_fabs(x - 2.0 * __builtin_rint(0.5 * x)) == 1.0; /* not inf */
   return a < 0.0 && odd ? -magnitude : magnitude;
 }
 
@@ -316,6 +317,8 @@ static inline double kiln_special_zeta(double x, double q) {
     a += 1.0;
     b = kiln_special_pow_negated(a, x);
     s += b;
+    /* Cephes' early exit, as eager's: the terms no longer count. */
+    if (-1.11022302462515654042e-16 * s < b && b < 1.11022302462515654042e-16 * s) return s;
   }
   if (s == __builtin_inf()) return s; /* x = inf and q < 1 */
   const double w = a;

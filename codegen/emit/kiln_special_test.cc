@@ -88,6 +88,8 @@ TEST(KilnSpecialTest, DigammaTrigammaZetaMatchTables) {
   EXPECT_NEAR(kiln_special_zeta(2.0, -1.5), M_PI * M_PI / 2 + 4 + 4.0 / 9, 1e-13);
   EXPECT_EQ(kiln_special_zeta(1.0, 2.0), kInf);
   EXPECT_EQ(kiln_special_zeta(kInf, 0.5), kInf);
+  EXPECT_EQ(kiln_special_zeta(kInf, -1.5), kInf);
+  EXPECT_EQ(kiln_special_zeta(kInf, 1.0), 1.0);
   EXPECT_EQ(kiln_special_zeta(2.0, -3.0), kInf);
   EXPECT_TRUE(std::isnan(kiln_special_zeta(0.5, 2.0)));
   EXPECT_TRUE(std::isnan(kiln_special_zeta(2.5, -1.5)));
