@@ -1300,5 +1300,61 @@ TEST(PipelineTest, RetypeNamesASplitWhoseResultCountChanges) {
                 "the graph was traced with; trace the model at these sizes"));
 }
 
+// One pointwise node of `op` on float vectors of 8 (`inputs` of them) in
+// `dtype`, its source.
+std::string PointwiseSource(const std::string& op, int inputs, const std::string& dtype,
+                            const std::string& args = "") {
+  std::vector<std::string> declared, ids;
+  for (int i = 0; i < inputs; ++i) {
+    declared.push_back(absl::Substitute(
+        R"({"value": $0, "name": "x$0", "type": {"dtype": "$1", "sizes": [{"constant": 8}]}})", i,
+        dtype));
+    ids.push_back(absl::StrCat(i));
+  }
+  return Generate(
+             ParseGraph(absl::Substitute(
+                 R"({"name": "one", "inputs": [$0], "nodes": [{"name": "n", "op": "$1",
+                          "inputs": [$2], "args": [$3], "outputs": [$4],
+                          "outputTypes": [{"dtype": "$5", "sizes": [{"constant": 8}]}]}],
+                          "outputs": [$4]})",
+                 absl::StrJoin(declared, ", "), op, absl::StrJoin(ids, ", "), args, inputs, dtype)))
+      .source;
+}
+
+// The special functions' headers are pasted only into a source that calls
+// one, and compute in double: float32 operands widened, the result rounded.
+TEST(PipelineTest, SpecialFunctionsPasteTheirHeadersOnlyWhereCalled) {
+  const std::string lgamma = PointwiseSource("aten.lgamma.default", 1, "FLOAT32");
+  EXPECT_NE(lgamma.find("= ((float)kiln_special_lgamma((double)v"), std::string::npos) << lgamma;
+  for (const char* guard :
+       {"#define KILN_SPECIAL_H_", "#define KILN_BESSEL_H_", "#define KILN_POLYNOMIALS_H_"}) {
+    EXPECT_NE(lgamma.find(guard), std::string::npos) << guard;
+  }
+  const std::string exp = PointwiseSource("aten.exp.default", 1, "FLOAT32");
+  EXPECT_EQ(exp.find("KILN_SPECIAL_H_"), std::string::npos) << exp;
+  EXPECT_EQ(exp.find("kiln_special_"), std::string::npos) << exp;
+  // Eager's Hermite polynomials are NaN past degree 128 in float32, 512 in
+  // float64.
+  EXPECT_NE(PointwiseSource("aten.special_hermite_polynomial_h.default", 2, "FLOAT32")
+                .find(", (double)v1, 128))"),
+            std::string::npos);
+  EXPECT_NE(PointwiseSource("aten.special_hermite_polynomial_h.default", 2, "FLOAT64")
+                .find(", (double)v1, 512))"),
+            std::string::npos);
+  // polygamma(n >= 2) is (-1)^(n+1) n! zeta(n + 1, x).
+  const std::string polygamma =
+      PointwiseSource("aten.polygamma.default", 1, "FLOAT64", R"({"name": "n", "intValue": "3"})");
+  EXPECT_NE(polygamma.find("kiln_special_zeta((double)0x1p+2, (double)v0))"), std::string::npos)
+      << polygamma;
+  EXPECT_NE(polygamma.find("0x1.8p+2 * "), std::string::npos) << polygamma;
+}
+
+TEST(PipelineTest, PolygammaOfANegativeOrderIsRefused) {
+  EXPECT_EQ(OneNodeError({R"({"constant": 4})"}, "aten.polygamma.default",
+                         R"({"name": "n", "intValue": "-1"})", R"({"constant": 4})"),
+            "node 0 'n' (aten.polygamma.default): polygamma's n is -1: it must be 0 or more (as "
+            "in eager PyTorch)");
+}
+
 }  // namespace
 }  // namespace kiln

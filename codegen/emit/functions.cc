@@ -60,6 +60,53 @@ constexpr RuntimeFunction kRuntimeFunctions[] = {
     {"floor_divide", "FLOOR_DIVIDE", 2, "kiln_floor_divide_i64({0}, {1})"},
 };
 
+// kiln_special.h's, kiln_bessel.h's and kiln_polynomials.h's functions,
+// computed in double whatever the compute type
+// (a float32 operand is widened, the result rounded once); the emitter
+// pastes the header into a source that calls one (emit_cpp.cc).
+struct SpecialFunction {
+  const char* name;
+  int arity;
+};
+constexpr SpecialFunction kSpecialFunctions[] = {
+    {"lgamma", 1},
+    {"digamma", 1},
+    {"trigamma", 1},
+    {"zeta", 2},
+    {"igamma", 2},
+    {"igammac", 2},
+    {"erfc", 1},
+    {"erfcx", 1},
+    {"erfinv", 1},
+    {"i0", 1},
+    {"i0e", 1},
+    {"i1", 1},
+    {"i1e", 1},
+    {"modified_bessel_k0", 1},
+    {"modified_bessel_k1", 1},
+    {"scaled_modified_bessel_k0", 1},
+    {"scaled_modified_bessel_k1", 1},
+    {"bessel_j0", 1},
+    {"bessel_j1", 1},
+    {"bessel_y0", 1},
+    {"bessel_y1", 1},
+    {"spherical_bessel_j0", 1},
+    {"airy_ai", 1},
+    {"ndtri", 1},
+    {"chebyshev_polynomial_t", 2},
+    {"chebyshev_polynomial_u", 2},
+    {"chebyshev_polynomial_v", 2},
+    {"chebyshev_polynomial_w", 2},
+    {"shifted_chebyshev_polynomial_t", 2},
+    {"shifted_chebyshev_polynomial_u", 2},
+    {"shifted_chebyshev_polynomial_v", 2},
+    {"shifted_chebyshev_polynomial_w", 2},
+    {"hermite_polynomial_h", 2},
+    {"hermite_polynomial_he", 2},
+    {"laguerre_polynomial_l", 2},
+    {"legendre_polynomial_p", 2},
+};
+
 // Numerics follow eager torch 2.15's CPU kernels, without fast-math.
 const std::map<std::string, Function>& Table() {
   static const auto* const table = [] {
@@ -137,6 +184,14 @@ const std::map<std::string, Function>& Table() {
           f.name,
           Function{f.arity, absl::StrCat("{", f.name, "}(", f.arity == 1 ? "{0}" : "{0}, {1}", ")"),
                    f.integral_text});
+    }
+    for (const SpecialFunction& f : kSpecialFunctions) {
+      std::string text = absl::StrCat("(({T})kiln_special_", f.name, "((double){0}");
+      if (f.arity == 2) absl::StrAppend(&text, ", (double){1}");
+      // Eager's Hermite polynomials are NaN past a degree that depends on
+      // the dtype.
+      if (absl::StartsWith(f.name, "hermite")) absl::StrAppend(&text, ", {hermite_limit}");
+      functions->emplace(f.name, Function{f.arity, absl::StrCat(text, "))")});
     }
     return functions;
   }();
@@ -248,6 +303,7 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
       {"{ceil}", Builtin("ceil", dtype)},
       {"{rint}", Builtin("rint", dtype)},
       {"{trunc}", Builtin("trunc", dtype)},
+      {"{hermite_limit}", IsSingle(dtype) ? "128" : "512"},
   };
   const Function& entry = it->second;
   for (const RuntimeFunction& f : kRuntimeFunctions) {

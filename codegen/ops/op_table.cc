@@ -24,6 +24,7 @@ const OpTable& OpTable::Get() {
     RegisterLookupOps(*built);
     RegisterComplexOps(*built);
     RegisterWriteOps(*built);
+    RegisterSpecialOps(*built);
     return built;
   }();
   return *table;

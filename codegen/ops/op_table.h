@@ -109,6 +109,7 @@ void RegisterNormalizationOps(OpTable& table);
 void RegisterLookupOps(OpTable& table);
 void RegisterComplexOps(OpTable& table);  // complex.cc, fft.cc
 void RegisterWriteOps(OpTable& table);  // writes.cc: index_copy, scatter
+void RegisterSpecialOps(OpTable& table);
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);

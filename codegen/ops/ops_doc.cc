@@ -164,7 +164,8 @@ std::string OpsMarkdown() {
                   "plans once per shape (`FFTW_ESTIMATE`, under a mutex) and runs on the calling\n"
                   "thread. Transformed dims must be static (rank at most 8). Results match\n"
                   "eager's (pocketfft) within rtol 1e-5, atol 1e-4 in single precision and\n"
-                  "1e-10 in double for inputs of size ~1: the same sums in another order.\n"
+                  "1e-10 in double for inputs of size ~1: the same sums in another order.\n",
+                  SpecialFunctionsMarkdown(),
                   "\n## Ops\n\n"
                   "| op | family | tensor inputs | arguments (default) | dtypes |\n"
                   "| --- | --- | --- | --- | --- |\n");

@@ -10,6 +10,9 @@ namespace kiln::ops {
 
 std::string OpsMarkdown();
 
+// docs/OPS.md's "Special functions" section (codegen/ops/special.cc).
+std::string SpecialFunctionsMarkdown();
+
 }  // namespace kiln::ops
 
 #endif  // KILN_CODEGEN_OPS_OPS_DOC_H_
