@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "client/runtime/convolution.h"
+#include "client/runtime/linalg.h"
 #include "client/runtime/matmul.h"
 
 namespace kiln {
@@ -413,6 +414,12 @@ int ConvF32(void* context, const kiln_conv* conv, const float* src, const float*
   return ConvolveF32(static_cast<Runtime*>(context)->pool(), *conv, src, weights, bias, dst);
 }
 
+int Linalg(void* context, const kiln_linalg* call, const void* const* operands,
+           void* const* results) {
+  const OneBlasThread one_blas_thread;
+  return RunLinalg(static_cast<Runtime*>(context)->pool(), *call, operands, results);
+}
+
 int DefaultThreads() {
   if (const char* env = getenv("KILN_NUM_THREADS")) {
     const int threads = atoi(env);
@@ -467,6 +474,7 @@ Runtime::Runtime(int threads, GemmLibraries gemm_libraries)
   }
   table_.thread_scratch = ThreadScratch;
   table_.conv_f32 = ConvF32;
+  table_.linalg = Linalg;
 }
 
 Runtime& Runtime::Default() {

@@ -23,7 +23,7 @@
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
-#define KILN_ABI_VERSION 7
+#define KILN_ABI_VERSION 8
 
 typedef long long kiln_int64;
 typedef unsigned int kiln_uint32;
@@ -69,6 +69,20 @@ typedef struct kiln_conv {
   kiln_int64 transposed;
 } kiln_conv;
 
+/* A LAPACK factorization or solve over a batch of matrices
+ * (client/runtime/linalg.h lists the routines, their operands and results).
+ * Operand i's element (b, r, c) is at operands[i][b * strides[i][0] +
+ * r * strides[i][1] + c * strides[i][2]], strides in elements; a vector
+ * operand (pivots) uses strides[i][0] and [1]. Results are contiguous; a
+ * null result is not written. */
+typedef struct kiln_linalg {
+  kiln_int64 routine; /* KILN_LINALG_* */
+  kiln_int64 float64; /* 0: float32 operands and results, 1: float64 */
+  kiln_int64 batch, m, n, k;
+  kiln_int64 flags; /* KILN_LINALG_UPPER, ... */
+  kiln_int64 strides[3][3];
+} kiln_linalg;
+
 /* Services an artifact may call. The runtime owns every thread. */
 typedef struct kiln_runtime {
   kiln_uint32 abi_version;
@@ -113,6 +127,12 @@ typedef struct kiln_runtime {
    * first use). Returns 0, or nonzero when the runtime cannot convolve. */
   kiln_int32 (*conv_f32)(void* context, const kiln_conv* conv, const float* src,
                          const float* weights, const float* bias, float* dst);
+  /* call->routine on each matrix of the batch (kiln_linalg). Returns 0, or
+   * nonzero when the runtime has no memory for LAPACK's workspace. A
+   * singular or indefinite matrix is not an error: the routine's info
+   * result says so, as eager's does. */
+  kiln_int32 (*linalg)(void* context, const kiln_linalg* call, const void* const* operands,
+                       void* const* results);
 } kiln_runtime;
 
 /* Transcendentals: one named source for every artifact (the client
@@ -151,6 +171,23 @@ enum {
   KILN_MATH2_REMAINDER,
   KILN_MATH2_FLOOR_DIVIDE,
   KILN_MATH2_COUNT
+};
+
+/* kiln_linalg.routine. */
+enum {
+  KILN_LINALG_LU = 0,
+  KILN_LINALG_LU_SOLVE,
+  KILN_LINALG_CHOLESKY,
+  KILN_LINALG_CHOLESKY_SOLVE,
+  KILN_LINALG_CHOLESKY_INVERSE,
+  KILN_LINALG_TRIANGULAR_SOLVE,
+  KILN_LINALG_COUNT
+};
+/* kiln_linalg.flags. */
+enum {
+  KILN_LINALG_UPPER = 1,   /* the upper triangle holds the factor (else the lower) */
+  KILN_LINALG_UNIT = 2,    /* a triangular solve's diagonal is taken as ones */
+  KILN_LINALG_ADJOINT = 4, /* solve A^T X = B (LU_SOLVE) */
 };
 
 typedef const kiln_artifact_info* (*kiln_info_fn)(void);
