@@ -34,6 +34,12 @@ void spotri_(const char* uplo, const int* n, float* a, const int* lda, int* info
              size_t uplo_length);
 void dpotri_(const char* uplo, const int* n, double* a, const int* lda, int* info,
              size_t uplo_length);
+void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s,
+             float* u, const int* ldu, float* vt, const int* ldvt, float* work, const int* lwork,
+             int* iwork, int* info, size_t jobz_length);
+void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s,
+             double* u, const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork,
+             int* iwork, int* info, size_t jobz_length);
 }
 
 namespace kiln {
@@ -76,6 +82,37 @@ void Trsm(CBLAS_UPLO uplo, CBLAS_DIAG diag, int n, int k, const double* a, int l
   cblas_dtrsm(CblasColMajor, CblasLeft, uplo, CblasNoTrans, diag, n, k, 1.0, a, lda, b, ldb);
 }
 
+// call(work, lwork, iwork, liwork) for gesdd: once asking for
+// the workspace's size (lwork = -1), then with this thread's workspace,
+// grown to it (iwork to at least `min_int_work`).
+template <typename T, typename F>
+void WithWorkspace(int min_int_work, F call) {
+  thread_local std::vector<T> work;
+  thread_local std::vector<int> int_work;
+  T size = 0;
+  int int_size = 0;
+  call(&size, -1, &int_size, -1);
+  work.resize(
+      std::max<int64_t>({1, static_cast<int64_t>(work.size()), static_cast<int64_t>(size)}));
+  int_work.resize(std::max({1, static_cast<int>(int_work.size()), int_size, min_int_work}));
+  call(work.data(), static_cast<int>(work.size()), int_work.data(),
+       static_cast<int>(int_work.size()));
+}
+
+void Gesdd(char jobz, int m, int n, float* a, float* s, float* u, int ldu, float* vt, int ldvt,
+           int* info) {
+  const int lda = std::max(1, m);
+  WithWorkspace<float>(8 * std::min(m, n), [&](float* work, int lwork, int* iwork, int) {
+    sgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+  });
+}
+void Gesdd(char jobz, int m, int n, double* a, double* s, double* u, int ldu, double* vt, int ldvt,
+           int* info) {
+  const int lda = std::max(1, m);
+  WithWorkspace<double>(8 * std::min(m, n), [&](double* work, int lwork, int* iwork, int) {
+    dgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+  });
+}
 // One matrix of the batch: operand i's element (r, c), and result j's
 // storage.
 struct Matrices {
@@ -201,6 +238,22 @@ void Run(const Matrices& in, T* a, T* b, int* pivots) {
       }
       ToRowMajor(a, n, n, in.Result<T>(0, n * n));
       return;
+    case KILN_LINALG_SVD: {
+      const int64_t m = call.m, k = std::min(call.m, call.n);
+      const bool vectors = call.flags & KILN_LINALG_VECTORS, full = call.flags & KILN_LINALG_FULL;
+      const int64_t u_cols = vectors ? (full ? m : k) : 0, v_rows = vectors ? (full ? n : k) : 0;
+      thread_local std::vector<T> s, u, vt;
+      s.resize(std::max<int64_t>(1, k));
+      u.resize(std::max<int64_t>(1, m * u_cols));
+      vt.resize(std::max<int64_t>(1, v_rows * n));
+      ToColumnMajor(in, 0, m, n, a);
+      Gesdd(vectors ? (full ? 'A' : 'S') : 'N', m, n, a, s.data(), u.data(),
+            std::max<int64_t>(1, m), vt.data(), std::max<int64_t>(1, v_rows), &info);
+      ToRowMajor(u.data(), m, u_cols, in.Result<T>(0, m * u_cols));
+      if (T* out = in.Result<T>(1, k)) std::copy(s.data(), s.data() + k, out);
+      ToRowMajor(vt.data(), v_rows, n, in.Result<T>(2, v_rows * n));
+      return;
+    }
     case KILN_LINALG_TRIANGULAR_SOLVE:
       ToColumnMajor(in, 0, n, n, a);
       ToColumnMajor(in, 1, n, k, b);

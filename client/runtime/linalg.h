@@ -19,6 +19,11 @@
 //   TRIANGULAR_SOLVE  A (n x n), B (n x k) -> X (n x k): A X = B, A's upper
 //                     triangle with UPPER (else its lower), ones on its
 //                     diagonal with UNIT.
+//   SVD               A (m x n) -> U, S (min(m, n)), Vh: A = U diag(S) Vh by
+//                     gesdd; with VECTORS U is m x min(m, n) and Vh
+//                     min(m, n) x n, m x m and n x n with FULL as well.
+// Singular vectors' signs are the LAPACK's choice (OpenBLAS's and MKL's
+// differ).
 // info is LAPACK's: 0, or i > 0 when U's i-th diagonal element is zero (LU;
 // the solves then hold infinities or NaN, as eager's do) or the leading
 // minor of order i is not positive definite (CHOLESKY).

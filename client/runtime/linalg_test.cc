@@ -156,5 +156,25 @@ TEST(LinalgTest, TriangularSolveReadsOneTriangleInFloat32) {
   EXPECT_FLOAT_EQ(x[1], 8);
 }
 
+TEST(LinalgTest, SvdReconstructsTheMatrix) {
+  const double a[] = {3, 1, 0, 1, 3, 0};  // 2 x 3: singular values 4 and 2
+  kiln_linalg call = Call(KILN_LINALG_SVD, 1, 2, 3, 0, KILN_LINALG_VECTORS);
+  RowMajor(call, 0, 2, 3);
+  double u[4], s[2], vh[6];
+  ASSERT_EQ(CallLinalg(call, {a}, {u, s, vh}), 0);
+  EXPECT_NEAR(s[0], 4, 1e-14);
+  EXPECT_NEAR(s[1], 2, 1e-14);
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      const double sum = u[i * 2] * s[0] * vh[j] + u[i * 2 + 1] * s[1] * vh[3 + j];
+      EXPECT_NEAR(sum, a[i * 3 + j], 1e-14) << i << ", " << j;
+    }
+  }
+  double values_only[2];
+  call.flags = 0;
+  ASSERT_EQ(CallLinalg(call, {a}, {nullptr, values_only, nullptr}), 0);
+  EXPECT_NEAR(values_only[1], 2, 1e-14);
+}
+
 }  // namespace
 }  // namespace kiln

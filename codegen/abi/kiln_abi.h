@@ -181,6 +181,7 @@ enum {
   KILN_LINALG_CHOLESKY_SOLVE,
   KILN_LINALG_CHOLESKY_INVERSE,
   KILN_LINALG_TRIANGULAR_SOLVE,
+  KILN_LINALG_SVD,
   KILN_LINALG_COUNT
 };
 /* kiln_linalg.flags. */
@@ -188,6 +189,8 @@ enum {
   KILN_LINALG_UPPER = 1,   /* the upper triangle holds the factor (else the lower) */
   KILN_LINALG_UNIT = 2,    /* a triangular solve's diagonal is taken as ones */
   KILN_LINALG_ADJOINT = 4, /* solve A^T X = B (LU_SOLVE) */
+  KILN_LINALG_FULL = 8,    /* SVD: U m x m and Vh n x n (else m x k and k x n) */
+  KILN_LINALG_VECTORS = 16 /* SVD: U and Vh too (else S only) */
 };
 
 typedef const kiln_artifact_info* (*kiln_info_fn)(void);

@@ -762,6 +762,14 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
     var.correction var_mean.correction view.default where.self xlogy.Scalar_Other xlogy.Tensor
     zeros.default zeros_like.default
 """.split()])
+# Linear algebra through LAPACK (codegen/ops/linalg.cc).
+KILN_OPS |= frozenset(f"aten.{name}" for name in """
+    _linalg_det.default _linalg_slogdet.default _linalg_solve_ex.default
+    cholesky_inverse.default
+    cholesky_solve.default linalg_cholesky_ex.default linalg_inv_ex.default linalg_lu.default
+    linalg_lu_factor_ex.default linalg_lu_solve.default linalg_solve_triangular.default
+    triangular_solve.default
+""".split())
 
 
 def _torchs(table):
