@@ -18,6 +18,7 @@
 
 #include "client/runtime/convolution.h"
 #include "client/runtime/fft.h"
+#include "client/runtime/linalg.h"
 #include "client/runtime/matmul.h"
 
 namespace kiln {
@@ -426,6 +427,11 @@ int ConvF32(void* context, const kiln_conv* conv, const float* src, const float*
 
 int FftF32(void*, const kiln_fft* fft, const float* in, float* out) { return Fft(*fft, in, out); }
 int FftF64(void*, const kiln_fft* fft, const double* in, double* out) { return Fft(*fft, in, out); }
+int Linalg(void* context, const kiln_linalg* call, const void* const* operands,
+           void* const* results) {
+  const OneBlasThread one_blas_thread;
+  return RunLinalg(static_cast<Runtime*>(context)->pool(), *call, operands, results);
+}
 
 int DefaultThreads() {
   if (const char* env = getenv("KILN_NUM_THREADS")) {
@@ -484,6 +490,7 @@ Runtime::Runtime(int threads, GemmLibraries gemm_libraries)
   table_.fft_f32 = FftF32;
   table_.fft_f64 = FftF64;
   table_.index_error = IndexError;
+  table_.linalg = Linalg;
 }
 
 std::string Runtime::TakeIndexError() { return std::move(index_error_message); }

@@ -87,6 +87,19 @@ typedef struct kiln_fft {
   kiln_int64 batch[8], batch_in_strides[8], batch_out_strides[8];
   double scale;
 } kiln_fft;
+/* A LAPACK factorization or solve over a batch of matrices
+ * (client/runtime/linalg.h lists the routines, their operands and results).
+ * Operand i's element (b, r, c) is at operands[i][b * strides[i][0] +
+ * r * strides[i][1] + c * strides[i][2]], strides in elements; a vector
+ * operand (pivots) uses strides[i][0] and [1]. Results are contiguous; a
+ * null result is not written. */
+typedef struct kiln_linalg {
+  kiln_int64 routine; /* KILN_LINALG_* */
+  kiln_int64 float64; /* 0: float32 operands and results, 1: float64 */
+  kiln_int64 batch, m, n, k;
+  kiln_int64 flags; /* KILN_LINALG_UPPER, ... */
+  kiln_int64 strides[3][3];
+} kiln_linalg;
 
 /* Services an artifact may call. The runtime owns every thread. */
 typedef struct kiln_runtime {
@@ -142,6 +155,12 @@ typedef struct kiln_runtime {
    * KILN_RUN_INDEX_ERROR. `op` is a static string ("index_copy"). */
   void (*index_error)(void* context, const char* op, kiln_int64 dim, kiln_int64 index,
                       kiln_int64 size);
+  /* call->routine on each matrix of the batch (kiln_linalg). Returns 0, or
+   * nonzero when the runtime has no memory for LAPACK's workspace. A
+   * singular or indefinite matrix is not an error: the routine's info
+   * result says so, as eager's does. */
+  kiln_int32 (*linalg)(void* context, const kiln_linalg* call, const void* const* operands,
+                       void* const* results);
 } kiln_runtime;
 
 /* Transcendentals: one named source for every artifact (the client
@@ -180,6 +199,26 @@ enum {
   KILN_MATH2_REMAINDER,
   KILN_MATH2_FLOOR_DIVIDE,
   KILN_MATH2_COUNT
+};
+
+/* kiln_linalg.routine. */
+enum {
+  KILN_LINALG_LU = 0,
+  KILN_LINALG_LU_SOLVE,
+  KILN_LINALG_CHOLESKY,
+  KILN_LINALG_CHOLESKY_SOLVE,
+  KILN_LINALG_CHOLESKY_INVERSE,
+  KILN_LINALG_TRIANGULAR_SOLVE,
+  KILN_LINALG_SVD,
+  KILN_LINALG_COUNT
+};
+/* kiln_linalg.flags. */
+enum {
+  KILN_LINALG_UPPER = 1,   /* the upper triangle holds the factor (else the lower) */
+  KILN_LINALG_UNIT = 2,    /* a triangular solve's diagonal is taken as ones */
+  KILN_LINALG_ADJOINT = 4, /* solve A^T X = B (LU_SOLVE) */
+  KILN_LINALG_FULL = 8,    /* SVD: U m x m and Vh n x n (else m x k and k x n) */
+  KILN_LINALG_VECTORS = 16 /* SVD: U and Vh too (else S only) */
 };
 
 typedef const kiln_artifact_info* (*kiln_info_fn)(void);

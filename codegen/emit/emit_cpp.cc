@@ -12,6 +12,7 @@
 #include "codegen/emit/c_text.h"
 #include "codegen/emit/fft_call.h"
 #include "codegen/emit/functions.h"
+#include "codegen/emit/linalg_call.h"
 #include "codegen/emit/reduction.h"
 #include "codegen/ops/op_table.h"
 #include "common/status_macros.h"
@@ -558,6 +559,7 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInput
     return EmitConvolutionCall(kernel, in);
   }
   if (definition.function == "fft") return EmitFftCall(kernel, in);
+  if (definition.function == "linalg") return EmitLinalgCall(kernel, in);
   if (definition.function != "mm" && definition.function != "bmm") {
     return absl::InternalError(absl::StrCat("unknown extern '", definition.function, "'"));
   }

@@ -25,6 +25,7 @@ const OpTable& OpTable::Get() {
     RegisterComplexOps(*built);
     RegisterWriteOps(*built);
     RegisterSpecialOps(*built);
+    RegisterLinalgOps(*built);
     return built;
   }();
   return *table;

@@ -110,6 +110,7 @@ void RegisterLookupOps(OpTable& table);
 void RegisterComplexOps(OpTable& table);  // complex.cc, fft.cc
 void RegisterWriteOps(OpTable& table);  // writes.cc: index_copy, scatter
 void RegisterSpecialOps(OpTable& table);
+void RegisterLinalgOps(OpTable& table);
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);

@@ -36,7 +36,8 @@ from cases_common import ERROR, NAMES  # noqa: E402
 FAMILIES = ["cases_pointwise", "cases_activations", "cases_reductions", "cases_views",
             "cases_creation", "cases_composites", "cases_gemm", "cases_convolution",
             "cases_pooling", "cases_normalization", "cases_lookups", "cases_complex",
-            "cases_special"]
+            "cases_special",
+            "cases_linalg"]
 HALF = (torch.float16, torch.bfloat16)
 tracer = None  # tools/trace/kiln_trace.py, loaded by main() from --trace
 # Table entries no case can reach: internal ops (decompositions emit them).
@@ -44,7 +45,8 @@ INTERNAL = {"kiln.alias.default", "kiln.mm.default", "kiln.bmm.default", "kiln.s
             "kiln.concat.default", "kiln.size.default", "kiln.exp_nonpositive.default",
             "kiln.softmax_max.default", "kiln.convolution.default",
             "kiln.conv_transpose.default", "kiln.fft.default", "kiln.pool2d.default",
-            "kiln.pool2d_backward.default", "kiln.avg_pool2d_divisor.default"}
+            "kiln.pool2d_backward.default", "kiln.avg_pool2d_divisor.default",
+            "kiln.linalg.default"}
 
 
 class GenerationError(Exception):

@@ -740,6 +740,14 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
     _conj.default _conj_physical.default _fft_c2c.default _fft_c2r.default _fft_r2c.default
     angle.default complex.default polar.default view_as_complex.default view_as_real.default
 """.split()])  # complex numbers and FFTs (codegen/ops/complex.cc, fft.cc)
+# Linear algebra through LAPACK (codegen/ops/linalg.cc).
+KILN_OPS |= frozenset(f"aten.{name}" for name in """
+    _linalg_det.default _linalg_slogdet.default _linalg_solve_ex.default
+    cholesky_inverse.default
+    cholesky_solve.default linalg_cholesky_ex.default linalg_inv_ex.default linalg_lu.default
+    linalg_lu_factor_ex.default linalg_lu_solve.default linalg_solve_triangular.default
+    triangular_solve.default
+""".split())
 
 
 def _torchs(table):

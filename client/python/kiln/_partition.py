@@ -114,7 +114,8 @@ def refused_nodes(gm):
     reasons = {}
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target is not operator.getitem and \
-                _tensors(_value(node)) and (reason := why_torch(node)) is not None:
+                (_tensors(_value(node)) or node.target in _tracing.CHECKS) and \
+                (reason := why_torch(node)) is not None:
             reasons[node] = reason
     return reasons
 

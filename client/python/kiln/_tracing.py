@@ -567,7 +567,7 @@ def _fold_trace_constants(gm, held):
         node.replace_all_uses_with(folded)
         graph.erase_node(node)
         known[folded] = value
-    graph.eliminate_dead_code()
+    eliminate_dead_code(graph)
 
 
 def _scalars_second(gm):
@@ -931,6 +931,28 @@ def trace_graph(fn, inputs, name, symbolic=None, relations=None, arguments=None,
     return graph, lifted, structure, writes
 
 
+# Ops that return nothing and raise eager's error when a value they read says
+# so (linalg.inv's check of its info result, a singular matrix): dead-code
+# elimination keeps them, so that a graph holding one is refused, or with
+# partitioning runs it through torch.
+CHECKS = frozenset([aten._linalg_check_errors.default])
+
+
+def eliminate_dead_code(graph):
+    graph.eliminate_dead_code(is_impure_node=lambda node: node.is_impure() or
+                              node.target in CHECKS)
+
+
+def _refuse_checks(gm):
+    for node in gm.graph.nodes:
+        if node.target in CHECKS:
+            raise TraceError(f"node '{node.name}' ({node.target}) raises eager's error when a "
+                             f"matrix is singular or not positive definite, and a Kiln artifact "
+                             f"cannot raise: call the _ex form (torch.linalg.inv_ex) and check "
+                             f"its info, or compile without strict=True to run the check through "
+                             f"torch")
+
+
 def _refuse_random(gm):
     """Refuses ops that draw random numbers (dropout in training mode,
     randn_like, ...): an artifact is a pure function of its inputs."""
@@ -1069,7 +1091,7 @@ def trace_module(fn, inputs, arguments=None, write_back=False, tracing_mode=None
     warn_running_statistics(gm.graph)
     writes = _input_positions(gm, written)
     lifted = state + lift_constants(gm)
-    gm.graph.eliminate_dead_code()
+    eliminate_dead_code(gm.graph)
     gm.recompile()
     return gm, lifted, structure, writes, half
 
@@ -1083,6 +1105,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     shapes."""
     gm, lifted, structure, writes, half = traced or trace_module(fn, inputs, arguments,
                                                                  write_back)
+    _refuse_checks(gm)
     if weights_seed is not None:
         generator = torch.Generator().manual_seed(weights_seed)
         # Same scale as the originals, so activations stay in range.

@@ -1,0 +1,52 @@
+#include "codegen/emit/linalg_call.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codegen/abi/kiln_abi.h"
+#include "codegen/emit/c_text.h"
+#include "codegen/ops/op_table.h"
+
+namespace kiln {
+
+absl::StatusOr<std::string> EmitLinalgCall(const Kernel& kernel, const EmitInputs& in) {
+  const ir::Graph& graph = in.graph;
+  const ir::Node& node = graph.nodes[graph.producer[kernel.value]];
+  const int64_t routine = ops::IntArg(node, "routine");
+  const ir::TensorType& a = graph.values[node.inputs[0]];
+  const ir::TensorType& b = graph.values[node.inputs.back()];
+  // LU's A is m x n; the others' A is n x n and their B n x k.
+  const std::string m = Extent(a.sizes[1]), n = Extent(a.sizes[2]);
+  const std::string k =
+      routine == KILN_LINALG_LU || node.inputs.size() == 1 ? "0" : Extent(b.sizes[2]);
+  std::vector<std::string> pointers, strides;
+  for (const Access& access : kernel.reads) {
+    const Linear offset = Offset(MemoryLayout(graph, in.program, access.value), access.map);
+    pointers.push_back(
+        absl::StrCat(StorageName(in.plan.storage_of[access.value]), " + ", SymC(offset.constant)));
+    std::vector<std::string> dims;
+    for (const ir::SymExpr& stride : offset.coefficients) dims.push_back(SymC(stride));
+    dims.resize(3, "0");
+    strides.push_back(absl::StrCat("{", absl::StrJoin(dims, ", "), "}"));
+  }
+  if (pointers.size() != node.inputs.size()) {
+    return absl::InternalError(
+        absl::StrCat("a LAPACK call reads ", pointers.size(), " operands of ", node.inputs.size()));
+  }
+  std::vector<std::string> results(node.outputs.size(), "0");
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] == kernel.value) {
+      results[i] = StorageName(in.plan.storage_of[kernel.value]);
+    }
+  }
+  return absl::StrCat(
+      "  {\n    const kiln_linalg call = {", routine, ", ", a.dtype == ir::DType::kFloat64 ? 1 : 0,
+      ", ", Extent(a.sizes[0]), ", ", m, ", ", n, ", ", k, ", ", ops::IntArg(node, "flags"), ", {",
+      absl::StrJoin(strides, ", "), "}};\n    const void* const operands[] = {",
+      absl::StrJoin(pointers, ", "), "};\n    void* const results[] = {",
+      absl::StrJoin(results, ", "),
+      "};\n    if (rt->linalg(rt->context, &call, operands, results) != 0) return 2;\n  }\n");
+}
+
+}  // namespace kiln
