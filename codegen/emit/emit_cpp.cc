@@ -410,10 +410,26 @@ absl::StatusOr<EmittedFunction> EmitScan(int index, const Kernel& kernel, const 
   return Unchunked(index, function);
 }
 
-// A scatter kernel (index_add, scatter_add, embedding_dense_backward): one
-// loop nest writes the start (a value at the same coordinates, or 0), then
-// one over the points, in row-major order, adds each point's element to the
-// element its index names, in the order eager adds them. A point whose
+// What a scatter's combiner makes of the element held, `held`, and a
+// point's `element` (loop_ir.h): amax and amin as eager's scatter_reduce,
+// where a NaN from either side wins.
+std::string ScatterCombined(const std::string& combiner, const std::string& held,
+                            const std::string& element) {
+  if (combiner == "assign") return element;
+  if (combiner == "prod") return absl::StrCat("(", held, " * ", element, ")");
+  if (combiner == "amax" || combiner == "amin") {
+    return absl::StrCat("((", element, " != ", element, ") ? ", element, " : ((", held,
+                        combiner == "amax" ? " < " : " > ", element, ") ? ", element, " : ", held,
+                        "))");
+  }
+  return absl::StrCat("(", held, " + ", element, ")");
+}
+
+// A scatter kernel (index_add, scatter_add, embedding_dense_backward, and
+// scatter_reduce's family, ops/scatter_reduce.cc): one loop nest writes the
+// start (a value at the same coordinates, or 0), then one over the points,
+// in row-major order, combines each point's element into the element its
+// index names (ScatterCombined), in the order eager does. A point whose
 // index falls outside the dim adds nothing. The sums are kept in the
 // output's own storage, or with the combiner "sum_rounded_once" for 16-bit
 // outputs in float32 in the thread's scratch, rounded at the end. Pointwise
@@ -485,7 +501,8 @@ absl::StatusOr<EmittedFunction> EmitScatter(int index, const Kernel& kernel, con
                          Extent(type.sizes[definition.axis]), ")) {"));
   absl::StrAppend(
       &text, indent, "  ", target, " = ",
-      ToStorage(absl::StrCat("(", FromStorage(target, sum_type), " + ", element, ")"), sum_type),
+      ToStorage(ScatterCombined(definition.combiner, FromStorage(target, sum_type), element),
+                sum_type),
       ";\n");
   body.Line("}");
   close_loops(points);

@@ -762,6 +762,11 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
     var.correction var_mean.correction view.default where.self xlogy.Scalar_Other xlogy.Tensor
     zeros.default zeros_like.default
 """.split()])
+# The index and scatter family (codegen/ops/scatter_reduce.cc).
+KILN_OPS |= {f"aten.{name}" for name in """
+    as_strided_scatter.default diagonal_scatter.default index_reduce.default
+    masked_scatter.default put.default scatter.reduce scatter.value_reduce scatter_reduce.two
+""".split()}
 
 
 def _torchs(table):
