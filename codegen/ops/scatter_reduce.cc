@@ -146,7 +146,7 @@ ir::ArgValue Identity(const std::string& reduce, DType dtype) {
 // scatter_reduce(self, dim, index, src, reduce, include_self) for reduce
 // sum, prod, mean, amax or amin. Without self, the elements some index
 // names start from the reduction's identity; a mean divides by how many
-// elements were folded in (floor division for integers, as eager).
+// elements were folded in (for integers, floored as eager).
 absl::StatusOr<int> ScatterReduce(GraphBuilder& b, int self, int64_t dim, int index, int src,
                                   const std::string& reduce, bool include_self) {
   if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" &&
@@ -199,8 +199,13 @@ absl::StatusOr<int> ScatterReduce(GraphBuilder& b, int self, int64_t dim, int in
                      b.Add("aten.masked_fill.Scalar", {*count, none}, {{"value", int64_t{1}}}));
   }
   if (ir::IsFloatingPoint(type.dtype)) return b.Add("aten.div.Tensor", {folded, divisor});
-  return b.Add("aten.div.Tensor_mode", {folded, divisor},
-               {{"rounding_mode", std::string("floor")}});
+  // Integers: the floor of the float64 quotient, eager's floor division for
+  // sums of magnitude below 2^53 (the divisor is at least 1).
+  ASSIGN_OR_RETURN(const int sum, b.Cast(folded, DType::kFloat64));
+  ASSIGN_OR_RETURN(const int by, b.Cast(divisor, DType::kFloat64));
+  ASSIGN_OR_RETURN(int mean, b.Add("aten.div.Tensor", {sum, by}));
+  ASSIGN_OR_RETURN(mean, b.Add("aten.floor.default", {mean}));
+  return b.Cast(mean, type.dtype);
 }
 
 const ArgSpec kDim{"dim", ArgKind::kInt, std::nullopt};
