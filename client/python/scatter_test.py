@@ -170,6 +170,17 @@ def test_as_strided_scatter_writes_the_strided_positions():
                   torch.randn(()), tol=0)
 
 
+
+@pytest.mark.parametrize("initial", [None, 2.5])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "max", "min"])
+def test_segment_reduce_by_lengths_and_offsets_with_empty_segments(reduce, initial):
+    data = torch.randn(6, 3)
+    lengths, offsets = torch.tensor([2, 0, 3, 1, 0]), torch.tensor([1, 1, 3, 5, 5])
+    assert_native(lambda d, n: torch.segment_reduce(d, reduce, lengths=n, initial=initial),
+                  data, lengths)
+    assert_native(lambda d, o: torch.segment_reduce(d, reduce, offsets=o, initial=initial),
+                  data, offsets)
+
 if __name__ == "__main__":
     args = [__file__, "-q", "-p", "no:cacheprovider"]
     if os.environ.get("XML_OUTPUT_FILE"):

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -346,6 +347,97 @@ absl::StatusOr<std::vector<int>> AsStridedScatter(GraphBuilder& b, const ir::Nod
   return One(Reshape(b, folded, SymSizes(type.sizes)));
 }
 
+// segment_reduce(data [N, ...], reduce, lengths [S] or offsets [S + 1],
+// axis 0, unsafe, initial) -> [S, ...]: segment s reduces data's rows
+// offsets[s] to offsets[s + 1] (lengths: their running sums from 0), onto
+// `initial` when given. A row's segment is how many segments end at or
+// before it: a running count of the ends marked on the rows (a scatter, then
+// a cumsum), linear in N + S; rows outside every segment fold nowhere. An
+// empty segment is `initial`, else the reduction's identity (NaN for mean).
+absl::StatusOr<std::vector<int>> SegmentReduce(GraphBuilder& b, const ir::Node& node) {
+  const int data = node.inputs[0];
+  const ir::TensorType type = b.type(data);
+  if (Present(node, "indices") || Present(node, "lengths") == Present(node, "offsets")) {
+    return absl::InvalidArgumentError(
+        "segment_reduce takes exactly one of lengths and offsets (indices are not supported, as "
+        "in eager)");
+  }
+  const int given = node.inputs[1];
+  if (b.type(given).rank() != 1 || IntArg(node, "axis") != 0 || type.rank() == 0) {
+    return absl::UnimplementedError(
+        "segment_reduce over one dim of lengths or offsets along axis 0 only");
+  }
+  RETURN_IF_ERROR(RequireStatic(type, "segment_reduce's data"));
+  RETURN_IF_ERROR(RequireStatic(b.type(given), "segment_reduce's lengths or offsets"));
+  if (!IsIndexType(b.type(given).dtype)) {
+    return absl::InvalidArgumentError("segment_reduce's lengths and offsets must be integers");
+  }
+  const int64_t rows = type.sizes[0].constant;
+  ASSIGN_OR_RETURN(int bounds, b.Cast(given, DType::kInt64));
+  int first = -1;  // the first row of the first segment, when it may not be 0
+  if (Present(node, "lengths")) {
+    ASSIGN_OR_RETURN(bounds, b.Add("aten.cumsum.default", {bounds}, {{"dim", int64_t{0}}}));
+  } else {
+    const int64_t count = b.type(bounds).sizes[0].constant;
+    if (count == 0) return absl::InvalidArgumentError("segment_reduce's offsets are empty");
+    ASSIGN_OR_RETURN(first,
+                     b.Add("aten.slice.Tensor", {bounds},
+                           {{"dim", int64_t{0}}, {"start", int64_t{0}}, {"end", int64_t{1}}}));
+    ASSIGN_OR_RETURN(bounds, b.Add("aten.slice.Tensor", {bounds},
+                                   {{"dim", int64_t{0}}, {"start", int64_t{1}}, {"end", count}}));
+  }
+  const int64_t segments = b.type(bounds).sizes[0].constant;
+  ASSIGN_OR_RETURN(const int zeros,
+                   b.Add("aten.zeros.default", {},
+                         {{"size", std::vector<int64_t>{rows}}, {"dtype", DType::kInt64}}));
+  ASSIGN_OR_RETURN(const int ones, b.Add("aten.ones_like.default", {bounds}));
+  ASSIGN_OR_RETURN(int segment, b.Add(kFold, {zeros, bounds, ones},
+                                      {{"dim", int64_t{0}}, {"reduce", std::string("sum")}}));
+  ASSIGN_OR_RETURN(segment, b.Add("aten.cumsum.default", {segment}, {{"dim", int64_t{0}}}));
+  if (first >= 0) {
+    ASSIGN_OR_RETURN(const int row,
+                     b.Add("aten.arange.default", {}, {{"end", rows}, {"dtype", DType::kInt64}}));
+    ASSIGN_OR_RETURN(const int before, b.Add("aten.lt.Tensor", {row, first}));
+    ASSIGN_OR_RETURN(segment,
+                     b.Add("aten.masked_fill.Scalar", {segment, before}, {{"value", int64_t{-1}}}));
+  }
+  std::vector<ir::SymExpr> along(type.rank(), ir::SymExpr::Constant(1));
+  along[0] = ir::SymExpr::Constant(rows);
+  ASSIGN_OR_RETURN(segment, Reshape(b, segment, along));
+  ASSIGN_OR_RETURN(segment,
+                   b.Add("aten.expand.default", {segment}, {{"size", SymSizes(type.sizes)}}));
+
+  const std::string& reduce = std::get<std::string>(Arg(node, "reduce"));
+  const std::map<std::string, std::string> folds = {
+      {"sum", "sum"}, {"prod", "prod"}, {"mean", "sum"}, {"max", "amax"}, {"min", "amin"}};
+  const auto fold = folds.find(reduce);
+  if (fold == folds.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "segment_reduce's reduce must be one of sum, prod, mean, max, min, got '", reduce, "'"));
+  }
+  const bool has_initial = Present(node, "initial");
+  std::vector<int64_t> out_sizes = {segments};
+  for (size_t d = 1; d < type.rank(); ++d) out_sizes.push_back(type.sizes[d].constant);
+  ASSIGN_OR_RETURN(const int start,
+                   b.Add("aten.full.default", {},
+                         {{"size", out_sizes},
+                          {"fill_value",
+                           has_initial ? Arg(node, "initial") : Identity(fold->second, type.dtype)},
+                          {"dtype", type.dtype}}));
+  ASSIGN_OR_RETURN(const int folded, b.Add(kFold, {start, segment, data},
+                                           {{"dim", int64_t{0}}, {"reduce", fold->second}}));
+  if (reduce != "mean") return std::vector<int>{folded};
+  ASSIGN_OR_RETURN(const int no_rows, b.Add("aten.zeros_like.default", {start}));
+  ASSIGN_OR_RETURN(const int row_ones, b.Add("aten.ones_like.default", {data}));
+  ASSIGN_OR_RETURN(const int count, b.Add(kFold, {no_rows, segment, row_ones},
+                                          {{"dim", int64_t{0}}, {"reduce", std::string("sum")}}));
+  ASSIGN_OR_RETURN(const int mean, b.Add("aten.div.Tensor", {folded, count}));
+  ASSIGN_OR_RETURN(const int empty, b.Add("aten.eq.Scalar", {count}, {{"other", int64_t{0}}}));
+  const ir::ArgValue fill =
+      has_initial ? Arg(node, "initial") : ir::ArgValue(std::numeric_limits<double>::quiet_NaN());
+  return One(b.Add("aten.masked_fill.Scalar", {mean, empty}, {{"value", fill}}));
+}
+
 // diagonal_scatter(self, src, offset, dim1, dim2) -> self's type: element c
 // is src's element k of the diagonal where c[dim2] - c[dim1] = offset (k =
 // c[dim1] for offset >= 0, else c[dim2]), self's elsewhere. One pointwise
@@ -464,6 +556,15 @@ void RegisterScatterOps(OpTable& table) {
                kNoBool, {}, "scatter");
   AddComposite(table, "aten.masked_scatter.default", 3, 3, {}, MaskedScatter, kNoBool, {},
                "scatter", /*checked_inputs=*/1);
+  AddComposite(table, "aten.segment_reduce.default", 1, 4,
+               {kReduce,
+                {"lengths", ArgKind::kOptionalTensor, ir::ArgValue(true)},
+                {"indices", ArgKind::kOptionalTensor, ir::ArgValue(true)},
+                {"offsets", ArgKind::kOptionalTensor, ir::ArgValue(true)},
+                {"axis", ArgKind::kInt, int64_t{0}},
+                {"unsafe", ArgKind::kBool, false},
+                {"initial", ArgKind::kScalar, ir::ArgValue(ir::None{})}},
+               SegmentReduce, kFloatTypes, {}, "scatter", /*checked_inputs=*/1);
   AddComposite(table, "aten.as_strided_scatter.default", 2, 2,
                {{"size", ArgKind::kIntList, std::nullopt},
                 {"stride", ArgKind::kIntList, std::nullopt},

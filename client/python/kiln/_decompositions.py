@@ -766,6 +766,7 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
 KILN_OPS |= {f"aten.{name}" for name in """
     as_strided_scatter.default diagonal_scatter.default index_reduce.default
     masked_scatter.default put.default scatter.reduce scatter.value_reduce scatter_reduce.two
+    segment_reduce.default
 """.split()}
 
 
