@@ -181,6 +181,12 @@ def test_segment_reduce_by_lengths_and_offsets_with_empty_segments(reduce, initi
     assert_native(lambda d, o: torch.segment_reduce(d, reduce, offsets=o, initial=initial),
                   data, offsets)
 
+
+@pytest.mark.parametrize("x,index", [(torch.tensor(2.0), torch.tensor(0)),
+                                     (torch.randn(2, 3), torch.tensor(-2))])
+def test_take_with_a_0_dim_index_reads_the_flat_position_it_names(x, index):
+    assert_native(torch.take, x, index, tol=0)
+
 if __name__ == "__main__":
     args = [__file__, "-q", "-p", "no:cacheprovider"]
     if os.environ.get("XML_OUTPUT_FILE"):

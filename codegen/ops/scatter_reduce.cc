@@ -32,6 +32,9 @@ using ir::DType;
 
 constexpr char kFold[] = "kiln.scatter_fold.default";
 
+// What the family's ops take (16-bit floats are not supported yet).
+const std::vector<DType> kScatterTypes = {DType::kFloat32, DType::kFloat64, DType::kInt64};
+
 bool IsIndexType(DType dtype) { return dtype == DType::kInt64 || dtype == DType::kInt32; }
 
 std::vector<ir::SymExpr> SymSizes(const std::vector<ir::Dim>& sizes) {
@@ -447,7 +450,7 @@ void AddDiagonalScatter(OpTable& table) {
   OpDef def;
   def.name = "aten.diagonal_scatter.default";
   def.family = "scatter";
-  def.dtypes = kAllTypes;
+  def.dtypes = kScatterTypes;
   def.min_inputs = def.max_inputs = 2;
   def.args = {{"offset", ArgKind::kInt, int64_t{0}},
               {"dim1", ArgKind::kInt, int64_t{0}},
@@ -456,7 +459,7 @@ void AddDiagonalScatter(OpTable& table) {
                  const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
     const ir::TensorType& self = *inputs[0];
     const ir::TensorType& src = *inputs[1];
-    RETURN_IF_ERROR(CheckDTypes(inputs, kAllTypes, {}));
+    RETURN_IF_ERROR(CheckDTypes(inputs, kScatterTypes, {}));
     if (src.dtype != self.dtype) {
       return absl::InvalidArgumentError(absl::StrCat("src is ", ir::DTypeName(src.dtype),
                                                      ", not self's ", ir::DTypeName(self.dtype)));
@@ -529,7 +532,7 @@ void RegisterScatterOps(OpTable& table) {
                                  node.inputs[2], std::get<std::string>(Arg(node, "reduce")),
                                  std::get<bool>(Arg(node, "include_self"))));
       },
-      kNoBool, {}, "scatter");
+      kScatterTypes, {}, "scatter", /*checked_inputs=*/1);
   AddComposite(
       table, "aten.scatter.reduce", 3, 3, {kDim, kReduce},
       [](GraphBuilder& b, const ir::Node& node) -> absl::StatusOr<std::vector<int>> {
@@ -537,7 +540,7 @@ void RegisterScatterOps(OpTable& table) {
         return One(ScatterReduce(b, node.inputs[0], IntArg(node, "dim"), node.inputs[1],
                                  node.inputs[2], reduce, true));
       },
-      kNoBool, {}, "scatter");
+      kScatterTypes, {}, "scatter", /*checked_inputs=*/1);
   AddComposite(
       table, "aten.scatter.value_reduce", 2, 2,
       {kDim, {"value", ArgKind::kScalar, std::nullopt}, kReduce},
@@ -549,12 +552,12 @@ void RegisterScatterOps(OpTable& table) {
         return One(ScatterReduce(b, node.inputs[0], IntArg(node, "dim"), node.inputs[1], src,
                                  reduce, true));
       },
-      kNoBool, {}, "scatter");
+      kScatterTypes, {}, "scatter", /*checked_inputs=*/1);
   AddComposite(table, "aten.index_reduce.default", 3, 3, {kDim, kReduce, kIncludeSelf}, IndexReduce,
-               kNoBool, {}, "scatter");
+               kScatterTypes, {}, "scatter", /*checked_inputs=*/1);
   AddComposite(table, "aten.put.default", 3, 3, {{"accumulate", ArgKind::kBool, false}}, Put,
-               kNoBool, {}, "scatter");
-  AddComposite(table, "aten.masked_scatter.default", 3, 3, {}, MaskedScatter, kNoBool, {},
+               kScatterTypes, {}, "scatter", /*checked_inputs=*/1);
+  AddComposite(table, "aten.masked_scatter.default", 3, 3, {}, MaskedScatter, kScatterTypes, {},
                "scatter", /*checked_inputs=*/1);
   AddComposite(table, "aten.segment_reduce.default", 1, 4,
                {kReduce,
@@ -564,12 +567,13 @@ void RegisterScatterOps(OpTable& table) {
                 {"axis", ArgKind::kInt, int64_t{0}},
                 {"unsafe", ArgKind::kBool, false},
                 {"initial", ArgKind::kScalar, ir::ArgValue(ir::None{})}},
-               SegmentReduce, kFloatTypes, {}, "scatter", /*checked_inputs=*/1);
+               SegmentReduce, {DType::kFloat32, DType::kFloat64}, {}, "scatter",
+               /*checked_inputs=*/1);
   AddComposite(table, "aten.as_strided_scatter.default", 2, 2,
                {{"size", ArgKind::kIntList, std::nullopt},
                 {"stride", ArgKind::kIntList, std::nullopt},
                 {"storage_offset", ArgKind::kInt, ir::ArgValue(ir::None{})}},
-               AsStridedScatter, kNoBool, {}, "scatter");
+               AsStridedScatter, kScatterTypes, {}, "scatter", /*checked_inputs=*/1);
 }
 
 }  // namespace kiln::ops
