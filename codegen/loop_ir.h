@@ -16,8 +16,9 @@
 //   - concat: parts written one after another along an axis, each by a loop
 //     over its own shape (so no load is ever out of bounds);
 //   - scatter: a scatter-add (index_add, scatter_add, embedding's
-//     backward): a start value, then each point of an iteration space adds
-//     one element at coordinates of which one is an index tensor's value.
+//     backward) or another fold (scatter_reduce's family): a start value,
+//     then each point of an iteration space folds one element into
+//     coordinates of which one is an index tensor's value.
 // A load may be *bounded*: where its coordinates fall outside the loaded
 // value's sizes it yields a constant instead of reading (pooling's padding:
 // -inf for a max, 0 for a sum). See Expr::bounded.
@@ -131,7 +132,8 @@ struct Definition {
   // and max pooling's "pool_max" / "pool_argmax" (emit/reduction.h); kScan:
   // "sum"; kScatter: "sum" (each 16-bit sum rounded to the dtype, as eager's
   // embedding_dense_backward) or "sum_rounded_once" (16-bit sums kept in
-  // float32 and rounded at the end, as eager's index_add and scatter_add).
+  // float32 and rounded at the end, as eager's index_add and scatter_add),
+  // or "prod", "amax", "amin", "assign" (ops/scatter_reduce.cc).
   std::string combiner;
   // argmax, argmin and pool_argmax: what is stored for the element kept.
   // -1: its flat position over the reduced dims; else exprs[position], an

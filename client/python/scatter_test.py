@@ -182,6 +182,15 @@ def test_segment_reduce_by_lengths_and_offsets_with_empty_segments(reduce, initi
                   data, offsets)
 
 
+def test_segment_reduce_of_batched_lengths_and_offsets_along_axis_1():
+    data = torch.randn(2, 5, 3)
+    lengths = torch.tensor([[2, 0, 3], [1, 1, 3]])
+    offsets = torch.tensor([[0, 2, 2, 5], [1, 2, 2, 4]])
+    assert_native(lambda d, n: torch.segment_reduce(d, "mean", lengths=n, axis=1, initial=1.0),
+                  data, lengths)
+    assert_native(lambda d, o: torch.segment_reduce(d, "max", offsets=o, axis=1), data, offsets)
+
+
 @pytest.mark.parametrize("x,index", [(torch.tensor(2.0), torch.tensor(0)),
                                      (torch.randn(2, 3), torch.tensor(-2))])
 def test_take_with_a_0_dim_index_reads_the_flat_position_it_names(x, index):

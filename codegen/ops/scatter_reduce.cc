@@ -350,9 +350,10 @@ absl::StatusOr<std::vector<int>> AsStridedScatter(GraphBuilder& b, const ir::Nod
   return One(Reshape(b, folded, SymSizes(type.sizes)));
 }
 
-// segment_reduce(data [N, ...], reduce, lengths [S] or offsets [S + 1],
-// axis 0, unsafe, initial) -> [S, ...]: segment s reduces data's rows
-// offsets[s] to offsets[s + 1] (lengths: their running sums from 0), onto
+// segment_reduce(data [B..., N, ...], reduce, lengths [B..., S] or offsets
+// [B..., S + 1], axis (B's count), unsafe, initial) -> [B..., S, ...]:
+// segment s reduces data's rows (along `axis`) offsets[s] to offsets[s + 1]
+// (lengths: their running sums from 0), onto
 // `initial` when given. A row's segment is how many segments end at or
 // before it: a running count of the ends marked on the rows (a scatter, then
 // a cumsum), linear in N + S; rows outside every segment fold nowhere. An
@@ -366,37 +367,42 @@ absl::StatusOr<std::vector<int>> SegmentReduce(GraphBuilder& b, const ir::Node& 
         "in eager)");
   }
   const int given = node.inputs[1];
-  if (b.type(given).rank() != 1 || IntArg(node, "axis") != 0 || type.rank() == 0) {
-    return absl::UnimplementedError(
-        "segment_reduce over one dim of lengths or offsets along axis 0 only");
-  }
+  const ir::TensorType given_type = b.type(given);
   RETURN_IF_ERROR(RequireStatic(type, "segment_reduce's data"));
-  RETURN_IF_ERROR(RequireStatic(b.type(given), "segment_reduce's lengths or offsets"));
-  if (!IsIndexType(b.type(given).dtype)) {
+  RETURN_IF_ERROR(RequireStatic(given_type, "segment_reduce's lengths or offsets"));
+  if (!IsIndexType(given_type.dtype)) {
     return absl::InvalidArgumentError("segment_reduce's lengths and offsets must be integers");
   }
-  const int64_t rows = type.sizes[0].constant;
+  // The leading dims of lengths (offsets) are data's batch dims before `axis`.
+  const int64_t axis = static_cast<int64_t>(given_type.rank()) - 1;
+  if (axis < 0 || IntArg(node, "axis") != axis || type.rank() <= static_cast<size_t>(axis) ||
+      !std::equal(given_type.sizes.begin(), given_type.sizes.end() - 1, type.sizes.begin())) {
+    return absl::InvalidArgumentError(
+        "segment_reduce's axis must be the last dim of lengths (offsets), whose other dims are "
+        "data's before it");
+  }
+  const int64_t rows = type.sizes[axis].constant;
+  const int64_t count = given_type.sizes[axis].constant;
   ASSIGN_OR_RETURN(int bounds, b.Cast(given, DType::kInt64));
   int first = -1;  // the first row of the first segment, when it may not be 0
   if (Present(node, "lengths")) {
-    ASSIGN_OR_RETURN(bounds, b.Add("aten.cumsum.default", {bounds}, {{"dim", int64_t{0}}}));
+    ASSIGN_OR_RETURN(bounds, b.Add("aten.cumsum.default", {bounds}, {{"dim", axis}}));
   } else {
-    const int64_t count = b.type(bounds).sizes[0].constant;
     if (count == 0) return absl::InvalidArgumentError("segment_reduce's offsets are empty");
-    ASSIGN_OR_RETURN(first,
-                     b.Add("aten.slice.Tensor", {bounds},
-                           {{"dim", int64_t{0}}, {"start", int64_t{0}}, {"end", int64_t{1}}}));
+    ASSIGN_OR_RETURN(first, b.Add("aten.slice.Tensor", {bounds},
+                                  {{"dim", axis}, {"start", int64_t{0}}, {"end", int64_t{1}}}));
     ASSIGN_OR_RETURN(bounds, b.Add("aten.slice.Tensor", {bounds},
-                                   {{"dim", int64_t{0}}, {"start", int64_t{1}}, {"end", count}}));
+                                   {{"dim", axis}, {"start", int64_t{1}}, {"end", count}}));
   }
-  const int64_t segments = b.type(bounds).sizes[0].constant;
-  ASSIGN_OR_RETURN(const int zeros,
-                   b.Add("aten.zeros.default", {},
-                         {{"size", std::vector<int64_t>{rows}}, {"dtype", DType::kInt64}}));
+  const int64_t segments = b.type(bounds).sizes[axis].constant;
+  std::vector<int64_t> marks_sizes;  // data's sizes up to and with `axis`
+  for (int64_t d = 0; d <= axis; ++d) marks_sizes.push_back(type.sizes[d].constant);
+  ASSIGN_OR_RETURN(const int zeros, b.Add("aten.zeros.default", {},
+                                          {{"size", marks_sizes}, {"dtype", DType::kInt64}}));
   ASSIGN_OR_RETURN(const int ones, b.Add("aten.ones_like.default", {bounds}));
   ASSIGN_OR_RETURN(int segment, b.Add(kFold, {zeros, bounds, ones},
-                                      {{"dim", int64_t{0}}, {"reduce", std::string("sum")}}));
-  ASSIGN_OR_RETURN(segment, b.Add("aten.cumsum.default", {segment}, {{"dim", int64_t{0}}}));
+                                      {{"dim", axis}, {"reduce", std::string("sum")}}));
+  ASSIGN_OR_RETURN(segment, b.Add("aten.cumsum.default", {segment}, {{"dim", axis}}));
   if (first >= 0) {
     ASSIGN_OR_RETURN(const int row,
                      b.Add("aten.arange.default", {}, {{"end", rows}, {"dtype", DType::kInt64}}));
@@ -405,7 +411,7 @@ absl::StatusOr<std::vector<int>> SegmentReduce(GraphBuilder& b, const ir::Node& 
                      b.Add("aten.masked_fill.Scalar", {segment, before}, {{"value", int64_t{-1}}}));
   }
   std::vector<ir::SymExpr> along(type.rank(), ir::SymExpr::Constant(1));
-  along[0] = ir::SymExpr::Constant(rows);
+  for (int64_t d = 0; d <= axis; ++d) along[d] = ir::SymExpr::Constant(marks_sizes[d]);
   ASSIGN_OR_RETURN(segment, Reshape(b, segment, along));
   ASSIGN_OR_RETURN(segment,
                    b.Add("aten.expand.default", {segment}, {{"size", SymSizes(type.sizes)}}));
@@ -419,23 +425,25 @@ absl::StatusOr<std::vector<int>> SegmentReduce(GraphBuilder& b, const ir::Node& 
         "segment_reduce's reduce must be one of sum, prod, mean, max, min, got '", reduce, "'"));
   }
   const bool has_initial = Present(node, "initial");
-  std::vector<int64_t> out_sizes = {segments};
-  for (size_t d = 1; d < type.rank(); ++d) out_sizes.push_back(type.sizes[d].constant);
+  std::vector<int64_t> out_sizes;
+  for (const ir::Dim& size : type.sizes) out_sizes.push_back(size.constant);
+  out_sizes[axis] = segments;
   ASSIGN_OR_RETURN(const int start,
                    b.Add("aten.full.default", {},
                          {{"size", out_sizes},
                           {"fill_value",
                            has_initial ? Arg(node, "initial") : Identity(fold->second, type.dtype)},
                           {"dtype", type.dtype}}));
-  ASSIGN_OR_RETURN(const int folded, b.Add(kFold, {start, segment, data},
-                                           {{"dim", int64_t{0}}, {"reduce", fold->second}}));
+  ASSIGN_OR_RETURN(const int folded,
+                   b.Add(kFold, {start, segment, data}, {{"dim", axis}, {"reduce", fold->second}}));
   if (reduce != "mean") return std::vector<int>{folded};
   ASSIGN_OR_RETURN(const int no_rows, b.Add("aten.zeros_like.default", {start}));
   ASSIGN_OR_RETURN(const int row_ones, b.Add("aten.ones_like.default", {data}));
-  ASSIGN_OR_RETURN(const int count, b.Add(kFold, {no_rows, segment, row_ones},
-                                          {{"dim", int64_t{0}}, {"reduce", std::string("sum")}}));
-  ASSIGN_OR_RETURN(const int mean, b.Add("aten.div.Tensor", {folded, count}));
-  ASSIGN_OR_RETURN(const int empty, b.Add("aten.eq.Scalar", {count}, {{"other", int64_t{0}}}));
+  ASSIGN_OR_RETURN(const int folded_rows, b.Add(kFold, {no_rows, segment, row_ones},
+                                                {{"dim", axis}, {"reduce", std::string("sum")}}));
+  ASSIGN_OR_RETURN(const int mean, b.Add("aten.div.Tensor", {folded, folded_rows}));
+  ASSIGN_OR_RETURN(const int empty,
+                   b.Add("aten.eq.Scalar", {folded_rows}, {{"other", int64_t{0}}}));
   const ir::ArgValue fill =
       has_initial ? Arg(node, "initial") : ir::ArgValue(std::numeric_limits<double>::quiet_NaN());
   return One(b.Add("aten.masked_fill.Scalar", {mean, empty}, {{"value", fill}}));

@@ -46,7 +46,8 @@ def scatter_cases(claims):
              lambda a, i, s: a.scatter(1, i, s, reduce="multiply")),
             ("aten.scatter.value_reduce", "multiply",
              lambda a, i, s: a.scatter(1, i, 3, reduce="multiply")),
-            ("aten.scatter.value_reduce", "add", lambda a, i, s: a.scatter(-1, i, 2, reduce="add"))]:
+            ("aten.scatter.value_reduce", "add",
+             lambda a, i, s: a.scatter(-1, i, 2, reduce="add"))]:
         for dtype in claimed(claims, op):
             g = generator(op, variant, NAMES[dtype])
             yield Case(op, dtype, variant, fn,
@@ -113,7 +114,8 @@ def as_strided_scatter_cases(claims):
     op = "aten.as_strided_scatter.default"
     for dtype in claimed(claims, op):
         g = generator(op, NAMES[dtype])
-        yield Case(op, dtype, "offset", lambda a, s: torch.as_strided_scatter(a, s, (2, 2), (1, 2), 1),
+        yield Case(op, dtype, "offset",
+                   lambda a, s: torch.as_strided_scatter(a, s, (2, 2), (1, 2), 1),
                    [random((3, 3), dtype, g), random((2, 2), dtype, g)], EXACT)
         yield Case(op, dtype, "0d", lambda a, s: torch.as_strided_scatter(a, s, (), ()),
                    [random((1,), dtype, g), random((), dtype, g)], EXACT)
