@@ -15,10 +15,11 @@
 //   - extern: a call through the runtime table (GEMM) that writes a buffer;
 //   - concat: parts written one after another along an axis, each by a loop
 //     over its own shape (so no load is ever out of bounds);
-//   - scatter: a start value, then each point of an iteration space adds
-//     (index_add, scatter_add, embedding's backward) or writes (index_copy,
-//     scatter) one element at coordinates of which one is an index
-//     tensor's value: its loops run over the points, not the result.
+//   - scatter: a start value, then each point of an iteration space folds
+//     one element (adds: index_add, scatter_add, embedding's backward;
+//     another fold: scatter_reduce's family; or writes: index_copy,
+//     scatter) into coordinates of which one is an index tensor's value:
+//     its loops run over the points, not the result.
 // A load may be *bounded*: where its coordinates fall outside the loaded
 // value's sizes it yields a constant instead of reading (pooling's padding:
 // -inf for a max, 0 for a sum). See Expr::bounded.
@@ -133,8 +134,9 @@ struct Definition {
   // "sum"; kScatter: "sum" (each 16-bit sum rounded to the dtype, as eager's
   // embedding_dense_backward) or "sum_rounded_once" (16-bit sums kept in
   // float32 and rounded at the end, as eager's index_add and scatter_add),
-  // or "assign": the point's element replaces the element (where several
-  // points name one, the last in row-major order wins).
+  // or "prod", "amax", "amin" (ops/scatter_reduce.cc), or "assign": the
+  // point's element replaces the element (where several points name one,
+  // the last in row-major order wins).
   std::string combiner;
   // argmax, argmin and pool_argmax: what is stored for the element kept.
   // -1: its flat position over the reduced dims; else exprs[position], an

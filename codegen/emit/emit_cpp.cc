@@ -423,17 +423,32 @@ absl::StatusOr<EmittedFunction> EmitScan(int index, const Kernel& kernel, const 
   return Unchunked(index, function);
 }
 
-// A scatter kernel (index_add, scatter_add, embedding_dense_backward; with
-// the combiner "assign", index_copy and scatter). A checked one first runs
+// What a scatter's combiner makes of the element held, `held`, and a
+// point's `element` (loop_ir.h): amax and amin as eager's scatter_reduce,
+// where a NaN from either side wins.
+std::string ScatterCombined(const std::string& combiner, const std::string& held,
+                            const std::string& element) {
+  if (combiner == "assign") return element;
+  if (combiner == "prod") return absl::StrCat("(", held, " * ", element, ")");
+  if (combiner == "amax" || combiner == "amin") {
+    return absl::StrCat("((", element, " != ", element, ") ? ", element, " : ((", held,
+                        combiner == "amax" ? " < " : " > ", element, ") ? ", element, " : ", held,
+                        "))");
+  }
+  return absl::StrCat("(", held, " + ", element, ")");
+}
+
+// A scatter kernel (index_add, scatter_add, embedding_dense_backward;
+// scatter_reduce's family, ops/scatter_reduce.cc; with the combiner
+// "assign", index_copy and scatter). A checked one first runs
 // over the points computing each index alone, and stops the run at the
 // first outside the dim, before anything is written (loop_ir.h,
 // checked_op). Then one loop nest writes the start (a value at the same
 // coordinates, or 0), unless the start is the output's own storage read at
 // identity (an output the planner put in its input's storage): then it is
-// already there. Then one loop over the points, in row-major order, adds
-// each point's element to the element its index names (or, "assign",
-// writes it there), in the order eager does. A point whose index falls
-// outside the dim writes nothing. The sums are kept in the output's own
+// already there. Then one loop over the points, in row-major order, folds
+// each point's element into the element its index names (ScatterCombined), in the order eager does.
+// A point whose index falls outside the dim writes nothing. The sums are kept in the output's own
 // storage, or with the combiner "sum_rounded_once" for 16-bit outputs in
 // float32 in the thread's scratch, rounded at the end. Pointwise producers
 // of the start, the index and the elements are inlined. It runs whole on
@@ -531,11 +546,12 @@ absl::StatusOr<EmittedFunction> EmitScatter(int index, const Kernel& kernel, con
     target = absl::StrCat(sums, "[", offset.ToString(), " + ", position, " * ", SymC(stride), "]");
   }
   body.Line(absl::StrCat("if ((", position, " >= 0) & (", position, " < ", size, ")) {"));
-  const std::string written =
-      definition.combiner == "assign"
-          ? element
-          : absl::StrCat("(", FromStorage(target, sum_type), " + ", element, ")");
-  absl::StrAppend(&text, indent, "  ", target, " = ", ToStorage(written, sum_type), ";\n");
+  absl::StrAppend(
+      &text, indent, "  ", target, " = ",
+      ToStorage(ScatterCombined(definition.combiner, FromStorage(target, sum_type), element),
+                sum_type),
+      ";
+");
   body.Line("}");
   close_loops(points);
   if (sums != out) {

@@ -26,6 +26,7 @@ const OpTable& OpTable::Get() {
     RegisterWriteOps(*built);
     RegisterSpecialOps(*built);
     RegisterLinalgOps(*built);
+    RegisterScatterOps(*built);
     return built;
   }();
   return *table;

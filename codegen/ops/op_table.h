@@ -111,6 +111,7 @@ void RegisterComplexOps(OpTable& table);  // complex.cc, fft.cc
 void RegisterWriteOps(OpTable& table);  // writes.cc: index_copy, scatter
 void RegisterSpecialOps(OpTable& table);
 void RegisterLinalgOps(OpTable& table);
+void RegisterScatterOps(OpTable& table);  // scatter_reduce.cc
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);

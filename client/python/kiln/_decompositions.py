@@ -326,6 +326,12 @@ def _p_norms(difference, p, nan_max):
     return difference.pow(p).sum(-1).pow(1.0 / p)
 
 
+def _take(x, index):
+    """x.flatten()[index] as one aten.index: torch's form indexes in Python,
+    which reads a 0-dim index's value while tracing."""
+    return aten.index.Tensor(x.reshape(-1), [index])
+
+
 def _cdist(x1, x2, p=2.0, compute_mode=None):
     """cdist (the p-norm distance of every row pair) from the differences
     (eager takes p = 2 of more than 25 rows as _euclidean_dist)."""
@@ -748,6 +754,12 @@ KILN_OPS |= frozenset(f"aten.{name}" for name in """
     linalg_lu_factor_ex.default linalg_lu_solve.default linalg_solve_triangular.default
     triangular_solve.default
 """.split())
+# The index and scatter family (codegen/ops/scatter_reduce.cc).
+KILN_OPS |= {f"aten.{name}" for name in """
+    as_strided_scatter.default diagonal_scatter.default index_reduce.default
+    masked_scatter.default put.default scatter.reduce scatter.value_reduce scatter_reduce.two
+    segment_reduce.default
+""".split()}
 
 
 def _torchs(table):
@@ -777,6 +789,7 @@ DECOMPOSITIONS = {
     aten.avg_pool3d.default: _avg_pool3d,
     aten.convolution_backward.default: _convolution_backward,
     aten.cummax.default: _cumulative_extreme(largest=True),
+    aten.take.default: _take,  # torch's reads a 0-dim index's value
     aten.cummin.default: _cumulative_extreme(largest=False),
     aten.hamming_window.default: _hamming_window,
     aten.hamming_window.periodic: _hamming_window,

@@ -867,6 +867,9 @@ def to_kiln(gm, inputs, name, symbols=None, results=None):
             bound[schema.arguments[position].name] = value
         bound.update(node.kwargs)
         for argument in schema.arguments:
+            if argument.name not in bound and argument.kwarg_only and str(argument.type) in (
+                    "Optional[Tensor]", "Tensor?"):  # left out: absent (segment_reduce's offsets)
+                kiln_node["args"].append({"name": argument.name, "none": True})
             if argument.name not in bound or argument.name in IGNORED_ARGS:
                 continue
             value = torch.fx.node.map_arg(bound[argument.name], as_argument)
