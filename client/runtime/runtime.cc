@@ -17,6 +17,7 @@
 
 #include "client/runtime/convolution.h"
 #include "client/runtime/matmul.h"
+#include "client/runtime/sort.h"
 
 namespace kiln {
 namespace {
@@ -413,6 +414,10 @@ int ConvF32(void* context, const kiln_conv* conv, const float* src, const float*
   return ConvolveF32(static_cast<Runtime*>(context)->pool(), *conv, src, weights, bias, dst);
 }
 
+void SelectRowsOf(void* context, const kiln_select* select, const void* x, long long* out) {
+  SelectRows(static_cast<Runtime*>(context)->pool(), *select, x, reinterpret_cast<int64_t*>(out));
+}
+
 int DefaultThreads() {
   if (const char* env = getenv("KILN_NUM_THREADS")) {
     const int threads = atoi(env);
@@ -467,6 +472,7 @@ Runtime::Runtime(int threads, GemmLibraries gemm_libraries)
   }
   table_.thread_scratch = ThreadScratch;
   table_.conv_f32 = ConvF32;
+  table_.select_rows = SelectRowsOf;
 }
 
 Runtime& Runtime::Default() {
