@@ -103,7 +103,10 @@ void SelectRow(const kiln_select& select, std::vector<std::pair<T, int64_t>>& ro
       return;
     case KILN_SELECT_MEDIAN:
     case KILN_SELECT_NANMEDIAN: {
-      // Ties broken by position: the middle of the stable sort.
+      // torch's: a NaN is median's answer; else std::nth_element with ties
+      // broken by position (the middle of the stable sort), NaN after every
+      // number. A row of only NaN leaves nanmedian whichever NaN
+      // nth_element leaves first, as in torch.
       const bool skip_nan = select.select == KILN_SELECT_NANMEDIAN;
       int64_t count = n;
       for (const Pair& element : row) {
@@ -117,7 +120,8 @@ void SelectRow(const kiln_select& select, std::vector<std::pair<T, int64_t>>& ro
       }
       const auto middle = row.begin() + (count > 0 ? (count - 1) / 2 : 0);
       std::nth_element(row.begin(), middle, row.end(), [](const Pair& a, const Pair& b) {
-        return Ascending(a.first, b.first) || (!Ascending(b.first, a.first) && a.second < b.second);
+        return a.first < b.first || (a.first == b.first && a.second < b.second) ||
+               (IsNan(b.first) && !IsNan(a.first));
       });
       out[0] = middle->second;
       return;
@@ -187,8 +191,6 @@ void SelectRows(ThreadPool& pool, const kiln_select& select, const void* x, int6
       return SelectRowsOf(pool, select, static_cast<const double*>(x), out);
     case KILN_ELEMENT_I64:
       return SelectRowsOf(pool, select, static_cast<const int64_t*>(x), out);
-    case KILN_ELEMENT_I32:
-      return SelectRowsOf(pool, select, static_cast<const int32_t*>(x), out);
     case KILN_ELEMENT_BOOL:
       return SelectRowsOf(pool, select, static_cast<const uint8_t*>(x), out);
   }

@@ -3,11 +3,12 @@
 // row or better, rows spread across the runtime's pool.
 //
 // Equal elements come in the order eager PyTorch's CPU kernels give them,
-// by the same algorithms: sort is stable; median and nanmedian break ties
-// by position, so they are stable too; topk is torch's std::partial_sort
-// or std::nth_element over (value, position) pairs, kthvalue its
-// quickselect and mode its std::sort of pairs, so the position returned
-// among equal elements is the one eager returns.
+// by the same algorithms: sort is stable; median and nanmedian are torch's
+// std::nth_element with ties broken by position (the middle of the stable
+// sort); topk is torch's std::partial_sort or std::nth_element over (value,
+// position) pairs, kthvalue its quickselect and mode its std::sort of
+// pairs, so the position returned among equal elements is the one eager
+// returns.
 #ifndef KILN_CLIENT_RUNTIME_SORT_H_
 #define KILN_CLIENT_RUNTIME_SORT_H_
 

@@ -10,6 +10,7 @@
 #include "codegen/emit/c_text.h"
 #include "codegen/emit/functions.h"
 #include "codegen/emit/reduction.h"
+#include "codegen/emit/select_call.h"
 #include "codegen/ops/op_table.h"
 #include "common/status_macros.h"
 
@@ -509,6 +510,7 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInput
   if (definition.function == "conv" || definition.function == "conv_transpose") {
     return EmitConvolutionCall(kernel, in);
   }
+  if (definition.function == "select_rows") return EmitSelectCall(kernel, in);
   if (definition.function != "mm" && definition.function != "bmm") {
     return absl::InternalError(absl::StrCat("unknown extern '", definition.function, "'"));
   }

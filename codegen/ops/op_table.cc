@@ -22,6 +22,7 @@ const OpTable& OpTable::Get() {
     RegisterPoolingOps(*built);
     RegisterNormalizationOps(*built);
     RegisterLookupOps(*built);
+    RegisterSortingOps(*built);
     return built;
   }();
   return *table;

@@ -35,7 +35,7 @@ from cases_common import ERROR, NAMES  # noqa: E402
 
 FAMILIES = ["cases_pointwise", "cases_activations", "cases_reductions", "cases_views",
             "cases_creation", "cases_composites", "cases_gemm", "cases_convolution",
-            "cases_pooling", "cases_normalization", "cases_lookups"]
+            "cases_pooling", "cases_normalization", "cases_lookups", "cases_sorting"]
 HALF = (torch.float16, torch.bfloat16)
 tracer = None  # tools/trace/kiln_trace.py, loaded by main() from --trace
 # Table entries no case can reach: internal ops (decompositions emit them).
@@ -43,7 +43,8 @@ INTERNAL = {"kiln.alias.default", "kiln.mm.default", "kiln.bmm.default", "kiln.s
             "kiln.concat.default", "kiln.size.default", "kiln.exp_nonpositive.default",
             "kiln.softmax_max.default", "kiln.convolution.default",
             "kiln.conv_transpose.default", "kiln.pool2d.default",
-            "kiln.pool2d_backward.default", "kiln.avg_pool2d_divisor.default"}
+            "kiln.pool2d_backward.default", "kiln.avg_pool2d_divisor.default",
+            "kiln.select_rows.default"}
 
 
 class GenerationError(Exception):
