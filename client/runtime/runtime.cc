@@ -20,6 +20,7 @@
 #include "client/runtime/fft.h"
 #include "client/runtime/linalg.h"
 #include "client/runtime/matmul.h"
+#include "client/runtime/sort.h"
 
 namespace kiln {
 namespace {
@@ -433,6 +434,10 @@ int Linalg(void* context, const kiln_linalg* call, const void* const* operands,
   return RunLinalg(static_cast<Runtime*>(context)->pool(), *call, operands, results);
 }
 
+void SelectRowsOf(void* context, const kiln_select* select, const void* x, long long* out) {
+  SelectRows(static_cast<Runtime*>(context)->pool(), *select, x, reinterpret_cast<int64_t*>(out));
+}
+
 int DefaultThreads() {
   if (const char* env = getenv("KILN_NUM_THREADS")) {
     const int threads = atoi(env);
@@ -491,6 +496,7 @@ Runtime::Runtime(int threads, GemmLibraries gemm_libraries)
   table_.fft_f64 = FftF64;
   table_.index_error = IndexError;
   table_.linalg = Linalg;
+  table_.select_rows = SelectRowsOf;
 }
 
 std::string Runtime::TakeIndexError() { return std::move(index_error_message); }

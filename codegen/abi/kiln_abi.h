@@ -102,6 +102,39 @@ typedef struct kiln_linalg {
 } kiln_linalg;
 
 /* Services an artifact may call. The runtime owns every thread. */
+/* A selection along the rows of a [rows, n] tensor whose element (r, j) is
+ * at x[r * row_stride + j * column_stride] (strides in elements), in eager
+ * PyTorch's order for its op: NaN sorts as the largest. `out` is
+ * [rows, width] int64, row-major: the positions along each row of
+ *   SORT       every element (width n), stable, descending if asked;
+ *   TOPK       the k largest (descending) or smallest, torch's partial
+ *              sort or selection (width k; `sorted` as topk's);
+ *   KTHVALUE   the k-th smallest, k from 1 (width 1);
+ *   MEDIAN     the lower median, or the first NaN (width 1);
+ *   NANMEDIAN  the lower median of the non-NaN elements (width 1);
+ *   MODE       the most frequent value, the smallest among equally frequent
+ *              ones (width 1).
+ * Equal elements come in eager's order (client/runtime/sort.h). */
+typedef struct kiln_select {
+  kiln_int32 select;  /* KILN_SELECT_* */
+  kiln_int32 element; /* KILN_ELEMENT_* */
+  kiln_int64 rows, n;
+  kiln_int64 row_stride, column_stride;
+  kiln_int64 k;
+  kiln_int32 descending;
+  kiln_int32 sorted;
+} kiln_select;
+
+enum {
+  KILN_SELECT_SORT = 0,
+  KILN_SELECT_TOPK,
+  KILN_SELECT_KTHVALUE,
+  KILN_SELECT_MEDIAN,
+  KILN_SELECT_NANMEDIAN,
+  KILN_SELECT_MODE
+};
+enum { KILN_ELEMENT_F32 = 0, KILN_ELEMENT_F64, KILN_ELEMENT_I64, KILN_ELEMENT_BOOL };
+
 typedef struct kiln_runtime {
   kiln_uint32 abi_version;
   kiln_uint32 reserved;
@@ -161,6 +194,8 @@ typedef struct kiln_runtime {
    * result says so, as eager's does. */
   kiln_int32 (*linalg)(void* context, const kiln_linalg* call, const void* const* operands,
                        void* const* results);
+  /* kiln_select above, rows spread across the runtime's threads. */
+  void (*select_rows)(void* context, const kiln_select* select, const void* x, kiln_int64* out);
 } kiln_runtime;
 
 /* Transcendentals: one named source for every artifact (the client

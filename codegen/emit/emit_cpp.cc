@@ -14,6 +14,7 @@
 #include "codegen/emit/functions.h"
 #include "codegen/emit/linalg_call.h"
 #include "codegen/emit/reduction.h"
+#include "codegen/emit/select_call.h"
 #include "codegen/ops/op_table.h"
 #include "common/status_macros.h"
 
@@ -576,6 +577,7 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInput
   }
   if (definition.function == "fft") return EmitFftCall(kernel, in);
   if (definition.function == "linalg") return EmitLinalgCall(kernel, in);
+  if (definition.function == "select_rows") return EmitSelectCall(kernel, in);
   if (definition.function != "mm" && definition.function != "bmm") {
     return absl::InternalError(absl::StrCat("unknown extern '", definition.function, "'"));
   }

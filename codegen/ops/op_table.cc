@@ -27,6 +27,7 @@ const OpTable& OpTable::Get() {
     RegisterSpecialOps(*built);
     RegisterLinalgOps(*built);
     RegisterScatterOps(*built);
+    RegisterSortingOps(*built);
     return built;
   }();
   return *table;

@@ -108,10 +108,11 @@ void RegisterPoolingOps(OpTable& table);
 void RegisterNormalizationOps(OpTable& table);
 void RegisterLookupOps(OpTable& table);
 void RegisterComplexOps(OpTable& table);  // complex.cc, fft.cc
-void RegisterWriteOps(OpTable& table);  // writes.cc: index_copy, scatter
+void RegisterWriteOps(OpTable& table);    // writes.cc: index_copy, scatter
 void RegisterSpecialOps(OpTable& table);
 void RegisterLinalgOps(OpTable& table);
 void RegisterScatterOps(OpTable& table);  // scatter_reduce.cc
+void RegisterSortingOps(OpTable& table);
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);

@@ -37,7 +37,8 @@ FAMILIES = ["cases_pointwise", "cases_activations", "cases_reductions", "cases_v
             "cases_creation", "cases_composites", "cases_gemm", "cases_convolution",
             "cases_pooling", "cases_normalization", "cases_lookups", "cases_complex",
             "cases_special",
-            "cases_linalg", "cases_scatter"]
+            "cases_linalg", "cases_scatter",
+            "cases_sorting"]
 HALF = (torch.float16, torch.bfloat16)
 tracer = None  # tools/trace/kiln_trace.py, loaded by main() from --trace
 # Table entries no case can reach: internal ops (decompositions emit them).
@@ -46,7 +47,8 @@ INTERNAL = {"kiln.alias.default", "kiln.mm.default", "kiln.bmm.default", "kiln.s
             "kiln.softmax_max.default", "kiln.convolution.default",
             "kiln.conv_transpose.default", "kiln.fft.default", "kiln.pool2d.default",
             "kiln.pool2d_backward.default", "kiln.avg_pool2d_divisor.default",
-            "kiln.linalg.default", "kiln.scatter_fold.default"}
+            "kiln.linalg.default", "kiln.scatter_fold.default",
+            "kiln.select_rows.default"}
 
 
 class GenerationError(Exception):

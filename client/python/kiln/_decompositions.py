@@ -194,8 +194,7 @@ def _convolution_backward(grad_output, x, weight, bias_sizes, stride, padding, d
     return grad_input, grad_weight, grad_bias
 
 
-# sort and the cumulative ops compare every pair of a row: rows up to this
-# long.
+# The cumulative ops compare every pair of a row: rows up to this long.
 _MAX_SORT = 4096
 
 
@@ -205,29 +204,6 @@ def _positions(n, what):
         raise TraceError(f"{what} along a dim of {n}: Kiln compares every pair, up to "
                          f"{_MAX_SORT} elements")
     return torch.arange(n)
-
-
-def _sort_last(rows, descending):
-    """(values, indices) of sorting `rows` along its last dim: NaN the
-    largest, equal elements in their order (eager's stable sort; its
-    default sort may order the equal elements of rows over 16 otherwise).
-    An element's place is how many elements come before it; the indices
-    are the elements at each place, and the values gathered at them."""
-    if rows.dtype == torch.bool:
-        values, indices = _sort_last(rows.long(), descending)
-        return values.bool(), indices
-    index = _positions(rows.shape[-1], "sort")
-    a, b = rows.unsqueeze(-1), rows.unsqueeze(-2)  # element i along dim -2, j along dim -1
-    precedes = b > a if descending else b < a
-    equal = a == b
-    if rows.dtype.is_floating_point:
-        nan_a, nan_b = a != a, b != b
-        precedes = precedes | ((nan_b & ~nan_a) if descending else (nan_a & ~nan_b))
-        equal = equal | (nan_a & nan_b)
-    earlier = index.unsqueeze(-1) > index  # [i, j]: j is earlier than i
-    place = (precedes | (equal & earlier)).sum(-1)
-    indices = torch.where(place.unsqueeze(-2) == index.unsqueeze(-1), index, 0).sum(-1)
-    return torch.gather(rows, -1, indices), indices
 
 
 def _prefixes(x, dim, fill):
@@ -268,42 +244,6 @@ def _logcumsumexp(x, dim):
         return x.clone()
     _, prefix, _, _ = _prefixes(x, dim, -math.inf)
     return torch.logsumexp(prefix, -1).movedim(-1, dim)
-
-
-def _sort(x, dim=-1, descending=False, *, stable=None):
-    """sort (and argsort, msort) by comparisons (_sort_last)."""
-    if x.dim() == 0:
-        return x.clone(), torch.zeros((), dtype=torch.int64)
-    values, indices = _sort_last(x.movedim(dim, -1), descending)
-    return values.movedim(-1, dim), indices.movedim(-1, dim)
-
-
-def _sort_stable(x, *, stable=None, dim=-1, descending=False):
-    return _sort(x, dim, descending)
-
-
-def _median_dim(x, dim, keepdim=False):
-    """The lower median along dim and its index, as eager: the middle of the
-    sorted row, or NaN at the row's first NaN."""
-    if x.dim() == 0:
-        return x.clone(), torch.zeros((), dtype=torch.int64)
-    if x.numel() == 0:
-        return NotImplemented
-    rows = x.movedim(dim, -1)
-    values, indices = _sort_last(rows, False)
-    middle = (rows.shape[-1] - 1) // 2
-    value, index = values[..., middle], indices[..., middle]
-    if rows.dtype.is_floating_point:
-        nan = rows != rows
-        value = torch.where(nan.any(-1), float("nan"), value)
-        index = torch.where(nan.any(-1), nan.int().argmax(-1), index)
-    if keepdim:
-        value, index = value.unsqueeze(dim), index.unsqueeze(dim)
-    return value, index
-
-
-def _median(x):
-    return _median_dim(x.reshape(-1), 0)[0]
 
 
 def _p_norms(difference, p, nan_max):
@@ -418,13 +358,32 @@ def _count_below(sorted_sequence, values, right):
 def _searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None,
                   sorter=None):
     if sorter is not None:
-        return NotImplemented
+        sorted_sequence = sorted_sequence.gather(-1, sorter)
     right = right or side == "right"
     if sorted_sequence.dim() == 1:
         count = _count_below(sorted_sequence, values.reshape(-1), right).reshape(values.shape)
     else:
         count = _count_below(sorted_sequence, values, right)
     return count.to(torch.int32 if out_int32 else torch.int64)
+
+
+def _histc(x, bins=100, min=0, max=0):
+    """histc as eager's CPU kernel counts: over [min, max] (the data's range
+    when they are equal, widened by 1 on each side when that is one value),
+    element e in bin trunc((e - min) * bins / (max - min)) computed in x's
+    dtype, the last bin closed; elements outside the range are not counted.
+    The counts add ones with index_add."""
+    if not x.dtype.is_floating_point or x.numel() == 0 or min > max:
+        return NotImplemented  # eager's error, or its zeros
+    low, high = torch.tensor(min, dtype=x.dtype), torch.tensor(max, dtype=x.dtype)
+    if min == max:
+        low, high = x.amin(), x.amax()
+        same = low == high
+        low, high = torch.where(same, low - 1, low), torch.where(same, high + 1, high)
+    flat = x.reshape(-1)
+    inside = (flat >= low) & (flat <= high)
+    place = ((flat - low) * bins / (high - low)).to(torch.int64).clamp(0, bins - 1)
+    return torch.zeros(bins, dtype=x.dtype).index_add(0, place, inside.to(x.dtype))
 
 
 def _triple(value):
@@ -503,6 +462,72 @@ def _avg_pool3d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_inc
     return pooled[0] if unbatched else pooled
 
 
+def _adaptive_avg_pool3d(x, output_size):
+    """_adaptive_avg_pool3d as two adaptive averages, over (H, W) in every
+    frame and then over T: each window is a box, so the mean of the frames'
+    means is its mean."""
+    if not x.dtype.is_floating_point or x.numel() == 0:
+        return NotImplemented
+    unbatched = x.dim() == 4
+    x = x.unsqueeze(0) if unbatched else x
+    n, c, t, h, w = x.shape
+    ot, oh, ow = _triple(output_size)
+    frames = aten._adaptive_avg_pool2d(x.reshape(n, c * t, h, w), [oh, ow])
+    pooled = aten._adaptive_avg_pool2d(frames.reshape(n * c, 1, t, oh * ow), [ot, oh * ow])
+    pooled = pooled.reshape(n, c, ot, oh, ow)
+    return pooled[0] if unbatched else pooled
+
+
+def _adaptive_max_pool(spatial):
+    """adaptive_max_pool2d (3d) with indices: torch's where its windows are
+    regular, else each window's elements gathered along each pooled dim
+    (windows of fewer than the largest size repeat their last element) and
+    taken as eager's kernel takes them: the first maximum, or the last NaN,
+    at its flat position in the input's pooled dims."""
+    regular = decomposition_table[getattr(aten, f"adaptive_max_pool{spatial}d").default]
+
+    def pool(x, output_size):
+        result = regular(x, output_size)
+        if result is not NotImplemented:
+            return result
+        sizes, outputs = x.shape[-spatial:], list(output_size)
+        lead = x.dim() - spatial
+        positions = torch.zeros((), dtype=torch.int64)
+        for d, (size, out) in enumerate(zip(sizes, outputs)):
+            starts = [o * size // out for o in range(out)]
+            ends = [-(-(o + 1) * size // out) for o in range(out)]
+            width = max(e - s for s, e in zip(starts, ends))
+            index = torch.tensor([[min(s + k, e - 1) for k in range(width)]
+                                  for s, e in zip(starts, ends)])
+            dim = lead + 2 * d
+            x = x.index_select(dim, index.reshape(-1)).unflatten(dim, (out, width))
+            positions = positions.unsqueeze(-1).unsqueeze(-1) * size + index
+        order = list(range(lead)) + [lead + 2 * d for d in range(spatial)] + \
+            [lead + 2 * d + 1 for d in range(spatial)]
+        windows = x.permute(order).flatten(-spatial)
+        positions = positions.permute([2 * d for d in range(spatial)] +
+                                      [2 * d + 1 for d in range(spatial)]).flatten(-spatial)
+        values = windows.amax(-1)
+        nan = windows != windows
+        last_nan = (nan * torch.arange(windows.shape[-1])).amax(-1)
+        first_max = (windows == values.unsqueeze(-1)).to(torch.int64).argmax(-1)
+        chosen = torch.where(nan.any(-1), last_nan, first_max)
+        return values, positions.expand(windows.shape).gather(-1, chosen.unsqueeze(-1))[..., 0]
+    return pool
+
+
+def _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
+    """_trilinear (bilinear's core) as eager defines it: each input with
+    its expand dims inserted, the three multiplied and summed over
+    sumdim."""
+    def expanded(tensor, dims):
+        for dim in sorted(dims):
+            tensor = tensor.unsqueeze(dim)
+        return tensor
+    product = expanded(i1, expand1) * expanded(i2, expand2) * expanded(i3, expand3)
+    return product.sum(list(sumdim)) if sumdim else product
+
+
 def _logical(name):
     """A bitwise op on bools as its logical op."""
     def op(*tensors):
@@ -545,36 +570,6 @@ def _index_put(x, indices, values, accumulate=False):
     values = values.to(x.dtype).expand(shape).reshape(
         list(x.shape[:dim]) + [positions.shape[0]] + list(x.shape[dim + 1:]))
     return (torch.index_add if accumulate else torch.index_copy)(x, dim, positions, values)
-
-
-_MAX_TOPK = 64
-
-
-def _topk(x, k, dim=-1, largest=True, sorted=True):
-    """topk of the largest (k at most _MAX_TOPK): k rounds of a max over the
-    elements not yet taken and the first position holding it; NaN counts
-    as the largest, as in eager. Each round reads the whole line: fine for
-    a top-5 of logits, not a sort."""
-    if not largest:
-        raise TraceError("topk(largest=False): Kiln takes the largest; negate the input instead")
-    if k > _MAX_TOPK:
-        raise TraceError(f"topk with k={k}: Kiln takes k up to {_MAX_TOPK}")
-    dim %= max(x.dim(), 1)
-    lowest = float("-inf") if x.is_floating_point() else torch.iinfo(x.dtype).min
-    positions = torch.arange(x.shape[dim]).view([-1] + [1] * (x.dim() - dim - 1))
-    ranks = torch.arange(k).view([-1] + [1] * (x.dim() - dim - 1))
-    taken = torch.zeros_like(x, dtype=torch.bool)
-    indices = None
-    for rank in range(k):
-        best = x.masked_fill(taken, lowest).amax(dim, keepdim=True)
-        holds = (x == best).logical_or((x != x).logical_and(best != best))
-        index = holds.logical_and(taken.logical_not()).to(torch.int64).argmax(dim, keepdim=True)
-        taken = taken.logical_or(positions == index)
-        # Placed at `rank` along dim by a mask (a cat would not take
-        # symbolic sizes).
-        placed = index * (ranks == rank)
-        indices = placed if indices is None else indices + placed
-    return torch.gather(x, dim, indices), indices
 
 
 def _in_place(functional):
@@ -742,6 +737,8 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
     tril.default triu.default trunc.default unbind.int unfold.default unsqueeze.default
     var.correction var_mean.correction view.default where.self xlogy.Scalar_Other xlogy.Tensor
     zeros.default zeros_like.default
+    sort.default sort.stable topk.default kthvalue.default mode.default median.default
+    median.dim nanmedian.default nanmedian.dim
 """.split()] + [f"aten.{name}" for name in """
     _conj.default _conj_physical.default _fft_c2c.default _fft_c2r.default _fft_r2c.default
     angle.default complex.default polar.default view_as_complex.default view_as_real.default
@@ -772,7 +769,7 @@ def _torchs(table):
 
 # Ops core ATen keeps and Kiln lacks, which torch's full table decomposes.
 _BEYOND_CORE = [
-    aten.adaptive_max_pool2d, aten.addmv, aten.bucketize, aten.constant_pad_nd,
+    aten.addmv, aten.bucketize, aten.constant_pad_nd,
     aten.diagonal, aten.grid_sampler_2d, aten.isinf,
     aten.tril_indices, aten.triu_indices, aten.upsample_bicubic2d,
     aten.upsample_bilinear2d, aten.upsample_nearest2d, aten.upsample_trilinear3d,
@@ -787,6 +784,10 @@ DECOMPOSITIONS = {
     aten._cdist_forward.default: _cdist,
     aten._pdist_forward.default: _pdist,
     aten.avg_pool3d.default: _avg_pool3d,
+    aten._adaptive_avg_pool3d.default: _adaptive_avg_pool3d,
+    aten._trilinear.default: _trilinear,
+    aten.adaptive_max_pool2d.default: _adaptive_max_pool(2),
+    aten.adaptive_max_pool3d.default: _adaptive_max_pool(3),
     aten.convolution_backward.default: _convolution_backward,
     aten.cummax.default: _cumulative_extreme(largest=True),
     aten.take.default: _take,  # torch's reads a 0-dim index's value
@@ -798,13 +799,9 @@ DECOMPOSITIONS = {
     aten.hardshrink_backward.default: _shrink_backward,
     aten.softshrink_backward.default: _shrink_backward,
     aten.logcumsumexp.default: _logcumsumexp,
-    aten.median.default: _median,
-    aten.median.dim: _median_dim,
     aten.rrelu_with_noise.default: _rrelu_with_noise,
     aten.searchsorted.Tensor: _searchsorted,
-    aten.sort.default: _sort,
-    aten.sort.stable: _sort_stable,
-    aten.topk.default: _topk,
+    aten.histc.default: _histc,
     aten.unsafe_chunk.default: aten.chunk.default,
     aten.index.Tensor: _index,  # also what torch's _unsafe_index (interpolation) is
     aten.index_put.default: _index_put,
