@@ -23,6 +23,9 @@ enum class DType : uint8_t {
   kInt64,
   kInt32,
   kBool,
+  kInt8,
+  kUInt8,
+  kInt16,
 };
 
 const char* DTypeName(DType dtype);  // "float32", ...

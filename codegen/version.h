@@ -7,7 +7,7 @@ namespace kiln {
 
 // Incremented whenever generated code changes for the same inputs. Part of
 // every cache key.
-inline constexpr int kCodegenVersion = 27;
+inline constexpr int kCodegenVersion = 28;
 
 }  // namespace kiln
 

@@ -89,7 +89,8 @@ constexpr std::pair<DType, at::ScalarType> kDTypes[] = {
     {kiln::v1::FLOAT32, at::kFloat}, {kiln::v1::FLOAT64, at::kDouble},
     {kiln::v1::FLOAT16, at::kHalf},  {kiln::v1::BFLOAT16, at::kBFloat16},
     {kiln::v1::INT64, at::kLong},    {kiln::v1::INT32, at::kInt},
-    {kiln::v1::BOOL, at::kBool},
+    {kiln::v1::BOOL, at::kBool},     {kiln::v1::INT8, at::kChar},
+    {kiln::v1::UINT8, at::kByte},    {kiln::v1::INT16, at::kShort},
 };
 
 std::optional<DType> ToKiln(at::ScalarType type) {

@@ -22,6 +22,8 @@ const OpTable& OpTable::Get() {
     RegisterPoolingOps(*built);
     RegisterNormalizationOps(*built);
     RegisterLookupOps(*built);
+    RegisterIntegerOps(*built);
+    RegisterIeeeOps(*built);
     return built;
   }();
   return *table;

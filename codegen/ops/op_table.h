@@ -107,6 +107,8 @@ void RegisterCompositeOps(OpTable& table);
 void RegisterPoolingOps(OpTable& table);
 void RegisterNormalizationOps(OpTable& table);
 void RegisterLookupOps(OpTable& table);
+void RegisterIntegerOps(OpTable& table);
+void RegisterIeeeOps(OpTable& table);
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);

@@ -15,7 +15,9 @@ SCALARS = (3, -2, 2.5, 0.1, 1.0 / 3, -0.0, True)
 PROMOTIONS = [(torch.float32, torch.float64), (torch.float16, torch.float32),
               (torch.float16, torch.bfloat16), (torch.bfloat16, torch.float64),
               (torch.int64, torch.float32), (torch.int64, torch.float16),
-              (torch.bool, torch.int64), (torch.bool, torch.float32), (torch.int64, torch.bfloat16)]
+              (torch.bool, torch.int64), (torch.bool, torch.float32), (torch.int64, torch.bfloat16),
+              (torch.uint8, torch.int8), (torch.int8, torch.int16), (torch.uint8, torch.int16),
+              (torch.int16, torch.int64), (torch.bool, torch.uint8), (torch.int8, torch.float16)]
 
 
 def layouts(op, dtype, fn, make, check=CLOSE, function="", prefix=""):

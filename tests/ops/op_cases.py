@@ -35,7 +35,8 @@ from cases_common import ERROR, NAMES  # noqa: E402
 
 FAMILIES = ["cases_pointwise", "cases_activations", "cases_reductions", "cases_views",
             "cases_creation", "cases_composites", "cases_gemm", "cases_convolution",
-            "cases_pooling", "cases_normalization", "cases_lookups"]
+            "cases_pooling", "cases_normalization", "cases_lookups", "cases_integers",
+            "cases_ieee"]
 HALF = (torch.float16, torch.bfloat16)
 tracer = None  # tools/trace/kiln_trace.py, loaded by main() from --trace
 # Table entries no case can reach: internal ops (decompositions emit them).

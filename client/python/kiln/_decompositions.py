@@ -497,23 +497,30 @@ def _avg_pool3d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_inc
     return pooled[0] if unbatched else pooled
 
 
-def _logical(name):
-    """A bitwise op on bools as its logical op."""
-    def op(*tensors):
-        if any(t.dtype != torch.bool for t in tensors if isinstance(t, torch.Tensor)):
-            raise TraceError(f"bitwise_{name} of integers: Kiln takes it on bool tensors only")
-        return getattr(torch, "logical_" + name)(*tensors)
-    return op
+def _reduced_dims(x, dim):
+    """The dims any and all reduce: every one for None (or an empty list),
+    else the one or those named."""
+    if dim is None or (isinstance(dim, (list, tuple)) and not dim):
+        return list(range(x.dim()))
+    return list(dim) if isinstance(dim, (list, tuple)) else [dim]
 
 
 def _any(x, dim=None, keepdim=False):
-    dims = list(range(x.dim())) if dim is None else [dim]
-    return (x != 0).sum(dims, keepdim=keepdim) > 0
+    return (x != 0).sum(_reduced_dims(x, dim), keepdim=keepdim) > 0
 
 
 def _all(x, dim=None, keepdim=False):
-    dims = list(range(x.dim())) if dim is None else [dim]
-    return (x == 0).sum(dims, keepdim=keepdim) == 0
+    return (x == 0).sum(_reduced_dims(x, dim), keepdim=keepdim) == 0
+
+
+def _round_decimals(x, decimals=0):
+    """torch.round(x, decimals=d) as eager computes it: x times 10^d rounded
+    to an integer and divided back (divided, rounded and multiplied for a
+    negative d), in x's dtype."""
+    scale = 10.0 ** abs(decimals)
+    if decimals < 0:
+        return torch.round(x / scale) * scale
+    return torch.round(x * scale) / scale
 
 
 def _index_put(x, indices, values, accumulate=False):
@@ -761,6 +768,10 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
     tril.default triu.default trunc.default unbind.int unfold.default unsqueeze.default
     var.correction var_mean.correction view.default where.self xlogy.Scalar_Other xlogy.Tensor
     zeros.default zeros_like.default
+    bitwise_and.Tensor bitwise_and.Scalar bitwise_or.Tensor bitwise_or.Scalar bitwise_xor.Tensor
+    bitwise_xor.Scalar bitwise_not.default bitwise_left_shift.Tensor
+    bitwise_left_shift.Tensor_Scalar bitwise_right_shift.Tensor bitwise_right_shift.Tensor_Scalar
+    fmax.default fmin.default
 """.split()])
 
 
@@ -775,7 +786,9 @@ def _torchs(table):
 # Ops core ATen keeps and Kiln lacks, which torch's full table decomposes.
 _BEYOND_CORE = [
     aten.adaptive_max_pool2d, aten.addmv, aten.bucketize, aten.constant_pad_nd,
-    aten.diagonal, aten.grid_sampler_2d, aten.isinf,
+    aten.diagonal, aten.grid_sampler_2d, aten.isinf, aten._native_batch_norm_legit,
+    aten.as_strided_copy, aten.dist, aten.ldexp, aten.narrow_copy, aten.new_empty_strided,
+    aten.permute_copy, aten.unbind_copy, aten.view_copy,
     aten.tril_indices, aten.triu_indices, aten.upsample_bicubic2d,
     aten.upsample_bilinear2d, aten.upsample_nearest2d, aten.upsample_trilinear3d,
 ]
@@ -818,8 +831,17 @@ DECOMPOSITIONS = {
     # every attention's softmax (_safe_softmax).
     aten.all.default: _all,
     aten.all.dim: _all,
+    aten.all.dims: _all,
     aten.any.default: _any,
     aten.any.dim: _any,
+    aten.any.dims: _any,
+    # torch's multiplies and rounds in prims.
+    aten.round.decimals: _round_decimals,
+    # x << n and x >> n are the shifts' operators.
+    aten.__lshift__.Scalar: aten.bitwise_left_shift.Tensor_Scalar,
+    aten.__lshift__.Tensor: aten.bitwise_left_shift.Tensor,
+    aten.__rshift__.Scalar: aten.bitwise_right_shift.Tensor_Scalar,
+    aten.__rshift__.Tensor: aten.bitwise_right_shift.Tensor,
     # torch's, after the checks eager makes and torch's leave out.
     aten.max_pool3d_with_indices.default: _max_pool3d_with_indices,
     aten.reflection_pad1d.default: _reflection_pad,
@@ -845,14 +867,8 @@ DECOMPOSITIONS = {
     aten.nll_loss2d_backward.default: _nll_loss2d_backward,
     # torch's lays its output out as (L, N, H, E) whatever the query's layout.
     aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_attention_for_cpu,
-    # torch's go through ops or dtypes Kiln lacks: prims (bitwise ops, pow,
-    # signbit, hypot, ne), uint8 (eye).
-    aten.bitwise_and.Tensor: _logical("and"),
-    aten.bitwise_and_.Tensor: _in_place(_logical("and")),
-    aten.bitwise_not.default: _logical("not"),
-    aten.bitwise_or.Tensor: _logical("or"),
-    aten.bitwise_or_.Tensor: _in_place(_logical("or")),
-    aten.bitwise_xor.Tensor: _logical("xor"),
+    # torch's go through ops or dtypes Kiln lacks: prims (pow, signbit,
+    # hypot, ne), uint8 (eye).
     aten.copysign.Tensor: _copysign,
     aten.pow.Scalar: _pow_scalar,
     aten.eye.default: _eye,
