@@ -19,6 +19,11 @@ void RegisterIeeeOps(OpTable& table) {
                          "",
                          [name](ExprBuilder& b, const ir::Node&, const std::vector<int>& operands,
                                 Types types) -> absl::StatusOr<int> {
+                           // Of -0.0 and 0.0, eager's bfloat16 kernel gives
+                           // the second, its others the first.
+                           if (types.operand == ir::DType::kBFloat16) {
+                             return b.Call(name, {operands[1], operands[0]}, types.compute);
+                           }
                            return b.Call(name, operands, types.compute);
                          }});
   }

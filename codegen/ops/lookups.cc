@@ -34,18 +34,10 @@ const std::vector<DType>& TableTypes() {
   return *types;
 }
 
-// An index tensor's dtype: int64 or int32, as eager takes. Eager checks
-// the dtype of an index that has elements only: an empty one of another
-// dtype is Unimplemented, not refused.
+// An index tensor's dtype: int64 or int32, as eager takes.
 absl::Status CheckIndex(const ir::TensorType& index, absl::string_view op) {
   if (index.dtype == DType::kInt64 || index.dtype == DType::kInt32) {
     return absl::OkStatus();
-  }
-  for (const ir::Dim& dim : index.sizes) {
-    if (!dim.is_symbolic() && dim.constant == 0) {
-      return absl::UnimplementedError(
-          absl::StrCat(op, " with an empty ", ir::DTypeName(index.dtype), " index"));
-    }
   }
   return absl::InvalidArgumentError(absl::StrCat(op, " takes int64 or int32 indices, not ",
                                                  ir::DTypeName(index.dtype),
