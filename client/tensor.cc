@@ -26,8 +26,11 @@ int64_t ElementSize(DType dtype) {
       return 4;
     case kiln::v1::FLOAT16:
     case kiln::v1::BFLOAT16:
+    case kiln::v1::INT16:
       return 2;
     case kiln::v1::BOOL:
+    case kiln::v1::INT8:
+    case kiln::v1::UINT8:
       return 1;
     default:
       return 0;

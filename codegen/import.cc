@@ -26,6 +26,12 @@ absl::StatusOr<ir::DType> ImportDType(kiln::v1::DType dtype) {
       return ir::DType::kInt32;
     case kiln::v1::BOOL:
       return ir::DType::kBool;
+    case kiln::v1::INT8:
+      return ir::DType::kInt8;
+    case kiln::v1::UINT8:
+      return ir::DType::kUInt8;
+    case kiln::v1::INT16:
+      return ir::DType::kInt16;
     case kiln::v1::COMPLEX64:
       return ir::DType::kComplex64;
     case kiln::v1::COMPLEX128:
@@ -532,6 +538,12 @@ kiln::v1::DType ExportDType(ir::DType dtype) {
       return kiln::v1::INT32;
     case ir::DType::kBool:
       return kiln::v1::BOOL;
+    case ir::DType::kInt8:
+      return kiln::v1::INT8;
+    case ir::DType::kUInt8:
+      return kiln::v1::UINT8;
+    case ir::DType::kInt16:
+      return kiln::v1::INT16;
     case ir::DType::kComplex64:
       return kiln::v1::COMPLEX64;
     case ir::DType::kComplex128:

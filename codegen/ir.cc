@@ -25,6 +25,12 @@ const char* DTypeName(DType dtype) {
       return "int32";
     case DType::kBool:
       return "bool";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kInt16:
+      return "int16";
     case DType::kComplex64:
       return "complex64";
     case DType::kComplex128:
@@ -43,8 +49,11 @@ int64_t DTypeSize(DType dtype) {
       return 4;
     case DType::kFloat16:
     case DType::kBFloat16:
+    case DType::kInt16:
       return 2;
     case DType::kBool:
+    case DType::kInt8:
+    case DType::kUInt8:
       return 1;
     case DType::kComplex64:
       return 8;

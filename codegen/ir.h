@@ -23,6 +23,9 @@ enum class DType : uint8_t {
   kInt64,
   kInt32,
   kBool,
+  kInt8,
+  kUInt8,
+  kInt16,
   // Interleaved (real, imaginary) pairs of float32 / float64, as torch
   // stores them. passes/split_complex.h rewrites them into real pairs
   // before anything lowers.

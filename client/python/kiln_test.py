@@ -576,8 +576,34 @@ def test_ops_kiln_takes_decomposed_match_eager():
     for fn in cases:
         torch.testing.assert_close(kiln.compile(fn, [special])(special), fn(special),
                                    equal_nan=True)
-    with pytest.raises(kiln.UnsupportedOpError, match="bitwise_and of integers"):
-        kiln.compile(lambda a: a & a, [torch.tensor([1, 2, 7])])
+
+
+def test_round_to_decimals_any_and_all_over_dims_and_the_copy_ops_compile_natively():
+    x = torch.tensor([[1.2345, -2.5, 1250.0, 0.0], [-0.0049, 3.14159, -1234.5, float("nan")]])
+    cases = [
+        lambda a: torch.round(a, decimals=2), lambda a: torch.round(a, decimals=-2),
+        lambda a: torch.any(a > 3, dim=(0, 1)), lambda a: torch.all(a > -2000, dim=(1,)),
+        lambda a: torch.ops.aten.view_copy(a, [8]), lambda a: torch.ops.aten.permute_copy(a, [1, 0]),
+        lambda a: torch.fmax(a, a.flip(0)), lambda a: torch.fmin(a, -a),
+    ]
+    for fn in cases:
+        torch.testing.assert_close(kiln.compile(fn, [x], strict=True)(x), fn(x), rtol=0, atol=0,
+                                   equal_nan=True)
+
+def test_int8_uint8_and_int16_wrap_promote_and_take_bitwise_ops_as_eager():
+    small = torch.tensor([[1, 2, 7, -8], [127, -128, 0, 5]], dtype=torch.int8)
+    unsigned = torch.tensor([[255, 1, 128, 0], [3, 200, 17, 64]], dtype=torch.uint8)
+    cases = [
+        lambda a, u: a + a, lambda a, u: a * 3 - u, lambda a, u: (a * a).short() + u,
+        lambda a, u: a & 6, lambda a, u: a | (u >> 1), lambda a, u: ~a ^ u, lambda a, u: u << 3,
+        lambda a, u: a >> 9, lambda a, u: torch.fmax(a.float(), u.float() / 0),
+        lambda a, u: (a.long() << 40) & u, lambda a, u: a.byte() + u, lambda a, u: u.char() - 1,
+        lambda a, u: (a > 0) & (u > 100), lambda a, u: a.sum() + u.sum(1),
+    ]
+    for fn in cases:
+        compiled = kiln.compile(fn, [small, unsigned], strict=True)
+        torch.testing.assert_close(compiled(small, unsigned), fn(small, unsigned), rtol=0, atol=0,
+                                   equal_nan=True)
 
 
 def test_the_tracer_takes_torchs_core_table_and_leaves_the_ops_kiln_lowers():
@@ -1384,16 +1410,17 @@ def test_random_ops_are_refused_with_what_to_do_instead():
 
 
 def test_a_dtype_kiln_lacks_is_named_with_what_to_do():
-    image = torch.randint(0, 255, (1, 3, 4, 4), dtype=torch.uint8)
-    with pytest.raises(kiln.UnsupportedOpError, match=r"input 'image_1' is torch.uint8: Kiln "
+    image = torch.randint(0, 255, (1, 3, 4, 4)).to(torch.uint16)
+    with pytest.raises(kiln.UnsupportedOpError, match=r"input 'image_1' is torch.uint16: Kiln "
                        r"compiles tensors of float32, .*; convert it to one of those first"):
         kiln.compile(lambda image: image.float() / 255, [image], strict=True)
     with pytest.raises(kiln.UnsupportedOpError, match=r"the dtype of node '_to_copy' "
-                       r"\(aten._to_copy.default\) is torch.int16: .*; compute in one of those"):
-        kiln.compile(lambda x: (x * 3).to(torch.int16), [torch.randn(3)], strict=True)
+                       r"\(aten._to_copy.default\) is torch.float8_e4m3fn: .*; compute in one "
+                       r"of those"):
+        kiln.compile(lambda x: (x * 3).to(torch.float8_e4m3fn), [torch.randn(3)], strict=True)
     eager = kiln.compile(lambda image: image.float() / 255, [image], fallback="eager",
                          strict=True)
-    with pytest.warns(RuntimeWarning, match="input 'image_1' is torch.uint8"):
+    with pytest.warns(RuntimeWarning, match="input 'image_1' is torch.uint16"):
         torch.testing.assert_close(eager(image), image.float() / 255)
 
 

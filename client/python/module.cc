@@ -98,6 +98,9 @@ constexpr std::pair<DType, at::ScalarType> kDTypes[] = {
     {kiln::v1::INT64, at::kLong},
     {kiln::v1::INT32, at::kInt},
     {kiln::v1::BOOL, at::kBool},
+    {kiln::v1::INT8, at::kChar},
+    {kiln::v1::UINT8, at::kByte},
+    {kiln::v1::INT16, at::kShort},
     {kiln::v1::COMPLEX64, at::kComplexFloat},
     {kiln::v1::COMPLEX128, at::kComplexDouble},
 };

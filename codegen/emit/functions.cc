@@ -20,7 +20,8 @@ struct Function {
   // {floor}, ...: builtins that compile to one instruction.
   std::string text;
   // For integer and bool compute types, when it differs: no NaN tests
-  // (which clang flags as tautological on integers).
+  // (which clang flags as tautological on integers), and arithmetic that
+  // wraps.
   const char* integral_text = nullptr;
 };
 
@@ -117,13 +118,15 @@ const std::map<std::string, Function>& Table() {
         // operands to a 16-bit common dtype before computing).
         {"round_to_float16", {1, "((float)(_Float16){0})"}},
         {"round_to_bfloat16", {1, "kiln_bf16_to_float(kiln_float_to_bf16({0}))"}},
-        {"add", {2, "({0} + {1})"}},
-        {"sub", {2, "({0} - {1})"}},
-        {"mul", {2, "({0} * {1})"}},
+        // Integers wrap as in eager: computed as unsigned (signed overflow is
+        // undefined in C++), converted back modulo 2^bits.
+        {"add", {2, "({0} + {1})", "(({T})((unsigned long long){0} + (unsigned long long){1}))"}},
+        {"sub", {2, "({0} - {1})", "(({T})((unsigned long long){0} - (unsigned long long){1}))"}},
+        {"mul", {2, "({0} * {1})", "(({T})((unsigned long long){0} * (unsigned long long){1}))"}},
         {"div", {2, "({0} / {1})"}},
-        {"neg", {1, "(-{0})"}},
+        {"neg", {1, "(-{0})", "(({T})(0ULL - (unsigned long long){0}))"}},
         // fabs clears the sign of -0.0 and of a NaN, as eager's abs.
-        {"abs", {1, "{fabs}({0})", "({0} < {zero} ? -{0} : {0})"}},
+        {"abs", {1, "{fabs}({0})", "({0} < {zero} ? ({T})(0ULL - (unsigned long long){0}) : {0})"}},
         {"square", {1, "({0} * {0})"}},
         {"cube", {1, "({0} * {0} * {0})"}},
         {"reciprocal", {1, "({one} / {0})"}},
@@ -176,6 +179,27 @@ const std::map<std::string, Function>& Table() {
         {"logical_or", {2, "((bool)({0}) || (bool)({1}))"}},
         {"logical_xor", {2, "((bool)({0}) != (bool)({1}))"}},
         {"where", {3, "({0} ? {1} : {2})"}},
+        // A NaN loses to a number; of two equal values (-0.0 and 0.0) the
+        // first, as eager's fmax and fmin (ops/ieee.cc).
+        {"fmax", {2, "((({0} >= {1}) | ({1} != {1})) ? {0} : {1})", "({0} >= {1} ? {0} : {1})"}},
+        {"fmin", {2, "((({0} <= {1}) | ({1} != {1})) ? {0} : {1})", "({0} <= {1} ? {0} : {1})"}},
+        // Integers and bools only (ops/integers.cc).
+        {"bitwise_and", {2, "({0} & {1})"}},
+        {"bitwise_or", {2, "({0} | {1})"}},
+        {"bitwise_xor", {2, "({0} ^ {1})"}},
+        {"bitwise_not", {1, "(~{0})"}},
+        // Eager's: 0 for a count outside [0, width); shifted as unsigned, so
+        // that a negative x's bits move out as they do in eager.
+        {"shift_left",
+         {2,
+          "(({1}) < 0 || ({1}) >= (int)(8 * sizeof({T})) ? ({T})0 : "
+          "({T})((unsigned long long){0} << ({1})))"}},
+        // Eager's: past the width (or negative), a signed x keeps its sign
+        // bit alone and an unsigned one nothing.
+        {"shift_right",
+         {2,
+          "({0} >> (({1}) < 0 || ({1}) >= (int)(8 * sizeof({T})) - (({T})-1 < 0) "
+          "? (int)(8 * sizeof({T})) - (({T})-1 < 0) : ({1})))"}},
     };
     // The runtime's: "{name}({0})" or "{name}({0}, {1})", and an integer
     // form where there is one.
@@ -231,6 +255,31 @@ constexpr Polynomial kPolynomials[] = {
     {"{gelu_derivative}", "kiln_gelu_derivative", nullptr},
 };
 
+// A literal of a 32-, 16- or 8-bit integer type: infinities (a max's or a
+// min's start) saturate to the type's range, and other values wrap into it
+// as eager converts a Python int to the type.
+std::string NarrowIntegerLiteral(double value, ir::DType dtype) {
+  const int bits = 8 * static_cast<int>(ir::DTypeSize(dtype));
+  const bool is_unsigned = dtype == ir::DType::kUInt8;
+  const int64_t lowest = is_unsigned ? 0 : -(int64_t{1} << (bits - 1));
+  const int64_t highest = is_unsigned ? (int64_t{1} << bits) - 1 : (int64_t{1} << (bits - 1)) - 1;
+  int64_t wrapped;
+  if (std::isnan(value)) {
+    wrapped = 0;
+  } else if (value <= -9.2233720368547758e18 || value >= 9.2233720368547758e18) {
+    wrapped = value < 0 ? lowest : highest;
+  } else {
+    const uint64_t mask = (uint64_t{1} << bits) - 1;
+    const uint64_t low_bits = static_cast<uint64_t>(static_cast<int64_t>(value)) & mask;
+    wrapped = static_cast<int64_t>(low_bits) > highest
+                  ? static_cast<int64_t>(low_bits) - (int64_t{1} << bits)
+                  : static_cast<int64_t>(low_bits);
+  }
+  // INT32_MIN has no literal of its own: its negation overflows int.
+  if (wrapped == lowest && bits == 32) return "(-2147483647 - 1)";
+  return absl::StrCat(wrapped);
+}
+
 }  // namespace
 
 std::string EmitLiteral(double value, ir::DType dtype) {
@@ -242,7 +291,10 @@ std::string EmitLiteral(double value, ir::DType dtype) {
       if (value >= 9.2233720368547758e18) return "9223372036854775807LL";
       return absl::StrCat(static_cast<int64_t>(value), "LL");
     case ir::DType::kInt32:
-      return absl::StrCat(static_cast<int32_t>(value));
+    case ir::DType::kInt8:
+    case ir::DType::kUInt8:
+    case ir::DType::kInt16:
+      return NarrowIntegerLiteral(value, dtype);
     default:
       break;
   }
@@ -267,6 +319,12 @@ const char* StorageCType(ir::DType dtype) {
       return "int";
     case ir::DType::kBool:
       return "bool";
+    case ir::DType::kInt8:
+      return "signed char";
+    case ir::DType::kUInt8:
+      return "unsigned char";
+    case ir::DType::kInt16:
+      return "short";
     case ir::DType::kFloat16:
       return "_Float16";
     case ir::DType::kBFloat16:
@@ -322,8 +380,7 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
   for (size_t i = 0; i < operands.size(); ++i) {
     replacements.push_back({absl::StrCat("{", i, "}"), operands[i]});
   }
-  const bool integral =
-      dtype == ir::DType::kInt64 || dtype == ir::DType::kInt32 || dtype == ir::DType::kBool;
+  const bool integral = !ir::IsFloatingPoint(dtype);
   const absl::string_view text = integral && entry.integral_text != nullptr
                                      ? absl::string_view(entry.integral_text)
                                      : absl::string_view(entry.text);

@@ -239,15 +239,16 @@ void RegisterActivationOps(OpTable& table) {
     AddPointwise(table, {op, inputs, inputs, std::move(args), Result::kFloating, "",
                          std::move(body), kFloatTypes, kIntegral});
   };
-  AddPointwise(table, {"aten.hardtanh.default",
-                       1,
-                       1,
-                       {ScalarArg("min_val", int64_t{-1}), ScalarArg("max_val", int64_t{1})},
-                       Result::kPromoted,
-                       "",
-                       Hardtanh,
-                       kNoBool,
-                       {DType::kBool}});
+  AddPointwise(
+      table, {"aten.hardtanh.default",
+              1,
+              1,
+              {ScalarArg("min_val", int64_t{-1}), ScalarArg("max_val", int64_t{1})},
+              Result::kPromoted,
+              "",
+              Hardtanh,
+              {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt64},
+              {DType::kBool}});
   add("aten.hardswish.default", 1, {}, Hardswish);
   add("aten.hardsigmoid.default", 1, {}, Hardsigmoid);
   add("aten.leaky_relu.default", 1, {ScalarArg("negative_slope", 0.01)}, LeakyRelu);

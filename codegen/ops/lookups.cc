@@ -29,16 +29,20 @@ namespace {
 using ir::DType;
 
 // What the gathered (or scattered) values may be: the floats, and int64.
-const std::vector<DType>& TableTypes() { return kNoBool; }
+const std::vector<DType>& TableTypes() {
+  static const auto* const types = new std::vector<DType>{
+      DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt64};
+  return *types;
+}
 
-// An index tensor's dtype: int64, or int32 where eager takes it too.
-absl::Status CheckIndex(const ir::TensorType& index, bool int32_allowed, absl::string_view op) {
-  if (index.dtype == DType::kInt64 || (int32_allowed && index.dtype == DType::kInt32)) {
+// An index tensor's dtype: int64 or int32, as eager takes.
+absl::Status CheckIndex(const ir::TensorType& index, absl::string_view op) {
+  if (index.dtype == DType::kInt64 || index.dtype == DType::kInt32) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(op, " takes ", int32_allowed ? "int64 or int32" : "int64", " indices, not ",
-                   ir::DTypeName(index.dtype), " (neither does eager PyTorch)"));
+  return absl::InvalidArgumentError(absl::StrCat(op, " takes int64 or int32 indices, not ",
+                                                 ir::DTypeName(index.dtype),
+                                                 " (neither does eager PyTorch)"));
 }
 
 // An index tensor's dim `d` may be no larger than `what`'s (`bound`): equal
@@ -128,7 +132,7 @@ void AddEmbedding(OpTable& table) {
   def.infer = [](const ir::Node& node,
                  const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
     RETURN_IF_ERROR(CheckDTypes({inputs[0]}, TableTypes(), {}));
-    RETURN_IF_ERROR(CheckIndex(*inputs[1], /*int32_allowed=*/true, "embedding"));
+    RETURN_IF_ERROR(CheckIndex(*inputs[1], "embedding"));
     if (inputs[0]->rank() != 2) {
       return absl::InvalidArgumentError(
           absl::StrCat("'weight' must be 2-D, got rank ", inputs[0]->rank()));
@@ -163,7 +167,7 @@ void AddIndexSelect(OpTable& table) {
   def.infer = [](const ir::Node& node,
                  const InputTypes& inputs) -> absl::StatusOr<std::vector<ir::TensorType>> {
     RETURN_IF_ERROR(CheckDTypes({inputs[0]}, TableTypes(), {}));
-    RETURN_IF_ERROR(CheckIndex(*inputs[1], /*int32_allowed=*/true, "index_select"));
+    RETURN_IF_ERROR(CheckIndex(*inputs[1], "index_select"));
     if (inputs[1]->rank() > 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("index_select's index must be a vector, got rank ", inputs[1]->rank()));
@@ -205,7 +209,7 @@ void AddGather(OpTable& table) {
     const ir::TensorType& self = *inputs[0];
     const ir::TensorType& index = *inputs[1];
     RETURN_IF_ERROR(CheckDTypes({inputs[0]}, TableTypes(), {}));
-    RETURN_IF_ERROR(CheckIndex(index, /*int32_allowed=*/false, "gather"));
+    RETURN_IF_ERROR(CheckIndex(index, "gather"));
     if (self.rank() == 0) {
       return absl::UnimplementedError("gather of a 0-dim tensor is not supported yet");
     }
@@ -250,7 +254,7 @@ void AddEmbeddingDenseBackward(OpTable& table) {
     const ir::TensorType& grad = *inputs[0];
     const ir::TensorType& indices = *inputs[1];
     RETURN_IF_ERROR(CheckDTypes({inputs[0]}, TableTypes(), {}));
-    RETURN_IF_ERROR(CheckIndex(indices, /*int32_allowed=*/true, "embedding_dense_backward"));
+    RETURN_IF_ERROR(CheckIndex(indices, "embedding_dense_backward"));
     if (BoolArg(node, "scale_grad_by_freq")) {
       return absl::UnimplementedError(
           "embedding_dense_backward with scale_grad_by_freq=True is not supported yet");
@@ -311,7 +315,7 @@ void AddIndexAdd(OpTable& table) {
     const ir::TensorType& index = *inputs[1];
     const ir::TensorType& source = *inputs[2];
     RETURN_IF_ERROR(CheckDTypes({inputs[0], inputs[2]}, TableTypes(), {}));
-    RETURN_IF_ERROR(CheckIndex(index, /*int32_allowed=*/true, "index_add"));
+    RETURN_IF_ERROR(CheckIndex(index, "index_add"));
     if (source.dtype != self.dtype) {
       return absl::InvalidArgumentError(
           absl::StrCat("index_add's source is ", ir::DTypeName(source.dtype), ", not self's ",
@@ -388,7 +392,7 @@ void AddScatterAdd(OpTable& table) {
     const ir::TensorType& index = *inputs[1];
     const ir::TensorType& source = *inputs[2];
     RETURN_IF_ERROR(CheckDTypes({inputs[0], inputs[2]}, TableTypes(), {}));
-    RETURN_IF_ERROR(CheckIndex(index, /*int32_allowed=*/false, "scatter_add"));
+    RETURN_IF_ERROR(CheckIndex(index, "scatter_add"));
     if (source.dtype != self.dtype) {
       return absl::InvalidArgumentError(
           absl::StrCat("scatter_add's src is ", ir::DTypeName(source.dtype), ", not self's ",

@@ -28,6 +28,8 @@ const OpTable& OpTable::Get() {
     RegisterLinalgOps(*built);
     RegisterScatterOps(*built);
     RegisterSortingOps(*built);
+    RegisterIntegerOps(*built);
+    RegisterIeeeOps(*built);
     return built;
   }();
   return *table;

@@ -113,6 +113,8 @@ void RegisterSpecialOps(OpTable& table);
 void RegisterLinalgOps(OpTable& table);
 void RegisterScatterOps(OpTable& table);  // scatter_reduce.cc
 void RegisterSortingOps(OpTable& table);
+void RegisterIntegerOps(OpTable& table);
+void RegisterIeeeOps(OpTable& table);
 
 // Helpers shared by the families.
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);

@@ -224,8 +224,19 @@ absl::StatusOr<int> Clamp(ExprBuilder& b, const ir::Node& node, const std::vecto
   for (const char* bound : {"min", "max"}) {
     if (!Present(node, bound)) continue;
     if (std::isnan(ScalarArgAsDouble(node, bound))) return b.Constant(NAN, types.compute);
-    x = b.Call(std::string("clamp_") + bound, {x, ScalarConstant(b, node, bound, types)},
-               types.compute);
+    int limit = ScalarConstant(b, node, bound, types);
+    const DType t = types.compute;
+    if (t == DType::kInt8 || t == DType::kUInt8 || t == DType::kInt16) {
+      // Eager compares with the bound as given: one outside the dtype's
+      // range saturates to it (clamp(uint8, -1) is the identity), where a
+      // converted Python int would wrap.
+      const int bits = 8 * static_cast<int>(ir::DTypeSize(t));
+      const double lowest = t == DType::kUInt8 ? 0 : -std::ldexp(1.0, bits - 1);
+      const double highest =
+          t == DType::kUInt8 ? std::ldexp(1.0, bits) - 1 : std::ldexp(1.0, bits - 1) - 1;
+      limit = b.Constant(std::clamp(ScalarArgAsDouble(node, bound), lowest, highest), t);
+    }
+    x = b.Call(std::string("clamp_") + bound, {x, limit}, t);
   }
   return x;
 }

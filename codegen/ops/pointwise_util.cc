@@ -13,12 +13,16 @@ namespace kiln::ops {
 using ir::DType;
 
 const std::vector<DType> kAllTypes = {DType::kFloat32,  DType::kFloat64, DType::kFloat16,
-                                      DType::kBFloat16, DType::kInt64,   DType::kBool};
+                                      DType::kBFloat16, DType::kInt64,   DType::kBool,
+                                      DType::kInt8,     DType::kUInt8,   DType::kInt16};
 const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
                                         DType::kBFloat16};
-const std::vector<DType> kNoBool = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
-                                    DType::kBFloat16, DType::kInt64};
-const std::vector<DType> kIntegral = {DType::kInt64, DType::kBool};
+const std::vector<DType> kNoBool = {DType::kFloat32,  DType::kFloat64, DType::kFloat16,
+                                    DType::kBFloat16, DType::kInt64,   DType::kInt8,
+                                    DType::kUInt8,    DType::kInt16};
+const std::vector<DType> kIntegral = {DType::kInt64, DType::kBool, DType::kInt8, DType::kUInt8,
+                                      DType::kInt16};
+const std::vector<DType> kIntegers = {DType::kInt64, DType::kInt8, DType::kUInt8, DType::kInt16};
 
 namespace {
 
@@ -36,7 +40,23 @@ int FloatRank(DType dtype) {
   }
 }
 
-int IntRank(DType dtype) { return dtype == DType::kInt64 ? 3 : dtype == DType::kInt32 ? 2 : 1; }
+// Integer ranks in c10's promotion lattice: bool, the 8-bit types, int16,
+// int32, int64.
+int IntRank(DType dtype) {
+  switch (dtype) {
+    case DType::kInt64:
+      return 5;
+    case DType::kInt32:
+      return 4;
+    case DType::kInt16:
+      return 3;
+    case DType::kInt8:
+    case DType::kUInt8:
+      return 2;
+    default:
+      return 1;
+  }
+}
 
 }  // namespace
 
@@ -45,6 +65,10 @@ DType PromoteTensors(DType a, DType b) {
   const int fa = FloatRank(a), fb = FloatRank(b);
   if (fa == 1 && fb == 1) return DType::kFloat32;  // float16 with bfloat16
   if (fa != fb) return fa > fb ? a : b;
+  // uint8 and int8: neither holds the other's values.
+  if ((a == DType::kUInt8 && b == DType::kInt8) || (a == DType::kInt8 && b == DType::kUInt8)) {
+    return DType::kInt16;
+  }
   return IntRank(a) >= IntRank(b) ? a : b;
 }
 

@@ -15,7 +15,8 @@ namespace kiln::ops {
 extern const std::vector<ir::DType> kAllTypes;    // every dtype Kiln stores
 extern const std::vector<ir::DType> kFloatTypes;  // the floating ones
 extern const std::vector<ir::DType> kNoBool;      // every dtype but bool
-extern const std::vector<ir::DType> kIntegral;    // int64 and bool
+extern const std::vector<ir::DType> kIntegral;    // the integer dtypes and bool
+extern const std::vector<ir::DType> kIntegers;    // the integer dtypes
 
 using ir::ComputeType;
 

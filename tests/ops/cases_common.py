@@ -13,7 +13,9 @@ import torch
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 NAMES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
          torch.bfloat16: "bfloat16", torch.int64: "int64", torch.bool: "bool",
-         torch.complex64: "complex64", torch.complex128: "complex128"}
+         torch.complex64: "complex64", torch.complex128: "complex128",
+         torch.int8: "int8", torch.uint8: "uint8", torch.int16: "int16"}
+SMALL_INTS = [torch.int8, torch.uint8, torch.int16]
 BY_NAME = {name: dtype for dtype, name in NAMES.items()}
 
 # Checks (tests/ops/op_case.proto).
@@ -70,6 +72,8 @@ def random(shape, dtype, g, scale=2.0, low=-9, high=10):
         return (torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(dtype)
     if dtype == torch.bool:
         return torch.rand(shape, generator=g) < 0.5
+    if dtype == torch.uint8:
+        low, high = max(low, 0), max(high, 1)
     return torch.randint(low, high, shape, generator=g, dtype=dtype)
 
 
@@ -89,6 +93,9 @@ def edges(dtype):
         return [False, True]
     if dtype == torch.int64:
         return [0, 1, -1, 2, -7, 1 << 40, -(1 << 40)]
+    if dtype in SMALL_INTS:  # the extremes, whose sums and products wrap
+        info = torch.iinfo(dtype)
+        return [0, 1, 2, 7, info.max, info.min, info.max - 1, info.min + 1, info.max // 2 + 1]
     info = torch.finfo(dtype)
     return [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 0.5, -2.5, info.max, -info.max,
             info.tiny, -info.tiny, denormal(dtype), -denormal(dtype), 3.0]

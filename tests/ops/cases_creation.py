@@ -3,7 +3,8 @@ arange, fill), copies and conversions (clone, _to_copy,
 convert_element_type) between every pair of dtypes, and tril/triu."""
 import torch
 
-from cases_common import CLOSE, EXACT, NAMES, Case, claimed, generator, random, with_edges
+from cases_common import (CLOSE, EXACT, NAMES, SMALL_INTS, Case, claimed, generator, random,
+                          with_edges)
 
 A = torch.ops.aten
 SHAPE = (4, 6)
@@ -137,13 +138,16 @@ def conversion_cases(claims):
         for source in claimed(claims, op):
             g = generator(op, NAMES[source])
             x = with_edges(SHAPE, source, g)
-            # Out-of-range floats to int64 are undefined in C++ (eager gives
+            # Out-of-range floats to integers are undefined in C++ (eager gives
             # INT64_MIN on x86): only finite values in range go there.
             finite = x
             if source.is_floating_point:
                 finite = x.double().nan_to_num(0.0, 0.0, 0.0).clamp(-2.0**62, 2.0**62).to(source)
             for target in claimed(claims, op):
                 values = finite if target == torch.int64 else x
+                if target in SMALL_INTS and source.is_floating_point:
+                    info = torch.iinfo(target)  # halved: a 16-bit float rounds up
+                    values = finite.double().clamp(info.min // 2, info.max // 2).to(source)
                 convert = to(target) if op.startswith("aten") else convert_element_type(target)
                 yield Case(op, source, f"to_{NAMES[target]}", convert, [values], EXACT)
             convert = to(torch.float64) if op.startswith("aten") else convert_element_type(

@@ -132,8 +132,10 @@ def gather_cases(claims):
         yield Case(op, dtype, "out_of_range_reads_zero", reference, [x, out_of_range], EXACT,
                    manual=(op, [("dim", 1)]))
     x = random((4, 3), torch.float32, generator(op, "refused"))
-    yield Case(op, torch.float32, "int32_index", lambda x, i: torch.gather(x, 1, i.long()),
-               [x, torch.tensor([[1]], dtype=torch.int32)], ERROR,
+    yield Case(op, torch.float32, "int32_index", lambda x, i: torch.gather(x, 1, i),
+               [x, torch.tensor([[1, 0], [2, 2], [0, 1], [1, 1]], dtype=torch.int32)], EXACT)
+    yield Case(op, torch.float32, "int16_index", lambda x, i: torch.gather(x, 1, i.long()),
+               [x, torch.tensor([[1]], dtype=torch.int16)], ERROR,
                error=("INVALID_ARGUMENT", "neither does eager PyTorch"), manual=(op, [("dim", 1)]))
     yield Case(op, torch.float32, "rank_mismatch", lambda x, i: x[0, :1],
                [x, torch.tensor([1])], ERROR,
@@ -330,8 +332,10 @@ def scatter_add_cases(claims):
         yield Case(op, dtype, "out_of_range_adds_nothing", reference,
                    [x, out_of_range, addends((2, 3), dtype, g)], EXACT, manual=(op, [("dim", 1)]))
     x = random((4, 3), torch.float32, generator(op, "refused"))
-    yield Case(op, torch.float32, "int32_index", lambda x, i, source: x,
-               [x, torch.tensor([[1]], dtype=torch.int32), x], ERROR,
+    yield Case(op, torch.float32, "int32_index", scatter_add(1),
+               [x, torch.tensor([[1, 0], [2, 2]], dtype=torch.int32), x], EXACT)
+    yield Case(op, torch.float32, "int16_index", lambda x, i, source: x,
+               [x, torch.tensor([[1]], dtype=torch.int16), x], ERROR,
                error=("INVALID_ARGUMENT", "neither does eager PyTorch"), manual=(op, [("dim", 1)]))
     yield Case(op, torch.float32, "rank_mismatch", lambda x, i, source: x,
                [x, torch.tensor([1]), x], ERROR,

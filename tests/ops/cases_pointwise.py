@@ -4,8 +4,9 @@ on contiguous, transposed, broadcast and stride-0 inputs."""
 import torch
 import torch.nn.functional as F
 
-from cases_common import (CLOSE, EXACT, FLOATS, NAMES, ULP, Case, binary, claimed, edge_pairs,
-                          generator, positive, random, refused, sweep, unary, with_edges)
+from cases_common import (CLOSE, EXACT, FLOATS, NAMES, SMALL_INTS, ULP, Case, binary, claimed,
+                          edge_pairs, generator, positive, random, refused, sweep, unary,
+                          with_edges)
 
 SHAPE = (6, 40)
 # Python scalars next to a tensor: ints, floats eager rounds to 16-bit
@@ -15,7 +16,9 @@ SCALARS = (3, -2, 2.5, 0.1, 1.0 / 3, -0.0, True)
 PROMOTIONS = [(torch.float32, torch.float64), (torch.float16, torch.float32),
               (torch.float16, torch.bfloat16), (torch.bfloat16, torch.float64),
               (torch.int64, torch.float32), (torch.int64, torch.float16),
-              (torch.bool, torch.int64), (torch.bool, torch.float32), (torch.int64, torch.bfloat16)]
+              (torch.bool, torch.int64), (torch.bool, torch.float32), (torch.int64, torch.bfloat16),
+              (torch.uint8, torch.int8), (torch.int8, torch.int16), (torch.uint8, torch.int16),
+              (torch.int16, torch.int64), (torch.bool, torch.uint8), (torch.int8, torch.float16)]
 
 
 def layouts(op, dtype, fn, make, check=CLOSE, function="", prefix=""):
@@ -336,10 +339,12 @@ def integer_division_cases(claims):
     A tensor divisor is refused: eager raises on a zero one, which a
     kernel cannot."""
     for op, fn in INTEGER_DIVISIONS.items():
-        for dtype in claimed(claims, op, [torch.int64]):
+        for dtype in claimed(claims, op, [torch.int64] + SMALL_INTS):
             g = generator(op, NAMES[dtype])
             x = with_edges(SHAPE, dtype, g)
             for divisor in (2, -3, 7, 1, -1):
+                if dtype == torch.uint8 and divisor < 0:
+                    continue  # eager refuses: it does not fit
                 yield Case(op, dtype, f"by_{divisor}", unary(fn, divisor), [x], EXACT)
     op = "aten.floor_divide.default"
     g = generator(op, "refused")
@@ -461,7 +466,8 @@ def selection_cases(claims):
     for dtype in claimed(claims, op):
         g = generator(op, NAMES[dtype])
         for value in (-1.5, 0.1, 2, float("-inf"), True):
-            if value == float("-inf") and not dtype.is_floating_point:
+            if (value == float("-inf") and not dtype.is_floating_point) or (
+                    dtype == torch.uint8 and value < 0):
                 continue  # eager refuses: it does not fit
             yield Case(op, dtype, f"value_{value!r:.6}", binary(torch.masked_fill, value),
                        [with_edges(SHAPE, dtype, g), random(SHAPE, torch.bool, g)], EXACT)
@@ -509,6 +515,8 @@ def clamp_cases(claims):
                 variant = f"{low!r:.6}_{high!r:.6}"
                 if not dtype.is_floating_point and isinstance(low, float) and low != low:
                     continue  # NaN does not convert to an integer bound
+                if dtype == torch.uint8 and high is not None and high < 0:
+                    continue  # eager refuses: it does not fit
                 yield Case(op, dtype, f"edges_{variant}", fn, [with_edges(SHAPE, dtype, g)], EXACT)
             fn = unary(torch.clamp, -1, 1) if op == "aten.clamp.default" else (
                 unary(torch.clamp_min, 0) if op == "aten.clamp_min.default"

@@ -80,7 +80,12 @@ double ElementAsDouble(const Tensor& tensor, int64_t i) {
     case kiln::v1::INT32:
       return tensor.data<int32_t>()[i];
     case kiln::v1::BOOL:
+    case kiln::v1::UINT8:
       return tensor.data<uint8_t>()[i];
+    case kiln::v1::INT8:
+      return tensor.data<int8_t>()[i];
+    case kiln::v1::INT16:
+      return tensor.data<int16_t>()[i];
     default:
       return NAN;
   }

@@ -528,23 +528,30 @@ def _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
     return product.sum(list(sumdim)) if sumdim else product
 
 
-def _logical(name):
-    """A bitwise op on bools as its logical op."""
-    def op(*tensors):
-        if any(t.dtype != torch.bool for t in tensors if isinstance(t, torch.Tensor)):
-            raise TraceError(f"bitwise_{name} of integers: Kiln takes it on bool tensors only")
-        return getattr(torch, "logical_" + name)(*tensors)
-    return op
+def _reduced_dims(x, dim):
+    """The dims any and all reduce: every one for None (or an empty list),
+    else the one or those named."""
+    if dim is None or (isinstance(dim, (list, tuple)) and not dim):
+        return list(range(x.dim()))
+    return list(dim) if isinstance(dim, (list, tuple)) else [dim]
 
 
 def _any(x, dim=None, keepdim=False):
-    dims = list(range(x.dim())) if dim is None else [dim]
-    return (x != 0).sum(dims, keepdim=keepdim) > 0
+    return (x != 0).sum(_reduced_dims(x, dim), keepdim=keepdim) > 0
 
 
 def _all(x, dim=None, keepdim=False):
-    dims = list(range(x.dim())) if dim is None else [dim]
-    return (x == 0).sum(dims, keepdim=keepdim) == 0
+    return (x == 0).sum(_reduced_dims(x, dim), keepdim=keepdim) == 0
+
+
+def _round_decimals(x, decimals=0):
+    """torch.round(x, decimals=d) as eager computes it: x times 10^d rounded
+    to an integer and divided back (divided, rounded and multiplied for a
+    negative d), in x's dtype."""
+    scale = 10.0 ** abs(decimals)
+    if decimals < 0:
+        return torch.round(x / scale) * scale
+    return torch.round(x * scale) / scale
 
 
 def _index_put(x, indices, values, accumulate=False):
@@ -737,6 +744,10 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
     tril.default triu.default trunc.default unbind.int unfold.default unsqueeze.default
     var.correction var_mean.correction view.default where.self xlogy.Scalar_Other xlogy.Tensor
     zeros.default zeros_like.default
+    bitwise_and.Tensor bitwise_and.Scalar bitwise_or.Tensor bitwise_or.Scalar bitwise_xor.Tensor
+    bitwise_xor.Scalar bitwise_not.default bitwise_left_shift.Tensor
+    bitwise_left_shift.Tensor_Scalar bitwise_right_shift.Tensor bitwise_right_shift.Tensor_Scalar
+    fmax.default fmin.default
     sort.default sort.stable topk.default kthvalue.default mode.default median.default
     median.dim nanmedian.default nanmedian.dim
 """.split()] + [f"aten.{name}" for name in """
@@ -770,7 +781,9 @@ def _torchs(table):
 # Ops core ATen keeps and Kiln lacks, which torch's full table decomposes.
 _BEYOND_CORE = [
     aten.addmv, aten.bucketize, aten.constant_pad_nd,
-    aten.diagonal, aten.grid_sampler_2d, aten.isinf,
+    aten.diagonal, aten.grid_sampler_2d, aten.isinf, aten._native_batch_norm_legit,
+    aten.as_strided_copy, aten.dist, aten.ldexp, aten.narrow_copy, aten.new_empty_strided,
+    aten.permute_copy, aten.unbind_copy, aten.view_copy,
     aten.tril_indices, aten.triu_indices, aten.upsample_bicubic2d,
     aten.upsample_bilinear2d, aten.upsample_nearest2d, aten.upsample_trilinear3d,
 ]
@@ -810,8 +823,17 @@ DECOMPOSITIONS = {
     # every attention's softmax (_safe_softmax).
     aten.all.default: _all,
     aten.all.dim: _all,
+    aten.all.dims: _all,
     aten.any.default: _any,
     aten.any.dim: _any,
+    aten.any.dims: _any,
+    # torch's multiplies and rounds in prims.
+    aten.round.decimals: _round_decimals,
+    # x << n and x >> n are the shifts' operators.
+    aten.__lshift__.Scalar: aten.bitwise_left_shift.Tensor_Scalar,
+    aten.__lshift__.Tensor: aten.bitwise_left_shift.Tensor,
+    aten.__rshift__.Scalar: aten.bitwise_right_shift.Tensor_Scalar,
+    aten.__rshift__.Tensor: aten.bitwise_right_shift.Tensor,
     # torch's, after the checks eager makes and torch's leave out.
     aten.max_pool3d_with_indices.default: _max_pool3d_with_indices,
     aten.reflection_pad1d.default: _reflection_pad,
@@ -837,14 +859,8 @@ DECOMPOSITIONS = {
     aten.nll_loss2d_backward.default: _nll_loss2d_backward,
     # torch's lays its output out as (L, N, H, E) whatever the query's layout.
     aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_attention_for_cpu,
-    # torch's go through ops or dtypes Kiln lacks: prims (bitwise ops, pow,
-    # signbit, hypot, ne), uint8 (eye).
-    aten.bitwise_and.Tensor: _logical("and"),
-    aten.bitwise_and_.Tensor: _in_place(_logical("and")),
-    aten.bitwise_not.default: _logical("not"),
-    aten.bitwise_or.Tensor: _logical("or"),
-    aten.bitwise_or_.Tensor: _in_place(_logical("or")),
-    aten.bitwise_xor.Tensor: _logical("xor"),
+    # torch's go through ops or dtypes Kiln lacks: prims (pow, signbit,
+    # hypot, ne), uint8 (eye).
     aten.copysign.Tensor: _copysign,
     aten.pow.Scalar: _pow_scalar,
     aten.eye.default: _eye,

@@ -69,6 +69,7 @@ aten = torch.ops.aten
 DTYPES = {
     torch.float32: "FLOAT32", torch.float64: "FLOAT64", torch.float16: "FLOAT16",
     torch.bfloat16: "BFLOAT16", torch.int64: "INT64", torch.int32: "INT32", torch.bool: "BOOL",
+    torch.int8: "INT8", torch.uint8: "UINT8", torch.int16: "INT16",
     torch.complex64: "COMPLEX64", torch.complex128: "COMPLEX128",
 }
 # Arguments that never change what Kiln computes on the CPU.
