@@ -551,8 +551,7 @@ absl::StatusOr<EmittedFunction> EmitScatter(int index, const Kernel& kernel, con
       &text, indent, "  ", target, " = ",
       ToStorage(ScatterCombined(definition.combiner, FromStorage(target, sum_type), element),
                 sum_type),
-      ";
-");
+      ";\n");
   body.Line("}");
   close_loops(points);
   if (sums != out) {
