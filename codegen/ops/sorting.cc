@@ -9,6 +9,7 @@
 // The rows reach the runtime as a [rows, n] tensor: the dim moved last and
 // the others merged (a reshape, which copies unless the dim is already
 // last). 16-bit floats are compared in float32, which orders them alike.
+#include <algorithm>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -209,15 +210,23 @@ void RegisterSortingOps(OpTable& table) {
   const ArgSpec dim_last{"dim", ArgKind::kInt, int64_t{-1}};
   const ArgSpec descending{"descending", ArgKind::kBool, false};
   const ArgSpec keepdim{"keepdim", ArgKind::kBool, false};
-  // sort and mode take bools; the others refuse them, as eager does.
+  // sort and mode take bools; the others refuse them, as eager does. Not the
+  // small integers yet: the gather that reads the values does not take them.
   const std::vector<ir::DType> refused;
-  const std::vector<ir::DType>& ordered = kNoBool;
+  auto gatherable = [](std::vector<ir::DType> dtypes) {
+    for (const ir::DType small : {ir::DType::kInt8, ir::DType::kUInt8, ir::DType::kInt16}) {
+      dtypes.erase(std::remove(dtypes.begin(), dtypes.end(), small), dtypes.end());
+    }
+    return dtypes;
+  };
+  const std::vector<ir::DType> all = gatherable(kAllTypes);
+  const std::vector<ir::DType> ordered = gatherable(kNoBool);
   const std::vector<ir::DType> no_bool = {ir::DType::kBool};
-  AddComposite(table, "aten.sort.default", 1, 1, {dim_last, descending}, Sort, kAllTypes, refused,
+  AddComposite(table, "aten.sort.default", 1, 1, {dim_last, descending}, Sort, all, refused,
                "sorting");
   AddComposite(table, "aten.sort.stable", 1, 1,
                {{"stable", ArgKind::kBool, ir::ArgValue(ir::None{})}, dim_last, descending}, Sort,
-               kAllTypes, refused, "sorting");
+               all, refused, "sorting");
   AddComposite(table, "aten.topk.default", 1, 1,
                {{"k", ArgKind::kInt, std::nullopt},
                 dim_last,
@@ -227,7 +236,7 @@ void RegisterSortingOps(OpTable& table) {
   AddComposite(table, "aten.kthvalue.default", 1, 1,
                {{"k", ArgKind::kInt, std::nullopt}, dim_last, keepdim}, OnePerRow, ordered, no_bool,
                "sorting");
-  AddComposite(table, "aten.mode.default", 1, 1, {dim_last, keepdim}, OnePerRow, kAllTypes, refused,
+  AddComposite(table, "aten.mode.default", 1, 1, {dim_last, keepdim}, OnePerRow, all, refused,
                "sorting");
   for (const char* op : {"aten.median.dim", "aten.nanmedian.dim"}) {
     AddComposite(table, op, 1, 1, {{"dim", ArgKind::kInt, std::nullopt}, keepdim}, OnePerRow,

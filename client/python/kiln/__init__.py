@@ -39,11 +39,13 @@ class KilnError(RuntimeError):
 
 class UnsupportedOpError(KilnError):
     """The graph uses an op (or dtype) Kiln does not compile. `ops` lists the
-    ATen ops the message names."""
+    ops the message names: ATen's, and quoted ones of any namespace (a
+    torch.library custom op)."""
 
     def __init__(self, message=""):
         super().__init__(message)
-        self.ops = sorted(set(re.findall(r"aten\.[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)?", message)))
+        self.ops = sorted(set(re.findall(r"aten\.[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)?", message))
+                          | set(re.findall(r"'(\w+\.\w+\.\w+)'", message)))
 
 
 class GuardError(KilnError):

@@ -768,6 +768,34 @@ KILN_OPS |= {f"aten.{name}" for name in """
     masked_scatter.default put.default scatter.reduce scatter.value_reduce scatter_reduce.two
     segment_reduce.default
 """.split()}
+# The special functions (codegen/ops/special.cc).
+KILN_OPS |= frozenset(f"aten.{name}" for name in """
+    digamma.default erfc.default erfinv.default i0.default igamma.default igammac.default
+    lgamma.default polygamma.default special_airy_ai.default special_bessel_j0.default
+    special_bessel_j1.default special_bessel_y0.default special_bessel_y1.default
+    special_chebyshev_polynomial_t.default special_chebyshev_polynomial_t.n_scalar
+    special_chebyshev_polynomial_u.default special_chebyshev_polynomial_u.n_scalar
+    special_chebyshev_polynomial_v.default special_chebyshev_polynomial_v.n_scalar
+    special_chebyshev_polynomial_w.default special_chebyshev_polynomial_w.n_scalar
+    special_erfcx.default special_hermite_polynomial_h.default
+    special_hermite_polynomial_h.n_scalar special_hermite_polynomial_he.default
+    special_hermite_polynomial_he.n_scalar special_i0e.default special_i1.default
+    special_i1e.default special_laguerre_polynomial_l.default
+    special_laguerre_polynomial_l.n_scalar special_legendre_polynomial_p.default
+    special_legendre_polynomial_p.n_scalar special_modified_bessel_i0.default
+    special_modified_bessel_i1.default special_modified_bessel_k0.default
+    special_modified_bessel_k1.default special_ndtri.default
+    special_scaled_modified_bessel_k0.default special_scaled_modified_bessel_k1.default
+    special_shifted_chebyshev_polynomial_t.default
+    special_shifted_chebyshev_polynomial_t.n_scalar
+    special_shifted_chebyshev_polynomial_u.default
+    special_shifted_chebyshev_polynomial_u.n_scalar
+    special_shifted_chebyshev_polynomial_v.default
+    special_shifted_chebyshev_polynomial_v.n_scalar
+    special_shifted_chebyshev_polynomial_w.default
+    special_shifted_chebyshev_polynomial_w.n_scalar special_spherical_bessel_j0.default
+    special_zeta.default special_zeta.other_scalar
+""".split())
 
 
 def _torchs(table):
