@@ -40,15 +40,6 @@ absl::StatusOr<std::vector<int64_t>> PerDim(const ir::Node& node, const char* na
   return values;
 }
 
-std::string Shape(const ir::TensorType& type) {
-  std::string text;
-  for (const ir::Dim& dim : type.sizes) {
-    absl::StrAppend(&text, text.empty() ? "" : ", ",
-                    ir::ToString(ir::SymExpr::Of(dim), ir::Graph()));
-  }
-  return absl::StrCat("[", text, "]");
-}
-
 // What both kinds require of (input, weight, bias?): ranks, one dtype,
 // static channels and spatial sizes.
 absl::Status CheckOperands(const InputTypes& inputs) {

@@ -21,15 +21,6 @@ namespace {
 
 const std::vector<ir::DType> kLapackTypes = {ir::DType::kFloat32, ir::DType::kFloat64};
 
-std::string Shape(const ir::TensorType& type) {
-  std::string text;
-  for (const ir::Dim& dim : type.sizes) {
-    absl::StrAppend(&text, text.empty() ? "" : ", ",
-                    ir::ToString(ir::SymExpr::Of(dim), ir::Graph()));
-  }
-  return absl::StrCat("[", text, "]");
-}
-
 // kiln.linalg's results for `routine` on its operands (kiln_abi.h,
 // client/runtime/linalg.h).
 absl::StatusOr<std::vector<ir::TensorType>> InferLinalg(const ir::Node& node,

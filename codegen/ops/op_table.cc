@@ -45,6 +45,15 @@ void OpTable::Add(OpDef op) {
   ops_.emplace(name, std::move(op));
 }
 
+std::string Shape(const ir::TensorType& type) {
+  std::string text;
+  for (const ir::Dim& dim : type.sizes) {
+    absl::StrAppend(&text, text.empty() ? "" : ", ",
+                    ir::ToString(ir::SymExpr::Of(dim), ir::Graph()));
+  }
+  return absl::StrCat("[", text, "]");
+}
+
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name) {
   // The verifier has checked presence (and filled defaults) before any type
   // rule or lowering runs.

@@ -117,6 +117,8 @@ void RegisterIntegerOps(OpTable& table);
 void RegisterIeeeOps(OpTable& table);
 
 // Helpers shared by the families.
+// A type's sizes for an error message: "[2, s0]".
+std::string Shape(const ir::TensorType& type);
 const ir::ArgValue& Arg(const ir::Node& node, const std::string& name);
 // Whether the node has argument `name` and it is not None.
 bool Present(const ir::Node& node, const std::string& name);
