@@ -64,6 +64,7 @@ static inline double kiln_special_chbevl(double x, const double* c, int count) {
 static inline double kiln_special_exp(double x) {
   double c = x < -746.0 ? -746.0 : x;
   c = c > 710.0 ? 710.0 : c;
+  c = c == c ? c : 0.0; /* NaN: any finite k (the result is x), never a NaN cast */
   const double kf = __builtin_rint(c * 1.4426950408889634);
   double r = __builtin_fma(kf, -6.93147180369123816490e-01, c);
   r = __builtin_fma(kf, -1.90821492927058770002e-10, r);
