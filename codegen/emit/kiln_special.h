@@ -178,7 +178,7 @@ static inline double kiln_special_cos(double x) { return kiln_special_sin_or_cos
  * sin(pi n) is +0 at integers; infinities give NaN. */
 static inline double kiln_special_sinpi_or_cospi(double x, int cosine) {
   double n = __builtin_rint(x + x);
-  n = __builtin_fabs(x) >= 0x1p+52 ? 0.0 : n;
+  n = __builtin_fabs(x) < 0x1p+52 ? n : 0.0; /* also NaN: never a NaN cast */
   const double r = (__builtin_fabs(x) >= 0x1p+52 ? 0.0 : x - 0.5 * n) * 3.14159265358979323846;
   const int quadrant = (int)((long long)n & 3) + cosine;
   const double value = (quadrant & 1) ? kiln_special_cos_kernel(r) : kiln_special_sin_kernel(r);
