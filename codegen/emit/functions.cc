@@ -183,6 +183,15 @@ const std::map<std::string, Function>& Table() {
         // first, as eager's fmax and fmin (ops/ieee.cc).
         {"fmax", {2, "((({0} >= {1}) | ({1} != {1})) ? {0} : {1})", "({0} >= {1} ? {0} : {1})"}},
         {"fmin", {2, "((({0} <= {1}) | ({1} != {1})) ? {0} : {1})", "({0} <= {1} ? {0} : {1})"}},
+        // Exact bit operations (ops/ieee.cc; kiln_math.h): float32 and
+        // float64, and copysign of every float.
+        {"copysign", {2, "{copysign}({0}, {1})"}},
+        {"nextafter", {2, "{nextafter}({0}, {1})"}},
+        {"frexp_mantissa", {1, "{frexp_mantissa}({0})"}},
+        {"frexp_exponent", {1, "(({T}){frexp_exponent}({0}))"}},
+        // int64 only (ops/integers.cc).
+        {"gcd", {2, "kiln_gcd_i64({0}, {1})"}},
+        {"lcm", {2, "kiln_lcm_i64({0}, {1})"}},
         // Integers and bools only (ops/integers.cc).
         {"bitwise_and", {2, "({0} & {1})"}},
         {"bitwise_or", {2, "({0} | {1})"}},
@@ -362,6 +371,10 @@ absl::StatusOr<std::string> EmitFunction(const std::string& function,
       {"{rint}", Builtin("rint", dtype)},
       {"{trunc}", Builtin("trunc", dtype)},
       {"{hermite_limit}", IsSingle(dtype) ? "128" : "512"},
+      {"{copysign}", Builtin("copysign", dtype)},
+      {"{nextafter}", IsSingle(dtype) ? "kiln_nextafterf" : "kiln_nextafter"},
+      {"{frexp_mantissa}", IsSingle(dtype) ? "kiln_frexp_mantissaf" : "kiln_frexp_mantissa"},
+      {"{frexp_exponent}", IsSingle(dtype) ? "kiln_frexp_exponentf" : "kiln_frexp_exponent"},
   };
   const Function& entry = it->second;
   for (const RuntimeFunction& f : kRuntimeFunctions) {

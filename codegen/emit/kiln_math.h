@@ -212,4 +212,96 @@ static inline long long kiln_remainder_i64(long long a, long long b) {
   return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
 }
 
+/* IEEE 754 bit operations, exact as eager's (std::nextafter, std::frexp,
+ * and c10's gcd and lcm). */
+static inline unsigned int kiln_float_to_bits(float f) {
+  unsigned int bits;
+  __builtin_memcpy(&bits, &f, 4);
+  return bits;
+}
+
+static inline double kiln_bits_to_double(unsigned long long bits) {
+  double d;
+  __builtin_memcpy(&d, &bits, 8);
+  return d;
+}
+
+static inline unsigned long long kiln_double_to_bits(double d) {
+  unsigned long long bits;
+  __builtin_memcpy(&bits, &d, 8);
+  return bits;
+}
+
+/* The next float after x towards y: y itself when equal (so +-0 towards
+ * -+0 is y), NaN when either is, the smallest denormal of y's sign from a
+ * zero; else x's bit pattern one step away from or towards zero. */
+static inline float kiln_nextafterf(float x, float y) {
+  if (x != x || y != y) return x + y;
+  if (x == y) return y;
+  if (x == 0.0f) return y > 0.0f ? 0x1p-149f : -0x1p-149f;
+  const unsigned int bits = kiln_float_to_bits(x);
+  return kiln_bits_to_float((x < y) == (x > 0.0f) ? bits + 1 : bits - 1);
+}
+
+static inline double kiln_nextafter(double x, double y) {
+  if (x != x || y != y) return x + y;
+  if (x == y) return y;
+  if (x == 0.0) return y > 0.0 ? 0x1p-1074 : -0x1p-1074;
+  const unsigned long long bits = kiln_double_to_bits(x);
+  return kiln_bits_to_double((x < y) == (x > 0.0) ? bits + 1 : bits - 1);
+}
+
+/* frexp's exponent: x = m 2^e with 0.5 <= |m| < 1; 0 for a zero, an
+ * infinity or NaN. A denormal is scaled into the normal range first. */
+static inline int kiln_frexp_exponentf(float x) {
+  if (x == 0.0f || x - x != 0.0f) return 0;
+  const int scaled = (kiln_float_to_bits(x) & 0x7f800000u) == 0;
+  const unsigned int bits = kiln_float_to_bits(scaled ? x * 0x1p25f : x);
+  return (int)((bits >> 23) & 0xffu) - 126 - (scaled ? 25 : 0);
+}
+
+static inline int kiln_frexp_exponent(double x) {
+  if (x == 0.0 || x - x != 0.0) return 0;
+  const int scaled = (kiln_double_to_bits(x) & 0x7ff0000000000000ull) == 0;
+  const unsigned long long bits = kiln_double_to_bits(scaled ? x * 0x1p54 : x);
+  return (int)((bits >> 52) & 0x7ffull) - 1022 - (scaled ? 54 : 0);
+}
+
+/* frexp's mantissa: x with its exponent replaced by -1 (x itself for a
+ * zero, an infinity or NaN). */
+static inline float kiln_frexp_mantissaf(float x) {
+  if (x == 0.0f || x - x != 0.0f) return x;
+  const int scaled = (kiln_float_to_bits(x) & 0x7f800000u) == 0;
+  const unsigned int bits = kiln_float_to_bits(scaled ? x * 0x1p25f : x);
+  return kiln_bits_to_float((bits & 0x807fffffu) | 0x3f000000u);
+}
+
+static inline double kiln_frexp_mantissa(double x) {
+  if (x == 0.0 || x - x != 0.0) return x;
+  const int scaled = (kiln_double_to_bits(x) & 0x7ff0000000000000ull) == 0;
+  const unsigned long long bits = kiln_double_to_bits(scaled ? x * 0x1p54 : x);
+  return kiln_bits_to_double((bits & 0x800fffffffffffffull) | 0x3fe0000000000000ull);
+}
+
+/* Euclid's algorithm on the magnitudes, as c10's calc_gcd; magnitudes and
+ * products wrap as unsigned (eager's overflow there is undefined). */
+static inline long long kiln_gcd_i64(long long a, long long b) {
+  unsigned long long x = a < 0 ? 0ull - (unsigned long long)a : (unsigned long long)a;
+  unsigned long long y = b < 0 ? 0ull - (unsigned long long)b : (unsigned long long)b;
+  while (x != 0) {
+    const unsigned long long r = y % x;
+    y = x;
+    x = r;
+  }
+  return (long long)y;
+}
+
+/* |a / gcd(a, b) * b|, 0 when the gcd is, as c10's lcm. */
+static inline long long kiln_lcm_i64(long long a, long long b) {
+  const long long g = kiln_gcd_i64(a, b);
+  if (g == 0) return 0;
+  const long long product = (long long)((unsigned long long)(a / g) * (unsigned long long)b);
+  return product < 0 ? (long long)(0ull - (unsigned long long)product) : product;
+}
+
 #endif /* KILN_MATH_H_ */

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -144,6 +145,89 @@ TEST(KilnMathTest, GeluDerivativeWithinItsAbsoluteBound) {
   EXPECT_TRUE(std::isnan(kiln_gelu_derivative(NAN)));
   EXPECT_TRUE(std::isnan(kiln_gelu_derivative(INFINITY)));
   EXPECT_TRUE(std::isnan(kiln_gelu_derivative(-INFINITY)));
+}
+
+// Every step of a float bit pattern sweep, each towards zero, the infinities
+// and NaN, bit for bit as std::nextafter (eager's kernel).
+template <typename T, typename Next>
+void ExpectNextafterExact(Next next, T x) {
+  const T inf = std::numeric_limits<T>::infinity();
+  for (T y : {T(0), T(-0.0), inf, -inf, x, std::numeric_limits<T>::quiet_NaN()}) {
+    const T got = next(x, y), want = std::nextafter(x, y);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << std::hexfloat << x << " towards " << y;
+    } else {
+      EXPECT_EQ(std::memcmp(&got, &want, sizeof(T)), 0)
+          << std::hexfloat << x << " towards " << y << ": got " << got << ", want " << want;
+    }
+  }
+}
+
+TEST(KilnMathTest, NextafterIsStdNextafter) {
+  for (int sign : {1, -1}) {
+    for (uint32_t bits = 0; bits <= 0x7f800000u; bits += 0x10001) {
+      float x;
+      memcpy(&x, &bits, sizeof(x));
+      ExpectNextafterExact<float>(kiln_nextafterf, sign * x);
+      ExpectNextafterExact<double>(kiln_nextafter, sign * static_cast<double>(x) * 0x1p-900);
+      ExpectNextafterExact<double>(kiln_nextafter, sign * static_cast<double>(x));
+    }
+  }
+  for (float x : {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(),
+                  std::numeric_limits<float>::min(), std::numeric_limits<float>::max()}) {
+    ExpectNextafterExact<float>(kiln_nextafterf, x);
+    ExpectNextafterExact<float>(kiln_nextafterf, -x);
+  }
+  for (double x : {0.0, std::numeric_limits<double>::denorm_min(),
+                   std::numeric_limits<double>::min(), std::numeric_limits<double>::max()}) {
+    ExpectNextafterExact<double>(kiln_nextafter, x);
+    ExpectNextafterExact<double>(kiln_nextafter, -x);
+  }
+}
+
+TEST(KilnMathTest, FrexpIsStdFrexp) {
+  auto check_float = [](float x) {
+    int want_exponent;
+    const float want = std::frexp(x, &want_exponent);
+    EXPECT_EQ(kiln_frexp_exponentf(x), std::isfinite(x) ? want_exponent : 0) << std::hexfloat << x;
+    const float got = kiln_frexp_mantissaf(x);
+    EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : std::memcmp(&got, &want, 4) == 0)
+        << std::hexfloat << x << ": got " << got << ", want " << want;
+  };
+  auto check_double = [](double x) {
+    int want_exponent;
+    const double want = std::frexp(x, &want_exponent);
+    EXPECT_EQ(kiln_frexp_exponent(x), std::isfinite(x) ? want_exponent : 0) << std::hexfloat << x;
+    const double got = kiln_frexp_mantissa(x);
+    EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : std::memcmp(&got, &want, 8) == 0)
+        << std::hexfloat << x << ": got " << got << ", want " << want;
+  };
+  for (int sign : {1, -1}) {
+    for (uint32_t bits = 0; bits <= 0x7fc00000u; bits += 0x1001) {
+      float x;
+      memcpy(&x, &bits, sizeof(x));
+      check_float(sign * x);
+      check_double(sign * static_cast<double>(x));
+      check_double(sign * static_cast<double>(x) * 0x1p-1000);
+    }
+  }
+  for (float x : {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(), INFINITY, -INFINITY}) {
+    check_float(x);
+    check_double(x);
+  }
+  check_double(std::numeric_limits<double>::denorm_min());
+  check_double(std::numeric_limits<double>::max());
+}
+
+TEST(KilnMathTest, GcdAndLcmAreStds) {
+  for (long long a = -40; a <= 40; ++a) {
+    for (long long b = -40; b <= 40; ++b) {
+      EXPECT_EQ(kiln_gcd_i64(a, b), std::gcd(a, b)) << a << ", " << b;
+      EXPECT_EQ(kiln_lcm_i64(a, b), std::lcm(a, b)) << a << ", " << b;
+    }
+  }
+  EXPECT_EQ(kiln_gcd_i64(1LL << 40, 6LL << 30), 2LL << 30);
+  EXPECT_EQ(kiln_lcm_i64(-(1LL << 40), 3), 3LL << 40);
 }
 
 }  // namespace

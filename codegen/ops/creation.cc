@@ -306,6 +306,14 @@ void RegisterCreationOps(OpTable& table) {
               Fill(1));
   AddCreation(table, "aten.empty.memory_format", 0, {kSizeArg, kDTypeArg}, sized(DType::kFloat32),
               Fill(0));
+  // An empty tensor's values are unspecified, and Kiln's tensors are
+  // contiguous: the strides and the physical layout asked for are not kept.
+  AddCreation(table, "aten.empty_strided.default", 0,
+              {kSizeArg, {"stride", ArgKind::kSizeList, std::nullopt}, kDTypeArg},
+              sized(DType::kFloat32), Fill(0));
+  AddCreation(table, "aten.empty_permuted.default", 0,
+              {kSizeArg, {"physical_layout", ArgKind::kIntList, std::nullopt}, kDTypeArg},
+              sized(DType::kFloat32), Fill(0));
   AddCreation(
       table, "aten.full.default", 0,
       {kSizeArg, {"fill_value", ArgKind::kScalar, std::nullopt}, kDTypeArg},

@@ -5,7 +5,11 @@
 // The core ops are kiln.mm / kiln.bmm (float32 and float64, what the BLAS
 // has); aten.mm and aten.bmm are composites over them, so that 16-bit
 // floats multiply in float32 and round once. addmm, baddbmm and linear are
-// composites over these (composites.cc).
+// composites over these (composites.cc), addbmm over addmm.
+#include <map>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "codegen/graph_builder.h"
 #include "codegen/ops/op_table.h"
@@ -96,6 +100,37 @@ absl::StatusOr<std::vector<int>> Matmul(GraphBuilder& b, const ir::Node& node) {
   return std::vector<int>{rounded};
 }
 
+// addbmm(self, batch1 [B, n, m], batch2 [B, m, p], beta, alpha) = beta *
+// self + alpha * sum over b of batch1[b] @ batch2[b]: one addmm of the
+// batches laid side by side, [n, B * m] @ [B * m, p].
+absl::StatusOr<std::vector<int>> Addbmm(GraphBuilder& b, const ir::Node& node) {
+  const ir::TensorType batch1 = b.type(node.inputs[1]), batch2 = b.type(node.inputs[2]);
+  if (batch1.rank() != 3 || batch2.rank() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("addbmm takes 3-D batches, got ", Shape(batch1), " and ", Shape(batch2)));
+  }
+  if (batch1.sizes[0] != batch2.sizes[0] || batch1.sizes[2] != batch2.sizes[1]) {
+    return absl::InvalidArgumentError(absl::StrCat("addbmm's batches ", Shape(batch1), " and ",
+                                                   Shape(batch2), " cannot be multiplied"));
+  }
+  const ir::SymExpr inner = ir::SymExpr::Of(batch1.sizes[0]) * ir::SymExpr::Of(batch1.sizes[2]);
+  ASSIGN_OR_RETURN(const int side_by_side, b.Add("aten.permute.default", {node.inputs[1]},
+                                                 {{"dims", std::vector<int64_t>{1, 0, 2}}}));
+  ASSIGN_OR_RETURN(
+      const int left,
+      b.Add("aten.reshape.default", {side_by_side},
+            {{"size", std::vector<ir::SymExpr>{ir::SymExpr::Of(batch1.sizes[1]), inner}}}));
+  ASSIGN_OR_RETURN(
+      const int right,
+      b.Add("aten.reshape.default", {node.inputs[2]},
+            {{"size", std::vector<ir::SymExpr>{inner, ir::SymExpr::Of(batch2.sizes[2])}}}));
+  std::map<std::string, ir::ArgValue> scale = {{"beta", node.args.at("beta")},
+                                               {"alpha", node.args.at("alpha")}};
+  ASSIGN_OR_RETURN(const int result,
+                   b.Add("aten.addmm.default", {node.inputs[0], left, right}, std::move(scale)));
+  return std::vector<int>{result};
+}
+
 }  // namespace
 
 void RegisterGemmOps(OpTable& table) {
@@ -104,6 +139,10 @@ void RegisterGemmOps(OpTable& table) {
   for (const char* op : {"aten.mm.default", "aten.bmm.default"}) {
     AddComposite(table, op, 2, 2, {}, Matmul, kFloatTypes, {ir::DType::kBool}, "gemm");
   }
+  AddComposite(table, "aten.addbmm.default", 3, 3,
+               {{"beta", ArgKind::kScalar, ir::ArgValue(int64_t{1})},
+                {"alpha", ArgKind::kScalar, ir::ArgValue(int64_t{1})}},
+               Addbmm, kFloatTypes, {ir::DType::kBool}, "gemm");
 }
 
 }  // namespace kiln::ops

@@ -1,6 +1,7 @@
 // Bitwise ops and shifts on integer tensors (and bitwise and, or, xor and
-// not on bools, where they are the logical ops). Eager refuses them on
-// floating tensors, and shifts on bools, as Kiln does (InvalidArgument).
+// not on bools, where they are the logical ops), and gcd and lcm. Eager
+// refuses them on floating tensors, and shifts, gcd and lcm on bools, as
+// Kiln does (InvalidArgument).
 #include <string>
 #include <vector>
 
@@ -75,6 +76,18 @@ void RegisterIntegerOps(OpTable& table) {
                          "other",
                          Apply(shift.function),
                          kIntegers,
+                         floats_and_bool});
+  }
+  // Euclid's algorithm on the magnitudes, as eager (kiln_math.h).
+  for (const char* name : {"gcd", "lcm"}) {
+    AddPointwise(table, {absl::StrCat("aten.", name, ".default"),
+                         2,
+                         2,
+                         {},
+                         Result::kPromoted,
+                         "",
+                         Apply(name),
+                         {DType::kInt64},
                          floats_and_bool});
   }
 }

@@ -228,6 +228,9 @@ void RegisterReductionOps(OpTable& table) {
   const ArgSpec dim_required{"dim", ArgKind::kInt, std::nullopt};
   AddReduction(table, "aten.max.dim", {"max", "argmax"}, {dim_required, keepdim});
   AddReduction(table, "aten.min.dim", {"min", "argmin"}, {dim_required, keepdim});
+  // x.max() and x.min(): over every element, as amax and amin.
+  AddReduction(table, "aten.max.default", {"max"}, {});
+  AddReduction(table, "aten.min.default", {"min"}, {});
 }
 
 }  // namespace kiln::ops

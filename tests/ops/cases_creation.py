@@ -32,6 +32,10 @@ def empty_filled(dtype):
     return lambda: torch.empty(3, 5, dtype=dtype).fill_(fill_value(dtype))
 
 
+def filled(make, value):
+    return lambda: make().fill_(value)
+
+
 def of_transposed(fn):
     return lambda x: fn(x.t())
 
@@ -46,6 +50,14 @@ def sized_cases(claims):
                         ("aten.empty.memory_format", empty_filled)):
         for dtype in claimed(claims, op):
             yield Case(op, dtype, "sized", factory(dtype), [], EXACT)
+    # Strides and layouts asked for are not kept (Kiln's tensors are contiguous).
+    for op, factory in (("aten.empty_strided.default",
+                         lambda dtype: lambda: torch.empty_strided((3, 5), (1, 3), dtype=dtype)),
+                        ("aten.empty_permuted.default",
+                         lambda dtype: lambda: torch.empty_permuted((3, 5, 2), (2, 0, 1),
+                                                                    dtype=dtype))):
+        for dtype in claimed(claims, op):
+            yield Case(op, dtype, "sized", filled(factory(dtype), fill_value(dtype)), [], EXACT)
     # Consumed by an op, like real graphs use them (a mask, a bias).
     g = generator("creation consumed")
     yield Case("aten.zeros.default", torch.float32, "consumed", lambda x: x + torch.zeros(6),

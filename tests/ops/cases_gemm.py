@@ -1,4 +1,4 @@
-"""Matrix products (mm, bmm) in every claimed dtype, with operands of any
+"""Matrix products (mm, bmm, addbmm) in every claimed dtype, with operands of any
 strides: contiguous, transposed, sliced (no unit stride), stride 0
 (expanded), and batch-broadcast."""
 import torch
@@ -9,7 +9,8 @@ from cases_common import bfloat16_from_float32, NAMES, Case, claimed, edges, gen
 
 
 def cases(claims):
-    return bfloat16_from_float32(all_cases(claims))
+    yield from bfloat16_from_float32(all_cases(claims))
+    yield from bfloat16_from_float32(addbmm_cases(claims))
 
 
 def all_cases(claims):
@@ -71,3 +72,22 @@ def all_cases(claims):
                    [random((5, 3, 7), dtype, g), b])
         yield Case(op, dtype, "attention_scores", lambda q, k: q @ k.transpose(-2, -1),
                    [random((2, 3, 8, 4), dtype, g), random((2, 3, 8, 4), dtype, g)])
+
+
+def addbmm_cases(claims):
+    """addbmm: beta * self + alpha * the sum of the batch's products."""
+    op = "aten.addbmm.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        a, m = random((3, 5, 7), dtype, g), random((3, 7, 6), dtype, g)
+        yield Case(op, dtype, "plain", torch.addbmm, [random((5, 6), dtype, g), a, m])
+        yield Case(op, dtype, "scaled_broadcast",
+                   lambda bias, a, m: torch.addbmm(bias, a, m, beta=0.5, alpha=2),
+                   [random((6,), dtype, g), a, m])
+        yield Case(op, dtype, "transposed",
+                   lambda bias, a, m: torch.addbmm(bias, a.transpose(1, 2), m.permute(1, 0, 2)),
+                   [random((5, 6), dtype, g), random((3, 7, 5), dtype, g),
+                    random((7, 3, 6), dtype, g)])
+        # beta = 0 ignores self, NaN included.
+        yield Case(op, dtype, "beta0", lambda bias, a, m: torch.addbmm(bias, a, m, beta=0),
+                   [torch.full((5, 6), float("nan"), dtype=dtype), a, m])

@@ -1,7 +1,7 @@
-"""Bitwise ops and shifts (codegen/ops/integers.cc): every claimed integer
-dtype and bool, with random values and each dtype's extremes; shift counts
-past the width and negative ones; and eager's refusals (floats, shifts of
-bools)."""
+"""Bitwise ops, shifts, gcd and lcm (codegen/ops/integers.cc): every claimed
+integer dtype and bool, with random values and each dtype's extremes; shift
+counts past the width and negative ones; zeros and negative operands of gcd
+and lcm; and eager's refusals (floats, shifts, gcd and lcm of bools)."""
 import torch
 
 from cases_common import (EXACT, NAMES, Case, claimed, generator, random, refused, unary,
@@ -69,6 +69,19 @@ def shift_cases(claims):
                        [with_edges(SHAPE, dtype, g)], EXACT)
 
 
+def divisor_cases(claims):
+    for name in ("gcd", "lcm"):
+        op = f"aten.{name}.default"
+        fn = getattr(torch, name)
+        for dtype in claimed(claims, op):
+            yield from binary_layouts(op, dtype, fn, EXACT,
+                                      make=lambda shape, dtype, g: random(shape, dtype, g,
+                                                                          low=-60, high=61))
+        yield refused(op, torch.float32, lambda a, b: a, [torch.ones(3), torch.ones(3)])
+        yield refused(op, torch.bool, lambda a, b: a, [torch.ones(3, dtype=torch.bool)] * 2)
+
+
 def cases(claims):
     yield from bitwise_cases(claims)
     yield from shift_cases(claims)
+    yield from divisor_cases(claims)

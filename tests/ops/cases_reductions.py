@@ -83,6 +83,10 @@ def cases(claims):
     return bfloat16_from_float32(all_cases(claims))
 
 
+def of_transposed(fn):
+    return lambda x: fn(x.transpose(0, 2))
+
+
 def all_cases(claims):
     op = "aten.sum.dim_IntList"
     for dtype in claimed(claims, op):
@@ -123,6 +127,16 @@ def all_cases(claims):
         for dtype in claimed(claims, op):
             yield from reduction_layouts(op, dtype, fn, random, EXACT, dims=[[0], [1], [2], [-1]])
             yield ties(op, dtype, unary(fn, 1, False))
+    # x.max() and x.min(): every element, NaN first.
+    for name in ("max", "min"):
+        op = f"aten.{name}.default"
+        fn = getattr(torch, name)
+        for dtype in claimed(claims, op):
+            g = generator(op, NAMES[dtype])
+            yield Case(op, dtype, "all", fn, [random(SHAPE, dtype, g)], EXACT)
+            yield Case(op, dtype, "transposed", of_transposed(fn),
+                       [random(SHAPE[::-1], dtype, g)], EXACT)
+            yield Case(op, dtype, "edges", fn, [with_edges(SHAPE, dtype, g)], EXACT)
     # A reduced dim of size 0 (an empty slice): sum 0, prod 1, mean NaN.
     g = generator("empty reductions")
     x = random((3, 5, 4), torch.float32, g)
