@@ -20,6 +20,8 @@ from torch import _prims_common
 from torch._decomp import core_aten_decompositions, decomposition_table, get_decompositions
 from torch.overrides import TorchFunctionMode
 
+from ._op_forms import DECOMPOSITIONS as _OP_FORMS, _embedding_renorm
+
 
 class TraceError(Exception):
     """A graph Kiln cannot take, with a message naming the node."""
@@ -340,11 +342,6 @@ def _signbit(x):
     if not x.dtype.is_floating_point:
         return x < 0
     return (x < 0) | ((x == 0) & (1 / x < 0))
-
-
-def _copysign(a, b):
-    magnitude = a.abs() if a.dtype.is_floating_point else a.abs().to(torch.get_default_dtype())
-    return torch.where(_signbit(b), -magnitude, magnitude)
 
 
 def _count_below(sorted_sequence, values, right):
@@ -797,6 +794,14 @@ KILN_OPS |= frozenset(f"aten.{name}" for name in """
     special_zeta.default special_zeta.other_scalar
 """.split())
 
+# Single ops: IEEE bit operations, gcd and lcm, full max and min, addbmm,
+# empty_strided (codegen/ops/ieee.cc, integers.cc, reductions.cc, gemm.cc,
+# creation.cc).
+KILN_OPS |= frozenset(f"aten.{name}" for name in """
+    addbmm.default copysign.Scalar copysign.Tensor empty_permuted.default empty_strided.default
+    frexp.Tensor gcd.default lcm.default max.default min.default nextafter.default
+""".split())
+
 
 def _torchs(table):
     """The entries of torch's decomposition `table` for ops Kiln lacks."""
@@ -808,7 +813,7 @@ def _torchs(table):
 
 # Ops core ATen keeps and Kiln lacks, which torch's full table decomposes.
 _BEYOND_CORE = [
-    aten.addmv, aten.bucketize, aten.constant_pad_nd,
+    aten.addmv, aten.bucketize, aten.constant_pad_nd, aten._batch_norm_with_update,
     aten.diagonal, aten.grid_sampler_2d, aten.isinf, aten._native_batch_norm_legit,
     aten.as_strided_copy, aten.dist, aten.ldexp, aten.narrow_copy, aten.new_empty_strided,
     aten.permute_copy, aten.unbind_copy, aten.view_copy,
@@ -889,7 +894,6 @@ DECOMPOSITIONS = {
     aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_attention_for_cpu,
     # torch's go through ops or dtypes Kiln lacks: prims (pow, signbit,
     # hypot, ne), uint8 (eye).
-    aten.copysign.Tensor: _copysign,
     aten.pow.Scalar: _pow_scalar,
     aten.eye.default: _eye,
     aten.eye.m: _eye,
@@ -900,6 +904,7 @@ DECOMPOSITIONS = {
     aten.col2im.default: _col2im,
     # torch's is 9 nodes to these 3 (maximum, then minimum, as eager).
     aten.clamp.Tensor: _clamp_tensor,
+    **_OP_FORMS,
 }
 
 
@@ -932,13 +937,15 @@ def _embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2.0,
     bags' offsets as a tensor. Entries equal to padding_idx take no part (a
     bag of padding alone gives zeros, as eager). A max over a NaN is NaN
     (eager's running max keeps a NaN only when it comes first)."""
-    if (max_norm is not None  # renormalizes weight in place
-            or include_last_offset or (per_sample_weights is not None and mode != "sum")):
+    if include_last_offset or (per_sample_weights is not None and mode != "sum"):
         return NotImplemented  # ATen's form: refused, or eager's error
     if input.dim() != 2 or offsets is not None:
         raise TraceError("embedding_bag over 1-D indices with offsets (bags of varying size): "
                          "Kiln takes a 2-D input of bags of one size; pad the shorter bags with "
                          "padding_idx")
+    if max_norm is not None:  # the rows read renormalized in place first, as eager
+        with torch.no_grad():
+            weight.copy_(_embedding_renorm(weight, input, max_norm, norm_type))
     rows = torch.nn.functional.embedding(input, weight)
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.unsqueeze(-1)
