@@ -3,7 +3,8 @@
 max and min, addbmm and empty_strided in the op table (codegen/ops/), and
 the tracer's forms of training batch norm, embedding_renorm,
 nonzero_static, 3-d grid sampling, antialiased bilinear resizing and
-histogramdd (kiln/_op_forms.py, kiln/_decompositions.py), each against
+histogramdd (kiln/_op_forms.py, kiln/_decompositions.py), and lookups and
+unfold of 0-dim tensors, each against
 eager through a real kilnd (conftest.py starts it).
 
 Runs under pytest (the checkout's .venv); each test case is counted by
@@ -168,6 +169,16 @@ def test_embedding_bag_with_max_norm_renormalizes_the_rows_it_reads():
     got = kiln.compile(bags, [got_weight, indices], strict=True)(got_weight, indices)
     torch.testing.assert_close(got, bags(weight, indices), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(got_weight, weight, rtol=1e-5, atol=1e-5)
+
+
+
+def test_lookups_and_unfold_of_a_0_dim_tensor():
+    x = torch.tensor(2.5)
+    assert_native(lambda t: torch.index_select(t, 0, torch.tensor([0])), x, tol=0)
+    assert_native(lambda t: torch.gather(t, 0, torch.tensor(0)), x, tol=0)
+    assert_native(lambda t: torch.gather(t, -1, torch.tensor([0])), x, tol=0)
+    assert_native(lambda t: t.unfold(0, 1, 1), x, tol=0)
+    assert_native(lambda t: t.unfold(0, 0, 1), x, tol=0)
 
 
 if __name__ == "__main__":

@@ -117,6 +117,18 @@ ir::AffineMap ZeroMap(int num_variables, int rows) {
   return map;
 }
 
+// A lookup in a 0-dim table at an index of one element, over `rank` (0 or
+// 1) result dims: the table where the index is 0, else 0 (out of range).
+ir::Definition ScalarLookup(const ir::Graph& graph, int table, int index, int rank) {
+  ExprBuilder b;
+  const DType compute = ComputeType(graph.values[table].dtype);
+  const int position =
+      LoadIndex(b, graph, index, ZeroMap(rank, static_cast<int>(graph.values[index].rank())));
+  const int inside = b.Call("eq", {position, b.Constant(0, DType::kInt64)}, DType::kBool);
+  return b.Finish(b.Call(
+      "where", {inside, b.Load(graph, table, rank, compute), b.Constant(0, compute)}, compute));
+}
+
 // embedding(weight [V, D], indices [...]) -> [..., D]: row indices[...] of
 // weight. padding_idx, scale_grad_by_freq and sparse change only the
 // backward.
@@ -173,7 +185,11 @@ void AddIndexSelect(OpTable& table) {
           absl::StrCat("index_select's index must be a vector, got rank ", inputs[1]->rank()));
     }
     if (inputs[0]->rank() == 0) {
-      return absl::UnimplementedError("index_select of a 0-dim tensor is not supported yet");
+      RETURN_IF_ERROR(WrapDim(IntArg(node, "dim"), 1).status());
+      if (inputs[1]->rank() == 1)
+        RETURN_IF_ERROR(
+            IndexFits("index_select", inputs[1]->sizes[0], ir::Dim::Constant(1), 0, "the input"));
+      return std::vector<ir::TensorType>{ContiguousType(inputs[0]->dtype, {})};
     }
     ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), inputs[0]->rank()));
     std::vector<ir::Dim> sizes = inputs[0]->sizes;
@@ -184,6 +200,7 @@ void AddIndexSelect(OpTable& table) {
                  const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
     const int self = node.inputs[0], index = node.inputs[1];
     const int rank = static_cast<int>(graph.values[self].rank());
+    if (rank == 0) return std::vector<ir::Definition>{ScalarLookup(graph, self, index, 0)};
     ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), rank));
     ir::AffineMap self_map = ir::AffineMap::Identity(rank);
     ir::AffineMap index_map = ZeroMap(rank, static_cast<int>(graph.values[index].rank()));
@@ -210,8 +227,13 @@ void AddGather(OpTable& table) {
     const ir::TensorType& index = *inputs[1];
     RETURN_IF_ERROR(CheckDTypes({inputs[0]}, TableTypes(), {}));
     RETURN_IF_ERROR(CheckIndex(index, "gather"));
-    if (self.rank() == 0) {
-      return absl::UnimplementedError("gather of a 0-dim tensor is not supported yet");
+    if (self.rank() == 0) {  // an index of one element, 0-dim or not
+      RETURN_IF_ERROR(WrapDim(IntArg(node, "dim"), 1).status());
+      if (index.rank() > 1 || (index.rank() == 1 && index.sizes[0] != ir::Dim::Constant(1))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("gather from a 0-dim tensor takes one index, got ", Shape(index)));
+      }
+      return std::vector<ir::TensorType>{ContiguousType(self.dtype, index.sizes)};
     }
     if (index.rank() != self.rank()) {
       return absl::InvalidArgumentError(absl::StrCat("gather's index has rank ", index.rank(),
@@ -228,6 +250,10 @@ void AddGather(OpTable& table) {
                  const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
     const int self = node.inputs[0], index = node.inputs[1];
     const int rank = static_cast<int>(graph.values[self].rank());
+    if (rank == 0) {
+      const int index_rank = static_cast<int>(graph.values[index].rank());
+      return std::vector<ir::Definition>{ScalarLookup(graph, self, index, index_rank)};
+    }
     ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), rank));
     return std::vector<ir::Definition>{Gather(graph, self, index, ir::AffineMap::Identity(rank),
                                               dim, ir::AffineMap::Identity(rank))};

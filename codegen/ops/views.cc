@@ -335,7 +335,15 @@ absl::StatusOr<View> Select(const ir::Node& node, const ir::TensorType& source) 
 // the source's [.., i * step + k, ..] (overlapping windows read the same
 // elements).
 absl::StatusOr<View> Unfold(const ir::Node& node, const ir::TensorType& source) {
-  if (source.rank() == 0) return absl::UnimplementedError("unfolding a 0-dim tensor");
+  if (source.rank() == 0) {  // as one element: [x] or []
+    RETURN_IF_ERROR(WrapDim(IntArg(node, "dimension"), 1).status());
+    const int64_t size = IntArg(node, "size");
+    if (size < 0 || size > 1 || IntArg(node, "step") <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "window size ", size, " and step ", IntArg(node, "step"), " do not fit a 0-dim tensor"));
+    }
+    return MakeView(source, {-1}, {Dim::Constant(size)}, {1}, {});
+  }
   ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dimension"), source.rank()));
   if (source.sizes[dim].is_symbolic()) {
     return absl::UnimplementedError(

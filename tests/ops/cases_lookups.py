@@ -90,6 +90,11 @@ def index_select_cases(claims):
                    [x, indices((6,), 7, g)], EXACT)
         yield Case(op, dtype, "1d", lambda x, i: torch.index_select(x, 0, i),
                    [random((9,), dtype, g), indices((12,), 9, g)], EXACT)
+        # A 0-dim table: index 0 reads it (eager's only index in range).
+        for variant, index in (("0d_table", torch.tensor([0])), ("0d_table_0d_index",
+                                                                 torch.tensor(0))):
+            yield Case(op, dtype, variant, lambda x, i: torch.index_select(x, 0, i),
+                       [random((), dtype, g), index], EXACT)
         out_of_range = torch.tensor([6, 7, -1, 0, 1 << 40])
 
         def reference(x, i):
@@ -121,6 +126,10 @@ def gather_cases(claims):
                    [random((2, 3, 4), dtype, g), indices((2, 3, 6), 4, g)], EXACT)
         yield Case(op, dtype, "transposed", lambda x, i: torch.gather(x.t(), 1, i),
                    [x, indices((7, 4), 5, g)], EXACT)
+        for variant, index in (("0d_table", torch.tensor(0)), ("0d_table_1d_index",
+                                                               torch.tensor([0]))):
+            yield Case(op, dtype, variant, lambda x, i: torch.gather(x, -1, i),
+                       [random((), dtype, g), index], EXACT)
         if dtype in (torch.float32, torch.float64):
             yield Case(op, dtype, "argmax_keepdim",
                        lambda x: torch.gather(x, 1, torch.argmax(x, 1, keepdim=True)), [x], EXACT)

@@ -55,7 +55,10 @@ VIEWS = {
                             ("gaps", (3, 11, 2), lambda x: x.unfold(1, 2, 4)),
                             ("whole_dim", (5, 3), lambda x: x.unfold(0, 5, 1)),
                             ("one_window", (4, 6), lambda x: x.unfold(-1, 5, 100)),
-                            ("frames", (2, 20), lambda x: x.unfold(-1, 8, 3).transpose(1, 2))],
+                            ("frames", (2, 20), lambda x: x.unfold(-1, 8, 3).transpose(1, 2)),
+                            # a 0-dim tensor unfolds as one element: [x], or []
+                            ("0d", (), lambda x: x.unfold(0, 1, 2)),
+                            ("0d_empty", (), lambda x: x.unfold(-1, 0, 1))],
     "aten.alias.default": [("2d", (4, 5), lambda x: A.alias(x))],
     "aten.detach.default": [("2d", (4, 5), lambda x: x.detach())],
     "aten.split.Tensor": [("even", (4, 6), lambda x: x.split(2, 1)),
