@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "codegen/ops/op_table.h"
 #include "codegen/ops/pointwise.h"
 #include "common/status_macros.h"

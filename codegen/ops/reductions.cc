@@ -1,5 +1,5 @@
 // Reductions: sum, prod, amax, amin, argmax, argmin over any dims, with
-// keepdim, and max.dim / min.dim (values and positions). Each is one
+// keepdim, max.dim / min.dim (values and positions), and max() / min(). Each is one
 // Definition whose body loads the input at (kept coordinates, reduced
 // coordinates); pointwise producers are later inlined into that body.
 // mean/var/std are composites (composites.cc). And cumsum and cumprod,
