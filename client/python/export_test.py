@@ -238,7 +238,8 @@ with torch.no_grad():
         print(error)
 torch.save(results, {str(tmp_path / "results.pt")!r})
 print(sorted(name for name in sys.modules
-             if name in ("kiln._tracing", "kiln._export", "kiln._decompositions", "sympy",
+             if name in ("kiln._tracing", "kiln._export", "kiln._decompositions",
+                         "kiln._functionalize", "kiln._graph", "kiln._symbols", "sympy",
                          "torch._dynamo")))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -29,9 +29,11 @@ import torch  # noqa: E402
 from kiln import _tracing  # noqa: E402
 # Also what tests/ops/op_cases.py and tools/bench/reference64.py use from
 # the module they load from this file.
-from kiln._tracing import (  # noqa: E402,F401
-    DTYPES, TraceError, functionalize, lift_constants, parse_relation, scalar_arg,
-    sized_references, tensor_data, tensor_type, to_kiln_half, trace)
+from kiln._decompositions import TraceError  # noqa: E402,F401
+from kiln._functionalize import functionalize, lift_constants  # noqa: E402,F401
+from kiln._graph import (  # noqa: E402,F401
+    DTYPES, parse_relation, scalar_arg, tensor_type, to_kiln_half)
+from kiln._references import sized_references, tensor_data, trace  # noqa: E402,F401
 
 
 def check(kiln, out_dir, name):

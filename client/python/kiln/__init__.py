@@ -591,8 +591,8 @@ def _trace(fn, example_inputs, example_kwargs, name, dynamic, relations, traced=
     """(graph, lifted, structure, writes, layout): _tracing.trace_graph of fn
     called with the example arguments, whose tensors are the graph's inputs
     (`traced`: what _trace_module gave for them)."""
-    from . import _arguments, _tracing
-    relation_json = [_tracing.parse_relation(text) for text in relations or []]
+    from . import _arguments, _graph, _tracing
+    relation_json = [_graph.parse_relation(text) for text in relations or []]
     inputs, layout = _arguments.flatten(_arguments.signature_of(fn), example_inputs,
                                         example_kwargs or {})
     graph, lifted, structure, writes = _tracing.trace_graph(
