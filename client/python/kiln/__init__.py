@@ -15,6 +15,7 @@ the client library) loads on first use, so tools that only trace stay light.
 import importlib
 import json
 import os
+import pkgutil
 import re
 import threading
 import warnings
@@ -125,6 +126,16 @@ def _tool_path(name, *built):
     return ""
 
 
+# graph_pb2, kiln.v1.Graph's classes, is generated from proto/graph.proto by
+# Bazel (//client/python:graph_pb2): it is beside this file in an installed
+# package and in Bazel runfiles; else in a `kiln` directory on sys.path (the
+# genrules that trace put their output tree on PYTHONPATH), or in the Bazel
+# output tree of the checkout this file is in (as the extension is).
+__path__ = pkgutil.extend_path(__path__, __name__) + [
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", *tree, "client",
+                 "python", "kiln") for tree in (["bazel-out", "k8-opt", "bin"], ["bazel-bin"])]
+
+
 def _default_client():
     global _client
     with _lock:
@@ -150,7 +161,7 @@ class Compiled:
             part == "tensor" for part in structure.get("tuple", [None]))
         self._fn = fn
         self._fallback = fallback
-        self._graph_or_path = graph  # a dict, or the path of its JSON file (read when needed)
+        self._graph_or_bytes = graph  # a kiln.v1.Graph, or its binary form (parsed when needed)
         self._warned = False
         self._layout = layout  # how the traced call's arguments held the graph's inputs
         self._plain = layout.plain
@@ -162,10 +173,10 @@ class Compiled:
 
     @property
     def _graph(self):
-        if isinstance(self._graph_or_path, str):
-            with open(self._graph_or_path) as graph_file:
-                self._graph_or_path = json.load(graph_file)
-        return self._graph_or_path
+        if isinstance(self._graph_or_bytes, bytes):
+            from .graph_pb2 import Graph
+            self._graph_or_bytes = Graph.FromString(self._graph_or_bytes)
+        return self._graph_or_bytes
 
     def __call__(self, *args, **kwargs):
         if self._plain and not kwargs and len(args) == self._count:
@@ -232,7 +243,7 @@ class Compiled:
                              f"with, and an ExportedProgram those it was exported with; save or "
                              f"export one for each")
         if len(self._variants) + 1 >= _MAX_LAYOUTS:
-            error = GuardError(f"{difference}, and {self._graph.get('name', 'the function')} is "
+            error = GuardError(f"{difference}, and {self._graph.name or 'the function'} is "
                                f"compiled for {_MAX_LAYOUTS} layouts of its arguments already: "
                                f"pass what changes from call to call as a tensor")
             if self._fallback != "eager":
@@ -257,7 +268,7 @@ class Compiled:
             _counters["eager_fallbacks"] += 1
         if not self._warned:
             self._warned = True
-            warnings.warn(f"kiln: running {self._graph.get('name', 'the graph')} eagerly: {error}",
+            warnings.warn(f"kiln: running {self._graph.name or 'the graph'} eagerly: {error}",
                           RuntimeWarning, stacklevel=3)
         return self._fn(*args, **kwargs)
 
@@ -470,7 +481,7 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
                                                               name, dynamic, relations, traced)
         # `writes`: the inputs fn changes in place, which native copies
         # their new values (the graph's last outputs) into.
-        native = _native().CompiledGraph(_default_client(), json.dumps(graph), target,
+        native = _native().CompiledGraph(_default_client(), graph.SerializeToString(), target,
                                          on_stride_miss, writes)
         native.set_given_sizes_only(exported)
         try:
@@ -592,11 +603,11 @@ def _trace(fn, example_inputs, example_kwargs, name, dynamic, relations, traced=
     called with the example arguments, whose tensors are the graph's inputs
     (`traced`: what _trace_module gave for them)."""
     from . import _arguments, _graph, _tracing
-    relation_json = [_graph.parse_relation(text) for text in relations or []]
+    parsed = [_graph.parse_relation(text) for text in relations or []]
     inputs, layout = _arguments.flatten(_arguments.signature_of(fn), example_inputs,
                                         example_kwargs or {})
     graph, lifted, structure, writes = _tracing.trace_graph(
-        fn, inputs, name, _symbolic(dynamic), relation_json,
+        fn, inputs, name, _symbolic(dynamic), parsed,
         arguments=None if layout.plain else layout, traced=traced)
     return graph, lifted, structure, writes, layout
 
@@ -645,7 +656,7 @@ def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=Non
     if path is None or isinstance(example_inputs, (str, os.PathLike)):
         raise TypeError("kiln.save takes (fn, example_inputs, path), or (exported_program, path) "
                         "for a torch.export.ExportedProgram")
-    from . import _tracing
+    from . import _graph, _tracing
     try:
         if exported:
             from . import _export
@@ -656,13 +667,11 @@ def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=Non
             names = _weight_names(fn, lifted)
     except _tracing.TraceError as error:
         raise UnsupportedOpError(str(error)) from error
-    graph_json = json.dumps(graph, indent=1)
-    binary = _native().graph_to_binary(graph_json)
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "graph.json"), "w") as out:
-        out.write(graph_json)
+        out.write(_graph.to_json(graph))
     with open(os.path.join(path, "graph.pb"), "wb") as out:
-        out.write(binary)
+        out.write(graph.SerializeToString())
     layouts = _write_weights(lifted, os.path.join(path, "weights.bin"))
     with open(os.path.join(path, "package.json"), "w") as out:
         json.dump({"format": _PACKAGE_FORMAT,
@@ -725,9 +734,7 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
         raise
     from . import _arguments
     compiled = Compiled(native, weights, package["outputs"], package.get("writes", []), module,
-                        fallback,
-                        os.path.join(path, "graph.json"),
-                        _arguments.Layout.from_json(package["arguments"]))
+                        fallback, graph, _arguments.Layout.from_json(package["arguments"]))
     plan = os.path.join(path, "plan.json")
     if warmup and os.path.exists(plan):
         with open(plan) as plan_file:
@@ -765,8 +772,9 @@ def explain(compiled):
     if not cli:
         return "\n".join(lines + ["(no kiln CLI found: build //tools/kiln or set KILN_CLI)"])
     import subprocess
+    from . import _graph
     with tempfile.NamedTemporaryFile("w", suffix=".json") as graph_file:
-        json.dump(compiled._graph, graph_file)
+        graph_file.write(_graph.to_json(compiled._graph))
         graph_file.flush()
         out = subprocess.run([cli, "explain", graph_file.name], capture_output=True, text=True)
     if out.returncode != 0:

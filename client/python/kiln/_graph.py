@@ -7,8 +7,11 @@ import itertools
 import operator
 
 import torch
+from google.protobuf import json_format
 
 from ._decompositions import TraceError
+from .graph_pb2 import (Argument, Dim, Graph, Input, Node, OutputAlias, SymbolRelation, SymExpr,
+                        TensorType)
 
 DTYPES = {
     torch.float32: "FLOAT32", torch.float64: "FLOAT64", torch.float16: "FLOAT16",
@@ -36,22 +39,21 @@ def dtype_name(dtype, what, advice="convert it to one of those first (x.float(),
 
 
 def tensor_type(t, symbols=None, what="a tensor"):
-    """TensorType JSON of a tensor (`what`, for errors); `symbols` maps dim
+    """The TensorType of a tensor (`what`, for errors); `symbols` maps dim
     index -> symbol name. A fake tensor's symbolic sizes (torch.SymInt:
     torch.export's) are the symbols they name (sym_dim)."""
     symbols = symbols or {}
-    sizes = [{"symbol": symbols[d]} if d in symbols else sym_dim(s, f"dim {d} of {what}")
+    sizes = [Dim(symbol=symbols[d]) if d in symbols else sym_dim(s, f"dim {d} of {what}")
              for d, s in enumerate(t.shape)]
-    result = {"dtype": dtype_name(t.dtype, what), "sizes": sizes}
-    if not symbols and all("constant" in size for size in sizes):
-        result["strides"] = [{"constant": int(s)} for s in t.stride()]
-    if t.requires_grad:
-        result["requiresGrad"] = True
+    result = TensorType(dtype=dtype_name(t.dtype, what), sizes=sizes,
+                        requires_grad=t.requires_grad)
+    if not symbols and all(size.HasField("constant") for size in sizes):
+        result.strides.extend(Dim(constant=int(s)) for s in t.stride())
     return result
 
 
 def sym_terms(size, what):
-    """SymExpr JSON of an int or a torch.SymInt (a fake tensor's symbolic
+    """The SymExpr of an int or a torch.SymInt (a fake tensor's symbolic
     size, an argument computed from one): a sum of integer coefficients
     times products of symbols, named as torch names them (s0); TraceError
     for any other expression (a division, a remainder)."""
@@ -71,66 +73,65 @@ def sym_terms(size, what):
                                  f"times products of symbols (2*s0, s0*s1), and sums of them in "
                                  f"arguments")
             symbols += [str(base)] * int(power)
-        terms.append({"coefficient": str(int(coefficient)), **({"symbols": symbols} if symbols
-                                                                else {})})
-    return {"terms": terms if expr != 0 else []}
+        terms.append(SymExpr.Term(coefficient=int(coefficient), symbols=symbols))
+    return SymExpr(terms=terms if expr != 0 else [])
 
 
 def sym_dim(size, what):
-    """Dim JSON of an int or a torch.SymInt size: a constant, or a positive
+    """The Dim of an int or a torch.SymInt size: a constant, or a positive
     multiplier times one symbol and the further symbols (`times`) it is
     multiplied by."""
     if not isinstance(size, torch.SymInt):
-        return {"constant": int(size)}
-    terms = sym_terms(size, what)["terms"]
+        return Dim(constant=int(size))
+    terms = sym_terms(size, what).terms
     if not terms:
-        return {"constant": 0}
-    if len(terms) == 1 and "symbols" not in terms[0]:
-        return {"constant": int(terms[0]["coefficient"])}
-    if len(terms) != 1 or int(terms[0]["coefficient"]) < 1:
+        return Dim(constant=0)
+    if len(terms) == 1 and not terms[0].symbols:
+        return Dim(constant=terms[0].coefficient)
+    if len(terms) != 1 or terms[0].coefficient < 1:
         raise TraceError(f"{what} is {size}: a Kiln size is a constant, or a constant times "
                          f"symbols (2*s0, s0*s1), not a sum; export that dim static, or pad it "
                          f"to such a size")
-    first, *times = terms[0]["symbols"]
-    dim = {"symbol": first}
-    if terms[0]["coefficient"] != "1":
-        dim["multiplier"] = terms[0]["coefficient"]
-    if times:
-        dim["times"] = times
-    return dim
+    return _symbolic_dim(terms[0])
+
+
+def _symbolic_dim(term):
+    """The Dim of a SymExpr.Term with symbols: its coefficient times them."""
+    first, *times = term.symbols
+    return Dim(symbol=first, multiplier=term.coefficient if term.coefficient != 1 else 0,
+               times=times)
 
 
 def scalar_arg(name, value, node="a node"):
-    """An Argument JSON for a non-tensor value of `node` (for errors)."""
+    """The Argument for a non-tensor value of `node` (for errors)."""
     if value is None:
-        return {"name": name, "none": True}
+        return Argument(name=name, none=True)
     if isinstance(value, bool):
-        return {"name": name, "boolValue": value}
+        return Argument(name=name, bool_value=value)
     if isinstance(value, int):
-        return {"name": name, "intValue": str(value)}
+        return Argument(name=name, int_value=value)
     if isinstance(value, float):
-        return {"name": name, "floatValue": value if value == value and abs(value) != float("inf")
-                else ("NaN" if value != value else ("Infinity" if value > 0 else "-Infinity"))}
+        return Argument(name=name, float_value=value)
     if isinstance(value, torch.dtype):
-        return {"name": name, "dtypeValue": dtype_name(value, f"the {name} of {node}",
-                                                       "compute in one of those")}
+        return Argument(name=name, dtype_value=dtype_name(value, f"the {name} of {node}",
+                                                          "compute in one of those"))
     if isinstance(value, str):
-        return {"name": name, "stringValue": value}
+        return Argument(name=name, string_value=value)
     if isinstance(value, torch.SymInt):
         expr = sym_terms(value, f"the {name} of {node}")
-        if any("symbols" in term for term in expr["terms"]):
-            return {"name": name, "symInt": expr}
-        return {"name": name, "intValue": str(int(value))}
+        if any(term.symbols for term in expr.terms):
+            return Argument(name=name, sym_int=expr)
+        return Argument(name=name, int_value=int(value))
     if isinstance(value, (list, tuple)):
         if any(isinstance(v, torch.SymInt) for v in value):
-            return {"name": name, "symIntList": {"values": [
-                sym_terms(v, f"the {name} of {node}") for v in value]}}
+            return Argument(name=name, sym_int_list=Argument.SymIntList(values=[
+                sym_terms(v, f"the {name} of {node}") for v in value]))
         if all(isinstance(v, bool) for v in value) and value:
-            return {"name": name, "boolList": {"values": list(value)}}
+            return Argument(name=name, bool_list=Argument.BoolList(values=value))
         if all(isinstance(v, int) for v in value):
-            return {"name": name, "intList": {"values": [str(v) for v in value]}}
+            return Argument(name=name, int_list=Argument.IntList(values=value))
         if all(isinstance(v, (int, float)) for v in value):
-            return {"name": name, "floatList": {"values": [float(v) for v in value]}}
+            return Argument(name=name, float_list=Argument.FloatList(values=value))
     if isinstance(value, torch.device):
         return None
     raise TraceError(f"argument {name}={value!r} of type {type(value).__name__} is not supported")
@@ -196,7 +197,7 @@ def node_results(gm, inputs):
 
 
 def to_kiln(gm, inputs, name, symbols=None, results=None):
-    """The Kiln graph JSON of a make_fx graph module. `results` ({node:
+    """The kiln.v1.Graph of a make_fx graph module. `results` ({node:
     value}) types the graph instead of running it on `inputs`: fake tensors
     with symbolic sizes, and the sizes nodes computing sizes give
     (torch.export's graphs), which their users take as arguments."""
@@ -204,13 +205,13 @@ def to_kiln(gm, inputs, name, symbols=None, results=None):
     results = node_results(gm, inputs) if results is None else results
     ids = {}
     statistics = set()  # ids of float16 normalizations' float32 statistics
-    graph = {"name": name, "inputs": [], "nodes": [], "outputs": []}
+    graph = Graph(name=name)
     next_id = 0
     for index, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
         ids[node] = next_id
-        graph["inputs"].append({"value": next_id, "name": node.name,
-                                "type": tensor_type(results[node], symbols.get(index),
-                                                    f"input '{node.name}'")})
+        graph.inputs.append(Input(value=next_id, name=node.name,
+                                  type=tensor_type(results[node], symbols.get(index),
+                                                   f"input '{node.name}'")))
         next_id += 1
 
     def as_argument(node):  # a size a node computed is its value
@@ -227,8 +228,7 @@ def to_kiln(gm, inputs, name, symbols=None, results=None):
             raise TraceError(f"node '{node.name}' calls {node.target}, not an ATen op")
         schema = node.target._schema
         op_name = str(node.target)
-        kiln_node = {"name": node.name, "op": op_name, "inputs": [], "args": [],
-                     "outputs": [], "outputTypes": []}
+        kiln_node = Node(name=node.name, op=op_name)
         bound = {}
         for position, value in enumerate(node.args):
             bound[schema.arguments[position].name] = value
@@ -236,22 +236,22 @@ def to_kiln(gm, inputs, name, symbols=None, results=None):
         for argument in schema.arguments:
             if argument.name not in bound and argument.kwarg_only and str(argument.type) in (
                     "Optional[Tensor]", "Tensor?"):  # left out: absent (segment_reduce's offsets)
-                kiln_node["args"].append({"name": argument.name, "none": True})
+                kiln_node.args.append(Argument(name=argument.name, none=True))
             if argument.name not in bound or argument.name in IGNORED_ARGS:
                 continue
             value = torch.fx.node.map_arg(bound[argument.name], as_argument)
             type_text = str(argument.type)
             if isinstance(value, torch.fx.Node):
-                kiln_node["inputs"].append(ids[value])
+                kiln_node.inputs.append(ids[value])
             elif isinstance(value, (list, tuple)) and value and all(
                     isinstance(v, torch.fx.Node) for v in value):
-                kiln_node["inputs"].extend(ids[v] for v in value)
+                kiln_node.inputs.extend(ids[v] for v in value)
             elif value is None and "Tensor" in type_text:
-                kiln_node["args"].append({"name": argument.name, "none": True})
+                kiln_node.args.append(Argument(name=argument.name, none=True))
             else:
                 arg = scalar_arg(argument.name, value, f"node '{node.name}' ({node.target})")
                 if arg is not None:
-                    kiln_node["args"].append(arg)
+                    kiln_node.args.append(arg)
         result = results[node]
         tensors = list(result) if isinstance(result, (tuple, list)) else [result]
         if any(t is None for t in tensors):
@@ -261,24 +261,24 @@ def to_kiln(gm, inputs, name, symbols=None, results=None):
                 t.dtype != torch.float32 for t in tensors[1:]):
             tensors = _float32_statistics(node, tensors)
             widened = tensors[1:]
-        elif _is_view(node) and kiln_node["inputs"] and kiln_node["inputs"][0] in statistics:
+        elif _is_view(node) and kiln_node.inputs and kiln_node.inputs[0] in statistics:
             # A view of one (training graphs save them through an alias).
             tensors = widened = [torch.empty(t.shape, dtype=torch.float32, device="meta")
                                  for t in tensors]
         node_ids = []
         for tensor in tensors:
-            kiln_node["outputs"].append(next_id)
-            kiln_node["outputTypes"].append(
+            kiln_node.outputs.append(next_id)
+            kiln_node.output_types.append(
                 tensor_type(tensor, what=f"the result of node '{node.name}' ({node.target})"))
             node_ids.append(next_id)
             if any(tensor is w for w in widened):
                 statistics.add(next_id)
             next_id += 1
         ids[node] = node_ids if isinstance(result, (tuple, list)) else node_ids[0]
-        graph["nodes"].append(kiln_node)
+        graph.nodes.append(kiln_node)
     output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     outputs = list(output) if isinstance(output, (tuple, list)) else [output]
-    graph["outputs"] = [ids[o] for o in outputs]
+    graph.outputs.extend(ids[o] for o in outputs)
     return graph
 
 
@@ -287,9 +287,10 @@ def alias_writes(graph, writes):
     `writes`, as those inputs' (Graph.output_aliases): Kiln writes each in
     its input's storage when it can (docs/ARCHITECTURE.md, "Outputs that are
     inputs"), and copies it back otherwise."""
-    first = len(graph["outputs"]) - len(writes)
-    graph["outputAliases"] = [{"output": first + j, "input": position}
-                              for j, position in enumerate(writes)]
+    first = len(graph.outputs) - len(writes)
+    graph.ClearField("output_aliases")
+    graph.output_aliases.extend(OutputAlias(output=first + j, input=position)
+                                for j, position in enumerate(writes))
 
 
 def to_kiln_half(gm, inputs, name):
@@ -302,20 +303,31 @@ def to_kiln_half(gm, inputs, name):
 
 
 def parse_relation(text):
-    """A kiln.v1.SymbolRelation (JSON) from "s0 % 8 == 0", "2 <= s0 <= 512",
+    """A kiln.v1.SymbolRelation from "s0 % 8 == 0", "2 <= s0 <= 512",
     "s0 <= 512", "s0 >= 16" or "a == b"; ValueError otherwise."""
     tokens = text.replace("%", " % ").replace("<=", " <= ").replace(">=", " >= ") \
                  .replace("==", " == ").split()
     def number(token):
         return token.lstrip("-").isdigit()
     if len(tokens) == 5 and tokens[1] == "%" and tokens[3:] == ["==", "0"] and number(tokens[2]):
-        return {"divisible": {"symbol": tokens[0], "divisor": tokens[2]}}
+        return SymbolRelation(divisible=SymbolRelation.Divisible(symbol=tokens[0],
+                                                                 divisor=int(tokens[2])))
     if len(tokens) == 3 and tokens[1] == "==" and not number(tokens[0]) and not number(tokens[2]):
-        return {"equal": {"lhs": tokens[0], "rhs": tokens[2]}}
-    if len(tokens) == 5 and tokens[1] == tokens[3] == "<=" and number(tokens[0]) and number(tokens[4]):
-        return {"range": {"symbol": tokens[2], "min": tokens[0], "max": tokens[4]}}
+        return SymbolRelation(equal=SymbolRelation.Equal(lhs=tokens[0], rhs=tokens[2]))
+    if len(tokens) == 5 and tokens[1] == tokens[3] == "<=" and number(tokens[0]) and \
+            number(tokens[4]):
+        return SymbolRelation(range=SymbolRelation.Range(symbol=tokens[2], min=int(tokens[0]),
+                                                         max=int(tokens[4])))
     if len(tokens) == 3 and tokens[1] in ("<=", ">=") and number(tokens[2]):
         bound = "max" if tokens[1] == "<=" else "min"
-        return {"range": {"symbol": tokens[0], bound: tokens[2]}}
+        return SymbolRelation(range=SymbolRelation.Range(symbol=tokens[0],
+                                                         **{bound: int(tokens[2])}))
     raise ValueError(f"cannot read relation '{text}': want 'S % N == 0', 'LO <= S <= HI', "
                      "'S <= HI', 'S >= LO' or 'A == B'")
+
+
+def to_json(graph):
+    """A graph file's text: the protobuf JSON mapping of `graph` with the
+    proto's field names (snake_case), as every Kiln graph file and --json
+    output spells them."""
+    return json_format.MessageToJson(graph, preserving_proto_field_name=True, indent=1) + "\n"

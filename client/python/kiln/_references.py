@@ -29,11 +29,11 @@ def tensor_data(t):
 
 def trace(fn, inputs, name, symbolic=None, weights_seed=None, relations=None,
           eager_bfloat16=False):
-    """(graph JSON, reference JSON) for fn(*inputs): trace_graph, and eager
+    """(kiln.v1.Graph, reference JSON) for fn(*inputs): trace_graph, and eager
     PyTorch's outputs on the inputs and lifted weights. With `weights_seed`,
     the lifted weights are replaced by other random values of the same
     shapes. `symbolic` lists (input name, dim[, symbol]) to make symbolic
-    (mark_symbolic); `relations` (SymbolRelation JSON) go into the graph as
+    (mark_symbolic); `relations` (kiln.v1.SymbolRelation) go into the graph as
     they are. With `eager_bfloat16`, bfloat16 references are eager's own
     bfloat16 kernels (one op's semantics, for the op suite) instead of
     float32 math."""

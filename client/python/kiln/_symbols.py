@@ -7,8 +7,12 @@ import math
 
 import torch
 
+from google.protobuf import text_format
+
 from . import _tracing
 from ._decompositions import TraceError
+from ._graph import _symbolic_dim
+from .graph_pb2 import Argument, Dim, Graph, Node, SymbolRelation, SymExpr, TensorType
 
 
 # Ops whose `size` argument may say -1 for "whatever the element count
@@ -25,13 +29,13 @@ ARANGES = {"aten.arange.default", "aten.arange.start", "aten.arange.start_step"}
 
 def monomial(base, grown, values):
     """A size seen as `base` at the traced sizes and as grown[s] when only
-    symbol s grew by one, as a SymExpr term {coefficient, symbols}: a
+    symbol s grew by one, as a SymExpr.Term (coefficient, symbols): a
     constant, or coefficient * a product of powers (up to 3) of the symbols
     it moved with (n * n for a mean over [n, n]). None when it is no such
     product."""
     moved = [s for s in values if grown[s] != base]
     if not moved:
-        return {"coefficient": str(base)}
+        return SymExpr.Term(coefficient=base)
     for powers in itertools.product(range(1, 4), repeat=len(moved)):
         at = dict(zip(moved, powers))
         product = math.prod(values[s] ** at[s] for s in moved)
@@ -40,8 +44,7 @@ def monomial(base, grown, values):
         k = base // product
         if all(grown[s] == k * (product // values[s] ** at[s]) * (values[s] + 1) ** at[s]
                for s in moved):
-            return {"coefficient": str(k),
-                    "symbols": [s for s in moved for _ in range(at[s])]}
+            return SymExpr.Term(coefficient=k, symbols=[s for s in moved for _ in range(at[s])])
     return None
 
 
@@ -50,26 +53,26 @@ def relax_scalar_argument(node, twins, values):
     divides by the element count, torch.arange(T) counts to it) become
     symbolic sizes when they are whole numbers that move as a product of
     symbols. arange's are ints only: a float one makes a float tensor."""
-    for i, arg in enumerate(node["args"]):
-        others = [twin["args"][i] for twin in twins.values()]
+    for i, arg in enumerate(node.args):
+        others = [twin.args[i] for twin in twins.values()]
         if all(other == arg for other in others):
             continue
-        key = "intValue" if "intValue" in arg else "floatValue" if "floatValue" in arg else None
-        if key == "floatValue" and node["op"] in ARANGES:
+        key = arg.WhichOneof("value")
+        if key not in ("int_value", "float_value") or (key == "float_value" and
+                                                       node.op in ARANGES):
             continue
-        if key is None or any(key not in other for other in others):
+        if any(other.WhichOneof("value") != key for other in others):
             continue
-        base = float(arg[key])
-        grown = {s: float(twin["args"][i][key]) for s, twin in twins.items()}
+        base = float(getattr(arg, key))
+        grown = {s: float(getattr(twin.args[i], key)) for s, twin in twins.items()}
         if any(v != int(v) for v in [base, *grown.values()]):
             continue
         term = monomial(int(base), {s: int(v) for s, v in grown.items()}, values)
-        if term is None or "symbols" not in term:
+        if term is None or not term.symbols:
             continue
-        symbolic = {"name": arg["name"], "symInt": {"terms": [term]}}
+        symbolic = Argument(name=arg.name, sym_int=SymExpr(terms=[term]))
         for other in [arg, *others]:
-            other.clear()
-            other.update(symbolic)
+            other.CopyFrom(symbolic)
 
 
 def relax_size_argument(node, twins, values):
@@ -81,40 +84,39 @@ def relax_size_argument(node, twins, values):
     _reshape_alias's strides are dropped when they differ: Kiln derives a
     view's strides itself."""
     def drop(i):
-        del node["args"][i]
+        del node.args[i]
         for twin in twins.values():
-            del twin["args"][i]
-    if node["op"] == "aten._reshape_alias.default":
-        for i in reversed(range(len(node["args"]))):
-            if node["args"][i]["name"] == "stride" and any(
-                    twin["args"][i] != node["args"][i] for twin in twins.values()):
+            del twin.args[i]
+    if node.op == "aten._reshape_alias.default":
+        for i in reversed(range(len(node.args))):
+            if node.args[i].name == "stride" and any(
+                    twin.args[i] != node.args[i] for twin in twins.values()):
                 drop(i)
-    for i, arg in enumerate(node["args"]):
-        others = {s: twin["args"][i] for s, twin in twins.items()}
+    for i, arg in enumerate(node.args):
+        others = {s: twin.args[i] for s, twin in twins.items()}
         if all(other == arg for other in others.values()):
             continue
-        if arg["name"] != "size" or "intList" not in arg or any(
-                "intList" not in other or
-                len(other["intList"]["values"]) != len(arg["intList"]["values"])
+        if arg.name != "size" or arg.WhichOneof("value") != "int_list" or any(
+                other.WhichOneof("value") != "int_list" or
+                len(other.int_list.values) != len(arg.int_list.values)
                 for other in others.values()):
             continue
-        entries = [int(v) for v in arg["intList"]["values"]]
-        grown = {s: [int(v) for v in other["intList"]["values"]] for s, other in others.items()}
+        entries = list(arg.int_list.values)
+        grown = {s: list(other.int_list.values) for s, other in others.items()}
         differing = {d for d in range(len(entries)) for s in grown if grown[s][d] != entries[d]}
-        inferable = node["op"] in RESHAPES and node["op"] != "aten.expand.default"
+        inferable = node.op in RESHAPES and node.op != "aten.expand.default"
         if differing == {0} and inferable and -1 not in entries:
             for other in [arg, *others.values()]:
-                other["intList"]["values"][0] = "-1"
+                other.int_list.values[0] = -1
             continue
         terms = [monomial(entries[d], {s: grown[s][d] for s in grown}, values)
                  for d in range(len(entries))]
-        if None in terms:
+        if any(term is None for term in terms):
             return  # left differing: reported as baked in
-        del arg["intList"]
-        arg["symIntList"] = {"values": [{"terms": [term]} for term in terms]}
-        for other in others.values():
-            other.clear()
-            other.update(arg)
+        symbolic = Argument(name=arg.name, sym_int_list=Argument.SymIntList(
+            values=[SymExpr(terms=[term]) for term in terms]))
+        for other in [arg, *others.values()]:
+            other.CopyFrom(symbolic)
 
 
 def baked_in_error(node, twin, symbol):
@@ -122,31 +124,37 @@ def baked_in_error(node, twin, symbol):
     (as in `twin`, traced with only that symbol one larger) in a way Kiln
     cannot name, with advice that fits the op."""
     def shown(arg):
-        value = next((v for k, v in arg.items() if k != "name"), None)
-        if isinstance(value, dict) and "values" in value:
-            return "[" + ", ".join(str(v) for v in value["values"]) + "]"
+        key = arg.WhichOneof("value")
+        value = getattr(arg, key) if key else None
+        if hasattr(value, "values"):
+            return "[" + ", ".join(text_format.MessageToString(v, as_one_line=True)
+                                   if isinstance(v, SymExpr) else str(v)
+                                   for v in value.values) + "]"
+        if isinstance(value, SymExpr):
+            return text_format.MessageToString(value, as_one_line=True)
         return str(value)
-    moved = [(a, b) for a, b in zip(node["args"], twin["args"]) if a != b]
+    moved = [(a, b) for a, b in zip(node.args, twin.args) if a != b]
     if moved:
         here, grown = moved[0]
-        what = (f"argument '{here['name']}' ({shown(here)} at the traced sizes, "
+        what = (f"argument '{here.name}' ({shown(here)} at the traced sizes, "
                 f"{shown(grown)} with '{symbol}' one larger)")
     else:
-        here = {}
-        what = f"its arguments ({node['args']} vs {twin['args']} with '{symbol}' one larger)"
-    if node["op"] in RESHAPES and here.get("name") == "size":
+        here = Argument()
+        what = (f"its arguments ({[shown(arg) for arg in node.args]} vs "
+                f"{[shown(arg) for arg in twin.args]} with '{symbol}' one larger)")
+    if node.op in RESHAPES and here.name == "size":
         advice = "write that entry of the view as -1, or retrace with that dim static"
-    elif node["op"] in FACTORIES and here.get("name") == "size":
+    elif node.op in FACTORIES and here.name == "size":
         advice = ("Kiln takes a size that is a constant times symbols (T, 2*T, T*B), "
                   "not a sum like T + 1: retrace with that dim static")
-    elif node["op"] in ARANGES:
+    elif node.op in ARANGES:
         advice = ("Kiln takes a symbolic arange only as torch.arange(N), N an int that is a "
                   "constant times symbols (T, 2*T): write arange(1, T + 1) as arange(T) + 1, "
                   "or retrace with that dim static")
     else:
         advice = ("Kiln takes symbolic sizes only as view, expand and factory sizes, arange's "
                   "end and arithmetic's scalar operand: retrace with that dim static")
-    return TraceError(f"node '{node['name']}' ({node['op']}) has a symbolic size baked into "
+    return TraceError(f"node '{node.name}' ({node.op}) has a symbolic size baked into "
                       f"{what}: {advice}")
 
 
@@ -155,25 +163,25 @@ def _slice_length_bound(node, types):
     cut to a sequence's length), the relation that keeps it within the dim
     it slices, "T <= size // c": Kiln's kernel reads within the dim, and a
     call past it gets a static specialization, which clamps as eager does."""
-    if node["op"] != "aten.slice.Tensor":
+    if node.op != "aten.slice.Tensor":
         return None
-    args = {arg["name"]: arg for arg in node["args"]}
-    terms = args.get("end", {}).get("symInt", {}).get("terms", [])
-    if len(terms) != 1 or len(terms[0].get("symbols", [])) != 1:
+    args = {arg.name: arg for arg in node.args}
+    terms = args["end"].sym_int.terms if "end" in args else []
+    if len(terms) != 1 or len(terms[0].symbols) != 1:
         return None
-    sizes = types[node["inputs"][0]]["sizes"]
-    size = sizes[int(args.get("dim", {}).get("intValue", "0")) % len(sizes)]
-    if "constant" not in size:
+    sizes = types[node.inputs[0]].sizes
+    size = sizes[(args["dim"].int_value if "dim" in args else 0) % len(sizes)]
+    if not size.HasField("constant"):
         return None
-    largest = int(size["constant"]) // int(terms[0]["coefficient"])
-    return {"range": {"symbol": terms[0]["symbols"][0], "max": str(largest)}}
+    largest = size.constant // terms[0].coefficient
+    return SymbolRelation(range=SymbolRelation.Range(symbol=terms[0].symbols[0], max=largest))
 
 
 def mark_symbolic(fn, inputs, graph, symbolic, name, arguments=None):
     """Makes the listed input dims symbolic, refusing baked-in sizes. One
     more trace per symbol, with only that symbol's dims one larger, tells
     which symbols each size moves with (S * B from S, B, 2 * S)."""
-    names = {node["name"]: i for i, node in enumerate(graph["inputs"])}
+    names = {node.name: i for i, node in enumerate(graph.inputs)}
     marks = {}  # (input position, dim) -> symbol
     values = {}  # symbol -> traced size
     for index, (input_name, dim, *symbol) in enumerate(symbolic):
@@ -210,44 +218,38 @@ def mark_symbolic(fn, inputs, graph, symbolic, name, arguments=None):
             raise TraceError(f"growing only '{symbol}' fails ({error}): the function ties it to "
                              f"another dim; give those dims one symbol") from error
         def shape(g):
-            return [(n["op"], [len(t["sizes"]) for t in n["outputTypes"]]) for n in g["nodes"]]
+            return [(n.op, [len(t.sizes) for t in n.output_types]) for n in g.nodes]
         if shape(twins[symbol]) != shape(graph):
             raise TraceError(f"growing '{symbol}' traces other ops: the function branches on "
                              f"its size; trace that dim static")
-    value_types = {i["value"]: i["type"] for i in graph["inputs"]}
-    value_types.update((v, t) for node in graph["nodes"]
-                       for v, t in zip(node["outputs"], node["outputTypes"]))
-    for n, node in enumerate(graph["nodes"]):
-        node_twins = {s: twin["nodes"][n] for s, twin in twins.items()}
-        if node["op"] in RESHAPES or node["op"] in FACTORIES:
+    value_types = {i.value: i.type for i in graph.inputs}
+    value_types.update((v, t) for node in graph.nodes
+                       for v, t in zip(node.outputs, node.output_types))
+    for n, node in enumerate(graph.nodes):
+        node_twins = {s: twin.nodes[n] for s, twin in twins.items()}
+        if node.op in RESHAPES or node.op in FACTORIES:
             relax_size_argument(node, node_twins, values)
         else:
             relax_scalar_argument(node, node_twins, values)
             bound = _slice_length_bound(node, value_types)
-            if bound is not None and bound not in graph.setdefault("relations", []):
-                graph["relations"].append(bound)
+            if bound is not None and bound not in list(graph.relations):
+                graph.relations.append(bound)
         for symbol, twin in node_twins.items():
-            if node["args"] != twin["args"]:
+            if list(node.args) != list(twin.args):
                 raise baked_in_error(node, twin, symbol)
-        for k, types in enumerate(node["outputTypes"]):
-            for dim, size in enumerate(types["sizes"]):
-                base = int(size["constant"])
-                term = monomial(base, {s: int(twin["outputTypes"][k]["sizes"][dim]["constant"])
-                                       for s, twin in node_twins.items()}, values)
+        for k, types in enumerate(node.output_types):
+            for dim, size in enumerate(types.sizes):
+                term = monomial(size.constant, {s: twin.output_types[k].sizes[dim].constant
+                                                for s, twin in node_twins.items()}, values)
                 if term is None:
-                    raise TraceError(f"node '{node['name']}': dim {dim} depends on a "
+                    raise TraceError(f"node '{node.name}': dim {dim} depends on a "
                                      f"symbolic size in a way Kiln cannot express")
-                if "symbols" not in term:
-                    continue
-                types["sizes"][dim] = {"symbol": term["symbols"][0]}
-                if term["coefficient"] != "1":
-                    types["sizes"][dim]["multiplier"] = term["coefficient"]
-                if len(term["symbols"]) > 1:
-                    types["sizes"][dim]["times"] = term["symbols"][1:]
-            types.pop("strides", None)
+                if term.symbols:
+                    size.CopyFrom(_symbolic_dim(term))
+            types.ClearField("strides")
     for (position, dim), symbol in marks.items():
-        graph["inputs"][position]["type"]["sizes"][dim] = {"symbol": symbol}
-        graph["inputs"][position]["type"].pop("strides", None)
+        graph.inputs[position].type.sizes[dim].CopyFrom(Dim(symbol=symbol))
+        graph.inputs[position].type.ClearField("strides")
     _selects_from_the_end(graph)
 
 
@@ -255,43 +257,46 @@ def _selects_from_the_end(graph):
     """x[:, -k] in a symbolic dim (a sequence's last token) as a gather at
     the largest of arange(size), plus 1 - k: a view's offsets are numbers,
     and this one is the dim's size minus k."""
-    types = {i["value"]: i["type"] for i in graph["inputs"]}
-    types.update((v, t) for node in graph["nodes"]
-                 for v, t in zip(node["outputs"], node["outputTypes"]))
+    types = {i.value: i.type for i in graph.inputs}
+    types.update((v, t) for node in graph.nodes
+                 for v, t in zip(node.outputs, node.output_types))
     next_id = max(types) + 1
     nodes = []
-    for node in graph["nodes"]:
-        args = {arg["name"]: arg for arg in node["args"]}
-        source = types[node["inputs"][0]] if node["inputs"] else None
-        if node["op"] != "aten.select.int" or int(args["index"]["intValue"]) >= 0:
+    for node in graph.nodes:
+        args = {arg.name: arg for arg in node.args}
+        source = types[node.inputs[0]] if node.inputs else None
+        if node.op != "aten.select.int" or args["index"].int_value >= 0:
             nodes.append(node)
             continue
-        dim = int(args["dim"]["intValue"]) % len(source["sizes"])
-        size = source["sizes"][dim]
-        if "symbol" not in size:
+        dim = args["dim"].int_value % len(source.sizes)
+        size = source.sizes[dim]
+        if not size.HasField("symbol"):
             nodes.append(node)
             continue
-        term = {"coefficient": str(size.get("multiplier", 1)),
-                "symbols": [size["symbol"], *size.get("times", [])]}
+        term = SymExpr.Term(coefficient=size.multiplier or 1, symbols=[size.symbol, *size.times])
         positions, last, index, picked = range(next_id, next_id + 4)
         next_id += 4
-        name = node["name"]
-        kept = [size if d != dim else {"constant": 1} for d, size in enumerate(source["sizes"])]
+        name = node.name
+        kept = [size if d != dim else Dim(constant=1) for d, size in enumerate(source.sizes)]
+        one = TensorType(dtype="INT64", sizes=[Dim(constant=1)])
         nodes += [
-            {"name": f"{name}_positions", "op": "aten.arange.default", "inputs": [],
-             "args": [{"name": "end", "symInt": {"terms": [term]}}], "outputs": [positions],
-             "outputTypes": [{"dtype": "INT64", "sizes": [size]}]},
-            {"name": f"{name}_last", "op": "aten.amax.default", "inputs": [positions],
-             "args": [{"name": "dim", "intList": {"values": ["0"]}},
-                      {"name": "keepdim", "boolValue": True}], "outputs": [last],
-             "outputTypes": [{"dtype": "INT64", "sizes": [{"constant": 1}]}]},
-            {"name": f"{name}_index", "op": "aten.add.Tensor", "inputs": [last],
-             "args": [{"name": "other", "intValue": str(int(args["index"]["intValue"]) + 1)}],
-             "outputs": [index], "outputTypes": [{"dtype": "INT64", "sizes": [{"constant": 1}]}]},
-            {"name": f"{name}_picked", "op": "aten.index_select.default",
-             "inputs": [node["inputs"][0], index], "args": [{"name": "dim", "intValue": str(dim)}],
-             "outputs": [picked], "outputTypes": [{"dtype": source["dtype"], "sizes": kept}]},
-            {"name": name, "op": "aten.squeeze.dim", "inputs": [picked],
-             "args": [{"name": "dim", "intValue": str(dim)}], "outputs": node["outputs"],
-             "outputTypes": node["outputTypes"]}]
-    graph["nodes"] = nodes
+            Node(name=f"{name}_positions", op="aten.arange.default",
+                 args=[Argument(name="end", sym_int=SymExpr(terms=[term]))], outputs=[positions],
+                 output_types=[TensorType(dtype="INT64", sizes=[size])]),
+            Node(name=f"{name}_last", op="aten.amax.default", inputs=[positions],
+                 args=[Argument(name="dim", int_list=Argument.IntList(values=[0])),
+                       Argument(name="keepdim", bool_value=True)], outputs=[last],
+                 output_types=[one]),
+            Node(name=f"{name}_index", op="aten.add.Tensor", inputs=[last],
+                 args=[Argument(name="other", int_value=args["index"].int_value + 1)],
+                 outputs=[index], output_types=[one]),
+            Node(name=f"{name}_picked", op="aten.index_select.default",
+                 inputs=[node.inputs[0], index], args=[Argument(name="dim", int_value=dim)],
+                 outputs=[picked], output_types=[TensorType(dtype=source.dtype, sizes=kept)]),
+            Node(name=name, op="aten.squeeze.dim", inputs=[picked],
+                 args=[Argument(name="dim", int_value=dim)], outputs=node.outputs,
+                 output_types=node.output_types)]
+    if len(nodes) != len(graph.nodes):
+        rebuilt = Graph(nodes=nodes)
+        graph.ClearField("nodes")
+        graph.nodes.extend(rebuilt.nodes)

@@ -263,7 +263,7 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
 
 
 def trace_graph(fn, inputs, name, symbolic=None, relations=None, arguments=None, traced=None):
-    """(graph JSON dict, lifted, structure, writes) for fn(*inputs) without
+    """(kiln.v1.Graph, lifted, structure, writes) for fn(*inputs) without
     computing a reference: `lifted` are the weights and buffers lifted into
     graph inputs after `inputs` (detached tensors sharing the module's
     storage, so in-place updates are seen); `structure` is how fn's result
@@ -425,7 +425,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
                  arguments=None, write_back=False, traced=None):
     """(graph, lifted, the graph module that computes the graph's outputs
     from list(inputs) + lifted, structure, writes): trace_module's (or
-    `traced`, what it returned), in Kiln graph JSON. With `weights_seed`,
+    `traced`, what it returned), as a kiln.v1.Graph. With `weights_seed`,
     the lifted weights are replaced by other random values of the same
     shapes."""
     gm, lifted, structure, writes, half = traced or trace_module(fn, inputs, arguments,
@@ -441,7 +441,10 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     if symbolic:
         _symbols.mark_symbolic(fn, inputs, graph, symbolic, name, arguments)
     if relations:
-        graph["relations"] = relations + graph.get("relations", [])
+        # Given first, then those mark_symbolic found.
+        found = list(graph.relations)
+        graph.ClearField("relations")
+        graph.relations.extend([*relations, *found])
     alias_writes(graph, writes)
     return graph, lifted, gm, structure, writes
 
