@@ -22,8 +22,11 @@ import sys
 
 # The package `kiln` from this tree. Resolving symlinks finds it from the
 # source tree, Bazel's execroot and runfiles alike; importing it loads
-# nothing but Python.
+# nothing but Python. Its generated graph_pb2 is in runfiles beside this
+# file's link (kiln/__init__.py extends the package over it).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "..", "..", "client", "python"))
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "client", "python"))
 import torch  # noqa: E402
 from google.protobuf import json_format  # noqa: E402,F401
