@@ -27,9 +27,7 @@ class WarmupPlanTest : public ::testing::Test {
   void TearDown() override { RemoveRecursively(dir_).IgnoreError(); }
 
   void WriteGraph(const std::string& name, const kiln::v1::Graph& graph) {
-    std::string json;
-    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(graph, &json).ok());
-    ASSERT_TRUE(WriteFileAtomically(dir_ + "/" + name, json, 0644).ok());
+    ASSERT_TRUE(WriteFileAtomically(dir_ + "/" + name, PrintJsonMessage(graph), 0644).ok());
   }
 
   absl::StatusOr<std::vector<WarmupCompile>> Expand(const std::string& json) {

@@ -24,6 +24,16 @@ absl::Status ReadJsonFile(const std::string& path, const std::string& what,
   return ParseJsonMessage(json, path, what, message);
 }
 
+std::string PrintJsonMessage(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  // Printing a valid message cannot fail: only parsing can.
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
 absl::StatusOr<kiln::v1::Graph> ParseGraphJson(const std::string& json, const std::string& origin) {
   kiln::v1::Graph graph;
   RETURN_IF_ERROR(ParseJsonMessage(json, origin, "a Kiln graph", graph));

@@ -25,6 +25,11 @@ absl::Status ParseJsonMessage(const std::string& json, const std::string& origin
 absl::Status ReadJsonFile(const std::string& path, const std::string& what,
                           google::protobuf::Message& message);
 
+// The JSON text Kiln writes for `message`, in files and --json outputs
+// alike: the proto's field names (snake_case: output_types, int_value),
+// indented. Parsing takes these and the camelCase JSON names both.
+std::string PrintJsonMessage(const google::protobuf::Message& message);
+
 }  // namespace kiln
 
 #endif  // KILN_PROTO_GRAPH_FILE_H_

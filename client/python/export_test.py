@@ -16,6 +16,7 @@ from torch.export import Dim
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kiln  # noqa: E402
+from kiln import graph_pb2  # noqa: E402
 from conftest import assert_matches, compiles  # noqa: E402
 
 
@@ -75,13 +76,15 @@ def test_the_dims_become_symbols_and_their_range_a_relation():
     graph = kiln.compile(program)._graph
     symbol = batch_symbol(program)
     # x, pairs, then the parameters, the buffer and the lifted constant.
-    assert [entry["name"] for entry in graph["inputs"]] == [
+    assert [entry.name for entry in graph.inputs] == [
         "x", "pairs", "p_linear_weight", "p_linear_bias", "p_norm_weight", "p_norm_bias",
         "b_scale", "c_lifted_tensor_0"]
-    assert graph["inputs"][0]["type"]["sizes"] == [{"symbol": symbol}, {"constant": 8}]
-    assert graph["inputs"][1]["type"]["sizes"] == [{"symbol": symbol, "multiplier": "2"},
-                                                   {"constant": 16}]
-    assert graph["relations"] == [{"range": {"symbol": symbol, "min": "2", "max": "64"}}]
+    assert list(graph.inputs[0].type.sizes) == [graph_pb2.Dim(symbol=symbol),
+                                                graph_pb2.Dim(constant=8)]
+    assert list(graph.inputs[1].type.sizes) == [graph_pb2.Dim(symbol=symbol, multiplier=2),
+                                                graph_pb2.Dim(constant=16)]
+    assert list(graph.relations) == [graph_pb2.SymbolRelation(
+        range=graph_pb2.SymbolRelation.Range(symbol=symbol, min=2, max=64))]
 
 
 def test_sizes_outside_what_the_program_takes_are_guard_errors_and_compile_nothing():
@@ -238,7 +241,8 @@ with torch.no_grad():
         print(error)
 torch.save(results, {str(tmp_path / "results.pt")!r})
 print(sorted(name for name in sys.modules
-             if name in ("kiln._tracing", "kiln._export", "kiln._decompositions", "sympy",
+             if name in ("kiln._tracing", "kiln._export", "kiln._decompositions",
+                         "kiln._functionalize", "kiln._graph", "kiln._symbols", "sympy",
                          "torch._dynamo")))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -19,6 +19,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kiln  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
+from kiln.graph_pb2 import Graph, SymbolRelation  # noqa: E402
 from conftest import assert_matches, compiles  # noqa: E402
 
 
@@ -173,8 +175,8 @@ def test_arguments_are_taken_as_the_function_takes_them(tmp_path):
     compiled = kiln.compile(step, [x, 3], example_kwargs={"mask": mask, "pair": (a, b)},
                             dynamic={0: {0: "B"}, "mask": {0: "B"}, "pair_0": {0: "B"},
                                      "pair_1": {0: "B"}})
-    assert [i["name"] for i in compiled._graph["inputs"]][:4] == ["x_1", "mask_1", "pair_0_1",
-                                                                  "pair_1_1"]
+    assert [i.name for i in compiled._graph.inputs][:4] == ["x_1", "mask_1", "pair_0_1",
+                                                            "pair_1_1"]
     before = compiles()
     torch.testing.assert_close(compiled(x, k=3, pair=(a, b), mask=mask),
                                step(x, 3, mask=mask, pair=(a, b)))
@@ -1442,7 +1444,8 @@ def test_tables_cut_to_a_symbolic_length_compile_once_for_every_length():
         return scores.softmax(-1) @ h, h[:, 0], h[:, -1], h[:, -2, 3]
     with torch.no_grad():
         compiled = kiln.compile(step, [torch.randn(2, 12, 8)], dynamic={0: {1: "T"}})
-        assert {"range": {"symbol": "T", "max": "64"}} in compiled._graph["relations"]
+        assert SymbolRelation(range=SymbolRelation.Range(symbol="T", max=64)) in list(
+            compiled._graph.relations)
         before = compiles()
         for length in (12, 3, 64, 40):
             x = torch.randn(2, length, 8)
@@ -1615,6 +1618,44 @@ def test_kiln_load_refuses_what_is_not_a_package(tmp_path):
     (tmp_path / "dir" / "graph.pb").write_bytes(b"\xff\xff")
     with pytest.raises(ValueError, match=r"not a Kiln graph \(binary kiln.v1.Graph\)"):
         kiln.load(str(tmp_path / "dir"))
+
+
+def test_graphs_are_graph_pb2_messages_and_their_files_snake_case(tmp_path):
+    """kiln.compile's graph is a kiln.v1.Graph built with graph_pb2, which the
+    extension takes serialized (never JSON text); kiln.save writes it as
+    graph.pb and as graph.json with the proto's field names, as every Kiln
+    JSON file spells them."""
+    linear, x = torch.nn.Linear(8, 4), torch.randn(3, 8)
+
+    def project(x):
+        return linear(x).relu().sum(-1, keepdim=True)
+    compiled = kiln.compile(project, [x], dynamic={0: {0: "B"}})
+    graph = compiled._graph
+    assert isinstance(graph, Graph)
+    assert [i.name for i in graph.inputs] == ["x_1", "param_constant0", "param_constant1"]
+    assert [node.op for node in graph.nodes] == ["aten.t.default", "aten.addmm.default",
+                                                 "aten.relu.default", "aten.sum.dim_IntList"]
+    with torch.no_grad():
+        assert_matches(compiled(torch.ones(5, 8)), project(torch.ones(5, 8)))
+    with pytest.raises(TypeError, match="incompatible constructor arguments"):
+        kiln._native().CompiledGraph(kiln._default_client(), json_format.MessageToJson(graph))
+
+    path = str(tmp_path / "linear")
+    kiln.save(project, [x], path, dynamic={0: {0: "B"}})
+    with open(os.path.join(path, "graph.pb"), "rb") as binary:
+        assert Graph.FromString(binary.read()) == graph
+    with open(os.path.join(path, "graph.json")) as text:
+        written = json.load(text)
+    assert json_format.ParseDict(written, Graph()) == graph
+
+    def keys(value):
+        if isinstance(value, dict):
+            return set(value) | {k for v in value.values() for k in keys(v)}
+        return {k for v in value for k in keys(v)} if isinstance(value, list) else set()
+    assert {"output_types", "int_list"} <= keys(written)
+    assert sorted(k for k in keys(written) if k != k.lower()) == []
+    with torch.no_grad():
+        assert_matches(kiln.load(path)(torch.ones(6, 8)), project(torch.ones(6, 8)))
 
 
 def test_kiln_load_names_a_damaged_package(tmp_path):

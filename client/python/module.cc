@@ -141,19 +141,13 @@ py::dict ToDict(const google::protobuf::Message& message) {
   return py::module_::import("json").attr("loads")(json);
 }
 
-// A graph given as protobuf JSON text (str) or as binary kiln.v1.Graph
-// (bytes: what kiln.save stores for kiln.load, parsed in microseconds).
-kiln::v1::Graph ParseGraph(const py::object& graph) {
+// A serialized kiln.v1.Graph: what the package's tracer builds with
+// graph_pb2 (kiln/_graph.py) and kiln.save stores for kiln.load.
+kiln::v1::Graph ParseGraph(const py::bytes& graph) {
   kiln::v1::Graph parsed;
-  if (py::isinstance<py::bytes>(graph)) {
-    if (!parsed.ParseFromString(graph.cast<std::string>())) {
-      Raise(absl::InvalidArgumentError("graph: not a Kiln graph (binary kiln.v1.Graph)"));
-    }
-    return parsed;
+  if (!parsed.ParseFromString(std::string(graph))) {
+    Raise(absl::InvalidArgumentError("graph: not a Kiln graph (binary kiln.v1.Graph)"));
   }
-  const absl::Status status =
-      ParseJsonMessage(graph.cast<std::string>(), "graph", "a Kiln graph", parsed);
-  if (!status.ok()) Raise(status);
   return parsed;
 }
 
@@ -163,9 +157,8 @@ class PyCompiledGraph {
   // `writes`: the inputs the function changes in place, by position among
   // Call's arguments; the graph's last outputs are their new values, in
   // order.
-  PyCompiledGraph(std::shared_ptr<Client> client, const py::object& graph,
-                  const std::string& target, const std::string& on_stride_miss,
-                  std::vector<size_t> writes)
+  PyCompiledGraph(std::shared_ptr<Client> client, const py::bytes& graph, const std::string& target,
+                  const std::string& on_stride_miss, std::vector<size_t> writes)
       : client_(std::move(client)), writes_(std::move(writes)) {
     CompiledGraph::StrideMiss stride_miss;
     if (on_stride_miss == "specialize") {
@@ -418,13 +411,6 @@ PYBIND11_MODULE(_kiln, module) {
       }};
   Runtime::Default().pool().RunOn(&kTorchLoops);
 
-  module.def(
-      "graph_to_binary",
-      [](const std::string& graph_json) {
-        return py::bytes(ParseGraph(py::str(graph_json)).SerializeAsString());
-      },
-      py::arg("graph_json"));
-
   // The op table's ops, each with the input dtypes it compiles: what the
   // package's partitioner asks before it sends a region to kilnd.
   module.def("op_table", [] {
@@ -463,7 +449,7 @@ PYBIND11_MODULE(_kiln, module) {
       });
 
   py::class_<PyCompiledGraph>(module, "CompiledGraph")
-      .def(py::init<std::shared_ptr<Client>, const py::object&, const std::string&,
+      .def(py::init<std::shared_ptr<Client>, const py::bytes&, const std::string&,
                     const std::string&, std::vector<size_t>>(),
            py::arg("client"), py::arg("graph"), py::arg("target") = "native",
            py::arg("on_stride_miss") = "specialize", py::arg("writes") = std::vector<size_t>())

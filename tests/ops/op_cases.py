@@ -79,11 +79,11 @@ def as_list(outputs):
 
 def output_dtypes(graph):
     """The declared dtype of each graph output."""
-    types = {i["value"]: i["type"] for i in graph["inputs"]}
-    for node in graph["nodes"]:
-        types.update(zip(node["outputs"], node["outputTypes"]))
+    types = {i.value: i.type for i in graph.inputs}
+    for node in graph.nodes:
+        types.update(zip(node.outputs, node.output_types))
     by_name = {name: dtype for dtype, name in tracer.DTYPES.items()}
-    return [by_name[types[v]["dtype"]] for v in graph["outputs"]]
+    return [by_name[tracer.DType.Name(types[v].dtype)] for v in graph.outputs]
 
 
 def has_float16(inputs):
@@ -117,16 +117,15 @@ def manual_graph(case):
     else:
         outputs = as_list(case.fn(*case.inputs))
     n = len(case.inputs)
-    graph = {
-        "name": case.name,
-        "inputs": [{"value": i, "name": f"x{i}", "type": tracer.tensor_type(t)}
-                   for i, t in enumerate(case.inputs)],
-        "nodes": [{"name": op.split(".")[1], "op": op, "inputs": list(range(n)),
-                   "args": [tracer.scalar_arg(k, v) for k, v in args],
-                   "outputs": list(range(n, n + len(outputs))),
-                   "outputTypes": [tracer.tensor_type(o) for o in outputs]}],
-        "outputs": list(range(n, n + len(outputs))),
-    }
+    graph = tracer.Graph(
+        name=case.name,
+        inputs=[tracer.Input(value=i, name=f"x{i}", type=tracer.tensor_type(t))
+                for i, t in enumerate(case.inputs)],
+        nodes=[tracer.Node(name=op.split(".")[1], op=op, inputs=range(n),
+                           args=[tracer.scalar_arg(k, v) for k, v in args],
+                           outputs=range(n, n + len(outputs)),
+                           output_types=[tracer.tensor_type(o) for o in outputs])],
+        outputs=range(n, n + len(outputs)))
     return graph, outputs
 
 
@@ -146,7 +145,7 @@ def trace_graph(case):
 
 
 def build(case):
-    """(graph, reference) JSON of one case."""
+    """(kiln.v1.Graph, reference JSON) of one case."""
     if case.manual:
         graph, outputs = manual_graph(case)
         provenance = f"torch {torch.__version__} eager"
@@ -169,15 +168,16 @@ def build(case):
 
 def record(case, graph, reference):
     line = {"name": case.name, "op": case.op, "dtype": tracer.DTYPES[case.dtype],
-            "graph": graph, "reference": reference, "check": case.check}
+            "graph": tracer.json_format.MessageToDict(graph, preserving_proto_field_name=True),
+            "reference": reference, "check": case.check}
     if case.function:
         line["function"] = case.function
     if case.tolerance:
         line["tolerance"] = {"rtol": case.tolerance[0], "atol": case.tolerance[1]}
     if case.error:
-        line["errorCode"], line["errorSubstring"] = case.error
+        line["error_code"], line["error_substring"] = case.error
     if case.known_bug:
-        line["knownBug"] = case.known_bug
+        line["known_bug"] = case.known_bug
     return json.dumps(line, separators=(",", ":"))
 
 
@@ -209,7 +209,7 @@ def main():
             except Exception as error:  # eager (or make_fx) refused the case
                 problems.append(f"{case.name}: eager refuses: {str(error).splitlines()[0]}")
                 continue
-            ops = {node["op"] for node in graph["nodes"]}
+            ops = {node.op for node in graph.nodes}
             if case.op not in ops:
                 problems.append(f"{case.name}: the traced graph has no {case.op} "
                                 f"(it has {', '.join(sorted(ops))})")

@@ -1,17 +1,9 @@
 #include "tools/kiln/json.h"
 
-#include <google/protobuf/util/json_util.h>
+#include "proto/graph_file.h"
 
 namespace kiln {
 
-std::string ToJson(const google::protobuf::Message& message) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  // Printing a valid message cannot fail: only parsing can.
-  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  return json;
-}
+std::string ToJson(const google::protobuf::Message& message) { return PrintJsonMessage(message); }
 
 }  // namespace kiln

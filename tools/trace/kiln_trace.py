@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Traces a PyTorch function or nn.Module into a Kiln graph file.
 
-Writes NAME.json (a kiln.v1.Graph in protobuf JSON) and NAME.ref.json (a
-kiln.v1.Reference: the inputs traced with and eager PyTorch's outputs).
+Writes NAME.json (a kiln.v1.Graph in protobuf JSON, snake_case field names)
+and NAME.ref.json (a kiln.v1.Reference: the inputs traced with and eager
+PyTorch's outputs).
 
     kiln_trace.py --workload mlp --out DIR          # a public workload
     kiln_trace.py --workload all --out DIR
@@ -21,17 +22,24 @@ import sys
 
 # The package `kiln` from this tree. Resolving symlinks finds it from the
 # source tree, Bazel's execroot and runfiles alike; importing it loads
-# nothing but Python.
+# nothing but Python. Its generated graph_pb2 is in runfiles beside this
+# file's link (kiln/__init__.py extends the package over it).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "client", "python"))
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "client", "python"))
 import torch  # noqa: E402
+from google.protobuf import json_format  # noqa: E402,F401
 
 from kiln import _tracing  # noqa: E402
 # Also what tests/ops/op_cases.py and tools/bench/reference64.py use from
 # the module they load from this file.
-from kiln._tracing import (  # noqa: E402,F401
-    DTYPES, TraceError, functionalize, lift_constants, parse_relation, scalar_arg,
-    sized_references, tensor_data, tensor_type, to_kiln_half, trace)
+from kiln._decompositions import TraceError  # noqa: E402,F401
+from kiln._functionalize import functionalize, lift_constants  # noqa: E402,F401
+from kiln._graph import (  # noqa: E402,F401
+    DTYPES, parse_relation, scalar_arg, tensor_type, to_json, to_kiln_half)
+from kiln._references import sized_references, tensor_data, trace  # noqa: E402,F401
+from kiln.graph_pb2 import DType, Graph, Input, Node  # noqa: E402,F401
 
 
 def check(kiln, out_dir, name):
@@ -50,7 +58,7 @@ def check(kiln, out_dir, name):
 def write(out_dir, name, graph, reference):
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, name + ".json"), "w") as f:
-        json.dump(graph, f, indent=1)
+        f.write(to_json(graph))
     with open(os.path.join(out_dir, name + ".ref.json"), "w") as f:
         json.dump(reference, f)
 
@@ -138,7 +146,7 @@ def main():
             written.append(written[0] + "_reweighted")
             write(args.out, written[1], graph, reference)
         for item in written:
-            print(f"{item}: {len(graph['nodes'])} nodes -> {args.out}/{item}.json")
+            print(f"{item}: {len(graph.nodes)} nodes -> {args.out}/{item}.json")
             if args.check and not check(args.check, args.out, item):
                 sys.exit(1)
 

@@ -12,12 +12,15 @@ trip when kilnd has compiled it before, else through kilnd (docs/PYTHON.md).
 Importing kiln loads nothing but this file: the C++ extension (and with it
 the client library) loads on first use, so tools that only trace stay light.
 """
-import importlib
 import json
 import os
+import pkgutil
 import re
 import threading
 import warnings
+
+from ._package import (_PACKAGE_FORMAT, _PACKAGE_FORMATS, _module_tensor, _read_weights,
+                       _weight_names, _write_weights)
 
 __all__ = [
     "compile",
@@ -125,237 +128,22 @@ def _tool_path(name, *built):
     return ""
 
 
+# graph_pb2, kiln.v1.Graph's classes, is generated from proto/graph.proto by
+# Bazel (//client/python:graph_pb2): it is beside this file in an installed
+# package and in Bazel runfiles; else in a `kiln` directory on sys.path (the
+# genrules that trace put their output tree on PYTHONPATH), or in the Bazel
+# output tree of the checkout this file is in (as the extension is).
+__path__ = pkgutil.extend_path(__path__, __name__) + [
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", *tree, "client",
+                 "python", "kiln") for tree in (["bazel-out", "k8-opt", "bin"], ["bazel-bin"])]
+
+
 def _default_client():
     global _client
     with _lock:
         if _client is None:
             _client = _native().Client(daemon_path=_kilnd_path())
         return _client
-
-
-_MAX_LAYOUTS = 8  # layouts of its arguments one compiled function takes
-
-
-class Compiled:
-    """A compiled function or module: call it like the original."""
-
-    def __init__(self, native, lifted, structure, writes, fn, fallback, graph, layout,
-                 options=None):
-        self._native = native
-        self._lifted = lifted
-        self._structure = structure
-        # The usual results, without walking the structure at each call.
-        self._single = structure == "tensor"
-        self._tuple = isinstance(structure, dict) and "type" not in structure and all(
-            part == "tensor" for part in structure.get("tuple", [None]))
-        self._fn = fn
-        self._fallback = fallback
-        self._graph_or_path = graph  # a dict, or the path of its JSON file (read when needed)
-        self._warned = False
-        self._layout = layout  # how the traced call's arguments held the graph's inputs
-        self._plain = layout.plain
-        self._count = len(layout.names)
-        self._written_arguments = [p for p in writes if p < self._count]
-        self._options = options  # compile's, for other layouts; None: a loaded package
-        self._variants = {}  # another layout's key -> what compile made of a call with it
-        self._overflow = None  # past _MAX_LAYOUTS with fallback="eager": one _Eager for all
-
-    @property
-    def _graph(self):
-        if isinstance(self._graph_or_path, str):
-            with open(self._graph_or_path) as graph_file:
-                self._graph_or_path = json.load(graph_file)
-        return self._graph_or_path
-
-    def __call__(self, *args, **kwargs):
-        if self._plain and not kwargs and len(args) == self._count:
-            if self._written_arguments and (error := self._aliased_write(args)):
-                return self._eager(args, kwargs, error)
-            try:
-                outputs = self._native(*args, *self._lifted)
-            except TypeError:  # not all tensors: another layout, or a clear error
-                return self._call_with_layout(args, kwargs)
-            except (DaemonUnavailable, UnsupportedOpError) as error:
-                return self._eager(args, kwargs, error)
-            return outputs[0] if self._single else self._results(outputs)
-        return self._call_with_layout(args, kwargs)
-
-    def _run(self, tensors, args, kwargs):
-        if self._written_arguments and (error := self._aliased_write(tensors)):
-            return self._eager(args, kwargs, error)
-        try:
-            outputs = self._native(*tensors, *self._lifted)
-        except (DaemonUnavailable, UnsupportedOpError) as error:
-            return self._eager(args, kwargs, error)
-        return self._results(outputs)
-
-    def _aliased_write(self, tensors):
-        """A GuardError when an argument fn changes in place shares memory
-        with another argument (eager would see the change through both; the
-        graph takes them as two tensors), else None."""
-        storages = [t.untyped_storage().data_ptr() if t.numel() else None for t in tensors]
-        for written in self._written_arguments:
-            for other, storage in enumerate(storages):
-                if other != written and storage is not None and storage == storages[written]:
-                    return GuardError(
-                        f"argument tensors {written} and {other} share memory, and the function "
-                        f"changes tensor {written} in place: eager would see that change through "
-                        f"both, the compiled graph takes them apart; pass tensors that do not "
-                        f"share memory")
-        return None
-
-    def _results(self, outputs):
-        if self._single:
-            return outputs[0]
-        if self._tuple:
-            return tuple(outputs)
-        return unflatten(iter(outputs), self._structure)
-
-    def _call_with_layout(self, args, kwargs):
-        from . import _arguments
-        tensors, layout = _arguments.flatten(self._layout.signature, args, kwargs)
-        if layout.key == self._layout.key:
-            return self._run(tensors, args, kwargs)
-        variant = self._variants.get(layout.key)
-        if variant is None:
-            variant = self._compile_variant(layout, args, kwargs)
-        if isinstance(variant, Compiled):
-            return variant._run(tensors, args, kwargs)
-        return variant(*args, **kwargs)
-
-    def _compile_variant(self, layout, args, kwargs):
-        """What compile makes of a call whose arguments have another layout
-        (another value of a number the graph took as a constant, say)."""
-        difference = self._layout.difference(layout)
-        if self._options is None:
-            raise GuardError(f"{difference}: a loaded package runs the arguments it was saved "
-                             f"with, and an ExportedProgram those it was exported with; save or "
-                             f"export one for each")
-        if len(self._variants) + 1 >= _MAX_LAYOUTS:
-            error = GuardError(f"{difference}, and {self._graph.get('name', 'the function')} is "
-                               f"compiled for {_MAX_LAYOUTS} layouts of its arguments already: "
-                               f"pass what changes from call to call as a tensor")
-            if self._fallback != "eager":
-                raise error
-            self._overflow = self._overflow or _Eager(self._fn, error)
-            return self._overflow
-        options = dict(self._options)
-        if options["dynamic"]:  # the dims of inputs this layout has
-            inputs = layout.input_names()
-            options["dynamic"] = {key: dims for key, dims in options["dynamic"].items()
-                                  if (key in inputs if isinstance(key, str) else key < len(inputs))}
-        variant = compile(self._fn, args, example_kwargs=kwargs, fallback=self._fallback,
-                          **options)
-        with _lock:
-            return self._variants.setdefault(layout.key, variant)
-
-    def _eager(self, args, kwargs, error):
-        """The original's result, with fallback="eager"; else raises `error`."""
-        if self._fallback != "eager":
-            raise error
-        with _lock:
-            _counters["eager_fallbacks"] += 1
-        if not self._warned:
-            self._warned = True
-            warnings.warn(f"kiln: running {self._graph.get('name', 'the graph')} eagerly: {error}",
-                          RuntimeWarning, stacklevel=3)
-        return self._fn(*args, **kwargs)
-
-    def prepare(self):
-        """Fetches (compiling on a miss) and loads the artifact now."""
-        return self._native.prepare()
-
-    def warmup(self, buckets, progress=False):
-        """Compiles, loads and runs each bucket of `buckets`: a warmup plan
-        entry ({"symbols": [{"symbol": "B", "sizes": [1, 2, 4]}], ...},
-        docs/WARMUP.md) for this graph. A bucket runs until its GEMMs' and
-        convolutions' fastest ways are chosen, so traffic times none.
-        Returns {"buckets", "runs", "entries", "local", "padded_symbols"}.
-        With `progress`, prints a line per compile to stderr."""
-        report = None
-        if progress:
-            import sys
-
-            def report(done, total, name):
-                print(f"kiln warmup {done}/{total}: {name}", file=sys.stderr)
-        return self._native.warmup(json.dumps(buckets), report)
-
-    def artifact(self):
-        """The metadata of the graph's own artifact (after a call or prepare)."""
-        return self._native.artifact()
-
-
-def unflatten(tensors, structure):
-    """The value `structure` describes, rebuilt with the tensors of the
-    iterator `tensors` in its tensors' places: a traced function's result
-    (_tracing.flatten_outputs) or a call's arguments (_arguments). A
-    tuple, list or dict of another type (a namedtuple, torch.return_types,
-    a dataclass, a model output class) names it ("type") and is rebuilt as
-    one where it can be imported."""
-    if structure == "tensor":
-        return next(tensors)
-    kind = next(key for key in structure if key != "type")
-    parts = structure[kind]
-    if kind == "value":
-        return parts
-    if kind == "dtype":
-        import torch
-        return getattr(torch, parts)
-    if kind == "dict":
-        rebuilt = {key: unflatten(tensors, part) for key, part in parts}
-    else:
-        rebuilt = [unflatten(tensors, part) for part in parts]
-    made = _result_type(structure["type"]) if "type" in structure else None
-    if made is None:
-        return rebuilt if kind != "tuple" else tuple(rebuilt)
-    if kind == "dict":
-        return made(**rebuilt) if all(isinstance(key, str) for key in rebuilt) else \
-            made(rebuilt.items())
-    return made(*rebuilt) if hasattr(made, "_fields") else made(rebuilt)  # namedtuple or not
-
-
-# "module:qualname" -> the result type it names (None: not importable here).
-_result_types = {}
-
-
-def _type_name(cls):
-    """The name unflatten rebuilds `cls` by: remembered for this process
-    (a class defined in a function works here), imported elsewhere."""
-    name = f"{cls.__module__}:{cls.__qualname__}"
-    _result_types[name] = cls
-    return name
-
-
-def _result_type(name):
-    if name not in _result_types:
-        module, _, qualname = name.partition(":")
-        try:
-            found = importlib.import_module(module)
-            for attribute in qualname.split("."):
-                found = getattr(found, attribute)
-        except (ImportError, AttributeError):
-            warnings.warn(f"kiln: results of type {name} come back as plain tuples, lists and "
-                          f"dicts: it cannot be imported in this process", RuntimeWarning)
-            found = None
-        _result_types[name] = found
-    return _result_types[name]
-
-
-class _Eager:
-    """What compile returns with fallback="eager" when compiling failed."""
-
-    def __init__(self, fn, error):
-        self._fn = fn
-        self._error = error
-        self._warned = False
-
-    def __call__(self, *args, **kwargs):
-        with _lock:
-            _counters["eager_fallbacks"] += 1
-        if not self._warned:
-            self._warned = True
-            warnings.warn(f"kiln: running eagerly: {self._error}", RuntimeWarning, stacklevel=2)
-        return self._fn(*args, **kwargs)
 
 
 def _symbolic(dynamic):
@@ -470,7 +258,7 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
                                                               name, dynamic, relations, traced)
         # `writes`: the inputs fn changes in place, which native copies
         # their new values (the graph's last outputs) into.
-        native = _native().CompiledGraph(_default_client(), json.dumps(graph), target,
+        native = _native().CompiledGraph(_default_client(), graph.SerializeToString(), target,
                                          on_stride_miss, writes)
         native.set_given_sizes_only(exported)
         try:
@@ -506,77 +294,6 @@ def backend(gm, example_inputs, **kwargs):
     return _dynamo.backend(gm, example_inputs, **kwargs)
 
 
-_PACKAGE_FORMAT = "kiln-package-5"
-# Formats load() reads: 4 is 5 without "writes" (no input changed in place).
-_PACKAGE_FORMATS = ("kiln-package-4", _PACKAGE_FORMAT)
-
-
-def _weight_names(fn, lifted):
-    """For each lifted tensor, the name of the module parameter or buffer it
-    is (shares storage with), or None for a constant."""
-    if not hasattr(fn, "named_parameters"):
-        return [None] * len(lifted)
-    import itertools
-    by_storage = {(t.data_ptr(), tuple(t.shape)): name for name, t in itertools.chain(
-        fn.named_parameters(), fn.named_buffers())}
-    return [by_storage.get((t.data_ptr(), tuple(t.shape))) for t in lifted]
-
-
-def _module_tensor(module, name):
-    for part in name.split("."):
-        module = getattr(module, part)
-    return module.detach()
-
-
-def _write_weights(lifted, path):
-    """The lifted tensors' bytes, one after another at 64-byte offsets, and
-    for each where it is: what _read_weights maps back without unpickling
-    (torch.load costs a fresh worker milliseconds)."""
-    import torch
-    layouts, offset = [], 0
-    with open(path, "wb") as out:
-        for tensor in lifted:
-            data = tensor.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes()
-            out.write(bytes(offset - out.tell()))
-            out.write(data)
-            layouts.append({"dtype": str(tensor.dtype).removeprefix("torch."),
-                            "sizes": list(tensor.shape), "strides": list(tensor.stride()),
-                            "offset": offset})
-            offset = (offset + len(data) + 63) // 64 * 64
-    return layouts
-
-
-def _read_weights(path, layouts):
-    import torch
-    size = os.path.getsize(path)
-    data = bytearray(size)
-    with open(path, "rb", buffering=0) as file:
-        if file.readinto(data) != size:
-            raise ValueError(f"{path}: short read")
-    weights = []
-    for layout in layouts:
-        dtype = getattr(torch, layout["dtype"])
-        sizes = layout["sizes"]
-        count = 1
-        for extent in sizes:
-            count *= extent
-        if count == 0:
-            weights.append(torch.empty(sizes, dtype=dtype))
-            continue
-        try:
-            tensor = torch.frombuffer(data, dtype=dtype, count=count, offset=layout["offset"])
-        except ValueError as error:  # past the end of the file
-            end = layout["offset"] + count * torch.empty([], dtype=dtype).element_size()
-            raise ValueError(f"{path} holds {size} bytes, and weight {len(weights)} "
-                             f"({layout['name'] or 'a constant'}) needs bytes up to {end}: "
-                             f"the package is damaged; save it again with kiln.save") from error
-        tensor = tensor.view(sizes)
-        if list(tensor.stride()) != layout["strides"]:
-            tensor = torch.empty_strided(sizes, layout["strides"], dtype=dtype).copy_(tensor)
-        weights.append(tensor)
-    return weights
-
-
 def _trace_module(fn, example_inputs, example_kwargs):
     """(_tracing.trace_module's result, the graph's inputs, their layout) of
     fn called with the example arguments, whose tensors are the inputs."""
@@ -591,12 +308,12 @@ def _trace(fn, example_inputs, example_kwargs, name, dynamic, relations, traced=
     """(graph, lifted, structure, writes, layout): _tracing.trace_graph of fn
     called with the example arguments, whose tensors are the graph's inputs
     (`traced`: what _trace_module gave for them)."""
-    from . import _arguments, _tracing
-    relation_json = [_tracing.parse_relation(text) for text in relations or []]
+    from . import _arguments, _graph, _tracing
+    parsed = [_graph.parse_relation(text) for text in relations or []]
     inputs, layout = _arguments.flatten(_arguments.signature_of(fn), example_inputs,
                                         example_kwargs or {})
     graph, lifted, structure, writes = _tracing.trace_graph(
-        fn, inputs, name, _symbolic(dynamic), relation_json,
+        fn, inputs, name, _symbolic(dynamic), parsed,
         arguments=None if layout.plain else layout, traced=traced)
     return graph, lifted, structure, writes, layout
 
@@ -645,7 +362,7 @@ def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=Non
     if path is None or isinstance(example_inputs, (str, os.PathLike)):
         raise TypeError("kiln.save takes (fn, example_inputs, path), or (exported_program, path) "
                         "for a torch.export.ExportedProgram")
-    from . import _tracing
+    from . import _graph, _tracing
     try:
         if exported:
             from . import _export
@@ -656,13 +373,11 @@ def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=Non
             names = _weight_names(fn, lifted)
     except _tracing.TraceError as error:
         raise UnsupportedOpError(str(error)) from error
-    graph_json = json.dumps(graph, indent=1)
-    binary = _native().graph_to_binary(graph_json)
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "graph.json"), "w") as out:
-        out.write(graph_json)
+        out.write(_graph.to_json(graph))
     with open(os.path.join(path, "graph.pb"), "wb") as out:
-        out.write(binary)
+        out.write(graph.SerializeToString())
     layouts = _write_weights(lifted, os.path.join(path, "weights.bin"))
     with open(os.path.join(path, "package.json"), "w") as out:
         json.dump({"format": _PACKAGE_FORMAT,
@@ -725,9 +440,7 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
         raise
     from . import _arguments
     compiled = Compiled(native, weights, package["outputs"], package.get("writes", []), module,
-                        fallback,
-                        os.path.join(path, "graph.json"),
-                        _arguments.Layout.from_json(package["arguments"]))
+                        fallback, graph, _arguments.Layout.from_json(package["arguments"]))
     plan = os.path.join(path, "plan.json")
     if warmup and os.path.exists(plan):
         with open(plan) as plan_file:
@@ -765,8 +478,9 @@ def explain(compiled):
     if not cli:
         return "\n".join(lines + ["(no kiln CLI found: build //tools/kiln or set KILN_CLI)"])
     import subprocess
+    from . import _graph
     with tempfile.NamedTemporaryFile("w", suffix=".json") as graph_file:
-        json.dump(compiled._graph, graph_file)
+        graph_file.write(_graph.to_json(compiled._graph))
         graph_file.flush()
         out = subprocess.run([cli, "explain", graph_file.name], capture_output=True, text=True)
     if out.returncode != 0:
@@ -783,3 +497,7 @@ def stats():
         except KilnError as error:
             result["daemon_error"] = str(error)
     return result
+
+
+# Last: kiln.Compiled calls compile, and raises the exceptions, above.
+from ._compiled import Compiled, _Eager, _result_type, _type_name, unflatten  # noqa: E402,F401

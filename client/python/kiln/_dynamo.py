@@ -56,7 +56,7 @@ def backend(gm, example_inputs, *, options=None, mode=None, name=None):
 def _checked(options):
     """`options`, refused with what is known when a key is unknown or a
     value is not one the option takes."""
-    from . import _check_on_stride_miss, _tracing
+    from . import _check_on_stride_miss, _graph
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ValueError(f"torch.compile(backend='kiln') got unknown option"
@@ -66,7 +66,7 @@ def _checked(options):
         raise ValueError(f"option fallback is 'raise' or 'eager', not {options['fallback']!r}")
     _check_on_stride_miss(options.get("on_stride_miss", "specialize"))
     for relation in options.get("relations") or []:
-        _tracing.parse_relation(relation)
+        _graph.parse_relation(relation)
     return options
 
 

@@ -20,8 +20,9 @@ from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
 from torch.utils._sympy.numbers import int_oo
 
-from . import _arguments, _tracing
+from . import _arguments, _functionalize, _graph, _symbols, _tracing
 from ._decompositions import DECOMPOSITIONS
+from .graph_pb2 import SymbolRelation
 
 
 def _decomposition_table():
@@ -99,7 +100,7 @@ def trace(ep, name):
     output.args = ([value for value in user_outputs if isinstance(value, torch.fx.Node)]
                    + written,)
     gm.graph.eliminate_dead_code()
-    _tracing._scalars_second(gm)
+    _functionalize._scalars_second(gm)
 
     # Kiln compiles inference: parameters' fake tensors require grad, the graph's do not. A node
     # with no fake value (an op that returns nothing, such as _assert_tensor_metadata; one that
@@ -114,22 +115,19 @@ def trace(ep, name):
                 node.meta["val"] = node.target(*args, **kwargs)
             results[node] = pytree.tree_map_only(torch.Tensor, torch.Tensor.detach,
                                                  node.meta["val"])
-    graph = _tracing.to_kiln(gm, None, name, results=results)
-    _tracing._selects_from_the_end(graph)  # x[:, -1] in a symbolic dim
-    symbols = {size["symbol"] for entry in graph["inputs"] for size in entry["type"]["sizes"]
-               if "symbol" in size}
-    relations = []
+    graph = _graph.to_kiln(gm, None, name, results=results)
+    _symbols._selects_from_the_end(graph)  # x[:, -1] in a symbolic dim
+    symbols = {size.symbol for entry in graph.inputs for size in entry.type.sizes
+               if size.HasField("symbol")}
     for symbol, bound in program.range_constraints.items():
         if str(symbol) not in symbols:  # derived sizes (2*s0), symbols no input has
             continue
-        relation = {"symbol": str(symbol)}
+        relation = SymbolRelation.Range(symbol=str(symbol))
         if bound.lower > 0:  # else sizes 0 and 1 get static specializations, as Kiln's do
-            relation["min"] = str(int(bound.lower))
+            relation.min = int(bound.lower)
         if bound.upper != int_oo:  # a Dim with a max
-            relation["max"] = str(int(bound.upper))
-        if len(relation) > 1:
-            relations.append({"range": relation})
-    if relations:
-        graph["relations"] = relations
-    _tracing.alias_writes(graph, writes)
+            relation.max = int(bound.upper)
+        if relation.min or relation.max:
+            graph.relations.append(SymbolRelation(range=relation))
+    _graph.alias_writes(graph, writes)
     return graph, lifted, names, structure, writes, layout

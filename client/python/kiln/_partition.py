@@ -29,7 +29,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from . import _tracing
+from . import _functionalize, _graph, _tracing
 
 _lock = threading.Lock()
 _op_table = None
@@ -104,7 +104,7 @@ def why_torch(node):
         return _refused[signature(node)]
     inputs = [_value(arg) for arg in node.all_input_nodes]
     for tensor in _tensors(_value(node)) + [t for value in inputs for t in _tensors(value)]:
-        if tensor.dtype not in _tracing.DTYPES:
+        if tensor.dtype not in _graph.DTYPES:
             return f"Kiln compiles no {str(tensor.dtype).removeprefix('torch.')} tensors"
     return None
 
@@ -114,7 +114,7 @@ def refused_nodes(gm):
     reasons = {}
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target is not operator.getitem and \
-                (_tensors(_value(node)) or node.target in _tracing.CHECKS) and \
+                (_tensors(_value(node)) or node.target in _functionalize.CHECKS) and \
                 (reason := why_torch(node)) is not None:
             reasons[node] = reason
     return reasons
