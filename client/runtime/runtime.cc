@@ -20,6 +20,7 @@
 #include "client/runtime/fft.h"
 #include "client/runtime/linalg.h"
 #include "client/runtime/matmul.h"
+#include "client/runtime/qr.h"
 #include "client/runtime/sort.h"
 
 namespace kiln {
@@ -431,7 +432,9 @@ int FftF64(void*, const kiln_fft* fft, const double* in, double* out) { return F
 int Linalg(void* context, const kiln_linalg* call, const void* const* operands,
            void* const* results) {
   const OneBlasThread one_blas_thread;
-  return RunLinalg(static_cast<Runtime*>(context)->pool(), *call, operands, results);
+  ThreadPool& pool = static_cast<Runtime*>(context)->pool();
+  if (IsQrRoutine(call->routine)) return RunQr(pool, *call, operands, results);
+  return RunLinalg(pool, *call, operands, results);
 }
 
 void SelectRowsOf(void* context, const kiln_select* select, const void* x, long long* out) {
