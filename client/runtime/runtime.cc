@@ -19,7 +19,9 @@
 #include "client/runtime/convolution.h"
 #include "client/runtime/fft.h"
 #include "client/runtime/linalg.h"
+#include "client/runtime/lstsq.h"
 #include "client/runtime/matmul.h"
+#include "client/runtime/matrix_exp.h"
 #include "client/runtime/qr.h"
 #include "client/runtime/sort.h"
 
@@ -434,6 +436,8 @@ int Linalg(void* context, const kiln_linalg* call, const void* const* operands,
   const OneBlasThread one_blas_thread;
   ThreadPool& pool = static_cast<Runtime*>(context)->pool();
   if (IsQrRoutine(call->routine)) return RunQr(pool, *call, operands, results);
+  if (call->routine == KILN_LINALG_LSTSQ) return RunLstsq(pool, *call, operands, results);
+  if (call->routine == KILN_LINALG_MATRIX_EXP) return RunMatrixExp(pool, *call, operands, results);
   return RunLinalg(pool, *call, operands, results);
 }
 

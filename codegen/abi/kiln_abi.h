@@ -248,6 +248,8 @@ enum {
   KILN_LINALG_GEQRF,
   KILN_LINALG_HOUSEHOLDER_PRODUCT,
   KILN_LINALG_ORMQR,
+  KILN_LINALG_LSTSQ,
+  KILN_LINALG_MATRIX_EXP,
   KILN_LINALG_COUNT
 };
 /* kiln_linalg.flags. */
@@ -256,7 +258,10 @@ enum {
   KILN_LINALG_UNIT = 2,    /* a triangular solve's diagonal is taken as ones */
   KILN_LINALG_ADJOINT = 4, /* solve A^T X = B (LU_SOLVE); Q^T C (ORMQR) */
   KILN_LINALG_FULL = 8,    /* SVD: U m x m and Vh n x n (else m x k and k x n) */
-  KILN_LINALG_VECTORS = 16 /* SVD: U and Vh too (else S only) */
+  KILN_LINALG_VECTORS = 16, /* SVD: U and Vh too (else S only) */
+  KILN_LINALG_GELS = 32,    /* LSTSQ's driver (gelsy without one of these) */
+  KILN_LINALG_GELSD = 64,
+  KILN_LINALG_GELSS = 128
 };
 
 typedef const kiln_artifact_info* (*kiln_info_fn)(void);

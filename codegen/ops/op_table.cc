@@ -26,6 +26,9 @@ const OpTable& OpTable::Get() {
     RegisterWriteOps(*built);
     RegisterSpecialOps(*built);
     RegisterLinalgOps(*built);
+    RegisterQrOps(*built);
+    RegisterLstsqOps(*built);
+    RegisterMatrixExpOps(*built);
     RegisterScatterOps(*built);
     RegisterSortingOps(*built);
     RegisterIntegerOps(*built);

@@ -63,6 +63,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from ._decompositions import DECOMPOSITIONS, TraceError, TracingMode  # noqa: F401 (TraceError)
+from ._fake_shapes import fake_shapes
 
 aten = torch.ops.aten
 
@@ -211,8 +212,9 @@ def _make_fx(fn, inputs, tracing_mode):
     """make_fx(fn)(*inputs) with Kiln's decompositions; a function that
     reads a tensor's value raises TraceError naming its line."""
     try:
-        return make_fx(fn, decomposition_table=DECOMPOSITIONS,
-                       tracing_mode=tracing_mode)(*inputs)
+        with fake_shapes():
+            return make_fx(fn, decomposition_table=DECOMPOSITIONS,
+                           tracing_mode=tracing_mode)(*inputs)
     except RuntimeError as error:
         if "get value out of a tracing tensor" not in str(error):
             raise
