@@ -28,7 +28,8 @@ const OpTable& OpTable::Get() {
     RegisterLinalgOps(*built);
     RegisterQrOps(*built);
     RegisterLstsqOps(*built);
-    RegisterMatrixExpOps(*built);
+    // RegisterMatrixExpOps: not yet; its float32 results differ from eager's by
+    // more than OpInfo's elementwise tolerance where eager's own error does.
     RegisterScatterOps(*built);
     RegisterSortingOps(*built);
     RegisterIntegerOps(*built);

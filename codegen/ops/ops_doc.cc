@@ -206,7 +206,7 @@ std::string OpsMarkdown() {
       "a `_linalg_check_errors` node, which an artifact cannot run: `kiln.compile`\n"
       "runs it through torch, raising eager's error (with `strict=True` it is\n"
       "refused, naming the `_ex` form to call instead).\n",
-      "\n### QR, least squares and the matrix exponential\n\n"
+      "\n### QR and least squares\n\n"
       "`linalg_qr` (modes `reduced`, `complete`, `r`), `geqrf`,\n"
       "`linalg_householder_product` and `ormqr` call LAPACK's geqrf, orgqr and\n"
       "ormqr through the runtime (`kiln.qr`, `client/runtime/qr.h`), as eager's CPU\n"
@@ -227,13 +227,7 @@ std::string OpsMarkdown() {
       "(`client/python/kiln/_fake_shapes.py`). gelsd's and gelss's residuals of a\n"
       "tall A exist only when every matrix has full rank, a shape that depends on\n"
       "values: that case runs through torch. gels of a matrix without full rank\n"
-      "(where eager raises) gives NaN.\n"
-      "\n`linalg_matrix_exp` is one runtime call a matrix (`kiln.matrix_exp`,\n"
-      "`client/runtime/matrix_exp.h`): scaling and squaring with the degree-13 Pade\n"
-      "approximant (Higham 2005) in double precision, its products by OpenBLAS's\n"
-      "GEMM and its solve by LAPACK's gesv. Eager's CPU kernel scales and squares a\n"
-      "Taylor polynomial instead; both are within a few roundings of the\n"
-      "exponential, so results match within OpInfo's tolerances.\n",
+      "(where eager raises) gives NaN.\n",
       SpecialFunctionsMarkdown(),
       "\n## Sorting\n\n"
       "`sort` (and `argsort`, `msort`), `topk`, `kthvalue`, `median`, `nanmedian`\n"

@@ -1,15 +1,11 @@
-"""Householder QR, least squares and the matrix exponential
-(codegen/ops/qr.cc, lstsq.cc, matrix_exp.cc) in float32 and float64: geqrf,
-the product of its reflectors, ormqr, linalg.qr's three modes,
-linalg.lstsq's four drivers and matrix_exp, on random square, tall, wide,
-batched and transposed matrices. Eager's LAPACK
+"""Householder QR and least squares (codegen/ops/qr.cc, lstsq.cc) in
+float32 and float64: geqrf, the product of its reflectors, ormqr,
+linalg.qr's three modes and linalg.lstsq's four drivers, on random square,
+tall, wide, batched and transposed matrices. Eager's LAPACK
 (MKL in the pip wheels) and Kiln's (OpenBLAS) choose the same reflectors
 (R's diagonal of the opposite sign to each column's leading element):
 results agree within a few hundred float32 roundings. lstsq's results that
-a driver does not compute are empty tensors, as eager's. matrix_exp is
-scaling and squaring with another approximant than eager's (a Pade one in
-double precision, eager's a Taylor one), both within a few roundings of
-the exponential."""
+a driver does not compute are empty tensors, as eager's."""
 import torch
 
 from cases_common import NAMES, Case, claimed, generator, random
@@ -71,9 +67,5 @@ OPS = {
         ("gelsd_wide", lambda a, b: torch.linalg.lstsq(a, b, driver="gelsd"), [(3, 5), (3, 2)]),
         ("gelss_square_batched", lambda a, b: torch.linalg.lstsq(a, b, driver="gelss"),
          [(2, 4, 4), (2, 4, 1)]),
-    ],
-    "aten.linalg_matrix_exp.default": [
-        ("small", torch.linalg.matrix_exp, [(3, 3)]),
-        ("scaled_batched_transposed", lambda a: torch.linalg.matrix_exp(4 * a.mT), [(2, 4, 4)]),
     ],
 }

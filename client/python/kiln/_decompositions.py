@@ -762,10 +762,10 @@ KILN_OPS |= frozenset(f"aten.{name}" for name in """
     linalg_lu_factor_ex.default linalg_lu_solve.default linalg_solve_triangular.default
     triangular_solve.default
 """.split())
-# QR, least squares and the matrix exponential (codegen/ops/qr.cc, lstsq.cc, matrix_exp.cc).
+# Householder QR and least squares through LAPACK (codegen/ops/qr.cc, lstsq.cc).
 KILN_OPS |= frozenset(f"aten.{name}" for name in """
-    geqrf.default linalg_householder_product.default linalg_lstsq.default linalg_matrix_exp.default
-    linalg_qr.default ormqr.default
+    geqrf.default linalg_householder_product.default linalg_lstsq.default linalg_qr.default
+    ormqr.default
 """.split())
 # The index and scatter family (codegen/ops/scatter_reduce.cc).
 KILN_OPS |= {f"aten.{name}" for name in """
