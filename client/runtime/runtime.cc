@@ -19,7 +19,10 @@
 #include "client/runtime/convolution.h"
 #include "client/runtime/fft.h"
 #include "client/runtime/linalg.h"
+#include "client/runtime/lstsq.h"
 #include "client/runtime/matmul.h"
+#include "client/runtime/matrix_exp.h"
+#include "client/runtime/qr.h"
 #include "client/runtime/sort.h"
 
 namespace kiln {
@@ -431,7 +434,11 @@ int FftF64(void*, const kiln_fft* fft, const double* in, double* out) { return F
 int Linalg(void* context, const kiln_linalg* call, const void* const* operands,
            void* const* results) {
   const OneBlasThread one_blas_thread;
-  return RunLinalg(static_cast<Runtime*>(context)->pool(), *call, operands, results);
+  ThreadPool& pool = static_cast<Runtime*>(context)->pool();
+  if (IsQrRoutine(call->routine)) return RunQr(pool, *call, operands, results);
+  if (call->routine == KILN_LINALG_LSTSQ) return RunLstsq(pool, *call, operands, results);
+  if (call->routine == KILN_LINALG_MATRIX_EXP) return RunMatrixExp(pool, *call, operands, results);
+  return RunLinalg(pool, *call, operands, results);
 }
 
 void SelectRowsOf(void* context, const kiln_select* select, const void* x, long long* out) {

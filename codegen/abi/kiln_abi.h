@@ -26,7 +26,7 @@
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
-#define KILN_ABI_VERSION 8
+#define KILN_ABI_VERSION 9
 #define KILN_RUN_INDEX_ERROR 3
 
 typedef long long kiln_int64;
@@ -245,15 +245,23 @@ enum {
   KILN_LINALG_CHOLESKY_INVERSE,
   KILN_LINALG_TRIANGULAR_SOLVE,
   KILN_LINALG_SVD,
+  KILN_LINALG_GEQRF,
+  KILN_LINALG_HOUSEHOLDER_PRODUCT,
+  KILN_LINALG_ORMQR,
+  KILN_LINALG_LSTSQ,
+  KILN_LINALG_MATRIX_EXP,
   KILN_LINALG_COUNT
 };
 /* kiln_linalg.flags. */
 enum {
   KILN_LINALG_UPPER = 1,   /* the upper triangle holds the factor (else the lower) */
   KILN_LINALG_UNIT = 2,    /* a triangular solve's diagonal is taken as ones */
-  KILN_LINALG_ADJOINT = 4, /* solve A^T X = B (LU_SOLVE) */
+  KILN_LINALG_ADJOINT = 4, /* solve A^T X = B (LU_SOLVE); Q^T C (ORMQR) */
   KILN_LINALG_FULL = 8,    /* SVD: U m x m and Vh n x n (else m x k and k x n) */
-  KILN_LINALG_VECTORS = 16 /* SVD: U and Vh too (else S only) */
+  KILN_LINALG_VECTORS = 16, /* SVD: U and Vh too (else S only) */
+  KILN_LINALG_GELS = 32,    /* LSTSQ's driver (gelsy without one of these) */
+  KILN_LINALG_GELSD = 64,
+  KILN_LINALG_GELSS = 128
 };
 
 typedef const kiln_artifact_info* (*kiln_info_fn)(void);

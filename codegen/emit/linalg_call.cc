@@ -16,10 +16,11 @@ absl::StatusOr<std::string> EmitLinalgCall(const Kernel& kernel, const EmitInput
   const int64_t routine = ops::IntArg(node, "routine");
   const ir::TensorType& a = graph.values[node.inputs[0]];
   const ir::TensorType& b = graph.values[node.inputs.back()];
-  // LU's A is m x n; the others' A is n x n and their B n x k.
+  // A is m x n; k is the last operand's last dim (B's columns, or tau's
+  // length for a product of reflectors).
   const std::string m = Extent(a.sizes[1]), n = Extent(a.sizes[2]);
   const std::string k =
-      routine == KILN_LINALG_LU || node.inputs.size() == 1 ? "0" : Extent(b.sizes[2]);
+      routine == KILN_LINALG_LU || node.inputs.size() == 1 ? "0" : Extent(b.sizes.back());
   std::vector<std::string> pointers, strides;
   for (const Access& access : kernel.reads) {
     const Linear offset = Offset(MemoryLayout(graph, in.program, access.value), access.map);

@@ -111,7 +111,10 @@ void RegisterComplexOps(OpTable& table);  // complex.cc, fft.cc
 void RegisterWriteOps(OpTable& table);    // writes.cc: index_copy, scatter
 void RegisterSpecialOps(OpTable& table);
 void RegisterLinalgOps(OpTable& table);
-void RegisterScatterOps(OpTable& table);  // scatter_reduce.cc
+void RegisterQrOps(OpTable& table);         // qr.cc: QR, geqrf, ormqr, householder_product
+void RegisterLstsqOps(OpTable& table);      // lstsq.cc
+void RegisterMatrixExpOps(OpTable& table);  // matrix_exp.cc
+void RegisterScatterOps(OpTable& table);    // scatter_reduce.cc
 void RegisterSortingOps(OpTable& table);
 void RegisterIntegerOps(OpTable& table);
 void RegisterIeeeOps(OpTable& table);

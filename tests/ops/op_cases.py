@@ -37,7 +37,7 @@ FAMILIES = ["cases_pointwise", "cases_activations", "cases_reductions", "cases_v
             "cases_creation", "cases_composites", "cases_gemm", "cases_convolution",
             "cases_pooling", "cases_normalization", "cases_lookups", "cases_complex",
             "cases_special",
-            "cases_linalg", "cases_scatter",
+            "cases_linalg", "cases_lapack", "cases_scatter",
             "cases_sorting", "cases_integers", "cases_ieee",
             "cases_writes"]
 HALF = (torch.float16, torch.bfloat16)
@@ -48,7 +48,8 @@ INTERNAL = {"kiln.alias.default", "kiln.mm.default", "kiln.bmm.default", "kiln.s
             "kiln.softmax_max.default", "kiln.convolution.default",
             "kiln.conv_transpose.default", "kiln.fft.default", "kiln.pool2d.default",
             "kiln.pool2d_backward.default", "kiln.avg_pool2d_divisor.default",
-            "kiln.linalg.default", "kiln.scatter_fold.default",
+            "kiln.linalg.default", "kiln.qr.default", "kiln.lstsq.default",
+            "kiln.scatter_fold.default",
             "kiln.select_rows.default"}
 
 

@@ -101,6 +101,11 @@ KILN_OPS |= frozenset(f"aten.{name}" for name in """
     linalg_lu_factor_ex.default linalg_lu_solve.default linalg_solve_triangular.default
     triangular_solve.default
 """.split())
+# Householder QR and least squares through LAPACK (codegen/ops/qr.cc, lstsq.cc).
+KILN_OPS |= frozenset(f"aten.{name}" for name in """
+    geqrf.default linalg_householder_product.default linalg_lstsq.default linalg_qr.default
+    ormqr.default
+""".split())
 # The index and scatter family (codegen/ops/scatter_reduce.cc).
 KILN_OPS |= {f"aten.{name}" for name in """
     as_strided_scatter.default diagonal_scatter.default index_reduce.default

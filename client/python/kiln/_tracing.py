@@ -60,6 +60,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from . import _symbols
 from ._decompositions import DECOMPOSITIONS, TraceError, TracingMode  # noqa: F401 (TraceError)
+from ._fake_shapes import fake_shapes
 from ._functionalize import (CHECKS, _changes_undone, _fold_trace_constants, _is_in_place,
                              _module_tensors, _scalars_second, _tensors_held_by, _value_type,
                              eliminate_dead_code, functionalize, lift_constants,
@@ -178,8 +179,9 @@ def _make_fx(fn, inputs, tracing_mode):
     """make_fx(fn)(*inputs) with Kiln's decompositions; a function that
     reads a tensor's value raises TraceError naming its line."""
     try:
-        return make_fx(fn, decomposition_table=DECOMPOSITIONS,
-                       tracing_mode=tracing_mode)(*inputs)
+        with fake_shapes():
+            return make_fx(fn, decomposition_table=DECOMPOSITIONS,
+                           tracing_mode=tracing_mode)(*inputs)
     except RuntimeError as error:
         if "get value out of a tracing tensor" not in str(error):
             raise

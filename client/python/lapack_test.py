@@ -1,0 +1,123 @@
+"""kiln.compile of Householder QR and least squares, which Kiln runs
+through LAPACK's geqrf, orgqr, ormqr and the lstsq drivers
+(codegen/ops/qr.cc, lstsq.cc; client/runtime/qr.h, lstsq.h), against
+eager, through a real kilnd (conftest.py starts it): linalg.qr's three
+modes, geqrf, householder_product, ormqr and linalg.lstsq's four drivers,
+batched, transposed and with a symbolic batch.
+
+Runs under pytest (the checkout's .venv); each test case is counted by
+the test command through the JUnit XML written to $XML_OUTPUT_FILE.
+"""
+import os
+import sys
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import kiln  # noqa: E402
+
+# Eager's LAPACK (MKL) and Kiln's (OpenBLAS) order their sums differently;
+# integers (ranks, pivots) match exactly.
+TOLERANCE = {torch.float32: 1e-4, torch.float64: 1e-10, torch.int32: 0, torch.int64: 0}
+
+
+def assert_native(fn, *inputs):
+    """fn compiles whole (strict: nothing through torch) and matches eager."""
+    got = kiln.compile(fn, list(inputs), strict=True)(*inputs)
+    want = fn(*inputs)
+    got, want = torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        tolerance = TOLERANCE[w.dtype]
+        torch.testing.assert_close(g, w, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])
+def test_qr_in_every_mode_matches_eager(dtype, shape):
+    torch.manual_seed(0)
+    assert_native(lambda a: (torch.linalg.qr(a), torch.linalg.qr(a, mode="complete"),
+                             torch.linalg.qr(a, mode="r")),
+                  torch.randn(*shape, dtype=dtype))
+
+
+def test_qr_of_a_transposed_batch_reconstructs_it():
+    torch.manual_seed(1)
+    a = torch.randn(3, 6, 4)
+    q, r = kiln.compile(lambda x: torch.linalg.qr(x.mT), [a], strict=True)(a)
+    eager_q, eager_r = torch.linalg.qr(a.mT)
+    torch.testing.assert_close(q, eager_q, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(r, eager_r, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(q @ r, a.mT, rtol=1e-4, atol=1e-4)
+
+
+def test_geqrf_householder_product_and_ormqr_match_eager():
+    torch.manual_seed(2)
+    a, c, d = torch.randn(2, 5, 3), torch.randn(2, 5, 2), torch.randn(2, 4, 5)
+
+    def fn(a, c, d):
+        packed, tau = torch.geqrf(a)
+        return (packed, tau, torch.linalg.householder_product(packed, tau),
+                torch.linalg.householder_product(packed, tau[:, :2]),
+                torch.ormqr(packed, tau, c), torch.ormqr(packed, tau, c, transpose=True),
+                torch.ormqr(packed, tau, d, left=False),
+                torch.ormqr(packed, tau, d, left=False, transpose=True))
+    assert_native(fn, a, c, d)
+
+
+def test_a_symbolic_batch_takes_every_size():
+    torch.manual_seed(3)
+    compiled = kiln.compile(torch.linalg.qr, [torch.randn(3, 5, 4)], dynamic={0: {0: "B"}},
+                            strict=True)
+    for batch in (1, 4):
+        a = torch.randn(batch, 5, 4)
+        q, r = compiled(a)
+        eager_q, eager_r = torch.linalg.qr(a)
+        torch.testing.assert_close(q, eager_q, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(r, eager_r, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("driver", [None, "gels", "gelsd", "gelss"])
+def test_lstsq_of_a_wide_system_matches_eager(driver, dtype):
+    torch.manual_seed(4)
+    assert_native(lambda a, b: torch.linalg.lstsq(a, b, driver=driver),
+                  torch.randn(2, 3, 5, dtype=dtype), torch.randn(2, 3, 2, dtype=dtype))
+
+
+@pytest.mark.parametrize("driver", [None, "gels"])
+def test_lstsq_of_a_tall_broadcast_system_matches_eager(driver):
+    torch.manual_seed(5)
+    assert_native(lambda a, b: torch.linalg.lstsq(a, b, rcond=1e-4, driver=driver),
+                  torch.randn(3, 6, 4), torch.randn(1, 6, 2))
+
+
+def test_lstsq_of_a_vector_with_a_symbolic_batch():
+    torch.manual_seed(6)
+    compiled = kiln.compile(torch.linalg.lstsq, [torch.randn(3, 5, 4), torch.randn(3, 5)],
+                            dynamic={0: {0: "B"}, 1: {0: "B"}}, strict=True)
+    for batch in (1, 4):
+        a, b = torch.randn(batch, 5, 4), torch.randn(batch, 5)
+        solution, residuals, rank, singular_values = compiled(a, b)
+        want = torch.linalg.lstsq(a, b)
+        torch.testing.assert_close(solution, want.solution, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(rank, want.rank, rtol=0, atol=0)
+        assert residuals.shape == singular_values.shape == (0,)
+
+
+def test_lstsq_gelsy_gives_the_rank_of_a_rank_deficient_matrix():
+    torch.manual_seed(7)
+    a = torch.randn(2, 6, 2, dtype=torch.float64) @ torch.randn(2, 2, 4, dtype=torch.float64)
+    b = torch.randn(2, 6, 3, dtype=torch.float64)
+    fn = lambda a, b: torch.linalg.lstsq(a, b, rcond=1e-8)  # noqa: E731
+    assert_native(fn, a, b)
+    assert kiln.compile(fn, [a, b], strict=True)(a, b)[2].tolist() == [2, 2]
+
+
+if __name__ == "__main__":
+    args = [__file__, "-q", "-p", "no:cacheprovider"]
+    if os.environ.get("XML_OUTPUT_FILE"):
+        args.append("--junitxml=" + os.environ["XML_OUTPUT_FILE"])
+    sys.exit(pytest.main(args))
