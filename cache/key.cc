@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "abi/kiln_abi.h"
+#include "abi/target.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "codegen/abi/kiln_abi.h"
 #include "codegen/version.h"
 #include "common/sha256.h"
 
@@ -268,13 +269,6 @@ std::string ToolchainDigest(const kiln::v1::Toolchain& toolchain) {
   out.String(toolchain.cpu());
   strings(CpuFeatures(toolchain));  // sorted at detection
   return out.Digest();
-}
-
-std::vector<absl::string_view> CpuFeatures(const kiln::v1::Toolchain& toolchain) {
-  if (toolchain.cpu_feature_list().empty()) {
-    return {toolchain.cpu_features().begin(), toolchain.cpu_features().end()};
-  }
-  return absl::StrSplit(toolchain.cpu_feature_list(), ',');
 }
 
 std::vector<absl::string_view> GraphParts(const kiln::v1::KeyComponents& components) {

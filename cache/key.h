@@ -36,10 +36,6 @@ CacheKey ComputeCacheKey(const CodegenInputs& inputs);
 // a request needs only the digest.
 std::string ToolchainDigest(const kiln::v1::Toolchain& toolchain);
 
-// A toolchain's CPU features (Toolchain.cpu_feature_list, or the list of
-// an entry written by an earlier build), views into `toolchain`.
-std::vector<absl::string_view> CpuFeatures(const kiln::v1::Toolchain& toolchain);
-
 // The short digests of a graph's parts (KeyComponents.graph_part_digests,
 // or the list of an entry written by an earlier build), views into
 // `components`.

@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 
+#include "abi/target.h"
 #include "absl/strings/str_join.h"
 #include "cache/request_key.h"
 #include "codegen/guards.h"
@@ -16,7 +17,7 @@
 namespace kiln {
 namespace {
 
-kiln::v1::Graph LoadExample(const std::string& name) {
+kiln::v1::Graph ReadExample(const std::string& name) {
   kiln::v1::Graph graph;
   auto json = ReadFile("examples/" + name + ".json");
   EXPECT_TRUE(json.ok());
@@ -48,7 +49,7 @@ CodegenInputs InputsFor(const kiln::v1::Graph& graph) {
 std::string KeyOf(const kiln::v1::Graph& graph) { return ComputeCacheKey(InputsFor(graph)).key; }
 
 TEST(CacheKeyTest, EveryInputChangesTheKey) {
-  const CodegenInputs base = InputsFor(LoadExample("f"));
+  const CodegenInputs base = InputsFor(ReadExample("f"));
   const std::string base_key = ComputeCacheKey(base).key;
   const std::vector<std::pair<std::string, std::function<void(CodegenInputs&)>>> changes = {
       {"graph op", [](CodegenInputs& in) { in.graph.nodes[3].op = "aten.sub.Tensor"; }},
@@ -107,7 +108,7 @@ TEST(CacheKeyTest, EveryToolchainFieldChangesItsDigest) {
 }
 
 TEST(CacheKeyTest, EachTargetHasItsOwnKeyAndNativeKeysAreThoseBeforeTargets) {
-  CodegenInputs inputs = InputsFor(LoadExample("f"));
+  CodegenInputs inputs = InputsFor(ReadExample("f"));
   const CacheKey unset = ComputeCacheKey(inputs);
   // Options as encoded before targets existed: the empty salt's length
   // prefix alone. Native entries stored then are still found.
@@ -132,7 +133,7 @@ TEST(CacheKeyTest, PortableKeysDoNotDependOnTheHostsCpu) {
   kiln::v1::Toolchain xeon_toolchain = zen_toolchain;
   xeon_toolchain.set_cpu("sapphirerapids");
   xeon_toolchain.set_cpu_feature_list("+amx-tile,+avx512f");
-  CodegenInputs zen = InputsFor(LoadExample("f"));
+  CodegenInputs zen = InputsFor(ReadExample("f"));
   zen.toolchain_digest = ToolchainDigest(zen_toolchain);
   CodegenInputs xeon = zen;
   xeon.toolchain_digest = ToolchainDigest(xeon_toolchain);
@@ -165,9 +166,9 @@ TEST(CacheKeyTest, EarlierEncodingsOfFeaturesAndGraphPartsReadTheSame) {
   EXPECT_EQ(ToolchainDigest(listed), ToolchainDigest(joined));
   EXPECT_TRUE(CpuFeatures(kiln::v1::Toolchain()).empty());
 
-  const CacheKey key = ComputeCacheKey(InputsFor(LoadExample("f")));
+  const CacheKey key = ComputeCacheKey(InputsFor(ReadExample("f")));
   const std::vector<absl::string_view> parts = GraphParts(key.components);
-  ASSERT_EQ(parts.size(), 1 + InputsFor(LoadExample("f")).graph.nodes.size());
+  ASSERT_EQ(parts.size(), 1 + InputsFor(ReadExample("f")).graph.nodes.size());
   EXPECT_EQ(key.components.graph_part_digests(), absl::StrJoin(parts, ""));
   kiln::v1::KeyComponents earlier = key.components;
   earlier.clear_graph_part_digests();
@@ -179,7 +180,7 @@ TEST(CacheKeyTest, EarlierEncodingsOfFeaturesAndGraphPartsReadTheSame) {
 }
 
 TEST(CacheKeyTest, NamesIdsAndIndependentNodeOrderDoNotChangeTheKey) {
-  const kiln::v1::Graph f = LoadExample("keep_product");
+  const kiln::v1::Graph f = ReadExample("keep_product");
   kiln::v1::Graph renamed = f;
   renamed.set_name("other");
   renamed.mutable_inputs(0)->set_name("y");
@@ -231,7 +232,7 @@ TEST(CacheKeyTest, ReorderingIndependentNodesKeepsTheKey) {
 }
 
 TEST(CacheKeyTest, DefaultsStatedOrOmittedGiveOneKeyAndScalarTypesDiffer) {
-  kiln::v1::Graph omitted = LoadExample("f");
+  kiln::v1::Graph omitted = ReadExample("f");
   kiln::v1::Graph stated = omitted;
   auto* alpha = stated.mutable_nodes(2)->add_args();
   alpha->set_name("alpha");
@@ -245,7 +246,7 @@ TEST(CacheKeyTest, DefaultsStatedOrOmittedGiveOneKeyAndScalarTypesDiffer) {
 
 // f's output 0 has input 0's type: output 0 may be input 0's new value.
 TEST(CacheKeyTest, AGraphThatDiffersOnlyInAliasingHasAnotherKeyAndRequestDigest) {
-  kiln::v1::Graph graph = LoadExample("f");
+  kiln::v1::Graph graph = ReadExample("f");
   kiln::v1::CompileRequest request;
   *request.mutable_graph() = graph;
   const ToolchainDigests toolchains = {{kiln::v1::TARGET_NATIVE, std::string(64, '1')}};
@@ -266,7 +267,7 @@ TEST(CacheKeyTest, AGraphThatDiffersOnlyInAliasingHasAnotherKeyAndRequestDigest)
 }
 
 TEST(CacheKeyTest, DeadNodesDoNotChangeTheKey) {
-  kiln::v1::Graph graph = LoadExample("f");
+  kiln::v1::Graph graph = ReadExample("f");
   const std::string key = KeyOf(graph);
   auto* dead = graph.add_nodes();
   *dead = graph.nodes(3);

@@ -15,11 +15,11 @@
 #include <map>
 #include <string>
 
+#include "abi/target.h"
 #include "absl/status/statusor.h"
 #include "cache/key.h"
 #include "cache/request_digest.h"
 #include "codegen/codegen_inputs.h"
-#include "codegen/compile/target.h"
 #include "proto/service.pb.h"
 
 namespace kiln {

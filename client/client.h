@@ -1,40 +1,12 @@
-// kiln::Client: the connection to kilnd.
-//
-// Connect() finds the daemon on the socket (KILN_SOCKET or the default),
-// checks who it is and shakes hands: the socket's directory must be trusted
-// (common/trust.h) and the daemon must run as this user, root, or
-// KILN_DAEMON_UID (SO_PEERCRED), and protocol and ABI versions must match,
-// or the client refuses with a message naming them. A daemon of another
-// version that a client started on demand is asked to drain and replaced. When no daemon listens
-// and auto_start is on, it starts one: posix_spawn (never fork, since gRPC may already run
-// threads), its own session, stdio to <cache_dir>/kilnd.log, an idle
-// timeout. A lock file in the socket's directory makes racing clients start
-// one daemon between them.
-//
-// Same-host hits need no daemon at all: FindLocal digests the request
-// (cache/request_digest.h) and reads the key kilnd aliased to that digest
-// in its local index (cache/local_index.h); a Client
-// made with Open connects only when something needs the daemon. That makes
-// a fresh worker's first hit a few file reads and a dlopen.
-//
-// Objects are loaded only from a trusted cache directory (client/loader.h).
-//
-// Recorded traffic (client/traffic.h): CompiledGraphs register their
-// recorders, and every traffic_report_interval a thread sends what they
-// counted since to kilnd — only while this client is connected anyway: a
-// process that only hits locally never connects for it.
-//
-// Local-index hits: kilnd never sees them, so the client counts the
-// artifacts it loads from the local index (once per load, not per call)
-// and reports the count with the traffic reports above. A process that
-// never connected reports them once, when its Client is destroyed, if a
-// kilnd is listening then (it neither starts nor replaces one, and a child
-// forked after its parent used gRPC reports nothing). Best effort: counts
-// whose report fails are dropped.
+// kiln::Client: one process's way to the artifacts in kilnd's cache. A
+// request's artifact comes from the local index when kilnd has answered it
+// on this machine before (no round trip), else from kilnd over its socket.
+// The connection is client_connection.cc, the admin calls client_admin.cc,
+// the traffic reports client_traffic.cc.
 //
 // A Client is thread-safe; share one per process. It survives fork()
-// (client/fork_aware.h): a child runs what is loaded and finds artifacts
-// in the local index. It connects to kilnd afresh only if its parent never
+// (client/fork_aware.h): a child runs what is open and finds artifacts in
+// the local index. It connects to kilnd afresh only if its parent never
 // made a gRPC channel — gRPC does not survive fork — else calls that need
 // kilnd are Unavailable, saying so.
 #ifndef KILN_CLIENT_CLIENT_H_
@@ -116,6 +88,17 @@ struct ClientOptions {
 
 class Client final : private ForkAware {
  public:
+  // Finding kilnd: the socket is options.socket_path (KILN_SOCKET, or the
+  // default); its directory must be trusted (common/trust.h) and the daemon
+  // must run as this user, root, or KILN_DAEMON_UID (SO_PEERCRED);
+  // protocol and ABI versions must match, or the client refuses, naming
+  // them. A daemon of another version that a client started on demand is
+  // asked to drain and replaced. When no daemon listens and auto_start is
+  // on, the client starts one: posix_spawn (never fork, since gRPC may
+  // already run threads), its own session, stdio to <cache_dir>/kilnd.log,
+  // an idle timeout; a lock file in the socket's directory makes racing
+  // clients start one daemon between them.
+  //
   // Connects now. Unavailable (with the socket path and what to do) when no
   // daemon can be reached; FailedPrecondition on a version mismatch.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(ClientOptions options = {});
@@ -124,7 +107,10 @@ class Client final : private ForkAware {
   static std::unique_ptr<Client> Open(ClientOptions options = {});
   ~Client();
 
-  // The artifact for `request` from the local index, without a round trip;
+  // The artifact for `request` from the local index, without a round trip:
+  // the request digest (cache/request_digest.h) names the key kilnd aliased
+  // to it in its local index (cache/local_index.h). A Client made with Open
+  // needs no daemon for such a hit.
   // nullopt when the index cannot answer (a request no process here has
   // sent, no index yet, another toolchain). Never compiles.
   std::optional<kiln::v1::CompileResponse> FindLocal(const kiln::v1::CompileRequest& request);
@@ -132,9 +118,9 @@ class Client final : private ForkAware {
   // Where a response came from, and so which cache directory holds its
   // object: this client's (FindLocal) or the one the daemon reported.
   enum class Source { kLocalIndex, kDaemon };
-  // Loads the object of `response` after checking the cache directory it
+  // Opens the object of `response` after checking the cache directory it
   // lives in (common/trust.h) and the object's digest (client/loader.h).
-  absl::StatusOr<std::shared_ptr<const LoadedArtifact>> Load(
+  absl::StatusOr<std::shared_ptr<const ArtifactObject>> OpenArtifact(
       const kiln::v1::CompileResponse& response, Source source);
 
   absl::StatusOr<kiln::v1::CompileResponse> Compile(const kiln::v1::CompileRequest& request);
@@ -167,9 +153,14 @@ class Client final : private ForkAware {
   // at (empty when nothing was).
   absl::StatusOr<kiln::v1::TrafficHistogram> Traffic(const std::string& graph_digest);
 
-  // A recorder whose counts this client sends to kilnd (see above), until
-  // it is removed; removing sends its last counts if connected. The
-  // recorder must outlive its registration.
+  // A recorder whose counts (client/traffic.h) this client sends to kilnd
+  // every traffic_report_interval, only while connected anyway, until it
+  // is removed; removing sends its last counts if connected. The recorder
+  // must outlive its registration. Artifacts opened from the local index
+  // (which kilnd never sees) are counted once per open and reported with
+  // them; a process that never connected reports them when its Client is
+  // destroyed, if a kilnd is listening then (it neither starts nor
+  // replaces one). Best effort: counts whose report fails are dropped.
   void AddTrafficSource(TrafficRecorder* recorder);
   void RemoveTrafficSource(TrafficRecorder* recorder);
 
@@ -179,6 +170,10 @@ class Client final : private ForkAware {
 
  private:
   explicit Client(ClientOptions options);
+  // Whether this process is a child forked after its parent made a gRPC
+  // channel: gRPC's threads and state do not survive fork(), so such a
+  // child must not touch gRPC at all.
+  static bool ForkedAfterGrpc();
   void BeforeFork() override;
   void AfterForkInParent() override;
   void AfterForkInChild() override;
@@ -206,7 +201,16 @@ class Client final : private ForkAware {
   // (kilnd went away), reconnects (auto-starting kilnd) and retries, three
   // attempts in all.
   template <typename Response>
-  absl::StatusOr<Response> Rpc(const char* method, const google::protobuf::MessageLite& request);
+  absl::StatusOr<Response> Rpc(const char* method, const google::protobuf::MessageLite& request) {
+    Response response;
+    if (absl::Status called = RpcInto(method, request, response); !called.ok()) return called;
+    return response;
+  }
+  // One call over `transport`, not retried, its answer parsed into
+  // `response`.
+  static absl::Status CallOnce(Transport& transport, const char* method,
+                               const google::protobuf::MessageLite& request, absl::Duration timeout,
+                               google::protobuf::MessageLite& response);
   // The same, parsing the answer into `response`.
   absl::Status RpcInto(const char* method, const google::protobuf::MessageLite& request,
                        google::protobuf::MessageLite& response);
@@ -241,7 +245,7 @@ class Client final : private ForkAware {
   bool traffic_reporting_ ABSL_GUARDED_BY(traffic_mutex_) = false;  // sending, unlocked
   bool stopping_ ABSL_GUARDED_BY(traffic_mutex_) = false;
   std::thread traffic_reporter_;  // started with the first source
-  // Artifacts loaded from the local index since the last report.
+  // Artifacts opened from the local index since the last report.
   std::atomic<int64_t> local_index_hits_{0};
 };
 

@@ -1,42 +1,11 @@
 // kiln::CompiledGraph: a graph that compiles itself on first use and then
-// runs in-process.
-//
-// It holds a table of (guards -> kernel) entries. Run() finds the entry
-// whose guards (client/guard_table.h) the inputs satisfy — dtypes,
-// strides, constant sizes, and symbolic sizes bound consistently, each
-// symbol >= 2 and within the graph's relations (ranges, divisibility) — and
-// calls its kernel directly: no RPC, no allocation when the outputs are
-// preallocated. Static entries (warmed buckets) are found by a hash of the
-// input sizes, before any symbolic one.
-// The first Run (or Prepare) fetches the artifact (a same-host hit needs no
-// round trip) and loads it. A symbolic graph run at size 0 or 1 gets a
-// static specialization of its own, compiled on first use (as in PyTorch,
-// symbolic dims are >= 2). Inputs of sizes no entry covers get a new one:
-// the graph is re-typed for them (codegen/retype.h) with the changed dims
-// made symbolic — one artifact for every later size — or, if that cannot
-// be lowered, one changed dim symbolic at a time and the rest exact, or
-// else the exact sizes; at most
-// the specialization limit (8 by default, set_specialization_limit; warmed
-// buckets do not count), then FailedPrecondition naming the dim. Inputs
-// whose strides no entry takes (a transposed or sliced view, an expanded
-// input) get an entry laid out as they are, once per stride pattern, under
-// the same limit; or, with set_stride_miss(kCopyToTracedLayout), are
-// copied into the layout of an entry that takes them otherwise. That
-// policy is client/specialization.h; this class fetches, loads and invokes.
-//
-// Options for serving (docs/WARMUP.md):
-//   - Warmup: buckets loaded and run before traffic (until their GEMM and
-//     convolution ways are chosen); a bucket's
-//     symbol marked paddable lets a call between buckets run the next
-//     larger one, padded (client/bucket_padding.h).
-//   - set_background_specialization: sizes only a symbolic entry serves run
-//     it at once while their exact specialization compiles in the
-//     background; later calls run the exact one.
-//   - set_unload_after: entries no call used for that long are unloaded
-//     (dlclosed once no call runs them) and threads' scratch trimmed; a
-//     later call loads them again.
-// Every Run counts its input sizes in a bounded histogram that the Client
-// sends to kilnd (client/traffic.h) for `kiln warmup --suggest`.
+// runs in-process. Run calls the kernel of the entry whose guards
+// (client/guard_table.h) the inputs pass: no RPC, and no allocation when
+// the outputs are preallocated. The parts, by job: the entry table
+// (compiled_graph_entries.cc), specializations for inputs no entry takes
+// (compiled_graph_specialize.cc), warmup and padding onto warmed buckets
+// (compiled_graph_warmup.cc, docs/WARMUP.md), the background thread and
+// idle closing (compiled_graph_background.cc).
 //
 // Ownership: inputs and preallocated outputs belong to the caller; outputs
 // must be contiguous, have the signature's dtype and sizes, and must not
@@ -93,27 +62,27 @@ class CompiledGraph final : private ForkAware {
   ~CompiledGraph();
 
   struct PrepareResult {
-    bool already_loaded = false;  // an earlier Prepare or Run did the work
-    bool cache_hit = false;       // no compile was needed
-    bool local = false;           // found in the local index: no round trip
-    double fetch_ms = 0;          // the Compile RPC
-    double load_ms = 0;           // digest check + dlopen
-    bool loaded = false;          // a new entry (not one another thread loaded meanwhile)
+    bool already_open = false;  // an earlier Prepare or Run did the work
+    bool cache_hit = false;     // no compile was needed
+    bool local = false;         // found in the local index: no round trip
+    double fetch_ms = 0;        // the Compile RPC
+    double open_ms = 0;         // digest check + dlopen
+    bool opened = false;        // a new entry (not one another thread opened meanwhile)
   };
-  // Fetches (compiling on a miss) and loads the artifact now rather than on
+  // Fetches (compiling on a miss) and opens the artifact now rather than on
   // the first Run: warm-up before traffic arrives.
   absl::StatusOr<PrepareResult> Prepare();
 
   struct WarmupResult {
     int buckets = 0;  // buckets run
     int runs = 0;     // runs of them (a bucket runs until its choices are made)
-    int entries = 0;  // artifacts loaded for them
+    int entries = 0;  // artifacts opened for them
     int local = 0;    // of those, found in the local index (no round trip)
     std::vector<std::string> padded_symbols;  // paddable symbols the graph allows
   };
   // Makes every bucket of `buckets` (a warmup plan entry for this graph,
   // client/warmup_plan.h; its `graph` and `target` are not read: this
-  // graph and its options apply) ready before traffic: fetches and loads
+  // graph and its options apply) ready before traffic: fetches and opens
   // each bucket's artifact (compiling misses through kilnd) and runs it on
   // zero inputs of the bucket's sizes on the calling thread, so that the
   // first real call on this thread does no RPC, no dlopen and no first
@@ -124,7 +93,7 @@ class CompiledGraph final : private ForkAware {
   // specialization limit. Errors name the bucket. A symbol marked
   // paddable (static buckets only) lets later calls between its sizes run
   // the next larger bucket, padded; FailedPrecondition (before anything is
-  // loaded) naming the node when the graph mixes positions along it.
+  // opened) naming the node when the graph mixes positions along it.
   // `progress`, if given, is called on the calling thread after each
   // compile's buckets have run: (done, total, the compile's name).
   using WarmupProgress = std::function<void(int done, int total, const std::string& name)>;
@@ -158,7 +127,7 @@ class CompiledGraph final : private ForkAware {
 
   // The kernel entry point and the arguments Run would pass it, for
   // measuring Run's own overhead (dispatch) against a direct call. Valid
-  // until an UnloadIdle.
+  // until a CloseIdle.
   struct DirectCall {
     kiln_run_fn run;
     const kiln_runtime* runtime;
@@ -173,12 +142,19 @@ class CompiledGraph final : private ForkAware {
   absl::StatusOr<kiln::v1::ArtifactMetadata> artifact() const;
   const kiln::v1::Graph& graph() const { return graph_; }
 
-  // See client/guard_table.h and client/specialization.h.
+  // Specializations: a symbolic graph run at size 0 or 1 gets a static
+  // specialization of its own (as in PyTorch, symbolic dims are >= 2).
+  // Inputs of sizes no entry covers get a new one: the graph re-typed for
+  // them with the changed dims made symbolic (one artifact for every later
+  // size), or, if that cannot be lowered, one changed dim symbolic at a
+  // time and the rest exact, or else the exact sizes. Inputs whose strides
+  // no entry takes get an entry laid out as they are, once per stride
+  // pattern (or see set_stride_miss). Policy: client/specialization.h.
   using Size = GuardTable::Size;
   static constexpr int kMaxSymbols = GuardTable::kMaxSymbols;
   // The most entries this graph holds besides warmed buckets: its own and
-  // the specializations Run makes (kDefaultSpecializationLimit unless set).
-  // Part of no key.
+  // the specializations Run makes (kDefaultSpecializationLimit unless set);
+  // beyond it, FailedPrecondition naming the dim. Part of no key.
   void set_specialization_limit(size_t limit);
   using Symbols = GuardTable::Symbols;
 
@@ -190,7 +166,7 @@ class CompiledGraph final : private ForkAware {
     // stride pattern, later calls with those strides hit it. Counts
     // against the specialization limit. The default.
     kSpecialize,
-    // Copy those inputs into the layout of a loaded entry whose guards they
+    // Copy those inputs into the layout of an open entry whose guards they
     // pass but for strides (the traced layout, for the graph as given) and
     // run it: no compile. Only into layouts where no two elements share
     // memory; inputs that no entry takes even so (new sizes, a traced
@@ -214,30 +190,30 @@ class CompiledGraph final : private ForkAware {
   // the specialization limit); the symbolic entry serves them meanwhile.
   // Off by default.
   void set_background_specialization(bool on);
-  // Unloads entries no call has used for `idle` (checked every `idle`, so
+  // Closes entries no call has used for `idle` (checked every `idle`, so
   // within twice that) on a background thread; zero (the default) never.
-  void set_unload_after(absl::Duration idle);
-  // Unloads the entries no call used since the previous UnloadIdle (or
+  void set_close_after(absl::Duration idle);
+  // Closes the entries no call used since the previous CloseIdle (or
   // their load), and has every thread trim its scratch on its next call to
-  // what that call needs. Returns how many were unloaded. A later call
-  // loads an entry again (a static one by the graph it was loaded from).
-  int UnloadIdle();
-  // Entries loaded now.
-  int loaded_entries() const;
+  // what that call needs. Returns how many were closed. A later call
+  // opens an entry again (a static one by the graph it was opened from).
+  int CloseIdle();
+  // Entries open now.
+  int open_entries() const;
 
  private:
   struct Entry {
-    Entry(std::shared_ptr<const LoadedArtifact> artifact, GuardTable guards)
+    Entry(std::shared_ptr<const ArtifactObject> artifact, GuardTable guards)
         : artifact(std::move(artifact)), guards(std::move(guards)) {}
 
-    std::shared_ptr<const LoadedArtifact> artifact;
+    std::shared_ptr<const ArtifactObject> artifact;
     GuardTable guards;
     // The canonical form of `graph`, prepared once, by the first call
     // that asks.
     absl::StatusOr<const ir::Graph*> Canonical() const;
 
-    // The graph it was loaded from: the CompiledGraph's own, or `source`
-    // (static entries load from it again after UnloadIdle).
+    // The graph it was opened from: the CompiledGraph's own, or `source`
+    // (static entries are fetched from it again after CloseIdle).
     const kiln::v1::Graph* graph = nullptr;
     std::shared_ptr<const kiln::v1::Graph> source;
     // Symbolic entries: the symbol value up to which every tensor is within
@@ -248,15 +224,15 @@ class CompiledGraph final : private ForkAware {
     mutable absl::StatusOr<ir::Graph> canonical = absl::UnknownError("not prepared");
     // Static entries: the hash of their input sizes.
     uint64_t sizes_hash = 0;
-    bool warmed = false;  // loaded by Warmup: not counted against the limit
-    // Calls that found this entry and have not returned: an unloaded entry
+    bool warmed = false;  // opened by Warmup: not counted against the limit
+    // Calls that found this entry and have not returned: a closed entry
     // is freed only at zero.
     mutable std::atomic<int> in_flight{0};
-    // Set by each call, cleared by each UnloadIdle.
+    // Set by each call, cleared by each CloseIdle.
     mutable std::atomic<bool> used{true};
   };
 
-  // An entry a call is running: it stays loaded while this lives.
+  // An entry a call is running: it stays open while this lives.
   class EntryUse {
    public:
     EntryUse(const Entry* entry, bool copy_inputs) : entry_(entry), copy_inputs_(copy_inputs) {}
@@ -276,11 +252,11 @@ class CompiledGraph final : private ForkAware {
     const Entry* entry_;
     bool copy_inputs_;
   };
-  // Marks `entry` used and in flight (under mutex_, so that UnloadIdle sees it).
+  // Marks `entry` used and in flight (under mutex_, so that CloseIdle sees it).
   static EntryUse Use(const Entry* entry, bool copy_inputs = false);
-  // A loaded entry whose guards `inputs` pass; else, copying to traced
+  // An open entry whose guards `inputs` pass; else, copying to traced
   // layouts, one they pass but for strides, into layouts a copy can fill.
-  std::optional<EntryUse> FindLoaded(absl::Span<const TensorView> inputs, Symbols& symbols) const
+  std::optional<EntryUse> FindOpen(absl::Span<const TensorView> inputs, Symbols& symbols) const
       ABSL_SHARED_LOCKS_REQUIRED(mutex_);
 
   // Inputs as a call passes them to the kernel: each input, or its copy in
@@ -292,13 +268,13 @@ class CompiledGraph final : private ForkAware {
   static absl::StatusOr<CopiedInputs> CopyIntoLayouts(const Entry& entry, const Symbols& symbols,
                                                       absl::Span<const TensorView> inputs);
 
-  struct LoadOptions {
+  struct FetchOptions {
     bool warmed = false;
     kiln::v1::CompileRequest::Priority priority = kiln::v1::CompileRequest::PRIORITY_INTERACTIVE;
   };
-  // Fetches and loads the artifact of `graph` (this graph, or a
+  // Fetches and opens the artifact of `graph` (this graph, or a
   // specialization of it) into a new entry.
-  absl::StatusOr<PrepareResult> Load(const kiln::v1::Graph& graph, LoadOptions options);
+  absl::StatusOr<PrepareResult> Fetch(const kiln::v1::Graph& graph, FetchOptions options);
   // The entry whose guards `inputs` pass, binding its symbols, loading or
   // specializing one when none does; then the sizes the symbols give are
   // checked against codegen/limits.h.
@@ -308,7 +284,7 @@ class CompiledGraph final : private ForkAware {
                                             uint64_t sizes_hash, Symbols& symbols);
   // Entries that count against the specialization limit (all but warmed).
   size_t SpecializationCount() const ABSL_SHARED_LOCKS_REQUIRED(mutex_);
-  // Loads an entry for `inputs`' sizes from step 2's plan for them
+  // Fetches an entry for `inputs`' sizes from step 2's plan for them
   // (client/specialization.h PlanSpecializations).
   absl::Status Respecialize(const absl::StatusOr<Respecialization>& planned,
                             absl::Span<const TensorView> inputs);
@@ -354,18 +330,18 @@ class CompiledGraph final : private ForkAware {
   // that bucket's artifact rather than a symbolic one that also fits.
   std::vector<std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mutex_);
   // Every static entry, by a hash of its input sizes: found in one lookup
-  // however many buckets are loaded.
+  // however many buckets are opened.
   absl::flat_hash_map<uint64_t, std::vector<const Entry*>> static_by_sizes_ ABSL_GUARDED_BY(mutex_);
   size_t specialization_limit_ ABSL_GUARDED_BY(mutex_) = kDefaultSpecializationLimit;
   // The entry of the graph as given (Prepare): its guards explain a miss.
   const Entry* given_ ABSL_GUARDED_BY(mutex_) = nullptr;
   // Input sizes for which no specialization could be made.
   absl::flat_hash_set<std::string> unfixable_ ABSL_GUARDED_BY(mutex_);
-  // Static entries UnloadIdle removed, by sizes hash: the graph to load
+  // Static entries CloseIdle removed, by sizes hash: the graph to load
   // again and whether it was warmed.
-  absl::flat_hash_map<uint64_t, std::pair<std::shared_ptr<const kiln::v1::Graph>, bool>> unloaded_
+  absl::flat_hash_map<uint64_t, std::pair<std::shared_ptr<const kiln::v1::Graph>, bool>> closed_
       ABSL_GUARDED_BY(mutex_);
-  // Unloaded entries a call may still run.
+  // Closed entries a call may still run.
   std::vector<std::unique_ptr<Entry>> retired_ ABSL_GUARDED_BY(mutex_);
   std::vector<PaddableSymbol> paddable_ ABSL_GUARDED_BY(mutex_);
   std::atomic<bool> has_paddable_{false};  // !paddable_.empty(), read without the lock
@@ -378,7 +354,7 @@ class CompiledGraph final : private ForkAware {
   absl::Mutex background_mutex_ ABSL_ACQUIRED_AFTER(mutex_);
   std::deque<std::vector<std::vector<int64_t>>> background_queue_
       ABSL_GUARDED_BY(background_mutex_);
-  absl::Duration unload_after_ ABSL_GUARDED_BY(background_mutex_) = absl::ZeroDuration();
+  absl::Duration close_after_ ABSL_GUARDED_BY(background_mutex_) = absl::ZeroDuration();
   bool stopping_ ABSL_GUARDED_BY(background_mutex_) = false;
   std::thread background_ ABSL_GUARDED_BY(background_mutex_);
 };

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "abi/target.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "cache/key.h"
-#include "codegen/compile/target.h"
 
 namespace kiln {
 namespace {

@@ -8,11 +8,11 @@
 #include <memory>
 #include <vector>
 
+#include "abi/kiln_abi.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "client/transport.h"
-#include "codegen/abi/kiln_abi.h"
 #include "common/version.h"
 
 namespace kiln {

@@ -28,11 +28,11 @@ struct FileCloser {
 
 }  // namespace
 
-LoadedArtifact::~LoadedArtifact() {
+ArtifactObject::~ArtifactObject() {
   if (handle != nullptr) dlclose(handle);
 }
 
-absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
+absl::StatusOr<std::shared_ptr<const ArtifactObject>> OpenObject(
     const std::string& cache_dir, const kiln::v1::ArtifactMetadata& metadata,
     const std::vector<uid_t>& trusted) {
   if (!IsSha256Hex(metadata.digest())) {
@@ -57,7 +57,7 @@ absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
                                             ". Run `kiln evict ", metadata.key().substr(0, 12),
                                             "` and compile again"));
   }
-  auto artifact = std::make_shared<LoadedArtifact>();
+  auto artifact = std::make_shared<ArtifactObject>();
   artifact->handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (artifact->handle == nullptr) {
     return absl::InternalError(absl::StrCat("cannot dlopen ", path, ": ", dlerror()));
@@ -86,7 +86,7 @@ absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
                      artifact->info->num_outputs, " outputs; its metadata says ",
                      signature.inputs_size(), " and ", signature.outputs_size()));
   }
-  return std::shared_ptr<const LoadedArtifact>(std::move(artifact));
+  return std::shared_ptr<const ArtifactObject>(std::move(artifact));
 }
 
 }  // namespace kiln

@@ -1,4 +1,4 @@
-// Loads an artifact into this process.
+// Opens an artifact in this process.
 //
 // The object is taken only from the object directory of a cache directory
 // the caller has checked (common/trust.h), by a path made from the digest:
@@ -12,7 +12,7 @@
 // hashed. dlopen through /proc/self/fd/N would not do: glibc treats a
 // reused fd number as an already-loaded object. Then checks the ABI version
 // and that the entry points agree with the signature. The object is
-// dlclosed when the last reference to its LoadedArtifact goes: holders
+// dlclosed when the last reference to its ArtifactObject goes: holders
 // keep one while any kernel of it may run.
 #ifndef KILN_CLIENT_LOADER_H_
 #define KILN_CLIENT_LOADER_H_
@@ -23,17 +23,17 @@
 #include <string>
 #include <vector>
 
+#include "abi/kiln_abi.h"
 #include "absl/status/statusor.h"
-#include "codegen/abi/kiln_abi.h"
 #include "proto/artifact.pb.h"
 
 namespace kiln {
 
-struct LoadedArtifact {
-  LoadedArtifact() = default;
-  LoadedArtifact(const LoadedArtifact&) = delete;
-  LoadedArtifact& operator=(const LoadedArtifact&) = delete;
-  ~LoadedArtifact();
+struct ArtifactObject {
+  ArtifactObject() = default;
+  ArtifactObject(const ArtifactObject&) = delete;
+  ArtifactObject& operator=(const ArtifactObject&) = delete;
+  ~ArtifactObject();
 
   void* handle = nullptr;  // dlopen's
   kiln::v1::ArtifactMetadata metadata;
@@ -42,14 +42,14 @@ struct LoadedArtifact {
   kiln_scratch_bytes_fn scratch_bytes = nullptr;
 };
 
-// Loads the object of `metadata` from `cache_dir`, which must already have
+// Opens the object of `metadata` from `cache_dir`, which must already have
 // passed CheckTrustedPath for `trusted`. DataLoss when the file's bytes do
 // not match the digest; FailedPrecondition when a file or directory on the
 // way is not trusted, the artifact's ABI version differs from this
 // client's, or this CPU lacks a feature the artifact's target needs
 // (client/cpu_check.h; checked before the file is opened); InvalidArgument when the digest is not
 // 64 hex digits.
-absl::StatusOr<std::shared_ptr<const LoadedArtifact>> LoadArtifact(
+absl::StatusOr<std::shared_ptr<const ArtifactObject>> OpenObject(
     const std::string& cache_dir, const kiln::v1::ArtifactMetadata& metadata,
     const std::vector<uid_t>& trusted);
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "abi/kiln_abi.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/abi/kiln_abi.h"
 #include "codegen/compile/subprocess_compiler.h"
 #include "codegen/passes/schedule.h"
 #include "codegen/pipeline.h"

@@ -20,7 +20,7 @@ kiln::v1::Graph ParseGraph(const std::string& json) {
   return graph;
 }
 
-kiln::v1::Graph LoadExample(const std::string& name) {
+kiln::v1::Graph ReadExample(const std::string& name) {
   auto json = ReadFile("examples/" + name + ".json");
   EXPECT_TRUE(json.ok()) << json.status();
   return ParseGraph(json.ok() ? *json : "");
@@ -44,7 +44,7 @@ GeneratedCode Generate(const kiln::v1::Graph& graph) {
 }
 
 TEST(PipelineTest, FFusesAddReluAndComputesMmInPlaceInTheOutput) {
-  const GeneratedCode code = Generate(LoadExample("f"));
+  const GeneratedCode code = Generate(ReadExample("f"));
   EXPECT_EQ(Stage(code, "kernels"),
             "kernel 0: extern mm -> %2 float32[64, 64]\n"
             "    reads %0 at (i0, i1) -> (i0, i1); %0 at (i0, i1) -> (i1, i0)\n"
@@ -66,7 +66,7 @@ TEST(PipelineTest, FFusesAddReluAndComputesMmInPlaceInTheOutput) {
 }
 
 TEST(PipelineTest, KeepProductKeepsTheObservableProductApart) {
-  const GeneratedCode code = Generate(LoadExample("keep_product"));
+  const GeneratedCode code = Generate(ReadExample("keep_product"));
   EXPECT_EQ(Stage(code, "buffer plan"),
             "input 0: 16384 bytes, holds %0\n"
             "output 0: 16384 bytes, holds %2\n"
@@ -75,7 +75,7 @@ TEST(PipelineTest, KeepProductKeepsTheObservableProductApart) {
 }
 
 TEST(PipelineTest, SourceIsDeterministicAndIgnoresNamesAndIds) {
-  kiln::v1::Graph graph = LoadExample("f");
+  kiln::v1::Graph graph = ReadExample("f");
   const std::string first = Generate(graph).source;
   graph.set_name("f");  // the name stays in a comment; renumber and rename the rest
   for (auto& node : *graph.mutable_nodes()) node.set_name("renamed_" + node.name());
@@ -83,7 +83,7 @@ TEST(PipelineTest, SourceIsDeterministicAndIgnoresNamesAndIds) {
 }
 
 TEST(PipelineTest, ErrorsNameTheNode) {
-  kiln::v1::Graph unknown = LoadExample("f");
+  kiln::v1::Graph unknown = ReadExample("f");
   unknown.mutable_nodes(2)->set_op("aten.frobnicate.default");
   EXPECT_EQ(
       PrepareGraph(unknown).status(),
@@ -91,7 +91,7 @@ TEST(PipelineTest, ErrorsNameTheNode) {
                                "'aten.frobnicate.default' is not supported (see docs/OPS.md)"));
 
   // Every unsupported op at once, each with its first node and how many more.
-  kiln::v1::Graph several = LoadExample("f");
+  kiln::v1::Graph several = ReadExample("f");
   several.mutable_nodes(0)->set_op("aten.nonzero.default");
   several.mutable_nodes(1)->set_op("aten.linalg_svd.default");
   several.mutable_nodes(2)->set_op("aten.nonzero.default");
@@ -101,20 +101,20 @@ TEST(PipelineTest, ErrorsNameTheNode) {
                 "(node 0 'permute' (aten.nonzero.default) and 1 more), "
                 "'aten.linalg_svd.default' (node 1 'mm' (aten.linalg_svd.default))"));
 
-  kiln::v1::Graph malformed = LoadExample("f");
+  kiln::v1::Graph malformed = ReadExample("f");
   malformed.mutable_nodes(2)->set_op("add");
   EXPECT_EQ(PrepareGraph(malformed).status(),
             absl::InvalidArgumentError("node 2 'add' (add): 'add' is not an ATen op name "
                                        "(expected aten.<op>.<overload>)"));
 
   // A library's own op (torch.library) is an op Kiln lacks, not a malformed name.
-  kiln::v1::Graph custom = LoadExample("f");
+  kiln::v1::Graph custom = ReadExample("f");
   custom.mutable_nodes(2)->set_op("mylib.mix.default");
   EXPECT_EQ(PrepareGraph(custom).status(),
             absl::UnimplementedError("node 2 'add' (mylib.mix.default): op 'mylib.mix.default' is "
                                      "not supported (see docs/OPS.md)"));
 
-  kiln::v1::Graph arity = LoadExample("f");
+  kiln::v1::Graph arity = ReadExample("f");
   arity.mutable_nodes(1)->mutable_inputs()->RemoveLast();
   EXPECT_EQ(
       PrepareGraph(arity).status(),
@@ -163,27 +163,27 @@ TEST(PipelineTest, ErrorsNameTheNode) {
                                        "normalized_shape [8] does not match the input's dim 1, "
                                        "of size 4"));
 
-  kiln::v1::Graph shape = LoadExample("f");
+  kiln::v1::Graph shape = ReadExample("f");
   shape.mutable_nodes(3)->mutable_output_types(0)->mutable_sizes(0)->set_constant(32);
   EXPECT_EQ(PrepareGraph(shape).status(),
             absl::InvalidArgumentError("node 3 'relu' (aten.relu.default): result 0 is declared "
                                        "float32[32, 64] but its inputs imply float32[64, 64]"));
 
-  kiln::v1::Graph cycle = LoadExample("f");
+  kiln::v1::Graph cycle = ReadExample("f");
   cycle.mutable_nodes(1)->set_inputs(1, 4);
   EXPECT_EQ(PrepareGraph(cycle).status(),
             absl::InvalidArgumentError(
                 "node 1 'mm' (aten.mm.default) uses value 4 before node 3 'relu' "
                 "(aten.relu.default) defines it (a cycle, or nodes not in topological order)"));
 
-  kiln::v1::Graph dangling = LoadExample("f");
+  kiln::v1::Graph dangling = ReadExample("f");
   dangling.mutable_nodes(1)->set_inputs(1, 99);
   EXPECT_EQ(PrepareGraph(dangling).status(),
             absl::InvalidArgumentError(
                 "node 1 'mm' (aten.mm.default) uses value 99, which no input or node defines"));
 
   // Kiln's own ops skip checks a user's graph needs (an alias's bounds).
-  kiln::v1::Graph internal = LoadExample("f");
+  kiln::v1::Graph internal = ReadExample("f");
   internal.mutable_nodes(1)->set_op("kiln.mm.default");
   EXPECT_EQ(PrepareGraph(internal).status(),
             absl::InvalidArgumentError("node 1 'mm' (kiln.mm.default): 'kiln.mm.default' is "

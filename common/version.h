@@ -24,7 +24,7 @@ inline constexpr char kAbiMetadataKey[] = "kiln-abi";
 // RESOURCE_EXHAUSTED before it is parsed.
 inline constexpr int kMaxRequestBytes = 64 << 20;
 
-// The artifact ABI version lives in codegen/abi/kiln_abi.h (KILN_ABI_VERSION)
+// The artifact ABI version lives in abi/kiln_abi.h (KILN_ABI_VERSION)
 // so that generated code, the loader and the runtime share one definition.
 
 }  // namespace kiln

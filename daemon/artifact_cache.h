@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "abi/target.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -31,7 +32,6 @@
 #include "cache/request_key.h"
 #include "cache/store.h"
 #include "codegen/compile/compiler.h"
-#include "codegen/compile/target.h"
 #include "codegen/limits.h"
 #include "daemon/admin/gc.h"
 #include "daemon/compile_path.h"

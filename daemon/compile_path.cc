@@ -4,8 +4,8 @@
 #include <utility>
 #include <variant>
 
+#include "abi/kiln_abi.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/abi/kiln_abi.h"
 #include "codegen/pipeline.h"
 #include "common/logging.h"
 #include "common/sha256.h"

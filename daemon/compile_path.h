@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "abi/target.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -35,7 +36,6 @@
 #include "cache/tier.h"
 #include "codegen/codegen_inputs.h"
 #include "codegen/compile/compiler.h"
-#include "codegen/compile/target.h"
 #include "codegen/limits.h"
 #include "daemon/compile_queue.h"
 #include "daemon/failure_kind.h"

@@ -17,6 +17,7 @@
 #include <optional>
 #include <thread>
 
+#include "abi/kiln_abi.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -31,7 +32,6 @@
 #include "cache/remote/signing.h"
 #include "cache/request_key.h"
 #include "cache/rocksdb_store.h"
-#include "codegen/abi/kiln_abi.h"
 #include "codegen/compile/fallback_compiler.h"
 #include "codegen/compile/subprocess_compiler.h"
 #include "codegen/compile/toolchain.h"
@@ -369,8 +369,8 @@ absl::Status Serve() {
     ~JoinOnExit() {
       if (thread.joinable()) thread.join();
     }
-  } warm_up{std::thread([warm] {
-    const absl::Status warmed = warm->WarmUp();
+  } warmup{std::thread([warm] {
+    const absl::Status warmed = warm->Warmup();
     if (!warmed.ok()) KILN_LOG(WARNING) << "compiler warm-up failed: " << warmed;
   })};
   KilnService::Options service_options;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "abi/target.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 

@@ -6,8 +6,8 @@
 #include <exception>
 #include <new>
 
+#include "abi/kiln_abi.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/abi/kiln_abi.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/version.h"

@@ -752,7 +752,7 @@ TEST_F(EndToEndTest, AStrideMissCompilesOncePerStridePatternAndThenHits) {
     guards.insert(artifact->guards().SerializeAsString());
   }
   // Four patterns, four entries: each with guards of its own.
-  EXPECT_EQ(graph.loaded_entries(), 4);
+  EXPECT_EQ(graph.open_entries(), 4);
   EXPECT_EQ(keys.size(), 4u);
   EXPECT_EQ(guards.size(), 4u);
   EXPECT_EQ(Stats().entries(), 4);
@@ -786,7 +786,7 @@ TEST_F(EndToEndTest, CopyingToTheTracedLayoutRunsOtherStridesWithoutACompile) {
     for (int i = 0; i < 3; ++i) EXPECT_EQ(output.data<double>()[i], input->expected()[i]);
   }
   EXPECT_EQ(Stats().compiles(), 1) << "only the graph as given";
-  EXPECT_EQ(graph.loaded_entries(), 1);
+  EXPECT_EQ(graph.open_entries(), 1);
 
   // Traced with x expanded along its rows ([3, 5] at strides [0, 5]): three
   // different rows cannot be copied into one.
@@ -863,7 +863,7 @@ TEST_F(EndToEndTest, KillDuringACompileLeavesAStoreThatServesAgain) {
   auto list = (*client)->List();
   ASSERT_TRUE(list.ok()) << list.status();
   for (const auto& entry : list->entries()) {  // whatever made it in is whole
-    auto loaded = LoadArtifact(daemon_.cache_dir(), entry, {geteuid()});
+    auto loaded = OpenObject(daemon_.cache_dir(), entry, {geteuid()});
     EXPECT_TRUE(loaded.ok()) << loaded.status();
   }
   kiln::v1::CompileRequest request;

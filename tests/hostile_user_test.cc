@@ -260,7 +260,7 @@ TEST_F(HostileUserTest, APlantedCacheIsNeverLoaded) {
     auto client = Client::Open(Options(no_daemon, cache_dir));
     auto found = client->FindLocal(request);
     ASSERT_TRUE(found.has_value()) << "the plant must be a hit for this test to mean anything";
-    auto loaded = client->Load(*found, Client::Source::kLocalIndex);
+    auto loaded = client->OpenArtifact(*found, Client::Source::kLocalIndex);
     EXPECT_THAT(loaded.status().message(), HasSubstr("does not export kiln_info"));
     ASSERT_EQ(access(marker.c_str(), F_OK), 0);
     unlink(marker.c_str());
@@ -271,7 +271,7 @@ TEST_F(HostileUserTest, APlantedCacheIsNeverLoaded) {
   EXPECT_FALSE(client->FindLocal(request).has_value());
   kiln::v1::CompileResponse response;
   response.mutable_artifact()->set_digest(Sha256Hex(object));
-  auto loaded = client->Load(response, Client::Source::kLocalIndex);
+  auto loaded = client->OpenArtifact(response, Client::Source::kLocalIndex);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(loaded.status().message(),
               HasSubstr(absl::StrCat("refusing cache directory ", cache_dir, " is owned by uid ",
@@ -283,7 +283,7 @@ TEST_F(HostileUserTest, APlantedCacheIsNeverLoaded) {
   ASSERT_EQ(chmod(cache_dir.c_str(), 0777), 0);
   auto open_client = Client::Open(Options(no_daemon, cache_dir));
   EXPECT_FALSE(open_client->FindLocal(request).has_value());
-  EXPECT_THAT(open_client->Load(response, Client::Source::kLocalIndex).status().message(),
+  EXPECT_THAT(open_client->OpenArtifact(response, Client::Source::kLocalIndex).status().message(),
               HasSubstr("is writable by other users (mode 0777)"));
   EXPECT_NE(access(marker.c_str(), F_OK), 0);
 }
@@ -303,7 +303,7 @@ TEST_F(HostileUserTest, AnObjectPlantedInOurCacheByAnotherUserIsRefused) {
   auto client = Client::Open(Options(root_ + "/run/kilnd.sock", cache_dir));
   kiln::v1::CompileResponse response;
   response.mutable_artifact()->set_digest(digest);
-  EXPECT_THAT(client->Load(response, Client::Source::kLocalIndex).status().message(),
+  EXPECT_THAT(client->OpenArtifact(response, Client::Source::kLocalIndex).status().message(),
               HasSubstr(absl::StrCat("refusing file ", path, " is owned by uid ", stranger_)));
   EXPECT_NE(access(marker.c_str(), F_OK), 0);
 }

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "abi/kiln_abi.h"
+#include "abi/target.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -28,8 +30,6 @@
 #include "client/client.h"
 #include "client/specialization.h"
 #include "client/tensor.h"
-#include "codegen/abi/kiln_abi.h"
-#include "codegen/compile/target.h"
 #include "codegen/retype.h"
 #include "common/files.h"
 #include "common/version.h"

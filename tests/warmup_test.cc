@@ -521,14 +521,14 @@ TEST_F(WarmupTest, IdleEntriesAreUnloadedAndLoadAgain) {
   {
     CompiledGraph compiled(client_.get(), *graph);
     ASSERT_TRUE(compiled.Warmup(buckets).ok());
-    ASSERT_EQ(compiled.loaded_entries(), 3);
+    ASSERT_EQ(compiled.open_entries(), 3);
     EXPECT_EQ(MappedObjects(daemon_.cache_dir()), mapped_before + 3);
-    EXPECT_EQ(compiled.UnloadIdle(), 0) << "every entry was used since it was loaded";
+    EXPECT_EQ(compiled.CloseIdle(), 0) << "every entry was used since it was loaded";
     const Tensor four = TailInput(4);
     const TensorView at_four[] = {four.view()};
     ASSERT_TRUE(compiled.Run(at_four).ok());
-    EXPECT_EQ(compiled.UnloadIdle(), 2) << "2 and 8 were not used since";
-    EXPECT_EQ(compiled.loaded_entries(), 1);
+    EXPECT_EQ(compiled.CloseIdle(), 2) << "2 and 8 were not used since";
+    EXPECT_EQ(compiled.open_entries(), 1);
     EXPECT_EQ(MappedObjects(daemon_.cache_dir()), mapped_before + 1) << "dlclosed";
     // A call at 8 loads its bucket again, from the local index: no compile,
     // and 8 is still a warmed bucket (not counted against the limit).
@@ -537,11 +537,11 @@ TEST_F(WarmupTest, IdleEntriesAreUnloadedAndLoadAgain) {
     auto out = compiled.Run(at_eight);
     ASSERT_TRUE(out.ok()) << out.status();
     ExpectTailOf(eight, (*out)[0]);
-    EXPECT_EQ(compiled.loaded_entries(), 2);
+    EXPECT_EQ(compiled.open_entries(), 2);
     EXPECT_EQ(client_->Stats()->compiles(), 3);
 
     // Calls racing the unloading: each finds an entry, or loads it again.
-    compiled.set_unload_after(absl::Milliseconds(1));
+    compiled.set_close_after(absl::Milliseconds(1));
     std::atomic<bool> stop{false};
     std::thread caller([&] {
       while (!stop) {

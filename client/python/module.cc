@@ -298,7 +298,7 @@ class PyCompiledGraph {
     out["cache_hit"] = result.cache_hit;
     out["local"] = result.local;
     out["fetch_ms"] = result.fetch_ms;
-    out["load_ms"] = result.load_ms;
+    out["open_ms"] = result.open_ms;
     return out;
   }
 

@@ -444,7 +444,7 @@ int Convolve(const Dnnl& dnnl, ThreadPool& pool, const kiln_conv& conv, int way,
 
 int ConvolveF32(ThreadPool& pool, const kiln_conv& conv, const float* src, const float* weights,
                 const float* bias, float* dst) {
-  const Dnnl& dnnl = LoadDnnl();
+  const Dnnl& dnnl = OpenDnnl();
   if (!dnnl.error.empty()) {
     ReportOnce(dnnl.error);
     return 1;

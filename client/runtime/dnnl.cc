@@ -13,7 +13,7 @@
 
 namespace kiln {
 
-const Dnnl& LoadDnnl() {
+const Dnnl& OpenDnnl() {
   static const Dnnl* const dnnl = [] {
     auto* api = new Dnnl;
     void* library = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
@@ -50,7 +50,7 @@ dnnl_stream_t ThisThreadsStream(const Dnnl& dnnl) {
   struct Stream {
     dnnl_stream_t stream = nullptr;
     ~Stream() {
-      if (stream != nullptr) LoadDnnl().dnnl_stream_destroy(stream);
+      if (stream != nullptr) OpenDnnl().dnnl_stream_destroy(stream);
     }
   };
   thread_local Stream own;

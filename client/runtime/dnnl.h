@@ -58,7 +58,7 @@ struct Dnnl {
 };
 
 // oneDNN, loaded on first use, never unloaded. Thread-safe.
-const Dnnl& LoadDnnl();
+const Dnnl& OpenDnnl();
 
 // The calling thread's oneDNN stream (made on its first use, destroyed
 // with the thread), or null when oneDNN cannot make one.
@@ -78,7 +78,7 @@ struct Primitive {
   Primitive(const Primitive&) = delete;
   Primitive& operator=(const Primitive&) = delete;
   ~Primitive() {
-    if (handle != nullptr) LoadDnnl().dnnl_primitive_destroy(handle);
+    if (handle != nullptr) OpenDnnl().dnnl_primitive_destroy(handle);
   }
   explicit operator bool() const { return handle != nullptr; }
 

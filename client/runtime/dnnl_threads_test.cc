@@ -52,10 +52,10 @@ kiln_conv SquareConvolution(long long channels, long long size, long long kernel
   return c;
 }
 
-bool DnnlLoaded() { return dlopen("libdnnl.so.2", RTLD_NOW | RTLD_NOLOAD) != nullptr; }
+bool DnnlOpened() { return dlopen("libdnnl.so.2", RTLD_NOW | RTLD_NOLOAD) != nullptr; }
 
 TEST(DnnlThreadsTest, AProductsFirstCallLeavesOneDnnUnloadedAndItsFirstTrialLoadsIt) {
-  ASSERT_FALSE(DnnlLoaded());
+  ASSERT_FALSE(DnnlOpened());
   Runtime runtime(1, GemmLibraries::kFastest);
   // 64 x 256 x 1024, B row-major: OpenBLAS untimed, then a trial of each.
   constexpr int m = 64, n = 256, k = 1024;
@@ -65,10 +65,10 @@ TEST(DnnlThreadsTest, AProductsFirstCallLeavesOneDnnUnloadedAndItsFirstTrialLoad
                               1, 0.0f, c.data(), n);
   };
   multiply();
-  EXPECT_FALSE(DnnlLoaded()) << "a process's first result waited for oneDNN";
+  EXPECT_FALSE(DnnlOpened()) << "a process's first result waited for oneDNN";
   multiply();
   multiply();
-  EXPECT_TRUE(DnnlLoaded());
+  EXPECT_TRUE(DnnlOpened());
   EXPECT_EQ(c[n + 1], k * 0.5f * 0.25f);
 }
 

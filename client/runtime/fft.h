@@ -11,7 +11,7 @@
 #ifndef KILN_CLIENT_RUNTIME_FFT_H_
 #define KILN_CLIENT_RUNTIME_FFT_H_
 
-#include "codegen/abi/kiln_abi.h"
+#include "abi/kiln_abi.h"
 
 namespace kiln {
 

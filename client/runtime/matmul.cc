@@ -86,7 +86,7 @@ const Plan& FindPlan(const Dnnl& dnnl, const MatmulShape& shape) {
 }  // namespace
 
 bool MatmulF32(const MatmulShape& shape, const float* a, const float* b, float* c) {
-  const Dnnl& dnnl = LoadDnnl();
+  const Dnnl& dnnl = OpenDnnl();
   if (!dnnl.error.empty()) {
     ReportOnce(dnnl.error);
     return false;
@@ -108,7 +108,7 @@ bool MatmulF32(const MatmulShape& shape, const float* a, const float* b, float* 
     ~ThreadMemories() {
       for (const auto& [plan, memories] : of) {
         for (dnnl_memory_t memory : memories.of) {
-          if (memory != nullptr) LoadDnnl().dnnl_memory_destroy(memory);
+          if (memory != nullptr) OpenDnnl().dnnl_memory_destroy(memory);
         }
       }
     }

@@ -1,4 +1,4 @@
-// The runtime table artifacts call back into (codegen/abi/kiln_abi.h):
+// The runtime table artifacts call back into (abi/kiln_abi.h):
 // parallel loops on the runtime's own pool, GEMM through OpenBLAS or
 // oneDNN (whichever is faster for the shape: gemm_ways.h), convolutions
 // through oneDNN.
@@ -16,9 +16,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "abi/kiln_abi.h"
 #include "client/runtime/gemm_ways.h"
 #include "client/runtime/thread_pool.h"
-#include "codegen/abi/kiln_abi.h"
 
 namespace kiln {
 

@@ -14,8 +14,8 @@
 
 #include <cstdint>
 
+#include "abi/kiln_abi.h"
 #include "client/runtime/thread_pool.h"
-#include "codegen/abi/kiln_abi.h"
 
 namespace kiln {
 

@@ -39,7 +39,7 @@ class Compiler {
 
   // Starts ahead of time what a first Compile would wait for; nothing where
   // there is nothing to start.
-  virtual absl::Status WarmUp() { return absl::OkStatus(); }
+  virtual absl::Status Warmup() { return absl::OkStatus(); }
 
   // For logs: "worker", "subprocess", "worker, else subprocess".
   virtual const char* name() const = 0;

@@ -22,7 +22,7 @@ class FallbackCompiler : public Compiler {
   // When the fallback fails too, its error, with the primary's appended.
   absl::StatusOr<CompiledObject> Compile(absl::string_view source,
                                          kiln::v1::Target target) override;
-  absl::Status WarmUp() override { return primary_ ? primary_->WarmUp() : absl::OkStatus(); }
+  absl::Status Warmup() override { return primary_ ? primary_->Warmup() : absl::OkStatus(); }
   const char* name() const override { return "worker, else subprocess"; }
 
  private:

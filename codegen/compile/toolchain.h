@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "abi/target.h"
 #include "absl/status/statusor.h"
-#include "codegen/compile/target.h"
 #include "proto/artifact.pb.h"
 
 namespace kiln {

@@ -15,11 +15,11 @@
 #include <optional>
 #include <thread>
 
+#include "abi/target.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "codegen/compile/stale_files.h"
-#include "codegen/compile/target.h"
 #include "codegen/compile/worker.pb.h"
 #include "codegen/compile/worker_channel.h"
 #include "codegen/compile/worker_frame.h"
@@ -147,7 +147,7 @@ WorkerCompiler::~WorkerCompiler() {
   for (Worker& worker : idle) Discard(std::move(worker));
 }
 
-absl::Status WorkerCompiler::WarmUp() {
+absl::Status WorkerCompiler::Warmup() {
   // Every worker at once: a miss that arrives while another compile runs
   // (a warmup's, say) must not pay a new worker's LLVM initialisation.
   std::vector<absl::Status> results(options_.jobs);
@@ -155,7 +155,7 @@ absl::Status WorkerCompiler::WarmUp() {
   for (int i = 0; i < options_.jobs; ++i) {
     threads.emplace_back([this, &results, i] {
       results[i] =
-          Compile("extern \"C\" void kiln_warm_up(void) {}\n", kiln::v1::TARGET_NATIVE).status();
+          Compile("extern \"C\" void kiln_warmup(void) {}\n", kiln::v1::TARGET_NATIVE).status();
     });
   }
   for (std::thread& thread : threads) thread.join();

@@ -104,7 +104,7 @@ class WorkerCompiler : public Compiler {
                                          kiln::v1::Target target) override;
   // Starts every worker (options.jobs), each paying LLVM's initialisation
   // with a trivial compile, concurrently.
-  absl::Status WarmUp() override;
+  absl::Status Warmup() override;
   const char* name() const override { return "worker"; }
 
   // Workers started so far, replacements included.

@@ -2,9 +2,9 @@
 
 #include <vector>
 
+#include "abi/kiln_abi.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "codegen/abi/kiln_abi.h"
 #include "codegen/emit/c_text.h"
 #include "codegen/ops/op_table.h"
 

@@ -9,8 +9,8 @@
 // flattened into one (symbolic ones too), a right-hand solve is the
 // transposed left-hand one, and the results get their batch dims back.
 // float32 and float64, LAPACK's s and d routines, as eager's.
+#include "abi/kiln_abi.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/abi/kiln_abi.h"
 #include "codegen/graph_builder.h"
 #include "codegen/ops/op_table.h"
 #include "codegen/ops/pointwise_util.h"

@@ -5,7 +5,7 @@
 // prints the table.
 //
 // Kiln's transcendentals come from one named source, the client runtime's
-// table (glibc's libm, codegen/abi/kiln_abi.h). Eager's come from SLEEF
+// table (glibc's libm, abi/kiln_abi.h). Eager's come from SLEEF
 // (vectorized, contiguous inputs), its own polynomials (erf) or libm
 // (strided inputs), so the two can differ by a few ulp either way.
 // NaN, infinities and the sign of zero must match eager exactly.

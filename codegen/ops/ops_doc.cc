@@ -38,7 +38,7 @@ std::string OpsMarkdown() {
       "sources: float32 (and 16-bit) exp, log and tanh, and so sigmoid, silu, softmax and\n"
       "gelu's erf, from Kiln's vectorizable polynomials (`codegen/emit/kiln_math.h`, pasted\n"
       "into every artifact); the others and all float64 functions from the client\n"
-      "runtime's table (glibc's libm, `codegen/abi/kiln_abi.h`). Eager's come from SLEEF\n"
+      "runtime's table (glibc's libm, `abi/kiln_abi.h`). Eager's come from SLEEF\n"
       "or its own polynomials, so results may differ by the bounds below:\n"
       "the largest distance from eager, in units in the last place of the result dtype,\n"
       "over sweeps of random, huge, tiny, denormal and exceptional inputs (`tests/ops`).\n"

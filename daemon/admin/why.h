@@ -6,11 +6,11 @@
 
 #include <vector>
 
+#include "abi/target.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cache/local_tier.h"
 #include "cache/request_key.h"
-#include "codegen/compile/target.h"
 #include "daemon/miss_explainer.h"
 #include "proto/service.pb.h"
 

@@ -197,11 +197,11 @@ absl::Status RunChild(const std::string& mode) {
 
   std::string report = absl::StrFormat(
       "cache_hit=%d fresh_hit_ms=%.4f fresh_hit_connect_ms=%.4f fresh_hit_fetch_ms=%.4f "
-      "fresh_hit_load_ms=%.4f fresh_hit_other_ms=%.4f fresh_hit_first_run_ms=%.4f "
+      "fresh_hit_open_ms=%.4f fresh_hit_other_ms=%.4f fresh_hit_first_run_ms=%.4f "
       "child_read_graph_ms=%.4f",
       int{prepared.cache_hit}, (done - connect) / 1e6, (connected - connect) / 1e6,
-      prepared.fetch_ms, prepared.load_ms,
-      (loaded - connected) / 1e6 - prepared.fetch_ms - prepared.load_ms, (done - loaded) / 1e6,
+      prepared.fetch_ms, prepared.open_ms,
+      (loaded - connected) / 1e6 - prepared.fetch_ms - prepared.open_ms, (done - loaded) / 1e6,
       (connect - start) / 1e6);
   RETURN_IF_ERROR(CheckOutput(x, out).status());
   if (mode == "smaps") {
@@ -529,7 +529,7 @@ constexpr Figure kFigures[] = {
     {"fresh_hit_connect_ms", "", "  Client::Open (lazy: a local hit never connects)"},
     {"fresh_hit_fetch_ms", "",
      "  request alias (or key in-process) + local index (or Compile RPC)"},
-    {"fresh_hit_load_ms", "", "  SHA-256 of the .so + dlopen"},
+    {"fresh_hit_open_ms", "", "  SHA-256 of the .so + dlopen"},
     {"fresh_hit_other_ms", "", "  the rest of Prepare (CompiledGraph, request)"},
     {"fresh_hit_first_run_ms", "", "  first Run"},
     {"fresh_hit_unaliased_ms", "", "fresh hit of a request kilnd has not answered: one RPC"},

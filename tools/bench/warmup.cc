@@ -21,7 +21,7 @@
 //                                  symbolic artifact);
 //   rss_*                          this process's RSS as one CompiledGraph
 //                                  runs 1,000 distinct shapes on its
-//                                  symbolic artifact, then after UnloadIdle
+//                                  symbolic artifact, then after CloseIdle
 //                                  and after the next call (scratch trimmed).
 #include "tools/kiln/warmup.h"
 
@@ -151,14 +151,14 @@ absl::Status MeasureLongLived(Client& client, const kiln::v1::Graph& graph, Samp
     RETURN_IF_ERROR(compiled.Run(Views(LayerInputs(graph, b, s))).status());
   }
   ASSIGN_OR_RETURN(const double after, RssMb());
-  compiled.UnloadIdle();  // marks: every entry was used since loading
-  if (compiled.UnloadIdle() != 1) return absl::InternalError("UnloadIdle left the artifact");
+  compiled.CloseIdle();  // marks: every entry was used since loading
+  if (compiled.CloseIdle() != 1) return absl::InternalError("CloseIdle left the artifact");
   ASSIGN_OR_RETURN(const double unloaded, RssMb());
   RETURN_IF_ERROR(compiled.Run(Views(LayerInputs(graph, 2, 2))).status());
   ASSIGN_OR_RETURN(const double trimmed, RssMb());
   samples["rss_mb_before"].push_back(before);
   samples["rss_mb_after_1000_shapes"].push_back(after);
-  samples["rss_mb_after_unload"].push_back(unloaded);
+  samples["rss_mb_after_close"].push_back(unloaded);
   samples["rss_mb_after_next_call"].push_back(trimmed);
   return absl::OkStatus();
 }
@@ -310,7 +310,7 @@ absl::Status Run() {
       {"padded_us", "  the padded Run"},
       {"rss_mb_before", "process RSS, symbolic artifact loaded"},
       {"rss_mb_after_1000_shapes", "  after 1,000 distinct (B, S) on it"},
-      {"rss_mb_after_unload", "  after UnloadIdle"},
+      {"rss_mb_after_close", "  after CloseIdle"},
       {"rss_mb_after_next_call", "  after the next (small) call: scratch trimmed"},
   };
   printf("\nKiln warmup: transformer layer, 24 static buckets (B 1..32 x S 16..128)\n\n");

@@ -5,13 +5,13 @@
 #include <iostream>
 #include <set>
 
+#include "abi/kiln_abi.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "codegen/abi/kiln_abi.h"
 #include "common/version.h"
 #include "tools/stress/campaigns.h"
 #include "tools/stress/workload.h"

@@ -281,7 +281,7 @@ StoreAudit AuditStore(Client* client, const std::vector<Workload>& workloads, ui
     }
     if (!seen.insert(found->artifact().key()).second) continue;  // an equal graph, checked
     unexplained.erase(found->artifact().key());
-    auto loaded = client->Load(*found, Client::Source::kDaemon);
+    auto loaded = client->OpenArtifact(*found, Client::Source::kDaemon);
     if (!loaded.ok()) {
       ++audit.corrupt;
       audit.problems.push_back(absl::StrCat(workload.name, " (", found->artifact().key(),

@@ -8,6 +8,7 @@
 #include <new>
 #include <vector>
 
+#include "abi/target.h"
 #include "absl/strings/str_cat.h"
 #include "clang/Basic/DiagnosticOptions.h"
 #include "clang/CodeGen/CodeGenAction.h"
@@ -16,7 +17,6 @@
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Frontend/Utils.h"
 #include "codegen/compile/resource_limits.h"
-#include "codegen/compile/target.h"
 #include "codegen/compile/toolchain.h"
 #include "common/files.h"
 #include "common/status_macros.h"

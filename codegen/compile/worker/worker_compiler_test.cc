@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
+#include "abi/target.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/compile/fallback_compiler.h"
 #include "codegen/compile/subprocess_compiler.h"
-#include "codegen/compile/target.h"
 #include "common/files.h"
 #include "common/sanitizers.h"
 #include "common/testing/tiny_filesystem.h"
@@ -104,7 +104,7 @@ TEST_F(WorkerCompilerTest, WarmUpStartsTheWorkerTheFirstCompileUses) {
   FallbackCompiler compiler(std::move(worker),
                             std::make_unique<SubprocessCompiler>(dir_, absl::Seconds(60)));
   EXPECT_EQ(started->workers_started(), 0);
-  ASSERT_TRUE(compiler.WarmUp().ok());
+  ASSERT_TRUE(compiler.Warmup().ok());
   EXPECT_EQ(started->workers_started(), 1);
   auto object = compiler.Compile(AnswerSource(5), kiln::v1::TARGET_NATIVE);
   ASSERT_TRUE(object.ok()) << object.status();

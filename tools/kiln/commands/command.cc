@@ -1,8 +1,8 @@
 #include "tools/kiln/commands/command.h"
 
+#include "abi/target.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/compile/target.h"
 #include "common/status_macros.h"
 
 ABSL_FLAG(bool, json, false, "Print machine-readable JSON (field names in snake_case).");

@@ -2,10 +2,10 @@
 // key and timings.
 #include <iostream>
 
+#include "abi/target.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "codegen/compile/target.h"
 #include "common/status_macros.h"
 #include "proto/graph_file.h"
 #include "tools/kiln/commands/command.h"

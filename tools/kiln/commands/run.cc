@@ -258,7 +258,7 @@ absl::Status Run(const Args& args) {
   std::cout << absl::StrFormat(
       "timings  client %.2f ms, fetch %.2f ms, load %.3f ms, first call %.1f us; "
       "client to first result %.2f ms\n",
-      connect_ms, prepared.fetch_ms, prepared.load_ms, first_call_us, to_first_result_ms);
+      connect_ms, prepared.fetch_ms, prepared.open_ms, first_call_us, to_first_result_ms);
   if (!warm_us.empty()) {
     std::cout << absl::StrFormat(
         "warm     min %.2f us, median %.2f us, max %.2f us over %d calls\n", warm_us.front(),

@@ -1,6 +1,7 @@
-#include "codegen/compile/target.h"
+#include "abi/target.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace kiln {
 
@@ -50,6 +51,13 @@ std::vector<std::string> TargetFlags(kiln::v1::Target target) {
       // 512-bit ones pay on exp-bound kernels (docs/ARCHITECTURE.md).
       return {"-march=native", "-mprefer-vector-width=512"};
   }
+}
+
+std::vector<absl::string_view> CpuFeatures(const kiln::v1::Toolchain& toolchain) {
+  if (toolchain.cpu_feature_list().empty()) {
+    return {toolchain.cpu_features().begin(), toolchain.cpu_features().end()};
+  }
+  return absl::StrSplit(toolchain.cpu_feature_list(), ',');
 }
 
 }  // namespace kiln

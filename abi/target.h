@@ -7,8 +7,8 @@
 //
 // A portable level's toolchain fingerprint names the level, not the host's
 // CPU, so its cache keys agree across hosts with the same compiler.
-#ifndef KILN_CODEGEN_COMPILE_TARGET_H_
-#define KILN_CODEGEN_COMPILE_TARGET_H_
+#ifndef KILN_ABI_TARGET_H_
+#define KILN_ABI_TARGET_H_
 
 #include <map>
 #include <string>
@@ -40,6 +40,10 @@ std::vector<std::string> TargetFlags(kiln::v1::Target target);
 // detects them at start, a client reads them from the cache descriptor.
 using TargetToolchains = std::map<kiln::v1::Target, kiln::v1::Toolchain>;
 
+// A toolchain's CPU features (Toolchain.cpu_feature_list, or the list of
+// an entry written by an earlier build), views into `toolchain`.
+std::vector<absl::string_view> CpuFeatures(const kiln::v1::Toolchain& toolchain);
+
 }  // namespace kiln
 
-#endif  // KILN_CODEGEN_COMPILE_TARGET_H_
+#endif  // KILN_ABI_TARGET_H_
