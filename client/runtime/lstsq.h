@@ -15,8 +15,8 @@
 #ifndef KILN_CLIENT_RUNTIME_LSTSQ_H_
 #define KILN_CLIENT_RUNTIME_LSTSQ_H_
 
+#include "abi/kiln_abi.h"
 #include "client/runtime/thread_pool.h"
-#include "codegen/abi/kiln_abi.h"
 
 namespace kiln {
 

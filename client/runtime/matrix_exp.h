@@ -12,8 +12,8 @@
 #ifndef KILN_CLIENT_RUNTIME_MATRIX_EXP_H_
 #define KILN_CLIENT_RUNTIME_MATRIX_EXP_H_
 
+#include "abi/kiln_abi.h"
 #include "client/runtime/thread_pool.h"
-#include "codegen/abi/kiln_abi.h"
 
 namespace kiln {
 

@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <cfloat>
 
+#include "abi/kiln_abi.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/abi/kiln_abi.h"
 #include "codegen/graph_builder.h"
 #include "codegen/ops/batched_matrices.h"
 #include "codegen/ops/op_table.h"

@@ -5,8 +5,8 @@
 // The core op is kiln.matrix_exp (A [batch, n, n] -> exp(A) [batch, n, n]),
 // lowered to the runtime's linalg call; the aten op flattens its leading
 // batch dims (symbolic ones too) into one and gives the result them back.
+#include "abi/kiln_abi.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/abi/kiln_abi.h"
 #include "codegen/graph_builder.h"
 #include "codegen/ops/batched_matrices.h"
 #include "codegen/ops/op_table.h"

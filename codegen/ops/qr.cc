@@ -10,8 +10,8 @@
 // linalg_qr is eager's linalg_qr_out_helper: geqrf, R the upper triangle
 // of its result, Q the product of its reflectors (for a complete Q of a
 // tall matrix, of the reflectors padded with zero columns to a square).
+#include "abi/kiln_abi.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/abi/kiln_abi.h"
 #include "codegen/graph_builder.h"
 #include "codegen/ops/batched_matrices.h"
 #include "codegen/ops/op_table.h"
