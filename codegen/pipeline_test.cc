@@ -1,47 +1,15 @@
 #include "codegen/pipeline.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/substitute.h"
 #include "codegen/guards.h"
+#include "codegen/pipeline_testing.h"
 #include "codegen/retype.h"
-#include "common/files.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
 namespace {
-
-// A graph from its protobuf JSON.
-kiln::v1::Graph ParseGraph(const std::string& json) {
-  kiln::v1::Graph graph;
-  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &graph).ok()) << json;
-  return graph;
-}
-
-kiln::v1::Graph ReadExample(const std::string& name) {
-  auto json = ReadFile("examples/" + name + ".json");
-  EXPECT_TRUE(json.ok()) << json.status();
-  return ParseGraph(json.ok() ? *json : "");
-}
-
-std::string Stage(const GeneratedCode& code, const std::string& name) {
-  for (const auto& [stage, text] : code.stages) {
-    if (stage == name) return text;
-  }
-  return "";
-}
-
-GeneratedCode Generate(const kiln::v1::Graph& graph) {
-  auto prepared = PrepareGraph(graph);
-  EXPECT_TRUE(prepared.ok()) << prepared.status();
-  CodegenInputs inputs;
-  inputs.graph = *prepared;
-  auto code = GenerateCode(inputs, /*keep_stages=*/true);
-  EXPECT_TRUE(code.ok()) << code.status();
-  return *code;
-}
 
 TEST(PipelineTest, FFusesAddReluAndComputesMmInPlaceInTheOutput) {
   const GeneratedCode code = Generate(ReadExample("f"));
@@ -80,114 +48,6 @@ TEST(PipelineTest, SourceIsDeterministicAndIgnoresNamesAndIds) {
   graph.set_name("f");  // the name stays in a comment; renumber and rename the rest
   for (auto& node : *graph.mutable_nodes()) node.set_name("renamed_" + node.name());
   EXPECT_EQ(Generate(graph).source, first);
-}
-
-TEST(PipelineTest, ErrorsNameTheNode) {
-  kiln::v1::Graph unknown = ReadExample("f");
-  unknown.mutable_nodes(2)->set_op("aten.frobnicate.default");
-  EXPECT_EQ(
-      PrepareGraph(unknown).status(),
-      absl::UnimplementedError("node 2 'add' (aten.frobnicate.default): op "
-                               "'aten.frobnicate.default' is not supported (see docs/OPS.md)"));
-
-  // Every unsupported op at once, each with its first node and how many more.
-  kiln::v1::Graph several = ReadExample("f");
-  several.mutable_nodes(0)->set_op("aten.nonzero.default");
-  several.mutable_nodes(1)->set_op("aten.linalg_svd.default");
-  several.mutable_nodes(2)->set_op("aten.nonzero.default");
-  EXPECT_EQ(PrepareGraph(several).status(),
-            absl::UnimplementedError(
-                "2 ops are not supported (see docs/OPS.md): 'aten.nonzero.default' "
-                "(node 0 'permute' (aten.nonzero.default) and 1 more), "
-                "'aten.linalg_svd.default' (node 1 'mm' (aten.linalg_svd.default))"));
-
-  kiln::v1::Graph malformed = ReadExample("f");
-  malformed.mutable_nodes(2)->set_op("add");
-  EXPECT_EQ(PrepareGraph(malformed).status(),
-            absl::InvalidArgumentError("node 2 'add' (add): 'add' is not an ATen op name "
-                                       "(expected aten.<op>.<overload>)"));
-
-  // A library's own op (torch.library) is an op Kiln lacks, not a malformed name.
-  kiln::v1::Graph custom = ReadExample("f");
-  custom.mutable_nodes(2)->set_op("mylib.mix.default");
-  EXPECT_EQ(PrepareGraph(custom).status(),
-            absl::UnimplementedError("node 2 'add' (mylib.mix.default): op 'mylib.mix.default' is "
-                                     "not supported (see docs/OPS.md)"));
-
-  kiln::v1::Graph arity = ReadExample("f");
-  arity.mutable_nodes(1)->mutable_inputs()->RemoveLast();
-  EXPECT_EQ(
-      PrepareGraph(arity).status(),
-      absl::InvalidArgumentError("node 1 'mm' (aten.mm.default): expects 2 tensor inputs, got 1"));
-
-  // An optional tensor the arguments say is present needs its input: a
-  // layer norm with its bias and no weight input says so (`weight: None`).
-  const std::string f32_8 = R"({"dtype": "FLOAT32", "sizes": [{"constant": 8}]})";
-  const std::string f32_2x8 =
-      R"({"dtype": "FLOAT32", "sizes": [{"constant": 2}, {"constant": 8}]})";
-  const std::string f32_2x1 =
-      R"({"dtype": "FLOAT32", "sizes": [{"constant": 2}, {"constant": 1}]})";
-  const kiln::v1::Graph bias_only = ParseGraph(absl::StrCat(
-      R"({"name": "ln", "inputs": [{"value": 0, "name": "x", "type": )", f32_2x8,
-      R"(}, {"value": 1, "name": "b", "type": )", f32_8,
-      R"(}], "nodes": [{"name": "ln", "op": "aten.native_layer_norm.default", "inputs": [0, 1],
-          "args": [{"name": "normalized_shape", "intList": {"values": ["8"]}},
-                   {"name": "eps", "floatValue": 1e-05}],
-          "outputs": [2, 3, 4], "outputTypes": [)",
-      f32_2x8, ", ", f32_2x1, ", ", f32_2x1, R"(]}], "outputs": [2]})"));
-  EXPECT_EQ(PrepareGraph(bias_only).status(),
-            absl::InvalidArgumentError(
-                "node 0 'ln' (aten.native_layer_norm.default): has 2 tensor inputs, but its "
-                "arguments say 3 (2 of 2 optional tensors present)"));
-
-  // normalized_shape must name the input's last dims, as eager requires
-  // (a 0-dim input has none).
-  const auto layer_norm_of = [](const std::string& type) {
-    return ParseGraph(absl::StrCat(
-        R"({"name": "ln", "inputs": [{"value": 0, "name": "x", "type": )", type,
-        R"(}], "nodes": [{"name": "ln", "op": "aten.native_layer_norm.default", "inputs": [0],
-            "args": [{"name": "normalized_shape", "intList": {"values": ["8"]}},
-                     {"name": "weight", "none": true}, {"name": "bias", "none": true},
-                     {"name": "eps", "floatValue": 1e-05}],
-            "outputs": [1, 2, 3], "outputTypes": [)",
-        type, ", ", type, ", ", type, R"(]}], "outputs": [1]})"));
-  };
-  EXPECT_EQ(PrepareGraph(layer_norm_of(R"({"dtype": "FLOAT32"})")).status(),
-            absl::InvalidArgumentError(
-                "node 0 'ln' (aten.native_layer_norm.default): normalized_shape [8] must name 1 "
-                "to 0 of the input's last dims (it has 0)"));
-  EXPECT_EQ(PrepareGraph(layer_norm_of(R"({"dtype": "FLOAT32", "sizes": [{"constant": 8},
-                                                                         {"constant": 4}]})"))
-                .status(),
-            absl::InvalidArgumentError("node 0 'ln' (aten.native_layer_norm.default): "
-                                       "normalized_shape [8] does not match the input's dim 1, "
-                                       "of size 4"));
-
-  kiln::v1::Graph shape = ReadExample("f");
-  shape.mutable_nodes(3)->mutable_output_types(0)->mutable_sizes(0)->set_constant(32);
-  EXPECT_EQ(PrepareGraph(shape).status(),
-            absl::InvalidArgumentError("node 3 'relu' (aten.relu.default): result 0 is declared "
-                                       "float32[32, 64] but its inputs imply float32[64, 64]"));
-
-  kiln::v1::Graph cycle = ReadExample("f");
-  cycle.mutable_nodes(1)->set_inputs(1, 4);
-  EXPECT_EQ(PrepareGraph(cycle).status(),
-            absl::InvalidArgumentError(
-                "node 1 'mm' (aten.mm.default) uses value 4 before node 3 'relu' "
-                "(aten.relu.default) defines it (a cycle, or nodes not in topological order)"));
-
-  kiln::v1::Graph dangling = ReadExample("f");
-  dangling.mutable_nodes(1)->set_inputs(1, 99);
-  EXPECT_EQ(PrepareGraph(dangling).status(),
-            absl::InvalidArgumentError(
-                "node 1 'mm' (aten.mm.default) uses value 99, which no input or node defines"));
-
-  // Kiln's own ops skip checks a user's graph needs (an alias's bounds).
-  kiln::v1::Graph internal = ReadExample("f");
-  internal.mutable_nodes(1)->set_op("kiln.mm.default");
-  EXPECT_EQ(PrepareGraph(internal).status(),
-            absl::InvalidArgumentError("node 1 'mm' (kiln.mm.default): 'kiln.mm.default' is "
-                                       "internal to Kiln, not an ATen op"));
 }
 
 // x.t().reshape(2, 2, 6) on x: [6, 4] is viewable (eager's view takes
@@ -277,91 +137,6 @@ TEST(PipelineTest, GeluBackwardsCdfAndPdfShareOneExp) {
   EXPECT_NE(twice.source.find("rt->math_f64[KILN_MATH_ERF]"), std::string::npos) << twice.source;
   EXPECT_NE(twice.source.find("= rt->math_f64[KILN_MATH_EXP]"), std::string::npos) << twice.source;
   EXPECT_EQ(twice.source.find("kiln_gelu_derivative(v"), std::string::npos) << twice.source;
-}
-
-// Linear -> GELU -> Linear (as traced: addmm(b, x, t(W))); `batch` is a
-// JSON size ({"constant": 16} or {"symbol": "B"}), `relations` the graph's.
-kiln::v1::Graph LinearPair(const std::string& batch, int in, int hidden, int out,
-                           const std::string& relations = "[]") {
-  const std::string json = absl::Substitute(R"({"name": "mlp", "inputs": [
-      {"value": 0, "name": "x", "type": {"dtype": "FLOAT32", "sizes": [$0, {"constant": $1}]}},
-      {"value": 1, "name": "w1", "type": {"dtype": "FLOAT32", "sizes": [{"constant": $2}, {"constant": $1}]}},
-      {"value": 2, "name": "b1", "type": {"dtype": "FLOAT32", "sizes": [{"constant": $2}]}},
-      {"value": 3, "name": "w2", "type": {"dtype": "FLOAT32", "sizes": [{"constant": $3}, {"constant": $2}]}}],
-    "nodes": [
-      {"name": "t", "op": "aten.t.default", "inputs": [1], "outputs": [4],
-       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": $1}, {"constant": $2}],
-                        "strides": [{"constant": 1}, {"constant": $1}]}]},
-      {"name": "addmm", "op": "aten.addmm.default", "inputs": [2, 0, 4], "outputs": [5],
-       "outputTypes": [{"dtype": "FLOAT32", "sizes": [$0, {"constant": $2}]}]},
-      {"name": "gelu", "op": "aten.gelu.default", "inputs": [5], "outputs": [6],
-       "outputTypes": [{"dtype": "FLOAT32", "sizes": [$0, {"constant": $2}]}]},
-      {"name": "t_1", "op": "aten.t.default", "inputs": [3], "outputs": [7],
-       "outputTypes": [{"dtype": "FLOAT32", "sizes": [{"constant": $2}, {"constant": $3}],
-                        "strides": [{"constant": 1}, {"constant": $2}]}]},
-      {"name": "mm", "op": "aten.mm.default", "inputs": [6, 7], "outputs": [8],
-       "outputTypes": [{"dtype": "FLOAT32", "sizes": [$0, {"constant": $3}]}]}],
-    "outputs": [8], "relations": $4})",
-                                            batch, in, hidden, out, relations);
-  return ParseGraph(json);
-}
-
-kiln::v1::Graph LinearPair(int batch, int in, int hidden, int out) {
-  return LinearPair(absl::StrCat(R"({"constant": )", batch, "}"), in, hidden, out);
-}
-
-bool Transposed(const kiln::v1::Graph& graph) {
-  return Stage(Generate(graph), "core graph").find("kiln.mm.default(%1, %") != std::string::npos;
-}
-
-// At a small batch both products run with the weight on the left (two plain
-// GEMMs), GELU and its bias on the transposed hidden values, and the result
-// is read back as a transposed view.
-TEST(PipelineTest, LinearPairsRunTransposedAtSmallBatches) {
-  const std::string core = Stage(Generate(LinearPair(16, 64, 128, 32)), "core graph");
-  EXPECT_NE(core.find("float32[128, 16] = kiln.mm.default(%1, %"), std::string::npos) << core;
-  EXPECT_NE(core.find("float32[128, 16]{strides 1, 0} = aten.t.default(%"), std::string::npos)
-      << "the bias, broadcast along the batch\n"
-      << core;
-  EXPECT_NE(core.find("float32[128, 16] = aten.gelu.default(%"), std::string::npos) << core;
-  EXPECT_NE(core.find("float32[32, 16] = kiln.mm.default(%3, %"), std::string::npos) << core;
-  EXPECT_NE(core.find("float32[16, 32]{strides 1, 16} = aten.t.default(%"), std::string::npos)
-      << core;
-}
-
-// Up to a batch as large as the narrowest width (32 here); a symbolic batch
-// by its bound, and not at all without one.
-TEST(PipelineTest, LinearPairsStayAsWrittenWhereTransposingWouldNotPay) {
-  EXPECT_TRUE(Transposed(LinearPair(32, 64, 128, 32)));
-  for (int batch : {33, 64}) {
-    const std::string kept = Stage(Generate(LinearPair(batch, 64, 128, 32)), "core graph");
-    EXPECT_EQ(kept.find("kiln.mm.default(%1, %"), std::string::npos) << batch << "\n" << kept;
-    EXPECT_NE(kept.find(absl::StrCat("float32[", batch, ", 128] = kiln.mm.default(%0, %")),
-              std::string::npos)
-        << batch << "\n"
-        << kept;
-  }
-  EXPECT_TRUE(Transposed(LinearPair(256, 256, 1024, 256)));
-  EXPECT_FALSE(Transposed(LinearPair(257, 256, 1024, 256)));
-
-  const std::string symbolic = R"({"symbol": "B"})";
-  EXPECT_FALSE(Transposed(LinearPair(symbolic, 64, 128, 32)));
-  EXPECT_TRUE(
-      Transposed(LinearPair(symbolic, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 32}}])")));
-  EXPECT_FALSE(
-      Transposed(LinearPair(symbolic, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 33}}])")));
-  // A batch of 2B counts as twice B's bound.
-  const std::string twice = R"({"symbol": "B", "multiplier": 2})";
-  EXPECT_TRUE(
-      Transposed(LinearPair(twice, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 16}}])")));
-  EXPECT_FALSE(
-      Transposed(LinearPair(twice, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 17}}])")));
-  const std::string core = Stage(
-      Generate(LinearPair(symbolic, 64, 128, 32, R"([{"range": {"symbol": "B", "max": 8}}])")),
-      "core graph");
-  EXPECT_NE(core.find("float32[128, s0] = kiln.mm.default(%1, %"), std::string::npos) << core;
-  EXPECT_NE(core.find("float32[s0, 32]{strides 1, s0} = aten.t.default(%"), std::string::npos)
-      << core;
 }
 
 TEST(PipelineTest, AnOutputAliasingPartOfAResultIsCopied) {

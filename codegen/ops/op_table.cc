@@ -19,6 +19,7 @@ const OpTable& OpTable::Get() {
     RegisterReductionOps(*built);
     RegisterCreationOps(*built);
     RegisterCompositeOps(*built);
+    RegisterRearrangeOps(*built);
     RegisterPoolingOps(*built);
     RegisterNormalizationOps(*built);
     RegisterLookupOps(*built);

@@ -104,6 +104,7 @@ void RegisterConvolutionOps(OpTable& table);
 void RegisterReductionOps(OpTable& table);
 void RegisterCreationOps(OpTable& table);
 void RegisterCompositeOps(OpTable& table);
+void RegisterRearrangeOps(OpTable& table);  // rearrange.cc: cat, stack, repeat, pixel_shuffle
 void RegisterPoolingOps(OpTable& table);
 void RegisterNormalizationOps(OpTable& table);
 void RegisterLookupOps(OpTable& table);

@@ -64,6 +64,9 @@ void AddPointwise(OpTable& table, Spec spec);
 // operand dtype first, as eager rounds a scalar next to a tensor.
 int ScalarConstant(ExprBuilder& b, const ir::Node& node, const std::string& name, Types types);
 
+// The emitter's function that rounds a float32 value to `dtype` (16-bit).
+std::string RoundingFunction(ir::DType dtype);
+
 }  // namespace kiln::ops
 
 #endif  // KILN_CODEGEN_OPS_POINTWISE_H_
