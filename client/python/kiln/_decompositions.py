@@ -601,6 +601,16 @@ def _hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtyp
     return window[:-1] if periodic else window
 
 
+def _single_query(query, key, value, dropout_p, is_causal, attn_mask):
+    """Whether Kiln lowers this attention natively (codegen/ops/attention.cc):
+    one query per head (a decoding step), float32, equal heads, no dropout,
+    not causal, values at most 1,024 wide."""
+    return (query.dim() == 4 and query.size(2) == 1 and query.size(1) == key.size(1)
+            and value.size(-1) <= 1024 and not dropout_p and not is_causal
+            and query.dtype == key.dtype == value.dtype == torch.float32
+            and (attn_mask is None or attn_mask.dtype == torch.float32))
+
+
 def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *,
                              attn_mask=None, scale=None):
     """What nn.MultiheadAttention and F.scaled_dot_product_attention call on
@@ -610,7 +620,9 @@ def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, 
     layout a view that the kernel's output allows fails (torch.export keeps a
     program's .contiguous() only where the kernel's output needed it). The
     second result is the kernel's: the logsumexp of each query's scaled,
-    masked scores, (N, H, L)."""
+    masked scores, (N, H, L). A single query stays the op Kiln lowers."""
+    if _single_query(query, key, value, dropout_p, is_causal, attn_mask):
+        return NotImplemented
     output, _ = aten._scaled_dot_product_attention_math.default(
         query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
         scale=scale, enable_gqa=query.size(1) != key.size(1))
@@ -754,6 +766,12 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
     _conj.default _conj_physical.default _fft_c2c.default _fft_c2r.default _fft_r2c.default
     angle.default complex.default polar.default view_as_complex.default view_as_real.default
 """.split()])  # complex numbers and FFTs (codegen/ops/complex.cc, fft.cc)
+# Single-query attention (codegen/ops/attention.cc); its decomposition
+# below takes the other cases (PARTIAL).
+KILN_OPS |= {"aten._scaled_dot_product_flash_attention_for_cpu.default"}
+# Ops Kiln lowers in some cases only: their entry in DECOMPOSITIONS returns
+# NotImplemented for those, so that make_fx keeps the op.
+PARTIAL = frozenset(["aten._scaled_dot_product_flash_attention_for_cpu.default"])
 # Linear algebra through LAPACK (codegen/ops/linalg.cc).
 KILN_OPS |= frozenset(f"aten.{name}" for name in """
     _linalg_det.default _linalg_slogdet.default _linalg_solve_ex.default
