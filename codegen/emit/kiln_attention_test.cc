@@ -75,7 +75,7 @@ void Reference(const Problem& p, std::vector<float>& out, std::vector<float>& ls
   }
 }
 
-void Run(const Problem& p, std::vector<float>& out, std::vector<float>& lse) {
+void RunKernel(const Problem& p, std::vector<float>& out, std::vector<float>& lse) {
   out.assign(p.batch * p.heads * p.value_width, NAN);
   lse.assign(p.batch * p.heads, NAN);
   kiln_attention call = {p.batch,
@@ -133,7 +133,7 @@ TEST(KilnAttentionTest, MatchesDoublePrecisionWithAdditiveMasksAndSplitKeys) {
   for (int64_t j = 0; j < p.keys; j += 3) p.mask[j] = kMasked;
   for (int64_t j = 1600; j < p.keys; ++j) p.mask[p.keys + j] = kMasked;  // a masked range
   std::vector<float> out, lse, want_out, want_lse;
-  Run(p, out, lse);
+  RunKernel(p, out, lse);
   Reference(p, want_out, want_lse);
   ExpectClose(out, want_out);
   ExpectClose(lse, want_lse);
@@ -148,7 +148,7 @@ TEST(KilnAttentionTest, AFullyMaskedRowIsZerosWithLogSumExpMinusInfinity) {
   p.key = key.data(), p.value = key.data();
   p.mask.assign(p.keys, kMasked);
   std::vector<float> out, lse;
-  Run(p, out, lse);
+  RunKernel(p, out, lse);
   EXPECT_EQ(out, std::vector<float>(p.width, 0.0f));
   EXPECT_EQ(lse, std::vector<float>{kMasked});
 }
@@ -181,7 +181,7 @@ TEST(KilnAttentionTest, KeysAndValuesPastAPrefixMaskAreNeverRead) {
   p.mask.assign(keys, kMasked);
   for (int64_t j = 0; j <= position; ++j) p.mask[j] = 0.0f;
   std::vector<float> out, lse;
-  Run(p, out, lse);  // splits the keys in 8 ranges: 6 of them wholly masked
+  RunKernel(p, out, lse);  // splits the keys in 8 ranges: 6 of them wholly masked
 
   Problem prefix = p;  // the same step over the readable keys only
   prefix.keys = readable;
