@@ -101,7 +101,7 @@ void RegisterAttentionOps(OpTable& table) {
   def.max_inputs = 4;
   def.args = {{"dropout_p", ArgKind::kFloat, ir::ArgValue(0.0)},
               {"is_causal", ArgKind::kBool, ir::ArgValue(false)},
-              {"attn_mask", ArgKind::kOptionalTensor, ir::ArgValue(ir::None{})},
+              {"attn_mask", ArgKind::kOptionalTensor, ir::ArgValue(true)},
               {"scale", ArgKind::kFloat, ir::ArgValue(ir::None{})}};
   def.infer = InferAttention;
   def.lower = [](const ir::Graph&,
