@@ -243,7 +243,7 @@ def test_keys_and_values_past_the_position_are_never_read():
     module, compiled = compiled_attend(256)
     query = torch.randn(1, 4, 1, 64)
     with torch.no_grad():
-        for position in (0, 1, 100):
+        for position in (100, 1, 0):  # each position's NaNs lie past the next's
             clean = torch.nn.functional.scaled_dot_product_attention(
                 query, module.keys[:, :, :position + 1], module.values[:, :, :position + 1])
             module.keys[:, :, position + 1:] = float("nan")

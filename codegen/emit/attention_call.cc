@@ -12,10 +12,10 @@
 namespace kiln {
 namespace {
 
-// "{s0, s1, ...}": the element strides of `access` at the dims `dims` of
-// its value, 0 for a dim of size 1 (broadcast) or a dim it lacks (-1).
-std::string Strides(const Access& access, const EmitInputs& in, const std::vector<int>& dims) {
-  const ir::TensorType& type = in.graph.values[access.value];
+// "{s0, s1, ...}": the element strides of operand `type`, read by `access`,
+// at its dims `dims`: 0 for a dim of size 1 (broadcast) or one it lacks (-1).
+std::string Strides(const ir::TensorType& type, const Access& access, const EmitInputs& in,
+                    const std::vector<int>& dims) {
   const Linear offset = Offset(MemoryLayout(in.graph, in.program, access.value), access.map);
   std::vector<std::string> strides;
   for (int dim : dims) {
@@ -23,6 +23,19 @@ std::string Strides(const Access& access, const EmitInputs& in, const std::vecto
     strides.push_back(broadcast ? "0" : SymC(offset.coefficients[dim]));
   }
   return absl::StrCat("{", absl::StrJoin(strides, ", "), "}");
+}
+
+// Whether any node, or the graph's outputs, read `value`.
+bool Read(const ir::Graph& graph, int value) {
+  for (const ir::Node& node : graph.nodes) {
+    for (int input : node.inputs) {
+      if (input == value) return true;
+    }
+  }
+  for (int output : graph.outputs) {
+    if (output == value) return true;
+  }
+  return false;
 }
 
 std::string Pointer(const Access& access, const EmitInputs& in) {
@@ -55,7 +68,7 @@ absl::StatusOr<std::string> EmitAttentionCall(const Kernel& kernel, const EmitIn
     std::vector<int> dims;
     for (int d : {0, 1, 3}) dims.push_back(d - (4 - rank));
     mask_pointer = Pointer(mask, in);
-    mask_strides = Strides(mask, in, dims);
+    mask_strides = Strides(graph.values[node.inputs[3]], mask, in, dims);
   }
   // The result this kernel writes; the other is its own kernel's.
   const Linear written = Offset(MemoryLayout(graph, in.program, kernel.value),
@@ -64,6 +77,7 @@ absl::StatusOr<std::string> EmitAttentionCall(const Kernel& kernel, const EmitIn
       "(float*)", StorageName(in.plan.storage_of[kernel.value]), " + ", SymC(written.constant));
   const auto stride = [&](int dim) { return SymC(written.coefficients[dim]); };
   const bool writes_out = kernel.value == node.outputs[0];
+  if (!writes_out && !Read(graph, kernel.value)) return std::string();  // lse unused
   const std::string value_width = Extent(value.sizes[3]);
   return absl::StrCat(
       "  {\n    kiln_attention call = {", Extent(query.sizes[0]), ", ", Extent(query.sizes[1]), ", ",
@@ -72,8 +86,9 @@ absl::StatusOr<std::string> EmitAttentionCall(const Kernel& kernel, const EmitIn
       Pointer(kernel.reads[0], in), ", ", Pointer(kernel.reads[1], in), ",\n      ",
       Pointer(kernel.reads[2], in), ", ", mask_pointer, ",\n      ",
       writes_out ? result : "0", ", ", writes_out ? "0" : result, ",\n      ",
-      Strides(kernel.reads[0], in, {0, 1, 3}), ", ", Strides(kernel.reads[1], in, {0, 1, 2, 3}),
-      ", ", Strides(kernel.reads[2], in, {0, 1, 2, 3}), ", ", mask_strides, ",\n      {",
+      Strides(query, kernel.reads[0], in, {0, 1, 3}), ", ",
+      Strides(key, kernel.reads[1], in, {0, 1, 2, 3}), ", ",
+      Strides(value, kernel.reads[2], in, {0, 1, 2, 3}), ", ", mask_strides, ",\n      {",
       writes_out ? absl::StrCat(stride(0), ", ", stride(1), ", ", stride(3)) : "0, 0, 0", "}, {",
       writes_out ? "0, 0" : absl::StrCat(stride(0), ", ", stride(1)), "}, 1, 0};\n    kiln_attention_f32(rt, &call);\n  }\n");
 }
