@@ -197,6 +197,62 @@ def test_a_paged_decoder_serves_sequences_joining_and_leaving_with_eagers_tokens
     assert rows_written_in_place(compiled) == len(decoder.caches()), kiln.explain(compiled)
 
 
+class Attend(torch.nn.Module):
+    """The new token's attention over a [1, 4, positions, 64] cache, read up to
+    `position` by a mask, as Block.forward attends."""
+
+    def __init__(self, positions):
+        super().__init__()
+        self.register_buffer("keys", torch.randn(1, 4, positions, 64))
+        self.register_buffer("values", torch.randn(1, 4, positions, 64))
+
+    def forward(self, query, position):
+        seen = (torch.arange(self.keys.shape[2]) <= position).view(1, 1, 1, -1)
+        return torch.nn.functional.scaled_dot_product_attention(
+            query, self.keys, self.values, attn_mask=seen)
+
+
+def compiled_attend(positions):
+    torch.manual_seed(0)
+    module = Attend(positions)
+    with torch.no_grad():
+        compiled = kiln.compile(module, (torch.randn(1, 4, 1, 64), torch.tensor([0])),
+                                strict=True)
+    assert "kiln_attention_f32(rt, &call)" in kiln.explain(compiled)
+    return module, compiled
+
+
+def test_single_query_attention_is_one_pass_over_the_cache_and_matches_eager():
+    """At 2,048 positions the kernel splits each head's keys across threads
+    and merges: position 0 leaves the later ranges fully masked. A position
+    of -1 masks every key, which gives zeros, as eager's kernel does."""
+    module, compiled = compiled_attend(2048)
+    query = torch.randn(1, 4, 1, 64)
+    with torch.no_grad():
+        for position in (0, 1, 700, 2047, -1):
+            at = torch.tensor([position])
+            torch.testing.assert_close(compiled(query, at), module(query, at), rtol=1e-5,
+                                       atol=1e-6)
+        assert torch.equal(compiled(query, torch.tensor([-1])), torch.zeros(1, 4, 1, 64))
+
+
+def test_keys_and_values_past_the_position_are_never_read():
+    """NaNs past the position stay out of the result: the masked keys are
+    skipped, not multiplied by zero. (Eager's kernel multiplies its zero
+    weights by the values, so there NaNs reach every head's result.)"""
+    module, compiled = compiled_attend(256)
+    query = torch.randn(1, 4, 1, 64)
+    with torch.no_grad():
+        for position in (100, 1, 0):  # each position's NaNs lie past the next's
+            clean = torch.nn.functional.scaled_dot_product_attention(
+                query, module.keys[:, :, :position + 1], module.values[:, :, :position + 1])
+            module.keys[:, :, position + 1:] = float("nan")
+            module.values[:, :, position + 1:] = float("nan")
+            at = torch.tensor([position])
+            assert module(query, at).isnan().all()
+            torch.testing.assert_close(compiled(query, at), clean, rtol=1e-5, atol=1e-6)
+
+
 if __name__ == "__main__":
     args = [__file__, "-q", "-p", "no:cacheprovider"]
     if os.environ.get("XML_OUTPUT_FILE"):

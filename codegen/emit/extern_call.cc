@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "codegen/emit/attention_call.h"
 #include "codegen/emit/body_emitter.h"
 #include "codegen/emit/c_text.h"
 #include "codegen/emit/fft_call.h"
@@ -93,6 +94,7 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInput
   if (definition.function == "fft") return EmitFftCall(kernel, in);
   if (definition.function == "linalg") return EmitLinalgCall(kernel, in);
   if (definition.function == "select_rows") return EmitSelectCall(kernel, in);
+  if (definition.function == "attention") return EmitAttentionCall(kernel, in);
   if (definition.function != "mm" && definition.function != "bmm") {
     return absl::InternalError(absl::StrCat("unknown extern '", definition.function, "'"));
   }

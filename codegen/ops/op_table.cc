@@ -35,6 +35,7 @@ const OpTable& OpTable::Get() {
     RegisterSortingOps(*built);
     RegisterIntegerOps(*built);
     RegisterIeeeOps(*built);
+    RegisterAttentionOps(*built);
     return built;
   }();
   return *table;

@@ -119,6 +119,7 @@ void RegisterScatterOps(OpTable& table);    // scatter_reduce.cc
 void RegisterSortingOps(OpTable& table);
 void RegisterIntegerOps(OpTable& table);
 void RegisterIeeeOps(OpTable& table);
+void RegisterAttentionOps(OpTable& table);  // attention.cc
 
 // Helpers shared by the families.
 // A type's sizes for an error message: "[2, s0]".

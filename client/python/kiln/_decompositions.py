@@ -93,6 +93,12 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
     _conj.default _conj_physical.default _fft_c2c.default _fft_c2r.default _fft_r2c.default
     angle.default complex.default polar.default view_as_complex.default view_as_real.default
 """.split()])  # complex numbers and FFTs (codegen/ops/complex.cc, fft.cc)
+# Single-query attention (codegen/ops/attention.cc); its decomposition
+# below takes the other cases (PARTIAL).
+KILN_OPS |= {"aten._scaled_dot_product_flash_attention_for_cpu.default"}
+# Ops Kiln lowers in some cases only: their entry in DECOMPOSITIONS returns
+# NotImplemented for those, so that make_fx keeps the op.
+PARTIAL = frozenset(["aten._scaled_dot_product_flash_attention_for_cpu.default"])
 # Linear algebra through LAPACK (codegen/ops/linalg.cc).
 KILN_OPS |= frozenset(f"aten.{name}" for name in """
     _linalg_det.default _linalg_slogdet.default _linalg_solve_ex.default

@@ -270,6 +270,16 @@ def _adaptive_max_pool(spatial):
     return pool
 
 
+def _single_query(query, key, value, dropout_p, is_causal, attn_mask):
+    """Whether Kiln lowers this attention natively (codegen/ops/attention.cc):
+    one query per head (a decoding step), float32, equal heads, no dropout,
+    not causal, values at most 1,024 wide."""
+    return (query.dim() == 4 and query.size(2) == 1 and query.size(1) == key.size(1)
+            and value.size(-1) <= 1024 and not dropout_p and not is_causal
+            and query.dtype == key.dtype == value.dtype == torch.float32
+            and (attn_mask is None or attn_mask.dtype == torch.float32))
+
+
 def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *,
                              attn_mask=None, scale=None):
     """What nn.MultiheadAttention and F.scaled_dot_product_attention call on
@@ -279,7 +289,9 @@ def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, 
     layout a view that the kernel's output allows fails (torch.export keeps a
     program's .contiguous() only where the kernel's output needed it). The
     second result is the kernel's: the logsumexp of each query's scaled,
-    masked scores, (N, H, L)."""
+    masked scores, (N, H, L). A single query stays the op Kiln lowers."""
+    if _single_query(query, key, value, dropout_p, is_causal, attn_mask):
+        return NotImplemented
     output, _ = aten._scaled_dot_product_attention_math.default(
         query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
         scale=scale, enable_gqa=query.size(1) != key.size(1))

@@ -1,0 +1,198 @@
+// Single-query attention's kernel (kiln_attention.h) against a
+// double-precision reference, and its bound: keys masked with -inf are never
+// read, shown by placing them in pages that fault when touched.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "codegen/abi/kiln_abi.h"
+#include "codegen/emit/kiln_math.h"
+#include "codegen/emit/kiln_attention.h"
+#include "gtest/gtest.h"
+
+namespace kiln {
+namespace {
+
+constexpr float kMasked = -std::numeric_limits<float>::infinity();
+
+// Chunks of `grain` tasks, in order, on the calling thread.
+void SerialFor(void*, kiln_int64 n, kiln_int64 grain, kiln_parallel_body body, void* closure) {
+  for (kiln_int64 begin = 0; begin < n; begin += grain) {
+    body(closure, begin, begin + grain < n ? begin + grain : n);
+  }
+}
+
+kiln_runtime Runtime() {
+  kiln_runtime rt = {};
+  rt.parallel_for = SerialFor;
+  return rt;
+}
+
+struct Problem {
+  int64_t batch = 1, heads = 1, keys = 0, width = 64, value_width = 64;
+  std::vector<float> query, mask;  // mask: [batch, keys], shared by the heads
+  const float* key = nullptr;      // [batch, heads, keys, width], contiguous
+  const float* value = nullptr;    // [batch, heads, keys, value_width]
+};
+
+// out and lse for every (batch, head) row, in double precision.
+void Reference(const Problem& p, std::vector<float>& out, std::vector<float>& lse) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(p.width));
+  out.assign(p.batch * p.heads * p.value_width, 0.0f);
+  lse.assign(p.batch * p.heads, 0.0f);
+  for (int64_t row = 0; row < p.batch * p.heads; ++row) {
+    const int64_t n = row / p.heads;
+    std::vector<double> scores(p.keys, -INFINITY);
+    double max = -INFINITY;
+    for (int64_t j = 0; j < p.keys; ++j) {
+      if (p.mask[n * p.keys + j] == kMasked) continue;
+      double dot = 0;
+      for (int64_t e = 0; e < p.width; ++e) {
+        dot += double{p.query[row * p.width + e]} * p.key[(row * p.keys + j) * p.width + e];
+      }
+      scores[j] = dot * scale + p.mask[n * p.keys + j];
+      max = std::max(max, scores[j]);
+    }
+    double sum = 0;
+    std::vector<double> acc(p.value_width, 0.0);
+    for (int64_t j = 0; j < p.keys; ++j) {
+      if (scores[j] == -INFINITY) continue;
+      const double weight = std::exp(scores[j] - max);
+      sum += weight;
+      for (int64_t e = 0; e < p.value_width; ++e) {
+        acc[e] += weight * p.value[(row * p.keys + j) * p.value_width + e];
+      }
+    }
+    for (int64_t e = 0; e < p.value_width; ++e) {
+      out[row * p.value_width + e] = sum > 0 ? static_cast<float>(acc[e] / sum) : 0.0f;
+    }
+    lse[row] = static_cast<float>(max + std::log(sum));
+  }
+}
+
+void RunKernel(const Problem& p, std::vector<float>& out, std::vector<float>& lse) {
+  out.assign(p.batch * p.heads * p.value_width, NAN);
+  lse.assign(p.batch * p.heads, NAN);
+  kiln_attention call = {p.batch,
+                         p.heads,
+                         p.keys,
+                         p.width,
+                         p.value_width,
+                         static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.width))),
+                         p.query.data(),
+                         p.key,
+                         p.value,
+                         p.mask.data(),
+                         out.data(),
+                         lse.data(),
+                         {p.heads * p.width, p.width, 1},
+                         {p.heads * p.keys * p.width, p.keys * p.width, p.width, 1},
+                         {p.heads * p.keys * p.value_width, p.keys * p.value_width, p.value_width,
+                          1},
+                         {p.keys, 0, 1},
+                         {p.heads * p.value_width, p.value_width, 1},
+                         {p.heads, 1},
+                         1,
+                         nullptr};
+  const kiln_runtime rt = Runtime();
+  kiln_attention_f32(&rt, &call);
+}
+
+void ExpectClose(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isinf(want[i])) {
+      EXPECT_EQ(got[i], want[i]) << i;
+    } else {
+      EXPECT_NEAR(got[i], want[i], 1e-5 + 1e-5 * std::fabs(want[i])) << i;
+    }
+  }
+}
+
+std::vector<float> Random(size_t count, std::mt19937& random) {
+  std::normal_distribution<float> normal;
+  std::vector<float> values(count);
+  for (float& v : values) v = normal(random);
+  return values;
+}
+
+TEST(KilnAttentionTest, MatchesDoublePrecisionWithAdditiveMasksAndSplitKeys) {
+  std::mt19937 random(7);
+  Problem p;
+  p.batch = 2, p.heads = 3, p.keys = 3000, p.value_width = 40;  // 6 rows: keys split in 2
+  p.query = Random(p.batch * p.heads * p.width, random);
+  const std::vector<float> key = Random(p.batch * p.heads * p.keys * p.width, random);
+  const std::vector<float> value = Random(p.batch * p.heads * p.keys * p.value_width, random);
+  p.key = key.data(), p.value = value.data();
+  p.mask = Random(p.batch * p.keys, random);
+  for (int64_t j = 0; j < p.keys; j += 3) p.mask[j] = kMasked;
+  for (int64_t j = 1600; j < p.keys; ++j) p.mask[p.keys + j] = kMasked;  // a masked range
+  std::vector<float> out, lse, want_out, want_lse;
+  RunKernel(p, out, lse);
+  Reference(p, want_out, want_lse);
+  ExpectClose(out, want_out);
+  ExpectClose(lse, want_lse);
+}
+
+TEST(KilnAttentionTest, AFullyMaskedRowIsZerosWithLogSumExpMinusInfinity) {
+  std::mt19937 random(8);
+  Problem p;
+  p.keys = 2048;
+  p.query = Random(p.width, random);
+  const std::vector<float> key = Random(p.keys * p.width, random);
+  p.key = key.data(), p.value = key.data();
+  p.mask.assign(p.keys, kMasked);
+  std::vector<float> out, lse;
+  RunKernel(p, out, lse);
+  EXPECT_EQ(out, std::vector<float>(p.width, 0.0f));
+  EXPECT_EQ(lse, std::vector<float>{kMasked});
+}
+
+TEST(KilnAttentionTest, KeysAndValuesPastAPrefixMaskAreNeverRead) {
+  // Keys and values of 4,096 positions whose rows from 1,024 on are in
+  // pages that fault when read; a step at position 1,000 masks them.
+  const int64_t keys = 4096, width = 64, readable = 1024, position = 1000;
+  const size_t bytes = keys * width * sizeof(float);
+  auto map = [&] {
+    void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(memory, MAP_FAILED);
+    return static_cast<float*>(memory);
+  };
+  float* key = map();
+  float* value = map();
+  std::mt19937 random(9);
+  const std::vector<float> filled = Random(readable * width * 2, random);
+  std::copy(filled.begin(), filled.begin() + readable * width, key);
+  std::copy(filled.begin() + readable * width, filled.end(), value);
+  const size_t guarded = readable * width * sizeof(float);
+  ASSERT_EQ(guarded % sysconf(_SC_PAGESIZE), 0u);
+  ASSERT_EQ(mprotect(reinterpret_cast<char*>(key) + guarded, bytes - guarded, PROT_NONE), 0);
+  ASSERT_EQ(mprotect(reinterpret_cast<char*>(value) + guarded, bytes - guarded, PROT_NONE), 0);
+
+  Problem p;
+  p.keys = keys;
+  p.query = Random(width, random);
+  p.key = key, p.value = value;
+  p.mask.assign(keys, kMasked);
+  for (int64_t j = 0; j <= position; ++j) p.mask[j] = 0.0f;
+  std::vector<float> out, lse;
+  RunKernel(p, out, lse);  // splits the keys in 8 ranges: 6 of them wholly masked
+
+  Problem prefix = p;  // the same step over the readable keys only
+  prefix.keys = readable;
+  prefix.mask.resize(readable);
+  std::vector<float> want_out, want_lse;
+  Reference(prefix, want_out, want_lse);
+  ExpectClose(out, want_out);
+  ExpectClose(lse, want_lse);
+  munmap(key, bytes);
+  munmap(value, bytes);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,120 @@
+// Single-query attention: aten._scaled_dot_product_flash_attention_for_cpu
+// with one query per (batch, head), as a decoding step asks, becomes one
+// extern call of kiln_attention_f32 (codegen/emit/kiln_attention.h, pasted
+// into the generated source): one pass over the keys with an online
+// softmax, rows and ranges of keys spread across the runtime's threads.
+//
+// The mask is eager's: what F.scaled_dot_product_attention makes of a
+// boolean mask, 0 where a key is kept and -inf where not, or any additive
+// float mask. A key whose mask entry is -inf contributes exp(-inf) = 0 to
+// every sum, so the kernel never reads its key or value: a step at
+// position p of a cache masked by `arange(n) <= p` (or a paged sequence's
+// length) reads p + 1 keys and values, not n. The tracer keeps the op for
+// the cases this rule takes (kiln/_decompositions.py); it decomposes the
+// others (several queries, dropout, causal, other dtypes) into GEMMs and a
+// softmax.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/ops/op_table.h"
+#include "codegen/ops/pointwise_util.h"
+
+namespace kiln::ops {
+namespace {
+
+using ir::Dim;
+using ir::DType;
+
+constexpr int64_t kMaxValueWidth = 1024;  // kiln_attention.h's KILN_ATTENTION_MAX_WIDTH
+
+absl::StatusOr<std::vector<ir::TensorType>> InferAttention(const ir::Node& node,
+                                                           const InputTypes& inputs) {
+  const ir::TensorType &query = *inputs[0], &key = *inputs[1], &value = *inputs[2];
+  for (const ir::TensorType* type : inputs) {
+    if (type->dtype != DType::kFloat32) {
+      return absl::UnimplementedError(absl::StrCat(
+          "single-query attention takes float32 tensors, got ", ir::DTypeName(type->dtype)));
+    }
+  }
+  if (query.rank() != 4 || key.rank() != 4 || value.rank() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expects query, key and value of rank 4 ([batch, heads, length, width]), got ",
+                     Shape(query), ", ", Shape(key), " and ", Shape(value)));
+  }
+  if (query.sizes[2] != Dim::Constant(1)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "attention of ", Shape(query), ": Kiln lowers one query per head (a decoding step); "
+        "trace it through kiln, which decomposes the others"));
+  }
+  if (ScalarArgAsDouble(node, "dropout_p") != 0.0 || BoolArg(node, "is_causal")) {
+    return absl::UnimplementedError(
+        "attention with dropout or is_causal: trace it through kiln, which decomposes it");
+  }
+  const Dim& keys = key.sizes[2];
+  for (int d : {0, 1}) {
+    if (key.sizes[d] != query.sizes[d] || value.sizes[d] != query.sizes[d]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("query ", Shape(query), ", key ", Shape(key), " and value ", Shape(value),
+                       " must agree in batch and heads"));
+    }
+  }
+  if (key.sizes[3] != query.sizes[3] || value.sizes[2] != keys) {
+    return absl::InvalidArgumentError(absl::StrCat("query ", Shape(query), ", key ", Shape(key),
+                                                   " and value ", Shape(value),
+                                                   " must agree in width and keys"));
+  }
+  if (value.sizes[3].is_symbolic() || value.sizes[3].constant > kMaxValueWidth ||
+      query.sizes[3].is_symbolic()) {
+    return absl::UnimplementedError(absl::StrCat("attention with values of width ",
+                                                 Shape(value), ": at most ", kMaxValueWidth,
+                                                 ", static"));
+  }
+  if (inputs.size() == 4) {
+    const ir::TensorType& mask = *inputs[3];
+    const std::vector<Dim> scores = {query.sizes[0], query.sizes[1], query.sizes[2], keys};
+    bool broadcasts = mask.rank() <= 4;
+    for (int d = 0; broadcasts && d < mask.rank(); ++d) {
+      const Dim& size = mask.sizes[d];
+      broadcasts = size == Dim::Constant(1) || size == scores[4 - mask.rank() + d];
+    }
+    if (!broadcasts) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attn_mask ", Shape(mask), " does not broadcast to the scores' [batch, heads, 1, keys] ",
+          Shape(ContiguousType(DType::kFloat32, scores))));
+    }
+  }
+  return std::vector<ir::TensorType>{
+      ContiguousType(DType::kFloat32, {query.sizes[0], query.sizes[1], Dim::Constant(1),
+                                       value.sizes[3]}),
+      ContiguousType(DType::kFloat32, {query.sizes[0], query.sizes[1], Dim::Constant(1)})};
+}
+
+}  // namespace
+
+void RegisterAttentionOps(OpTable& table) {
+  OpDef def;
+  def.name = "aten._scaled_dot_product_flash_attention_for_cpu.default";
+  def.family = "attention";
+  def.dtypes = {DType::kFloat32};
+  def.min_inputs = 3;
+  def.max_inputs = 4;
+  def.args = {{"dropout_p", ArgKind::kFloat, ir::ArgValue(0.0)},
+              {"is_causal", ArgKind::kBool, ir::ArgValue(false)},
+              {"attn_mask", ArgKind::kOptionalTensor, ir::ArgValue(true)},
+              {"scale", ArgKind::kFloat, ir::ArgValue(ir::None{})}};
+  def.infer = InferAttention;
+  def.lower = [](const ir::Graph&,
+                 const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+    std::vector<ir::Definition> definitions(node.outputs.size());
+    for (ir::Definition& definition : definitions) {
+      definition.kind = ir::Definition::Kind::kExtern;
+      definition.function = "attention";
+      definition.operands = node.inputs;
+    }
+    return definitions;
+  };
+  table.Add(std::move(def));
+}
+
+}  // namespace kiln::ops
