@@ -223,6 +223,79 @@ print(json.dumps(keys))
 """
 
 
+class NoisyBlock(torch.nn.Module):
+    """A linear layer, dropout in training, and noise added: ops that draw
+    random numbers between regions Kiln compiles."""
+
+    def __init__(self, width=16):
+        super().__init__()
+        self.linear = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        hidden = torch.nn.functional.dropout(self.linear(x).relu(), 0.5, training=True)
+        return (hidden + 0.1 * torch.randn_like(hidden)).tanh() * torch.rand(())
+
+
+def test_random_ops_run_through_torch_drawing_as_eager_and_strict_refuses_them():
+    torch.manual_seed(0)
+    block, x = NoisyBlock(), torch.randn(4, 16)
+    with torch.no_grad():
+        with pytest.raises(kiln.UnsupportedOpError, match=r"draws random numbers, and a Kiln "
+                           r"artifact is a pure function of its inputs"):
+            kiln.compile(block, [x], strict=True)
+        compiled = compiled_quietly(block, [x])
+        for seed in (1, 2):
+            # The same generator state before each: the same draws, in order.
+            torch.manual_seed(seed)
+            got = compiled(x)
+            torch.manual_seed(seed)
+            assert_matches(got, block(x))
+        assert not torch.equal(got, compiled(x)), "each call draws again"
+    assert len(compiled.segments) >= 2
+    explained = kiln.explain(compiled)
+    assert "(aten.randn_like.default): it draws random numbers" in explained, explained
+
+
+def reads_values(x, y):
+    """Reads tensors' values while tracing: an if on a tensor, .item(), and
+    torch.equal."""
+    scale = x.abs().max().item() + 1.0
+    if (x.sum() > 0).item():
+        out = (x * y).sin() / scale
+    else:
+        out = (x - y).cos() * scale
+    return out + 1.0 if torch.equal(x, y) else out - 1.0
+
+
+def test_a_function_that_reads_values_runs_split_by_dynamo_and_strict_refuses_it():
+    torch._dynamo.reset()
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    with pytest.raises(kiln.UnsupportedOpError, match=r"reads a tensor's value while tracing"):
+        kiln.compile(reads_values, [x, y], strict=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = kiln.compile(reads_values, [x, y])
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 1 and "torch.compile(backend='kiln')" in messages[0], messages
+    for a, b in [(x, y), (-x.abs(), y), (x, x.clone())]:
+        assert_matches(compiled(a, b), reads_values(a, b))
+    explained = kiln.explain(compiled)
+    assert explained.startswith("split by torch.compile: "), explained
+    assert "compiled by Kiln: artifact " in explained, explained
+
+
+def sizes_only(x, y):
+    return torch.broadcast_shapes(x.shape, y.shape), x.shape[0] * 2
+
+
+def test_a_function_returning_only_sizes_returns_them():
+    torch._dynamo.reset()
+    x, y = torch.randn(3, 1), torch.randn(1, 5)
+    compiled = compiled_quietly(sizes_only, [x, y])
+    assert compiled(x, y) == (torch.Size([3, 5]), 6)
+    assert compiled(torch.randn(2, 1), y) == (torch.Size([2, 5]), 4)
+
+
 def test_a_fresh_process_hits_every_segment():
     keys = fresh_process_result(FRESH, HERE)
     assert len(keys) >= 6 and len(set(keys)) == len(keys), keys

@@ -433,9 +433,12 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
                it; "copy" copies such inputs into the traced layout and runs
                the traced artifact, compiling nothing for strides.
     strict:    False (the default) runs the ops Kiln cannot compile (an op
-               its op table lacks, nonzero's data-dependent
-               shape) through torch, and compiles the regions between them,
-               warning once (kiln/_partition.py); True refuses such a graph
+               its op table lacks, nonzero's data-dependent shape, an op
+               that draws random numbers) through torch, and compiles the
+               regions between them, warning once (kiln/_partition.py); a
+               function make_fx cannot trace whole (it reads a tensor's
+               value) runs through torch.compile(backend="kiln"), split
+               there (kiln/_dynamo.py, Split). True refuses such a graph
                (UnsupportedOpError naming the op).
 
     Parameters and buffers of a module become graph inputs; each call passes
@@ -444,7 +447,7 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
     if fallback not in ("raise", "eager"):
         raise ValueError(f"fallback is 'raise' or 'eager', not {fallback!r}")
     _check_on_stride_miss(on_stride_miss)
-    from . import _arguments, _partition, _tracing
+    from . import _arguments, _dynamo, _partition, _tracing
     options = {"dynamic": dynamic, "relations": relations, "name": name, "target": target,
                "on_stride_miss": on_stride_miss}
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
@@ -488,6 +491,8 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
         if fallback == "eager":
             return _Eager(fn, error)
         if isinstance(error, _tracing.TraceError):
+            if not strict and not exported and not _dynamo.compiling():
+                return _split(fn, error, name, target, on_stride_miss)
             raise UnsupportedOpError(str(error)) from error
         raise
     compiled = Compiled(native, lifted, structure, writes, fn, fallback, graph, layout, options)
@@ -611,6 +616,17 @@ def _partitioned(fn, inputs, layout, refused, name, dynamic, relations, target, 
                   f"instead", RuntimeWarning, stacklevel=3)
     return _partition.compile(fn, inputs, layout, name, dynamic=_symbolic(dynamic),
                               relations=relations, target=target, on_stride_miss=on_stride_miss)
+
+
+def _split(fn, error, name, target, on_stride_miss):
+    """fn, which make_fx cannot trace whole (`error`), run by
+    torch.compile(backend="kiln") (kiln._dynamo.Split); warns once."""
+    from . import _dynamo
+    warnings.warn(f"kiln: {name} runs through torch.compile(backend='kiln'), split where make_fx "
+                  f"cannot trace it ({str(error).splitlines()[0]}); kiln.compile(..., "
+                  f"strict=True) refuses it instead", RuntimeWarning, stacklevel=3)
+    return _dynamo.Split(fn, str(error), {"target": target, "on_stride_miss": on_stride_miss,
+                                          "name": name})
 
 
 def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=None,
@@ -756,7 +772,8 @@ def explain(compiled):
     if isinstance(compiled, _Eager):
         return f"running eagerly: {compiled._error}"
     from . import _partition
-    if isinstance(compiled, _partition.Partitioned):
+    from . import _dynamo
+    if isinstance(compiled, (_partition.Partitioned, _dynamo.Split)):
         return compiled.explain()
     artifact = compiled.artifact()
     lines = [f"artifact {artifact.get('key', '')}",

@@ -799,11 +799,15 @@ KILN_OPS |= frozenset(f"aten.{name}" for name in """
 
 
 def _torchs(table):
-    """The entries of torch's decomposition `table` for ops Kiln lacks."""
+    """The entries of torch's decomposition `table` for ops Kiln lacks,
+    but for those that draw random numbers: they stay whole and run through
+    torch, drawing from its generator as eager does (bernoulli's decomposition
+    draws uniforms instead)."""
     def lacks(op):
         namespace, name, overload = str(op).split(".")
         return f"{namespace}.{name.rstrip('_')}.{overload}" not in KILN_OPS
-    return {op: fn for op, fn in table.items() if lacks(op)}
+    return {op: fn for op, fn in table.items()
+            if lacks(op) and torch.Tag.nondeterministic_seeded not in op.tags}
 
 
 # Ops core ATen keeps and Kiln lacks, which torch's full table decomposes.

@@ -96,6 +96,8 @@ def why_torch(node):
     if not isinstance(target, torch._ops.OpOverload):
         return f"{target} is not an ATen op"
     name = str(target)
+    if torch.Tag.nondeterministic_seeded in target.tags:
+        return "it draws random numbers, from torch's generator as in eager"
     if name not in _ops():
         if torch.Tag.dynamic_output_shape in target.tags:
             return "the shape of its result depends on its input's values"

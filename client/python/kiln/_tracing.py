@@ -944,7 +944,13 @@ CHECKS = frozenset([aten._linalg_check_errors.default])
 
 def eliminate_dead_code(graph):
     graph.eliminate_dead_code(is_impure_node=lambda node: node.is_impure() or
-                              node.target in CHECKS)
+                              node.target in CHECKS or _draws(node))
+
+
+def _draws(node):
+    """Whether `node` draws random numbers: it is kept when its result is
+    unused, for torch's generator to advance as in eager."""
+    return torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ())
 
 
 def _refuse_checks(gm):
@@ -961,10 +967,11 @@ def _refuse_random(gm):
     """Refuses ops that draw random numbers (dropout in training mode,
     randn_like, ...): an artifact is a pure function of its inputs."""
     for node in gm.graph.nodes:
-        if torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()):
+        if _draws(node):
             raise TraceError(f"node '{node.name}' ({node.target}) draws random numbers, and a Kiln "
                              f"artifact is a pure function of its inputs: call model.eval() for "
-                             f"dropout, or pass the noise in as an input")
+                             f"dropout, pass the noise in as an input, or compile without "
+                             f"strict=True to draw them through torch")
 
 
 def _module_state(fn):
@@ -1087,7 +1094,6 @@ def trace_module(fn, inputs, arguments=None, write_back=False, tracing_mode=None
             raise
         names, state = _module_state(fn)
         gm, structure = trace_with(names, state)
-    _refuse_random(gm)
     held = _tensors_held_by(fn)
     written = functionalize(gm, held if write_back else None)
     _fold_trace_constants(gm, held)
@@ -1110,6 +1116,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     gm, lifted, structure, writes, half = traced or trace_module(fn, inputs, arguments,
                                                                  write_back)
     _refuse_checks(gm)
+    _refuse_random(gm)
     if weights_seed is not None:
         generator = torch.Generator().manual_seed(weights_seed)
         # Same scale as the originals, so activations stay in range.
