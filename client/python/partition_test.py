@@ -2,6 +2,7 @@
 through torch, and Kiln compiles the regions between them (conftest.py
 starts the kilnd)."""
 import os
+import re
 import sys
 import warnings
 
@@ -294,6 +295,65 @@ def test_a_function_returning_only_sizes_returns_them():
     compiled = compiled_quietly(sizes_only, [x, y])
     assert compiled(x, y) == (torch.Size([3, 5]), 6)
     assert compiled(torch.randn(2, 1), y) == (torch.Size([2, 5]), 4)
+
+
+def seeded_noise(x):
+    """Seeds torch's generator inside the function, as OpInfo's random
+    entries do (wrapper_set_seed), then draws."""
+    torch.manual_seed(42)
+    return x.sin() + torch.randn_like(x)
+
+
+def test_a_function_that_seeds_the_generator_runs_split_by_dynamo_drawing_as_eager():
+    torch._dynamo.reset()
+    x = torch.randn(4, 8)
+    with pytest.raises(kiln.UnsupportedOpError, match=r"calls torch.manual_seed while tracing"):
+        kiln.compile(seeded_noise, [x], strict=True)
+    compiled = compiled_quietly(seeded_noise, [x])
+    torch.manual_seed(0)
+    got, after = compiled(x), torch.rand(3)
+    torch.manual_seed(0)
+    assert_matches(got, seeded_noise(x))
+    assert_matches(after, torch.rand(3))
+
+
+def histogram_then_scale(x, w):
+    """torch.histogram, which fake tensors cannot run, between regions."""
+    counts = torch.histogram(x.tanh() * 2.0, bins=5, range=(-2.0, 2.0)).hist
+    return (counts.unsqueeze(1) * w).relu().sum(0)
+
+
+def test_an_op_fake_tensors_cannot_run_runs_through_torch():
+    x, w = torch.randn(32), torch.randn(5, 3)
+    compiled = compiled_quietly(histogram_then_scale, [x, w])
+    assert_matches(compiled(x, w), histogram_then_scale(x, w))
+    assert len(compiled.segments) == 2
+    assert "(aten.histogram.bin_ct)" in kiln.explain(compiled)
+
+
+def several_indices_written(x, i, j, v):
+    y = x.exp()
+    y[i, j] = v
+    return y * 2.0
+
+
+def integer_division(a, b):
+    return (a * 3) // b + 1
+
+
+@pytest.mark.parametrize("fn, inputs, why", [
+    (several_indices_written,
+     [torch.randn(5, 6), torch.tensor([0, 3]), torch.tensor([1, 5]), torch.randn(2)],
+     "x[i, j] = v with several index tensors: Kiln takes one"),
+    (integer_division, [torch.arange(1, 9), torch.tensor([1, 2, -3, 4, 5, 6, 7, 8])],
+     "an integer division by a tensor or a size"),
+], ids=["index_put", "floor_divide"])
+def test_a_call_kiln_takes_only_some_forms_of_runs_through_torch(fn, inputs, why):
+    with pytest.raises(kiln.UnsupportedOpError, match=re.escape(why)):
+        kiln.compile(fn, inputs, strict=True)
+    compiled = compiled_quietly(fn, inputs)
+    torch.testing.assert_close(compiled(*inputs), fn(*inputs), rtol=1e-5, atol=1e-5)
+    assert why in kiln.explain(compiled)
 
 
 def test_a_fresh_process_hits_every_segment():

@@ -12,6 +12,7 @@ trip when kilnd has compiled it before, else through kilnd (docs/PYTHON.md).
 Importing kiln loads nothing but this file: the C++ extension (and with it
 the client library) loads on first use, so tools that only trace stay light.
 """
+import functools
 import importlib
 import json
 import os
@@ -396,6 +397,19 @@ def _refuse_with_exported(what, **given):
                         f"vary and within what range")
 
 
+def _keeping_generator(function):
+    """`function`, leaving torch's generator as it found it: tracing runs
+    the ops that draw random numbers, and a compile inside a call (a graph
+    Dynamo captured) must not change what the call draws."""
+    @functools.wraps(function)
+    def keeping(*args, **kwargs):
+        import torch
+        with torch.random.fork_rng(devices=[]):
+            return function(*args, **kwargs)
+    return keeping
+
+
+@_keeping_generator
 def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relations=None,
             buckets=None, fallback="raise", name=None, target="native",
             on_stride_miss="specialize", strict=False):
@@ -465,7 +479,8 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
             from . import _export
             graph, lifted, _, structure, writes, layout = _export.trace(program, name)
         else:
-            traced, inputs, layout = _trace_module(fn, example_inputs, example_kwargs)
+            traced, inputs, layout = _trace_module(fn, example_inputs, example_kwargs,
+                                                   declining=not strict)
             if not strict and (refused := _partition.refused_nodes(traced[0])):
                 return _partitioned(fn, inputs, layout, refused, name, dynamic, relations,
                                     target, on_stride_miss)
@@ -582,13 +597,14 @@ def _read_weights(path, layouts):
     return weights
 
 
-def _trace_module(fn, example_inputs, example_kwargs):
+def _trace_module(fn, example_inputs, example_kwargs, declining=False):
     """(_tracing.trace_module's result, the graph's inputs, their layout) of
     fn called with the example arguments, whose tensors are the inputs."""
     from . import _arguments, _tracing
     inputs, layout = _arguments.flatten(_arguments.signature_of(fn), example_inputs,
                                         example_kwargs or {})
-    traced = _tracing.trace_module(fn, inputs, None if layout.plain else layout, write_back=True)
+    traced = _tracing.trace_module(fn, inputs, None if layout.plain else layout, write_back=True,
+                                   declining=declining)
     return traced, inputs, layout
 
 

@@ -12,7 +12,9 @@ ops Kiln's op table has (docs/PYTHON.md, "What the tracer does"):
 
 Each form computes what eager does; kiln_test checks every one against it.
 """
+import contextlib
 import math
+import threading
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +28,30 @@ class TraceError(Exception):
 
 
 aten = torch.ops.aten
+_declining = threading.local()
+
+
+@contextlib.contextmanager
+def declining():
+    """Within (on this thread), a call that a form below cannot take keeps
+    its op whole, for torch to run (kiln/_partition.py), and the dict
+    yielded gets {op: why}; outside, such a call raises TraceError."""
+    outer = getattr(_declining, "reasons", None)
+    _declining.reasons = reasons = {}
+    try:
+        yield reasons
+    finally:
+        _declining.reasons = outer
+
+
+def _decline(op, message):
+    """NotImplemented (the op traced whole) for a call of `op` Kiln's form
+    cannot take, within declining(); else TraceError(message)."""
+    reasons = getattr(_declining, "reasons", None)
+    if reasons is None:
+        raise TraceError(message)
+    reasons[str(op)] = message
+    return NotImplemented
 
 
 def _index(x, indices):
@@ -34,9 +60,10 @@ def _index(x, indices):
     the end, as in eager."""
     dims = [d for d, index in enumerate(indices) if index is not None]
     if any(indices[d].dtype in (torch.bool, torch.uint8) for d in dims):
-        raise TraceError("indexing with a boolean mask (x[mask]) gives a result whose size depends "
-                         "on the data, and Kiln compiles fixed shapes: use torch.where(mask, x, "
-                         "fill), or index with integer positions")
+        return _decline(aten.index.Tensor,
+                        "indexing with a boolean mask (x[mask]) gives a result whose size "
+                        "depends on the data, and Kiln compiles fixed shapes: use "
+                        "torch.where(mask, x, fill), or index with integer positions")
     if x.dtype == torch.bool:  # Kiln's lookups read numbers (transformers' padding masks)
         return _index(x.long(), indices).bool()
     linear = None
@@ -416,9 +443,10 @@ def _max_pool3d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, c
         for o in range(max((span + (step[d] - 1 if ceil_mode else 0)) // step[d] + 1, 0)):
             if all(not 0 <= o * step[d] - pad[d] + k * spread[d] < size
                    for k in range(kernel[d])):
-                raise TraceError(f"max_pool3d: window {o} of dim {d - 3} lies wholly in the "
-                                 f"padding (kernel {kernel}, stride {step}, padding {pad}, "
-                                 f"dilation {spread})")
+                return _decline(aten.max_pool3d_with_indices.default,
+                                f"max_pool3d: window {o} of dim {d - 3} lies wholly in the "
+                                f"padding (kernel {kernel}, stride {step}, padding {pad}, "
+                                f"dilation {spread})")
     torchs = decomposition_table[aten.max_pool3d_with_indices.default]
     return torchs(x, kernel_size, stride, padding, dilation, ceil_mode)
 
@@ -561,13 +589,14 @@ def _index_put(x, indices, values, accumulate=False):
     accumulate an index_add: kernels that write only the rows named."""
     dims = [d for d, index in enumerate(indices) if index is not None]
     if len(dims) != 1:
-        raise TraceError("x[i, j] = v with several index tensors: Kiln takes one")
+        return _decline(aten.index_put.default,
+                        "x[i, j] = v with several index tensors: Kiln takes one")
     dim, index = dims[0], indices[dims[0]]
     if index.dtype in (torch.bool, torch.uint8):
         if accumulate or values.numel() != 1 or \
                 list(index.shape) != list(x.shape[dim:dim + index.dim()]):
-            raise TraceError("x[mask] = v takes a scalar v and a mask of x's shape: use "
-                             "torch.where(mask, v, x)")
+            return _decline(aten.index_put.default, "x[mask] = v takes a scalar v and a mask "
+                            "of x's shape: use torch.where(mask, v, x)")
         mask = index.bool().view([1] * dim + list(index.shape)
                                  + [1] * (x.dim() - dim - index.dim()))
         return torch.where(mask, values.reshape([]).to(x.dtype), x)
@@ -582,7 +611,10 @@ def _index_put(x, indices, values, accumulate=False):
 def _in_place(functional):
     """An in-place op as its functional form written back with copy_, which
     the tracer's functionalize() turns into that result."""
-    return lambda x, *args, **kwargs: x.copy_(functional(x, *args, **kwargs))
+    def in_place(x, *args, **kwargs):
+        result = functional(x, *args, **kwargs)
+        return result if result is NotImplemented else x.copy_(result)
+    return in_place
 
 
 def _hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
@@ -940,9 +972,10 @@ def _embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2.0,
             or include_last_offset or (per_sample_weights is not None and mode != "sum")):
         return NotImplemented  # ATen's form: refused, or eager's error
     if input.dim() != 2 or offsets is not None:
-        raise TraceError("embedding_bag over 1-D indices with offsets (bags of varying size): "
-                         "Kiln takes a 2-D input of bags of one size; pad the shorter bags with "
-                         "padding_idx")
+        return _decline(aten._embedding_bag.default,
+                        "embedding_bag over 1-D indices with offsets (bags of varying size): "
+                        "Kiln takes a 2-D input of bags of one size; pad the shorter bags with "
+                        "padding_idx")
     rows = torch.nn.functional.embedding(input, weight)
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.unsqueeze(-1)

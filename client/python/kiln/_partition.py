@@ -12,7 +12,8 @@ that keep the graph acyclic; each region is a graph module that
 kiln.compile compiles (strict) at its first call, under its own cache key,
 so a fresh process hits each one as it hits any graph.
 
-The function is traced with make_fx's symbolic sizes, so a size that
+The function is traced with make_fx's symbolic sizes (with real tensors, at
+their sizes, when it holds an op fake tensors cannot run), so a size that
 follows a data-dependent op (nonzero's count) is an unbacked SymInt (u0)
 and the ops after it take their sizes from their inputs (aten.sym_size),
 not a number seen once. A region input dim whose size holds such a symbol,
@@ -26,6 +27,7 @@ import re
 import threading
 
 import torch
+from torch._subclasses.fake_tensor import DynamicOutputShapeException, UnsupportedOperatorException
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
@@ -96,6 +98,9 @@ def why_torch(node):
     if not isinstance(target, torch._ops.OpOverload):
         return f"{target} is not an ATen op"
     name = str(target)
+    declined = getattr(node.graph.owning_module, "meta", {}).get("kiln_declined", {})
+    if name in declined:
+        return declined[name]
     if torch.Tag.nondeterministic_seeded in target.tags:
         return "it draws random numbers, from torch's generator as in eager"
     if name not in _ops():
@@ -273,10 +278,19 @@ def compile(fn, inputs, layout, name, *, dynamic, relations, target, on_stride_m
     refuses for an op it takes only some arguments of is split again
     around that op."""
     from . import UnsupportedOpError
+    tracing_mode = "symbolic"
     while True:
-        gm, lifted, structure, writes, _ = _tracing.trace_module(
-            fn, inputs, arguments=None if layout.plain else layout, write_back=True,
-            tracing_mode="symbolic")
+        try:
+            gm, lifted, structure, writes, _ = _tracing.trace_module(
+                fn, inputs, arguments=None if layout.plain else layout, write_back=True,
+                tracing_mode=tracing_mode, declining=True)
+        except (DynamicOutputShapeException, UnsupportedOperatorException):
+            if tracing_mode != "symbolic":
+                raise
+            # An op fake tensors cannot run (geqrf, histogram) or size
+            # (lstsq, ctc_loss): traced with the real inputs, at their sizes.
+            tracing_mode = None
+            continue
         partitioned = _partitioned(gm, lifted, structure, writes, layout, name, dynamic,
                                    {"relations": relations, "target": target,
                                     "on_stride_miss": on_stride_miss})

@@ -62,6 +62,7 @@ import warnings
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
+from . import _decompositions, _random
 from ._decompositions import DECOMPOSITIONS, TraceError, TracingMode  # noqa: F401 (TraceError)
 
 aten = torch.ops.aten
@@ -211,8 +212,9 @@ def _make_fx(fn, inputs, tracing_mode):
     """make_fx(fn)(*inputs) with Kiln's decompositions; a function that
     reads a tensor's value raises TraceError naming its line."""
     try:
-        return make_fx(fn, decomposition_table=DECOMPOSITIONS,
-                       tracing_mode=tracing_mode)(*inputs)
+        with _random.setters_refused():
+            return make_fx(fn, decomposition_table=DECOMPOSITIONS,
+                           tracing_mode=tracing_mode)(*inputs)
     except RuntimeError as error:
         if "get value out of a tracing tensor" not in str(error):
             raise
@@ -668,6 +670,7 @@ def functionalize(gm, held=None):
                 raise TraceError(f"node '{node.name}': no out-of-place form of {node.target}")
             with graph.inserting_after(node):
                 replacement = graph.call_function(overload, node.args, node.kwargs)
+            replacement.meta = dict(node.meta)  # its value: partitioning reads it
         # The in-place node's own result is the mutated tensor: its new value.
         rewire(mutated, replacement, node, {replacement})
         node.replace_all_uses_with(replacement)
@@ -944,13 +947,10 @@ CHECKS = frozenset([aten._linalg_check_errors.default])
 
 def eliminate_dead_code(graph):
     graph.eliminate_dead_code(is_impure_node=lambda node: node.is_impure() or
-                              node.target in CHECKS or _draws(node))
+                              node.target in CHECKS or _random.draws(node))  # as eager draws
 
 
-def _draws(node):
-    """Whether `node` draws random numbers: it is kept when its result is
-    unused, for torch's generator to advance as in eager."""
-    return torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ())
+
 
 
 def _refuse_checks(gm):
@@ -967,7 +967,7 @@ def _refuse_random(gm):
     """Refuses ops that draw random numbers (dropout in training mode,
     randn_like, ...): an artifact is a pure function of its inputs."""
     for node in gm.graph.nodes:
-        if _draws(node):
+        if _random.draws(node):
             raise TraceError(f"node '{node.name}' ({node.target}) draws random numbers, and a Kiln "
                              f"artifact is a pure function of its inputs: call model.eval() for "
                              f"dropout, pass the noise in as an input, or compile without "
@@ -1063,14 +1063,17 @@ def _flat_function(fn, arguments, state_names):
     return call if arguments is None else arguments.named(call, count)
 
 
-def trace_module(fn, inputs, arguments=None, write_back=False, tracing_mode=None):
+def trace_module(fn, inputs, arguments=None, write_back=False, tracing_mode=None,
+                 declining=False):
     """(the graph module that computes the graph's outputs from list(inputs)
     + lifted, lifted, structure, writes, whether it is float16): make_fx's
     graph, functionalized, its weights and buffers lifted into inputs.
     With `write_back`, inputs fn changes in place are outputs too (writes:
     functionalize's); else such a change is refused. `tracing_mode` is
     make_fx's ("symbolic": sizes as SymInts, a data-dependent size an
-    unbacked one); by default "real", or "fake" for float16."""
+    unbacked one); by default "real", or "fake" for float16. With
+    `declining`, a call Kiln's decompositions cannot take is traced whole and
+    gm.meta["kiln_declined"] says why ({op: why}), for partitioning."""
     names, state = _module_state(fn)
     half = any(t.dtype == torch.float16 for t in itertools.chain(inputs, state))
     tracing_mode = tracing_mode or ("fake" if half else "real")
@@ -1087,13 +1090,15 @@ def trace_module(fn, inputs, arguments=None, write_back=False, tracing_mode=None
             traced = _rebinding_as_writes(fn, traced, write_back and not state_names)
         with _changes_undone(fn, inputs):
             return trace_fx(traced, list(inputs) + state, tracing_mode=tracing_mode)
-    try:
-        gm, structure = trace_with(names, state)
-    except FunctionalizeError:
-        if half or not write_back or not isinstance(fn, torch.nn.Module):
-            raise
-        names, state = _module_state(fn)
-        gm, structure = trace_with(names, state)
+    with (_decompositions.declining() if declining else contextlib.nullcontext({})) as declined:
+        try:
+            gm, structure = trace_with(names, state)
+        except FunctionalizeError:
+            if half or not write_back or not isinstance(fn, torch.nn.Module):
+                raise
+            names, state = _module_state(fn)
+            gm, structure = trace_with(names, state)
+    gm.meta["kiln_declined"] = declined
     held = _tensors_held_by(fn)
     written = functionalize(gm, held if write_back else None)
     _fold_trace_constants(gm, held)
