@@ -77,7 +77,7 @@ def solved(a, b, w):
     return torch.relu(x @ w.T) + 1.0
 
 
-def compiled_quietly(fn, inputs, **options):
+def compiled_quietly(fn, inputs=None, **options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return kiln.compile(fn, inputs, **options)
@@ -354,6 +354,25 @@ def test_a_call_kiln_takes_only_some_forms_of_runs_through_torch(fn, inputs, why
     compiled = compiled_quietly(fn, inputs)
     torch.testing.assert_close(compiled(*inputs), fn(*inputs), rtol=1e-5, atol=1e-5)
     assert why in kiln.explain(compiled)
+
+
+def test_an_exported_program_is_partitioned_its_dims_symbolic():
+    torch.manual_seed(0)
+    layer = FourierLayer().eval()
+    batch = torch.export.Dim("batch", min=1, max=16)
+    program = torch.export.export(layer, (torch.randn(4, 8, 32),),
+                                  dynamic_shapes=({0: batch},))
+    with pytest.raises(kiln.UnsupportedOpError, match=r"kiln_test\.spectral_mix\.default"):
+        kiln.compile(program, strict=True)
+    with torch.no_grad():
+        compiled = compiled_quietly(program)
+        before = compiles()
+        for size in (4, 3, 9):
+            x = torch.randn(size, 8, 32)
+            assert_matches(compiled(x), layer(x))
+    assert compiles() == before, "one artifact per segment serves every batch"
+    assert len(compiled.segments) == 2
+    assert "(kiln_test.spectral_mix.default): " in kiln.explain(compiled)
 
 
 def test_a_fresh_process_hits_every_segment():

@@ -494,7 +494,9 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
         try:
             native.prepare()  # compile errors surface here, not at the first call
         except UnsupportedOpError as error:
-            if strict or exported or not error.ops:
+            if not strict and exported:
+                return _exported_partitioned(program, error, name, target, on_stride_miss)
+            if strict or not error.ops:
                 raise
             _partition.refuse(traced[0], error.ops, str(error))  # refused for these arguments
             refused = _partition.refused_nodes(traced[0])
@@ -506,7 +508,9 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
         if fallback == "eager":
             return _Eager(fn, error)
         if isinstance(error, _tracing.TraceError):
-            if not strict and not exported and not _dynamo.compiling():
+            if not strict and exported:
+                return _exported_partitioned(program, error, name, target, on_stride_miss)
+            if not strict and not _dynamo.compiling():
                 return _split(fn, error, name, target, on_stride_miss)
             raise UnsupportedOpError(str(error)) from error
         raise
@@ -632,6 +636,17 @@ def _partitioned(fn, inputs, layout, refused, name, dynamic, relations, target, 
                   f"instead", RuntimeWarning, stacklevel=3)
     return _partition.compile(fn, inputs, layout, name, dynamic=_symbolic(dynamic),
                               relations=relations, target=target, on_stride_miss=on_stride_miss)
+
+
+def _exported_partitioned(program, error, name, target, on_stride_miss):
+    """An ExportedProgram Kiln refused whole (`error`), partitioned: its
+    module compiled as a function is, without strict (kiln/_export.py)."""
+    from . import _export
+    args, kwargs = program.example_inputs
+    dynamic, relations = _export.dims_and_ranges(program)
+    return compile(program.module(), args, example_kwargs=kwargs, dynamic=dynamic or None,
+                   relations=relations or None, name=name, target=target,
+                   on_stride_miss=on_stride_miss)
 
 
 def _split(fn, error, name, target, on_stride_miss):
