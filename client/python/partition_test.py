@@ -356,6 +356,25 @@ def test_a_call_kiln_takes_only_some_forms_of_runs_through_torch(fn, inputs, why
     assert why in kiln.explain(compiled)
 
 
+def doubled_to_sparse(x):
+    return (x * 2.0).to_sparse()
+
+
+def test_sparse_results_and_inputs_run_through_torch():
+    torch._dynamo.reset()
+    x = torch.randn(3, 4).relu()
+    compiled = compiled_quietly(doubled_to_sparse, [x])
+    got = compiled(x)
+    assert got.layout == torch.sparse_coo
+    torch.testing.assert_close(got, doubled_to_sparse(x), rtol=0, atol=0)
+    sparse, dense = x.to_sparse_csr(), torch.randn(4, 5)
+    with pytest.raises(kiln.UnsupportedOpError, match=r"input 0 is a torch.sparse_csr tensor: "
+                       r"Kiln compiles dense \(strided\) tensors"):
+        kiln.compile(torch.mm, [sparse, dense], strict=True)
+    compiled = compiled_quietly(torch.mm, [sparse, dense])
+    assert_matches(compiled(sparse, dense), torch.mm(sparse, dense))
+
+
 def test_an_exported_program_is_partitioned_its_dims_symbolic():
     torch.manual_seed(0)
     layer = FourierLayer().eval()

@@ -604,9 +604,14 @@ def _read_weights(path, layouts):
 def _trace_module(fn, example_inputs, example_kwargs, declining=False):
     """(_tracing.trace_module's result, the graph's inputs, their layout) of
     fn called with the example arguments, whose tensors are the inputs."""
+    import torch
     from . import _arguments, _tracing
     inputs, layout = _arguments.flatten(_arguments.signature_of(fn), example_inputs,
                                         example_kwargs or {})
+    for position, tensor in enumerate(inputs):
+        if tensor.layout is not torch.strided:
+            raise _tracing.TraceError(f"input {position} is a {tensor.layout} tensor: Kiln "
+                                      f"compiles dense (strided) tensors; pass x.to_dense()")
     traced = _tracing.trace_module(fn, inputs, None if layout.plain else layout, write_back=True,
                                    declining=declining)
     return traced, inputs, layout

@@ -117,11 +117,13 @@ def why_torch(node):
 
 
 def refused_nodes(gm):
-    """{node: why} of the nodes of `gm` that run through torch."""
+    """{node: why} of the nodes of `gm` that run through torch (those whose
+    value the trace could not record, a sparse tensor, among them)."""
     reasons = {}
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target is not operator.getitem and \
-                (_tensors(_value(node)) or node.target in _tracing.CHECKS) and \
+                (_tensors(_value(node)) or _value(node) is None or
+                 node.target in _tracing.CHECKS) and \
                 (reason := why_torch(node)) is not None:
             reasons[node] = reason
     return reasons
