@@ -420,8 +420,9 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
     `fn` may be a torch.export.ExportedProgram instead, given alone
     (kiln.compile(ep)): it is compiled as exported, its Dims' symbols
     symbolic and their ranges relations; the result is called as
-    ep.module() is, and refuses sizes outside those ranges (GuardError)
-    (kiln/_export.py).
+    ep.module() is, and refuses sizes outside those ranges (GuardError).
+    One Kiln cannot compile whole is partitioned as a function is, unless
+    strict (kiln/_export.py).
 
     Arguments are tensors, tuples, lists and dicts of them, and plain values
     (None, bools, numbers, strings, dtypes): the graph takes those as

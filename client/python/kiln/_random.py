@@ -26,7 +26,7 @@ def draws(node):
     return torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ())
 
 
-def _refusing(module, name, setter):
+def _refusing(name, setter):
     def refusing_setter(*args, **kwargs):
         if getattr(_tracing, "active", False):
             raise TraceError(f"the function calls torch.{name} while tracing: a Kiln graph "
@@ -43,7 +43,7 @@ def setters_refused():
     with _install_lock:
         if not _installed:
             for module, name in _SETTERS:
-                setattr(module, name, _refusing(module, name, getattr(module, name)))
+                setattr(module, name, _refusing(name, getattr(module, name)))
             _installed = True
     outer = getattr(_tracing, "active", False)
     _tracing.active = True
