@@ -51,7 +51,8 @@ def compiling():
 class Split:
     """What non-strict kiln.compile returns for a function make_fx cannot
     trace whole (it reads a tensor's value: .item(), an if on a tensor,
-    torch.equal; it returns no tensors): torch.compile(backend="kiln") runs
+    torch.equal; it seeds torch's generator; it returns no tensors; it takes
+    a sparse tensor): torch.compile(backend="kiln") runs
     it, Dynamo splitting it at those points and Kiln compiling each graph
     Dynamo captures, partitioned as kiln.compile's; a graph Kiln cannot
     take runs as Dynamo gave it. Call it like the function."""

@@ -6,6 +6,8 @@ An op runs through torch when Kiln's op table (the extension's op_table(),
 what kilnd's type checker reads) lacks it, when a tensor it takes or makes
 has a dtype Kiln lacks, when its output's shape depends on its
 input's values (nonzero, masked_select, unique: torch.Tag.dynamic_output_shape),
+when it draws random numbers (from torch's generator, as eager draws them),
+when Kiln's decomposition of it declined the call (gm.meta["kiln_declined"]),
 or when kilnd refused it before in this process. torch.fx's
 CapabilityBasedPartitioner groups the other ops into the largest regions
 that keep the graph acyclic; each region is a graph module that
