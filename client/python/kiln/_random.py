@@ -1,10 +1,11 @@
 """Random numbers under kiln.compile: ops that draw them run through torch
 (kiln/_partition.py), drawing from torch's generator as eager does, one draw
 per op in program order. A trace records ops, not Python calls, so a function
-that seeds or sets the generator while it is traced (torch.manual_seed,
-torch.set_rng_state) cannot be replayed by its graph: such a call raises
-TraceError while tracing, and kiln.compile runs the function through
-torch.compile(backend="kiln") instead, which keeps those calls in Python."""
+that seeds or sets the generator (torch.manual_seed, torch.set_rng_state) and
+draws cannot be replayed by its graph: its trace raises TraceError, and
+kiln.compile runs it through torch.compile(backend="kiln") instead, which
+keeps those calls in Python. (One that seeds and draws nothing traces as
+before.)"""
 import contextlib
 import threading
 
@@ -26,28 +27,37 @@ def draws(node):
     return torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ())
 
 
-def _refusing(name, setter):
-    def refusing_setter(*args, **kwargs):
-        if getattr(_tracing, "active", False):
-            raise TraceError(f"the function calls torch.{name} while tracing: a Kiln graph "
-                             f"records ops, not changes of torch's generator")
+def _recording(name, setter):
+    def recording_setter(*args, **kwargs):
+        calls = getattr(_tracing, "calls", None)
+        if calls is not None:
+            calls.append(name)
         return setter(*args, **kwargs)
-    refusing_setter.__wrapped__ = setter
-    return refusing_setter
+    recording_setter.__wrapped__ = setter
+    return recording_setter
 
 
 @contextlib.contextmanager
-def setters_refused():
-    """Within (on this thread): the generator's setters raise TraceError."""
+def setters_recorded():
+    """Within (on this thread), the generator's setters called are listed
+    in the list yielded."""
     global _installed
     with _install_lock:
         if not _installed:
             for module, name in _SETTERS:
-                setattr(module, name, _refusing(name, getattr(module, name)))
+                setattr(module, name, _recording(name, getattr(module, name)))
             _installed = True
-    outer = getattr(_tracing, "active", False)
-    _tracing.active = True
+    outer = getattr(_tracing, "calls", None)
+    _tracing.calls = calls = []
     try:
-        yield
+        yield calls
     finally:
-        _tracing.active = outer
+        _tracing.calls = outer
+
+
+def check_replayable(gm, calls):
+    """TraceError when the traced `gm` draws random numbers and the
+    function set the generator while traced (`calls`: setters_recorded's)."""
+    if calls and any(draws(node) for node in gm.graph.nodes):
+        raise TraceError(f"the function calls torch.{calls[0]} while tracing and draws random "
+                         f"numbers: a Kiln graph records ops, not changes of torch's generator")

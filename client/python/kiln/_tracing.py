@@ -212,9 +212,11 @@ def _make_fx(fn, inputs, tracing_mode):
     """make_fx(fn)(*inputs) with Kiln's decompositions; a function that
     reads a tensor's value raises TraceError naming its line."""
     try:
-        with _random.setters_refused():
-            return make_fx(fn, decomposition_table=DECOMPOSITIONS,
-                           tracing_mode=tracing_mode)(*inputs)
+        with _random.setters_recorded() as calls:
+            gm = make_fx(fn, decomposition_table=DECOMPOSITIONS,
+                         tracing_mode=tracing_mode)(*inputs)
+        _random.check_replayable(gm, calls)
+        return gm
     except RuntimeError as error:
         if "get value out of a tracing tensor" not in str(error):
             raise
