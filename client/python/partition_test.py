@@ -2,6 +2,7 @@
 through torch, and Kiln compiles the regions between them (conftest.py
 starts the kilnd)."""
 import os
+import re
 import sys
 import warnings
 
@@ -76,7 +77,7 @@ def solved(a, b, w):
     return torch.relu(x @ w.T) + 1.0
 
 
-def compiled_quietly(fn, inputs, **options):
+def compiled_quietly(fn, inputs=None, **options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return kiln.compile(fn, inputs, **options)
@@ -221,6 +222,176 @@ with torch.no_grad():
         keys += [segment.compiled.artifact()["key"] for segment in compiled.segments]
 print(json.dumps(keys))
 """
+
+
+class NoisyBlock(torch.nn.Module):
+    """A linear layer, dropout in training, and noise added: ops that draw
+    random numbers between regions Kiln compiles."""
+
+    def __init__(self, width=16):
+        super().__init__()
+        self.linear = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        hidden = torch.nn.functional.dropout(self.linear(x).relu(), 0.5, training=True)
+        return (hidden + 0.1 * torch.randn_like(hidden)).tanh() * torch.rand(())
+
+
+def test_random_ops_run_through_torch_drawing_as_eager_and_strict_refuses_them():
+    torch.manual_seed(0)
+    block, x = NoisyBlock(), torch.randn(4, 16)
+    with torch.no_grad():
+        with pytest.raises(kiln.UnsupportedOpError, match=r"draws random numbers, and a Kiln "
+                           r"artifact is a pure function of its inputs"):
+            kiln.compile(block, [x], strict=True)
+        compiled = compiled_quietly(block, [x])
+        for seed in (1, 2):
+            # The same generator state before each: the same draws, in order.
+            torch.manual_seed(seed)
+            got = compiled(x)
+            torch.manual_seed(seed)
+            assert_matches(got, block(x))
+        assert not torch.equal(got, compiled(x)), "each call draws again"
+    assert len(compiled.segments) >= 2
+    explained = kiln.explain(compiled)
+    assert "(aten.randn_like.default): it draws random numbers" in explained, explained
+
+
+def reads_values(x, y):
+    """Reads tensors' values while tracing: an if on a tensor, .item(), and
+    torch.equal."""
+    scale = x.abs().max().item() + 1.0
+    if (x.sum() > 0).item():
+        out = (x * y).sin() / scale
+    else:
+        out = (x - y).cos() * scale
+    return out + 1.0 if torch.equal(x, y) else out - 1.0
+
+
+def test_a_function_that_reads_values_runs_split_by_dynamo_and_strict_refuses_it():
+    torch._dynamo.reset()
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    with pytest.raises(kiln.UnsupportedOpError, match=r"reads a tensor's value while tracing"):
+        kiln.compile(reads_values, [x, y], strict=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = kiln.compile(reads_values, [x, y])
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 1 and "torch.compile(backend='kiln')" in messages[0], messages
+    for a, b in [(x, y), (-x.abs(), y), (x, x.clone())]:
+        assert_matches(compiled(a, b), reads_values(a, b))
+    explained = kiln.explain(compiled)
+    assert explained.startswith("split by torch.compile: "), explained
+    assert "compiled by Kiln: artifact " in explained, explained
+
+
+def sizes_only(x, y):
+    return torch.broadcast_shapes(x.shape, y.shape), x.shape[0] * 2
+
+
+def test_a_function_returning_only_sizes_returns_them():
+    torch._dynamo.reset()
+    x, y = torch.randn(3, 1), torch.randn(1, 5)
+    compiled = compiled_quietly(sizes_only, [x, y])
+    assert compiled(x, y) == (torch.Size([3, 5]), 6)
+    assert compiled(torch.randn(2, 1), y) == (torch.Size([2, 5]), 4)
+
+
+def seeded_noise(x):
+    """Seeds torch's generator inside the function, as OpInfo's random
+    entries do (wrapper_set_seed), then draws."""
+    torch.manual_seed(42)
+    return x.sin() + torch.randn_like(x)
+
+
+def test_a_function_that_seeds_the_generator_runs_split_by_dynamo_drawing_as_eager():
+    torch._dynamo.reset()
+    x = torch.randn(4, 8)
+    with pytest.raises(kiln.UnsupportedOpError, match=r"calls torch.manual_seed while tracing and draws"):
+        kiln.compile(seeded_noise, [x], strict=True)
+    compiled = compiled_quietly(seeded_noise, [x])
+    torch.manual_seed(0)
+    got, after = compiled(x), torch.rand(3)
+    torch.manual_seed(0)
+    assert_matches(got, seeded_noise(x))
+    assert_matches(after, torch.rand(3))
+
+
+def histogram_then_scale(x, w):
+    """torch.histogram, which fake tensors cannot run, between regions."""
+    counts = torch.histogram(x.tanh() * 2.0, bins=5, range=(-2.0, 2.0)).hist
+    return (counts.unsqueeze(1) * w).relu().sum(0)
+
+
+def test_an_op_fake_tensors_cannot_run_runs_through_torch():
+    x, w = torch.randn(32), torch.randn(5, 3)
+    compiled = compiled_quietly(histogram_then_scale, [x, w])
+    assert_matches(compiled(x, w), histogram_then_scale(x, w))
+    assert len(compiled.segments) == 2
+    assert "(aten.histogram.bin_ct)" in kiln.explain(compiled)
+
+
+def several_indices_written(x, i, j, v):
+    y = x.exp()
+    y[i, j] = v
+    return y * 2.0
+
+
+def integer_division(a, b):
+    return (a * 3) // b + 1
+
+
+@pytest.mark.parametrize("fn, inputs, why", [
+    (several_indices_written,
+     [torch.randn(5, 6), torch.tensor([0, 3]), torch.tensor([1, 5]), torch.randn(2)],
+     "x[i, j] = v with several index tensors: Kiln takes one"),
+    (integer_division, [torch.arange(1, 9), torch.tensor([1, 2, -3, 4, 5, 6, 7, 8])],
+     "an integer division by a tensor or a size"),
+], ids=["index_put", "floor_divide"])
+def test_a_call_kiln_takes_only_some_forms_of_runs_through_torch(fn, inputs, why):
+    with pytest.raises(kiln.UnsupportedOpError, match=re.escape(why)):
+        kiln.compile(fn, inputs, strict=True)
+    compiled = compiled_quietly(fn, inputs)
+    torch.testing.assert_close(compiled(*inputs), fn(*inputs), rtol=1e-5, atol=1e-5)
+    assert why in kiln.explain(compiled)
+
+
+def doubled_to_sparse(x):
+    return (x * 2.0).to_sparse()
+
+
+def test_sparse_results_and_inputs_run_through_torch():
+    torch._dynamo.reset()
+    x = torch.randn(3, 4).relu()
+    compiled = compiled_quietly(doubled_to_sparse, [x])
+    got = compiled(x)
+    assert got.layout == torch.sparse_coo
+    torch.testing.assert_close(got, doubled_to_sparse(x), rtol=0, atol=0)
+    sparse, dense = x.to_sparse_csr(), torch.randn(4, 5)
+    with pytest.raises(kiln.UnsupportedOpError, match=r"input 0 is a torch.sparse_csr tensor: "
+                       r"Kiln compiles dense \(strided\) tensors"):
+        kiln.compile(torch.mm, [sparse, dense], strict=True)
+    compiled = compiled_quietly(torch.mm, [sparse, dense])
+    assert_matches(compiled(sparse, dense), torch.mm(sparse, dense))
+
+
+def test_an_exported_program_is_partitioned_its_dims_symbolic():
+    torch.manual_seed(0)
+    layer = FourierLayer().eval()
+    batch = torch.export.Dim("batch", min=1, max=16)
+    program = torch.export.export(layer, (torch.randn(4, 8, 32),),
+                                  dynamic_shapes=({0: batch},))
+    with pytest.raises(kiln.UnsupportedOpError, match=r"kiln_test\.spectral_mix\.default"):
+        kiln.compile(program, strict=True)
+    with torch.no_grad():
+        compiled = compiled_quietly(program)
+        before = compiles()
+        for size in (4, 3, 9):
+            x = torch.randn(size, 8, 32)
+            assert_matches(compiled(x), layer(x))
+    assert compiles() == before, "one artifact per segment serves every batch"
+    assert len(compiled.segments) == 2
+    assert "(kiln_test.spectral_mix.default): " in kiln.explain(compiled)
 
 
 def test_a_fresh_process_hits_every_segment():

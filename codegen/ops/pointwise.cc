@@ -174,7 +174,8 @@ absl::StatusOr<int> Lerp(ExprBuilder& b, const ir::Node& node, const std::vector
 }
 
 // An integer division's divisor: eager raises on a zero one, which a
-// kernel cannot, so it must be a nonzero constant (`other` as a number).
+// kernel cannot, so it must be a nonzero constant (`other` as a number). A
+// tensor divisor is Unimplemented: the client runs that division through torch.
 absl::Status CheckIntegerDivisor(const ir::Node& node, Types types) {
   if (ir::IsFloatingPoint(types.compute)) return absl::OkStatus();
   const auto other = node.args.find("other");
@@ -182,7 +183,7 @@ absl::Status CheckIntegerDivisor(const ir::Node& node, Types types) {
                                ? std::get_if<int64_t>(&other->second)
                                : nullptr;
   if (divisor == nullptr) {
-    return absl::InvalidArgumentError(
+    return absl::UnimplementedError(
         "an integer division by a tensor or a size: eager raises on a zero divisor, which a "
         "kernel cannot; divide by a constant, or in floating point");
   }

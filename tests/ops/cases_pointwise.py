@@ -4,9 +4,9 @@ on contiguous, transposed, broadcast and stride-0 inputs."""
 import torch
 import torch.nn.functional as F
 
-from cases_common import (CLOSE, EXACT, FLOATS, NAMES, SMALL_INTS, ULP, Case, binary, claimed,
-                          edge_pairs, generator, positive, random, refused, sweep, unary,
-                          with_edges)
+from cases_common import (CLOSE, ERROR, EXACT, FLOATS, NAMES, SMALL_INTS, ULP, Case, binary,
+                          claimed, edge_pairs, generator, positive, random, refused, sweep,
+                          unary, with_edges)
 
 SHAPE = (6, 40)
 # Python scalars next to a tensor: ints, floats eager rounds to 16-bit
@@ -346,11 +346,12 @@ def integer_division_cases(claims):
                 if dtype == torch.uint8 and divisor < 0:
                     continue  # eager refuses: it does not fit
                 yield Case(op, dtype, f"by_{divisor}", unary(fn, divisor), [x], EXACT)
+    # By a tensor: Unimplemented (the client runs it through torch).
     op = "aten.floor_divide.default"
     g = generator(op, "refused")
-    yield refused(op, torch.int64, lambda a, b: a,
-                  [random(SHAPE, torch.int64, g), random(SHAPE, torch.int64, g)], (),
-                  "an integer division by a tensor")
+    yield Case(op, torch.int64, "refused", lambda a, b: a,
+               [random(SHAPE, torch.int64, g), random(SHAPE, torch.int64, g)], ERROR,
+               error=("UNIMPLEMENTED", "an integer division by a tensor"), manual=(op, []))
 
 
 def sign_xlogy_lerp_cases(claims):

@@ -12,6 +12,7 @@ trip when kilnd has compiled it before, else through kilnd (docs/PYTHON.md).
 Importing kiln loads nothing but this file: the C++ extension (and with it
 the client library) loads on first use, so tools that only trace stay light.
 """
+import functools
 import json
 import os
 import pkgutil
@@ -184,6 +185,19 @@ def _refuse_with_exported(what, **given):
                         f"vary and within what range")
 
 
+def _keeping_generator(function):
+    """`function`, leaving torch's generator as it found it: tracing runs
+    the ops that draw random numbers, and a compile inside a call (a graph
+    Dynamo captured) must not change what the call draws."""
+    @functools.wraps(function)
+    def keeping(*args, **kwargs):
+        import torch
+        with torch.random.fork_rng(devices=[]):
+            return function(*args, **kwargs)
+    return keeping
+
+
+@_keeping_generator
 def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relations=None,
             buckets=None, fallback="raise", name=None, target="native",
             on_stride_miss="specialize", strict=False):
@@ -194,8 +208,9 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
     `fn` may be a torch.export.ExportedProgram instead, given alone
     (kiln.compile(ep)): it is compiled as exported, its Dims' symbols
     symbolic and their ranges relations; the result is called as
-    ep.module() is, and refuses sizes outside those ranges (GuardError)
-    (kiln/_export.py).
+    ep.module() is, and refuses sizes outside those ranges (GuardError).
+    One Kiln cannot compile whole is partitioned as a function is, unless
+    strict (kiln/_export.py).
 
     Arguments are tensors, tuples, lists and dicts of them, and plain values
     (None, bools, numbers, strings, dtypes): the graph takes those as
@@ -221,9 +236,12 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
                it; "copy" copies such inputs into the traced layout and runs
                the traced artifact, compiling nothing for strides.
     strict:    False (the default) runs the ops Kiln cannot compile (an op
-               its op table lacks, nonzero's data-dependent
-               shape) through torch, and compiles the regions between them,
-               warning once (kiln/_partition.py); True refuses such a graph
+               its op table lacks, nonzero's data-dependent shape, an op
+               that draws random numbers) through torch, and compiles the
+               regions between them, warning once (kiln/_partition.py); a
+               function make_fx cannot trace whole (it reads a tensor's
+               value) runs through torch.compile(backend="kiln"), split
+               there (kiln/_dynamo.py, Split). True refuses such a graph
                (UnsupportedOpError naming the op).
 
     Parameters and buffers of a module become graph inputs; each call passes
@@ -232,7 +250,7 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
     if fallback not in ("raise", "eager"):
         raise ValueError(f"fallback is 'raise' or 'eager', not {fallback!r}")
     _check_on_stride_miss(on_stride_miss)
-    from . import _arguments, _partition, _tracing
+    from . import _arguments, _dynamo, _partition, _tracing
     options = {"dynamic": dynamic, "relations": relations, "name": name, "target": target,
                "on_stride_miss": on_stride_miss}
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
@@ -250,7 +268,8 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
             from . import _export
             graph, lifted, _, structure, writes, layout = _export.trace(program, name)
         else:
-            traced, inputs, layout = _trace_module(fn, example_inputs, example_kwargs)
+            traced, inputs, layout = _trace_module(fn, example_inputs, example_kwargs,
+                                                   declining=not strict)
             if not strict and (refused := _partition.refused_nodes(traced[0])):
                 return _partitioned(fn, inputs, layout, refused, name, dynamic, relations,
                                     target, on_stride_miss)
@@ -264,7 +283,9 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
         try:
             native.prepare()  # compile errors surface here, not at the first call
         except UnsupportedOpError as error:
-            if strict or exported or not error.ops:
+            if not strict and exported:
+                return _exported_partitioned(program, error, name, target, on_stride_miss)
+            if strict or not error.ops:
                 raise
             _partition.refuse(traced[0], error.ops, str(error))  # refused for these arguments
             refused = _partition.refused_nodes(traced[0])
@@ -276,6 +297,10 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
         if fallback == "eager":
             return _Eager(fn, error)
         if isinstance(error, _tracing.TraceError):
+            if not strict and exported:
+                return _exported_partitioned(program, error, name, target, on_stride_miss)
+            if not strict and not _dynamo.compiling():
+                return _split(fn, error, name, target, on_stride_miss)
             raise UnsupportedOpError(str(error)) from error
         raise
     compiled = Compiled(native, lifted, structure, writes, fn, fallback, graph, layout, options)
@@ -294,13 +319,19 @@ def backend(gm, example_inputs, **kwargs):
     return _dynamo.backend(gm, example_inputs, **kwargs)
 
 
-def _trace_module(fn, example_inputs, example_kwargs):
+def _trace_module(fn, example_inputs, example_kwargs, declining=False):
     """(_tracing.trace_module's result, the graph's inputs, their layout) of
     fn called with the example arguments, whose tensors are the inputs."""
+    import torch
     from . import _arguments, _tracing
     inputs, layout = _arguments.flatten(_arguments.signature_of(fn), example_inputs,
                                         example_kwargs or {})
-    traced = _tracing.trace_module(fn, inputs, None if layout.plain else layout, write_back=True)
+    for position, tensor in enumerate(inputs):
+        if tensor.layout is not torch.strided:
+            raise _tracing.TraceError(f"input {position} is a {tensor.layout} tensor: Kiln "
+                                      f"compiles dense (strided) tensors; pass x.to_dense()")
+    traced = _tracing.trace_module(fn, inputs, None if layout.plain else layout, write_back=True,
+                                   declining=declining)
     return traced, inputs, layout
 
 
@@ -328,6 +359,28 @@ def _partitioned(fn, inputs, layout, refused, name, dynamic, relations, target, 
                   f"instead", RuntimeWarning, stacklevel=3)
     return _partition.compile(fn, inputs, layout, name, dynamic=_symbolic(dynamic),
                               relations=relations, target=target, on_stride_miss=on_stride_miss)
+
+
+def _exported_partitioned(program, error, name, target, on_stride_miss):
+    """An ExportedProgram Kiln refused whole (`error`), partitioned: its
+    module compiled as a function is, without strict (kiln/_export.py)."""
+    from . import _export
+    args, kwargs = program.example_inputs
+    dynamic, relations = _export.dims_and_ranges(program)
+    return compile(program.module(), args, example_kwargs=kwargs, dynamic=dynamic or None,
+                   relations=relations or None, name=name, target=target,
+                   on_stride_miss=on_stride_miss)
+
+
+def _split(fn, error, name, target, on_stride_miss):
+    """fn, which make_fx cannot trace whole (`error`), run by
+    torch.compile(backend="kiln") (kiln._dynamo.Split); warns once."""
+    from . import _dynamo
+    warnings.warn(f"kiln: {name} runs through torch.compile(backend='kiln'), split where make_fx "
+                  f"cannot trace it ({str(error).splitlines()[0]}); kiln.compile(..., "
+                  f"strict=True) refuses it instead", RuntimeWarning, stacklevel=3)
+    return _dynamo.Split(fn, str(error), {"target": target, "on_stride_miss": on_stride_miss,
+                                          "name": name})
 
 
 def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=None,
@@ -469,7 +522,8 @@ def explain(compiled):
     if isinstance(compiled, _Eager):
         return f"running eagerly: {compiled._error}"
     from . import _partition
-    if isinstance(compiled, _partition.Partitioned):
+    from . import _dynamo
+    if isinstance(compiled, (_partition.Partitioned, _dynamo.Split)):
         return compiled.explain()
     artifact = compiled.artifact()
     lines = [f"artifact {artifact.get('key', '')}",

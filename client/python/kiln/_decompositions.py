@@ -29,7 +29,7 @@ from ._decompositions_nn import (_adaptive_avg_pool3d, _adaptive_max_pool, _avg_
                                  _nll_loss2d_forward, _nll_loss_backward, _nll_loss_forward,
                                  _reflection_pad, _rrelu_with_noise, _shrink_backward,
                                  _transformer_encoder_layer_fwd)
-from ._errors import TraceError
+from ._errors import TraceError, decline, declining  # noqa: F401 (declining)
 from ._op_forms import DECOMPOSITIONS as _OP_FORMS, _embedding_renorm
 
 
@@ -157,11 +157,15 @@ KILN_OPS |= frozenset(f"aten.{name}" for name in """
 
 
 def _torchs(table):
-    """The entries of torch's decomposition `table` for ops Kiln lacks."""
+    """The entries of torch's decomposition `table` for ops Kiln lacks,
+    but for those that draw random numbers: they stay whole and run through
+    torch, drawing from its generator as eager does (bernoulli's decomposition
+    draws uniforms instead)."""
     def lacks(op):
         namespace, name, overload = str(op).split(".")
         return f"{namespace}.{name.rstrip('_')}.{overload}" not in KILN_OPS
-    return {op: fn for op, fn in table.items() if lacks(op)}
+    return {op: fn for op, fn in table.items()
+            if lacks(op) and torch.Tag.nondeterministic_seeded not in op.tags}
 
 
 # Ops core ATen keeps and Kiln lacks, which torch's full table decomposes.
@@ -293,9 +297,10 @@ def _embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2.0,
     if include_last_offset or (per_sample_weights is not None and mode != "sum"):
         return NotImplemented  # ATen's form: refused, or eager's error
     if input.dim() != 2 or offsets is not None:
-        raise TraceError("embedding_bag over 1-D indices with offsets (bags of varying size): "
-                         "Kiln takes a 2-D input of bags of one size; pad the shorter bags with "
-                         "padding_idx")
+        return decline(aten._embedding_bag.default,
+                       "embedding_bag over 1-D indices with offsets (bags of varying size): "
+                       "Kiln takes a 2-D input of bags of one size; pad the shorter bags with "
+                       "padding_idx")
     if max_norm is not None:  # the rows read renormalized in place first, as eager
         with torch.no_grad():
             weight.copy_(_embedding_renorm(weight, input, max_norm, norm_type))

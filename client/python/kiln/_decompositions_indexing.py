@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from ._errors import TraceError
+from ._errors import TraceError, decline
 
 aten = torch.ops.aten
 
@@ -15,9 +15,10 @@ def _index(x, indices):
     the end, as in eager."""
     dims = [d for d, index in enumerate(indices) if index is not None]
     if any(indices[d].dtype in (torch.bool, torch.uint8) for d in dims):
-        raise TraceError("indexing with a boolean mask (x[mask]) gives a result whose size depends "
-                         "on the data, and Kiln compiles fixed shapes: use torch.where(mask, x, "
-                         "fill), or index with integer positions")
+        return decline(aten.index.Tensor,
+                       "indexing with a boolean mask (x[mask]) gives a result whose size "
+                       "depends on the data, and Kiln compiles fixed shapes: use "
+                       "torch.where(mask, x, fill), or index with integer positions")
     if x.dtype == torch.bool:  # Kiln's lookups read numbers (transformers' padding masks)
         return _index(x.long(), indices).bool()
     linear = None
@@ -167,13 +168,14 @@ def _index_put(x, indices, values, accumulate=False):
     accumulate an index_add: kernels that write only the rows named."""
     dims = [d for d, index in enumerate(indices) if index is not None]
     if len(dims) != 1:
-        raise TraceError("x[i, j] = v with several index tensors: Kiln takes one")
+        return decline(aten.index_put.default,
+                       "x[i, j] = v with several index tensors: Kiln takes one")
     dim, index = dims[0], indices[dims[0]]
     if index.dtype in (torch.bool, torch.uint8):
         if accumulate or values.numel() != 1 or \
                 list(index.shape) != list(x.shape[dim:dim + index.dim()]):
-            raise TraceError("x[mask] = v takes a scalar v and a mask of x's shape: use "
-                             "torch.where(mask, v, x)")
+            return decline(aten.index_put.default, "x[mask] = v takes a scalar v and a mask "
+                           "of x's shape: use torch.where(mask, v, x)")
         mask = index.bool().view([1] * dim + list(index.shape)
                                  + [1] * (x.dim() - dim - index.dim()))
         return torch.where(mask, values.reshape([]).to(x.dtype), x)
@@ -188,4 +190,7 @@ def _index_put(x, indices, values, accumulate=False):
 def _in_place(functional):
     """An in-place op as its functional form written back with copy_, which
     the tracer's functionalize() turns into that result."""
-    return lambda x, *args, **kwargs: x.copy_(functional(x, *args, **kwargs))
+    def in_place(x, *args, **kwargs):
+        result = functional(x, *args, **kwargs)
+        return result if result is NotImplemented else x.copy_(result)
+    return in_place

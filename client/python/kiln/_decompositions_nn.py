@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import _prims_common
 from torch._decomp import decomposition_table
 
-from ._errors import TraceError
+from ._errors import TraceError, decline
 
 aten = torch.ops.aten
 
@@ -178,9 +178,10 @@ def _max_pool3d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, c
         for o in range(max((span + (step[d] - 1 if ceil_mode else 0)) // step[d] + 1, 0)):
             if all(not 0 <= o * step[d] - pad[d] + k * spread[d] < size
                    for k in range(kernel[d])):
-                raise TraceError(f"max_pool3d: window {o} of dim {d - 3} lies wholly in the "
-                                 f"padding (kernel {kernel}, stride {step}, padding {pad}, "
-                                 f"dilation {spread})")
+                return decline(aten.max_pool3d_with_indices.default,
+                               f"max_pool3d: window {o} of dim {d - 3} lies wholly in the "
+                               f"padding (kernel {kernel}, stride {step}, padding {pad}, "
+                               f"dilation {spread})")
     torchs = decomposition_table[aten.max_pool3d_with_indices.default]
     return torchs(x, kernel_size, stride, padding, dilation, ceil_mode)
 

@@ -38,6 +38,56 @@ OPTIONS = {
 }
 
 
+# Set while kiln.compile compiles a graph Dynamo captured: a graph that it
+# cannot trace is then not handed to Dynamo again (Split).
+_compiling = threading.local()
+
+
+def compiling():
+    """Whether this thread is compiling a graph Dynamo captured."""
+    return getattr(_compiling, "active", False)
+
+
+class Split:
+    """What non-strict kiln.compile returns for a function make_fx cannot
+    trace whole (it reads a tensor's value: .item(), an if on a tensor,
+    torch.equal; it seeds torch's generator; it returns no tensors; it takes
+    a sparse tensor): torch.compile(backend="kiln") runs
+    it, Dynamo splitting it at those points and Kiln compiling each graph
+    Dynamo captures, partitioned as kiln.compile's; a graph Kiln cannot
+    take runs as Dynamo gave it. Call it like the function."""
+
+    def __init__(self, fn, reason, options):
+        self.reason = reason
+        self.graphs = []  # each graph Dynamo captured, as the backend took it
+
+        def kiln_backend(gm, example_inputs):
+            graph = backend(gm, example_inputs, options={**options, "fallback": "eager"})
+            self.graphs.append(graph)
+            return graph
+        self._function = torch.compile(fn, backend=kiln_backend)
+
+    def __call__(self, *args, **kwargs):
+        return self._function(*args, **kwargs)
+
+    def explain(self):
+        from . import _Eager, _partition
+        lines = [f"split by torch.compile: {self.reason}",
+                 f"  {len(self.graphs)} graph{'s' * (len(self.graphs) != 1)} captured by Dynamo"]
+        for number, graph in enumerate(self.graphs):
+            compiled = getattr(graph, "compiled", None)
+            if isinstance(compiled, _Eager):
+                text = f"through torch: {compiled._error}"
+            elif isinstance(compiled, _partition.Partitioned):
+                text = compiled.explain().replace("\n", "\n    ")
+            elif compiled is not None:
+                text = f"compiled by Kiln: artifact {compiled.artifact().get('key', '')}"
+            else:
+                text = "computes no tensors, or not called yet"
+            lines.append(f"  graph {number}: {text}")
+        return "\n".join(lines)
+
+
 def backend(gm, example_inputs, *, options=None, mode=None, name=None):
     """Compiles one graph Dynamo captured (docs/PYTHON.md,
     "torch.compile(backend="kiln")"). `options` are OPTIONS' keys; `mode`
@@ -238,10 +288,14 @@ class _Graph:
     def _compile(self, args):
         from . import compile
         options = self._options
-        return compile(self._kernel(), args, dynamic=self.dynamic or None,
-                       relations=self.relations or None, fallback=options["fallback"],
-                       name=self._name, target=options["target"],
-                       on_stride_miss=options["on_stride_miss"], strict=options["strict"])
+        _compiling.active = True
+        try:
+            return compile(self._kernel(), args, dynamic=self.dynamic or None,
+                           relations=self.relations or None, fallback=options["fallback"],
+                           name=self._name, target=options["target"],
+                           on_stride_miss=options["on_stride_miss"], strict=options["strict"])
+        finally:
+            _compiling.active = False
 
     @property
     def compiled(self):

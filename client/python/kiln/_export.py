@@ -12,6 +12,11 @@ inputs are the graph's first inputs, in the order the call passes them
 in the graph signature's order. Its user outputs are the graph's outputs,
 and the buffers and inputs it mutates follow them, written back after each
 call as kiln.compile's trace writes them.
+
+A program Kiln cannot compile whole (an op Kiln lacks, one that draws random
+numbers) is partitioned as kiln.compile partitions a function: ep.module()
+traced with its example inputs, each Dim's dims a Kiln symbol of its name
+bounded by its range (dims_and_ranges).
 """
 import torch
 from torch._guards import detect_fake_mode
@@ -131,3 +136,25 @@ def trace(ep, name):
             graph.relations.append(SymbolRelation(range=relation))
     _graph.alias_writes(graph, writes)
     return graph, lifted, names, structure, writes, layout
+
+
+def dims_and_ranges(ep):
+    """(kiln.compile's `dynamic`, its `relations`) of ep's user inputs: each
+    dim whose size is a Dim's symbol, and those symbols' ranges."""
+    by_name = {node.name: node for node in ep.graph.nodes if node.op == "placeholder"}
+    users = [spec for spec in ep.graph_signature.input_specs
+             if spec.kind == InputKind.USER_INPUT]
+    values = [by_name[spec.arg.name].meta.get("val") for spec in users]
+    dynamic = {}
+    for position, value in enumerate(v for v in values if isinstance(v, torch.Tensor)):
+        for dim, size in enumerate(value.shape):
+            if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
+                dynamic.setdefault(position, {})[dim] = str(size.node.expr)
+    named = {symbol for dims in dynamic.values() for symbol in dims.values()}
+    relations = []
+    for symbol, bound in ep.range_constraints.items():
+        if str(symbol) in named and bound.lower > 0:
+            relations.append(f"{symbol} >= {int(bound.lower)}")
+        if str(symbol) in named and bound.upper != int_oo:
+            relations.append(f"{symbol} <= {int(bound.upper)}")
+    return dynamic, relations

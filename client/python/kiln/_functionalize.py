@@ -9,6 +9,7 @@ import warnings
 
 import torch
 
+from . import _random
 from ._decompositions import TraceError
 from ._graph import BATCH_NORM
 
@@ -282,6 +283,7 @@ def functionalize(gm, held=None):
                 raise TraceError(f"node '{node.name}': no out-of-place form of {node.target}")
             with graph.inserting_after(node):
                 replacement = graph.call_function(overload, node.args, node.kwargs)
+            replacement.meta = dict(node.meta)  # its value: partitioning reads it
         # The in-place node's own result is the mutated tensor: its new value.
         rewire(mutated, replacement, node, {replacement})
         node.replace_all_uses_with(replacement)
@@ -393,7 +395,7 @@ CHECKS = frozenset([aten._linalg_check_errors.default])
 
 def eliminate_dead_code(graph):
     graph.eliminate_dead_code(is_impure_node=lambda node: node.is_impure() or
-                              node.target in CHECKS)
+                              node.target in CHECKS or _random.draws(node))  # as eager draws
 
 
 def _module_tensors(module):

@@ -6,13 +6,16 @@ An op runs through torch when Kiln's op table (the extension's op_table(),
 what kilnd's type checker reads) lacks it, when a tensor it takes or makes
 has a dtype Kiln lacks, when its output's shape depends on its
 input's values (nonzero, masked_select, unique: torch.Tag.dynamic_output_shape),
+when it draws random numbers (from torch's generator, as eager draws them),
+when Kiln's decomposition of it declined the call (gm.meta["kiln_declined"]),
 or when kilnd refused it before in this process. torch.fx's
 CapabilityBasedPartitioner groups the other ops into the largest regions
 that keep the graph acyclic; each region is a graph module that
 kiln.compile compiles (strict) at its first call, under its own cache key,
 so a fresh process hits each one as it hits any graph.
 
-The function is traced with make_fx's symbolic sizes, so a size that
+The function is traced with make_fx's symbolic sizes (with real tensors, at
+their sizes, when it holds an op fake tensors cannot run), so a size that
 follows a data-dependent op (nonzero's count) is an unbacked SymInt (u0)
 and the ops after it take their sizes from their inputs (aten.sym_size),
 not a number seen once. A region input dim whose size holds such a symbol,
@@ -26,6 +29,7 @@ import re
 import threading
 
 import torch
+from torch._subclasses.fake_tensor import DynamicOutputShapeException, UnsupportedOperatorException
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
@@ -96,6 +100,11 @@ def why_torch(node):
     if not isinstance(target, torch._ops.OpOverload):
         return f"{target} is not an ATen op"
     name = str(target)
+    declined = getattr(node.graph.owning_module, "meta", {}).get("kiln_declined", {})
+    if name in declined:
+        return declined[name]
+    if torch.Tag.nondeterministic_seeded in target.tags:
+        return "it draws random numbers, from torch's generator as in eager"
     if name not in _ops():
         if torch.Tag.dynamic_output_shape in target.tags:
             return "the shape of its result depends on its input's values"
@@ -110,11 +119,13 @@ def why_torch(node):
 
 
 def refused_nodes(gm):
-    """{node: why} of the nodes of `gm` that run through torch."""
+    """{node: why} of the nodes of `gm` that run through torch (those whose
+    value the trace could not record, a sparse tensor, among them)."""
     reasons = {}
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target is not operator.getitem and \
-                (_tensors(_value(node)) or node.target in _functionalize.CHECKS) and \
+                (_tensors(_value(node)) or _value(node) is None or
+                 node.target in _functionalize.CHECKS) and \
                 (reason := why_torch(node)) is not None:
             reasons[node] = reason
     return reasons
@@ -271,10 +282,19 @@ def compile(fn, inputs, layout, name, *, dynamic, relations, target, on_stride_m
     refuses for an op it takes only some arguments of is split again
     around that op."""
     from . import UnsupportedOpError
+    tracing_mode = "symbolic"
     while True:
-        gm, lifted, structure, writes, _ = _tracing.trace_module(
-            fn, inputs, arguments=None if layout.plain else layout, write_back=True,
-            tracing_mode="symbolic")
+        try:
+            gm, lifted, structure, writes, _ = _tracing.trace_module(
+                fn, inputs, arguments=None if layout.plain else layout, write_back=True,
+                tracing_mode=tracing_mode, declining=True)
+        except (DynamicOutputShapeException, UnsupportedOperatorException):
+            if tracing_mode != "symbolic":
+                raise
+            # An op fake tensors cannot run (geqrf, histogram) or size
+            # (lstsq, ctc_loss): traced with the real inputs, at their sizes.
+            tracing_mode = None
+            continue
         partitioned = _partitioned(gm, lifted, structure, writes, layout, name, dynamic,
                                    {"relations": relations, "target": target,
                                     "on_stride_miss": on_stride_miss})

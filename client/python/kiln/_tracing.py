@@ -58,7 +58,7 @@ import traceback
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from . import _symbols
+from . import _decompositions, _random, _symbols
 from ._decompositions import DECOMPOSITIONS, TraceError, TracingMode  # noqa: F401 (TraceError)
 from ._fake_shapes import fake_shapes
 from ._functionalize import (CHECKS, _changes_undone, _fold_trace_constants, _is_in_place,
@@ -179,9 +179,11 @@ def _make_fx(fn, inputs, tracing_mode):
     """make_fx(fn)(*inputs) with Kiln's decompositions; a function that
     reads a tensor's value raises TraceError naming its line."""
     try:
-        with fake_shapes():
-            return make_fx(fn, decomposition_table=DECOMPOSITIONS,
-                           tracing_mode=tracing_mode)(*inputs)
+        with fake_shapes(), _random.setters_recorded() as calls:
+            gm = make_fx(fn, decomposition_table=DECOMPOSITIONS,
+                         tracing_mode=tracing_mode)(*inputs)
+        _random.check_replayable(gm, calls)
+        return gm
     except RuntimeError as error:
         if "get value out of a tracing tensor" not in str(error):
             raise
@@ -297,15 +299,11 @@ def _refuse_random(gm):
     """Refuses ops that draw random numbers (dropout in training mode,
     randn_like, ...): an artifact is a pure function of its inputs."""
     for node in gm.graph.nodes:
-        # Attention's schema may draw (dropout); the form Kiln keeps does not.
-        attention = node.target == torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
-        if attention and not node.kwargs.get("dropout_p", node.args[3] if len(node.args) > 3
-                                              else 0.0):
-            continue
-        if torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()):
+        if _random.draws(node):
             raise TraceError(f"node '{node.name}' ({node.target}) draws random numbers, and a Kiln "
                              f"artifact is a pure function of its inputs: call model.eval() for "
-                             f"dropout, or pass the noise in as an input")
+                             f"dropout, pass the noise in as an input, or compile without "
+                             f"strict=True to draw them through torch")
 
 
 def _module_state(fn):
@@ -384,14 +382,17 @@ def _flat_function(fn, arguments, state_names):
     return call if arguments is None else arguments.named(call, count)
 
 
-def trace_module(fn, inputs, arguments=None, write_back=False, tracing_mode=None):
+def trace_module(fn, inputs, arguments=None, write_back=False, tracing_mode=None,
+                 declining=False):
     """(the graph module that computes the graph's outputs from list(inputs)
     + lifted, lifted, structure, writes, whether it is float16): make_fx's
     graph, functionalized, its weights and buffers lifted into inputs.
     With `write_back`, inputs fn changes in place are outputs too (writes:
     functionalize's); else such a change is refused. `tracing_mode` is
     make_fx's ("symbolic": sizes as SymInts, a data-dependent size an
-    unbacked one); by default "real", or "fake" for float16."""
+    unbacked one); by default "real", or "fake" for float16. With
+    `declining`, a call Kiln's decompositions cannot take is traced whole and
+    gm.meta["kiln_declined"] says why ({op: why}), for partitioning."""
     names, state = _module_state(fn)
     half = any(t.dtype == torch.float16 for t in itertools.chain(inputs, state))
     tracing_mode = tracing_mode or ("fake" if half else "real")
@@ -408,14 +409,15 @@ def trace_module(fn, inputs, arguments=None, write_back=False, tracing_mode=None
             traced = _rebinding_as_writes(fn, traced, write_back and not state_names)
         with _changes_undone(fn, inputs):
             return trace_fx(traced, list(inputs) + state, tracing_mode=tracing_mode)
-    try:
-        gm, structure = trace_with(names, state)
-    except FunctionalizeError:
-        if half or not write_back or not isinstance(fn, torch.nn.Module):
-            raise
-        names, state = _module_state(fn)
-        gm, structure = trace_with(names, state)
-    _refuse_random(gm)
+    with (_decompositions.declining() if declining else contextlib.nullcontext({})) as declined:
+        try:
+            gm, structure = trace_with(names, state)
+        except FunctionalizeError:
+            if half or not write_back or not isinstance(fn, torch.nn.Module):
+                raise
+            names, state = _module_state(fn)
+            gm, structure = trace_with(names, state)
+    gm.meta["kiln_declined"] = declined
     held = _tensors_held_by(fn)
     written = functionalize(gm, held if write_back else None)
     _fold_trace_constants(gm, held)
@@ -438,6 +440,7 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     gm, lifted, structure, writes, half = traced or trace_module(fn, inputs, arguments,
                                                                  write_back)
     _refuse_checks(gm)
+    _refuse_random(gm)
     if weights_seed is not None:
         generator = torch.Generator().manual_seed(weights_seed)
         # Same scale as the originals, so activations stay in range.
