@@ -1,6 +1,8 @@
 // Single-query attention's kernel (kiln_attention.h) against a
 // double-precision reference, and its bound: keys masked with -inf are never
 // read, shown by placing them in pages that fault when touched.
+#include "codegen/emit/kiln_attention.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,9 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "codegen/abi/kiln_abi.h"
+#include "abi/kiln_abi.h"
 #include "codegen/emit/kiln_math.h"
-#include "codegen/emit/kiln_attention.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -78,27 +79,27 @@ void Reference(const Problem& p, std::vector<float>& out, std::vector<float>& ls
 void RunKernel(const Problem& p, std::vector<float>& out, std::vector<float>& lse) {
   out.assign(p.batch * p.heads * p.value_width, NAN);
   lse.assign(p.batch * p.heads, NAN);
-  kiln_attention call = {p.batch,
-                         p.heads,
-                         p.keys,
-                         p.width,
-                         p.value_width,
-                         static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.width))),
-                         p.query.data(),
-                         p.key,
-                         p.value,
-                         p.mask.data(),
-                         out.data(),
-                         lse.data(),
-                         {p.heads * p.width, p.width, 1},
-                         {p.heads * p.keys * p.width, p.keys * p.width, p.width, 1},
-                         {p.heads * p.keys * p.value_width, p.keys * p.value_width, p.value_width,
-                          1},
-                         {p.keys, 0, 1},
-                         {p.heads * p.value_width, p.value_width, 1},
-                         {p.heads, 1},
-                         1,
-                         nullptr};
+  kiln_attention call = {
+      p.batch,
+      p.heads,
+      p.keys,
+      p.width,
+      p.value_width,
+      static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.width))),
+      p.query.data(),
+      p.key,
+      p.value,
+      p.mask.data(),
+      out.data(),
+      lse.data(),
+      {p.heads * p.width, p.width, 1},
+      {p.heads * p.keys * p.width, p.keys * p.width, p.width, 1},
+      {p.heads * p.keys * p.value_width, p.keys * p.value_width, p.value_width, 1},
+      {p.keys, 0, 1},
+      {p.heads * p.value_width, p.value_width, 1},
+      {p.heads, 1},
+      1,
+      nullptr};
   const kiln_runtime rt = Runtime();
   kiln_attention_f32(&rt, &call);
 }
