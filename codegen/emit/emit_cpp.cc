@@ -576,6 +576,7 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInput
   }
   if (definition.function == "fft") return EmitFftCall(kernel, in);
   if (definition.function == "linalg") return EmitLinalgCall(kernel, in);
+  if (definition.function == "linalg_check") return EmitLinalgCheck(kernel, in);
   if (definition.function == "select_rows") return EmitSelectCall(kernel, in);
   if (definition.function != "mm" && definition.function != "bmm") {
     return absl::InternalError(absl::StrCat("unknown extern '", definition.function, "'"));

@@ -26,6 +26,8 @@ const OpTable& OpTable::Get() {
     RegisterWriteOps(*built);
     RegisterSpecialOps(*built);
     RegisterLinalgOps(*built);
+    RegisterSpectralOps(*built);
+    RegisterLinalgCheckOps(*built);
     RegisterScatterOps(*built);
     RegisterSortingOps(*built);
     RegisterIntegerOps(*built);

@@ -79,6 +79,10 @@ struct OpDef {
   // element of its broadcast operands (passes/transpose_linear.h).
   std::string family;
   std::vector<ir::DType> dtypes;  // dtypes lowering supports
+  // Kept though nothing reads its results: it can stop the run with an
+  // error (_linalg_check_errors). Canonicalize keeps it as it keeps the
+  // graph's outputs.
+  bool effect = false;
 };
 
 class OpTable {
@@ -111,7 +115,9 @@ void RegisterComplexOps(OpTable& table);  // complex.cc, fft.cc
 void RegisterWriteOps(OpTable& table);    // writes.cc: index_copy, scatter
 void RegisterSpecialOps(OpTable& table);
 void RegisterLinalgOps(OpTable& table);
-void RegisterScatterOps(OpTable& table);  // scatter_reduce.cc
+void RegisterSpectralOps(OpTable& table);     // svd.cc: SVD, eigh
+void RegisterLinalgCheckOps(OpTable& table);  // linalg_check.cc
+void RegisterScatterOps(OpTable& table);      // scatter_reduce.cc
 void RegisterSortingOps(OpTable& table);
 void RegisterIntegerOps(OpTable& table);
 void RegisterIeeeOps(OpTable& table);

@@ -20,6 +20,8 @@ from torch import _prims_common
 from torch._decomp import core_aten_decompositions, decomposition_table, get_decompositions
 from torch.overrides import TorchFunctionMode
 
+from . import _linalg
+
 
 class TraceError(Exception):
     """A graph Kiln cannot take, with a message naming the node."""
@@ -761,6 +763,7 @@ KILN_OPS |= frozenset(f"aten.{name}" for name in """
     cholesky_solve.default linalg_cholesky_ex.default linalg_inv_ex.default linalg_lu.default
     linalg_lu_factor_ex.default linalg_lu_solve.default linalg_solve_triangular.default
     triangular_solve.default
+    _linalg_svd.default _linalg_eigh.default
 """.split())
 # The index and scatter family (codegen/ops/scatter_reduce.cc).
 KILN_OPS |= {f"aten.{name}" for name in """
@@ -900,6 +903,8 @@ DECOMPOSITIONS = {
     aten.col2im.default: _col2im,
     # torch's is 9 nodes to these 3 (maximum, then minimum, as eager).
     aten.clamp.Tensor: _clamp_tensor,
+    # Eager's, over the SVD and eigh (kiln/_linalg.py).
+    aten.linalg_pinv.atol_rtol_tensor: _linalg.pinv,
 }
 
 

@@ -851,6 +851,8 @@ def to_kiln(gm, inputs, name, symbols=None, results=None):
         return node if isinstance(results[node], (torch.Tensor, tuple, list)) else results[node]
 
     for node in gm.graph.nodes:
+        if node.target in CHECKS:  # no result: Kiln's is a 0-dim int32 nothing reads
+            results[node] = torch.zeros((), dtype=torch.int32)
         if node.op != "call_function" or not isinstance(results[node], (torch.Tensor, tuple, list)):
             continue  # sizes, and runtime asserts on them (None)
         if node.target is operator.getitem:
@@ -937,24 +939,13 @@ def trace_graph(fn, inputs, name, symbolic=None, relations=None, arguments=None,
 
 # Ops that return nothing and raise eager's error when a value they read says
 # so (linalg.inv's check of its info result, a singular matrix): dead-code
-# elimination keeps them, so that a graph holding one is refused, or with
-# partitioning runs it through torch.
+# elimination keeps them, and so does Kiln (codegen/ops/linalg_check.cc).
 CHECKS = frozenset([aten._linalg_check_errors.default])
 
 
 def eliminate_dead_code(graph):
     graph.eliminate_dead_code(is_impure_node=lambda node: node.is_impure() or
                               node.target in CHECKS)
-
-
-def _refuse_checks(gm):
-    for node in gm.graph.nodes:
-        if node.target in CHECKS:
-            raise TraceError(f"node '{node.name}' ({node.target}) raises eager's error when a "
-                             f"matrix is singular or not positive definite, and a Kiln artifact "
-                             f"cannot raise: call the _ex form (torch.linalg.inv_ex) and check "
-                             f"its info, or compile without strict=True to run the check through "
-                             f"torch")
 
 
 def _refuse_random(gm):
@@ -1109,7 +1100,6 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     shapes."""
     gm, lifted, structure, writes, half = traced or trace_module(fn, inputs, arguments,
                                                                  write_back)
-    _refuse_checks(gm)
     if weights_seed is not None:
         generator = torch.Generator().manual_seed(weights_seed)
         # Same scale as the originals, so activations stay in range.
