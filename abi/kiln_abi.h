@@ -21,13 +21,16 @@
  * no oneDNN for a convolution), and KILN_RUN_INDEX_ERROR when an index
  * tensor named a position outside its dim (after calling the runtime's
  * index_error on the calling thread; the kernel that checks it has written
- * nothing).
+ * nothing), and KILN_RUN_LINALG_ERROR when a LAPACK call's info said its
+ * matrix was singular (or not positive definite, or did not converge) where
+ * eager raises (after calling the runtime's linalg_error).
  */
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
-#define KILN_ABI_VERSION 9
+#define KILN_ABI_VERSION 10
 #define KILN_RUN_INDEX_ERROR 3
+#define KILN_RUN_LINALG_ERROR 4
 
 typedef long long kiln_int64;
 typedef unsigned int kiln_uint32;
@@ -196,6 +199,13 @@ typedef struct kiln_runtime {
                        void* const* results);
   /* kiln_select above, rows spread across the runtime's threads. */
   void (*select_rows)(void* context, const kiln_select* select, const void* x, kiln_int64* out);
+  /* Told, on the thread that called kiln_run, that the LAPACK info of
+   * matrix `batch_index` (-1: the op's one matrix) of the op `api_name`
+   * ("linalg.inv", as eager's _linalg_check_errors names it) is `info`,
+   * not 0; kiln_run then returns KILN_RUN_LINALG_ERROR. `api_name` is a
+   * static string. */
+  void (*linalg_error)(void* context, const char* api_name, kiln_int64 batch_index,
+                       kiln_int32 info);
 } kiln_runtime;
 
 /* Transcendentals: one named source for every artifact (the client
@@ -250,15 +260,16 @@ enum {
   KILN_LINALG_ORMQR,
   KILN_LINALG_LSTSQ,
   KILN_LINALG_MATRIX_EXP,
+  KILN_LINALG_EIGH,
   KILN_LINALG_COUNT
 };
 /* kiln_linalg.flags. */
 enum {
-  KILN_LINALG_UPPER = 1,   /* the upper triangle holds the factor (else the lower) */
+  KILN_LINALG_UPPER = 1,   /* the upper triangle holds the factor, or EIGH's A (else the lower) */
   KILN_LINALG_UNIT = 2,    /* a triangular solve's diagonal is taken as ones */
   KILN_LINALG_ADJOINT = 4, /* solve A^T X = B (LU_SOLVE); Q^T C (ORMQR) */
   KILN_LINALG_FULL = 8,    /* SVD: U m x m and Vh n x n (else m x k and k x n) */
-  KILN_LINALG_VECTORS = 16, /* SVD: U and Vh too (else S only) */
+  KILN_LINALG_VECTORS = 16, /* SVD: U and Vh too (else S only); EIGH: the eigenvectors too */
   KILN_LINALG_GELS = 32,    /* LSTSQ's driver (gelsy without one of these) */
   KILN_LINALG_GELSD = 64,
   KILN_LINALG_GELSS = 128

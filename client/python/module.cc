@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/client.h"
 #include "client/compiled_graph.h"
+#include "client/runtime/linalg_errors.h"
 #include "client/runtime/runtime.h"
 #include "client/tensor.h"
 #include "codegen/ops/op_table.h"
@@ -40,6 +41,7 @@ PyObject* kiln_error = nullptr;            // kiln.KilnError(RuntimeError): the 
 PyObject* unsupported_op_error = nullptr;  // Unimplemented: an op or dtype Kiln lacks
 PyObject* guard_error = nullptr;           // FailedPrecondition: inputs the guards refuse
 PyObject* daemon_unavailable = nullptr;    // Unavailable, or unanswered: no kilnd to ask
+PyObject* linalg_error = nullptr;          // torch.linalg.LinAlgError (runtime/linalg_errors.h)
 
 [[noreturn]] void Raise(const absl::Status& status) {
   PyObject* type = kiln_error;
@@ -49,6 +51,9 @@ PyObject* daemon_unavailable = nullptr;    // Unavailable, or unanswered: no kil
       break;
     case absl::StatusCode::kFailedPrecondition:
       if (IsGuardMiss(status)) type = guard_error;
+      if (const char* eager = EagerErrorType(status)) {  // a singular matrix, as eager's
+        type = std::string(eager) == "LinAlgError" ? linalg_error : PyExc_RuntimeError;
+      }
       break;
     case absl::StatusCode::kUnavailable:
       type = daemon_unavailable;
@@ -401,6 +406,8 @@ PYBIND11_MODULE(_kiln, module) {
   unsupported_op_error = py::object(package.attr("UnsupportedOpError")).release().ptr();
   guard_error = py::object(package.attr("GuardError")).release().ptr();
   daemon_unavailable = py::object(package.attr("DaemonUnavailable")).release().ptr();
+  linalg_error =
+      py::object(py::module_::import("torch.linalg").attr("LinAlgError")).release().ptr();
 
   // Kiln's kernels run on torch's intra-op threads, as many as
   // torch.get_num_threads() (client/runtime/thread_pool.h).

@@ -50,6 +50,49 @@ UNCHECKED_VALUES = {
     "empty", "empty_like", "empty_permuted", "empty_strided", "new_empty", "new_empty_strided",
 }
 
+
+
+def _signs(got, want):
+    """The sign of each column of `got` (vectors along dim -2) that makes it
+    agree with `want`'s."""
+    import torch
+    return torch.where((got * want).sum(-2, keepdim=True) < 0, -1, 1).to(got.dtype)
+
+
+def _svd_form(vectors_as_rows):
+    """(U, S, V or Vh) as what is unique: S; the first k = len(S) columns of
+    U and of V, each pair's sign aligned to eager's U (flipping U's column
+    and V's flips neither U diag(S) V^T nor the match); and the projector
+    onto the rest of each (full_matrices' complement, any basis of it)."""
+    def form(got, want):
+        u, s, v = got
+        want_u = want[0]
+        if vectors_as_rows:
+            v = v.mT
+        k = s.shape[-1]
+        signs = _signs(u[..., :k], want_u[..., :k])
+        return (s, u[..., :k] * signs, v[..., :k] * signs, u[..., k:] @ u[..., k:].mT,
+                v[..., k:] @ v[..., k:].mT)
+    return form
+
+
+def _eigh_form(got, want):
+    """(eigenvalues, eigenvectors) with each vector's sign aligned to eager's."""
+    values, vectors = got
+    return values, vectors * _signs(vectors, want[1])
+
+
+# Results unique only up to the sign of each singular or eigen vector:
+# eager's LAPACK (MKL in the pip wheels) and Kiln's (OpenBLAS) choose
+# differently, so these compare as torch's own test_linalg does, in the form
+# the entry's function gives (got and eager's want -> what is unique), both
+# sides alike.
+UP_TO_SIGN = {
+    "linalg.svd": _svd_form(vectors_as_rows=True),
+    "svd": _svd_form(vectors_as_rows=False),
+    "linalg.eigh": _eigh_form,
+}
+
 # Families for docs/OPS.md: the first pattern an entry's name matches.
 FAMILIES = [
     ("linear algebra", r"^(linalg\.|cholesky|geqrf|inverse|logdet|lu|matrix_exp|ormqr|pinverse"
@@ -154,11 +197,12 @@ def _eager(call, inputs):
 NO_FALLBACK = "not even through torch: "
 
 
-def _run(calls, wants, unchecked, strict=True):
+def _run(calls, wants, unchecked, strict=True, form=None):
     """'pass', ['torch', reason] (refused natively for reason, then run
     partitioned through torch and matching), ['refused', reason] or ['wrong',
     what differs] for calls (a list of (function, inputs)) compiled as one
-    graph, against eager's wants."""
+    graph, against eager's wants; each compared in `form` (UP_TO_SIGN) if
+    given."""
     import torch
     import kiln
 
@@ -185,6 +229,9 @@ def _run(calls, wants, unchecked, strict=True):
     except Exception as error:  # the tracer's and kilnd's refusals, and any other error
         reason = normalize(f"{type(error).__name__}: {error}")
         return ["refused", reason if strict else NO_FALLBACK + reason]
+    if form is not None:
+        got = [form(g, w) for g, w in zip(got, wants)]
+        wants = [form(w, w) for w in wants]
     try:
         _compare(got, wants, unchecked)
     except AssertionError as error:
@@ -193,12 +240,12 @@ def _run(calls, wants, unchecked, strict=True):
     return "pass"
 
 
-def _run_sample(calls, wants, unchecked):
+def _run_sample(calls, wants, unchecked, form):
     """_run natively, and when that is refused, partitioned."""
-    result = _run(calls, wants, unchecked)
+    result = _run(calls, wants, unchecked, form=form)
     if result == "pass" or result[0] != "refused":
         return result
-    fallback = _run(calls, wants, unchecked, strict=False)
+    fallback = _run(calls, wants, unchecked, strict=False, form=form)
     return ["torch", result[1]] if fallback == "pass" else fallback
 
 
@@ -237,6 +284,7 @@ def worker():
         op = by_name[task["entry"]]
         dtype = getattr(torch, task["dtype"])
         unchecked = op.name in UNCHECKED_VALUES
+        form = UP_TO_SIGN.get(op.name)
         samples = [(index, *_as_call(op, sample)) for index, sample in _choose_samples(op, dtype)
                    if index not in task["skip"]]
         wants = [_eager(call, inputs) for _, call, inputs in samples]
@@ -245,14 +293,14 @@ def worker():
         if task["together"] and len(samples) > 1:
             print(json.dumps({"start": "together"}), flush=True)
             result = _run([(call, inputs) for (_, call, inputs), _ in samples],
-                          [want for _, want in samples], unchecked)
+                          [want for _, want in samples], unchecked, form=form)
             if result == "pass":
                 for (index, _, _), _ in samples:
                     print(json.dumps({"index": index, "result": "pass"}), flush=True)
                 samples = []
         for (index, call, inputs), want in samples:
             print(json.dumps({"start": index}), flush=True)
-            result = _run_sample([(call, inputs)], [want], unchecked)
+            result = _run_sample([(call, inputs)], [want], unchecked, form)
             print(json.dumps({"index": index, "result": result}), flush=True)
         print(json.dumps({"done": task["entry"]}), flush=True)
 

@@ -40,6 +40,12 @@ void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* 
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s,
              double* u, const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork,
              int* iwork, int* info, size_t jobz_length);
+void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w,
+             float* work, const int* lwork, int* iwork, const int* liwork, int* info,
+             size_t jobz_length, size_t uplo_length);
+void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
+             double* work, const int* lwork, int* iwork, const int* liwork, int* info,
+             size_t jobz_length, size_t uplo_length);
 }
 
 namespace kiln {
@@ -82,7 +88,7 @@ void Trsm(CBLAS_UPLO uplo, CBLAS_DIAG diag, int n, int k, const double* a, int l
   cblas_dtrsm(CblasColMajor, CblasLeft, uplo, CblasNoTrans, diag, n, k, 1.0, a, lda, b, ldb);
 }
 
-// call(work, lwork, iwork, liwork) for gesdd: once asking for
+// call(work, lwork, iwork, liwork) for gesdd and syevd: once asking for
 // the workspace's size (lwork = -1), then with this thread's workspace,
 // grown to it (iwork to at least `min_int_work`).
 template <typename T, typename F>
@@ -113,6 +119,27 @@ void Gesdd(char jobz, int m, int n, double* a, double* s, double* u, int ldu, do
     dgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
   });
 }
+void Syevd(char jobz, char uplo, int n, float* a, float* w, int* info) {
+  const int lda = std::max(1, n);
+  WithWorkspace<float>(1, [&](float* work, int lwork, int* iwork, int liwork) {
+    ssyevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info, 1, 1);
+  });
+}
+void Syevd(char jobz, char uplo, int n, double* a, double* w, int* info) {
+  const int lda = std::max(1, n);
+  WithWorkspace<double>(1, [&](double* work, int lwork, int* iwork, int liwork) {
+    dsyevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info, 1, 1);
+  });
+}
+
+// The identity (rows x rows, column-major): the vectors LAPACK leaves
+// unwritten for an empty matrix, which eager's full SVD gives.
+template <typename T>
+void Identity(T* dst, int64_t rows) {
+  std::fill(dst, dst + rows * rows, T(0));
+  for (int64_t i = 0; i < rows; ++i) dst[i + i * rows] = T(1);
+}
+
 // One matrix of the batch: operand i's element (r, c), and result j's
 // storage.
 struct Matrices {
@@ -249,9 +276,23 @@ void Run(const Matrices& in, T* a, T* b, int* pivots) {
       ToColumnMajor(in, 0, m, n, a);
       Gesdd(vectors ? (full ? 'A' : 'S') : 'N', m, n, a, s.data(), u.data(),
             std::max<int64_t>(1, m), vt.data(), std::max<int64_t>(1, v_rows), &info);
+      if (k == 0 && full) {
+        Identity(u.data(), m);
+        Identity(vt.data(), n);
+      }
       ToRowMajor(u.data(), m, u_cols, in.Result<T>(0, m * u_cols));
       if (T* out = in.Result<T>(1, k)) std::copy(s.data(), s.data() + k, out);
       ToRowMajor(vt.data(), v_rows, n, in.Result<T>(2, v_rows * n));
+      return;
+    }
+    case KILN_LINALG_EIGH: {
+      const bool vectors = call.flags & KILN_LINALG_VECTORS;
+      ToColumnMajor(in, 0, n, n, a);
+      thread_local std::vector<T> w;
+      w.resize(std::max<int64_t>(1, n));
+      Syevd(vectors ? 'V' : 'N', uplo, n, a, w.data(), &info);
+      if (T* out = in.Result<T>(0, n)) std::copy(w.data(), w.data() + n, out);
+      if (vectors) ToRowMajor(a, n, n, in.Result<T>(1, n * n));
       return;
     }
     case KILN_LINALG_TRIANGULAR_SOLVE:

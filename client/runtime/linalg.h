@@ -22,7 +22,11 @@
 //   SVD               A (m x n) -> U, S (min(m, n)), Vh: A = U diag(S) Vh by
 //                     gesdd; with VECTORS U is m x min(m, n) and Vh
 //                     min(m, n) x n, m x m and n x n with FULL as well.
-// Singular vectors' signs are the LAPACK's choice (OpenBLAS's and MKL's
+//   EIGH              A (n x n, symmetric: its lower triangle is read, the
+//                     upper with UPPER) -> eigenvalues (n, ascending),
+//                     eigenvectors (n x n, one a column) with VECTORS: by
+//                     syevd.
+// Singular vectors' and eigenvectors' signs are the LAPACK's choice (OpenBLAS's and MKL's
 // differ).
 // info is LAPACK's: 0, or i > 0 when U's i-th diagonal element is zero (LU;
 // the solves then hold infinities or NaN, as eager's do) or the leading

@@ -2,8 +2,12 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "client/runtime/linalg_errors.h"
 #include "client/runtime/runtime.h"
 #include "gtest/gtest.h"
 
@@ -174,6 +178,74 @@ TEST(LinalgTest, SvdReconstructsTheMatrix) {
   call.flags = 0;
   ASSERT_EQ(CallLinalg(call, {a}, {nullptr, values_only, nullptr}), 0);
   EXPECT_NEAR(values_only[1], 2, 1e-14);
+}
+
+TEST(LinalgTest, FullSvdOfAnEmptyMatrixGivesIdentityVectors) {
+  // 0 x 2: no singular values; Vh is the 2 x 2 identity, as eager's.
+  kiln_linalg call = Call(KILN_LINALG_SVD, 1, 0, 2, 0, KILN_LINALG_VECTORS | KILN_LINALG_FULL);
+  RowMajor(call, 0, 0, 2);
+  const double a[1] = {0};
+  double s[1] = {-1}, vh[4] = {-1, -1, -1, -1};
+  ASSERT_EQ(CallLinalg(call, {a}, {nullptr, s, vh}), 0);
+  EXPECT_EQ(std::vector<double>(vh, vh + 4), (std::vector<double>{1, 0, 0, 1}));
+}
+
+TEST(LinalgTest, EighReadsOneTriangleAndGivesAscendingEigenpairs) {
+  // The lower triangle is [[2, *], [1, 2]] (eigenvalues 1 and 3); the upper
+  // one [[2, 5], [*, 2]] (-3 and 7).
+  const double a[] = {2, 5, 1, 2};
+  kiln_linalg call = Call(KILN_LINALG_EIGH, 1, 2, 2, 0, KILN_LINALG_VECTORS);
+  RowMajor(call, 0, 2, 2);
+  double values[2], vectors[4];
+  ASSERT_EQ(CallLinalg(call, {a}, {values, vectors}), 0);
+  EXPECT_NEAR(values[0], 1, 1e-14);
+  EXPECT_NEAR(values[1], 3, 1e-14);
+  // Each column v of the vectors: A v = lambda v, |v| = 1.
+  for (int c = 0; c < 2; ++c) {
+    const double x = vectors[c], y = vectors[2 + c];
+    EXPECT_NEAR(2 * x + 1 * y, values[c] * x, 1e-14) << c;
+    EXPECT_NEAR(1 * x + 2 * y, values[c] * y, 1e-14) << c;
+    EXPECT_NEAR(x * x + y * y, 1, 1e-14) << c;
+  }
+  call.flags = KILN_LINALG_UPPER;
+  ASSERT_EQ(CallLinalg(call, {a}, {values, nullptr}), 0);
+  EXPECT_NEAR(values[0], -3, 1e-14);
+  EXPECT_NEAR(values[1], 7, 1e-14);
+}
+
+// What kiln_run returns after the artifact's check told linalg_error, as
+// the client raises it.
+std::string RunErrorAfter(const char* api_name, int64_t batch_index, int32_t info) {
+  static Runtime* const runtime = new Runtime(1);
+  const kiln_runtime* table = runtime->table();
+  table->linalg_error(table->context, api_name, batch_index, info);
+  const absl::Status status = Runtime::TakeRunError();
+  const char* type = EagerErrorType(status);
+  return absl::StrCat(absl::StatusCodeToString(status.code()), " ", type ? type : "(none)", ": ",
+                      status.message());
+}
+
+TEST(LinalgTest, ALinalgErrorIsEagersExceptionAndMessage) {
+  EXPECT_EQ(RunErrorAfter("linalg.inv", -1, 2),
+            "FAILED_PRECONDITION LinAlgError: linalg.inv: The diagonal element 2 is zero, the "
+            "inversion could not be completed because the input matrix is singular.");
+  EXPECT_EQ(RunErrorAfter("torch.linalg.solve", 3, 1),
+            "FAILED_PRECONDITION LinAlgError: torch.linalg.solve: (Batch element 3): The solver "
+            "failed because the input matrix is singular.");
+  EXPECT_EQ(RunErrorAfter("linalg.cholesky", -1, 4),
+            "FAILED_PRECONDITION LinAlgError: linalg.cholesky: The factorization could not be "
+            "completed because the input is not positive-definite (the leading minor of order 4 "
+            "is not positive-definite).");
+  EXPECT_EQ(RunErrorAfter("linalg.svd", -1, -4),
+            "FAILED_PRECONDITION LinAlgError: linalg.svd: The algorithm failed to converge "
+            "because the input matrix contained non-finite values.");
+  EXPECT_EQ(RunErrorAfter("torch.linalg.lu_factor", 0, 2),
+            "FAILED_PRECONDITION RuntimeError: torch.linalg.lu_factor: (Batch element 0): U[2,2] "
+            "is zero and using it on lu_solve would result in a division by zero. If you still "
+            "want to perform the factorization, consider calling linalg.lu(A, pivot) or "
+            "linalg.lu_factor_ex(A, pivot)");
+  // Taken once.
+  EXPECT_TRUE(Runtime::TakeRunError().ok());
 }
 
 }  // namespace

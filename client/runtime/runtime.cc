@@ -14,11 +14,13 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "client/runtime/convolution.h"
 #include "client/runtime/fft.h"
 #include "client/runtime/linalg.h"
+#include "client/runtime/linalg_errors.h"
 #include "client/runtime/lstsq.h"
 #include "client/runtime/matmul.h"
 #include "client/runtime/matrix_exp.h"
@@ -415,13 +417,18 @@ void* ThreadScratch(void*, long long bytes) {
   return block;
 }
 
-// What the last index_error on this thread said (Runtime::TakeIndexError).
-thread_local std::string index_error_message;
+// What the last index_error or linalg_error on this thread said
+// (Runtime::TakeRunError).
+thread_local absl::Status run_error;
 
 void IndexError(void*, const char* op, long long dim, long long index, long long size) {
-  index_error_message = std::string(op) + ": index " + std::to_string(index) +
-                        " is out of bounds for dim " + std::to_string(dim) + " with size " +
-                        std::to_string(size);
+  run_error = absl::OutOfRangeError(std::string(op) + ": index " + std::to_string(index) +
+                                    " is out of bounds for dim " + std::to_string(dim) +
+                                    " with size " + std::to_string(size));
+}
+
+void LinalgErrorOf(void*, const char* api_name, long long batch_index, int info) {
+  run_error = LinalgError(api_name, batch_index, info);
 }
 
 int ConvF32(void* context, const kiln_conv* conv, const float* src, const float* weights,
@@ -504,9 +511,10 @@ Runtime::Runtime(int threads, GemmLibraries gemm_libraries)
   table_.index_error = IndexError;
   table_.linalg = Linalg;
   table_.select_rows = SelectRowsOf;
+  table_.linalg_error = LinalgErrorOf;
 }
 
-std::string Runtime::TakeIndexError() { return std::move(index_error_message); }
+absl::Status Runtime::TakeRunError() { return std::exchange(run_error, absl::OkStatus()); }
 
 Runtime& Runtime::Default() {
   static Runtime* const runtime = new Runtime();

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "abi/kiln_abi.h"
+#include "absl/status/status.h"
 #include "client/runtime/gemm_ways.h"
 #include "client/runtime/thread_pool.h"
 
@@ -57,10 +58,11 @@ class Runtime {
   static Runtime& Default();
 
   const kiln_runtime* table() const { return &table_; }
-  // What the calling thread's last kiln_run that returned
-  // KILN_RUN_INDEX_ERROR was told ("index_copy: index 9 is out of bounds
-  // for dim 2 with size 8"), once.
-  static std::string TakeIndexError();
+  // The error the calling thread's last kiln_run that returned
+  // KILN_RUN_INDEX_ERROR or KILN_RUN_LINALG_ERROR was told, once:
+  // OutOfRange "index_copy: index 9 is out of bounds for dim 2 with size 8",
+  // or eager's linear algebra error (linalg_errors.h).
+  static absl::Status TakeRunError();
   ThreadPool& pool() { return pool_; }
   GemmWays& gemm_ways() { return gemm_ways_; }
 

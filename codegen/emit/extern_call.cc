@@ -93,6 +93,7 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInput
   }
   if (definition.function == "fft") return EmitFftCall(kernel, in);
   if (definition.function == "linalg") return EmitLinalgCall(kernel, in);
+  if (definition.function == "linalg_check") return EmitLinalgCheck(kernel, in);
   if (definition.function == "select_rows") return EmitSelectCall(kernel, in);
   if (definition.function == "attention") return EmitAttentionCall(kernel, in);
   if (definition.function != "mm" && definition.function != "bmm") {

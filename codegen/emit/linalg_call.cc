@@ -50,4 +50,32 @@ absl::StatusOr<std::string> EmitLinalgCall(const Kernel& kernel, const EmitInput
       "};\n    if (rt->linalg(rt->context, &call, operands, results) != 0) return 2;\n  }\n");
 }
 
+absl::StatusOr<std::string> EmitLinalgCheck(const Kernel& kernel, const EmitInputs& in) {
+  const ir::Graph& graph = in.graph;
+  const ir::Node& node = graph.nodes[graph.producer[kernel.value]];
+  if (kernel.reads.size() != 1) {
+    return absl::InternalError(
+        absl::StrCat("a LAPACK check reads ", kernel.reads.size(), " operands, not 1"));
+  }
+  const Access& access = kernel.reads[0];
+  const ir::TensorType& info = graph.values[access.value];
+  const Linear offset = Offset(MemoryLayout(graph, in.program, access.value), access.map);
+  // Element i's offset: its coordinates from i, innermost dim first.
+  std::string count = "1", position = SymC(offset.constant);
+  for (int64_t d = info.rank() - 1; d >= 0; --d) {
+    const std::string extent = Extent(info.sizes[d]);
+    absl::StrAppend(&position, " + (i / (", count, ")) % (", extent, ") * (",
+                    SymC(offset.coefficients[d]), ")");
+    count = absl::StrCat(count, " * (", extent, ")");
+  }
+  const bool is_matrix = ops::BoolArg(node, "is_matrix");
+  return absl::StrCat(
+      "  for (kiln_int64 i = 0; i < ", count,
+      "; ++i) {\n    const kiln_int32 info = ", StorageName(in.plan.storage_of[access.value]), "[",
+      position, "];\n    if (info != 0) {\n      rt->linalg_error(rt->context, \"",
+      std::get<std::string>(ops::Arg(node, "api_name")), "\", ", is_matrix ? "-1" : "i",
+      ", info);\n      return KILN_RUN_LINALG_ERROR;\n    }\n  }\n  ",
+      StorageName(in.plan.storage_of[kernel.value]), "[0] = 0;\n");
+}
+
 }  // namespace kiln

@@ -12,6 +12,7 @@
 #include "abi/kiln_abi.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/graph_builder.h"
+#include "codegen/ops/linalg_util.h"
 #include "codegen/ops/op_table.h"
 #include "codegen/ops/pointwise_util.h"
 #include "common/status_macros.h"
@@ -96,6 +97,9 @@ absl::StatusOr<std::vector<ir::TensorType>> InferLinalg(const ir::Node& node,
                                                    " does not match the matrix ", Shape(a)));
   }
   switch (routine) {
+    case KILN_LINALG_EIGH:
+      return std::vector<ir::TensorType>{ContiguousType(a.dtype, {batch, rows}),
+                                         matrix(rows, vectors ? rows : ir::Dim::Constant(0))};
     case KILN_LINALG_CHOLESKY:
       return std::vector<ir::TensorType>{matrix(rows, rows), info};
     case KILN_LINALG_CHOLESKY_INVERSE:
@@ -128,12 +132,15 @@ void AddLinalgCore(OpTable& table) {
   table.Add(std::move(def));
 }
 
+}  // namespace
+
 // --- the aten composites -------------------------------------------------
 
-// The dims of `type` before its last `matrix_rank`.
 std::vector<ir::Dim> BatchDims(const ir::TensorType& type, int matrix_rank) {
   return std::vector<ir::Dim>(type.sizes.begin(), type.sizes.end() - matrix_rank);
 }
+
+namespace {
 
 std::vector<ir::SymExpr> Sizes(const std::vector<ir::Dim>& dims) {
   std::vector<ir::SymExpr> sizes;
@@ -145,7 +152,8 @@ absl::StatusOr<int> Reshape(GraphBuilder& b, int value, const std::vector<ir::Di
   return b.Add("aten.reshape.default", {value}, {{"size", Sizes(dims)}});
 }
 
-// `value` [batch..., trailing (matrix_rank dims)] as [count, trailing].
+}  // namespace
+
 absl::StatusOr<int> Flatten(GraphBuilder& b, int value, int matrix_rank) {
   const ir::TensorType type = b.type(value);
   std::vector<ir::SymExpr> sizes = {ir::SymExpr::Constant(1)};
@@ -159,12 +167,13 @@ absl::StatusOr<int> Flatten(GraphBuilder& b, int value, int matrix_rank) {
   return b.Add("aten.reshape.default", {value}, {{"size", sizes}});
 }
 
-// `value` [count, trailing...] as [batch..., trailing...].
 absl::StatusOr<int> Unflatten(GraphBuilder& b, int value, std::vector<ir::Dim> batch) {
   const ir::TensorType type = b.type(value);
   batch.insert(batch.end(), type.sizes.begin() + 1, type.sizes.end());
   return Reshape(b, value, batch);
 }
+
+namespace {
 
 absl::StatusOr<int> Transpose(GraphBuilder& b, int value) {
   return b.Add("aten.transpose.int", {value}, {{"dim0", int64_t{-2}}, {"dim1", int64_t{-1}}});
@@ -205,8 +214,10 @@ absl::StatusOr<int> ExpandAndFlatten(GraphBuilder& b, int value, int matrix_rank
   return Flatten(b, value, matrix_rank);
 }
 
+}  // namespace
+
 absl::StatusOr<std::vector<int>> Linalg(GraphBuilder& b, int routine, std::vector<int> operands,
-                                        int64_t flags = 0) {
+                                        int64_t flags) {
   return b.AddNode("kiln.linalg.default", std::move(operands),
                    {{"routine", int64_t{routine}}, {"flags", flags}});
 }
@@ -218,6 +229,8 @@ absl::Status RequireMatrix(const ir::TensorType& type, const char* what) {
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 // LU's results (client/runtime/linalg.h) with the input's batch dims.
 enum LuResult { kLu = 0, kPivots, kInfo, kDet, kSign, kLogAbsDet, kP, kL, kU };
@@ -235,6 +248,8 @@ absl::StatusOr<std::vector<int>> Lu(GraphBuilder& b, int a, const std::vector<Lu
   return unflattened;
 }
 
+}  // namespace
+
 absl::Status RequireSquare(const ir::TensorType& type, const char* what) {
   RETURN_IF_ERROR(RequireMatrix(type, what));
   if (type.sizes[type.rank() - 1] != type.sizes[type.rank() - 2]) {
@@ -243,6 +258,8 @@ absl::Status RequireSquare(const ir::TensorType& type, const char* what) {
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 // X with A X = B (or A^T X = B when `adjoint`), or X A = B (X A^T = B)
 // when not `left`, from A's LU factors; B a batch of matrices.
@@ -278,7 +295,10 @@ absl::Status RequirePivoting(const ir::Node& node) {
 // linalg_lu_factor_ex(A, pivot, check_errors) -> (LU, pivots, info).
 absl::StatusOr<std::vector<int>> LuFactorEx(GraphBuilder& b, const ir::Node& node) {
   RETURN_IF_ERROR(RequirePivoting(node));
-  return Lu(b, node.inputs[0], {kLu, kPivots, kInfo});
+  ASSIGN_OR_RETURN(std::vector<int> results, Lu(b, node.inputs[0], {kLu, kPivots, kInfo}));
+  RETURN_IF_ERROR(CheckErrors(b, BoolArg(node, "check_errors"), node.inputs[0], results[2],
+                              "torch.linalg.lu_factor_ex"));
+  return results;
 }
 
 // linalg_lu(A, pivot) -> (P, L, U).
@@ -335,6 +355,8 @@ absl::StatusOr<std::vector<int>> SolveEx(GraphBuilder& b, const ir::Node& node) 
     ASSIGN_OR_RETURN(results[0], b.Add("aten.squeeze.dim", {results[0]},
                                        {{"dim", int64_t{BoolArg(node, "left") ? -1 : -2}}}));
   }
+  RETURN_IF_ERROR(CheckErrors(b, BoolArg(node, "check_errors"), node.inputs[0], results[3],
+                              "torch.linalg.solve_ex"));
   return results;
 }
 
@@ -352,6 +374,8 @@ absl::StatusOr<std::vector<int>> InvEx(GraphBuilder& b, const ir::Node& node) {
   ASSIGN_OR_RETURN(const int identity, b.Cast(diagonal, a.dtype));
   ASSIGN_OR_RETURN(const std::vector<int> results,
                    SolveByLu(b, node.inputs[0], identity, /*left=*/true));
+  RETURN_IF_ERROR(
+      CheckErrors(b, BoolArg(node, "check_errors"), node.inputs[0], results[3], "linalg.inv_ex"));
   return std::vector<int>{results[0], results[3]};
 }
 
@@ -365,6 +389,8 @@ absl::StatusOr<std::vector<int>> CholeskyEx(GraphBuilder& b, const ir::Node& nod
       Linalg(b, KILN_LINALG_CHOLESKY, {flat}, BoolArg(node, "upper") ? KILN_LINALG_UPPER : 0));
   ASSIGN_OR_RETURN(const int factor, Unflatten(b, results[0], BatchDims(a, 2)));
   ASSIGN_OR_RETURN(const int info, Unflatten(b, results[1], BatchDims(a, 2)));
+  RETURN_IF_ERROR(
+      CheckErrors(b, BoolArg(node, "check_errors"), node.inputs[0], info, "linalg.cholesky_ex"));
   return std::vector<int>{factor, info};
 }
 

@@ -31,6 +31,8 @@ const OpTable& OpTable::Get() {
     RegisterLstsqOps(*built);
     // RegisterMatrixExpOps: not yet; its float32 results differ from eager's by
     // more than OpInfo's elementwise tolerance where eager's own error does.
+    RegisterSpectralOps(*built);
+    RegisterLinalgCheckOps(*built);
     RegisterScatterOps(*built);
     RegisterSortingOps(*built);
     RegisterIntegerOps(*built);

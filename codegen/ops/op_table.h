@@ -79,6 +79,10 @@ struct OpDef {
   // element of its broadcast operands (passes/transpose_linear.h).
   std::string family;
   std::vector<ir::DType> dtypes;  // dtypes lowering supports
+  // Kept though nothing reads its results: it can stop the run with an
+  // error (_linalg_check_errors). Canonicalize keeps it as it keeps the
+  // graph's outputs.
+  bool effect = false;
 };
 
 class OpTable {
@@ -112,10 +116,12 @@ void RegisterComplexOps(OpTable& table);  // complex.cc, fft.cc
 void RegisterWriteOps(OpTable& table);    // writes.cc: index_copy, scatter
 void RegisterSpecialOps(OpTable& table);
 void RegisterLinalgOps(OpTable& table);
-void RegisterQrOps(OpTable& table);         // qr.cc: QR, geqrf, ormqr, householder_product
-void RegisterLstsqOps(OpTable& table);      // lstsq.cc
-void RegisterMatrixExpOps(OpTable& table);  // matrix_exp.cc
-void RegisterScatterOps(OpTable& table);    // scatter_reduce.cc
+void RegisterQrOps(OpTable& table);           // qr.cc: QR, geqrf, ormqr, householder_product
+void RegisterLstsqOps(OpTable& table);        // lstsq.cc
+void RegisterMatrixExpOps(OpTable& table);    // matrix_exp.cc
+void RegisterSpectralOps(OpTable& table);     // svd.cc: SVD, eigh
+void RegisterLinalgCheckOps(OpTable& table);  // linalg_check.cc
+void RegisterScatterOps(OpTable& table);      // scatter_reduce.cc
 void RegisterSortingOps(OpTable& table);
 void RegisterIntegerOps(OpTable& table);
 void RegisterIeeeOps(OpTable& table);

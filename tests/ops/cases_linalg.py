@@ -18,6 +18,15 @@ def cases(claims):
             for variant, fn, shapes in variants:
                 inputs = [make(shape, kind, dtype, g) for kind, shape in shapes]
                 yield Case(op, dtype, variant, fn, inputs, tolerance=TOLERANCES[dtype])
+    # The check of a LAPACK info (an int32 tensor), traced from the ops that
+    # raise: a regular matrix passes it.
+    op = "aten._linalg_check_errors.default"
+    for dtype in claimed(claims, op):
+        a = make((2, 4, 4), "square", torch.float32, generator(op, "inv"))
+        yield Case(op, dtype, "inv", torch.linalg.inv, [a], tolerance=TOLERANCES[torch.float32])
+        spd = make((4, 4), "spd", torch.float32, generator(op, "cholesky"))
+        yield Case(op, dtype, "cholesky", torch.linalg.cholesky, [spd],
+                   tolerance=TOLERANCES[torch.float32])
     op = "aten.linalg_lu_factor_ex.default"
     a = make((3, 3), "square", torch.float32, generator(op, "no pivoting"))
     yield refused(op, torch.float32,
@@ -41,9 +50,41 @@ def make(shape, kind, dtype, g):
     return spd if kind == "spd" else torch.linalg.cholesky(spd)
 
 
+def svd_unique(full_matrices=False):
+    """What of the SVD is unique (each singular vector is up to its sign,
+    which the LAPACK picks: OpenBLAS's and eager's MKL's differ): the
+    singular values, the product U diag(S) Vh, and |U|, |Vh| (the values
+    are distinct) of the first min(m, n) vectors."""
+    def fn(a):
+        u, s, vh = torch.linalg.svd(a, full_matrices=full_matrices)
+        k = s.shape[-1]
+        u, vh = u[..., :k], vh[..., :k, :]
+        return s, (u * s.unsqueeze(-2)) @ vh, u.abs(), vh.abs()
+    return fn
+
+
+def eigh_unique(uplo):
+    """The eigenvalues, and the eigenvectors' magnitudes (unique up to sign)
+    and the reconstruction of the triangle read."""
+    def fn(a):
+        values, vectors = torch.linalg.eigh(a, UPLO=uplo)
+        return values, vectors.abs(), (vectors * values.unsqueeze(-2)) @ vectors.mT
+    return fn
+
+
 A, B = ("square", (4, 4)), ("general", (4, 3))
 BATCH_A, BATCH_B = ("square", (2, 3, 4, 4)), ("general", (3, 4, 2))
 OPS = {
+    "aten._linalg_svd.default": [
+        ("tall", svd_unique(), [("general", (5, 3))]),
+        ("wide_full_batched", svd_unique(full_matrices=True), [("general", (2, 3, 5))]),
+        ("values_transposed", lambda a: torch.linalg.svdvals(a.mT), [("general", (2, 4, 6))]),
+    ],
+    "aten._linalg_eigh.default": [
+        ("lower", eigh_unique("L"), [("spd", (4, 4))]),
+        ("upper_batched", eigh_unique("U"), [("spd", (2, 4, 4))]),
+        ("values", torch.linalg.eigvalsh, [("spd", (3, 5, 5))]),
+    ],
     "aten.linalg_lu_factor_ex.default": [
         ("square", torch.linalg.lu_factor_ex, [A]),
         ("batched", torch.linalg.lu_factor_ex, [BATCH_A]),

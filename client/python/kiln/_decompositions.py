@@ -29,6 +29,7 @@ from ._decompositions_nn import (_adaptive_avg_pool3d, _adaptive_max_pool, _avg_
                                  _nll_loss2d_forward, _nll_loss_backward, _nll_loss_forward,
                                  _reflection_pad, _rrelu_with_noise, _shrink_backward,
                                  _transformer_encoder_layer_fwd)
+from . import _linalg
 from ._errors import TraceError, decline, declining  # noqa: F401 (declining)
 from ._op_forms import DECOMPOSITIONS as _OP_FORMS, _embedding_renorm
 
@@ -106,6 +107,7 @@ KILN_OPS |= frozenset(f"aten.{name}" for name in """
     cholesky_solve.default linalg_cholesky_ex.default linalg_inv_ex.default linalg_lu.default
     linalg_lu_factor_ex.default linalg_lu_solve.default linalg_solve_triangular.default
     triangular_solve.default
+    _linalg_svd.default _linalg_eigh.default
 """.split())
 # Householder QR and least squares through LAPACK (codegen/ops/qr.cc, lstsq.cc).
 KILN_OPS |= frozenset(f"aten.{name}" for name in """
@@ -261,6 +263,8 @@ DECOMPOSITIONS = {
     aten.col2im.default: _col2im,
     # torch's is 9 nodes to these 3 (maximum, then minimum, as eager).
     aten.clamp.Tensor: _clamp_tensor,
+    # Eager's, over the SVD and eigh (kiln/_linalg.py).
+    aten.linalg_pinv.atol_rtol_tensor: _linalg.pinv,
     **_OP_FORMS,
 }
 

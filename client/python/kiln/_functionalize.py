@@ -11,7 +11,7 @@ import torch
 
 from . import _random
 from ._decompositions import TraceError
-from ._graph import BATCH_NORM
+from ._graph import BATCH_NORM, CHECKS
 
 aten = torch.ops.aten
 
@@ -384,13 +384,6 @@ def lift_constants(gm):
         node.replace_all_uses_with(by_target[node.target])
         graph.erase_node(node)
     return lifted
-
-
-# Ops that return nothing and raise eager's error when a value they read says
-# so (linalg.inv's check of its info result, a singular matrix): dead-code
-# elimination keeps them, so that a graph holding one is refused, or with
-# partitioning runs it through torch.
-CHECKS = frozenset([aten._linalg_check_errors.default])
 
 
 def eliminate_dead_code(graph):

@@ -22,6 +22,11 @@ DTYPES = {
 # Arguments that never change what Kiln computes on the CPU.
 IGNORED_ARGS = {"layout", "device", "pin_memory", "memory_format", "non_blocking"}
 
+# Ops that return nothing and raise eager's error when a value they read says
+# so (linalg.inv's check of its info result, a singular matrix): dead-code
+# elimination keeps them, and so does Kiln (codegen/ops/linalg_check.cc).
+CHECKS = frozenset([torch.ops.aten._linalg_check_errors.default])
+
 
 def _is_view(node):
     """Whether node's result aliases its first argument (slice, view, ...)."""
@@ -218,6 +223,8 @@ def to_kiln(gm, inputs, name, symbols=None, results=None):
         return node if isinstance(results[node], (torch.Tensor, tuple, list)) else results[node]
 
     for node in gm.graph.nodes:
+        if node.target in CHECKS:  # no result: Kiln's is a 0-dim int32 nothing reads
+            results[node] = torch.zeros((), dtype=torch.int32)
         if node.op != "call_function" or not isinstance(results[node], (torch.Tensor, tuple, list)):
             continue  # sizes, and runtime asserts on them (None)
         if node.target is operator.getitem:

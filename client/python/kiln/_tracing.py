@@ -285,16 +285,6 @@ def trace_graph(fn, inputs, name, symbolic=None, relations=None, arguments=None,
     return graph, lifted, structure, writes
 
 
-def _refuse_checks(gm):
-    for node in gm.graph.nodes:
-        if node.target in CHECKS:
-            raise TraceError(f"node '{node.name}' ({node.target}) raises eager's error when a "
-                             f"matrix is singular or not positive definite, and a Kiln artifact "
-                             f"cannot raise: call the _ex form (torch.linalg.inv_ex) and check "
-                             f"its info, or compile without strict=True to run the check through "
-                             f"torch")
-
-
 def _refuse_random(gm):
     """Refuses ops that draw random numbers (dropout in training mode,
     randn_like, ...): an artifact is a pure function of its inputs."""
@@ -439,7 +429,6 @@ def _trace_graph(fn, inputs, name, symbolic=None, relations=None, weights_seed=N
     shapes."""
     gm, lifted, structure, writes, half = traced or trace_module(fn, inputs, arguments,
                                                                  write_back)
-    _refuse_checks(gm)
     _refuse_random(gm)
     if weights_seed is not None:
         generator = torch.Generator().manual_seed(weights_seed)
