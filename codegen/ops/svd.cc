@@ -3,8 +3,8 @@
 // calls on the CPU). A batch of matrices is flattened into one batch dim
 // (symbolic ones too) and the results get their batch dims back. The
 // vectors' signs are the LAPACK's choice, as eager's are.
+#include "abi/kiln_abi.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/abi/kiln_abi.h"
 #include "codegen/graph_builder.h"
 #include "codegen/ops/linalg_util.h"
 #include "codegen/ops/op_table.h"
