@@ -1,7 +1,13 @@
 // Single-query attention's kernel (kiln_attention.h) against a
 // double-precision reference, and its bound: keys masked with -inf are never
 // read, shown by placing them in pages that fault when touched.
+// kiln_attention.h is text an artifact holds after the ABI's declarations
+// and kiln_math.h: they come first here too.
+// clang-format off
+#include "abi/kiln_abi.h"
+#include "codegen/emit/kiln_math.h"
 #include "codegen/emit/kiln_attention.h"
+// clang-format on
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,8 +18,6 @@
 #include <random>
 #include <vector>
 
-#include "abi/kiln_abi.h"
-#include "codegen/emit/kiln_math.h"
 #include "gtest/gtest.h"
 
 namespace kiln {

@@ -1,5 +1,6 @@
-// Graph-building helpers for the LAPACK families (qr.cc, lstsq.cc): their
-// core ops take [batch, rows, cols] matrices (and [batch, k] vectors), so
+// Graph-building helpers for the LAPACK families (linalg.cc, svd.cc, qr.cc,
+// lstsq.cc): their core ops take [batch, rows, cols] matrices (and [batch, k]
+// vectors), so
 // the aten composites flatten leading batch dims into one (symbolic ones
 // too), broadcasting them between operands as eager does, and give the
 // results their batch dims back.

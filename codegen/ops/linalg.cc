@@ -136,98 +136,10 @@ void AddLinalgCore(OpTable& table) {
 
 // --- the aten composites -------------------------------------------------
 
-std::vector<ir::Dim> BatchDims(const ir::TensorType& type, int matrix_rank) {
-  return std::vector<ir::Dim>(type.sizes.begin(), type.sizes.end() - matrix_rank);
-}
-
-namespace {
-
-std::vector<ir::SymExpr> Sizes(const std::vector<ir::Dim>& dims) {
-  std::vector<ir::SymExpr> sizes;
-  for (const ir::Dim& dim : dims) sizes.push_back(ir::SymExpr::Of(dim));
-  return sizes;
-}
-
-absl::StatusOr<int> Reshape(GraphBuilder& b, int value, const std::vector<ir::Dim>& dims) {
-  return b.Add("aten.reshape.default", {value}, {{"size", Sizes(dims)}});
-}
-
-}  // namespace
-
-absl::StatusOr<int> Flatten(GraphBuilder& b, int value, int matrix_rank) {
-  const ir::TensorType type = b.type(value);
-  std::vector<ir::SymExpr> sizes = {ir::SymExpr::Constant(1)};
-  for (int64_t d = 0; d < type.rank(); ++d) {
-    if (d < type.rank() - matrix_rank) {
-      sizes[0] = sizes[0] * ir::SymExpr::Of(type.sizes[d]);
-    } else {
-      sizes.push_back(ir::SymExpr::Of(type.sizes[d]));
-    }
-  }
-  return b.Add("aten.reshape.default", {value}, {{"size", sizes}});
-}
-
-absl::StatusOr<int> Unflatten(GraphBuilder& b, int value, std::vector<ir::Dim> batch) {
-  const ir::TensorType type = b.type(value);
-  batch.insert(batch.end(), type.sizes.begin() + 1, type.sizes.end());
-  return Reshape(b, value, batch);
-}
-
-namespace {
-
-absl::StatusOr<int> Transpose(GraphBuilder& b, int value) {
-  return b.Add("aten.transpose.int", {value}, {{"dim0", int64_t{-2}}, {"dim1", int64_t{-1}}});
-}
-
-// The batch shape `values` broadcast to (each with its own number of
-// trailing matrix dims), as eager broadcasts a solve's operands.
-absl::StatusOr<std::vector<ir::Dim>> BroadcastBatch(const GraphBuilder& b,
-                                                    const std::vector<int>& values,
-                                                    const std::vector<int>& matrix_ranks) {
-  std::vector<ir::Dim> batch;
-  for (size_t i = 0; i < values.size(); ++i) {
-    const std::vector<ir::Dim> dims = BatchDims(b.type(values[i]), matrix_ranks[i]);
-    if (dims.size() > batch.size()) batch.insert(batch.begin(), dims.size() - batch.size(), {1});
-    for (size_t d = 0; d < dims.size(); ++d) {
-      ir::Dim& into = batch[batch.size() - dims.size() + d];
-      if (dims[d] == into || dims[d] == ir::Dim::Constant(1)) continue;
-      if (into != ir::Dim::Constant(1)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("the batch dims of ", Shape(b.type(values[0])), " and ",
-                         Shape(b.type(values[i])), " do not broadcast"));
-      }
-      into = dims[d];
-    }
-  }
-  return batch;
-}
-
-// `value` expanded to `batch` + its own trailing dims, then flattened.
-absl::StatusOr<int> ExpandAndFlatten(GraphBuilder& b, int value, int matrix_rank,
-                                     const std::vector<ir::Dim>& batch) {
-  const ir::TensorType type = b.type(value);
-  std::vector<ir::Dim> sizes = batch;
-  sizes.insert(sizes.end(), type.sizes.end() - matrix_rank, type.sizes.end());
-  if (sizes != type.sizes) {
-    ASSIGN_OR_RETURN(value, b.Add("aten.expand.default", {value}, {{"size", Sizes(sizes)}}));
-  }
-  return Flatten(b, value, matrix_rank);
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<int>> Linalg(GraphBuilder& b, int routine, std::vector<int> operands,
                                         int64_t flags) {
   return b.AddNode("kiln.linalg.default", std::move(operands),
                    {{"routine", int64_t{routine}}, {"flags", flags}});
-}
-
-absl::Status RequireMatrix(const ir::TensorType& type, const char* what) {
-  if (type.rank() < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " expects a matrix or a batch of them, got ", Shape(type)));
-  }
-  return absl::OkStatus();
 }
 
 namespace {

@@ -17,7 +17,7 @@ def cases(claims):
     for dtype in claimed(claims, OP):
         g = generator(OP, "attention")
         q, k, v = (random(shape, dtype, g, scale=1.0)
-                   for shape in ((2, 3, 1, 16), (2, 3, 300, 16), (2, 3, 300, 8)))
+                   for shape in ((2, 3, 1, 16), (2, 3, 300, 16), (2, 3, 300, 16)))
         prefix = (torch.arange(300) <= torch.tensor([[5], [299]])).view(2, 1, 1, 300)
         masked = prefix.clone()
         masked[0] = False  # every key of batch 0's rows
