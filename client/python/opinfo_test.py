@@ -275,6 +275,16 @@ def _compare(got, want, unchecked):
 
 
 def worker():
+    # The protocol has stdout's descriptor to itself: what the ops under test
+    # print (Python or C++) goes to stderr.
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    def say(event):
+        protocol.write(json.dumps(event) + "\n")
+        protocol.flush()
+
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
     sys.path.insert(0, HERE)
@@ -291,18 +301,18 @@ def worker():
         samples = [(s, want) for s, want in zip(samples, wants) if want is not None]
         # All samples in one graph first (one compile), each alone when that fails.
         if task["together"] and len(samples) > 1:
-            print(json.dumps({"start": "together"}), flush=True)
+            say({"start": "together"})
             result = _run([(call, inputs) for (_, call, inputs), _ in samples],
                           [want for _, want in samples], unchecked, form=form)
             if result == "pass":
                 for (index, _, _), _ in samples:
-                    print(json.dumps({"index": index, "result": "pass"}), flush=True)
+                    say({"index": index, "result": "pass"})
                 samples = []
         for (index, call, inputs), want in samples:
-            print(json.dumps({"start": index}), flush=True)
+            say({"start": index})
             result = _run_sample([(call, inputs)], [want], unchecked, form)
-            print(json.dumps({"index": index, "result": result}), flush=True)
-        print(json.dumps({"done": task["entry"]}), flush=True)
+            say({"index": index, "result": result})
+        say({"done": task["entry"]})
 
 
 # --- the parent: hands out entries, restarts crashed workers --------------
@@ -384,6 +394,9 @@ def run(chosen, workers):
         thread.start()
     for thread in threads:
         thread.join()
+    lost = [f"{name} {dtype}" for name, dtype in chosen if (name, dtype) not in results]
+    if lost:  # a serving thread died: its entries have no results
+        raise RuntimeError(f"no results for {len(lost)} entries: {', '.join(lost)}")
     return results
 
 
