@@ -47,6 +47,9 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
                           costs nothing beyond the op)
   py_partitioned_overhead_us  its time minus that model's and the mixer's
                           eager time: what the partition's seams cost
+  py_partitioned_vs_native  the same model with the mixer as torch.fft
+                          (which Kiln compiles) compiled whole / the
+                          partitioned one's time
   py_trace_ms             kiln's tracing of the transformer layer (make_fx,
                           lifting, graph JSON)
   eager_slowdown_after_import  the eager transformer layer after importing
@@ -92,8 +95,9 @@ def _(x):
 
 
 class FourierModel(torch.nn.Module):
-    """Pre-norm MLP blocks around one FFT token mixer (FNet's); with
-    `mixer=False` the mixer is left out (the block adds the norm)."""
+    """Pre-norm MLP blocks around one FFT token mixer (FNet's): the custom
+    op; with `mixer=False` left out (the block adds the norm); with
+    `mixer="fft"` torch.fft's, which Kiln compiles."""
 
     def __init__(self, width=128, hidden=256, blocks=4, mixer=True):
         super().__init__()
@@ -108,7 +112,10 @@ class FourierModel(torch.nn.Module):
         for block in self.blocks[:half]:
             x = x + block(x)
         mixed = self.norm(x)
-        x = x + (fourier_mix(mixed) if self.mixer else mixed)
+        if self.mixer == "fft":
+            x = x + torch.fft.fft2(mixed).real
+        else:
+            x = x + (fourier_mix(mixed) if self.mixer else mixed)
         for block in self.blocks[half:]:
             x = x + block(x)
         return x
@@ -284,7 +291,8 @@ def main():
                                    "py_sgd_step_speedup",
                                    "py_fresh_worker_ms", "py_fresh_worker_faults",
                                    "page_fault_us", "py_partitioned_fraction",
-                                   "py_partitioned_overhead_us", "py_trace_ms",
+                                   "py_partitioned_overhead_us", "py_partitioned_vs_native",
+                                   "py_trace_ms",
                                    "eager_slowdown_after_import",
                                    "eager_matmul_slowdown_after_import")}
     with bench_kilnd.private_kilnd("kbp") as root:
@@ -313,10 +321,14 @@ def main():
             fourier, tokens = FourierModel().eval(), torch.randn(8, 32, 128)
             without_mixer = FourierModel(mixer=False).eval()
             without_mixer.load_state_dict(fourier.state_dict())
+            native_mixer = FourierModel(mixer="fft").eval()
+            native_mixer.load_state_dict(fourier.state_dict())
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # the partitioning's own
                 partitioned = kiln.compile(fourier, [tokens])
             whole = kiln.compile(without_mixer, [tokens], strict=True)
+            native = kiln.compile(native_mixer, [tokens], strict=True)
+            torch.testing.assert_close(native(tokens), fourier(tokens), rtol=1e-4, atol=1e-4)
             torch.testing.assert_close(partitioned(tokens), fourier(tokens), rtol=1e-4, atol=1e-4)
             mixed = fourier.norm(tokens)
             for _ in range(args.repetitions):
@@ -325,6 +337,8 @@ def main():
                 mixer_us = median_us(lambda: fourier_mix(mixed), 500)
                 samples["py_partitioned_fraction"].append(whole_us / partitioned_us)
                 samples["py_partitioned_overhead_us"].append(partitioned_us - whole_us - mixer_us)
+                samples["py_partitioned_vs_native"].append(
+                    median_us(lambda: native(tokens), 500) / partitioned_us)
                 python_us = median_us(lambda: compiled_f(x), 5000)
                 cpp_us = compiled_f._native._median_cpp_run_ns([x], 5000) / 1e3
                 samples["py_call_overhead_us"].append(python_us - cpp_us)
