@@ -17,6 +17,33 @@ std::vector<ir::SymExpr> Sizes(const std::vector<ir::Dim>& dims) {
 
 }  // namespace
 
+const std::vector<ir::DType> kLapackTypes = {ir::DType::kFloat32, ir::DType::kFloat64};
+
+OpDef LapackCallOp(std::string name, int min_inputs, int max_inputs, std::optional<int64_t> routine,
+                   decltype(OpDef::infer) infer) {
+  OpDef def;
+  def.name = std::move(name);
+  def.family = "linalg";
+  def.dtypes = kLapackTypes;
+  def.min_inputs = min_inputs;
+  def.max_inputs = max_inputs;
+  def.args = {{"routine", ArgKind::kInt,
+               routine ? std::optional<ir::ArgValue>(ir::ArgValue(*routine)) : std::nullopt},
+              {"flags", ArgKind::kInt, ir::ArgValue(int64_t{0})}};
+  def.infer = std::move(infer);
+  def.lower = [](const ir::Graph&,
+                 const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
+    std::vector<ir::Definition> definitions(node.outputs.size());
+    for (ir::Definition& definition : definitions) {
+      definition.kind = ir::Definition::Kind::kExtern;
+      definition.function = "linalg";
+      definition.operands = node.inputs;
+    }
+    return definitions;
+  };
+  return def;
+}
+
 std::vector<ir::Dim> BatchDims(const ir::TensorType& type, int matrix_rank) {
   return std::vector<ir::Dim>(type.sizes.begin(), type.sizes.end() - matrix_rank);
 }

@@ -7,14 +7,27 @@
 #ifndef KILN_CODEGEN_OPS_BATCHED_MATRICES_H_
 #define KILN_CODEGEN_OPS_BATCHED_MATRICES_H_
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "codegen/graph_builder.h"
 #include "codegen/ir.h"
+#include "codegen/ops/op_table.h"
 
 namespace kiln::ops {
+
+// float32 and float64: LAPACK's s and d routines, as eager's.
+extern const std::vector<ir::DType> kLapackTypes;
+
+// A core op each result of which is one runtime LAPACK call (kiln_runtime's
+// linalg, kiln_abi.h's KILN_LINALG_*): `name` takes the "routine" argument
+// (required when `routine` gives no default) and "flags"; `infer` types the
+// results.
+OpDef LapackCallOp(std::string name, int min_inputs, int max_inputs, std::optional<int64_t> routine,
+                   decltype(OpDef::infer) infer);
 
 // The dims of `type` before its last `matrix_rank`.
 std::vector<ir::Dim> BatchDims(const ir::TensorType& type, int matrix_rank);

@@ -20,8 +20,6 @@
 namespace kiln::ops {
 namespace {
 
-const std::vector<ir::DType> kLapackTypes = {ir::DType::kFloat32, ir::DType::kFloat64};
-
 // kiln.linalg's results for `routine` on its operands (kiln_abi.h,
 // client/runtime/linalg.h).
 absl::StatusOr<std::vector<ir::TensorType>> InferLinalg(const ir::Node& node,
@@ -110,26 +108,7 @@ absl::StatusOr<std::vector<ir::TensorType>> InferLinalg(const ir::Node& node,
 }
 
 void AddLinalgCore(OpTable& table) {
-  OpDef def;
-  def.name = "kiln.linalg.default";
-  def.family = "linalg";
-  def.dtypes = kLapackTypes;
-  def.min_inputs = 1;
-  def.max_inputs = 3;
-  def.args = {{"routine", ArgKind::kInt, std::nullopt},
-              {"flags", ArgKind::kInt, ir::ArgValue(int64_t{0})}};
-  def.infer = InferLinalg;
-  def.lower = [](const ir::Graph&,
-                 const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
-    std::vector<ir::Definition> definitions(node.outputs.size());
-    for (ir::Definition& definition : definitions) {
-      definition.kind = ir::Definition::Kind::kExtern;
-      definition.function = "linalg";
-      definition.operands = node.inputs;
-    }
-    return definitions;
-  };
-  table.Add(std::move(def));
+  table.Add(LapackCallOp("kiln.linalg.default", 1, 3, std::nullopt, InferLinalg));
 }
 
 }  // namespace

@@ -25,8 +25,6 @@
 namespace kiln::ops {
 namespace {
 
-const std::vector<ir::DType> kLapackTypes = {ir::DType::kFloat32, ir::DType::kFloat64};
-
 absl::StatusOr<std::vector<ir::TensorType>> InferLstsq(const ir::Node&, const InputTypes& inputs) {
   const ir::TensorType& a = *inputs[0];
   const std::vector<int64_t> ranks = {3, 2, 3};
@@ -54,27 +52,7 @@ absl::StatusOr<std::vector<ir::TensorType>> InferLstsq(const ir::Node&, const In
 }
 
 void AddLstsqCore(OpTable& table) {
-  OpDef def;
-  def.name = "kiln.lstsq.default";
-  def.family = "linalg";
-  def.dtypes = kLapackTypes;
-  def.min_inputs = 3;
-  def.max_inputs = 3;
-  // The runtime routine, which the linalg call's emitter reads, and the driver.
-  def.args = {{"routine", ArgKind::kInt, ir::ArgValue(int64_t{KILN_LINALG_LSTSQ})},
-              {"flags", ArgKind::kInt, ir::ArgValue(int64_t{0})}};
-  def.infer = InferLstsq;
-  def.lower = [](const ir::Graph&,
-                 const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
-    std::vector<ir::Definition> definitions(node.outputs.size());
-    for (ir::Definition& definition : definitions) {
-      definition.kind = ir::Definition::Kind::kExtern;
-      definition.function = "linalg";
-      definition.operands = node.inputs;
-    }
-    return definitions;
-  };
-  table.Add(std::move(def));
+  table.Add(LapackCallOp("kiln.lstsq.default", 3, 3, KILN_LINALG_LSTSQ, InferLstsq));
 }
 
 absl::StatusOr<int> Empty(GraphBuilder& b, ir::DType dtype) {

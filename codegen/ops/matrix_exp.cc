@@ -16,8 +16,6 @@
 namespace kiln::ops {
 namespace {
 
-const std::vector<ir::DType> kLapackTypes = {ir::DType::kFloat32, ir::DType::kFloat64};
-
 absl::StatusOr<std::vector<ir::TensorType>> InferMatrixExp(const ir::Node&,
                                                            const InputTypes& inputs) {
   const ir::TensorType& a = *inputs[0];

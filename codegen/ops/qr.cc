@@ -21,8 +21,6 @@
 namespace kiln::ops {
 namespace {
 
-const std::vector<ir::DType> kLapackTypes = {ir::DType::kFloat32, ir::DType::kFloat64};
-
 // kiln.qr's results for `routine` on its operands (client/runtime/qr.h).
 absl::StatusOr<std::vector<ir::TensorType>> InferQr(const ir::Node& node,
                                                     const InputTypes& inputs) {
@@ -74,26 +72,7 @@ absl::StatusOr<std::vector<ir::TensorType>> InferQr(const ir::Node& node,
 }
 
 void AddQrCore(OpTable& table) {
-  OpDef def;
-  def.name = "kiln.qr.default";
-  def.family = "linalg";
-  def.dtypes = kLapackTypes;
-  def.min_inputs = 1;
-  def.max_inputs = 3;
-  def.args = {{"routine", ArgKind::kInt, std::nullopt},
-              {"flags", ArgKind::kInt, ir::ArgValue(int64_t{0})}};
-  def.infer = InferQr;
-  def.lower = [](const ir::Graph&,
-                 const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
-    std::vector<ir::Definition> definitions(node.outputs.size());
-    for (ir::Definition& definition : definitions) {
-      definition.kind = ir::Definition::Kind::kExtern;
-      definition.function = "linalg";
-      definition.operands = node.inputs;
-    }
-    return definitions;
-  };
-  table.Add(std::move(def));
+  table.Add(LapackCallOp("kiln.qr.default", 1, 3, std::nullopt, InferQr));
 }
 
 // --- the aten composites -------------------------------------------------
