@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -334,6 +335,21 @@ int RunBatch(ThreadPool& pool, const kiln_linalg& call, const void* const* opera
 }
 
 }  // namespace
+
+int ForEachMatrix(ThreadPool& pool, const kiln_linalg& call, const char* what,
+                  const std::function<void(int64_t)>& matrix) {
+  std::atomic<bool> failed{false};
+  pool.ParallelFor(call.batch, 1, [&](int64_t begin, int64_t end) {
+    try {
+      for (int64_t i = begin; i < end; ++i) matrix(i);
+    } catch (const std::bad_alloc&) {
+      fprintf(stderr, "kiln runtime: out of memory for %s (%lld x %lld)\n", what,
+              static_cast<long long>(call.m), static_cast<long long>(call.n));
+      failed = true;
+    }
+  });
+  return failed ? 1 : 0;
+}
 
 int RunLinalg(ThreadPool& pool, const kiln_linalg& call, const void* const* operands,
               void* const* results) {

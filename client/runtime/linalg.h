@@ -34,6 +34,9 @@
 #ifndef KILN_CLIENT_RUNTIME_LINALG_H_
 #define KILN_CLIENT_RUNTIME_LINALG_H_
 
+#include <cstdint>
+#include <functional>
+
 #include "abi/kiln_abi.h"
 #include "client/runtime/thread_pool.h"
 
@@ -43,6 +46,12 @@ namespace kiln {
 // had no memory for its workspace (the reason on stderr).
 int RunLinalg(ThreadPool& pool, const kiln_linalg& call, const void* const* operands,
               void* const* results);
+
+// Calls matrix(i) for every matrix i of `call`'s batch across `pool`; 0, or 1
+// when one ran out of memory for its workspace (said on stderr, naming
+// `what` and `call`'s m x n).
+int ForEachMatrix(ThreadPool& pool, const kiln_linalg& call, const char* what,
+                  const std::function<void(int64_t)>& matrix);
 
 }  // namespace kiln
 

@@ -1,7 +1,6 @@
 #include "client/runtime/lstsq.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +8,8 @@
 #include <limits>
 #include <new>
 #include <vector>
+
+#include "client/runtime/linalg.h"
 
 // LAPACK's Fortran entry points, as OpenBLAS exports them: every argument by
 // address, and after them the length of each character argument.
@@ -150,18 +151,8 @@ void Solve(const kiln_linalg& call, const void* const* operands, void* const* re
 template <typename T>
 int RunBatch(ThreadPool& pool, const kiln_linalg& call, const void* const* operands,
              void* const* results) {
-  std::atomic<bool> failed{false};
-  pool.ParallelFor(call.batch, 1, [&](int64_t begin, int64_t end) {
-    try {
-      for (int64_t i = begin; i < end; ++i) Solve<T>(call, operands, results, i);
-    } catch (const std::bad_alloc&) {
-      fprintf(stderr,
-              "kiln runtime: out of memory for a least squares' LAPACK workspace (%lld x %lld)\n",
-              static_cast<long long>(call.m), static_cast<long long>(call.n));
-      failed = true;
-    }
-  });
-  return failed ? 1 : 0;
+  return ForEachMatrix(pool, call, "a least squares' LAPACK workspace",
+                       [&](int64_t i) { Solve<T>(call, operands, results, i); });
 }
 
 }  // namespace

@@ -3,13 +3,14 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <new>
 #include <vector>
+
+#include "client/runtime/linalg.h"
 
 extern "C" {
 void dgesv_(const int* n, const int* nrhs, double* a, const int* lda, int* pivots, double* b,
@@ -119,17 +120,8 @@ void Run(const kiln_linalg& call, const void* const* operands, void* const* resu
 template <typename T>
 int RunBatch(ThreadPool& pool, const kiln_linalg& call, const void* const* operands,
              void* const* results) {
-  std::atomic<bool> failed{false};
-  pool.ParallelFor(call.batch, 1, [&](int64_t begin, int64_t end) {
-    try {
-      for (int64_t i = begin; i < end; ++i) Run<T>(call, operands, results, i);
-    } catch (const std::bad_alloc&) {
-      fprintf(stderr, "kiln runtime: out of memory for a matrix exponential's workspace (%lld)\n",
-              static_cast<long long>(call.n));
-      failed = true;
-    }
-  });
-  return failed ? 1 : 0;
+  return ForEachMatrix(pool, call, "a matrix exponential's workspace",
+                       [&](int64_t i) { Run<T>(call, operands, results, i); });
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 #include "client/runtime/qr.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <new>
 #include <vector>
+
+#include "client/runtime/linalg.h"
 
 // LAPACK's Fortran entry points, as OpenBLAS exports them: every argument by
 // address, and after them the length of each character argument.
@@ -135,17 +136,8 @@ void Run(const Matrix& in) {
 template <typename T>
 int RunBatch(ThreadPool& pool, const kiln_linalg& call, const void* const* operands,
              void* const* results) {
-  std::atomic<bool> failed{false};
-  pool.ParallelFor(call.batch, 1, [&](int64_t begin, int64_t end) {
-    try {
-      for (int64_t i = begin; i < end; ++i) Run<T>({call, operands, results, i});
-    } catch (const std::bad_alloc&) {
-      fprintf(stderr, "kiln runtime: out of memory for a QR's LAPACK workspace (%lld x %lld)\n",
-              static_cast<long long>(call.m), static_cast<long long>(call.n));
-      failed = true;
-    }
-  });
-  return failed ? 1 : 0;
+  return ForEachMatrix(pool, call, "a QR's LAPACK workspace",
+                       [&](int64_t i) { Run<T>({call, operands, results, i}); });
 }
 
 }  // namespace
