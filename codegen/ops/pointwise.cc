@@ -175,7 +175,9 @@ absl::StatusOr<int> Lerp(ExprBuilder& b, const ir::Node& node, const std::vector
 
 // An integer division's divisor: eager raises on a zero one, which a
 // kernel cannot, so it must be a nonzero constant (`other` as a number). A
-// tensor divisor is Unimplemented: the client runs that division through torch.
+// tensor divisor, or zero, is Unimplemented: the client runs that division
+// through torch, which raises as eager does (or divides nothing when the
+// dividend is empty).
 absl::Status CheckIntegerDivisor(const ir::Node& node, Types types) {
   if (ir::IsFloatingPoint(types.compute)) return absl::OkStatus();
   const auto other = node.args.find("other");
@@ -187,7 +189,7 @@ absl::Status CheckIntegerDivisor(const ir::Node& node, Types types) {
         "an integer division by a tensor or a size: eager raises on a zero divisor, which a "
         "kernel cannot; divide by a constant, or in floating point");
   }
-  if (*divisor == 0) return absl::InvalidArgumentError("an integer division by zero");
+  if (*divisor == 0) return absl::UnimplementedError("an integer division by zero");
   return absl::OkStatus();
 }
 

@@ -143,6 +143,9 @@ def gather_cases(claims):
     x = random((4, 3), torch.float32, generator(op, "refused"))
     yield Case(op, torch.float32, "int32_index", lambda x, i: torch.gather(x, 1, i),
                [x, torch.tensor([[1, 0], [2, 2], [0, 1], [1, 1]], dtype=torch.int32)], EXACT)
+    # Eager checks the index's dtype only when it has elements.
+    yield Case(op, torch.float32, "empty_uint8_index", lambda x, i: torch.gather(x, 1, i),
+               [x, torch.zeros((2, 0), dtype=torch.uint8)], EXACT)
     yield Case(op, torch.float32, "int16_index", lambda x, i: torch.gather(x, 1, i.long()),
                [x, torch.tensor([[1]], dtype=torch.int16)], ERROR,
                error=("INVALID_ARGUMENT", "neither does eager PyTorch"), manual=(op, [("dim", 1)]))
