@@ -107,7 +107,7 @@ KILN_OPS |= frozenset(f"aten.{name}" for name in """
     cholesky_solve.default linalg_cholesky_ex.default linalg_inv_ex.default linalg_lu.default
     linalg_lu_factor_ex.default linalg_lu_solve.default linalg_solve_triangular.default
     triangular_solve.default
-    _linalg_svd.default _linalg_eigh.default
+    _linalg_svd.default _linalg_eigh.default _linalg_check_errors.default
 """.split())
 # Householder QR and least squares through LAPACK (codegen/ops/qr.cc, lstsq.cc).
 KILN_OPS |= frozenset(f"aten.{name}" for name in """
