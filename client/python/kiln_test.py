@@ -618,8 +618,11 @@ def test_the_tracer_takes_torchs_core_table_and_leaves_the_ops_kiln_lowers():
         namespace, name, overload = str(op).split(".")
         return f"{namespace}.{name.rstrip('_')}.{overload}" in KILN_OPS
     assert [str(op) for op in DECOMPOSITIONS if lowered(op)] == sorted(PARTIAL)
+    # Ops that may draw random numbers keep torch's own forms: they run
+    # through torch, drawing as eager does (kiln/_random.py).
     missing = [str(op) for op in core_aten_decompositions()
-               if str(op).startswith("aten.") and not lowered(op) and op not in DECOMPOSITIONS]
+               if str(op).startswith("aten.") and not lowered(op) and op not in DECOMPOSITIONS
+               and torch.Tag.nondeterministic_seeded not in op.tags]
     assert missing == []
 
 
