@@ -73,24 +73,24 @@ absl::StatusOr<std::string> EmitAttentionCall(const Kernel& kernel, const EmitIn
   // The result this kernel writes; the other is its own kernel's.
   const Linear written = Offset(MemoryLayout(graph, in.program, kernel.value),
                                 ir::AffineMap::Identity(graph.values[kernel.value].rank()));
-  const std::string result = absl::StrCat(
-      "(float*)", StorageName(in.plan.storage_of[kernel.value]), " + ", SymC(written.constant));
+  const std::string result = absl::StrCat("(float*)", StorageName(in.plan.storage_of[kernel.value]),
+                                          " + ", SymC(written.constant));
   const auto stride = [&](int dim) { return SymC(written.coefficients[dim]); };
   const bool writes_out = kernel.value == node.outputs[0];
   if (!writes_out && !Read(graph, kernel.value)) return std::string();  // lse unused
   const std::string value_width = Extent(value.sizes[3]);
   return absl::StrCat(
-      "  {\n    kiln_attention call = {", Extent(query.sizes[0]), ", ", Extent(query.sizes[1]), ", ",
-      Extent(key.sizes[2]), ", ", Extent(query.sizes[3]), ", ", value_width, ", ",
+      "  {\n    kiln_attention call = {", Extent(query.sizes[0]), ", ", Extent(query.sizes[1]),
+      ", ", Extent(key.sizes[2]), ", ", Extent(query.sizes[3]), ", ", value_width, ", ",
       absl::StrFormat("(float)%a", static_cast<double>(static_cast<float>(scale))), ",\n      ",
       Pointer(kernel.reads[0], in), ", ", Pointer(kernel.reads[1], in), ",\n      ",
-      Pointer(kernel.reads[2], in), ", ", mask_pointer, ",\n      ",
-      writes_out ? result : "0", ", ", writes_out ? "0" : result, ",\n      ",
-      Strides(query, kernel.reads[0], in, {0, 1, 3}), ", ",
-      Strides(key, kernel.reads[1], in, {0, 1, 2, 3}), ", ",
+      Pointer(kernel.reads[2], in), ", ", mask_pointer, ",\n      ", writes_out ? result : "0",
+      ", ", writes_out ? "0" : result, ",\n      ", Strides(query, kernel.reads[0], in, {0, 1, 3}),
+      ", ", Strides(key, kernel.reads[1], in, {0, 1, 2, 3}), ", ",
       Strides(value, kernel.reads[2], in, {0, 1, 2, 3}), ", ", mask_strides, ",\n      {",
       writes_out ? absl::StrCat(stride(0), ", ", stride(1), ", ", stride(3)) : "0, 0, 0", "}, {",
-      writes_out ? "0, 0" : absl::StrCat(stride(0), ", ", stride(1)), "}, 1, 0};\n    kiln_attention_f32(rt, &call);\n  }\n");
+      writes_out ? "0, 0" : absl::StrCat(stride(0), ", ", stride(1)),
+      "}, 1, 0};\n    kiln_attention_f32(rt, &call);\n  }\n");
 }
 
 }  // namespace kiln

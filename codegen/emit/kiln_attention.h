@@ -33,8 +33,7 @@ typedef struct kiln_attention {
 /* q.k over `width` elements; unit: both strides are 1 (vectorized). */
 template <bool kUnit>
 static inline float kiln_attention_dot(const float* __restrict q, const float* __restrict k,
-                                       kiln_int64 width, kiln_int64 q_stride,
-                                       kiln_int64 k_stride) {
+                                       kiln_int64 width, kiln_int64 q_stride, kiln_int64 k_stride) {
 #pragma clang fp reassociate(on)
   float sum = 0.0f;
   for (kiln_int64 e = 0; e < width; ++e) {

@@ -43,9 +43,10 @@ absl::StatusOr<std::vector<ir::TensorType>> InferAttention(const ir::Node& node,
                      Shape(query), ", ", Shape(key), " and ", Shape(value)));
   }
   if (query.sizes[2] != Dim::Constant(1)) {
-    return absl::UnimplementedError(absl::StrCat(
-        "attention of ", Shape(query), ": Kiln lowers one query per head (a decoding step); "
-        "trace it through kiln, which decomposes the others"));
+    return absl::UnimplementedError(
+        absl::StrCat("attention of ", Shape(query),
+                     ": Kiln lowers one query per head (a decoding step); "
+                     "trace it through kiln, which decomposes the others"));
   }
   if (ScalarArgAsDouble(node, "dropout_p") != 0.0 || BoolArg(node, "is_causal")) {
     return absl::UnimplementedError(
@@ -54,9 +55,9 @@ absl::StatusOr<std::vector<ir::TensorType>> InferAttention(const ir::Node& node,
   const Dim& keys = key.sizes[2];
   for (int d : {0, 1}) {
     if (key.sizes[d] != query.sizes[d] || value.sizes[d] != query.sizes[d]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("query ", Shape(query), ", key ", Shape(key), " and value ", Shape(value),
-                       " must agree in batch and heads"));
+      return absl::InvalidArgumentError(absl::StrCat("query ", Shape(query), ", key ", Shape(key),
+                                                     " and value ", Shape(value),
+                                                     " must agree in batch and heads"));
     }
   }
   if (key.sizes[3] != query.sizes[3] || value.sizes[2] != keys) {
@@ -66,9 +67,8 @@ absl::StatusOr<std::vector<ir::TensorType>> InferAttention(const ir::Node& node,
   }
   if (value.sizes[3].is_symbolic() || value.sizes[3].constant > kMaxValueWidth ||
       query.sizes[3].is_symbolic()) {
-    return absl::UnimplementedError(absl::StrCat("attention with values of width ",
-                                                 Shape(value), ": at most ", kMaxValueWidth,
-                                                 ", static"));
+    return absl::UnimplementedError(absl::StrCat("attention with values of width ", Shape(value),
+                                                 ": at most ", kMaxValueWidth, ", static"));
   }
   if (inputs.size() == 4) {
     const ir::TensorType& mask = *inputs[3];
@@ -85,8 +85,8 @@ absl::StatusOr<std::vector<ir::TensorType>> InferAttention(const ir::Node& node,
     }
   }
   return std::vector<ir::TensorType>{
-      ContiguousType(DType::kFloat32, {query.sizes[0], query.sizes[1], Dim::Constant(1),
-                                       value.sizes[3]}),
+      ContiguousType(DType::kFloat32,
+                     {query.sizes[0], query.sizes[1], Dim::Constant(1), value.sizes[3]}),
       ContiguousType(DType::kFloat32, {query.sizes[0], query.sizes[1], Dim::Constant(1)})};
 }
 
