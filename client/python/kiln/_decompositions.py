@@ -30,7 +30,7 @@ from ._decompositions_nn import (_adaptive_avg_pool3d, _adaptive_max_pool, _avg_
                                  _reflection_pad, _rrelu_with_noise, _shrink_backward,
                                  _transformer_encoder_layer_fwd)
 from . import _linalg
-from ._errors import TraceError, decline, declining  # noqa: F401 (declining)
+from ._errors import TraceError, decline
 from ._op_forms import DECOMPOSITIONS as _OP_FORMS, _embedding_renorm
 
 

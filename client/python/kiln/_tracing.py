@@ -58,7 +58,7 @@ import traceback
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from . import _decompositions, _random, _symbols
+from . import _errors, _random, _symbols
 from ._decompositions import DECOMPOSITIONS, TraceError, TracingMode  # noqa: F401 (TraceError)
 from ._fake_shapes import fake_shapes
 from ._functionalize import (CHECKS, _changes_undone, _fold_trace_constants, _is_in_place,
@@ -399,7 +399,7 @@ def trace_module(fn, inputs, arguments=None, write_back=False, tracing_mode=None
             traced = _rebinding_as_writes(fn, traced, write_back and not state_names)
         with _changes_undone(fn, inputs):
             return trace_fx(traced, list(inputs) + state, tracing_mode=tracing_mode)
-    with (_decompositions.declining() if declining else contextlib.nullcontext({})) as declined:
+    with (_errors.declining() if declining else contextlib.nullcontext({})) as declined:
         try:
             gm, structure = trace_with(names, state)
         except FunctionalizeError:
