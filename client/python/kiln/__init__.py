@@ -250,7 +250,8 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
     if fallback not in ("raise", "eager"):
         raise ValueError(f"fallback is 'raise' or 'eager', not {fallback!r}")
     _check_on_stride_miss(on_stride_miss)
-    from . import _arguments, _dynamo, _partition, _tracing
+    from . import _arguments, _data_dependent, _dynamo, _partition, _tracing
+    bounds = None
     options = {"dynamic": dynamic, "relations": relations, "name": name, "target": target,
                "on_stride_miss": on_stride_miss}
     name = name or getattr(fn, "__name__", None) or type(fn).__name__
@@ -270,6 +271,8 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
         else:
             traced, inputs, layout = _trace_module(fn, example_inputs, example_kwargs,
                                                    declining=not strict)
+            # Data-dependent sizes: results cut to counts (kiln/_data_dependent.py).
+            bounds = None if dynamic else _data_dependent.bound(traced[0], traced[3])
             if not strict and (refused := _partition.refused_nodes(traced[0])):
                 return _partitioned(fn, inputs, layout, refused, name, dynamic, relations,
                                     target, on_stride_miss)
@@ -303,7 +306,8 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
                 return _split(fn, error, name, target, on_stride_miss)
             raise UnsupportedOpError(str(error)) from error
         raise
-    compiled = Compiled(native, lifted, structure, writes, fn, fallback, graph, layout, options)
+    compiled = Compiled(native, lifted, structure, writes, fn, fallback, graph, layout, options,
+                        bounds)
     if buckets is not None:
         compiled.warmup(buckets)
     return compiled
@@ -393,8 +397,9 @@ def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=Non
         weights.bin   its weights' bytes
         package.json  the weights' dtypes, sizes and offsets, which module
                       attribute each one is, how the function's result
-                      holds the graph's outputs, and which inputs it
-                      changes in place ("writes")
+                      holds the graph's outputs, which inputs it
+                      changes in place ("writes"), and which results are
+                      cut to a count the graph computes ("bounds")
         plan.json     with `buckets` (a plan entry, as in Compiled.warmup): a
                       warmup plan for the graph, for `kiln warmup` or load()
 
@@ -415,14 +420,17 @@ def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=Non
     if path is None or isinstance(example_inputs, (str, os.PathLike)):
         raise TypeError("kiln.save takes (fn, example_inputs, path), or (exported_program, path) "
                         "for a torch.export.ExportedProgram")
-    from . import _graph, _tracing
+    from . import _data_dependent, _graph, _tracing
+    bounds = None
     try:
         if exported:
             from . import _export
             graph, lifted, names, structure, writes, layout = _export.trace(fn, name)
         else:
+            traced, _, _ = _trace_module(fn, example_inputs, example_kwargs)
+            bounds = None if dynamic else _data_dependent.bound(traced[0], traced[3])
             graph, lifted, structure, writes, layout = _trace(fn, example_inputs, example_kwargs,
-                                                              name, dynamic, relations)
+                                                              name, dynamic, relations, traced)
             names = _weight_names(fn, lifted)
     except _tracing.TraceError as error:
         raise UnsupportedOpError(str(error)) from error
@@ -437,6 +445,7 @@ def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=Non
                    "arguments": layout.to_json(),
                    "outputs": structure,
                    "writes": writes,
+                   **({"bounds": bounds} if bounds else {}),
                    **({"given_sizes_only": True} if exported else {}),
                    "weights": [{"name": weight_name, **layout} for weight_name, layout
                                in zip(names, layouts)]}, out, indent=1)
@@ -493,7 +502,8 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
         raise
     from . import _arguments
     compiled = Compiled(native, weights, package["outputs"], package.get("writes", []), module,
-                        fallback, graph, _arguments.Layout.from_json(package["arguments"]))
+                        fallback, graph, _arguments.Layout.from_json(package["arguments"]),
+                        bounds=package.get("bounds"))
     plan = os.path.join(path, "plan.json")
     if warmup and os.path.exists(plan):
         with open(plan) as plan_file:

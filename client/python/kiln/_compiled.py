@@ -6,7 +6,8 @@ import importlib
 import json
 import warnings
 
-from . import DaemonUnavailable, GuardError, UnsupportedOpError, _counters, _lock, compile
+from . import (DaemonUnavailable, GuardError, UnsupportedOpError, _counters, _data_dependent,
+               _lock, compile)
 
 
 _MAX_LAYOUTS = 8  # layouts of its arguments one compiled function takes
@@ -16,8 +17,10 @@ class Compiled:
     """A compiled function or module: call it like the original."""
 
     def __init__(self, native, lifted, structure, writes, fn, fallback, graph, layout,
-                 options=None):
+                 options=None, bounds=None):
         self._native = native
+        # Results cut to a count the graph computes (_data_dependent.bound).
+        self._bounds = bounds
         self._lifted = lifted
         self._structure = structure
         # The usual results, without walking the structure at each call.
@@ -53,6 +56,8 @@ class Compiled:
                 return self._call_with_layout(args, kwargs)
             except (DaemonUnavailable, UnsupportedOpError) as error:
                 return self._eager(args, kwargs, error)
+            if self._bounds:
+                outputs = _data_dependent.cut(outputs, self._bounds)
             return outputs[0] if self._single else self._results(outputs)
         return self._call_with_layout(args, kwargs)
 
@@ -63,6 +68,8 @@ class Compiled:
             outputs = self._native(*tensors, *self._lifted)
         except (DaemonUnavailable, UnsupportedOpError) as error:
             return self._eager(args, kwargs, error)
+        if self._bounds:
+            outputs = _data_dependent.cut(outputs, self._bounds)
         return self._results(outputs)
 
     def _aliased_write(self, tensors):

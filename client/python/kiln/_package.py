@@ -4,9 +4,11 @@ graph's: package.json's format and weights.bin.
 import os
 
 
-_PACKAGE_FORMAT = "kiln-package-5"
-# Formats load() reads: 4 is 5 without "writes" (no input changed in place).
-_PACKAGE_FORMATS = ("kiln-package-4", _PACKAGE_FORMAT)
+_PACKAGE_FORMAT = "kiln-package-6"
+# Formats load() reads: 5 is 6 without "bounds" (no result cut to a count,
+# kiln/_data_dependent.py), 4 is 5 without "writes" (no input changed in
+# place).
+_PACKAGE_FORMATS = ("kiln-package-4", "kiln-package-5", _PACKAGE_FORMAT)
 
 
 def _weight_names(fn, lifted):
