@@ -1609,7 +1609,7 @@ def test_kiln_load_refuses_what_is_not_a_package(tmp_path):
     os.makedirs(tmp_path / "dir")
     (tmp_path / "dir" / "package.json").write_text('{"format": "kiln-package-1"}')
     (tmp_path / "dir" / "graph.pb").write_bytes(b"")
-    with pytest.raises(ValueError, match="not 'kiln-package-5'.*save it again"):
+    with pytest.raises(ValueError, match="not 'kiln-package-6'.*save it again"):
         kiln.load(str(tmp_path / "dir"))
     (tmp_path / "dir" / "package.json").write_text(
         '{"format": "kiln-package-4", "weights": [], "outputs": "tensor", "arguments": '

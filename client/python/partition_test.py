@@ -124,10 +124,9 @@ def test_a_linear_solve_in_the_middle_matches_eager():
 @pytest.mark.parametrize("fn, inputs, refused, op", [
     (FourierLayer().eval(), [torch.randn(2, 8, 32)],
      "kiln_test.spectral_mix.default", "kiln_test.spectral_mix.default"),
-    (DetectionHead().eval(), [torch.randn(64, 16)], "aten.nonzero.default", "aten.nonzero.default"),
     (solved, [torch.randn(8, 8), torch.randn(8, 6), torch.randn(6, 6)],
      "kiln_test.solve.default", "kiln_test.solve.default"),
-], ids=["fft", "nonzero", "solve"])
+], ids=["fft", "solve"])
 def test_strict_refuses_naming_the_op_and_explain_names_why_it_ran_through_torch(fn, inputs,
                                                                                  refused, op):
     with torch.no_grad():

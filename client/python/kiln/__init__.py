@@ -355,12 +355,14 @@ def _trace(fn, example_inputs, example_kwargs, name, dynamic, relations, traced=
 
 def _partitioned(fn, inputs, layout, refused, name, dynamic, relations, target, on_stride_miss):
     """fn compiled in segments around the ops in `refused` ({node: why}),
-    which run through torch; warns once, naming them."""
-    from . import _partition
-    ops = sorted({str(node.target) for node in refused})
-    warnings.warn(f"kiln: {name} runs {', '.join(ops)} through torch (kiln.explain says why) and "
-                  f"compiles the rest in segments; kiln.compile(..., strict=True) refuses it "
-                  f"instead", RuntimeWarning, stacklevel=3)
+    which run through torch but for the data-dependent ones Kiln has forms
+    of (a segment each); warns once, naming those through torch."""
+    from . import _data_dependent, _partition
+    ops = sorted({str(node.target) for node in refused if not _data_dependent.formable(node)})
+    if ops:
+        warnings.warn(f"kiln: {name} runs {', '.join(ops)} through torch (kiln.explain says why) "
+                      f"and compiles the rest in segments; kiln.compile(..., strict=True) "
+                      f"refuses it instead", RuntimeWarning, stacklevel=3)
     return _partition.compile(fn, inputs, layout, name, dynamic=_symbolic(dynamic),
                               relations=relations, target=target, on_stride_miss=on_stride_miss)
 

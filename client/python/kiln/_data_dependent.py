@@ -61,32 +61,58 @@ def _masked_select(x, mask):
     return (flat[position] if flat.numel() else flat), count
 
 
-def _groups(flat, order=None):
-    """(distinct values, inverse, counts, the count) of the 1-D `flat`
-    whose equal elements are adjacent; `order`: the positions in the input
-    that flat's elements came from (a sort's), for the inverse."""
-    n = flat.shape[0]
+def _groups(rows, order=None):
+    """(distinct rows, inverse, counts, the count) of the 2-D `rows` whose
+    equal rows are adjacent; `order`: the positions in the input that the
+    rows came from (a sort's), for the inverse."""
+    n = rows.shape[0]
     if n == 0:
         empty = torch.zeros(0, dtype=torch.int64)
-        return flat, empty, empty, empty.sum()
-    starts = torch.cat([torch.ones(1, dtype=torch.bool), flat[1:] != flat[:-1]])
+        return rows, empty, empty, empty.sum()
+    starts = torch.cat([torch.ones(1, dtype=torch.bool), (rows[1:] != rows[:-1]).any(1)])
     group = torch.cumsum(starts.long(), 0) - 1
     position, count = _positions(starts)
-    counts = torch.zeros(n, dtype=torch.int64).scatter_add(0, group, torch.ones(n, dtype=torch.int64))
+    ones = torch.ones(n, dtype=torch.int64)
+    counts = torch.zeros(n, dtype=torch.int64).scatter_add(0, group, ones)
     inverse = group if order is None else torch.zeros(n, dtype=torch.int64).scatter(0, order, group)
-    return flat[position], inverse, counts, count
+    return rows[position], inverse, counts, count
 
 
 def _unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
-    values, inverse, counts, count = _groups(x.reshape(-1))
-    return _unique_results(x, values, inverse, counts, count, return_inverse, return_counts)
+    if dim is not None:
+        return _rows_unique(x, dim, sort=False)
+    values, inverse, counts, count = _groups(x.reshape(-1, 1))
+    return _unique_results(x, values.reshape(-1), inverse, counts, count, return_inverse,
+                           return_counts)
 
 
 def _unique2(x, sorted=True, return_inverse=False, return_counts=False):
     """torch.unique on the CPU sorts whatever `sorted` says."""
     flat, order = torch.sort(x.reshape(-1), stable=True)
-    values, inverse, counts, count = _groups(flat, order)
-    return _unique_results(x, values, inverse, counts, count, return_inverse, return_counts)
+    values, inverse, counts, count = _groups(flat.reshape(-1, 1), order)
+    return _unique_results(x, values.reshape(-1), inverse, counts, count, return_inverse,
+                           return_counts)
+
+
+def _unique_dim(x, dim, sorted=True, return_inverse=False, return_counts=False):
+    return _rows_unique(x, dim, sort=True)
+
+
+def _rows_unique(x, dim, sort):
+    """unique along `dim` (of the slices x.select(dim, i)), sorted in
+    lexicographic order or consecutive: eager gives the inverse and the
+    counts whatever it is asked."""
+    rows = x.movedim(dim, 0)
+    sizes = list(rows.shape)
+    rows = rows.reshape(sizes[0], -1)
+    order = None
+    if sort:  # lexicographic: stable sorts by each column, the last first
+        order = torch.arange(sizes[0])
+        for column in reversed(range(rows.shape[1])):
+            order = order[torch.sort(rows[order, column], stable=True)[1]]
+        rows = rows[order]
+    values, inverse, counts, count = _groups(rows, order)
+    return values.reshape(sizes).movedim(0, dim), inverse, counts, count
 
 
 def _unique_results(x, values, inverse, counts, count, return_inverse, return_counts):
@@ -97,38 +123,51 @@ def _unique_results(x, values, inverse, counts, count, return_inverse, return_co
             counts if return_counts else empty, count)
 
 
-def _unique_cut(return_counts_at):
-    """The results of a unique cut to the count: the values, and the counts
-    when asked for (argument `return_counts_at`)."""
-    return lambda args: {0, 2} if len(args) > return_counts_at and args[return_counts_at] else {0}
+def _unique_cut(return_counts_at, dim_at):
+    """The results of a unique cut to the count, {index: dim}: the values
+    (along the op's dim when it has one) and the counts when there are."""
+    def cut(args):
+        dim = args[dim_at] if dim_at is not None else None
+        if dim is not None:
+            return {0: dim % args[0].meta["val"].dim(), 2: 0}
+        return {0: 0, 2: 0} if args[return_counts_at] else {0: 0}
+    return cut
 
 
-# op -> (Kiln's form, the indices of the results it cuts to the count, given
-# the op's arguments).
+# op -> (Kiln's form, {index: dim} of the results it cuts to the count
+# along dim, given the op's arguments).
 FORMS = {
-    aten.nonzero.default: (_nonzero, lambda args: {0}),
-    aten.masked_select.default: (_masked_select, lambda args: {0}),
-    aten._unique2.default: (_unique2, _unique_cut(3)),
-    aten.unique_consecutive.default: (_unique_consecutive, _unique_cut(2)),
+    aten.nonzero.default: (_nonzero, lambda args: {0: 0}),
+    aten.masked_select.default: (_masked_select, lambda args: {0: 0}),
+    aten._unique2.default: (_unique2, _unique_cut(3, None)),
+    aten.unique_consecutive.default: (_unique_consecutive, _unique_cut(2, 3)),
+    aten.unique_dim.default: (_unique_dim, _unique_cut(4, 1)),
 }
 
 
 def _formed(node):
     """The form of `node` (a call of an op in FORMS) as a function of its
-    tensor arguments, those arguments, and the indices of its results that
-    are cut to the count; None when a form does not take its arguments."""
+    tensor arguments, those arguments, and {index: dim} of its results cut
+    to the count along dim; None when a form does not take its arguments."""
     form, cut = FORMS[node.target]
     schema = node.target._schema.arguments
     given = list(node.args) + [node.kwargs.get(a.name, a.default_value)
                                for a in schema[len(node.args):]]
-    if node.target is aten.unique_consecutive.default and given[3] is not None:
-        return None  # a dim: unique rows, not elements
+    dim = {aten.unique_consecutive.default: 3, aten.unique_dim.default: 1}.get(node.target)
+    if dim is not None and given[dim] is not None and (
+            given[0].meta["val"].dim() == 0 or given[0].meta["val"].numel() == 0):
+        return None  # eager's error, or rows of no elements
     tensors = [arg for arg in given if isinstance(arg, torch.fx.Node)]
 
     def call(*values):
         values = iter(values)
         return form(*[next(values) if isinstance(arg, torch.fx.Node) else arg for arg in given])
     return call, tensors, cut(given)
+
+
+def formable(node):
+    """Whether `node` calls an op in FORMS with arguments its form takes."""
+    return node.op == "call_function" and node.target in FORMS and _formed(node) is not None
 
 
 def _results(node):
@@ -146,11 +185,11 @@ def bound(gm, written):
     output reads by Kiln's forms (their results at their largest size);
     the counts are outputs after gm's results and before the `written`
     outputs written back. Returns (the number of results, [(result
-    position, count position)]) over the outputs the call returns (the
-    results, then the counts); None when gm has no such call."""
+    position, count position, the dim cut)]) over the outputs the call
+    returns (the results, then the counts); None when gm has no such call."""
     graph = gm.graph
     output = next(node for node in graph.nodes if node.op == "output")
-    cut = {}  # a node of the form's results -> the index of its count
+    cut_at = {}  # a result of a form -> (the index of its count, the dim cut)
     counts = []
     for node in list(graph.nodes):
         if node.op != "call_function" or node.target not in FORMS:
@@ -172,7 +211,7 @@ def bound(gm, written):
         for index, reader in results:
             reader.replace_all_uses_with(made[index])
             if index in indices:
-                cut[made[index]] = len(counts)
+                cut_at[made[index]] = (len(counts), indices[index])
         counts.append(made[-1])
         for _, reader in results:
             if reader is not node:
@@ -184,19 +223,19 @@ def bound(gm, written):
     kept = len(outputs) - len(written)
     output.args = (outputs[:kept] + counts + outputs[kept:],)
     gm.recompile()
-    return kept, [(position, kept + cut[value]) for position, value in enumerate(outputs[:kept])
-                  if value in cut]
+    return kept, [(position, kept + cut_at[value][0], cut_at[value][1])
+                  for position, value in enumerate(outputs[:kept]) if value in cut_at]
 
 
 def cut(outputs, bounds):
     """The outputs kiln_run gave for a graph `bound` rewrote: each bounded
-    result cut to its count (a copy when that keeps less than half of it),
+    result cut to its count along its dim (a copy when that keeps less than half of it),
     the counts dropped."""
     kept, cuts = bounds
     outputs = list(outputs)
-    for position, count in cuts:
+    for position, count, dim in cuts:
         rows = int(outputs[count])
-        result = outputs[position].narrow(0, 0, rows)
-        outputs[position] = result.clone() if 2 * rows < outputs[position].shape[0] else result
+        result = outputs[position].narrow(dim, 0, rows)
+        outputs[position] = result.clone() if 2 * rows < outputs[position].shape[dim] else result
     return outputs[:kept]
 

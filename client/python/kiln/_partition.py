@@ -8,7 +8,9 @@ has a dtype Kiln lacks, when its output's shape depends on its
 input's values (nonzero, masked_select, unique: torch.Tag.dynamic_output_shape),
 when it draws random numbers (from torch's generator, as eager draws them),
 when Kiln's decomposition of it declined the call (gm.meta["kiln_declined"]),
-or when kilnd refused it before in this process. torch.fx's
+or when kilnd refused it before in this process. A data-dependent op Kiln
+has a form of (kiln/_data_dependent.py) is compiled as a segment of its
+own, its results cut to their counts. torch.fx's
 CapabilityBasedPartitioner groups the other ops into the largest regions
 that keep the graph acyclic; each region is a graph module that
 kiln.compile compiles (strict) at its first call, under its own cache key,
@@ -33,7 +35,7 @@ from torch._subclasses.fake_tensor import DynamicOutputShapeException, Unsupport
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from . import _functionalize, _graph, _tracing
+from . import _data_dependent, _functionalize, _graph, _tracing
 
 _lock = threading.Lock()
 _op_table = None
@@ -275,6 +277,25 @@ class Partitioned:
         return "\n".join(lines)
 
 
+def _alone(gm, node):
+    """Replaces `node` by a call of a graph module of its own, which
+    computes node's result from its tensor arguments."""
+    graph = torch.fx.Graph()
+    arguments = {}
+    for argument in node.all_input_nodes:
+        arguments[argument] = graph.placeholder(argument.name)
+        arguments[argument].meta = dict(argument.meta)
+    graph.output(graph.call_function(node.target, *torch.fx.map_arg(
+        (node.args, node.kwargs), arguments.__getitem__)))
+    name = f"kiln_{node.name}"
+    gm.add_submodule(name, torch.fx.GraphModule(torch.nn.Module(), graph))
+    with gm.graph.inserting_before(node):
+        call = gm.graph.call_module(name, tuple(arguments))
+    call.meta = dict(node.meta)
+    node.replace_all_uses_with(call)
+    gm.graph.erase_node(node)
+
+
 def compile(fn, inputs, layout, name, *, dynamic, relations, target, on_stride_miss):
     """A Partitioned of fn(*inputs): traced with symbolic sizes, its ops
     Kiln lacks left to torch, each region compiled by kiln.compile.
@@ -318,13 +339,21 @@ def _partitioned(gm, lifted, structure, writes, layout, name, dynamic, options):
         if isinstance(size, torch.SymInt):
             symbols[str(size.node.expr)] = symbol
     torch_nodes = refused_nodes(gm)
-    torch_ops = [(node.name, str(node.target), why) for node, why in torch_nodes.items()]
+    # Data-dependent ops Kiln has a form of: a segment each (their results
+    # its outputs), outside the partitions.
+    bounded = {node for node in torch_nodes
+               if _data_dependent.formable(node) and signature(node) not in _refused}
+    torch_ops = [(node.name, str(node.target), why) for node, why in torch_nodes.items()
+                 if node not in bounded]
     _sizes_per_reader(gm)
     partitioner = CapabilityBasedPartitioner(gm, _Support(torch_nodes),
                                              allows_single_node_partition=True)
     partitions = [p for p in partitioner.propose_partitions()
                   if any(_tensors(_value(node)) for node in p.nodes)]
     fused = partitioner.fuse_partitions(partitions)
+    names = {node.name for node in bounded}
+    for node in [node for node in fused.graph.nodes if node.name in names]:
+        _alone(fused, node)
     options = {**options, "symbols": symbols}
     segments = []
     for node in fused.graph.nodes:
