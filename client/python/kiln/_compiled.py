@@ -6,8 +6,7 @@ import importlib
 import json
 import warnings
 
-from . import (DaemonUnavailable, GuardError, UnsupportedOpError, _counters, _data_dependent,
-               _lock, compile)
+from . import DaemonUnavailable, GuardError, UnsupportedOpError, _counters, _lock, compile
 
 
 _MAX_LAYOUTS = 8  # layouts of its arguments one compiled function takes
@@ -57,7 +56,7 @@ class Compiled:
             except (DaemonUnavailable, UnsupportedOpError) as error:
                 return self._eager(args, kwargs, error)
             if self._bounds:
-                outputs = _data_dependent.cut(outputs, self._bounds)
+                outputs = self._cut(outputs)
             return outputs[0] if self._single else self._results(outputs)
         return self._call_with_layout(args, kwargs)
 
@@ -69,7 +68,7 @@ class Compiled:
         except (DaemonUnavailable, UnsupportedOpError) as error:
             return self._eager(args, kwargs, error)
         if self._bounds:
-            outputs = _data_dependent.cut(outputs, self._bounds)
+            outputs = self._cut(outputs)
         return self._results(outputs)
 
     def _aliased_write(self, tensors):
@@ -86,6 +85,10 @@ class Compiled:
                         f"both, the compiled graph takes them apart; pass tensors that do not "
                         f"share memory")
         return None
+
+    def _cut(self, outputs):
+        from . import _data_dependent  # what imports the tracer: not at every import of kiln
+        return _data_dependent.cut(outputs, self._bounds)
 
     def _results(self, outputs):
         if self._single:

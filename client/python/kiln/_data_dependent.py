@@ -13,13 +13,15 @@ position is scattered to row k (a cumulative sum of the kept ones gives k),
 and the values are gathered from the positions.
 
 An op whose result other ops read stays as traced: kilnd refuses it
-(strict), or it runs through torch between compiled segments
-(kiln/_partition.py).
+(strict), or it is a segment of its own and the ops after it another, the
+count their symbol (kiln/_partition.py).
 """
 import operator
 
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
+
+from ._decompositions import DECOMPOSITIONS
 
 aten = torch.ops.aten
 
@@ -79,6 +81,7 @@ def _groups(rows, order=None):
 
 
 def _unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
+    """unique_consecutive: runs of equal elements (or slices along dim)."""
     if dim is not None:
         return _rows_unique(x, dim, sort=False)
     values, inverse, counts, count = _groups(x.reshape(-1, 1))
@@ -95,6 +98,7 @@ def _unique2(x, sorted=True, return_inverse=False, return_counts=False):
 
 
 def _unique_dim(x, dim, sorted=True, return_inverse=False, return_counts=False):
+    """torch.unique along a dim: eager sorts and returns all three results."""
     return _rows_unique(x, dim, sort=True)
 
 
@@ -202,7 +206,6 @@ def bound(gm, written):
             continue
         form, tensors, indices = formed
         examples = [torch.zeros(t.meta["val"].shape, dtype=t.meta["val"].dtype) for t in tensors]
-        from ._decompositions import DECOMPOSITIONS
         traced = make_fx(form, decomposition_table=DECOMPOSITIONS)(*examples)
         placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
         with graph.inserting_before(node):
@@ -229,8 +232,8 @@ def bound(gm, written):
 
 def cut(outputs, bounds):
     """The outputs kiln_run gave for a graph `bound` rewrote: each bounded
-    result cut to its count along its dim (a copy when that keeps less than half of it),
-    the counts dropped."""
+    result cut to its count along its dim (a copy when that keeps less than
+    half of it), the counts dropped."""
     kept, cuts = bounds
     outputs = list(outputs)
     for position, count, dim in cuts:
