@@ -162,6 +162,25 @@ def test_ops_after_a_count_run_in_a_segment_of_their_own_with_the_count_a_symbol
     assert compiles() == before, "another count compiled again"
 
 
+def test_an_op_on_a_count_sized_tensor_runs_through_torch_and_the_warning_names_it():
+    """unique of masked_select's result: its input's size is the count, a
+    symbol, which Kiln's forms do not take; masked_select is still Kiln's."""
+    def kept_unique_and_positions(x):
+        kept = torch.masked_select(x, x > 0)
+        return torch.unique(kept * 2).sum(), kept.nonzero()
+    x = torch.tensor([1.0, -1.0, 2.0, 2.0, 3.0, -4.0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = kiln.compile(kept_unique_and_positions, [x])
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 1 and "aten._unique2.default, aten.nonzero.default through torch" \
+        in messages[0], messages
+    explained = kiln.explain(compiled)
+    assert "2 ops through torch" in explained and "masked_select" not in explained, explained
+    for y in (x, torch.tensor([5.0, 5.0, 5.0, 1.0, -1.0, 0.0]), -torch.ones(6)):
+        torch.testing.assert_close(compiled(y), kept_unique_and_positions(y), rtol=0, atol=0)
+
+
 FRESH = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])

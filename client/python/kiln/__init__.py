@@ -273,9 +273,9 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
                                                    declining=not strict)
             # Data-dependent sizes: results cut to counts (kiln/_data_dependent.py).
             bounds = None if dynamic else _data_dependent.bound(traced[0], traced[3])
-            if not strict and (refused := _partition.refused_nodes(traced[0])):
-                return _partitioned(fn, inputs, layout, refused, name, dynamic, relations,
-                                    target, on_stride_miss)
+            if not strict and _partition.refused_nodes(traced[0]):
+                return _partitioned(fn, inputs, layout, name, dynamic, relations, target,
+                                    on_stride_miss)
             graph, lifted, structure, writes, layout = _trace(fn, example_inputs, example_kwargs,
                                                               name, dynamic, relations, traced)
         # `writes`: the inputs fn changes in place, which native copies
@@ -291,10 +291,9 @@ def compile(fn, example_inputs=None, *, example_kwargs=None, dynamic=None, relat
             if strict or not error.ops:
                 raise
             _partition.refuse(traced[0], error.ops, str(error))  # refused for these arguments
-            refused = _partition.refused_nodes(traced[0])
-            if not refused:
+            if not _partition.refused_nodes(traced[0]):
                 raise
-            return _partitioned(fn, inputs, layout, refused, name, dynamic, relations, target,
+            return _partitioned(fn, inputs, layout, name, dynamic, relations, target,
                                 on_stride_miss)
     except (_tracing.TraceError, _arguments.ArgumentError, KilnError) as error:
         if fallback == "eager":
@@ -353,18 +352,19 @@ def _trace(fn, example_inputs, example_kwargs, name, dynamic, relations, traced=
     return graph, lifted, structure, writes, layout
 
 
-def _partitioned(fn, inputs, layout, refused, name, dynamic, relations, target, on_stride_miss):
-    """fn compiled in segments around the ops in `refused` ({node: why}),
-    which run through torch but for the data-dependent ones Kiln has forms
-    of (a segment each); warns once, naming those through torch."""
-    from . import _data_dependent, _partition
-    ops = sorted({str(node.target) for node in refused if not _data_dependent.formable(node)})
+def _partitioned(fn, inputs, layout, name, dynamic, relations, target, on_stride_miss):
+    """fn compiled in segments around the ops Kiln does not compile, which
+    run through torch (kiln/_partition.py); warns once, naming them."""
+    from . import _partition
+    partitioned = _partition.compile(fn, inputs, layout, name, dynamic=_symbolic(dynamic),
+                                     relations=relations, target=target,
+                                     on_stride_miss=on_stride_miss)
+    ops = sorted({op for _, op, _ in partitioned.torch_ops})
     if ops:
         warnings.warn(f"kiln: {name} runs {', '.join(ops)} through torch (kiln.explain says why) "
                       f"and compiles the rest in segments; kiln.compile(..., strict=True) "
                       f"refuses it instead", RuntimeWarning, stacklevel=3)
-    return _partition.compile(fn, inputs, layout, name, dynamic=_symbolic(dynamic),
-                              relations=relations, target=target, on_stride_miss=on_stride_miss)
+    return partitioned
 
 
 def _exported_partitioned(program, error, name, target, on_stride_miss):

@@ -339,10 +339,13 @@ def _partitioned(gm, lifted, structure, writes, layout, name, dynamic, options):
         if isinstance(size, torch.SymInt):
             symbols[str(size.node.expr)] = symbol
     torch_nodes = refused_nodes(gm)
-    # Data-dependent ops Kiln has a form of: a segment each (their results
-    # its outputs), outside the partitions.
+    # Data-dependent ops Kiln has a form of, of inputs with no Kiln symbol
+    # (a count, a dim of `dynamic`): a segment each (their results its
+    # outputs), outside the partitions.
     bounded = {node for node in torch_nodes
-               if _data_dependent.formable(node) and signature(node) not in _refused}
+               if _data_dependent.formable(node) and signature(node) not in _refused and
+               all(_symbol_of(size, symbols) is None for argument in node.all_input_nodes
+                   for tensor in _tensors(_value(argument)) for size in tensor.shape)}
     torch_ops = [(node.name, str(node.target), why) for node, why in torch_nodes.items()
                  if node not in bounded]
     _sizes_per_reader(gm)
