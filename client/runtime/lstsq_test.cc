@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "client/runtime/runtime.h"
+#include "client/runtime/linalg_test_util.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -12,26 +12,10 @@ namespace {
 
 // A (m x n), rcond and B (m x k), all row-major with one matrix.
 kiln_linalg Call(int64_t m, int64_t n, int64_t k, int64_t driver) {
-  kiln_linalg call = {};
-  call.routine = KILN_LINALG_LSTSQ;
-  call.float64 = 1;
-  call.batch = 1;
-  call.m = m;
-  call.n = n;
-  call.k = k;
-  call.flags = driver;
-  call.strides[0][1] = n;
-  call.strides[0][2] = 1;
-  call.strides[2][1] = k;
-  call.strides[2][2] = 1;
+  kiln_linalg call = LinalgCall(KILN_LINALG_LSTSQ, 1, m, n, k, driver);
+  SetStrides(call, 0, 0, n, 1);
+  SetStrides(call, 2, 0, k, 1);
   return call;
-}
-
-int CallLinalg(const kiln_linalg& call, std::vector<const void*> operands,
-               std::vector<void*> results) {
-  static Runtime* const runtime = new Runtime(2);
-  const kiln_runtime* table = runtime->table();
-  return table->linalg(table->context, &call, operands.data(), results.data());
 }
 
 const double kRcond = 1e-12;
