@@ -93,6 +93,21 @@ UP_TO_SIGN = {
     "linalg.eigh": _eigh_form,
 }
 
+
+def _normwise(got, want):
+    """Each matrix over the largest magnitude in eager's (at least 1), so
+    that OpInfo's tolerance allows every element a few float32 roundings of
+    the largest: reordering eager's own sums moves a matrix function's
+    cancelling elements that far."""
+    if want.numel() == 0:
+        return got
+    return got / want.abs().amax((-2, -1), keepdim=True).clamp_min(1)
+
+
+# Matrix functions whose float32 results eager itself gives only to a few
+# roundings of the matrix's largest element; compared in that form.
+NORMWISE = {"matrix_exp": _normwise}
+
 # Families for docs/OPS.md: the first pattern an entry's name matches.
 FAMILIES = [
     ("linear algebra", r"^(linalg\.|cholesky|geqrf|inverse|logdet|lu|matrix_exp|ormqr|pinverse"
@@ -294,7 +309,7 @@ def worker():
         op = by_name[task["entry"]]
         dtype = getattr(torch, task["dtype"])
         unchecked = op.name in UNCHECKED_VALUES
-        form = UP_TO_SIGN.get(op.name)
+        form = UP_TO_SIGN.get(op.name, NORMWISE.get(op.name))
         samples = [(index, *_as_call(op, sample)) for index, sample in _choose_samples(op, dtype)
                    if index not in task["skip"]]
         wants = [_eager(call, inputs) for _, call, inputs in samples]

@@ -237,6 +237,20 @@ std::string OpsMarkdown() {
       "tall A exist only when every matrix has full rank, a shape that depends on\n"
       "values: that case runs through torch. gels of a matrix without full rank\n"
       "(where eager raises) gives NaN.\n",
+      "\n### Matrix functions and LU unpacking\n\n"
+      "`linalg_matrix_exp` runs through the runtime (`kiln.matrix_exp`,\n"
+      "`client/runtime/matrix_exp.h`): scaling and squaring with the degree-13 Pade\n"
+      "approximant, in float64 whatever the dtype, its products by OpenBLAS's GEMM\n"
+      "and its solve by gesv. A float32 result is the exact exponential rounded;\n"
+      "eager's float32 one (a degree-18 Taylor form in float32) is off by a few\n"
+      "float32 roundings of the largest element, which is what `opinfo_test.py`\n"
+      "allows matrix_exp (`NORMWISE`). The rest decompose, in\n"
+      "`client/python/kiln/_linalg.py`, over ops Kiln runs through LAPACK:\n"
+      "`linalg_polar` over the thin SVD (U = W Vh, H = Vh^T S Vh, so the vectors'\n"
+      "signs cancel), `linalg_matrix_sqrth` over eigh (V sqrt(max(L, 0)) V^T, A's\n"
+      "lower triangle, as eager's), and `lu_unpack`: L and U are the triangles of\n"
+      "the packed factors and P is `lu_solve` of the identity with the pivots, which\n"
+      "only swaps rows, so P is exact.\n",
       SpecialFunctionsMarkdown(),
       "\n## Sorting\n\n"
       "`sort` (and `argsort`, `msort`), `topk`, `kthvalue`, `median`, `nanmedian`\n"
