@@ -82,6 +82,14 @@ def _eigh_form(got, want):
     return values, vectors * _signs(vectors, want[1])
 
 
+def _eig_form(got, want):
+    """(eigenvalues, eigenvectors) with each vector times the unit complex
+    factor that aligns it to eager's (geev's are unique up to one)."""
+    values, vectors = got
+    inner = (want[1].conj() * vectors).sum(-2, keepdim=True)
+    return values, vectors * (inner.conj() / inner.abs())
+
+
 # Results unique only up to the sign of each singular or eigen vector:
 # eager's LAPACK (MKL in the pip wheels) and Kiln's (OpenBLAS) choose
 # differently, so these compare as torch's own test_linalg does, in the form
@@ -91,6 +99,7 @@ UP_TO_SIGN = {
     "linalg.svd": _svd_form(vectors_as_rows=True),
     "svd": _svd_form(vectors_as_rows=False),
     "linalg.eigh": _eigh_form,
+    "linalg.eig": _eig_form,
 }
 
 

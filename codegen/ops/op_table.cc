@@ -30,6 +30,8 @@ const OpTable& OpTable::Get() {
     RegisterQrOps(*built);
     RegisterLstsqOps(*built);
     RegisterMatrixExpOps(*built);
+    RegisterLdlOps(*built);
+    RegisterEigOps(*built);
     RegisterSpectralOps(*built);
     RegisterLinalgCheckOps(*built);
     RegisterScatterOps(*built);

@@ -8,7 +8,9 @@ sign to each column's leading element): results agree within a few hundred
 float32 roundings. lstsq's results that a driver does not compute are empty
 tensors, as eager's. matrix_exp computes in float64 whatever the dtype: its
 float32 result is the exact one rounded, within eager's own error for these
-small matrices of exponentials under a few hundred."""
+small matrices of exponentials under a few hundred. LDL^T (sytrf, sytrs) and
+eig (geev) are LAPACK's on both sides; eig's vectors compare through the
+residual A V - V diag(L), as each is unique only up to a complex factor."""
 import torch
 
 from cases_common import NAMES, Case, claimed, generator, random
@@ -77,4 +79,22 @@ OPS = {
         # A 1-norm past theta_13: scaled down, then squared.
         ("squared", lambda a: torch.linalg.matrix_exp(3 * a), [(3, 3)]),
     ],
+    "aten.linalg_ldl_factor_ex.default": [
+        ("symmetric", lambda a: torch.linalg.ldl_factor_ex(a + a.mT), [(4, 4)]),
+        ("batched_lower_hermitian",
+         lambda a: torch.linalg.ldl_factor_ex(a.tril(), hermitian=True), [(2, 3, 3)]),
+    ],
+    "aten.linalg_ldl_solve.default": [
+        ("broadcast", lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a + a.mT), b),
+         [(2, 4, 4), (1, 4, 2)]),
+    ],
+    "aten.linalg_eig.default": [
+        ("eigenvalues", torch.linalg.eigvals, [(4, 4)]),
+        # Eigenvectors are unique up to a complex factor each: A V - V diag(L).
+        ("residual_batched", lambda a: residual(a, *torch.linalg.eig(a)), [(2, 3, 3)]),
+    ],
 }
+
+
+def residual(a, values, vectors):
+    return values, a.to(vectors.dtype) @ vectors - vectors * values.unsqueeze(-2)
