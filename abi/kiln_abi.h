@@ -28,7 +28,7 @@
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
-#define KILN_ABI_VERSION 10
+#define KILN_ABI_VERSION 11
 #define KILN_RUN_INDEX_ERROR 3
 #define KILN_RUN_LINALG_ERROR 4
 
@@ -261,6 +261,11 @@ enum {
   KILN_LINALG_LSTSQ,
   KILN_LINALG_MATRIX_EXP,
   KILN_LINALG_EIGH,
+  /* Bunch-Kaufman LDL^T and the general eigendecomposition
+   * (client/runtime/ldl.h, eig.h). */
+  KILN_LINALG_LDL_FACTOR,
+  KILN_LINALG_LDL_SOLVE,
+  KILN_LINALG_EIG,
   KILN_LINALG_COUNT
 };
 /* kiln_linalg.flags. */

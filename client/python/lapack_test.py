@@ -1,9 +1,11 @@
-"""kiln.compile of Householder QR and least squares, which Kiln runs
-through LAPACK's geqrf, orgqr, ormqr and the lstsq drivers
-(codegen/ops/qr.cc, lstsq.cc; client/runtime/qr.h, lstsq.h), against
-eager, through a real kilnd (conftest.py starts it): linalg.qr's three
-modes, geqrf, householder_product, ormqr and linalg.lstsq's four drivers,
-batched, transposed and with a symbolic batch.
+"""kiln.compile of Householder QR, least squares, LDL^T and the general
+eigendecomposition, which Kiln runs through LAPACK's geqrf, orgqr, ormqr,
+the lstsq drivers, sytrf, sytrs and geev (codegen/ops/qr.cc, lstsq.cc,
+ldl.cc, eig.cc; client/runtime/qr.h, lstsq.h, ldl.h, eig.h), against eager,
+through a real kilnd (conftest.py starts it): linalg.qr's three modes,
+geqrf, householder_product, ormqr, linalg.lstsq's four drivers (gels's
+error as eager's), ldl_factor, ldl_solve, eig and eigvals, batched,
+transposed and with a symbolic batch.
 
 Runs under pytest (the checkout's .venv); each test case is counted by
 the test command through the JUnit XML written to $XML_OUTPUT_FILE.
@@ -114,6 +116,78 @@ def test_lstsq_gelsy_gives_the_rank_of_a_rank_deficient_matrix():
     fn = lambda a, b: torch.linalg.lstsq(a, b, rcond=1e-8)  # noqa: E731
     assert_native(fn, a, b)
     assert kiln.compile(fn, [a, b], strict=True)(a, b)[2].tolist() == [2, 2]
+
+
+
+def test_lstsq_gels_of_a_rank_deficient_matrix_raises_eagers_error():
+    # The driver's info is checked in the artifact (strict: nothing through
+    # torch): a zero column leaves R a zero on its diagonal.
+    torch.manual_seed(8)
+    fn = lambda a, b: torch.linalg.lstsq(a, b, driver="gels")  # noqa: E731
+    a, b = torch.randn(2, 4, 3), torch.randn(2, 4, 2)
+    compiled = kiln.compile(fn, [a, b], strict=True)
+    torch.testing.assert_close(compiled(a, b)[0], fn(a, b)[0], rtol=1e-4, atol=1e-4)
+    deficient = a.clone()
+    deficient[1, :, 2] = 0
+    message = ("torch.linalg.lstsq: (Batch element 1): The least squares solution could not be "
+               "computed because the input matrix does not have full rank (error code: 3).")
+    with pytest.raises(torch.linalg.LinAlgError) as want:
+        fn(deficient, b)
+    assert str(want.value) == message
+    with pytest.raises(torch.linalg.LinAlgError) as got:
+        compiled(deficient, b)
+    assert str(got.value) == message
+
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_ldl_factor_and_solve_of_an_indefinite_batch_match_eager(dtype, hermitian):
+    torch.manual_seed(9)
+    a = torch.randn(2, 5, 5, dtype=dtype)
+    a = a + a.mT  # symmetric, indefinite: sytrf takes 2 x 2 blocks too
+    b = torch.randn(5, 3, dtype=dtype)
+
+    def fn(a, b):
+        factors = torch.linalg.ldl_factor_ex(a, hermitian=hermitian)
+        return factors, torch.linalg.ldl_solve(factors[0], factors[1], b, hermitian=hermitian)
+    assert_native(fn, a, b)
+    assert_native(lambda a: torch.linalg.ldl_factor(a.mT), a)
+
+
+def test_ldl_factor_of_a_singular_matrix_gives_eagers_info():
+    a = torch.zeros(2, 3, 3)
+    a[0] = torch.eye(3)
+    assert_native(torch.linalg.ldl_factor_ex, a)
+
+
+def aligned(vectors, reference):
+    """Each column of `vectors` times the unit complex factor that makes it
+    agree with `reference`'s: eigenvectors are unique only up to one."""
+    inner = (reference.conj() * vectors).sum(-2, keepdim=True)
+    return vectors * (inner.conj() / inner.abs())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_eig_of_a_transposed_batch_matches_eager(dtype):
+    torch.manual_seed(10)
+    a = torch.randn(3, 4, 4, dtype=dtype)
+    fn = lambda a: torch.linalg.eig(a.mT)  # noqa: E731
+    values, vectors = kiln.compile(fn, [a], strict=True)(a)
+    want_values, want_vectors = fn(a)
+    tolerance = 1e-4 if dtype == torch.float32 else 1e-10
+    assert values.dtype == want_values.dtype and vectors.dtype == want_vectors.dtype
+    torch.testing.assert_close(values, want_values, rtol=tolerance, atol=tolerance)
+    torch.testing.assert_close(aligned(vectors, want_vectors), want_vectors, rtol=tolerance,
+                               atol=tolerance)
+
+
+def test_eigvals_of_a_rotation_are_a_conjugate_pair():
+    a = torch.tensor([[0.0, -2.0], [2.0, 0.0]], dtype=torch.float64)
+    got = kiln.compile(torch.linalg.eigvals, [a], strict=True)(a)
+    torch.testing.assert_close(got, torch.linalg.eigvals(a), rtol=0, atol=1e-15)
+    torch.testing.assert_close(got, torch.tensor([2j, -2j], dtype=torch.complex128), rtol=0,
+                               atol=1e-15)
 
 
 if __name__ == "__main__":

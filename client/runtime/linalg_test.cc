@@ -8,44 +8,17 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "client/runtime/linalg_errors.h"
+#include "client/runtime/linalg_test_util.h"
 #include "client/runtime/runtime.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
 namespace {
 
-// A call on row-major n x n (or m x n) operands, a batch of `batch`.
-kiln_linalg Call(int64_t routine, int64_t batch, int64_t m, int64_t n, int64_t k,
-                 int64_t flags = 0) {
-  kiln_linalg call = {};
-  call.routine = routine;
-  call.float64 = 1;
-  call.batch = batch;
-  call.m = m;
-  call.n = n;
-  call.k = k;
-  call.flags = flags;
-  return call;
-}
-
-void RowMajor(kiln_linalg& call, int operand, int64_t rows, int64_t cols) {
-  call.strides[operand][0] = rows * cols;
-  call.strides[operand][1] = cols;
-  call.strides[operand][2] = 1;
-}
-
-// Through the table, as an artifact calls it.
-int CallLinalg(const kiln_linalg& call, std::vector<const void*> operands,
-               std::vector<void*> results) {
-  static Runtime* const runtime = new Runtime(2);
-  const kiln_runtime* table = runtime->table();
-  return table->linalg(table->context, &call, operands.data(), results.data());
-}
-
 TEST(LinalgTest, LuOfAPivotedMatrixGivesLapacksFactorsAndDeterminant) {
   // [[0, 2], [3, 4]]: the first pivot swaps the rows.
   const double a[] = {0, 2, 3, 4};
-  kiln_linalg call = Call(KILN_LINALG_LU, 1, 2, 2, 0);
+  kiln_linalg call = LinalgCall(KILN_LINALG_LU, 1, 2, 2, 0);
   RowMajor(call, 0, 2, 2);
   double lu[4], det, sign, log_abs, p[4], l[4], u[4];
   int32_t pivots[2], info = -1;
@@ -63,7 +36,7 @@ TEST(LinalgTest, LuOfAPivotedMatrixGivesLapacksFactorsAndDeterminant) {
 
 TEST(LinalgTest, LuOfASingularMatrixReportsInfoAndAZeroDeterminant) {
   const double a[] = {1, 2, 2, 4};
-  kiln_linalg call = Call(KILN_LINALG_LU, 1, 2, 2, 0);
+  kiln_linalg call = LinalgCall(KILN_LINALG_LU, 1, 2, 2, 0);
   RowMajor(call, 0, 2, 2);
   double det, sign, log_abs;
   int32_t info = -1;
@@ -81,7 +54,7 @@ TEST(LinalgTest, LuSolveOfATransposedBatchSolvesEachMatrix) {
   // [1, 3]], A1 = [[4, 0], [0, 2]]; B row-major [2, 2, 1].
   const double a[] = {2, 1, 1, 3, 4, 0, 0, 2};
   const double b[] = {3, 5, 8, 2};
-  kiln_linalg lu_call = Call(KILN_LINALG_LU, 2, 2, 2, 0);
+  kiln_linalg lu_call = LinalgCall(KILN_LINALG_LU, 2, 2, 2, 0);
   lu_call.strides[0][0] = 4;
   lu_call.strides[0][1] = 1;
   lu_call.strides[0][2] = 2;
@@ -90,7 +63,7 @@ TEST(LinalgTest, LuSolveOfATransposedBatchSolvesEachMatrix) {
   ASSERT_EQ(CallLinalg(lu_call, {a},
                        {lu, pivots, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}),
             0);
-  kiln_linalg call = Call(KILN_LINALG_LU_SOLVE, 2, 2, 2, 1);
+  kiln_linalg call = LinalgCall(KILN_LINALG_LU_SOLVE, 2, 2, 2, 1);
   RowMajor(call, 0, 2, 2);
   call.strides[1][0] = 2;
   call.strides[1][1] = 1;
@@ -105,7 +78,7 @@ TEST(LinalgTest, LuSolveOfATransposedBatchSolvesEachMatrix) {
 TEST(LinalgTest, CholeskyFactorsSolvesAndInverts) {
   // A = [[4, 2], [2, 5]] = L L^T with L = [[2, 0], [1, 2]].
   const double a[] = {4, 2, 2, 5};
-  kiln_linalg call = Call(KILN_LINALG_CHOLESKY, 1, 2, 2, 0);
+  kiln_linalg call = LinalgCall(KILN_LINALG_CHOLESKY, 1, 2, 2, 0);
   RowMajor(call, 0, 2, 2);
   double l[4], u[4];
   int32_t info = -1;
@@ -117,7 +90,7 @@ TEST(LinalgTest, CholeskyFactorsSolvesAndInverts) {
   EXPECT_EQ(std::vector<double>(u, u + 4), (std::vector<double>{2, 1, 0, 2}));
 
   const double b[] = {6, 7};
-  kiln_linalg solve = Call(KILN_LINALG_CHOLESKY_SOLVE, 1, 2, 2, 1);
+  kiln_linalg solve = LinalgCall(KILN_LINALG_CHOLESKY_SOLVE, 1, 2, 2, 1);
   RowMajor(solve, 0, 2, 2);
   RowMajor(solve, 1, 2, 1);
   double x[2];
@@ -125,7 +98,7 @@ TEST(LinalgTest, CholeskyFactorsSolvesAndInverts) {
   EXPECT_NEAR(x[0], 1, 1e-14);
   EXPECT_NEAR(x[1], 1, 1e-14);
 
-  kiln_linalg inverse = Call(KILN_LINALG_CHOLESKY_INVERSE, 1, 2, 2, 0, KILN_LINALG_UPPER);
+  kiln_linalg inverse = LinalgCall(KILN_LINALG_CHOLESKY_INVERSE, 1, 2, 2, 0, KILN_LINALG_UPPER);
   RowMajor(inverse, 0, 2, 2);
   double inv[4];
   ASSERT_EQ(CallLinalg(inverse, {u}, {inv}), 0);
@@ -135,7 +108,7 @@ TEST(LinalgTest, CholeskyFactorsSolvesAndInverts) {
 
 TEST(LinalgTest, CholeskyOfAnIndefiniteMatrixReportsTheMinor) {
   const double a[] = {1, 2, 2, 1};
-  kiln_linalg call = Call(KILN_LINALG_CHOLESKY, 1, 2, 2, 0);
+  kiln_linalg call = LinalgCall(KILN_LINALG_CHOLESKY, 1, 2, 2, 0);
   RowMajor(call, 0, 2, 2);
   int32_t info = -1;
   ASSERT_EQ(CallLinalg(call, {a}, {nullptr, &info}), 0);
@@ -146,7 +119,7 @@ TEST(LinalgTest, TriangularSolveReadsOneTriangleInFloat32) {
   // The lower triangle is garbage that an upper solve must not read.
   const float a[] = {2, 1, 99, 4};
   const float b[] = {4, 8};
-  kiln_linalg call = Call(KILN_LINALG_TRIANGULAR_SOLVE, 1, 2, 2, 1, KILN_LINALG_UPPER);
+  kiln_linalg call = LinalgCall(KILN_LINALG_TRIANGULAR_SOLVE, 1, 2, 2, 1, KILN_LINALG_UPPER);
   call.float64 = 0;
   RowMajor(call, 0, 2, 2);
   RowMajor(call, 1, 2, 1);
@@ -162,7 +135,7 @@ TEST(LinalgTest, TriangularSolveReadsOneTriangleInFloat32) {
 
 TEST(LinalgTest, SvdReconstructsTheMatrix) {
   const double a[] = {3, 1, 0, 1, 3, 0};  // 2 x 3: singular values 4 and 2
-  kiln_linalg call = Call(KILN_LINALG_SVD, 1, 2, 3, 0, KILN_LINALG_VECTORS);
+  kiln_linalg call = LinalgCall(KILN_LINALG_SVD, 1, 2, 3, 0, KILN_LINALG_VECTORS);
   RowMajor(call, 0, 2, 3);
   double u[4], s[2], vh[6];
   ASSERT_EQ(CallLinalg(call, {a}, {u, s, vh}), 0);
@@ -182,7 +155,8 @@ TEST(LinalgTest, SvdReconstructsTheMatrix) {
 
 TEST(LinalgTest, FullSvdOfAnEmptyMatrixGivesIdentityVectors) {
   // 0 x 2: no singular values; Vh is the 2 x 2 identity, as eager's.
-  kiln_linalg call = Call(KILN_LINALG_SVD, 1, 0, 2, 0, KILN_LINALG_VECTORS | KILN_LINALG_FULL);
+  kiln_linalg call =
+      LinalgCall(KILN_LINALG_SVD, 1, 0, 2, 0, KILN_LINALG_VECTORS | KILN_LINALG_FULL);
   RowMajor(call, 0, 0, 2);
   const double a[1] = {0};
   double s[1] = {-1}, vh[4] = {-1, -1, -1, -1};
@@ -194,7 +168,7 @@ TEST(LinalgTest, EighReadsOneTriangleAndGivesAscendingEigenpairs) {
   // The lower triangle is [[2, *], [1, 2]] (eigenvalues 1 and 3); the upper
   // one [[2, 5], [*, 2]] (-3 and 7).
   const double a[] = {2, 5, 1, 2};
-  kiln_linalg call = Call(KILN_LINALG_EIGH, 1, 2, 2, 0, KILN_LINALG_VECTORS);
+  kiln_linalg call = LinalgCall(KILN_LINALG_EIGH, 1, 2, 2, 0, KILN_LINALG_VECTORS);
   RowMajor(call, 0, 2, 2);
   double values[2], vectors[4];
   ASSERT_EQ(CallLinalg(call, {a}, {values, vectors}), 0);

@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <limits>
 #include <new>
 #include <vector>
 
@@ -124,10 +123,7 @@ void Solve(const kiln_linalg& call, const void* const* operands, void* const* re
   p.info = 0;
   Driver(call.flags, p, a.data(), b.data(), s.data(), rcond, work.data(),
          static_cast<int>(work.size()));
-  if (call.flags & KILN_LINALG_GELS) {
-    p.rank = std::min(p.m, p.n);
-    if (p.info > 0) std::fill(b.begin(), b.end(), std::numeric_limits<T>::quiet_NaN());
-  }
+  if (call.flags & KILN_LINALG_GELS) p.rank = std::min(p.m, p.n);
   if (results[0] != nullptr) {
     T* x = static_cast<T*>(results[0]) + index * p.n * p.k;
     for (int r = 0; r < p.n; ++r) {
@@ -146,6 +142,7 @@ void Solve(const kiln_linalg& call, const void* const* operands, void* const* re
   if (results[3] != nullptr) {
     std::copy(s.begin(), s.begin() + reflectors, static_cast<T*>(results[3]) + index * reflectors);
   }
+  if (results[4] != nullptr) static_cast<int32_t*>(results[4])[index] = p.info;
 }
 
 template <typename T>

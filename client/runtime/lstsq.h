@@ -8,10 +8,12 @@
 // has fewer rows or lower rank), residuals (k: the squared norm of each
 // column's residual, from the rows n..m LAPACK leaves in B; zeros when
 // m <= n), rank (int64; gels: min(m, n)), singular values (min(m, n), gelsd and
-// gelss; zeros for the others). The driver is the flag KILN_LINALG_GELS,
-// GELSD or GELSS, gelsy without one. Singular values at most rcond times
-// the largest count as zero (gelsy, gelsd, gelss). gels of a matrix without
-// full rank fails (eager raises): X and the residuals are then NaN.
+// gelss; zeros for the others), info (int32: the driver's; gels's is i > 0
+// when A does not have full rank, gelsd's and gelss's when the SVD did not
+// converge, and X and the residuals are then meaningless; eager raises). The
+// driver is the flag KILN_LINALG_GELS, GELSD or GELSS, gelsy without one.
+// Singular values at most rcond times the largest count as zero (gelsy,
+// gelsd, gelss).
 #ifndef KILN_CLIENT_RUNTIME_LSTSQ_H_
 #define KILN_CLIENT_RUNTIME_LSTSQ_H_
 

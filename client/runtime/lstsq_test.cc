@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "client/runtime/runtime.h"
+#include "client/runtime/linalg_test_util.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -12,26 +12,10 @@ namespace {
 
 // A (m x n), rcond and B (m x k), all row-major with one matrix.
 kiln_linalg Call(int64_t m, int64_t n, int64_t k, int64_t driver) {
-  kiln_linalg call = {};
-  call.routine = KILN_LINALG_LSTSQ;
-  call.float64 = 1;
-  call.batch = 1;
-  call.m = m;
-  call.n = n;
-  call.k = k;
-  call.flags = driver;
-  call.strides[0][1] = n;
-  call.strides[0][2] = 1;
-  call.strides[2][1] = k;
-  call.strides[2][2] = 1;
+  kiln_linalg call = LinalgCall(KILN_LINALG_LSTSQ, 1, m, n, k, driver);
+  SetStrides(call, 0, 0, n, 1);
+  SetStrides(call, 2, 0, k, 1);
   return call;
-}
-
-int CallLinalg(const kiln_linalg& call, std::vector<const void*> operands,
-               std::vector<void*> results) {
-  static Runtime* const runtime = new Runtime(2);
-  const kiln_runtime* table = runtime->table();
-  return table->linalg(table->context, &call, operands.data(), results.data());
 }
 
 const double kRcond = 1e-12;
@@ -49,7 +33,7 @@ TEST_P(LstsqDriverTest, AnOverdeterminedSystemGivesTheLeastSquaresSolution) {
   std::vector<double> x(2), residuals(1), singular_values(2);
   int64_t rank = -1;
   ASSERT_EQ(CallLinalg(call, {kTallA.data(), &kRcond, kTallB.data()},
-                       {x.data(), residuals.data(), &rank, singular_values.data()}),
+                       {x.data(), residuals.data(), &rank, singular_values.data(), nullptr}),
             0);
   EXPECT_NEAR(x[0], 4.0 / 3, 1e-12);
   EXPECT_NEAR(x[1], 7.0 / 3, 1e-12);
@@ -71,9 +55,9 @@ TEST_P(LstsqDriverTest, AnUnderdeterminedSystemGivesTheMinimumNormSolution) {
   const kiln_linalg call = Call(1, 2, 1, GetParam());
   std::vector<double> x(2), residuals(1);
   int64_t rank = -1;
-  ASSERT_EQ(
-      CallLinalg(call, {a.data(), &kRcond, b.data()}, {x.data(), residuals.data(), &rank, nullptr}),
-      0);
+  ASSERT_EQ(CallLinalg(call, {a.data(), &kRcond, b.data()},
+                       {x.data(), residuals.data(), &rank, nullptr, nullptr}),
+            0);
   EXPECT_NEAR(x[0], 1, 1e-12);
   EXPECT_NEAR(x[1], 1, 1e-12);
   EXPECT_EQ(residuals[0], 0);
@@ -91,21 +75,30 @@ TEST(LstsqTest, GelsyOfARankDeficientMatrixGivesRankOneAndThePseudoinverseSoluti
   const kiln_linalg call = Call(2, 2, 1, 0);
   std::vector<double> x(2);
   int64_t rank = -1;
-  ASSERT_EQ(CallLinalg(call, {a.data(), &kRcond, b.data()}, {x.data(), nullptr, &rank, nullptr}),
-            0);
+  ASSERT_EQ(
+      CallLinalg(call, {a.data(), &kRcond, b.data()}, {x.data(), nullptr, &rank, nullptr, nullptr}),
+      0);
   EXPECT_NEAR(x[0], 0.2, 1e-12);
   EXPECT_NEAR(x[1], 0.4, 1e-12);
   EXPECT_EQ(rank, 1);
 }
 
-TEST(LstsqTest, GelsOfARankDeficientMatrixFailsWithNaN) {
-  // A zero column: R's second diagonal element is exactly zero.
-  const std::vector<double> a = {1, 0, 2, 0}, b = {1, 2};
-  const kiln_linalg call = Call(2, 2, 1, KILN_LINALG_GELS);
-  std::vector<double> x(2);
-  ASSERT_EQ(CallLinalg(call, {a.data(), &kRcond, b.data()}, {x.data(), nullptr, nullptr, nullptr}),
+TEST(LstsqTest, GelsOfARankDeficientMatrixGivesItsInfo) {
+  // A zero column: R's second diagonal element is exactly zero, which gels
+  // reports as info 2 (eager raises with it).
+  const std::vector<double> a = {1, 0, 2, 0, 1, 0, 0, 1}, b = {1, 2, 1, 2};
+  kiln_linalg call = Call(2, 2, 1, KILN_LINALG_GELS);
+  call.batch = 2;
+  call.strides[0][0] = 4;
+  call.strides[2][0] = 2;
+  std::vector<double> x(4);
+  std::vector<int32_t> info = {-1, -1};
+  ASSERT_EQ(CallLinalg(call, {a.data(), &kRcond, b.data()},
+                       {x.data(), nullptr, nullptr, nullptr, info.data()}),
             0);
-  EXPECT_TRUE(std::isnan(x[0]) && std::isnan(x[1]));
+  EXPECT_EQ(info, (std::vector<int32_t>{2, 0}));
+  EXPECT_NEAR(x[2], 1, 1e-12);
+  EXPECT_NEAR(x[3], 2, 1e-12);
 }
 
 TEST(LstsqTest, Float32BatchWithABroadcastRcond) {
@@ -118,8 +111,9 @@ TEST(LstsqTest, Float32BatchWithABroadcastRcond) {
   call.strides[2][0] = 3;
   std::vector<float> x(4);
   std::vector<int64_t> rank(2);
-  ASSERT_EQ(
-      CallLinalg(call, {a.data(), &rcond, b.data()}, {x.data(), nullptr, rank.data(), nullptr}), 0);
+  ASSERT_EQ(CallLinalg(call, {a.data(), &rcond, b.data()},
+                       {x.data(), nullptr, rank.data(), nullptr, nullptr}),
+            0);
   // The second system is the first with A doubled and b doubled.
   for (int i = 0; i < 2; ++i) {
     EXPECT_NEAR(x[2 * i], 4.0 / 3, 1e-5);

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "client/runtime/runtime.h"
+#include "client/runtime/linalg_test_util.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -12,23 +12,9 @@ namespace {
 
 // A batch of `batch` row-major n x n matrices.
 kiln_linalg Call(int64_t batch, int64_t n, bool float64 = true) {
-  kiln_linalg call = {};
-  call.routine = KILN_LINALG_MATRIX_EXP;
-  call.float64 = float64 ? 1 : 0;
-  call.batch = batch;
-  call.m = n;
-  call.n = n;
-  call.strides[0][0] = n * n;
-  call.strides[0][1] = n;
-  call.strides[0][2] = 1;
+  kiln_linalg call = LinalgCall(KILN_LINALG_MATRIX_EXP, batch, n, n, 0, 0, float64);
+  RowMajor(call, 0, n, n);
   return call;
-}
-
-int CallLinalg(const kiln_linalg& call, std::vector<const void*> operands,
-               std::vector<void*> results) {
-  static Runtime* const runtime = new Runtime(2);
-  const kiln_runtime* table = runtime->table();
-  return table->linalg(table->context, &call, operands.data(), results.data());
 }
 
 TEST(MatrixExpTest, ADiagonalAndANilpotentMatrix) {

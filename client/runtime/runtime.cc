@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "client/runtime/convolution.h"
+#include "client/runtime/eig.h"
 #include "client/runtime/fft.h"
+#include "client/runtime/ldl.h"
 #include "client/runtime/linalg.h"
 #include "client/runtime/linalg_errors.h"
 #include "client/runtime/lstsq.h"
@@ -445,6 +447,8 @@ int Linalg(void* context, const kiln_linalg* call, const void* const* operands,
   if (IsQrRoutine(call->routine)) return RunQr(pool, *call, operands, results);
   if (call->routine == KILN_LINALG_LSTSQ) return RunLstsq(pool, *call, operands, results);
   if (call->routine == KILN_LINALG_MATRIX_EXP) return RunMatrixExp(pool, *call, operands, results);
+  if (IsLdlRoutine(call->routine)) return RunLdl(pool, *call, operands, results);
+  if (call->routine == KILN_LINALG_EIG) return RunEig(pool, *call, operands, results);
   return RunLinalg(pool, *call, operands, results);
 }
 

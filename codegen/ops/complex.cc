@@ -382,6 +382,7 @@ const ComplexRule* FindComplexRule(absl::string_view op) {
     r["aten.polar.default"] = {InferFromReal, Polar};
     r["aten._to_copy.default"] = ToCopy();
     AddFftRules(r);
+    AddEigRules(r);
     return built;
   }();
   auto it = rules->find(op);

@@ -63,6 +63,9 @@ using AddComplexOp = std::function<void(const std::string&, int, std::vector<Arg
 void AddFftRules(ComplexRules& rules);
 void RegisterFftOps(OpTable& table, const AddComplexOp& add);
 
+// eig.cc: the rule of linalg_eig, whose results are complex.
+void AddEigRules(ComplexRules& rules);
+
 }  // namespace kiln::ops
 
 #endif  // KILN_CODEGEN_OPS_COMPLEX_RULES_H_

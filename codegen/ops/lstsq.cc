@@ -4,7 +4,7 @@
 //
 // The core op is kiln.lstsq (A [batch, m, n], rcond [batch, 1], B [batch,
 // m, k] -> X [batch, n, k], residuals [batch, k], rank [batch] (int64),
-// singular values [batch, min(m, n)]), lowered to the runtime's linalg
+// singular values [batch, min(m, n)], info [batch] (int32)), lowered to the runtime's linalg
 // call. The aten op broadcasts A's and B's batch dims, flattens them into
 // one (symbolic ones too) and gives eager's results their shapes: a result
 // the driver does not compute is an empty tensor, as eager's (the rank for
@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/graph_builder.h"
 #include "codegen/ops/batched_matrices.h"
+#include "codegen/ops/linalg_util.h"
 #include "codegen/ops/op_table.h"
 #include "codegen/ops/pointwise_util.h"
 #include "common/status_macros.h"
@@ -48,7 +49,8 @@ absl::StatusOr<std::vector<ir::TensorType>> InferLstsq(const ir::Node&, const In
   ASSIGN_OR_RETURN(const ir::Dim shorter, MinDim(m, n, a, "lstsq"));
   return std::vector<ir::TensorType>{
       ContiguousType(a.dtype, {batch, n, k}), ContiguousType(a.dtype, {batch, k}),
-      ContiguousType(ir::DType::kInt64, {batch}), ContiguousType(a.dtype, {batch, shorter})};
+      ContiguousType(ir::DType::kInt64, {batch}), ContiguousType(a.dtype, {batch, shorter}),
+      ContiguousType(ir::DType::kInt32, {batch})};
 }
 
 void AddLstsqCore(OpTable& table) {
@@ -134,6 +136,10 @@ absl::StatusOr<std::vector<int>> Lstsq(GraphBuilder& b, const ir::Node& node) {
   for (int& result : results) {
     ASSIGN_OR_RETURN(result, Unflatten(b, result, batch));
   }
+  // Eager raises where the driver failed (gels: A without full rank).
+  RETURN_IF_ERROR(
+      CheckErrors(b, /*check_errors=*/true, node.inputs[0], results[4], "torch.linalg.lstsq"));
+  results.pop_back();
   if (vector) {
     ASSIGN_OR_RETURN(results[0], b.Add("aten.squeeze.dim", {results[0]}, {{"dim", int64_t{-1}}}));
   }

@@ -29,8 +29,9 @@ const OpTable& OpTable::Get() {
     RegisterLinalgOps(*built);
     RegisterQrOps(*built);
     RegisterLstsqOps(*built);
-    // RegisterMatrixExpOps: not yet; its float32 results differ from eager's by
-    // more than OpInfo's elementwise tolerance where eager's own error does.
+    RegisterMatrixExpOps(*built);
+    RegisterLdlOps(*built);
+    RegisterEigOps(*built);
     RegisterSpectralOps(*built);
     RegisterLinalgCheckOps(*built);
     RegisterScatterOps(*built);

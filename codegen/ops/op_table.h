@@ -119,6 +119,8 @@ void RegisterLinalgOps(OpTable& table);
 void RegisterQrOps(OpTable& table);           // qr.cc: QR, geqrf, ormqr, householder_product
 void RegisterLstsqOps(OpTable& table);        // lstsq.cc
 void RegisterMatrixExpOps(OpTable& table);    // matrix_exp.cc
+void RegisterLdlOps(OpTable& table);          // ldl.cc
+void RegisterEigOps(OpTable& table);          // eig.cc
 void RegisterSpectralOps(OpTable& table);     // svd.cc: SVD, eigh
 void RegisterLinalgCheckOps(OpTable& table);  // linalg_check.cc
 void RegisterScatterOps(OpTable& table);      // scatter_reduce.cc

@@ -1,11 +1,16 @@
-"""Householder QR and least squares (codegen/ops/qr.cc, lstsq.cc) in
-float32 and float64: geqrf, the product of its reflectors, ormqr,
-linalg.qr's three modes and linalg.lstsq's four drivers, on random square,
-tall, wide, batched and transposed matrices. Eager's LAPACK
-(MKL in the pip wheels) and Kiln's (OpenBLAS) choose the same reflectors
-(R's diagonal of the opposite sign to each column's leading element):
-results agree within a few hundred float32 roundings. lstsq's results that
-a driver does not compute are empty tensors, as eager's."""
+"""Householder QR, least squares and the matrix exponential
+(codegen/ops/qr.cc, lstsq.cc, matrix_exp.cc) in float32 and float64: geqrf,
+the product of its reflectors, ormqr, linalg.qr's three modes,
+linalg.lstsq's four drivers and matrix_exp, on random square, tall, wide,
+batched and transposed matrices. Eager's LAPACK (MKL in the pip wheels) and
+Kiln's (OpenBLAS) choose the same reflectors (R's diagonal of the opposite
+sign to each column's leading element): results agree within a few hundred
+float32 roundings. lstsq's results that a driver does not compute are empty
+tensors, as eager's. matrix_exp computes in float64 whatever the dtype: its
+float32 result is the exact one rounded, within eager's own error for these
+small matrices of exponentials under a few hundred. LDL^T (sytrf, sytrs) and
+eig (geev) are LAPACK's on both sides; eig's vectors compare through the
+residual A V - V diag(L), as each is unique only up to a complex factor."""
 import torch
 
 from cases_common import NAMES, Case, claimed, generator, random
@@ -68,4 +73,28 @@ OPS = {
         ("gelss_square_batched", lambda a, b: torch.linalg.lstsq(a, b, driver="gelss"),
          [(2, 4, 4), (2, 4, 1)]),
     ],
+    "aten.linalg_matrix_exp.default": [
+        ("square", torch.linalg.matrix_exp, [(4, 4)]),
+        ("batched_transposed", lambda a: torch.linalg.matrix_exp(a.mT), [(2, 3, 3)]),
+        # A 1-norm past theta_13: scaled down, then squared.
+        ("squared", lambda a: torch.linalg.matrix_exp(3 * a), [(3, 3)]),
+    ],
+    "aten.linalg_ldl_factor_ex.default": [
+        ("symmetric", lambda a: torch.linalg.ldl_factor_ex(a + a.mT), [(4, 4)]),
+        ("batched_lower_hermitian",
+         lambda a: torch.linalg.ldl_factor_ex(a.tril(), hermitian=True), [(2, 3, 3)]),
+    ],
+    "aten.linalg_ldl_solve.default": [
+        ("broadcast", lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a + a.mT), b),
+         [(2, 4, 4), (1, 4, 2)]),
+    ],
+    "aten.linalg_eig.default": [
+        ("eigenvalues", torch.linalg.eigvals, [(4, 4)]),
+        # Eigenvectors are unique up to a complex factor each: A V - V diag(L).
+        ("residual_batched", lambda a: residual(a, *torch.linalg.eig(a)), [(2, 3, 3)]),
+    ],
 }
+
+
+def residual(a, values, vectors):
+    return values, a.to(vectors.dtype) @ vectors - vectors * values.unsqueeze(-2)

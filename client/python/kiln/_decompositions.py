@@ -114,6 +114,12 @@ KILN_OPS |= frozenset(f"aten.{name}" for name in """
     geqrf.default linalg_householder_product.default linalg_lstsq.default linalg_qr.default
     ormqr.default
 """.split())
+# The matrix exponential, LDL^T and the general eigendecomposition through
+# the runtime (codegen/ops/matrix_exp.cc, ldl.cc, eig.cc).
+KILN_OPS |= {f"aten.{name}" for name in """
+    linalg_matrix_exp.default linalg_ldl_factor_ex.default linalg_ldl_solve.default
+    linalg_eig.default
+""".split()}
 # The index and scatter family (codegen/ops/scatter_reduce.cc).
 KILN_OPS |= {f"aten.{name}" for name in """
     as_strided_scatter.default diagonal_scatter.default index_reduce.default
@@ -265,6 +271,9 @@ DECOMPOSITIONS = {
     aten.clamp.Tensor: _clamp_tensor,
     # Eager's, over the SVD and eigh (kiln/_linalg.py).
     aten.linalg_pinv.atol_rtol_tensor: _linalg.pinv,
+    aten.linalg_polar.default: _linalg.polar,
+    aten.linalg_matrix_sqrth.default: _linalg.matrix_sqrth,
+    aten.lu_unpack.default: _linalg.lu_unpack,
     **_OP_FORMS,
 }
 
