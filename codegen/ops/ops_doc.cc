@@ -345,8 +345,9 @@ std::string OpsMarkdown() {
       "symbol is the count (`u0`): one artifact serves every count of 2 or more (0\n"
       "and 1 get a static specialization each, as for any symbol). `bincount` (size\n"
       "max + 1) and `repeat_interleave` by a tensor (the sum of the repeats) have no\n"
-      "size bound in their input's shape and run through torch, as does `unique`\n"
-      "along a dim of an empty tensor (`data_dependent_test`).\n"
+      "size bound in their input's shape and run through torch, as do `unique` along\n"
+      "a dim of an empty tensor and an op whose input's size is itself a count\n"
+      "(`unique` of `masked_select`'s result) (`data_dependent_test`).\n"
       "\n## Ops\n\n"
       "| op | family | tensor inputs | arguments (default) | dtypes |\n"
       "| --- | --- | --- | --- | --- |\n");
