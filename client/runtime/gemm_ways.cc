@@ -20,6 +20,10 @@ GemmLibraries GemmLibrariesFromEnvironment() {
 
 GemmWays::Candidates GemmWays::WaysFor(const Shape& shape, bool onednn_room) const {
   Candidates candidates;
+  if (shape.m == 1 || shape.n == 1) {  // a matrix-vector product: GEMV, as stored
+    candidates.way[candidates.count++] = GemmWay::kOpenBlas;
+    return candidates;
+  }
   constexpr int64_t kOneDnnWork = int64_t{1} << 21;  // multiply-adds
   const bool onednn = libraries_ != GemmLibraries::kOpenBlas && shape.onednn_layout &&
                       shape.m * shape.n * shape.k >= kOneDnnWork && onednn_room;

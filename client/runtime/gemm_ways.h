@@ -5,6 +5,10 @@
 // a shape's first calls in the process time each and keep the fastest
 // (fastest_of.h). The rules, from //tools/bench:gemm (figures in
 // docs/BENCHMARKS.md "GEMM choices"):
+//   - a product of one row or one column is a matrix-vector product,
+//     OpenBLAS's GEMV on the operands as stored (runtime.cc), whatever the
+//     libraries asked: it reads the matrix once, so neither a copy of B
+//     nor oneDNN can gain;
 //   - a small B stored transposed (up to 16K elements) is always worth
 //     copying for OpenBLAS: used transposed it is slower on every CPU tried;
 //   - a transposed B of up to 2 MiB of floats, against an A of 32 rows or

@@ -171,18 +171,55 @@ T ClearForBeta(T beta, T* c, long long m, long long n, long long c_row) {
   return T(1);
 }
 
-void CallGemm(const Operand<float>& a, const Operand<float>& b, long long m, long long n,
-              long long k, float alpha, float beta, float* c, long long c_row) {
-  beta = ClearForBeta(beta, c, m, n, c_row);
+void OpenBlasGemm(const Operand<float>& a, const Operand<float>& b, long long m, long long n,
+                  long long k, float alpha, float beta, float* c, long long c_row) {
   cblas_sgemm(CblasRowMajor, a.transpose, b.transpose, m, n, k, alpha, a.data, a.leading, b.data,
               b.leading, beta, c, c_row);
 }
-
-void CallGemm(const Operand<double>& a, const Operand<double>& b, long long m, long long n,
-              long long k, double alpha, double beta, double* c, long long c_row) {
-  beta = ClearForBeta(beta, c, m, n, c_row);
+void OpenBlasGemm(const Operand<double>& a, const Operand<double>& b, long long m, long long n,
+                  long long k, double alpha, double beta, double* c, long long c_row) {
   cblas_dgemm(CblasRowMajor, a.transpose, b.transpose, m, n, k, alpha, a.data, a.leading, b.data,
               b.leading, beta, c, c_row);
+}
+
+// y = alpha M.x + beta y for the rows x cols row-major M (`transpose`:
+// M's transpose), x and y `x_step` and `y_step` elements apart.
+void Gemv(CBLAS_TRANSPOSE transpose, long long rows, long long cols, float alpha, const float* m,
+          blasint leading, const float* x, long long x_step, float beta, float* y,
+          long long y_step) {
+  cblas_sgemv(CblasRowMajor, transpose, rows, cols, alpha, m, leading, x, x_step, beta, y, y_step);
+}
+void Gemv(CBLAS_TRANSPOSE transpose, long long rows, long long cols, double alpha, const double* m,
+          blasint leading, const double* x, long long x_step, double beta, double* y,
+          long long y_step) {
+  cblas_dgemv(CblasRowMajor, transpose, rows, cols, alpha, m, leading, x, x_step, beta, y, y_step);
+}
+
+// C = alpha A.B + beta C by OpenBLAS. A C of one row (or one column) is a
+// matrix-vector product: GEMV reads B (or A) once where it is, where GEMM
+// would first pack the whole of it into panels, which costs more than the
+// product itself when A has one row.
+template <typename T>
+void CallGemm(const Operand<T>& a, const Operand<T>& b, long long m, long long n, long long k,
+              T alpha, T beta, T* c, long long c_row) {
+  beta = ClearForBeta(beta, c, m, n, c_row);
+  if (m == 1) {  // c = B^T a; a's elements are a.leading apart when it is stored transposed
+    const long long step = a.transpose == CblasNoTrans ? 1 : a.leading;
+    if (b.transpose == CblasNoTrans) {
+      Gemv(CblasTrans, k, n, alpha, b.data, b.leading, a.data, step, beta, c, 1);
+    } else {
+      Gemv(CblasNoTrans, n, k, alpha, b.data, b.leading, a.data, step, beta, c, 1);
+    }
+  } else if (n == 1) {  // c = A b
+    const long long step = b.transpose == CblasNoTrans ? b.leading : 1;
+    if (a.transpose == CblasNoTrans) {
+      Gemv(CblasNoTrans, m, k, alpha, a.data, a.leading, b.data, step, beta, c, c_row);
+    } else {
+      Gemv(CblasTrans, k, m, alpha, a.data, a.leading, b.data, step, beta, c, c_row);
+    }
+  } else {
+    OpenBlasGemm(a, b, m, n, k, alpha, beta, c, c_row);
+  }
 }
 
 // C = alpha A.B + beta C by OpenBLAS, with B copied row-major first when

@@ -160,6 +160,20 @@ TEST(GemmWaysTest, EachShapeIsOfferedTheWaysThatCanWinForIt) {
   EXPECT_EQ(Ways(onednn, Float32(16, 64, 64, true)), (std::vector{W::kOpenBlasCopiedB}));
 }
 
+TEST(GemmWaysTest, AProductOfOneRowOrOneColumnIsOpenBlasOnTheOperandsAsStored) {
+  // A matrix-vector product (OpenBLAS's GEMV) has nothing to choose: no
+  // copy of a small transposed B, no oneDNN, whichever libraries are asked.
+  using W = GemmWay;
+  for (const GemmLibraries libraries :
+       {GemmLibraries::kFastest, GemmLibraries::kOpenBlas, GemmLibraries::kOneDnn}) {
+    const GemmWays ways(libraries);
+    EXPECT_EQ(Ways(ways, Float32(1, 64, 128, true)), (std::vector{W::kOpenBlas}));
+    EXPECT_EQ(Ways(ways, Float32(1, 2048, 1024, false)), (std::vector{W::kOpenBlas}));
+    EXPECT_EQ(Ways(ways, Float32(1, 2048, 1024, true)), (std::vector{W::kOpenBlas}));
+    EXPECT_EQ(Ways(ways, Float32(2048, 1024, 1, false)), (std::vector{W::kOpenBlas}));
+  }
+}
+
 TEST(GemmWaysTest, EachWayIsTimedInTurnThenTheFastestKept) {
   using W = GemmWay;
   GemmWays ways(GemmLibraries::kFastest);
@@ -261,6 +275,58 @@ TEST_P(GemmTest, ABetaOfZeroIgnoresWhatCHeldAndLeavesItsRowPaddingAlone) {
         ASSERT_EQ(c64[i * c_row + j], j >= n ? 7.0 : expected[i * n + j]) << i << ", " << j;
       }
     }
+  }
+}
+
+TEST_P(GemmTest, AProductOfOneRowOrOneColumnIsAMatrixVectorProduct) {
+  // One row of A (a decode step's activations against a weight), one
+  // column of B, and both; B (or A) row-major, transposed and strided;
+  // small, and large enough to split across threads. C starts as NaN (beta
+  // 0) or 2 (beta 1); the gaps between its elements keep their 7s.
+  Runtime runtime(GetParam());
+  for (const auto& [m, n, k] : {std::tuple<int, int, int>{1, 300, 600},
+                                {1, 2048, 1100},
+                                {2048, 1, 1100},
+                                {300, 1, 600},
+                                {1, 1, 700}}) {
+    std::vector<float> a(m * k * 2), b(k * n * 2);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) - 5;
+    struct Layout {
+      int a_row, a_col, b_row, b_col;
+    };
+    for (const Layout& l : {Layout{k, 1, n, 1}, Layout{1, m, 1, k}, Layout{2 * k, 2, 2 * n, 2}}) {
+      const std::vector<float> expected =
+          Reference(m, n, k, a.data(), l.a_row, l.a_col, b.data(), l.b_row, l.b_col);
+      const int c_row = n + 3;  // n = 1: a column whose elements are 4 apart
+      for (float beta : {0.0f, 1.0f}) {
+        std::vector<float> c(m * c_row, 7.0f);
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < n; ++j) c[i * c_row + j] = beta == 0.0f ? NAN : 2.0f;
+        }
+        runtime.table()->gemm_f32(runtime.table()->context, m, n, k, 1.0f, a.data(), l.a_row,
+                                  l.a_col, b.data(), l.b_row, l.b_col, beta, c.data(), c_row);
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < c_row; ++j) {
+            const float want = j >= n ? 7.0f : expected[i * n + j] + (beta == 0.0f ? 0.0f : 2.0f);
+            ASSERT_NEAR(c[i * c_row + j], want, 1e-3)
+                << m << "x" << n << "x" << k << " beta " << beta << " (" << i << ", " << j << ")";
+          }
+        }
+      }
+    }
+  }
+  // float64, one column of a transposed A.
+  const int m = 40, k = 30;
+  std::vector<double> a(m * k), b(k), c(m, NAN);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>((i * 7919) % 13) - 6;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<double>((i * 104729) % 11) - 5;
+  runtime.table()->gemm_f64(runtime.table()->context, m, 1, k, 1.0, a.data(), 1, m, b.data(), 1, 1,
+                            0.0, c.data(), 1);
+  for (int i = 0; i < m; ++i) {
+    double want = 0;
+    for (int p = 0; p < k; ++p) want += a[p * m + i] * b[p];
+    ASSERT_EQ(c[i], want) << i;
   }
 }
 

@@ -60,6 +60,7 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
                           matmul, which runs on OpenBLAS's threads
 
     bazel run -c opt //tools/bench:python -- --json
+    bazel run -c opt //tools/bench:python -- --json --decode   (the decode figures only)
 """
 import argparse
 import copy
@@ -201,6 +202,20 @@ def decoding_figures(made):
     return figures, written
 
 
+def decoding_round(made, paged, samples):
+    """One round of the decoding figures, appended to `samples`."""
+    eager_paged, compiled_paged, paged_inputs = paged
+    figures, written = decoding_figures(made)
+    for positions, (eager_us, kiln_us) in figures.items():
+        samples[f"py_decode_step_{positions}_speedup"].append(eager_us / kiln_us)
+    samples["decode_growth"].append(figures[8192][1] / figures[256][1])
+    samples["eager_decode_growth"].append(figures[8192][0] / figures[256][0])
+    samples["decode_bytes_written_per_step"].append(written)
+    samples["py_decode_paged_speedup"].append(
+        median_us(lambda: eager_paged(*paged_inputs), 10)
+        / median_us(lambda: compiled_paged(*paged_inputs), 10))
+
+
 FRESH_WORKER = """
 import resource, sys, time
 import torch
@@ -277,6 +292,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="a JSON object on the last line")
     parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--decode", action="store_true",
+                        help="only the decoding figures (py_decode_*, *decode_*)")
     args = parser.parse_args()
 
     openblas = bench_kilnd.openblas()
@@ -295,6 +312,14 @@ def main():
                                    "py_trace_ms",
                                    "eager_slowdown_after_import",
                                    "eager_matmul_slowdown_after_import")}
+    if args.decode:
+        samples = {key: values for key, values in samples.items() if "decode" in key}
+        with bench_kilnd.private_kilnd("kbd"), torch.no_grad():
+            made, paged = decoders(), paged_decoder()
+            for _ in range(args.repetitions):
+                decoding_round(made, paged, samples)
+        report(samples, openblas, args.json)
+        return
     with bench_kilnd.private_kilnd("kbp") as root:
         with torch.no_grad():
             def f(t):
@@ -308,8 +333,7 @@ def main():
             kiln.load(package)(src)  # compiled here, so fresh workers hit
             torch.testing.assert_close(compiled_f(x), f(x), rtol=1e-4, atol=1e-4)
             torch.testing.assert_close(compiled_layer(src), layer(src), rtol=1e-4, atol=1e-4)
-            made = decoders()
-            eager_paged, compiled_paged, paged_inputs = paged_decoder()
+            made, paged = decoders(), paged_decoder()
             sgd, eager_sgd = SgdStep(), SgdStep()
             eager_sgd.load_state_dict(sgd.state_dict())
             batch, target = torch.randn(64, 256), torch.randn(64, 256)
@@ -353,15 +377,7 @@ def main():
                 samples["py_transformer_speedup_eager_1blas"].append(
                     median_us(lambda: layer(src), 500) / kiln_us)
                 openblas.openblas_set_num_threads(openblas_threads)
-                figures, written = decoding_figures(made)
-                for positions, (eager_us, kiln_us) in figures.items():
-                    samples[f"py_decode_step_{positions}_speedup"].append(eager_us / kiln_us)
-                samples["decode_growth"].append(figures[8192][1] / figures[256][1])
-                samples["eager_decode_growth"].append(figures[8192][0] / figures[256][0])
-                samples["decode_bytes_written_per_step"].append(written)
-                samples["py_decode_paged_speedup"].append(
-                    median_us(lambda: eager_paged(*paged_inputs), 10)
-                    / median_us(lambda: compiled_paged(*paged_inputs), 10))
+                decoding_round(made, paged, samples)
                 with torch.enable_grad():
                     samples["py_sgd_step_speedup"].append(
                         median_us(lambda: eager_sgd(batch, target), 200)
@@ -391,6 +407,12 @@ def main():
             samples["eager_slowdown_after_import"].append(eager[True][0] / eager[False][0])
             samples["eager_matmul_slowdown_after_import"].append(eager[True][1] / eager[False][1])
 
+    report(samples, openblas, args.json)
+
+
+def report(samples, openblas, as_json):
+    """Prints each figure's min, median and max, and with `as_json` all of
+    them as a JSON object on the last line."""
     core = bench_kilnd.blas_core()
     print(f"\nKiln from Python: torch {torch.__version__}, {torch.get_num_threads()} torch "
           f"threads, {openblas.openblas_get_num_threads()} OpenBLAS threads ({core} kernels), "
@@ -407,7 +429,7 @@ def main():
     summary["openblas_threads"] = openblas.openblas_get_num_threads()
     summary["openblas_core"] = core
     summary["cpus"] = os.cpu_count()
-    if args.json:
+    if as_json:
         print(json.dumps(summary))
 
 
