@@ -45,6 +45,10 @@ absl::StatusOr<std::string> RequestDigest(const kiln::v1::CompileRequest& reques
   HashField(hasher, DeterministicBytes(request.graph()));
   HashField(hasher, DeterministicBytes(request.guards()));
   HashField(hasher, DeterministicBytes(request.options()));
+  // Only a respecialization has layouts: other requests keep their digests.
+  for (const kiln::v1::InputLayout& layout : request.input_layouts()) {
+    HashField(hasher, DeterministicBytes(layout));
+  }
   return hasher.HexDigest();
 }
 

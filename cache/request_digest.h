@@ -8,6 +8,7 @@
 //                    version and the target's toolchain digest
 //   RequestDigest  = SHA-256 of salt(request.options.target) and the
 //                    deterministic bytes of request.graph, .guards, .options
+//                    and of each of request.input_layouts, if any
 //
 // Not a key: requests that differ only in names or node order have other
 // digests and one key. Everything else in the request (want_bytes, repair,

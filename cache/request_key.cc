@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/guards.h"
 #include "codegen/prepare.h"
+#include "codegen/retype.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
 
@@ -49,7 +50,17 @@ absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
                                         const ToolchainDigests& toolchains) {
   KeyedRequest keyed;
   ASSIGN_OR_RETURN(keyed.inputs.toolchain_digest, TargetToolchainDigest(request, toolchains));
-  ASSIGN_OR_RETURN(keyed.inputs.graph, PrepareGraph(request.graph()));
+  if (request.input_layouts().empty()) {
+    ASSIGN_OR_RETURN(keyed.inputs.graph, PrepareGraph(request.graph()));
+  } else {
+    std::vector<InputLayout> layouts;
+    for (const kiln::v1::InputLayout& layout : request.input_layouts()) {
+      layouts.push_back({{layout.sizes().begin(), layout.sizes().end()},
+                         {layout.strides().begin(), layout.strides().end()}});
+    }
+    ASSIGN_OR_RETURN(const kiln::v1::Graph retyped, Retype(request.graph(), layouts));
+    ASSIGN_OR_RETURN(keyed.inputs.graph, PrepareGraph(retyped));
+  }
   ASSIGN_OR_RETURN(keyed.inputs.guards, ResolveGuards(keyed.inputs.graph, request.guards()));
   keyed.inputs.options = request.options();
   keyed.key = ComputeCacheKey(keyed.inputs);

@@ -2,7 +2,8 @@
 // stored under, in kilnd alone (daemon/compile_path.cc). Clients look hits
 // up by the request's digest (cache/request_digest.h) instead.
 //
-//   request.graph   --PrepareGraph-->   canonical graph   --+
+//   request.graph (--Retype, when request.input_layouts are set)
+//                   --PrepareGraph-->   canonical graph   --+
 //   request.guards  --ResolveGuards-->  canonical guards  --+--> CodegenInputs
 //   request.options ------------------------------------------+      |
 //   toolchain digest of request.options.target  -------------+  ComputeCacheKey
@@ -36,7 +37,7 @@ struct KeyedRequest {
 // of its target (request.options.target). InvalidArgument for a target that
 // is not IsKnownTarget; FailedPrecondition when `toolchains` lacks it (a
 // descriptor written by an older kilnd); the graph's and the guards' errors
-// as PrepareGraph and ResolveGuards give them (InvalidArgument or
+// as Retype, PrepareGraph and ResolveGuards give them (InvalidArgument or
 // Unimplemented naming the node, input or guard).
 absl::StatusOr<KeyedRequest> KeyRequest(const kiln::v1::CompileRequest& request,
                                         const ToolchainDigests& toolchains);

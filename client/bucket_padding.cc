@@ -5,9 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/warmup_plan.h"
-#include "codegen/prepare.h"
-#include "codegen/symbol_independence.h"
-#include "common/status_macros.h"
 
 namespace kiln {
 bool IsContiguous(const TensorView& view) {
@@ -19,56 +16,26 @@ bool IsContiguous(const TensorView& view) {
   return true;
 }
 
-absl::StatusOr<std::vector<PaddableSymbol>> PaddableSymbols(const kiln::v1::Graph& graph,
+absl::StatusOr<std::vector<PaddableSymbol>> PaddableSymbols(const kiln::v1::PaddingResponse& proof,
                                                             const kiln::v1::WarmupGraph& entry) {
   std::vector<PaddableSymbol> result;
-  std::optional<ir::Graph> canonical;
-  for (const kiln::v1::SymbolSizes& sizes : entry.symbols()) {
-    if (!sizes.paddable()) continue;
-    if (entry.serve() != kiln::v1::WarmupGraph::SERVE_STATIC) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "symbol ", sizes.symbol(), " is paddable, which needs static buckets (SERVE_STATIC)"));
-    }
-    if (!canonical.has_value()) {
-      ASSIGN_OR_RETURN(canonical, PrepareGraph(graph));
-    }
-    // The canonical graph names symbols by first use: find this one's
-    // index through the first input dim that names it.
-    int index = -1;
-    for (int i = 0; i < graph.inputs_size() && index < 0; ++i) {
-      const auto& dims = graph.inputs(i).type().sizes();
-      for (int d = 0; d < dims.size() && index < 0; ++d) {
-        if (dims[d].symbol() == sizes.symbol()) {
-          index = canonical->values[canonical->inputs[i]].sizes[d].symbol;
-        }
-      }
-    }
-    if (index < 0) {
+  for (const kiln::v1::PaddedSymbol& padded : proof.symbols()) {
+    const auto sizes =
+        std::find_if(entry.symbols().begin(), entry.symbols().end(),
+                     [&](const kiln::v1::SymbolSizes& s) { return s.symbol() == padded.symbol(); });
+    if (sizes == entry.symbols().end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("symbol ", sizes.symbol(), " names no dim of the graph's inputs"));
+          absl::StrCat("symbol ", padded.symbol(), " is not one of the warmup entry's"));
     }
-    absl::StatusOr<PaddedDims> dims = PaddableDims(*canonical, index);
-    if (!dims.ok()) {
-      return absl::Status(
-          dims.status().code(),
-          absl::StrCat("symbol ", sizes.symbol(), " is not paddable: ", dims.status().message()));
+    absl::StatusOr<std::vector<int64_t>> buckets = ExpandSizes(*sizes);
+    if (!buckets.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("symbol ", padded.symbol(), ": ", buckets.status().message()));
     }
-    // A call's inputs give the symbol's value only where a dim is the
-    // symbol alone.
-    for (int i = 0; i < graph.inputs_size(); ++i) {
-      const int d = dims->inputs[i];
-      if (d < 0) continue;
-      const kiln::v1::Dim& dim = graph.inputs(i).type().sizes(d);
-      if (dim.symbol() != sizes.symbol() || dim.multiplier() > 1) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("symbol ", sizes.symbol(), " is not paddable: input ", i, " '",
-                         graph.inputs(i).name(), "' holds it in dim ", d,
-                         " with another factor; padding needs the symbol alone in each input dim"));
-      }
-    }
-    ASSIGN_OR_RETURN(std::vector<int64_t> buckets, ExpandSizes(sizes));
-    result.push_back(PaddableSymbol{sizes.symbol(), std::move(dims->inputs),
-                                    std::move(dims->outputs), std::move(buckets)});
+    result.push_back(PaddableSymbol{padded.symbol(),
+                                    {padded.input_dims().begin(), padded.input_dims().end()},
+                                    {padded.output_dims().begin(), padded.output_dims().end()},
+                                    *std::move(buckets)});
   }
   return result;
 }

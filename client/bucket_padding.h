@@ -2,9 +2,9 @@
 // marks paddable, a call whose size lies between buckets runs the next
 // larger bucket's static artifact on zero-padded copies of its inputs, and
 // its outputs are the leading part of the bucket's. Correct only where
-// positions along the symbol's dims never mix — codegen/symbol_independence.h proves
-// that from the graph and finds the dims; this file does the arithmetic
-// and the copies. Inputs must be contiguous.
+// positions along the symbol's dims never mix — kilnd proves that from the
+// graph and finds the dims (ProvePadding, daemon/padding_proof.h); this
+// file does the arithmetic and the copies. Inputs must be contiguous.
 #ifndef KILN_CLIENT_BUCKET_PADDING_H_
 #define KILN_CLIENT_BUCKET_PADDING_H_
 
@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "client/tensor.h"
-#include "proto/graph.pb.h"
+#include "proto/service.pb.h"
 #include "proto/warmup.pb.h"
 
 namespace kiln {
@@ -30,12 +30,11 @@ struct PaddableSymbol {
   std::vector<int64_t> buckets;  // the warmed sizes, ascending
 };
 
-// The symbols `entry` (a warmup plan entry for `graph`) marks paddable,
-// with their dims and bucket sizes. InvalidArgument when the entry is not
-// served static or a symbol is not the graph's; FailedPrecondition naming
-// the node when the graph mixes positions along a symbol
-// (codegen/symbol_independence.h).
-absl::StatusOr<std::vector<PaddableSymbol>> PaddableSymbols(const kiln::v1::Graph& graph,
+// The symbols of `proof` (kilnd's answer to ProvePadding for a warmup
+// plan entry), with their bucket sizes from `entry`. InvalidArgument
+// naming the symbol when `entry` does not list one or its sizes do not
+// expand (client/warmup_plan.h ExpandSizes).
+absl::StatusOr<std::vector<PaddableSymbol>> PaddableSymbols(const kiln::v1::PaddingResponse& proof,
                                                             const kiln::v1::WarmupGraph& entry);
 
 struct PaddedShape {

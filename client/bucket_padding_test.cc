@@ -173,92 +173,31 @@ TEST(CopyLeadingRegionTest, Float64ElementsAreCopiedWhole) {
 
 // --- PaddableSymbols ---------------------------------------------------------
 
-kiln::v1::TensorType TypeB4() {
-  kiln::v1::TensorType type;
-  type.set_dtype(kiln::v1::FLOAT32);
-  type.add_sizes()->set_symbol("B");
-  type.add_sizes()->set_constant(4);
-  return type;
-}
-
-// x: [B, 4] -> op(x), of type `result`.
-kiln::v1::Graph OneNodeGraph(const std::string& op, const std::string& name,
-                             std::vector<kiln::v1::Argument> args,
-                             const kiln::v1::TensorType& result) {
-  kiln::v1::Graph graph;
-  kiln::v1::Input* input = graph.add_inputs();
-  input->set_value(0);
-  input->set_name("x");
-  *input->mutable_type() = TypeB4();
-  kiln::v1::Node* node = graph.add_nodes();
-  node->set_op(op);
-  node->set_name(name);
-  node->add_inputs(0);
-  for (auto& arg : args) *node->add_args() = std::move(arg);
-  node->add_outputs(1);
-  *node->add_output_types() = result;
-  graph.add_outputs(1);
-  return graph;
-}
-
-kiln::v1::Graph ReluGraph() { return OneNodeGraph("aten.relu.default", "relu", {}, TypeB4()); }
-
-kiln::v1::Graph SumOverBGraph() {
-  kiln::v1::Argument dim;
-  dim.set_name("dim");
-  dim.mutable_int_list()->add_values(0);
-  kiln::v1::TensorType result;
-  result.set_dtype(kiln::v1::FLOAT32);
-  result.add_sizes()->set_constant(4);
-  return OneNodeGraph("aten.sum.dim_IntList", "sum", {dim}, result);
-}
-
-kiln::v1::WarmupGraph Entry(const std::string& symbol, bool paddable) {
+// kilnd's proof, with the entry's sizes as each symbol's buckets.
+TEST(PaddableSymbolsTest, KilndsProofWithTheEntrysBuckets) {
+  kiln::v1::PaddingResponse proof;
+  kiln::v1::PaddedSymbol* padded = proof.add_symbols();
+  padded->set_symbol("B");
+  padded->add_input_dims(0);
+  padded->add_input_dims(-1);
+  padded->add_output_dims(1);
   kiln::v1::WarmupGraph entry;
   kiln::v1::SymbolSizes* sizes = entry.add_symbols();
-  sizes->set_symbol(symbol);
-  sizes->add_sizes(8);
-  sizes->add_sizes(2);
-  sizes->add_sizes(4);
-  sizes->set_paddable(paddable);
-  return entry;
-}
-
-TEST(PaddableSymbolsTest, AReluOverBIsPaddable) {
-  auto symbols = PaddableSymbols(ReluGraph(), Entry("B", true));
+  sizes->set_symbol("B");
+  for (int64_t size : {8, 2, 4}) sizes->add_sizes(size);
+  sizes->set_paddable(true);
+  auto symbols = PaddableSymbols(proof, entry);
   ASSERT_TRUE(symbols.ok()) << symbols.status();
   ASSERT_EQ(symbols->size(), 1);
   const PaddableSymbol& symbol = (*symbols)[0];
   EXPECT_EQ(symbol.name, "B");
-  EXPECT_EQ(symbol.input_dims, (std::vector<int>{0}));
-  EXPECT_EQ(symbol.output_dims, (std::vector<int>{0}));
+  EXPECT_EQ(symbol.input_dims, (std::vector<int>{0, -1}));
+  EXPECT_EQ(symbol.output_dims, (std::vector<int>{1}));
   EXPECT_EQ(symbol.buckets, (std::vector<int64_t>{2, 4, 8})) << "sorted";
-}
 
-TEST(PaddableSymbolsTest, SymbolsNotMarkedPaddableAreLeftOut) {
-  auto symbols = PaddableSymbols(SumOverBGraph(), Entry("B", false));
-  ASSERT_TRUE(symbols.ok()) << symbols.status();
-  EXPECT_TRUE(symbols->empty());
-}
-
-TEST(PaddableSymbolsTest, ASumOverBIsRefusedNamingTheNode) {
-  EXPECT_EQ(PaddableSymbols(SumOverBGraph(), Entry("B", true)).status(),
-            absl::FailedPreconditionError(
-                "symbol B is not paddable: node 0 (aten.sum.dim_IntList, 'sum'): reduces over "
-                "dim 0, which carries symbol s0: padding s0 would change the result"));
-}
-
-TEST(PaddableSymbolsTest, PaddingNeedsStaticBuckets) {
-  kiln::v1::WarmupGraph entry = Entry("B", true);
-  entry.set_serve(kiln::v1::WarmupGraph::SERVE_SYMBOLIC);
-  EXPECT_EQ(PaddableSymbols(ReluGraph(), entry).status(),
-            absl::InvalidArgumentError(
-                "symbol B is paddable, which needs static buckets (SERVE_STATIC)"));
-}
-
-TEST(PaddableSymbolsTest, ASymbolNotInTheGraphIsRefused) {
-  EXPECT_EQ(PaddableSymbols(ReluGraph(), Entry("S", true)).status(),
-            absl::InvalidArgumentError("symbol S names no dim of the graph's inputs"));
+  padded->set_symbol("S");
+  EXPECT_EQ(PaddableSymbols(proof, entry).status(),
+            absl::InvalidArgumentError("symbol S is not one of the warmup entry's"));
 }
 
 }  // namespace

@@ -149,6 +149,9 @@ class Client final : private ForkAware {
   absl::StatusOr<kiln::v1::VerifyResponse> Verify(bool repair);
   absl::StatusOr<kiln::v1::PruneResponse> Prune(bool dry_run);
   absl::StatusOr<kiln::v1::WhyResponse> Why(const kiln::v1::WhyRequest& request);
+  // Which of a warmup entry's paddable symbols the graph lets pad, and
+  // along which dims: kilnd's proof (daemon/padding_proof.h).
+  absl::StatusOr<kiln::v1::PaddingResponse> ProvePadding(const kiln::v1::PaddingRequest& request);
   // What serving processes reported running the graph of this GraphDigest
   // at (empty when nothing was).
   absl::StatusOr<kiln::v1::TrafficHistogram> Traffic(const std::string& graph_digest);

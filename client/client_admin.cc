@@ -78,6 +78,11 @@ absl::StatusOr<kiln::v1::WhyResponse> Client::Why(const kiln::v1::WhyRequest& re
   return Rpc<kiln::v1::WhyResponse>("Why", request);
 }
 
+absl::StatusOr<kiln::v1::PaddingResponse> Client::ProvePadding(
+    const kiln::v1::PaddingRequest& request) {
+  return Rpc<kiln::v1::PaddingResponse>("ProvePadding", request);
+}
+
 absl::StatusOr<kiln::v1::TrafficHistogram> Client::Traffic(const std::string& graph_digest) {
   kiln::v1::GetTrafficRequest request;
   request.set_graph_digest(graph_digest);

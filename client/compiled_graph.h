@@ -43,7 +43,6 @@
 #include "client/specialization.h"
 #include "client/tensor.h"
 #include "client/traffic.h"
-#include "codegen/ir.h"
 #include "proto/graph.pb.h"
 #include "proto/warmup.pb.h"
 
@@ -208,20 +207,13 @@ class CompiledGraph final : private ForkAware {
 
     std::shared_ptr<const ArtifactObject> artifact;
     GuardTable guards;
-    // The canonical form of `graph`, prepared once, by the first call
-    // that asks.
-    absl::StatusOr<const ir::Graph*> Canonical() const;
-
-    // The graph it was opened from: the CompiledGraph's own, or `source`
-    // (static entries are fetched from it again after CloseIdle).
-    const kiln::v1::Graph* graph = nullptr;
-    std::shared_ptr<const kiln::v1::Graph> source;
+    // What it was opened from when not the CompiledGraph's own graph as
+    // given: static entries are fetched from it again after CloseIdle.
+    std::shared_ptr<const SpecializedGraph> source;
     // Symbolic entries: the symbol value up to which every tensor is within
-    // codegen/limits.h (ArtifactMetadata.safe_symbol_value); calls above it
-    // are checked in full against the canonical graph.
+    // the limits (ArtifactMetadata.safe_symbol_value); calls above it are
+    // checked in full against the metadata's run_time_sizes.
     int64_t safe_symbol_value = 0;
-    mutable absl::once_flag canonical_once;
-    mutable absl::StatusOr<ir::Graph> canonical = absl::UnknownError("not prepared");
     // Static entries: the hash of their input sizes.
     uint64_t sizes_hash = 0;
     bool warmed = false;  // opened by Warmup: not counted against the limit
@@ -271,13 +263,15 @@ class CompiledGraph final : private ForkAware {
   struct FetchOptions {
     bool warmed = false;
     kiln::v1::CompileRequest::Priority priority = kiln::v1::CompileRequest::PRIORITY_INTERACTIVE;
+    // A respecialization's input layouts: kilnd re-types `graph` for them.
+    const InputLayouts* layouts = nullptr;
   };
   // Fetches and opens the artifact of `graph` (this graph, or a
   // specialization of it) into a new entry.
   absl::StatusOr<PrepareResult> Fetch(const kiln::v1::Graph& graph, FetchOptions options);
   // The entry whose guards `inputs` pass, binding its symbols, loading or
   // specializing one when none does; then the sizes the symbols give are
-  // checked against codegen/limits.h.
+  // checked against the artifact's run-time sizes (abi/run_time_sizes.h).
   absl::StatusOr<EntryUse> FindEntry(absl::Span<const TensorView> inputs, uint64_t sizes_hash,
                                      Symbols& symbols);
   absl::StatusOr<EntryUse> FindGuardedEntry(absl::Span<const TensorView> inputs,
@@ -339,7 +333,7 @@ class CompiledGraph final : private ForkAware {
   absl::flat_hash_set<std::string> unfixable_ ABSL_GUARDED_BY(mutex_);
   // Static entries CloseIdle removed, by sizes hash: the graph to load
   // again and whether it was warmed.
-  absl::flat_hash_map<uint64_t, std::pair<std::shared_ptr<const kiln::v1::Graph>, bool>> closed_
+  absl::flat_hash_map<uint64_t, std::pair<std::shared_ptr<const SpecializedGraph>, bool>> closed_
       ABSL_GUARDED_BY(mutex_);
   // Closed entries a call may still run.
   std::vector<std::unique_ptr<Entry>> retired_ ABSL_GUARDED_BY(mutex_);

@@ -3,13 +3,11 @@
 #include <algorithm>
 #include <optional>
 
+#include "abi/run_time_sizes.h"
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "client/compiled_graph.h"
 #include "client/sizes_hash.h"
-#include "codegen/limits.h"
-#include "codegen/prepare.h"
-#include "codegen/retype.h"
 #include "common/status_macros.h"
 
 namespace kiln {
@@ -67,12 +65,6 @@ absl::StatusOr<CompiledGraph::CopiedInputs> CompiledGraph::CopyIntoLayouts(
   return copied;
 }
 
-absl::StatusOr<const ir::Graph*> CompiledGraph::Entry::Canonical() const {
-  absl::call_once(canonical_once, [this] { canonical = PrepareGraph(*graph); });
-  if (!canonical.ok()) return canonical.status();
-  return &*canonical;
-}
-
 size_t CompiledGraph::SpecializationCount() const {
   return std::count_if(entries_.begin(), entries_.end(),
                        [](const auto& entry) { return !entry->warmed; });
@@ -94,6 +86,9 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Fetch(const kiln::v1
   *request.mutable_options() = options_;
   request.set_priority(options.priority);
   request.set_source_graph(traffic_.graph_digest());
+  if (options.layouts != nullptr) {
+    request.mutable_input_layouts()->Add(options.layouts->begin(), options.layouts->end());
+  }
   const absl::Time start = absl::Now();
   // A same-host hit first (no round trip); anything doubtful goes to kilnd.
   std::optional<kiln::v1::CompileResponse> local = client_->FindLocal(request);
@@ -125,20 +120,16 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Fetch(const kiln::v1
                                                          artifact->metadata.guards(), graph_));
   auto entry = std::make_unique<Entry>(std::move(artifact), std::move(guards));
   entry->warmed = options.warmed;
-  if (&graph == &graph_) {
-    entry->graph = &graph_;
-  } else {
-    entry->source = std::make_shared<const kiln::v1::Graph>(graph);
-    entry->graph = entry->source.get();
+  const bool given = &graph == &graph_ && options.layouts == nullptr;
+  if (!given) {
+    entry->source = std::make_shared<const SpecializedGraph>(
+        SpecializedGraph{graph, options.layouts != nullptr ? *options.layouts : InputLayouts{}});
   }
   const kiln::v1::ArtifactMetadata& metadata = entry->artifact->metadata;
   if (entry->guards.num_symbols() == 0) {
     entry->sizes_hash = HashOfSizes(metadata.signature());
-  } else if (metadata.has_safe_symbol_value()) {
+  } else {
     entry->safe_symbol_value = metadata.safe_symbol_value();
-  } else {  // stored by a kilnd that did not record it
-    ASSIGN_OR_RETURN(const ir::Graph* canonical, entry->Canonical());
-    entry->safe_symbol_value = limits::LargestSafeSymbolValue(*canonical);
   }
   absl::MutexLock lock(&mutex_);
   // Another thread may have opened the same artifact meanwhile.
@@ -159,7 +150,7 @@ absl::StatusOr<CompiledGraph::PrepareResult> CompiledGraph::Fetch(const kiln::v1
     present = entries_.insert(position, std::move(entry))->get();
     result.opened = true;
   }
-  if (&graph == &graph_) given_ = present;
+  if (given) given_ = present;
   return result;
 }
 
@@ -171,9 +162,8 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindEntry(
   const int num_symbols = entry->guards.num_symbols();
   const auto bound = symbols.begin() + num_symbols;
   if (num_symbols > 0 && *std::max_element(symbols.begin(), bound) > entry->safe_symbol_value) {
-    ASSIGN_OR_RETURN(const ir::Graph* canonical, entry->Canonical());
-    RETURN_IF_ERROR(
-        limits::CheckRunTimeSizes(*canonical, std::vector<int64_t>(symbols.begin(), bound)));
+    RETURN_IF_ERROR(CheckSymbolValues(entry->artifact->metadata.run_time_sizes(),
+                                      std::vector<int64_t>(symbols.begin(), bound)));
   }
   return entry;
 }
@@ -181,7 +171,7 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindEntry(
 absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
     absl::Span<const TensorView> inputs, uint64_t sizes_hash, Symbols& symbols) {
   absl::Status miss;
-  std::shared_ptr<const kiln::v1::Graph> closed;
+  std::shared_ptr<const SpecializedGraph> closed;
   bool warmed = false;
   {
     std::optional<EntryUse> symbolic;
@@ -235,7 +225,10 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
   }
   if (closed != nullptr) {
     // A static entry CloseIdle removed: the same graph again.
-    RETURN_IF_ERROR(Fetch(*closed, {.warmed = warmed}).status());
+    RETURN_IF_ERROR(
+        Fetch(closed->graph,
+              {.warmed = warmed, .layouts = closed->layouts.empty() ? nullptr : &closed->layouts})
+            .status());
     return FindGuardedEntry(inputs, sizes_hash, symbols);
   }
   if (miss.code() == absl::StatusCode::kNotFound) {
@@ -262,7 +255,11 @@ absl::StatusOr<CompiledGraph::EntryUse> CompiledGraph::FindGuardedEntry(
   // sizes than any entry covers a new one, within the specialization limit.
   Specializations planned = PlanSpecializations(graph_, inputs);
   if (planned.small_size.has_value()) {
-    RETURN_IF_ERROR(Fetch(*planned.small_size, {}).status());
+    const SpecializedGraph& small = *planned.small_size;
+    // Laid out as the inputs are if kilnd can re-type it so, else as declared.
+    if (small.layouts.empty() || !Fetch(small.graph, {.layouts = &small.layouts}).ok()) {
+      RETURN_IF_ERROR(Fetch(small.graph, {}).status());
+    }
   } else {
     {
       absl::ReaderMutexLock lock(&mutex_);

@@ -2,7 +2,6 @@
 // planned by client/specialization.h, compiled now or in the background.
 #include "absl/strings/str_cat.h"
 #include "client/compiled_graph.h"
-#include "codegen/retype.h"
 #include "common/status_macros.h"
 
 namespace kiln {
@@ -22,19 +21,23 @@ void CompiledGraph::SpecializeInBackground(absl::Span<const TensorView> inputs,
 }
 
 absl::Status CompiledGraph::SpecializeExactly(const std::vector<std::vector<int64_t>>& sizes) {
-  kiln::v1::Graph exact;
+  constexpr auto kWarmup = kiln::v1::CompileRequest::PRIORITY_WARMUP;
   if (!SymbolValues(graph_, sizes).empty()) {
     // The graph as traced is symbolic: the same specialization a warmup
     // bucket of these sizes makes, so it may already be a hit.
-    exact = Specialize(graph_, SymbolValues(graph_, sizes));
-  } else {
-    std::vector<std::vector<kiln::v1::Dim>> dims(sizes.size());
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      for (int64_t size : sizes[i]) dims[i].emplace_back().set_constant(size);
-    }
-    ASSIGN_OR_RETURN(exact, Retype(graph_, dims));
+    return Fetch(Specialize(graph_, SymbolValues(graph_, sizes)), {.priority = kWarmup}).status();
   }
-  return Fetch(exact, {.priority = kiln::v1::CompileRequest::PRIORITY_WARMUP}).status();
+  // Static: re-typed by kilnd for the exact sizes (contiguous where they
+  // change; as declared where they stay).
+  InputLayouts layouts(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const kiln::v1::TensorType& declared = graph_.inputs(static_cast<int>(i)).type();
+    for (int64_t size : sizes[i]) layouts[i].add_sizes()->set_constant(size);
+    if (SameDims(declared.sizes(), {layouts[i].sizes().begin(), layouts[i].sizes().end()})) {
+      *layouts[i].mutable_strides() = declared.strides();
+    }
+  }
+  return Fetch(graph_, {.priority = kWarmup, .layouts = &layouts}).status();
 }
 
 absl::Status CompiledGraph::Respecialize(const absl::StatusOr<Respecialization>& planned,
@@ -58,9 +61,11 @@ absl::Status CompiledGraph::Respecialize(const absl::StatusOr<Respecialization>&
     return false;
   };
   // A candidate whose input types refuse the call is never compiled: its
-  // artifact could not run it.
-  for (const absl::StatusOr<kiln::v1::Graph>& retyped : RetypedCandidates(graph_, plan)) {
-    if (retyped.ok() && InputTypesTake(*retyped, inputs) && Fetch(*retyped, {}).ok() && fits()) {
+  // artifact could not run it. kilnd re-types the graph for each, and
+  // refuses those it cannot.
+  for (const InputLayouts& layouts : plan.candidates) {
+    if (InputTypesTake(graph_, layouts, inputs) && Fetch(graph_, {.layouts = &layouts}).ok() &&
+        fits()) {
       return absl::OkStatus();
     }
   }

@@ -61,7 +61,16 @@ absl::StatusOr<CompiledGraph::WarmupResult> CompiledGraph::Warmup(
                    ExpandWarmupGraph(graph_, buckets, graph_.name()));
   WarmupResult result;
   int done = 0;
-  ASSIGN_OR_RETURN(std::vector<PaddableSymbol> paddable, PaddableSymbols(graph_, buckets));
+  std::vector<PaddableSymbol> paddable;
+  if (std::any_of(buckets.symbols().begin(), buckets.symbols().end(),
+                  [](const kiln::v1::SymbolSizes& sizes) { return sizes.paddable(); })) {
+    // kilnd proves which symbols can be padded (before anything is opened).
+    kiln::v1::PaddingRequest request;
+    *request.mutable_graph() = graph_;
+    *request.mutable_entry() = buckets;
+    ASSIGN_OR_RETURN(const kiln::v1::PaddingResponse proof, client_->ProvePadding(request));
+    ASSIGN_OR_RETURN(paddable, PaddableSymbols(proof, buckets));
+  }
   for (const PaddableSymbol& symbol : paddable) result.padded_symbols.push_back(symbol.name);
   for (const WarmupCompile& compile : compiles) {
     // The symbolic compile is this graph itself: Prepare opens it once.
@@ -142,7 +151,7 @@ std::optional<PaddedShape> CompiledGraph::PaddedShapeFor(absl::Span<const Tensor
   if (bucket != static_by_sizes_.end()) {
     shape->num_outputs = bucket->second.front()->artifact->metadata.signature().outputs_size();
   } else if (const auto closed = closed_.find(padded); closed != closed_.end()) {
-    shape->num_outputs = closed->second.first->outputs_size();
+    shape->num_outputs = closed->second.first->graph.outputs_size();
   } else {
     return std::nullopt;
   }

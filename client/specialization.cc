@@ -11,7 +11,6 @@
 #include "absl/strings/str_split.h"
 #include "client/guard_table.h"
 #include "client/warmup_plan.h"
-#include "codegen/retype.h"
 
 namespace kiln {
 namespace {
@@ -113,14 +112,19 @@ InputLayouts LayOut(const kiln::v1::Graph& graph, absl::Span<const TensorView> i
   InputLayouts layouts(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) {
     const kiln::v1::TensorType& declared = graph.inputs(static_cast<int>(i)).type();
-    layouts[i].sizes = sizes[i];
+    layouts[i].mutable_sizes()->Add(sizes[i].begin(), sizes[i].end());
     if (SameDims(declared.sizes(), sizes[i]) && HasDeclaredStrides(declared, inputs[i], values)) {
-      layouts[i].strides.assign(declared.strides().begin(), declared.strides().end());
+      *layouts[i].mutable_strides() = declared.strides();
     } else {
-      layouts[i].strides = StridesAsSeen(sizes[i], inputs[i]);
+      const std::vector<kiln::v1::Dim> strides = StridesAsSeen(sizes[i], inputs[i]);
+      layouts[i].mutable_strides()->Add(strides.begin(), strides.end());
     }
   }
   return layouts;
+}
+
+std::vector<kiln::v1::Dim> DimsOf(const google::protobuf::RepeatedPtrField<kiln::v1::Dim>& dims) {
+  return {dims.begin(), dims.end()};
 }
 
 }  // namespace
@@ -167,38 +171,44 @@ std::vector<kiln::v1::Dim> StridesAsSeen(const std::vector<kiln::v1::Dim>& sizes
   return strides;
 }
 
-std::optional<kiln::v1::Graph> SmallSizeSpecialization(const kiln::v1::Graph& graph,
-                                                       absl::Span<const TensorView> inputs) {
+std::optional<SpecializedGraph> SmallSizeSpecialization(const kiln::v1::Graph& graph,
+                                                        absl::Span<const TensorView> inputs) {
   std::map<std::string, int64_t> values = SymbolValues(graph, SizesOf(inputs));
   for (auto it = values.begin(); it != values.end();) {
     it = it->second < 2 ? std::next(it) : values.erase(it);
   }
   if (values.empty()) return std::nullopt;
-  kiln::v1::Graph small = Specialize(graph, std::move(values));
-  if (static_cast<int>(inputs.size()) != small.inputs_size()) return small;
+  SpecializedGraph small{Specialize(graph, std::move(values)), {}};
+  if (static_cast<int>(inputs.size()) != small.graph.inputs_size()) return small;
   std::vector<std::vector<kiln::v1::Dim>> sizes;
-  for (int i = 0; i < small.inputs_size(); ++i) {
-    const kiln::v1::TensorType& type = small.inputs(i).type();
+  for (int i = 0; i < small.graph.inputs_size(); ++i) {
+    const kiln::v1::TensorType& type = small.graph.inputs(i).type();
     if (type.sizes_size() != static_cast<int>(inputs[i].sizes.size())) return small;
-    sizes.emplace_back(type.sizes().begin(), type.sizes().end());
+    sizes.push_back(DimsOf(type.sizes()));
   }
-  const InputLayouts layouts = LayOut(small, inputs, sizes);
-  bool relaid = false;
+  InputLayouts layouts = LayOut(small.graph, inputs, sizes);
   for (size_t i = 0; i < layouts.size(); ++i) {
-    relaid |= !SameDims(small.inputs(static_cast<int>(i)).type().strides(), layouts[i].strides);
+    // Strided inputs: the static graph laid out as they are.
+    if (!SameDims(small.graph.inputs(static_cast<int>(i)).type().strides(),
+                  DimsOf(layouts[i].strides()))) {
+      small.layouts = std::move(layouts);
+      break;
+    }
   }
-  if (!relaid) return small;
-  // Strided inputs: the static graph laid out as they are, if it re-types.
-  absl::StatusOr<kiln::v1::Graph> retyped = Retype(small, layouts);
-  return retyped.ok() ? *std::move(retyped) : small;
+  return small;
 }
 
-bool InputTypesTake(const kiln::v1::Graph& candidate, absl::Span<const TensorView> inputs,
-                    bool copyable) {
+bool InputTypesTake(const kiln::v1::Graph& graph, const InputLayouts& layouts,
+                    absl::Span<const TensorView> inputs, bool copyable) {
   kiln::v1::Signature signature;
-  for (const kiln::v1::Input& input : candidate.inputs()) {
-    *signature.add_inputs() = input.type();
-    for (const auto* dims : {&input.type().sizes(), &input.type().strides()}) {
+  for (int i = 0; i < graph.inputs_size(); ++i) {
+    kiln::v1::TensorType& type = *signature.add_inputs();
+    type = graph.inputs(i).type();
+    if (i < static_cast<int>(layouts.size())) {
+      *type.mutable_sizes() = layouts[i].sizes();
+      *type.mutable_strides() = layouts[i].strides();
+    }
+    for (const auto* dims : {&type.sizes(), &type.strides()}) {
       for (const kiln::v1::Dim& dim : *dims) {
         if (!dim.has_symbol()) continue;
         std::vector<std::string> names = {dim.symbol()};
@@ -212,7 +222,7 @@ bool InputTypesTake(const kiln::v1::Graph& candidate, absl::Span<const TensorVie
       }
     }
   }
-  absl::StatusOr<GuardTable> table = GuardTable::Create(signature, {}, candidate);
+  absl::StatusOr<GuardTable> table = GuardTable::Create(signature, {}, graph);
   if (!table.ok()) return true;
   GuardTable::Symbols symbols;
   return copyable ? table->CheckCopyable(inputs, symbols) : table->Check(inputs, symbols);
@@ -272,9 +282,9 @@ absl::StatusOr<Respecialization> PlanRespecialization(const kiln::v1::Graph& gra
   const InputLayouts symbolic_layouts = LayOut(graph, inputs, symbolic);
   bool relaid = false, has_symbol = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    relaid |=
-        !symbolic_layouts[i].strides.empty() &&
-        !SameDims(graph.inputs(static_cast<int>(i)).type().strides(), symbolic_layouts[i].strides);
+    relaid |= !symbolic_layouts[i].strides().empty() &&
+              !SameDims(graph.inputs(static_cast<int>(i)).type().strides(),
+                        DimsOf(symbolic_layouts[i].strides()));
     for (const kiln::v1::Dim& dim : symbolic[i]) has_symbol |= dim.has_symbol();
   }
   if (!new_symbols.empty() || (relaid && has_symbol)) plan.candidates.push_back(symbolic_layouts);
@@ -301,13 +311,6 @@ Specializations PlanSpecializations(const kiln::v1::Graph& graph,
     planned.respecialization = PlanRespecialization(graph, inputs);
   }
   return planned;
-}
-
-std::vector<absl::StatusOr<kiln::v1::Graph>> RetypedCandidates(const kiln::v1::Graph& graph,
-                                                               const Respecialization& plan) {
-  std::vector<absl::StatusOr<kiln::v1::Graph>> graphs;
-  for (const InputLayouts& layouts : plan.candidates) graphs.push_back(Retype(graph, layouts));
-  return graphs;
 }
 
 namespace {
@@ -346,8 +349,8 @@ absl::Status CheckShapeOfSizes(const kiln::v1::Graph& graph,
 std::vector<std::string> NewSymbols(const kiln::v1::Graph& graph, const InputLayouts& candidate) {
   std::vector<std::string> symbols;
   for (size_t i = 0; i < candidate.size(); ++i) {
-    for (size_t d = 0; d < candidate[i].sizes.size(); ++d) {
-      const kiln::v1::Dim& dim = candidate[i].sizes[d];
+    for (int d = 0; d < candidate[i].sizes_size(); ++d) {
+      const kiln::v1::Dim& dim = candidate[i].sizes(d);
       if (dim.has_symbol() && !graph.inputs(i).type().sizes(d).has_symbol() &&
           std::find(symbols.begin(), symbols.end(), dim.symbol()) == symbols.end()) {
         symbols.push_back(dim.symbol());
@@ -433,7 +436,7 @@ absl::StatusOr<std::vector<SizedRequest>> RequestsForSizes(
     const kiln::v1::Graph& graph, const std::vector<std::vector<int64_t>>& sizes) {
   if (absl::Status shape = CheckShapeOfSizes(graph, sizes); !shape.ok()) return shape;
   if (CheckGraphTakesSizes(graph, sizes).ok())
-    return std::vector<SizedRequest>{{graph, "the graph as given"}};
+    return std::vector<SizedRequest>{{{graph, {}}, "the graph as given"}};
   // As CompiledGraph sees them: views of contiguous tensors, no data.
   std::vector<std::vector<int64_t>> strides;
   for (const auto& dims : sizes) strides.push_back(ContiguousStrides(dims));
@@ -447,24 +450,13 @@ absl::StatusOr<std::vector<SizedRequest>> RequestsForSizes(
         {*std::move(planned.small_size), "the static specialization for symbols at 0 or 1"}};
   }
   if (!planned.respecialization.ok()) return planned.respecialization.status();
-  const Respecialization& plan = *planned.respecialization;
-  std::vector<absl::StatusOr<kiln::v1::Graph>> retyped = RetypedCandidates(graph, plan);
   std::vector<SizedRequest> requests;
-  absl::Status first_refusal;
-  for (size_t c = 0; c < retyped.size(); ++c) {
-    if (!retyped[c].ok()) {
-      if (first_refusal.ok()) first_refusal = retyped[c].status();
-      continue;
-    }
-    const std::vector<std::string> symbols = NewSymbols(graph, plan.candidates[c]);
-    requests.push_back({*std::move(retyped[c]),
+  for (const InputLayouts& candidate : planned.respecialization->candidates) {
+    const std::vector<std::string> symbols = NewSymbols(graph, candidate);
+    requests.push_back({{graph, candidate},
                         symbols.empty() ? "re-typed for the exact sizes"
                                         : absl::StrCat("re-typed, changed dims symbolic (",
                                                        absl::StrJoin(symbols, ", "), ")")});
-  }
-  if (requests.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no specialization of the graph takes these sizes: ", first_refusal.message()));
   }
   return requests;
 }

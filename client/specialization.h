@@ -3,10 +3,11 @@
 //
 //   1. A symbolic graph run with a symbol at 0 or 1 (symbolic dims are >= 2,
 //      as in PyTorch): the graph with those symbols made constant
-//      (SmallSizeSpecialization, codegen/retype.h Specialize).
+//      (SmallSizeSpecialization, proto/specialize.h Specialize).
 //   2. Otherwise, within the specialization limit
-//      (CheckSpecializationLimit), the graph re-typed for the new sizes (PlanRespecialization, then
-//      codegen/retype.h Retype on each candidate, best first):
+//      (CheckSpecializationLimit), the graph re-typed for the new sizes
+//      (PlanRespecialization's candidates, best first, each the graph and
+//      its inputs' new layouts: kilnd re-types it, CompileRequest.input_layouts):
 //        a. every changed dim symbolic — one symbol per (old size, new size)
 //           pair, so inputs that agreed still agree and a square input grown
 //           in one dim keeps its dims apart — one artifact for every later
@@ -41,8 +42,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "client/tensor.h"
-#include "codegen/retype.h"
 #include "proto/graph.pb.h"
+#include "proto/service.pb.h"
+#include "proto/specialize.h"
 
 namespace kiln {
 
@@ -50,26 +52,34 @@ namespace kiln {
 // (torch.compile's cache size limit is 8 too).
 inline constexpr size_t kDefaultSpecializationLimit = 8;
 
+// Per input, its sizes and strides: what kilnd re-types a graph for.
+using InputLayouts = std::vector<kiln::v1::InputLayout>;
+
+// A graph to compile for a specialization, and, when its inputs need other
+// types than it declares, their layouts (kilnd re-types it for them).
+struct SpecializedGraph {
+  kiln::v1::Graph graph;
+  InputLayouts layouts;  // none: the graph as it is
+};
+
 // Step 1: `graph` with every symbol that `inputs` give a value below 2 made
 // that constant, its inputs laid out as `inputs` are; nullopt when no
 // symbol is below 2.
-std::optional<kiln::v1::Graph> SmallSizeSpecialization(const kiln::v1::Graph& graph,
-                                                       absl::Span<const TensorView> inputs);
+std::optional<SpecializedGraph> SmallSizeSpecialization(const kiln::v1::Graph& graph,
+                                                        absl::Span<const TensorView> inputs);
 
 // OK while `entries` is below `limit`; otherwise `miss` (why the inputs fit
 // no entry, naming the input and the dim) with the limit and what to do
 // about it, as FailedPrecondition.
 absl::Status CheckSpecializationLimit(size_t entries, size_t limit, const absl::Status& miss);
 
-// Per input, its sizes and strides: what Retype takes.
-using InputLayouts = std::vector<InputLayout>;
-
 struct Respecialization {
   // The inputs' exact sizes as text ("64,128,;4,;"), with the strides of
   // those that are not contiguous ("5,3,@1,5,;"): the key under which a
   // caller remembers inputs that no candidate served.
   std::string sizes_key;
-  // Step 2's candidates, best first; the last is always the exact sizes.
+  // Step 2's candidates, best first, each the graph's input layouts; the
+  // last is always the exact sizes.
   std::vector<InputLayouts> candidates;
 };
 
@@ -94,29 +104,25 @@ absl::StatusOr<Respecialization> PlanRespecialization(const kiln::v1::Graph& gra
 // Step 1, else step 2, for `inputs`.
 struct Specializations {
   // Step 1's graph; when set, the one candidate (no limit applies).
-  std::optional<kiln::v1::Graph> small_size;
+  std::optional<SpecializedGraph> small_size;
   // Step 2 when small_size is not set: PlanRespecialization's answer.
   absl::StatusOr<Respecialization> respecialization = absl::UnknownError("step 1 applies");
 };
 Specializations PlanSpecializations(const kiln::v1::Graph& graph,
                                     absl::Span<const TensorView> inputs);
 
-// Whether `inputs` pass the guards of `candidate`'s input types (dtypes,
-// sizes, strides; its relations aside), or with `copyable`, would pass
-// after copies into its layouts (GuardTable::CheckCopyable): a candidate
-// that fails would compile an artifact the call cannot run. True when that
-// cannot be told (more symbols than a GuardTable holds).
-bool InputTypesTake(const kiln::v1::Graph& candidate, absl::Span<const TensorView> inputs,
-                    bool copyable = false);
-
-// Each of `plan`'s candidates as a graph (codegen/retype.h Retype), in the
-// same order; one Retype refuses is its error.
-std::vector<absl::StatusOr<kiln::v1::Graph>> RetypedCandidates(const kiln::v1::Graph& graph,
-                                                               const Respecialization& plan);
+// Whether `inputs` pass the guards of the input types of `graph` laid out
+// as `layouts` (none: as it declares) — dtypes, sizes, strides; relations
+// aside — or with `copyable`, would pass after copies into those layouts
+// (GuardTable::CheckCopyable): a candidate that fails would compile an
+// artifact the call cannot run. True when that cannot be told (more
+// symbols than a GuardTable holds).
+bool InputTypesTake(const kiln::v1::Graph& graph, const InputLayouts& layouts,
+                    absl::Span<const TensorView> inputs, bool copyable = false);
 
 // Whether `graph` as given takes inputs of `sizes` (its declared dtypes):
 // every constant dim equal, every symbol bound to one value by all the dims
-// naming it (codegen/retype.h SymbolValues: size / multiplier), at least
+// naming it (proto/specialize.h SymbolValues: size / multiplier), at least
 // `smallest_symbol` (2: what a CompiledGraph's entry for the graph checks;
 // 0: the sizes step 1's static specializations take too), and within the
 // graph's relations. FailedPrecondition naming the input and dim, or the
@@ -128,7 +134,7 @@ absl::Status CheckGraphTakesSizes(const kiln::v1::Graph& graph,
 // A graph the client would request for some input sizes, and why it is
 // that one ("the graph as given", "changed dims symbolic (d64_32)", ...).
 struct SizedRequest {
-  kiln::v1::Graph graph;
+  SpecializedGraph request;
   std::string description;
 };
 
@@ -136,7 +142,7 @@ struct SizedRequest {
 // for inputs of `sizes` (contiguous, the declared dtypes), in the order it
 // tries them, taking the first that compiles: the graph itself when it
 // takes them (CheckGraphTakesSizes); else step 1's graph; else step 2's
-// candidates that Retype accepts. InvalidArgument naming the input for a
+// candidates (kilnd refuses those it cannot re-type). InvalidArgument naming the input for a
 // wrong number of inputs or dims, or a negative size; FailedPrecondition
 // when no specialization can take them.
 absl::StatusOr<std::vector<SizedRequest>> RequestsForSizes(

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "codegen/retype.h"
 #include "gtest/gtest.h"
 #include "proto/graph_file.h"
 
@@ -53,7 +52,7 @@ std::string DimString(const kiln::v1::Dim& dim) {
   return absl::StrJoin(factors, "*");
 }
 
-std::string DimsString(const std::vector<kiln::v1::Dim>& dims) {
+std::string DimsString(const google::protobuf::RepeatedPtrField<kiln::v1::Dim>& dims) {
   std::vector<std::string> parts;
   for (const kiln::v1::Dim& dim : dims) parts.push_back(DimString(dim));
   return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
@@ -65,9 +64,11 @@ std::string CandidatesString(const Respecialization& plan) {
   std::vector<std::string> candidates;
   for (const InputLayouts& candidate : plan.candidates) {
     std::vector<std::string> inputs;
-    for (const InputLayout& layout : candidate) {
-      inputs.push_back(DimsString(layout.sizes));
-      if (!layout.strides.empty()) absl::StrAppend(&inputs.back(), "@", DimsString(layout.strides));
+    for (const kiln::v1::InputLayout& layout : candidate) {
+      inputs.push_back(DimsString(layout.sizes()));
+      if (!layout.strides().empty()) {
+        absl::StrAppend(&inputs.back(), "@", DimsString(layout.strides()));
+      }
     }
     candidates.push_back(absl::StrJoin(inputs, " "));
   }
@@ -154,19 +155,14 @@ TEST(PlanRespecializationTest, RankDtypeOrCountThatDiffersIsRefused) {
             "FAILED_PRECONDITION: rank or dtype differs: no specialization helps");
 }
 
-// The candidates are sizes Retype takes: for f (x @ x.T, add, relu) every
-// candidate lowers, the first one symbolic.
-TEST(PlanRespecializationTest, CandidatesRetypeARealGraph) {
+// The candidates for a real graph, f (x @ x.T, add, relu): the first
+// symbolic. kilnd re-types each (tests/key_agreement_test).
+TEST(PlanRespecializationTest, CandidatesForARealGraph) {
   auto graph = ReadGraphFile("examples/f.json");
   ASSERT_TRUE(graph.ok()) << graph.status();
   auto plan = PlanRespecialization(*graph, Inputs({{96, 64}}).views());
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(CandidatesString(*plan), "[d64_96, 64] | [96, 64]");
-  for (const InputLayouts& candidate : plan->candidates) {
-    auto retyped = Retype(*graph, candidate);
-    ASSERT_TRUE(retyped.ok()) << retyped.status();
-    EXPECT_EQ(DimString(retyped->inputs(0).type().sizes(0)), DimString(candidate[0].sizes[0]));
-  }
 }
 
 kiln::v1::Dim Constant(int64_t value) {
@@ -185,7 +181,8 @@ kiln::v1::Dim Symbol(const std::string& name) {
 std::string Seen(const std::vector<kiln::v1::Dim>& sizes, const std::vector<int64_t>& view_sizes,
                  const std::vector<int64_t>& view_strides) {
   const TensorView view{nullptr, kiln::v1::FLOAT64, view_sizes, view_strides};
-  return DimsString(StridesAsSeen(sizes, view));
+  const std::vector<kiln::v1::Dim> strides = StridesAsSeen(sizes, view);
+  return DimsString({strides.begin(), strides.end()});
 }
 
 TEST(StridesAsSeenTest, DenseStridesAreProductsOfTheSizesInsideOthersConstants) {
@@ -252,23 +249,15 @@ TEST(InputTypesTakeTest, ChecksTheCandidatesInputTypes) {
   const kiln::v1::Graph graph = Parse(kGraph);
   const Inputs contiguous({{4, 4}, {4}, {3, 8}});
   const Inputs transposed({{4, 4}, {4}, {3, 8}}, {{1, 4}, {}, {}});
-  EXPECT_TRUE(InputTypesTake(graph, contiguous.views()));
-  EXPECT_FALSE(InputTypesTake(graph, transposed.views()));
-  EXPECT_TRUE(InputTypesTake(graph, transposed.views(), /*copyable=*/true));
-  EXPECT_FALSE(InputTypesTake(graph, Inputs({{4, 4}, {4}, {1, 8}}).views())) << "s >= 2";
+  EXPECT_TRUE(InputTypesTake(graph, {}, contiguous.views()));
+  EXPECT_FALSE(InputTypesTake(graph, {}, transposed.views()));
+  EXPECT_TRUE(InputTypesTake(graph, {}, transposed.views(), /*copyable=*/true));
+  EXPECT_FALSE(InputTypesTake(graph, {}, Inputs({{4, 4}, {4}, {1, 8}}).views())) << "s >= 2";
   auto plan = PlanRespecialization(graph, transposed.views());
   ASSERT_TRUE(plan.ok()) << plan.status();
   for (const InputLayouts& layouts : plan->candidates) {
-    // Without the op table: Retype's input types are the layouts.
-    kiln::v1::Graph candidate = graph;
-    for (size_t i = 0; i < layouts.size(); ++i) {
-      kiln::v1::TensorType* type = candidate.mutable_inputs(static_cast<int>(i))->mutable_type();
-      type->clear_sizes();
-      for (const kiln::v1::Dim& dim : layouts[i].sizes) *type->add_sizes() = dim;
-      for (const kiln::v1::Dim& dim : layouts[i].strides) *type->add_strides() = dim;
-    }
-    EXPECT_TRUE(InputTypesTake(candidate, transposed.views()));
-    EXPECT_FALSE(InputTypesTake(candidate, contiguous.views()));
+    EXPECT_TRUE(InputTypesTake(graph, layouts, transposed.views()));
+    EXPECT_FALSE(InputTypesTake(graph, layouts, contiguous.views()));
   }
 }
 
@@ -317,24 +306,31 @@ constexpr char kTwoReluGraph[] = R"pb(
 TEST(SmallSizeSpecializationTest, StridedInputsKeepTheirLayout) {
   const kiln::v1::Graph graph = Parse(kTwoReluGraph);
   const Inputs inputs({{4, 4}, {1, 8}}, {{1, 4}, {}});
-  const std::optional<kiln::v1::Graph> specialized = SmallSizeSpecialization(graph, inputs.views());
+  const std::optional<SpecializedGraph> specialized =
+      SmallSizeSpecialization(graph, inputs.views());
   ASSERT_TRUE(specialized.has_value());
-  EXPECT_EQ(specialized->inputs(0).type().ShortDebugString(),
-            "dtype: FLOAT32 sizes { constant: 4 } sizes { constant: 4 } strides { constant: 1 } "
+  // The static graph, and the layouts kilnd re-types it for.
+  EXPECT_EQ(DimString(specialized->graph.inputs(1).type().sizes(0)), "1");
+  ASSERT_EQ(specialized->layouts.size(), 2u);
+  EXPECT_EQ(specialized->layouts[0].ShortDebugString(),
+            "sizes { constant: 4 } sizes { constant: 4 } strides { constant: 1 } "
             "strides { constant: 4 }");
-  EXPECT_EQ(DimString(specialized->inputs(1).type().sizes(0)), "1");
-  EXPECT_TRUE(InputTypesTake(*specialized, inputs.views()));
+  EXPECT_EQ(specialized->layouts[1].ShortDebugString(),
+            "sizes { constant: 1 } sizes { constant: 8 }");
+  EXPECT_TRUE(InputTypesTake(specialized->graph, specialized->layouts, inputs.views()));
+  EXPECT_FALSE(InputTypesTake(specialized->graph, {}, inputs.views()));
 }
 
 TEST(SmallSizeSpecializationTest, SymbolsBelowTwoBecomeConstant) {
   const kiln::v1::Graph graph = Parse(kGraph);
   EXPECT_FALSE(SmallSizeSpecialization(graph, Inputs({{4, 4}, {4}, {2, 8}}).views()).has_value());
   for (int64_t size : {0, 1}) {
-    const std::optional<kiln::v1::Graph> specialized =
+    const std::optional<SpecializedGraph> specialized =
         SmallSizeSpecialization(graph, Inputs({{4, 4}, {4}, {size, 8}}).views());
     ASSERT_TRUE(specialized.has_value()) << size;
-    EXPECT_EQ(DimString(specialized->inputs(2).type().sizes(0)), absl::StrCat(size));
-    EXPECT_EQ(DimString(specialized->inputs(2).type().sizes(1)), "8");
+    EXPECT_EQ(DimString(specialized->graph.inputs(2).type().sizes(0)), absl::StrCat(size));
+    EXPECT_EQ(DimString(specialized->graph.inputs(2).type().sizes(1)), "8");
+    EXPECT_TRUE(specialized->layouts.empty()) << "contiguous inputs need no re-typing";
   }
 }
 
@@ -429,24 +425,30 @@ TEST(RequestsForSizesTest, FollowTheSpecializationPolicy) {
   ASSERT_TRUE(same.ok()) << same.status();
   ASSERT_EQ(same->size(), 1u);
   EXPECT_EQ((*same)[0].description, "the graph as given");
-  EXPECT_EQ((*same)[0].graph.SerializeAsString(), graph->SerializeAsString());
+  EXPECT_EQ((*same)[0].request.graph.SerializeAsString(), graph->SerializeAsString());
+  EXPECT_TRUE((*same)[0].request.layouts.empty());
 
   auto other = RequestsForSizes(*graph, {{96, 64}});
   ASSERT_TRUE(other.ok()) << other.status();
   ASSERT_EQ(other->size(), 2u);
   EXPECT_EQ((*other)[0].description, "re-typed, changed dims symbolic (d64_96)");
-  EXPECT_EQ(DimString((*other)[0].graph.inputs(0).type().sizes(0)), "d64_96");
+  EXPECT_EQ(DimString((*other)[0].request.layouts[0].sizes(0)), "d64_96");
   EXPECT_EQ((*other)[1].description, "re-typed for the exact sizes");
-  EXPECT_EQ(DimString((*other)[1].graph.inputs(0).type().sizes(0)), "96");
-  // The same graphs CompiledGraph would try, in its order.
+  EXPECT_EQ(DimString((*other)[1].request.layouts[0].sizes(0)), "96");
+  // The same requests CompiledGraph would make, in its order: the graph as
+  // given, with the candidates' layouts.
   const Inputs inputs({{96, 64}});
   const Specializations planned = PlanSpecializations(*graph, inputs.views());
   ASSERT_FALSE(planned.small_size.has_value());
   ASSERT_TRUE(planned.respecialization.ok());
-  const auto retyped = RetypedCandidates(*graph, *planned.respecialization);
-  ASSERT_EQ(retyped.size(), 2u);
-  EXPECT_EQ(retyped[0]->SerializeAsString(), (*other)[0].graph.SerializeAsString());
-  EXPECT_EQ(retyped[1]->SerializeAsString(), (*other)[1].graph.SerializeAsString());
+  const std::vector<InputLayouts>& candidates = planned.respecialization->candidates;
+  ASSERT_EQ(candidates.size(), 2u);
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    EXPECT_EQ((*other)[c].request.graph.SerializeAsString(), graph->SerializeAsString());
+    ASSERT_EQ((*other)[c].request.layouts.size(), 1u);
+    EXPECT_EQ((*other)[c].request.layouts[0].SerializeAsString(),
+              candidates[c][0].SerializeAsString());
+  }
 
   EXPECT_EQ(RequestsForSizes(*graph, {{96}}).status(),
             absl::InvalidArgumentError("input 0 'x' has 2 dims; the sizes give 1 (96)"));
@@ -458,7 +460,7 @@ TEST(RequestsForSizesTest, ASymbolAtOneGetsTheStaticSpecialization) {
   ASSERT_TRUE(requests.ok()) << requests.status();
   ASSERT_EQ(requests->size(), 1u);
   EXPECT_EQ((*requests)[0].description, "the static specialization for symbols at 0 or 1");
-  EXPECT_EQ(DimString((*requests)[0].graph.inputs(2).type().sizes(0)), "1");
+  EXPECT_EQ(DimString((*requests)[0].request.graph.inputs(2).type().sizes(0)), "1");
 }
 
 TEST(ParseInputSizesTest, DimsPerInputOrSymbolSizes) {

@@ -10,10 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "codegen/retype.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "proto/graph_file.h"
+#include "proto/specialize.h"
 
 namespace kiln {
 namespace {

@@ -2,7 +2,7 @@
 // compile requests that make every bucket a hit.
 //
 // A static bucket's request is the graph specialized to the bucket's sizes
-// by codegen/retype.h Specialize — the code a serving process uses for its
+// by proto/specialize.h Specialize — the code a serving process uses for its
 // own specializations — so a bucket warmed by `kiln warmup` is a local hit
 // in any process that asks for the same bucket. Buckets served by the
 // symbolic artifact share one request: the graph as traced.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "abi/run_time_sizes.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -144,76 +146,55 @@ absl::Status CheckTensorType(const ir::TensorType& type, const ir::Graph& graph,
   return absl::OkStatus();
 }
 
-absl::Status CheckRunTimeSizes(const ir::Graph& graph, const std::vector<int64_t>& symbol_values) {
-  if (symbol_values.size() != graph.symbols.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(symbol_values.size(), " symbol values for ",
-                                                   graph.symbols.size(), " symbols"));
-  }
-  auto value = [&](const ir::Dim& dim) -> std::optional<int64_t> {
-    if (!dim.is_symbolic()) return dim.constant;
-    std::optional<int64_t> product = CheckedMul(dim.multiplier, symbol_values[dim.symbol]);
-    for (int symbol : dim.times) {
-      if (product) product = CheckedMul(*product, symbol_values[symbol]);
-    }
-    return product;
-  };
-  for (size_t s = 0; s < symbol_values.size(); ++s) {
-    if (symbol_values[s] < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("symbol ", graph.symbols[s], " = ", symbol_values[s], " is negative"));
-    }
-  }
-  // "float32[s0, 64] at s0 = 4096": the type and the values of its symbols.
-  auto bound = [&](const ir::TensorType& type) {
-    std::vector<int> used;
-    for (const ir::Dim& dim : type.sizes) {
-      if (!dim.is_symbolic()) continue;
-      used.push_back(dim.symbol);
-      used.insert(used.end(), dim.times.begin(), dim.times.end());
-    }
-    std::sort(used.begin(), used.end());
-    used.erase(std::unique(used.begin(), used.end()), used.end());
-    return absl::StrCat(ShapeText(type, graph), " at ",
-                        absl::StrJoin(used, ", ", [&](std::string* out, int s) {
-                          absl::StrAppend(out, graph.symbols[s], " = ", symbol_values[s]);
-                        }));
-  };
-  auto check = [&](int value_index, const std::string& where) -> absl::Status {
+kiln::v1::RunTimeSizes RunTimeSizesOf(const ir::Graph& graph) {
+  kiln::v1::RunTimeSizes sizes;
+  sizes.set_max_tensor_elements(kMaxTensorElements);
+  sizes.set_max_tensor_bytes(kMaxTensorBytes);
+  for (const std::string& symbol : graph.symbols) sizes.add_symbols(symbol);
+  absl::flat_hash_set<std::string> shapes;
+  auto add = [&](int value_index, const std::string& where) {
     const ir::TensorType& type = graph.values[value_index];
-    if (type.is_static()) return absl::OkStatus();  // import checked it
-    for (size_t d = 0; d < type.sizes.size(); ++d) {
-      const std::optional<int64_t> size = value(type.sizes[d]);
-      if (!size || *size > kMaxTensorElements) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": dim ", d, " of ", bound(type), " is ", CountText(size),
-                         ", over the limit kMaxTensorElements = ", kMaxTensorElements));
+    if (type.is_static()) return;  // import checked it
+    std::string shape = ShapeText(type, graph);
+    if (!shapes.insert(shape).second) return;
+    kiln::v1::SymbolicTensor& tensor = *sizes.add_tensors();
+    tensor.set_where(where);
+    tensor.set_shape(std::move(shape));
+    tensor.set_element_bytes(ir::DTypeSize(type.dtype));
+    for (const ir::Dim& dim : type.sizes) {
+      kiln::v1::SymbolicSize& size = *tensor.add_sizes();
+      if (!dim.is_symbolic()) {
+        size.set_multiplier(dim.constant);
+        continue;
       }
+      size.set_multiplier(dim.multiplier);
+      size.add_symbols(dim.symbol);
+      for (int symbol : dim.times) size.add_symbols(symbol);
     }
-    return CheckElementsAndBytes(SpannedElements(type.sizes, value), type.dtype,
-                                 absl::StrCat(where, ": ", bound(type)));
   };
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const std::string name = i < graph.input_names.size() ? graph.input_names[i] : "";
-    const absl::Status status = check(graph.inputs[i], absl::StrCat("input ", i, " '", name, "'"));
-    if (!status.ok()) return status;
+    add(graph.inputs[i], absl::StrCat("input ", i, " '", name, "'"));
   }
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const ir::Node& node = graph.nodes[n];
     for (size_t k = 0; k < node.outputs.size(); ++k) {
-      const absl::Status status =
-          check(node.outputs[k],
-                absl::StrCat("node ", n, " '", node.name, "' (", node.op, ") result ", k));
-      if (!status.ok()) return status;
+      add(node.outputs[k],
+          absl::StrCat("node ", n, " '", node.name, "' (", node.op, ") result ", k));
     }
   }
-  return absl::OkStatus();
+  return sizes;
 }
 
-int64_t LargestSafeSymbolValue(const ir::Graph& graph) {
-  std::vector<int64_t> values(graph.symbols.size());
+absl::Status CheckRunTimeSizes(const ir::Graph& graph, const std::vector<int64_t>& symbol_values) {
+  return CheckSymbolValues(RunTimeSizesOf(graph), symbol_values);
+}
+
+int64_t LargestSafeSymbolValue(const kiln::v1::RunTimeSizes& sizes) {
+  std::vector<int64_t> values(sizes.symbols_size());
   auto passes = [&](int64_t value) {
     std::fill(values.begin(), values.end(), value);
-    return CheckRunTimeSizes(graph, values).ok();
+    return CheckSymbolValues(sizes, values).ok();
   };
   if (!passes(1)) return 0;
   int64_t low = 1, high = kMaxTensorElements;  // passes(low) holds; find the last that does

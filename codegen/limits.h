@@ -13,9 +13,10 @@
 // generated code computes for one tensor fits in int64 with 2^23 to spare,
 // and so does a sum of up to 2^22 of them (the scratch arena, its run-time
 // slots, kiln_scratch_bytes). Symbolic sizes are products of symbols whose
-// values the client learns at run time: it must call CheckRunTimeSizes with
-// the bound values before kiln_run, which holds every tensor of the graph to
-// the same two limits without overflowing.
+// values the client learns at run time: it must check the bound values
+// against the artifact's RunTimeSizes (RunTimeSizesOf) before kiln_run,
+// which holds every tensor of the graph to the same two limits without
+// overflowing.
 #ifndef KILN_CODEGEN_LIMITS_H_
 #define KILN_CODEGEN_LIMITS_H_
 
@@ -26,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "codegen/ir.h"
+#include "proto/artifact.pb.h"
 
 namespace kiln::limits {
 
@@ -95,21 +97,25 @@ absl::Status CheckTensorType(const ir::TensorType& type, const ir::Graph& graph,
 // each term's symbols against the count a tensor's element count can hold.
 absl::Status CheckSymExpr(const ir::SymExpr& expr, const std::string& where);
 
-// For the client, after binding symbols and before kiln_run: every tensor of
-// `graph` (its canonical form, from PrepareGraph) at these symbol values
-// (`symbol_values[s]` for graph.symbols[s]) holds at most kMaxTensorElements
-// elements and kMaxTensorBytes bytes, from each dim on. Computed without
-// overflow; InvalidArgument naming the input or node result, the dim, the
-// symbols' values and the limit otherwise. Values that decompositions add
-// (a softmax's exp) are never larger than the graph's own, so checking the
-// canonical graph covers every loop and buffer of the artifact.
+// The symbolic tensors of `graph` (its canonical form, from PrepareGraph)
+// and the limits above, as an artifact's metadata carries them: a client
+// checks a call's symbol values against them (abi/run_time_sizes.h
+// CheckSymbolValues) after binding symbols and before kiln_run. Values that
+// decompositions add (a softmax's exp) are never larger than the graph's
+// own, so the canonical graph's tensors cover every loop and buffer of the
+// artifact.
+kiln::v1::RunTimeSizes RunTimeSizesOf(const ir::Graph& graph);
+
+// CheckSymbolValues(RunTimeSizesOf(graph), symbol_values), with
+// `symbol_values[s]` for graph.symbols[s]: InvalidArgument naming the input
+// or node result, the dim, the symbols' values and the limit.
 absl::Status CheckRunTimeSizes(const ir::Graph& graph, const std::vector<int64_t>& symbol_values);
 
-// The largest value v such that CheckRunTimeSizes passes with every symbol
+// The largest value v such that CheckSymbolValues passes with every symbol
 // at v — and so with every symbol at any value up to v, since sizes only
 // grow with each symbol. A client compares its bound values with it on
 // each call and runs the full check only above it (0: always check).
-int64_t LargestSafeSymbolValue(const ir::Graph& graph);
+int64_t LargestSafeSymbolValue(const kiln::v1::RunTimeSizes& sizes);
 
 }  // namespace kiln::limits
 

@@ -447,7 +447,7 @@ TEST(RunTimeSizesTest, TheLargestSafeSymbolValueIsTheEdgeOfTheCheck) {
   // to s0 = 2^19.
   auto square = SquareOfASymbol();
   ASSERT_TRUE(square.ok()) << square.status();
-  EXPECT_EQ(limits::LargestSafeSymbolValue(*square), int64_t{1} << 19);
+  EXPECT_EQ(limits::LargestSafeSymbolValue(limits::RunTimeSizesOf(*square)), int64_t{1} << 19);
   EXPECT_TRUE(limits::CheckRunTimeSizes(*square, {int64_t{1} << 19}).ok());
   EXPECT_FALSE(limits::CheckRunTimeSizes(*square, {(int64_t{1} << 19) + 1}).ok());
 }

@@ -1,22 +1,20 @@
-// Re-typing a graph for other input sizes: what a client needs to ask for a
-// specialization its guards do not cover (a new batch size, or a dim made
-// symbolic) without tracing again.
+// Re-typing a graph for other input sizes: what kilnd compiles for a
+// CompileRequest with input_layouts, a specialization a client's guards do
+// not cover (a new batch size, a dim made symbolic, other strides) without
+// tracing again. Substituting constants for symbols needs no op table:
+// proto/specialize.h.
 #ifndef KILN_CODEGEN_RETYPE_H_
 #define KILN_CODEGEN_RETYPE_H_
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "proto/graph.pb.h"
+#include "proto/specialize.h"
 
 namespace kiln {
-
-// Whether `dims` are the `declared` ones, symbol for symbol.
-bool SameDims(const google::protobuf::RepeatedPtrField<kiln::v1::Dim>& declared,
-              const std::vector<kiln::v1::Dim>& dims);
 
 // One input's new type: its sizes, and its strides in elements (each a
 // constant or a product of symbols its sizes name; none: contiguous).
@@ -40,18 +38,6 @@ absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
 // weight stays transposed).
 absl::StatusOr<kiln::v1::Graph> Retype(const kiln::v1::Graph& graph,
                                        const std::vector<std::vector<kiln::v1::Dim>>& input_sizes);
-
-// The value each symbol takes at these input sizes (input i's dims, in
-// order): size / multiplier for every input dim that names a symbol and
-// divides whole.
-std::map<std::string, int64_t> SymbolValues(const kiln::v1::Graph& graph,
-                                            const std::vector<std::vector<int64_t>>& input_sizes);
-
-// `graph` with every dim and symbolic argument naming a symbol in `values`
-// (or a symbol the graph states equal to one) made constant: a static
-// specialization, such as a symbolic graph's size-1 version. Relations on
-// the fixed symbols go.
-kiln::v1::Graph Specialize(kiln::v1::Graph graph, std::map<std::string, int64_t> values);
 
 }  // namespace kiln
 

@@ -199,7 +199,8 @@ absl::StatusOr<kiln::v1::CompileResponse> CompilePath::Build(
   *metadata.mutable_toolchain() = toolchains_->at(inputs.options.target());
   metadata.set_target(inputs.options.target());
   if (!inputs.graph.symbols.empty()) {
-    metadata.set_safe_symbol_value(limits::LargestSafeSymbolValue(inputs.graph));
+    *metadata.mutable_run_time_sizes() = limits::RunTimeSizesOf(inputs.graph);
+    metadata.set_safe_symbol_value(limits::LargestSafeSymbolValue(metadata.run_time_sizes()));
   }
   metadata.set_object_bytes(object->shared_object.size());
   metadata.set_source_bytes(code->source.size());

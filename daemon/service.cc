@@ -17,6 +17,7 @@
 #include "daemon/admin/prune.h"
 #include "daemon/admin/verify.h"
 #include "daemon/admin/why.h"
+#include "daemon/padding_proof.h"
 
 namespace kiln {
 
@@ -274,6 +275,15 @@ grpc::ServerUnaryReactor* KilnService::Why(grpc::CallbackServerContext* context,
     return admin::Why(cache_->tier(), *request,
                       cache_->compile_path().RecentMisses(std::max(request->last(), 1)),
                       cache_->toolchains(), cache_->toolchain_digests(), cache_->options().now());
+  });
+}
+
+grpc::ServerUnaryReactor* KilnService::ProvePadding(grpc::CallbackServerContext* context,
+                                                    const kiln::v1::PaddingRequest* request,
+                                                    kiln::v1::PaddingResponse* response) {
+  // Preparing the graph is a compile's first stage: not on a reactor thread.
+  return Answer(context, response, "prove padding", /*on_admin_pool=*/true, [this, request] {
+    return kiln::ProvePadding(*request, cache_->options().max_graph_nodes);
   });
 }
 

@@ -74,6 +74,9 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
   grpc::ServerUnaryReactor* Why(grpc::CallbackServerContext* context,
                                 const kiln::v1::WhyRequest* request,
                                 kiln::v1::WhyResponse* response) override;
+  grpc::ServerUnaryReactor* ProvePadding(grpc::CallbackServerContext* context,
+                                         const kiln::v1::PaddingRequest* request,
+                                         kiln::v1::PaddingResponse* response) override;
   grpc::ServerUnaryReactor* ReportTraffic(grpc::CallbackServerContext* context,
                                           const kiln::v1::TrafficReport* request,
                                           kiln::v1::TrafficReportResponse* response) override;

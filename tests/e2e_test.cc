@@ -308,12 +308,21 @@ TEST_F(EndToEndTest, SizesFromSymbolsPastTheLimitsAreRefusedBeforeTheKernelRuns)
   auto fine = compiled.Run({TensorView{small.data(), kiln::v1::FLOAT32, small_sizes, strides}});
   ASSERT_TRUE(fine.ok()) << fine.status();
   EXPECT_EQ((*fine)[0].sizes(), (std::vector<int64_t>{1000, 1000}));
-  // kilnd records the value up to which no call needs the full check (the
-  // client then prepares the canonical graph only for calls above it):
-  // 4 * s0^2 bytes <= 2^40.
+  // kilnd records the value up to which no call needs the full check,
+  // 4 * s0^2 bytes <= 2^40, and the symbolic tensors and limits the client
+  // checks calls above it against, with no graph of its own.
   absl::StatusOr<kiln::v1::ArtifactMetadata> metadata = compiled.artifact();
   ASSERT_TRUE(metadata.ok()) << metadata.status();
   EXPECT_EQ(metadata->safe_symbol_value(), int64_t{1} << 19);
+  const kiln::v1::RunTimeSizes& sizes = metadata->run_time_sizes();
+  EXPECT_EQ(sizes.max_tensor_elements(), int64_t{1} << 40);
+  EXPECT_EQ(sizes.max_tensor_bytes(), int64_t{1} << 40);
+  ASSERT_EQ(sizes.tensors_size(), 2);
+  EXPECT_EQ(sizes.tensors(0).where(), "input 0 'x'");
+  EXPECT_EQ(sizes.tensors(0).shape(), "float32[s0]");
+  EXPECT_EQ(sizes.tensors(0).element_bytes(), 4);
+  EXPECT_EQ(sizes.tensors(0).sizes(0).ShortDebugString(), "multiplier: 1 symbols: 0");
+  EXPECT_EQ(sizes.tensors(1).shape(), "float32[s0, s0]");
 
   // 4 MiB in; 2^40 + 2^21 + 1 elements out.
   const int64_t n = (int64_t{1} << 20) + 1;

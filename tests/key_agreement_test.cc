@@ -7,7 +7,9 @@
 // then find that very entry with FindLocal through the request's alias —
 // for every public workload graph, its symbolic form and a respecialized
 // form, each made by the client's own policy (client/specialization.h), as
-// CompiledGraph would ask for them — and find nothing once the alias goes.
+// CompiledGraph would ask for them (a respecialization as the graph and its
+// new input layouts: kilnd re-types it) — and find nothing once the alias
+// goes.
 #include <dirent.h>
 
 #include <algorithm>
@@ -182,12 +184,14 @@ class KeyAgreementTest : public ::testing::Test {
   // daemon refuses the graph (a form that cannot be lowered: the client
   // would try its next candidate).
   std::optional<std::string> StoredAndFoundLocally(const kiln::v1::Graph& graph,
-                                                   const std::string& form) {
+                                                   const std::string& form,
+                                                   const InputLayouts& layouts = {}) {
     SCOPED_TRACE(form);
     std::optional<std::string> unsalted;
     for (const std::string salt : {"", "agreement"}) {
       kiln::v1::CompileRequest request;
       *request.mutable_graph() = graph;
+      request.mutable_input_layouts()->Add(layouts.begin(), layouts.end());
       request.mutable_options()->set_salt(salt);
       const absl::StatusOr<kiln::v1::CompileResponse> stored = DaemonCompile(request);
       if (!stored.ok()) {
@@ -230,34 +234,57 @@ class KeyAgreementTest : public ::testing::Test {
 
   // `graph` (already stored under `key`) at input sizes no entry covers
   // (symbols at `symbol_size`, the batch dim grown by `grow`), as the
-  // client's policy re-types it: its first symbolic candidate that lowers,
-  // and its exact one. Each form has a key of its own. False when not even
-  // the exact sizes re-type (an argument bakes in a traced size).
+  // client's policy asks for it: the graph with a candidate's input
+  // layouts, which kilnd re-types — its first symbolic candidate that
+  // lowers, and its exact one. Each form has a key of its own, the key of
+  // the graph re-typed for those layouts. False when not even the exact
+  // sizes re-type (an argument bakes in a traced size).
   bool RespecializedForms(const kiln::v1::Graph& graph, const std::string& name,
                           const std::string& key, int64_t symbol_size, int64_t grow) {
     const Inputs inputs(graph, SizesOf(graph, symbol_size, grow));
     auto plan = PlanRespecialization(graph, inputs.views());
     EXPECT_TRUE(plan.ok()) << plan.status();
     if (!plan.ok()) return false;
-    auto exact = Retype(graph, plan->candidates.back());
-    if (!exact.ok()) return false;
+    if (!Retype(graph, ToRetypeLayouts(plan->candidates.back())).ok()) return false;
     std::set<std::string> keys = {key};
     for (size_t c = 0; c + 1 < plan->candidates.size(); ++c) {
-      auto retyped = Retype(graph, plan->candidates[c]);
-      if (!retyped.ok()) continue;
       const std::optional<std::string> symbolic =
-          StoredAndFoundLocally(*retyped, name + " made symbolic");
+          StoredAndFoundLocally(graph, name + " made symbolic", plan->candidates[c]);
       if (!symbolic.has_value()) continue;
+      EXPECT_EQ(symbolic, KeyOfRetyped(graph, plan->candidates[c]));
       EXPECT_TRUE(keys.insert(*symbolic).second) << name << ": symbolic form has the same key";
       ++symbolic_forms_;
       break;
     }
     const std::optional<std::string> respecialized =
-        StoredAndFoundLocally(*exact, name + " respecialized");
+        StoredAndFoundLocally(graph, name + " respecialized", plan->candidates.back());
     EXPECT_TRUE(respecialized.has_value());
+    EXPECT_EQ(respecialized, KeyOfRetyped(graph, plan->candidates.back()));
     EXPECT_TRUE(keys.insert(respecialized.value_or(key)).second)
         << name << ": respecialized, same key";
     return true;
+  }
+
+  static std::vector<InputLayout> ToRetypeLayouts(const InputLayouts& layouts) {
+    std::vector<InputLayout> converted;
+    for (const kiln::v1::InputLayout& layout : layouts) {
+      converted.push_back({{layout.sizes().begin(), layout.sizes().end()},
+                           {layout.strides().begin(), layout.strides().end()}});
+    }
+    return converted;
+  }
+
+  // kilnd's key of `graph` re-typed here for `layouts`, sent as a plain
+  // graph: the key a request with those layouts must have.
+  std::optional<std::string> KeyOfRetyped(const kiln::v1::Graph& graph,
+                                          const InputLayouts& layouts) {
+    absl::StatusOr<kiln::v1::Graph> retyped = Retype(graph, ToRetypeLayouts(layouts));
+    if (!retyped.ok()) return std::nullopt;
+    kiln::v1::CompileRequest request;
+    *request.mutable_graph() = *std::move(retyped);
+    absl::StatusOr<KeyedRequest> keyed = KeyRequest(request, DigestToolchains(TestToolchains()));
+    if (!keyed.ok()) return std::nullopt;
+    return keyed->key.key;
   }
 
   std::string dir_;
@@ -313,11 +340,11 @@ TEST_F(KeyAgreementTest, DynamicWorkloadsAndTheirSizeOneSpecializations) {
     const std::optional<std::string> key = StoredAndFoundLocally(*graph, path);
     ASSERT_TRUE(key.has_value());
     const Inputs at_one(*graph, SizesOf(*graph, 1, 0));
-    const std::optional<kiln::v1::Graph> specialized =
+    const std::optional<SpecializedGraph> specialized =
         SmallSizeSpecialization(*graph, at_one.views());
     ASSERT_TRUE(specialized.has_value());
     const std::optional<std::string> at_one_key =
-        StoredAndFoundLocally(*specialized, path + " at size 1");
+        StoredAndFoundLocally(specialized->graph, path + " at size 1", specialized->layouts);
     ASSERT_TRUE(at_one_key.has_value());
     EXPECT_NE(*at_one_key, *key);
     const Inputs at_three(*graph, SizesOf(*graph, 3, 0));

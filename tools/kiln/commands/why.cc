@@ -42,17 +42,34 @@ absl::Status WhyForSizes(const kiln::v1::Graph& graph, const kiln::v1::CompileOp
                          Client& client) {
   ASSIGN_OR_RETURN(const std::vector<std::vector<int64_t>> sizes,
                    ParseInputSizes(graph, absl::GetFlag(FLAGS_inputs)));
-  ASSIGN_OR_RETURN(const std::vector<SizedRequest> requests, RequestsForSizes(graph, sizes));
+  ASSIGN_OR_RETURN(const std::vector<SizedRequest> planned, RequestsForSizes(graph, sizes));
   kiln::v1::WhyResponse all;
-  for (const SizedRequest& sized : requests) {
+  std::vector<SizedRequest> requests;
+  absl::Status first_refusal;
+  for (const SizedRequest& sized : planned) {
     kiln::v1::WhyRequest request;
-    *request.mutable_request()->mutable_graph() = sized.graph;
+    *request.mutable_request()->mutable_graph() = sized.request.graph;
+    request.mutable_request()->mutable_input_layouts()->Add(sized.request.layouts.begin(),
+                                                            sized.request.layouts.end());
     *request.mutable_request()->mutable_options() = options;
-    ASSIGN_OR_RETURN(const kiln::v1::WhyResponse response, client.Why(request));
-    if (response.requests_size() != 1) {
+    absl::StatusOr<kiln::v1::WhyResponse> response = client.Why(request);
+    // A candidate kilnd cannot re-type is one the client never compiles.
+    const absl::StatusCode code = response.status().code();
+    if (!sized.request.layouts.empty() &&
+        (code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kUnimplemented)) {
+      if (first_refusal.ok()) first_refusal = response.status();
+      continue;
+    }
+    RETURN_IF_ERROR(response.status());
+    if (response->requests_size() != 1) {
       return absl::InternalError("kilnd did not answer for the one request asked");
     }
-    *all.add_requests() = response.requests(0);
+    *all.add_requests() = response->requests(0);
+    requests.push_back(sized);
+  }
+  if (requests.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no specialization of the graph takes these sizes: ", first_refusal.message()));
   }
   if (absl::GetFlag(FLAGS_json)) {
     std::cout << ToJson(all) << "\n";
