@@ -50,6 +50,16 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
   py_partitioned_vs_native  the same model with the mixer as torch.fft
                           (which Kiln compiles) compiled whole / the
                           partitioned one's time
+  py_detection_fraction   a model with an op whose output's size depends
+                          on its input's values in the middle: a detection
+                          head (two pre-norm MLP blocks over 512 anchors of
+                          width 128, a score per anchor, the anchors scoring
+                          above 0 selected by nonzero as a custom op, two
+                          blocks and a box regression over them), run
+                          partitioned (the selection through torch, the
+                          blocks after it on a symbolic count): the same
+                          model given those indices as an input, compiled
+                          whole / its time
   py_trace_ms             kiln's tracing of the transformer layer (make_fx,
                           lifting, graph JSON)
   eager_slowdown_after_import  the eager transformer layer after importing
@@ -59,8 +69,7 @@ kilnd with an empty cache. Figures, each min/median/max over --repetitions:
   eager_matmul_slowdown_after_import  the same for an eager 1024 x 1024
                           matmul, which runs on OpenBLAS's threads
 
-    bazel run -c opt //tools/bench:python -- --json
-    bazel run -c opt //tools/bench:python -- --json --decode   (the decode figures only)
+    bazel run -c opt //tools/bench:python -- --json [--threads N] [--only KEY,...]
 """
 import argparse
 import copy
@@ -120,6 +129,47 @@ class FourierModel(torch.nn.Module):
         for block in self.blocks[half:]:
             x = x + block(x)
         return x
+
+
+@torch.library.custom_op("kiln_bench::above", mutates_args=())
+def above(scores: torch.Tensor, threshold: float) -> torch.Tensor:
+    """The indices of the 1-D `scores` above `threshold`, by nonzero, as a
+    library's own op: one whose output's size depends on its input's values
+    and that runs through torch whichever ops Kiln compiles."""
+    return torch.nonzero(scores > threshold).flatten()
+
+
+@above.register_fake
+def _(scores, threshold):
+    return scores.new_empty(torch.library.get_ctx().new_dynamic_size(), dtype=torch.int64)
+
+
+class DetectionHead(torch.nn.Module):
+    """Pre-norm MLP blocks over anchors, a score per anchor, the anchors
+    scoring above 0 selected (`above`), then blocks and a box regression
+    over the selected ones. Called with `keep`, it selects those indices
+    instead: the same model without the data-dependent op."""
+
+    def __init__(self, width=128, hidden=256, blocks=2):
+        super().__init__()
+        def block():
+            return torch.nn.Sequential(torch.nn.LayerNorm(width), torch.nn.Linear(width, hidden),
+                                       torch.nn.GELU(), torch.nn.Linear(hidden, width))
+        self.trunk = torch.nn.ModuleList(block() for _ in range(blocks))
+        self.score = torch.nn.Linear(width, 1)
+        self.refine = torch.nn.ModuleList(block() for _ in range(blocks))
+        self.box = torch.nn.Linear(width, 4)
+
+    def forward(self, anchors, keep=None):
+        x = anchors
+        for block in self.trunk:
+            x = x + block(x)
+        if keep is None:
+            keep = above(self.score(x).squeeze(-1), 0.0)
+        x = x.index_select(0, keep)
+        for block in self.refine:
+            x = x + block(x)
+        return self.box(x)
 
 
 def median_us(fn, calls):
@@ -202,20 +252,6 @@ def decoding_figures(made):
     return figures, written
 
 
-def decoding_round(made, paged, samples):
-    """One round of the decoding figures, appended to `samples`."""
-    eager_paged, compiled_paged, paged_inputs = paged
-    figures, written = decoding_figures(made)
-    for positions, (eager_us, kiln_us) in figures.items():
-        samples[f"py_decode_step_{positions}_speedup"].append(eager_us / kiln_us)
-    samples["decode_growth"].append(figures[8192][1] / figures[256][1])
-    samples["eager_decode_growth"].append(figures[8192][0] / figures[256][0])
-    samples["decode_bytes_written_per_step"].append(written)
-    samples["py_decode_paged_speedup"].append(
-        median_us(lambda: eager_paged(*paged_inputs), 10)
-        / median_us(lambda: compiled_paged(*paged_inputs), 10))
-
-
 FRESH_WORKER = """
 import resource, sys, time
 import torch
@@ -288,38 +324,72 @@ print(after[0] / before[0], after[1] / before[1])
 """
 
 
+KEYS = ("py_call_overhead_us", "py_dlpack_export_us", "py_f_speedup", "py_transformer_speedup",
+        "py_transformer_speedup_eager_1blas", "py_decode_step_256_speedup",
+        "py_decode_step_2048_speedup", "py_decode_step_8192_speedup", "decode_growth",
+        "eager_decode_growth", "decode_bytes_written_per_step", "py_decode_paged_speedup",
+        "py_sgd_step_speedup", "py_fresh_worker_ms", "py_fresh_worker_faults", "page_fault_us",
+        "py_partitioned_fraction", "py_partitioned_overhead_us", "py_partitioned_vs_native",
+        "py_detection_fraction", "py_trace_ms", "eager_slowdown_after_import",
+        "eager_matmul_slowdown_after_import")
+
+
+def partitioned_models():
+    """The Fourier model partitioned around its mixer, without the mixer and
+    with torch.fft's compiled whole, the detection head partitioned around
+    its selection and given the selection compiled whole, each checked
+    against eager; and a timed call of each by name."""
+    torch.manual_seed(0)
+    fourier, tokens = FourierModel().eval(), torch.randn(8, 32, 128)
+    without_mixer = FourierModel(mixer=False).eval()
+    without_mixer.load_state_dict(fourier.state_dict())
+    native_mixer = FourierModel(mixer="fft").eval()
+    native_mixer.load_state_dict(fourier.state_dict())
+    head, anchors = DetectionHead().eval(), torch.randn(512, 128)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the partitioning's own
+        partitioned = kiln.compile(fourier, [tokens])
+        head_partitioned = kiln.compile(head, [anchors])
+    x = anchors
+    for block in head.trunk:
+        x = x + block(x)
+    keep = above(head.score(x).squeeze(-1), 0.0)
+    whole = kiln.compile(without_mixer, [tokens], strict=True)
+    native = kiln.compile(native_mixer, [tokens], strict=True)
+    head_whole = kiln.compile(head, [anchors, keep], strict=True)
+    torch.testing.assert_close(native(tokens), fourier(tokens), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(partitioned(tokens), fourier(tokens), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(head_partitioned(anchors), head(anchors), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(head_whole(anchors, keep), head(anchors), rtol=1e-4, atol=1e-4)
+    mixed = fourier.norm(tokens)
+    return {"partitioned": lambda: partitioned(tokens), "whole": lambda: whole(tokens),
+            "mixer": lambda: fourier_mix(mixed), "native": lambda: native(tokens),
+            "head_partitioned": lambda: head_partitioned(anchors),
+            "head_whole": lambda: head_whole(anchors, keep)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="a JSON object on the last line")
     parser.add_argument("--repetitions", type=int, default=5)
-    parser.add_argument("--decode", action="store_true",
-                        help="only the decoding figures (py_decode_*, *decode_*)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch's intra-op threads, on which Kiln's kernels run too "
+                             "(default: torch's own count)")
+    parser.add_argument("--only", default="",
+                        help="comma-separated figure keys: measure these alone")
     args = parser.parse_args()
+    only = [key for key in args.only.split(",") if key]
+    unknown = [key for key in only if key not in KEYS]
+    if unknown:
+        parser.error(f"--only: no figure {', '.join(unknown)}; the figures: {', '.join(KEYS)}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    def wanted(*keys):
+        return not only or any(key in only for key in keys)
 
     openblas = bench_kilnd.openblas()
-    samples = {key: [] for key in ("py_call_overhead_us", "py_dlpack_export_us", "py_f_speedup",
-                                   "py_transformer_speedup",
-                                   "py_transformer_speedup_eager_1blas",
-                                   "py_decode_step_256_speedup",
-                                   "py_decode_step_2048_speedup",
-                                   "py_decode_step_8192_speedup", "decode_growth",
-                                   "eager_decode_growth", "decode_bytes_written_per_step",
-                                   "py_decode_paged_speedup",
-                                   "py_sgd_step_speedup",
-                                   "py_fresh_worker_ms", "py_fresh_worker_faults",
-                                   "page_fault_us", "py_partitioned_fraction",
-                                   "py_partitioned_overhead_us", "py_partitioned_vs_native",
-                                   "py_trace_ms",
-                                   "eager_slowdown_after_import",
-                                   "eager_matmul_slowdown_after_import")}
-    if args.decode:
-        samples = {key: values for key, values in samples.items() if "decode" in key}
-        with bench_kilnd.private_kilnd("kbd"), torch.no_grad():
-            made, paged = decoders(), paged_decoder()
-            for _ in range(args.repetitions):
-                decoding_round(made, paged, samples)
-        report(samples, openblas, args.json)
-        return
+    samples = {key: [] for key in KEYS}
     with bench_kilnd.private_kilnd("kbp") as root:
         with torch.no_grad():
             def f(t):
@@ -333,7 +403,10 @@ def main():
             kiln.load(package)(src)  # compiled here, so fresh workers hit
             torch.testing.assert_close(compiled_f(x), f(x), rtol=1e-4, atol=1e-4)
             torch.testing.assert_close(compiled_layer(src), layer(src), rtol=1e-4, atol=1e-4)
-            made, paged = decoders(), paged_decoder()
+            decoding_keys = [key for key in KEYS if "decode" in key]
+            if wanted(*decoding_keys):
+                made = decoders()
+                eager_paged, compiled_paged, paged_inputs = paged_decoder()
             sgd, eager_sgd = SgdStep(), SgdStep()
             eager_sgd.load_state_dict(sgd.state_dict())
             batch, target = torch.randn(64, 256), torch.randn(64, 256)
@@ -341,57 +414,63 @@ def main():
                 compiled_sgd = kiln.compile(sgd, [batch, target])
                 torch.testing.assert_close(compiled_sgd(batch, target), eager_sgd(batch, target),
                                            rtol=1e-4, atol=1e-5)
-            torch.manual_seed(0)
-            fourier, tokens = FourierModel().eval(), torch.randn(8, 32, 128)
-            without_mixer = FourierModel(mixer=False).eval()
-            without_mixer.load_state_dict(fourier.state_dict())
-            native_mixer = FourierModel(mixer="fft").eval()
-            native_mixer.load_state_dict(fourier.state_dict())
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # the partitioning's own
-                partitioned = kiln.compile(fourier, [tokens])
-            whole = kiln.compile(without_mixer, [tokens], strict=True)
-            native = kiln.compile(native_mixer, [tokens], strict=True)
-            torch.testing.assert_close(native(tokens), fourier(tokens), rtol=1e-4, atol=1e-4)
-            torch.testing.assert_close(partitioned(tokens), fourier(tokens), rtol=1e-4, atol=1e-4)
-            mixed = fourier.norm(tokens)
+            seams = partitioned_models()
             for _ in range(args.repetitions):
-                partitioned_us = median_us(lambda: partitioned(tokens), 500)
-                whole_us = median_us(lambda: whole(tokens), 500)
-                mixer_us = median_us(lambda: fourier_mix(mixed), 500)
-                samples["py_partitioned_fraction"].append(whole_us / partitioned_us)
-                samples["py_partitioned_overhead_us"].append(partitioned_us - whole_us - mixer_us)
-                samples["py_partitioned_vs_native"].append(
-                    median_us(lambda: native(tokens), 500) / partitioned_us)
-                python_us = median_us(lambda: compiled_f(x), 5000)
-                cpp_us = compiled_f._native._median_cpp_run_ns([x], 5000) / 1e3
-                samples["py_call_overhead_us"].append(python_us - cpp_us)
-                samples["py_dlpack_export_us"].append(median_us(lambda: x.__dlpack__(), 5000))
-                samples["py_f_speedup"].append(median_us(lambda: f(x), 2000) / python_us)
-                kiln_us = median_us(lambda: compiled_layer(src), 500)
-                samples["py_transformer_speedup"].append(median_us(lambda: layer(src), 500) / kiln_us)
-                # Small GEMMs run faster in OpenBLAS at one thread: eager at
-                # its best setting here too.
-                openblas_threads = openblas.openblas_get_num_threads()
-                openblas.openblas_set_num_threads(1)
-                samples["py_transformer_speedup_eager_1blas"].append(
-                    median_us(lambda: layer(src), 500) / kiln_us)
-                openblas.openblas_set_num_threads(openblas_threads)
-                decoding_round(made, paged, samples)
-                with torch.enable_grad():
-                    samples["py_sgd_step_speedup"].append(
-                        median_us(lambda: eager_sgd(batch, target), 200)
-                        / median_us(lambda: compiled_sgd(batch, target), 200))
-                start = time.perf_counter()
-                _tracing.trace_graph(layer, [src], "layer")
-                samples["py_trace_ms"].append(1e3 * (time.perf_counter() - start))
+                if wanted("py_partitioned_fraction", "py_partitioned_overhead_us",
+                          "py_partitioned_vs_native", "py_detection_fraction"):
+                    us = {name: median_us(call, 500) for name, call in seams.items()}
+                    samples["py_partitioned_fraction"].append(us["whole"] / us["partitioned"])
+                    samples["py_partitioned_overhead_us"].append(
+                        us["partitioned"] - us["whole"] - us["mixer"])
+                    samples["py_partitioned_vs_native"].append(us["native"] / us["partitioned"])
+                    samples["py_detection_fraction"].append(
+                        us["head_whole"] / us["head_partitioned"])
+                if wanted("py_call_overhead_us", "py_dlpack_export_us", "py_f_speedup"):
+                    python_us = median_us(lambda: compiled_f(x), 5000)
+                    cpp_us = compiled_f._native._median_cpp_run_ns([x], 5000) / 1e3
+                    samples["py_call_overhead_us"].append(python_us - cpp_us)
+                    samples["py_dlpack_export_us"].append(median_us(lambda: x.__dlpack__(), 5000))
+                    samples["py_f_speedup"].append(median_us(lambda: f(x), 2000) / python_us)
+                if wanted("py_transformer_speedup", "py_transformer_speedup_eager_1blas"):
+                    kiln_us = median_us(lambda: compiled_layer(src), 500)
+                    samples["py_transformer_speedup"].append(
+                        median_us(lambda: layer(src), 500) / kiln_us)
+                    # Small GEMMs run faster in OpenBLAS at one thread: eager
+                    # at its best setting here too.
+                    openblas_threads = openblas.openblas_get_num_threads()
+                    openblas.openblas_set_num_threads(1)
+                    samples["py_transformer_speedup_eager_1blas"].append(
+                        median_us(lambda: layer(src), 500) / kiln_us)
+                    openblas.openblas_set_num_threads(openblas_threads)
+                if wanted(*decoding_keys):
+                    figures, written = decoding_figures(made)
+                    for positions, (eager_us, kiln_us) in figures.items():
+                        samples[f"py_decode_step_{positions}_speedup"].append(eager_us / kiln_us)
+                    samples["decode_growth"].append(figures[8192][1] / figures[256][1])
+                    samples["eager_decode_growth"].append(figures[8192][0] / figures[256][0])
+                    samples["decode_bytes_written_per_step"].append(written)
+                    samples["py_decode_paged_speedup"].append(
+                        median_us(lambda: eager_paged(*paged_inputs), 10)
+                        / median_us(lambda: compiled_paged(*paged_inputs), 10))
+                if wanted("py_sgd_step_speedup"):
+                    with torch.enable_grad():
+                        samples["py_sgd_step_speedup"].append(
+                            median_us(lambda: eager_sgd(batch, target), 200)
+                            / median_us(lambda: compiled_sgd(batch, target), 200))
+                if wanted("py_trace_ms"):
+                    start = time.perf_counter()
+                    _tracing.trace_graph(layer, [src], "layer")
+                    samples["py_trace_ms"].append(1e3 * (time.perf_counter() - start))
         # A worker runs an installed package, whose bytecode is compiled:
         # this one's goes to a cache of the bench's own (the first run).
         worker_env = {**os.environ, "PYTHONPYCACHEPREFIX": os.path.join(root, "pycache")}
         worker_env.pop("PYTHONDONTWRITEBYTECODE", None)
         worker = [sys.executable, "-c", FRESH_WORKER.format(package=PACKAGE, path=package)]
-        subprocess.run(worker, env=worker_env, capture_output=True, check=True)
-        for _ in range(args.repetitions):
+        processes = ("py_fresh_worker_ms", "py_fresh_worker_faults", "page_fault_us",
+                     "eager_slowdown_after_import", "eager_matmul_slowdown_after_import")
+        if wanted(*processes):
+            subprocess.run(worker, env=worker_env, capture_output=True, check=True)
+        for _ in range(args.repetitions if wanted(*processes) else 0):
             out = subprocess.run(worker, env=worker_env, capture_output=True, text=True, check=True)
             samples["py_fresh_worker_ms"].append(float(out.stdout.split()[0]))
             samples["py_fresh_worker_faults"].append(int(out.stdout.split()[1]))
@@ -407,12 +486,6 @@ def main():
             samples["eager_slowdown_after_import"].append(eager[True][0] / eager[False][0])
             samples["eager_matmul_slowdown_after_import"].append(eager[True][1] / eager[False][1])
 
-    report(samples, openblas, args.json)
-
-
-def report(samples, openblas, as_json):
-    """Prints each figure's min, median and max, and with `as_json` all of
-    them as a JSON object on the last line."""
     core = bench_kilnd.blas_core()
     print(f"\nKiln from Python: torch {torch.__version__}, {torch.get_num_threads()} torch "
           f"threads, {openblas.openblas_get_num_threads()} OpenBLAS threads ({core} kernels), "
@@ -420,6 +493,8 @@ def report(samples, openblas, as_json):
     print(f"{'figure':32} {'min':>10} {'median':>10} {'max':>10}")
     summary = {}
     for key, values in samples.items():
+        if not wanted(key) or not values:
+            continue
         summary[key] = statistics.median(values)
         summary[key + "_min"] = min(values)
         summary[key + "_max"] = max(values)
@@ -429,7 +504,7 @@ def report(samples, openblas, as_json):
     summary["openblas_threads"] = openblas.openblas_get_num_threads()
     summary["openblas_core"] = core
     summary["cpus"] = os.cpu_count()
-    if as_json:
+    if args.json:
         print(json.dumps(summary))
 
 
