@@ -253,6 +253,51 @@ def test_keys_and_values_past_the_position_are_never_read():
             torch.testing.assert_close(compiled(query, at), clean, rtol=1e-5, atol=1e-6)
 
 
+def test_a_position_mask_becomes_the_bound_the_kernel_reads():
+    """The mask `arange(n) <= position` is neither built nor scanned: the
+    kernel reads the position (kiln.attention_to_length) and stops there.
+    Positions past the cache keep every key, -1 none (zeros), as eager."""
+    module, compiled = compiled_attend(2048)
+    explained = kiln.explain(compiled)
+    assert "kiln.attention_to_length.default" in explained, explained
+    assert "aten.where" not in explained.split("== core graph ==")[1], explained
+    query = torch.randn(1, 4, 1, 64)
+    with torch.no_grad():
+        for position in (0, 1, 700, 2046, 2047, 5000, -1, -3):
+            at = torch.tensor([position])
+            torch.testing.assert_close(compiled(query, at), module(query, at), rtol=1e-5,
+                                       atol=1e-6)
+
+
+class AttendToLengths(torch.nn.Module):
+    """A batch of sequences, each attending to its first lengths[b] positions
+    of a [batch, 4, positions, 64] cache, as PagedBlock masks them."""
+
+    def __init__(self, batch, positions):
+        super().__init__()
+        self.register_buffer("keys", torch.randn(batch, 4, positions, 64))
+        self.register_buffer("values", torch.randn(batch, 4, positions, 64))
+
+    def forward(self, query, lengths):
+        places = torch.arange(self.keys.shape[2])
+        seen = (places.view(1, -1) < lengths.view(-1, 1)).view(-1, 1, 1, self.keys.shape[2])
+        return torch.nn.functional.scaled_dot_product_attention(
+            query, self.keys, self.values, attn_mask=seen)
+
+
+def test_per_sequence_lengths_bound_each_row_and_a_zero_length_is_eagers():
+    torch.manual_seed(0)
+    module = AttendToLengths(3, 512)
+    query = torch.randn(3, 4, 1, 64)
+    with torch.no_grad():
+        compiled = kiln.compile(module, (query, torch.tensor([1, 1, 1])), strict=True)
+        assert "kiln.attention_to_length.default" in kiln.explain(compiled)
+        for lengths in ([1, 300, 512], [0, 17, 600], [512, 0, 2]):
+            at = torch.tensor(lengths)
+            torch.testing.assert_close(compiled(query, at), module(query, at), rtol=1e-5,
+                                       atol=1e-6)
+
+
 if __name__ == "__main__":
     args = [__file__, "-q", "-p", "no:cacheprovider"]
     if os.environ.get("XML_OUTPUT_FILE"):

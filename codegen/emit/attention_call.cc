@@ -60,8 +60,17 @@ absl::StatusOr<std::string> EmitAttentionCall(const Kernel& kernel, const EmitIn
   const double scale = ops::Present(node, "scale")
                            ? ops::ScalarArgAsDouble(node, "scale")
                            : 1.0 / std::sqrt(static_cast<double>(query.sizes[3].constant));
-  std::string mask_pointer = "0", mask_strides = "{0, 0, 0}";
-  if (kernel.reads.size() == 4) {
+  std::string mask_pointer = "0", mask_strides = "{0, 0, 0}", length = "0, 0, 0";
+  if (node.op == "kiln.attention_to_length.default") {
+    // The position, [batch, 1] or broadcast: one per batch row.
+    const Access& position = kernel.reads[3];
+    const ir::TensorType& type = graph.values[node.inputs[3]];
+    const std::string stride = type.rank() == 2 ? Strides(type, position, in, {0}) : "{0}";
+    const Linear offset = Offset(MemoryLayout(graph, in.program, position.value), position.map);
+    length = absl::StrCat("(const kiln_int64*)", StorageName(in.plan.storage_of[position.value]),
+                          " + ", SymC(offset.constant), ", ", stride.substr(1, stride.size() - 2),
+                          ", ", ops::BoolArg(node, "inclusive") ? 1 : 0);
+  } else if (kernel.reads.size() == 4) {
     // The mask's dims, right-aligned with the scores' [batch, heads, 1, keys].
     const Access& mask = kernel.reads[3];
     const int rank = graph.values[mask.value].rank();
@@ -89,8 +98,8 @@ absl::StatusOr<std::string> EmitAttentionCall(const Kernel& kernel, const EmitIn
       ", ", Strides(key, kernel.reads[1], in, {0, 1, 2, 3}), ", ",
       Strides(value, kernel.reads[2], in, {0, 1, 2, 3}), ", ", mask_strides, ",\n      {",
       writes_out ? absl::StrCat(stride(0), ", ", stride(1), ", ", stride(3)) : "0, 0, 0", "}, {",
-      writes_out ? "0, 0" : absl::StrCat(stride(0), ", ", stride(1)),
-      "}, 1, 0};\n    kiln_attention_f32(rt, &call);\n  }\n");
+      writes_out ? "0, 0" : absl::StrCat(stride(0), ", ", stride(1)), "}, 1, 0, ", length,
+      "};\n    kiln_attention_f32(rt, &call);\n  }\n");
 }
 
 }  // namespace kiln

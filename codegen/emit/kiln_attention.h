@@ -7,10 +7,14 @@
  * across the runtime's threads; the ranges of a row merge at the end.
  *
  * A key whose mask entry is -inf is never read, from K or from V: its
- * softmax weight is exp(-inf) = 0 exactly, so skipping it changes no sum
- * (the proof of the prefix bound: a causal or length mask's tail costs one
- * mask load per key and nothing else). A row whose every key is masked
- * gives zeros and lse = -inf, as eager's kernel does. Uses kiln_math.h. */
+ * softmax weight is exp(-inf) = 0 exactly, so skipping it changes no sum.
+ * With `length`, a row attends to its keys j < bound only, the bound read
+ * from the position tensor (length[n * length_stride], plus one when
+ * `inclusive`, clamped to [0, keys]): neither keys, values nor mask entries
+ * past it are read, so a step costs O(bound). It is the prefix mask's
+ * result exactly: the keys past the bound would have weight exp(-inf) = 0.
+ * A row whose every key is masked (or whose bound is 0) gives zeros and
+ * lse = -inf, as eager's kernel does. Uses kiln_math.h. */
 #define KILN_ATTENTION_BLOCK 32
 #define KILN_ATTENTION_MAX_SPLITS 16
 #define KILN_ATTENTION_MAX_SPLIT_WIDTH 256
@@ -27,8 +31,17 @@ typedef struct kiln_attention {
   float* lse;         /* [batch, heads]: strides l[0..1], or null */
   kiln_int64 q[3], k[4], v[4], m[3], o[3], l[2];
   kiln_int64 splits; /* key ranges per row */
-  float* partials;   /* splits > 1: per task, max, sum and value_width sums */
+  float* partials;   /* splits > 1: per task, max, sum and value_width sums; null after the call */
+  const kiln_int64* length; /* [batch] positions (stride length_stride), or null: every key */
+  kiln_int64 length_stride, inclusive;
 } kiln_attention;
+
+/* The keys row `row` attends to: [0, bound). */
+static inline kiln_int64 kiln_attention_bound(const kiln_attention* a, kiln_int64 row) {
+  if (!a->length) return a->keys;
+  const kiln_int64 position = a->length[row / a->heads * a->length_stride];
+  return position < 0 ? 0 : position >= a->keys ? a->keys : position + (a->inclusive != 0);
+}
 
 /* q.k over `width` elements; unit: both strides are 1 (vectorized). */
 template <bool kUnit>
@@ -114,9 +127,10 @@ static void kiln_attention_task(void* closure, kiln_int64 begin, kiln_int64 end)
   float own[KILN_ATTENTION_MAX_WIDTH];
   for (kiln_int64 task = begin; task < end; ++task) {
     const kiln_int64 row = task / a->splits, split = task % a->splits;
-    const kiln_int64 length = (a->keys + a->splits - 1) / a->splits;
-    const kiln_int64 first = split * length;
-    const kiln_int64 last = first + length < a->keys ? first + length : a->keys;
+    const kiln_int64 keys = kiln_attention_bound(a, row);
+    const kiln_int64 length = (keys + a->splits - 1) / a->splits;
+    const kiln_int64 first = split * length < keys ? split * length : keys;
+    const kiln_int64 last = first + length < keys ? first + length : keys;
     float max, sum;
     float* partial = a->splits > 1 ? a->partials + task * (a->value_width + 2) : 0;
     float* acc = partial ? partial + 2 : own;
@@ -139,14 +153,14 @@ static void kiln_attention_f32(const kiln_runtime* rt, kiln_attention* a) {
   float partials[KILN_ATTENTION_MAX_SPLITS * (KILN_ATTENTION_MAX_SPLIT_WIDTH + 2)];
   /* Few rows over many keys: ranges of keys too, so every thread works. */
   a->splits = 1;
-  if (rows < 8 && a->value_width <= KILN_ATTENTION_MAX_SPLIT_WIDTH) {
+  if (rows > 0 && rows < 8 && a->value_width <= KILN_ATTENTION_MAX_SPLIT_WIDTH) {
     const kiln_int64 by_keys = a->keys / 512 > 0 ? a->keys / 512 : 1;
     const kiln_int64 wanted = (8 + rows - 1) / rows;
     a->splits = by_keys < wanted ? by_keys : wanted;
   }
   a->partials = partials;
-  if (rows == 0) return;
-  rt->parallel_for(rt->context, rows * a->splits, 1, kiln_attention_task, a);
+  if (rows > 0) rt->parallel_for(rt->context, rows * a->splits, 1, kiln_attention_task, a);
+  a->partials = 0; /* the stack buffer's lifetime ends here */
   if (a->splits == 1) return;
   float acc[KILN_ATTENTION_MAX_SPLIT_WIDTH];
   for (kiln_int64 row = 0; row < rows; ++row) {
