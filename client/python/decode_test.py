@@ -197,6 +197,29 @@ def test_a_paged_decoder_serves_sequences_joining_and_leaving_with_eagers_tokens
     assert rows_written_in_place(compiled) == len(decoder.caches()), kiln.explain(compiled)
 
 
+def test_a_paged_step_reads_the_pool_through_the_table_up_to_each_length():
+    """pool[table] is not gathered: the attention kernel reads each
+    sequence's blocks through the table (kiln.attention_to_length with
+    block=16), up to its length, with eager's logits."""
+    torch.manual_seed(0)
+    decoder = PagedDecoder(blocks=16, layers=1).eval()
+    eager = copy.deepcopy(decoder)
+    table = torch.randperm(16).to(torch.int32).view(2, 8)
+    inputs = (torch.tensor([3, 5]), torch.tensor([0, 70]), table)
+    with torch.no_grad():
+        compiled = kiln.compile(decoder, inputs, strict=True)
+        core = kiln.explain(compiled).split("== core graph ==")[1].split("== loop IR ==")[0]
+        assert "aten.index_select" not in core, core
+        assert re.search(r"kiln\.attention_to_length\.default\([^)]*block=16, blocks=8", core), core
+        for cache in decoder.caches():
+            cache.copy_(torch.randn(cache.shape))
+        for got, want in zip(decoder.caches(), eager.caches()):
+            want.copy_(got)
+        for lengths in ([0, 70], [127, 1], [64, 15]):
+            at = (inputs[0], torch.tensor(lengths), table)
+            assert_matches(compiled(*at), eager(*at))
+
+
 class Attend(torch.nn.Module):
     """The new token's attention over a [1, 4, positions, 64] cache, read up to
     `position` by a mask, as Block.forward attends."""

@@ -272,5 +272,80 @@ TEST(KilnAttentionTest, NothingPastAPositionTensorsBoundIsRead) {
   munmap(mask, 2 * keys * sizeof(float));
 }
 
+TEST(KilnAttentionTest, APagedCacheIsReadThroughItsTableUpToEachBound) {
+  // A pool of 8 blocks of 16 positions, [block, position, head, width]; the
+  // blocks from 4 on fault when read. Sequence 0 (position 40: 41 keys)
+  // has blocks 2, 0, 3 and then 5; sequence 1 (position 5) block 1, then
+  // 6, 7 and 4: no block past a bound is read.
+  const int64_t pool_blocks = 8, block = 16, heads = 2, width = 64, blocks = 4;
+  const int64_t row = heads * width;  // floats per position
+  std::mt19937 random(11);
+  float* key = Guarded(pool_blocks * block, row, 4 * block, Random(4 * block * row, random));
+  float* value = Guarded(pool_blocks * block, row, 4 * block, Random(4 * block * row, random));
+  const kiln_int64 table[2 * blocks] = {2, 0, 3, 5, 1, 6, 7, 4};
+  const kiln_int64 positions[2] = {40, 5};
+  const std::vector<float> query = Random(2 * heads * width, random);
+  std::vector<float> out(2 * heads * width, NAN), lse(2 * heads, NAN);
+  kiln_attention call = {
+      2,
+      heads,
+      blocks * block,
+      width,
+      width,
+      static_cast<float>(1.0 / std::sqrt(double{width})),
+      query.data(),
+      key,
+      value,
+      nullptr,
+      out.data(),
+      lse.data(),
+      {heads * width, width, 1},
+      {block * row, width, row, 1},  // block, head, position in the block, element
+      {block * row, width, row, 1},
+      {0, 0, 0},
+      {heads * width, width, 1},
+      {heads, 1},
+      1,
+      nullptr,
+      positions,
+      1,
+      1,
+      table,
+      table,
+      1,
+      1,
+      block,
+      blocks,
+      pool_blocks};
+  const kiln_runtime rt = Runtime();
+  kiln_attention_f32(&rt, &call);
+
+  for (int64_t n = 0; n < 2; ++n) {  // each sequence's keys gathered, against the reference
+    Problem p;
+    p.heads = heads, p.keys = positions[n] + 1;
+    p.query.assign(query.begin() + n * heads * width, query.begin() + (n + 1) * heads * width);
+    p.mask.assign(p.keys, 0.0f);
+    std::vector<float> gathered_key(heads * p.keys * width), gathered_value(gathered_key.size());
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t j = 0; j < p.keys; ++j) {
+        const int64_t slot = table[n * blocks + j / block] * block + j % block;
+        for (int64_t e = 0; e < width; ++e) {
+          gathered_key[(h * p.keys + j) * width + e] = key[slot * row + h * width + e];
+          gathered_value[(h * p.keys + j) * width + e] = value[slot * row + h * width + e];
+        }
+      }
+    }
+    p.key = gathered_key.data(), p.value = gathered_value.data();
+    std::vector<float> want_out, want_lse;
+    Reference(p, want_out, want_lse);
+    ExpectClose(
+        std::vector<float>(out.begin() + n * heads * width, out.begin() + (n + 1) * heads * width),
+        want_out);
+    ExpectClose(std::vector<float>(lse.begin() + n * heads, lse.begin() + (n + 1) * heads),
+                want_lse);
+  }
+  for (float* memory : {key, value}) munmap(memory, pool_blocks * block * row * sizeof(float));
+}
+
 }  // namespace
 }  // namespace kiln

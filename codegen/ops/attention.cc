@@ -103,12 +103,41 @@ absl::StatusOr<std::vector<ir::TensorType>> InferAttention(const ir::Node& node,
   return results;
 }
 
-// kiln.attention_to_length(query, key, value, position): keys j < position
-// (j <= position when `inclusive`) of each batch row, the position int64 of
-// sizes [], [1], [1, 1] or [batch, 1].
-absl::StatusOr<std::vector<ir::TensorType>> InferAttentionToLength(const ir::Node&,
+// kiln.attention_to_length(query, key, value, position[, key_index,
+// value_index]): keys j < position (j <= position when `inclusive`) of each
+// batch row, the position int64 of sizes [], [1], [1, 1] or [batch, 1].
+// Paged (`block` > 0): key and value are pools [pool blocks, block, heads,
+// width] and the indexes int64 [batch * blocks], row n's blocks in order.
+absl::StatusOr<std::vector<ir::TensorType>> InferAttentionToLength(const ir::Node& node,
                                                                    const InputTypes& inputs) {
-  ASSIGN_OR_RETURN(std::vector<ir::TensorType> results, InferQueryKeyValue(inputs));
+  const int64_t block = IntArg(node, "block"), blocks = IntArg(node, "blocks");
+  InputTypes unpaged = inputs;
+  ir::TensorType key, value;  // the pools as [batch, heads, keys, width]
+  if (block > 0) {
+    const ir::TensorType &query = *inputs[0], &key_pool = *inputs[1], &value_pool = *inputs[2];
+    if (inputs.size() != 6 || key_pool.rank() != 4 || value_pool.rank() != 4 || query.rank() != 4 ||
+        key_pool.sizes[1] != Dim::Constant(block) || value_pool.sizes[1] != Dim::Constant(block)) {
+      return absl::InternalError(absl::StrCat("paged attention of ", Shape(query), " over pools ",
+                                              Shape(key_pool), " and ", Shape(value_pool)));
+    }
+    const Dim keys = Dim::Constant(block * blocks);
+    key = ContiguousType(key_pool.dtype,
+                         {query.sizes[0], key_pool.sizes[2], keys, key_pool.sizes[3]});
+    value = ContiguousType(value_pool.dtype,
+                           {query.sizes[0], value_pool.sizes[2], keys, value_pool.sizes[3]});
+    unpaged[1] = &key, unpaged[2] = &value;
+    const ir::SymExpr count = ir::SymExpr::Of(query.sizes[0]) * blocks;
+    for (int i : {4, 5}) {
+      if (inputs[i]->dtype != DType::kInt64 || inputs[i]->rank() != 1 ||
+          !(ir::SymExpr::Of(inputs[i]->sizes[0]) == count)) {
+        return absl::InternalError(absl::StrCat("paged attention's block index ", Shape(*inputs[i]),
+                                                " for ", blocks, " blocks per row"));
+      }
+    }
+  } else if (inputs.size() != 4) {
+    return absl::InternalError("attention to a length reads a block index only when paged");
+  }
+  ASSIGN_OR_RETURN(std::vector<ir::TensorType> results, InferQueryKeyValue(unpaged));
   const ir::TensorType& position = *inputs[3];
   const bool per_batch = position.rank() == 2 && (position.sizes[0] == Dim::Constant(1) ||
                                                   position.sizes[0] == inputs[0]->sizes[0]);
@@ -153,9 +182,11 @@ void RegisterAttentionOps(OpTable& table) {
   to_length.family = "attention";
   to_length.dtypes = {DType::kFloat32};
   to_length.min_inputs = 4;
-  to_length.max_inputs = 4;
+  to_length.max_inputs = 6;
   to_length.args = {{"scale", ArgKind::kFloat, ir::ArgValue(ir::None{})},
-                    {"inclusive", ArgKind::kBool, std::nullopt}};
+                    {"inclusive", ArgKind::kBool, std::nullopt},
+                    {"block", ArgKind::kInt, ir::ArgValue(int64_t{0})},
+                    {"blocks", ArgKind::kInt, ir::ArgValue(int64_t{0})}};
   to_length.infer = InferAttentionToLength;
   to_length.lower = LowerAttention;
   table.Add(std::move(to_length));

@@ -1,6 +1,8 @@
 #include "codegen/passes/attention_lengths.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -133,6 +135,65 @@ std::optional<Bound> MatchBound(const ir::Graph& graph, int mask, const ir::Dim&
   return Bound{position, inclusive};
 }
 
+struct Paged {
+  int pool, index;  // [pool blocks, block, heads, width] and int64 [batch * blocks]
+  int64_t block, blocks;
+};
+
+// `value` ([batch, heads, keys, width]) as index_select(pool, 0, index)
+// viewed [batch, blocks * block, heads, width] and transposed, as
+// pool[table].view(batch, -1, heads, width).transpose(1, 2) traces: row n's
+// key j is pool[index[n * blocks + j / block], j % block].
+std::optional<Paged> MatchPaged(const ir::Graph& graph, int value) {
+  const int transpose = graph.producer[value];
+  if (transpose < 0 || graph.nodes[transpose].op != "aten.transpose.int") return std::nullopt;
+  const ir::Node& swap = graph.nodes[transpose];
+  const int64_t dim0 = ops::IntArg(swap, "dim0"), dim1 = ops::IntArg(swap, "dim1");
+  if (std::min(dim0, dim1) != 1 || std::max(dim0, dim1) != 2) return std::nullopt;
+  const int viewed_value = swap.inputs[0];  // [batch, blocks * block, heads, width]
+  const int producer = graph.producer[viewed_value];
+  if (producer < 0 || graph.nodes[producer].op != "kiln.alias.default") return std::nullopt;
+  const ir::Node& alias = graph.nodes[producer];
+  if (ops::IntArg(alias, "storage_offset") != 0) return std::nullopt;
+  int base = alias.inputs[0];  // an alias addresses its source's storage
+  while (graph.producer[base] >= 0 &&
+         graph.nodes[graph.producer[base]].op == "kiln.alias.default") {
+    if (ops::IntArg(graph.nodes[graph.producer[base]], "storage_offset") != 0) return std::nullopt;
+    base = graph.nodes[graph.producer[base]].inputs[0];
+  }
+  if (graph.producer[base] < 0) return std::nullopt;
+  const ir::Node& select = graph.nodes[graph.producer[base]];
+  if (select.op != "aten.index_select.default" || ops::IntArg(select, "dim") != 0) {
+    return std::nullopt;
+  }
+  const ir::TensorType& type = graph.values[value];
+  const ir::TensorType& rows = graph.values[base];
+  const ir::TensorType& pool = graph.values[select.inputs[0]];
+  const ir::TensorType& index = graph.values[select.inputs[1]];
+  if (rows.rank() != 4 || pool.rank() != 4 || index.rank() != 1 ||
+      index.dtype != ir::DType::kInt64 || !rows.IsContiguous()) {
+    return std::nullopt;
+  }
+  for (int d = 1; d < 4; ++d) {
+    if (rows.sizes[d].is_symbolic() || rows.sizes[d] != pool.sizes[d]) return std::nullopt;
+  }
+  const int64_t block = rows.sizes[1].constant, heads = rows.sizes[2].constant,
+                width = rows.sizes[3].constant;
+  if (type.sizes[2].is_symbolic() || block == 0 || type.sizes[2].constant % block != 0) {
+    return std::nullopt;
+  }
+  const int64_t blocks = type.sizes[2].constant / block;
+  const std::vector<ir::Dim> viewed = {type.sizes[0], ir::Dim::Constant(blocks * block),
+                                       ir::Dim::Constant(heads), ir::Dim::Constant(width)};
+  if (type.sizes != std::vector<ir::Dim>{viewed[0], viewed[2], viewed[1], viewed[3]} ||
+      graph.values[viewed_value].sizes != viewed ||
+      ops::SizeListArg(alias, "stride") != ir::ContiguousStrides(viewed) ||
+      !(ir::SymExpr::Of(rows.sizes[0]) == ir::SymExpr::Of(type.sizes[0]) * blocks)) {
+    return std::nullopt;
+  }
+  return Paged{select.inputs[0], select.inputs[1], block, blocks};
+}
+
 }  // namespace
 
 absl::StatusOr<ir::Graph> AttentionLengths(const ir::Graph& graph) {
@@ -160,12 +221,22 @@ absl::StatusOr<ir::Graph> AttentionLengths(const ir::Graph& graph) {
       continue;
     }
     builder.set_name_prefix(node.name.empty() ? node.op : node.name);
+    std::vector<int> inputs = {new_value[node.inputs[0]], new_value[node.inputs[1]],
+                               new_value[node.inputs[2]], new_value[bounds[n]->position]};
+    std::map<std::string, ir::ArgValue> args = {{"scale", node.args.at("scale")},
+                                                {"inclusive", bounds[n]->inclusive}};
+    const std::optional<Paged> key = MatchPaged(graph, node.inputs[1]);
+    const std::optional<Paged> value = MatchPaged(graph, node.inputs[2]);
+    if (key && value && key->block == value->block && key->blocks == value->blocks) {
+      // Paged: the kernel reads the pools through the block indexes.
+      inputs = {new_value[node.inputs[0]],      new_value[key->pool],  new_value[value->pool],
+                new_value[bounds[n]->position], new_value[key->index], new_value[value->index]};
+      args["block"] = key->block;
+      args["blocks"] = key->blocks;
+    }
     ASSIGN_OR_RETURN(
         const std::vector<int> outputs,
-        builder.AddNode("kiln.attention_to_length.default",
-                        {new_value[node.inputs[0]], new_value[node.inputs[1]],
-                         new_value[node.inputs[2]], new_value[bounds[n]->position]},
-                        {{"scale", node.args.at("scale")}, {"inclusive", bounds[n]->inclusive}}));
+        builder.AddNode("kiln.attention_to_length.default", std::move(inputs), std::move(args)));
     for (size_t k = 0; k < outputs.size(); ++k) new_value[node.outputs[k]] = outputs[k];
   }
   for (int output : graph.outputs) result.outputs.push_back(new_value[output]);

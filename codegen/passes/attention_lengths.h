@@ -13,6 +13,14 @@
 // before either; a bound of 0 (position -1, length 0) masks every key, zeros
 // and logsumexp -inf, as with the mask.
 //
+// Paged caches: when the keys and values are blocks of pools gathered by a
+// block table, pool[table].view(batch, -1, heads, width).transpose(1, 2)
+// (index_select along the pool's blocks of the table's entries), the kernel
+// reads the pools through the table instead (vLLM's paged attention): the
+// gather is dropped, and a step reads the blocks below each sequence's
+// bound, not every block of its table. Table entries the gather would read
+// as zeros (outside the pool) read as zeros.
+//
 // Requires: a core graph (after Decompose).
 // Guarantees: a rewritten attention's mask was where(c, 0, -inf) with c,
 // through views that only add or drop dims of size 1 (the element order

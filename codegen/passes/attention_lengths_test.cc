@@ -61,12 +61,16 @@ TEST(AttentionLengthsTest, APrefixMaskOfAPositionBecomesItsBound) {
   const GeneratedCode code = Generate(MaskedStep("aten.le.Tensor", "arange", "position"));
   const std::string core = Stage(code, "core graph");
   EXPECT_TRUE(ReadsThePosition(code)) << core;
-  EXPECT_NE(core.find("= kiln.attention_to_length.default(%0, %2, %3, %1, inclusive=True"),
-            std::string::npos)
+  EXPECT_NE(
+      core.find(
+          "= kiln.attention_to_length.default(%0, %2, %3, %1, block=0, blocks=0, inclusive=True"),
+      std::string::npos)
       << core;
   // The call reads the position, one per batch row, and no mask.
   const std::string source = Stage(code, "C++");
-  EXPECT_NE(source.find("(const kiln_int64*)b1 + 0, 0, 1};"), std::string::npos) << source;
+  EXPECT_NE(source.find("(const kiln_int64*)b1 + 0, 0, 1,\n      0, 0, 0, 0, 0, 0, 0};"),
+            std::string::npos)
+      << source;
 }
 
 TEST(AttentionLengthsTest, EachComparisonGivesItsBound) {
