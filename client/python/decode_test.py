@@ -197,6 +197,29 @@ def test_a_paged_decoder_serves_sequences_joining_and_leaving_with_eagers_tokens
     assert rows_written_in_place(compiled) == len(decoder.caches()), kiln.explain(compiled)
 
 
+def test_a_paged_step_reads_the_pool_through_the_table_up_to_each_length():
+    """pool[table] is not gathered: the attention kernel reads each
+    sequence's blocks through the table (kiln.attention_to_length with
+    block=16), up to its length, with eager's logits."""
+    torch.manual_seed(0)
+    decoder = PagedDecoder(blocks=16, layers=1).eval()
+    eager = copy.deepcopy(decoder)
+    table = torch.randperm(16).to(torch.int32).view(2, 8)
+    inputs = (torch.tensor([3, 5]), torch.tensor([0, 70]), table)
+    with torch.no_grad():
+        compiled = kiln.compile(decoder, inputs, strict=True)
+        core = kiln.explain(compiled).split("== core graph ==")[1].split("== loop IR ==")[0]
+        assert "aten.index_select" not in core, core
+        assert re.search(r"kiln\.attention_to_length\.default\([^)]*block=16, blocks=8", core), core
+        for cache in decoder.caches():
+            cache.copy_(torch.randn(cache.shape))
+        for got, want in zip(decoder.caches(), eager.caches()):
+            want.copy_(got)
+        for lengths in ([0, 70], [127, 1], [64, 15]):
+            at = (inputs[0], torch.tensor(lengths), table)
+            assert_matches(compiled(*at), eager(*at))
+
+
 class Attend(torch.nn.Module):
     """The new token's attention over a [1, 4, positions, 64] cache, read up to
     `position` by a mask, as Block.forward attends."""
@@ -251,6 +274,51 @@ def test_keys_and_values_past_the_position_are_never_read():
             at = torch.tensor([position])
             assert module(query, at).isnan().all()
             torch.testing.assert_close(compiled(query, at), clean, rtol=1e-5, atol=1e-6)
+
+
+def test_a_position_mask_becomes_the_bound_the_kernel_reads():
+    """The mask `arange(n) <= position` is neither built nor scanned: the
+    kernel reads the position (kiln.attention_to_length) and stops there.
+    Positions past the cache keep every key, -1 none (zeros), as eager."""
+    module, compiled = compiled_attend(2048)
+    explained = kiln.explain(compiled)
+    assert "kiln.attention_to_length.default" in explained, explained
+    assert "aten.where" not in explained.split("== core graph ==")[1], explained
+    query = torch.randn(1, 4, 1, 64)
+    with torch.no_grad():
+        for position in (0, 1, 700, 2046, 2047, 5000, -1, -3):
+            at = torch.tensor([position])
+            torch.testing.assert_close(compiled(query, at), module(query, at), rtol=1e-5,
+                                       atol=1e-6)
+
+
+class AttendToLengths(torch.nn.Module):
+    """A batch of sequences, each attending to its first lengths[b] positions
+    of a [batch, 4, positions, 64] cache, as PagedBlock masks them."""
+
+    def __init__(self, batch, positions):
+        super().__init__()
+        self.register_buffer("keys", torch.randn(batch, 4, positions, 64))
+        self.register_buffer("values", torch.randn(batch, 4, positions, 64))
+
+    def forward(self, query, lengths):
+        places = torch.arange(self.keys.shape[2])
+        seen = (places.view(1, -1) < lengths.view(-1, 1)).view(-1, 1, 1, self.keys.shape[2])
+        return torch.nn.functional.scaled_dot_product_attention(
+            query, self.keys, self.values, attn_mask=seen)
+
+
+def test_per_sequence_lengths_bound_each_row_and_a_zero_length_is_eagers():
+    torch.manual_seed(0)
+    module = AttendToLengths(3, 512)
+    query = torch.randn(3, 4, 1, 64)
+    with torch.no_grad():
+        compiled = kiln.compile(module, (query, torch.tensor([1, 1, 1])), strict=True)
+        assert "kiln.attention_to_length.default" in kiln.explain(compiled)
+        for lengths in ([1, 300, 512], [0, 17, 600], [512, 0, 2]):
+            at = torch.tensor(lengths)
+            torch.testing.assert_close(compiled(query, at), module(query, at), rtol=1e-5,
+                                       atol=1e-6)
 
 
 if __name__ == "__main__":

@@ -85,18 +85,16 @@ class PagedBlock(torch.nn.Module):
             + lengths % self.block
         self.keys.index_copy_(0, slots, k)
         self.values.index_copy_(0, slots, v)
-        # Every position the table covers, read by gather; the mask keeps
-        # each sequence's own, up to its length.
+        # Each sequence's blocks, in table order, as vLLM's reference reads
+        # them (pool[table]); the mask keeps each sequence's own positions,
+        # up to its length. Kiln reads the pool through the table instead.
+        keys, values = (pool.view(-1, self.block, self.heads, self.head_width)[table]
+                        .view(batch, -1, self.heads, self.head_width).transpose(1, 2)
+                        for pool in (self.keys, self.values))
         places = torch.arange(table.shape[1] * self.block)
-        read = table.gather(1, (places // self.block).expand(batch, -1)) * self.block \
-            + places % self.block
-        read = read.view(-1)
-        keys = self.keys.index_select(0, read).view(batch, -1, self.heads, self.head_width)
-        values = self.values.index_select(0, read).view(batch, -1, self.heads, self.head_width)
         seen = (places.view(1, -1) <= lengths.view(-1, 1)).view(batch, 1, 1, -1)
         attended = F.scaled_dot_product_attention(
-            q.view(batch, self.heads, 1, self.head_width), keys.transpose(1, 2),
-            values.transpose(1, 2), attn_mask=seen)
+            q.view(batch, self.heads, 1, self.head_width), keys, values, attn_mask=seen)
         x = x + self.out(attended.reshape(batch, -1))
         return x + self.down(F.gelu(self.up(self.norm2(x))))
 

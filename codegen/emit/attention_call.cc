@@ -38,10 +38,19 @@ bool Read(const ir::Graph& graph, int value) {
   return false;
 }
 
-std::string Pointer(const Access& access, const EmitInputs& in) {
+std::string Pointer(const Access& access, const EmitInputs& in, const char* type = "const float") {
   const Linear offset = Offset(MemoryLayout(in.graph, in.program, access.value), access.map);
-  return absl::StrCat("(const float*)", StorageName(in.plan.storage_of[access.value]), " + ",
+  return absl::StrCat("(", type, "*)", StorageName(in.plan.storage_of[access.value]), " + ",
                       SymC(offset.constant));
+}
+
+// The element stride of operand `type`, read by `access`, along its dim
+// `dim` (-1: "0", one element for all).
+std::string Stride(const ir::TensorType& type, const Access& access, const EmitInputs& in,
+                   int dim) {
+  if (dim < 0) return "0";
+  const std::string strides = Strides(type, access, in, {dim});
+  return strides.substr(1, strides.size() - 2);
 }
 
 }  // namespace
@@ -60,8 +69,26 @@ absl::StatusOr<std::string> EmitAttentionCall(const Kernel& kernel, const EmitIn
   const double scale = ops::Present(node, "scale")
                            ? ops::ScalarArgAsDouble(node, "scale")
                            : 1.0 / std::sqrt(static_cast<double>(query.sizes[3].constant));
-  std::string mask_pointer = "0", mask_strides = "{0, 0, 0}";
-  if (kernel.reads.size() == 4) {
+  std::string mask_pointer = "0", mask_strides = "{0, 0, 0}", length = "0, 0, 0";
+  std::string paged = "0, 0, 0, 0, 0, 0, 0", keys = Extent(key.sizes[2]);
+  std::vector<int> key_dims = {0, 1, 2, 3};  // the kernel's k[0..3]
+  if (node.op == "kiln.attention_to_length.default") {
+    // The position, [batch, 1] or broadcast: one per batch row.
+    const ir::TensorType& position = graph.values[node.inputs[3]];
+    length = absl::StrCat(Pointer(kernel.reads[3], in, "const kiln_int64"), ", ",
+                          Stride(position, kernel.reads[3], in, position.rank() == 2 ? 0 : -1),
+                          ", ", ops::BoolArg(node, "inclusive") ? 1 : 0);
+    const int64_t block = ops::IntArg(node, "block"), blocks = ops::IntArg(node, "blocks");
+    if (block > 0) {  // pools [pool blocks, block, heads, width]
+      key_dims = {0, 2, 1, 3};
+      keys = absl::StrCat(block * blocks);
+      paged = absl::StrCat(Pointer(kernel.reads[4], in, "const kiln_int64"), ", ",
+                           Pointer(kernel.reads[5], in, "const kiln_int64"), ", ",
+                           Stride(graph.values[node.inputs[4]], kernel.reads[4], in, 0), ", ",
+                           Stride(graph.values[node.inputs[5]], kernel.reads[5], in, 0), ", ",
+                           block, ", ", blocks, ", ", Extent(key.sizes[0]));
+    }
+  } else if (kernel.reads.size() == 4) {
     // The mask's dims, right-aligned with the scores' [batch, heads, 1, keys].
     const Access& mask = kernel.reads[3];
     const int rank = graph.values[mask.value].rank();
@@ -81,16 +108,16 @@ absl::StatusOr<std::string> EmitAttentionCall(const Kernel& kernel, const EmitIn
   const std::string value_width = Extent(value.sizes[3]);
   return absl::StrCat(
       "  {\n    kiln_attention call = {", Extent(query.sizes[0]), ", ", Extent(query.sizes[1]),
-      ", ", Extent(key.sizes[2]), ", ", Extent(query.sizes[3]), ", ", value_width, ", ",
+      ", ", keys, ", ", Extent(query.sizes[3]), ", ", value_width, ", ",
       absl::StrFormat("(float)%a", static_cast<double>(static_cast<float>(scale))), ",\n      ",
       Pointer(kernel.reads[0], in), ", ", Pointer(kernel.reads[1], in), ",\n      ",
       Pointer(kernel.reads[2], in), ", ", mask_pointer, ",\n      ", writes_out ? result : "0",
       ", ", writes_out ? "0" : result, ",\n      ", Strides(query, kernel.reads[0], in, {0, 1, 3}),
-      ", ", Strides(key, kernel.reads[1], in, {0, 1, 2, 3}), ", ",
-      Strides(value, kernel.reads[2], in, {0, 1, 2, 3}), ", ", mask_strides, ",\n      {",
+      ", ", Strides(key, kernel.reads[1], in, key_dims), ", ",
+      Strides(value, kernel.reads[2], in, key_dims), ", ", mask_strides, ",\n      {",
       writes_out ? absl::StrCat(stride(0), ", ", stride(1), ", ", stride(3)) : "0, 0, 0", "}, {",
-      writes_out ? "0, 0" : absl::StrCat(stride(0), ", ", stride(1)),
-      "}, 1, 0};\n    kiln_attention_f32(rt, &call);\n  }\n");
+      writes_out ? "0, 0" : absl::StrCat(stride(0), ", ", stride(1)), "}, 1, 0, ", length,
+      ",\n      ", paged, "};\n    kiln_attention_f32(rt, &call);\n  }\n");
 }
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
 // Single-query attention's kernel (kiln_attention.h) against a
-// double-precision reference, and its bound: keys masked with -inf are never
-// read, shown by placing them in pages that fault when touched.
+// double-precision reference, and its bounds: keys masked with -inf are never
+// read, nor keys, values or mask entries past a position tensor's bound,
+// shown by placing them in pages that fault when touched.
 // kiln_attention.h is text an artifact holds after the ABI's declarations
 // and kiln_math.h: they come first here too.
 // clang-format off
@@ -197,6 +198,153 @@ TEST(KilnAttentionTest, KeysAndValuesPastAPrefixMaskAreNeverRead) {
   ExpectClose(lse, want_lse);
   munmap(key, bytes);
   munmap(value, bytes);
+}
+
+// `rows` rows of `width` floats whose rows from `readable` on are in pages
+// that fault when touched; the first `readable` rows are `filled`.
+float* Guarded(int64_t rows, int64_t width, int64_t readable, const std::vector<float>& filled) {
+  const size_t bytes = rows * width * sizeof(float), guarded = readable * width * sizeof(float);
+  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  EXPECT_NE(memory, MAP_FAILED);
+  float* floats = static_cast<float*>(memory);
+  std::copy(filled.begin(), filled.begin() + readable * width, floats);
+  EXPECT_EQ(guarded % sysconf(_SC_PAGESIZE), 0u);
+  EXPECT_EQ(mprotect(static_cast<char*>(memory) + guarded, bytes - guarded, PROT_NONE), 0);
+  return floats;
+}
+
+TEST(KilnAttentionTest, NothingPastAPositionTensorsBoundIsRead) {
+  // Two sequences over 4,096 positions: lengths 1,000 (position 999,
+  // inclusive) and 0. Keys, values and the mask from position 1,024 on
+  // fault when read; the mask keeps every key, so only the bound limits.
+  const int64_t keys = 4096, width = 64, readable = 1024;
+  std::mt19937 random(10);
+  float* key = Guarded(2 * keys, width, readable, Random(readable * width, random));
+  float* value = Guarded(2 * keys, width, readable, Random(readable * width, random));
+  const size_t mask_page = sysconf(_SC_PAGESIZE) / sizeof(float);
+  float* mask = Guarded(2 * keys / mask_page, mask_page, readable / mask_page,
+                        std::vector<float>(readable, 0.0f));
+  Problem p;
+  p.batch = 2, p.keys = keys;
+  p.query = Random(2 * width, random);
+  p.key = key, p.value = value;
+  p.mask.assign(2 * keys, 0.0f);
+  const kiln_int64 positions[2] = {999, -1};
+  std::vector<float> out(2 * width, NAN), lse(2, NAN);
+  kiln_attention call = {2,
+                         1,
+                         keys,
+                         width,
+                         width,
+                         static_cast<float>(1.0 / std::sqrt(double{width})),
+                         p.query.data(),
+                         key,
+                         value,
+                         mask,
+                         out.data(),
+                         lse.data(),
+                         {width, width, 1},
+                         {0, keys * width, width, 1},  // both rows read sequence 0's keys
+                         {0, keys * width, width, 1},
+                         {0, 0, 1},
+                         {width, width, 1},
+                         {1, 1},
+                         1,
+                         nullptr,
+                         positions,
+                         1,
+                         1};
+  const kiln_runtime rt = Runtime();
+  kiln_attention_f32(&rt, &call);  // splits the keys of each row in 4 ranges
+  EXPECT_EQ(call.partials, nullptr);
+
+  Problem prefix = p;  // the same step over the first 1,000 keys
+  prefix.batch = 1, prefix.keys = 1000;
+  prefix.query.resize(width);
+  prefix.mask.assign(1000, 0.0f);
+  std::vector<float> want_out, want_lse;
+  Reference(prefix, want_out, want_lse);
+  want_out.resize(2 * width, 0.0f);  // length 0: zeros and lse -inf
+  want_lse.push_back(kMasked);
+  ExpectClose(out, want_out);
+  ExpectClose(lse, want_lse);
+  for (float* memory : {key, value}) munmap(memory, 2 * keys * width * sizeof(float));
+  munmap(mask, 2 * keys * sizeof(float));
+}
+
+TEST(KilnAttentionTest, APagedCacheIsReadThroughItsTableUpToEachBound) {
+  // A pool of 8 blocks of 16 positions, [block, position, head, width]; the
+  // blocks from 4 on fault when read. Sequence 0 (position 40: 41 keys)
+  // has blocks 2, 0, 3 and then 5; sequence 1 (position 5) block 1, then
+  // 6, 7 and 4: no block past a bound is read.
+  const int64_t pool_blocks = 8, block = 16, heads = 2, width = 64, blocks = 4;
+  const int64_t row = heads * width;  // floats per position
+  std::mt19937 random(11);
+  float* key = Guarded(pool_blocks * block, row, 4 * block, Random(4 * block * row, random));
+  float* value = Guarded(pool_blocks * block, row, 4 * block, Random(4 * block * row, random));
+  const kiln_int64 table[2 * blocks] = {2, 0, 3, 5, 1, 6, 7, 4};
+  const kiln_int64 positions[2] = {40, 5};
+  const std::vector<float> query = Random(2 * heads * width, random);
+  std::vector<float> out(2 * heads * width, NAN), lse(2 * heads, NAN);
+  kiln_attention call = {
+      2,
+      heads,
+      blocks * block,
+      width,
+      width,
+      static_cast<float>(1.0 / std::sqrt(double{width})),
+      query.data(),
+      key,
+      value,
+      nullptr,
+      out.data(),
+      lse.data(),
+      {heads * width, width, 1},
+      {block * row, width, row, 1},  // block, head, position in the block, element
+      {block * row, width, row, 1},
+      {0, 0, 0},
+      {heads * width, width, 1},
+      {heads, 1},
+      1,
+      nullptr,
+      positions,
+      1,
+      1,
+      table,
+      table,
+      1,
+      1,
+      block,
+      blocks,
+      pool_blocks};
+  const kiln_runtime rt = Runtime();
+  kiln_attention_f32(&rt, &call);
+
+  for (int64_t n = 0; n < 2; ++n) {  // each sequence's keys gathered, against the reference
+    Problem p;
+    p.heads = heads, p.keys = positions[n] + 1;
+    p.query.assign(query.begin() + n * heads * width, query.begin() + (n + 1) * heads * width);
+    p.mask.assign(p.keys, 0.0f);
+    std::vector<float> gathered_key(heads * p.keys * width), gathered_value(gathered_key.size());
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t j = 0; j < p.keys; ++j) {
+        const int64_t slot = table[n * blocks + j / block] * block + j % block;
+        for (int64_t e = 0; e < width; ++e) {
+          gathered_key[(h * p.keys + j) * width + e] = key[slot * row + h * width + e];
+          gathered_value[(h * p.keys + j) * width + e] = value[slot * row + h * width + e];
+        }
+      }
+    }
+    p.key = gathered_key.data(), p.value = gathered_value.data();
+    std::vector<float> want_out, want_lse;
+    Reference(p, want_out, want_lse);
+    ExpectClose(
+        std::vector<float>(out.begin() + n * heads * width, out.begin() + (n + 1) * heads * width),
+        want_out);
+    ExpectClose(std::vector<float>(lse.begin() + n * heads, lse.begin() + (n + 1) * heads),
+                want_lse);
+  }
+  for (float* memory : {key, value}) munmap(memory, pool_blocks * block * row * sizeof(float));
 }
 
 }  // namespace
