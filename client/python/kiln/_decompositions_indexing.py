@@ -231,7 +231,7 @@ def _index_put(x, indices, values, accumulate=False):
 def _index_add(x, dim, index, source, *, alpha=1):
     """index_add into a 0-dim x as into a vector of its one element (Kiln's
     takes vectors and up: others keep the op whole)."""
-    if x.dim() != 0 or source.numel() != 1 or index.numel() != 1:
+    if x.dim() != 0 or source.dim() != 0 or index.numel() != 1:
         return NotImplemented
     return torch.index_add(x.reshape(1), dim, index.reshape(1), source.reshape(1),
                            alpha=alpha).reshape(())

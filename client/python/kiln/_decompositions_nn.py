@@ -212,7 +212,7 @@ def _pad(input, pad, mode="constant", value=None):
     for i in range(dims):
         dim, (left, right) = x.dim() - 1 - i, pad[2 * i:2 * i + 2]
         start, stop = max(-left, 0), x.shape[dim] - max(-right, 0)
-        if stop - start < max(left, right, 0):
+        if stop - start < max(left, right, 0):  # also a crop past the other side
             return NotImplemented  # eager's error: a side wraps more than once
         x = x.narrow(dim, start, stop - start)
         parts = [x.narrow(dim, x.shape[dim] - left, left)] if left > 0 else []
