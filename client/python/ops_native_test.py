@@ -2,9 +2,10 @@
 (opinfo_test.py) found refused: gather of an empty index, clamp with a
 tensor bound, integer division of no elements, unravel_index, circular
 padding, histogram, index_add into a 0-dim tensor, x[mask] = v with a
-tensor v, x[i, j] = v with several index tensors embedding_bag with
+tensor v, x[i, j] = v with several index tensors, embedding_bag with
 offsets, max_pool3d whose ceil_mode drops a last window,
-linear_cross_entropy's chunked forms and resize_, each against eager through a real kilnd (conftest.py starts it).
+linear_cross_entropy's chunked forms and resize_, each against eager
+through a real kilnd (conftest.py starts it).
 
 Runs under pytest (the checkout's .venv); each test case is counted by
 the test command through the JUnit XML written to $XML_OUTPUT_FILE.
@@ -69,7 +70,8 @@ def test_integer_division_of_no_elements_by_zero_is_empty():
 @pytest.mark.parametrize("shape", [(4, 5), (1, 1 << 62), (6, 7, 8, 9), (10, 3, 5), 7])
 def test_unravel_index_by_constant_strides(shape):
     count = math.prod([shape] if isinstance(shape, int) else shape)
-    indices = torch.randint(0, min(count, 1 << 62), (3, 4), generator=torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(0)
+    indices = torch.randint(0, min(count, 1 << 62), (3, 4), generator=generator)
     assert_native(lambda t: torch.unravel_index(t, shape), indices, tol=0)
     assert_native(lambda t: torch.unravel_index(t, shape), indices[0, 0], tol=0)
     assert_native(lambda t: torch.unravel_index(t, shape), indices[:0], tol=0)
@@ -130,9 +132,10 @@ def test_masked_put_of_a_tensor_broadcast_to_the_selection(accumulate):
 
 def test_masked_put_of_a_value_per_selected_element_is_refused_with_what_to_do():
     x, mask = torch.randn(4, 3), torch.tensor([True, False, True, True])
-    with pytest.raises(kiln.UnsupportedOpError, match=r"x\[mask\] = v with a v that does not broadcast "
-                       r"to every count of elements the mask selects \(a size that depends on "
-                       r"the values\); use torch.where\(mask, v, x\)"):
+    with pytest.raises(kiln.UnsupportedOpError,
+                       match=r"x\[mask\] = v with a v that does not broadcast to every count of "
+                       r"elements the mask selects \(a size that depends on the values\); use "
+                       r"torch.where\(mask, v, x\)"):
         kiln.compile(lambda t, m, v: torch.index_put(t, (m,), v), [x, mask, torch.randn(3, 3)],
                      strict=True)
 
