@@ -1231,7 +1231,7 @@ def bag(mode, padding_idx=None):
                                                           padding_idx=padding_idx)
 
 
-def test_embedding_bags_of_one_size_match_eager_and_varying_ones_are_refused():
+def test_embedding_bags_of_one_size_and_by_offsets_match_eager():
     torch.manual_seed(0)
     weight, indices = torch.randn(50, 8), torch.randint(0, 50, (4, 6))
     indices[1] = 3  # a bag of padding alone: zeros
@@ -1246,9 +1246,10 @@ def test_embedding_bags_of_one_size_match_eager_and_varying_ones_are_refused():
     with torch.no_grad():
         for fn, args in cases:
             torch.testing.assert_close(kiln.compile(fn, args)(*args), fn(*args))
-    with pytest.raises(kiln.UnsupportedOpError, match=r"bags of varying size.*pad the shorter"):
-        kiln.compile(lambda i, o, w: torch.nn.functional.embedding_bag(i, w, o),
-                     [indices.flatten(), torch.tensor([0, 5, 9]), weight], strict=True)
+    by_offsets = [indices.flatten(), torch.tensor([0, 5, 9]), weight]
+    fn = lambda i, o, w: torch.nn.functional.embedding_bag(i, w, o)  # noqa: E731
+    torch.testing.assert_close(kiln.compile(fn, by_offsets, strict=True)(*by_offsets),
+                               fn(*by_offsets))
 
 
 def test_sort_argsort_and_median_match_eager_with_nans_ties_and_infinities():

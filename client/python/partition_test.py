@@ -316,23 +316,25 @@ def test_a_function_that_seeds_the_generator_runs_split_by_dynamo_drawing_as_eag
     assert_matches(after, torch.rand(3))
 
 
-def histogram_then_scale(x, w):
-    """torch.histogram, which fake tensors cannot run, between regions."""
-    counts = torch.histogram(x.tanh() * 2.0, bins=5, range=(-2.0, 2.0)).hist
-    return (counts.unsqueeze(1) * w).relu().sum(0)
+def ctc_loss_then_scale(x, w):
+    """F.ctc_loss, which fake tensors cannot size, between regions."""
+    targets, lengths = torch.tensor([[1, 2], [3, 3]]), torch.tensor([6, 5])
+    losses = torch.nn.functional.ctc_loss(x.log_softmax(2), targets, lengths,
+                                          torch.tensor([2, 2]), reduction="none")
+    return (losses.unsqueeze(1) * w).relu().sum(0)
 
 
 def test_an_op_fake_tensors_cannot_run_runs_through_torch():
-    x, w = torch.randn(32), torch.randn(5, 3)
-    compiled = compiled_quietly(histogram_then_scale, [x, w])
-    assert_matches(compiled(x, w), histogram_then_scale(x, w))
+    x, w = torch.randn(6, 2, 4), torch.randn(2, 3)
+    compiled = compiled_quietly(ctc_loss_then_scale, [x, w])
+    assert_matches(compiled(x, w), ctc_loss_then_scale(x, w))
     assert len(compiled.segments) == 2
-    assert "(aten.histogram.bin_ct)" in kiln.explain(compiled)
+    assert "(aten._ctc_loss.Tensor)" in kiln.explain(compiled)
 
 
-def several_indices_written(x, i, j, v):
+def masked_rows_written(x, mask, v):
     y = x.exp()
-    y[i, j] = v
+    y[mask] = v
     return y * 2.0
 
 
@@ -341,9 +343,10 @@ def integer_division(a, b):
 
 
 @pytest.mark.parametrize("fn, inputs, why", [
-    (several_indices_written,
-     [torch.randn(5, 6), torch.tensor([0, 3]), torch.tensor([1, 5]), torch.randn(2)],
-     "x[i, j] = v with several index tensors: Kiln takes one"),
+    (masked_rows_written,
+     [torch.randn(5, 6), torch.tensor([True, False, False, True, False]), torch.randn(2, 6)],
+     "x[mask] = v with a v that does not broadcast to every count of elements the mask "
+     "selects"),
     (integer_division, [torch.arange(1, 9), torch.tensor([1, 2, -3, 4, 5, 6, 7, 8])],
      "an integer division by a tensor or a size"),
 ], ids=["index_put", "floor_divide"])

@@ -48,9 +48,7 @@ absl::Status CheckIndex(const ir::TensorType& index, absl::string_view op) {
 // gather's and scatter's index: eager checks its dtype only when it has
 // elements (an empty one reads nothing).
 absl::Status CheckGatherIndex(const ir::TensorType& index, absl::string_view op) {
-  for (const ir::Dim& size : index.sizes) {
-    if (size == ir::Dim::Constant(0)) return absl::OkStatus();
-  }
+  if (HasNoElements(index.sizes)) return absl::OkStatus();
   return CheckIndex(index, op);
 }
 
@@ -222,7 +220,8 @@ void AddIndexSelect(OpTable& table) {
 
 // gather(self, dim, index) -> index's shape: element c is self[c with
 // c[dim] = index[c]]. index has self's rank and, off `dim`, sizes no larger
-// than self's.
+// than self's, unless it is empty: eager then checks only `dim`, and the
+// result is empty in the index's shape.
 void AddGather(OpTable& table) {
   OpDef def;
   def.name = "aten.gather.default";
@@ -244,6 +243,10 @@ void AddGather(OpTable& table) {
       }
       return std::vector<ir::TensorType>{ContiguousType(self.dtype, index.sizes)};
     }
+    if (HasNoElements(index.sizes)) {
+      RETURN_IF_ERROR(WrapDim(IntArg(node, "dim"), self.rank()).status());
+      return std::vector<ir::TensorType>{ContiguousType(self.dtype, index.sizes)};
+    }
     if (index.rank() != self.rank()) {
       return absl::InvalidArgumentError(absl::StrCat("gather's index has rank ", index.rank(),
                                                      ", not the input's ", self.rank()));
@@ -262,6 +265,12 @@ void AddGather(OpTable& table) {
     if (rank == 0) {
       const int index_rank = static_cast<int>(graph.values[index].rank());
       return std::vector<ir::Definition>{ScalarLookup(graph, self, index, index_rank)};
+    }
+    if (HasNoElements(
+            graph.values[index].sizes)) {  // nothing to read: the empty result's definition
+      ExprBuilder b;
+      return std::vector<ir::Definition>{
+          b.Finish(b.Constant(0, ComputeType(graph.values[self].dtype)))};
     }
     ASSIGN_OR_RETURN(const int dim, WrapDim(IntArg(node, "dim"), rank));
     return std::vector<ir::Definition>{Gather(graph, self, index, ir::AffineMap::Identity(rank),

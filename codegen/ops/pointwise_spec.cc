@@ -103,20 +103,28 @@ void AddPointwise(OpTable& table, Spec spec) {
     ASSIGN_OR_RETURN(DType type, OperandType(spec, node, inputs));
     // The body over stand-in operands, so that an argument it refuses
     // (gelu's approximate, div's rounding_mode) is named here, when the
-    // graph is checked, not when it is lowered.
-    ExprBuilder scratch;
-    const Types types{type, ComputeType(type)};
-    std::vector<int> operands;
-    for (size_t i = 0; i < inputs.size() + (scalar ? 1 : 0); ++i) {
-      operands.push_back(scratch.Constant(0, IsMask(spec, i) ? DType::kBool : types.compute));
+    // graph is checked, not when it is lowered. An empty result computes
+    // nothing, as eager (an integer division of no elements by zero).
+    if (!HasNoElements(sizes)) {
+      ExprBuilder scratch;
+      const Types types{type, ComputeType(type)};
+      std::vector<int> operands;
+      for (size_t i = 0; i < inputs.size() + (scalar ? 1 : 0); ++i) {
+        operands.push_back(scratch.Constant(0, IsMask(spec, i) ? DType::kBool : types.compute));
+      }
+      RETURN_IF_ERROR(spec.body(scratch, node, operands, types).status());
     }
-    RETURN_IF_ERROR(spec.body(scratch, node, operands, types).status());
     if (spec.result == Result::kBool) type = DType::kBool;
     return std::vector<ir::TensorType>{ContiguousType(type, std::move(sizes))};
   };
   def.lower = [spec](const ir::Graph& graph,
                      const ir::Node& node) -> absl::StatusOr<std::vector<ir::Definition>> {
     const ir::TensorType& result = graph.values[node.outputs[0]];
+    if (HasNoElements(result.sizes)) {
+      ExprBuilder empty;
+      return std::vector<ir::Definition>{
+          empty.Finish(empty.Constant(0, ComputeType(result.dtype)))};
+    }
     const int rank = static_cast<int>(result.rank());
     InputTypes inputs;
     for (int input : node.inputs) inputs.push_back(&graph.values[input]);

@@ -154,6 +154,11 @@ ir::TensorType ContiguousType(DType dtype, std::vector<ir::Dim> sizes) {
   return type;
 }
 
+bool HasNoElements(const std::vector<ir::Dim>& sizes) {
+  return std::any_of(sizes.begin(), sizes.end(),
+                     [](const ir::Dim& size) { return size == ir::Dim::Constant(0); });
+}
+
 int ExprBuilder::Push(ir::Expr expr) {
   definition_.exprs.push_back(std::move(expr));
   return static_cast<int>(definition_.exprs.size()) - 1;

@@ -41,6 +41,10 @@ absl::StatusOr<std::vector<ir::Dim>> BroadcastShapes(const std::vector<ir::Dim>&
                                                      const std::vector<ir::Dim>& b);
 ir::TensorType ContiguousType(ir::DType dtype, std::vector<ir::Dim> sizes);
 
+// Whether `sizes` has a dim of constant size 0: a tensor with no elements,
+// whose op computes nothing.
+bool HasNoElements(const std::vector<ir::Dim>& sizes);
+
 // Builds one pointwise (or reduction) definition's expression DAG.
 class ExprBuilder {
  public:

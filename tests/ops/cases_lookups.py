@@ -146,6 +146,13 @@ def gather_cases(claims):
     # Eager checks the index's dtype only when it has elements.
     yield Case(op, torch.float32, "empty_uint8_index", lambda x, i: torch.gather(x, 1, i),
                [x, torch.zeros((2, 0), dtype=torch.uint8)], EXACT)
+    # An empty index may have any rank, and any sizes off the dim: the result
+    # is empty in its shape.
+    yield Case(op, torch.float32, "empty_index_of_another_rank",
+               lambda x, i: torch.gather(x[0], 0, i), [x, torch.zeros((2, 0), dtype=torch.int64)],
+               EXACT)
+    yield Case(op, torch.float32, "empty_index_larger_off_dim", lambda x, i: torch.gather(x, 0, i),
+               [x, torch.zeros((0, 9), dtype=torch.int64)], EXACT)
     yield Case(op, torch.float32, "int16_index", lambda x, i: torch.gather(x, 1, i.long()),
                [x, torch.tensor([[1]], dtype=torch.int16)], ERROR,
                error=("INVALID_ARGUMENT", "neither does eager PyTorch"), manual=(op, [("dim", 1)]))

@@ -346,6 +346,14 @@ def integer_division_cases(claims):
                 if dtype == torch.uint8 and divisor < 0:
                     continue  # eager refuses: it does not fit
                 yield Case(op, dtype, f"by_{divisor}", unary(fn, divisor), [x], EXACT)
+    # No elements: nothing is divided, by zero or by a tensor, as eager.
+    for op, fn in INTEGER_DIVISIONS.items():
+        empty = torch.zeros((0, 3), dtype=torch.int64)
+        yield Case(op, torch.int64, "empty_by_0", unary(fn, 0), [empty], EXACT)
+    op = "aten.floor_divide.default"
+    yield Case(op, torch.int64, "empty_by_a_tensor", torch.floor_divide,
+               [torch.zeros((2, 0), dtype=torch.int64), torch.zeros((1, 0), dtype=torch.int64)],
+               EXACT)
     # By a tensor: Unimplemented (the client runs it through torch).
     op = "aten.floor_divide.default"
     g = generator(op, "refused")

@@ -14,20 +14,24 @@ ops Kiln's op table has (docs/PYTHON.md, "What the tracer does"):
 Each form computes what eager does; kiln_test checks every one against it.
 """
 import torch
+import torch.nn.modules.linear_cross_entropy  # noqa: F401 (defines the torch_nn ops below)
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch.overrides import TorchFunctionMode
 
-from ._decompositions_indexing import (_cumulative_extreme, _histc, _in_place, _index, _index_put,
-                                       _logcumsumexp, _searchsorted, _slice_scatter, _take)
+from ._decompositions_indexing import (_cumulative_extreme, _histc, _in_place, _index, _index_add,
+                                       _index_put, _logcumsumexp, _searchsorted, _slice_scatter,
+                                       _take)
 from ._decompositions_math import (_all, _any, _cdist, _clamp_tensor, _eye,
-                                   _hamming_window, _hypot, _pdist, _pow_scalar, _round_decimals,
-                                   _signbit, _trilinear)
+                                   _hamming_window, _hypot, _pdist, _pow_scalar, _resize_,
+                                   _round_decimals, _signbit, _trilinear, _unravel_index)
 from ._decompositions_nn import (_adaptive_avg_pool3d, _adaptive_max_pool, _avg_pool3d, _col2im,
                                  _convolution_backward, _convolution_without_flags,
-                                 _flash_attention_for_cpu, _max_pool3d_with_indices,
+                                 _embedding_bags_by_offsets, _flash_attention_for_cpu,
+                                 _linear_cross_entropy_chunked,
+                                 _linear_cross_entropy_chunked_none, _max_pool3d_with_indices,
                                  _native_multi_head_attention, _nll_loss2d_backward,
                                  _nll_loss2d_forward, _nll_loss_backward, _nll_loss_forward,
-                                 _reflection_pad, _rrelu_with_noise, _shrink_backward,
+                                 _pad, _reflection_pad, _rrelu_with_noise, _shrink_backward,
                                  _transformer_encoder_layer_fwd)
 from . import _linalg
 from ._errors import TraceError, decline
@@ -99,7 +103,8 @@ KILN_OPS = frozenset(["prims.convert_element_type.default"] + [f"aten.{name}" fo
 KILN_OPS |= {"aten._scaled_dot_product_flash_attention_for_cpu.default"}
 # Ops Kiln lowers in some cases only: their entry in DECOMPOSITIONS returns
 # NotImplemented for those, so that make_fx keeps the op.
-PARTIAL = frozenset(["aten._scaled_dot_product_flash_attention_for_cpu.default"])
+PARTIAL = frozenset(["aten._scaled_dot_product_flash_attention_for_cpu.default",
+                     "aten.index_add.default", "aten.index_add_.default"])
 # Linear algebra through LAPACK (codegen/ops/linalg.cc).
 KILN_OPS |= frozenset(f"aten.{name}" for name in """
     _linalg_det.default _linalg_slogdet.default _linalg_solve_ex.default
@@ -274,6 +279,21 @@ DECOMPOSITIONS = {
     aten.linalg_polar.default: _linalg.polar,
     aten.linalg_matrix_sqrth.default: _linalg.matrix_sqrth,
     aten.lu_unpack.default: _linalg.lu_unpack,
+    # torch has none: a tensor bound is a maximum or a minimum (as eager, a
+    # NaN bound gives NaN).
+    aten.clamp_min.Tensor: lambda x, min: _clamp_tensor(x, min=min),
+    aten.clamp_min_.Tensor: _in_place(lambda x, min: _clamp_tensor(x, min=min)),
+    aten.clamp_max.Tensor: lambda x, max: _clamp_tensor(x, max=max),
+    aten.clamp_max_.Tensor: _in_place(lambda x, max: _clamp_tensor(x, max=max)),
+    # Kiln's index_add takes vectors and up: a 0-dim one as a vector (PARTIAL).
+    aten.index_add.default: _index_add,
+    aten.index_add_.default: _in_place(_index_add),
+    # F.linear_cross_entropy's chunking saves memory in eager; a graph takes
+    # the loss whole.
+    torch.ops.torch_nn._linear_cross_entropy_batch_chunked.default:
+        _linear_cross_entropy_chunked,
+    torch.ops.torch_nn._linear_cross_entropy_batch_chunked_no_reduction.default:
+        _linear_cross_entropy_chunked_none,
     **_OP_FORMS,
 }
 
@@ -304,19 +324,19 @@ def _embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2.0,
                    include_last_offset=False, padding_idx=None):
     """F.embedding_bag (nn.EmbeddingBag) of a 2-D input, bags of one size,
     as an embedding and a reduction over each bag: ATen's form takes the
-    bags' offsets as a tensor. Entries equal to padding_idx take no part (a
+    bags' offsets as a tensor (1-D input with offsets:
+    _embedding_bags_by_offsets). Entries equal to padding_idx take no part (a
     bag of padding alone gives zeros, as eager). A max over a NaN is NaN
     (eager's running max keeps a NaN only when it comes first)."""
-    if include_last_offset or (per_sample_weights is not None and mode != "sum"):
-        return NotImplemented  # ATen's form: refused, or eager's error
-    if input.dim() != 2 or offsets is not None:
-        return decline(aten._embedding_bag.default,
-                       "embedding_bag over 1-D indices with offsets (bags of varying size): "
-                       "Kiln takes a 2-D input of bags of one size; pad the shorter bags with "
-                       "padding_idx")
+    if (per_sample_weights is not None and mode != "sum") or input.dim() not in (1, 2) \
+            or (offsets is None) != (input.dim() == 2) or (include_last_offset and offsets is None):
+        return NotImplemented  # eager's error
     if max_norm is not None:  # the rows read renormalized in place first, as eager
         with torch.no_grad():
             weight.copy_(_embedding_renorm(weight, input, max_norm, norm_type))
+    if offsets is not None:
+        return _embedding_bags_by_offsets(input, weight, offsets, mode, per_sample_weights,
+                                          padding_idx, include_last_offset)
     rows = torch.nn.functional.embedding(input, weight)
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.unsqueeze(-1)
@@ -355,6 +375,10 @@ def _cross_entropy(input, target, weight=None, size_average=None, ignore_index=-
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / input.shape[class_dim])
 
 
+def _resize_as_(x, other, *, memory_format=None):
+    return _resize_(x, other.shape, memory_format=memory_format)
+
+
 # Torch functions whose ATen forms depend on data, taken by Kiln's own forms.
 _TORCH_FUNCTIONS = {
     torch.repeat_interleave: _repeat_interleave,
@@ -362,6 +386,11 @@ _TORCH_FUNCTIONS = {
     torch.nn.functional.one_hot: _one_hot,
     torch.nn.functional.embedding_bag: _embedding_bag,
     torch.nn.functional.cross_entropy: _cross_entropy,
+    torch.unravel_index: _unravel_index,
+    torch.nn.functional.pad: _pad,
+    torch.Tensor.resize_: _resize_,
+    torch.Tensor.resize_as_: _resize_as_,
+    torch.resize_as_: _resize_as_,
 }
 
 

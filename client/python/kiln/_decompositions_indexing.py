@@ -161,30 +161,80 @@ def _histc(x, bins=100, min=0, max=0):
     return torch.zeros(bins, dtype=x.dtype).index_add(0, place, inside.to(x.dtype))
 
 
+def _masked_put(x, dim, mask, values, accumulate):
+    """x with x[..., mask, ...] = values (mask over x's dims from `dim`):
+    values must broadcast to the selected elements whatever their count,
+    so a where (with accumulate, of x + values) does it."""
+    if list(mask.shape) != list(x.shape[dim:dim + mask.dim()]):
+        return NotImplemented  # eager's error
+    trailing = list(x.shape[dim + mask.dim():])
+    selected = list(x.shape[:dim]) + [1] + trailing  # the count of selected elements at `dim`
+    shape = [1] * (len(selected) - values.dim()) + list(values.shape)
+    if values.dim() > len(selected) or shape[dim] != 1 or \
+            any(have not in (1, want) for have, want in zip(shape, selected)):
+        return decline(aten.index_put.default,
+                       "x[mask] = v with a v that does not broadcast to every count of "
+                       "elements the mask selects (a size that depends on the values); use "
+                       "torch.where(mask, v, x) with v broadcast to x")
+    values = values.to(x.dtype).reshape(shape[:dim] + [1] * mask.dim() + shape[dim + 1:])
+    mask = mask.bool().view([1] * dim + list(mask.shape) + [1] * len(trailing))
+    return torch.where(mask, x + values if accumulate else values, x)
+
+
 def _index_put(x, indices, values, accumulate=False):
     """x with x[indices] = values (not in place): where a boolean mask over
-    x's dims selects (a scalar value); integer positions along one dim
-    (negative ones counted from the end) are an index_copy, or with
-    accumulate an index_add: kernels that write only the rows named."""
+    x's dims selects (_masked_put); integer positions (negative ones
+    counted from the end) are an index_copy, or with accumulate an
+    index_add, kernels that write only the rows named. Several index
+    tensors name positions of their dims taken as one (row-major), those
+    dims moved first where they are not adjacent, as eager lays out the
+    values; a position outside its dim is one outside them all."""
     dims = [d for d, index in enumerate(indices) if index is not None]
-    if len(dims) != 1:
-        return decline(aten.index_put.default,
-                       "x[i, j] = v with several index tensors: Kiln takes one")
-    dim, index = dims[0], indices[dims[0]]
-    if index.dtype in (torch.bool, torch.uint8):
-        if accumulate or values.numel() != 1 or \
-                list(index.shape) != list(x.shape[dim:dim + index.dim()]):
-            return decline(aten.index_put.default, "x[mask] = v takes a scalar v and a mask "
-                           "of x's shape: use torch.where(mask, v, x)")
-        mask = index.bool().view([1] * dim + list(index.shape)
-                                 + [1] * (x.dim() - dim - index.dim()))
-        return torch.where(mask, values.reshape([]).to(x.dtype), x)
-    size, positions = x.shape[dim], index.reshape(-1).to(torch.int64)
-    positions = torch.where(positions < 0, positions + size, positions)
-    shape = list(x.shape[:dim]) + list(index.shape) + list(x.shape[dim + 1:])
-    values = values.to(x.dtype).expand(shape).reshape(
-        list(x.shape[:dim]) + [positions.shape[0]] + list(x.shape[dim + 1:]))
-    return (torch.index_add if accumulate else torch.index_copy)(x, dim, positions, values)
+    if not dims:
+        return NotImplemented
+    if any(indices[d].dtype in (torch.bool, torch.uint8) for d in dims):
+        if len(dims) != 1:
+            return decline(aten.index_put.default,
+                           "x[mask, i] = v with a mask and other indices: index with the mask "
+                           "alone, or with integer tensors alone")
+        return _masked_put(x, dims[0], indices[dims[0]], values, accumulate)
+    if len(dims) == 1:
+        dim, index = dims[0], indices[dims[0]]
+        size, positions = x.shape[dim], index.reshape(-1).to(torch.int64)
+        positions = torch.where(positions < 0, positions + size, positions)
+        shape = list(x.shape[:dim]) + list(index.shape) + list(x.shape[dim + 1:])
+        values = values.to(x.dtype).expand(shape).reshape(
+            list(x.shape[:dim]) + [positions.shape[0]] + list(x.shape[dim + 1:]))
+        return (torch.index_add if accumulate else torch.index_copy)(x, dim, positions, values)
+    broadcast = list(torch.broadcast_shapes(*(indices[d].shape for d in dims)))
+    flat, total, inside = 0, 1, True
+    for d in dims:
+        size, position = x.shape[d], indices[d].to(torch.int64).expand(broadcast)
+        inside = inside & (position >= -size) & (position < size)
+        flat = flat * size + torch.where(position < 0, position + size, position)
+        total *= size
+    positions = torch.where(inside, flat, total).reshape(-1)
+    rest = [d for d in range(x.dim()) if d not in dims]
+    if dims == list(range(dims[0], dims[0] + len(dims))):  # adjacent: values keep x's order
+        layout = list(x.shape[:dims[0]]) + broadcast + list(x.shape[dims[-1] + 1:])
+        values = values.to(x.dtype).expand(layout).movedim(
+            list(range(dims[0], dims[0] + len(broadcast))), list(range(len(broadcast))))
+    else:
+        values = values.to(x.dtype).expand(broadcast + [x.shape[d] for d in rest])
+    kept = [x.shape[d] for d in rest]
+    moved = x.permute(dims + rest)
+    result = (torch.index_add if accumulate else torch.index_copy)(
+        moved.reshape([total] + kept), 0, positions, values.reshape([-1] + kept))
+    return result.reshape(moved.shape).permute([(dims + rest).index(d) for d in range(x.dim())])
+
+
+def _index_add(x, dim, index, source, *, alpha=1):
+    """index_add into a 0-dim x as into a vector of its one element (Kiln's
+    takes vectors and up: others keep the op whole)."""
+    if x.dim() != 0 or source.dim() != 0 or index.numel() != 1:
+        return NotImplemented
+    return torch.index_add(x.reshape(1), dim, index.reshape(1), source.reshape(1),
+                           alpha=alpha).reshape(())
 
 
 def _in_place(functional):

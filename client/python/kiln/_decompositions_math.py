@@ -4,6 +4,8 @@ import math
 
 import torch
 
+from ._errors import decline
+
 aten = torch.ops.aten
 
 
@@ -13,6 +15,42 @@ def _clamp_tensor(x, min=None, max=None):
     if min is not None:
         x = torch.maximum(x, min)
     return x if max is None else torch.minimum(x, max)
+
+
+def _resize_(x, *size, memory_format=None):
+    """x.resize_(size) of a contiguous x to no more elements than it has:
+    x.as_strided_ to size's contiguous strides, which is what eager's
+    resize_ does to its sizes and strides (the storage kept). The elements
+    a larger size adds are uninitialized memory, which no graph can match."""
+    size = list(size[0]) if len(size) == 1 and not isinstance(size[0], int) else list(size)
+    if memory_format not in (None, torch.contiguous_format):
+        return NotImplemented
+    if math.prod(size) > x.numel():
+        return decline(aten.resize_.default,
+                       f"x.resize_({size}) of a tensor of {x.numel()} elements: the elements it "
+                       "adds are uninitialized memory; resize to at most as many, or build the "
+                       "larger tensor with torch.cat or F.pad")
+    if not x.is_contiguous():
+        return decline(aten.resize_.default,
+                       f"resize_ of a non-contiguous tensor (strides {list(x.stride())}) "
+                       "reads its storage in memory order; call .contiguous() first")
+    strides = [math.prod(size[d + 1:]) for d in range(len(size))]
+    return x.as_strided_(size, strides)
+
+
+def _unravel_index(indices, shape):
+    """torch.unravel_index with the dims' strides as constants: each
+    coordinate (indices // stride) % size, as eager computes it (ATen's form
+    divides by a tensor of the strides, whose values a kernel cannot check
+    for zero)."""
+    shape = [shape] if isinstance(shape, int) else list(shape)
+    if indices.dtype.is_floating_point or indices.dtype.is_complex or \
+            any(not isinstance(size, int) or size <= 0 for size in shape) or \
+            math.prod(shape) >= 2 ** 63:
+        return NotImplemented  # eager's error
+    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    return tuple(torch.remainder(torch.floor_divide(indices, stride), size)
+                 for stride, size in zip(strides, shape))
 
 
 def _p_norms(difference, p, nan_max):

@@ -175,7 +175,10 @@ def _max_pool3d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, c
                                               dilation))
     for d, size in enumerate(x.shape[-3:]):
         span = size + 2 * pad[d] - spread[d] * (kernel[d] - 1) - 1
-        for o in range(max((span + (step[d] - 1 if ceil_mode else 0)) // step[d] + 1, 0)):
+        count = (span + (step[d] - 1 if ceil_mode else 0)) // step[d] + 1
+        if ceil_mode and (count - 1) * step[d] >= size + pad[d]:
+            count -= 1  # eager's: the last window starts in the input or its left padding
+        for o in range(max(count, 0)):
             if all(not 0 <= o * step[d] - pad[d] + k * spread[d] < size
                    for k in range(kernel[d])):
                 return decline(aten.max_pool3d_with_indices.default,
@@ -195,6 +198,77 @@ def _reflection_pad(x, padding):
             raise TraceError(f"reflection padding ({left}, {right}) of dim {dim}: each side "
                              f"must be smaller than its size {x.shape[dim]}")
     return decomposition_table[aten.reflection_pad1d.default](x, padding)  # any rank
+
+
+def _pad(input, pad, mode="constant", value=None):
+    """F.pad in circular mode as slices and a cat per padded dim: each side
+    wraps the other end of the dim, a negative side crops it first, as
+    eager (ATen's form writes into slices of an empty tensor, which
+    functionalize leaves in place). Other modes: ATen's forms."""
+    dims = len(pad) // 2
+    if mode != "circular" or len(pad) % 2 or input.dim() not in (dims + 1, dims + 2):
+        return NotImplemented
+    x = input
+    for i in range(dims):
+        dim, (left, right) = x.dim() - 1 - i, pad[2 * i:2 * i + 2]
+        start, stop = max(-left, 0), x.shape[dim] - max(-right, 0)
+        if stop - start < max(left, right, 0):  # also a crop past the other side
+            return NotImplemented  # eager's error: a side wraps more than once
+        x = x.narrow(dim, start, stop - start)
+        parts = [x.narrow(dim, x.shape[dim] - left, left)] if left > 0 else []
+        parts += [x] + ([x.narrow(dim, 0, right)] if right > 0 else [])
+        x = torch.cat(parts, dim) if len(parts) > 1 else x.clone()
+    return x
+
+
+def _embedding_bags_by_offsets(input, weight, offsets, mode, per_sample_weights, padding_idx,
+                               include_last_offset):
+    """F.embedding_bag of 1-D indices in bags that start at `offsets` (the
+    last bag runs to the end, or to the last offset with
+    include_last_offset): each position's bag is the count of offsets at or
+    below it, less one, and the rows are added (index_add), counted for the
+    mean, or their largest kept (scatter_reduce) per bag. Entries equal to
+    padding_idx take no part; an empty bag gives zeros, as eager."""
+    count, bags = input.shape[0], offsets.shape[0] - (1 if include_last_offset else 0)
+    bag = torch.searchsorted(offsets, torch.arange(count), right=True) - 1
+    keep = (bag >= 0) & (bag < bags)
+    if padding_idx is not None:
+        keep = keep & (input != padding_idx % weight.shape[0])
+    bag = torch.where(keep, bag, bags)  # a bag past the last gathers the rest, and is dropped
+    rows = F.embedding(input, weight)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(-1)
+    sizes = torch.zeros(bags + 1, dtype=weight.dtype).index_add(
+        0, bag, torch.ones(count, dtype=weight.dtype))[:bags].unsqueeze(1)
+    if mode == "max":
+        start = torch.full((bags + 1, weight.shape[1]), float("-inf"), dtype=weight.dtype)
+        largest = start.scatter_reduce(0, bag.unsqueeze(1).expand(rows.shape), rows, "amax")
+        return largest[:bags].masked_fill(sizes == 0, 0.0)
+    sums = torch.zeros(bags + 1, weight.shape[1], dtype=weight.dtype).index_add(0, bag, rows)
+    return sums[:bags] if mode == "sum" else sums[:bags] / sizes.clamp(min=1)
+
+
+def _linear_cross_entropy_chunked(input, linear_weight, target, linear_bias, weight, reduction,
+                                   ignore_index, label_smoothing, batch_chunk_size, acc_policy,
+                                   acc_dtype, allow_retain_graph, compute_input_grad,
+                                   compute_linear_weight_grad, compute_linear_bias_grad):
+    """F.linear_cross_entropy's batch-chunked op (mean or sum) as linear
+    then cross_entropy whole, its gradients (which it computes alongside
+    the loss for training) empty where none is asked for; one that asks
+    keeps the op whole."""
+    if compute_input_grad or compute_linear_weight_grad or compute_linear_bias_grad:
+        return NotImplemented
+    loss = F.cross_entropy(F.linear(input, linear_weight, linear_bias), target, weight,
+                           ignore_index=ignore_index, reduction=reduction,
+                           label_smoothing=label_smoothing)
+    return (loss, input.new_empty((0, 0)), input.new_empty((0, 0)), input.new_empty((0,)))
+
+
+def _linear_cross_entropy_chunked_none(input, linear_weight, target, linear_bias, weight,
+                                       ignore_index, batch_chunk_size, acc_policy, acc_dtype):
+    """The batch-chunked op of reduction 'none': linear then cross_entropy."""
+    return F.cross_entropy(F.linear(input, linear_weight, linear_bias), target, weight,
+                           ignore_index=ignore_index, reduction="none")
 
 
 def _avg_pool3d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,

@@ -187,6 +187,21 @@ def _histogramdd_from_bin_cts(x, bins, *, range=None, weight=None, density=False
     return _histogramdd_from_bin_tensors(x, edges, weight=weight, density=density)
 
 
+def _histogram_bin_ct(x, bins=100, *, range=None, weight=None, density=False):
+    """torch.histogram by a bin count: histogramdd's of x's elements as
+    points of one dim, with its edges."""
+    edges = _histogramdd_bin_edges(x.reshape(-1, 1), [bins], range=range)
+    return (_histogramdd_from_bin_tensors(x.reshape(-1, 1), edges, weight=weight,
+                                          density=density), edges[0])
+
+
+def _histogram_bins_tensor(x, bins, *, weight=None, density=False):
+    """torch.histogram by edges: histogramdd's of x's elements as points of
+    one dim."""
+    return (_histogramdd_from_bin_tensors(x.reshape(-1, 1), [bins], weight=weight,
+                                          density=density), bins.clone())
+
+
 aten = torch.ops.aten
 DECOMPOSITIONS = {
     aten.embedding_renorm.default: _embedding_renorm,
@@ -196,4 +211,6 @@ DECOMPOSITIONS = {
     aten._histogramdd_bin_edges.default: _histogramdd_bin_edges,
     aten._histogramdd_from_bin_cts.default: _histogramdd_from_bin_cts,
     aten._histogramdd_from_bin_tensors.default: _histogramdd_from_bin_tensors,
+    aten.histogram.bin_ct: _histogram_bin_ct,
+    aten.histogram.bins_tensor: _histogram_bins_tensor,
 }
