@@ -6,7 +6,7 @@ import importlib
 import json
 import warnings
 
-from . import DaemonUnavailable, GuardError, UnsupportedOpError, _counters, _lock, compile
+from . import DaemonUnavailable, GuardError, UnsupportedOpError, _counters, _lock, _random, compile
 
 
 _MAX_LAYOUTS = 8  # layouts of its arguments one compiled function takes
@@ -19,6 +19,7 @@ class Compiled:
                  options=None):
         self._native = native
         self._lifted = lifted
+        self._generator = _random.generator_of(lifted)  # torch's generator state, if it draws
         self._structure = structure
         # The usual results, without walking the structure at each call.
         self._single = structure == "tensor"
@@ -48,7 +49,7 @@ class Compiled:
             if self._written_arguments and (error := self._aliased_write(args)):
                 return self._eager(args, kwargs, error)
             try:
-                outputs = self._native(*args, *self._lifted)
+                outputs = self._call_native(args)
             except TypeError:  # not all tensors: another layout, or a clear error
                 return self._call_with_layout(args, kwargs)
             except (DaemonUnavailable, UnsupportedOpError) as error:
@@ -60,10 +61,16 @@ class Compiled:
         if self._written_arguments and (error := self._aliased_write(tensors)):
             return self._eager(args, kwargs, error)
         try:
-            outputs = self._native(*tensors, *self._lifted)
+            outputs = self._call_native(tensors)
         except (DaemonUnavailable, UnsupportedOpError) as error:
             return self._eager(args, kwargs, error)
         return self._results(outputs)
+
+    def _call_native(self, tensors):
+        if self._generator is None:
+            return self._native(*tensors, *self._lifted)
+        with _random.generator_shared(self._generator):
+            return self._native(*tensors, *self._lifted)
 
     def _aliased_write(self, tensors):
         """A GuardError when an argument fn changes in place shares memory
