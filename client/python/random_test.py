@@ -93,6 +93,23 @@ def test_a_graph_with_draws_kiln_lacks_runs_every_draw_through_torch_in_order():
     assert_draws_as_eager(compiled, mixed, x, seed=9)
 
 
+def sparse_round_trip_between_draws(x):
+    """Draws on both sides of ops Kiln lacks (to_sparse, to_dense)."""
+    noisy = x + torch.rand(4, 4)
+    return noisy.to_sparse().to_dense() * torch.randn(4, 4)
+
+
+def test_draws_beside_ops_kiln_lacks_are_drawn_in_kiln_s_segments_in_order():
+    x = torch.randn(4, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the partitioned graph's note
+        compiled = kiln.compile(sparse_round_trip_between_draws, [x])
+    explained = kiln.explain(compiled)
+    assert "2 ops through torch" in explained and "aten.rand" not in explained, explained
+    for seed in (0, 1):
+        assert_draws_as_eager(compiled, sparse_round_trip_between_draws, x, seed=seed)
+
+
 FRESH_PROCESS = """
 import json, sys, torch
 sys.path.insert(0, sys.argv[1])

@@ -255,9 +255,11 @@ def generator_of(lifted):
 
 @contextlib.contextmanager
 def generator_shared(state):
-    """Within, `state` (a graph's generator state input) holds torch's
-    default generator state; after, torch's generator holds what the graph
-    wrote back into it."""
-    state.copy_(torch.get_rng_state())
+    """Within, `state` (a graph's generator state input, or None: nothing
+    to do) holds torch's default generator state; after, torch's generator
+    holds what the graph wrote back into it."""
+    if state is not None:
+        state.copy_(torch.get_rng_state())
     yield
-    torch.set_rng_state(state)
+    if state is not None:
+        torch.set_rng_state(state)
