@@ -110,6 +110,14 @@ def test_draws_beside_ops_kiln_lacks_are_drawn_in_kiln_s_segments_in_order():
         assert_draws_as_eager(compiled, sparse_round_trip_between_draws, x, seed=seed)
 
 
+def test_a_saved_package_loads_sharing_torch_s_generator(tmp_path):
+    x = torch.randn(7)
+    kiln.save(draws, [x], str(tmp_path / "draws"))
+    loaded = kiln.load(str(tmp_path / "draws"))
+    assert_draws_as_eager(loaded, draws, x, seed=21)
+    assert_draws_as_eager(loaded, draws, x, seed=22)
+
+
 FRESH_PROCESS = """
 import json, sys, torch
 sys.path.insert(0, sys.argv[1])

@@ -244,13 +244,24 @@ def write_generator(gm, lifted):
     thread_generator added after the function's results)."""
     placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
     position = next(p for p, node in enumerate(placeholders) if node.target == "kiln_generator")
-    lifted[position - len(placeholders)].kiln_generator = True
+    mark_generator(lifted[position - len(placeholders)])
     return position
+
+
+def mark_generator(tensor):
+    """Marks `tensor`, a graph's lifted input, as torch's generator state."""
+    tensor.kiln_generator = True
+
+
+def generator_index(lifted):
+    """The index of the generator state among a graph's lifted inputs, or None."""
+    return next((i for i, t in enumerate(lifted) if getattr(t, "kiln_generator", False)), None)
 
 
 def generator_of(lifted):
     """The generator state among a graph's lifted inputs, or None."""
-    return next((t for t in lifted if getattr(t, "kiln_generator", False)), None)
+    index = generator_index(lifted)
+    return lifted[index] if index is not None else None
 
 
 @contextlib.contextmanager
