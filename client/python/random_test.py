@@ -77,6 +77,16 @@ def test_a_seed_in_the_function_seeds_at_its_place_among_the_draws():
     torch.testing.assert_close(first, torch.randn(3), rtol=0, atol=0)
 
 
+def test_a_negative_seed_and_one_past_2_to_the_63_seed_as_torch_maps_them():
+    def seeded(x):
+        torch.manual_seed(-5)
+        first = x + torch.rand(3)
+        torch.manual_seed(0xffff_ffff_0000_0007)
+        return first, torch.randn(3)
+    x = torch.randn(3)
+    assert_draws_as_eager(kiln.compile(seeded, [x], strict=True), seeded, x)
+
+
 def test_a_graph_with_draws_kiln_lacks_runs_every_draw_through_torch_in_order():
     def mixed(x):
         return torch.rand(4) + torch.bernoulli(x.sigmoid()), torch.randn(3)

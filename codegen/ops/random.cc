@@ -55,13 +55,10 @@ OpDef RandomOp(const std::string& name, int64_t distribution, std::vector<ArgSpe
   return def;
 }
 
+// The seed is torch's uint64 seed, as the int64 of its bits.
 absl::StatusOr<std::vector<ir::TensorType>> InferSeed(const ir::Node& node,
                                                       const InputTypes& inputs) {
   RETURN_IF_ERROR(CheckState(*inputs[0], node.op));
-  if (IntArg(node, "seed") < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kiln_rng.seed's seed is ", IntArg(node, "seed"), ": seeds are not negative"));
-  }
   return std::vector<ir::TensorType>{StateType()};
 }
 

@@ -159,7 +159,13 @@ def check_replayable(gm, calls):
             raise TraceError(f"the function calls torch.{name} while tracing and draws random "
                              f"numbers: a Kiln graph records ops, not changes of torch's "
                              f"generator")
-    gm.meta["kiln_seeds"] = [(drawn, int(args[0])) for _, args, drawn in calls]
+    gm.meta["kiln_seeds"] = [(drawn, _seed_bits(int(args[0]))) for _, args, drawn in calls]
+
+
+def _seed_bits(seed):
+    """torch.manual_seed's uint64 seed (a negative one is 2^64 + seed, as
+    torch maps it) as the int64 of its bits, a graph's int."""
+    return seed - (1 << 64) if seed >= 1 << 63 else seed
 
 
 def _argument(node, spec):
@@ -170,6 +176,14 @@ def _argument(node, spec):
     if position < len(node.args):
         return float(node.args[position])
     return float(node.kwargs.get(name, default))
+
+
+def _typed(node, value):
+    """`node`, which the rewrite made, with the value it has (for the
+    passes after: functionalize reads tensor_meta, partitioning val)."""
+    node.meta["val"] = value
+    node.meta["tensor_meta"] = _extract_tensor_metadata(value)
+    return node
 
 
 def thread_generator(gm):
@@ -197,13 +211,15 @@ def thread_generator(gm):
     with graph.inserting_before(first):
         state = graph.get_attr("kiln_generator")
     pending = list(seeds)
+    state_value = torch.empty(len(gm.kiln_generator), dtype=torch.uint8)
 
     def seeded_before(count, before):
         nonlocal state
         while pending and pending[0][0] <= count:
             with graph.inserting_before(before):
-                state = graph.call_function(torch.ops.kiln_rng.seed.default, (state, pending.pop(0)[1]))
-                state.meta["val"] = torch.empty(len(gm.kiln_generator), dtype=torch.uint8)
+                state = graph.call_function(torch.ops.kiln_rng.seed.default,
+                                            (state, pending.pop(0)[1]))
+            _typed(state, state_value)
     for count, node in enumerate(drawing):
         seeded_before(count, node)
         value = node.meta["val"]
@@ -214,21 +230,16 @@ def thread_generator(gm):
             else:
                 draw, a, b = torch.ops.kiln_rng.normal.default, 0.0, 1.0
             result = graph.call_function(draw, (state, list(value.shape), value.dtype, a, b))
-            values = graph.call_function(operator.getitem, (result, 0))
-            state = graph.call_function(operator.getitem, (result, 1))
+            result.meta["val"] = (value, state_value)
+            values = _typed(graph.call_function(operator.getitem, (result, 0)), value)
+            state = _typed(graph.call_function(operator.getitem, (result, 1)), state_value)
             if node.target in _NORMAL_OF_TENSORS:
                 mean, std = node.args[0], node.args[1]
-                values = graph.call_function(aten.add.Tensor, (graph.call_function(
-                    aten.mul.Tensor, (values, std)), mean))
+                scaled = _typed(graph.call_function(aten.mul.Tensor, (values, std)), value)
+                values = _typed(graph.call_function(aten.add.Tensor, (scaled, mean)), value)
             elif node.target in (aten.uniform_.default, aten.normal_.default):
-                values = graph.call_function(aten.copy_.default, (node.args[0], values))
-        state_value = torch.empty(len(gm.kiln_generator), dtype=torch.uint8)
-        result.meta["val"], state.meta["val"] = (value, state_value), state_value
-        for made in values.all_input_nodes + [values]:
-            made.meta.setdefault("val", value)
-        for made in (state, values, *values.all_input_nodes):
-            if isinstance(made.meta.get("val"), torch.Tensor):
-                made.meta["tensor_meta"] = _extract_tensor_metadata(made.meta["val"])
+                values = _typed(graph.call_function(aten.copy_.default, (node.args[0], values)),
+                                value)
         node.replace_all_uses_with(values)
         graph.erase_node(node)
     output = next(node for node in graph.nodes if node.op == "output")
