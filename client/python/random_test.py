@@ -77,6 +77,17 @@ def test_a_seed_in_the_function_seeds_at_its_place_among_the_draws():
     torch.testing.assert_close(first, torch.randn(3), rtol=0, atol=0)
 
 
+def test_a_state_got_and_set_back_is_restored_at_its_place():
+    def frozen(x):
+        state = torch.get_rng_state()  # as OpInfo's wrapper_set_seed (freeze_rng_state)
+        torch.manual_seed(42)
+        drawn = x + torch.randn_like(x)
+        torch.set_rng_state(state)
+        return drawn, torch.rand(2)
+    x = torch.randn(5)
+    assert_draws_as_eager(kiln.compile(frozen, [x], strict=True), frozen, x, seed=8)
+
+
 def test_a_negative_seed_and_one_past_2_to_the_63_seed_as_torch_maps_them():
     def seeded(x):
         torch.manual_seed(-5)

@@ -34,10 +34,10 @@ from ._errors import TraceError
 _tracing = threading.local()
 _installed = False
 _install_lock = threading.Lock()
-# The generator's setters, where the function may call them.
+# The generator's getters and setters, where the function may call them.
 _SETTERS = [(torch, "manual_seed"), (torch, "seed"), (torch, "set_rng_state"),
-            (torch.random, "manual_seed"), (torch.random, "seed"),
-            (torch.random, "set_rng_state")]
+            (torch, "get_rng_state"), (torch.random, "manual_seed"), (torch.random, "seed"),
+            (torch.random, "set_rng_state"), (torch.random, "get_rng_state")]
 
 _LIBRARY = torch.library.Library("kiln_rng", "DEF")
 _LIBRARY.define("seed(Tensor state, int seed) -> Tensor")
@@ -116,20 +116,32 @@ def _native(node):
 
 def _recording(name, setter):
     def recording_setter(*args, **kwargs):
+        result = setter(*args, **kwargs)
         calls = getattr(_tracing, "calls", None)
-        mode = proxy_tensor.get_proxy_mode()
         if calls is not None:
-            drawn = sum(draws(n) for n in mode.tracer.graph.nodes) if mode is not None else 0
-            calls.append((name, args, drawn))
-        return setter(*args, **kwargs)
+            graph = getattr(_tracing, "graph", None)
+            drawn = sum(draws(n) for n in graph.nodes) if graph is not None else 0
+            calls.append((name, result if name == "get_rng_state" else args, drawn))
+        return result
     recording_setter.__wrapped__ = setter
     return recording_setter
 
 
+def note_tracer():
+    """Called as make_fx starts tracing the function: the graph it records
+    into, whose draws setters_recorded counts (the setters may be called
+    where the tracer is out of reach: OpInfo's freeze_rng_state calls them
+    under no_dispatch)."""
+    if getattr(_tracing, "calls", None) is not None:
+        mode = proxy_tensor.get_proxy_mode()
+        _tracing.graph = mode.tracer.graph if mode is not None else None
+
+
 @contextlib.contextmanager
 def setters_recorded():
-    """Within (on this thread), the generator's setters called are listed
-    in the list yielded: (name, arguments, how many draws the graph being
+    """Within (on this thread), the generator's getters and setters called
+    are listed in the list yielded: (name, arguments or, for
+    get_rng_state, the state returned, how many draws the graph being
     traced held then). torch's generator is left as it was."""
     global _installed
     with _install_lock:
@@ -137,29 +149,45 @@ def setters_recorded():
             for module, name in _SETTERS:
                 setattr(module, name, _recording(name, getattr(module, name)))
             _installed = True
-    outer = getattr(_tracing, "calls", None)
-    _tracing.calls = calls = []
-    state = torch.get_rng_state()
+    outer = getattr(_tracing, "calls", None), getattr(_tracing, "graph", None)
+    _tracing.calls, _tracing.graph = calls, _ = [], None
+    state = torch.default_generator.get_state()
     try:
         yield calls
     finally:
-        _tracing.calls = outer
-        torch.set_rng_state(state)
+        _tracing.calls, _tracing.graph = outer
+        torch.default_generator.set_state(state)
 
 
 def check_replayable(gm, calls):
     """TraceError when the traced `gm` draws random numbers and the
     function set the generator while traced (`calls`: setters_recorded's)
-    other than by torch.manual_seed; its seeds are gm.meta["kiln_seeds"]:
-    (draws before, seed)."""
-    if not calls or not any(draws(node) for node in gm.graph.nodes):
+    other than by torch.manual_seed or by torch.set_rng_state of a state
+    torch.get_rng_state returned (as freeze_rng_state does). What it did is
+    gm.meta["kiln_seeds"]: (draws before, event), the event a seed, ("get",
+    index) or ("set", index of the get whose state it restores)."""
+    if not any(name != "get_rng_state" for name, _, _ in calls) or \
+            not any(draws(node) for node in gm.graph.nodes):
         return
-    for name, args, _ in calls:
-        if name != "manual_seed":
-            raise TraceError(f"the function calls torch.{name} while tracing and draws random "
-                             f"numbers: a Kiln graph records ops, not changes of torch's "
-                             f"generator")
-    gm.meta["kiln_seeds"] = [(drawn, _seed_bits(int(args[0]))) for _, args, drawn in calls]
+    events, gets = [], []
+    for name, args, drawn in calls:
+        if name == "get_rng_state":
+            events.append((drawn, ("get", len(gets))))
+            gets.append(args)
+        elif name == "set_rng_state" and any(args[0] is got for got in gets):
+            events.append((drawn, ("set", next(i for i, got in enumerate(gets)
+                                               if args[0] is got))))
+        elif name == "manual_seed":
+            events.append((drawn, _seed_bits(int(args[0]))))
+        else:
+            raise _not_replayable(name)
+    gm.meta["kiln_seeds"] = events
+    gm.meta["kiln_setter"] = next(name for name, _, _ in calls if name != "get_rng_state")
+
+
+def _not_replayable(setter):
+    return TraceError(f"the function calls torch.{setter} while tracing and draws random "
+                      f"numbers: a Kiln graph records ops, not changes of torch's generator")
 
 
 def _seed_bits(seed):
@@ -200,26 +228,30 @@ def thread_generator(gm):
     if not drawing and not seeds:
         return None
     if not all(_native(node) for node in drawing):
-        if seeds:
-            # (one Kiln does not draw itself)
-            raise TraceError("the function calls torch.manual_seed while tracing and draws "
-                             "random numbers: a Kiln graph records ops, not changes of torch's "
-                             "generator")
+        if seeds:  # and one Kiln does not draw itself
+            raise _not_replayable(gm.meta["kiln_setter"])
         return None
-    gm.register_buffer("kiln_generator", torch.get_rng_state())
+    gm.register_buffer("kiln_generator", torch.default_generator.get_state())
     first = next(node for node in graph.nodes if node.op != "placeholder")
     with graph.inserting_before(first):
         state = graph.get_attr("kiln_generator")
     pending = list(seeds)
     state_value = torch.empty(len(gm.kiln_generator), dtype=torch.uint8)
 
+    got = []  # the state at each torch.get_rng_state
+
     def seeded_before(count, before):
         nonlocal state
         while pending and pending[0][0] <= count:
-            with graph.inserting_before(before):
-                state = graph.call_function(torch.ops.kiln_rng.seed.default,
-                                            (state, pending.pop(0)[1]))
-            _typed(state, state_value)
+            event = pending.pop(0)[1]
+            if isinstance(event, int):
+                with graph.inserting_before(before):
+                    state = graph.call_function(torch.ops.kiln_rng.seed.default, (state, event))
+                _typed(state, state_value)
+            elif event[0] == "get":
+                got.append(state)
+            else:
+                state = got[event[1]]
     for count, node in enumerate(drawing):
         seeded_before(count, node)
         value = node.meta["val"]
@@ -281,7 +313,7 @@ def generator_shared(state):
     to do) holds torch's default generator state; after, torch's generator
     holds what the graph wrote back into it."""
     if state is not None:
-        state.copy_(torch.get_rng_state())
+        state.copy_(torch.default_generator.get_state())
     yield
     if state is not None:
-        torch.set_rng_state(state)
+        torch.default_generator.set_state(state)

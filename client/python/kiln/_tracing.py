@@ -235,6 +235,7 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
     structure = []
 
     def slow_paths(*args):
+        _random.note_tracer()
         with TracingMode(), _without_fused_paths(), _compiling():
             result = fn(*args)
             tensors, shape = flatten_outputs(result)
