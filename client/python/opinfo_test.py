@@ -82,6 +82,14 @@ def _eigh_form(got, want):
     return values, vectors * _signs(vectors, want[1])
 
 
+def _low_rank_form(got, want):
+    """(S, U diag(S) V^T) of a low-rank SVD (svd_lowrank, pca_lowrank): its
+    vectors of equal or zero singular values are any basis of their space,
+    which draws a few units in the last place apart choose differently."""
+    u, s, v = got
+    return s, (u * s.unsqueeze(-2)) @ v.mT
+
+
 # Results unique only up to the sign of each singular or eigen vector:
 # eager's LAPACK (MKL in the pip wheels) and Kiln's (OpenBLAS) choose
 # differently, so these compare as torch's own test_linalg does, in the form
@@ -91,6 +99,8 @@ UP_TO_SIGN = {
     "linalg.svd": _svd_form(vectors_as_rows=True),
     "svd": _svd_form(vectors_as_rows=False),
     "linalg.eigh": _eigh_form,
+    "svd_lowrank": _low_rank_form,
+    "pca_lowrank": _low_rank_form,
 }
 
 # Families for docs/OPS.md: the first pattern an entry's name matches.

@@ -1,25 +1,27 @@
 """Random numbers under kiln.compile.
 
 Drawn natively (codegen/ops/random.cc, client/runtime/random.h): the ops
-this module rewrites (rand, randn, their _like forms, uniform, normal) become
-kiln_rng.uniform and kiln_rng.normal, which draw as torch's CPU generator draws, from
-its state as a tensor (torch.get_rng_state()'s bytes). The state is threaded
-through them in program order, from a lifted input to the graph's last
-output, written back into that input after each call (a write, like a
-module's buffer). A call of the compiled function copies torch's default
-generator state into that input first and sets it back after: the graph and
-eager, started from the same state, draw the same numbers and leave the same
-state. A torch.manual_seed(s) while traced becomes kiln_rng.seed at its place
-among the draws.
+this module rewrites (rand, randn, their _like forms, uniform, normal)
+become kiln_rng.uniform and kiln_rng.normal, which draw as torch's CPU
+generator draws, from its state as a tensor (torch.get_rng_state()'s
+bytes). The state is threaded through them in program order, from a lifted
+input to the graph's last output, written back into that input after each
+call (a write, like a module's buffer). A call of the compiled function
+copies torch's default generator state into that input first and sets it
+back after: the graph and eager, started from the same state, draw the
+same numbers and leave the same state. A torch.manual_seed(s) while traced
+becomes kiln_rng.seed at its place among the draws; a
+torch.set_rng_state(t) of a state t that torch.get_rng_state() returned
+while traced (freeze_rng_state) makes the state the one threaded there.
 
 Other ops that draw (bernoulli, dropout, exponential, ...) run through torch
 (kiln/_partition.py), drawing from torch's generator as eager does; a graph
 with one of them keeps all its draws there, so that they stay in eager's
-order. A function that sets the generator while traced (torch.seed,
-torch.set_rng_state, or torch.manual_seed with draws Kiln does not make)
-cannot be replayed by its graph: its trace raises TraceError, and
-kiln.compile runs it through torch.compile(backend="kiln") instead, which
-keeps those calls in Python.
+order. A function that sets the generator while traced otherwise
+(torch.seed, set_rng_state of another tensor, or any setter with draws Kiln
+does not make) cannot be replayed by its graph: its trace raises
+TraceError, and kiln.compile runs it through torch.compile(backend="kiln")
+instead, which keeps those calls in Python.
 """
 import contextlib
 import operator
@@ -107,10 +109,11 @@ def draws(node):
 
 def _native(node):
     """Whether Kiln draws `node`'s numbers itself: one of the ops above, of
-    float32 or float64, from torch's default generator."""
+    float32 or float64, of static sizes, from torch's default generator."""
     value = node.meta.get("val")
     return (node.target in _DRAWS or node.target in _NORMAL_OF_TENSORS) and \
         isinstance(value, torch.Tensor) and value.dtype in (torch.float32, torch.float64) and \
+        all(isinstance(size, int) for size in value.shape) and \
         node.kwargs.get("generator") is None
 
 
