@@ -90,6 +90,18 @@ typedef struct kiln_fft {
   kiln_int64 batch[8], batch_in_strides[8], batch_out_strides[8];
   double scale;
 } kiln_fft;
+/* Random numbers (kiln_runtime.random; client/runtime/random.h): `count`
+ * contiguous values drawn as torch's CPU generator draws them, from its
+ * state (torch.get_rng_state()'s 5056 bytes). */
+typedef struct kiln_random {
+  kiln_int32 distribution; /* KILN_RANDOM_* */
+  kiln_int32 float64;      /* 0: float32 values, 1: float64 */
+  kiln_int64 count;
+  kiln_int64 seed; /* SEED's */
+  double a, b;     /* UNIFORM: from, to; NORMAL: mean, std */
+} kiln_random;
+enum { KILN_RANDOM_SEED = 0, KILN_RANDOM_UNIFORM, KILN_RANDOM_NORMAL };
+
 /* A LAPACK factorization or solve over a batch of matrices
  * (client/runtime/linalg.h lists the routines, their operands and results).
  * Operand i's element (b, r, c) is at operands[i][b * strides[i][0] +
@@ -206,6 +218,11 @@ typedef struct kiln_runtime {
    * static string. */
   void (*linalg_error)(void* context, const char* api_name, kiln_int64 batch_index,
                        kiln_int32 info);
+  /* Random numbers: `call` on the generator `state` holds, serially on the
+   * calling thread; the values drawn go to `values` and the generator after
+   * them to `state_out`, each when not null (kiln_random). */
+  void (*random)(void* context, const kiln_random* call, const unsigned char* state,
+                 unsigned char* state_out, void* values);
 } kiln_runtime;
 
 /* Transcendentals: one named source for every artifact (the client

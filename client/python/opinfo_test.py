@@ -88,6 +88,12 @@ def _eig_form(got, want):
     values, vectors = got
     inner = (want[1].conj() * vectors).sum(-2, keepdim=True)
     return values, vectors * (inner.conj() / inner.abs())
+def _low_rank_form(got, want):
+    """(S, U diag(S) V^T) of a low-rank SVD (svd_lowrank, pca_lowrank): its
+    vectors of equal or zero singular values are any basis of their space,
+    which draws a few units in the last place apart choose differently."""
+    u, s, v = got
+    return s, (u * s.unsqueeze(-2)) @ v.mT
 
 
 # Results unique only up to the sign of each singular or eigen vector:
@@ -100,6 +106,8 @@ UP_TO_SIGN = {
     "svd": _svd_form(vectors_as_rows=False),
     "linalg.eigh": _eigh_form,
     "linalg.eig": _eig_form,
+    "svd_lowrank": _low_rank_form,
+    "pca_lowrank": _low_rank_form,
 }
 
 

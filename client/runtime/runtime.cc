@@ -27,6 +27,7 @@
 #include "client/runtime/matmul.h"
 #include "client/runtime/matrix_exp.h"
 #include "client/runtime/qr.h"
+#include "client/runtime/random.h"
 #include "client/runtime/sort.h"
 
 namespace kiln {
@@ -489,6 +490,11 @@ int Linalg(void* context, const kiln_linalg* call, const void* const* operands,
   return RunLinalg(pool, *call, operands, results);
 }
 
+void RandomOf(void*, const kiln_random* call, const unsigned char* state, unsigned char* state_out,
+              void* values) {
+  DrawRandom(*call, state, state_out, values);
+}
+
 void SelectRowsOf(void* context, const kiln_select* select, const void* x, long long* out) {
   SelectRows(static_cast<Runtime*>(context)->pool(), *select, x, reinterpret_cast<int64_t*>(out));
 }
@@ -553,6 +559,7 @@ Runtime::Runtime(int threads, GemmLibraries gemm_libraries)
   table_.linalg = Linalg;
   table_.select_rows = SelectRowsOf;
   table_.linalg_error = LinalgErrorOf;
+  table_.random = RandomOf;
 }
 
 absl::Status Runtime::TakeRunError() { return std::exchange(run_error, absl::OkStatus()); }

@@ -15,6 +15,7 @@
 #include "codegen/emit/fft_call.h"
 #include "codegen/emit/functions.h"
 #include "codegen/emit/linalg_call.h"
+#include "codegen/emit/random_call.h"
 #include "codegen/emit/reduction.h"
 #include "codegen/emit/select_call.h"
 #include "codegen/ops/op_table.h"
@@ -96,6 +97,7 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInput
   if (definition.function == "linalg_check") return EmitLinalgCheck(kernel, in);
   if (definition.function == "select_rows") return EmitSelectCall(kernel, in);
   if (definition.function == "attention") return EmitAttentionCall(kernel, in);
+  if (definition.function == "random") return EmitRandomCall(kernel, in);
   if (definition.function != "mm" && definition.function != "bmm") {
     return absl::InternalError(absl::StrCat("unknown extern '", definition.function, "'"));
   }

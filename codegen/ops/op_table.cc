@@ -39,6 +39,7 @@ const OpTable& OpTable::Get() {
     RegisterIntegerOps(*built);
     RegisterIeeeOps(*built);
     RegisterAttentionOps(*built);
+    RegisterRandomOps(*built);
     return built;
   }();
   return *table;

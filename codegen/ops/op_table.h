@@ -128,6 +128,7 @@ void RegisterSortingOps(OpTable& table);
 void RegisterIntegerOps(OpTable& table);
 void RegisterIeeeOps(OpTable& table);
 void RegisterAttentionOps(OpTable& table);  // attention.cc
+void RegisterRandomOps(OpTable& table);     // random.cc: torch's CPU generator
 
 // Helpers shared by the families.
 // A type's sizes for an error message: "[2, s0]".

@@ -40,7 +40,8 @@ FAMILIES = ["cases_pointwise", "cases_activations", "cases_reductions", "cases_v
             "cases_linalg", "cases_lapack", "cases_scatter",
             "cases_sorting", "cases_integers", "cases_ieee",
             "cases_writes",
-            "cases_attention"]
+            "cases_attention",
+            "cases_random"]
 HALF = (torch.float16, torch.bfloat16)
 tracer = None  # tools/trace/kiln_trace.py, loaded by main() from --trace
 # Table entries no case can reach: internal ops (decompositions emit them).

@@ -422,7 +422,7 @@ def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=Non
     if path is None or isinstance(example_inputs, (str, os.PathLike)):
         raise TypeError("kiln.save takes (fn, example_inputs, path), or (exported_program, path) "
                         "for a torch.export.ExportedProgram")
-    from . import _data_dependent, _graph, _tracing
+    from . import _data_dependent, _graph, _random, _tracing
     bounds = None
     try:
         if exported:
@@ -442,6 +442,7 @@ def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=Non
     with open(os.path.join(path, "graph.pb"), "wb") as out:
         out.write(graph.SerializeToString())
     layouts = _write_weights(lifted, os.path.join(path, "weights.bin"))
+    generator = _random.generator_index(lifted)  # the weight that is torch's generator state
     with open(os.path.join(path, "package.json"), "w") as out:
         json.dump({"format": _PACKAGE_FORMAT,
                    "arguments": layout.to_json(),
@@ -449,6 +450,7 @@ def save(fn, example_inputs=None, path=None, *, example_kwargs=None, dynamic=Non
                    "writes": writes,
                    **({"bounds": bounds} if bounds else {}),
                    **({"given_sizes_only": True} if exported else {}),
+                   **({"generator": generator} if generator is not None else {}),
                    "weights": [{"name": weight_name, **layout} for weight_name, layout
                                in zip(names, layouts)]}, out, indent=1)
     plan = os.path.join(path, "plan.json")
@@ -493,6 +495,9 @@ def load(path, module=None, *, fallback="raise", target="native", warmup=False,
         saved = _read_weights(os.path.join(path, "weights.bin"), layouts)
         weights = [_module_tensor(module, layout["name"]) if module is not None and layout["name"]
                    else tensor for layout, tensor in zip(layouts, saved)]
+    if "generator" in package:  # torch's generator state: shared with torch at each call
+        from . import _random
+        _random.mark_generator(weights[package["generator"]])
     try:
         native = _native().CompiledGraph(_default_client(), graph, target, on_stride_miss,
                                          package.get("writes", []))

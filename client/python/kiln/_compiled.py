@@ -6,7 +6,7 @@ import importlib
 import json
 import warnings
 
-from . import DaemonUnavailable, GuardError, UnsupportedOpError, _counters, _lock, compile
+from . import DaemonUnavailable, GuardError, UnsupportedOpError, _counters, _lock, _random, compile
 
 
 _MAX_LAYOUTS = 8  # layouts of its arguments one compiled function takes
@@ -21,6 +21,7 @@ class Compiled:
         # Results cut to a count the graph computes (_data_dependent.bound).
         self._bounds = bounds
         self._lifted = lifted
+        self._generator = _random.generator_of(lifted)  # torch's generator state, if it draws
         self._structure = structure
         # The usual results, without walking the structure at each call.
         self._single = structure == "tensor"
@@ -50,7 +51,7 @@ class Compiled:
             if self._written_arguments and (error := self._aliased_write(args)):
                 return self._eager(args, kwargs, error)
             try:
-                outputs = self._native(*args, *self._lifted)
+                outputs = self._call_native(args)
             except TypeError:  # not all tensors: another layout, or a clear error
                 return self._call_with_layout(args, kwargs)
             except (DaemonUnavailable, UnsupportedOpError) as error:
@@ -64,12 +65,16 @@ class Compiled:
         if self._written_arguments and (error := self._aliased_write(tensors)):
             return self._eager(args, kwargs, error)
         try:
-            outputs = self._native(*tensors, *self._lifted)
+            outputs = self._call_native(tensors)
         except (DaemonUnavailable, UnsupportedOpError) as error:
             return self._eager(args, kwargs, error)
         if self._bounds:
             outputs = self._cut(outputs)
         return self._results(outputs)
+
+    def _call_native(self, tensors):
+        with _random.generator_shared(self._generator):
+            return self._native(*tensors, *self._lifted)
 
     def _aliased_write(self, tensors):
         """A GuardError when an argument fn changes in place shares memory

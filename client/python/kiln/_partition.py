@@ -35,7 +35,7 @@ from torch._subclasses.fake_tensor import DynamicOutputShapeException, Unsupport
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from . import _data_dependent, _functionalize, _graph, _tracing
+from . import _data_dependent, _functionalize, _graph, _random, _tracing
 
 _lock = threading.Lock()
 _op_table = None
@@ -259,11 +259,12 @@ class Partitioned:
             raise GuardError(f"{self._layout.difference(layout)}: a partitioned graph runs the "
                              f"arguments it was compiled with; compile one for each")
         inputs = list(tensors) + self._lifted
-        outputs = self._module(*inputs)
-        count = len(outputs) - len(self._writes)
-        with torch.no_grad():
-            for position, value in zip(self._writes, outputs[count:]):
-                inputs[position].copy_(value)
+        with _random.generator_shared(_random.generator_of(self._lifted)):
+            outputs = self._module(*inputs)
+            count = len(outputs) - len(self._writes)
+            with torch.no_grad():
+                for position, value in zip(self._writes, outputs[count:]):
+                    inputs[position].copy_(value)
         return unflatten(iter(outputs[:count]), self._structure)
 
     def explain(self):

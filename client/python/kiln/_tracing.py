@@ -235,6 +235,7 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
     structure = []
 
     def slow_paths(*args):
+        _random.note_tracer()
         with TracingMode(), _without_fused_paths(), _compiling():
             result = fn(*args)
             tensors, shape = flatten_outputs(result)
@@ -408,6 +409,7 @@ def trace_module(fn, inputs, arguments=None, write_back=False, tracing_mode=None
             names, state = _module_state(fn)
             gm, structure = trace_with(names, state)
     gm.meta["kiln_declined"] = declined
+    drawn = _random.thread_generator(gm)  # the generator's state after the draws Kiln makes
     held = _tensors_held_by(fn)
     written = functionalize(gm, held if write_back else None)
     _fold_trace_constants(gm, held)
@@ -415,6 +417,8 @@ def trace_module(fn, inputs, arguments=None, write_back=False, tracing_mode=None
     warn_running_statistics(gm.graph)
     writes = _input_positions(gm, written)
     lifted = state + lift_constants(gm)
+    if drawn is not None:
+        writes.insert(0, _random.write_generator(gm, lifted))
     eliminate_dead_code(gm.graph)
     gm.recompile()
     return gm, lifted, structure, writes, half

@@ -1,0 +1,175 @@
+"""Random numbers drawn natively (kiln/_random.py, client/runtime/random.h):
+from the same generator state, a compiled function and eager draw the same
+numbers and leave torch's generator in the same state. Through a real kilnd
+(conftest.py starts it).
+"""
+import os
+import sys
+import warnings
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import kiln  # noqa: E402
+from conftest import compiles, fresh_process_result  # noqa: E402
+
+
+def assert_draws_as_eager(compiled, fn, *inputs, seed=0):
+    """compiled(*inputs) and fn(*inputs) from torch's generator seeded with
+    `seed`: the same tensors (float32 within a few units in the last place
+    of torch's vectorized log, sin and cos) and the same generator state
+    after."""
+    torch.manual_seed(seed)
+    want = fn(*inputs)
+    want_state = torch.get_rng_state()
+    torch.manual_seed(seed)
+    got = compiled(*inputs)
+    assert torch.equal(torch.get_rng_state(), want_state)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
+def draws(x):
+    return (torch.rand(3, 4), x + torch.randn_like(x), torch.empty(5).uniform_(-1.0, 2.0),
+            torch.empty(37, dtype=torch.float64).normal_(1.0, 2.0),
+            torch.randn(20), torch.normal(x, 2.0), torch.rand_like(x, dtype=torch.float64),
+            torch.normal(-1.0, 0.5, size=(2, 9)), torch.randn(3, dtype=torch.float64))
+
+
+def test_draws_as_eager_from_the_same_state_and_leaves_the_same_state():
+    x = torch.randn(7)
+    compiled = kiln.compile(draws, [x], strict=True)
+    assert isinstance(compiled, kiln.Compiled)
+    for seed in (0, 1234):
+        assert_draws_as_eager(compiled, draws, x, seed=seed)
+
+
+def test_calls_in_a_row_continue_the_stream():
+    x = torch.randn(17)
+    compiled = kiln.compile(draws, [x], strict=True)
+    torch.manual_seed(5)
+    want = [draws(x) for _ in range(3)]
+    want_state = torch.get_rng_state()
+    torch.manual_seed(5)
+    got = [compiled(x) for _ in range(3)]
+    assert torch.equal(torch.get_rng_state(), want_state)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    assert not torch.equal(got[0][0], got[1][0]), "each call draws again"
+
+
+def seeded_between_draws(x):
+    """Draws, seeds torch's generator (as OpInfo's random entries do), and
+    draws again: fewer than 16 normals, then more."""
+    before = torch.randn(3)
+    torch.manual_seed(42)
+    return before, x * torch.rand_like(x), torch.randn(5), torch.randn(40)
+
+
+def test_a_seed_in_the_function_seeds_at_its_place_among_the_draws():
+    x = torch.randn(6)
+    compiled = kiln.compile(seeded_between_draws, [x], strict=True)
+    assert_draws_as_eager(compiled, seeded_between_draws, x, seed=3)
+    # The draw before the seed follows the state at the call.
+    torch.manual_seed(4)
+    first = compiled(x)[0]
+    torch.manual_seed(4)
+    torch.testing.assert_close(first, torch.randn(3), rtol=0, atol=0)
+
+
+def test_a_state_got_and_set_back_is_restored_at_its_place():
+    def frozen(x):
+        state = torch.get_rng_state()  # as OpInfo's wrapper_set_seed (freeze_rng_state)
+        torch.manual_seed(42)
+        drawn = x + torch.randn_like(x)
+        torch.set_rng_state(state)
+        return drawn, torch.rand(2)
+    x = torch.randn(5)
+    assert_draws_as_eager(kiln.compile(frozen, [x], strict=True), frozen, x, seed=8)
+
+
+def test_a_negative_seed_and_one_past_2_to_the_63_seed_as_torch_maps_them():
+    def seeded(x):
+        torch.manual_seed(-5)
+        first = x + torch.rand(3)
+        torch.manual_seed(0xffff_ffff_0000_0007)
+        return first, torch.randn(3)
+    x = torch.randn(3)
+    assert_draws_as_eager(kiln.compile(seeded, [x], strict=True), seeded, x)
+
+
+def test_a_graph_with_draws_kiln_lacks_runs_every_draw_through_torch_in_order():
+    def mixed(x):
+        return torch.rand(4) + torch.bernoulli(x.sigmoid()), torch.randn(3)
+    x = torch.randn(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the partitioned graph's note
+        compiled = kiln.compile(mixed, [x])
+        native = kiln.compile(lambda t: torch.rand(4) + t, [x])
+    assert not isinstance(compiled, kiln.Compiled) and isinstance(native, kiln.Compiled)
+    # rand stays with torch too, where bernoulli draws.
+    with pytest.raises(kiln.UnsupportedOpError,
+                       match=r"node 'rand' \(aten.rand.default\) draws random numbers"):
+        kiln.compile(mixed, [x], strict=True)
+    assert_draws_as_eager(compiled, mixed, x, seed=9)
+
+
+def sparse_round_trip_between_draws(x):
+    """Draws on both sides of ops Kiln lacks (to_sparse, to_dense)."""
+    noisy = x + torch.rand(4, 4)
+    return noisy.to_sparse().to_dense() * torch.randn(4, 4)
+
+
+def test_draws_beside_ops_kiln_lacks_are_drawn_in_kiln_s_segments_in_order():
+    x = torch.randn(4, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the partitioned graph's note
+        compiled = kiln.compile(sparse_round_trip_between_draws, [x])
+    explained = kiln.explain(compiled)
+    assert "2 ops through torch" in explained and "aten.rand" not in explained, explained
+    for seed in (0, 1):
+        assert_draws_as_eager(compiled, sparse_round_trip_between_draws, x, seed=seed)
+
+
+def test_a_saved_package_loads_sharing_torch_s_generator(tmp_path):
+    x = torch.randn(7)
+    kiln.save(draws, [x], str(tmp_path / "draws"))
+    loaded = kiln.load(str(tmp_path / "draws"))
+    assert_draws_as_eager(loaded, draws, x, seed=21)
+    assert_draws_as_eager(loaded, draws, x, seed=22)
+
+
+FRESH_PROCESS = """
+import json, sys, torch
+sys.path.insert(0, sys.argv[1])
+import kiln
+from random_test import draws
+x = torch.arange(7, dtype=torch.float32)
+compiled = kiln.compile(draws, [x], strict=True)
+torch.manual_seed(11)
+got = compiled(x)
+print(json.dumps({"compiles": kiln.stats()["daemon"]["compiles"],
+                  "state": torch.get_rng_state().tolist(),
+                  "got": [t.tolist() for t in got]}))
+"""
+
+
+def test_a_fresh_process_hits_the_cache_and_draws_as_eager():
+    x = torch.arange(7, dtype=torch.float32)
+    kiln.compile(draws, [x], strict=True)
+    before = compiles()
+    result = fresh_process_result(FRESH_PROCESS, HERE)
+    assert compiles() == before, "the fresh process compiled"
+    torch.manual_seed(11)
+    want = draws(x)
+    assert result["state"] == torch.get_rng_state().tolist()
+    for got, expected in zip(result["got"], want):
+        torch.testing.assert_close(torch.tensor(got, dtype=expected.dtype), expected,
+                                   rtol=1e-6, atol=1e-6)
+
+
+if __name__ == "__main__":
+    args = [__file__, "-q", "-p", "no:cacheprovider"]
+    if os.environ.get("XML_OUTPUT_FILE"):
+        args.append("--junitxml=" + os.environ["XML_OUTPUT_FILE"])
+    sys.exit(pytest.main(args))
