@@ -88,6 +88,8 @@ def _eig_form(got, want):
     values, vectors = got
     inner = (want[1].conj() * vectors).sum(-2, keepdim=True)
     return values, vectors * (inner.conj() / inner.abs())
+
+
 def _low_rank_form(got, want):
     """(S, U diag(S) V^T) of a low-rank SVD (svd_lowrank, pca_lowrank): its
     vectors of equal or zero singular values are any basis of their space,

@@ -1,8 +1,10 @@
 """Single-query attention (codegen/ops/attention.cc): F.scaled_dot_product_
 attention with one query per head, without a mask, with a boolean prefix
-mask (which eager turns into 0 / -inf), an additive float mask, every key
-masked in one row (zeros, as eager), keys and values laid out [batch,
-keys, heads, width] (a paged cache's gather) and a scale of its own."""
+mask (which eager turns into 0 / -inf), a mask of a position tensor (which
+kilnd reads as the kernel's bound, kiln.attention_to_length), an additive
+float mask, every key masked in one row (zeros, as eager), keys and values
+laid out [batch, keys, heads, width] (a paged cache's gather) and a scale of
+its own."""
 import torch
 import torch.nn.functional as F
 
@@ -27,6 +29,10 @@ def cases(claims):
         yield Case(OP, dtype, "prefix_mask",
                    lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
                    [q, k, v, prefix], tolerance=TOLERANCE)
+        yield Case(OP, dtype, "position_mask",
+                   lambda q, k, v, p: F.scaled_dot_product_attention(
+                       q, k, v, attn_mask=(torch.arange(300) <= p).view(2, 1, 1, 300)),
+                   [q, k, v, torch.tensor([[5], [299]])], tolerance=TOLERANCE)
         yield Case(OP, dtype, "fully_masked_row",
                    lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
                    [q, k, v, masked], tolerance=TOLERANCE)

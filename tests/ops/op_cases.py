@@ -52,7 +52,7 @@ INTERNAL = {"kiln.alias.default", "kiln.mm.default", "kiln.bmm.default", "kiln.s
             "kiln.pool2d_backward.default", "kiln.avg_pool2d_divisor.default",
             "kiln.linalg.default", "kiln.qr.default", "kiln.lstsq.default",
             "kiln.matrix_exp.default", "kiln.ldl.default", "kiln.eig.default",
-            "kiln.scatter_fold.default",
+            "kiln.scatter_fold.default", "kiln.attention_to_length.default",
             "kiln.select_rows.default"}
 
 
