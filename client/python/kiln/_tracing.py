@@ -262,8 +262,8 @@ def trace_fx(fn, inputs, *, tracing_mode="real"):
         writer = _write_into_made_view(gm.graph)
         if writer is not None:  # functionalize() below would lose the write into the view
             raise FunctionalizeError(f"node '{writer.name}' ({writer.target}) writes into a view "
-                                     f"that functionalize leaves in place (as in F.pad's "
-                                     f"circular mode): Unimplemented")
+                                     f"that functionalize leaves in place (as ATen's "
+                                     f"_pad_circular does): Unimplemented")
     return gm, structure[0]
 
 
