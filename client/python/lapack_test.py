@@ -25,15 +25,18 @@ import kiln  # noqa: E402
 TOLERANCE = {torch.float32: 1e-4, torch.float64: 1e-10, torch.int32: 0, torch.int64: 0}
 
 
-def assert_native(fn, *inputs):
-    """fn compiles whole (strict: nothing through torch) and matches eager."""
+def assert_native(fn, *inputs, normwise=False):
+    """fn compiles whole (strict: nothing through torch) and matches eager;
+    `normwise`: each element within the tolerance times the largest
+    magnitude of its matrix."""
     got = kiln.compile(fn, list(inputs), strict=True)(*inputs)
     want = fn(*inputs)
     got, want = torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want)
     assert len(got) == len(want)
     for g, w in zip(got, want):
         tolerance = TOLERANCE[w.dtype]
-        torch.testing.assert_close(g, w, rtol=tolerance, atol=tolerance)
+        scale = w.abs().amax((-2, -1), keepdim=True).clamp_min(1) if normwise else 1
+        torch.testing.assert_close(g / scale, w / scale, rtol=tolerance, atol=tolerance)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
