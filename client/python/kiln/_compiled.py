@@ -73,6 +73,8 @@ class Compiled:
         return self._results(outputs)
 
     def _call_native(self, tensors):
+        if self._generator is None:  # no context manager on the common path
+            return self._native(*tensors, *self._lifted)
         with _random.generator_shared(self._generator):
             return self._native(*tensors, *self._lifted)
 
