@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "client/fork_aware.h"
@@ -37,6 +38,24 @@ std::vector<float> Reference(int m, int n, int k, const float* a, int a_row, int
 
 class GemmTest : public ::testing::TestWithParam<int> {};
 
+// A [m, k] and B [k, n] of small integers, with room for every layout of
+// Layouts.
+std::pair<std::vector<float>, std::vector<float>> Operands(int m, int n, int k) {
+  std::vector<float> a(m * k * 2), b(k * n * 2);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) - 5;
+  return {std::move(a), std::move(b)};
+}
+
+struct Layout {
+  int a_row, a_col, b_row, b_col;
+};
+
+// Row-major, transposed, and strided (packed by the runtime) operands.
+std::vector<Layout> Layouts(int m, int n, int k) {
+  return {{k, 1, n, 1}, {1, m, 1, k}, {2 * k, 2, 2 * n, 2}};
+}
+
 TEST_P(GemmTest, AnyStridesMatchTheReference) {
   // Big enough to split across threads: by rows (m >= n), then by columns
   // (the last with B deep enough that each chunk packs a transposed B
@@ -48,14 +67,8 @@ TEST_P(GemmTest, AnyStridesMatchTheReference) {
     Runtime runtime(GetParam(), libraries);
     for (const auto& [m, n, k] :
          {std::tuple<int, int, int>{70, 50, 600}, {20, 300, 600}, {40, 100, 600}, {12, 40, 30}}) {
-      std::vector<float> a(m * k * 2), b(k * n * 2);
-      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
-      for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) - 5;
-      struct Layout {
-        int a_row, a_col, b_row, b_col;
-      };
-      // Row-major, transposed, and strided (packed by the runtime).
-      for (const Layout& l : {Layout{k, 1, n, 1}, Layout{1, m, 1, k}, Layout{2 * k, 2, 2 * n, 2}}) {
+      const auto [a, b] = Operands(m, n, k);
+      for (const Layout& l : Layouts(m, n, k)) {
         const int c_row = n + 3;
         std::vector<float> c(m * c_row, -1);
         runtime.table()->gemm_f32(runtime.table()->context, m, n, k, 1.0f, a.data(), l.a_row,
@@ -289,13 +302,8 @@ TEST_P(GemmTest, AProductOfOneRowOrOneColumnIsAMatrixVectorProduct) {
                                 {2048, 1, 1100},
                                 {300, 1, 600},
                                 {1, 1, 700}}) {
-    std::vector<float> a(m * k * 2), b(k * n * 2);
-    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) - 6;
-    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 11) - 5;
-    struct Layout {
-      int a_row, a_col, b_row, b_col;
-    };
-    for (const Layout& l : {Layout{k, 1, n, 1}, Layout{1, m, 1, k}, Layout{2 * k, 2, 2 * n, 2}}) {
+    const auto [a, b] = Operands(m, n, k);
+    for (const Layout& l : Layouts(m, n, k)) {
       const std::vector<float> expected =
           Reference(m, n, k, a.data(), l.a_row, l.a_col, b.data(), l.b_row, l.b_col);
       const int c_row = n + 3;  // n = 1: a column whose elements are 4 apart
