@@ -99,6 +99,20 @@ class FakeCompiler : public Compiler {
   absl::Status* const failure_;
 };
 
+// Compiles `request` on `cache` and waits for its answer.
+absl::StatusOr<kiln::v1::CompileResponse> CompileAndWait(ArtifactCache& cache,
+                                                         const kiln::v1::CompileRequest& request) {
+  absl::Notification finished;
+  absl::StatusOr<kiln::v1::CompileResponse> result = absl::UnknownError("not called");
+  cache.Compile(request, /*allow_compile=*/true,
+                [&](absl::StatusOr<kiln::v1::CompileResponse> response) {
+                  result = std::move(response);
+                  finished.Notify();
+                });
+  finished.WaitForNotification();
+  return result;
+}
+
 class ArtifactCacheTest : public ::testing::Test {
  protected:
   static TargetToolchains Toolchains() {
@@ -125,17 +139,7 @@ class ArtifactCacheTest : public ::testing::Test {
     RemoveRecursively(dir_).IgnoreError();
   }
 
-  absl::StatusOr<kiln::v1::CompileResponse> Compile() {
-    absl::Notification finished;
-    absl::StatusOr<kiln::v1::CompileResponse> result = absl::UnknownError("not called");
-    cache_->Compile(request_, /*allow_compile=*/true,
-                    [&](absl::StatusOr<kiln::v1::CompileResponse> response) {
-                      result = std::move(response);
-                      finished.Notify();
-                    });
-    finished.WaitForNotification();
-    return result;
-  }
+  absl::StatusOr<kiln::v1::CompileResponse> Compile() { return CompileAndWait(*cache_, request_); }
 
   // request_ becomes relu at n x n: another key, and other object bytes.
   void SetSize(int n) {
@@ -527,12 +531,8 @@ TEST(ArtifactCacheBackgroundTest, ACompilePastTheCapWakesEviction) {
   kiln::v1::CompileRequest request;
   ASSERT_TRUE(
       google::protobuf::util::JsonStringToMessage(kReluGraph, request.mutable_graph()).ok());
-  absl::Notification compiled;
-  cache.Compile(request, true, [&](absl::StatusOr<kiln::v1::CompileResponse> response) {
-    EXPECT_TRUE(response.ok()) << response.status();
-    compiled.Notify();
-  });
-  compiled.WaitForNotification();
+  auto compiled = CompileAndWait(cache, request);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
   for (int i = 0; i < 1000 && cache.Stats().evictions() == 0; ++i)
     absl::SleepFor(absl::Milliseconds(10));
   EXPECT_EQ(cache.Stats().evictions(), 1);
@@ -554,13 +554,7 @@ TEST(ArtifactCacheLimitsTest, AnArtifactPastTheLimitIsNotStored) {
   kiln::v1::CompileRequest request;
   ASSERT_TRUE(
       google::protobuf::util::JsonStringToMessage(kReluGraph, request.mutable_graph()).ok());
-  absl::Notification compiled;
-  absl::Status status;
-  cache.Compile(request, true, [&](absl::StatusOr<kiln::v1::CompileResponse> response) {
-    status = response.status();
-    compiled.Notify();
-  });
-  compiled.WaitForNotification();
+  const absl::Status status = CompileAndWait(cache, request).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(status.message()),
               ::testing::MatchesRegex(
@@ -602,15 +596,7 @@ struct Machine {
   }
 
   absl::StatusOr<kiln::v1::CompileResponse> Compile(const kiln::v1::CompileRequest& request) {
-    absl::Notification finished;
-    absl::StatusOr<kiln::v1::CompileResponse> result = absl::UnknownError("not called");
-    cache->Compile(request, /*allow_compile=*/true,
-                   [&](absl::StatusOr<kiln::v1::CompileResponse> response) {
-                     result = std::move(response);
-                     finished.Notify();
-                   });
-    finished.WaitForNotification();
-    return result;
+    return CompileAndWait(*cache, request);
   }
 
   std::string dir;
