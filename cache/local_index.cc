@@ -229,12 +229,12 @@ absl::StatusOr<std::vector<std::string>> LocalIndex::Keys() const {
   return ListShardedFiles(cache_dir_ + "/index");
 }
 
-absl::Status LocalIndex::PublishAlias(const std::string& request_digest, const std::string& key,
-                                      bool synced) const {
+absl::Status LocalIndex::PublishAlias(const std::string& request_digest,
+                                      const std::string& key) const {
   kiln::v1::RequestAlias alias;
   alias.set_request_digest(request_digest);
   alias.set_key(key);
-  return PublishRecord(AliasPathFor(request_digest), alias.SerializeAsString(), synced);
+  return PublishRecord(AliasPathFor(request_digest), alias.SerializeAsString(), /*synced=*/false);
 }
 
 absl::Status LocalIndex::RemoveAlias(const std::string& request_digest) const {

@@ -89,10 +89,11 @@ class LocalIndex {
   // The keys of every index file, in no particular order.
   absl::StatusOr<std::vector<std::string>> Keys() const;
 
-  // Writes the alias of `request_digest` unless a regular file is there
-  // (`synced` as for Publish).
-  absl::Status PublishAlias(const std::string& request_digest, const std::string& key,
-                            bool synced = true) const;
+  // Writes the alias of `request_digest` unless a regular file is there.
+  // Never synced: kilnd writes it on the reply path of a hit, and an OS
+  // crash can only lose it (one RPC for the next process that asks) or
+  // leave it short, which readers refuse.
+  absl::Status PublishAlias(const std::string& request_digest, const std::string& key) const;
   absl::Status RemoveAlias(const std::string& request_digest) const;
   // The key `request_digest` is an alias of; nullopt when it has none, or
   // an error for a record that cannot be trusted.

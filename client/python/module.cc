@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -200,12 +201,12 @@ class PyCompiledGraph {
 
   // compiled(*tensors) -> [tensors]: the graph's outputs, less the new
   // values of the inputs changed in place, which are copied into them
-  // unless the kernel wrote them there (Signature.output_aliases).
+  // unless the kernel wrote them there (Signature.output_aliases). With a
+  // few inputs and outputs, it allocates no memory but the output tensors.
   py::list Call(const py::args& args) {
     const size_t n = args.size();
-    std::vector<TensorView> inputs(n);
-    std::vector<at::Tensor> resolved;
-    resolved.reserve(n);
+    absl::InlinedVector<TensorView, 4> inputs(n);
+    std::vector<at::Tensor> resolved;  // values of conjugated or negated views
     for (size_t i = 0; i < n; ++i) {
       PyObject* object = args[i].ptr();
       if (!THPVariable_Check(object)) {
@@ -248,10 +249,10 @@ class PyCompiledGraph {
       targets.push_back(THPVariable_Unpack(args[position].ptr()));
     }
     const int kept = compiled_->graph().outputs_size() - static_cast<int>(writes_.size());
-    std::vector<at::Tensor> outputs(kept);
+    absl::InlinedVector<at::Tensor, 4> outputs(kept);
     // An output the kernel writes in its input is never allocated (and
     // never copied back).
-    std::vector<bool> allocated(compiled_->graph().outputs_size(), false);
+    absl::InlinedVector<bool, 8> allocated(compiled_->graph().outputs_size(), false);
     std::vector<at::Tensor> written = TakeWritten();
     const absl::Cleanup give_back = [&] { GiveBackWritten(std::move(written)); };
     absl::Status status;
@@ -373,6 +374,7 @@ class PyCompiledGraph {
   // cache) is not a fresh allocation, its pages faulted in, at every call.
   static constexpr size_t kMaxWrittenSets = 4;
   std::vector<at::Tensor> TakeWritten() {
+    if (writes_.empty()) return {};
     absl::MutexLock lock(&written_mutex_);
     if (written_pool_.empty()) return std::vector<at::Tensor>(writes_.size());
     std::vector<at::Tensor> written = std::move(written_pool_.back());

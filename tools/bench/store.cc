@@ -93,7 +93,7 @@ absl::Status Fill(const std::string& cache_dir, int n, const kiln::v1::ArtifactM
     RETURN_IF_ERROR(store->PutAll(batch));
     for (int i = start; i < std::min(n, start + kBatch); ++i) {
       RETURN_IF_ERROR(index.Publish(batch[i - start].first, /*synced=*/false));
-      RETURN_IF_ERROR(index.PublishAlias(AliasOf(i), KeyOf(i), /*synced=*/false));
+      RETURN_IF_ERROR(index.PublishAlias(AliasOf(i), KeyOf(i)));
     }
   }
   RETURN_IF_ERROR(SyncFileSystem(cache_dir));

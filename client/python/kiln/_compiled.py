@@ -51,7 +51,10 @@ class Compiled:
             if self._written_arguments and (error := self._aliased_write(args)):
                 return self._eager(args, kwargs, error)
             try:
-                outputs = self._call_native(args)
+                # The extension called directly unless the graph draws: no
+                # Python frame of Kiln's between the call and the extension.
+                outputs = (self._native(*args, *self._lifted) if self._generator is None
+                           else self._call_native(args))
             except TypeError:  # not all tensors: another layout, or a clear error
                 return self._call_with_layout(args, kwargs)
             except (DaemonUnavailable, UnsupportedOpError) as error:
