@@ -246,26 +246,43 @@ class Partitioned:
     def __init__(self, module, lifted, structure, writes, layout, segments, torch_ops):
         self._module = module
         self._lifted = lifted
+        self._generator = _random.generator_of(lifted)  # torch's generator state, if it draws
         self._structure = structure
         self._writes = writes
         self._layout = layout
+        self._count = len(layout.names) if layout.plain else None  # tensors, passed as they are
         self.segments = segments
         self.torch_ops = torch_ops  # [(node name, ATen op, why)]
 
     def __call__(self, *args, **kwargs):
-        from . import GuardError, _arguments, unflatten
+        if not kwargs and len(args) == self._count and \
+                all(isinstance(arg, torch.Tensor) for arg in args):
+            inputs = [*args, *self._lifted]  # the traced layout: nothing to flatten
+        else:
+            inputs = self._inputs(args, kwargs)
+        if self._generator is None and not self._writes:
+            outputs = self._module.forward(*inputs)
+        else:
+            with _random.generator_shared(self._generator):
+                outputs = self._module.forward(*inputs)
+                with torch.no_grad():
+                    for position, value in zip(self._writes, outputs[-len(self._writes):]):
+                        inputs[position].copy_(value)
+            outputs = outputs[:len(outputs) - len(self._writes)]
+        if self._structure == "tensor":
+            return outputs[0]
+        from . import unflatten
+        return unflatten(iter(outputs), self._structure)
+
+    def _inputs(self, args, kwargs):
+        """The graph's inputs of a call whose arguments have the traced
+        layout; a GuardError for any other."""
+        from . import GuardError, _arguments
         tensors, layout = _arguments.flatten(self._layout.signature, args, kwargs)
         if layout.key != self._layout.key:
             raise GuardError(f"{self._layout.difference(layout)}: a partitioned graph runs the "
                              f"arguments it was compiled with; compile one for each")
-        inputs = list(tensors) + self._lifted
-        with _random.generator_shared(_random.generator_of(self._lifted)):
-            outputs = self._module(*inputs)
-            count = len(outputs) - len(self._writes)
-            with torch.no_grad():
-                for position, value in zip(self._writes, outputs[count:]):
-                    inputs[position].copy_(value)
-        return unflatten(iter(outputs[:count]), self._structure)
+        return list(tensors) + self._lifted
 
     def explain(self):
         lines = [f"partitioned: {len(self.segments)} segment{'s' * (len(self.segments) != 1)} "
