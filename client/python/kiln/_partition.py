@@ -165,11 +165,12 @@ class _Support(OperatorSupportBase):
         return _tensors(_value(node)) != []
 
 
-class Segment(torch.nn.Module):
-    """A region Kiln compiles: its graph module, compiled at its first call."""
+class Segment:
+    """A region Kiln compiles: its graph module, compiled at its first call.
+    The partitioned graph module holds it as a plain attribute, not a
+    submodule, so calling it costs one Python call, not nn.Module's."""
 
     def __init__(self, module, name, placeholders, options):
-        super().__init__()
         self.module = module
         self.name = name
         self.compiled = None
@@ -187,7 +188,7 @@ class Segment(torch.nn.Module):
                 if symbol is not None:
                     self.dynamic.setdefault(position, {})[dim] = symbol
 
-    def forward(self, *args):
+    def __call__(self, *args):
         if self.compiled is None:
             with self._lock:
                 if self.compiled is None:
@@ -383,6 +384,7 @@ def _partitioned(gm, lifted, structure, writes, layout, name, dynamic, options):
         module = fused.get_submodule(node.target)
         module_placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
         segment = Segment(module, f"{name}_segment{len(segments)}", module_placeholders, options)
+        delattr(fused, node.target)
         setattr(fused, node.target, segment)
         segments.append(segment)
     fused.recompile()
