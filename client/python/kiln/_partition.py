@@ -255,6 +255,9 @@ class Partitioned:
         self.segments = segments
         self.torch_ops = torch_ops  # [(node name, ATen op, why)]
 
+    # make_fx traced the graph below autograd (a gradient the function takes
+    # is in it as ops), so its ops through torch run there too, skipping
+    # autograd's kernels (a custom op's is Python).
     def __call__(self, *args, **kwargs):
         if not kwargs and len(args) == self._count and \
                 all(isinstance(arg, torch.Tensor) for arg in args):
@@ -262,10 +265,12 @@ class Partitioned:
         else:
             inputs = self._inputs(args, kwargs)
         if self._generator is None and not self._writes:
-            outputs = self._module.forward(*inputs)
+            with torch._C._AutoDispatchBelowAutograd():
+                outputs = self._module.forward(*inputs)
         else:
             with _random.generator_shared(self._generator):
-                outputs = self._module.forward(*inputs)
+                with torch._C._AutoDispatchBelowAutograd():
+                    outputs = self._module.forward(*inputs)
                 with torch.no_grad():
                     for position, value in zip(self._writes, outputs[-len(self._writes):]):
                         inputs[position].copy_(value)
