@@ -404,6 +404,51 @@ def test_a_fresh_process_hits_every_segment():
     assert compiles() == before, "the fresh process hit every segment"
 
 
+
+# The seam's per-call work (kiln/_partition.py Partitioned.__call__).
+def test_a_seam_runs_no_argument_flattening_nor_autograd_and_another_layout_raises():
+    torch.manual_seed(0)
+    a, b, w = torch.randn(8, 8), torch.randn(8, 6), torch.randn(6, 6)
+    compiled = compiled_quietly(solved, [a, b, w])
+    compiled(a, b, w)
+    called = set()
+
+    def record(frame, event, _):
+        if event == "call":
+            called.add((os.path.basename(frame.f_code.co_filename), frame.f_code.co_name))
+    sys.setprofile(record)
+    try:
+        got = compiled(a, b, w)
+    finally:
+        sys.setprofile(None)
+    assert_matches(got, solved(a, b, w))
+    # No layout of the arguments (kiln/_arguments.py, its JSON key), and the
+    # custom op below autograd, as make_fx traced it (torch/_library/autograd.py).
+    assert not {file for file, _ in called} & {"_arguments.py", "encoder.py"}, sorted(called)
+    assert ("autograd.py", "autograd_impl") not in called, sorted(called)
+    assert_matches(compiled(a, b=b, w=w), solved(a, b, w))  # the same layout, by keyword
+    with pytest.raises(kiln.GuardError, match=re.escape(
+            "argument 'w' is 3; it was traced as a tensor: a partitioned graph runs the "
+            "arguments it was compiled with; compile one for each")):
+        compiled(a, b, 3)
+
+
+def bumped_and_mixed(x, w):
+    """Writes its argument in place around an op through torch."""
+    x.mul_(2.0)
+    return spectral_mix(x @ w).relu() + x
+
+
+def test_an_argument_written_in_place_around_a_torch_op_is_written_as_in_eager():
+    torch.manual_seed(0)
+    x, w = torch.randn(8, 16), torch.randn(16, 16)
+    compiled = compiled_quietly(bumped_and_mixed, [x.clone(), w])
+    assert compiled.torch_ops, "spectral_mix runs through torch"
+    mine, theirs = x.clone(), x.clone()
+    assert_matches(compiled(mine, w), bumped_and_mixed(theirs, w))
+    torch.testing.assert_close(mine, theirs, rtol=0, atol=0)
+
+
 if __name__ == "__main__":
     args = [__file__, "-q", "-p", "no:cacheprovider"]
     if os.environ.get("XML_OUTPUT_FILE"):

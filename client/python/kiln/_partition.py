@@ -165,11 +165,12 @@ class _Support(OperatorSupportBase):
         return _tensors(_value(node)) != []
 
 
-class Segment(torch.nn.Module):
-    """A region Kiln compiles: its graph module, compiled at its first call."""
+class Segment:
+    """A region Kiln compiles: its graph module, compiled at its first call.
+    The partitioned graph module holds it as a plain attribute, not a
+    submodule, so calling it costs one Python call, not nn.Module's."""
 
     def __init__(self, module, name, placeholders, options):
-        super().__init__()
         self.module = module
         self.name = name
         self.compiled = None
@@ -187,7 +188,7 @@ class Segment(torch.nn.Module):
                 if symbol is not None:
                     self.dynamic.setdefault(position, {})[dim] = symbol
 
-    def forward(self, *args):
+    def __call__(self, *args):
         if self.compiled is None:
             with self._lock:
                 if self.compiled is None:
@@ -246,26 +247,48 @@ class Partitioned:
     def __init__(self, module, lifted, structure, writes, layout, segments, torch_ops):
         self._module = module
         self._lifted = lifted
+        self._generator = _random.generator_of(lifted)  # torch's generator state, if it draws
         self._structure = structure
         self._writes = writes
         self._layout = layout
+        self._count = len(layout.names) if layout.plain else None  # tensors, passed as they are
         self.segments = segments
         self.torch_ops = torch_ops  # [(node name, ATen op, why)]
 
+    # make_fx traced the graph below autograd (a gradient the function takes
+    # is in it as ops), so its ops through torch run there too, skipping
+    # autograd's kernels (a custom op's is Python).
     def __call__(self, *args, **kwargs):
-        from . import GuardError, _arguments, unflatten
+        if not kwargs and len(args) == self._count and \
+                all(isinstance(arg, torch.Tensor) for arg in args):
+            inputs = [*args, *self._lifted]  # the traced layout: nothing to flatten
+        else:
+            inputs = self._inputs(args, kwargs)
+        if self._generator is None and not self._writes:
+            with torch._C._AutoDispatchBelowAutograd():
+                outputs = self._module.forward(*inputs)
+        else:
+            with _random.generator_shared(self._generator):
+                with torch._C._AutoDispatchBelowAutograd():
+                    outputs = self._module.forward(*inputs)
+                with torch.no_grad():
+                    for position, value in zip(self._writes, outputs[-len(self._writes):]):
+                        inputs[position].copy_(value)
+            outputs = outputs[:len(outputs) - len(self._writes)]
+        if self._structure == "tensor":
+            return outputs[0]
+        from . import unflatten
+        return unflatten(iter(outputs), self._structure)
+
+    def _inputs(self, args, kwargs):
+        """The graph's inputs of a call whose arguments have the traced
+        layout; a GuardError for any other."""
+        from . import GuardError, _arguments
         tensors, layout = _arguments.flatten(self._layout.signature, args, kwargs)
         if layout.key != self._layout.key:
             raise GuardError(f"{self._layout.difference(layout)}: a partitioned graph runs the "
                              f"arguments it was compiled with; compile one for each")
-        inputs = list(tensors) + self._lifted
-        with _random.generator_shared(_random.generator_of(self._lifted)):
-            outputs = self._module(*inputs)
-            count = len(outputs) - len(self._writes)
-            with torch.no_grad():
-                for position, value in zip(self._writes, outputs[count:]):
-                    inputs[position].copy_(value)
-        return unflatten(iter(outputs[:count]), self._structure)
+        return list(tensors) + self._lifted
 
     def explain(self):
         lines = [f"partitioned: {len(self.segments)} segment{'s' * (len(self.segments) != 1)} "
@@ -366,6 +389,7 @@ def _partitioned(gm, lifted, structure, writes, layout, name, dynamic, options):
         module = fused.get_submodule(node.target)
         module_placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
         segment = Segment(module, f"{name}_segment{len(segments)}", module_placeholders, options)
+        delattr(fused, node.target)
         setattr(fused, node.target, segment)
         segments.append(segment)
     fused.recompile()
