@@ -6,7 +6,6 @@
 // released for the whole Run. Errors become the package's exceptions, each
 // carrying the client's message.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <google/protobuf/util/json_util.h>
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
@@ -26,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/client.h"
 #include "client/compiled_graph.h"
+#include "client/python/torch_loops.h"
 #include "client/runtime/linalg_errors.h"
 #include "client/runtime/runtime.h"
 #include "client/tensor.h"
@@ -413,12 +413,7 @@ PYBIND11_MODULE(_kiln, module) {
 
   // Kiln's kernels run on torch's intra-op threads, as many as
   // torch.get_num_threads() (client/runtime/thread_pool.h).
-  static constexpr ThreadPool::Loops kTorchLoops = {
-      [] { return at::get_num_threads(); },
-      [](int64_t n, int64_t grain, ThreadPool::Body body) {
-        at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) { body(begin, end); });
-      }};
-  Runtime::Default().pool().RunOn(&kTorchLoops);
+  Runtime::Default().pool().RunOn(&TorchLoops());
 
   // The op table's ops, each with the input dtypes it compiles: what the
   // package's partitioner asks before it sends a region to kilnd.

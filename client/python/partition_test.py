@@ -167,7 +167,7 @@ def test_torch_compile_partitions_a_graph_and_strict_refuses_it():
 
 
 THREADS = """
-import json, os, sys
+import json, os, sys, time
 import torch
 sys.path.insert(0, sys.argv[1])
 import kiln
@@ -180,9 +180,32 @@ def threads():
         except OSError:  # a thread that ended meanwhile
             pass
     return sorted(names)
+def cpu_ns():
+    spent = {}
+    for task in os.listdir("/proc/self/task"):
+        try:
+            spent[task] = int(open(f"/proc/self/task/{task}/schedstat").read().split()[0])
+        except OSError:
+            pass
+    return spent
+def other_threads_share(call):
+    # The CPU time other threads spend while this one calls `call` for
+    # 0.3 s, over this thread's: ~1 when a loop splits across two threads.
+    call()
+    time.sleep(0.05)  # torch's idle threads stop spinning and sleep
+    before, end = cpu_ns(), time.monotonic() + 0.3
+    while time.monotonic() < end:
+        call()
+    after = cpu_ns()
+    spent = {task: ns - before.get(task, 0) for task, ns in after.items()}
+    me = spent.pop(str(os.getpid()))
+    return max(spent.values(), default=0) / me
 def f(x, w):
     return torch.relu(x @ w + 1.0).sum(1)
+def g(x):
+    return (x * 1.5 + 1.0).tanh() * x
 x, w = torch.randn(512, 512), torch.randn(512, 512)
+large, small = torch.randn(1024, 1024), torch.randn(4, 64)
 with torch.no_grad():
     compiled = kiln.compile(f, [x, w])
     for _ in range(3):
@@ -191,17 +214,28 @@ with torch.no_grad():
     for _ in range(3):
         compiled(x, w)
     torch.testing.assert_close(compiled(x, w), f(x, w), rtol=1e-4, atol=1e-3)
-print(json.dumps({"after_eager": eager, "after_kiln": threads()}))
+    # Rows of symbolic count: the kernel always calls the runtime's
+    # parallel_for, which splits it only when it is worth it.
+    compiled_g = kiln.compile(g, [large], dynamic={0: [0]})
+    torch.testing.assert_close(compiled_g(small), g(small), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(compiled_g(large), g(large), rtol=1e-5, atol=1e-5)
+    shares = {"large": other_threads_share(lambda: compiled_g(large)),
+              "small": other_threads_share(lambda: compiled_g(small))}
+print(json.dumps({"after_eager": eager, "after_kiln": threads(), "shares": shares}))
 """
 
 
-def test_kilns_kernels_run_on_torchs_threads_and_start_none_of_their_own():
+def test_kilns_kernels_split_across_torchs_threads_when_large_and_start_none_of_their_own():
     # One set of threads for eager ops and Kiln's kernels: at each seam of a
     # partitioned graph, neither side's idle threads spin on the cores the
-    # other needs, and torch.set_num_threads governs both.
-    threads = fresh_process_result(THREADS, HERE)
-    assert "kiln-pool" not in threads["after_kiln"], threads
-    assert threads["after_kiln"] == threads["after_eager"], threads
+    # other needs, and torch.set_num_threads governs both. A large kernel
+    # splits across torch's two threads; a small one runs on the calling
+    # thread and wakes no other.
+    result = fresh_process_result(THREADS, HERE)
+    assert "kiln-pool" not in result["after_kiln"], result
+    assert result["after_kiln"] == result["after_eager"], result
+    assert result["shares"]["large"] > 0.3, result
+    assert result["shares"]["small"] < 0.05, result
 
 
 FRESH = """
