@@ -100,18 +100,74 @@ def test_a_negative_seed_and_one_past_2_to_the_63_seed_as_torch_maps_them():
 
 def test_a_graph_with_draws_kiln_lacks_runs_every_draw_through_torch_in_order():
     def mixed(x):
-        return torch.rand(4) + torch.bernoulli(x.sigmoid()), torch.randn(3)
+        return torch.rand(4) + torch.poisson(x.abs()), torch.randn(3)
     x = torch.randn(4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the partitioned graph's note
         compiled = kiln.compile(mixed, [x])
         native = kiln.compile(lambda t: torch.rand(4) + t, [x])
     assert not isinstance(compiled, kiln.Compiled) and isinstance(native, kiln.Compiled)
-    # rand stays with torch too, where bernoulli draws.
+    # rand stays with torch too, where poisson draws.
     with pytest.raises(kiln.UnsupportedOpError,
                        match=r"node 'rand' \(aten.rand.default\) draws random numbers"):
         kiln.compile(mixed, [x], strict=True)
     assert_draws_as_eager(compiled, mixed, x, seed=9)
+
+
+def bernoulli_and_exponential(p):
+    """bernoulli of a float32 and a float64 tensor p (torch's serial
+    per-element kernel) and exponential_, between draws Kiln made before."""
+    return (torch.bernoulli(p), torch.rand(3), torch.bernoulli(p.double().t().contiguous()),
+            torch.empty(5, 7).exponential_(2.5), torch.empty(19, dtype=torch.float64).exponential_())
+
+
+def test_bernoulli_of_a_tensor_and_exponential_draw_as_eager_and_continue_the_stream():
+    p = torch.rand(6, 9)
+    compiled = kiln.compile(bernoulli_and_exponential, [p], strict=True)
+    assert isinstance(compiled, kiln.Compiled)
+    for seed in (0, 77):
+        assert_draws_as_eager(compiled, bernoulli_and_exponential, p, seed=seed)
+    torch.manual_seed(2)
+    want = [bernoulli_and_exponential(p) for _ in range(2)]
+    torch.manual_seed(2)
+    got = [compiled(p) for _ in range(2)]
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    assert not torch.equal(got[0][0], got[1][0]), "each call draws again"
+
+
+def dropouts(x):
+    """Scalar-p bernoulli_ (one float64 uniform per value), as the dropout
+    family and attention's dropout draw it."""
+    image = x.reshape(2, 3, 4, 5)
+    return (torch.nn.functional.dropout(x, 0.25, training=True),
+            torch.nn.functional.dropout2d(image, 0.5, training=True),
+            torch.nn.functional.dropout3d(image.unsqueeze(0), 0.5, training=True),
+            torch.nn.functional.alpha_dropout(x, 0.3, training=True),
+            torch.nn.functional.feature_alpha_dropout(image, 0.3, training=True),
+            torch.nn.functional.scaled_dot_product_attention(image, image, image, dropout_p=0.2),
+            torch.bernoulli(x, 0.6), torch.empty(4, 3, dtype=torch.float64).bernoulli_(0.4))
+
+
+def test_the_dropout_family_draws_as_eager():
+    x = torch.randn(6, 20)
+    compiled = kiln.compile(dropouts, [x], strict=True)
+    assert isinstance(compiled, kiln.Compiled)
+    for seed in (0, 3):
+        assert_draws_as_eager(compiled, dropouts, x, seed=seed)
+
+
+def cauchy_geometric_multinomial(p):
+    return (torch.empty(4, 6).cauchy_(1.5, 0.5), torch.empty(30, dtype=torch.float64).cauchy_(),
+            torch.empty(3, 8).geometric_(0.3), torch.multinomial(p, 4),
+            torch.multinomial(p[0], 1), torch.multinomial(p.double(), 1, replacement=True))
+
+
+def test_cauchy_geometric_and_multinomial_without_replacement_draw_as_eager():
+    p = torch.rand(3, 10)
+    compiled = kiln.compile(cauchy_geometric_multinomial, [p], strict=True)
+    assert isinstance(compiled, kiln.Compiled)
+    for seed in (0, 12):
+        assert_draws_as_eager(compiled, cauchy_geometric_multinomial, p, seed=seed)
 
 
 def sparse_round_trip_between_draws(x):
