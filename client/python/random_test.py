@@ -13,6 +13,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kiln  # noqa: E402
+import opinfo_test  # noqa: E402
 from conftest import compiles, fresh_process_result  # noqa: E402
 
 
@@ -159,15 +160,77 @@ def test_the_dropout_family_draws_as_eager():
 def cauchy_geometric_multinomial(p):
     return (torch.empty(4, 6).cauchy_(1.5, 0.5), torch.empty(30, dtype=torch.float64).cauchy_(),
             torch.empty(3, 8).geometric_(0.3), torch.multinomial(p, 4),
-            torch.multinomial(p[0], 1), torch.multinomial(p.double(), 1, replacement=True))
+            torch.multinomial(p[0], 1), torch.multinomial(p.double(), 1, replacement=True),
+            torch.multinomial(p, 6, replacement=True), torch.multinomial(p[1], 3, True))
 
 
-def test_cauchy_geometric_and_multinomial_without_replacement_draw_as_eager():
+def test_cauchy_geometric_and_multinomial_draw_as_eager():
     p = torch.rand(3, 10)
     compiled = kiln.compile(cauchy_geometric_multinomial, [p], strict=True)
     assert isinstance(compiled, kiln.Compiled)
     for seed in (0, 12):
         assert_draws_as_eager(compiled, cauchy_geometric_multinomial, p, seed=seed)
+
+
+def log_normal_and_integers(x):
+    """log_normal_ (value by value at any count), randint's ranges below
+    and from 2^28 on (up to 2^64 - 1), randint_like, and random_ with and
+    without a bound."""
+    return (torch.empty(23).log_normal_(0.5, 0.25), x.clone().log_normal_(),
+            torch.randint(-5, 1000, (3, 7)), torch.randint(1 << 40, (6,)),
+            torch.randint_like(x, 3, 9), torch.randint(10, (4,), dtype=torch.float64),
+            torch.randint(-(1 << 63), (1 << 63) - 1, (5,)), torch.empty(3).random_(),
+            torch.empty(4, dtype=torch.float64).random_(7),
+            torch.randint(-20, 20, (6,), dtype=torch.int32))
+
+
+def test_log_normal_and_random_integers_draw_as_eager():
+    x = torch.rand(2, 5)
+    compiled = kiln.compile(log_normal_and_integers, [x], strict=True)
+    assert isinstance(compiled, kiln.Compiled)
+    for seed in (0, 31):
+        assert_draws_as_eager(compiled, log_normal_and_integers, x, seed=seed)
+
+
+def test_scalar_bernoulli_stays_with_torch_where_this_torch_draws_it_through_mkl(monkeypatch):
+    from kiln import _random_draws
+    assert _random_draws.scalar_bernoulli_drawn_as_default(), "this torch draws as the default"
+    drawn_as_torch = torch.Tensor.bernoulli_
+
+    def mkl_bernoulli_(self, p=0.5, *, generator=None):
+        """As torch's MKL kernel (older torch, Intel CPUs): one seed drawn
+        from the generator, the values from a stream of MKL's own."""
+        seed = int(torch.randint(1 << 31, (), generator=generator))
+        return drawn_as_torch(self, p, generator=torch.Generator().manual_seed(seed))
+    monkeypatch.setattr(torch.Tensor, "bernoulli_", mkl_bernoulli_)
+    _random_draws.scalar_bernoulli_drawn_as_default.cache_clear()
+    try:
+        assert not _random_draws.scalar_bernoulli_drawn_as_default()
+
+        def dropped(x):
+            return torch.bernoulli(x.sigmoid(), 0.5) + torch.bernoulli(x.sigmoid())
+        x = torch.randn(4, 8)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the partitioned graph's note
+            compiled = kiln.compile(dropped, [x])
+        assert not isinstance(compiled, kiln.Compiled)
+        assert "(aten.bernoulli.p): " + _random_draws.MKL_BERNOULLI in kiln.explain(compiled)
+        with pytest.raises(kiln.UnsupportedOpError,
+                           match=r"node 'bernoulli' \(aten.bernoulli.p\) draws random numbers: "
+                                 r"this torch draws bernoulli_ of a float p through MKL's "
+                                 r"generator on this CPU"):
+            kiln.compile(dropped, [x], strict=True)
+        # OpInfo's run expects those refusals on such a torch, and only there.
+        reason = ("UnsupportedOpError: node 'bernoulli' (aten.bernoulli.p) draws random numbers: "
+                  + _random_draws.MKL_BERNOULLI)
+        refused = {("nn.functional.dropout", "float32"): {0: ["torch", reason], 1: "pass"}}
+        assert opinfo_test.check_run(refused, {}) == []
+        monkeypatch.undo()
+        assert_draws_as_eager(compiled, dropped, x, seed=4)
+    finally:
+        _random_draws.scalar_bernoulli_drawn_as_default.cache_clear()
+    assert opinfo_test.check_run(refused, {}) == [
+        "refused, not in opinfo_refusals.txt: nn.functional.dropout float32 0: " + reason]
 
 
 def sparse_round_trip_between_draws(x):

@@ -14,18 +14,19 @@ becomes kiln_rng.seed at its place among the draws; a
 torch.set_rng_state(t) of a state t that torch.get_rng_state() returned
 while traced (freeze_rng_state) makes the state the one threaded there.
 
-bernoulli (and so dropout), exponential, cauchy, geometric and multinomial
-without replacement draw uniforms the same way, then transform them as eager
-does (kiln/_random_draws.py). Other ops that draw run through torch
-(kiln/_partition.py), drawing from torch's generator as eager does; a graph
-with one of them keeps all its draws there, so that they stay in eager's
-order. A function that sets the generator while traced otherwise
+bernoulli (and so dropout), exponential, cauchy, geometric, log_normal,
+multinomial, randint and random_ draw the same way, then transform their
+numbers as eager does (kiln/_random_draws.py). Other ops that draw run
+through torch (kiln/_partition.py), drawing from torch's generator as eager
+does; a graph with one of them keeps all its draws there, so that they stay
+in eager's order. A function that sets the generator while traced otherwise
 (torch.seed, set_rng_state of another tensor, or any setter with draws Kiln
 does not make) cannot be replayed by its graph: its trace raises
 TraceError, and kiln.compile runs it through torch.compile(backend="kiln")
 instead, which keeps those calls in Python.
 """
 import contextlib
+import math
 import operator
 import threading
 
@@ -50,6 +51,9 @@ _LIBRARY.define("uniform(Tensor state, SymInt[] size, ScalarType? dtype, float a
                 "-> (Tensor, Tensor)")
 _LIBRARY.define("normal(Tensor state, SymInt[] size, ScalarType? dtype, float a, float b) "
                 "-> (Tensor, Tensor)")
+_LIBRARY.define("serial_normal(Tensor state, SymInt[] size, ScalarType? dtype, float a, "
+                "float b) -> (Tensor, Tensor)")
+_LIBRARY.define("integers(Tensor state, SymInt[] size, int range) -> (Tensor, Tensor)")
 
 
 def _generator(state):
@@ -71,8 +75,34 @@ def _draw(method):
     return draw
 
 
+def _serial_normal(state, size, dtype, a, b):
+    """torch's normal_distribution<double> value by value: normal_ of a
+    strided (not contiguous) float64 tensor."""
+    generator = _generator(state)
+    values = torch.empty(math.prod(size), 2, dtype=torch.float64)[:, 0]
+    values.normal_(a, b, generator=generator)
+    return values.reshape(size).to(dtype), generator.get_state()
+
+
+def _integers(state, size, range_):
+    """int64 in [0, range_) as torch's uniform_int_from_to draws them
+    (range_ the uint64 bits, 0 for 2^64)."""
+    generator = _generator(state)
+    low = -(1 << 63)
+    values = torch.empty(size, dtype=torch.int64)
+    if range_ == 0:
+        values.random_(low, None, generator=generator)
+        return values, generator.get_state()
+    values.random_(low, low + (range_ % (1 << 64)), generator=generator)
+    return values - low, generator.get_state()
+
+
 def _draw_fake(state, size, dtype, a, b):
     return torch.empty(size, dtype=dtype), torch.empty_like(state)
+
+
+def _integers_fake(state, size, range_):
+    return torch.empty(size, dtype=torch.int64), torch.empty_like(state)
 
 
 _LIBRARY.impl("seed", _seed, "CompositeExplicitAutograd")
@@ -82,6 +112,10 @@ torch.library.register_fake("kiln_rng::seed", lambda state, seed: torch.empty_li
                             lib=_LIBRARY)
 torch.library.register_fake("kiln_rng::uniform", _draw_fake, lib=_LIBRARY)
 torch.library.register_fake("kiln_rng::normal", _draw_fake, lib=_LIBRARY)
+_LIBRARY.impl("serial_normal", _serial_normal, "CompositeExplicitAutograd")
+_LIBRARY.impl("integers", _integers, "CompositeExplicitAutograd")
+torch.library.register_fake("kiln_rng::serial_normal", _draw_fake, lib=_LIBRARY)
+torch.library.register_fake("kiln_rng::integers", _integers_fake, lib=_LIBRARY)
 
 aten = torch.ops.aten
 # aten op -> (Kiln's draw, its result's mean or low argument and std or high
@@ -230,12 +264,12 @@ class _Emitter:
     def __init__(self, graph, before, state, state_value):
         self.graph, self.before, self.state, self._state_value = graph, before, state, state_value
 
-    def draw(self, shape, dtype, low, high):
-        """The node of uniform values in [low, high) drawn from the state."""
+    def draw(self, draw, shape, dtype, *args):
+        """The node of the values of kiln_rng op `draw` (its arguments after
+        the state and size: `args`), drawn from the state."""
         value = torch.empty(shape, dtype=dtype)
         with self.graph.inserting_before(self.before):
-            result = self.graph.call_function(torch.ops.kiln_rng.uniform.default,
-                                              (self.state, list(shape), dtype, low, high))
+            result = self.graph.call_function(draw, (self.state, list(shape)) + args)
             result.meta["val"] = (value, self._state_value)
             values = _typed(self.graph.call_function(operator.getitem, (result, 0)), value)
             self.state = _typed(self.graph.call_function(operator.getitem, (result, 1)),

@@ -1,8 +1,8 @@
 """The draws beyond uniform and normal that Kiln makes itself, each as
 torch's CPU kernel makes it (aten/src/ATen/core/DistributionsHelper.h,
-TransformationHelper.h): uniform numbers drawn by kiln_rng.uniform from the
-threaded generator state, in the order and width eager draws them, then
-eager's transform of them as ordinary graph ops.
+TransformationHelper.h): numbers drawn by a kiln_rng op from the threaded
+generator state, in the order and width eager draws them, then eager's
+transform of them as ordinary graph ops.
 
   bernoulli(p), p a tensor      one uniform of p's type (float32: 24 bits,
                                 float64: 53) per value, then u < p
@@ -14,6 +14,14 @@ eager's transform of them as ordinary graph ops.
   geometric_(p)                 float64 u: ceil(log(u) / log1p(-p))
   multinomial(p, n), without    exponential_(1) of p's shape, then the n
   replacement or n = 1          largest of p / q (argmax for n = 1)
+  multinomial(p, n), with       one float64 u per sample, then the first
+  replacement                   bucket of p's normalized running sum not
+                                below u
+  log_normal_(mean, std)        kiln_rng.serial_normal (normal_distribution
+                                <double>, value by value), then exp
+  randint, randint_like,        kiln_rng.integers: a 32-bit output (64 bits
+  random_                       from a range of 2^28 on) modulo the range,
+                                plus the low bound
 
 Each transform runs in float64, as eager's, and the result is cast to the
 tensor's dtype. bernoulli_(p) with a float p has another kernel in torch
@@ -67,21 +75,25 @@ def _float_tensor(node):
         all(isinstance(size, int) for size in value.shape) and value.is_contiguous()
 
 
+def _uniform(emit, shape, dtype):
+    return emit.draw(torch.ops.kiln_rng.uniform.default, shape, dtype, dtype, 0.0, 1.0)
+
+
 def _bernoulli_of_tensor(emit, node, shape, dtype):
     p = node.args[1] if node.target in (aten.bernoulli_.Tensor, aten.bernoulli.Tensor) \
         else node.args[0]
-    uniform = emit.draw(shape, _value(p).dtype, 0.0, 1.0)
+    uniform = _uniform(emit, shape, _value(p).dtype)
     return emit.cast(emit.op(aten.lt.Tensor, (uniform, p), shape, torch.bool), dtype)
 
 
 def _bernoulli_of_float(emit, node, shape, dtype):
     p = float(_argument(node, 1, "p", 0.5))
-    uniform = emit.draw(shape, torch.float64, 0.0, 1.0)
+    uniform = _uniform(emit, shape, torch.float64)
     return emit.cast(emit.op(aten.lt.Scalar, (uniform, p), shape, torch.bool), dtype)
 
 
 def _exponential_of(emit, shape, lambd):
-    uniform = emit.draw(shape, torch.float64, 0.0, 1.0)
+    uniform = _uniform(emit, shape, torch.float64)
     negated = emit.op(aten.neg.default, (uniform,), shape, torch.float64)
     logged = emit.op(aten.log1p.default, (negated,), shape, torch.float64)
     return emit.op(aten.mul.Tensor, (logged, -1.0 / lambd), shape, torch.float64)
@@ -94,7 +106,7 @@ def _exponential(emit, node, shape, dtype):
 def _cauchy(emit, node, shape, dtype):
     median = float(_argument(node, 1, "median", 0.0))
     sigma = float(_argument(node, 2, "sigma", 1.0))
-    uniform = emit.draw(shape, torch.float64, 0.0, 1.0)
+    uniform = _uniform(emit, shape, torch.float64)
     centered = emit.op(aten.sub.Tensor, (uniform, 0.5), shape, torch.float64)
     angle = emit.op(aten.mul.Tensor, (centered, math.pi), shape, torch.float64)
     tangent = emit.op(aten.tan.default, (angle,), shape, torch.float64)
@@ -104,10 +116,52 @@ def _cauchy(emit, node, shape, dtype):
 
 def _geometric(emit, node, shape, dtype):
     p = float(_argument(node, 1, "p", None))
-    uniform = emit.draw(shape, torch.float64, 0.0, 1.0)
+    uniform = _uniform(emit, shape, torch.float64)
     logged = emit.op(aten.log.default, (uniform,), shape, torch.float64)
     ratio = emit.op(aten.div.Tensor, (logged, math.log1p(-p)), shape, torch.float64)
     return emit.cast(emit.op(aten.ceil.default, (ratio,), shape, torch.float64), dtype)
+
+
+def _log_normal(emit, node, shape, dtype):
+    mean = float(_argument(node, 1, "mean", 1.0))
+    std = float(_argument(node, 2, "std", 2.0))
+    normal = emit.draw(torch.ops.kiln_rng.serial_normal.default, shape, torch.float64,
+                       torch.float64, mean, std)
+    return emit.cast(emit.op(aten.exp.default, (normal,), shape, torch.float64), dtype)
+
+
+# uniform_int's range for random_() without bounds, by dtype (int32's takes
+# a 32-bit output where the rule below would take 64 bits: not listed).
+_RANDOM_RANGES = {torch.float32: (1 << 24) + 1, torch.float64: (1 << 53) + 1,
+                  torch.int64: 1 << 63, torch.bool: 2}
+
+
+def _integer_range(node, dtype):
+    """(range, base) of torch's draw of (bits % range) + base for `node`;
+    None for one Kiln does not draw. (make_fx cannot trace random_.from:
+    its generated code names the overload `from`.)"""
+    name = node.target._schema.name.split("::")[1].rstrip("_")
+    overload = node.target._overloadname
+    if name == "randint":
+        low, high = (0, node.args[0]) if overload == "default" else node.args[:2]
+    elif name == "randint_like":
+        low, high = (0, node.args[1]) if overload == "default" else node.args[1:3]
+    elif overload == "to":
+        low, high = 0, node.args[1]
+    else:
+        return (_RANDOM_RANGES[dtype], 0) if dtype in _RANDOM_RANGES else None
+    if not all(isinstance(bound, int) for bound in (low, high)) or not low < high:
+        return None
+    return high - low, low
+
+
+def _integers(emit, node, shape, dtype):
+    range_, base = _integer_range(node, dtype)
+    bits = range_ - (1 << 64) if range_ >= 1 << 63 else range_  # the uint64's bits
+    values = emit.draw(torch.ops.kiln_rng.integers.default, shape, torch.int64, bits)
+    if base:
+        values = emit.op(aten.add.Tensor, (values, base), shape, torch.int64)
+    return emit.cast(values, dtype)
 
 
 def _multinomial(emit, node, shape, dtype):
@@ -124,10 +178,38 @@ def _multinomial(emit, node, shape, dtype):
     return emit.op(operator.getitem, (top, 1), shape, torch.int64)
 
 
-def _multinomial_native(node):
+def _multinomial_with_replacement(emit, node, shape, dtype):
+    """torch's multinomial with replacement: each row's running sum in p's
+    dtype divided by its total, then per sample one float64 uniform u and the
+    index of the first bucket whose sum is not below u (the count of those
+    below it; the last bucket, set to 1, never is)."""
+    p, samples = node.args[0], int(node.args[1])
+    p_shape, p_dtype = list(_value(p).shape), _value(p).dtype
+    uniform = _uniform(emit, shape, torch.float64)
+    categories = p_shape[-1]
+    running = emit.op(aten.cumsum.default, (p, -1), p_shape, p_dtype)
+    total = emit.op(aten.slice.Tensor, (running, -1, categories - 1, categories),
+                    p_shape[:-1] + [1], p_dtype)
+    normalized = emit.op(aten.div.Tensor, (running, total), p_shape, p_dtype)
+    head_shape = p_shape[:-1] + [categories - 1]
+    head = emit.cast(emit.op(aten.slice.Tensor, (normalized, -1, 0, categories - 1), head_shape,
+                             p_dtype), torch.float64)
+    rows = emit.op(aten.unsqueeze.default, (head, -2), p_shape[:-1] + [1, categories - 1],
+                   torch.float64)
+    columns = emit.op(aten.unsqueeze.default, (uniform, -1), shape + [1], torch.float64)
+    below = emit.op(aten.lt.Tensor, (rows, columns), shape + [categories - 1], torch.bool)
+    return emit.op(aten.sum.dim_IntList, (below, [-1]), shape, torch.int64)
+
+
+def _multinomial_any(emit, node, shape, dtype):
     replacement = bool(_argument(node, 2, "replacement", False))
-    return _float_tensor(node.args[0]) and (not replacement or int(node.args[1]) == 1) and \
-        _argument(node, 3, "generator", None) is None
+    if replacement and int(node.args[1]) > 1:
+        return _multinomial_with_replacement(emit, node, shape, dtype)
+    return _multinomial(emit, node, shape, dtype)
+
+
+def _multinomial_native(node):
+    return _float_tensor(node.args[0]) and _argument(node, 3, "generator", None) is None
 
 
 def _positive_finite(position, name):
@@ -155,8 +237,15 @@ REWRITES = {
     aten.cauchy_.default: (_cauchy, lambda node: True),
     aten.geometric.default: (_geometric, _probability_below_one),
     aten.geometric_.default: (_geometric, _probability_below_one),
-    aten.multinomial.default: (_multinomial, _multinomial_native),
+    aten.multinomial.default: (_multinomial_any, _multinomial_native),
+    aten.log_normal.default: (_log_normal, _positive_finite(2, "std")),
+    aten.log_normal_.default: (_log_normal, _positive_finite(2, "std")),
 }
+_INTEGER_DRAWS = (aten.randint.default, aten.randint.low, aten.randint_like.default,
+                  aten.randint_like.low_dtype, aten.random.default, aten.random_.default,
+                  aten.random.to, aten.random_.to)
+REWRITES.update({op: (_integers, lambda node: _integer_range(node, _value(node).dtype)
+                      is not None) for op in _INTEGER_DRAWS})
 _BOOL_RESULT = (aten.bernoulli.default, aten.bernoulli.Tensor, aten.bernoulli_.Tensor,
                 aten.bernoulli.p, aten.bernoulli_.float)
 
@@ -168,7 +257,8 @@ def native(node):
         return False
     value = _value(node)
     dtypes = _FLOATS + ((torch.bool, torch.int64) if node.target in _BOOL_RESULT else ()) + \
-        ((torch.int64,) if node.target == aten.multinomial.default else ())
+        ((torch.int64,) if node.target == aten.multinomial.default else ()) + \
+        ((torch.int64, torch.int32, torch.bool) if node.target in _INTEGER_DRAWS else ())
     if not (isinstance(value, torch.Tensor) and value.dtype in dtypes and
             all(isinstance(size, int) for size in value.shape) and
             node.kwargs.get("generator") is None):
