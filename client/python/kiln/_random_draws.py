@@ -23,8 +23,8 @@ transform of them as ordinary graph ops.
   random_                       from a range of 2^28 on) modulo the range,
                                 plus the low bound
 
-Each transform runs in float64, as eager's, and the result is cast to the
-tensor's dtype. bernoulli_(p) with a float p has another kernel in torch
+Each transform runs in the type eager's runs in (float64, but for bernoulli
+of a float32 p), and the result is cast to the tensor's dtype. bernoulli_(p) with a float p has another kernel in torch
 builds that draw it through MKL (viRngBernoulli from one 32-bit seed, older
 releases on Intel CPUs): scalar_bernoulli_drawn_as_default asks this torch
 which one it runs, and where it is MKL's, that op stays with torch.
@@ -34,6 +34,7 @@ import math
 import operator
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 aten = torch.ops.aten
 _FLOATS = (torch.float32, torch.float64)
@@ -45,13 +46,14 @@ def scalar_bernoulli_drawn_as_default():
     generator, one float64 uniform per value (the kernel Kiln draws as).
     Asked of torch once: a draw from a generator of its own, against the
     uniform draw that kernel makes; MKL's kernel takes one 32-bit seed
-    instead, so leaves another state."""
-    drawn = torch.Generator().manual_seed(0)
-    values = torch.empty(64).bernoulli_(0.5, generator=drawn)
-    expected = torch.Generator().manual_seed(0)
-    uniform = torch.empty(64, dtype=torch.float64).uniform_(generator=expected)
-    return torch.equal(drawn.get_state(), expected.get_state()) and \
-        torch.equal(values, (uniform < 0.5).float())
+    instead, so leaves another state. Real tensors, whatever mode is on."""
+    with _disable_current_modes():
+        drawn = torch.Generator().manual_seed(0)
+        values = torch.empty(64).bernoulli_(0.5, generator=drawn)
+        expected = torch.Generator().manual_seed(0)
+        uniform = torch.empty(64, dtype=torch.float64).uniform_(generator=expected)
+        return torch.equal(drawn.get_state(), expected.get_state()) and \
+            torch.equal(values, (uniform < 0.5).float())
 
 
 MKL_BERNOULLI = ("this torch draws bernoulli_ of a float p through MKL's generator on this CPU, "
