@@ -28,7 +28,7 @@
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
 
-#define KILN_ABI_VERSION 11
+#define KILN_ABI_VERSION 12
 #define KILN_RUN_INDEX_ERROR 3
 #define KILN_RUN_LINALG_ERROR 4
 
@@ -101,6 +101,12 @@ typedef struct kiln_random {
   double a, b;     /* UNIFORM: from, to; NORMAL: mean, std */
 } kiln_random;
 enum { KILN_RANDOM_SEED = 0, KILN_RANDOM_UNIFORM, KILN_RANDOM_NORMAL };
+/* SERIAL_NORMAL: float64 values, torch's normal_distribution<double> (one
+ * pair per two values, the second cached) at any count; a: mean, b: std.
+ * INTEGER: int64 values, each a 32-bit output (a 64-bit pair when range is 0
+ * or at least 2^28) modulo range; seed holds range's uint64 bits, 0 for
+ * 2^64 (no modulo). */
+enum { KILN_RANDOM_SERIAL_NORMAL = KILN_RANDOM_NORMAL + 1, KILN_RANDOM_INTEGER };
 
 /* A LAPACK factorization or solve over a batch of matrices
  * (client/runtime/linalg.h lists the routines, their operands and results).

@@ -13,6 +13,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kiln  # noqa: E402
+import opinfo_test  # noqa: E402
 from conftest import compiles, fresh_process_result  # noqa: E402
 
 
@@ -100,18 +101,136 @@ def test_a_negative_seed_and_one_past_2_to_the_63_seed_as_torch_maps_them():
 
 def test_a_graph_with_draws_kiln_lacks_runs_every_draw_through_torch_in_order():
     def mixed(x):
-        return torch.rand(4) + torch.bernoulli(x.sigmoid()), torch.randn(3)
+        return torch.rand(4) + torch.poisson(x.abs()), torch.randn(3)
     x = torch.randn(4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the partitioned graph's note
         compiled = kiln.compile(mixed, [x])
         native = kiln.compile(lambda t: torch.rand(4) + t, [x])
     assert not isinstance(compiled, kiln.Compiled) and isinstance(native, kiln.Compiled)
-    # rand stays with torch too, where bernoulli draws.
+    # rand stays with torch too, where poisson draws.
     with pytest.raises(kiln.UnsupportedOpError,
                        match=r"node 'rand' \(aten.rand.default\) draws random numbers"):
         kiln.compile(mixed, [x], strict=True)
     assert_draws_as_eager(compiled, mixed, x, seed=9)
+
+
+def bernoulli_and_exponential(p):
+    """bernoulli of a float32 and a float64 tensor p (torch's serial
+    per-element kernel) and exponential_, between draws Kiln made before."""
+    return (torch.bernoulli(p), torch.rand(3), torch.bernoulli(p.double().t().contiguous()),
+            torch.empty(5, 7).exponential_(2.5), torch.empty(19, dtype=torch.float64).exponential_())
+
+
+def test_bernoulli_of_a_tensor_and_exponential_draw_as_eager_and_continue_the_stream():
+    p = torch.rand(6, 9)
+    compiled = kiln.compile(bernoulli_and_exponential, [p], strict=True)
+    assert isinstance(compiled, kiln.Compiled)
+    for seed in (0, 77):
+        assert_draws_as_eager(compiled, bernoulli_and_exponential, p, seed=seed)
+    torch.manual_seed(2)
+    want = [bernoulli_and_exponential(p) for _ in range(2)]
+    torch.manual_seed(2)
+    got = [compiled(p) for _ in range(2)]
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    assert not torch.equal(got[0][0], got[1][0]), "each call draws again"
+
+
+def dropouts(x):
+    """Scalar-p bernoulli_ (one float64 uniform per value), as the dropout
+    family and attention's dropout draw it."""
+    image = x.reshape(2, 3, 4, 5)
+    return (torch.nn.functional.dropout(x, 0.25, training=True),
+            torch.nn.functional.dropout2d(image, 0.5, training=True),
+            torch.nn.functional.dropout3d(image.unsqueeze(0), 0.5, training=True),
+            torch.nn.functional.alpha_dropout(x, 0.3, training=True),
+            torch.nn.functional.feature_alpha_dropout(image, 0.3, training=True),
+            torch.nn.functional.scaled_dot_product_attention(image, image, image, dropout_p=0.2),
+            torch.bernoulli(x, 0.6), torch.empty(4, 3, dtype=torch.float64).bernoulli_(0.4))
+
+
+def test_the_dropout_family_draws_as_eager():
+    x = torch.randn(6, 20)
+    compiled = kiln.compile(dropouts, [x], strict=True)
+    assert isinstance(compiled, kiln.Compiled)
+    for seed in (0, 3):
+        assert_draws_as_eager(compiled, dropouts, x, seed=seed)
+
+
+def cauchy_geometric_multinomial(p):
+    return (torch.empty(4, 6).cauchy_(1.5, 0.5), torch.empty(30, dtype=torch.float64).cauchy_(),
+            torch.empty(3, 8).geometric_(0.3), torch.multinomial(p, 4),
+            torch.multinomial(p[0], 1), torch.multinomial(p.double(), 1, replacement=True),
+            torch.multinomial(p, 6, replacement=True), torch.multinomial(p[1], 3, True))
+
+
+def test_cauchy_geometric_and_multinomial_draw_as_eager():
+    p = torch.rand(3, 10)
+    compiled = kiln.compile(cauchy_geometric_multinomial, [p], strict=True)
+    assert isinstance(compiled, kiln.Compiled)
+    for seed in (0, 12):
+        assert_draws_as_eager(compiled, cauchy_geometric_multinomial, p, seed=seed)
+
+
+def log_normal_and_integers(x):
+    """log_normal_ (value by value at any count), randint's ranges below
+    and from 2^28 on (up to 2^64 - 1), randint_like, and random_ with and
+    without a bound."""
+    return (torch.empty(23).log_normal_(0.5, 0.25), x.clone().log_normal_(),
+            torch.randint(-5, 1000, (3, 7)), torch.randint(1 << 40, (6,)),
+            torch.randint_like(x, 3, 9), torch.randint(10, (4,), dtype=torch.float64),
+            torch.randint(-(1 << 63), (1 << 63) - 1, (5,)), torch.empty(3).random_(),
+            torch.empty(4, dtype=torch.float64).random_(7),
+            torch.randint(-20, 20, (6,), dtype=torch.int32))
+
+
+def test_log_normal_and_random_integers_draw_as_eager():
+    x = torch.rand(2, 5)
+    compiled = kiln.compile(log_normal_and_integers, [x], strict=True)
+    assert isinstance(compiled, kiln.Compiled)
+    for seed in (0, 31):
+        assert_draws_as_eager(compiled, log_normal_and_integers, x, seed=seed)
+
+
+def test_scalar_bernoulli_stays_with_torch_where_this_torch_draws_it_through_mkl(monkeypatch):
+    from kiln import _random_draws
+    assert _random_draws.scalar_bernoulli_drawn_as_default(), "this torch draws as the default"
+    drawn_as_torch = torch.Tensor.bernoulli_
+
+    def mkl_bernoulli_(self, p=0.5, *, generator=None):
+        """As torch's MKL kernel (older torch, Intel CPUs): one seed drawn
+        from the generator, the values from a stream of MKL's own."""
+        seed = int(torch.randint(1 << 31, (), generator=generator))
+        return drawn_as_torch(self, p, generator=torch.Generator().manual_seed(seed))
+    monkeypatch.setattr(torch.Tensor, "bernoulli_", mkl_bernoulli_)
+    _random_draws.scalar_bernoulli_drawn_as_default.cache_clear()
+    try:
+        assert not _random_draws.scalar_bernoulli_drawn_as_default()
+
+        def dropped(x):
+            return torch.bernoulli(x.sigmoid(), 0.5) + torch.bernoulli(x.sigmoid())
+        x = torch.randn(4, 8)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the partitioned graph's note
+            compiled = kiln.compile(dropped, [x])
+        assert not isinstance(compiled, kiln.Compiled)
+        assert "(aten.bernoulli.p): " + _random_draws.MKL_BERNOULLI in kiln.explain(compiled)
+        with pytest.raises(kiln.UnsupportedOpError,
+                           match=r"node 'bernoulli' \(aten.bernoulli.p\) draws random numbers: "
+                                 r"this torch draws bernoulli_ of a float p through MKL's "
+                                 r"generator on this CPU"):
+            kiln.compile(dropped, [x], strict=True)
+        # OpInfo's run expects those refusals on such a torch, and only there.
+        reason = ("UnsupportedOpError: node 'bernoulli' (aten.bernoulli.p) draws random numbers: "
+                  + _random_draws.MKL_BERNOULLI)
+        refused = {("nn.functional.dropout", "float32"): {0: ["torch", reason], 1: "pass"}}
+        assert opinfo_test.check_run(refused, {}) == []
+        monkeypatch.undo()
+        assert_draws_as_eager(compiled, dropped, x, seed=4)
+    finally:
+        _random_draws.scalar_bernoulli_drawn_as_default.cache_clear()
+    assert opinfo_test.check_run(refused, {}) == [
+        "refused, not in opinfo_refusals.txt: nn.functional.dropout float32 0: " + reason]
 
 
 def sparse_round_trip_between_draws(x):

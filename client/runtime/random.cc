@@ -176,11 +176,27 @@ void CpuGenerator::Normal(double* values, int64_t count, double mean, double std
   for (int64_t i = 0; i < count; ++i) values[i] = ScalarNormal(mean, std);
 }
 
+void CpuGenerator::SerialNormal(double* values, int64_t count, double mean, double std) {
+  for (int64_t i = 0; i < count; ++i) values[i] = ScalarNormal(mean, std);
+}
+
+void CpuGenerator::Integers(int64_t* values, int64_t count, uint64_t range) {
+  const bool wide = range == 0 || range >= (uint64_t{1} << 28);
+  for (int64_t i = 0; i < count; ++i) {
+    const uint64_t bits = wide ? Random64() : Random();
+    values[i] = static_cast<int64_t>(range == 0 ? bits : bits % range);
+  }
+}
+
 void DrawRandom(const kiln_random& call, const unsigned char* state, unsigned char* state_out,
                 void* values) {
   CpuGenerator generator = CpuGenerator::FromState(state);
   if (call.distribution == KILN_RANDOM_SEED) {
     generator.Seed(static_cast<uint64_t>(call.seed));
+  } else if (call.distribution == KILN_RANDOM_INTEGER) {
+    std::unique_ptr<int64_t[]> scratch(values == nullptr ? new int64_t[call.count] : nullptr);
+    int64_t* out = values != nullptr ? static_cast<int64_t*>(values) : scratch.get();
+    generator.Integers(out, call.count, static_cast<uint64_t>(call.seed));
   } else if (call.float64) {
     // Drawn into a scratch row when the values are not wanted (the state's
     // kernel): the generator moves as the values' kernel moves it.
@@ -189,6 +205,9 @@ void DrawRandom(const kiln_random& call, const unsigned char* state, unsigned ch
     if (call.distribution == KILN_RANDOM_UNIFORM)
       generator.Uniform(out, call.count, call.a, call.b);
     if (call.distribution == KILN_RANDOM_NORMAL) generator.Normal(out, call.count, call.a, call.b);
+    if (call.distribution == KILN_RANDOM_SERIAL_NORMAL) {
+      generator.SerialNormal(out, call.count, call.a, call.b);
+    }
   } else {
     std::unique_ptr<float[]> scratch(values == nullptr ? new float[call.count] : nullptr);
     float* out = values != nullptr ? static_cast<float*>(values) : scratch.get();

@@ -21,8 +21,11 @@
 //     and j + 8 of a chunk from 1 - u[j] and u[j + 8]); when the count is
 //     not a multiple of 16, the last 16 are drawn again and transformed
 //     again; the cached sample is left alone;
-//   normal, fewer than 16: one float64 Box-Muller pair per two values, its
-//     second value cached in the state for the next draw.
+//   normal, fewer than 16 (and log_normal's at any count): one float64
+//     Box-Muller pair per two values, its second value cached in the state
+//     for the next draw;
+//   integers in [0, range): a 32-bit output modulo range, or a 64-bit pair
+//     when range is at least 2^28 (randint, random_).
 // Draws are serial, as torch's are (it locks its generator).
 #ifndef KILN_CLIENT_RUNTIME_RANDOM_H_
 #define KILN_CLIENT_RUNTIME_RANDOM_H_
@@ -57,6 +60,11 @@ class CpuGenerator {
   void Uniform(double* values, int64_t count, double from, double to);
   void Normal(float* values, int64_t count, double mean, double std);
   void Normal(double* values, int64_t count, double mean, double std);
+  // torch's normal_distribution<double>, one value at a time (log_normal_).
+  void SerialNormal(double* values, int64_t count, double mean, double std);
+  // torch's uniform_int_from_to: a 32-bit output, or a 64-bit pair when
+  // `range` is 0 (2^64) or at least 2^28, modulo `range`.
+  void Integers(int64_t* values, int64_t count, uint64_t range);
 
  private:
   void Twist();

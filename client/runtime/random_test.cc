@@ -119,6 +119,30 @@ TEST(RandomTest, DrawingAcrossATwistContinuesTheStream) {
   EXPECT_EQ(fields.last_word, 333829357u);
 }
 
+TEST(RandomTest, IntegersTakeOneOutputBelowARangeOf2To28AndAPairFromIt) {
+  CpuGenerator generator = Seeded(42);
+  int64_t narrow[4], wide[3];
+  generator.Integers(narrow, 4, 1000);             // torch.randint(0, 1000, (4,))
+  generator.Integers(wide, 3, uint64_t{1} << 40);  // torch.randint(0, 1 << 40, (3,))
+  const int64_t want_narrow[] = {542, 67, 876, 414};
+  const int64_t want_wide[] = {458615280711, 810017303572, 440001501305};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(narrow[i], want_narrow[i]) << i;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(wide[i], want_wide[i]) << i;
+  EXPECT_EQ(Fields(generator).next, 10u);  // 4 outputs, then 3 pairs
+}
+
+TEST(RandomTest, SerialNormalDrawsPairsAtAnyCount) {
+  CpuGenerator generator = Seeded(42);
+  std::vector<double> values(40);
+  // normal_(0.5, 2) of a strided float64 tensor: value by value.
+  generator.SerialNormal(values.data(), 40, 0.5, 2.0);
+  EXPECT_EQ(values[0], 0x1.2c62ad99ea266p+0);
+  EXPECT_EQ(values[1], 0x1.83e69cd9ea5c2p-1);
+  EXPECT_EQ(values[2], 0x1.f016e6db1f620p-1);
+  EXPECT_EQ(values[39], 0x1.3dc1c277ecae6p+1);
+  EXPECT_EQ(Fields(generator).cached_valid, 0);
+}
+
 TEST(RandomTest, TheStateKernelMovesTheGeneratorAsTheValuesKernel) {
   std::vector<unsigned char> state(kGeneratorStateBytes), seeded(kGeneratorStateBytes);
   kiln_random seed = {KILN_RANDOM_SEED, 0, 0, 42, 0.0, 0.0};

@@ -1,6 +1,6 @@
-// The extern call of kiln_rng.seed, kiln_rng.uniform and kiln_rng.normal
-// (codegen/ops/random.cc): one rt->random per result, inline in kiln_run,
-// each drawing from the node's input state and writing only its result.
+// The extern call of the kiln_rng ops (codegen/ops/random.cc): one
+// rt->random per result, inline in kiln_run, each drawing from the node's
+// input state and writing only its result.
 #ifndef KILN_CODEGEN_EMIT_RANDOM_CALL_H_
 #define KILN_CODEGEN_EMIT_RANDOM_CALL_H_
 

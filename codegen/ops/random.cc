@@ -6,6 +6,10 @@
 //   kiln_rng.seed(state, seed) -> state                  torch.manual_seed
 //   kiln_rng.uniform(state, size, dtype, low, high) -> (values, state)
 //   kiln_rng.normal(state, size, dtype, mean, std) -> (values, state)
+//   kiln_rng.serial_normal(state, size, dtype, mean, std) -> (values, state)
+//       float64, one value at a time at any count (log_normal_'s)
+//   kiln_rng.integers(state, size, range) -> (values, state)
+//       int64 in [0, range), range the uint64 bits (0: 2^64; randint's)
 // The tracer (client/python/kiln/_random.py) threads the state through them
 // in program order, from a graph input to a graph output.
 #include "abi/kiln_abi.h"
@@ -62,14 +66,10 @@ absl::StatusOr<std::vector<ir::TensorType>> InferSeed(const ir::Node& node,
   return std::vector<ir::TensorType>{StateType()};
 }
 
-absl::StatusOr<std::vector<ir::TensorType>> InferDraw(const ir::Node& node,
-                                                      const InputTypes& inputs) {
+// The values of `dtype` and the state after them, of a draw's static size.
+absl::StatusOr<std::vector<ir::TensorType>> DrawTypes(const ir::Node& node,
+                                                      const InputTypes& inputs, ir::DType dtype) {
   RETURN_IF_ERROR(CheckState(*inputs[0], node.op));
-  const ir::DType dtype = DTypeArg(node, ir::DType::kFloat32);
-  if (dtype != ir::DType::kFloat32 && dtype != ir::DType::kFloat64) {
-    return absl::UnimplementedError(
-        absl::StrCat(node.op, " of ", ir::DTypeName(dtype), ": float32 and float64 only"));
-  }
   std::vector<ir::Dim> dims;
   for (const ir::SymExpr& size : SizeListArg(node, "size")) {
     if (!size.IsDim()) {
@@ -79,6 +79,31 @@ absl::StatusOr<std::vector<ir::TensorType>> InferDraw(const ir::Node& node,
     dims.push_back(size.ToDim());
   }
   return std::vector<ir::TensorType>{ContiguousType(dtype, std::move(dims)), StateType()};
+}
+
+absl::StatusOr<std::vector<ir::TensorType>> InferDraw(const ir::Node& node,
+                                                      const InputTypes& inputs) {
+  const ir::DType dtype = DTypeArg(node, ir::DType::kFloat32);
+  if (dtype != ir::DType::kFloat32 && dtype != ir::DType::kFloat64) {
+    return absl::UnimplementedError(
+        absl::StrCat(node.op, " of ", ir::DTypeName(dtype), ": float32 and float64 only"));
+  }
+  return DrawTypes(node, inputs, dtype);
+}
+
+absl::StatusOr<std::vector<ir::TensorType>> InferSerialNormal(const ir::Node& node,
+                                                              const InputTypes& inputs) {
+  const ir::DType dtype = DTypeArg(node, ir::DType::kFloat32);
+  if (dtype != ir::DType::kFloat64) {
+    return absl::UnimplementedError(
+        absl::StrCat(node.op, " of ", ir::DTypeName(dtype), ": float64 only"));
+  }
+  return DrawTypes(node, inputs, dtype);
+}
+
+absl::StatusOr<std::vector<ir::TensorType>> InferIntegers(const ir::Node& node,
+                                                          const InputTypes& inputs) {
+  return DrawTypes(node, inputs, ir::DType::kInt64);
 }
 
 }  // namespace
@@ -100,6 +125,20 @@ void RegisterRandomOps(OpTable& table) {
     draw.infer = InferDraw;
     table.Add(std::move(draw));
   }
+  OpDef serial_normal = RandomOp("kiln_rng.serial_normal.default", KILN_RANDOM_SERIAL_NORMAL,
+                                 {{"size", ArgKind::kSizeList, std::nullopt},
+                                  {"dtype", ArgKind::kDType, ir::ArgValue(ir::None{})},
+                                  {"a", ArgKind::kFloat, std::nullopt},
+                                  {"b", ArgKind::kFloat, std::nullopt}});
+  serial_normal.dtypes = {ir::DType::kFloat64};
+  serial_normal.infer = InferSerialNormal;
+  table.Add(std::move(serial_normal));
+  OpDef integers = RandomOp(
+      "kiln_rng.integers.default", KILN_RANDOM_INTEGER,
+      {{"size", ArgKind::kSizeList, std::nullopt}, {"range", ArgKind::kInt, std::nullopt}});
+  integers.dtypes = {ir::DType::kInt64};
+  integers.infer = InferIntegers;
+  table.Add(std::move(integers));
 }
 
 }  // namespace kiln::ops

@@ -14,16 +14,19 @@ becomes kiln_rng.seed at its place among the draws; a
 torch.set_rng_state(t) of a state t that torch.get_rng_state() returned
 while traced (freeze_rng_state) makes the state the one threaded there.
 
-Other ops that draw (bernoulli, dropout, exponential, ...) run through torch
-(kiln/_partition.py), drawing from torch's generator as eager does; a graph
-with one of them keeps all its draws there, so that they stay in eager's
-order. A function that sets the generator while traced otherwise
+bernoulli (and so dropout), exponential, cauchy, geometric, log_normal,
+multinomial, randint and random_ draw the same way, then transform their
+numbers as eager does (kiln/_random_draws.py). Other ops that draw run
+through torch (kiln/_partition.py), drawing from torch's generator as eager
+does; a graph with one of them keeps all its draws there, so that they stay
+in eager's order. A function that sets the generator while traced otherwise
 (torch.seed, set_rng_state of another tensor, or any setter with draws Kiln
 does not make) cannot be replayed by its graph: its trace raises
 TraceError, and kiln.compile runs it through torch.compile(backend="kiln")
 instead, which keeps those calls in Python.
 """
 import contextlib
+import math
 import operator
 import threading
 
@@ -31,6 +34,7 @@ import torch
 from torch.fx.experimental import proxy_tensor
 from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
+from . import _random_draws
 from ._errors import TraceError
 
 _tracing = threading.local()
@@ -47,6 +51,9 @@ _LIBRARY.define("uniform(Tensor state, SymInt[] size, ScalarType? dtype, float a
                 "-> (Tensor, Tensor)")
 _LIBRARY.define("normal(Tensor state, SymInt[] size, ScalarType? dtype, float a, float b) "
                 "-> (Tensor, Tensor)")
+_LIBRARY.define("serial_normal(Tensor state, SymInt[] size, ScalarType? dtype, float a, "
+                "float b) -> (Tensor, Tensor)")
+_LIBRARY.define("integers(Tensor state, SymInt[] size, int range) -> (Tensor, Tensor)")
 
 
 def _generator(state):
@@ -68,8 +75,34 @@ def _draw(method):
     return draw
 
 
+def _serial_normal(state, size, dtype, a, b):
+    """torch's normal_distribution<double> value by value: normal_ of a
+    strided (not contiguous) float64 tensor."""
+    generator = _generator(state)
+    values = torch.empty(math.prod(size), 2, dtype=torch.float64)[:, 0]
+    values.normal_(a, b, generator=generator)
+    return values.reshape(size).to(dtype), generator.get_state()
+
+
+def _integers(state, size, range_):
+    """int64 in [0, range_) as torch's uniform_int_from_to draws them
+    (range_ the uint64 bits, 0 for 2^64)."""
+    generator = _generator(state)
+    low = -(1 << 63)
+    values = torch.empty(size, dtype=torch.int64)
+    if range_ == 0:
+        values.random_(low, None, generator=generator)
+        return values, generator.get_state()
+    values.random_(low, low + (range_ % (1 << 64)), generator=generator)
+    return values - low, generator.get_state()
+
+
 def _draw_fake(state, size, dtype, a, b):
     return torch.empty(size, dtype=dtype), torch.empty_like(state)
+
+
+def _integers_fake(state, size, range_):
+    return torch.empty(size, dtype=torch.int64), torch.empty_like(state)
 
 
 _LIBRARY.impl("seed", _seed, "CompositeExplicitAutograd")
@@ -79,6 +112,10 @@ torch.library.register_fake("kiln_rng::seed", lambda state, seed: torch.empty_li
                             lib=_LIBRARY)
 torch.library.register_fake("kiln_rng::uniform", _draw_fake, lib=_LIBRARY)
 torch.library.register_fake("kiln_rng::normal", _draw_fake, lib=_LIBRARY)
+_LIBRARY.impl("serial_normal", _serial_normal, "CompositeExplicitAutograd")
+_LIBRARY.impl("integers", _integers, "CompositeExplicitAutograd")
+torch.library.register_fake("kiln_rng::serial_normal", _draw_fake, lib=_LIBRARY)
+torch.library.register_fake("kiln_rng::integers", _integers_fake, lib=_LIBRARY)
 
 aten = torch.ops.aten
 # aten op -> (Kiln's draw, its result's mean or low argument and std or high
@@ -109,7 +146,10 @@ def draws(node):
 
 def _native(node):
     """Whether Kiln draws `node`'s numbers itself: one of the ops above, of
-    float32 or float64, of static sizes, from torch's default generator."""
+    float32 or float64, of static sizes, from torch's default generator, or
+    one of _random_draws'."""
+    if node.target in _random_draws.REWRITES:
+        return _random_draws.native(node)
     value = node.meta.get("val")
     return (node.target in _DRAWS or node.target in _NORMAL_OF_TENSORS) and \
         isinstance(value, torch.Tensor) and value.dtype in (torch.float32, torch.float64) and \
@@ -217,6 +257,44 @@ def _typed(node, value):
     return node
 
 
+class _Emitter:
+    """Adds nodes to `graph` before `before`: draws from the generator state
+    (`state`, then the state after each draw) and the ops on them."""
+
+    def __init__(self, graph, before, state, state_value):
+        self.graph, self.before, self.state, self._state_value = graph, before, state, state_value
+
+    def draw(self, draw, shape, dtype, *args):
+        """The node of the values of kiln_rng op `draw` (its arguments after
+        the state and size: `args`), drawn from the state."""
+        value = torch.empty(shape, dtype=dtype)
+        with self.graph.inserting_before(self.before):
+            result = self.graph.call_function(draw, (self.state, list(shape)) + args)
+            result.meta["val"] = (value, self._state_value)
+            values = _typed(self.graph.call_function(operator.getitem, (result, 0)), value)
+            self.state = _typed(self.graph.call_function(operator.getitem, (result, 1)),
+                                self._state_value)
+        return values
+
+    def op(self, target, args, shape, dtype, kwargs=None, value=None):
+        """The node of `target`(*args, **kwargs), whose value has `shape` and
+        `dtype` (or is `value`)."""
+        with self.graph.inserting_before(self.before):
+            node = self.graph.call_function(target, tuple(args), kwargs or {})
+        if value is not None:
+            node.meta["val"] = value
+            return node
+        return _typed(node, torch.empty(shape, dtype=dtype))
+
+    def cast(self, node, dtype):
+        """`node` as `dtype`."""
+        value = node.meta["val"]
+        if value.dtype == dtype:
+            return node
+        return self.op(aten._to_copy.default, (node,), list(value.shape), dtype,
+                       kwargs={"dtype": dtype})
+
+
 def thread_generator(gm):
     """Rewrites the draws of `gm` into Kiln's, threading torch's generator
     state through them from a get_attr tensor `kiln_generator` (copied
@@ -233,6 +311,7 @@ def thread_generator(gm):
     if not all(_native(node) for node in drawing):
         if seeds:  # and one Kiln does not draw itself
             raise _not_replayable(gm.meta["kiln_setter"])
+        gm.meta.setdefault("kiln_declined", {}).update(_random_draws.declined())
         return None
     gm.register_buffer("kiln_generator", torch.default_generator.get_state())
     first = next(node for node in graph.nodes if node.op != "placeholder")
@@ -258,6 +337,17 @@ def thread_generator(gm):
     for count, node in enumerate(drawing):
         seeded_before(count, node)
         value = node.meta["val"]
+        if node.target in _random_draws.REWRITES:
+            emit = _Emitter(graph, node, state, state_value)
+            values = _random_draws.rewrite(emit, node)
+            state = emit.state
+            if node.target._schema.name.endswith("_"):  # in place
+                with graph.inserting_before(node):
+                    values = _typed(graph.call_function(aten.copy_.default,
+                                                        (node.args[0], values)), value)
+            node.replace_all_uses_with(values)
+            graph.erase_node(node)
+            continue
         with graph.inserting_before(node):
             if node.target in _DRAWS:
                 draw, a, b = _DRAWS[node.target]

@@ -291,6 +291,11 @@ def _refuse_random(gm):
     randn_like, ...): an artifact is a pure function of its inputs."""
     for node in gm.graph.nodes:
         if _random.draws(node):
+            declined = gm.meta.get("kiln_declined", {}).get(str(node.target))
+            if declined:
+                raise TraceError(f"node '{node.name}' ({node.target}) draws random numbers: "
+                                 f"{declined}; compile without strict=True to draw them through "
+                                 f"torch")
             raise TraceError(f"node '{node.name}' ({node.target}) draws random numbers, and a Kiln "
                              f"artifact is a pure function of its inputs: call model.eval() for "
                              f"dropout, pass the noise in as an input, or compile without "
