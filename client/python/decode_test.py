@@ -144,6 +144,19 @@ def test_a_decoder_with_a_static_cache_generates_eagers_tokens():
     assert rows_written_in_place(compiled) == len(decoder.caches()), kiln.explain(compiled)
 
 
+def test_a_decoder_compiled_by_dynamo_writes_its_caches_and_generates_eagers_tokens():
+    """torch.compile(backend=kiln.backend): Dynamo's graph writes the caches
+    with index_copy_ calls whose results nothing reads; they are kept."""
+    torch.manual_seed(0)
+    decoder = Decoder(positions=64).eval()
+    eager = copy.deepcopy(decoder)
+    compiled = torch.compile(decoder, backend=kiln.backend)
+    with torch.no_grad():
+        assert greedy(compiled, 1, 0, 64) == greedy(eager, 1, 0, 64)
+    for got, want in zip(decoder.caches(), eager.caches()):
+        assert_matches(got, want)
+
+
 def test_a_decoding_step_writes_the_same_bytes_at_any_cache_length():
     """decode_bytes_written_per_step: pages one step writes in its caches,
     counted by the kernel (PagesWritten): each layer's keys and values get
