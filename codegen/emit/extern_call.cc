@@ -90,8 +90,10 @@ absl::StatusOr<std::string> EmitIndexCheck(const Kernel& kernel, const EmitInput
     return absl::InternalError(
         absl::StrCat("an index check reads ", kernel.reads.size(), " operands, not 1"));
   }
+  // The index as the check reads it (a view of the realized value under
+  // it: the access map's variables are the index's dims).
   const Access& access = kernel.reads[0];
-  const ir::TensorType& index = graph.values[access.value];
+  const ir::TensorType& index = graph.values[node.inputs[0]];
   const Linear offset = Offset(MemoryLayout(graph, in.program, access.value), access.map);
   // Entry i's offset: its coordinates from i, innermost dim first.
   std::string count = "1", position = SymC(offset.constant);
