@@ -1,5 +1,6 @@
 #include "codegen/passes/check_lookups.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -75,7 +76,13 @@ absl::StatusOr<ir::Graph> CheckLookups(const ir::Graph& graph) {
   result.bounds = graph.bounds;
   GraphBuilder builder(result);
   for (const ir::Node& node : graph.nodes) {
-    if (const std::optional<Lookup> lookup = LookupOf(node)) {
+    const std::optional<Lookup> lookup = LookupOf(node);
+    // An empty index names no position (and may be of any integer type).
+    const auto& index_sizes =
+        lookup ? graph.values[node.inputs[lookup->index]].sizes : std::vector<ir::Dim>{};
+    const bool empty = std::any_of(index_sizes.begin(), index_sizes.end(),
+                                   [](const ir::Dim& d) { return d == ir::Dim::Constant(0); });
+    if (lookup && !empty) {
       const ir::TensorType& table = graph.values[node.inputs[lookup->table]];
       // A 0-dim table is one element along dim 0 (or -1), as in eager.
       ASSIGN_OR_RETURN(const int dim,
