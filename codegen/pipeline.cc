@@ -4,6 +4,7 @@
 #include "codegen/import.h"
 #include "codegen/loop_ir.h"
 #include "codegen/passes/attention_lengths.h"
+#include "codegen/passes/check_lookups.h"
 #include "codegen/passes/check_plan.h"
 #include "codegen/passes/decompose.h"
 #include "codegen/passes/lower.h"
@@ -24,7 +25,8 @@ absl::StatusOr<GeneratedCode> GenerateCode(const CodegenInputs& inputs, bool kee
   };
   stage("graph", [&] { return ir::ToString(inputs.graph); });
   ASSIGN_OR_RETURN(const ir::Graph split, SplitComplex(inputs.graph));
-  ASSIGN_OR_RETURN(const ir::Graph decomposed, Decompose(split));
+  ASSIGN_OR_RETURN(const ir::Graph checked, CheckLookups(split));
+  ASSIGN_OR_RETURN(const ir::Graph decomposed, Decompose(checked));
   ASSIGN_OR_RETURN(const ir::Graph transposed, TransposeLinearPairs(decomposed));
   ASSIGN_OR_RETURN(const ir::Graph graph, AttentionLengths(transposed));
   stage("core graph", [&] { return ir::ToString(graph); });

@@ -7,7 +7,7 @@ namespace kiln {
 
 // Incremented whenever generated code changes for the same inputs. Part of
 // every cache key.
-inline constexpr int kCodegenVersion = 30;
+inline constexpr int kCodegenVersion = 31;
 
 }  // namespace kiln
 

@@ -144,6 +144,52 @@ def test_a_decoder_with_a_static_cache_generates_eagers_tokens():
     assert rows_written_in_place(compiled) == len(decoder.caches()), kiln.explain(compiled)
 
 
+def test_a_decoder_compiled_by_dynamo_writes_its_caches_and_generates_eagers_tokens():
+    """torch.compile(backend=kiln.backend): Dynamo's graph writes the caches
+    with index_copy_ calls whose results nothing reads; they are kept."""
+    torch.manual_seed(0)
+    decoder = Decoder(positions=64).eval()
+    eager = copy.deepcopy(decoder)
+    compiled = torch.compile(decoder, backend=kiln.backend)
+    with torch.no_grad():
+        assert greedy(compiled, 1, 0, 64) == greedy(eager, 1, 0, 64)
+    for got, want in zip(decoder.caches(), eager.caches()):
+        assert_matches(got, want)
+
+
+def test_a_transformers_static_cache_decodes_eagers_tokens_through_dynamo():
+    """Hugging Face's StaticCache (index_copy_ at cache_position) of a tiny
+    random Llama, each step torch.compile(backend=kiln.backend)'d: eager's
+    16 greedy tokens, and eager's cache contents."""
+    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=64, hidden_size=64, intermediate_size=128,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=64)
+    model = LlamaForCausalLM(config).eval()
+
+    def step(token, cache, position):
+        return model(input_ids=token, past_key_values=cache, cache_position=position,
+                     use_cache=True).logits
+
+    def generate(step):
+        cache, token, tokens = StaticCache(config=config, max_cache_len=32), torch.tensor([[1]]), []
+        for position in range(16):
+            token = step(token, cache, torch.tensor([position]))[:, -1].argmax(-1, keepdim=True)
+            tokens.append(int(token))
+        return tokens, cache
+
+    compiled_before = compiles()
+    with torch.no_grad():
+        (got, cache), (want, eager_cache) = generate(torch.compile(step, backend=kiln.backend)), \
+            generate(step)
+    assert got == want
+    assert compiles() > compiled_before
+    for layer, eager_layer in zip(cache.layers, eager_cache.layers):
+        assert_matches(layer.keys, eager_layer.keys)
+        assert_matches(layer.values, eager_layer.values)
+
+
 def test_a_decoding_step_writes_the_same_bytes_at_any_cache_length():
     """decode_bytes_written_per_step: pages one step writes in its caches,
     counted by the kernel (PagesWritten): each layer's keys and values get

@@ -88,14 +88,16 @@ class PagedBlock(torch.nn.Module):
         # Each sequence's blocks, in table order, as vLLM's reference reads
         # them (pool[table]); the mask keeps each sequence's own positions,
         # up to its length. Kiln reads the pool through the table instead.
+        # (The positions by number, not -1: an empty batch has none to infer.)
+        positions = table.shape[1] * self.block
         keys, values = (pool.view(-1, self.block, self.heads, self.head_width)[table]
-                        .view(batch, -1, self.heads, self.head_width).transpose(1, 2)
+                        .view(batch, positions, self.heads, self.head_width).transpose(1, 2)
                         for pool in (self.keys, self.values))
-        places = torch.arange(table.shape[1] * self.block)
-        seen = (places.view(1, -1) <= lengths.view(-1, 1)).view(batch, 1, 1, -1)
+        places = torch.arange(positions)
+        seen = (places.view(1, -1) <= lengths.view(-1, 1)).view(batch, 1, 1, positions)
         attended = F.scaled_dot_product_attention(
             q.view(batch, self.heads, 1, self.head_width), keys, values, attn_mask=seen)
-        x = x + self.out(attended.reshape(batch, -1))
+        x = x + self.out(attended.reshape(batch, self.heads * self.head_width))
         return x + self.down(F.gelu(self.up(self.norm2(x))))
 
 

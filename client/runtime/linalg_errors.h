@@ -20,8 +20,13 @@ namespace kiln {
 // the exception eager raises.
 absl::Status LinalgError(absl::string_view api_name, int64_t batch_index, int32_t info);
 
+// `message` as an error eager raises as a RuntimeError where Kiln's kind
+// of error would raise another type: gather's index out of range
+// (runtime.cc), which eager raises as a RuntimeError, not an IndexError.
+absl::Status EagerRuntimeError(const std::string& message);
+
 // "LinAlgError" (torch.linalg.LinAlgError) or "RuntimeError" for a status
-// LinalgError made, else null.
+// LinalgError or EagerRuntimeError made, else null.
 const char* EagerErrorType(const absl::Status& status);
 
 }  // namespace kiln

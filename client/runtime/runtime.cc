@@ -461,10 +461,14 @@ void* ThreadScratch(void*, long long bytes) {
 // (Runtime::TakeRunError).
 thread_local absl::Status run_error;
 
+// An IndexError, as eager's, but for gather's, which eager raises as a
+// RuntimeError.
 void IndexError(void*, const char* op, long long dim, long long index, long long size) {
-  run_error = absl::OutOfRangeError(std::string(op) + ": index " + std::to_string(index) +
-                                    " is out of bounds for dim " + std::to_string(dim) +
-                                    " with size " + std::to_string(size));
+  const std::string message = std::string(op) + ": index " + std::to_string(index) +
+                              " is out of bounds for dim " + std::to_string(dim) + " with size " +
+                              std::to_string(size);
+  run_error =
+      std::string(op) == "gather" ? EagerRuntimeError(message) : absl::OutOfRangeError(message);
 }
 
 void LinalgErrorOf(void*, const char* api_name, long long batch_index, int info) {

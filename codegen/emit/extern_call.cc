@@ -80,6 +80,42 @@ absl::StatusOr<std::string> EmitConvolutionCall(const Kernel& kernel, const Emit
                       StorageName(in.plan.storage_of[kernel.value]), ") != 0) return 2;\n  }\n");
 }
 
+// A lookup's bounds check (ops/index_check.cc), inline in kiln_run: every
+// entry of the index in [0, size) (or [-size, size)), else
+// the runtime's index_error and KILN_RUN_INDEX_ERROR.
+absl::StatusOr<std::string> EmitIndexCheck(const Kernel& kernel, const EmitInputs& in) {
+  const ir::Graph& graph = in.graph;
+  const ir::Node& node = graph.nodes[graph.producer[kernel.value]];
+  if (kernel.reads.size() != 1) {
+    return absl::InternalError(
+        absl::StrCat("an index check reads ", kernel.reads.size(), " operands, not 1"));
+  }
+  // The index as the check reads it (a view of the realized value under
+  // it: the access map's variables are the index's dims).
+  const Access& access = kernel.reads[0];
+  const ir::TensorType& index = graph.values[node.inputs[0]];
+  const Linear offset = Offset(MemoryLayout(graph, in.program, access.value), access.map);
+  // Entry i's offset: its coordinates from i, innermost dim first.
+  std::string count = "1", position = SymC(offset.constant);
+  for (int64_t d = index.rank() - 1; d >= 0; --d) {
+    const std::string extent = Extent(index.sizes[d]);
+    absl::StrAppend(&position, " + (i / (", count, ")) % (", extent, ") * (",
+                    SymC(offset.coefficients[d]), ")");
+    count = absl::StrCat(count, " * (", extent, ")");
+  }
+  const std::string size = SymC(ops::SizeArg(node, "size"));
+  const std::string lowest =
+      ops::BoolArg(node, "from_the_end") ? absl::StrCat("-(", size, ")") : "0";
+  return absl::StrCat(
+      "  for (kiln_int64 i = 0; i < ", count,
+      "; ++i) {\n    const kiln_int64 entry = ", StorageName(in.plan.storage_of[access.value]), "[",
+      position, "];\n    if ((entry < ", lowest, ") | (entry >= ", size,
+      ")) {\n      rt->index_error(rt->context, \"", std::get<std::string>(ops::Arg(node, "op")),
+      "\", ", ops::IntArg(node, "dim"), ", entry, ", size,
+      ");\n      return KILN_RUN_INDEX_ERROR;\n    }\n  }\n  ",
+      StorageName(in.plan.storage_of[kernel.value]), "[0] = 0;\n");
+}
+
 }  // namespace
 
 // An extern kernel: a GEMM call through the runtime table, inline in kiln_run
@@ -95,6 +131,7 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInput
   if (definition.function == "fft") return EmitFftCall(kernel, in);
   if (definition.function == "linalg") return EmitLinalgCall(kernel, in);
   if (definition.function == "linalg_check") return EmitLinalgCheck(kernel, in);
+  if (definition.function == "index_check") return EmitIndexCheck(kernel, in);
   if (definition.function == "select_rows") return EmitSelectCall(kernel, in);
   if (definition.function == "attention") return EmitAttentionCall(kernel, in);
   if (definition.function == "random") return EmitRandomCall(kernel, in);

@@ -20,10 +20,13 @@
  * `block` positions shared by the batch, and batch row n's key j is row
  * j % block of pool block key_table[(n * blocks + j / block) *
  * key_table_stride] (values likewise through value_table): strides k[0]
- * and v[0] step blocks of the pool, k[2] and v[2] positions in a block. A
- * table entry outside [0, pool_blocks) reads zeros, as a gather's fill.
- * Only the blocks below a row's bound are read: no copy of the table's
- * blocks. Uses kiln_math.h. */
+ * and v[0] step blocks of the pool, k[2] and v[2] positions in a block.
+ * The bound is at most keys = blocks * block, the table row's capacity, so
+ * a length past it reads no entry past the row. The graph checked every
+ * entry against the pool before (kiln.check_index, eager's IndexError); an
+ * entry outside [0, pool_blocks) would read zeros here, never memory. Only
+ * the blocks below a row's bound are read: no copy of the table's blocks.
+ * Uses kiln_math.h. */
 #define KILN_ATTENTION_BLOCK 32
 #define KILN_ATTENTION_MAX_SPLITS 16
 #define KILN_ATTENTION_MAX_SPLIT_WIDTH 256

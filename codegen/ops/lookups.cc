@@ -11,9 +11,11 @@
 //
 // Out-of-range indices (outside [0, size) of the dim, negative ones too):
 // eager raises an IndexError, but for embedding_dense_backward, which skips
-// them. index_add stops the run with that error (loop_ir.h, checked_op);
-// elsewhere a lookup reads 0 there and a scatter adds nothing, neither
-// touching memory out of bounds.
+// them. index_add stops the run with that error (loop_ir.h, checked_op),
+// and so does the check before each lookup of the user's graph
+// (passes/check_lookups.h); the lookup itself reads 0 there (what Kiln's
+// own decompositions rely on) and a scatter adds nothing, neither touching
+// memory out of bounds.
 #include <algorithm>
 #include <cmath>
 #include <optional>

@@ -40,6 +40,7 @@ const OpTable& OpTable::Get() {
     RegisterIeeeOps(*built);
     RegisterAttentionOps(*built);
     RegisterRandomOps(*built);
+    RegisterIndexCheckOps(*built);
     return built;
   }();
   return *table;

@@ -129,6 +129,8 @@ void RegisterIntegerOps(OpTable& table);
 void RegisterIeeeOps(OpTable& table);
 void RegisterAttentionOps(OpTable& table);  // attention.cc
 void RegisterRandomOps(OpTable& table);     // random.cc: torch's CPU generator
+// index_check.cc: kiln.check_index, a lookup's bounds check.
+void RegisterIndexCheckOps(OpTable& table);
 
 // Helpers shared by the families.
 // A type's sizes for an error message: "[2, s0]".

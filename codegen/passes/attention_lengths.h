@@ -18,8 +18,9 @@
 // (index_select along the pool's blocks of the table's entries), the kernel
 // reads the pools through the table instead (vLLM's paged attention): the
 // gather is dropped, and a step reads the blocks below each sequence's
-// bound, not every block of its table. Table entries the gather would read
-// as zeros (outside the pool) read as zeros.
+// bound, not every block of its table. The gather's index check
+// (passes/check_lookups.h) stays: an entry outside the pool is eager's
+// IndexError before the kernel runs.
 //
 // Requires: a core graph (after Decompose).
 // Guarantees: a rewritten attention's mask was where(c, 0, -inf) with c,

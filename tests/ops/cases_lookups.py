@@ -1,9 +1,9 @@
 """Lookups: embedding, index_select and gather over every table dtype, with
 int64 and (where eager takes them) int32 indices, repeated indices, the
 first and last positions, 0-dim indices, transposed and sliced tables, and
-out-of-range indices (which eager refuses with an IndexError and Kiln reads
-as 0, never touching memory: one-node graphs built by hand, the reference
-computed here).
+out-of-range indices (which eager refuses with an IndexError, gather's a
+RuntimeError, and so does Kiln, checking the index before the lookup runs:
+one-node graphs built by hand).
 
 Their backward ops, the scatter-adds embedding_dense_backward, index_add
 and scatter_add: the same kinds of indices, many repeated (eager adds in
@@ -61,8 +61,10 @@ def embedding_cases(claims):
         def reference(w, i):
             result, inside = zero_out_of_range(w, i, 0, embed)
             return torch.where(inside.unsqueeze(-1), result, torch.zeros_like(result))
-        yield Case(op, dtype, "out_of_range_reads_zero", reference, [weight, out_of_range], EXACT,
-                   manual=(op, []))
+        # Eager's IndexError, checked before the lookup (passes/check_lookups.h).
+        yield Case(op, dtype, "out_of_range", reference, [weight, out_of_range], ERROR,
+                   error=("OUT_OF_RANGE", "embedding: index -1 is out of bounds for dim 0 with "
+                          "size 10"), manual=(op, []))
     weight = random((4, 3), torch.float32, generator(op, "refused"))
     yield Case(op, torch.float32, "float_indices", lambda w, i: w[:1],
                [weight, torch.tensor([1.0])], ERROR,
@@ -100,8 +102,10 @@ def index_select_cases(claims):
         def reference(x, i):
             result, inside = zero_out_of_range(x, i, 1, lambda t, j: torch.index_select(t, 1, j))
             return torch.where(inside, result, torch.zeros_like(result))
-        yield Case(op, dtype, "out_of_range_reads_zero", reference, [x, out_of_range], EXACT,
-                   manual=(op, [("dim", 1)]))
+        # Eager's IndexError, checked before the lookup (passes/check_lookups.h).
+        yield Case(op, dtype, "out_of_range", reference, [x, out_of_range], ERROR,
+                   error=("OUT_OF_RANGE", "index_select: index 7 is out of bounds for dim 1 with "
+                          "size 7"), manual=(op, [("dim", 1)]))
     x = random((4, 3), torch.float32, generator(op, "refused"))
     yield Case(op, torch.float32, "matrix_index", lambda x, i: x[i], [x, torch.tensor([[1]])],
                ERROR, error=("INVALID_ARGUMENT", "must be a vector"), manual=(op, [("dim", 0)]))
@@ -138,8 +142,10 @@ def gather_cases(claims):
         def reference(x, i):
             result, inside = zero_out_of_range(x, i, 1, lambda t, j: torch.gather(t, 1, j))
             return torch.where(inside, result, torch.zeros_like(result))
-        yield Case(op, dtype, "out_of_range_reads_zero", reference, [x, out_of_range], EXACT,
-                   manual=(op, [("dim", 1)]))
+        # Eager's RuntimeError, checked before the lookup (passes/check_lookups.h).
+        yield Case(op, dtype, "out_of_range", reference, [x, out_of_range], ERROR,
+                   error=("FAILED_PRECONDITION", "gather: index 7 is out of bounds for dim 1 "
+                          "with size 7"), manual=(op, [("dim", 1)]))
     x = random((4, 3), torch.float32, generator(op, "refused"))
     yield Case(op, torch.float32, "int32_index", lambda x, i: torch.gather(x, 1, i),
                [x, torch.tensor([[1, 0], [2, 2], [0, 1], [1, 1]], dtype=torch.int32)], EXACT)

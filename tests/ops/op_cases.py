@@ -53,7 +53,8 @@ INTERNAL = {"kiln.alias.default", "kiln.mm.default", "kiln.bmm.default", "kiln.s
             "kiln.linalg.default", "kiln.qr.default", "kiln.lstsq.default",
             "kiln.matrix_exp.default", "kiln.ldl.default", "kiln.eig.default",
             "kiln.scatter_fold.default", "kiln.attention_to_length.default",
-            "kiln.select_rows.default"}
+            "kiln.select_rows.default",
+            "kiln.check_index.default"}  # passes/check_lookups.h adds it
 
 
 class GenerationError(Exception):

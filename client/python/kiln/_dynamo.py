@@ -23,6 +23,7 @@ Dynamo made dynamic) is passed as a constant: Kiln compiles a graph per value
 (up to 8). A graph's SymInt results are computed from its inputs' sizes.
 """
 import inspect
+import operator
 import threading
 
 import torch
@@ -152,6 +153,17 @@ def _reads_value(node):
                            torch.ops.aten.item.default)
 
 
+def _writes(node):
+    """Whether dead-code elimination must keep `node`: FX's impure nodes, and
+    the in-place writes Dynamo records as calls whose results nothing reads
+    (self.keys.index_copy_(2, pos, k), x[i] = v), which FX counts as pure."""
+    if node.is_impure() or node.target is operator.setitem:
+        return True
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    return node.op in ("call_method", "call_function") and name.endswith("_") \
+        and not name.endswith("__")
+
+
 def _symbol(size):
     """The sympy expression of a SymInt (a symbol, or an expression of
     symbols: 2*s0), or None for a number (one Dynamo specialized too)."""
@@ -254,7 +266,7 @@ class _Graph:
         graph.graph_copy(gm.graph, copied)
         graph.output(tuple(copied[node] for node in computed))
         module = torch.fx.GraphModule(gm, graph)
-        module.graph.eliminate_dead_code()
+        module.graph.eliminate_dead_code(is_impure_node=_writes)
         module.recompile()
         return module, results, kind
 
