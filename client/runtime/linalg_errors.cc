@@ -20,6 +20,8 @@ absl::Status Raised(bool linalg_error, const std::string& message) {
 
 }  // namespace
 
+absl::Status EagerRuntimeError(const std::string& message) { return Raised(false, message); }
+
 // The texts and their order are eager's _linalg_check_errors
 // (aten/src/ATen/native/BatchLinearAlgebra.cpp), which picks one by what
 // the op's name contains.

@@ -20,8 +20,12 @@ namespace kiln {
 // the exception eager raises.
 absl::Status LinalgError(absl::string_view api_name, int64_t batch_index, int32_t info);
 
+// Eager's RuntimeError with `message` (a failed check, kiln_check.check):
+// FailedPrecondition, which EagerErrorType names "RuntimeError".
+absl::Status EagerRuntimeError(const std::string& message);
+
 // "LinAlgError" (torch.linalg.LinAlgError) or "RuntimeError" for a status
-// LinalgError made, else null.
+// LinalgError or EagerRuntimeError made, else null.
 const char* EagerErrorType(const absl::Status& status);
 
 }  // namespace kiln

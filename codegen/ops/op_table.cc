@@ -40,6 +40,8 @@ const OpTable& OpTable::Get() {
     RegisterIeeeOps(*built);
     RegisterAttentionOps(*built);
     RegisterRandomOps(*built);
+    RegisterFractionalMaxPoolOps(*built);
+    RegisterCheckOps(*built);
     return built;
   }();
   return *table;

@@ -129,6 +129,10 @@ void RegisterIntegerOps(OpTable& table);
 void RegisterIeeeOps(OpTable& table);
 void RegisterAttentionOps(OpTable& table);  // attention.cc
 void RegisterRandomOps(OpTable& table);     // random.cc: torch's CPU generator
+// fractional_max_pool.cc
+void RegisterFractionalMaxPoolOps(OpTable& table);
+// check.cc
+void RegisterCheckOps(OpTable& table);
 
 // Helpers shared by the families.
 // A type's sizes for an error message: "[2, s0]".
