@@ -3,8 +3,10 @@
 max and min, addbmm and empty_strided in the op table (codegen/ops/), and
 the tracer's forms of training batch norm, embedding_renorm,
 nonzero_static, 3-d grid sampling, antialiased bilinear resizing and
-histogramdd (kiln/_op_forms.py, kiln/_decompositions.py), and lookups and
-unfold of 0-dim tensors, each against
+histogramdd (kiln/_op_forms.py, kiln/_decompositions.py), lookups and
+unfold of 0-dim tensors, int32 operands, fractional max pooling, and cov,
+corrcoef and gaussian_nll_loss with their value checks as graph ops
+(kiln/_checks.py), each against
 eager through a real kilnd (conftest.py starts it).
 
 Runs under pytest (the checkout's .venv); each test case is counted by
