@@ -23,7 +23,9 @@
  * index_error on the calling thread; the kernel that checks it has written
  * nothing), and KILN_RUN_LINALG_ERROR when a LAPACK call's info said its
  * matrix was singular (or not positive definite, or did not converge) where
- * eager raises (after calling the runtime's linalg_error).
+ * eager raises (after calling the runtime's linalg_error), and
+ * KILN_RUN_CHECK_ERROR when a value failed a check eager makes (after
+ * calling the runtime's check_error).
  */
 #ifndef KILN_ABI_H_
 #define KILN_ABI_H_
@@ -31,6 +33,7 @@
 #define KILN_ABI_VERSION 12
 #define KILN_RUN_INDEX_ERROR 3
 #define KILN_RUN_LINALG_ERROR 4
+#define KILN_RUN_CHECK_ERROR 5
 
 typedef long long kiln_int64;
 typedef unsigned int kiln_uint32;
@@ -229,7 +232,15 @@ typedef struct kiln_runtime {
    * them to `state_out`, each when not null (kiln_random). */
   void (*random)(void* context, const kiln_random* call, const unsigned char* state,
                  unsigned char* state_out, void* values);
+  /* Told, on the thread that called kiln_run, that a check eager makes on
+   * values failed (kiln_check.check: negative weights, a start outside its
+   * dim); kiln_run then returns KILN_RUN_CHECK_ERROR. `error` is the
+   * exception eager raises (KILN_CHECK_*), `message` its static text. */
+  void (*check_error)(void* context, kiln_int32 error, const char* message);
 } kiln_runtime;
+
+/* The exception a failed kiln_check.check raises, as eager's. */
+enum { KILN_CHECK_RUNTIME_ERROR = 0, KILN_CHECK_VALUE_ERROR, KILN_CHECK_INDEX_ERROR };
 
 /* Transcendentals: one named source for every artifact (the client
  * runtime's table, glibc's libm today), so an artifact's numerics do not

@@ -184,7 +184,10 @@ absl::Status CompiledGraph::Call(const Entry& entry, const Symbols& symbols,
         absl::StrCat("no memory for ", scratch, " bytes of scratch at these sizes"));
   }
   const int code = entry.artifact->run(runtime_->table(), symbols.data(), in, out, arena);
-  if (code == KILN_RUN_INDEX_ERROR || code == KILN_RUN_LINALG_ERROR) return Runtime::TakeRunError();
+  if (code == KILN_RUN_INDEX_ERROR || code == KILN_RUN_LINALG_ERROR ||
+      code == KILN_RUN_CHECK_ERROR) {
+    return Runtime::TakeRunError();
+  }
   if (code != 0) {
     return absl::InternalError(
         absl::StrCat("kernel ", entry.artifact->metadata.key().substr(0, 12), " returned ", code));

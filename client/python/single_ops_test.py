@@ -3,13 +3,16 @@
 max and min, addbmm and empty_strided in the op table (codegen/ops/), and
 the tracer's forms of training batch norm, embedding_renorm,
 nonzero_static, 3-d grid sampling, antialiased bilinear resizing and
-histogramdd (kiln/_op_forms.py, kiln/_decompositions.py), and lookups and
-unfold of 0-dim tensors, each against
+histogramdd (kiln/_op_forms.py, kiln/_decompositions.py), lookups and
+unfold of 0-dim tensors, int32 operands, fractional max pooling, and cov,
+corrcoef and gaussian_nll_loss with their value checks as graph ops
+(kiln/_checks.py), each against
 eager through a real kilnd (conftest.py starts it).
 
 Runs under pytest (the checkout's .venv); each test case is counted by
 the test command through the JUnit XML written to $XML_OUTPUT_FILE.
 """
+import functools
 import math
 import os
 import sys
@@ -186,3 +189,121 @@ if __name__ == "__main__":
     if os.environ.get("XML_OUTPUT_FILE"):
         args.append("--junitxml=" + os.environ["XML_OUTPUT_FILE"])
     sys.exit(pytest.main(args))
+
+
+# --- cov and corrcoef (kiln/_decompositions_stats.py), int32 operands and
+# fractional max pooling (codegen/ops/fractional_max_pool.cc) ---------------
+
+@pytest.mark.parametrize("correction", [0, 1, 2])
+def test_cov_without_weights_is_eagers(correction):
+    x = torch.randn(3, 7, dtype=torch.float64)
+    assert_native(lambda t: torch.cov(t, correction=correction), x)
+    assert_native(lambda t: t.cov(correction=correction), x[0])
+    assert_native(torch.cov, torch.randint(-5, 6, (2, 5)))  # int64 rows: a float32 result
+
+
+def test_cov_with_no_degrees_of_freedom_is_eagers_inf_and_nan():
+    # Two observations, correction 2: eager warns and divides by 0 (a
+    # constant row's covariances are 0 / 0).
+    x = torch.tensor([[1.5, -1.0], [0.0, 0.0], [2.0, 3.0]])
+    cov = functools.partial(torch.cov, correction=2)
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+        got = kiln.compile(cov, [x], strict=True)(x)
+    want = cov(x)
+    assert torch.isinf(want).any() and torch.isnan(want).any()
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
+def test_corrcoef_is_eagers():
+    rows = torch.randn(4, 9)
+    rows[2] = 3.0  # no variance: a row and a column of NaN, as eager
+    assert_native(torch.corrcoef, rows)
+    assert_native(torch.corrcoef, torch.randn(6))      # one variable: c / c
+    assert_native(torch.corrcoef, torch.zeros(1, 5))   # 0 / 0
+
+
+def test_clamp_of_float32_with_int32_bounds_is_eagers():
+    x = torch.randn(5, 10, 5) * 4
+    low = torch.randint(-3, 1, (5, 10, 5), dtype=torch.int32)
+    high = torch.randint(1, 4, (10, 5), dtype=torch.int32)
+    assert_native(torch.clamp, x, low, None, tol=0)
+    assert_native(torch.clamp, x, low, high, tol=0)
+    assert_native(torch.maximum, low, high, tol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fractional_max_pool_is_eagers(dtype):
+    x = torch.randn(2, 3, 13, 11, dtype=dtype)
+    u = torch.rand(2, 3, 2, dtype=dtype)
+    assert_native(lambda t, s: torch.ops.aten.fractional_max_pool2d(t, [3, 2], [6, 7], s),
+                  x, u, tol=0)
+    assert_native(lambda t, s: torch.ops.aten.fractional_max_pool2d(t, [2, 2], [5, 4], s),
+                  x[0], u[:1], tol=0)
+    volume = torch.randn(2, 2, 6, 7, 5, dtype=dtype)
+    samples = torch.rand(2, 2, 3, dtype=dtype)
+    assert_native(lambda t, s: torch.ops.aten.fractional_max_pool3d(t, [2, 3, 2], [3, 4, 3], s),
+                  volume, samples, tol=0)
+
+
+def test_nn_fractional_max_pool_draws_and_pools_as_eager():
+    """F.fractional_max_pool2d draws its samples with torch.rand (Kiln
+    draws what eager draws) and pools them natively: the same values and
+    indices as eager from the same seed."""
+    import torch.nn.functional as F
+    x = torch.randn(2, 3, 10, 9)
+
+    def pool(t):
+        return F.fractional_max_pool2d(t, 2, output_ratio=(0.5, 0.5), return_indices=True)
+
+    compiled = kiln.compile(pool, [x], strict=True)
+    torch.manual_seed(7)
+    got = compiled(x)
+    torch.manual_seed(7)
+    want = pool(x)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+# --- value checks as graph ops (kiln/_checks.py, codegen/ops/check.cc) -------
+
+@pytest.mark.parametrize("correction", [0, 1, 3])
+def test_cov_with_weights_is_eagers(correction):
+    x = torch.randn(3, 6, dtype=torch.float64)
+    fweights = torch.randint(0, 4, (6,), dtype=torch.int32)
+    fweights[0] = 2
+    aweights = torch.rand(6, dtype=torch.float64)
+    assert_native(lambda t, f: torch.cov(t, correction=correction, fweights=f), x, fweights)
+    assert_native(lambda t, a: torch.cov(t, correction=correction, aweights=a), x, aweights)
+    assert_native(lambda t, f, a: torch.cov(t, correction=correction, fweights=f, aweights=a),
+                  x, fweights, aweights)
+    # One observation with one kind of weights: eager's zero deviations.
+    assert_native(lambda t, a: torch.cov(t, aweights=a), x[:, :1], aweights[:1])
+
+
+def test_cov_with_negative_or_zero_weights_raises_eagers_error():
+    x = torch.randn(2, 4)
+
+    def cov(t, f):
+        return torch.cov(t, fweights=f)
+
+    compiled = kiln.compile(cov, [x, torch.ones(4, dtype=torch.int64)], strict=True)
+    with pytest.raises(RuntimeError, match=r"^cov\(\): fweights cannot be negative$"):
+        compiled(x, torch.tensor([1, -1, 2, 0]))
+    with pytest.raises(RuntimeError, match=r"^cov\(\): weights sum to zero, can't be normalized$"):
+        compiled(x, torch.zeros(4, dtype=torch.int64))
+    torch.testing.assert_close(compiled(x, torch.tensor([1, 3, 0, 2])),
+                               cov(x, torch.tensor([1, 3, 0, 2])), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_gaussian_nll_loss_is_eagers_and_raises_on_a_negative_variance(reduction):
+    import torch.nn.functional as F
+    x, target = torch.randn(4, 5), torch.randn(4, 5)
+    for var in (torch.rand(4, 5), torch.rand(4), torch.rand(4, 1), torch.zeros(4, 5)):
+        def loss(a, b, v):
+            return F.gaussian_nll_loss(a, b, v, full=True, eps=1e-3, reduction=reduction)
+        assert_native(loss, x, target, var)
+    compiled = kiln.compile(loss, [x, target, torch.rand(4, 5)], strict=True)
+    negative = torch.rand(4, 5)
+    negative[2, 3] = -0.5
+    with pytest.raises(ValueError, match=r"^var has negative entry/entries$"):
+        compiled(x, target, negative)

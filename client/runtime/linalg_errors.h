@@ -20,9 +20,10 @@ namespace kiln {
 // the exception eager raises.
 absl::Status LinalgError(absl::string_view api_name, int64_t batch_index, int32_t info);
 
-// `message` as an error eager raises as a RuntimeError where Kiln's kind
-// of error would raise another type: gather's index out of range
-// (runtime.cc), which eager raises as a RuntimeError, not an IndexError.
+// Eager's RuntimeError with `message`, where Kiln's kind of error would
+// raise another type: a failed check (kiln_check.check), or gather's index
+// out of range (runtime.cc), which eager raises as a RuntimeError, not an
+// IndexError. FailedPrecondition, which EagerErrorType names "RuntimeError".
 absl::Status EagerRuntimeError(const std::string& message);
 
 // "LinAlgError" (torch.linalg.LinAlgError) or "RuntimeError" for a status

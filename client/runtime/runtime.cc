@@ -457,7 +457,7 @@ void* ThreadScratch(void*, long long bytes) {
   return block;
 }
 
-// What the last index_error or linalg_error on this thread said
+// What the last index_error, linalg_error or check_error on this thread said
 // (Runtime::TakeRunError).
 thread_local absl::Status run_error;
 
@@ -469,6 +469,18 @@ void IndexError(void*, const char* op, long long dim, long long index, long long
                               std::to_string(size);
   run_error =
       std::string(op) == "gather" ? EagerRuntimeError(message) : absl::OutOfRangeError(message);
+}
+
+// ValueError and IndexError are the codes the Python client raises them
+// for (InvalidArgument, OutOfRange).
+void CheckError(void*, int error, const char* message) {
+  if (error == KILN_CHECK_VALUE_ERROR) {
+    run_error = absl::InvalidArgumentError(message);
+  } else if (error == KILN_CHECK_INDEX_ERROR) {
+    run_error = absl::OutOfRangeError(message);
+  } else {
+    run_error = EagerRuntimeError(message);
+  }
 }
 
 void LinalgErrorOf(void*, const char* api_name, long long batch_index, int info) {
@@ -564,6 +576,7 @@ Runtime::Runtime(int threads, GemmLibraries gemm_libraries)
   table_.select_rows = SelectRowsOf;
   table_.linalg_error = LinalgErrorOf;
   table_.random = RandomOf;
+  table_.check_error = CheckError;
 }
 
 absl::Status Runtime::TakeRunError() { return std::exchange(run_error, absl::OkStatus()); }

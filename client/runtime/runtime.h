@@ -59,7 +59,7 @@ class Runtime {
 
   const kiln_runtime* table() const { return &table_; }
   // The error the calling thread's last kiln_run that returned
-  // KILN_RUN_INDEX_ERROR or KILN_RUN_LINALG_ERROR was told, once:
+  // KILN_RUN_INDEX_ERROR, KILN_RUN_LINALG_ERROR or KILN_RUN_CHECK_ERROR was told, once:
   // OutOfRange "index_copy: index 9 is out of bounds for dim 2 with size 8",
   // or eager's linear algebra error (linalg_errors.h).
   static absl::Status TakeRunError();

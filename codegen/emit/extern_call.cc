@@ -12,6 +12,7 @@
 #include "codegen/emit/attention_call.h"
 #include "codegen/emit/body_emitter.h"
 #include "codegen/emit/c_text.h"
+#include "codegen/emit/check_call.h"
 #include "codegen/emit/fft_call.h"
 #include "codegen/emit/functions.h"
 #include "codegen/emit/linalg_call.h"
@@ -132,6 +133,7 @@ absl::StatusOr<std::string> EmitExternCall(const Kernel& kernel, const EmitInput
   if (definition.function == "linalg") return EmitLinalgCall(kernel, in);
   if (definition.function == "linalg_check") return EmitLinalgCheck(kernel, in);
   if (definition.function == "index_check") return EmitIndexCheck(kernel, in);
+  if (definition.function == "check") return EmitCheck(kernel, in);
   if (definition.function == "select_rows") return EmitSelectCall(kernel, in);
   if (definition.function == "attention") return EmitAttentionCall(kernel, in);
   if (definition.function == "random") return EmitRandomCall(kernel, in);

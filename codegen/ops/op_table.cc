@@ -41,6 +41,8 @@ const OpTable& OpTable::Get() {
     RegisterAttentionOps(*built);
     RegisterRandomOps(*built);
     RegisterIndexCheckOps(*built);
+    RegisterFractionalMaxPoolOps(*built);
+    RegisterCheckOps(*built);
     return built;
   }();
   return *table;

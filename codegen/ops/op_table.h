@@ -131,6 +131,10 @@ void RegisterAttentionOps(OpTable& table);  // attention.cc
 void RegisterRandomOps(OpTable& table);     // random.cc: torch's CPU generator
 // index_check.cc: kiln.check_index, a lookup's bounds check.
 void RegisterIndexCheckOps(OpTable& table);
+// fractional_max_pool.cc
+void RegisterFractionalMaxPoolOps(OpTable& table);
+// check.cc
+void RegisterCheckOps(OpTable& table);
 
 // Helpers shared by the families.
 // A type's sizes for an error message: "[2, s0]".

@@ -82,7 +82,7 @@ absl::StatusOr<int> Clamp(ExprBuilder& b, const ir::Node& node, const std::vecto
     if (std::isnan(ScalarArgAsDouble(node, bound))) return b.Constant(NAN, types.compute);
     int limit = ScalarConstant(b, node, bound, types);
     const DType t = types.compute;
-    if (t == DType::kInt8 || t == DType::kUInt8 || t == DType::kInt16) {
+    if (t == DType::kInt8 || t == DType::kUInt8 || t == DType::kInt16 || t == DType::kInt32) {
       // Eager compares with the bound as given: one outside the dtype's
       // range saturates to it (clamp(uint8, -1) is the identity), where a
       // converted Python int would wrap.

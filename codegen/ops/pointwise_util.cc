@@ -12,17 +12,18 @@ namespace kiln::ops {
 
 using ir::DType;
 
-const std::vector<DType> kAllTypes = {DType::kFloat32,  DType::kFloat64, DType::kFloat16,
-                                      DType::kBFloat16, DType::kInt64,   DType::kBool,
-                                      DType::kInt8,     DType::kUInt8,   DType::kInt16};
+const std::vector<DType> kAllTypes = {
+    DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt64,
+    DType::kBool,    DType::kInt8,    DType::kUInt8,   DType::kInt16,    DType::kInt32};
 const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
                                         DType::kBFloat16};
 const std::vector<DType> kNoBool = {DType::kFloat32,  DType::kFloat64, DType::kFloat16,
                                     DType::kBFloat16, DType::kInt64,   DType::kInt8,
-                                    DType::kUInt8,    DType::kInt16};
-const std::vector<DType> kIntegral = {DType::kInt64, DType::kBool, DType::kInt8, DType::kUInt8,
-                                      DType::kInt16};
-const std::vector<DType> kIntegers = {DType::kInt64, DType::kInt8, DType::kUInt8, DType::kInt16};
+                                    DType::kUInt8,    DType::kInt16,   DType::kInt32};
+const std::vector<DType> kIntegral = {DType::kInt64, DType::kBool,  DType::kInt8,
+                                      DType::kUInt8, DType::kInt16, DType::kInt32};
+const std::vector<DType> kIntegers = {DType::kInt64, DType::kInt8, DType::kUInt8, DType::kInt16,
+                                      DType::kInt32};
 
 namespace {
 

@@ -210,11 +210,12 @@ void RegisterSortingOps(OpTable& table) {
   const ArgSpec dim_last{"dim", ArgKind::kInt, int64_t{-1}};
   const ArgSpec descending{"descending", ArgKind::kBool, false};
   const ArgSpec keepdim{"keepdim", ArgKind::kBool, false};
-  // sort and mode take bools; the others refuse them, as eager does. Not the
-  // small integers yet: the gather that reads the values does not take them.
+  // sort and mode take bools; the others refuse them, as eager does. Not int8, uint8,
+  // int16 or int32 yet: the gather that reads the values does not take them.
   const std::vector<ir::DType> refused;
   auto gatherable = [](std::vector<ir::DType> dtypes) {
-    for (const ir::DType small : {ir::DType::kInt8, ir::DType::kUInt8, ir::DType::kInt16}) {
+    for (const ir::DType small :
+         {ir::DType::kInt8, ir::DType::kUInt8, ir::DType::kInt16, ir::DType::kInt32}) {
       dtypes.erase(std::remove(dtypes.begin(), dtypes.end(), small), dtypes.end());
     }
     return dtypes;

@@ -15,8 +15,8 @@ NAMES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "flo
          torch.bfloat16: "bfloat16", torch.int64: "int64", torch.bool: "bool",
          torch.complex64: "complex64", torch.complex128: "complex128",
          torch.int8: "int8", torch.uint8: "uint8", torch.int16: "int16",
-         torch.int32: "int32"}  # int32: a LAPACK info (_linalg_check_errors)
-SMALL_INTS = [torch.int8, torch.uint8, torch.int16]
+         torch.int32: "int32"}
+SMALL_INTS = [torch.int8, torch.uint8, torch.int16, torch.int32]
 BY_NAME = {name: dtype for dtype, name in NAMES.items()}
 
 # Checks (tests/ops/op_case.proto).

@@ -19,6 +19,8 @@ PROMOTIONS = [(torch.float32, torch.float64), (torch.float16, torch.float32),
               (torch.bool, torch.int64), (torch.bool, torch.float32), (torch.int64, torch.bfloat16),
               (torch.uint8, torch.int8), (torch.int8, torch.int16), (torch.uint8, torch.int16),
               (torch.int16, torch.int64), (torch.bool, torch.uint8), (torch.int8, torch.float16)]
+INT32_PROMOTIONS = [(torch.float32, torch.int32), (torch.int32, torch.int16),
+                    (torch.int32, torch.int64), (torch.int32, torch.int32)]
 
 
 def layouts(op, dtype, fn, make, check=CLOSE, function="", prefix=""):
@@ -345,7 +347,11 @@ def integer_division_cases(claims):
             for divisor in (2, -3, 7, 1, -1):
                 if dtype == torch.uint8 and divisor < 0:
                     continue  # eager refuses: it does not fit
-                yield Case(op, dtype, f"by_{divisor}", unary(fn, divisor), [x], EXACT)
+                dividend = x
+                if dtype == torch.int32 and divisor == -1:
+                    # int32's lowest / -1 overflows: x86's division traps, in eager too.
+                    dividend = x.clamp(min=torch.iinfo(dtype).min + 1)
+                yield Case(op, dtype, f"by_{divisor}", unary(fn, divisor), [dividend], EXACT)
     # No elements: nothing is divided, by zero or by a tensor, as eager.
     for op, fn in INTEGER_DIVISIONS.items():
         empty = torch.zeros((0, 3), dtype=torch.int64)
@@ -446,6 +452,12 @@ def selection_cases(claims):
             g = generator(op, NAMES[a], NAMES[b])
             yield Case(op, a, f"promote_{NAMES[b]}", getattr(torch, name),
                        [random(SHAPE, a, g), random((40,), b, g)], EXACT)
+        # int32 operands: clamp(x, min=int32 tensor) of a float32 x traces to
+        # maximum(x, int32 bound); int32 with int16 stays int32, with int64 widens.
+        for a, b in INT32_PROMOTIONS:
+            g = generator(op, NAMES[a], NAMES[b])
+            yield Case(op, a, f"promote_{NAMES[b]}", getattr(torch, name),
+                       [with_edges(SHAPE, a, g), with_edges(SHAPE, b, g)], EXACT)
     op = "aten.where.self"
     for dtype in claimed(claims, op):
         g = generator(op, NAMES[dtype])

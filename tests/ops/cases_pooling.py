@@ -1,8 +1,8 @@
-"""Pooling: max_pool2d_with_indices, avg_pool2d and _adaptive_avg_pool2d and
-their backward ops on 3-D and 4-D inputs, with padding, strides, dilation
-and ceil_mode; windows of negative values only, ties, NaN, -inf and signed
-zeros (the padding is -inf for a max and must neither win nor be an index);
-contiguous and transposed inputs."""
+"""Pooling: max_pool2d_with_indices, fractional_max_pool2d and 3d,
+avg_pool2d and _adaptive_avg_pool2d and their backward ops on 3-D and 4-D
+inputs, with padding, strides, dilation and ceil_mode; windows of negative
+values only, ties, NaN, -inf and signed zeros (the padding is -inf for a max
+and must neither win nor be an index); contiguous and transposed inputs."""
 import math
 
 import torch
@@ -207,8 +207,62 @@ def backward_cases(claims):
                ERROR, error=("UNIMPLEMENTED", "windows of one size only"), manual=(op, []))
 
 
+def samples(shape, dtype, g):
+    """random_samples as F.fractional_max_pool2d draws them: one u in [0, 1)
+    per plane and pooled dim, with u = 0 and the largest float below 1."""
+    u = torch.rand(shape, generator=g, dtype=torch.float64).to(dtype)
+    u.view(-1)[0] = 0.0
+    u.view(-1)[1] = torch.tensor(1.0, dtype=dtype).nextafter(torch.tensor(0.0, dtype=dtype))
+    return u
+
+
+def fractional_cases(claims):
+    """Windows placed from random_samples (2-D: sample 0 for the width, 1 for
+    the height; 3-D: 0, 1, 2 for time, height, width), of ties, NaN, -inf and
+    signed zeros; a window of the whole input; unbatched and transposed
+    inputs; a pool larger than the input allows (eager's error)."""
+    op = "aten.fractional_max_pool2d.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        pool = lambda kernel, output: lambda x, u: A.fractional_max_pool2d(x, kernel, output, u)
+        yield Case(op, dtype, "k2_11x10_to_5x4", pool([2, 2], [5, 4]),
+                   [random(SHAPE, dtype, g), samples((2, 3, 2), dtype, g)], EXACT)
+        yield Case(op, dtype, "k3x2_special", pool([3, 2], [6, 7]),
+                   [special_values(dtype, g), samples((2, 3, 2), dtype, g)], EXACT)
+        yield Case(op, dtype, "one_window", pool([11, 10], [1, 1]),
+                   [random(SHAPE, dtype, g), samples((2, 3, 2), dtype, g)], EXACT)
+        yield Case(op, dtype, "unbatched", pool([2, 3], [9, 8]),
+                   [random(SHAPE[1:], dtype, g), samples((1, 3, 2), dtype, g)], EXACT)
+        yield Case(op, dtype, "transposed", lambda x, u: pool([2, 2], [4, 5])(x.transpose(2, 3), u),
+                   [random(SHAPE, dtype, g), samples((2, 3, 2), dtype, g)], EXACT)
+    yield Case(op, torch.float32, "pool_too_large",
+               lambda x, u: (torch.zeros(2, 3, 5, 9), torch.zeros(2, 3, 5, 9, dtype=torch.int64)),
+               [random(SHAPE, torch.float32, generator(op, "refused")), torch.zeros(2, 3, 2)],
+               ERROR, error=("INVALID_ARGUMENT", "pool width 3 too large relative to input width 10"),
+               manual=(op, [("kernel_size", [2, 3]), ("output_size", [5, 9])]))
+    op = "aten.fractional_max_pool3d.default"
+    for dtype in claimed(claims, op):
+        g = generator(op, NAMES[dtype])
+        pool = lambda kernel, output: lambda x, u: A.fractional_max_pool3d(x, kernel, output, u)
+        yield Case(op, dtype, "k2_to_3x4x3", pool([2, 2, 2], [3, 4, 3]),
+                   [random((2, 3, 6, 7, 5), dtype, g), samples((2, 3, 3), dtype, g)], EXACT)
+        yield Case(op, dtype, "k2x1x3_special", pool([2, 1, 3], [2, 10, 7]),
+                   [special_values(dtype, g).unsqueeze(2).expand(2, 3, 4, 11, 10).contiguous(),
+                    samples((2, 3, 3), dtype, g)], EXACT)
+        yield Case(op, dtype, "unbatched", pool([1, 2, 2], [4, 3, 3]),
+                   [random((3, 5, 5, 6), dtype, g), samples((1, 3, 3), dtype, g)], EXACT)
+    # The 3-D kernel wants one input position more than the 2-D one.
+    yield Case(op, torch.float32, "pool_too_large",
+               lambda x, u: (torch.zeros(3, 4, 3, 3), torch.zeros(3, 4, 3, 3, dtype=torch.int64)),
+               [random((3, 4, 5, 6), torch.float32, generator(op, "refused")),
+                torch.zeros(1, 3, 3)],
+               ERROR, error=("INVALID_ARGUMENT", "pool time 1 too large relative to input time 4"),
+               manual=(op, [("kernel_size", [1, 2, 2]), ("output_size", [4, 3, 3])]))
+
+
 def cases(claims):
     yield from max_pool_cases(claims)
+    yield from fractional_cases(claims)
     yield from avg_pool_cases(claims)
     yield from adaptive_cases(claims)
     yield from backward_cases(claims)

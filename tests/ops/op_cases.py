@@ -55,6 +55,8 @@ INTERNAL = {"kiln.alias.default", "kiln.mm.default", "kiln.bmm.default", "kiln.s
             "kiln.scatter_fold.default", "kiln.attention_to_length.default",
             "kiln.select_rows.default",
             "kiln.check_index.default"}  # passes/check_lookups.h adds it
+INTERNAL |= {"kiln.fractional_max_pool.default",  # fractional_max_pool2d and 3d's
+             "kiln_check.check.default"}  # the tracer's value checks: single_ops_test
 
 
 class GenerationError(Exception):

@@ -33,6 +33,7 @@ from ._decompositions_nn import (_adaptive_avg_pool3d, _adaptive_max_pool, _avg_
                                  _nll_loss2d_forward, _nll_loss_backward, _nll_loss_forward,
                                  _pad, _reflection_pad, _rrelu_with_noise, _shrink_backward,
                                  _transformer_encoder_layer_fwd)
+from ._decompositions_stats import _corrcoef, _cov, _gaussian_nll_loss
 from . import _linalg
 from ._errors import TraceError, decline
 from ._op_forms import DECOMPOSITIONS as _OP_FORMS, _embedding_renorm
@@ -167,6 +168,9 @@ KILN_OPS |= frozenset(f"aten.{name}" for name in """
     addbmm.default copysign.Scalar copysign.Tensor empty_permuted.default empty_strided.default
     frexp.Tensor gcd.default lcm.default max.default min.default nextafter.default
 """.split())
+
+# Fractional max pooling (codegen/ops/fractional_max_pool.cc).
+KILN_OPS |= {"aten.fractional_max_pool2d.default", "aten.fractional_max_pool3d.default"}
 
 
 def _torchs(table):
@@ -391,6 +395,12 @@ _TORCH_FUNCTIONS = {
     torch.Tensor.resize_: _resize_,
     torch.Tensor.resize_as_: _resize_as_,
     torch.resize_as_: _resize_as_,
+    # ATen's read the degrees of freedom and the weights' checks back from tensors.
+    torch.cov: _cov,
+    torch.Tensor.cov: _cov,
+    torch.corrcoef: _corrcoef,
+    torch.Tensor.corrcoef: _corrcoef,
+    torch.nn.functional.gaussian_nll_loss: _gaussian_nll_loss,  # torch's checks var's values
 }
 
 

@@ -9,6 +9,7 @@ import operator
 import torch
 from google.protobuf import json_format
 
+from . import _checks  # noqa: F401 (defines kiln_check.check)
 from ._decompositions import TraceError
 from .graph_pb2 import (Argument, Dim, Graph, Input, Node, OutputAlias, SymbolRelation, SymExpr,
                         TensorType)
@@ -25,7 +26,8 @@ IGNORED_ARGS = {"layout", "device", "pin_memory", "memory_format", "non_blocking
 # Ops that return nothing and raise eager's error when a value they read says
 # so (linalg.inv's check of its info result, a singular matrix): dead-code
 # elimination keeps them, and so does Kiln (codegen/ops/linalg_check.cc).
-CHECKS = frozenset([torch.ops.aten._linalg_check_errors.default])
+CHECKS = frozenset([torch.ops.aten._linalg_check_errors.default,
+                    torch.ops.kiln_check.check.default])  # kiln/_checks.py
 
 
 def _is_view(node):
