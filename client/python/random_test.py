@@ -136,6 +136,54 @@ def test_bernoulli_of_a_tensor_and_exponential_draw_as_eager_and_continue_the_st
     assert not torch.equal(got[0][0], got[1][0]), "each call draws again"
 
 
+def bernoulli_of(p):
+    return torch.bernoulli(p)
+
+
+def multinomial_of(p):
+    return torch.multinomial(p, 2, replacement=True), torch.multinomial(p, 1)
+
+
+def multinomial_once(p):
+    return torch.multinomial(p, 1)
+
+
+def scalar_bernoulli(x):
+    return torch.empty_like(x).bernoulli_(1.5)
+
+
+@pytest.mark.parametrize("fn, good, bad, error", [
+    (bernoulli_of, torch.full((3, 4), 0.5), torch.tensor([[0.5, 1.5, 0.5, 0.5]] * 3),
+     r"Expected p_in >= 0 && p_in <= 1 to be true, but got false"),
+    (bernoulli_of, torch.full((3, 4), 0.5), torch.full((3, 4), float("nan")),
+     r"Expected p_in >= 0 && p_in <= 1 to be true, but got false"),
+    (multinomial_of, torch.ones(2, 5), torch.tensor([[1.0, -1.0, 1, 1, 1], [1, 1, 1, 1, 1]]),
+     r"invalid multinomial distribution \(encountering probability entry < 0\)"),
+    (multinomial_of, torch.ones(2, 5), torch.tensor([[1.0, float("inf"), 1, 1, 1]] * 2),
+     r"invalid multinomial distribution \(encountering probability entry = infinity or NaN\)"),
+    (multinomial_once, torch.ones(2, 5), torch.tensor([[1.0, -1.0, 1, 1, 1], [1, 1, 1, 1, 1]]),
+     r"probability tensor contains either `inf`, `nan` or element < 0"),
+    (multinomial_once, torch.ones(2, 5), torch.tensor([[1.0, 1, float("nan"), 1, 1]] * 2),
+     r"probability tensor contains either `inf`, `nan` or element < 0"),
+    (multinomial_of, torch.ones(2, 5), torch.tensor([[1.0, 1, 1, 1, 1], [0, 0, 0, 0, 0]]),
+     r"invalid multinomial distribution \(sum of probabilities <= 0\)"),
+])
+def test_a_probability_eager_refuses_raises_eager_s_error_from_the_compiled_draw(
+        fn, good, bad, error):
+    compiled = kiln.compile(fn, [good], strict=True)
+    assert isinstance(compiled, kiln.Compiled)
+    with pytest.raises(RuntimeError, match=error):
+        fn(bad)
+    with pytest.raises(RuntimeError, match=error):
+        compiled(bad)
+    assert_draws_as_eager(compiled, fn, good, seed=3)
+
+
+def test_a_float_p_eager_refuses_is_eager_s_error_when_traced():
+    with pytest.raises(RuntimeError, match=r"bernoulli_ expects p to be in \[0, 1\], but got p=1.5"):
+        kiln.compile(scalar_bernoulli, [torch.ones(3, 4)])
+
+
 def dropouts(x):
     """Scalar-p bernoulli_ (one float64 uniform per value), as the dropout
     family and attention's dropout draw it."""

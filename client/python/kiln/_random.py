@@ -34,6 +34,7 @@ import torch
 from torch.fx.experimental import proxy_tensor
 from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
+from . import _checks  # noqa: F401 (defines kiln_check.check)
 from . import _random_draws
 from ._errors import TraceError
 
@@ -285,6 +286,12 @@ class _Emitter:
             node.meta["val"] = value
             return node
         return _typed(node, torch.empty(shape, dtype=dtype))
+
+    def check(self, ok, error, message):
+        """A kiln_check.check of the bool node `ok`: eager's `error` with
+        `message` where any element is false (kiln/_checks.py)."""
+        with self.graph.inserting_before(self.before):
+            self.graph.call_function(torch.ops.kiln_check.check.default, (ok, error, message))
 
     def cast(self, node, dtype):
         """`node` as `dtype`."""

@@ -60,6 +60,11 @@ MKL_BERNOULLI = ("this torch draws bernoulli_ of a float p through MKL's generat
                  "not torch's CPU generator that Kiln draws as")
 
 
+# Eager's error for a tensor p outside [0, 1] (its check's own text).
+BERNOULLI_P = ("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error "
+               "message be improved?  If so, please report an enhancement request to PyTorch.)")
+
+
 def _argument(node, position, name, default):
     if position < len(node.args):
         return node.args[position]
@@ -84,6 +89,11 @@ def _uniform(emit, shape, dtype):
 def _bernoulli_of_tensor(emit, node, shape, dtype):
     p = node.args[1] if node.target in (aten.bernoulli_.Tensor, aten.bernoulli.Tensor) \
         else node.args[0]
+    p_shape = list(_value(p).shape)
+    at_least_0 = emit.op(aten.ge.Scalar, (p, 0), p_shape, torch.bool)
+    at_most_1 = emit.op(aten.le.Scalar, (p, 1), p_shape, torch.bool)
+    emit.check(emit.op(aten.logical_and.default, (at_least_0, at_most_1), p_shape, torch.bool),
+               "RuntimeError", BERNOULLI_P)
     uniform = _uniform(emit, shape, _value(p).dtype)
     return emit.cast(emit.op(aten.lt.Tensor, (uniform, p), shape, torch.bool), dtype)
 
@@ -204,6 +214,30 @@ def _multinomial_with_replacement(emit, node, shape, dtype):
 
 
 def _multinomial_any(emit, node, shape, dtype):
+    """multinomial, after eager's checks of p (each of its two kernels says
+    it in words of its own)."""
+    p, replacement = node.args[0], bool(_argument(node, 2, "replacement", False))
+    p_shape, p_dtype = list(_value(p).shape), _value(p).dtype
+    negative = emit.op(aten.lt.Scalar, (p, 0), p_shape, torch.bool)
+    finite = emit.op(aten.logical_and.default,
+                     (emit.op(aten.eq.Tensor, (p, p), p_shape, torch.bool),
+                      emit.op(aten.lt.Scalar, (emit.op(aten.abs.default, (p,), p_shape, p_dtype),
+                                               math.inf), p_shape, torch.bool)),
+                     p_shape, torch.bool)
+    if replacement and int(node.args[1]) > 1:
+        emit.check(emit.op(aten.logical_not.default, (negative,), p_shape, torch.bool),
+                   "RuntimeError", "invalid multinomial distribution (encountering probability "
+                   "entry < 0)")
+        emit.check(finite, "RuntimeError", "invalid multinomial distribution (encountering "
+                   "probability entry = infinity or NaN)")
+    else:
+        emit.check(emit.op(aten.logical_and.default,
+                           (finite, emit.op(aten.logical_not.default, (negative,), p_shape,
+                                            torch.bool)), p_shape, torch.bool),
+                   "RuntimeError", "probability tensor contains either `inf`, `nan` or element < 0")
+    total = emit.op(aten.sum.dim_IntList, (p, [-1]), p_shape[:-1], p_dtype)
+    emit.check(emit.op(aten.gt.Scalar, (total, 0), p_shape[:-1], torch.bool), "RuntimeError",
+               "invalid multinomial distribution (sum of probabilities <= 0)")
     replacement = bool(_argument(node, 2, "replacement", False))
     if replacement and int(node.args[1]) > 1:
         return _multinomial_with_replacement(emit, node, shape, dtype)
