@@ -3,6 +3,9 @@
 #include "client/python/torch_loops.h"
 
 #include <ATen/Parallel.h>
+#include <pthread.h>
+
+#include <atomic>
 
 #ifndef _OPENMP
 #error "torch_loops.cc needs -fopenmp: at::parallel_for is OpenMP in torch's headers"
@@ -11,10 +14,20 @@
 namespace kiln::python {
 namespace {
 
-int Threads() { return at::get_num_threads(); }
+// Set in a child of fork(): libgomp's pool does not survive fork (a parallel
+// region in the child of a process that entered one waits forever for
+// threads that stayed behind), so a child runs every loop on its calling
+// thread.
+std::atomic<bool> forked_child{false};
+const bool kForkHandler = [] {
+  pthread_atfork(nullptr, nullptr, [] { forked_child.store(true, std::memory_order_relaxed); });
+  return true;
+}();
+
+int Threads() { return forked_child.load(std::memory_order_relaxed) ? 1 : at::get_num_threads(); }
 
 void ParallelFor(int64_t n, int64_t grain, ThreadPool::Body body) {
-  if (n < 2 * grain) {
+  if (n < 2 * grain || forked_child.load(std::memory_order_relaxed)) {
     body(0, n);  // one chunk: no parallel region, no call into torch or libgomp
     return;
   }

@@ -7,20 +7,18 @@
 namespace kiln {
 namespace {
 
-// Post-order walk from the effects (OpDef::effect) in node order, then
-// from the outputs: a node is emitted once all the nodes its operands come
-// from are. An effect first, so a check runs as soon as what it checks is
-// computed, before the nodes it does not need (a write into an input's
-// memory). Iterative, so deep graphs cannot overflow the stack.
+// Post-order walk from the outputs, then from the effects (OpDef::effect)
+// in node order: a node is emitted once all the nodes its operands come
+// from are. Iterative, so deep graphs cannot overflow the stack.
 std::vector<int> LiveNodeOrder(const ir::Graph& graph) {
   std::vector<int> order;
   std::vector<char> state(graph.nodes.size(), 0);  // 0 new, 1 open, 2 done
   std::vector<int> roots;
+  for (int output : graph.outputs) roots.push_back(graph.producer[output]);
   for (int n = 0; n < static_cast<int>(graph.nodes.size()); ++n) {
     const ops::OpDef* op = ops::OpTable::Get().Find(graph.nodes[n].op);
     if (op != nullptr && op->effect) roots.push_back(n);
   }
-  for (int output : graph.outputs) roots.push_back(graph.producer[output]);
   for (const int root : roots) {
     if (root < 0 || state[root] != 0) continue;
     std::vector<std::pair<int, size_t>> stack = {{root, 0}};

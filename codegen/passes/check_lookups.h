@@ -10,8 +10,9 @@
 // [0, size) of the looked-up dim (ops/index_check.cc). x[index] traces as
 // index_select at where(index < 0, index + size, index): its check takes
 // the index itself, in [-size, size), so the error names the entry the
-// caller passed. Canonicalize puts a check right after what it reads, so
-// it runs before any node it does not depend on writes.
+// caller passed. A lookup itself reads 0 outside its table, so nothing is
+// read outside memory wherever its check runs; the run returns the error,
+// never a result.
 //
 // Requires: the user's graph, before Decompose.
 // Guarantees: every node is copied as it is, in order; the checks are
